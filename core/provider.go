@@ -1,0 +1,99 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Provider is the adapter for one kind of agent program (claude, codex, opencode, pi,
+// shell). It knows how to launch it, how to tell its state and how to read its
+// transcript. Adapters live in adapters/<name>; core only sees this interface.
+type Provider interface {
+	// Name is the provider name used in paths, caps and the CLI.
+	Name() string
+	// Detect looks for the program and reports version and what is missing.
+	Detect(ctx context.Context) ProviderStatus
+	// Prepare turns a run request into what the host launches.
+	Prepare(ctx context.Context, req LaunchRequest) (LaunchPlan, error)
+	// Observe returns the state/usage observer for one launched agent. It is called
+	// once per agent run and again after a server restart (re-adoption).
+	Observe(a wire.Agent) Observer
+}
+
+// ProviderStatus is what doctor shows for a provider.
+type ProviderStatus struct {
+	Name    string
+	Found   bool
+	Path    string
+	Version string
+	Notes   []string // e.g. "orcr hooks ok"
+	Fix     string   // exact install commands when something is missing
+}
+
+// LaunchRequest is the agent as the queue admits it, plus the server's facts the adapter
+// needs to wire its integration (hook command, socket).
+type LaunchRequest struct {
+	Agent wire.Agent
+	// Self is the absolute path of the orcr binary, for hook commands.
+	Self string
+	// Socket is the server socket (also in ORCR_SOCKET).
+	Socket string
+	// StateDir is a per-agent directory under ORCR_HOME the adapter may write to
+	// (settings files, config homes).
+	StateDir string
+	// Env is the clean base environment the pane will get, KEY=VALUE; the adapter may
+	// add to it through LaunchPlan.Env.
+	Env []string
+}
+
+// LaunchPlan is what the host starts.
+type LaunchPlan struct {
+	Argv []string
+	Env  []string // extra KEY=VALUE added after the base environment
+	Cwd  string   // empty: the agent's cwd
+	// SessionID is known before launch when the CLI takes one (claude --session-id).
+	SessionID string
+	// Transcript is known before launch when the adapter can compute it.
+	Transcript string
+}
+
+// Observer turns the signals of one running agent into state and usage. All methods
+// are called from one goroutine per agent; they must not block for long.
+type Observer interface {
+	// Screen applies the adapter's screen rules. quiet is how long the screen has not
+	// changed. Return nil when the screen says nothing new.
+	Screen(s Screen, quiet time.Duration) *Signal
+	// Hook handles a hook report (orcr hook <provider> <event>).
+	Hook(event string, payload []byte) (*Signal, error)
+	// Poll reads new transcript lines; called on a timer and after hooks.
+	Poll(ctx context.Context) (*Signal, error)
+	// Close releases files.
+	Close() error
+}
+
+// Signal is an observation. Zero fields mean "no news"; State "" leaves the state alone.
+type Signal struct {
+	State       wire.State
+	Source      string // "hook" | "transcript" | "host" | "screen"
+	Reason      string
+	Blocked     *wire.Blocked
+	Usage       *wire.Usage // absolute totals for the agent, not deltas
+	Model       string
+	SessionID   string
+	Transcript  string
+	LastMessage string
+	// Reading is a usage-limit reading (5h/weekly windows) for the usage view and queue.
+	Reading *LimitReading
+}
+
+// LimitReading is a provider's rate-limit reading at one instant.
+type LimitReading struct {
+	Provider   string     `json:"provider"`
+	Window     string     `json:"window"` // "5h" | "weekly"
+	UsedPct    float64    `json:"usedPct"`
+	ResetsAt   *time.Time `json:"resetsAt"`
+	LimitHit   bool       `json:"limitHit"`
+	ObservedAt time.Time  `json:"observedAt"`
+}

@@ -1,0 +1,296 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MaxLine is the longest request line the server accepts (1 MiB, newline excluded).
+const MaxLine = 1 << 20
+
+// Request is one line from a client.
+type Request struct {
+	ID     string          `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+	// Caller is the agent the client claims to run inside (its ORCR_ID). The server
+	// verifies the claim against the peer's process tree before trusting it.
+	Caller string `json:"caller,omitempty"`
+}
+
+// Response answers exactly one request. Exactly one of Result and Error is set.
+type Response struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}
+
+// Methods of the socket API. Every one has a params and a result type in the schema.
+const (
+	MethodPing            = "server.ping"
+	MethodInfo            = "server.info"
+	MethodAgentRun        = "agent.run"
+	MethodAgentList       = "agent.list"
+	MethodAgentGet        = "agent.get"
+	MethodAgentSend       = "agent.send"
+	MethodAgentRead       = "agent.read"
+	MethodAgentWait       = "agent.wait"
+	MethodAgentKill       = "agent.kill"
+	MethodAgentAttach     = "agent.attach"
+	MethodAgentResize     = "agent.resize"
+	MethodEventsSubscribe = "events.subscribe"
+	MethodHookReport      = "hook.report"
+)
+
+// ---- params and results ----
+
+// Empty is the params or result of methods that carry nothing.
+type Empty struct{}
+
+// PingResult answers server.ping.
+type PingResult struct {
+	Pong    bool `json:"pong"`
+	Version int  `json:"version"`
+}
+
+// InfoResult describes the running server.
+type InfoResult struct {
+	Version   int    `json:"version"`
+	PID       int    `json:"pid"`
+	Home      string `json:"home"`
+	Socket    string `json:"socket"`
+	Host      string `json:"host"`
+	HostWhy   string `json:"hostWhy"`
+	StartedAt string `json:"startedAt"`
+	Agents    int    `json:"agents"`
+	LastSeq   uint64 `json:"lastSeq"`
+}
+
+// RunParams spawns an agent (agent.run).
+type RunParams struct {
+	Path     string            `json:"path"`
+	Provider string            `json:"provider"` // default "shell" when argv is given
+	Model    string            `json:"model,omitempty"`
+	Argv     []string          `json:"argv,omitempty"`
+	Cwd      string            `json:"cwd,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Prompt   string            `json:"prompt,omitempty"`
+	Priority int               `json:"priority,omitempty"`
+	Keep     bool              `json:"keep,omitempty"`
+	Worktree string            `json:"worktree,omitempty"`
+	Cols     int               `json:"cols,omitempty"`
+	Rows     int               `json:"rows,omitempty"`
+}
+
+// AgentResult wraps one agent.
+type AgentResult struct {
+	Agent Agent `json:"agent"`
+}
+
+// ListParams filters agent.list. An empty glob selects everything.
+type ListParams struct {
+	Glob string `json:"glob,omitempty"`
+	// All includes agents in terminal states; by default they are left out.
+	All bool `json:"all,omitempty"`
+}
+
+// ListResult answers agent.list.
+type ListResult struct {
+	Agents []Agent `json:"agents"`
+}
+
+// TargetParams names one agent: an id, an id prefix, or a path.
+type TargetParams struct {
+	Target string `json:"target"`
+}
+
+// SendParams types text and/or named keys into an agent's pane.
+type SendParams struct {
+	Target string   `json:"target"`
+	Text   string   `json:"text,omitempty"`
+	Enter  bool     `json:"enter,omitempty"`
+	Keys   []string `json:"keys,omitempty"`
+}
+
+// ReadParams reads an agent's screen or transcript.
+type ReadParams struct {
+	Target      string `json:"target"`
+	Lines       int    `json:"lines,omitempty"` // last N lines of screen+scrollback
+	LastMessage bool   `json:"lastMessage,omitempty"`
+	Transcript  bool   `json:"transcript,omitempty"`
+}
+
+// ReadResult answers agent.read.
+type ReadResult struct {
+	Text string `json:"text"`
+	Cols int    `json:"cols"`
+	Rows int    `json:"rows"`
+	// Live is false when the text is the last screen kept after the pane closed.
+	Live bool `json:"live"`
+}
+
+// WaitParams waits until every agent matching Glob reaches Until.
+// Until is one of done|idle|blocked|exited|settled (default settled).
+type WaitParams struct {
+	Glob           string `json:"glob"`
+	Until          string `json:"until,omitempty"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty"` // 0: no timeout
+}
+
+// WaitResult answers agent.wait.
+type WaitResult struct {
+	Agents   []Agent `json:"agents"`
+	TimedOut bool    `json:"timedOut"`
+}
+
+// KillParams stops every agent matching Glob (or one target).
+type KillParams struct {
+	Glob   string `json:"glob"`
+	DryRun bool   `json:"dryRun,omitempty"`
+}
+
+// KillResult lists what was (or would be) killed.
+type KillResult struct {
+	Agents []Agent `json:"agents"`
+	DryRun bool    `json:"dryRun"`
+}
+
+// AttachParams starts an attach on a dedicated connection.
+type AttachParams struct {
+	Target string `json:"target"`
+	Cols   int    `json:"cols,omitempty"`
+	Rows   int    `json:"rows,omitempty"`
+}
+
+// AttachResult tells the client how to attach. When Argv is set the client runs that
+// native command (tmux attach, herdr …). When Stream is true the connection turns into a
+// stream of AttachFrame lines in both directions (embedded pty host).
+type AttachResult struct {
+	Argv   []string `json:"argv,omitempty"`
+	Stream bool     `json:"stream"`
+	Agent  Agent    `json:"agent"`
+}
+
+// AttachFrame is one line of an attach stream. Data is raw terminal bytes (base64 in JSON).
+type AttachFrame struct {
+	Data   []byte `json:"data,omitempty"`
+	Cols   int    `json:"cols,omitempty"`
+	Rows   int    `json:"rows,omitempty"`
+	Closed bool   `json:"closed,omitempty"` // the pane ended
+}
+
+// ResizeParams resizes an agent's pane.
+type ResizeParams struct {
+	Target string `json:"target"`
+	Cols   int    `json:"cols"`
+	Rows   int    `json:"rows"`
+}
+
+// SubscribeParams opens an event stream on a dedicated connection. Stored events with
+// seq > After are replayed first, then live ones follow. Paths filters by agent glob.
+type SubscribeParams struct {
+	After uint64   `json:"after"`
+	Paths []string `json:"paths,omitempty"`
+	// Transient asks for transient events (agent.screen) too.
+	Transient bool `json:"transient,omitempty"`
+}
+
+// SubscribeResult acknowledges a subscription; events follow as lines.
+type SubscribeResult struct {
+	Subscribed bool   `json:"subscribed"`
+	LastSeq    uint64 `json:"lastSeq"`
+}
+
+// HookParams carries a provider hook (orcr hook <provider> <event>) to the server.
+type HookParams struct {
+	Provider string          `json:"provider"`
+	Event    string          `json:"event"`
+	AgentID  string          `json:"agentId"`
+	Payload  json.RawMessage `json:"payload,omitempty"`
+}
+
+// ---- errors ----
+
+// Stable error codes. Clients match on these, never on messages.
+const (
+	CodeBadRequest      = "bad_request"      // malformed JSON or envelope
+	CodeLineTooLong     = "line_too_long"    // request over MaxLine
+	CodeUnknownMethod   = "unknown_method"   // no such method
+	CodeInvalidParams   = "invalid_params"   // missing or wrong-typed params
+	CodeInvalidPath     = "invalid_path"     // path does not follow the rules
+	CodeInvalidGlob     = "invalid_glob"     // glob does not parse
+	CodePathTaken       = "path_taken"       // a live agent already has this path
+	CodeNotFound        = "not_found"        // target matches nothing
+	CodeAmbiguous       = "ambiguous"        // id prefix matches several agents
+	CodeNotRunning      = "not_running"      // agent has no live pane
+	CodeUnknownProvider = "unknown_provider" // no adapter by that name
+	CodeMissingProgram  = "missing_program"  // host or provider binary missing (CLI exit 2)
+	CodeCallerRefused   = "caller_refused"   // claimed ORCR_ID does not match the peer
+	CodePermission      = "permission"       // other uid
+	CodeHostError       = "host_error"       // the host failed the operation
+	CodeTimeout         = "timeout"
+	CodeVersionMismatch = "version_mismatch"
+	CodeInternal        = "internal"
+	CodeUnavailable     = "unavailable" // server not running
+	CodeShuttingDown    = "shutting_down"
+)
+
+// Error is an API error: a stable code and a message that says what to do.
+type Error struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches errors by code, so errors.Is(err, wire.ErrNotFound) works across the wire.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+	}
+	return false
+}
+
+// Errorf builds an *Error with a code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Sentinels for errors.Is; they carry only a code.
+var (
+	ErrNotFound        = &Error{Code: CodeNotFound}
+	ErrPathTaken       = &Error{Code: CodePathTaken}
+	ErrInvalidPath     = &Error{Code: CodeInvalidPath}
+	ErrInvalidGlob     = &Error{Code: CodeInvalidGlob}
+	ErrNotRunning      = &Error{Code: CodeNotRunning}
+	ErrMissingProgram  = &Error{Code: CodeMissingProgram}
+	ErrTimeout         = &Error{Code: CodeTimeout}
+	ErrUnavailable     = &Error{Code: CodeUnavailable}
+	ErrCallerRefused   = &Error{Code: CodeCallerRefused}
+	ErrUnknownProvider = &Error{Code: CodeUnknownProvider}
+	ErrInvalidParams   = &Error{Code: CodeInvalidParams}
+)
+
+// CodeOf returns the API code of err, or CodeInternal.
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// AsError converts any error to an *Error for the wire.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Message == "" {
+			return &Error{Code: e.Code, Message: err.Error()}
+		}
+		return &Error{Code: e.Code, Message: err.Error(), Data: e.Data}
+	}
+	return &Error{Code: CodeInternal, Message: err.Error()}
+}

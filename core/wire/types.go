@@ -1,0 +1,133 @@
+// Package wire holds the versioned JSON types of orcr's socket API: requests, responses,
+// events, the agent record as clients see it, and the stable error codes. Every surface
+// (CLI, dashboard, socket clients in other languages) speaks these types and nothing else.
+package wire
+
+import "time"
+
+// Version is the socket protocol version. A client and server with different major
+// versions refuse each other with code "version_mismatch".
+const Version = 1
+
+// State is an agent's lifecycle state (DESIGN §7).
+type State string
+
+// The states of DESIGN §7. Terminal states never change again.
+const (
+	StateQueued   State = "queued"
+	StateStarting State = "starting"
+	StateIdle     State = "idle"    // running, no prompt given yet / waiting for first input
+	StateWorking  State = "working" // busy on a turn
+	StateBlocked  State = "blocked" // waiting on a permission, a question or a usage limit
+	StateDone     State = "done"    // turn finished, ready for input
+	StateExited   State = "exited"  // process ended, with exit code
+	StateKilled   State = "killed"
+	StateFailed   State = "failed" // could not start
+	StateLost     State = "lost"   // pane vanished while nobody watched
+)
+
+// AllStates lists every state in lifecycle order.
+var AllStates = []State{StateQueued, StateStarting, StateIdle, StateWorking, StateBlocked,
+	StateDone, StateExited, StateKilled, StateFailed, StateLost}
+
+// Terminal reports whether no further transition can happen.
+func (s State) Terminal() bool {
+	switch s {
+	case StateExited, StateKilled, StateFailed, StateLost:
+		return true
+	}
+	return false
+}
+
+// Live reports whether the agent has (or is about to have) a running process.
+func (s State) Live() bool {
+	switch s {
+	case StateStarting, StateIdle, StateWorking, StateBlocked, StateDone:
+		return true
+	}
+	return false
+}
+
+// Blocked says what a blocked agent waits for.
+type Blocked struct {
+	Kind     string     `json:"kind"`             // "permission" | "question" | "usage-limit" | "dialog"
+	Detail   string     `json:"detail"`           // e.g. "Bash(rm -rf build)" or the question text
+	Options  []string   `json:"options"`          // answer choices when known
+	ResetsAt *time.Time `json:"resetsAt"`         // usage limit reset instant
+}
+
+// Usage is token and cost accounting for one agent (or a roll-up).
+type Usage struct {
+	InputTokens      int64    `json:"inputTokens"`
+	OutputTokens     int64    `json:"outputTokens"`
+	CacheReadTokens  int64    `json:"cacheReadTokens"`
+	CacheWriteTokens int64    `json:"cacheWriteTokens"`
+	CostUSD          *float64 `json:"costUsd"` // null when the model is unpriced
+	Priced           bool     `json:"priced"`
+}
+
+// Agent is the record of one agent as the API exposes it.
+type Agent struct {
+	ID         string            `json:"id"`
+	Path       string            `json:"path"`
+	ParentID   string            `json:"parentId"`
+	ParentPath string            `json:"parentPath"`
+	Provider   string            `json:"provider"`
+	Model      string            `json:"model"`
+	Argv       []string          `json:"argv"`
+	Cwd        string            `json:"cwd"`
+	Env        map[string]string `json:"env"` // only what the user passed with --env
+	Prompt     string            `json:"prompt"`
+	Priority   int               `json:"priority"`
+	Keep       bool              `json:"keep"`
+	Worktree   string            `json:"worktree"`
+
+	State       State    `json:"state"`
+	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server
+	StateReason string   `json:"stateReason"` // why the current state was decided
+	Blocked     *Blocked `json:"blocked"`
+	QueuePos    int      `json:"queuePos"` // 1-based while queued, 0 otherwise
+
+	Host     string `json:"host"`
+	PaneID   string `json:"paneId"`
+	PID      int    `json:"pid"`
+	ExitCode *int   `json:"exitCode"`
+	Error    string `json:"error"` // why it failed to start
+
+	SessionID   string `json:"sessionId"`
+	Transcript  string `json:"transcript"`
+	LastMessage string `json:"lastMessage"`
+	LastScreen  string `json:"lastScreen"` // kept when the pane closes
+	Usage       Usage  `json:"usage"`
+
+	CreatedAt time.Time  `json:"createdAt"`
+	StartedAt *time.Time `json:"startedAt"`
+	StateAt   time.Time  `json:"stateAt"`
+	EndedAt   *time.Time `json:"endedAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// Event kinds.
+const (
+	EventAgentSpawned = "agent.spawned"
+	EventAgentState   = "agent.state"
+	EventAgentUpdated = "agent.updated" // usage, model, last message changed
+	EventAgentKilled  = "agent.killed"
+	EventAgentRemoved = "agent.removed" // record pruned
+	// EventAgentScreen says the screen changed. It is transient: not stored, seq 0, rate
+	// limited per agent, so previews refresh without polling every pane.
+	EventAgentScreen = "agent.screen"
+)
+
+// Event is one entry of the event log. Stored events have seq > 0 and arrive in seq order.
+type Event struct {
+	Event string    `json:"event"`
+	Seq   uint64    `json:"seq"`
+	At    time.Time `json:"at"`
+	Agent *Agent    `json:"agent,omitempty"`
+	From  State     `json:"from,omitempty"`
+	To    State     `json:"to,omitempty"`
+	// Rule names what caused a collection or a transition (e.g. "gc.idle_after").
+	Rule string         `json:"rule,omitempty"`
+	Data map[string]any `json:"data,omitempty"`
+}
