@@ -50,10 +50,10 @@ func (s State) Live() bool {
 
 // Blocked says what a blocked agent waits for.
 type Blocked struct {
-	Kind     string     `json:"kind"`             // "permission" | "question" | "usage-limit" | "dialog"
-	Detail   string     `json:"detail"`           // e.g. "Bash(rm -rf build)" or the question text
-	Options  []string   `json:"options"`          // answer choices when known
-	ResetsAt *time.Time `json:"resetsAt"`         // usage limit reset instant
+	Kind     string     `json:"kind"`     // "permission" | "question" | "usage-limit" | "dialog"
+	Detail   string     `json:"detail"`   // e.g. "Bash(rm -rf build)" or the question text
+	Options  []string   `json:"options"`  // answer choices when known
+	ResetsAt *time.Time `json:"resetsAt"` // usage limit reset instant
 }
 
 // Usage is token and cost accounting for one agent (or a roll-up).
