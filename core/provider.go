@@ -85,15 +85,5 @@ type Signal struct {
 	Transcript  string
 	LastMessage string
 	// Reading is a usage-limit reading (5h/weekly windows) for the usage view and queue.
-	Reading *LimitReading
-}
-
-// LimitReading is a provider's rate-limit reading at one instant.
-type LimitReading struct {
-	Provider   string     `json:"provider"`
-	Window     string     `json:"window"` // "5h" | "weekly"
-	UsedPct    float64    `json:"usedPct"`
-	ResetsAt   *time.Time `json:"resetsAt"`
-	LimitHit   bool       `json:"limitHit"`
-	ObservedAt time.Time  `json:"observedAt"`
+	Reading *wire.LimitReading
 }

@@ -38,6 +38,10 @@ type Service interface {
 
 	// Hook delivers a provider hook report.
 	Hook(ctx context.Context, p wire.HookParams) error
+
+	Queue(ctx context.Context) (wire.QueueResult, error)
+	Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error)
+	Schedules(ctx context.Context) ([]wire.Schedule, error)
 }
 
 // Caller is who is calling, as the socket server established it.
