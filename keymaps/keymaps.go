@@ -1,0 +1,299 @@
+// Package keymaps owns the dashboard's key bindings as data: one struct per screen area,
+// the default and vim-style sets, user overrides from config ([keys] action = ["k1","k2"]),
+// and the help listing generated from the same bindings. Destructive bindings (kill) are
+// flagged so the dashboard marks them and asks for confirmation before acting.
+package keymaps
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Binding is one action and the keys that trigger it. Keys are spelled the way bubbletea
+// prints a key press: "q", "K", "ctrl+c", "enter", "space", "up", "shift+tab".
+type Binding struct {
+	// Action is the stable name used in config overrides, e.g. "tree.kill".
+	Action string
+	Keys   []string
+	Desc   string
+	// Destructive marks actions that destroy work; the UI colours them and gates them
+	// behind a confirmation.
+	Destructive bool
+}
+
+// Matches reports whether the key press k (anything with bubbletea's String form)
+// triggers b.
+func (b Binding) Matches(k fmt.Stringer) bool {
+	s := k.String()
+	for _, key := range b.Keys {
+		if key == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Label is how help shows the keys: "K", "↑/k".
+func (b Binding) Label() string {
+	out := make([]string, 0, len(b.Keys))
+	for _, k := range b.Keys {
+		out = append(out, pretty(k))
+	}
+	return strings.Join(out, "/")
+}
+
+func pretty(k string) string {
+	switch k {
+	case "up":
+		return "↑"
+	case "down":
+		return "↓"
+	case "left":
+		return "←"
+	case "right":
+		return "→"
+	case "enter":
+		return "⏎"
+	}
+	return k
+}
+
+// Global bindings work everywhere outside dialogs.
+type Global struct {
+	Quit, Help, FocusNext, FocusPrev, Theme Binding
+}
+
+// Tree bindings act on the agent tree and the selected agent.
+type Tree struct {
+	Up, Down, PageUp, PageDown, Top, Bottom Binding
+	Expand, Collapse, Toggle                Binding
+	Filter, ClearFilter, NextBlocked        Binding
+	Attach, Steer, SteerMulti, Answer       Binding
+	Spawn, Kill                             Binding
+}
+
+// Panel bindings act on the side panel (queue, usage, schedules, events) and the preview.
+type Panel struct {
+	Up, Down, NextTab, PrevTab Binding
+}
+
+// Dialog bindings work inside dialogs.
+type Dialog struct {
+	Submit, Cancel, SendMulti, Confirm Binding
+}
+
+// KeyMap is every area's bindings.
+type KeyMap struct {
+	Name   string
+	Global Global
+	Tree   Tree
+	Panel  Panel
+	Dialog Dialog
+}
+
+func b(action, desc string, keys ...string) Binding {
+	return Binding{Action: action, Keys: keys, Desc: desc}
+}
+
+// DefaultGlobal is the default global set.
+func DefaultGlobal() Global {
+	return Global{
+		Quit:      b("global.quit", "quit", "q", "ctrl+c"),
+		Help:      b("global.help", "help", "?"),
+		FocusNext: b("global.focus_next", "next pane", "tab"),
+		FocusPrev: b("global.focus_prev", "previous pane", "shift+tab"),
+		Theme:     b("global.theme", "next theme", "T"),
+	}
+}
+
+// DefaultTree is the default tree set: arrows to move, letters for actions.
+func DefaultTree() Tree {
+	kill := b("tree.kill", "kill by glob", "K")
+	kill.Destructive = true
+	return Tree{
+		Up:          b("tree.up", "up", "up"),
+		Down:        b("tree.down", "down", "down"),
+		PageUp:      b("tree.page_up", "page up", "pgup"),
+		PageDown:    b("tree.page_down", "page down", "pgdown"),
+		Top:         b("tree.top", "top", "home"),
+		Bottom:      b("tree.bottom", "bottom", "end"),
+		Expand:      b("tree.expand", "expand", "right"),
+		Collapse:    b("tree.collapse", "collapse", "left"),
+		Toggle:      b("tree.toggle", "fold/unfold", "space"),
+		Filter:      b("tree.filter", "filter (text or glob)", "/"),
+		ClearFilter: b("tree.clear_filter", "clear filter", "esc"),
+		NextBlocked: b("tree.next_blocked", "next blocked", "b"),
+		Attach:      b("tree.attach", "attach", "enter", "a"),
+		Steer:       b("tree.steer", "steer (one line)", "s"),
+		SteerMulti:  b("tree.steer_multi", "steer (multi-line)", "S"),
+		Answer:      b("tree.answer", "answer blocked", "r"),
+		Spawn:       b("tree.spawn", "spawn agent", "n"),
+		Kill:        kill,
+	}
+}
+
+// DefaultPanel is the default panel set.
+func DefaultPanel() Panel {
+	return Panel{
+		Up:      b("panel.up", "scroll up", "up"),
+		Down:    b("panel.down", "scroll down", "down"),
+		NextTab: b("panel.next_tab", "next panel tab", "]"),
+		PrevTab: b("panel.prev_tab", "previous panel tab", "["),
+	}
+}
+
+// DefaultDialog is the default dialog set.
+func DefaultDialog() Dialog {
+	confirm := b("dialog.confirm", "confirm destructive", "y")
+	confirm.Destructive = true
+	return Dialog{
+		Submit:    b("dialog.submit", "submit", "enter"),
+		Cancel:    b("dialog.cancel", "cancel", "esc"),
+		SendMulti: b("dialog.send_multi", "send multi-line", "ctrl+s"),
+		Confirm:   confirm,
+	}
+}
+
+// Default is the default key map.
+func Default() KeyMap {
+	return KeyMap{Name: "default", Global: DefaultGlobal(), Tree: DefaultTree(),
+		Panel: DefaultPanel(), Dialog: DefaultDialog()}
+}
+
+// VimTree adds vim motions to the default tree set.
+func VimTree() Tree {
+	t := DefaultTree()
+	t.Up.Keys = []string{"k", "up"}
+	t.Down.Keys = []string{"j", "down"}
+	t.PageUp.Keys = []string{"ctrl+u", "pgup"}
+	t.PageDown.Keys = []string{"ctrl+d", "pgdown"}
+	t.Top.Keys = []string{"g", "home"}
+	t.Bottom.Keys = []string{"G", "end"}
+	t.Expand.Keys = []string{"l", "right"}
+	t.Collapse.Keys = []string{"h", "left"}
+	t.Toggle.Keys = []string{"o", "space"}
+	t.Steer.Keys = []string{"i", "s"}
+	t.SteerMulti.Keys = []string{"I", "S"}
+	return t
+}
+
+// VimPanel adds vim motions to the default panel set.
+func VimPanel() Panel {
+	p := DefaultPanel()
+	p.Up.Keys = []string{"k", "up"}
+	p.Down.Keys = []string{"j", "down"}
+	return p
+}
+
+// Vim is the vim-style key map.
+func Vim() KeyMap {
+	return KeyMap{Name: "vim", Global: DefaultGlobal(), Tree: VimTree(),
+		Panel: VimPanel(), Dialog: DefaultDialog()}
+}
+
+// ByName returns the named key map ("default" or "vim").
+func ByName(name string) (KeyMap, error) {
+	switch name {
+	case "", "default":
+		return Default(), nil
+	case "vim":
+		return Vim(), nil
+	}
+	return KeyMap{}, fmt.Errorf("unknown keymap %q (known: default, vim)", name)
+}
+
+// Section is one area's bindings, for help.
+type Section struct {
+	Title    string
+	Bindings []Binding
+}
+
+func (k *KeyMap) areas() []struct {
+	title string
+	ptrs  []*Binding
+} {
+	g, t, p, d := &k.Global, &k.Tree, &k.Panel, &k.Dialog
+	return []struct {
+		title string
+		ptrs  []*Binding
+	}{
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme}},
+		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
+			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
+		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
+		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
+	}
+}
+
+// Sections lists every binding by area, in a stable order; help is generated from it.
+func (k KeyMap) Sections() []Section {
+	var out []Section
+	for _, a := range k.areas() {
+		s := Section{Title: a.title}
+		for _, p := range a.ptrs {
+			s.Bindings = append(s.Bindings, *p)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Apply replaces the keys of the named actions. Unknown actions, empty key lists and
+// keys that would collide within one area (or with a global key) are errors, so a bad
+// config is reported rather than leaving an action unreachable.
+func (k *KeyMap) Apply(overrides map[string][]string) error {
+	byAction := map[string]*Binding{}
+	for _, a := range k.areas() {
+		for _, p := range a.ptrs {
+			byAction[p.Action] = p
+		}
+	}
+	actions := make([]string, 0, len(overrides))
+	for a := range overrides {
+		actions = append(actions, a)
+	}
+	sort.Strings(actions)
+	for _, a := range actions {
+		p, ok := byAction[a]
+		if !ok {
+			return fmt.Errorf("keys: unknown action %q", a)
+		}
+		if len(overrides[a]) == 0 {
+			return fmt.Errorf("keys: %s: no keys given", a)
+		}
+		p.Keys = append([]string(nil), overrides[a]...)
+	}
+	return k.Validate()
+}
+
+// Validate reports keys bound twice within an area, or shadowing a global binding.
+// The dialog area is checked on its own, since dialogs take keys before anything else.
+func (k *KeyMap) Validate() error {
+	areas := k.areas()
+	global := map[string]string{}
+	for _, p := range areas[0].ptrs {
+		for _, key := range p.Keys {
+			if prev, ok := global[key]; ok {
+				return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
+			}
+			global[key] = p.Action
+		}
+	}
+	for _, a := range areas[1:] {
+		seen := map[string]string{}
+		for _, p := range a.ptrs {
+			for _, key := range p.Keys {
+				if prev, ok := seen[key]; ok {
+					return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
+				}
+				if g, ok := global[key]; ok && a.title != "Dialogs" {
+					return fmt.Errorf("keys: %q bound to both %s and %s", key, g, p.Action)
+				}
+				seen[key] = p.Action
+			}
+		}
+	}
+	return nil
+}
