@@ -1,0 +1,270 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Timing of the per-agent loop. Screens are read only while output is recent, so an
+// idle agent costs nothing.
+const (
+	screenEvery    = 250 * time.Millisecond // at most this often while output flows
+	quietAfter     = 1200 * time.Millisecond
+	pollEvery      = time.Second
+	transientEvery = 200 * time.Millisecond
+)
+
+// rank orders signal sources by strength (DESIGN §7): a weaker source may not
+// override a state a stronger one decided.
+func rank(source string) int {
+	switch source {
+	case "hook":
+		return 4
+	case "transcript":
+		return 3
+	case "host":
+		return 2
+	case "screen":
+		return 1
+	}
+	return 0
+}
+
+func (e *Engine) startLoop(rt *agentRT) {
+	e.mu.Lock()
+	if rt.done != nil {
+		e.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	rt.stop = cancel
+	rt.events = make(chan func(), 16)
+	rt.outputs = make(chan struct{}, 1)
+	rt.exit = make(chan *int, 1)
+	rt.done = make(chan struct{})
+	a := rt.a
+	e.mu.Unlock()
+	var obs Observer
+	if p := e.providers[a.Provider]; p != nil {
+		obs = p.Observe(a)
+	}
+	rt.obs = obs
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer close(rt.done)
+		e.agentLoop(ctx, rt, obs)
+	}()
+}
+
+// agentLoop owns one live agent: it turns host output, hooks, transcript polls and
+// the exit into state changes.
+func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
+	if obs != nil {
+		defer obs.Close()
+	}
+	var (
+		lastOutput    time.Time
+		lastScreen    time.Time
+		lastTransient time.Time
+		evaluated     = true // the screen since the last output has been judged
+	)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	arm := func(d time.Duration) {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(d)
+	}
+	judge := func(now time.Time) {
+		if obs == nil {
+			return
+		}
+		e.mu.Lock()
+		pane := rt.a.PaneID
+		e.mu.Unlock()
+		scr, err := e.host.Read(ctx, pane, ReadOpts{})
+		if err != nil {
+			return
+		}
+		lastScreen = now
+		e.apply(ctx, rt, obs.Screen(scr, now.Sub(lastOutput)))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case code := <-rt.exit:
+			e.onExit(ctx, rt, obs, code)
+			return
+		case fn := <-rt.events:
+			fn()
+			if obs != nil {
+				sig, err := obs.Poll(ctx)
+				if err == nil {
+					e.apply(ctx, rt, sig)
+				}
+			}
+		case <-rt.outputs:
+			now := time.Now()
+			lastOutput = now
+			evaluated = false
+			if now.Sub(lastTransient) >= transientEvery {
+				lastTransient = now
+				e.mu.Lock()
+				a := rt.a
+				e.mu.Unlock()
+				e.broker.publishTransient(wire.Event{Event: wire.EventAgentScreen, Agent: &a})
+			}
+			if now.Sub(lastScreen) >= screenEvery {
+				judge(now)
+			}
+			arm(quietAfter)
+		case now := <-timer.C:
+			if !evaluated && now.Sub(lastOutput) >= quietAfter {
+				evaluated = true
+				judge(now)
+			} else if !evaluated {
+				arm(quietAfter - now.Sub(lastOutput))
+			}
+		case <-poll.C:
+			if obs != nil {
+				sig, err := obs.Poll(ctx)
+				if err != nil {
+					e.log.Debug("transcript poll", "id", rt.a.ID, "err", err)
+				}
+				e.apply(ctx, rt, sig)
+			}
+		}
+	}
+}
+
+// apply folds a signal into the agent record.
+func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
+	if s == nil {
+		return
+	}
+	e.mu.Lock()
+	a := rt.a
+	turns := rt.turns
+	e.mu.Unlock()
+	changed := false
+	if s.Usage != nil && *s.Usage != a.Usage || s.Model != "" && s.Model != a.Model ||
+		s.SessionID != "" && s.SessionID != a.SessionID || s.Transcript != "" && s.Transcript != a.Transcript ||
+		s.LastMessage != "" && s.LastMessage != a.LastMessage {
+		changed = true
+	}
+	if changed {
+		e.mutate(ctx, rt, func(x *wire.Agent) {
+			if s.Usage != nil {
+				x.Usage = *s.Usage
+			}
+			if s.Model != "" {
+				x.Model = s.Model
+			}
+			if s.SessionID != "" {
+				x.SessionID = s.SessionID
+			}
+			if s.Transcript != "" {
+				x.Transcript = s.Transcript
+			}
+			if s.LastMessage != "" {
+				x.LastMessage = s.LastMessage
+			}
+		}, &wire.Event{Event: wire.EventAgentUpdated})
+	}
+	if s.Reading != nil {
+		e.recordReading(ctx, *s.Reading)
+	}
+	if s.State == "" || s.State.Terminal() {
+		return
+	}
+	if rank(s.Source) < rank(a.StateSource) && a.State != wire.StateStarting {
+		return
+	}
+	to := s.State
+	if to == wire.StateIdle && turns > 0 && s.Source == "screen" {
+		to = wire.StateDone
+	}
+	e.setState(ctx, rt, to, s.Source, s.Reason, s.Blocked)
+}
+
+func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, code *int) {
+	if obs != nil {
+		if sig, err := obs.Poll(ctx); err == nil {
+			e.apply(ctx, rt, sig)
+		}
+	}
+	e.mu.Lock()
+	pane := rt.a.PaneID
+	e.mu.Unlock()
+	if scr, err := e.host.Read(ctx, pane, ReadOpts{Lines: 200}); err == nil {
+		e.mutate(ctx, rt, func(a *wire.Agent) { a.LastScreen = scr.Text }, nil)
+	}
+	reason := "process ended"
+	if code != nil {
+		reason = "process exited with code " + itoa(*code)
+	}
+	e.finish(ctx, rt, wire.StateExited, "host", reason, code)
+}
+
+// hostEventLoop routes pane events to their agents' loops.
+func (e *Engine) hostEventLoop() {
+	defer e.wg.Done()
+	ch := e.host.Events()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			e.mu.Lock()
+			rt := e.agents[e.panes[ev.Pane]]
+			if (rt == nil || rt.done == nil) && (ev.Kind == PaneExited || ev.Kind == PaneGone) {
+				// The pane ended before its agent's loop started: launch picks it up.
+				e.earlyExit[ev.Pane] = ev.ExitCode
+			}
+			e.mu.Unlock()
+			if rt == nil || rt.done == nil {
+				continue
+			}
+			switch ev.Kind {
+			case PaneOutput:
+				select {
+				case rt.outputs <- struct{}{}:
+				default:
+				}
+			case PaneExited, PaneGone:
+				select {
+				case rt.exit <- ev.ExitCode:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
+	b, err := jsonMarshal(r)
+	if err != nil {
+		return
+	}
+	key := r.Provider + "/" + r.Window
+	if err := e.store.Put(ctx, "limits", key, b); err != nil {
+		e.log.Warn("store limit reading", "err", err)
+	}
+}
+
+func itoa(n int) string {
+	return formatInt(int64(n))
+}

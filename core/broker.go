@@ -1,0 +1,176 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// broker stores events and fans them out. An event is appended to the store before any
+// subscriber sees it, so a subscriber that resumes with an `after` cursor misses nothing.
+// Each subscriber pulls at its own pace: it reads from a recent in-memory window and
+// falls back to the store when it is further behind, so a slow subscriber never blocks
+// publishers and never loses events.
+type broker struct {
+	store Store
+
+	mu     sync.Mutex
+	recent []wire.Event // the last recentMax stored events, in seq order
+	wake   chan struct{} // closed and replaced on every publish
+	trans  map[*transientSub]struct{}
+}
+
+const recentMax = 4096
+
+type transientSub struct {
+	ch   chan wire.Event
+	glob []Glob
+}
+
+func newBroker(s Store) *broker {
+	return &broker{store: s, wake: make(chan struct{}), trans: map[*transientSub]struct{}{}}
+}
+
+// publish stores e, then wakes subscribers. It returns the stored event.
+func (b *broker) publish(ctx context.Context, e wire.Event) (wire.Event, error) {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Appending under the lock keeps recent[] in seq order.
+	stored, err := b.store.AppendEvent(ctx, e)
+	if err != nil {
+		return e, fmt.Errorf("store event: %w", err)
+	}
+	b.recent = append(b.recent, stored)
+	if len(b.recent) > recentMax {
+		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
+	}
+	close(b.wake)
+	b.wake = make(chan struct{})
+	return stored, nil
+}
+
+// publishTransient delivers a transient event (seq 0) to transient subscribers,
+// dropping it for subscribers whose buffer is full.
+func (b *broker) publishTransient(e wire.Event) {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.trans {
+		if e.Agent != nil && !matchAny(s.glob, e.Agent.Path) {
+			continue
+		}
+		select {
+		case s.ch <- e:
+		default:
+		}
+	}
+}
+
+// since returns stored events after seq, from memory when possible, and a channel
+// closed at the next publish.
+func (b *broker) since(ctx context.Context, after uint64) ([]wire.Event, <-chan struct{}, error) {
+	b.mu.Lock()
+	wake := b.wake
+	if n := len(b.recent); n > 0 && b.recent[0].Seq <= after+1 {
+		var out []wire.Event
+		if after < b.recent[n-1].Seq {
+			i := int(after+1-b.recent[0].Seq)
+			if i < 0 {
+				i = 0
+			}
+			out = append(out, b.recent[i:]...)
+		}
+		b.mu.Unlock()
+		return out, wake, nil
+	}
+	last := b.store.LastSeq()
+	b.mu.Unlock()
+	if after >= last {
+		return nil, wake, nil
+	}
+	evs, err := b.store.Events(ctx, after, 1000)
+	if err != nil {
+		return nil, wake, fmt.Errorf("read events: %w", err)
+	}
+	return evs, wake, nil
+}
+
+// subscribe streams stored events with seq > after (filtered by globs), then live ones,
+// and transient ones when asked, until ctx ends.
+func (b *broker) subscribe(ctx context.Context, after uint64, globs []Glob, transient bool) <-chan wire.Event {
+	out := make(chan wire.Event, 256)
+	var ts *transientSub
+	if transient {
+		ts = &transientSub{ch: make(chan wire.Event, 64), glob: globs}
+		b.mu.Lock()
+		b.trans[ts] = struct{}{}
+		b.mu.Unlock()
+	}
+	go func() {
+		defer close(out)
+		defer func() {
+			if ts != nil {
+				b.mu.Lock()
+				delete(b.trans, ts)
+				b.mu.Unlock()
+			}
+		}()
+		var tch chan wire.Event
+		if ts != nil {
+			tch = ts.ch
+		}
+		cursor := after
+		for {
+			evs, wake, err := b.since(ctx, cursor)
+			if err != nil {
+				return
+			}
+			for _, e := range evs {
+				cursor = e.Seq
+				if e.Agent != nil && !matchAny(globs, e.Agent.Path) {
+					continue
+				}
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if len(evs) > 0 {
+				continue // there may be more in the store
+			}
+			select {
+			case <-wake:
+			case e := <-tch:
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func matchAny(globs []Glob, p string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if g.Match(p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,298 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"orcr/core/wire"
+)
+
+// Options configure an Engine. Store and Host are required.
+type Options struct {
+	Store     Store
+	Host      Host
+	HostWhy   string // why this host was chosen (doctor, server.info)
+	Providers []Provider
+	Logger    *slog.Logger
+	Home      string // ORCR_HOME
+	Socket    string // the socket path agents get in ORCR_SOCKET
+	Self      string // absolute path of the orcr binary
+	Limits    Limits
+	// BaseEnv is the environment panes start from (default os.Environ()); nesting
+	// variables are stripped from it (see CleanEnv).
+	BaseEnv []string
+	// UsageReport aggregates agents and limit readings into the usage report
+	// (core/usage.go provides one); nil gives readings only.
+	UsageReport func(agents []wire.Agent, readings []wire.LimitReading, p wire.UsageParams) wire.UsageResult
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Limits are the admission caps of the queue.
+type Limits struct {
+	Global    int            // 0: unlimited
+	Provider  map[string]int // provider → cap; absent or 0: unlimited
+	MinFreeMB int            // hold admission while free memory is below this
+}
+
+// Engine is the in-process implementation of Service: it owns the agents, the queue and
+// the event log, and drives the host and the provider adapters.
+type Engine struct {
+	opts      Options
+	store     Store
+	host      Host
+	providers map[string]Provider
+	log       *slog.Logger
+	broker    *broker
+	started   time.Time
+
+	mu     sync.Mutex
+	agents map[string]*agentRT // id → runtime
+	panes  map[string]string   // pane id → agent id
+	// earlyExit holds exits of panes whose agent loop had not started yet.
+	earlyExit map[string]*int
+	limits Limits
+
+	admitWake chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// agentRT is the runtime side of one agent record. a is guarded by Engine.mu.
+type agentRT struct {
+	a       wire.Agent
+	obs     Observer  // owned by the agent's loop goroutine
+	turns   int       // prompts and sends given; turns idle into done
+	events  chan func() // work for the agent's loop (hooks, output, exit)
+	outputs chan struct{}
+	exit    chan *int
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// NewEngine builds an engine; call Start to reconcile with the host and begin serving.
+func NewEngine(opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Host == nil {
+		return nil, errors.New("engine needs a store and a host")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.BaseEnv == nil {
+		opts.BaseEnv = os.Environ()
+	}
+	e := &Engine{
+		opts:      opts,
+		store:     opts.Store,
+		host:      opts.Host,
+		providers: map[string]Provider{},
+		log:       opts.Logger,
+		broker:    newBroker(opts.Store),
+		agents:    map[string]*agentRT{},
+		panes:     map[string]string{},
+		earlyExit: map[string]*int{},
+		limits:    opts.Limits,
+		admitWake: make(chan struct{}, 1),
+	}
+	for _, p := range opts.Providers {
+		e.providers[p.Name()] = p
+	}
+	return e, nil
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now().UTC() }
+
+// Start loads the store, reconciles live panes with the host (re-adopting them or
+// marking them lost), and starts the admission and host-event loops.
+func (e *Engine) Start(ctx context.Context) error {
+	e.started = e.now()
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	all, err := e.store.ListAgents(ctx)
+	if err != nil {
+		return fmt.Errorf("load agents: %w", err)
+	}
+	panes, err := e.host.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list host panes: %w", err)
+	}
+	e.mu.Lock()
+	for _, a := range all {
+		e.agents[a.ID] = &agentRT{a: a}
+	}
+	e.mu.Unlock()
+	if err := e.reconcile(ctx, panes); err != nil {
+		return err
+	}
+	e.wg.Add(2)
+	go e.hostEventLoop()
+	go e.admitLoop()
+	e.kickAdmission()
+	return nil
+}
+
+// Close stops the engine's loops and releases the host connection. Panes of hosts
+// that outlive the server keep running; the embedded host's panes end.
+func (e *Engine) Close(ctx context.Context) error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.mu.Lock()
+	for _, rt := range e.agents {
+		if rt.stop != nil {
+			rt.stop()
+		}
+	}
+	e.mu.Unlock()
+	err := e.host.Shutdown(ctx)
+	e.wg.Wait()
+	return err
+}
+
+// reconcile re-adopts live panes after a restart and marks vanished ones lost.
+func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
+	byID := map[string]PaneInfo{}
+	byName := map[string]PaneInfo{}
+	for _, p := range panes {
+		byID[p.ID] = p
+		byName[p.Name] = p
+	}
+	e.mu.Lock()
+	var rts []*agentRT
+	for _, rt := range e.agents {
+		rts = append(rts, rt)
+	}
+	e.mu.Unlock()
+	sort.Slice(rts, func(i, j int) bool { return rts[i].a.CreatedAt.Before(rts[j].a.CreatedAt) })
+	claimed := map[string]bool{}
+	for _, rt := range rts {
+		a := rt.a
+		if a.State.Terminal() || a.State == wire.StateQueued {
+			if a.PaneID != "" {
+				claimed[a.PaneID] = true
+			}
+			continue
+		}
+		p, ok := byID[a.PaneID]
+		if a.PaneID == "" {
+			// The server died between admission and launch: a pane may exist by name.
+			p, ok = byName[a.Path]
+			if ok && claimed[p.ID] {
+				ok = false
+			}
+		}
+		switch {
+		case ok && !p.Dead:
+			claimed[p.ID] = true
+			e.adopt(ctx, rt, p)
+		case ok && p.Dead:
+			claimed[p.ID] = true
+			e.mutate(ctx, rt, func(a *wire.Agent) {
+				a.PaneID, a.ExitCode = p.ID, p.ExitCode
+			}, nil)
+			e.finish(ctx, rt, wire.StateExited, "host", "process ended while the server was down", p.ExitCode)
+		default:
+			e.finish(ctx, rt, wire.StateLost, "server",
+				fmt.Sprintf("pane vanished while the server was down (found missing at %s)", e.now().Format(time.RFC3339)), nil)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) adopt(ctx context.Context, rt *agentRT, p PaneInfo) {
+	e.mu.Lock()
+	e.panes[p.ID] = rt.a.ID
+	e.mu.Unlock()
+	e.mutate(ctx, rt, func(a *wire.Agent) { a.PaneID, a.PID = p.ID, p.PID }, nil)
+	e.startLoop(rt)
+}
+
+// mutate applies fn to the agent record, stores it, and publishes ev (if not nil)
+// carrying the new record. It is the only writer of agent records.
+func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent), ev *wire.Event) (wire.Agent, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fn(&rt.a)
+	rt.a.UpdatedAt = e.now()
+	a := rt.a
+	if err := e.store.PutAgent(ctx, a); err != nil {
+		e.log.Error("store agent", "id", a.ID, "err", err)
+		return a, fmt.Errorf("store agent: %w", err)
+	}
+	if ev != nil {
+		ev.Agent = &a
+		if _, err := e.broker.publish(ctx, *ev); err != nil {
+			e.log.Error("publish", "err", err)
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// setState moves an agent to a non-terminal state (no-op when terminal already).
+func (e *Engine) setState(ctx context.Context, rt *agentRT, to wire.State, source, reason string, blocked *wire.Blocked) {
+	e.mu.Lock()
+	from := rt.a.State
+	same := from == to && rt.a.StateReason == reason && rt.a.StateSource == source
+	e.mu.Unlock()
+	if from.Terminal() || same {
+		return
+	}
+	if to != wire.StateBlocked {
+		blocked = nil
+	}
+	var ev *wire.Event
+	if from != to {
+		ev = &wire.Event{Event: wire.EventAgentState, From: from, To: to}
+	}
+	now := e.now()
+	e.mutate(ctx, rt, func(a *wire.Agent) {
+		if a.State != to {
+			a.StateAt = now
+		}
+		a.State, a.StateSource, a.StateReason, a.Blocked = to, source, reason, blocked
+	}, ev)
+}
+
+// finish moves an agent to a terminal state once, keeping its last screen.
+func (e *Engine) finish(ctx context.Context, rt *agentRT, to wire.State, source, reason string, code *int) {
+	e.mu.Lock()
+	from := rt.a.State
+	e.mu.Unlock()
+	if from.Terminal() {
+		return
+	}
+	now := e.now()
+	e.mutate(ctx, rt, func(a *wire.Agent) {
+		a.State, a.StateSource, a.StateReason, a.StateAt = to, source, reason, now
+		a.Blocked = nil
+		a.EndedAt = &now
+		if code != nil {
+			c := *code
+			a.ExitCode = &c
+		}
+		a.QueuePos = 0
+	}, &wire.Event{Event: wire.EventAgentState, From: from, To: to})
+	e.kickAdmission()
+}
+
+func (rt *agentRT) observer() Observer { return rt.obs }
+
+func newID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}

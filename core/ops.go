@@ -1,0 +1,566 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+var _ Service = (*Engine)(nil)
+
+// Ping answers server.ping.
+func (e *Engine) Ping(context.Context) (wire.PingResult, error) {
+	return wire.PingResult{Pong: true, Version: wire.Version}, nil
+}
+
+// Info describes the server.
+func (e *Engine) Info(context.Context) (wire.InfoResult, error) {
+	e.mu.Lock()
+	n := len(e.agents)
+	e.mu.Unlock()
+	return wire.InfoResult{Version: wire.Version, PID: os.Getpid(), Home: e.opts.Home, Socket: e.opts.Socket,
+		Host: e.host.Name(), HostWhy: e.opts.HostWhy, StartedAt: e.started.Format(time.RFC3339),
+		Agents: n, LastSeq: e.store.LastSeq()}, nil
+}
+
+// scope returns the caller agent's path ("" for none) for resolving relative paths.
+func (e *Engine) scope(ctx context.Context) (string, error) {
+	parent, err := e.callerAgent(ctx)
+	if err != nil || parent == nil {
+		return "", err
+	}
+	return parent.Path, nil
+}
+
+// current returns, for every path, the newest record: what `ls` shows by default.
+func (e *Engine) currentLocked(all bool) []wire.Agent {
+	out := make([]wire.Agent, 0, len(e.agents))
+	if all {
+		for _, rt := range e.agents {
+			out = append(out, rt.a)
+		}
+	} else {
+		best := map[string]*agentRT{}
+		for _, rt := range e.agents {
+			b := best[rt.a.Path]
+			if b == nil || newer(rt, b) {
+				best[rt.a.Path] = rt
+			}
+		}
+		for _, rt := range best {
+			out = append(out, rt.a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].CreatedAt.Before(out[j].CreatedAt)
+	})
+	return out
+}
+
+// newer prefers a live record over a terminal one, then the later one.
+func newer(a, b *agentRT) bool {
+	if al, bl := !a.a.State.Terminal(), !b.a.State.Terminal(); al != bl {
+		return al
+	}
+	return a.a.CreatedAt.After(b.a.CreatedAt)
+}
+
+// List returns agents matching the glob (all when empty).
+func (e *Engine) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error) {
+	var g *Glob
+	if p.Glob != "" {
+		scope, err := e.scope(ctx)
+		if err != nil {
+			return nil, err
+		}
+		gl, err := ParseGlob(scope, p.Glob)
+		if err != nil {
+			return nil, err
+		}
+		g = &gl
+	}
+	e.mu.Lock()
+	all := e.currentLocked(p.All)
+	e.mu.Unlock()
+	if g == nil {
+		return all, nil
+	}
+	out := all[:0:0]
+	for _, a := range all {
+		if g.Match(a.Path) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// resolve finds one agent by id, id prefix or path.
+func (e *Engine) resolve(ctx context.Context, target string) (*agentRT, error) {
+	if target == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "a target is required: an id, an id prefix or a path")
+	}
+	e.mu.Lock()
+	if rt, ok := e.agents[target]; ok {
+		e.mu.Unlock()
+		return rt, nil
+	}
+	e.mu.Unlock()
+	scope, err := e.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	path, perr := ResolvePath(scope, target)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if perr == nil {
+		var best *agentRT
+		for _, rt := range e.agents {
+			if rt.a.Path == path && (best == nil || newer(rt, best)) {
+				best = rt
+			}
+		}
+		if best != nil {
+			return best, nil
+		}
+	}
+	if len(target) >= 4 && isHexish(target) {
+		var hits []*agentRT
+		for id, rt := range e.agents {
+			if strings.HasPrefix(id, target) {
+				hits = append(hits, rt)
+			}
+		}
+		if len(hits) == 1 {
+			return hits[0], nil
+		}
+		if len(hits) > 1 {
+			return nil, wire.Errorf(wire.CodeAmbiguous, "id prefix %q matches %d agents; give more characters", target, len(hits))
+		}
+	}
+	return nil, wire.Errorf(wire.CodeNotFound, "no agent matches %q; list them with: orcr agent ls --all", target)
+}
+
+func isHexish(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Get returns one agent.
+func (e *Engine) Get(ctx context.Context, target string) (wire.Agent, error) {
+	rt, err := e.resolve(ctx, target)
+	if err != nil {
+		return wire.Agent{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return rt.a, nil
+}
+
+// livePane returns the pane of a live agent.
+func (e *Engine) livePane(rt *agentRT) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !rt.a.State.Live() || rt.a.PaneID == "" {
+		return "", &wire.Error{Code: wire.CodeNotRunning,
+			Message: fmt.Sprintf("%s is %s and has no live pane", rt.a.Path, rt.a.State)}
+	}
+	return rt.a.PaneID, nil
+}
+
+// Send types text and/or presses keys in an agent's pane.
+func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return err
+	}
+	pane, err := e.livePane(rt)
+	if err != nil {
+		return err
+	}
+	if p.Text == "" && !p.Enter && len(p.Keys) == 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "nothing to send: give text or --keys")
+	}
+	if p.Text != "" {
+		if err := e.host.SendText(ctx, pane, p.Text); err != nil {
+			return hostErr("send text", err)
+		}
+	}
+	keys := p.Keys
+	if p.Enter {
+		keys = append(append([]string{}, keys...), "enter")
+	}
+	if len(keys) > 0 {
+		if err := e.host.SendKeys(ctx, pane, keys...); err != nil {
+			return hostErr("send keys", err)
+		}
+	}
+	if p.Enter {
+		e.mu.Lock()
+		rt.turns++
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+func hostErr(what string, err error) error {
+	if _, ok := err.(*wire.Error); ok {
+		return err
+	}
+	return &wire.Error{Code: wire.CodeHostError, Message: fmt.Sprintf("%s: %v", what, err)}
+}
+
+// Read returns the screen (or the last screen of an ended agent), the last message,
+// or the transcript.
+func (e *Engine) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error) {
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return wire.ReadResult{}, err
+	}
+	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	switch {
+	case p.LastMessage:
+		return wire.ReadResult{Text: a.LastMessage, Live: a.State.Live()}, nil
+	case p.Transcript:
+		if a.Transcript == "" {
+			return wire.ReadResult{}, wire.Errorf(wire.CodeNotFound, "%s has no transcript (provider %s)", a.Path, a.Provider)
+		}
+		b, err := readTail(a.Transcript, 4<<20)
+		if err != nil {
+			return wire.ReadResult{}, wire.Errorf(wire.CodeNotFound, "read transcript: %v", err)
+		}
+		return wire.ReadResult{Text: string(b), Live: a.State.Live()}, nil
+	}
+	if a.PaneID != "" && !a.State.Terminal() {
+		scr, err := e.host.Read(ctx, a.PaneID, ReadOpts{Lines: p.Lines})
+		if err == nil {
+			return wire.ReadResult{Text: scr.Text, Cols: scr.Cols, Rows: scr.Rows, Live: true}, nil
+		}
+		if a.LastScreen == "" {
+			return wire.ReadResult{}, hostErr("read screen", err)
+		}
+	}
+	text := a.LastScreen
+	if p.Lines > 0 {
+		text = lastLines(text, p.Lines)
+	}
+	return wire.ReadResult{Text: text, Live: false}, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := st.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, st.Size()-off)
+	_, err = f.ReadAt(buf, off)
+	if err == io.EOF {
+		err = nil
+	}
+	return buf, err
+}
+
+// waitSets maps a wait target to the states that satisfy it. Terminal states always
+// end a wait for that agent, since nothing else can follow.
+var waitSets = map[string][]wire.State{
+	"done":    {wire.StateDone},
+	"idle":    {wire.StateIdle, wire.StateDone},
+	"blocked": {wire.StateBlocked},
+	"exited":  {},
+	"settled": {wire.StateIdle, wire.StateDone, wire.StateBlocked},
+}
+
+// Wait blocks until every agent matching the glob reaches the wanted state.
+func (e *Engine) Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error) {
+	until := p.Until
+	if until == "" {
+		until = "settled"
+	}
+	want, ok := waitSets[until]
+	if !ok {
+		return wire.WaitResult{}, wire.Errorf(wire.CodeInvalidParams, "unknown --until %q; use done, idle, blocked, exited or settled", until)
+	}
+	if p.TimeoutSeconds < 0 {
+		return wire.WaitResult{}, wire.Errorf(wire.CodeInvalidParams, "timeout must not be negative")
+	}
+	scope, err := e.scope(ctx)
+	if err != nil {
+		return wire.WaitResult{}, err
+	}
+	g, err := ParseGlob(scope, p.Glob)
+	if err != nil {
+		return wire.WaitResult{}, err
+	}
+	if p.TimeoutSeconds > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutSeconds)*time.Second)
+		defer cancel()
+	}
+	for {
+		e.broker.mu.Lock()
+		wake := e.broker.wake
+		e.broker.mu.Unlock()
+		e.mu.Lock()
+		var matched []wire.Agent
+		for _, a := range e.currentLocked(false) {
+			if g.Match(a.Path) {
+				matched = append(matched, a)
+			}
+		}
+		e.mu.Unlock()
+		if len(matched) == 0 {
+			return wire.WaitResult{}, wire.Errorf(wire.CodeNotFound, "no agent matches %q", p.Glob)
+		}
+		all := true
+		for _, a := range matched {
+			if !a.State.Terminal() && !stateIn(a.State, want) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return wire.WaitResult{Agents: matched}, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			if p.TimeoutSeconds > 0 && ctx.Err() == context.DeadlineExceeded {
+				return wire.WaitResult{Agents: matched, TimedOut: true}, nil
+			}
+			return wire.WaitResult{Agents: matched}, ctx.Err()
+		}
+	}
+}
+
+func stateIn(s wire.State, set []wire.State) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Kill stops every non-terminal agent matching the glob (queued ones leave the queue).
+func (e *Engine) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error) {
+	var targets []*agentRT
+	if rt, err := e.resolveExactID(p.Glob); err == nil {
+		targets = []*agentRT{rt}
+	} else {
+		scope, err := e.scope(ctx)
+		if err != nil {
+			return wire.KillResult{}, err
+		}
+		g, err := ParseGlob(scope, p.Glob)
+		if err != nil {
+			return wire.KillResult{}, err
+		}
+		e.mu.Lock()
+		for _, rt := range e.agents {
+			if !rt.a.State.Terminal() && g.Match(rt.a.Path) {
+				targets = append(targets, rt)
+			}
+		}
+		e.mu.Unlock()
+	}
+	if len(targets) == 0 {
+		return wire.KillResult{}, wire.Errorf(wire.CodeNotFound, "no running agent matches %q; see orcr agent ls", p.Glob)
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].a.Path < targets[j].a.Path })
+	res := wire.KillResult{DryRun: p.DryRun}
+	for _, rt := range targets {
+		if !p.DryRun {
+			e.killOne(ctx, rt, "killed by request")
+		}
+		e.mu.Lock()
+		res.Agents = append(res.Agents, rt.a)
+		e.mu.Unlock()
+	}
+	return res, nil
+}
+
+func (e *Engine) resolveExactID(s string) (*agentRT, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rt, ok := e.agents[s]; ok && !rt.a.State.Terminal() {
+		return rt, nil
+	}
+	return nil, wire.ErrNotFound
+}
+
+// killOne closes an agent's pane (keeping its last screen) and marks it killed.
+func (e *Engine) killOne(ctx context.Context, rt *agentRT, reason string) {
+	e.mu.Lock()
+	pane := rt.a.PaneID
+	stop := rt.stop
+	e.mu.Unlock()
+	if pane != "" {
+		if scr, err := e.host.Read(ctx, pane, ReadOpts{Lines: 200}); err == nil {
+			e.mutate(ctx, rt, func(a *wire.Agent) { a.LastScreen = scr.Text }, nil)
+		}
+	}
+	e.finish(ctx, rt, wire.StateKilled, "server", reason, nil)
+	if stop != nil {
+		stop()
+	}
+	if pane != "" {
+		if err := e.host.Close(ctx, pane); err != nil {
+			e.log.Warn("close pane", "pane", pane, "err", err)
+		}
+		e.mu.Lock()
+		delete(e.panes, pane)
+		e.mu.Unlock()
+	}
+}
+
+// Resize resizes an agent's pane.
+func (e *Engine) Resize(ctx context.Context, p wire.ResizeParams) error {
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return err
+	}
+	pane, err := e.livePane(rt)
+	if err != nil {
+		return err
+	}
+	if p.Cols <= 0 || p.Rows <= 0 || p.Cols > 1000 || p.Rows > 1000 {
+		return wire.Errorf(wire.CodeInvalidParams, "size %dx%d out of range", p.Cols, p.Rows)
+	}
+	if err := e.host.Resize(ctx, pane, p.Cols, p.Rows); err != nil {
+		return hostErr("resize", err)
+	}
+	return nil
+}
+
+// Attach says how to attach to an agent's pane.
+func (e *Engine) Attach(ctx context.Context, p wire.AttachParams) (wire.AttachResult, error) {
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return wire.AttachResult{}, err
+	}
+	pane, err := e.livePane(rt)
+	if err != nil {
+		return wire.AttachResult{}, err
+	}
+	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	if argv := e.host.AttachCommand(pane); len(argv) > 0 {
+		return wire.AttachResult{Argv: argv, Agent: a}, nil
+	}
+	return wire.AttachResult{Stream: true, Agent: a}, nil
+}
+
+// AttachStream pipes a terminal to the pane (embedded host).
+func (e *Engine) AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error {
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return err
+	}
+	pane, err := e.livePane(rt)
+	if err != nil {
+		return err
+	}
+	if p.Cols > 0 && p.Rows > 0 {
+		_ = e.host.Resize(ctx, pane, p.Cols, p.Rows)
+	}
+	return e.host.Stream(ctx, pane, in, out)
+}
+
+// Subscribe streams events.
+func (e *Engine) Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error) {
+	scope, err := e.scope(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var globs []Glob
+	for _, s := range p.Paths {
+		g, err := ParseGlob(scope, s)
+		if err != nil {
+			return nil, err
+		}
+		globs = append(globs, g)
+	}
+	return e.broker.subscribe(ctx, p.After, globs, p.Transient), nil
+}
+
+// LastSeq is the seq of the newest stored event.
+func (e *Engine) LastSeq() uint64 { return e.store.LastSeq() }
+
+// Hook routes a provider hook to the agent's observer.
+func (e *Engine) Hook(ctx context.Context, p wire.HookParams) error {
+	e.mu.Lock()
+	rt, ok := e.agents[p.AgentID]
+	e.mu.Unlock()
+	if !ok {
+		return wire.Errorf(wire.CodeNotFound, "hook for unknown agent %q (ORCR_ID); was it started by this server?", p.AgentID)
+	}
+	if rt.done == nil || rt.events == nil {
+		return wire.Errorf(wire.CodeNotRunning, "agent %s is not running", rt.a.Path)
+	}
+	prov := e.providers[rt.a.Provider]
+	if prov == nil || (p.Provider != "" && p.Provider != rt.a.Provider) {
+		return wire.Errorf(wire.CodeInvalidParams, "hook from provider %q for a %s agent", p.Provider, rt.a.Provider)
+	}
+	errc := make(chan error, 1)
+	select {
+	case rt.events <- func() { errc <- e.hookOnLoop(ctx, rt, p) }:
+	case <-rt.done:
+		return wire.Errorf(wire.CodeNotRunning, "agent %s ended", rt.a.Path)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-rt.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hookOnLoop runs on the agent's loop goroutine, which owns the observer.
+func (e *Engine) hookOnLoop(ctx context.Context, rt *agentRT, p wire.HookParams) error {
+	obs := rt.observer()
+	if obs == nil {
+		return nil
+	}
+	sig, err := obs.Hook(p.Event, p.Payload)
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "hook %s/%s: %v", p.Provider, p.Event, err)
+	}
+	e.apply(ctx, rt, sig)
+	return nil
+}

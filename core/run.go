@@ -1,0 +1,338 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"orcr/core/wire"
+)
+
+// Run validates a spawn request, records the agent as queued, and lets admission
+// start it when the caps allow.
+func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
+	parent, err := e.callerAgent(ctx)
+	if err != nil {
+		return wire.Agent{}, err
+	}
+	scope := ""
+	if parent != nil {
+		scope = parent.Path
+	}
+	path, err := ResolvePath(scope, p.Path)
+	if err != nil {
+		return wire.Agent{}, err
+	}
+	prov := p.Provider
+	if prov == "" {
+		prov = "shell"
+	}
+	if _, ok := e.providers[prov]; !ok {
+		return wire.Agent{}, wire.Errorf(wire.CodeUnknownProvider,
+			"unknown provider %q; known: %s", prov, strings.Join(e.providerNames(), ", "))
+	}
+	if prov == "shell" && len(p.Argv) == 0 {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
+			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
+	}
+	cwd := p.Cwd
+	if cwd == "" && parent != nil {
+		cwd = parent.Cwd
+	}
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if !filepath.IsAbs(cwd) {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q is not a directory", cwd)
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
+		}
+	}
+	now := e.now()
+	a := wire.Agent{
+		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
+		Env: p.Env, Prompt: p.Prompt, Priority: p.Priority, Keep: p.Keep, Worktree: p.Worktree,
+		State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Host: e.host.Name(), CreatedAt: now, StateAt: now,
+	}
+	if parent != nil {
+		a.ParentID, a.ParentPath = parent.ID, parent.Path
+	}
+	rt := &agentRT{a: a}
+	e.mu.Lock()
+	if other := e.liveByPathLocked(path); other != nil {
+		e.mu.Unlock()
+		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
+			Message: fmt.Sprintf("%s is already %s (%s); pick another path or kill it first: orcr agent kill %s",
+				path, other.a.State, other.a.ID, path)}
+	}
+	e.agents[a.ID] = rt
+	e.mu.Unlock()
+	stored, err := e.mutate(ctx, rt, func(*wire.Agent) {}, &wire.Event{Event: wire.EventAgentSpawned, To: wire.StateQueued})
+	if err != nil {
+		e.mu.Lock()
+		delete(e.agents, a.ID)
+		e.mu.Unlock()
+		return wire.Agent{}, err
+	}
+	e.kickAdmission()
+	return stored, nil
+}
+
+func (e *Engine) providerNames() []string {
+	var names []string
+	for n := range e.providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// liveByPathLocked returns the non-terminal agent holding path, if any.
+func (e *Engine) liveByPathLocked(path string) *agentRT {
+	for _, rt := range e.agents {
+		if rt.a.Path == path && !rt.a.State.Terminal() {
+			return rt
+		}
+	}
+	return nil
+}
+
+// SetLimits changes the admission caps; they apply at the next admission.
+func (e *Engine) SetLimits(l Limits) {
+	e.mu.Lock()
+	e.limits = l
+	e.mu.Unlock()
+	e.kickAdmission()
+}
+
+func (e *Engine) kickAdmission() {
+	select {
+	case e.admitWake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) admitLoop() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.admitWake:
+		}
+		for _, rt := range e.admit() {
+			e.wg.Add(1)
+			go func(rt *agentRT) {
+				defer e.wg.Done()
+				e.launch(e.ctx, rt)
+			}(rt)
+		}
+	}
+}
+
+// admit picks the queued agents that may start now: priority (higher first) then
+// arrival, within the global and per-provider caps. It marks them starting.
+func (e *Engine) admit() []*agentRT {
+	e.mu.Lock()
+	lim := e.limits
+	running := map[string]int{}
+	total := 0
+	var queued []*agentRT
+	for _, rt := range e.agents {
+		switch {
+		case rt.a.State == wire.StateQueued:
+			queued = append(queued, rt)
+		case rt.a.State.Live():
+			running[rt.a.Provider]++
+			total++
+		}
+	}
+	sortQueue(queued)
+	var out []*agentRT
+	for _, rt := range queued {
+		if lim.Global > 0 && total >= lim.Global {
+			break
+		}
+		if c := lim.Provider[rt.a.Provider]; c > 0 && running[rt.a.Provider] >= c {
+			continue
+		}
+		running[rt.a.Provider]++
+		total++
+		out = append(out, rt)
+	}
+	e.mu.Unlock()
+	for _, rt := range out {
+		e.setState(e.ctx, rt, wire.StateStarting, "server", "admitted", nil)
+	}
+	e.renumberQueue()
+	return out
+}
+
+func sortQueue(q []*agentRT) {
+	sort.SliceStable(q, func(i, j int) bool {
+		if q[i].a.Priority != q[j].a.Priority {
+			return q[i].a.Priority > q[j].a.Priority
+		}
+		return q[i].a.CreatedAt.Before(q[j].a.CreatedAt)
+	})
+}
+
+// renumberQueue refreshes QueuePos in memory (positions are derived, not stored events).
+func (e *Engine) renumberQueue() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var queued []*agentRT
+	for _, rt := range e.agents {
+		if rt.a.State == wire.StateQueued {
+			queued = append(queued, rt)
+		} else {
+			rt.a.QueuePos = 0
+		}
+	}
+	sortQueue(queued)
+	for i, rt := range queued {
+		rt.a.QueuePos = i + 1
+	}
+}
+
+// launch prepares the provider's argv and starts the pane.
+func (e *Engine) launch(ctx context.Context, rt *agentRT) {
+	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	prov := e.providers[a.Provider]
+	stateDir := filepath.Join(e.opts.Home, "agents", a.ID)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("create agent dir: %w", err))
+		return
+	}
+	base := e.paneEnv(a)
+	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: a, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
+	if err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("prepare %s: %w", a.Provider, err))
+		return
+	}
+	cwd := plan.Cwd
+	if cwd == "" {
+		cwd = a.Cwd
+	}
+	env := mergeEnv(base, plan.Env)
+	pane, err := e.host.Launch(ctx, LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env})
+	if err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("launch on %s: %w", e.host.Name(), err))
+		return
+	}
+	now := e.now()
+	e.mu.Lock()
+	e.panes[pane.ID] = a.ID
+	if a.Prompt != "" {
+		rt.turns++
+	}
+	e.mu.Unlock()
+	e.mutate(ctx, rt, func(x *wire.Agent) {
+		x.PaneID, x.PID, x.StartedAt = pane.ID, pane.PID, &now
+		if len(x.Argv) == 0 {
+			x.Argv = plan.Argv
+		}
+		if plan.SessionID != "" {
+			x.SessionID = plan.SessionID
+		}
+		if plan.Transcript != "" {
+			x.Transcript = plan.Transcript
+		}
+	}, nil)
+	e.setState(ctx, rt, wire.StateWorking, "server", "launched", nil)
+	e.startLoop(rt)
+	e.mu.Lock()
+	code, early := e.earlyExit[pane.ID]
+	delete(e.earlyExit, pane.ID)
+	e.mu.Unlock()
+	if pane.Dead || early {
+		if pane.Dead {
+			code = pane.ExitCode
+		}
+		select {
+		case rt.exit <- code:
+		default:
+		}
+	}
+}
+
+func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
+	e.log.Warn("agent failed to start", "id", rt.a.ID, "err", err)
+	e.mutate(ctx, rt, func(a *wire.Agent) { a.Error = err.Error() }, nil)
+	e.finish(ctx, rt, wire.StateFailed, "server", err.Error(), nil)
+}
+
+// paneEnv is the clean environment of a pane: the server's own minus nesting
+// variables, plus the agent's --env and the orcr lineage contract.
+func (e *Engine) paneEnv(a wire.Agent) []string {
+	env := CleanEnv(e.opts.BaseEnv)
+	var extra []string
+	for k, v := range a.Env {
+		extra = append(extra, k+"="+v)
+	}
+	sort.Strings(extra)
+	extra = append(extra,
+		"ORCR_ID="+a.ID, "ORCR_PATH="+a.Path,
+		"ORCR_PARENT_ID="+a.ParentID, "ORCR_PARENT_PATH="+a.ParentPath,
+		"ORCR_SOCKET="+e.opts.Socket, "ORCR_PROVIDER="+a.Provider,
+	)
+	if e.opts.Home != "" {
+		extra = append(extra, "ORCR_HOME="+e.opts.Home)
+	}
+	return mergeEnv(env, extra)
+}
+
+// CleanEnv drops variables that would make a program think it is nested in another
+// agent, terminal multiplexer or orcr pane.
+func CleanEnv(env []string) []string {
+	out := make([]string, 0, len(env)+8)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if nestingVar(k) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func nestingVar(k string) bool {
+	switch k {
+	case "CLAUDECODE", "TMUX", "TMUX_PANE", "CODEX_THREAD_ID", "CODEX_SANDBOX",
+		"CODEX_SANDBOX_NETWORK_DISABLED", "CODEX_CI", "CODEX_MANAGED_BY_NPM":
+		return true
+	}
+	for _, pre := range []string{"CLAUDE_CODE_", "HERDR_", "ORCR_", "CODEX_SESSION"} {
+		if strings.HasPrefix(k, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeEnv returns base with extra applied (later wins), keeping order stable.
+func mergeEnv(base, extra []string) []string {
+	idx := map[string]int{}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range append(append([]string{}, base...), extra...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
