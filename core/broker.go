@@ -18,7 +18,7 @@ type broker struct {
 	store Store
 
 	mu     sync.Mutex
-	recent []wire.Event // the last recentMax stored events, in seq order
+	recent []wire.Event  // the last recentMax stored events, in seq order
 	wake   chan struct{} // closed and replaced on every publish
 	trans  map[*transientSub]struct{}
 }
@@ -82,7 +82,7 @@ func (b *broker) since(ctx context.Context, after uint64) ([]wire.Event, <-chan 
 	if n := len(b.recent); n > 0 && b.recent[0].Seq <= after+1 {
 		var out []wire.Event
 		if after < b.recent[n-1].Seq {
-			i := int(after+1-b.recent[0].Seq)
+			i := int(after + 1 - b.recent[0].Seq)
 			if i < 0 {
 				i = 0
 			}

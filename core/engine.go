@@ -59,7 +59,7 @@ type Engine struct {
 	panes  map[string]string   // pane id → agent id
 	// earlyExit holds exits of panes whose agent loop had not started yet.
 	earlyExit map[string]*int
-	limits Limits
+	limits    Limits
 
 	admitWake chan struct{}
 	ctx       context.Context
@@ -70,8 +70,8 @@ type Engine struct {
 // agentRT is the runtime side of one agent record. a is guarded by Engine.mu.
 type agentRT struct {
 	a       wire.Agent
-	obs     Observer  // owned by the agent's loop goroutine
-	turns   int       // prompts and sends given; turns idle into done
+	obs     Observer    // owned by the agent's loop goroutine
+	turns   int         // prompts and sends given; turns idle into done
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
 	exit    chan *int

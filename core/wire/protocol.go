@@ -70,7 +70,7 @@ type InfoResult struct {
 // RunParams spawns an agent (agent.run).
 type RunParams struct {
 	Path     string            `json:"path"`
-	Provider string            `json:"provider"` // default "shell" when argv is given
+	Provider string            `json:"provider,omitempty"` // default "shell"
 	Model    string            `json:"model,omitempty"`
 	Argv     []string          `json:"argv,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
@@ -190,7 +190,7 @@ type ResizeParams struct {
 // SubscribeParams opens an event stream on a dedicated connection. Stored events with
 // seq > After are replayed first, then live ones follow. Paths filters by agent glob.
 type SubscribeParams struct {
-	After uint64   `json:"after"`
+	After uint64   `json:"after,omitempty"`
 	Paths []string `json:"paths,omitempty"`
 	// Transient asks for transient events (agent.screen) too.
 	Transient bool `json:"transient,omitempty"`

@@ -1,0 +1,79 @@
+// Package socket carries core.Service over orcr's Unix socket: a Server that serves any
+// Service as newline-delimited JSON, and a Client that implements core.Service by
+// talking to it, so the dashboard and CLI cannot tell in-process from remote. It also
+// owns the per-home lock that keeps two servers off one ORCR_HOME.
+package socket
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Lock is the exclusive server lock of one ORCR_HOME ($ORCR_HOME/orcr.lock, flock).
+// The kernel drops it when the process dies, even by kill -9, so a stale lock never
+// blocks a restart.
+type Lock struct {
+	f *os.File
+}
+
+// ErrLocked means another server holds the home.
+var ErrLocked = errors.New("another orcr server is running for this ORCR_HOME")
+
+// AcquireLock takes the home's server lock without waiting. It creates the home with
+// mode 0700.
+func AcquireLock(home string) (*Lock, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("create home: %w", err)
+	}
+	if err := os.Chmod(home, 0o700); err != nil {
+		return nil, fmt.Errorf("chmod home: %w", err)
+	}
+	path := filepath.Join(home, "orcr.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(path)
+		f.Close()
+		if pid := strings.TrimSpace(string(b)); pid != "" {
+			return nil, fmt.Errorf("%w (pid %s)", ErrLocked, pid)
+		}
+		return nil, ErrLocked
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &Lock{f: f}, nil
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// Held reports whether some process holds the home's lock right now.
+func Held(home string) bool {
+	f, err := os.OpenFile(filepath.Join(home, "orcr.lock"), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// SocketPath is the socket of a home.
+func SocketPath(home string) string { return filepath.Join(home, "orcr.sock") }
