@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"orcr/core/wire"
+)
+
+// pruneBatch bounds how many deletes share one write batch flush.
+const pruneBatch = 1000
+
+// AppendEvent assigns e the next seq, stores it together with the m/seq high-water mark
+// in one transaction, and returns it. Appends are serialised: seqs come out contiguous
+// and in commit order, so a reader that sees seq N can already see every seq below it.
+func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, error) {
+	if err := ctxErr(ctx, "append event"); err != nil {
+		return wire.Event{}, err
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	seq := s.lastSeq.Load() + 1
+	e.Seq = seq
+	val, err := encodeEvent(&e)
+	if err != nil {
+		return wire.Event{}, err
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(eventKey(seq), val); err != nil {
+			return err
+		}
+		return txn.Set(keySeq, seqBytes(seq))
+	}); err != nil {
+		return wire.Event{}, fmt.Errorf("append event %d: %w", seq, err)
+	}
+	s.lastSeq.Store(seq)
+	return e, nil
+}
+
+// Events returns stored events with seq > after, oldest first, at most limit (0 or less:
+// all of them).
+func (s *Store) Events(ctx context.Context, after uint64, limit int) ([]wire.Event, error) {
+	if err := ctxErr(ctx, "read events"); err != nil {
+		return nil, err
+	}
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []wire.Event
+	if limit > 0 {
+		out = make([]wire.Event, 0, min(limit, 1024))
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefixEvent
+		if limit > 0 && limit < opts.PrefetchSize {
+			opts.PrefetchSize = limit
+		}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		n := 0
+		for it.Seek(eventKey(after + 1)); it.Valid(); it.Next() {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			if n++; n%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			item := it.Item()
+			out = append(out, wire.Event{})
+			dst := &out[len(out)-1]
+			if err := item.Value(func(v []byte) error { return decodeEvent(item.Key(), v, dst) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read events after %d: %w", after, err)
+	}
+	return out, nil
+}
+
+// PruneEvents deletes events with seq <= upTo. The high-water mark stays, so later
+// appends (and appends after a restart) continue above every seq ever handed out.
+func (s *Store) PruneEvents(ctx context.Context, upTo uint64) error {
+	if err := ctxErr(ctx, "prune events"); err != nil {
+		return err
+	}
+	wb := s.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefixEvent
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		n := 0
+		for it.Rewind(); it.Valid(); it.Next() {
+			seq, ok := seqOfKey(it.Item().Key())
+			if !ok || seq > upTo {
+				break
+			}
+			if n++; n%pruneBatch == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("prune events up to %d: %w", upTo, err)
+	}
+	return nil
+}

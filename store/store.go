@@ -1,0 +1,298 @@
+// Package store owns orcr's durable state: a badger/v4 database behind core.Store,
+// its key schema, the versioned encoding of its records, and how the database is tuned.
+// Only the server process opens it; badger's directory lock refuses a second opener.
+//
+// # Key schema
+//
+// Every key starts with a one-letter family and a slash, so families never overlap and a
+// prefix scan of one never sees another:
+//
+//	a/<agent id>                 one agent: {"v":1,"agent":{…wire.Agent…}}
+//	e/<8-byte big-endian seq>    one event: {"v":1,"event":{…wire.Event…}}; big-endian so
+//	                             byte order is seq order and Events is a forward scan
+//	k/<bucket>/<key>             generic records of other owners (schedules, queue, usage,
+//	                             plans); the value is the owner's bytes, stored as given, and
+//	                             the owner versions its own encoding. Bucket names may not
+//	                             contain "/", so bucket "a" never sees the keys of "ab" or "a/b".
+//	m/seq                        8-byte big-endian high-water mark of event seqs, written in
+//	                             the same transaction as every event, so PruneEvents can
+//	                             delete every event and a restart still never reuses a seq
+//	m/schema                     the key-schema version (decimal text) of the whole store
+//
+// # Versions
+//
+// Agent and event records carry "v", the version of their envelope. This build writes
+// version 1 and reads version 1; a record with a newer version (written by a newer orcr)
+// is reported as a *VersionError (errors.Is(err, ErrUnknownVersion)) naming the key and the
+// versions, never decoded into a half-filled struct. The same applies to m/schema on Open:
+// a store laid out by a newer schema is refused before anything is read or written.
+// A future version 2 adds a decoder for it and keeps reading 1.
+//
+// # What survives a crash
+//
+// SyncWrites is off: a write returns once badger has put it in its write-ahead log, which
+// lives in the memtable's file (*.mem) and the value log (*.vlog), both written through
+// mmap. Those pages belong to the kernel's page cache the moment the copy is done, so a
+// process crash or `kill -9` of the server loses nothing that a call has returned success
+// for; on the next Open badger replays the log. TestCrashSIGKILL checks exactly that with
+// a child process killed mid-stream. What can be lost is a power cut or kernel crash in the
+// few seconds before the kernel writes those pages back (badger syncs them when a memtable
+// is flushed and on Close). Each event is written together with m/seq in one transaction,
+// so after any crash the event log is contiguous up to LastSeq.
+//
+// # Footprint
+//
+// Badger's defaults (64 MiB memtables × 5, 256 MiB block cache, 1 GiB value-log files)
+// suit a database server, not a tool that keeps a few thousand small records. Options
+// below shrink every pool; see TestRSSWith1000Agents for the measured figure.
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+
+	"orcr/core"
+)
+
+var _ core.Store = (*Store)(nil)
+
+// gcInterval is how often the value-log GC runs. Small records never reach the value log
+// (see valueThreshold), so this is only for large agent screens and generic values.
+const gcInterval = 10 * time.Minute
+
+// Tuning. Each figure is chosen for thousands of records of a few KiB, one process.
+const (
+	memTableSize   = 8 << 20  // badger: 64 MiB; also caps one transaction at 15% of it
+	numMemtables   = 2        // one filling, one flushing
+	blockCacheSize = 1 << 20  // tables are uncompressed and mmapped; a cache buys little
+	indexCacheSize = 2 << 20  // bloom filters and block indexes of the tables
+	valueLogSize   = 16 << 20 // badger: 1 GiB per value-log file, mmapped
+	valueThreshold = 64 << 10 // records below this stay in the LSM tree, next to their key
+	numCompactors  = 2        // badger's minimum when compaction is on
+	numGoroutines  = 2        // for badger's stream framework; the machine has few cores
+)
+
+// Store is the badger-backed core.Store. Its methods are safe for concurrent use.
+type Store struct {
+	db     *badger.DB
+	dir    string
+	logger *slog.Logger
+
+	// appendMu serialises AppendEvent so seqs are assigned and committed in order: a
+	// reader that sees seq N has also been able to see every seq below N.
+	appendMu sync.Mutex
+	lastSeq  atomic.Uint64
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	gcRuns    atomic.Int64 // ticks of the value-log GC loop; tests watch it
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store in dir. A nil logger discards; badger's own
+// messages reach it at warning level and above.
+func Open(dir string, logger *slog.Logger) (*Store, error) {
+	return open(dir, logger, gcInterval)
+}
+
+func open(dir string, logger *slog.Logger, gcEvery time.Duration) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("component", "store")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db, err := badger.Open(badgerOptions(dir, logger))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Store{db: db, dir: dir, logger: logger, stop: make(chan struct{})}
+	if err := s.checkSchema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	last, err := s.recoverSeq()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.lastSeq.Store(last)
+	s.wg.Add(1)
+	go s.gcLoop(gcEvery)
+	return s, nil
+}
+
+func badgerOptions(dir string, logger *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{logger}).
+		WithMetricsEnabled(false).
+		WithSyncWrites(false).
+		WithMemTableSize(memTableSize).
+		WithNumMemtables(numMemtables).
+		WithCompression(options.None).
+		WithBlockCacheSize(blockCacheSize).
+		WithIndexCacheSize(indexCacheSize).
+		WithValueLogFileSize(valueLogSize).
+		WithValueThreshold(valueThreshold).
+		WithNumCompactors(numCompactors).
+		WithNumGoroutines(numGoroutines).
+		// Every write is a blind Set or is serialised by Store itself, so badger's
+		// read-write conflict tracking would only cost memory.
+		WithDetectConflicts(false)
+}
+
+// checkSchema refuses a store laid out by a newer orcr and stamps a new one.
+func (s *Store) checkSchema() error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(keySchema)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return txn.Set(keySchema, []byte(strconv.Itoa(schemaVersion)))
+		}
+		if err != nil {
+			return fmt.Errorf("read store schema: %w", err)
+		}
+		raw, err := item.ValueCopy(nil)
+		if err != nil {
+			return fmt.Errorf("read store schema: %w", err)
+		}
+		v, err := strconv.Atoi(string(raw))
+		if err != nil {
+			return fmt.Errorf("read store schema %q: %w", raw, err)
+		}
+		if v != schemaVersion {
+			return &VersionError{Key: string(keySchema), Got: v, Want: schemaVersion}
+		}
+		return nil
+	})
+}
+
+// recoverSeq finds the highest seq ever assigned: the larger of m/seq and the last e/ key
+// (the two agree unless the store predates m/seq; taking both costs one seek).
+func (s *Store) recoverSeq() (uint64, error) {
+	var last uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keySeq)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			if err := item.Value(func(v []byte) error {
+				if len(v) != 8 {
+					return fmt.Errorf("m/seq has %d bytes, want 8", len(v))
+				}
+				last = binary.BigEndian.Uint64(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		opts := badger.DefaultIteratorOptions
+		opts.Reverse = true
+		opts.PrefetchValues = false
+		opts.Prefix = prefixEvent
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		it.Seek(eventKey(^uint64(0)))
+		if it.Valid() {
+			seq, ok := seqOfKey(it.Item().Key())
+			if !ok {
+				return fmt.Errorf("malformed event key %x", it.Item().Key())
+			}
+			last = max(last, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover event seq: %w", err)
+	}
+	return last, nil
+}
+
+// gcLoop reclaims value-log space on a ticker until Close.
+func (s *Store) gcLoop(every time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.gcRuns.Add(1)
+		// One call rewrites at most one file; repeat while it finds work.
+		for {
+			err := s.db.RunValueLogGC(0.5)
+			if err != nil {
+				if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+					s.logger.Warn("value log gc", "err", err)
+				}
+				break
+			}
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// Close stops the GC loop and closes badger. It is safe to call more than once; later
+// calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// LastSeq is the highest event seq ever assigned (0 for a new store).
+func (s *Store) LastSeq() uint64 { return s.lastSeq.Load() }
+
+// badgerLogger forwards badger's warnings and errors to slog and drops the chatter.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, args ...any) {
+	b.l.Error("badger: " + trimNL(fmt.Sprintf(f, args...)))
+}
+
+func (b badgerLogger) Warningf(f string, args ...any) {
+	b.l.Warn("badger: " + trimNL(fmt.Sprintf(f, args...)))
+}
+
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
+
+func trimNL(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// ctxErr wraps a cancelled context with the operation's name.
+func ctxErr(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}

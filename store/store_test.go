@@ -1,0 +1,630 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"orcr/core/wire"
+)
+
+func openT(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sampleAgent fills every kind of field so a lossy encoding would show.
+func sampleAgent(i int) wire.Agent {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
+	code := i % 3
+	cost := 0.25 * float64(i)
+	return wire.Agent{
+		ID:          fmt.Sprintf("0193a000-0000-7000-8000-%012d", i),
+		Path:        fmt.Sprintf("review/auth/a%d", i),
+		ParentID:    "0193a000-0000-7000-8000-000000000000",
+		ParentPath:  "review/auth",
+		Provider:    "shell",
+		Model:       "sonnet",
+		Argv:        []string{"sh", "-c", fmt.Sprintf("echo %d; exec cat", i)},
+		Cwd:         "/tmp/work",
+		Env:         map[string]string{"K": fmt.Sprint(i)},
+		Prompt:      "do the thing",
+		Priority:    i % 5,
+		State:       wire.StateExited,
+		StateSource: "host",
+		StateReason: "process ended",
+		Blocked:     &wire.Blocked{Kind: "question", Detail: "why?", Options: []string{"a", "b"}},
+		Host:        "pty",
+		PaneID:      fmt.Sprintf("p%d", i),
+		PID:         1000 + i,
+		ExitCode:    &code,
+		LastScreen:  strings.Repeat(fmt.Sprintf("line %d of the last screen\n", i), 40),
+		Usage:       wire.Usage{InputTokens: int64(i) * 100, OutputTokens: 7, CostUSD: &cost, Priced: true},
+		CreatedAt:   t0,
+		StartedAt:   &t0,
+		StateAt:     t0.Add(time.Minute),
+		UpdatedAt:   t0.Add(time.Minute),
+	}
+}
+
+func sampleEvent(i int, a *wire.Agent) wire.Event {
+	return wire.Event{
+		Event: wire.EventAgentState,
+		At:    time.Date(2026, 11, 30, 12, 0, 0, i, time.UTC),
+		Agent: a,
+		From:  wire.StateWorking,
+		To:    wire.StateDone,
+		Rule:  "test",
+		Data:  map[string]any{"i": float64(i), "who": "tester"},
+	}
+}
+
+func TestReopenReturnsSameAgentsAndEvents(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openT(t, dir)
+
+	var agents []wire.Agent
+	for i := range 50 {
+		a := sampleAgent(i)
+		agents = append(agents, a)
+		if err := s.PutAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record larger than the value threshold lives in the value log, not the LSM.
+	big := sampleAgent(50)
+	big.LastScreen = strings.Repeat("x", 3*valueThreshold)
+	agents = append(agents, big)
+	if err := s.PutAgent(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	var events []wire.Event
+	for i := range 100 {
+		var a *wire.Agent
+		if i%2 == 0 {
+			a = &agents[i%len(agents)]
+		}
+		e, err := s.AppendEvent(ctx, sampleEvent(i, a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d got seq %d", i, e.Seq)
+		}
+		events = append(events, e)
+	}
+	if err := s.Put(ctx, "sched", "nightly", []byte(`{"every":"24h"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := openT(t, dir)
+	gotAgents, err := s2.ListAgents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotAgents, agents) {
+		t.Fatalf("agents after reopen differ:\n got %d, first %+v\nwant %d, first %+v",
+			len(gotAgents), gotAgents[0], len(agents), agents[0])
+	}
+	one, err := s2.GetAgent(ctx, big.ID)
+	if err != nil || !reflect.DeepEqual(one, big) {
+		t.Fatalf("GetAgent(big) after reopen: %v, equal=%v", err, reflect.DeepEqual(one, big))
+	}
+	gotEvents, err := s2.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotEvents, events) {
+		t.Fatalf("events after reopen differ: got %d want %d\n got[0] %+v\nwant[0] %+v",
+			len(gotEvents), len(events), gotEvents[0], events[0])
+	}
+	if s2.LastSeq() != 100 {
+		t.Fatalf("LastSeq after reopen = %d, want 100", s2.LastSeq())
+	}
+	v, err := s2.Get(ctx, "sched", "nightly")
+	if err != nil || string(v) != `{"every":"24h"}` {
+		t.Fatalf("Get after reopen = %q, %v", v, err)
+	}
+}
+
+func TestSeqMonotonicAcrossReopenAndPrune(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openT(t, dir)
+	if s.LastSeq() != 0 {
+		t.Fatalf("new store LastSeq = %d", s.LastSeq())
+	}
+	appendN := func(s *Store, n int) uint64 {
+		t.Helper()
+		var last uint64
+		for i := range n {
+			e, err := s.AppendEvent(ctx, sampleEvent(i, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Seq <= last {
+				t.Fatalf("seq went from %d to %d", last, e.Seq)
+			}
+			last = e.Seq
+		}
+		return last
+	}
+	if got := appendN(s, 5); got != 5 {
+		t.Fatalf("last seq %d, want 5", got)
+	}
+	s.Close()
+
+	s = openT(t, dir)
+	if s.LastSeq() != 5 {
+		t.Fatalf("LastSeq after reopen = %d, want 5", s.LastSeq())
+	}
+	if got := appendN(s, 1); got != 6 {
+		t.Fatalf("first seq after reopen = %d, want 6", got)
+	}
+	// Prune part, then everything.
+	if err := s.PruneEvents(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seqs := seqsOf(evs); !slices.Equal(seqs, []uint64{4, 5, 6}) {
+		t.Fatalf("after prune 3: seqs %v", seqs)
+	}
+	if err := s.PruneEvents(ctx, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := s.Events(ctx, 0, 0); len(evs) != 0 {
+		t.Fatalf("after prune all: %d events left", len(evs))
+	}
+	if got := appendN(s, 1); got != 7 {
+		t.Fatalf("seq after prune = %d, want 7", got)
+	}
+	if err := s.PruneEvents(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = openT(t, dir)
+	if s.LastSeq() != 7 {
+		t.Fatalf("LastSeq after prune-all and reopen = %d, want 7", s.LastSeq())
+	}
+	if got := appendN(s, 1); got != 8 {
+		t.Fatalf("seq after prune-all and reopen = %d, want 8", got)
+	}
+	s.Close()
+
+	// A store without m/seq (older layout or damage) still recovers from the last e/ key.
+	s = openT(t, dir)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(keySeq) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openT(t, dir)
+	if s.LastSeq() != 8 {
+		t.Fatalf("LastSeq recovered from e/ keys = %d, want 8", s.LastSeq())
+	}
+}
+
+func seqsOf(evs []wire.Event) []uint64 {
+	var out []uint64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestConcurrentAppendUniqueContiguous(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, t.TempDir())
+	const workers, each = 8, 200
+	var mu sync.Mutex
+	var got []uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				e := sampleEvent(i, nil)
+				e.Data = map[string]any{"w": float64(w), "i": float64(i)}
+				out, err := s.AppendEvent(ctx, e)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				got = append(got, out.Seq)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	for i, seq := range got {
+		if seq != uint64(i+1) {
+			t.Fatalf("sorted seqs not 1..%d: position %d has %d", workers*each, i, seq)
+		}
+	}
+	stored, err := s.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != workers*each {
+		t.Fatalf("stored %d events, want %d", len(stored), workers*each)
+	}
+	seen := map[[2]float64]bool{}
+	for i, e := range stored {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("stored event %d has seq %d", i, e.Seq)
+		}
+		seen[[2]float64{e.Data["w"].(float64), e.Data["i"].(float64)}] = true
+	}
+	if len(seen) != workers*each {
+		t.Fatalf("%d distinct payloads stored, want %d", len(seen), workers*each)
+	}
+	if s.LastSeq() != workers*each {
+		t.Fatalf("LastSeq = %d", s.LastSeq())
+	}
+}
+
+func TestEventsAfterAndLimit(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, t.TempDir())
+	for i := range 20 {
+		if _, err := s.AppendEvent(ctx, sampleEvent(i, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		after uint64
+		limit int
+		want  []uint64
+	}{
+		{0, 3, []uint64{1, 2, 3}},
+		{17, 0, []uint64{18, 19, 20}},
+		{17, 10, []uint64{18, 19, 20}},
+		{5, 2, []uint64{6, 7}},
+		{20, 0, nil},
+		{1 << 40, 5, nil},
+		{^uint64(0), 0, nil},
+	}
+	for _, c := range cases {
+		evs, err := s.Events(ctx, c.after, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqsOf(evs); !slices.Equal(got, c.want) {
+			t.Errorf("Events(%d, %d) = %v, want %v", c.after, c.limit, got, c.want)
+		}
+	}
+	all, _ := s.Events(ctx, 0, -1)
+	if len(all) != 20 {
+		t.Errorf("Events(0, -1) returned %d, want all 20", len(all))
+	}
+}
+
+func TestBucketsIsolated(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, t.TempDir())
+	put := func(b, k, v string) {
+		t.Helper()
+		if err := s.Put(ctx, b, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "z", "a/z")
+	put("a", "m", "a/m")
+	put("a", "b", "a/b")
+	put("ab", "c", "ab/c")
+	put("ab", "a", "ab/a")
+	// An agent record must not appear in bucket "a" either (agents live under a/).
+	if err := s.PutAgent(ctx, sampleAgent(1)); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(b string) []string {
+		t.Helper()
+		var out []string
+		if err := s.Scan(ctx, b, func(k string, v []byte) bool {
+			out = append(out, k+"="+string(v))
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := scan("a"), []string{"b=a/b", "m=a/m", "z=a/z"}; !slices.Equal(got, want) {
+		t.Errorf("scan a = %v, want %v", got, want)
+	}
+	if got, want := scan("ab"), []string{"a=ab/a", "c=ab/c"}; !slices.Equal(got, want) {
+		t.Errorf("scan ab = %v, want %v", got, want)
+	}
+	if got := scan("abc"); got != nil {
+		t.Errorf("scan of empty bucket = %v", got)
+	}
+	if _, err := s.Get(ctx, "ab", "b"); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("Get(ab, b) err = %v, want not_found", err)
+	}
+
+	// Scan stops when fn says so.
+	var n int
+	s.Scan(ctx, "a", func(string, []byte) bool { n++; return false })
+	if n != 1 {
+		t.Errorf("scan visited %d keys after fn returned false", n)
+	}
+
+	// Get returns a copy; mutating it or the Put buffer changes nothing stored.
+	buf := []byte("original")
+	put("c", "k", string(buf))
+	got, _ := s.Get(ctx, "c", "k")
+	got[0] = 'X'
+	again, _ := s.Get(ctx, "c", "k")
+	if string(again) != "original" {
+		t.Errorf("stored value changed through a returned slice: %q", again)
+	}
+
+	if err := s.Delete(ctx, "a", "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a", "m"); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("Get after Delete: %v", err)
+	}
+	if err := s.Delete(ctx, "a", "never"); err != nil {
+		t.Errorf("Delete of missing key: %v", err)
+	}
+
+	for _, bad := range []string{"", "a/b"} {
+		if err := s.Put(ctx, bad, "k", nil); wire.CodeOf(err) != wire.CodeInvalidParams {
+			t.Errorf("Put to bucket %q: %v, want invalid_params", bad, err)
+		}
+	}
+	if err := s.Put(ctx, "a", "", nil); wire.CodeOf(err) != wire.CodeInvalidParams {
+		t.Errorf("Put with empty key: %v, want invalid_params", err)
+	}
+}
+
+func TestAgentNotFoundAndDelete(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, t.TempDir())
+	_, err := s.GetAgent(ctx, "nope")
+	if !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("GetAgent(missing) = %v, want not_found naming the id", err)
+	}
+	a := sampleAgent(3)
+	if err := s.PutAgent(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	a.State = wire.StateKilled
+	if err := s.PutAgent(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetAgent(ctx, a.ID)
+	if err != nil || got.State != wire.StateKilled {
+		t.Fatalf("GetAgent after overwrite: %v %v", got.State, err)
+	}
+	if err := s.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAgent(ctx, a.ID); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("GetAgent after delete: %v", err)
+	}
+	if list, _ := s.ListAgents(ctx); len(list) != 0 {
+		t.Fatalf("ListAgents after delete: %d", len(list))
+	}
+	if err := s.PutAgent(ctx, wire.Agent{}); wire.CodeOf(err) != wire.CodeInvalidParams {
+		t.Fatalf("PutAgent without id: %v", err)
+	}
+}
+
+func TestUnknownRecordVersion(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openT(t, dir)
+	raw := func(key []byte, val string) {
+		t.Helper()
+		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key, []byte(val)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Version 2 with a shape that would not even decode as version 1.
+	raw(agentKey("future"), `{"v":2,"agent":{"id":42,"path":["x"]}}`)
+	_, err := s.GetAgent(ctx, "future")
+	var ve *VersionError
+	if !errors.Is(err, ErrUnknownVersion) || !errors.As(err, &ve) || ve.Got != 2 || ve.Want != 1 {
+		t.Fatalf("GetAgent(v2) = %v, want a VersionError 2 vs 1", err)
+	}
+	if !strings.Contains(err.Error(), "a/future") || !strings.Contains(err.Error(), "upgrade orcr") {
+		t.Errorf("message does not say which record and what to do: %v", err)
+	}
+	if _, err := s.ListAgents(ctx); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("ListAgents with a v2 record = %v", err)
+	}
+	// Version 2 that happens to decode cleanly is still refused.
+	raw(agentKey("future"), `{"v":2,"agent":{"id":"future"}}`)
+	if _, err := s.GetAgent(ctx, "future"); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("GetAgent(v2, decodable) = %v", err)
+	}
+	// No version at all.
+	raw(agentKey("bare"), `{"id":"bare"}`)
+	if _, err := s.GetAgent(ctx, "bare"); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("GetAgent(no version) = %v", err)
+	}
+	// Garbage is a decode error, not a version error.
+	raw(agentKey("junk"), `not json`)
+	if _, err := s.GetAgent(ctx, "junk"); err == nil || errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("GetAgent(junk) = %v, want a decode error", err)
+	}
+
+	if _, err := s.AppendEvent(ctx, sampleEvent(1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	raw(eventKey(2), `{"v":3,"event":{"seq":"two"}}`)
+	_, err = s.Events(ctx, 0, 0)
+	if !errors.Is(err, ErrUnknownVersion) || !strings.Contains(err.Error(), "e/2") {
+		t.Fatalf("Events with a v3 record = %v", err)
+	}
+
+	// A whole store laid out by a newer schema is refused at Open.
+	raw(keySchema, "2")
+	s.Close()
+	if s2, err := Open(dir, nil); !errors.Is(err, ErrUnknownVersion) {
+		if s2 != nil {
+			s2.Close()
+		}
+		t.Fatalf("Open of a schema-2 store = %v, want ErrUnknownVersion", err)
+	}
+}
+
+func TestSecondOpenRefused(t *testing.T) {
+	dir := t.TempDir()
+	openT(t, dir)
+	s2, err := Open(dir, nil)
+	if err == nil {
+		s2.Close()
+		t.Fatal("a second Open of the same directory succeeded")
+	}
+}
+
+func TestCloseIdempotentAndStopsGC(t *testing.T) {
+	ctx := t.Context()
+	s, err := open(t.TempDir(), nil, 2*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Give the GC something: large values, rewritten so old copies become garbage.
+	for round := range 3 {
+		for i := range 20 {
+			v := bytes.Repeat([]byte{byte(round)}, 2*valueThreshold)
+			if err := s.Put(ctx, "blob", fmt.Sprint(i), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.gcRuns.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("value-log GC loop ran %d times in 10s", s.gcRuns.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v, err := s.Get(ctx, "blob", "7")
+	if err != nil || len(v) != 2*valueThreshold || v[0] != 2 {
+		t.Fatalf("value after GC ran: len %d, %v", len(v), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return: GC loop not stopped")
+	}
+	runs := s.gcRuns.Load()
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.GetAgent(ctx, "x"); err == nil || errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("GetAgent after Close = %v, want a closed-store error", err)
+	}
+	if s.gcRuns.Load() != runs {
+		t.Fatal("GC loop still running after Close")
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	checks := map[string]error{
+		"PutAgent": s.PutAgent(ctx, sampleAgent(1)),
+		"Put":      s.Put(ctx, "b", "k", nil),
+		"Prune":    s.PruneEvents(ctx, 1),
+	}
+	_, checks["AppendEvent"] = s.AppendEvent(ctx, sampleEvent(1, nil))
+	_, checks["ListAgents"] = s.ListAgents(ctx)
+	_, checks["Events"] = s.Events(ctx, 0, 0)
+	for name, err := range checks {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context = %v", name, err)
+		}
+	}
+	if s.LastSeq() != 0 {
+		t.Errorf("a cancelled append took seq %d", s.LastSeq())
+	}
+}
+
+func TestBadgerLoggerLevels(t *testing.T) {
+	var buf bytes.Buffer
+	l := badgerLogger{slog.New(slog.NewTextHandler(&buf, nil))}
+	l.Infof("chatter %d\n", 1)
+	l.Debugf("chatter %d", 2)
+	l.Warningf("disk %s\n", "slow")
+	l.Errorf("broken %d", 3)
+	out := buf.String()
+	if strings.Contains(out, "chatter") {
+		t.Errorf("info/debug reached the log: %s", out)
+	}
+	if !strings.Contains(out, `level=WARN msg="badger: disk slow"`) ||
+		!strings.Contains(out, `level=ERROR msg="badger: broken 3"`) {
+		t.Errorf("warnings/errors missing or malformed: %s", out)
+	}
+}
+
+// TestListAgentsManyBatches crosses several decode batches: order must be id order and a
+// bad record in a middle batch must fail the whole listing.
+func TestListAgentsManyBatches(t *testing.T) {
+	ctx := t.Context()
+	s := openT(t, t.TempDir())
+	const n = 5*listBatch + 7
+	for i := n - 1; i >= 0; i-- { // written in reverse; listed in key order
+		if err := s.PutAgent(ctx, sampleAgent(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := s.ListAgents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != n {
+		t.Fatalf("listed %d, want %d", len(list), n)
+	}
+	for i, a := range list {
+		if want := sampleAgent(i); !reflect.DeepEqual(a, want) {
+			t.Fatalf("position %d holds %s, want %s", i, a.ID, want.ID)
+		}
+	}
+	bad := sampleAgent(3*listBatch + 1).ID
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(agentKey(bad), []byte(`{"v":9,"agent":{}}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListAgents(ctx); !errors.Is(err, ErrUnknownVersion) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("ListAgents with a bad record in a middle batch = %v", err)
+	}
+}
