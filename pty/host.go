@@ -1,0 +1,348 @@
+// Package pty is the embedded terminal host: it runs each pane's program on its own
+// pseudo-terminal (creack/pty) and feeds the output to a VT emulator
+// (charmbracelet/x/vt), so Read returns the rendered screen rather than raw bytes. It
+// needs no external program; its panes end with the server.
+//
+// Thread model: every pane has a reader goroutine (pty → emulator, streams, activity),
+// a waiter goroutine (process exit), and a pair that carries the emulator's answers to
+// terminal queries back to the pty. The host has one coalescer goroutine that turns
+// pane activity into at most one PaneOutput event per pane per 50 ms. Shutdown stops
+// them all before it closes the Events channel.
+package pty
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"orcr/core"
+)
+
+// ErrUnknownPane is returned for a pane id this host never gave out or already closed.
+var ErrUnknownPane = errors.New("no such pane")
+
+// ErrShutdown is returned by calls made after Shutdown.
+var ErrShutdown = errors.New("pty host is shut down")
+
+// Options configure a Host. Zero values take the defaults.
+type Options struct {
+	Logger     *slog.Logger // nil discards
+	Cols, Rows int          // default pane size, 200x50
+	Scrollback int          // lines kept per pane, default 5000
+	// KillGrace is how long Close waits after SIGHUP before SIGKILL, default 500 ms.
+	KillGrace time.Duration
+}
+
+// outputInterval is the shortest gap between two PaneOutput events of one pane.
+const outputInterval = 50 * time.Millisecond
+
+// Host is the embedded pty host. It implements core.Host.
+type Host struct {
+	opts Options
+	log  *slog.Logger
+
+	events chan core.HostEvent
+	done   chan struct{} // closed when Shutdown starts
+	kick   chan struct{} // wakes the coalescer; capacity 1
+	wg     sync.WaitGroup
+	nextID atomic.Int64
+
+	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
+
+	mu       sync.Mutex
+	panes    map[string]*pane
+	shutdown bool
+	stopped  chan struct{} // closed when Shutdown has finished
+}
+
+var _ core.Host = (*Host)(nil)
+
+// New returns a host with no panes.
+func New(opts Options) *Host {
+	if opts.Cols <= 0 || opts.Rows <= 0 {
+		opts.Cols, opts.Rows = 200, 50
+	}
+	if opts.Scrollback <= 0 {
+		opts.Scrollback = 5000
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = 500 * time.Millisecond
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{
+		opts:    opts,
+		log:     log.With("host", "pty"),
+		events:  make(chan core.HostEvent, 1024),
+		done:    make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		panes:   map[string]*pane{},
+		stopped: make(chan struct{}),
+	}
+	h.wg.Add(1)
+	go h.coalesce()
+	return h
+}
+
+// Name is "pty".
+func (h *Host) Name() string { return "pty" }
+
+// Events delivers PaneOutput (coalesced, dropped when the channel is full) and
+// PaneExited (never dropped while the host runs). Panes removed by Close get no
+// PaneExited. The channel is closed by Shutdown.
+func (h *Host) Events() <-chan core.HostEvent { return h.events }
+
+// AttachCommand returns nil: the embedded host serves Stream instead.
+func (h *Host) AttachCommand(string) []string { return nil }
+
+// Launch starts spec.Argv on a new pty. argv[0] is looked up in the PATH of spec.Env,
+// then the server's PATH.
+func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return core.PaneInfo{}, err
+	}
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return core.PaneInfo{}, errors.New("pty launch: empty argv")
+	}
+	if spec.Cols <= 0 || spec.Rows <= 0 {
+		spec.Cols, spec.Rows = h.opts.Cols, h.opts.Rows
+	}
+	h.life.RLock()
+	defer h.life.RUnlock()
+	h.mu.Lock()
+	if h.shutdown {
+		h.mu.Unlock()
+		return core.PaneInfo{}, ErrShutdown
+	}
+	id := "p" + strconv.FormatInt(h.nextID.Add(1), 10)
+	h.mu.Unlock()
+
+	p, err := startPane(h, id, spec)
+	if err != nil {
+		return core.PaneInfo{}, fmt.Errorf("pty launch %q: %w", spec.Argv[0], err)
+	}
+	h.mu.Lock()
+	if h.shutdown {
+		h.mu.Unlock()
+		p.close(context.Background(), h.opts.KillGrace)
+		return core.PaneInfo{}, ErrShutdown
+	}
+	h.panes[id] = p
+	h.mu.Unlock()
+	h.log.Debug("launched", "pane", id, "pid", p.pid, "argv", spec.Argv)
+	return p.info(), nil
+}
+
+// pane returns the live pane with id.
+func (h *Host) pane(id string) (*pane, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shutdown {
+		return nil, ErrShutdown
+	}
+	p, ok := h.panes[id]
+	if !ok {
+		return nil, fmt.Errorf("pane %q: %w", id, ErrUnknownPane)
+	}
+	return p, nil
+}
+
+// SendText types text literally.
+func (h *Host) SendText(ctx context.Context, pane, text string) error {
+	p, err := h.pane(pane)
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, []byte(text))
+}
+
+// SendKeys presses the named keys in order (see KeyBytes). Nothing is sent when a name
+// is unknown.
+func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error {
+	b, err := keysBytes(keys)
+	if err != nil {
+		return err
+	}
+	p, err := h.pane(pane)
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, b)
+}
+
+// Read returns the rendered screen, or with opts.Lines > 0 the last Lines lines of
+// scrollback plus screen. A pane whose process ended still shows its last screen.
+func (h *Host) Read(ctx context.Context, pane string, opts core.ReadOpts) (core.Screen, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Screen{}, err
+	}
+	p, err := h.pane(pane)
+	if err != nil {
+		return core.Screen{}, err
+	}
+	return p.read(opts.Lines), nil
+}
+
+// Resize sets the pty window size (the program gets SIGWINCH) and the emulator's.
+func (h *Host) Resize(ctx context.Context, pane string, cols, rows int) error {
+	if cols <= 0 || rows <= 0 {
+		return fmt.Errorf("pty resize: invalid size %dx%d", cols, rows)
+	}
+	p, err := h.pane(pane)
+	if err != nil {
+		return err
+	}
+	return p.resize(cols, rows)
+}
+
+// Close kills the pane's process group (SIGHUP, then SIGKILL after the grace period)
+// and removes the pane. Closing a pane whose process already ended is fine.
+func (h *Host) Close(ctx context.Context, pane string) error {
+	h.mu.Lock()
+	if h.shutdown {
+		h.mu.Unlock()
+		return ErrShutdown
+	}
+	p, ok := h.panes[pane]
+	delete(h.panes, pane)
+	h.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("pty close: pane %q: %w", pane, ErrUnknownPane)
+	}
+	p.close(ctx, h.opts.KillGrace)
+	h.log.Debug("closed", "pane", pane)
+	return nil
+}
+
+// List returns every pane not yet closed, live or dead, ordered by id.
+func (h *Host) List(ctx context.Context) ([]core.PaneInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.shutdown {
+		h.mu.Unlock()
+		return nil, ErrShutdown
+	}
+	panes := make([]*pane, 0, len(h.panes))
+	for _, p := range h.panes {
+		panes = append(panes, p)
+	}
+	h.mu.Unlock()
+	out := make([]core.PaneInfo, 0, len(panes))
+	for _, p := range panes {
+		out = append(out, p.info())
+	}
+	slices.SortFunc(out, func(a, b core.PaneInfo) int {
+		return cmp.Or(cmp.Compare(len(a.ID), len(b.ID)), strings.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// Shutdown kills every pane, stops the host's goroutines and closes Events. It is
+// idempotent; later calls wait for the first to finish.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	if h.shutdown {
+		h.mu.Unlock()
+		select {
+		case <-h.stopped:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h.shutdown = true
+	h.mu.Unlock()
+	h.life.Lock() // launches in flight finish (and close their pane themselves)
+	h.mu.Lock()
+	panes := h.panes
+	h.panes = map[string]*pane{}
+	h.mu.Unlock()
+	h.life.Unlock()
+
+	close(h.done)
+	var wg sync.WaitGroup
+	for _, p := range panes {
+		wg.Go(func() { p.close(ctx, h.opts.KillGrace) })
+	}
+	wg.Wait()
+	h.wg.Wait()
+	close(h.events)
+	close(h.stopped)
+	h.log.Debug("shut down", "panes", len(panes))
+	return nil
+}
+
+// activity marks pane p as changed and wakes the coalescer without ever blocking.
+func (h *Host) activity(p *pane) {
+	p.dirty.Store(true)
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// coalesce turns pane activity into PaneOutput events, at most one per pane per
+// outputInterval. It sleeps while nothing happens.
+func (h *Host) coalesce() {
+	defer h.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-h.done:
+			timer.Stop()
+			return
+		case <-h.kick:
+		case <-timer.C:
+		}
+		now := time.Now()
+		var next time.Duration
+		h.mu.Lock()
+		for id, p := range h.panes {
+			if !p.dirty.Load() {
+				continue
+			}
+			if wait := outputInterval - now.Sub(p.lastEvent); wait > 0 {
+				if next == 0 || wait < next {
+					next = wait
+				}
+				continue
+			}
+			p.dirty.Store(false)
+			p.lastEvent = now
+			select {
+			case h.events <- core.HostEvent{Pane: id, Kind: core.PaneOutput, At: now}:
+			default: // a slow consumer loses activity hints, never exits
+			}
+		}
+		h.mu.Unlock()
+		if next > 0 {
+			timer.Reset(next)
+		}
+	}
+}
+
+// exited delivers the PaneExited event of p unless the pane was closed on purpose.
+// It blocks until the consumer takes it or the host shuts down.
+func (h *Host) exited(p *pane, code int) {
+	if p.closing.Load() {
+		return
+	}
+	ev := core.HostEvent{Pane: p.id, Kind: core.PaneExited, ExitCode: &code, At: time.Now()}
+	select {
+	case h.events <- ev:
+	case <-h.done:
+	}
+}

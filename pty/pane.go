@@ -1,0 +1,404 @@
+package pty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+	cpty "github.com/creack/pty"
+
+	"orcr/core"
+)
+
+// errExited is returned when input is sent to a pane whose process has ended.
+var errExited = errors.New("pane process has exited")
+
+// Write limits: a program that stops reading its input fills the tty buffer, and a
+// write must not then hang forever.
+const (
+	defaultWriteTimeout = 30 * time.Second
+	drainTimeout        = 500 * time.Millisecond // output still in flight after exit
+	reapTimeout         = 5 * time.Second        // after SIGKILL
+)
+
+// pane is one program on one pty with its emulator.
+type pane struct {
+	h    *Host
+	id   string
+	name string
+	pid  int
+	cmd  *exec.Cmd
+	ptmx *os.File
+
+	mu      sync.Mutex // guards emu, streams and modes
+	emu     *vt.Emulator
+	streams map[*stream]struct{}
+	modes   modeTracker
+
+	writeMu sync.Mutex     // serializes writes to ptmx and their deadlines
+	replies chan []byte    // the emulator's answers to terminal queries, to the pty
+	replyW  *io.PipeWriter // closing it ends the reply pump
+
+	dirty     atomic.Bool // output since the last PaneOutput event
+	lastEvent time.Time   // guarded by h.mu; only the coalescer touches it
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	exitCode  int           // set before waitDone closes
+	waitDone  chan struct{} // the process has been reaped
+	readDone  chan struct{} // the reader saw the end of the pty
+	gone      chan struct{} // the pane was closed; streams end
+}
+
+// startPane starts spec on a new pty and the pane's goroutines.
+func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
+	env := spec.Env
+	if env == nil {
+		env = []string{} // nil would make exec inherit the server's environment
+	}
+	path, err := lookPath(spec.Argv[0], env, spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Cwd != "" {
+		if st, err := os.Stat(spec.Cwd); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("working directory %q is not a directory", spec.Cwd)
+		}
+	}
+	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: env}
+	// StartWithSize makes the child a session leader with the pty as its controlling
+	// terminal, so its process group is the pane and Close can kill it whole.
+	ptmx, err := cpty.StartWithSize(cmd, &cpty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)})
+	if err != nil {
+		return nil, err
+	}
+	emu := vt.NewEmulator(spec.Cols, spec.Rows)
+	emu.SetScrollbackSize(h.opts.Scrollback)
+	replyW, _ := emu.InputPipe().(*io.PipeWriter)
+	p := &pane{
+		h:        h,
+		id:       id,
+		name:     spec.Name,
+		pid:      cmd.Process.Pid,
+		cmd:      cmd,
+		ptmx:     ptmx,
+		emu:      emu,
+		streams:  map[*stream]struct{}{},
+		replies:  make(chan []byte, 64),
+		replyW:   replyW,
+		waitDone: make(chan struct{}),
+		readDone: make(chan struct{}),
+		gone:     make(chan struct{}),
+	}
+	emu.SetCallbacks(vt.Callbacks{
+		EnableMode:  func(m ansi.Mode) { p.modes.set(m, true) },
+		DisableMode: func(m ansi.Mode) { p.modes.set(m, false) },
+	})
+	h.wg.Add(4)
+	go p.readLoop()
+	go p.replyPump()
+	go p.replyWriter()
+	go p.waitLoop()
+	return p, nil
+}
+
+// readLoop feeds pty output to the emulator and the attached streams until the pty
+// ends (EIO once every holder of the terminal is gone, or Close).
+func (p *pane) readLoop() {
+	defer p.h.wg.Done()
+	defer close(p.readDone)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			_, _ = p.emu.Write(buf[:n])
+			if len(p.streams) > 0 {
+				chunk := append([]byte(nil), buf[:n]...)
+				for s := range p.streams {
+					s.deliver(chunk)
+				}
+			}
+			p.mu.Unlock()
+			p.h.activity(p)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// replyPump moves the emulator's answers (device attributes, cursor reports) into
+// replies without ever blocking the emulator on the pty: TUIs that query the terminal
+// hang until they get an answer, and a full tty must not stall the reader.
+func (p *pane) replyPump() {
+	defer p.h.wg.Done()
+	defer close(p.replies)
+	buf := make([]byte, 1024)
+	for {
+		n, err := p.emu.Read(buf)
+		if n > 0 {
+			select {
+			case p.replies <- append([]byte(nil), buf[:n]...):
+			default:
+				p.h.log.Debug("dropped terminal reply", "pane", p.id, "bytes", n)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// replyWriter writes the emulator's answers to the pty.
+func (p *pane) replyWriter() {
+	defer p.h.wg.Done()
+	for b := range p.replies {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = p.write(ctx, b)
+		cancel()
+	}
+}
+
+// waitLoop reaps the process, lets its last output reach the emulator, and reports
+// the exit.
+func (p *pane) waitLoop() {
+	defer p.h.wg.Done()
+	_ = p.cmd.Wait()
+	p.exitCode = exitCode(p.cmd.ProcessState)
+	select {
+	case <-p.readDone:
+	case <-time.After(drainTimeout): // a background child still holds the terminal
+	}
+	close(p.waitDone)
+	p.h.log.Debug("exited", "pane", p.id, "code", p.exitCode)
+	p.h.exited(p, p.exitCode)
+}
+
+// exitCode is the shell convention: the status, or 128+signal for a signal death.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// dead reports whether the process has ended.
+func (p *pane) dead() bool {
+	select {
+	case <-p.waitDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// info describes the pane.
+func (p *pane) info() core.PaneInfo {
+	info := core.PaneInfo{ID: p.id, Name: p.name, PID: p.pid}
+	if p.dead() {
+		code := p.exitCode
+		info.Dead, info.ExitCode = true, &code
+	}
+	return info
+}
+
+// write sends b to the program's input, bounded by ctx (or defaultWriteTimeout).
+func (p *pane) write(ctx context.Context, b []byte) error {
+	if p.dead() {
+		return fmt.Errorf("pane %s: %w", p.id, errExited)
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultWriteTimeout)
+	}
+	_ = p.ptmx.SetWriteDeadline(deadline)
+	hookDone := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = p.ptmx.SetWriteDeadline(time.Now())
+		close(hookDone)
+	})
+	_, err := p.ptmx.Write(b)
+	if !stop() {
+		// The cancel hook ran; let it finish so it cannot cut the next writer short.
+		<-hookDone
+		err = cmpErr(err, ctx.Err())
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("pane %s is not reading its input: %w", p.id, err)
+		}
+		return fmt.Errorf("write to pane %s: %w", p.id, err)
+	}
+	return nil
+}
+
+// cmpErr returns err, or alt when err is nil.
+func cmpErr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// read renders the screen, or the last lines of scrollback plus screen.
+func (p *pane) read(lines int) core.Screen {
+	var history []string
+	p.mu.Lock()
+	text := p.emu.String()
+	cur := p.emu.CursorPosition()
+	cols, rows := p.emu.Width(), p.emu.Height()
+	if lines > 0 && !p.emu.IsAltScreen() {
+		if sb := p.emu.Scrollback(); sb != nil {
+			all := sb.Lines()
+			for _, l := range all[max(0, len(all)-lines):] {
+				history = append(history, l.String())
+			}
+		}
+	}
+	p.mu.Unlock()
+
+	out := append(history, strings.Split(text, "\n")...)
+	for i, l := range out {
+		out[i] = strings.TrimRight(l, " \r")
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	if lines > 0 && len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	return core.Screen{
+		Text:    strings.Join(out, "\n"),
+		Cols:    cols,
+		Rows:    rows,
+		CursorX: cur.X,
+		CursorY: cur.Y,
+	}
+}
+
+// resize resizes the emulator, then the pty (which signals SIGWINCH), so output drawn
+// for the new size lands on a screen of that size.
+func (p *pane) resize(cols, rows int) error {
+	p.mu.Lock()
+	p.emu.Resize(cols, rows)
+	p.mu.Unlock()
+	if err := cpty.Setsize(p.ptmx, &cpty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+		return fmt.Errorf("resize pane %s: %w", p.id, err)
+	}
+	return nil
+}
+
+// close kills the process group (SIGHUP, then SIGKILL after grace), releases the pty
+// and waits for the pane's goroutines to finish their work. Only the first call acts.
+func (p *pane) close(ctx context.Context, grace time.Duration) {
+	p.closeOnce.Do(func() {
+		p.closing.Store(true)
+		if !p.dead() {
+			killSession(p.pid, syscall.SIGHUP)
+			timer := time.NewTimer(grace)
+			select {
+			case <-p.waitDone:
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			timer.Stop()
+			if !p.dead() {
+				killSession(p.pid, syscall.SIGKILL)
+				select {
+				case <-p.waitDone:
+				case <-time.After(reapTimeout):
+					p.h.log.Warn("process survived SIGKILL", "pane", p.id, "pid", p.pid)
+				}
+			}
+		} else {
+			// Background children of a dead pane may still hold the terminal.
+			killSession(p.pid, syscall.SIGKILL)
+		}
+		_ = p.ptmx.Close()
+		<-p.readDone
+		if p.replyW != nil {
+			_ = p.replyW.CloseWithError(io.EOF)
+		}
+		close(p.gone)
+	})
+}
+
+// lookPath resolves argv0 with the PATH of env (then the server's PATH). Names with a
+// slash are used as given; a relative one is relative to cwd.
+func lookPath(argv0 string, env []string, cwd string) (string, error) {
+	if strings.Contains(argv0, "/") {
+		return argv0, nil
+	}
+	envPath, found := "", false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			envPath, found = v, true
+		}
+	}
+	dirs := []string{}
+	if found {
+		dirs = append(dirs, filepath.SplitList(envPath)...)
+	}
+	dirs = append(dirs, filepath.SplitList(os.Getenv("PATH"))...)
+	for _, dir := range dirs {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) && cwd != "" {
+			dir = filepath.Join(cwd, dir)
+		}
+		cand := filepath.Join(dir, argv0)
+		if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH", argv0)
+}
+
+// killSession signals every process of the pane's session: its process group, plus any
+// process that moved to another group of the same session (shell job control).
+func killSession(sid int, sig syscall.Signal) {
+	_ = syscall.Kill(-sid, sig)
+	want := strconv.Itoa(sid)
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state ppid pgrp session …
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 3 && f[3] == want {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+}
