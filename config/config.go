@@ -1,0 +1,157 @@
+// Package config reads orcr's config.toml ($XDG_CONFIG_HOME/orcr/config.toml, or
+// $ORCR_CONFIG) into typed settings. A file that does not parse is an error naming
+// the line, so a server refuses to start on it rather than guessing.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole file. Zero values mean defaults.
+type Config struct {
+	Host      string                       `toml:"host"` // auto | herdr | tmux | pty
+	Herdr     Herdr                        `toml:"herdr"`
+	Tmux      Tmux                         `toml:"tmux"`
+	Limits    map[string]int               `toml:"limits"` // global, min_free_mb, <provider>
+	GC        GC                           `toml:"gc"`
+	UI        UI                           `toml:"ui"`
+	Keys      map[string][]string          `toml:"keys"`
+	Themes    map[string]map[string]string `toml:"themes"`
+	Providers map[string]Provider          `toml:"providers"`
+	Prices    map[string]Price             `toml:"prices"`
+
+	// Path is where the config was read from ("" when no file exists).
+	Path string `toml:"-"`
+}
+
+// Herdr configures the herdr host.
+type Herdr struct {
+	Bin     string `toml:"bin"`
+	Session string `toml:"session"`
+}
+
+// Tmux configures the tmux host.
+type Tmux struct {
+	Bin string `toml:"bin"`
+}
+
+// GC configures lifecycle collection; durations use Go syntax ("10m", "24h").
+type GC struct {
+	ExitedGrace string `toml:"exited_grace"`
+	IdleAfter   string `toml:"idle_after"`
+	Retain      string `toml:"retain"`
+}
+
+// UI configures the dashboard.
+type UI struct {
+	Theme  string `toml:"theme"`
+	Keymap string `toml:"keymap"`
+}
+
+// Provider overrides a provider adapter's settings.
+type Provider struct {
+	Bin string `toml:"bin"`
+}
+
+// Price overrides a model's price (USD per 1M tokens).
+type Price struct {
+	Input      float64 `toml:"input"`
+	Output     float64 `toml:"output"`
+	CacheRead  float64 `toml:"cache_read"`
+	CacheWrite float64 `toml:"cache_write"`
+}
+
+// DefaultPath is $ORCR_CONFIG, else $XDG_CONFIG_HOME/orcr/config.toml.
+func DefaultPath() string {
+	if p := os.Getenv("ORCR_CONFIG"); p != "" {
+		return p
+	}
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "orcr", "config.toml")
+}
+
+// Load reads path; a missing file gives the defaults.
+func Load(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read config: %w", err)
+	}
+	md, err := toml.Decode(string(b), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return c, fmt.Errorf("config %s line %d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		var keys []string
+		for _, k := range und {
+			keys = append(keys, k.String())
+		}
+		return c, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	c.Path = path
+	return c, c.Validate()
+}
+
+// Validate checks values that parse but make no sense.
+func (c Config) Validate() error {
+	switch c.Host {
+	case "", "auto", "herdr", "tmux", "pty":
+	default:
+		return fmt.Errorf("config: host %q: use auto, herdr, tmux or pty", c.Host)
+	}
+	var names []string
+	for k := range c.Limits {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if c.Limits[k] < 0 {
+			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
+		}
+	}
+	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {
+		if d == "" {
+			continue
+		}
+		if _, err := time.ParseDuration(d); err != nil {
+			return fmt.Errorf("config: %s = %q is not a duration (e.g. \"10m\", \"24h\")", name, d)
+		}
+	}
+	return nil
+}
+
+// GlobalCap, MinFreeMB and ProviderCaps split the flat [limits] table.
+func (c Config) GlobalCap() int { return c.Limits["global"] }
+
+// MinFreeMB is the memory guard.
+func (c Config) MinFreeMB() int { return c.Limits["min_free_mb"] }
+
+// ProviderCaps are the per-provider caps.
+func (c Config) ProviderCaps() map[string]int {
+	out := map[string]int{}
+	for k, v := range c.Limits {
+		if k != "global" && k != "min_free_mb" {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	c, err := Load(write(t, "host = \"tmux\"\n[limits]\nglobal = 6\nclaude = 3\nmin_free_mb = 1500\n[ui]\ntheme = \"light\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Host != "tmux" || c.GlobalCap() != 6 || c.MinFreeMB() != 1500 || c.ProviderCaps()["claude"] != 3 || c.UI.Theme != "light" {
+		t.Fatalf("bad config: %+v", c)
+	}
+	if _, ok := c.ProviderCaps()["global"]; ok {
+		t.Fatal("global leaked into provider caps")
+	}
+}
+
+func TestLoadMissingIsDefault(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "nope.toml"))
+	if err != nil || c.Host != "" {
+		t.Fatalf("missing file: %+v %v", c, err)
+	}
+}
+
+func TestLoadErrorsNameTheLine(t *testing.T) {
+	_, err := Load(write(t, "[ui]\ntheme = dark\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("want line 2 in error, got %v", err)
+	}
+	for _, bad := range []string{"host = \"screen\"\n", "[limits]\nglobal = -1\n", "[gc]\nidle_after = \"soon\"\n", "bogus = 1\n"} {
+		if _, err := Load(write(t, bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
