@@ -62,7 +62,8 @@ func (s *Store) GetAgent(ctx context.Context, id string) (wire.Agent, error) {
 //
 // JSON decoding dominates the cost, so records are read in batches and each batch is
 // decoded on its own goroutine, up to GOMAXPROCS at once; the bound also caps how many
-// raw records are held at a time.
+// raw records are held at a time. Values are not prefetched: agent records sit in the LSM
+// beside their keys (below valueThreshold), so prefetching would only add a copy.
 func (s *Store) ListAgents(ctx context.Context) ([]wire.Agent, error) {
 	if err := ctxErr(ctx, "list agents"); err != nil {
 		return nil, err
@@ -86,6 +87,7 @@ func (s *Store) ListAgents(ctx context.Context) ([]wire.Agent, error) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefixAgent
+		opts.PrefetchValues = false
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

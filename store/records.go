@@ -124,27 +124,27 @@ func encodeEvent(e *wire.Event) ([]byte, error) {
 func decodeAgent(key, val []byte, dst *wire.Agent) error {
 	env := agentEnvelope{Agent: dst}
 	err := json.Unmarshal(val, &env)
-	return checkVersion(printKey(key), val, env.V, agentVersion, err)
+	return checkVersion(key, val, env.V, agentVersion, err)
 }
 
 func decodeEvent(key, val []byte, dst *wire.Event) error {
 	env := eventEnvelope{Event: dst}
 	err := json.Unmarshal(val, &env)
-	return checkVersion(printKey(key), val, env.V, eventVersion, err)
+	return checkVersion(key, val, env.V, eventVersion, err)
 }
 
-func checkVersion(key string, val []byte, got, want int, decodeErr error) error {
+func checkVersion(key, val []byte, got, want int, decodeErr error) error {
 	if decodeErr != nil {
 		var peek struct {
 			V int `json:"v"`
 		}
 		if json.Unmarshal(val, &peek) == nil && peek.V > want {
-			return &VersionError{Key: key, Got: peek.V, Want: want}
+			return &VersionError{Key: printKey(key), Got: peek.V, Want: want}
 		}
-		return fmt.Errorf("decode store record %s: %w", key, decodeErr)
+		return fmt.Errorf("decode store record %s: %w", printKey(key), decodeErr)
 	}
 	if got != want {
-		return &VersionError{Key: key, Got: got, Want: want}
+		return &VersionError{Key: printKey(key), Got: got, Want: want}
 	}
 	return nil
 }
