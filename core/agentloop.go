@@ -69,9 +69,12 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		lastOutput    time.Time
 		lastScreen    time.Time
 		lastTransient time.Time
-		evaluated     = true // the screen since the last output has been judged
+		// The first judgement comes once the screen has been still after the start,
+		// so a program that prints nothing still settles.
+		evaluated = false
 	)
-	timer := time.NewTimer(time.Hour)
+	lastOutput = time.Now()
+	timer := time.NewTimer(quietAfter)
 	defer timer.Stop()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()

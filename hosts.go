@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"orcr/config"
+)
+
+// hostStatus is one host's availability as doctor shows it.
+type hostStatus struct {
+	Name   string `json:"name"`
+	Found  bool   `json:"found"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// hostStatuses looks for each host's program without starting anything.
+func hostStatuses(cfg config.Config) []hostStatus {
+	var out []hostStatus
+	herdr := hostStatus{Name: "herdr", Fix: "install herdr and put it on PATH, or set herdr.bin in config.toml / $ORCR_HERDR_BIN"}
+	for _, cand := range []string{cfg.Herdr.Bin, os.Getenv("ORCR_HERDR_BIN")} {
+		if cand != "" {
+			if st, err := os.Stat(cand); err == nil && !st.IsDir() {
+				herdr.Found, herdr.Detail = true, cand
+				break
+			}
+		}
+	}
+	if !herdr.Found {
+		if p, ok := lookPath("herdr"); ok {
+			herdr.Found, herdr.Detail = true, p
+		}
+	}
+	out = append(out, herdr)
+	tm := hostStatus{Name: "tmux", Fix: "apt-get install tmux (or your package manager's tmux)"}
+	bin := cfg.Tmux.Bin
+	if bin == "" {
+		bin = "tmux"
+	}
+	if p, ok := lookPath(bin); ok {
+		tm.Found, tm.Detail = true, p
+	}
+	out = append(out, tm)
+	out = append(out, hostStatus{Name: "pty", Found: true, Detail: "embedded (always available; agents end with the server)"})
+	return out
+}
+
+// pickHostName applies DESIGN §6 discovery to the statuses.
+func pickHostName(cfg config.Config, hs []hostStatus) (string, string) {
+	want := cfg.Host
+	if h := os.Getenv("ORCR_HOST"); h != "" {
+		want = h
+	}
+	if want != "" && want != "auto" {
+		return want, "chosen explicitly (config host or $ORCR_HOST)"
+	}
+	for _, h := range hs {
+		if h.Found {
+			switch h.Name {
+			case "herdr":
+				return "herdr", "auto: herdr found at " + h.Detail
+			case "tmux":
+				return "tmux", "auto: herdr not found; tmux found at " + h.Detail
+			}
+		}
+	}
+	return "pty", "auto: neither herdr nor tmux found; using the embedded pty host"
+}
+
+func jsonValid(b []byte) bool { return json.Valid(b) }

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
+
+	"orcr/adapters/shell"
+	"orcr/config"
+	"orcr/core"
+	"orcr/core/socket"
+	"orcr/core/wire"
+	"orcr/pty"
+	"orcr/store"
+)
+
+// homeDir is $ORCR_HOME, else $XDG_STATE_HOME/orcr, else ~/.local/state/orcr.
+func homeDir() string {
+	if h := os.Getenv("ORCR_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "orcr")
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".local", "state", "orcr")
+}
+
+// socketPath is the server socket a client should use: the one of the agent it runs
+// inside (ORCR_SOCKET), else the home's.
+func socketPath() string {
+	if s := os.Getenv("ORCR_SOCKET"); s != "" {
+		return s
+	}
+	return socket.SocketPath(homeDir())
+}
+
+// dial connects a CLI client to the running server.
+func dial(ctx context.Context) (*socket.Client, error) {
+	return socket.Dial(ctx, socketPath(), os.Getenv("ORCR_ID"))
+}
+
+// newLogger writes slog records to a rotated file under home — never to the
+// terminal, which the dashboard owns.
+func newLogger(home string) *slog.Logger {
+	w := &lumberjack.Logger{Filename: filepath.Join(home, "orcr.log"), MaxSize: 10, MaxBackups: 3}
+	level := slog.LevelInfo
+	if os.Getenv("ORCR_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// server is a running orcr server: lock, store, host, engine and socket.
+type server struct {
+	home   string
+	lock   *socket.Lock
+	store  *store.Store
+	engine *core.Engine
+	sock   *socket.Server
+	host   core.Host
+	log    *slog.Logger
+	done   chan error
+}
+
+// startServer takes the home's lock and brings up everything the server owns.
+func startServer(ctx context.Context) (*server, error) {
+	home := homeDir()
+	lock, err := socket.AcquireLock(home)
+	if err != nil {
+		return nil, fmt.Errorf("%w; connect to it instead (orcr agent ls), or stop it first", err)
+	}
+	s := &server{home: home, lock: lock, log: newLogger(home)}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close(context.Background())
+		}
+	}()
+	cfg, err := config.Load(config.DefaultPath())
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(home, "store"), s.log)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.store = st
+	host, why, err := chooseHost(ctx, cfg, home, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.host = host
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own binary: %w", err)
+	}
+	sockPath := socket.SocketPath(home)
+	eng, err := core.NewEngine(core.Options{
+		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
+		Home: home, Socket: sockPath, Self: self,
+		Limits: core.Limits{Global: cfg.GlobalCap(), Provider: cfg.ProviderCaps(), MinFreeMB: cfg.MinFreeMB()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start engine: %w", err)
+	}
+	s.engine = eng
+	sock, err := socket.Listen(sockPath, eng, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.sock = sock
+	s.done = make(chan error, 1)
+	go func() { s.done <- sock.Serve() }()
+	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
+	ok = true
+	return s, nil
+}
+
+func (s *server) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if s.sock != nil {
+		s.sock.Close()
+	}
+	if s.engine != nil {
+		s.engine.Close(ctx)
+	} else if s.host != nil {
+		s.host.Shutdown(ctx)
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+	s.lock.Release()
+}
+
+// providers builds the provider adapters.
+func providers(cfg config.Config, log *slog.Logger) []core.Provider {
+	return []core.Provider{shell.New()}
+}
+
+// chooseHost picks the host (DESIGN §6): config host or $ORCR_HOST; "auto" prefers
+// herdr, then tmux, then the embedded pty host.
+func chooseHost(ctx context.Context, cfg config.Config, home string, log *slog.Logger) (core.Host, string, error) {
+	want := cfg.Host
+	if h := os.Getenv("ORCR_HOST"); h != "" {
+		want = h
+	}
+	if want == "" {
+		want = "auto"
+	}
+	switch want {
+	case "pty":
+		return pty.New(pty.Options{Logger: log}), "chosen in config (host = \"pty\")", nil
+	case "auto":
+		return pty.New(pty.Options{Logger: log}), "auto: neither herdr nor tmux found, using the embedded pty host", nil
+	}
+	return nil, "", &wire.Error{Code: wire.CodeInvalidParams, Message: fmt.Sprintf("unknown host %q; use auto, herdr, tmux or pty", want)}
+}
+
+func lookPath(name string) (string, bool) {
+	p, err := exec.LookPath(name)
+	return p, err == nil
+}
+
+// runServe runs the headless server until a signal.
+func runServe(ctx context.Context, io *streams) error {
+	s, err := startServer(ctx)
+	if err != nil {
+		return err
+	}
+	info, _ := s.engine.Info(ctx)
+	fmt.Fprintf(io.err, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
+	select {
+	case <-ctx.Done():
+	case err = <-s.done:
+	}
+	s.close(context.Background())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
