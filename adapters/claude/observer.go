@@ -1,0 +1,347 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"orcr/adapters/internal/agentkit"
+	"orcr/adapters/internal/jsonl"
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// observer follows one claude agent. All methods run on the engine's goroutine for
+// this agent.
+type observer struct {
+	p     *Provider
+	agent wire.Agent
+	now   func() time.Time
+
+	tail *jsonl.Tail
+	tr   *Transcript
+
+	hooksSeen bool
+	state     wire.State // last state this observer reported
+	blocked   *wire.Blocked
+	readings  agentkit.Readings
+	rates     map[string]*wire.LimitReading // latest status-line reading per window
+
+	// what the engine has been told already
+	sentUsage   wire.Usage
+	sentModel   string
+	sentSession string
+	sentPath    string
+	sentLast    string
+	sentLimitAt time.Time
+	sentTurns   int
+	sentOpen    bool
+	dialog      string
+}
+
+func newObserver(p *Provider, a wire.Agent) *observer {
+	o := &observer{p: p, agent: a, now: time.Now, tr: NewTranscript(), rates: map[string]*wire.LimitReading{},
+		sentSession: a.SessionID, sentPath: a.Transcript, sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
+	path := a.Transcript
+	if path == "" && a.SessionID != "" {
+		path = TranscriptPath(p.configDir(nil), agentkit.RealDir(a.Cwd), a.SessionID)
+	}
+	if path != "" {
+		o.tail = &jsonl.Tail{Path: path}
+	}
+	return o
+}
+
+// Close implements core.Observer.
+func (o *observer) Close() error { return nil }
+
+// hookPayload is the union of the fields orcr reads from claude's hook and status
+// line payloads.
+type hookPayload struct {
+	SessionID        string          `json:"session_id"`
+	TranscriptPath   string          `json:"transcript_path"`
+	HookEventName    string          `json:"hook_event_name"`
+	Source           string          `json:"source"`
+	Model            json.RawMessage `json:"model"` // a string in SessionStart, an object in the status line
+	Prompt           string          `json:"prompt"`
+	LastAssistantMsg string          `json:"last_assistant_message"`
+	Error            string          `json:"error"`
+	NotificationType string          `json:"notification_type"`
+	Message          string          `json:"message"`
+	ToolName         string          `json:"tool_name"`
+	ToolInput        json.RawMessage `json:"tool_input"`
+	RateLimits       map[string]*struct {
+		UsedPercentage float64 `json:"used_percentage"`
+		ResetsAt       int64   `json:"resets_at"`
+	} `json:"rate_limits"`
+}
+
+func (h *hookPayload) model() string {
+	if len(h.Model) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(h.Model, &s) == nil {
+		return s
+	}
+	var m struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(h.Model, &m)
+	return m.ID
+}
+
+// Hook implements core.Observer.
+func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
+	var h hookPayload
+	if err := json.Unmarshal(payload, &h); err != nil {
+		return nil, fmt.Errorf("claude hook %s: malformed payload: %w", event, err)
+	}
+	sig := &core.Signal{Source: "hook"}
+	if strings.EqualFold(event, "statusline") {
+		o.statusLine(&h, sig)
+		return o.finish(sig), nil
+	}
+	o.hooksSeen = true
+	o.follow(&h, sig)
+	switch event {
+	case "SessionStart":
+		if m := h.model(); m != "" && m != o.sentModel {
+			sig.Model, o.sentModel = m, m
+		}
+		if h.Source == "clear" || o.agent.Prompt == "" {
+			o.setState(sig, wire.StateIdle, "session "+orDefault(h.Source, "started"), nil)
+		}
+	case "UserPromptSubmit":
+		o.setState(sig, wire.StateWorking, "prompt submitted", nil)
+	case "Stop":
+		if h.LastAssistantMsg != "" && h.LastAssistantMsg != o.sentLast {
+			sig.LastMessage, o.sentLast = h.LastAssistantMsg, h.LastAssistantMsg
+		}
+		o.setState(sig, wire.StateDone, "turn finished", nil)
+	case "StopFailure":
+		if h.Error == "rate_limit" {
+			o.limitHit(sig, h.LastAssistantMsg)
+		} else {
+			o.setState(sig, wire.StateDone, "turn failed: "+orDefault(h.Error, "unknown error"), nil)
+		}
+	case "Notification":
+		switch h.NotificationType {
+		case "permission_prompt":
+			if o.state != wire.StateBlocked {
+				o.setState(sig, wire.StateBlocked, "permission prompt", &wire.Blocked{Kind: "permission", Detail: h.Message})
+			}
+		case "elicitation_dialog":
+			o.setState(sig, wire.StateBlocked, "question", &wire.Blocked{Kind: "question", Detail: h.Message})
+		}
+	case "PermissionRequest":
+		b := permissionBlock(h.ToolName, h.ToolInput)
+		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
+	case "PostToolUse", "PostToolUseFailure":
+		if o.state == wire.StateBlocked {
+			o.setState(sig, wire.StateWorking, "tool ran", nil)
+		}
+	}
+	return o.finish(sig), nil
+}
+
+// follow adopts a new session id / transcript from a hook (e.g. after /clear).
+func (o *observer) follow(h *hookPayload, sig *core.Signal) {
+	if h.SessionID != "" && h.SessionID != o.sentSession {
+		sig.SessionID, o.sentSession = h.SessionID, h.SessionID
+	}
+	if h.TranscriptPath != "" && h.TranscriptPath != o.sentPath {
+		sig.Transcript, o.sentPath = h.TranscriptPath, h.TranscriptPath
+	}
+	if h.TranscriptPath != "" && (o.tail == nil || o.tail.Path != h.TranscriptPath) {
+		o.tail = &jsonl.Tail{Path: h.TranscriptPath}
+		o.tr = NewTranscript()
+		o.sentTurns, o.sentOpen = 0, false
+	}
+}
+
+func (o *observer) statusLine(h *hookPayload, sig *core.Signal) {
+	o.follow(h, sig)
+	if m := h.model(); m != "" && m != o.sentModel {
+		sig.Model, o.sentModel = m, m
+	}
+	now := o.now().UTC()
+	for key, rl := range h.RateLimits {
+		if rl == nil {
+			continue
+		}
+		win := map[string]string{"five_hour": "5h", "seven_day": "weekly"}[key]
+		if win == "" {
+			continue
+		}
+		r := &wire.LimitReading{Provider: Name, Window: win, UsedPct: rl.UsedPercentage,
+			LimitHit: rl.UsedPercentage >= 100, ObservedAt: now}
+		if rl.ResetsAt > 0 {
+			t := time.Unix(rl.ResetsAt, 0).UTC()
+			r.ResetsAt = &t
+		}
+		if prev := o.rates[win]; prev != nil && prev.UsedPct == r.UsedPct && eqTime(prev.ResetsAt, r.ResetsAt) {
+			continue
+		}
+		o.rates[win] = r
+		o.readings.Add(r)
+	}
+}
+
+// limitHit marks the agent blocked on a usage limit, with the reset time from the
+// CLI's text or else the status line's exhausted window.
+func (o *observer) limitHit(sig *core.Signal, text string) {
+	reset := agentkit.ParseReset(text, o.now(), nil)
+	win := "5h"
+	if reset == nil {
+		for _, w := range []string{"5h", "weekly"} {
+			if r := o.rates[w]; r != nil && r.UsedPct >= 100 && r.ResetsAt != nil {
+				reset, win = r.ResetsAt, w
+				break
+			}
+		}
+	}
+	if strings.Contains(strings.ToLower(text), "weekly") {
+		win = "weekly"
+	}
+	detail := "usage limit"
+	if reset != nil {
+		detail = "resets " + reset.UTC().Format("15:04 UTC")
+	}
+	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: strings.TrimSpace(text), ResetsAt: reset})
+	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
+}
+
+func (o *observer) setState(sig *core.Signal, s wire.State, reason string, b *wire.Blocked) {
+	sig.State, sig.Reason, sig.Blocked = s, reason, b
+	o.state, o.blocked = s, b
+}
+
+// finish attaches a queued reading and drops an empty signal.
+func (o *observer) finish(sig *core.Signal) *core.Signal {
+	if sig.Reading == nil {
+		sig.Reading = o.readings.Next()
+	}
+	if sig.State == "" && sig.Usage == nil && sig.Model == "" && sig.SessionID == "" &&
+		sig.Transcript == "" && sig.LastMessage == "" && sig.Reading == nil && sig.Blocked == nil {
+		return nil
+	}
+	return sig
+}
+
+// Poll implements core.Observer: it reads new transcript lines.
+func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
+	sig := &core.Signal{Source: "transcript"}
+	if o.tail != nil {
+		_, err := o.tail.Read(ctx, o.tr.Add)
+		switch {
+		case errors.Is(err, jsonl.ErrShrunk):
+			o.tr = NewTranscript()
+			o.sentTurns, o.sentOpen = 0, false
+			_, err = o.tail.Read(ctx, o.tr.Add)
+		case errors.Is(err, fs.ErrNotExist):
+			err = nil // claude writes the file after the first exchange
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return o.finish(sig), err
+		}
+		o.fromTranscript(sig)
+	}
+	return o.finish(sig), nil
+}
+
+func (o *observer) fromTranscript(sig *core.Signal) {
+	t := o.tr
+	if u := o.p.opts.Prices.Usage(t.ByModel()); t.Lines > 0 && !sameUsage(u, o.sentUsage) {
+		sig.Usage, o.sentUsage = &u, u
+	}
+	if t.Model != "" && t.Model != o.sentModel {
+		sig.Model, o.sentModel = t.Model, t.Model
+	}
+	if t.SessionID != "" && t.SessionID != o.sentSession {
+		sig.SessionID, o.sentSession = t.SessionID, t.SessionID
+	}
+	if t.LastMessage != "" && t.LastMessage != o.sentLast {
+		sig.LastMessage, o.sentLast = t.LastMessage, t.LastMessage
+	}
+	if t.Limit != nil && !t.Limit.At.Equal(o.sentLimitAt) {
+		o.sentLimitAt = t.Limit.At
+		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+			o.limitHit(sig, t.Limit.Text)
+		}
+	}
+	// Without hooks (e.g. a hook command that fails), the transcript tells turns apart.
+	if !o.hooksSeen && sig.State == "" {
+		if t.TurnEnded > o.sentTurns && !t.TurnOpen {
+			o.setState(sig, wire.StateDone, "turn finished (transcript)", nil)
+		} else if t.TurnOpen && !o.sentOpen && o.state != wire.StateWorking {
+			o.setState(sig, wire.StateWorking, "prompt in transcript", nil)
+		}
+	}
+	o.sentTurns, o.sentOpen = t.TurnEnded, t.TurnOpen
+}
+
+func sameUsage(a, b wire.Usage) bool {
+	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens ||
+		a.CacheReadTokens != b.CacheReadTokens || a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced {
+		return false
+	}
+	if (a.CostUSD == nil) != (b.CostUSD == nil) {
+		return false
+	}
+	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
+}
+
+func eqTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// permissionBlock describes a PermissionRequest: "Bash(rm -rf build)", or for
+// AskUserQuestion the question and its answer choices.
+func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	if tool == "AskUserQuestion" {
+		b := &wire.Blocked{Kind: "question"}
+		qs, _ := in["questions"].([]any)
+		if len(qs) > 0 {
+			q, _ := qs[0].(map[string]any)
+			b.Detail, _ = q["question"].(string)
+			opts, _ := q["options"].([]any)
+			for _, op := range opts {
+				if m, ok := op.(map[string]any); ok {
+					if l, _ := m["label"].(string); l != "" {
+						b.Options = append(b.Options, l)
+					}
+				}
+			}
+		}
+		return b
+	}
+	arg := ""
+	for _, k := range []string{"command", "file_path", "path", "url", "pattern", "notebook_path"} {
+		if v, ok := in[k].(string); ok && v != "" {
+			arg = v
+			break
+		}
+	}
+	if len(arg) > 200 {
+		arg = arg[:200] + "…"
+	}
+	return &wire.Blocked{Kind: "permission", Detail: fmt.Sprintf("%s(%s)", orDefault(tool, "tool"), arg),
+		Options: []string{"Yes", "Yes, and don't ask again", "No"}}
+}

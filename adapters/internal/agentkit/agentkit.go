@@ -1,0 +1,254 @@
+// Package agentkit holds what the provider adapters share: reading usage-limit reset
+// times out of CLI wording, shell-quoting hook commands, finding a CLI binary, and
+// a small "what did we already tell the engine" tracker so observers only send news.
+package agentkit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// ShellQuote quotes s for a POSIX shell.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@,+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// FindBin looks for a CLI: an explicit path, then the env override, then the pinned
+// CLI cache the test scripts install into, then PATH.
+func FindBin(explicit, envVar, cacheName, bin string) (string, bool) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err == nil {
+			return explicit, true
+		}
+		return explicit, false
+	}
+	if v := os.Getenv(envVar); v != "" {
+		if _, err := os.Stat(v); err == nil {
+			return v, true
+		}
+	}
+	if p, err := exec.LookPath(bin); err == nil {
+		return p, true
+	}
+	cache := os.Getenv("ORCR_CLI_CACHE")
+	if cache == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			cache = filepath.Join(h, ".cache", "orcr", "clis")
+		}
+	}
+	if cache != "" {
+		p := filepath.Join(cache, cacheName, "node_modules", ".bin", bin)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+	}
+	return bin, false
+}
+
+// Version runs "<bin> --version" with a short timeout and returns the first
+// version-looking token.
+func Version(bin string) string {
+	cmd := exec.Command(bin, "--version")
+	done := make(chan struct{})
+	var out []byte
+	go func() {
+		out, _ = cmd.Output()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-done
+	}
+	if m := versionRE.FindString(string(out)); m != "" {
+		return m
+	}
+	return strings.TrimSpace(string(out))
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
+
+// EnvValue returns KEY's value in a KEY=VALUE list (the last one wins).
+func EnvValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// Home returns $HOME from env, falling back to the process's.
+func Home(env []string) string {
+	if h := EnvValue(env, "HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// RealDir resolves symlinks so paths match what the CLI records.
+func RealDir(dir string) string {
+	if dir == "" {
+		return dir
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
+
+var (
+	resetClockRE = regexp.MustCompile(`(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+\-0-9]+)*)\))?`)
+	tryAtRE      = regexp.MustCompile(`(?i)try again at ([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}),? (\d{1,2}):(\d{2})\s*(AM|PM)`)
+	tryInRE      = regexp.MustCompile(`(?i)try again in ((?:\d+\s*(?:days?|hours?|minutes?|mins?|seconds?|secs?)[\s,]*(?:and\s+)?)+)`)
+	durPartRE    = regexp.MustCompile(`(?i)(\d+)\s*(day|hour|min|sec)`)
+	legacyRE     = regexp.MustCompile(`usage limit reached\|(\d{9,11})`)
+)
+
+// ParseReset reads a usage-limit reset instant out of CLI wording:
+//
+//	"You've hit your session limit · resets 9:50pm (Asia/Saigon)"  (claude)
+//	"5-hour limit reached ∙ resets 3pm"                            (claude)
+//	"Claude AI usage limit reached|1767400000"                     (legacy claude)
+//	"… or try again at Dec 1st, 2026 12:59 AM."                    (codex, local time)
+//	"… or try again in 4 days 20 hours"                            (codex)
+//
+// Clock times without a date are the next such time after now, in the named zone or
+// loc (nil: local). It returns nil when the text names no reset.
+func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
+	if loc == nil {
+		loc = time.Local
+	}
+	if m := legacyRE.FindStringSubmatch(text); m != nil {
+		sec, _ := strconv.ParseInt(m[1], 10, 64)
+		t := time.Unix(sec, 0).UTC()
+		return &t
+	}
+	if m := tryAtRE.FindStringSubmatch(text); m != nil {
+		hh, _ := strconv.Atoi(m[4])
+		mm, _ := strconv.Atoi(m[5])
+		hh = to24(hh, m[6])
+		s := m[1] + " " + m[2] + " " + m[3]
+		day, err := time.ParseInLocation("Jan 2 2006", s, loc)
+		if err == nil {
+			t := time.Date(day.Year(), day.Month(), day.Day(), hh, mm, 0, 0, loc).UTC()
+			return &t
+		}
+	}
+	if m := tryInRE.FindStringSubmatch(text); m != nil {
+		var d time.Duration
+		for _, p := range durPartRE.FindAllStringSubmatch(m[1], -1) {
+			n, _ := strconv.Atoi(p[1])
+			switch strings.ToLower(p[2]) {
+			case "day":
+				d += time.Duration(n) * 24 * time.Hour
+			case "hour":
+				d += time.Duration(n) * time.Hour
+			case "min":
+				d += time.Duration(n) * time.Minute
+			case "sec":
+				d += time.Duration(n) * time.Second
+			}
+		}
+		if d > 0 {
+			t := now.Add(d).UTC().Truncate(time.Second)
+			return &t
+		}
+	}
+	if m := resetClockRE.FindStringSubmatch(text); m != nil && (m[2] != "" || m[3] != "") {
+		zone := loc
+		if m[4] != "" {
+			if z, err := time.LoadLocation(m[4]); err == nil {
+				zone = z
+			}
+		}
+		hh, _ := strconv.Atoi(m[1])
+		mm, _ := strconv.Atoi(m[2])
+		if m[3] != "" {
+			hh = to24(hh, m[3])
+		}
+		if hh > 23 || mm > 59 {
+			return nil
+		}
+		n := now.In(zone)
+		t := time.Date(n.Year(), n.Month(), n.Day(), hh, mm, 0, 0, zone)
+		if !t.After(now) {
+			t = t.AddDate(0, 0, 1)
+		}
+		t = t.UTC()
+		return &t
+	}
+	return nil
+}
+
+func to24(h int, ampm string) int {
+	switch strings.ToLower(ampm) {
+	case "am":
+		if h == 12 {
+			return 0
+		}
+	case "pm":
+		if h < 12 {
+			return h + 12
+		}
+	}
+	return h
+}
+
+// WindowName maps a limit window length to orcr's names.
+func WindowName(minutes int) string {
+	switch {
+	case minutes <= 0:
+		return ""
+	case minutes <= 6*60:
+		return "5h"
+	case minutes >= 6*24*60:
+		return "weekly"
+	}
+	return ""
+}
+
+// Readings queues limit readings: a Signal carries one, so an observer that learns
+// two at once (5h and weekly) hands the rest out on the following calls.
+type Readings struct{ q []*wire.LimitReading }
+
+// Add queues readings.
+func (r *Readings) Add(rs ...*wire.LimitReading) {
+	for _, x := range rs {
+		if x != nil {
+			r.q = append(r.q, x)
+		}
+	}
+}
+
+// Next pops the oldest queued reading, or nil.
+func (r *Readings) Next() *wire.LimitReading {
+	if len(r.q) == 0 {
+		return nil
+	}
+	x := r.q[0]
+	r.q = r.q[1:]
+	return x
+}
+
+// Len is how many readings wait.
+func (r *Readings) Len() int { return len(r.q) }
