@@ -121,7 +121,7 @@ func (s *Server) chat(w http.ResponseWriter, req *Request, body map[string]any, 
 		finish = "tool_calls"
 	}
 	usage := map[string]any{"prompt_tokens": t.Usage.Input, "completion_tokens": t.Usage.Output,
-		"total_tokens": t.Usage.Input + t.Usage.Output,
+		"total_tokens":          t.Usage.Input + t.Usage.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": t.Usage.CacheRead}}
 	msg := map[string]any{"role": "assistant", "content": t.Text}
 	if len(calls) > 0 {
