@@ -1,0 +1,196 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/huh/v2"
+
+	"orcr/core/wire"
+)
+
+// ---- steer ----
+
+// steerDialog types a message into the selected agent: one line (enter sends) or
+// multi-line (enter is a newline, the send-multi key sends).
+type steerDialog struct {
+	c     *common
+	id    string
+	path  string
+	multi bool
+	in    textinput.Model
+	area  textarea.Model
+}
+
+func newSteerDialog(c *common, a *wire.Agent, multi bool, w int) *steerDialog {
+	d := &steerDialog{c: c, id: a.ID, path: a.Path, multi: multi}
+	if multi {
+		d.area = textarea.New()
+		d.area.SetWidth(max(10, w))
+		d.area.SetHeight(6)
+		d.area.ShowLineNumbers = false
+		d.area.Placeholder = "message…"
+	} else {
+		d.in = textinput.New()
+		d.in.Prompt = "› "
+		d.in.Placeholder = "message…"
+		d.in.SetWidth(max(10, w-2))
+	}
+	return d
+}
+
+func (d *steerDialog) Init() tea.Cmd {
+	if d.multi {
+		return d.area.Focus()
+	}
+	return d.in.Focus()
+}
+
+func (d *steerDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	km := d.c.keys.Dialog
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case km.Cancel.Matches(k):
+			return nil, closeAction{}
+		case !d.multi && km.Submit.Matches(k), d.multi && km.SendMulti.Matches(k):
+			text := d.in.Value()
+			if d.multi {
+				text = d.area.Value()
+			}
+			if strings.TrimSpace(text) == "" {
+				return nil, closeAction{}
+			}
+			return nil, sendAction{wire.SendParams{Target: d.id, Text: text, Enter: true}}
+		}
+	}
+	var cmd tea.Cmd
+	if d.multi {
+		d.area, cmd = d.area.Update(msg)
+	} else {
+		d.in, cmd = d.in.Update(msg)
+	}
+	return cmd, nil
+}
+
+func (d *steerDialog) View(w, h int) string {
+	st := &d.c.styles
+	hint := d.c.keys.Dialog.Submit.Label() + " send"
+	view := d.in.View()
+	if d.multi {
+		hint = d.c.keys.Dialog.SendMulti.Label() + " send · ⏎ newline"
+		view = d.area.View()
+	}
+	lines := []string{st.Muted.Render("to " + d.path), ""}
+	lines = append(lines, strings.Split(view, "\n")...)
+	lines = append(lines, "", st.Subtle.Render(hint+" · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
+	return dialogBox(d.c, "steer", lines, w, h, 64)
+}
+
+// ---- answer ----
+
+// otherAnswer is the select option that switches to a typed answer.
+const otherAnswer = "\x00other"
+
+// newAnswerDialog shows what a blocked agent waits for with its options; the chosen
+// option (or typed text) is sent. Options such as "1. Yes" are answered with their key
+// ("1"), which is what numbered TUI menus expect.
+func newAnswerDialog(c *common, a *wire.Agent, w int) *formDialog {
+	b := a.Blocked
+	if b == nil {
+		b = &wire.Blocked{Kind: "question"}
+	}
+	var choice, typed string
+	opts := make([]huh.Option[string], 0, len(b.Options)+1)
+	for _, o := range b.Options {
+		opts = append(opts, huh.NewOption(o, o))
+	}
+	opts = append(opts, huh.NewOption("type an answer…", otherAnswer))
+	if len(b.Options) == 0 {
+		choice = otherAnswer
+	}
+	title := fmt.Sprintf("%s asks (%s)", a.Path, b.Kind)
+	detail := oneLine(b.Detail)
+	if detail == "" {
+		detail = "(no detail reported)"
+	}
+	sel := huh.NewSelect[string]().Title(title).Description(detail).Options(opts...).Value(&choice)
+	in := huh.NewInput().Title("answer").Value(&typed)
+	groups := []*huh.Group{huh.NewGroup(sel), huh.NewGroup(in).WithHideFunc(func() bool { return choice != otherAnswer })}
+	if len(b.Options) == 0 {
+		groups = groups[1:]
+		in.Description(detail).Title(title)
+	}
+	id := a.ID
+	return newFormDialog(c, "answer", min(w, 70), func() action {
+		if choice != otherAnswer {
+			return sendAction{answerParams(id, choice)}
+		}
+		if strings.TrimSpace(typed) == "" {
+			return closeAction{}
+		}
+		return sendAction{wire.SendParams{Target: id, Text: typed, Enter: true}}
+	}, groups...)
+}
+
+// answerParams turns a chosen option into keystrokes: a numbered option sends its number
+// alone (menus act on the digit), anything else is typed and entered.
+func answerParams(id, opt string) wire.SendParams {
+	o := strings.TrimSpace(opt)
+	if len(o) >= 2 && o[0] >= '0' && o[0] <= '9' && (o[1] == '.' || o[1] == ')') {
+		return wire.SendParams{Target: id, Text: o[:1]}
+	}
+	return wire.SendParams{Target: id, Text: o, Enter: true}
+}
+
+// ---- spawn ----
+
+// spawnProviders are offered in the spawn form.
+var spawnProviders = []string{"claude", "codex", "opencode", "pi", "shell"}
+
+func newSpawnDialog(c *common, under string, w int) *formDialog {
+	var path, provider, model, cwd, prompt string
+	if under != "" {
+		path = under + "/"
+	}
+	provider = "claude"
+	form := newFormDialog(c, "spawn agent", min(w, 70), func() action {
+		p := wire.RunParams{Path: strings.TrimSpace(path), Provider: provider, Model: strings.TrimSpace(model),
+			Cwd: strings.TrimSpace(cwd), Prompt: prompt}
+		return runAction{p}
+	}, huh.NewGroup(
+		huh.NewInput().Title("path").Placeholder("review/auth").Value(&path).Validate(validPath),
+		huh.NewSelect[string]().Title("provider").Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
+		huh.NewInput().Title("model").Placeholder("provider default").Value(&model),
+		huh.NewInput().Title("cwd").Placeholder("server's cwd").Value(&cwd),
+		huh.NewText().Title("prompt").Lines(3).Value(&prompt),
+	))
+	return form
+}
+
+// validPath checks the path rules of DESIGN §1 early, so the form can say what is wrong
+// before a round trip; the server checks again.
+func validPath(p string) error {
+	p = strings.TrimSpace(p)
+	if p == "" {
+		return fmt.Errorf("a path is required, e.g. review/auth")
+	}
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(segs) > 16 {
+		return fmt.Errorf("at most 16 segments")
+	}
+	for _, s := range segs {
+		if s == "" || len(s) > 64 {
+			return fmt.Errorf("empty or long segment in %q", p)
+		}
+		for i, r := range s {
+			ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || i > 0 && (r == '.' || r == '_' || r == '-')
+			if !ok {
+				return fmt.Errorf("segment %q: use a-z 0-9 . _ -", s)
+			}
+		}
+	}
+	return nil
+}

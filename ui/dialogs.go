@@ -1,0 +1,258 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/huh/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"orcr/core/wire"
+)
+
+// A dialog sits on the root's dialog stack and takes every key while it is on top. It
+// never does I/O: it returns an action, and the root turns the action into a command.
+type dialog interface {
+	Init() tea.Cmd
+	// Update handles a message; a non-nil action tells the root what the user chose.
+	Update(msg tea.Msg) (tea.Cmd, action)
+	// View draws the dialog box within w×h cells.
+	View(w, h int) string
+}
+
+// Actions a dialog can return.
+type (
+	action      interface{}
+	closeAction struct{}
+	sendAction  struct{ p wire.SendParams }
+	runAction   struct{ p wire.RunParams }
+	// dryRunAction asks for the live match list of a glob; the result comes back to the
+	// dialog as a dryRunMsg.
+	dryRunAction struct{ glob string }
+	killAction   struct{ glob string }
+	quitAction   struct{ choice QuitChoice }
+)
+
+// dialogBox frames a dialog's lines, at most w×h, sized to its content.
+func dialogBox(c *common, title string, lines []string, w, h, prefW int) string {
+	bw := min(w, prefW)
+	for _, l := range lines {
+		bw = max(bw, min(w, ansi.StringWidth(l)+4))
+	}
+	bw = min(bw, w)
+	bh := min(h, len(lines)+4)
+	body := make([]string, 0, len(lines)+2)
+	body = append(body, "")
+	for _, l := range lines {
+		body = append(body, " "+l)
+	}
+	return frame(c.styles.DialogBorder, c.styles.DialogTitle, title, body, bw, bh)
+}
+
+// huhTheme feeds our palette to huh so forms match the dashboard.
+func huhTheme(c *common) huh.Theme {
+	p := c.styles.Palette
+	return huh.ThemeFunc(func(isDark bool) *huh.Styles {
+		t := huh.ThemeBase(isDark)
+		col := lipgloss.Color
+		t.Focused.Title = t.Focused.Title.Foreground(col(p.Accent)).Bold(true)
+		t.Focused.Base = t.Focused.Base.BorderForeground(col(p.Accent))
+		t.Focused.SelectSelector = t.Focused.SelectSelector.Foreground(col(p.Accent))
+		t.Focused.Option = t.Focused.Option.Foreground(col(p.Fg))
+		t.Focused.Description = t.Focused.Description.Foreground(col(p.Muted))
+		t.Focused.ErrorMessage = t.Focused.ErrorMessage.Foreground(col(p.Danger))
+		t.Focused.ErrorIndicator = t.Focused.ErrorIndicator.Foreground(col(p.Danger))
+		t.Focused.TextInput.Prompt = t.Focused.TextInput.Prompt.Foreground(col(p.Accent))
+		t.Focused.TextInput.Text = t.Focused.TextInput.Text.Foreground(col(p.Fg))
+		t.Blurred = t.Focused
+		t.Blurred.Base = t.Blurred.Base.BorderForeground(col(p.Subtle))
+		t.Blurred.Title = t.Blurred.Title.Foreground(col(p.Muted))
+		return t
+	})
+}
+
+// formDialog hosts a huh form. done turns the completed form into an action.
+type formDialog struct {
+	c     *common
+	title string
+	form  *huh.Form
+	done  func() action
+	w     int
+}
+
+func newFormDialog(c *common, title string, w int, done func() action, groups ...*huh.Group) *formDialog {
+	f := huh.NewForm(groups...).WithTheme(huhTheme(c)).WithShowHelp(false).WithWidth(w)
+	return &formDialog{c: c, title: title, form: f, done: done, w: w}
+}
+
+func (d *formDialog) Init() tea.Cmd { return d.form.Init() }
+
+func (d *formDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	if k, ok := msg.(tea.KeyPressMsg); ok && d.c.keys.Dialog.Cancel.Matches(k) {
+		return nil, closeAction{}
+	}
+	if ws, ok := msg.(tea.WindowSizeMsg); ok {
+		msg = tea.WindowSizeMsg{Width: d.w, Height: ws.Height}
+	}
+	m, cmd := d.form.Update(msg)
+	if f, ok := m.(*huh.Form); ok {
+		d.form = f
+	}
+	switch d.form.State {
+	case huh.StateCompleted:
+		return nil, d.done()
+	case huh.StateAborted:
+		return nil, closeAction{}
+	}
+	return cmd, nil
+}
+
+func (d *formDialog) View(w, h int) string {
+	view := strings.TrimRight(d.form.View(), "\n")
+	lines := strings.Split(view, "\n")
+	if len(lines) > h-5 {
+		lines = lines[:max(0, h-5)]
+	}
+	lines = append(lines, "", d.c.styles.Subtle.Render("enter next/submit · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
+	return dialogBox(d.c, d.title, lines, w, h, d.w+4)
+}
+
+// ---- help ----
+
+// helpDialog lists the active bindings, generated from the key map itself, in as many
+// columns as fit; up/down scroll when even that is too tall.
+type helpDialog struct {
+	c      *common
+	scroll int
+}
+
+func (d *helpDialog) Init() tea.Cmd { return nil }
+
+func (d *helpDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch {
+		case d.c.keys.Dialog.Cancel.Matches(k) || d.c.keys.Global.Help.Matches(k) || k.String() == "q":
+			return nil, closeAction{}
+		case d.c.keys.Panel.Down.Matches(k) || d.c.keys.Tree.Down.Matches(k):
+			d.scroll++
+		case d.c.keys.Panel.Up.Matches(k) || d.c.keys.Tree.Up.Matches(k):
+			d.scroll = max(0, d.scroll-1)
+		}
+	}
+	return nil, nil
+}
+
+func (d *helpDialog) View(w, h int) string {
+	st := &d.c.styles
+	var all []string
+	for i, s := range d.c.keys.Sections() {
+		if i > 0 {
+			all = append(all, "")
+		}
+		all = append(all, st.Accent.Render(s.Title))
+		for _, b := range s.Bindings {
+			ks := st.KeyName
+			desc := b.Desc
+			if b.Destructive {
+				ks = st.KeyDestructive
+				desc += " (confirms)"
+			}
+			all = append(all, ks.Render(fit(b.Label(), 11))+" "+st.KeyDesc.Render(desc))
+		}
+	}
+	const colW = 34
+	ncols := max(1, min(3, (w-2)/(colW+2)))
+	rows := (len(all) + ncols - 1) / ncols
+	lines := make([]string, rows)
+	for i, l := range all {
+		r, c := i%rows, i/rows
+		if c < ncols-1 {
+			l = fit(l, colW) + "  "
+		}
+		_ = c
+		lines[r] += l
+	}
+	room := max(1, h-5)
+	d.scroll = min(d.scroll, max(0, len(lines)-room))
+	lines = lines[d.scroll:]
+	if len(lines) > room {
+		lines = append(lines[:room-1], st.Subtle.Render("↓ more"))
+	}
+	return dialogBox(d.c, "keys — "+d.c.keys.Name, lines, w, h, ncols*(colW+2)+2)
+}
+
+// ---- quit ----
+
+// quitDialog asks what to do with agents on the embedded host when the dashboard exits.
+type quitDialog struct {
+	c    *common
+	live int
+	pick int
+}
+
+var quitChoices = []struct {
+	key, label string
+	choice     QuitChoice
+}{
+	{"k", "keep them running under a background orcr serve", QuitKeepInBackground},
+	{"s", "stop them", QuitStopAgents},
+	{"c", "cancel", -1},
+}
+
+func (d *quitDialog) Init() tea.Cmd { return nil }
+
+func (d *quitDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil, nil
+	}
+	choose := func(i int) action {
+		if quitChoices[i].choice < 0 {
+			return closeAction{}
+		}
+		return quitAction{quitChoices[i].choice}
+	}
+	switch s := k.String(); {
+	case d.c.keys.Dialog.Cancel.Matches(k):
+		return nil, closeAction{}
+	case s == "up" || s == "shift+tab":
+		d.pick = (d.pick + len(quitChoices) - 1) % len(quitChoices)
+	case s == "down" || s == "tab":
+		d.pick = (d.pick + 1) % len(quitChoices)
+	case d.c.keys.Dialog.Submit.Matches(k):
+		return nil, choose(d.pick)
+	default:
+		for i, c := range quitChoices {
+			if s == c.key {
+				return nil, choose(i)
+			}
+		}
+	}
+	return nil, nil
+}
+
+func (d *quitDialog) View(w, h int) string {
+	st := &d.c.styles
+	lines := []string{st.Text.Render(plural(d.live, "agent", "agents") + " still run on the embedded host."), ""}
+	for i, c := range quitChoices {
+		mark := "  "
+		if i == d.pick {
+			mark = st.Accent.Render("› ")
+		}
+		ks := st.KeyName
+		if c.choice == QuitStopAgents {
+			ks = st.KeyDestructive
+		}
+		lines = append(lines, mark+ks.Render(c.key)+" "+st.Text.Render(c.label))
+	}
+	return dialogBox(d.c, "quit", lines, w, h, 60)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -1,0 +1,354 @@
+package ui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+)
+
+// runDialog feeds keys to a dialog and runs the commands it returns (form internals,
+// never service calls: dialogs do no I/O), feeding their messages back, until it returns
+// an action. Commands that do not answer at once (cursor blinks) are dropped.
+func runDialog(t *testing.T, d dialog, keys ...tea.Msg) action {
+	t.Helper()
+	queue := []tea.Msg{}
+	var run func(cmd tea.Cmd)
+	run = func(cmd tea.Cmd) {
+		if cmd == nil {
+			return
+		}
+		ch := make(chan tea.Msg, 1)
+		go func() { ch <- cmd() }()
+		select {
+		case msg := <-ch:
+			if b, ok := msg.(tea.BatchMsg); ok {
+				for _, c := range b {
+					run(c)
+				}
+				return
+			}
+			if v := reflect.ValueOf(msg); v.IsValid() && v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
+				for i := 0; i < v.Len(); i++ {
+					run(v.Index(i).Interface().(tea.Cmd))
+				}
+				return
+			}
+			if msg != nil {
+				queue = append(queue, msg)
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	run(d.Init())
+	step := func(msg tea.Msg) action {
+		cmd, act := d.Update(msg)
+		if act != nil {
+			return act
+		}
+		run(cmd)
+		for len(queue) > 0 {
+			m := queue[0]
+			queue = queue[1:]
+			cmd, act := d.Update(m)
+			if act != nil {
+				return act
+			}
+			run(cmd)
+		}
+		return nil
+	}
+	for len(queue) > 0 {
+		m := queue[0]
+		queue = queue[1:]
+		d.Update(m)
+	}
+	for _, k := range keys {
+		if act := step(k); act != nil {
+			return act
+		}
+	}
+	return nil
+}
+
+func keys(ss ...string) []tea.Msg {
+	out := make([]tea.Msg, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, key(s))
+	}
+	return out
+}
+
+func textKeys(s string) []tea.Msg {
+	var out []tea.Msg
+	for _, r := range s {
+		out = append(out, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	return out
+}
+
+func selectPath(t *testing.T, m *Model, path string) {
+	t.Helper()
+	n, ok := m.idx.byPath[path]
+	if !ok {
+		t.Fatalf("no %s", path)
+	}
+	m.tree.selectNode(n)
+}
+
+func TestSteerOneLine(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo/a")
+	press(m, "s")
+	if len(m.dialogs) != 1 {
+		t.Fatal("s did not open the steer dialog")
+	}
+	d := m.dialogs[0]
+	act := runDialog(t, d, append(textKeys("run the tests"), key("enter"))...)
+	sa, ok := act.(sendAction)
+	if !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0001", Text: "run the tests", Enter: true}) {
+		t.Fatalf("action = %#v", act)
+	}
+	if cmd := m.updateAction(act); cmd == nil || len(m.dialogs) != 0 {
+		t.Fatal("send action did not close the dialog with a command")
+	}
+}
+
+func TestSteerMultiLine(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo/a")
+	press(m, "S")
+	msgs := append(textKeys("line one"), key("enter"))
+	msgs = append(msgs, textKeys("line two")...)
+	act := runDialog(t, m.dialogs[0], append(msgs, key("ctrl+s"))...)
+	sa, ok := act.(sendAction)
+	if !ok || sa.p.Text != "line one\nline two" || !sa.p.Enter {
+		t.Fatalf("action = %#v", act)
+	}
+}
+
+func TestSteerRefusedOnEndedAgent(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "build/lint")
+	press(m, "s")
+	if len(m.dialogs) != 0 || !strings.Contains(m.status.notice, "cannot take input") {
+		t.Fatalf("steer on exited agent: dialogs %d notice %q", len(m.dialogs), m.status.notice)
+	}
+}
+
+func TestAnswerBlocked(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	press(m, "b")
+	press(m, "r")
+	if len(m.dialogs) != 1 {
+		t.Fatal("r did not open the answer dialog")
+	}
+	v := plain(screen(t, m))
+	for _, want := range []string{"review/auth/security asks (permission)", "Bash(rm -rf build)", "1. Yes", "3. No"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("answer dialog lacks %q:\n%s", want, v)
+		}
+	}
+	act := runDialog(t, m.dialogs[0], keys("down", "down", "enter")...)
+	sa, ok := act.(sendAction)
+	if !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0007", Text: "3"}) {
+		t.Fatalf("action = %#v", act)
+	}
+}
+
+func TestAnswerTyped(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	press(m, "b", "r")
+	msgs := keys("down", "down", "down", "enter")
+	msgs = append(msgs, textKeys("only the build dir")...)
+	act := runDialog(t, m.dialogs[0], append(msgs, key("enter"))...)
+	sa, ok := act.(sendAction)
+	if !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0007", Text: "only the build dir", Enter: true}) {
+		t.Fatalf("action = %#v", act)
+	}
+}
+
+func TestAnswerNeedsBlocked(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo/a")
+	press(m, "r")
+	if len(m.dialogs) != 0 || !strings.Contains(m.status.notice, "not blocked") {
+		t.Fatal("answer opened on a working agent")
+	}
+}
+
+func TestSpawnForm(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo/a")
+	press(m, "n")
+	if len(m.dialogs) != 1 {
+		t.Fatal("n did not open the spawn form")
+	}
+	msgs := textKeys("x") // path is prefilled with the selection's parent "demo/"
+	msgs = append(msgs, key("enter"), key("down"), key("enter")) // provider: codex
+	msgs = append(msgs, textKeys("gpt-5")...)
+	msgs = append(msgs, key("enter"))
+	msgs = append(msgs, textKeys("/tmp")...)
+	msgs = append(msgs, key("enter"))
+	msgs = append(msgs, textKeys("fix it")...)
+	act := runDialog(t, m.dialogs[0], append(msgs, key("enter"))...)
+	ra, ok := act.(runAction)
+	if !ok {
+		t.Fatalf("action = %#v", act)
+	}
+	want := wire.RunParams{Path: "demo/x", Provider: "codex", Model: "gpt-5", Cwd: "/tmp", Prompt: "fix it"}
+	if !reflect.DeepEqual(ra.p, want) {
+		t.Fatalf("run params = %#v", ra.p)
+	}
+}
+
+func TestSpawnFormRejectsBadPath(t *testing.T) {
+	for _, p := range []string{"", "Bad/Path", "a//b", "-x"} {
+		if validPath(p) == nil {
+			t.Errorf("%q accepted", p)
+		}
+	}
+	for _, p := range []string{"review/auth", "a.b/c_d-1"} {
+		if err := validPath(p); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+}
+
+func TestKillByGlob(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo")
+	press(m, "K")
+	if len(m.dialogs) != 1 {
+		t.Fatal("K did not open the kill dialog")
+	}
+	d := m.dialogs[0].(*killDialog)
+	if d.in.Value() != "demo/**" {
+		t.Fatalf("glob prefilled %q", d.in.Value())
+	}
+	d.Init()
+	// The dialog asks for a dry run of the prefilled glob on its first update.
+	_, act := d.Update(key("end"))
+	if act != (dryRunAction{"demo/**"}) {
+		t.Fatalf("first action = %#v", act)
+	}
+	// Enter before the matches are known does nothing: no blind kills.
+	if _, act := d.Update(key("enter")); act != nil || d.confirm {
+		t.Fatal("enter confirmed without a match list")
+	}
+	matches := []wire.Agent{fixture()[0], fixture()[1], fixture()[2]}
+	m.Update(dryRunMsg{glob: "demo/**", agents: matches})
+	v := plain(screen(t, m))
+	if !strings.Contains(v, "3 agents match") || !strings.Contains(v, "demo/b") {
+		t.Fatalf("match list:\n%s", v)
+	}
+	press(m, "enter")
+	if !d.confirm || !strings.Contains(plain(screen(t, m)), "kill 3 agents matching demo/**?") {
+		t.Fatal("enter did not ask for confirmation")
+	}
+	press(m, "n")
+	if d.confirm || len(m.dialogs) != 1 {
+		t.Fatal("n did not back out of the confirmation")
+	}
+	press(m, "enter")
+	_, act = d.Update(key("y"))
+	if act != (killAction{"demo/**"}) {
+		t.Fatalf("confirm action = %#v", act)
+	}
+	if cmd := m.updateAction(act); cmd == nil || len(m.dialogs) != 0 {
+		t.Fatal("kill action did not close the dialog with a command")
+	}
+}
+
+func TestKillDialogCoalescesDryRuns(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	d := newKillDialog(m.c, "")
+	d.Init()
+	var acts []action
+	for _, r := range "demo" {
+		_, a := d.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+		if a != nil {
+			acts = append(acts, a)
+		}
+	}
+	if len(acts) != 1 || acts[0] != (dryRunAction{"d"}) {
+		t.Fatalf("dry runs while typing = %#v", acts)
+	}
+	// The answer for "d" arrives; the glob moved on, so exactly one more is asked.
+	_, a := d.Update(dryRunMsg{glob: "d"})
+	if a != (dryRunAction{"demo"}) {
+		t.Fatalf("follow-up = %#v", a)
+	}
+}
+
+func TestQuitEmbedded(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{EmbeddedHost: true})
+	for _, a := range fixture() {
+		a.Host = "pty"
+		m.idx.upsert(a)
+	}
+	if cmd := press(m, "q"); len(m.dialogs) != 1 || cmd != nil {
+		t.Fatal("q with live embedded agents did not ask")
+	}
+	if !strings.Contains(plain(screen(t, m)), "6 agents still run on the embedded host") {
+		t.Fatalf("quit dialog:\n%s", plain(screen(t, m)))
+	}
+	press(m, "esc")
+	if len(m.dialogs) != 0 || m.quitting {
+		t.Fatal("esc did not cancel")
+	}
+	press(m, "q")
+	cmd := press(m, "k")
+	if m.Quit() != QuitKeepInBackground || cmd == nil {
+		t.Fatalf("k: choice %v", m.Quit())
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("k did not quit")
+	}
+
+	m = newTestModel(t, 100, 30, Options{EmbeddedHost: true})
+	for _, a := range fixture() {
+		a.Host = "pty"
+		m.idx.upsert(a)
+	}
+	press(m, "q", "s")
+	if m.Quit() != QuitStopAgents {
+		t.Fatalf("s: %v", m.Quit())
+	}
+}
+
+func TestQuitPlain(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	cmd := press(m, "q")
+	if cmd == nil || m.Quit() != QuitPlain || len(m.dialogs) != 0 {
+		t.Fatal("q did not quit plainly on a non-embedded host")
+	}
+}
+
+func TestHelpGeneratedFromKeymap(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{Keymap: "vim", KeyOverrides: map[string][]string{"tree.kill": {"X"}}})
+	press(m, "?")
+	v := plain(screen(t, m))
+	for _, want := range []string{"keys — vim", "k/↑", "kill by glob (confirms)", "X "} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("help lacks %q:\n%s", want, v)
+		}
+	}
+	press(m, "?")
+	if len(m.dialogs) != 0 {
+		t.Fatal("? did not close help")
+	}
+	// the override is live: X opens the kill dialog, K no longer does
+	press(m, "K")
+	if len(m.dialogs) != 0 {
+		t.Fatal("K still kills after override")
+	}
+	press(m, "X")
+	if _, ok := m.dialogs[0].(*killDialog); !ok {
+		t.Fatal("X did not open kill")
+	}
+}

@@ -1,0 +1,216 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core"
+	"orcr/core/wire"
+	"orcr/themes"
+)
+
+type focus int
+
+const (
+	focusTree focus = iota
+	focusPreview
+	focusPanel
+	nFocus
+)
+
+// Model is the dashboard's root model. It owns focus, layout and the dialog stack, holds
+// the agent index, and routes each message family to its handler.
+type Model struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	svc    core.Service
+	opts   Options
+	c      *common
+
+	idx     *index
+	tree    *treeModel
+	preview *previewModel
+	panel   *panelModel
+	status  *statusModel
+	dialogs []dialog
+	focus   focus
+
+	w, h      int
+	themeName string
+
+	info      wire.InfoResult
+	lastSeq   uint64
+	subOK     bool
+	loaded    bool
+	quit      QuitChoice
+	quitting  bool
+	attaching bool
+
+	// Preview reads are coalesced: at most one in flight; readDirty asks for one more.
+	readWant     string
+	readInFlight bool
+	readDirty    bool
+}
+
+// New builds the root model. It does no I/O; Init starts the first calls.
+func New(ctx context.Context, svc core.Service, opts Options) (*Model, error) {
+	styles, km, err := resolveLook(opts)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &common{styles: styles, keys: km, now: time.Now(), log: log}
+	idx := newIndex()
+	m := &Model{ctx: ctx, cancel: cancel, svc: svc, opts: opts, c: c, idx: idx,
+		tree: newTree(c, idx), preview: newPreview(c), panel: newPanel(c), status: newStatus(c),
+		themeName: styles.Palette.Name}
+	if m.opts.Mode == "" {
+		m.opts.Mode = "in-process"
+	}
+	m.setFocus(focusTree)
+	return m, nil
+}
+
+// Close stops the subscription and any call still running.
+func (m *Model) Close() { m.cancel() }
+
+// Quit is the choice made on quit (QuitPlain until then).
+func (m *Model) Quit() QuitChoice { return m.quit }
+
+// Init starts the first calls: server info (then the subscription), the agent list, the
+// panels, and the clocks.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(infoCmd(m.ctx, m.svc), listCmd(m.ctx, m.svc), queueCmd(m.ctx, m.svc),
+		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
+}
+
+// Update routes by message family; each family has its own handler.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+		return m, m.toDialog(msg)
+	case tea.KeyPressMsg:
+		return m, m.updateKey(msg)
+	case infoMsg, subscribedMsg, eventsMsg, subEndedMsg, resubscribeMsg:
+		return m, m.updateCore(msg)
+	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg, killedMsg,
+		attachMsg, attachDoneMsg, dryRunMsg:
+		return m, m.updateResult(msg)
+	case tickMsg:
+		m.c.now = time.Time(msg)
+		m.status.expire(m.c.now)
+		return m, tickCmd()
+	case refreshMsg:
+		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), refreshCmd())
+	}
+	// Anything else (cursor blinks, form internals) belongs to the top dialog.
+	return m, m.toDialog(msg)
+}
+
+// toDialog hands a message to the top dialog and acts on what it returns.
+func (m *Model) toDialog(msg tea.Msg) tea.Cmd {
+	if len(m.dialogs) == 0 {
+		return nil
+	}
+	cmd, act := m.dialogs[len(m.dialogs)-1].Update(msg)
+	return tea.Batch(cmd, m.updateAction(act))
+}
+
+func (m *Model) pushDialog(d dialog) tea.Cmd {
+	m.dialogs = append(m.dialogs, d)
+	return d.Init()
+}
+
+func (m *Model) popDialog() {
+	if len(m.dialogs) > 0 {
+		m.dialogs = m.dialogs[:len(m.dialogs)-1]
+	}
+}
+
+func (m *Model) setFocus(f focus) {
+	m.focus = f
+	m.tree.focus = f == focusTree
+	m.preview.focus = f == focusPreview
+	m.panel.focus = f == focusPanel
+}
+
+// setTheme switches to the named theme; the name must resolve.
+func (m *Model) setTheme(name string) error {
+	pal, err := themes.Resolve(name, m.opts.UserThemes)
+	if err != nil {
+		return err
+	}
+	m.c.styles = themes.Build(pal)
+	m.themeName = name
+	return nil
+}
+
+// resize lays the panes out: tree on the left, preview over the tabbed panel on the
+// right, the status bar at the bottom.
+func (m *Model) resize(w, h int) {
+	m.w, m.h = w, h
+	mainH := max(0, h-1)
+	treeW := w / 2
+	if w >= 100 {
+		treeW = max(48, w*45/100)
+	}
+	rightW := w - treeW
+	previewH := mainH * 55 / 100
+	m.tree.SetSize(treeW, mainH)
+	m.preview.SetSize(rightW, previewH)
+	m.panel.SetSize(rightW, mainH-previewH)
+	m.status.SetSize(w, 1)
+	m.tree.sync()
+}
+
+// minW and minH are the smallest sizes the layout is drawn for.
+const minW, minH = 40, 10
+
+// View composes the panes, the status bar, and the top dialog.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "orcr"
+	return v
+}
+
+func (m *Model) render() string {
+	if m.w == 0 || m.h == 0 {
+		return ""
+	}
+	if m.w < minW || m.h < minH {
+		return blankWith(fit(" orcr needs at least 40×10", m.w), m.w, m.h)
+	}
+	m.syncPreview()
+	right := m.preview.View() + "\n" + m.panel.View()
+	out := hjoin(m.tree.View(), right) + "\n" + m.status.View(m.statusInfo())
+	if len(m.dialogs) > 0 {
+		box := m.dialogs[len(m.dialogs)-1].View(m.w-4, m.h-2)
+		out = overlay(out, box, m.w)
+	}
+	return out
+}
+
+func blankWith(first string, w, h int) string {
+	lines := strings.Split(blank(w, h), "\n")
+	if len(lines) > 0 {
+		lines[0] = first
+	}
+	return strings.Join(lines, "\n")
+}
+
+// syncPreview points the preview at the selected agent's latest snapshot.
+func (m *Model) syncPreview() {
+	m.preview.setAgent(m.tree.selected())
+	m.preview.node = m.tree.sel
+}

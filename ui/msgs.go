@@ -1,0 +1,232 @@
+package ui
+
+import (
+	"context"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// Every Service call happens in a command built here. Commands capture the values they
+// need (the service, a context, ids, params), never the model, and return one typed message.
+
+type (
+	infoMsg struct {
+		info wire.InfoResult
+		err  error
+	}
+	listMsg struct {
+		agents []wire.Agent
+		err    error
+	}
+	subscribedMsg struct {
+		ch    <-chan wire.Event
+		after uint64
+		err   error
+	}
+	// eventsMsg carries one or more events drained from the subscription at once, so a
+	// burst costs one render.
+	eventsMsg struct {
+		ch     <-chan wire.Event
+		events []wire.Event
+	}
+	subEndedMsg    struct{}
+	resubscribeMsg struct{}
+	readMsg        struct {
+		id  string
+		res wire.ReadResult
+		err error
+	}
+	queueMsg struct {
+		q   wire.QueueResult
+		err error
+	}
+	usageMsg struct {
+		u   wire.UsageResult
+		err error
+	}
+	schedulesMsg struct {
+		s   []wire.Schedule
+		err error
+	}
+	dryRunMsg struct {
+		glob   string
+		agents []wire.Agent
+		err    error
+	}
+	killedMsg struct {
+		glob   string
+		agents []wire.Agent
+		err    error
+	}
+	sentMsg struct {
+		target string
+		err    error
+	}
+	spawnedMsg struct {
+		agent wire.Agent
+		err   error
+	}
+	attachMsg struct {
+		id  string
+		res wire.AttachResult
+		err error
+	}
+	attachDoneMsg struct {
+		id  string
+		err error
+	}
+	tickMsg    time.Time
+	refreshMsg time.Time
+)
+
+// callTimeout bounds every request/response call, so a wedged server shows an error
+// instead of a spinner forever.
+const callTimeout = 10 * time.Second
+
+func infoCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		i, err := svc.Info(ctx)
+		return infoMsg{i, err}
+	}
+}
+
+func listCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		a, err := svc.List(ctx, wire.ListParams{All: true})
+		return listMsg{a, err}
+	}
+}
+
+func subscribeCmd(ctx context.Context, svc core.Service, after uint64) tea.Cmd {
+	return func() tea.Msg {
+		ch, err := svc.Subscribe(ctx, wire.SubscribeParams{After: after, Transient: true})
+		return subscribedMsg{ch, after, err}
+	}
+}
+
+// maxBatch caps how many queued events one message carries.
+const maxBatch = 256
+
+// waitEvents is the one re-arming subscription command: it blocks for the next event,
+// drains whatever else is already queued, and returns them; Update re-arms it.
+func waitEvents(ch <-chan wire.Event) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return subEndedMsg{}
+		}
+		evs := []wire.Event{ev}
+		for len(evs) < maxBatch {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return eventsMsg{ch, evs}
+				}
+				evs = append(evs, ev)
+			default:
+				return eventsMsg{ch, evs}
+			}
+		}
+		return eventsMsg{ch, evs}
+	}
+}
+
+func readCmd(ctx context.Context, svc core.Service, id string, lines int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := svc.Read(ctx, wire.ReadParams{Target: id, Lines: lines})
+		return readMsg{id, r, err}
+	}
+}
+
+func queueCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		q, err := svc.Queue(ctx)
+		return queueMsg{q, err}
+	}
+}
+
+func usageCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		u, err := svc.Usage(ctx, wire.UsageParams{})
+		return usageMsg{u, err}
+	}
+}
+
+func schedulesCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		s, err := svc.Schedules(ctx)
+		return schedulesMsg{s, err}
+	}
+}
+
+func dryRunCmd(ctx context.Context, svc core.Service, glob string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := svc.Kill(ctx, wire.KillParams{Glob: glob, DryRun: true})
+		return dryRunMsg{glob, r.Agents, err}
+	}
+}
+
+func killCmd(ctx context.Context, svc core.Service, glob string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := svc.Kill(ctx, wire.KillParams{Glob: glob})
+		return killedMsg{glob, r.Agents, err}
+	}
+}
+
+func sendCmd(ctx context.Context, svc core.Service, p wire.SendParams) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		return sentMsg{p.Target, svc.Send(ctx, p)}
+	}
+}
+
+func runCmd(ctx context.Context, svc core.Service, p wire.RunParams) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		a, err := svc.Run(ctx, p)
+		return spawnedMsg{a, err}
+	}
+}
+
+func attachCmd(ctx context.Context, svc core.Service, id string, cols, rows int) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := svc.Attach(ctx, wire.AttachParams{Target: id, Cols: cols, Rows: rows})
+		return attachMsg{id, r, err}
+	}
+}
+
+func tickCmd() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+// refreshEvery is how often the queue, usage and schedules panels are re-read. They are
+// three small calls, not a poll of panes.
+const refreshEvery = 3 * time.Second
+
+func refreshCmd() tea.Cmd {
+	return tea.Tick(refreshEvery, func(t time.Time) tea.Msg { return refreshMsg(t) })
+}

@@ -1,0 +1,373 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+)
+
+// The side panel shows one of four small views, switched with the panel tab keys. Each
+// view renders plain body lines; the panel frames them and handles scrolling.
+
+type panelTab int
+
+const (
+	tabQueue panelTab = iota
+	tabUsage
+	tabSchedules
+	tabEvents
+	nTabs
+)
+
+func (t panelTab) String() string {
+	return [...]string{"queue", "usage", "schedules", "events"}[t]
+}
+
+// panelModel is the tabbed side panel.
+type panelModel struct {
+	c      *common
+	w, h   int
+	focus  bool
+	tab    panelTab
+	scroll [nTabs]int
+
+	queue     queueView
+	usage     usageView
+	schedules schedulesView
+	events    eventsView
+}
+
+func newPanel(c *common) *panelModel {
+	return &panelModel{c: c, events: eventsView{max: 500}}
+}
+
+// SetSize sets the pane's outer size.
+func (p *panelModel) SetSize(w, h int) { p.w, p.h = w, h }
+
+// Update switches tabs and scrolls.
+func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	km := p.c.keys.Panel
+	switch {
+	case km.NextTab.Matches(k):
+		p.tab = (p.tab + 1) % nTabs
+	case km.PrevTab.Matches(k):
+		p.tab = (p.tab + nTabs - 1) % nTabs
+	case km.Up.Matches(k):
+		p.scroll[p.tab] = max(0, p.scroll[p.tab]-1)
+	case km.Down.Matches(k):
+		p.scroll[p.tab]++
+	}
+	return nil
+}
+
+// View draws the tab strip as the frame title and the active view's lines.
+func (p *panelModel) View() string {
+	inner := p.w - 2
+	var lines []string
+	switch p.tab {
+	case tabQueue:
+		lines = p.queue.lines(p.c, inner)
+	case tabUsage:
+		lines = p.usage.lines(p.c, inner)
+	case tabSchedules:
+		lines = p.schedules.lines(p.c, inner)
+	case tabEvents:
+		lines = p.events.lines(p.c, inner)
+	}
+	bh := max(0, p.h-2)
+	s := min(p.scroll[p.tab], max(0, len(lines)-bh))
+	p.scroll[p.tab] = s
+	lines = lines[s:]
+	var tabs []string
+	for t := panelTab(0); t < nTabs; t++ {
+		if t == p.tab {
+			tabs = append(tabs, "["+t.String()+"]")
+		} else {
+			tabs = append(tabs, t.String())
+		}
+	}
+	return p.c.paneFrame(strings.Join(tabs, " "), lines, p.w, p.h, p.focus)
+}
+
+// gauge draws a bar of w cells filled to frac (0..1), coloured by level.
+func gauge(c *common, frac float64, w int, hit bool) string {
+	if w <= 0 {
+		return ""
+	}
+	frac = min(max(frac, 0), 1)
+	n := int(frac*float64(w) + 0.5)
+	st := c.styles.GaugeOK
+	switch {
+	case hit || frac >= 0.95:
+		st = c.styles.GaugeDanger
+	case frac >= 0.75:
+		st = c.styles.GaugeWarn
+	}
+	return st.Render(strings.Repeat("█", n)) + c.styles.GaugeEmpty.Render(strings.Repeat("░", w-n))
+}
+
+// ---- queue ----
+
+type queueView struct {
+	q      wire.QueueResult
+	loaded bool
+	err    string
+}
+
+func (v *queueView) set(q wire.QueueResult, err error) {
+	if err != nil {
+		v.err = err.Error()
+		return
+	}
+	v.q, v.loaded, v.err = q, true, ""
+}
+
+func (v queueView) lines(c *common, w int) []string {
+	st := &c.styles
+	if v.err != "" {
+		return []string{st.Error.Render(oneLine(v.err))}
+	}
+	if !v.loaded {
+		return []string{st.Muted.Render("loading…")}
+	}
+	q := v.q
+	capS := "∞"
+	if q.Global > 0 {
+		capS = fmt.Sprint(q.Global)
+	}
+	out := []string{st.Text.Render(fmt.Sprintf("running %d/%s", q.Total, capS)) +
+		st.Muted.Render(fmt.Sprintf("  queued %d  free %d MB (min %d)", len(q.Entries), q.FreeMB, q.MinFreeMB))}
+	if q.Global > 0 {
+		out = append(out, fit("global   ", 9)+gauge(c, float64(q.Total)/float64(q.Global), min(20, w-20), q.Total >= q.Global))
+	}
+	provs := map[string]bool{}
+	for p := range q.Caps {
+		provs[p] = true
+	}
+	for p := range q.Running {
+		provs[p] = true
+	}
+	names := make([]string, 0, len(provs))
+	for p := range provs {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		run, cp := q.Running[p], q.Caps[p]
+		if cp > 0 {
+			out = append(out, fit(p, 9)+gauge(c, float64(run)/float64(cp), min(20, w-20), run >= cp)+st.Muted.Render(fmt.Sprintf(" %d/%d", run, cp)))
+		} else {
+			out = append(out, fit(p, 9)+st.Muted.Render(fmt.Sprintf("%d running, no cap", run)))
+		}
+	}
+	for _, e := range q.Entries {
+		out = append(out, st.Queued.Render(fmt.Sprintf("%2d ", e.Pos))+st.Text.Render(e.Path)+
+			st.Muted.Render(fmt.Sprintf("  %s p%d  %s", e.Provider, e.Priority, e.Waiting)))
+	}
+	return out
+}
+
+// ---- usage ----
+
+type usageView struct {
+	u      wire.UsageResult
+	loaded bool
+	err    string
+}
+
+func (v *usageView) set(u wire.UsageResult, err error) {
+	if err != nil {
+		v.err = err.Error()
+		return
+	}
+	v.u, v.loaded, v.err = u, true, ""
+}
+
+func (v usageView) lines(c *common, w int) []string {
+	st := &c.styles
+	if v.err != "" {
+		return []string{st.Error.Render(oneLine(v.err))}
+	}
+	if !v.loaded {
+		return []string{st.Muted.Render("loading…")}
+	}
+	type prov struct {
+		readings []wire.LimitReading
+		tokens   int64
+		cost     float64
+		priced   bool
+	}
+	byP := map[string]*prov{}
+	get := func(p string) *prov {
+		if byP[p] == nil {
+			byP[p] = &prov{}
+		}
+		return byP[p]
+	}
+	for _, r := range v.u.Rows {
+		if r.Window != "total" && r.Window != "" {
+			continue
+		}
+		p := get(r.Provider)
+		p.tokens += r.Usage.InputTokens + r.Usage.OutputTokens
+		if r.Usage.CostUSD != nil {
+			p.cost += *r.Usage.CostUSD
+			p.priced = true
+		}
+	}
+	for _, r := range v.u.Readings {
+		p := get(r.Provider)
+		p.readings = append(p.readings, r)
+	}
+	names := make([]string, 0, len(byP))
+	for n := range byP {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return []string{st.Muted.Render("no usage recorded yet")}
+	}
+	gw := max(4, min(24, w-40))
+	var out []string
+	for _, n := range names {
+		p := byP[n]
+		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render(fmt.Sprintf("tokens %s  cost %s", humanTokens(p.tokens), humanCost(p.cost, p.priced))))
+		sort.Slice(p.readings, func(i, j int) bool { return p.readings[i].Window < p.readings[j].Window })
+		for _, r := range p.readings {
+			line := "  " + fit(r.Window, 7) + gauge(c, r.UsedPct/100, gw, r.LimitHit) + st.Text.Render(fmt.Sprintf(" %3.0f%%", r.UsedPct))
+			if r.LimitHit {
+				line += " " + st.Danger.Render("LIMIT")
+			}
+			if r.ResetsAt != nil {
+				line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + humanAge(r.ResetsAt.Sub(c.now)) + ")")
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// ---- schedules ----
+
+type schedulesView struct {
+	s      []wire.Schedule
+	loaded bool
+	err    string
+}
+
+func (v *schedulesView) set(s []wire.Schedule, err error) {
+	if err != nil {
+		v.err = err.Error()
+		return
+	}
+	v.s, v.loaded, v.err = s, true, ""
+}
+
+func (v schedulesView) lines(c *common, w int) []string {
+	st := &c.styles
+	if v.err != "" {
+		return []string{st.Error.Render(oneLine(v.err))}
+	}
+	if !v.loaded {
+		return []string{st.Muted.Render("loading…")}
+	}
+	if len(v.s) == 0 {
+		return []string{st.Muted.Render("no schedules (orcr schedule add …)")}
+	}
+	var out []string
+	for _, s := range v.s {
+		cad := s.Cron
+		if s.EverySeconds > 0 {
+			cad = "every " + humanAge(time.Duration(s.EverySeconds)*time.Second)
+		}
+		next := "next -"
+		if s.NextAt != nil {
+			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + humanAge(s.NextAt.Sub(c.now)) + ")"
+		}
+		last := "never run"
+		lastSt := st.Muted
+		if r := s.LastRun; r != nil {
+			last = "last " + r.StartedAt.UTC().Format("15:04")
+			switch {
+			case r.Error != "":
+				last += " error"
+				lastSt = st.Error
+			case r.ExitCode == nil:
+				last += " running"
+			case *r.ExitCode != 0:
+				last += fmt.Sprintf(" exit %d", *r.ExitCode)
+				lastSt = st.Error
+			default:
+				last += " ok"
+			}
+		}
+		out = append(out, st.Bold.Render(fit(s.Name, 14))+st.Muted.Render(fit(cad, 12)+" "+next+"  ")+lastSt.Render(last))
+	}
+	return out
+}
+
+// ---- events ----
+
+// eventsView keeps the newest events in a bounded ring, newest first on screen.
+type eventsView struct {
+	max  int
+	ring []wire.Event
+	next int
+}
+
+func (v *eventsView) add(e wire.Event) {
+	if len(v.ring) < v.max {
+		v.ring = append(v.ring, e)
+		return
+	}
+	v.ring[v.next] = e
+	v.next = (v.next + 1) % v.max
+}
+
+func (v *eventsView) newest(n int) []wire.Event {
+	out := make([]wire.Event, 0, min(n, len(v.ring)))
+	for i := 0; i < len(v.ring) && len(out) < n; i++ {
+		j := (v.next - 1 - i + 2*len(v.ring)) % len(v.ring)
+		out = append(out, v.ring[j])
+	}
+	return out
+}
+
+func (v eventsView) lines(c *common, w int) []string {
+	st := &c.styles
+	evs := v.newest(200)
+	if len(evs) == 0 {
+		return []string{st.Muted.Render("no events yet")}
+	}
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		path := ""
+		if e.Agent != nil {
+			path = e.Agent.Path
+		}
+		what := strings.TrimPrefix(e.Event, "agent.")
+		detail := ""
+		if e.From != "" || e.To != "" {
+			detail = string(e.From) + "→" + string(e.To)
+		}
+		if e.Rule != "" {
+			detail += " (" + e.Rule + ")"
+		}
+		ts := st.Subtle.Render(e.At.UTC().Format("15:04:05") + " ")
+		ws := st.Muted
+		if e.To != "" {
+			ws = c.stateStyle(e.To)
+		}
+		out = append(out, ts+ws.Render(fit(what, 8))+" "+st.Text.Render(path)+" "+st.Muted.Render(detail))
+	}
+	return out
+}

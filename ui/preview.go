@@ -1,0 +1,163 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+)
+
+// previewModel shows the selected agent: its state and why, what it is blocked on, its
+// last message, and the bottom of its screen. The screen text arrives through readMsg;
+// the root decides when to read (on selection and on agent.screen events, coalesced).
+type previewModel struct {
+	c     *common
+	w, h  int
+	focus bool
+
+	agent  *wire.Agent // snapshot of the selection (nil: nothing selected)
+	node   *node       // the selected tree node, for the roll-up summary of inner nodes
+	id     string      // whose screen text is held
+	screen string
+	live   bool
+	err    string
+	scroll int // lines scrolled up from the bottom of the screen text
+}
+
+func newPreview(c *common) *previewModel { return &previewModel{c: c} }
+
+// SetSize sets the pane's outer size.
+func (p *previewModel) SetSize(w, h int) { p.w, p.h = w, h }
+
+// screenLines is how many lines of screen text the pane can show; the root asks the
+// service for that many.
+func (p *previewModel) screenLines() int { return max(1, p.h-2) }
+
+// setAgent points the preview at a (possibly different) agent snapshot.
+func (p *previewModel) setAgent(a *wire.Agent) {
+	if a == nil || p.agent == nil || a.ID != p.agent.ID {
+		p.scroll = 0
+	}
+	p.agent = a
+}
+
+// setScreen stores a read result for agent id.
+func (p *previewModel) setScreen(id string, r wire.ReadResult, err error) {
+	if err != nil {
+		p.err = err.Error()
+		return
+	}
+	p.id, p.screen, p.live, p.err = id, sanitize(r.Text), r.Live, ""
+}
+
+// Update scrolls the screen text when the preview has focus.
+func (p *previewModel) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	switch km := p.c.keys.Panel; {
+	case km.Up.Matches(k):
+		p.scroll++
+	case km.Down.Matches(k):
+		p.scroll = max(0, p.scroll-1)
+	}
+	return nil
+}
+
+// View draws the header lines then as much screen text as fits.
+func (p *previewModel) View() string {
+	st := &p.c.styles
+	inner := p.w - 2
+	bh := p.h - 2
+	a := p.agent
+	if a == nil {
+		return p.c.paneFrame("preview", p.summary(), p.w, p.h, p.focus)
+	}
+	var head []string
+	ss := p.c.stateStyle(a.State)
+	line := ss.Render(glyph(a.State)+" "+string(a.State)) + st.Muted.Render("  "+a.Provider)
+	if a.Model != "" {
+		line += st.Muted.Render(" · " + a.Model)
+	}
+	if a.Host != "" {
+		line += st.Subtle.Render(" · " + a.Host)
+	}
+	head = append(head, line)
+	if a.StateSource != "" || a.StateReason != "" {
+		head = append(head, st.Subtle.Render("why: ")+st.Text.Render(strings.TrimSpace(a.StateSource+": "+a.StateReason)))
+	}
+	if b := a.Blocked; b != nil {
+		head = append(head, st.Blocked.Render("blocked on "+b.Kind+": ")+st.Text.Render(oneLine(b.Detail)))
+		if len(b.Options) > 0 {
+			head = append(head, st.Muted.Render("options: ")+st.Text.Render(strings.Join(b.Options, " | "))+
+				st.Subtle.Render("  ("+p.c.keys.Tree.Answer.Label()+" to answer)"))
+		}
+		if b.ResetsAt != nil {
+			head = append(head, st.Muted.Render("resets "+b.ResetsAt.UTC().Format("15:04 UTC")+" (in "+humanAge(b.ResetsAt.Sub(p.c.now))+")"))
+		}
+	}
+	if a.Error != "" {
+		head = append(head, st.Error.Render("error: "+oneLine(a.Error)))
+	}
+	if a.ExitCode != nil {
+		head = append(head, st.Muted.Render(fmt.Sprintf("exit code %d", *a.ExitCode)))
+	}
+	if a.LastMessage != "" {
+		head = append(head, st.Subtle.Render("last: ")+st.Text.Render(oneLine(sanitize(a.LastMessage))))
+	}
+	if p.err != "" {
+		head = append(head, st.Error.Render("read: "+oneLine(p.err)))
+	}
+	sep := st.Subtle.Render(strings.Repeat("─", max(0, inner)))
+	if len(head) > bh/2 {
+		head = head[:max(1, bh/2)]
+	}
+	body := append(head, sep)
+	room := bh - len(body)
+	if p.id == a.ID && room > 0 {
+		text := p.screen
+		if text == "" && a.LastScreen != "" {
+			text = sanitize(a.LastScreen)
+		}
+		all := lastLines(text, 1<<20)
+		maxScroll := max(0, len(all)-room)
+		p.scroll = min(p.scroll, maxScroll)
+		end := len(all) - p.scroll
+		start := max(0, end-room)
+		for _, l := range all[start:end] {
+			body = append(body, st.Text.Render(fit(l, inner)))
+		}
+	}
+	title := a.Path
+	if p.id == a.ID && !p.live && p.screen != "" {
+		title += " (last screen)"
+	}
+	return p.c.paneFrame(title, body, p.w, p.h, p.focus)
+}
+
+// oneLine folds text onto one line for a header.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// summary describes the selected inner node when it is not itself an agent.
+func (p *previewModel) summary() []string {
+	st := &p.c.styles
+	n := p.node
+	if n == nil {
+		return []string{st.Muted.Render("select an agent")}
+	}
+	r := n.roll
+	out := []string{st.Bold.Render(n.path + "/") + st.Muted.Render("  "+plural(r.agents, "agent", "agents")), ""}
+	names := [...]string{"blocked", "working", "queued", "done/idle", "failed/lost", "exited"}
+	for g := group(0); g < nGroups; g++ {
+		if r.groups[g] > 0 {
+			out = append(out, p.c.groupStyle(g).Render(fmt.Sprintf("%s %d %s", glyphOfGroup(g), r.groups[g], names[g])))
+		}
+	}
+	out = append(out, "", st.Muted.Render("tokens "+humanTokens(r.tokens)+"  cost "+humanCost(r.cost, r.priced)))
+	return out
+}

@@ -1,0 +1,192 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// fit makes s exactly w cells wide: truncated with an ellipsis or padded with spaces.
+// Every line the dashboard draws goes through fit or frame, which is why nothing wraps.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		s = ansi.Truncate(s, w, "…")
+		sw = ansi.StringWidth(s)
+	}
+	if sw < w {
+		s += strings.Repeat(" ", w-sw)
+	}
+	return s
+}
+
+// fitRight right-aligns s in w cells.
+func fitRight(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw >= w {
+		return fit(s, w)
+	}
+	return strings.Repeat(" ", w-sw) + s
+}
+
+// frame draws a rounded box of exactly w×h cells around body lines (clipped and padded),
+// with title on the top edge.
+func frame(st lipgloss.Style, titleSt lipgloss.Style, title string, body []string, w, h int) string {
+	if w < 2 || h < 2 {
+		return blank(w, h)
+	}
+	inner := w - 2
+	var b strings.Builder
+	top := "─"
+	if title != "" && inner > 4 {
+		t := ansi.Truncate(" "+title+" ", inner-2, "…")
+		b.WriteString(st.Render("╭─") + titleSt.Render(t) + st.Render(strings.Repeat(top, max(0, inner-1-ansi.StringWidth(t)))+"╮"))
+	} else {
+		b.WriteString(st.Render("╭" + strings.Repeat(top, inner) + "╮"))
+	}
+	side := st.Render("│")
+	for i := 0; i < h-2; i++ {
+		b.WriteByte('\n')
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		b.WriteString(side + fit(line, inner) + side)
+	}
+	b.WriteByte('\n')
+	b.WriteString(st.Render("╰" + strings.Repeat("─", inner) + "╯"))
+	return b.String()
+}
+
+// blank is a w×h block of spaces.
+func blank(w, h int) string {
+	if w <= 0 || h <= 0 {
+		return ""
+	}
+	line := strings.Repeat(" ", w)
+	lines := make([]string, h)
+	for i := range lines {
+		lines[i] = line
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hjoin puts blocks of equal height side by side, line by line (cheaper than lipgloss
+// joins and exact, because every block is already fitted).
+func hjoin(blocks ...string) string {
+	split := make([][]string, len(blocks))
+	n := 0
+	for i, bl := range blocks {
+		split[i] = strings.Split(bl, "\n")
+		n = max(n, len(split[i]))
+	}
+	var b strings.Builder
+	for row := 0; row < n; row++ {
+		if row > 0 {
+			b.WriteByte('\n')
+		}
+		for _, s := range split {
+			if row < len(s) {
+				b.WriteString(s[row])
+			}
+		}
+	}
+	return b.String()
+}
+
+// overlay draws box centred over base, both made of fitted lines of width w.
+func overlay(base, box string, w int) string {
+	bl := strings.Split(base, "\n")
+	ol := strings.Split(box, "\n")
+	bw := 0
+	for _, l := range ol {
+		bw = max(bw, ansi.StringWidth(l))
+	}
+	top := max(0, (len(bl)-len(ol))/2)
+	left := max(0, (w-bw)/2)
+	for i, l := range ol {
+		r := top + i
+		if r >= len(bl) {
+			break
+		}
+		row := bl[r]
+		bl[r] = ansi.Truncate(row, left, "") + fit(l, bw) + ansi.TruncateLeft(row, left+bw, "")
+	}
+	return strings.Join(bl, "\n")
+}
+
+// humanTokens prints 1234 as 1.2k and 1234567 as 1.2M.
+func humanTokens(n int64) string {
+	switch {
+	case n <= 0:
+		return "-"
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+}
+
+func humanCost(c float64, priced bool) string {
+	if !priced {
+		return "-"
+	}
+	if c >= 100 {
+		return fmt.Sprintf("$%.0f", c)
+	}
+	return fmt.Sprintf("$%.2f", c)
+}
+
+// humanAge prints a duration the way a glance wants it: 45s, 12m, 3h, 2d.
+func humanAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+// lines splits text into at most the last n lines, dropping trailing blank ones.
+func lastLines(text string, n int) []string {
+	if n <= 0 || text == "" {
+		return nil
+	}
+	ls := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	for len(ls) > 0 && strings.TrimSpace(ls[len(ls)-1]) == "" {
+		ls = ls[:len(ls)-1]
+	}
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return ls
+}
+
+// sanitize strips escape sequences and control characters from text that comes from a
+// pane, so a program's output can never move our cursor or change our colours.
+func sanitize(s string) string {
+	s = ansi.Strip(s)
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if r < 0x20 && r != '\n' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}

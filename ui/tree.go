@@ -1,0 +1,338 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+)
+
+// treeModel is the agent path tree. It renders only the rows in its window, so its cost
+// follows the pane height, not the number of agents.
+type treeModel struct {
+	c      *common
+	idx    *index
+	w, h   int
+	cursor int   // index into idx.rows()
+	offset int   // first visible row
+	sel    *node // selected node, kept across rebuilds
+	focus  bool
+
+	filtering bool   // the filter line is being edited
+	filterIn  string // text typed so far
+}
+
+func newTree(c *common, idx *index) *treeModel { return &treeModel{c: c, idx: idx} }
+
+// SetSize sets the pane's outer size.
+func (t *treeModel) SetSize(w, h int) { t.w, t.h = w, h }
+
+// bodyHeight is the rows available for agents.
+func (t *treeModel) bodyHeight() int {
+	h := t.h - 2
+	if t.filtering || t.idx.filter != "" {
+		h--
+	}
+	return max(0, h)
+}
+
+// selected returns the selected agent, or nil on an inner node without one.
+func (t *treeModel) selected() *wire.Agent {
+	t.sync()
+	if t.sel == nil {
+		return nil
+	}
+	return t.sel.agent
+}
+
+// sync re-finds the selection after the rows were rebuilt.
+func (t *treeModel) sync() {
+	wasDirty := t.idx.dirty
+	rows := t.idx.rows()
+	if len(rows) == 0 {
+		t.cursor, t.offset, t.sel = 0, 0, nil
+		return
+	}
+	if wasDirty || t.cursor < 0 || t.cursor >= len(rows) || rows[t.cursor] != t.sel {
+		found := false
+		if t.sel != nil {
+			for i, n := range rows {
+				if n == t.sel {
+					t.cursor, found = i, true
+					break
+				}
+			}
+		}
+		if !found {
+			t.cursor = min(max(t.cursor, 0), len(rows)-1)
+		}
+		t.sel = rows[t.cursor]
+	}
+	t.scroll()
+}
+
+func (t *treeModel) scroll() {
+	h := t.bodyHeight()
+	if h <= 0 {
+		return
+	}
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+h {
+		t.offset = t.cursor - h + 1
+	}
+	n := len(t.idx.rows())
+	t.offset = max(0, min(t.offset, n-h))
+}
+
+func (t *treeModel) move(d int) {
+	rows := t.idx.rows()
+	if len(rows) == 0 {
+		return
+	}
+	t.cursor = min(max(t.cursor+d, 0), len(rows)-1)
+	t.sel = rows[t.cursor]
+	t.scroll()
+}
+
+func (t *treeModel) selectNode(n *node) {
+	t.idx.reveal(n)
+	t.sel = n
+	t.cursor = -1
+	t.sync()
+}
+
+// Update handles the tree's own keys; the root handles the agent actions.
+func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	if t.filtering {
+		return t.updateFilter(k)
+	}
+	t.sync()
+	km := t.c.keys.Tree
+	switch {
+	case km.Up.Matches(k):
+		t.move(-1)
+	case km.Down.Matches(k):
+		t.move(1)
+	case km.PageUp.Matches(k):
+		t.move(-max(1, t.bodyHeight()-1))
+	case km.PageDown.Matches(k):
+		t.move(max(1, t.bodyHeight()-1))
+	case km.Top.Matches(k):
+		t.move(-len(t.idx.rows()))
+	case km.Bottom.Matches(k):
+		t.move(len(t.idx.rows()))
+	case km.Expand.Matches(k):
+		if t.sel != nil {
+			t.idx.setFolded(t.sel, false)
+		}
+	case km.Collapse.Matches(k):
+		if t.sel != nil {
+			if len(t.sel.children) > 0 && !t.sel.folded {
+				t.idx.setFolded(t.sel, true)
+			} else if t.sel.parent != nil && t.sel.parent != &t.idx.root {
+				t.selectNode(t.sel.parent)
+			}
+		}
+	case km.Toggle.Matches(k):
+		if t.sel != nil {
+			t.idx.toggle(t.sel)
+		}
+	case km.Filter.Matches(k):
+		t.filtering, t.filterIn = true, t.idx.filter
+	case km.ClearFilter.Matches(k):
+		t.idx.setFilter("")
+	case km.NextBlocked.Matches(k):
+		after := ""
+		if t.sel != nil {
+			after = t.sel.path
+		}
+		if n := t.idx.nextBlocked(after); n != nil {
+			t.selectNode(n)
+		}
+	}
+	t.sync()
+	return nil
+}
+
+// updateFilter edits the filter line; the tree narrows as the user types.
+func (t *treeModel) updateFilter(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "enter":
+		t.filtering = false
+	case "esc":
+		t.filtering = false
+		t.filterIn = ""
+	case "backspace":
+		if r := []rune(t.filterIn); len(r) > 0 {
+			t.filterIn = string(r[:len(r)-1])
+		}
+	default:
+		if k.Text != "" {
+			t.filterIn += k.Text
+		}
+	}
+	t.idx.setFilter(t.filterIn)
+	t.sync()
+	return nil
+}
+
+// columns decides which columns fit in width w; the name keeps at least 14 cells.
+type columns struct{ provider, model, age, tokens, cost int }
+
+func layoutColumns(w int) columns {
+	var c columns
+	rest := w - 8 - 14 // cursor, indent, glyphs; the name's minimum
+	for _, col := range []struct {
+		p *int
+		n int
+	}{{&c.age, 5}, {&c.tokens, 7}, {&c.cost, 8}, {&c.provider, 9}, {&c.model, 15}} {
+		if rest >= col.n {
+			*col.p = col.n
+			rest -= col.n
+		}
+	}
+	return c
+}
+
+// View draws the visible window of rows inside a frame.
+func (t *treeModel) View() string {
+	t.sync()
+	inner := t.w - 2
+	rows := t.idx.rows()
+	bh := t.bodyHeight()
+	body := make([]string, 0, t.h)
+	if t.filtering || t.idx.filter != "" {
+		cur := ""
+		if t.filtering {
+			cur = "█"
+		}
+		kind := "text"
+		if t.idx.glob {
+			kind = "glob"
+		}
+		body = append(body, t.c.styles.Accent.Render("/ ")+t.c.styles.Text.Render(t.filterIn+cur)+
+			t.c.styles.Subtle.Render(fmt.Sprintf("  (%s, %d rows)", kind, len(rows))))
+	}
+	cols := layoutColumns(inner)
+	end := min(len(rows), t.offset+bh)
+	for i := t.offset; i < end; i++ {
+		body = append(body, t.row(rows[i], inner, cols, i == t.cursor))
+	}
+	if len(rows) == 0 && t.idx.len() == 0 {
+		body = append(body, t.c.styles.Muted.Render(" no agents yet — press "+t.c.keys.Tree.Spawn.Label()+" to spawn one"))
+	}
+	title := fmt.Sprintf("agents %d", t.idx.len())
+	if r := t.idx.root.roll; r.groups[gBlocked] > 0 {
+		title += fmt.Sprintf(" · %d blocked", r.groups[gBlocked])
+	}
+	return t.c.paneFrame(title, body, t.w, t.h, t.focus)
+}
+
+// row renders one node in exactly w cells.
+func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
+	st := &t.c.styles
+	fold := "  "
+	if len(n.children) > 0 {
+		fold = "▾ "
+		if n.folded && t.idx.filter == "" {
+			fold = "▸ "
+		}
+	}
+	var state wire.State
+	var g group
+	if n.agent != nil {
+		state, g = n.agent.State, groupOf(n.agent.State)
+	} else {
+		g = n.roll.worst()
+	}
+	gl := "·"
+	if n.agent != nil {
+		gl = glyph(state)
+	} else if g < nGroups {
+		gl = glyphOfGroup(g)
+	}
+	name := n.name
+	if len(n.children) > 0 {
+		name += "/"
+	}
+	indent := strings.Repeat("  ", min(n.depth, 12))
+	nameW := w - 1 - len(indent) - 2 - 2 - cols.provider - cols.model - cols.age - cols.tokens - cols.cost
+	var provider, model, age, tokens, cost string
+	r := n.roll
+	if n.agent != nil && len(n.children) == 0 {
+		a := n.agent
+		provider, model = a.Provider, a.Model
+		age = humanAge(t.c.now.Sub(a.CreatedAt))
+	} else {
+		provider = plural(r.agents, "agent", "agents")
+		if r.groups[gBlocked] > 0 {
+			model = fmt.Sprintf("%d blocked", r.groups[gBlocked])
+		} else if r.groups[gWorking] > 0 {
+			model = fmt.Sprintf("%d working", r.groups[gWorking])
+		}
+		if cols.model == 0 {
+			provider = fmt.Sprintf("%d", r.agents)
+		}
+	}
+	tokens = humanTokens(r.tokens)
+	cost = humanCost(r.cost, r.priced)
+	if n.agent != nil && len(n.children) == 0 {
+		c := contrib(n.agent)
+		tokens, cost = humanTokens(c.tokens), humanCost(c.cost, c.priced)
+	}
+	cells := []struct {
+		s     string
+		w     int
+		right bool
+	}{{provider, cols.provider, false}, {model, cols.model, false}, {age, cols.age, true},
+		{tokens, cols.tokens, true}, {cost, cols.cost, true}}
+	var right strings.Builder
+	for _, c := range cells {
+		if c.w == 0 {
+			continue
+		}
+		if c.right {
+			right.WriteString(fitRight(c.s, c.w-1) + " ")
+		} else {
+			right.WriteString(fit(c.s, c.w-1) + " ")
+		}
+	}
+	mark := " "
+	if selected {
+		mark = "›"
+	}
+	if selected {
+		line := mark + indent + fold + gl + " " + fit(name, nameW) + right.String()
+		return st.Selected.Render(fit(line, w))
+	}
+	nameSt := st.Text
+	if len(n.children) > 0 {
+		nameSt = st.Bold
+	}
+	gs := t.c.groupStyle(g)
+	return fit(mark+indent+st.Subtle.Render(fold)+gs.Render(gl)+" "+nameSt.Render(fit(name, max(1, nameW)))+st.Muted.Render(right.String()), w)
+}
+
+func glyphOfGroup(g group) string {
+	switch g {
+	case gBlocked:
+		return glyph(wire.StateBlocked)
+	case gWorking:
+		return glyph(wire.StateWorking)
+	case gQueued:
+		return glyph(wire.StateQueued)
+	case gDone:
+		return glyph(wire.StateDone)
+	case gLost:
+		return glyph(wire.StateLost)
+	}
+	return glyph(wire.StateExited)
+}

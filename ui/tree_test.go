@@ -1,0 +1,160 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+)
+
+func TestIndexRollupsIncremental(t *testing.T) {
+	x := newIndex()
+	for _, a := range fixture() {
+		x.upsert(a)
+	}
+	rows := x.rows()
+	if len(rows) != 14 {
+		t.Fatalf("rows = %d, want 14", len(rows))
+	}
+	review := x.byPath["review"]
+	if review.roll.agents != 4 || review.roll.groups[gBlocked] != 1 || review.roll.worst() != gBlocked {
+		t.Fatalf("review roll-up = %+v", review.roll)
+	}
+	if got := x.root.roll.tokens; got != 5_400+1_250_000+220_000+48_000+9_000 {
+		t.Fatalf("root tokens = %d", got)
+	}
+	// A state change touches the node and its ancestors only: no rebuild of the rows.
+	a := *x.byID["0007"].agent
+	a.State, a.Blocked = wire.StateWorking, nil
+	x.upsert(a)
+	if x.dirty {
+		t.Fatal("a state change rebuilt the rows")
+	}
+	if review.roll.groups[gBlocked] != 0 || review.roll.groups[gWorking] != 2 || x.byPath["review/auth"].roll.worst() != gWorking {
+		t.Fatalf("after unblock: %+v", review.roll)
+	}
+	// Removing the last agent under a branch prunes the empty inner nodes.
+	x.remove("0004")
+	if _, ok := x.byPath["demo/nested"]; ok {
+		t.Fatal("empty inner node demo/nested kept")
+	}
+	if x.byPath["demo"].roll.agents != 3 {
+		t.Fatalf("demo roll-up after remove = %+v", x.byPath["demo"].roll)
+	}
+}
+
+func TestIndexFilter(t *testing.T) {
+	x := newIndex()
+	for _, a := range fixture() {
+		x.upsert(a)
+	}
+	paths := func() string {
+		var out []string
+		for _, n := range x.rows() {
+			out = append(out, n.path)
+		}
+		return strings.Join(out, " ")
+	}
+	x.setFilter("sec")
+	if got := paths(); got != "review review/auth review/auth/security" {
+		t.Fatalf("text filter: %s", got)
+	}
+	x.setFilter("demo/*")
+	if got := paths(); got != "demo demo/a demo/b demo/c" {
+		t.Fatalf("glob filter: %s", got)
+	}
+	x.setFilter("demo/**")
+	if !strings.Contains(paths(), "demo/nested/deep/d") {
+		t.Fatalf("doublestar filter: %s", paths())
+	}
+	x.setFilter("")
+	x.setFolded(x.byPath["review"], true)
+	if got := paths(); strings.Contains(got, "review/api") || !strings.Contains(got, "review") {
+		t.Fatalf("fold: %s", got)
+	}
+}
+
+func TestNextBlockedWrapsAndReveals(t *testing.T) {
+	m := newTestModel(t, 120, 30, Options{})
+	b2 := agent("0010", "build/stuck", wire.StateBlocked, "codex", "gpt-5", time.Minute, 0, nil)
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentSpawned, Seq: 11, At: t0, Agent: &b2}}})
+	m.idx.setFolded(m.idx.byPath["review"], true)
+	if cmd := press(m, "b"); cmd == nil {
+		t.Fatal("moving the selection did not ask for the preview screen")
+	}
+	if a := m.tree.selected(); a == nil || a.Path != "build/stuck" {
+		t.Fatalf("first b: %+v", a)
+	}
+	// While that read is in flight, a second move only marks the preview dirty; the
+	// answer to the first read then asks again for the new selection.
+	if cmd := press(m, "b"); cmd != nil {
+		t.Fatal("a second read was started while one is in flight")
+	}
+	_, cmd := m.Update(readMsg{id: "0010", res: wire.ReadResult{Text: "old", Live: true}})
+	if a := m.tree.selected(); a == nil || a.Path != "review/auth/security" {
+		t.Fatalf("second b: %+v", a)
+	}
+	if m.idx.byPath["review"].folded {
+		t.Fatal("jump did not unfold the blocked agent's ancestors")
+	}
+	if cmd == nil || m.readWant != "0007" {
+		t.Fatal("the finished read did not start one for the new selection")
+	}
+	press(m, "b")
+	if a := m.tree.selected(); a.Path != "build/stuck" {
+		t.Fatalf("b did not wrap: %s", a.Path)
+	}
+}
+
+func TestTreeKeysAndView(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	press(m, "down")
+	if a := m.tree.selected(); a == nil || a.Path != "build/lint" {
+		t.Fatalf("down: %+v", a)
+	}
+	press(m, "left") // on a leaf: go to the parent
+	if m.tree.sel.path != "build" {
+		t.Fatalf("left on leaf: %s", m.tree.sel.path)
+	}
+	press(m, "left") // on an open inner node: fold it
+	if !m.idx.byPath["build"].folded {
+		t.Fatal("left did not fold")
+	}
+	v := plain(screen(t, m))
+	if strings.Contains(v, "lint") || !strings.Contains(v, "▸ ■ build/") {
+		t.Fatalf("folded view:\n%s", v)
+	}
+	press(m, "space")
+	if strings.Contains(plain(screen(t, m)), "▸") {
+		t.Fatal("space did not unfold")
+	}
+	// filter by typing
+	press(m, "/")
+	typeText(m, "tests")
+	press(m, "enter")
+	v = plain(screen(t, m))
+	if !strings.Contains(v, "/ tests") || strings.Contains(v, "● demo/") || !strings.Contains(v, "? tests") {
+		t.Fatalf("filtered view:\n%s", v)
+	}
+	press(m, "esc")
+	if m.idx.filter != "" {
+		t.Fatal("esc did not clear the filter")
+	}
+}
+
+func TestTreeVirtualisedWindow(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	m.Update(listMsg{agents: manyAgents(10_000)})
+	out := plain(screen(t, m))
+	if !strings.Contains(out, "agents 10009") {
+		t.Fatalf("title: %s", strings.SplitN(out, "\n", 2)[0])
+	}
+	press(m, "end")
+	if a := m.tree.selected(); a == nil || !strings.HasPrefix(a.Path, "team19/") {
+		t.Fatalf("end: %+v", a)
+	}
+	if m.tree.offset == 0 || m.tree.cursor-m.tree.offset >= m.tree.bodyHeight() {
+		t.Fatalf("window not following the cursor: cursor %d offset %d", m.tree.cursor, m.tree.offset)
+	}
+}

@@ -1,0 +1,389 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+	"orcr/themes"
+)
+
+// updateKey routes a key: the top dialog first, then the filter line, then global keys,
+// then agent actions, then the focused pane.
+func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
+	if len(m.dialogs) > 0 {
+		return m.toDialog(k)
+	}
+	if m.tree.filtering {
+		before := m.selectedID()
+		m.tree.Update(k)
+		return m.afterSelection(before)
+	}
+	g := m.c.keys.Global
+	switch {
+	case g.Quit.Matches(k):
+		return m.askQuit()
+	case g.Help.Matches(k):
+		return m.pushDialog(&helpDialog{c: m.c})
+	case g.FocusNext.Matches(k):
+		m.setFocus((m.focus + 1) % nFocus)
+		return nil
+	case g.FocusPrev.Matches(k):
+		m.setFocus((m.focus + nFocus - 1) % nFocus)
+		return nil
+	case g.Theme.Matches(k):
+		names := themes.Names(m.opts.UserThemes)
+		next := names[0]
+		for i, n := range names {
+			if n == m.themeName {
+				next = names[(i+1)%len(names)]
+			}
+		}
+		if err := m.setTheme(next); err != nil {
+			m.status.notify(m.c.now, err.Error(), true)
+		} else {
+			m.status.notify(m.c.now, "theme "+next, false)
+		}
+		return nil
+	}
+	if cmd, ok := m.agentAction(k); ok {
+		return cmd
+	}
+	before := m.selectedID()
+	switch m.focus {
+	case focusTree:
+		m.tree.Update(k)
+	case focusPreview:
+		m.preview.Update(k)
+	case focusPanel:
+		m.panel.Update(k)
+	}
+	return m.afterSelection(before)
+}
+
+func (m *Model) selectedID() string {
+	if a := m.tree.selected(); a != nil {
+		return a.ID
+	}
+	return ""
+}
+
+// afterSelection reads the new selection's screen when the selection moved.
+func (m *Model) afterSelection(before string) tea.Cmd {
+	id := m.selectedID()
+	if id == before {
+		return nil
+	}
+	m.syncPreview()
+	return m.requestRead(id)
+}
+
+// requestRead asks for an agent's screen, keeping at most one read in flight.
+func (m *Model) requestRead(id string) tea.Cmd {
+	if id == "" {
+		return nil
+	}
+	m.readWant = id
+	if m.readInFlight {
+		m.readDirty = true
+		return nil
+	}
+	m.readInFlight, m.readDirty = true, false
+	return readCmd(m.ctx, m.svc, id, m.preview.screenLines())
+}
+
+// agentAction handles the keys that act on the selected agent or open a dialog.
+func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
+	t := m.c.keys.Tree
+	a := m.tree.selected()
+	dw := max(20, min(m.w-8, 70))
+	switch {
+	case t.Spawn.Matches(k):
+		under := ""
+		if n := m.tree.sel; n != nil {
+			under = n.path
+			if n.agent != nil && len(n.children) == 0 {
+				under = ""
+				if n.parent != nil && n.parent != &m.idx.root {
+					under = n.parent.path
+				}
+			}
+		}
+		return m.pushDialog(newSpawnDialog(m.c, under, dw)), true
+	case t.Kill.Matches(k):
+		glob := ""
+		if n := m.tree.sel; n != nil {
+			glob = n.path
+			if len(n.children) > 0 {
+				glob += "/**"
+			}
+		}
+		return m.pushDialog(newKillDialog(m.c, glob)), true
+	}
+	if a == nil {
+		return nil, false
+	}
+	switch {
+	case t.Attach.Matches(k):
+		if !a.State.Live() {
+			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": nothing to attach to", true)
+			return nil, true
+		}
+		return attachCmd(m.ctx, m.svc, a.ID, m.w, m.h), true
+	case t.Steer.Matches(k), t.SteerMulti.Matches(k):
+		if !a.State.Live() {
+			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": it cannot take input", true)
+			return nil, true
+		}
+		return m.pushDialog(newSteerDialog(m.c, a, t.SteerMulti.Matches(k), dw-4)), true
+	case t.Answer.Matches(k):
+		if a.State != wire.StateBlocked {
+			m.status.notify(m.c.now, a.Path+" is not blocked (press "+t.NextBlocked.Label()+" for the next blocked agent)", true)
+			return nil, true
+		}
+		return m.pushDialog(newAnswerDialog(m.c, a, dw)), true
+	}
+	return nil, false
+}
+
+// askQuit quits, or asks first when agents live on the embedded host.
+func (m *Model) askQuit() tea.Cmd {
+	if m.opts.EmbeddedHost {
+		live := 0
+		for _, n := range m.idx.byID {
+			if a := n.agent; a != nil && a.State.Live() && (a.Host == "pty" || a.Host == "") {
+				live++
+			}
+		}
+		if live > 0 {
+			return m.pushDialog(&quitDialog{c: m.c, live: live})
+		}
+	}
+	m.quit, m.quitting = QuitPlain, true
+	return tea.Quit
+}
+
+// updateAction turns a dialog's action into commands.
+func (m *Model) updateAction(act action) tea.Cmd {
+	switch a := act.(type) {
+	case nil:
+		return nil
+	case closeAction:
+		m.popDialog()
+	case sendAction:
+		m.popDialog()
+		return sendCmd(m.ctx, m.svc, a.p)
+	case runAction:
+		m.popDialog()
+		return runCmd(m.ctx, m.svc, a.p)
+	case dryRunAction:
+		return dryRunCmd(m.ctx, m.svc, a.glob)
+	case killAction:
+		m.popDialog()
+		return killCmd(m.ctx, m.svc, a.glob)
+	case quitAction:
+		m.popDialog()
+		m.quit, m.quitting = a.choice, true
+		return tea.Quit
+	}
+	return nil
+}
+
+// updateCore handles the server connection: info, the subscription and its events.
+func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case infoMsg:
+		if msg.err != nil {
+			m.status.notify(m.c.now, "server: "+msg.err.Error(), true)
+			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+		}
+		m.info = msg.info
+		if m.lastSeq == 0 {
+			m.lastSeq = msg.info.LastSeq
+		}
+		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
+	case resubscribeMsg:
+		if m.info.PID == 0 && m.info.Version == 0 {
+			return infoCmd(m.ctx, m.svc)
+		}
+		return tea.Batch(subscribeCmd(m.ctx, m.svc, m.lastSeq), listCmd(m.ctx, m.svc))
+	case subscribedMsg:
+		if msg.err != nil {
+			m.subOK = false
+			m.status.notify(m.c.now, "events: "+msg.err.Error(), true)
+			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+		}
+		m.subOK = true
+		return waitEvents(msg.ch)
+	case subEndedMsg:
+		m.subOK = false
+		if m.ctx.Err() != nil || m.quitting {
+			return nil
+		}
+		m.status.notify(m.c.now, "event stream ended; reconnecting", true)
+		return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+	case eventsMsg:
+		return tea.Batch(m.applyEvents(msg.events), waitEvents(msg.ch))
+	}
+	return nil
+}
+
+// applyEvents folds events into the index; only the selected agent's screen changes
+// cause a read.
+func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
+	before := m.selectedID()
+	var cmd tea.Cmd
+	for _, ev := range evs {
+		if ev.Seq > m.lastSeq {
+			m.lastSeq = ev.Seq
+		}
+		switch ev.Event {
+		case wire.EventAgentScreen:
+			if id := eventAgentID(ev); id != "" && id == before {
+				cmd = m.requestRead(id)
+			}
+			continue
+		case wire.EventAgentRemoved:
+			if id := eventAgentID(ev); id != "" {
+				m.idx.remove(id)
+			}
+		default:
+			if ev.Agent != nil {
+				m.upsert(*ev.Agent)
+			}
+		}
+		if ev.Seq > 0 {
+			m.panel.events.add(ev)
+		}
+	}
+	if sel := m.afterSelection(before); sel != nil {
+		cmd = sel
+	}
+	m.syncPreview()
+	return cmd
+}
+
+// upsert applies a snapshot unless a newer one is already held (list results and
+// replayed events can arrive in either order).
+func (m *Model) upsert(a wire.Agent) {
+	if n, ok := m.idx.byID[a.ID]; ok && n.agent != nil && a.UpdatedAt.Before(n.agent.UpdatedAt) {
+		return
+	}
+	m.idx.upsert(a)
+}
+
+func eventAgentID(ev wire.Event) string {
+	if ev.Agent != nil {
+		return ev.Agent.ID
+	}
+	for _, k := range []string{"agentId", "id"} {
+		if s, ok := ev.Data[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// updateResult handles the answers to commands.
+func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
+	now := m.c.now
+	switch msg := msg.(type) {
+	case listMsg:
+		if msg.err != nil {
+			m.status.notify(now, "list: "+msg.err.Error(), true)
+			return nil
+		}
+		before := m.selectedID()
+		for _, a := range msg.agents {
+			m.upsert(a)
+		}
+		m.loaded = true
+		return m.afterSelection(before)
+	case readMsg:
+		m.readInFlight = false
+		if msg.id == m.readWant {
+			m.preview.setScreen(msg.id, msg.res, msg.err)
+		}
+		if m.readDirty || msg.id != m.readWant {
+			return m.requestRead(m.readWant)
+		}
+	case queueMsg:
+		m.panel.queue.set(msg.q, msg.err)
+	case usageMsg:
+		m.panel.usage.set(msg.u, msg.err)
+	case schedulesMsg:
+		m.panel.schedules.set(msg.s, msg.err)
+	case dryRunMsg:
+		return m.toDialog(msg)
+	case sentMsg:
+		if msg.err != nil {
+			m.status.notify(now, "send: "+msg.err.Error(), true)
+		} else {
+			m.status.notify(now, "sent", false)
+		}
+	case spawnedMsg:
+		if msg.err != nil {
+			m.status.notify(now, "spawn: "+msg.err.Error(), true)
+			return nil
+		}
+		m.upsert(msg.agent)
+		if n, ok := m.idx.byID[msg.agent.ID]; ok {
+			before := m.selectedID()
+			m.tree.selectNode(n)
+			m.status.notify(now, "spawned "+msg.agent.Path, false)
+			return m.afterSelection(before)
+		}
+	case killedMsg:
+		if msg.err != nil {
+			m.status.notify(now, "kill: "+msg.err.Error(), true)
+			return nil
+		}
+		for _, a := range msg.agents {
+			m.upsert(a)
+		}
+		m.status.notify(now, fmt.Sprintf("killed %s matching %s", plural(len(msg.agents), "agent", "agents"), msg.glob), false)
+	case attachMsg:
+		return m.startAttach(msg)
+	case attachDoneMsg:
+		m.attaching = false
+		if msg.err != nil && !errors.Is(msg.err, exec.ErrNotFound) {
+			m.status.notify(now, "attach: "+msg.err.Error(), true)
+		} else if msg.err != nil {
+			m.status.notify(now, "attach: "+msg.err.Error(), true)
+		} else {
+			m.status.notify(now, "detached", false)
+		}
+		return tea.Batch(m.requestRead(m.selectedID()), listCmd(m.ctx, m.svc))
+	}
+	return nil
+}
+
+// startAttach hands the terminal to the host's own attach command; bubbletea restores
+// the dashboard when it exits.
+func (m *Model) startAttach(msg attachMsg) tea.Cmd {
+	if msg.err != nil {
+		m.status.notify(m.c.now, "attach: "+msg.err.Error(), true)
+		return nil
+	}
+	var c *exec.Cmd
+	switch {
+	case len(msg.res.Argv) > 0:
+		c = exec.Command(msg.res.Argv[0], msg.res.Argv[1:]...)
+	case msg.res.Stream:
+		if m.opts.Self == "" {
+			m.status.notify(m.c.now, "attach: run `orcr agent attach "+msg.id+"` in another terminal", true)
+			return nil
+		}
+		c = exec.Command(m.opts.Self, "agent", "attach", msg.id)
+	default:
+		m.status.notify(m.c.now, "attach: the host offers no attach for this agent", true)
+		return nil
+	}
+	m.attaching = true
+	id := msg.id
+	return tea.ExecProcess(c, func(err error) tea.Msg { return attachDoneMsg{id, err} })
+}
