@@ -296,3 +296,9 @@ func newID() string {
 	}
 	return id.String()
 }
+
+// Publish stores an event and delivers it to subscribers. Owners inside the server
+// (schedules, runs, GC) use it for events that are not agent state changes.
+func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
+	return e.broker.publish(ctx, ev)
+}

@@ -1,0 +1,165 @@
+// Package e2e runs the real orcr binary as a user would: a real `orcr serve`, the
+// real CLI, real PTYs, and raw socket clients. Nothing here is mocked.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core/socket"
+	"orcr/testutil/testbin"
+)
+
+// env is one isolated orcr installation: its own ORCR_HOME, config dir and PATH.
+type env struct {
+	t    *testing.T
+	bin  string
+	home string
+	vars []string
+	srv  *exec.Cmd
+}
+
+func newEnv(t *testing.T, extra ...string) *env {
+	t.Helper()
+	bin := testbin.Build(t, "orcr")
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	e := &env{t: t, bin: bin, home: home}
+	base := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ORCR_") || k == "TMUX" || k == "XDG_CONFIG_HOME" || k == "PATH" {
+			continue
+		}
+		base = append(base, kv)
+	}
+	e.vars = append(base,
+		"ORCR_HOME="+home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"))
+	e.vars = append(e.vars, extra...)
+	return e
+}
+
+// serve starts `orcr serve` and waits until it answers.
+func (e *env) serve() {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, "serve")
+	cmd.Env = e.vars
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("start server: %v", err)
+	}
+	e.srv = cmd
+	e.t.Cleanup(func() { e.stop() })
+	waitFor(e.t, 10*time.Second, "server answers", func() bool {
+		c, err := socket.Dial(context.Background(), socket.SocketPath(e.home), "")
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+}
+
+// stop ends the server gracefully.
+func (e *env) stop() {
+	if e.srv == nil || e.srv.Process == nil {
+		return
+	}
+	_ = e.srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { e.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-e.srv.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	e.srv = nil
+}
+
+// kill9 kills the server with SIGKILL, as a crash would.
+func (e *env) kill9() {
+	e.t.Helper()
+	if err := e.srv.Process.Signal(syscall.SIGKILL); err != nil {
+		e.t.Fatal(err)
+	}
+	_ = e.srv.Wait()
+	e.srv = nil
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+// orcr runs the CLI with args and returns its output and exit code.
+func (e *env) orcr(args ...string) result {
+	e.t.Helper()
+	return e.orcrEnv(nil, args...)
+}
+
+func (e *env) orcrEnv(extra []string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = append(append([]string{}, e.vars...), extra...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run orcr %v: %v", args, err)
+	}
+	return result{out: out.String(), err: errb.String(), code: code}
+}
+
+// must runs the CLI and fails the test unless it exits 0.
+func (e *env) must(args ...string) string {
+	e.t.Helper()
+	r := e.orcr(args...)
+	if r.code != 0 {
+		e.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.err)
+	}
+	return r.out
+}
+
+// client dials the server as a Go client.
+func (e *env) client() *socket.Client {
+	e.t.Helper()
+	c, err := socket.Dial(context.Background(), socket.SocketPath(e.home), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(delay)
+	}
+}
