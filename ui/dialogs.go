@@ -162,7 +162,7 @@ func (d *helpDialog) View(w, h int) string {
 			all = append(all, ks.Render(fit(b.Label(), 11))+" "+st.KeyDesc.Render(desc))
 		}
 	}
-	const colW = 34
+	const colW = 35
 	ncols := max(1, min(3, (w-2)/(colW+2)))
 	rows := (len(all) + ncols - 1) / ncols
 	lines := make([]string, rows)

@@ -151,7 +151,7 @@ func (p *previewModel) summary() []string {
 		return []string{st.Muted.Render("select an agent")}
 	}
 	r := n.roll
-	out := []string{st.Bold.Render(n.path + "/") + st.Muted.Render("  "+plural(r.agents, "agent", "agents")), ""}
+	out := []string{st.Bold.Render(n.path+"/") + st.Muted.Render("  "+plural(r.agents, "agent", "agents")), ""}
 	names := [...]string{"blocked", "working", "queued", "done/idle", "failed/lost", "exited"}
 	for g := group(0); g < nGroups; g++ {
 		if r.groups[g] > 0 {
