@@ -1,0 +1,351 @@
+// Package tmux is the tmux host: core.Host on a dedicated tmux server of orcr's own
+// (`tmux -S $ORCR_HOME/tmux.sock`), never the user's default server. Each agent is one
+// window (named by its path) of the session "orcr". All commands and notifications go
+// through one long-lived control-mode client (`tmux -C attach`): commands are
+// pipelined and their %begin/%end replies matched in order; %output marks panes as
+// active, a format subscription on #{pane_dead} reports exits, and %window-close
+// reports panes closed from outside. No tmux process is forked per call or per poll.
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"orcr/core"
+)
+
+// session is the tmux session holding every orcr window.
+const session = "orcr"
+
+// placeholderOption marks the window that keeps the session alive; it is no agent's.
+const placeholderOption = "@orcr-placeholder"
+
+// deadSub is the name of the control-mode subscription that reports pane exits.
+const deadSub = "orcr-dead"
+
+// historyLimit is the scrollback kept per pane.
+const historyLimit = 10000
+
+// ErrNoPane reports a pane id the tmux server does not know.
+var ErrNoPane = errors.New("no such pane")
+
+// Options configure a Host.
+type Options struct {
+	// Socket is the tmux server socket, e.g. $ORCR_HOME/tmux.sock. Required.
+	Socket string
+	// Bin is the tmux binary; default "tmux" from PATH.
+	Bin string
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// paneState is what the host knows about one pane.
+type paneState struct {
+	window   string // @N
+	name     string
+	pid      int
+	mine     bool // launched by, or listed alive to, this host
+	dead     bool
+	exitCode *int
+	exitSent bool
+}
+
+// Host is core.Host on a dedicated tmux server.
+type Host struct {
+	bin    string
+	socket string
+	log    *slog.Logger
+	events *eventQueue
+
+	connMu sync.Mutex // serializes connecting
+
+	mu      sync.Mutex // guards the fields below
+	c       *control
+	panes   map[string]*paneState
+	windows map[string]string // window id → pane id
+	closed  bool
+	// unreaped holds panes whose pty closed before tmux had their exit status.
+	unreaped map[string]bool
+
+	wg   sync.WaitGroup // watch and reaper goroutines
+	stop chan struct{}
+	reap chan struct{} // wakes the reaper
+}
+
+var _ core.Host = (*Host)(nil)
+
+// New connects to the tmux server on opts.Socket, starting it if it is not running.
+func New(ctx context.Context, opts Options) (*Host, error) {
+	if opts.Socket == "" {
+		return nil, errors.New("tmux: no socket path")
+	}
+	if len(opts.Socket) > 100 {
+		return nil, fmt.Errorf("tmux: socket path too long for a unix socket: %s", opts.Socket)
+	}
+	bin := opts.Bin
+	if bin == "" {
+		bin = "tmux"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("tmux: find binary: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Socket), 0o700); err != nil {
+		return nil, fmt.Errorf("tmux: socket dir: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{
+		bin: path, socket: opts.Socket, log: log,
+		events:   newEventQueue(),
+		panes:    map[string]*paneState{},
+		windows:  map[string]string{},
+		unreaped: map[string]bool{},
+		stop:     make(chan struct{}),
+		reap:     make(chan struct{}, 1),
+	}
+	if _, err := h.conn(ctx); err != nil {
+		_ = h.Shutdown(ctx)
+		return nil, err
+	}
+	h.wg.Add(1)
+	go h.reaper()
+	return h, nil
+}
+
+// Name is "tmux".
+func (h *Host) Name() string { return "tmux" }
+
+// Socket is the server socket this host uses.
+func (h *Host) Socket() string { return h.socket }
+
+// Events delivers pane exits, disappearances and coalesced output activity.
+func (h *Host) Events() <-chan core.HostEvent { return h.events.ch }
+
+// AttachCommand is the argv that attaches a terminal to the pane's window; the user
+// detaches with the tmux prefix and d.
+func (h *Host) AttachCommand(pane string) []string {
+	return []string{h.bin, "-S", h.socket, "attach", "-t", pane}
+}
+
+// Stream is not served: tmux has a native attach.
+func (h *Host) Stream(context.Context, string, io.Reader, io.Writer) error {
+	return core.ErrNoStream
+}
+
+// Shutdown detaches the control client; the server and its panes keep running.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	c := h.c
+	h.c = nil
+	close(h.stop)
+	h.mu.Unlock()
+	if c != nil {
+		grace := 2 * time.Second
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < grace {
+			grace = max(time.Until(dl), 0)
+		}
+		c.close(grace)
+	}
+	h.wg.Wait()
+	h.events.close()
+	return nil
+}
+
+// conn returns the live control client, connecting (and starting the server) if the
+// previous one ended.
+func (h *Host) conn(ctx context.Context) (*control, error) {
+	h.mu.Lock()
+	closed, c := h.closed, h.c
+	h.mu.Unlock()
+	if closed {
+		return nil, errors.New("tmux: host is shut down")
+	}
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
+	h.mu.Lock()
+	c = h.c
+	h.mu.Unlock()
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	started, err := h.ensureServer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err = startControl(ctx, h.bin, h.socket, session, h.notify)
+	if err != nil {
+		return nil, fmt.Errorf("tmux: attach control client: %w", err)
+	}
+	if err := h.configure(ctx, c); err != nil {
+		c.close(time.Second)
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		c.close(time.Second)
+		return nil, errors.New("tmux: host is shut down")
+	}
+	h.c = c
+	if started {
+		h.forgetAllLocked()
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go h.watch(c)
+	h.log.Debug("tmux control client attached", "socket", h.socket, "new_server", started)
+	return c, nil
+}
+
+// ensureServer starts the server with orcr's settings unless it already runs. It
+// reports whether it started one.
+func (h *Host) ensureServer(ctx context.Context) (bool, error) {
+	if err := h.tmuxCmd(ctx, "has-session", "-t", session); err == nil {
+		return false, nil
+	}
+	// -f /dev/null: the user's ~/.tmux.conf never shapes orcr's panes. The placeholder
+	// window keeps the session (and so the server) alive with no agents.
+	args := []string{"-f", "/dev/null", "new-session", "-d", "-s", session, "-n", "orcr", "-x", "200", "-y", "50",
+		"tail", "-f", "/dev/null", ";",
+		"set-option", "-w", placeholderOption, "1", ";",
+		"set-option", "-g", "exit-empty", "off", ";",
+		"set-option", "-g", "status", "off", ";",
+		"set-option", "-g", "history-limit", fmt.Sprint(historyLimit), ";",
+		"set-option", "-g", "escape-time", "10", ";",
+		"set-option", "-gw", "remain-on-exit", "on", ";",
+		"set-option", "-gw", "remain-on-exit-format", "", ";",
+		"set-option", "-gw", "automatic-rename", "off", ";",
+		"set-option", "-gw", "allow-rename", "off",
+	}
+	if err := h.tmuxCmd(ctx, args...); err != nil {
+		// Another process may have started it between the check and now.
+		if h.tmuxCmd(ctx, "has-session", "-t", session) == nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("tmux: start server: %w", err)
+	}
+	return true, nil
+}
+
+// tmuxCmd runs one tmux client process; only used to start or probe the server.
+func (h *Host) tmuxCmd(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, h.bin, append([]string{"-u", "-S", h.socket}, args...)...)
+	cmd.Env = clientEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// configure prepares a fresh control client: the exit subscription, and an empty
+// global environment so panes get exactly their LaunchSpec.Env (plus tmux's own TMUX,
+// TMUX_PANE and a default TERM).
+func (h *Host) configure(ctx context.Context, c *control) error {
+	env, err := c.run(ctx, "show-environment -g")
+	if err != nil {
+		return fmt.Errorf("tmux: show environment: %w", err)
+	}
+	var lines []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(strings.TrimPrefix(kv, "-"), "=")
+		if name != "" {
+			lines = append(lines, "set-environment -g -u "+quote(name))
+		}
+	}
+	lines = append(lines, "refresh-client -B "+quote(deadSub+":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"))
+	reqs, err := c.send(lines...)
+	if err != nil {
+		return fmt.Errorf("tmux: configure: %w", err)
+	}
+	for _, r := range reqs {
+		if _, err := r.wait(ctx); err != nil {
+			return fmt.Errorf("tmux: configure: %w", err)
+		}
+	}
+	return nil
+}
+
+// watch owns one control client's lifetime: when it ends while the host is open it
+// checks whether the server is gone and, if so, reports every known pane gone.
+func (h *Host) watch(c *control) {
+	defer h.wg.Done()
+	select {
+	case <-h.stop:
+		return
+	case <-c.done:
+	}
+	h.log.Warn("tmux control client ended", "err", c.closedErr())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if h.tmuxCmd(ctx, "has-session", "-t", session) == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.c == c {
+		h.forgetAllLocked()
+	}
+	h.mu.Unlock()
+}
+
+// forgetAllLocked reports every known pane gone: the server they lived in is gone.
+func (h *Host) forgetAllLocked() {
+	now := time.Now()
+	for id, p := range h.panes {
+		if p.mine {
+			h.events.push(core.HostEvent{Pane: id, Kind: core.PaneGone, At: now})
+		}
+	}
+	h.panes = map[string]*paneState{}
+	h.windows = map[string]string{}
+}
+
+// call runs one command on the current control client.
+func (h *Host) call(ctx context.Context, line string) ([]string, error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.run(ctx, line)
+}
+
+// callAll sends lines in one write and waits for all replies; the first error wins.
+func (h *Host) callAll(ctx context.Context, lines ...string) ([][]string, error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := c.send(lines...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(reqs))
+	var first error
+	for i, r := range reqs {
+		out[i], err = r.wait(ctx)
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return out, first
+}

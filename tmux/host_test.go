@@ -1,0 +1,322 @@
+package tmux
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core"
+	"orcr/core/hosttest"
+)
+
+// testSocket returns a short socket path of its own (unix socket paths are limited to
+// ~100 bytes, t.TempDir paths can be longer) and kills that tmux server at cleanup.
+func testSocket(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "orcr-tmux-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "tmux.sock")
+	t.Cleanup(func() {
+		cmd := exec.Command("tmux", "-S", sock, "kill-server")
+		cmd.Env = clientEnv()
+		_ = cmd.Run()
+		_ = os.RemoveAll(dir)
+	})
+	return sock
+}
+
+// newTestHost starts a host on a fresh server; the caller shuts it down (or the
+// conformance suite does).
+func newTestHost(t testing.TB, sock string) *Host {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := New(c, Options{Socket: sock})
+	if err != nil {
+		t.Fatalf("new tmux host: %v", err)
+	}
+	return h
+}
+
+func ctxT(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestConformance(t *testing.T) {
+	hosttest.Run(t, hosttest.Factory{
+		New: func(t *testing.T) core.Host {
+			return newTestHost(t, testSocket(t))
+		},
+		Reopen: func(t *testing.T, old core.Host) core.Host {
+			return newTestHost(t, old.(*Host).Socket())
+		},
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func baseEnv(extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LANG=C.UTF-8"}, extra...)
+}
+
+func launch(t testing.TB, h *Host, argv ...string) core.PaneInfo {
+	t.Helper()
+	info, err := h.Launch(ctxT(t), core.LaunchSpec{Name: "test/" + strings.ToLower(filepath.Base(t.Name())), Argv: argv, Env: baseEnv(), Cwd: os.TempDir()})
+	if err != nil {
+		t.Fatalf("launch %q: %v", argv, err)
+	}
+	return info
+}
+
+func waitText(t testing.TB, h *Host, pane, want string) core.Screen {
+	t.Helper()
+	var s core.Screen
+	waitFor(t, want+" on "+pane, func() bool {
+		var err error
+		s, err = h.Read(ctxT(t), pane, core.ReadOpts{})
+		return err == nil && strings.Contains(s.Text, want)
+	})
+	return s
+}
+
+// TestEnvExact checks that a pane's environment is its LaunchSpec.Env plus only
+// tmux's own TMUX and TMUX_PANE: nothing of the test process or the server leaks.
+func TestEnvExact(t *testing.T) {
+	t.Setenv("ORCR_LEAK_CHECK", "leaked")
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "sh", "-c", `env | sort | tr '\n' ' '; echo; echo END; exec cat`)
+	s := waitText(t, h, info.ID, "END")
+	var got []string
+	for f := range strings.FieldsSeq(strings.Split(s.Text, "END")[0]) {
+		name, _, _ := strings.Cut(f, "=")
+		if strings.Contains(f, "=") {
+			got = append(got, name)
+		}
+	}
+	allowed := map[string]bool{"PATH": true, "TERM": true, "LANG": true, "TMUX": true, "TMUX_PANE": true,
+		"PWD": true, "SHLVL": true, "_": true, "OLDPWD": true}
+	for _, n := range got {
+		if !allowed[n] {
+			t.Errorf("unexpected variable %s in the pane environment:\n%s", n, s.Text)
+		}
+	}
+	if !strings.Contains(s.Text, "TERM=xterm-256color") {
+		t.Errorf("TERM of the spec not kept:\n%s", s.Text)
+	}
+}
+
+// TestDefaultServerUntouched runs a host with a fake HOME and TMUX_TMPDIR and checks
+// that no default tmux socket appears there and that TMUX of the caller is ignored.
+func TestDefaultServerUntouched(t *testing.T) {
+	home := t.TempDir()
+	tmpdir, err := os.MkdirTemp("", "orcr-tmuxtmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmpdir)
+	t.Setenv("HOME", home)
+	t.Setenv("TMUX_TMPDIR", tmpdir)
+	t.Setenv("TMUX", filepath.Join(tmpdir, "bogus,1,0"))
+	if err := os.WriteFile(filepath.Join(home, ".tmux.conf"), []byte("set -g history-limit 7\nset -g remain-on-exit off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "sh", "-c", "echo hi; exit 5")
+	waitFor(t, "pane exit", func() bool {
+		ps, err := h.List(ctxT(t))
+		if err != nil {
+			return false
+		}
+		for _, p := range ps {
+			if p.ID == info.ID && p.Dead {
+				return true
+			}
+		}
+		return false
+	})
+	// remain-on-exit stayed on: the user's ~/.tmux.conf was not read.
+	if s, err := h.Read(ctxT(t), info.ID, core.ReadOpts{}); err != nil || !strings.Contains(s.Text, "hi") {
+		t.Errorf("dead pane not readable: %v %q", err, s.Text)
+	}
+	entries, _ := os.ReadDir(tmpdir)
+	for _, e := range entries {
+		t.Errorf("something appeared in TMUX_TMPDIR: %s", e.Name())
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Errorf("own socket missing: %v", err)
+	}
+}
+
+// TestServerKilledRecovers kills the tmux server mid-use: calls fail with a clear error
+// (or reconnect), known panes are reported gone, and the host works again after.
+func TestServerKilledRecovers(t *testing.T) {
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "cat")
+	waitFor(t, "pane listed", func() bool {
+		ps, err := h.List(ctxT(t))
+		return err == nil && len(ps) == 1
+	})
+	kill := exec.Command("tmux", "-S", sock, "kill-server")
+	kill.Env = clientEnv()
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("kill-server: %v %s", err, out)
+	}
+	// The pane is reported gone.
+	waitFor(t, "PaneGone", func() bool {
+		for {
+			select {
+			case ev := <-h.Events():
+				if ev.Pane == info.ID && ev.Kind == core.PaneGone {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+	// The old pane id is an error that names the problem, not a hang.
+	_, err := h.Read(ctxT(t), info.ID, core.ReadOpts{})
+	if err == nil {
+		t.Fatal("read of a pane of a killed server succeeded")
+	}
+	// The host restarts the server and works again.
+	info2 := launch(t, h, "sh", "-c", "echo back-again; exec cat")
+	waitText(t, h, info2.ID, "back-again")
+	ps, err := h.List(ctxT(t))
+	if err != nil || len(ps) != 1 || ps[0].ID != info2.ID {
+		t.Errorf("after restart List = %+v, %v", ps, err)
+	}
+}
+
+// TestControlClientDiesMidCall kills only the control client: the pending or next call
+// gets ErrServerGone or succeeds after a reconnect, and panes survive.
+func TestControlClientDies(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "sh", "-c", "echo alive; exec cat")
+	waitText(t, h, info.ID, "alive")
+	h.mu.Lock()
+	c := h.c
+	h.mu.Unlock()
+	_ = c.cmd.Process.Kill()
+	<-c.done
+	if _, err := c.run(ctxT(t), "list-panes"); err == nil {
+		t.Fatal("command on a dead control client succeeded")
+	}
+	// The next call reconnects and the pane is still there.
+	waitText(t, h, info.ID, "alive")
+	if err := h.SendText(ctxT(t), info.ID, "again\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, h, info.ID, "again")
+}
+
+// TestClosedFromOutside checks PaneGone for a window killed by someone else.
+func TestClosedFromOutside(t *testing.T) {
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "cat")
+	kill := exec.Command("tmux", "-S", sock, "kill-pane", "-t", info.ID)
+	kill.Env = clientEnv()
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("kill-pane: %v %s", err, out)
+	}
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-h.Events():
+			if ev.Pane == info.ID && ev.Kind == core.PaneGone {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no PaneGone for a window killed from outside")
+		}
+	}
+}
+
+// TestOutputEventsCoalesced floods a pane and checks PaneOutput events are rate limited.
+func TestOutputEventsCoalesced(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	start := time.Now()
+	info := launch(t, h, "sh", "-c", `yes flood | head -n 200000; echo flood-done; exec cat`)
+	n := 0
+	waitFor(t, "flood-done and an output event", func() bool {
+		for {
+			select {
+			case ev := <-h.Events():
+				if ev.Pane == info.ID && ev.Kind == core.PaneOutput {
+					n++
+				}
+			default:
+				s, err := h.Read(ctxT(t), info.ID, core.ReadOpts{})
+				return n > 0 && err == nil && strings.Contains(s.Text, "flood-done")
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	if limit := int(elapsed/coalesceWindow) + 2; n > limit {
+		t.Errorf("%d PaneOutput events in %v, want at most %d", n, elapsed, limit)
+	}
+	t.Logf("%d output events in %v", n, elapsed)
+}
+
+func TestQuoteRoundTrip(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	for _, s := range []string{`a;b`, `-x`, `$HOME ~ #{pane_id} {x} "q" 'q' \n \\`, "tab\there", "nl\nx", "日本 🎉", `;`, `\`} {
+		if _, err := h.call(ctxT(t), "set-buffer -b orcr-test -- "+quote(s)); err != nil {
+			t.Errorf("%q: %v", s, err)
+			continue
+		}
+		file := filepath.Join(t.TempDir(), "buf")
+		if _, err := h.call(ctxT(t), "save-buffer -b orcr-test "+quote(file)); err != nil {
+			t.Errorf("%q: %v", s, err)
+			continue
+		}
+		out, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("%q: %v", s, err)
+			continue
+		}
+		if got := string(out); got != s {
+			t.Errorf("round trip of %q gave %q", s, got)
+		}
+	}
+}
+
+func TestAttachCommand(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	got := h.AttachCommand("%3")
+	if len(got) != 6 || got[1] != "-S" || got[2] != h.Socket() || got[3] != "attach" || got[5] != "%3" {
+		t.Errorf("attach command %q", got)
+	}
+	if err := h.Stream(ctxT(t), "%3", nil, nil); err != core.ErrNoStream {
+		t.Errorf("Stream = %v, want ErrNoStream", err)
+	}
+}
