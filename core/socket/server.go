@@ -159,17 +159,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var req wire.Request
-		if err := json.Unmarshal(line, &req); err != nil {
-			cn.reply("", nil, wire.Errorf(wire.CodeBadRequest, "malformed request: %v; send one JSON object per line: {\"id\":\"1\",\"method\":\"server.ping\"}", err))
-			continue
-		}
-		spec, ok := wire.Method(req.Method)
-		if !ok {
-			cn.reply(req.ID, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method))
-			continue
-		}
-		params, err := decodeParams(spec, req.Params)
+		req, params, err := parseRequest(line)
 		if err != nil {
 			cn.reply(req.ID, nil, err)
 			continue
@@ -198,6 +188,25 @@ func (s *Server) serveConn(c *net.UnixConn) {
 }
 
 var errLineTooLong = errors.New("line too long")
+
+// parseRequest decodes one request line and its params. On error the returned
+// request still carries the id when it could be read.
+func parseRequest(line []byte) (wire.Request, any, error) {
+	var req wire.Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return wire.Request{}, nil, wire.Errorf(wire.CodeBadRequest,
+			"malformed request: %v; send one JSON object per line: {\"id\":\"1\",\"method\":\"server.ping\"}", err)
+	}
+	if req.Method == "" {
+		return req, nil, wire.Errorf(wire.CodeBadRequest, "request has no method; see `orcr api schema`")
+	}
+	spec, ok := wire.Method(req.Method)
+	if !ok {
+		return req, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)
+	}
+	params, err := decodeParams(spec, req.Params)
+	return req, params, err
+}
 
 // readLine reads one newline-terminated line of at most wire.MaxLine bytes. A longer
 // line is consumed and reported as errLineTooLong, so the connection stays usable.
