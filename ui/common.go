@@ -2,6 +2,7 @@ package ui
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"charm.land/lipgloss/v2"
@@ -15,6 +16,7 @@ import (
 // root owns it; components hold a pointer so a theme switch reaches them all at once.
 type common struct {
 	styles themes.Styles
+	paints map[*lipgloss.Style]paint // escape sequences of styles, per theme
 	keys   keymaps.KeyMap
 	now    time.Time
 	log    *slog.Logger
@@ -25,27 +27,64 @@ func (c *common) stateStyle(s wire.State) lipgloss.Style {
 	return c.groupStyle(groupOf(s))
 }
 
-func (c *common) groupStyle(g group) lipgloss.Style {
+func (c *common) groupStyle(g group) lipgloss.Style { return *c.groupStylePtr(g) }
+
+func (c *common) groupStylePtr(g group) *lipgloss.Style {
 	st := &c.styles
 	switch g {
 	case gBlocked:
-		return st.Blocked
+		return &st.Blocked
 	case gWorking:
-		return st.Working
+		return &st.Working
 	case gQueued:
-		return st.Queued
+		return &st.Queued
 	case gDone:
-		return st.Done
+		return &st.Done
 	case gLost:
-		return st.Lost
+		return &st.Lost
 	}
-	return st.Exited
+	return &st.Exited
 }
 
 // paneFrame frames a component, with the focused pane's border in the accent colour.
 func (c *common) paneFrame(title string, body []string, w, h int, focused bool) string {
 	if focused {
-		return frame(c.styles.BorderFocused, c.styles.TitleFocused, title, body, w, h)
+		return c.frame(&c.styles.BorderFocused, &c.styles.TitleFocused, title, body, w, h)
 	}
-	return frame(c.styles.Border, c.styles.Title, title, body, w, h)
+	return c.frame(&c.styles.Border, &c.styles.Title, title, body, w, h)
+}
+
+// paint is a style reduced to the escape sequences around its text. Painting a one-line
+// string is then two concatenations instead of a lipgloss render, which matters for rows
+// drawn every frame.
+type paint struct{ pre, post string }
+
+// p paints a single-line string with the style at st (a field of c.styles). The
+// sequences are taken once per theme from lipgloss itself, so they are exactly what
+// Render would produce.
+func (c *common) p(st *lipgloss.Style, s string) string {
+	if s == "" {
+		return ""
+	}
+	pt, ok := c.paints[st]
+	if !ok {
+		const mark = "\x00"
+		r := st.Render(mark)
+		i := strings.Index(r, mark)
+		if i < 0 {
+			return st.Render(s)
+		}
+		pt = paint{r[:i], r[i+len(mark):]}
+		if c.paints == nil {
+			c.paints = map[*lipgloss.Style]paint{}
+		}
+		c.paints[st] = pt
+	}
+	return pt.pre + s + pt.post
+}
+
+// setStyles switches theme and forgets the painted sequences of the old one.
+func (c *common) setStyles(s themes.Styles) {
+	c.styles = s
+	c.paints = nil
 }

@@ -48,7 +48,7 @@ func dialogBox(c *common, title string, lines []string, w, h, prefW int) string 
 	for _, l := range lines {
 		body = append(body, " "+l)
 	}
-	return frame(c.styles.DialogBorder, c.styles.DialogTitle, title, body, bw, bh)
+	return c.frame(&c.styles.DialogBorder, &c.styles.DialogTitle, title, body, bw, bh)
 }
 
 // huhTheme feeds our palette to huh so forms match the dashboard.

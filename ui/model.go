@@ -150,7 +150,7 @@ func (m *Model) setTheme(name string) error {
 	if err != nil {
 		return err
 	}
-	m.c.styles = themes.Build(pal)
+	m.c.setStyles(themes.Build(pal))
 	m.themeName = name
 	return nil
 }

@@ -15,7 +15,7 @@ func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	sw := ansi.StringWidth(s)
+	sw := width(s)
 	if sw > w {
 		s = ansi.Truncate(s, w, "…")
 		sw = ansi.StringWidth(s)
@@ -28,7 +28,7 @@ func fit(s string, w int) string {
 
 // fitRight right-aligns s in w cells.
 func fitRight(s string, w int) string {
-	sw := ansi.StringWidth(s)
+	sw := width(s)
 	if sw >= w {
 		return fit(s, w)
 	}
@@ -37,31 +37,44 @@ func fitRight(s string, w int) string {
 
 // frame draws a rounded box of exactly w×h cells around body lines (clipped and padded),
 // with title on the top edge.
-func frame(st lipgloss.Style, titleSt lipgloss.Style, title string, body []string, w, h int) string {
+func (c *common) frame(st, titleSt *lipgloss.Style, title string, body []string, w, h int) string {
 	if w < 2 || h < 2 {
 		return blank(w, h)
 	}
 	inner := w - 2
 	var b strings.Builder
-	top := "─"
+	b.Grow((w + 16) * h)
 	if title != "" && inner > 4 {
 		t := ansi.Truncate(" "+title+" ", inner-2, "…")
-		b.WriteString(st.Render("╭─") + titleSt.Render(t) + st.Render(strings.Repeat(top, max(0, inner-1-ansi.StringWidth(t)))+"╮"))
+		b.WriteString(c.p(st, "╭─") + c.p(titleSt, t) + c.p(st, strings.Repeat("─", max(0, inner-1-width(t)))+"╮"))
 	} else {
-		b.WriteString(st.Render("╭" + strings.Repeat(top, inner) + "╮"))
+		b.WriteString(c.p(st, "╭"+strings.Repeat("─", inner)+"╮"))
 	}
-	side := st.Render("│")
+	side := c.p(st, "│")
 	for i := 0; i < h-2; i++ {
 		b.WriteByte('\n')
 		line := ""
 		if i < len(body) {
 			line = body[i]
 		}
-		b.WriteString(side + fit(line, inner) + side)
+		b.WriteString(side)
+		b.WriteString(fit(line, inner))
+		b.WriteString(side)
 	}
 	b.WriteByte('\n')
-	b.WriteString(st.Render("╰" + strings.Repeat("─", inner) + "╯"))
+	b.WriteString(c.p(st, "╰"+strings.Repeat("─", inner)+"╯"))
 	return b.String()
+}
+
+// width is ansi.StringWidth with a fast path for plain ASCII, which most of what the
+// dashboard draws is.
+func width(s string) int {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b >= 0x80 || b < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
 }
 
 // blank is a w×h block of spaces.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -236,9 +237,11 @@ func (t *treeModel) View() string {
 	return t.c.paneFrame(title, body, t.w, t.h, t.focus)
 }
 
-// row renders one node in exactly w cells.
+// row renders one node in exactly w cells. Widths are computed on plain text and only
+// then painted, so no styled string is measured.
 func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
-	st := &t.c.styles
+	c := t.c
+	st := &c.styles
 	fold := "  "
 	if len(n.children) > 0 {
 		fold = "▾ "
@@ -246,16 +249,11 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 			fold = "▸ "
 		}
 	}
-	var state wire.State
-	var g group
-	if n.agent != nil {
-		state, g = n.agent.State, groupOf(n.agent.State)
-	} else {
-		g = n.roll.worst()
-	}
+	g := n.roll.worst()
 	gl := "·"
 	if n.agent != nil {
-		gl = glyph(state)
+		g = groupOf(n.agent.State)
+		gl = glyph(n.agent.State)
 	} else if g < nGroups {
 		gl = glyphOfGroup(g)
 	}
@@ -263,62 +261,61 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if len(n.children) > 0 {
 		name += "/"
 	}
-	indent := strings.Repeat("  ", min(n.depth, 12))
-	nameW := w - 1 - len(indent) - 2 - 2 - cols.provider - cols.model - cols.age - cols.tokens - cols.cost
+	colSum := cols.provider + cols.model + cols.age + cols.tokens + cols.cost
+	// mark(1) + indent + fold(2) + glyph(1) + space(1) + name + columns = w
+	indentW := max(0, min(2*n.depth, w-5-colSum-8))
+	nameW := w - 5 - indentW - colSum
+	if nameW < 1 {
+		return fit("", w)
+	}
 	var provider, model, age, tokens, cost string
 	r := n.roll
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
 		provider, model = a.Provider, a.Model
-		age = humanAge(t.c.now.Sub(a.CreatedAt))
+		age = humanAge(c.now.Sub(a.CreatedAt))
+		ac := contrib(a)
+		tokens, cost = humanTokens(ac.tokens), humanCost(ac.cost, ac.priced)
 	} else {
 		provider = plural(r.agents, "agent", "agents")
-		if r.groups[gBlocked] > 0 {
-			model = fmt.Sprintf("%d blocked", r.groups[gBlocked])
-		} else if r.groups[gWorking] > 0 {
-			model = fmt.Sprintf("%d working", r.groups[gWorking])
-		}
 		if cols.model == 0 {
-			provider = fmt.Sprintf("%d", r.agents)
+			provider = strconv.Itoa(r.agents)
 		}
+		if r.groups[gBlocked] > 0 {
+			model = strconv.Itoa(r.groups[gBlocked]) + " blocked"
+		} else if r.groups[gWorking] > 0 {
+			model = strconv.Itoa(r.groups[gWorking]) + " working"
+		}
+		tokens, cost = humanTokens(r.tokens), humanCost(r.cost, r.priced)
 	}
-	tokens = humanTokens(r.tokens)
-	cost = humanCost(r.cost, r.priced)
-	if n.agent != nil && len(n.children) == 0 {
-		c := contrib(n.agent)
-		tokens, cost = humanTokens(c.tokens), humanCost(c.cost, c.priced)
-	}
-	cells := []struct {
-		s     string
-		w     int
-		right bool
-	}{{provider, cols.provider, false}, {model, cols.model, false}, {age, cols.age, true},
-		{tokens, cols.tokens, true}, {cost, cols.cost, true}}
 	var right strings.Builder
-	for _, c := range cells {
-		if c.w == 0 {
-			continue
+	right.Grow(colSum)
+	cell := func(s string, cw int, alignRight bool) {
+		if cw == 0 {
+			return
 		}
-		if c.right {
-			right.WriteString(fitRight(c.s, c.w-1) + " ")
+		if alignRight {
+			right.WriteString(fitRight(s, cw-1))
 		} else {
-			right.WriteString(fit(c.s, c.w-1) + " ")
+			right.WriteString(fit(s, cw-1))
 		}
+		right.WriteByte(' ')
 	}
-	mark := " "
+	cell(provider, cols.provider, false)
+	cell(model, cols.model, false)
+	cell(age, cols.age, true)
+	cell(tokens, cols.tokens, true)
+	cell(cost, cols.cost, true)
+	indent := strings.Repeat(" ", indentW)
 	if selected {
-		mark = "›"
+		return c.p(&st.Selected, "›"+indent+fold+gl+" "+fit(name, nameW)+right.String())
 	}
-	if selected {
-		line := mark + indent + fold + gl + " " + fit(name, nameW) + right.String()
-		return st.Selected.Render(fit(line, w))
-	}
-	nameSt := st.Text
+	nameSt := &st.Text
 	if len(n.children) > 0 {
-		nameSt = st.Bold
+		nameSt = &st.Bold
 	}
-	gs := t.c.groupStyle(g)
-	return fit(mark+indent+st.Subtle.Render(fold)+gs.Render(gl)+" "+nameSt.Render(fit(name, max(1, nameW)))+st.Muted.Render(right.String()), w)
+	return " " + indent + c.p(&st.Subtle, fold) + c.p(c.groupStylePtr(g), gl) + " " +
+		c.p(nameSt, fit(name, nameW)) + c.p(&st.Muted, right.String())
 }
 
 func glyphOfGroup(g group) string {
