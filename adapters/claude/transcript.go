@@ -113,8 +113,10 @@ func interesting(b []byte) (assistant, user, system bool) {
 	if assistant {
 		return
 	}
-	user = bytes.Contains(b, []byte(`"type":"user"`))
-	system = !user && bytes.Contains(b, []byte(`"type":"system"`))
+	// Tool results ride on user lines and are most of a transcript's bytes; they never
+	// open a turn, so they are not decoded at all.
+	user = bytes.Contains(b, []byte(`"type":"user"`)) && !bytes.Contains(b, []byte(`"tool_use_id"`))
+	system = !user && bytes.Contains(b, []byte(`"subtype":"turn_duration"`))
 	return
 }
 

@@ -1,0 +1,304 @@
+// Package clitest runs a real coding-agent CLI for adapter tests before (and beside)
+// the engine: the CLI in a real pane of orcr's embedded pty host, talking to the
+// scripted model server, with hooks recorded by hookrec and fed, like the engine
+// would, into the adapter's Observer together with transcript polls and screens.
+package clitest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+	"orcr/pty"
+	"orcr/testutil/testbin"
+)
+
+// CLI finds a pinned CLI for a test: $envVar, else the install-clis.sh cache. When it
+// is missing the test fails under CI=true and is skipped otherwise.
+func CLI(t *testing.T, name, envVar string) string {
+	t.Helper()
+	if v := os.Getenv(envVar); v != "" {
+		return v
+	}
+	cache := os.Getenv("ORCR_CLI_CACHE")
+	if cache == "" {
+		h, _ := os.UserHomeDir()
+		cache = filepath.Join(h, ".cache", "orcr", "clis")
+	}
+	p := filepath.Join(cache, name, "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s CLI not installed (looked at $%s and %s); run scripts/install-clis.sh", name, envVar, p)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// HookRec builds the hook recorder binary that stands in for orcr as LaunchRequest.Self.
+func HookRec(t *testing.T) string {
+	return testbin.Build(t, "orcr/adapters/internal/clitest/hookrec")
+}
+
+// View is the engine-like fold of the signals an Observer produced.
+type View struct {
+	State       wire.State
+	Source      string
+	Reason      string
+	Blocked     *wire.Blocked
+	Usage       wire.Usage
+	Model       string
+	SessionID   string
+	Transcript  string
+	LastMessage string
+	Readings    []wire.LimitReading
+	Signals     []core.Signal
+	HookErrors  []error
+	Hooks       []string // events delivered
+	States      []string // "state/source" in order
+}
+
+// Run is one CLI in a pane, observed.
+type Run struct {
+	t      *testing.T
+	host   *pty.Host
+	pane   string
+	obs    core.Observer
+	hooks  string
+	hookAt int64
+
+	mu   sync.Mutex
+	view View
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Start launches plan in a pty pane with env (complete) and observes it with obs.
+// Hook records are read from hookFile (the $ORCR_HOOKREC of the pane).
+func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, obs core.Observer, hookFile string) *Run {
+	t.Helper()
+	h := pty.New(pty.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := h.Launch(ctx, core.LaunchSpec{Name: "test", Argv: plan.Argv, Cwd: cwd, Env: append(env, plan.Env...), Cols: 160, Rows: 45})
+	if err != nil {
+		t.Fatalf("launch %q: %v", plan.Argv, err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	r := &Run{t: t, host: h, pane: info.ID, obs: obs, hooks: hookFile, stop: stop, done: make(chan struct{})}
+	go r.loop(rctx)
+	t.Cleanup(func() {
+		r.stop()
+		<-r.done
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = h.Close(sctx, r.pane)
+		_ = h.Shutdown(sctx)
+		obs.Close()
+		if t.Failed() {
+			scr, _ := r.Screen()
+			t.Logf("last screen:\n%s", scr)
+			v := r.View()
+			t.Logf("states %v hooks %v", v.States, v.Hooks)
+		}
+	})
+	return r
+}
+
+// Pane is the pane id; Host the pty host.
+func (r *Run) Pane() string     { return r.pane }
+func (r *Run) Host() *pty.Host { return r.host }
+
+// Screen reads the pane.
+func (r *Run) Screen() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := r.host.Read(ctx, r.pane, core.ReadOpts{})
+	return s.Text, err
+}
+
+// Send types text, waits for it to be echoed, then presses enter (codex treats a fast
+// text+enter burst as a paste and would keep the newline in the composer).
+func (r *Run) Send(text string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.host.SendText(ctx, r.pane, text); err != nil {
+		r.t.Fatalf("send: %v", err)
+	}
+	// Wait for the last word only: the embedded host's emulator has been seen to render
+	// the blanks of claude's redrawn input line with stale characters.
+	words := strings.Fields(text)
+	last := text
+	if len(words) > 0 {
+		last = words[len(words)-1]
+	}
+	r.WaitScreen(10*time.Second, func(s string) bool { return strings.Contains(s, last) })
+	time.Sleep(300 * time.Millisecond) // past the CLI's paste-burst window, not a wait for a result
+	if err := r.host.SendKeys(ctx, r.pane, "enter"); err != nil {
+		r.t.Fatalf("enter: %v", err)
+	}
+}
+
+// View returns a copy of the folded signals.
+func (r *Run) View() View {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := r.view
+	v.Signals = append([]core.Signal(nil), v.Signals...)
+	v.Readings = append([]wire.LimitReading(nil), v.Readings...)
+	v.Hooks = append([]string(nil), v.Hooks...)
+	v.States = append([]string(nil), v.States...)
+	return v
+}
+
+// Wait polls the view until cond holds or the deadline passes.
+func (r *Run) Wait(d time.Duration, what string, cond func(View) bool) View {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		v := r.View()
+		if cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			scr, _ := r.Screen()
+			r.t.Fatalf("timed out after %v waiting for %s; view: state=%s/%s reason=%q usage=%+v last=%q states=%v hooks=%v\nscreen:\n%s",
+				d, what, v.State, v.Source, v.Reason, v.Usage, v.LastMessage, v.States, v.Hooks, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitScreen polls the screen until cond holds.
+func (r *Run) WaitScreen(d time.Duration, cond func(string) bool) string {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s, _ := r.Screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for the screen; screen:\n%s", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *Run) loop(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastScreen, lastChange := "", time.Now()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, hp := range r.newHooks() {
+			sig, err := r.obs.Hook(hp.Event, hp.Payload)
+			r.mu.Lock()
+			r.view.Hooks = append(r.view.Hooks, hp.Event)
+			if err != nil {
+				r.view.HookErrors = append(r.view.HookErrors, err)
+			}
+			r.mu.Unlock()
+			r.apply(sig)
+			r.poll(ctx)
+		}
+		if n++; n%5 == 0 { // ~500 ms transcript timer
+			r.poll(ctx)
+		}
+		if scr, err := r.Screen(); err == nil {
+			if scr != lastScreen {
+				lastScreen, lastChange = scr, time.Now()
+			}
+			r.apply(r.obs.Screen(core.Screen{Text: scr}, time.Since(lastChange)))
+		}
+	}
+}
+
+func (r *Run) poll(ctx context.Context) {
+	sig, err := r.obs.Poll(ctx)
+	if err != nil {
+		r.t.Logf("poll: %v", err)
+	}
+	r.apply(sig)
+}
+
+func (r *Run) newHooks() []wire.HookParams {
+	f, err := os.Open(r.hooks)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(r.hookAt, 0); err != nil {
+		return nil
+	}
+	var out []wire.HookParams
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		r.hookAt += int64(len(line) + 1)
+		var hp wire.HookParams
+		if json.Unmarshal(bytes.TrimSpace(line), &hp) == nil {
+			out = append(out, hp)
+		}
+	}
+	return out
+}
+
+func (r *Run) apply(s *core.Signal) {
+	if s == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := &r.view
+	v.Signals = append(v.Signals, *s)
+	if s.State != "" {
+		v.State, v.Source, v.Reason, v.Blocked = s.State, s.Source, s.Reason, s.Blocked
+		v.States = append(v.States, string(s.State)+"/"+s.Source)
+	}
+	if s.Usage != nil {
+		v.Usage = *s.Usage
+	}
+	if s.Model != "" {
+		v.Model = s.Model
+	}
+	if s.SessionID != "" {
+		v.SessionID = s.SessionID
+	}
+	if s.Transcript != "" {
+		v.Transcript = s.Transcript
+	}
+	if s.LastMessage != "" {
+		v.LastMessage = s.LastMessage
+	}
+	if s.Reading != nil {
+		v.Readings = append(v.Readings, *s.Reading)
+	}
+}
+
+// BaseEnv is a clean environment for a CLI under test: this process's PATH, the given
+// HOME, a terminal type and locale, plus extra. Nothing of the surrounding agent
+// session leaks in.
+func BaseEnv(home string, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "LANG=C.UTF-8", "TZ=UTC"}
+	return append(env, extra...)
+}
