@@ -118,7 +118,7 @@ func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, obs cor
 }
 
 // Pane is the pane id; Host the pty host.
-func (r *Run) Pane() string     { return r.pane }
+func (r *Run) Pane() string    { return r.pane }
 func (r *Run) Host() *pty.Host { return r.host }
 
 // Screen reads the pane.
