@@ -91,14 +91,15 @@ func (e *Engine) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, err
 	e.mu.Lock()
 	all := e.currentLocked(p.All)
 	e.mu.Unlock()
-	if g == nil {
-		return all, nil
-	}
-	out := all[:0:0]
+	out := all[:0]
 	for _, a := range all {
-		if g.Match(a.Path) {
-			out = append(out, a)
+		if g != nil && !g.Match(a.Path) {
+			continue
 		}
+		if !p.Full {
+			a.LastScreen = ""
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }

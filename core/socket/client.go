@@ -24,7 +24,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	conn    net.Conn
-	pending map[string]chan wire.Response
+	pending map[string]chan pendingReply
 	nextID  atomic.Uint64
 	closed  bool
 }
@@ -35,7 +35,7 @@ var _ core.Service = (*Client)(nil)
 // ("" for none). A missing or dead server gives a wire.ErrUnavailable error with the
 // command that starts one.
 func Dial(ctx context.Context, path, caller string) (*Client, error) {
-	c := &Client{path: path, caller: caller, pending: map[string]chan wire.Response{}}
+	c := &Client{path: path, caller: caller, pending: map[string]chan pendingReply{}}
 	if _, err := c.Ping(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -89,17 +89,24 @@ func (c *Client) shared(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
+// pendingReply is what the read loop hands a waiting call: the raw response line,
+// decoded by the caller straight into its result type (one pass over the bytes).
+type pendingReply struct {
+	line []byte
+	err  error
+}
+
 func (c *Client) readLoop(conn net.Conn) {
-	dec := json.NewDecoder(bufio.NewReaderSize(conn, 64<<10))
+	r := bufio.NewReaderSize(conn, 256<<10)
 	for {
-		var resp wire.Response
-		if err := dec.Decode(&resp); err != nil {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
 			c.mu.Lock()
 			if c.conn == conn {
 				c.conn = nil
 			}
 			for id, ch := range c.pending {
-				ch <- wire.Response{ID: id, Error: &wire.Error{Code: wire.CodeUnavailable,
+				ch <- pendingReply{err: &wire.Error{Code: wire.CodeUnavailable,
 					Message: "connection to orcr server lost: " + err.Error()}}
 				delete(c.pending, id)
 			}
@@ -107,14 +114,42 @@ func (c *Client) readLoop(conn net.Conn) {
 			conn.Close()
 			return
 		}
+		id, ok := responseID(line)
+		if !ok {
+			continue
+		}
 		c.mu.Lock()
-		ch, ok := c.pending[resp.ID]
-		delete(c.pending, resp.ID)
+		ch, ok := c.pending[id]
+		delete(c.pending, id)
 		c.mu.Unlock()
 		if ok {
-			ch <- resp
+			ch <- pendingReply{line: line}
 		}
 	}
+}
+
+// responseID reads the id of a response line cheaply: the server always writes it
+// first ({"id":"…",…}); anything else falls back to a full decode.
+func responseID(line []byte) (string, bool) {
+	const pre = `{"id":"`
+	if len(line) > len(pre) && string(line[:len(pre)]) == pre {
+		rest := line[len(pre):]
+		for i, b := range rest {
+			if b == '\\' {
+				break
+			}
+			if b == '"' {
+				return string(rest[:i]), true
+			}
+		}
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(line, &head) != nil {
+		return "", false
+	}
+	return head.ID, true
 }
 
 // call sends one request and decodes the result into out.
@@ -128,7 +163,7 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 	if err != nil {
 		return err
 	}
-	ch := make(chan wire.Response, 1)
+	ch := make(chan pendingReply, 1)
 	c.mu.Lock()
 	c.pending[id] = ch
 	c.mu.Unlock()
@@ -142,8 +177,11 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 		return NotRunning(c.path, werr)
 	}
 	select {
-	case resp := <-ch:
-		return decodeResponse(resp, out)
+	case rep := <-ch:
+		if rep.err != nil {
+			return rep.err
+		}
+		return decodeLine(rep.line, out)
 	case <-ctx.Done():
 		c.mu.Lock()
 		delete(c.pending, id)
@@ -166,6 +204,24 @@ func (c *Client) request(id, method string, params any) ([]byte, error) {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// decodeLine decodes a response line directly into out (one pass).
+func decodeLine(line []byte, out any) error {
+	var env struct {
+		Result any         `json:"result"`
+		Error  *wire.Error `json:"error"`
+	}
+	if out != nil {
+		env.Result = out
+	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		return fmt.Errorf("decode response: %w", err)
+	}
+	if env.Error != nil {
+		return env.Error
+	}
+	return nil
 }
 
 func decodeResponse(resp wire.Response, out any) error {

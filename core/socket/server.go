@@ -114,18 +114,31 @@ func (cn *conn) write(v any) error {
 }
 
 func (cn *conn) reply(id string, result any, err error) {
-	resp := wire.Response{ID: id}
-	if err != nil {
-		resp.Error = wire.AsError(err)
-	} else {
+	var line []byte
+	if err == nil {
+		// The result is encoded once and framed by hand: re-encoding a RawMessage
+		// would scan large results (agent.list of thousands) a second time.
 		b, merr := json.Marshal(result)
-		if merr != nil {
-			resp.Error = &wire.Error{Code: wire.CodeInternal, Message: "encode result: " + merr.Error()}
+		if merr == nil {
+			idb, _ := json.Marshal(id)
+			line = make([]byte, 0, len(b)+len(idb)+20)
+			line = append(line, `{"id":`...)
+			line = append(line, idb...)
+			line = append(line, `,"result":`...)
+			line = append(line, b...)
+			line = append(line, "}\n"...)
 		} else {
-			resp.Result = b
+			err = &wire.Error{Code: wire.CodeInternal, Message: "encode result: " + merr.Error()}
 		}
 	}
-	if werr := cn.write(resp); werr != nil {
+	if err != nil {
+		line, _ = json.Marshal(wire.Response{ID: id, Error: wire.AsError(err)})
+		line = append(line, '\n')
+	}
+	cn.wmu.Lock()
+	_, werr := cn.c.Write(line)
+	cn.wmu.Unlock()
+	if werr != nil {
 		cn.s.log.Debug("write response", "err", werr)
 	}
 }

@@ -91,8 +91,12 @@ type AgentResult struct {
 // ListParams filters agent.list. An empty glob selects everything.
 type ListParams struct {
 	Glob string `json:"glob,omitempty"`
-	// All includes agents in terminal states; by default they are left out.
+	// All includes every record, also ones superseded by a newer agent on the same
+	// path; by default only the newest record per path is listed.
 	All bool `json:"all,omitempty"`
+	// Full includes each agent's lastScreen, which is left out by default to keep
+	// listings of thousands of agents small (agent.get and agent.read return it).
+	Full bool `json:"full,omitempty"`
 }
 
 // ListResult answers agent.list.
