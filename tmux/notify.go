@@ -12,7 +12,6 @@ import (
 // notify handles one control-mode notification line. It runs on the reader goroutine:
 // it only updates state and queues events, and never calls tmux.
 func (h *Host) notify(line []byte) {
-	h.log.Debug("notify", "line", string(line))
 	switch {
 	case bytes.HasPrefix(line, []byte("%output ")):
 		// Only the pane id is needed; the body is never decoded.

@@ -1,0 +1,198 @@
+package tmux
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core"
+)
+
+// fullScreen is 50 rows of 200 characters: the last row has no newline, so nothing
+// scrolls and the whole 200x50 screen is text.
+func fullScreen() string {
+	var b strings.Builder
+	for i := range 50 {
+		for j := range 200 {
+			b.WriteByte(byte('A' + (i+j)%26))
+		}
+		if i < 49 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkRead200x50 measures Read of a 200x50 screen full of text; it reports the
+// median besides the mean.
+func BenchmarkRead200x50(b *testing.B) {
+	h := newTestHost(b, testSocket(b))
+	defer h.Shutdown(context.Background())
+	info := launch(b, h, "sh", "-c", `stty -echo; printf '%s' "$1"; exec cat`, "sh", fullScreen())
+	var s core.Screen
+	waitFor(b, "a full screen", func() bool {
+		s, _ = h.Read(ctxT(b), info.ID, core.ReadOpts{})
+		return len(strings.Split(s.Text, "\n")) == 50
+	})
+	ctx := context.Background()
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		s, err := h.Read(ctx, info.ID, core.ReadOpts{})
+		durs = append(durs, time.Since(t0))
+		if err != nil || len(s.Text) < 200*50 {
+			b.Fatalf("read: %v (%d bytes)", err, len(s.Text))
+		}
+	}
+	b.StopTimer()
+	reportMedian(b, durs)
+}
+
+func reportMedian(b *testing.B, durs []time.Duration) {
+	if len(durs) == 0 {
+		return
+	}
+	slices.Sort(durs)
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
+}
+
+// BenchmarkLaunch measures Launch and Close of `sleep 60`.
+func BenchmarkLaunch(b *testing.B) {
+	h := newTestHost(b, testSocket(b))
+	defer h.Shutdown(context.Background())
+	ctx := context.Background()
+	spec := core.LaunchSpec{Name: "bench/launch", Argv: []string{"sleep", "60"}, Env: baseEnv(), Cwd: os.TempDir()}
+	for b.Loop() {
+		info, err := h.Launch(ctx, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Close(ctx, info.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSpawn100 compares spawning 100 windows through Host.Launch with a raw shell
+// loop of 100 `tmux -S sock new-window -d sleep 60`, each on a fresh server, in the same
+// run. It reports both times and their ratio (host/raw).
+func BenchmarkSpawn100(b *testing.B) {
+	const n = 100
+	var hostTotal, rawTotal time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		// Host: a fresh server, then 100 launches.
+		h := newTestHost(b, testSocket(b))
+		ctx := context.Background()
+		spec := core.LaunchSpec{Argv: []string{"sleep", "60"}, Env: baseEnv(), Cwd: os.TempDir()}
+		b.StartTimer()
+		t0 := time.Now()
+		for i := range n {
+			spec.Name = "bench/a" + strconv.Itoa(i)
+			if _, err := h.Launch(ctx, spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+		hostTotal += time.Since(t0)
+		b.StopTimer()
+		_ = h.Shutdown(ctx)
+
+		// Raw: a fresh server started the same way, then the shell loop.
+		sock := testSocket(b)
+		start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "orcr", "tail", "-f", "/dev/null")
+		start.Env = clientEnv()
+		if out, err := start.CombinedOutput(); err != nil {
+			b.Fatalf("start raw server: %v %s", err, out)
+		}
+		loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
+		loop.Env = append(clientEnv(), "PATH="+os.Getenv("PATH"))
+		b.StartTimer()
+		t0 = time.Now()
+		if out, err := loop.CombinedOutput(); err != nil {
+			b.Fatalf("raw loop: %v %s", err, out)
+		}
+		rawTotal += time.Since(t0)
+	}
+	runs := float64(b.N)
+	b.ReportMetric(float64(hostTotal.Milliseconds())/runs, "host-ms")
+	b.ReportMetric(float64(rawTotal.Milliseconds())/runs, "raw-ms")
+	b.ReportMetric(float64(hostTotal)/float64(rawTotal), "ratio")
+}
+
+// TestIdleCPU100 (ORCR_LONG=1) keeps 100 idle panes for 60 s and reports the CPU this
+// process (the host) and the tmux server used, as a percentage of one core.
+func TestIdleCPU100(t *testing.T) {
+	if os.Getenv("ORCR_LONG") != "1" {
+		t.Skip("set ORCR_LONG=1 to measure idle CPU over 60 s")
+	}
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	for i := range 100 {
+		info, err := h.Launch(ctxT(t), core.LaunchSpec{Name: fmt.Sprintf("idle/a%d", i),
+			Argv: []string{"sh", "-c", "echo idle; exec sleep 600"}, Env: baseEnv(), Cwd: os.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, h, info.ID, "idle")
+	}
+	server := serverPID(t, sock)
+	self0, srv0 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
+	t0 := time.Now()
+	deadline := time.After(60 * time.Second)
+	events := 0
+loop:
+	for {
+		select {
+		case <-h.Events():
+			events++
+		case <-deadline:
+			break loop
+		}
+	}
+	wall := time.Since(t0).Seconds()
+	self1, srv1 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
+	const hz = 100.0 // USER_HZ on Linux
+	t.Logf("host CPU: %.3f%% of one core; tmux server CPU: %.3f%%; %d events in %.0f s",
+		100*float64(self1-self0)/hz/wall, 100*float64(srv1-srv0)/hz/wall, events, wall)
+	if pct := 100 * float64(self1-self0) / hz / wall; pct > 2 {
+		t.Errorf("host used %.2f%% of one core with 100 idle panes, want ≤ 2%%", pct)
+	}
+}
+
+// cpuTicks is utime+stime of /proc/<pid>/stat in clock ticks.
+func cpuTicks(t *testing.T, pid string) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
+}
+
+// serverPID asks the server for its pid.
+func serverPID(t *testing.T, sock string) int {
+	t.Helper()
+	cmd := exec.Command("tmux", "-S", sock, "display-message", "-p", "#{pid}")
+	cmd.Env = clientEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
