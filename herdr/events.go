@@ -24,6 +24,7 @@ var subscriptions = []map[string]any{
 func (h *Host) watchEvents() {
 	defer h.wg.Done()
 	backoff := 100 * time.Millisecond
+	reconnect := false
 	for h.ctx.Err() == nil {
 		sub, err := h.c.subscribe(h.ctx, subscriptions)
 		if err != nil {
@@ -38,7 +39,8 @@ func (h *Host) watchEvents() {
 		}
 		backoff = 100 * time.Millisecond
 		stop := context.AfterFunc(h.ctx, sub.close)
-		h.resync()
+		h.resync(reconnect)
+		reconnect = true
 		for {
 			ev, err := sub.next()
 			if err != nil {
@@ -122,8 +124,10 @@ func (h *Host) vanished(pane string, exited bool) {
 	h.send(core.HostEvent{Pane: pane, Kind: core.PaneGone})
 }
 
-// resync compares the tracked panes with herdr's list after a (re)connect.
-func (h *Host) resync() {
+// resync compares the tracked panes with herdr's list after a (re)connect. After a
+// reconnect herdr may have restarted and handed a tracked pane's id to a new pane,
+// so live ids are also checked against the pid the host knows.
+func (h *Host) resync(reconnect bool) {
 	ctx, cancel := context.WithTimeout(h.ctx, callTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -147,15 +151,23 @@ func (h *Host) resync() {
 	}
 	h.mu.Lock()
 	var missing []string
-	for id := range h.panes {
+	pids := map[string]int{}
+	for id, t := range h.panes {
 		if !live[id] {
 			missing = append(missing, id)
+		} else if reconnect {
+			pids[id] = t.pid
 		}
 	}
 	if err != nil {
 		h.wsID = ""
 	}
 	h.mu.Unlock()
+	for id, pid := range pids {
+		if now, err := h.pid(ctx, id); (err == nil && now != pid) || errors.Is(err, ErrPaneNotFound) {
+			missing = append(missing, id)
+		}
+	}
 	for _, id := range missing {
 		h.vanished(id, true)
 	}

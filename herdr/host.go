@@ -10,7 +10,8 @@
 // under a small /bin/sh wrapper that starts it with exactly LaunchSpec.Env (plus
 // herdr's own HERDR_* pane variables, which herdr's agent integrations call back
 // through), records its exit status in a file under Options.StateDir, and then holds
-// the pane open like tmux's remain-on-exit until Close.
+// the pane open like tmux's remain-on-exit until Close. The wrapper's pid (herdr's
+// shell_pid) is the pane's PID; the program is its child.
 package herdr
 
 import (
@@ -237,12 +238,16 @@ c=$?
 f="$d/$HERDR_PANE_ID.$$"
 printf '%s\n' "$c" >"$f.tmp" && mv "$f.tmp" "$f.exit"
 trap - INT QUIT
-exec sleep 2147483647
+while :; do sleep 2147483647; done
 `
+
+// wrapperMarker is the wrapper's $0; it stays in the pane's process list for the
+// pane's whole life, which is how adoption tells orcr's panes from others.
+const wrapperMarker = "orcr-pane"
 
 // wrap builds the argv herdr execs for spec.
 func (h *Host) wrap(spec core.LaunchSpec) []string {
-	argv := []string{"/bin/sh", "-c", wrapperScript, "orcr-pane", h.opts.StateDir}
+	argv := []string{"/bin/sh", "-c", wrapperScript, wrapperMarker, h.opts.StateDir}
 	for _, kv := range spec.Env {
 		if strings.HasPrefix(kv, "HERDR_") {
 			continue // herdr's own pane variables are set by the wrapper
@@ -305,6 +310,12 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 		return core.PaneInfo{}, err
 	}
 	h.mu.Lock()
+	old := h.panes[id]
+	h.mu.Unlock()
+	if old != nil && old.pid != pid {
+		h.vanished(id, true) // herdr restarted and reused the id of a pane we knew
+	}
+	h.mu.Lock()
 	h.panes[id] = &tracked{pid: pid}
 	h.mu.Unlock()
 	info := core.PaneInfo{ID: id, Name: name, PID: pid}
@@ -316,15 +327,37 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 
 // pid is the pane's PTY child: the wrapper, parent of the program.
 func (h *Host) pid(ctx context.Context, pane string) (int, error) {
+	pid, _, err := h.processInfo(ctx, pane)
+	return pid, err
+}
+
+// processInfo returns the pane's PTY child pid and whether the pane still runs
+// orcr's wrapper. After a cold restart herdr brings argv panes back as plain shells
+// (reference §2.2) under the same id and label; those are not orcr's panes any more.
+// When herdr does not report argv, the pane is assumed to be orcr's.
+func (h *Host) processInfo(ctx context.Context, pane string) (pid int, ours bool, err error) {
 	var res struct {
 		ProcessInfo struct {
-			ShellPID int `json:"shell_pid"`
+			ShellPID   int `json:"shell_pid"`
+			Foreground []struct {
+				Argv    []string `json:"argv"`
+				Cmdline string   `json:"cmdline"`
+			} `json:"foreground_processes"`
 		} `json:"process_info"`
 	}
 	if err := h.c.call(ctx, "pane.process_info", map[string]any{"pane_id": pane}, &res); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return res.ProcessInfo.ShellPID, nil
+	known := false
+	for _, p := range res.ProcessInfo.Foreground {
+		if len(p.Argv) > 0 || p.Cmdline != "" {
+			known = true
+		}
+		if slices.Contains(p.Argv, wrapperMarker) || strings.Contains(p.Cmdline, " "+wrapperMarker+" ") {
+			return res.ProcessInfo.ShellPID, true, nil
+		}
+	}
+	return res.ProcessInfo.ShellPID, !known, nil
 }
 
 // exitFile is where the wrapper of pane (PTY child pid) records the exit status.
@@ -442,11 +475,18 @@ func (h *Host) List(ctx context.Context) ([]core.PaneInfo, error) {
 		pid := 0
 		if t != nil && t.pid > 0 {
 			pid = t.pid
-		} else if pid, err = h.pid(ctx, p.PaneID); err != nil {
+		} else {
+			var ours bool
+			pid, ours, err = h.processInfo(ctx, p.PaneID)
 			if errors.Is(err, ErrPaneNotFound) {
 				continue // closed between the two calls
 			}
-			return nil, err
+			if err != nil {
+				return nil, err
+			}
+			if !ours {
+				continue // a shell herdr restored in place of an orcr pane
+			}
 		}
 		info := core.PaneInfo{ID: p.PaneID, Name: p.Label, PID: pid}
 		if code, ok := h.exitCode(p.PaneID, pid); ok {
