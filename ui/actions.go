@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/textarea"
@@ -91,21 +92,21 @@ func (d *steerDialog) View(w, h int) string {
 
 // ---- answer ----
 
-// otherAnswer is the select option that switches to a typed answer.
-const otherAnswer = "\x00other"
+// otherAnswer is the select value that switches to a typed answer.
+const otherAnswer = -1
 
 // newAnswerDialog shows what a blocked agent waits for with its options; the chosen
-// option (or typed text) is sent. Options such as "1. Yes" are answered with their key
-// ("1"), which is what numbered TUI menus expect.
+// option (see answerParams) or the typed text is sent.
 func newAnswerDialog(c *common, a *wire.Agent, w int) *formDialog {
 	b := a.Blocked
 	if b == nil {
 		b = &wire.Blocked{Kind: "question"}
 	}
-	var choice, typed string
-	opts := make([]huh.Option[string], 0, len(b.Options)+1)
-	for _, o := range b.Options {
-		opts = append(opts, huh.NewOption(o, o))
+	choice := 0
+	var typed string
+	opts := make([]huh.Option[int], 0, len(b.Options)+1)
+	for i, o := range b.Options {
+		opts = append(opts, huh.NewOption(o, i))
 	}
 	opts = append(opts, huh.NewOption("type an answer…", otherAnswer))
 	if len(b.Options) == 0 {
@@ -116,17 +117,17 @@ func newAnswerDialog(c *common, a *wire.Agent, w int) *formDialog {
 	if detail == "" {
 		detail = "(no detail reported)"
 	}
-	sel := huh.NewSelect[string]().Title(title).Description(detail).Options(opts...).Value(&choice)
+	sel := huh.NewSelect[int]().Title(title).Description(detail).Options(opts...).Value(&choice)
 	in := huh.NewInput().Title("answer").Value(&typed)
 	groups := []*huh.Group{huh.NewGroup(sel), huh.NewGroup(in).WithHideFunc(func() bool { return choice != otherAnswer })}
 	if len(b.Options) == 0 {
 		groups = groups[1:]
 		in.Description(detail).Title(title)
 	}
-	id := a.ID
+	id, provider := a.ID, a.Provider
 	return newFormDialog(c, "answer", min(w, 70), func() action {
 		if choice != otherAnswer {
-			return sendAction{answerParams(id, choice)}
+			return sendAction{answerParams(id, provider, choice)}
 		}
 		if strings.TrimSpace(typed) == "" {
 			return closeAction{}
@@ -135,14 +136,15 @@ func newAnswerDialog(c *common, a *wire.Agent, w int) *formDialog {
 	}, groups...)
 }
 
-// answerParams turns a chosen option into keystrokes: a numbered option sends its number
-// alone (menus act on the digit), anything else is typed and entered.
-func answerParams(id, opt string) wire.SendParams {
-	o := strings.TrimSpace(opt)
-	if len(o) >= 2 && o[0] >= '0' && o[0] <= '9' && (o[1] == '.' || o[1] == ')') {
-		return wire.SendParams{Target: id, Text: o[:1]}
+// answerParams turns the chosen option (0-based) into keystrokes. Agent TUIs (claude,
+// codex, …) show options as a numbered menu that acts on the digit alone; plain
+// programs under the shell provider read a line, so the number is entered.
+func answerParams(id, provider string, choice int) wire.SendParams {
+	p := wire.SendParams{Target: id, Text: strconv.Itoa(choice + 1)}
+	if provider == "shell" || provider == "" {
+		p.Enter = true
 	}
-	return wire.SendParams{Target: id, Text: o, Enter: true}
+	return p
 }
 
 // ---- spawn ----

@@ -160,6 +160,19 @@ func TestAnswerBlocked(t *testing.T) {
 	}
 }
 
+func TestAnswerShellEntersNumber(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	q := agent("0020", "demo/q", wire.StateBlocked, "shell", "", time.Minute, 0, nil)
+	q.Blocked = &wire.Blocked{Kind: "question", Detail: "deploy?", Options: []string{"[1] yes", "[2] no"}}
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: 11, At: t0, Agent: &q}}})
+	selectPath(t, m, "demo/q")
+	press(m, "r")
+	act := runDialog(t, m.dialogs[0], keys("down", "enter")...)
+	if sa, ok := act.(sendAction); !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0020", Text: "2", Enter: true}) {
+		t.Fatalf("action = %#v", act)
+	}
+}
+
 func TestAnswerTyped(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{})
 	press(m, "b", "r")

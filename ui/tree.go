@@ -142,7 +142,8 @@ func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 				t.selectNode(t.sel.parent)
 			}
 		}
-	case km.Toggle.Matches(k):
+	case km.Toggle.Matches(k), km.Attach.Matches(k):
+		// Attach on an inner node without an agent (the root only gets here then) folds it.
 		if t.sel != nil {
 			t.idx.toggle(t.sel)
 		}

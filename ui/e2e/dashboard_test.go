@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDashboard is the operator's whole loop on the real binary: agents spawned by the
+// CLI appear in the tree, attach and detach leave the dashboard intact, kill by glob
+// goes through the dialog with its match list and confirmation, and quitting and
+// restarting keeps the tree.
+func TestDashboard(t *testing.T) {
+	r := newRig(t)
+	r.start()
+	r.waitText(20*time.Second, "agents 0", "in-process")
+
+	// Three agents spawned by the CLI against the dashboard's in-process server.
+	for _, p := range []string{"demo/one", "demo/two", "ops/three"} {
+		name := p[strings.LastIndexByte(p, '/')+1:]
+		r.mustOrcr("agent", "run", p, "--", r.fake, "--name", name)
+	}
+	s := r.waitScreen("three agents in the tree", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "agents 3") && treeLine(s, "one") != "" && treeLine(s, "two") != "" && treeLine(s, "three") != ""
+	})
+	if !strings.Contains(treeLine(s, "demo/"), "2 agents") {
+		t.Fatalf("no roll-up on demo/:\n%s", s)
+	}
+
+	// Select ops/three with the filter, see its live screen in the preview, attach.
+	r.keys("/")
+	r.typeText("three")
+	r.keys("Enter")
+	r.waitText(10*time.Second, "/ three")
+	r.keys("Down", "Down")
+	r.waitText(10*time.Second, "─ ops/three ", "three> ")
+	r.keys("Enter")
+	r.waitScreen("the attached agent's own screen", 15*time.Second, func(s string) bool {
+		return !strings.Contains(s, "─ ops/three ") && strings.Contains(s, "three> ")
+	})
+	r.typeText("echo attached-ok")
+	r.keys("Enter")
+	r.waitText(10*time.Second, "attached-ok")
+	r.keys("C-]")
+	r.waitText(15*time.Second, "─ ops/three ", "detached", "/ three")
+	r.keys("Escape") // clear the filter
+	r.waitScreen("filter cleared", 10*time.Second, func(s string) bool {
+		return treeLine(s, "one") != "" && !strings.Contains(s, "/ three")
+	})
+
+	// Kill demo/** through the dialog: live matches, confirmation, result.
+	r.keys("K")
+	r.waitText(10*time.Second, "kill by glob", "glob ›")
+	r.keys("C-u")
+	r.typeText("demo/**")
+	r.waitText(10*time.Second, "2 agents match:", "demo/one", "demo/two")
+	r.keys("Enter")
+	r.waitText(10*time.Second, "kill 2 agents matching demo/**?")
+	r.keys("y")
+	s = r.waitText(20*time.Second, "killed 2 agents matching demo/**")
+	s = r.waitScreen("demo agents shown killed", 20*time.Second, func(s string) bool {
+		return strings.Contains(treeLine(s, "one"), "✕") && strings.Contains(treeLine(s, "two"), "✕") &&
+			strings.Contains(treeLine(s, "three"), "○")
+	})
+	if out := r.mustOrcr("agent", "ls"); strings.Contains(out, "demo/") || !strings.Contains(out, "ops/three") {
+		t.Fatalf("agent ls after kill:\n%s", out)
+	}
+
+	// Quit: an agent still runs on the embedded host, so the dashboard asks. Stop it.
+	r.keys("q")
+	r.waitText(10*time.Second, "still run on the embedded host", "keep them running", "stop them")
+	r.keys("s")
+	r.waitScreen("the dashboard to exit", 20*time.Second, func(string) bool { return r.paneDead() })
+
+	// Restart: the tree comes back from the store.
+	r.start()
+	s = r.waitScreen("the tree after restart", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "agents 3") && treeLine(s, "one") != "" && treeLine(s, "three") != ""
+	})
+	if strings.Contains(treeLine(s, "three"), "●") || strings.Contains(treeLine(s, "three"), "○") {
+		t.Fatalf("ops/three still shown live after stop:\n%s", s)
+	}
+	r.keys("q")
+	r.waitScreen("the dashboard to exit again", 20*time.Second, func(string) bool { return r.paneDead() })
+}

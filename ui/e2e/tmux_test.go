@@ -1,0 +1,187 @@
+// Package e2e drives the real orcr dashboard end to end: the real binary in a pane of a
+// private tmux server, typed at with send-keys and read with capture-pane, against a
+// real in-process engine with real PTYs. Every wait polls for a condition with a
+// deadline; nothing sleeps and hopes.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/testutil/testbin"
+)
+
+// rig is one isolated orcr installation plus a private tmux server to show it in.
+type rig struct {
+	t    *testing.T
+	bin  string
+	fake string
+	dir  string
+	home string
+	sock string
+	env  []string
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed")
+	}
+	r := &rig{t: t, bin: testbin.Build(t, "orcr"), fake: testbin.Build(t, "orcr/testutil/fakeagent")}
+	// tmux socket paths must stay short (sun_path is ~108 bytes).
+	dir, err := os.MkdirTemp("", "orcr-ui-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dir = dir
+	r.home = filepath.Join(dir, "home")
+	r.sock = filepath.Join(dir, "t.sock")
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ORCR_") || k == "TMUX" || k == "XDG_CONFIG_HOME" || k == "TERM" {
+			continue
+		}
+		r.env = append(r.env, kv)
+	}
+	r.env = append(r.env, "ORCR_HOME="+r.home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
+		// stop whatever the dashboard left running for this home
+		_, _ = r.orcr("agent", "kill", "**", "--yes")
+		os.RemoveAll(dir)
+	})
+	return r
+}
+
+// tmux runs a tmux command on the private server.
+func (r *rig) tmux(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-S", r.sock}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// start opens the dashboard in a 160×48 pane. The pane stays after orcr exits
+// (remain-on-exit) so a test can read what it left and restart it in place.
+func (r *rig) start() {
+	r.t.Helper()
+	cmdline := "env " + shellQuote(r.env...) + " TERM=xterm-256color " + shellQuote(r.bin)
+	if _, err := os.Stat(r.sock); err != nil {
+		r.tmux("new-session", "-d", "-s", "ui", "-x", "160", "-y", "48", cmdline)
+		r.tmux("set-option", "-t", "ui", "remain-on-exit", "on")
+	} else {
+		r.tmux("respawn-pane", "-k", "-t", "ui", cmdline)
+	}
+}
+
+// screen is the pane's current text.
+func (r *rig) screen() string {
+	r.t.Helper()
+	return r.tmux("capture-pane", "-p", "-t", "ui")
+}
+
+// waitScreen polls the pane until cond holds, failing with the last screen at the deadline.
+func (r *rig) waitScreen(what string, d time.Duration, cond func(string) bool) string {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := r.screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *rig) waitText(d time.Duration, texts ...string) string {
+	r.t.Helper()
+	return r.waitScreen(fmt.Sprintf("%q", texts), d, func(s string) bool {
+		for _, t := range texts {
+			if !strings.Contains(s, t) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (r *rig) keys(keys ...string) {
+	r.t.Helper()
+	r.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...)
+}
+
+// typeText sends literal text.
+func (r *rig) typeText(s string) {
+	r.t.Helper()
+	r.tmux("send-keys", "-t", "ui", "-l", s)
+}
+
+// orcr runs the CLI against the same home.
+func (r *rig) orcr(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.bin, args...)
+	cmd.Env = r.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (r *rig) mustOrcr(args ...string) string {
+	r.t.Helper()
+	out, err := r.orcr(args...)
+	if err != nil {
+		r.t.Fatalf("orcr %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// paneDead reports whether the dashboard process in the pane has exited.
+func (r *rig) paneDead() bool {
+	return strings.TrimSpace(r.tmux("display-message", "-p", "-t", "ui", "#{pane_dead}")) == "1"
+}
+
+func (r *rig) panePID() string {
+	return strings.TrimSpace(r.tmux("display-message", "-p", "-t", "ui", "#{pane_pid}"))
+}
+
+func shellQuote(args ...string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}
+
+// treeLine returns the tree pane's row for an agent name, or "".
+func treeLine(screen, name string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if rs := []rune(l); len(rs) > treeWidth {
+			l = string(rs[:treeWidth])
+		}
+		f := strings.Fields(l)
+		for j, w := range f {
+			if w == name && j > 0 {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
+// treeWidth is the tree pane's width in a 160-column terminal (45 %).
+const treeWidth = 72
