@@ -278,12 +278,30 @@ func (h *Host) configure(ctx context.Context, c *control) error {
 	if err != nil {
 		return fmt.Errorf("tmux: configure: %w", err)
 	}
-	for _, r := range reqs {
+	for i, r := range reqs {
 		if _, err := r.wait(ctx); err != nil {
+			if i == len(reqs)-1 {
+				return fmt.Errorf("tmux: subscribe to pane exits (tmux 3.2 or newer needed): %w", err)
+			}
 			return fmt.Errorf("tmux: configure: %w", err)
 		}
 	}
 	return nil
+}
+
+// Version returns the version line of the tmux binary (e.g. "tmux 3.3a"), for doctor.
+// An empty bin means "tmux" from PATH.
+func Version(ctx context.Context, bin string) (string, error) {
+	if bin == "" {
+		bin = "tmux"
+	}
+	cmd := exec.CommandContext(ctx, bin, "-V")
+	cmd.Env = clientEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("tmux: version: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // watch owns one control client's lifetime: when it ends while the host is open it

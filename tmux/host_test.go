@@ -320,3 +320,13 @@ func TestAttachCommand(t *testing.T) {
 		t.Errorf("Stream = %v, want ErrNoStream", err)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	v, err := Version(ctxT(t), "")
+	if err != nil || !strings.HasPrefix(v, "tmux ") {
+		t.Errorf("Version = %q, %v", v, err)
+	}
+	if _, err := New(ctxT(t), Options{Socket: testSocket(t), Bin: "/nonexistent/tmux"}); err == nil {
+		t.Error("New with a missing binary succeeded")
+	}
+}
