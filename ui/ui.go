@@ -8,6 +8,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -62,6 +63,9 @@ func Run(ctx context.Context, svc core.Service, opts Options) (QuitChoice, error
 	p := tea.NewProgram(m, tea.WithContext(ctx))
 	final, err := p.Run()
 	if err != nil {
+		if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+			return QuitPlain, nil // the caller ended the dashboard
+		}
 		return QuitPlain, fmt.Errorf("dashboard: %w", err)
 	}
 	if fm, ok := final.(*Model); ok {

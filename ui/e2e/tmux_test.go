@@ -20,7 +20,7 @@ import (
 
 // rig is one isolated orcr installation plus a private tmux server to show it in.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	fake string
 	dir  string
@@ -29,7 +29,9 @@ type rig struct {
 	env  []string
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigTB(t) }
+
+func newRigTB(t testing.TB) *rig {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed")
