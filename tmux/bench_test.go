@@ -196,3 +196,39 @@ func serverPID(t *testing.T, sock string) int {
 	}
 	return pid
 }
+
+// TestBusyCPU50 (ORCR_LONG=1) runs 50 panes that each redraw a line every 20 ms for
+// 20 s, like busy TUIs, and reports the CPU the host and the tmux server used.
+func TestBusyCPU50(t *testing.T) {
+	if os.Getenv("ORCR_LONG") != "1" {
+		t.Skip("set ORCR_LONG=1 to measure CPU with busy panes")
+	}
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	script := `i=0; while :; do printf '\r\033[2Kworking %d %s' $i "$1"; i=$((i+1)); sleep 0.02; done`
+	for i := range 50 {
+		if _, err := h.Launch(ctxT(t), core.LaunchSpec{Name: fmt.Sprintf("busy/a%d", i),
+			Argv: []string{"sh", "-c", script, "sh", strings.Repeat("=", 100)}, Env: baseEnv(), Cwd: os.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := serverPID(t, sock)
+	self0, srv0 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
+	t0 := time.Now()
+	deadline := time.After(20 * time.Second)
+	events := 0
+loop:
+	for {
+		select {
+		case <-h.Events():
+			events++
+		case <-deadline:
+			break loop
+		}
+	}
+	wall := time.Since(t0).Seconds()
+	self1, srv1 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
+	t.Logf("host CPU: %.2f%% of one core; tmux server CPU: %.2f%%; %d output events in %.0f s (%.1f/s per pane)",
+		100*float64(self1-self0)/100/wall, 100*float64(srv1-srv0)/100/wall, events, wall, float64(events)/wall/50)
+}
