@@ -1,0 +1,204 @@
+// Package codex is orcr's adapter for the OpenAI Codex CLI (`codex`): it finds the
+// CLI, builds the launch (--no-daemon so the session lives in the pane, orcr's notify
+// program and the folder trust given per process with -c), finds the session's rollout
+// file, and observes the agent from notify, the rollout and the screen.
+package codex
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"orcr/adapters/internal/agentkit"
+	"orcr/adapters/prices"
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// Name is the provider name.
+const Name = "codex"
+
+// InstallHint is the command that installs the CLI.
+const InstallHint = "npm install -g @openai/codex"
+
+// Options configure the adapter.
+type Options struct {
+	// Bin overrides discovery of the codex binary.
+	Bin    string
+	Logger *slog.Logger
+	Prices *prices.Table
+	// Home overrides CODEX_HOME (tests); it is exported to the pane.
+	Home string
+}
+
+// Provider implements core.Provider for codex.
+type Provider struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	claimed map[string]string // rollout path -> agent id, so two agents never share one
+}
+
+var _ core.Provider = (*Provider)(nil)
+
+// New returns the adapter.
+func New(o Options) *Provider {
+	if o.Prices == nil {
+		o.Prices = prices.Default()
+	}
+	l := o.Logger
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{opts: o, log: l, claimed: map[string]string{}}
+}
+
+// Name implements core.Provider.
+func (p *Provider) Name() string { return Name }
+
+// Bin returns the binary the adapter launches and whether it exists.
+func (p *Provider) Bin() (string, bool) {
+	return agentkit.FindBin(p.opts.Bin, "ORCR_CODEX_BIN", "codex", "codex")
+}
+
+// Detect implements core.Provider.
+func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
+	st := core.ProviderStatus{Name: Name}
+	bin, ok := p.Bin()
+	st.Path = bin
+	if !ok {
+		st.Fix = InstallHint
+		st.Notes = append(st.Notes, "codex not found (PATH, $ORCR_CODEX_BIN)")
+		return st
+	}
+	st.Found = true
+	st.Version = agentkit.Version(bin)
+	st.Notes = append(st.Notes, "orcr notify injected per launch (-c notify=…)")
+	return st
+}
+
+// home is CODEX_HOME for an agent.
+func (p *Provider) home(env []string, agentEnv map[string]string) string {
+	if p.opts.Home != "" {
+		return p.opts.Home
+	}
+	if v := agentEnv["CODEX_HOME"]; v != "" {
+		return v
+	}
+	if v := agentkit.EnvValue(env, "CODEX_HOME"); v != "" {
+		return v
+	}
+	if v := os.Getenv("CODEX_HOME"); v != "" && env == nil {
+		return v
+	}
+	return filepath.Join(agentkit.Home(env), ".codex")
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// NotifyArgv is the notify program: codex passes the JSON payload as the last
+// argument, and `orcr hook` reads payloads on stdin, so a shell moves it over.
+func NotifyArgv(self string) []string {
+	return []string{"/bin/sh", "-c", `printf '%s' "$1" | exec "$0" hook codex notify`, self}
+}
+
+// Prepare implements core.Provider.
+func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.LaunchPlan, error) {
+	bin, ok := p.Bin()
+	if !ok {
+		return core.LaunchPlan{}, fmt.Errorf("codex not found; install it with: %s", InstallHint)
+	}
+	a := req.Agent
+	var notify []string
+	for _, s := range NotifyArgv(req.Self) {
+		notify = append(notify, tomlString(s))
+	}
+	argv := []string{bin}
+	if a.SessionID != "" {
+		argv = append(argv, "resume", a.SessionID)
+	}
+	argv = append(argv, "--no-daemon", "-c", "notify=["+strings.Join(notify, ",")+"]")
+	if cwd := a.Cwd; cwd != "" {
+		// Trust the agent's folder for this process only; list the path as given and
+		// resolved, since codex compares either.
+		dirs := []string{cwd}
+		if r := agentkit.RealDir(cwd); r != cwd {
+			dirs = append(dirs, r)
+		}
+		var parts []string
+		for _, d := range dirs {
+			parts = append(parts, tomlString(d)+`={trust_level="trusted"}`)
+		}
+		argv = append(argv, "-c", "projects={"+strings.Join(parts, ",")+"}")
+	}
+	if a.Model != "" {
+		argv = append(argv, "-m", a.Model)
+	}
+	argv = append(argv, a.Argv...)
+	if a.Prompt != "" {
+		pr := a.Prompt
+		if strings.HasPrefix(pr, "-") {
+			pr = " " + pr
+		}
+		argv = append(argv, pr)
+	}
+	var env []string
+	if p.opts.Home != "" {
+		env = append(env, "CODEX_HOME="+p.opts.Home)
+	}
+	return core.LaunchPlan{Argv: argv, Env: env, SessionID: a.SessionID}, nil
+}
+
+// Observe implements core.Provider.
+func (p *Provider) Observe(a wire.Agent) core.Observer { return newObserver(p, a) }
+
+// claim records that agent id follows the rollout at path; false when another agent
+// already does.
+func (p *Provider) claim(path, id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if owner, ok := p.claimed[path]; ok && owner != id {
+		return false
+	}
+	p.claimed[path] = id
+	return true
+}
+
+func (p *Provider) release(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range p.claimed {
+		if v == id {
+			delete(p.claimed, k)
+		}
+	}
+}

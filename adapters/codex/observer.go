@@ -1,0 +1,362 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"orcr/adapters/internal/agentkit"
+	"orcr/adapters/internal/jsonl"
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// observer follows one codex agent.
+type observer struct {
+	p      *Provider
+	agent  wire.Agent
+	home   string
+	cwd    string
+	launch time.Time
+	now    func() time.Time
+
+	tail     *jsonl.Tail
+	ro       *Rollout
+	lastScan time.Time
+
+	state    wire.State
+	blocked  *wire.Blocked
+	readings agentkit.Readings
+	dialog   string
+
+	sentUsage   wire.Usage
+	sentModel   string
+	sentSession string
+	sentPath    string
+	sentLast    string
+	sentLimitAt time.Time
+	sentTurns   int
+	sentOpen    bool
+	sentRates   int
+}
+
+func newObserver(p *Provider, a wire.Agent) *observer {
+	launch := a.CreatedAt
+	if a.StartedAt != nil {
+		launch = *a.StartedAt
+	}
+	if launch.IsZero() {
+		launch = time.Now()
+	}
+	o := &observer{p: p, agent: a, home: p.home(nil, a.Env), cwd: agentkit.RealDir(a.Cwd), launch: launch,
+		now: time.Now, ro: NewRollout(), sentSession: a.SessionID, sentPath: a.Transcript,
+		sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
+	if a.Transcript != "" {
+		o.adopt(a.Transcript)
+	}
+	return o
+}
+
+// Close implements core.Observer.
+func (o *observer) Close() error {
+	o.p.release(o.agent.ID)
+	return nil
+}
+
+func (o *observer) adopt(path string) bool {
+	if !o.p.claim(path, o.agent.ID) {
+		return false
+	}
+	o.tail = &jsonl.Tail{Path: path}
+	o.ro = NewRollout()
+	o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+	return true
+}
+
+// Hook implements core.Observer. Codex's notify reports turn completion only.
+func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
+	var n struct {
+		Type     string `json:"type"`
+		ThreadID string `json:"thread-id"`
+		Last     string `json:"last-assistant-message"`
+		Cwd      string `json:"cwd"`
+	}
+	if err := json.Unmarshal(payload, &n); err != nil {
+		return nil, fmt.Errorf("codex hook %s: malformed payload: %w", event, err)
+	}
+	if n.Type != "agent-turn-complete" {
+		return nil, nil
+	}
+	sig := &core.Signal{Source: "hook"}
+	if n.ThreadID != o.ro.SessionID || o.tail == nil {
+		// Codex also notifies for its own side threads (title generation), which
+		// leave no rollout. Only a thread with a rollout is the agent's.
+		path := o.findByID(n.ThreadID)
+		if path == "" {
+			return nil, nil
+		}
+		if o.tail == nil || o.tail.Path != path {
+			if !o.adopt(path) {
+				return nil, nil
+			}
+		}
+	}
+	if n.ThreadID != o.sentSession {
+		sig.SessionID, o.sentSession = n.ThreadID, n.ThreadID
+	}
+	if n.Last != "" && n.Last != o.sentLast {
+		sig.LastMessage, o.sentLast = n.Last, n.Last
+	}
+	o.setState(sig, wire.StateDone, "turn finished", nil)
+	return o.finish(sig), nil
+}
+
+// Poll implements core.Observer.
+func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
+	sig := &core.Signal{Source: "transcript"}
+	if o.tail == nil && o.now().Sub(o.lastScan) >= time.Second {
+		o.lastScan = o.now()
+		if path := o.discover(); path != "" {
+			o.adopt(path)
+		}
+	}
+	if o.tail == nil {
+		return o.finish(sig), nil
+	}
+	_, err := o.tail.Read(ctx, o.ro.Add)
+	if errors.Is(err, jsonl.ErrShrunk) {
+		o.ro = NewRollout()
+		o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+		_, err = o.tail.Read(ctx, o.ro.Add)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	o.fromRollout(sig)
+	return o.finish(sig), err
+}
+
+func (o *observer) fromRollout(sig *core.Signal) {
+	r := o.ro
+	if o.tail.Path != o.sentPath {
+		sig.Transcript, o.sentPath = o.tail.Path, o.tail.Path
+	}
+	if r.SessionID != "" && r.SessionID != o.sentSession {
+		sig.SessionID, o.sentSession = r.SessionID, r.SessionID
+	}
+	if r.Model != "" && r.Model != o.sentModel {
+		sig.Model, o.sentModel = r.Model, r.Model
+	}
+	if u := o.p.opts.Prices.Usage(r.ByModel()); r.Lines > 0 && !sameUsage(u, o.sentUsage) {
+		sig.Usage, o.sentUsage = &u, u
+	}
+	if r.LastMessage != "" && r.LastMessage != o.sentLast {
+		sig.LastMessage, o.sentLast = r.LastMessage, r.LastMessage
+	}
+	if r.RatesSeq != o.sentRates {
+		o.sentRates = r.RatesSeq
+		keys := make([]string, 0, len(r.Rates))
+		for k := range r.Rates {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			rd := r.Rates[k]
+			o.readings.Add(&rd)
+		}
+	}
+	switch {
+	case r.Limit != nil && !r.Limit.At.Equal(o.sentLimitAt):
+		o.sentLimitAt = r.Limit.At
+		o.limitHit(sig, r.Limit.Text, r.Limit.ResetsAt)
+	case r.TurnsEnded > o.sentTurns && !r.TurnOpen && o.state != wire.StateDone && r.Limit == nil:
+		o.setState(sig, wire.StateDone, "turn finished (rollout)", nil)
+	case r.TurnOpen && (!o.sentOpen || o.state != wire.StateWorking) && o.dialog == "" &&
+		!(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "permission"):
+		if o.state != wire.StateWorking {
+			o.setState(sig, wire.StateWorking, "turn started (rollout)", nil)
+		}
+	}
+	o.sentTurns, o.sentOpen = r.TurnsEnded, r.TurnOpen
+}
+
+func (o *observer) limitHit(sig *core.Signal, text string, reset *time.Time) {
+	detail := "usage limit"
+	if reset != nil {
+		detail = "resets " + reset.UTC().Format("15:04 UTC")
+	}
+	win := "5h"
+	if rd, ok := o.ro.Rates["weekly"]; ok && rd.UsedPct >= 100 {
+		if p, ok := o.ro.Rates["5h"]; !ok || p.UsedPct < 100 {
+			win = "weekly"
+		}
+	}
+	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: text, ResetsAt: reset})
+	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
+}
+
+func (o *observer) setState(sig *core.Signal, s wire.State, reason string, b *wire.Blocked) {
+	sig.State, sig.Reason, sig.Blocked = s, reason, b
+	o.state, o.blocked = s, b
+}
+
+func (o *observer) finish(sig *core.Signal) *core.Signal {
+	if sig.Reading == nil {
+		sig.Reading = o.readings.Next()
+	}
+	if sig.State == "" && sig.Usage == nil && sig.Model == "" && sig.SessionID == "" &&
+		sig.Transcript == "" && sig.LastMessage == "" && sig.Reading == nil {
+		return nil
+	}
+	return sig
+}
+
+// sessionDirs lists the day directories a rollout of this launch can be in.
+func (o *observer) sessionDirs() []string {
+	var dirs []string
+	for d := o.launch.Add(-24 * time.Hour); !d.After(o.now().Add(24 * time.Hour)); d = d.Add(24 * time.Hour) {
+		for _, t := range []time.Time{d.Local(), d.UTC()} {
+			dir := filepath.Join(o.home, "sessions", t.Format("2006"), t.Format("01"), t.Format("02"))
+			if len(dirs) == 0 || dirs[len(dirs)-1] != dir {
+				dirs = append(dirs, dir)
+			}
+		}
+	}
+	return dirs
+}
+
+// discover finds the rollout this agent writes: a file created after launch whose
+// session_meta names the agent's cwd and that no other agent follows.
+func (o *observer) discover() string {
+	type cand struct {
+		path string
+		at   time.Time
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	for _, dir := range o.sessionDirs() {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			info, err := e.Info()
+			if err != nil || info.ModTime().Before(o.launch.Add(-2*time.Second)) {
+				continue
+			}
+			meta, ok := readMeta(path)
+			if !ok || agentkit.RealDir(meta.Cwd) != o.cwd || meta.Timestamp.Before(o.launch.Add(-5*time.Second)) {
+				continue
+			}
+			cands = append(cands, cand{path, meta.Timestamp})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].at.Before(cands[j].at) })
+	for _, c := range cands {
+		o.p.mu.Lock()
+		owner, taken := o.p.claimed[c.path]
+		o.p.mu.Unlock()
+		if !taken || owner == o.agent.ID {
+			return c.path
+		}
+	}
+	return ""
+}
+
+var idRE = regexp.MustCompile(`^[0-9a-fA-F-]{8,64}$`)
+
+// findByID finds the rollout of a thread id.
+func (o *observer) findByID(id string) string {
+	if !idRE.MatchString(id) {
+		return ""
+	}
+	for _, dir := range o.sessionDirs() {
+		m, _ := filepath.Glob(filepath.Join(dir, "rollout-*-"+id+".jsonl"))
+		if len(m) > 0 {
+			return m[0]
+		}
+	}
+	return ""
+}
+
+type meta struct {
+	ID        string    `json:"id"`
+	Cwd       string    `json:"cwd"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// readMeta reads the session_meta of a rollout's first line.
+func readMeta(path string) (meta, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return meta{}, false
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	line, err := br.ReadSlice('\n')
+	if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		return meta{}, false
+	}
+	// The cwd and id sit before the (possibly long) base instructions; decode the
+	// fields from a prefix when the line is longer than the buffer.
+	var e struct {
+		Type    string `json:"type"`
+		Payload meta   `json:"payload"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		e.Payload = metaFromPrefix(line)
+		if e.Payload.Cwd == "" {
+			return meta{}, false
+		}
+		return e.Payload, true
+	}
+	return e.Payload, e.Type == "session_meta"
+}
+
+var (
+	cwdRE = regexp.MustCompile(`"cwd":("(?:[^"\\]|\\.)*")`)
+	tsRE  = regexp.MustCompile(`"payload":\{[^{}]*?"timestamp":"([^"]+)"`)
+)
+
+func metaFromPrefix(b []byte) meta {
+	var m meta
+	if !strings.Contains(string(b[:min(len(b), 200)]), `"session_meta"`) {
+		return m
+	}
+	if x := cwdRE.FindSubmatch(b); x != nil {
+		_ = json.Unmarshal(x[1], &m.Cwd)
+	}
+	if x := tsRE.FindSubmatch(b); x != nil {
+		m.Timestamp, _ = time.Parse(time.RFC3339Nano, string(x[1]))
+	}
+	return m
+}
+
+func sameUsage(a, b wire.Usage) bool {
+	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens ||
+		a.CacheReadTokens != b.CacheReadTokens || a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced {
+		return false
+	}
+	if (a.CostUSD == nil) != (b.CostUSD == nil) {
+		return false
+	}
+	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
+}
