@@ -77,9 +77,9 @@ type envelope struct {
 }
 
 type eventMsg struct {
-	Type             string          `json:"type"`
-	Message          string          `json:"message"`
-	LastAgentMessage *string         `json:"last_agent_message"`
+	Type             string  `json:"type"`
+	Message          string  `json:"message"`
+	LastAgentMessage *string `json:"last_agent_message"`
 	Info             *struct {
 		Total *tokenUsage `json:"total_token_usage"`
 	} `json:"info"`
