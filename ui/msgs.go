@@ -112,11 +112,17 @@ func subscribeCmd(ctx context.Context, svc core.Service, after uint64) tea.Cmd {
 	}
 }
 
-// maxBatch caps how many queued events one message carries.
-const maxBatch = 256
+// maxBatch caps how many queued events one message carries; batchWindow is how long
+// the command keeps collecting after the first event. A fleet that changes all the time
+// then costs the dashboard at most one update and frame per window, not one per event.
+const (
+	maxBatch    = 512
+	batchWindow = 100 * time.Millisecond
+)
 
 // waitEvents is the one re-arming subscription command: it blocks for the next event,
-// drains whatever else is already queued, and returns them; Update re-arms it.
+// collects what else arrives within batchWindow, and returns them together; Update
+// re-arms it.
 func waitEvents(ch <-chan wire.Event) tea.Cmd {
 	return func() tea.Msg {
 		ev, ok := <-ch
@@ -124,6 +130,8 @@ func waitEvents(ch <-chan wire.Event) tea.Cmd {
 			return subEndedMsg{}
 		}
 		evs := []wire.Event{ev}
+		timer := time.NewTimer(batchWindow)
+		defer timer.Stop()
 		for len(evs) < maxBatch {
 			select {
 			case ev, ok := <-ch:
@@ -131,7 +139,7 @@ func waitEvents(ch <-chan wire.Event) tea.Cmd {
 					return eventsMsg{ch, evs}
 				}
 				evs = append(evs, ev)
-			default:
+			case <-timer.C:
 				return eventsMsg{ch, evs}
 			}
 		}
