@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"orcr/adapters/hook"
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/wire"
@@ -287,35 +287,15 @@ func runDoctor(ctx context.Context, io *streams, asJSON bool) error {
 	return nil
 }
 
-// runHook reads a hook payload from stdin and reports it as the agent named by the
-// environment. It never blocks the agent for long and never fails it.
+// runHook is `orcr hook PROVIDER EVENT`, run by agents' hook settings: it reports the
+// payload as the agent named by ORCR_ID and never blocks or fails the agent.
 func runHook(ctx context.Context, io *streams, provider, event string) error {
-	if provider == "" || event == "" {
-		return fmt.Errorf("usage: orcr hook PROVIDER EVENT (payload on stdin)")
-	}
-	payload, _ := readAtMost(io.in, 8<<20)
-	id := os.Getenv("ORCR_ID")
-	if id == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	cl, err := dial(ctx)
-	if err != nil {
-		return nil
-	}
-	defer cl.Close()
-	p := wire.HookParams{Provider: provider, Event: event, AgentID: id}
-	if len(payload) > 0 && jsonValid(payload) {
-		p.Payload = payload
-	}
-	_ = cl.Hook(ctx, p)
-	return nil
-}
-
-func readAtMost(r io.Reader, n int64) ([]byte, error) {
-	if r == nil {
-		return nil, nil
-	}
-	return io.ReadAll(io.LimitReader(r, n))
+	return hook.Run(ctx, provider, event, io.in, io.out, os.Getenv, func(ctx context.Context, p wire.HookParams) error {
+		cl, err := dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		return cl.Hook(ctx, p)
+	})
 }

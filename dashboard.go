@@ -2,10 +2,50 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+
+	"orcr/config"
+	"orcr/core"
+	"orcr/core/socket"
+	"orcr/core/wire"
+	"orcr/ui"
 )
 
-// runDashboard opens the full-screen dashboard.
+// runDashboard opens the full-screen dashboard. When a server already runs for this
+// ORCR_HOME it connects to it; otherwise it hosts the server in-process (which also
+// serves the socket, so the CLI works from other shells meanwhile).
 func runDashboard(ctx context.Context, io *streams) error {
-	return fmt.Errorf("dashboard not wired yet")
+	cfg, err := config.Load(config.DefaultPath())
+	if err != nil {
+		return err
+	}
+	self, _ := os.Executable()
+	opts := ui.Options{Theme: cfg.UI.Theme, UserThemes: cfg.Themes, Keymap: cfg.UI.Keymap,
+		KeyOverrides: cfg.Keys, Self: self}
+
+	if cl, err := socket.Dial(ctx, socket.SocketPath(homeDir()), ""); err == nil {
+		defer cl.Close()
+		opts.Mode = "connected"
+		opts.Logger = newLogger(homeDir())
+		_, err := ui.Run(ctx, cl, opts)
+		return err
+	} else if !errors.Is(err, wire.ErrUnavailable) {
+		return err
+	}
+	if socket.Held(homeDir()) {
+		return fmt.Errorf("a server holds %s but does not answer on its socket; check `orcr doctor` or stop it", homeDir())
+	}
+	s, err := startServer(ctx)
+	if err != nil {
+		return err
+	}
+	opts.Mode = "in-process"
+	opts.Logger = s.log
+	opts.EmbeddedHost = s.host.Name() == "pty"
+	ictx := core.WithCaller(ctx, core.Caller{InProcess: true})
+	_, err = ui.Run(ictx, s.engine, opts)
+	s.close(context.Background())
+	return err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 
 	"orcr/config"
@@ -67,5 +66,3 @@ func pickHostName(cfg config.Config, hs []hostStatus) (string, string) {
 	}
 	return "pty", "auto: neither herdr nor tmux found; using the embedded pty host"
 }
-
-func jsonValid(b []byte) bool { return json.Valid(b) }

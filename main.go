@@ -125,25 +125,22 @@ func NewApp(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error { return runTop(ctx, io, c.Bool("once")) },
 			},
 			{
-				Name:   "queue",
-				Usage:  "queued and running agents, with the caps",
-				Flags:  []cli.Flag{jsonFlag()},
-				Action: func(ctx context.Context, c *cli.Command) error { return runQueue(ctx, io, c.Bool("json")) },
+				Name:     "queue",
+				Usage:    "queued and running agents, with the caps",
+				Flags:    []cli.Flag{jsonFlag()},
+				Action:   func(ctx context.Context, c *cli.Command) error { return runQueue(ctx, io, c.Bool("json")) },
+				Commands: []*cli.Command{queueCapsCommand(io)},
 			},
 			{
-				Name:   "usage",
-				Usage:  "tokens and cost by provider, model and window",
-				Flags:  []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "provider"}},
-				Action: func(ctx context.Context, c *cli.Command) error { return runUsage(ctx, io, c.String("provider"), c.Bool("json")) },
+				Name:  "usage",
+				Usage: "tokens and cost by provider, model and window",
+				Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "provider"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					return runUsage(ctx, io, c.String("provider"), c.Bool("json"))
+				},
 			},
-			{
-				Name:  "schedule",
-				Usage: "durable schedules",
-				Commands: []*cli.Command{{
-					Name: "ls", Usage: "list schedules", Flags: []cli.Flag{jsonFlag()},
-					Action: func(ctx context.Context, c *cli.Command) error { return runScheduleList(ctx, io, c.Bool("json")) },
-				}},
-			},
+			scheduleCommand(io),
+			gcCommand(io),
 			{
 				Name:   "doctor",
 				Usage:  "host, providers, integrations: found / missing + fix",

@@ -12,13 +12,17 @@ import (
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"orcr/adapters/claude"
+	"orcr/adapters/prices"
 	"orcr/adapters/shell"
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/herdr"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/tmux"
 )
 
 // homeDir is $ORCR_HOME, else $XDG_STATE_HOME/orcr, else ~/.local/state/orcr.
@@ -106,15 +110,19 @@ func startServer(ctx context.Context) (*server, error) {
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
-		Limits: core.Limits{Global: cfg.GlobalCap(), Provider: cfg.ProviderCaps(), MinFreeMB: cfg.MinFreeMB()},
+		Limits: configLimits(cfg), GC: configGC(cfg),
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := eng.ApplyLimits(configLimits(cfg)); err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
 	if err := eng.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	s.engine = eng
+	s.watchReload(ctx)
 	sock, err := socket.Listen(sockPath, eng, s.log)
 	if err != nil {
 		return nil, err
@@ -146,26 +154,90 @@ func (s *server) close(ctx context.Context) {
 
 // providers builds the provider adapters.
 func providers(cfg config.Config, log *slog.Logger) []core.Provider {
-	return []core.Provider{shell.New()}
+	table := priceTable(cfg, log)
+	return []core.Provider{
+		shell.New(),
+		claude.New(claude.Options{Bin: cfg.Providers["claude"].Bin, Logger: log, Prices: table}),
+	}
+}
+
+// priceTable is the embedded price table with the config's [prices] overrides.
+func priceTable(cfg config.Config, log *slog.Logger) *prices.Table {
+	var rows []prices.Row
+	for model, p := range cfg.Prices {
+		rows = append(rows, prices.Row{Model: model, Input: p.Input, Output: p.Output, CacheRead: p.CacheRead,
+			CacheWrite5m: p.CacheWrite, Date: "config", Source: cfg.Path})
+	}
+	t, err := prices.New(rows)
+	if err != nil {
+		if log != nil {
+			log.Warn("price overrides ignored", "err", err)
+		}
+		return prices.Default()
+	}
+	return t
 }
 
 // chooseHost picks the host (DESIGN §6): config host or $ORCR_HOST; "auto" prefers
-// herdr, then tmux, then the embedded pty host.
+// herdr, then tmux, then the embedded pty host. An explicitly chosen host that is
+// missing is an error with exit code 2 and the install pointer.
 func chooseHost(ctx context.Context, cfg config.Config, home string, log *slog.Logger) (core.Host, string, error) {
-	want := cfg.Host
+	want, how := cfg.Host, "config host"
 	if h := os.Getenv("ORCR_HOST"); h != "" {
-		want = h
+		want, how = h, "$ORCR_HOST"
 	}
 	if want == "" {
 		want = "auto"
 	}
+	explicit := want != "auto"
+	missing := func(name, fix string, err error) error {
+		return &wire.Error{Code: wire.CodeMissingProgram,
+			Message: fmt.Sprintf("%s = %q but %s is not usable: %v; %s", how, name, name, err, fix)}
+	}
+	if want == "herdr" || want == "auto" {
+		bin, why, err := herdr.FindBin(cfg.Herdr.Bin)
+		if err == nil {
+			h, err := herdr.New(ctx, herdr.Options{Bin: bin, Session: cfg.Herdr.Session, Logger: log})
+			if err == nil {
+				return h, fmt.Sprintf("herdr at %s (%s)", bin, why), nil
+			}
+			if explicit {
+				return nil, "", missing("herdr", herdr.InstallHint, err)
+			}
+			log.Warn("herdr found but unusable; trying tmux", "err", err)
+		} else if explicit {
+			return nil, "", missing("herdr", herdr.InstallHint, err)
+		}
+	}
+	if want == "tmux" || want == "auto" {
+		bin := cfg.Tmux.Bin
+		if bin == "" {
+			bin = "tmux"
+		}
+		if path, ok := lookPath(bin); ok {
+			h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: path, Logger: log})
+			if err == nil {
+				why := "auto: herdr not found; tmux found at " + path
+				if explicit {
+					why = "chosen by " + how + "; tmux at " + path
+				}
+				return h, why, nil
+			}
+			if explicit {
+				return nil, "", missing("tmux", "install tmux: apt-get install tmux", err)
+			}
+			log.Warn("tmux found but unusable; using the embedded host", "err", err)
+		} else if explicit {
+			return nil, "", missing("tmux", "install tmux: apt-get install tmux", fmt.Errorf("%s not found in PATH", bin))
+		}
+	}
 	switch want {
 	case "pty":
-		return pty.New(pty.Options{Logger: log}), "chosen in config (host = \"pty\")", nil
-	case "auto":
-		return pty.New(pty.Options{Logger: log}), "auto: neither herdr nor tmux found, using the embedded pty host", nil
+		return pty.New(pty.Options{Logger: log}), "chosen by " + how + " (embedded pty host)", nil
+	case "auto", "herdr", "tmux":
+		return pty.New(pty.Options{Logger: log}), "auto: neither herdr nor tmux found; using the embedded pty host", nil
 	}
-	return nil, "", &wire.Error{Code: wire.CodeInvalidParams, Message: fmt.Sprintf("unknown host %q; use auto, herdr, tmux or pty", want)}
+	return nil, "", &wire.Error{Code: wire.CodeInvalidParams, Message: fmt.Sprintf("unknown host %q in %s; use auto, herdr, tmux or pty", want, how)}
 }
 
 func lookPath(name string) (string, bool) {
