@@ -43,14 +43,21 @@
 // # Footprint
 //
 // Badger's defaults (64 MiB memtables × 5, 256 MiB block cache, 1 GiB value-log files)
-// suit a database server, not a tool that keeps a few thousand small records. The
-// constants below shrink every pool. TestRSSWith1000Agents measures a fresh process that
-// opens a store of 1,000 agents and lists them: about 24 MiB in all, of which ~10 MiB is
-// the test binary itself, ~3 MiB Open and ~10 MiB ListAgents (mostly JSON garbage not
-// yet collected). The memtable arena is allocated on the Go heap but only touched as it
-// fills; it still counts toward the GC goal, which is why memtables are 4 MiB, not 64.
+// suit a database server, not a tool that keeps a few thousand small records; the
+// constants below shrink every pool. Measured on the 2-core dev machine:
 //
-// Limits that follow: one transaction holds at most ~600 KiB of inline records (15% of a
+//   - TestRSSWith1000Agents: a fresh process that opens a store of 1,000 agents (about
+//     2 KiB of JSON each) and lists them has a VmRSS of about 22–24 MiB, of which about
+//     10 MiB is the test binary before Open, about 3 MiB Open, and the rest ListAgents
+//     (decoded agents plus JSON garbage not yet collected).
+//   - Under sustained writes (1,000 events/s of 2.7 KiB each, which is what an event
+//     that embeds a whole agent weighs) the process peaked near 67 MiB, against 140 MiB
+//     with 4 MiB memtables, 2 MiB tables and no compression. What grows is badger's pool
+//     of table-builder buffers (released again about every 2 s once writes stop) and the
+//     mmapped tables themselves: stored bytes count as file-backed RSS, so the size of
+//     the retained event log matters. Prune events, and keep stored events small.
+//
+// Limits that follow: one transaction holds at most ~300 KiB of inline records (15% of a
 // memtable), which no method here approaches since values of 64 KiB and more go to the
 // value log; one value may be at most 16 MiB (a value-log file).
 package store
@@ -79,16 +86,25 @@ var _ core.Store = (*Store)(nil)
 // (see valueThreshold), so this is only for large agent screens and generic values.
 const gcInterval = 10 * time.Minute
 
-// Tuning. Each figure is chosen for thousands of records of a few KiB, one process.
+// Tuning. Each figure is chosen for thousands of records of a few KiB, one process;
+// the package comment says what was measured. Badger's defaults are in the comments.
 const (
-	memTableSize   = 4 << 20  // badger: 64 MiB; its arena (~5 MiB) counts toward Go's GC goal
-	numMemtables   = 2        // one filling, one flushing
-	blockCacheSize = 1 << 20  // tables are uncompressed and mmapped; a cache buys little
-	indexCacheSize = 2 << 20  // bloom filters and block indexes of the tables
-	valueLogSize   = 16 << 20 // badger: 1 GiB per value-log file, mmapped
-	valueThreshold = 64 << 10 // records below this stay in the LSM tree, next to their key
-	numCompactors  = 2        // badger's minimum when compaction is on
-	numGoroutines  = 2        // for badger's stream framework; the machine has few cores
+	// memTableSize (64 MiB) bounds the skiplist arena, which lives on the Go heap and
+	// counts toward the GC goal, and sets how much a flush builds at once.
+	memTableSize = 2 << 20
+	numMemtables = 2 // (5) one filling, one flushing
+	// baseTableSize (2 MiB): every table builder (flush and compaction) starts with a
+	// buffer of twice this, and badger pools up to eight builders while writes go on.
+	baseTableSize = 512 << 10
+	// Tables are zstd-compressed (default snappy): agent screens and events are text
+	// that shrinks severalfold, and the tables are mmapped, so their size shows up in
+	// RSS as file pages. Compression needs a block cache for decompressed blocks.
+	blockCacheSize = 2 << 20  // (256 MiB)
+	indexCacheSize = 2 << 20  // (0: every table's index and bloom filter kept in memory)
+	valueLogSize   = 16 << 20 // (1 GiB) per value-log file, mmapped
+	valueThreshold = 64 << 10 // (1 MiB) records below this stay in the LSM beside their key
+	numCompactors  = 2        // (4) badger's minimum when compaction is on
+	numGoroutines  = 2        // (8) badger's stream framework; the machine has few cores
 )
 
 // Store is the badger-backed core.Store. Its methods are safe for concurrent use.
@@ -149,8 +165,10 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithMetricsEnabled(false).
 		WithSyncWrites(false).
 		WithMemTableSize(memTableSize).
+		WithBaseTableSize(baseTableSize).
 		WithNumMemtables(numMemtables).
-		WithCompression(options.None).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(1).
 		WithBlockCacheSize(blockCacheSize).
 		WithIndexCacheSize(indexCacheSize).
 		WithValueLogFileSize(valueLogSize).

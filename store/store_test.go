@@ -628,3 +628,45 @@ func TestListAgentsManyBatches(t *testing.T) {
 		t.Fatalf("ListAgents with a bad record in a middle batch = %v", err)
 	}
 }
+
+// TestManyEventsAcrossFlushes writes several memtables' worth of events so reads, prunes
+// and seq recovery go through flushed tables and tombstones, not one memtable.
+func TestManyEventsAcrossFlushes(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openT(t, dir)
+	a := sampleAgent(1)
+	const n = 4000 // ~2.7 KiB each: several 2 MiB memtables
+	for i := range n {
+		if _, err := s.AppendEvent(ctx, sampleEvent(i, &a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tables := s.db.Tables(); len(tables) == 0 {
+		t.Fatalf("no table was flushed after %d events; the test does not cover what it says", n)
+	}
+	if err := s.PruneEvents(ctx, n/2); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store) {
+		t.Helper()
+		evs, err := s.Events(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != n/2 || evs[0].Seq != n/2+1 || evs[len(evs)-1].Seq != n {
+			t.Fatalf("after prune: %d events, first %d", len(evs), evs[0].Seq)
+		}
+		page, err := s.Events(ctx, n-10, 5)
+		if err != nil || !slices.Equal(seqsOf(page), []uint64{n - 9, n - 8, n - 7, n - 6, n - 5}) {
+			t.Fatalf("page = %v, %v", seqsOf(page), err)
+		}
+	}
+	check(s)
+	s.Close()
+	s = openT(t, dir)
+	check(s)
+	if s.LastSeq() != n {
+		t.Fatalf("LastSeq = %d, want %d", s.LastSeq(), n)
+	}
+}
