@@ -72,6 +72,13 @@ func (c *client) call(ctx context.Context, method string, params, out any) error
 		ctx, cancel = context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 	}
+	return c.wait(ctx, method, params, out)
+}
+
+// wait is call without the default deadline, for herdr's long calls (agent.wait,
+// pane.wait_for_output): they end when herdr answers or ctx ends, and ending ctx
+// closes the connection, which cancels the wait inside herdr.
+func (c *client) wait(ctx context.Context, method string, params, out any) error {
 	id := "orcr-" + strconv.FormatUint(c.seq.Add(1), 10)
 	line, err := encodeRequest(id, method, params)
 	if err != nil {

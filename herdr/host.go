@@ -232,7 +232,7 @@ func (h *Host) setWorkspace(id string) {
 // wrapper survives to record 130.
 const wrapperScript = `d=$1; shift
 trap : INT QUIT
-env -i HERDR_ENV="$HERDR_ENV" HERDR_SOCKET_PATH="$HERDR_SOCKET_PATH" HERDR_BIN_PATH="$HERDR_BIN_PATH" ` +
+env -i -- HERDR_ENV="$HERDR_ENV" HERDR_SOCKET_PATH="$HERDR_SOCKET_PATH" HERDR_BIN_PATH="$HERDR_BIN_PATH" ` +
 	`HERDR_WORKSPACE_ID="$HERDR_WORKSPACE_ID" HERDR_TAB_ID="$HERDR_TAB_ID" HERDR_PANE_ID="$HERDR_PANE_ID" "$@"
 c=$?
 f="$d/$HERDR_PANE_ID.$$"
@@ -249,8 +249,9 @@ const wrapperMarker = "orcr-pane"
 func (h *Host) wrap(spec core.LaunchSpec) []string {
 	argv := []string{"/bin/sh", "-c", wrapperScript, wrapperMarker, h.opts.StateDir}
 	for _, kv := range spec.Env {
-		if strings.HasPrefix(kv, "HERDR_") {
-			continue // herdr's own pane variables are set by the wrapper
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.HasPrefix(k, "HERDR_") {
+			continue // not an assignment, or herdr's own pane variable (set by the wrapper)
 		}
 		argv = append(argv, kv)
 	}

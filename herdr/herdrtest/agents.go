@@ -3,10 +3,9 @@ package herdrtest
 import (
 	"context"
 	"encoding/json"
-	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -41,14 +40,21 @@ func (a *agentState) publicStatus() string {
 	return a.status
 }
 
-func (a *agentState) set(status string) {
+// set moves to status. Any non-idle state counts as seen; settling into idle from a
+// non-idle state is seen only if the pane has a focused UI — headless, a finished
+// turn therefore reads as done until someone focuses the pane (reference §2.4).
+func (a *agentState) set(status string, focused bool) {
 	if status == a.status {
 		return
 	}
+	prev := a.status
 	a.status = status
 	a.stateChangeSeq++
-	if status != "idle" {
+	switch {
+	case status != "idle":
 		a.seen = true
+	case prev == "working" || prev == "blocked":
+		a.seen = focused
 	}
 }
 
@@ -108,23 +114,41 @@ func (s *Server) detect() {
 			ps = append(ps, p)
 		}
 		s.mu.Unlock()
+		groups := processGroups()
 		for _, p := range ps {
-			s.detectPane(p)
+			s.detectPane(p, groups)
 		}
 	}
 }
 
-func (s *Server) detectPane(p *pane) {
-	fg := ""
-	if pg := p.term.foregroundPgrp(); pg > 0 && pg != p.term.cmd.Process.Pid {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pg) + "/comm"); err == nil {
-			fg = strings.TrimSpace(string(b))
+// agentIn returns the agent kind running in the PTY's foreground process group:
+// the first process whose name, argv[0] or script argument (node/python wrappers)
+// is a known kind.
+func agentIn(t *term, groups map[int][]int) string {
+	pg := t.foregroundPgrp()
+	if pg <= 0 {
+		return ""
+	}
+	for _, pid := range groups[pg] {
+		pi := describeProc(pid)
+		cands := []string{pi.Name}
+		for i, a := range pi.Argv {
+			if i > 1 {
+				break
+			}
+			cands = append(cands, filepath.Base(a))
 		}
-	} else if pg > 0 && p.argvPane {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pg) + "/comm"); err == nil {
-			fg = strings.TrimSpace(string(b))
+		for _, c := range cands {
+			if slices.Contains(agentKinds, c) {
+				return c
+			}
 		}
 	}
+	return ""
+}
+
+func (s *Server) detectPane(p *pane, groups map[int][]int) {
+	fg := agentIn(p.term, groups)
 	working := false
 	if _, screen := p.term.rows(false, false); len(screen) > 0 {
 		for _, r := range screen {
@@ -143,7 +167,7 @@ func (s *Server) detectPane(p *pane) {
 	isKind := slices.Contains(agentKinds, fg)
 	switch {
 	case a == nil && isKind:
-		p.agent = &agentState{kind: fg, status: "idle", detectedAt: now}
+		p.agent = &agentState{kind: fg, status: "idle", seen: true, detectedAt: now}
 		p.revision++
 		s.emit("pane.agent_detected", map[string]any{"pane_id": p.id, "workspace_id": p.ws.id, "agent": fg})
 		return
@@ -175,9 +199,9 @@ func (s *Server) detectPane(p *pane) {
 	}
 	if a.authority == "" && fg == a.kind {
 		if working {
-			a.set("working")
+			a.set("working", s.focused == p)
 		} else {
-			a.set("idle")
+			a.set("idle", s.focused == p)
 		}
 	}
 }
@@ -438,7 +462,7 @@ func (s *Server) paneReportAgent(_ context.Context, raw json.RawMessage) (any, e
 		a.lastSeq[p.Source] = *p.Seq
 	}
 	a.authority, a.kind = p.Source, p.Agent
-	a.set(p.State)
+	a.set(p.State, s.focused == pn)
 	return ok, nil
 }
 
@@ -453,5 +477,40 @@ func (s *Server) paneReleaseAgent(_ context.Context, raw json.RawMessage) (any, 
 	if pn.agent != nil && pn.agent.authority == p.Source {
 		pn.agent.authority = ""
 	}
+	return ok, nil
+}
+
+// focus marks p focused by a (virtual) UI: it sets the seen flag, so a settled
+// agent reads idle instead of done (reference §2.4).
+func (s *Server) focus(p *pane) {
+	if p.agent != nil {
+		p.agent.seen = true
+	}
+	s.focused = p
+	p.ws.activeTab = p.tab
+	s.emit("pane.focused", map[string]any{"pane_id": p.id, "workspace_id": p.ws.id})
+}
+
+func (s *Server) paneFocus(_ context.Context, raw json.RawMessage) (any, error) {
+	p := decode[idParams](raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pn, err := s.findPane(p.PaneID)
+	if err != nil {
+		return nil, err
+	}
+	s.focus(pn)
+	return ok, nil
+}
+
+func (s *Server) agentFocus(_ context.Context, raw json.RawMessage) (any, error) {
+	p := decode[targetParams](raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pn, err := s.resolveAgent(p.Target)
+	if err != nil {
+		return nil, err
+	}
+	s.focus(pn)
 	return ok, nil
 }

@@ -46,6 +46,8 @@ func init() {
 		"pane.wait_for_output":  {required: []string{"pane_id", "source", "match"}, params: ptr[waitOutputParams], long: true, handle: (*Server).paneWaitForOutput},
 		"pane.report_agent":     {required: []string{"pane_id", "source", "agent", "state"}, params: ptr[reportParams], handle: (*Server).paneReportAgent},
 		"pane.release_agent":    {required: []string{"pane_id", "source", "agent"}, params: ptr[reportParams], handle: (*Server).paneReleaseAgent},
+		"pane.focus":            {required: []string{"pane_id"}, params: ptr[idParams], handle: (*Server).paneFocus},
+		"agent.focus":           {required: []string{"target"}, params: ptr[targetParams], handle: (*Server).agentFocus},
 		"agent.start":           {required: []string{"name", "kind", "pane_id"}, params: ptr[agentStartParams], handle: (*Server).agentStart},
 		"agent.get":             {required: []string{"target"}, params: ptr[targetParams], handle: (*Server).agentGet},
 		"agent.list":            {handle: (*Server).agentList},

@@ -81,6 +81,7 @@ type Server struct {
 	events     []event // ring of the last ringSize events
 	eventSeq   uint64
 	protocol   int
+	focused    *pane // the pane a (virtual) UI focused last; nil headless
 
 	ctx     context.Context
 	cancel  context.CancelFunc

@@ -281,6 +281,9 @@ func (s *Server) watchExit(p *pane) {
 // removePane drops p and any tab/workspace it leaves empty. It reports what vanished.
 func (s *Server) removePane(p *pane) (tabGone, wsGone bool) {
 	delete(s.panes, p.id)
+	if s.focused == p {
+		s.focused = nil
+	}
 	t := p.tab
 	t.panes = slices.DeleteFunc(t.panes, func(x *pane) bool { return x == p })
 	if len(t.panes) > 0 {

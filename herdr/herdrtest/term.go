@@ -313,6 +313,25 @@ type procInfo struct {
 	Cwd     string   `json:"cwd,omitempty"`
 }
 
+// processGroups maps every process group to its pids (Linux /proc; empty elsewhere).
+func processGroups() map[int][]int {
+	out := map[int][]int{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := unix.Getpgid(pid); err == nil {
+			out[g] = append(out[g], pid)
+		}
+	}
+	return out
+}
+
 // processesInGroup lists the processes of pgrp (Linux /proc; elsewhere just the leader).
 func processesInGroup(pgrp int) []procInfo {
 	if pgrp <= 0 {
