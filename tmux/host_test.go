@@ -2,6 +2,7 @@ package tmux
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,5 +329,58 @@ func TestVersion(t *testing.T) {
 	}
 	if _, err := New(ctxT(t), Options{Socket: testSocket(t), Bin: "/nonexistent/tmux"}); err == nil {
 		t.Error("New with a missing binary succeeded")
+	}
+}
+
+// TestAbandonedCallKeepsOrder abandons calls before their replies arrive and checks
+// that the next call still gets its own reply, not an abandoned one's.
+func TestAbandonedCallKeepsOrder(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 5 {
+		if _, err := h.call(gone, fmt.Sprintf(`display-message -p "abandoned-%d"`, i)); err == nil {
+			t.Fatal("call with a cancelled context succeeded")
+		}
+	}
+	out, err := h.call(ctxT(t), `display-message -p "own-reply"`)
+	if err != nil || len(out) != 1 || out[0] != "own-reply" {
+		t.Errorf("next call got %q, %v; want own-reply", out, err)
+	}
+}
+
+// TestDeadSubscriptionParsing feeds subscription lines for a launched pane: no exit
+// until the status is known, then exactly one PaneExited with the code (128+signal for
+// a signal).
+func TestDeadSubscriptionParsing(t *testing.T) {
+	h := &Host{events: newEventQueue(), panes: map[string]*paneState{}, windows: map[string]string{},
+		unreaped: map[string]bool{}, reap: make(chan struct{}, 1)}
+	defer h.events.close()
+	h.panes["%7"] = &paneState{mine: true}
+	h.panes["%8"] = &paneState{mine: true}
+	h.notify([]byte("%subscription-changed orcr-dead $0 @7 3 %7 : 1  "))
+	if h.panes["%7"].dead || !h.unreaped["%7"] {
+		t.Fatalf("dead without status: %+v", *h.panes["%7"])
+	}
+	h.notify([]byte("%subscription-changed orcr-dead $0 @7 3 %7 : 1 3 "))
+	h.notify([]byte("%subscription-changed orcr-dead $0 @7 3 %7 : 1 3 "))
+	h.notify([]byte("%subscription-changed orcr-dead $0 @8 4 %8 : 1  9"))
+	want := map[string]int{"%7": 3, "%8": 137}
+	for range 2 {
+		select {
+		case ev := <-h.events.ch:
+			if ev.Kind != core.PaneExited || ev.ExitCode == nil || *ev.ExitCode != want[ev.Pane] {
+				t.Errorf("event %+v", ev)
+			}
+			delete(want, ev.Pane)
+		case <-time.After(5 * time.Second):
+			t.Fatal("missing PaneExited")
+		}
+	}
+	select {
+	case ev := <-h.events.ch:
+		t.Errorf("extra event %+v", ev)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
