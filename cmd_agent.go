@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/urfave/cli/v3"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -52,17 +53,21 @@ func agentCommand(io *streams) *cli.Command {
 						return err
 					}
 					defer cl.Close()
-					as, err := cl.List(ctx, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
-					if err != nil {
-						return err
-					}
 					if c.Bool("json") {
+						as, err := cl.List(ctx, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+						if err != nil {
+							return err
+						}
 						if as == nil {
 							as = []wire.Agent{}
 						}
 						return printJSON(io.out, wire.ListResult{Agents: as})
 					}
-					printTable(io.out, as, time.Now())
+					t, err := cl.ListTable(ctx, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+					if err != nil {
+						return err
+					}
+					printTable(io.out, t)
 					return nil
 				},
 			},
@@ -262,12 +267,7 @@ func agentWait(ctx context.Context, io *streams, glob, until string, timeout tim
 	return nil
 }
 
-func exitSuffix(a wire.Agent) string {
-	if a.ExitCode != nil {
-		return fmt.Sprintf(" (exit %d)", *a.ExitCode)
-	}
-	return ""
-}
+func exitSuffix(a wire.Agent) string { return core.ExitSuffix(a) }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -275,76 +275,16 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func shortID(id string) string {
-	if len(id) > 13 {
-		return id[:13]
-	}
-	return id
-}
+func shortID(id string) string { return core.ShortID(id) }
 
-// printTable prints the ls table: path, state, provider, model, age, tokens, cost.
-func printTable(w io.Writer, as []wire.Agent, now time.Time) {
+// printTable prints display rows with aligned columns.
+func printTable(w io.Writer, t *wire.Table) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PATH\tSTATE\tPROVIDER\tMODEL\tAGE\tTOKENS\tCOST\tID")
-	for _, a := range as {
-		state := string(a.State)
-		if a.State == wire.StateQueued && a.QueuePos > 0 {
-			state = fmt.Sprintf("queued#%d", a.QueuePos)
-		}
-		state += exitSuffix(a)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Path, state, a.Provider, dash(a.Model),
-			age(now.Sub(a.CreatedAt)), tokens(a.Usage), cost(a), shortID(a.ID))
+	fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
+	for _, r := range t.Rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	tw.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func tokens(u wire.Usage) string {
-	if u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%s/%s", human(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens), human(u.OutputTokens))
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d", n)
-}
-
-func cost(a wire.Agent) string {
-	if a.Usage.CostUSD != nil {
-		return fmt.Sprintf("$%.2f", *a.Usage.CostUSD)
-	}
-	if a.Provider == "shell" {
-		return "-"
-	}
-	if tokens(a.Usage) == "-" {
-		return "-"
-	}
-	return "unpriced"
 }
 
 func printAgent(w io.Writer, a wire.Agent, explain bool) {
@@ -378,8 +318,8 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	if a.PID > 0 {
 		row("pid", fmt.Sprint(a.PID))
 	}
-	row("tokens", tokens(a.Usage))
-	row("cost", cost(a))
+	row("tokens", core.FormatTokens(a.Usage))
+	row("cost", core.FormatCost(a))
 	row("session", a.SessionID)
 	row("transcript", a.Transcript)
 	row("error", a.Error)
@@ -487,3 +427,7 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(ks)
 	return ks
 }
+
+func dash(s string) string { return core.Dash(s) }
+
+func age(d time.Duration) string { return core.FormatAge(d) }

@@ -96,7 +96,7 @@ func treeLines(as []wire.Agent, now time.Time) []string {
 			seen[p] = true
 			indent := strings.Repeat("  ", i)
 			if ag, ok := byPath[p]; ok {
-				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider, age(now.Sub(ag.CreatedAt))))
+				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider, core.FormatAge(now.Sub(ag.CreatedAt))))
 			} else {
 				out = append(out, indent+segs[i]+"/")
 			}
@@ -136,7 +136,7 @@ func runQueue(ctx context.Context, io *streams, asJSON bool) error {
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tPATH\tPROVIDER\tPRIORITY\tQUEUED\tWAITING FOR")
 	for _, e := range q.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Pos, e.Path, e.Provider, e.Priority, age(time.Since(e.QueuedAt)), e.Waiting)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Pos, e.Path, e.Provider, e.Priority, core.FormatAge(time.Since(e.QueuedAt)), e.Waiting)
 	}
 	return tw.Flush()
 }
@@ -161,8 +161,8 @@ func runUsage(ctx context.Context, io *streams, provider string, asJSON bool) er
 		if r.Usage.CostUSD != nil {
 			c = fmt.Sprintf("$%.2f", *r.Usage.CostUSD)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, dash(r.Model), r.Window, r.Agents,
-			human(r.Usage.InputTokens), human(r.Usage.OutputTokens), human(r.Usage.CacheReadTokens), human(r.Usage.CacheWriteTokens), c)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Model), r.Window, r.Agents,
+			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
 	}
 	tw.Flush()
 	for _, rd := range u.Readings {

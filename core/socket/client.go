@@ -265,6 +265,19 @@ func (c *Client) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, err
 	return r.Agents, c.call(ctx, wire.MethodAgentList, p, &r)
 }
 
+// ListTable lists agents as display rows (the columns of `orcr agent ls`).
+func (c *Client) ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error) {
+	p.Table = true
+	var r wire.ListResult
+	if err := c.call(ctx, wire.MethodAgentList, p, &r); err != nil {
+		return nil, err
+	}
+	if r.Table == nil {
+		return &wire.Table{Columns: core.TableColumns}, nil
+	}
+	return r.Table, nil
+}
+
 // Get returns one agent.
 func (c *Client) Get(ctx context.Context, target string) (wire.Agent, error) {
 	var r wire.AgentResult
@@ -320,6 +333,41 @@ func (c *Client) Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResul
 func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
 	var r wire.ScheduleListResult
 	return r.Schedules, c.call(ctx, wire.MethodScheduleList, nil, &r)
+}
+
+// SetCaps changes admission caps.
+func (c *Client) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error) {
+	var r wire.QueueResult
+	return r, c.call(ctx, wire.MethodQueueCaps, p, &r)
+}
+
+// GC runs lifecycle collection.
+func (c *Client) GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error) {
+	var r wire.GCResult
+	return r, c.call(ctx, wire.MethodGC, p, &r)
+}
+
+// ScheduleAdd creates a schedule.
+func (c *Client) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
+	var r wire.ScheduleResult
+	return r.Schedule, c.call(ctx, wire.MethodScheduleAdd, p, &r)
+}
+
+// ScheduleRemove deletes a schedule.
+func (c *Client) ScheduleRemove(ctx context.Context, name string) error {
+	return c.call(ctx, wire.MethodScheduleRemove, wire.ScheduleNameParams{Name: name}, nil)
+}
+
+// ScheduleRun runs a schedule now.
+func (c *Client) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
+	var r wire.ScheduleRunResult
+	return r.Run, c.call(ctx, wire.MethodScheduleRun, p, &r)
+}
+
+// ScheduleRuns returns a schedule's run history.
+func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
+	var r wire.ScheduleRunsResult
+	return r.Runs, c.call(ctx, wire.MethodScheduleRuns, wire.ScheduleNameParams{Name: name}, &r)
 }
 
 // streamConn opens a dedicated connection, sends one request and reads its response.

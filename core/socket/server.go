@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"sync"
 	"syscall"
+	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -308,6 +309,18 @@ func checkRequired(method string, p any) error {
 		if p.AgentID == "" || p.Event == "" {
 			return missing("agentId and event")
 		}
+	case *wire.ScheduleAddParams:
+		if p.Name == "" {
+			return missing("name")
+		}
+	case *wire.ScheduleNameParams:
+		if p.Name == "" {
+			return missing("name")
+		}
+	case *wire.ScheduleRunParams:
+		if p.Name == "" {
+			return missing("name")
+		}
 	}
 	return nil
 }
@@ -324,9 +337,13 @@ func (s *Server) call(ctx context.Context, method string, params any) (any, erro
 		a, err := svc.Run(ctx, *params.(*wire.RunParams))
 		return wire.AgentResult{Agent: a}, err
 	case wire.MethodAgentList:
-		as, err := svc.List(ctx, *params.(*wire.ListParams))
+		p := *params.(*wire.ListParams)
+		as, err := svc.List(ctx, p)
 		if as == nil {
 			as = []wire.Agent{}
+		}
+		if p.Table && err == nil {
+			return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now())}, nil
 		}
 		return wire.ListResult{Agents: as}, err
 	case wire.MethodAgentGet:
@@ -351,6 +368,21 @@ func (s *Server) call(ctx context.Context, method string, params any) (any, erro
 	case wire.MethodScheduleList:
 		ss, err := svc.Schedules(ctx)
 		return wire.ScheduleListResult{Schedules: ss}, err
+	case wire.MethodQueueCaps:
+		return svc.SetCaps(ctx, *params.(*wire.CapsParams))
+	case wire.MethodGC:
+		return svc.GC(ctx, *params.(*wire.GCParams))
+	case wire.MethodScheduleAdd:
+		sc, err := svc.ScheduleAdd(ctx, *params.(*wire.ScheduleAddParams))
+		return wire.ScheduleResult{Schedule: sc}, err
+	case wire.MethodScheduleRemove:
+		return wire.Empty{}, svc.ScheduleRemove(ctx, params.(*wire.ScheduleNameParams).Name)
+	case wire.MethodScheduleRun:
+		r, err := svc.ScheduleRun(ctx, *params.(*wire.ScheduleRunParams))
+		return wire.ScheduleRunResult{Run: r}, err
+	case wire.MethodScheduleRuns:
+		rs, err := svc.ScheduleRuns(ctx, params.(*wire.ScheduleNameParams).Name)
+		return wire.ScheduleRunsResult{Runs: rs}, err
 	}
 	return nil, wire.Errorf(wire.CodeUnknownMethod, "method %q has no handler", method)
 }
@@ -358,7 +390,9 @@ func (s *Server) call(ctx context.Context, method string, params any) (any, erro
 // unaryMethods lists the methods call handles; a test checks it against wire.Methods.
 var unaryMethods = []string{wire.MethodPing, wire.MethodInfo, wire.MethodAgentRun, wire.MethodAgentList,
 	wire.MethodAgentGet, wire.MethodAgentSend, wire.MethodAgentRead, wire.MethodAgentWait, wire.MethodAgentKill,
-	wire.MethodAgentResize, wire.MethodHookReport, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList}
+	wire.MethodAgentResize, wire.MethodHookReport, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList,
+	wire.MethodQueueCaps, wire.MethodGC, wire.MethodScheduleAdd, wire.MethodScheduleRemove, wire.MethodScheduleRun,
+	wire.MethodScheduleRuns}
 
 func (s *Server) streamEvents(ctx context.Context, cn *conn, id string, p *wire.SubscribeParams, r *bufio.Reader) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -449,4 +483,14 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 		return 0, 0, serr
 	}
 	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// tableOf projects agents to display rows on the server, so a terminal client
+// decodes a few short strings per agent instead of whole records.
+func tableOf(as []wire.Agent, now time.Time) *wire.Table {
+	t := &wire.Table{Columns: core.TableColumns, Rows: make([][]string, 0, len(as))}
+	for _, a := range as {
+		t.Rows = append(t.Rows, core.TableRow(a, now))
+	}
+	return t
 }

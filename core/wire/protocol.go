@@ -97,11 +97,21 @@ type ListParams struct {
 	// Full includes each agent's lastScreen, which is left out by default to keep
 	// listings of thousands of agents small (agent.get and agent.read return it).
 	Full bool `json:"full,omitempty"`
+	// Table asks for display rows instead of records (like kubectl's server-side
+	// printing): a terminal client then decodes a few short strings per agent.
+	Table bool `json:"table,omitempty"`
 }
 
 // ListResult answers agent.list.
 type ListResult struct {
 	Agents []Agent `json:"agents"`
+	Table  *Table  `json:"table"` // set when ListParams.Table
+}
+
+// Table is rows for display: the columns of `orcr agent ls`.
+type Table struct {
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
 }
 
 // TargetParams names one agent: an id, an id prefix, or a path.

@@ -1,0 +1,93 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Display formatting shared by every terminal surface (CLI tables, top, server-side
+// table rows), so an agent reads the same everywhere.
+
+// TableColumns are the columns of `orcr agent ls`.
+var TableColumns = []string{"PATH", "STATE", "PROVIDER", "MODEL", "AGE", "TOKENS", "COST", "ID"}
+
+// TableRow renders one agent as the columns of TableColumns.
+func TableRow(a wire.Agent, now time.Time) []string {
+	state := string(a.State)
+	if a.State == wire.StateQueued && a.QueuePos > 0 {
+		state = fmt.Sprintf("queued#%d", a.QueuePos)
+	}
+	state += ExitSuffix(a)
+	return []string{a.Path, state, a.Provider, Dash(a.Model), FormatAge(now.Sub(a.CreatedAt)),
+		FormatTokens(a.Usage), FormatCost(a), ShortID(a.ID)}
+}
+
+// ExitSuffix is " (exit N)" for agents with an exit code.
+func ExitSuffix(a wire.Agent) string {
+	if a.ExitCode != nil {
+		return fmt.Sprintf(" (exit %d)", *a.ExitCode)
+	}
+	return ""
+}
+
+// Dash shows "-" for an empty value.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ShortID is the first 13 characters of an id (the UUIDv7 time part), enough to be
+// unique in practice and accepted as a target prefix.
+func ShortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+// FormatAge is a compact age: 42s, 5m, 3h, 2d.
+func FormatAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// FormatTokens is "in/out" with input including cache reads and writes, or "-".
+func FormatTokens(u wire.Usage) string {
+	if u.InputTokens+u.OutputTokens+u.CacheReadTokens+u.CacheWriteTokens == 0 {
+		return "-"
+	}
+	return HumanCount(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens) + "/" + HumanCount(u.OutputTokens)
+}
+
+// HumanCount is 950, 12.3k, 4.1M.
+func HumanCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d", n)
+}
+
+// FormatCost is "$0.12", "unpriced" for tokens of an unknown model, or "-".
+func FormatCost(a wire.Agent) string {
+	if a.Usage.CostUSD != nil {
+		return fmt.Sprintf("$%.2f", *a.Usage.CostUSD)
+	}
+	if a.Provider == "shell" || FormatTokens(a.Usage) == "-" {
+		return "-"
+	}
+	return "unpriced"
+}
