@@ -163,10 +163,10 @@ func newSpawnDialog(c *common, under string, w int) *formDialog {
 			Cwd: strings.TrimSpace(cwd), Prompt: prompt}
 		return runAction{p}
 	}, huh.NewGroup(
-		huh.NewInput().Title("path").Placeholder("review/auth").Value(&path).Validate(validPath),
-		huh.NewSelect[string]().Title("provider").Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
-		huh.NewInput().Title("model").Placeholder("provider default").Value(&model),
-		huh.NewInput().Title("cwd").Placeholder("server's cwd").Value(&cwd),
+		huh.NewInput().Title("path     ").Inline(true).Placeholder("review/auth").Value(&path).Validate(validPath),
+		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
+		huh.NewInput().Title("model    ").Inline(true).Placeholder("provider default").Value(&model),
+		huh.NewInput().Title("cwd      ").Inline(true).Placeholder("server's cwd").Value(&cwd),
 		huh.NewText().Title("prompt").Lines(3).Value(&prompt),
 	))
 	return form

@@ -97,7 +97,9 @@ func selectPath(t *testing.T, m *Model, path string) {
 	if !ok {
 		t.Fatalf("no %s", path)
 	}
+	before := m.selectedID()
 	m.tree.selectNode(n)
+	m.afterSelection(before)
 }
 
 func TestSteerOneLine(t *testing.T) {
@@ -202,7 +204,7 @@ func TestSpawnForm(t *testing.T) {
 		t.Fatal("n did not open the spawn form")
 	}
 	msgs := textKeys("x")                                        // path is prefilled with the selection's parent "demo/"
-	msgs = append(msgs, key("enter"), key("down"), key("enter")) // provider: codex
+	msgs = append(msgs, key("enter"), key("right"), key("enter")) // provider: codex
 	msgs = append(msgs, textKeys("gpt-5")...)
 	msgs = append(msgs, key("enter"))
 	msgs = append(msgs, textKeys("/tmp")...)

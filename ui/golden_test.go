@@ -47,6 +47,16 @@ func TestGoldenDialogs(t *testing.T) {
 			press(m, "enter")
 			golden.RequireEqual(t, screen(t, m))
 		})
+		t.Run("spawn_"+name, func(t *testing.T) {
+			m := newTestModel(t, sz[0], sz[1], Options{})
+			press(m, "n")
+			golden.RequireEqual(t, screen(t, m))
+		})
+		t.Run("answer_"+name, func(t *testing.T) {
+			m := newTestModel(t, sz[0], sz[1], Options{})
+			press(m, "b", "r")
+			golden.RequireEqual(t, screen(t, m))
+		})
 		t.Run("usage_"+name, func(t *testing.T) {
 			m := newTestModel(t, sz[0], sz[1], Options{})
 			press(m, "tab", "tab", "]")
@@ -70,6 +80,14 @@ func TestNoOverflowAnyWidth(t *testing.T) {
 			screen(t, m)
 			press(m, "esc", "K")
 			screen(t, m)
+			for _, k := range []string{"n", "r", "s", "S"} {
+				press(m, "esc", k)
+				if len(m.dialogs) != 1 {
+					t.Fatalf("%dx%d: %s opened no dialog", w, h, k)
+				}
+				screen(t, m)
+			}
+			press(m, "esc")
 		}
 	}
 	// below the minimum: a one-line notice, still exactly w×h

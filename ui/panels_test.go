@@ -1,0 +1,255 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"orcr/core/wire"
+)
+
+func panelText(t *testing.T, m *Model) string {
+	t.Helper()
+	return plain(m.panel.View())
+}
+
+func TestPanelTabs(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	press(m, "tab", "tab") // focus: tree → preview → panel
+	if m.focus != focusPanel || !m.panel.focus {
+		t.Fatal("tab did not reach the panel")
+	}
+	want := []string{"running 6/8", "claude", "nightly-review", "no events yet"}
+	for i, w := range want {
+		if i > 0 {
+			press(m, "]")
+		}
+		if got := panelText(t, m); !strings.Contains(got, w) {
+			t.Fatalf("tab %d lacks %q:\n%s", i, w, got)
+		}
+	}
+	press(m, "]")
+	if m.panel.tab != tabQueue {
+		t.Fatal("] did not wrap")
+	}
+	press(m, "[")
+	if m.panel.tab != tabEvents {
+		t.Fatal("[ did not go back")
+	}
+}
+
+func TestQueueView(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	v := panelText(t, m)
+	for _, w := range []string{"running 6/8", "queued 1", "free 3120 MB (min 512)", "3/4", "2/2", "pi       1 running, no cap", "1 demo/c  claude p0  claude cap 4"} {
+		if !strings.Contains(v, w) {
+			t.Fatalf("queue lacks %q:\n%s", w, v)
+		}
+	}
+	// at the codex cap the gauge is drawn in the danger colour, below it in the ok colour
+	lines := strings.Split(m.panel.View(), "\n")
+	var codex, claude string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(plain(l), "codex"):
+			codex = l
+		case strings.Contains(plain(l), "claude   "):
+			claude = l
+		}
+	}
+	st := m.c.styles
+	danger := st.GaugeDanger.Render("█")
+	danger = danger[:strings.IndexByte(danger, 'm')+1]
+	if !strings.Contains(codex, danger) || strings.Contains(claude, danger) {
+		t.Fatalf("gauge colours: codex %q claude %q", codex, claude)
+	}
+	m.Update(queueMsg{err: wire.Errorf(wire.CodeUnavailable, "server gone")})
+	if !strings.Contains(panelText(t, m), "server gone") {
+		t.Fatal("queue error not shown")
+	}
+}
+
+func TestUsageView(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	m.panel.tab = tabUsage
+	v := panelText(t, m)
+	for _, w := range []string{"claude", "tokens 277.0k  cost $4.93", "5h", "82%", "weekly", "31%", "resets Nov 30 14:00 (in 2h)", "codex", "100% LIMIT"} {
+		if !strings.Contains(v, w) {
+			t.Fatalf("usage lacks %q:\n%s", w, v)
+		}
+	}
+	m.Update(usageMsg{u: wire.UsageResult{}})
+	if !strings.Contains(panelText(t, m), "no usage recorded yet") {
+		t.Fatal("empty usage")
+	}
+}
+
+func TestSchedulesView(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	m.panel.tab = tabSchedules
+	v := panelText(t, m)
+	for _, w := range []string{"nightly-review", "0 3 * * *", "next 12:04 (in 4m)", "last 11:58 ok", "triage", "every 10m", "never run"} {
+		if !strings.Contains(v, w) {
+			t.Fatalf("schedules lack %q:\n%s", w, v)
+		}
+	}
+}
+
+func TestEventsNewestFirstBounded(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	m.panel.tab = tabEvents
+	a := fixture()[0]
+	var evs []wire.Event
+	for i := 1; i <= 600; i++ {
+		a.State = []wire.State{wire.StateWorking, wire.StateDone}[i%2]
+		a.UpdatedAt = t0.Add(time.Duration(i) * time.Second)
+		cp := a
+		evs = append(evs, wire.Event{Event: wire.EventAgentState, Seq: uint64(100 + i), At: a.UpdatedAt, Agent: &cp, From: wire.StateWorking, To: a.State})
+	}
+	evs = append(evs, wire.Event{Event: wire.EventAgentScreen, Agent: &a}) // transient: not logged
+	m.Update(eventsMsg{events: evs})
+	if len(m.panel.events.ring) != 500 {
+		t.Fatalf("ring holds %d", len(m.panel.events.ring))
+	}
+	first := strings.Split(panelText(t, m), "\n")[1]
+	if !strings.Contains(first, "12:10:00") || !strings.Contains(first, "state") || !strings.Contains(first, "demo/a") {
+		t.Fatalf("newest event not first: %q", first)
+	}
+	if m.lastSeq != 700 {
+		t.Fatalf("lastSeq = %d", m.lastSeq)
+	}
+	if got := m.idx.byID["0001"].agent.State; got != wire.StateWorking {
+		t.Fatalf("agent state after events = %s", got)
+	}
+}
+
+func TestPreviewScreenAndScroll(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	selectPath(t, m, "demo/a")
+	var text strings.Builder
+	for i := 0; i < 100; i++ {
+		text.WriteString("line " + string(rune('A'+i%26)) + "\n")
+	}
+	text.WriteString("\x1b[31mred\x1b[0m \x1b]0;title\x07end\n")
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: text.String(), Live: true}})
+	v := plain(pv(m))
+	if !strings.Contains(v, "red end") || strings.Contains(pv(m), "\x1b[31m") || strings.Contains(v, "title") {
+		t.Fatalf("pane text not sanitised:\n%s", v)
+	}
+	press(m, "tab") // focus the preview
+	press(m, "up", "up", "up")
+	if v2 := plain(pv(m)); strings.Contains(v2, "red end") {
+		t.Fatal("scrolling up still shows the last line")
+	}
+	// a read for another agent (a late answer) does not replace the screen
+	m.Update(readMsg{id: "0002", res: wire.ReadResult{Text: "other"}})
+	if strings.Contains(plain(pv(m)), "other") {
+		t.Fatal("late read of another agent shown")
+	}
+	// the last screen of an ended agent is labelled
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "bye", Live: false}})
+	if !strings.Contains(plain(pv(m)), "demo/a (last screen)") {
+		t.Fatal("kept screen not labelled")
+	}
+}
+
+func TestScreenEventsReadOnlyTheSelection(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	selectPath(t, m, "demo/a")
+	m.readInFlight = false
+	other := fixture()[1]
+	_, cmd := m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentScreen, Agent: &other}}})
+	if m.readInFlight {
+		t.Fatal("a screen event of an unselected agent caused a read")
+	}
+	if cmd == nil {
+		t.Fatal("events did not re-arm the subscription")
+	}
+	sel := fixture()[0]
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentScreen, Agent: &sel}}})
+	if !m.readInFlight || m.readWant != "0001" {
+		t.Fatal("a screen event of the selected agent did not read it")
+	}
+	// more screen events while reading only mark it dirty; the answer reads once more
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentScreen, Agent: &sel}, {Event: wire.EventAgentScreen, Agent: &sel}}})
+	_, cmd = m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "x", Live: true}})
+	if cmd == nil || !m.readInFlight {
+		t.Fatal("dirty preview not re-read")
+	}
+	_, cmd = m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "y", Live: true}})
+	if cmd != nil || m.readInFlight {
+		t.Fatal("clean preview read again")
+	}
+}
+
+func TestSubscriptionRearms(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	ch := make(chan wire.Event, 2)
+	_, cmd := m.Update(subscribedMsg{ch: ch})
+	a := fixture()[0]
+	a.State, a.UpdatedAt = wire.StateBlocked, t0.Add(time.Hour)
+	ch <- wire.Event{Event: wire.EventAgentState, Seq: 50, At: t0, Agent: &a}
+	msg := cmd()
+	em, ok := msg.(eventsMsg)
+	if !ok || len(em.events) != 1 {
+		t.Fatalf("subscription command returned %#v", msg)
+	}
+	m.Update(em)
+	if m.idx.byID["0001"].agent.State != wire.StateBlocked {
+		t.Fatal("event not applied")
+	}
+	close(ch)
+	if _, ok := waitEvents(ch)().(subEndedMsg); !ok {
+		t.Fatal("closed subscription not reported")
+	}
+	_, cmd = m.Update(subEndedMsg{})
+	if m.subOK || cmd == nil || !strings.Contains(plain(screen(t, m)), "offline") {
+		t.Fatal("ended subscription not shown or not retried")
+	}
+}
+
+func TestOlderSnapshotIgnored(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	a := fixture()[0]
+	a.State, a.UpdatedAt = wire.StateDone, t0.Add(time.Hour)
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: 60, Agent: &a}}})
+	m.Update(listMsg{agents: fixture()}) // an older list answer arriving late
+	if m.idx.byID["0001"].agent.State != wire.StateDone {
+		t.Fatal("late list overwrote a newer event")
+	}
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentRemoved, Seq: 61, Agent: &a}}})
+	if _, ok := m.idx.byID["0001"]; ok {
+		t.Fatal("removed agent kept")
+	}
+}
+
+func TestStatusBar(t *testing.T) {
+	m := newTestModel(t, 120, 30, Options{Mode: "connected"})
+	line := plain(m.status.View(m.statusInfo()))
+	for _, w := range []string{"connected", "host tmux", "9 agents", "2 working", "▲ 1 blocked", "? help", "q quit"} {
+		if !strings.Contains(line, w) {
+			t.Fatalf("status lacks %q: %q", w, line)
+		}
+	}
+	m.Update(sentMsg{target: "x", err: wire.Errorf(wire.CodeNotRunning, "demo/a is not running")})
+	if !strings.Contains(plain(m.status.View(m.statusInfo())), "send: demo/a is not running") {
+		t.Fatal("error notice not shown")
+	}
+	m.Update(tickMsg(t0.Add(10 * time.Second)))
+	if strings.Contains(plain(m.status.View(m.statusInfo())), "not running") {
+		t.Fatal("notice did not expire")
+	}
+	// very narrow: hints give way, the line still fits
+	m.Update(tea.WindowSizeMsg{Width: 40, Height: 10})
+	if w := len([]rune(plain(m.status.View(m.statusInfo())))); w != 40 {
+		t.Fatalf("narrow status is %d wide", w)
+	}
+}
+
+// pv renders the preview as the root would, pointed at the current selection.
+func pv(m *Model) string {
+	m.syncPreview()
+	return m.preview.View()
+}
