@@ -203,7 +203,7 @@ func TestSpawnForm(t *testing.T) {
 	if len(m.dialogs) != 1 {
 		t.Fatal("n did not open the spawn form")
 	}
-	msgs := textKeys("x")                                        // path is prefilled with the selection's parent "demo/"
+	msgs := textKeys("x")                                         // path is prefilled with the selection's parent "demo/"
 	msgs = append(msgs, key("enter"), key("right"), key("enter")) // provider: codex
 	msgs = append(msgs, textKeys("gpt-5")...)
 	msgs = append(msgs, key("enter"))
