@@ -32,6 +32,8 @@ type Options struct {
 	// UsageReport aggregates agents and limit readings into the usage report
 	// (core/usage.go provides one); nil gives readings only.
 	UsageReport func(agents []wire.Agent, readings []wire.LimitReading, p wire.UsageParams) wire.UsageResult
+	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
+	GC GCRules
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -41,6 +43,7 @@ type Limits struct {
 	Global    int            // 0: unlimited
 	Provider  map[string]int // provider → cap; absent or 0: unlimited
 	MinFreeMB int            // hold admission while free memory is below this
+	Aging     time.Duration  // waiting time worth one priority level (0: no aging)
 }
 
 // Engine is the in-process implementation of Service: it owns the agents, the queue and
@@ -62,6 +65,7 @@ type Engine struct {
 	limits    Limits
 
 	admitWake chan struct{}
+	fl        fleet // queue, GC and schedules (core/queue.go, gc.go, schedule.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -135,6 +139,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.reconcile(ctx, panes); err != nil {
 		return err
 	}
+	e.startFleet()
 	e.wg.Add(2)
 	go e.hostEventLoop()
 	go e.admitLoop()

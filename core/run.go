@@ -83,7 +83,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		e.mu.Unlock()
 		return wire.Agent{}, err
 	}
-	e.kickAdmission()
+	e.enqueue(rt)
 	return stored, nil
 }
 
@@ -104,104 +104,6 @@ func (e *Engine) liveByPathLocked(path string) *agentRT {
 		}
 	}
 	return nil
-}
-
-// SetLimits changes the admission caps; they apply at the next admission.
-func (e *Engine) SetLimits(l Limits) {
-	e.mu.Lock()
-	e.limits = l
-	e.mu.Unlock()
-	e.kickAdmission()
-}
-
-func (e *Engine) kickAdmission() {
-	select {
-	case e.admitWake <- struct{}{}:
-	default:
-	}
-}
-
-func (e *Engine) admitLoop() {
-	defer e.wg.Done()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-e.admitWake:
-		}
-		for _, rt := range e.admit() {
-			e.wg.Add(1)
-			go func(rt *agentRT) {
-				defer e.wg.Done()
-				e.launch(e.ctx, rt)
-			}(rt)
-		}
-	}
-}
-
-// admit picks the queued agents that may start now: priority (higher first) then
-// arrival, within the global and per-provider caps. It marks them starting.
-func (e *Engine) admit() []*agentRT {
-	e.mu.Lock()
-	lim := e.limits
-	running := map[string]int{}
-	total := 0
-	var queued []*agentRT
-	for _, rt := range e.agents {
-		switch {
-		case rt.a.State == wire.StateQueued:
-			queued = append(queued, rt)
-		case rt.a.State.Live():
-			running[rt.a.Provider]++
-			total++
-		}
-	}
-	sortQueue(queued)
-	var out []*agentRT
-	for _, rt := range queued {
-		if lim.Global > 0 && total >= lim.Global {
-			break
-		}
-		if c := lim.Provider[rt.a.Provider]; c > 0 && running[rt.a.Provider] >= c {
-			continue
-		}
-		running[rt.a.Provider]++
-		total++
-		out = append(out, rt)
-	}
-	e.mu.Unlock()
-	for _, rt := range out {
-		e.setState(e.ctx, rt, wire.StateStarting, "server", "admitted", nil)
-	}
-	e.renumberQueue()
-	return out
-}
-
-func sortQueue(q []*agentRT) {
-	sort.SliceStable(q, func(i, j int) bool {
-		if q[i].a.Priority != q[j].a.Priority {
-			return q[i].a.Priority > q[j].a.Priority
-		}
-		return q[i].a.CreatedAt.Before(q[j].a.CreatedAt)
-	})
-}
-
-// renumberQueue refreshes QueuePos in memory (positions are derived, not stored events).
-func (e *Engine) renumberQueue() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var queued []*agentRT
-	for _, rt := range e.agents {
-		if rt.a.State == wire.StateQueued {
-			queued = append(queued, rt)
-		} else {
-			rt.a.QueuePos = 0
-		}
-	}
-	sortQueue(queued)
-	for i, rt := range queued {
-		rt.a.QueuePos = i + 1
-	}
 }
 
 // launch prepares the provider's argv and starts the pane.

@@ -42,6 +42,15 @@ type Service interface {
 	Queue(ctx context.Context) (wire.QueueResult, error)
 	Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error)
 	Schedules(ctx context.Context) ([]wire.Schedule, error)
+
+	// SetCaps changes admission caps at runtime; absent fields keep their value.
+	SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error)
+	// GC runs the lifecycle rules now (or, with DryRun, says what they would do).
+	GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error)
+	ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error)
+	ScheduleRemove(ctx context.Context, name string) error
+	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
+	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
 }
 
 // Caller is who is calling, as the socket server established it.

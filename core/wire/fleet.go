@@ -83,9 +83,115 @@ type ScheduleRun struct {
 	ExitCode   *int       `json:"exitCode"`
 	OutputTail string     `json:"outputTail"`
 	Error      string     `json:"error"`
+	// Trigger is what started the run: "schedule", "manual" (schedule run) or
+	// "missed" (the run-once missed-run policy after a restart).
+	Trigger string `json:"trigger,omitempty"`
+	// DueAt is the cadence instant the run was for (absent for manual runs).
+	DueAt *time.Time `json:"dueAt,omitempty"`
 }
 
 // ScheduleListResult answers schedule.list.
 type ScheduleListResult struct {
 	Schedules []Schedule `json:"schedules"`
+}
+
+// Methods for queue caps, lifecycle GC and schedule management.
+const (
+	MethodQueueCaps      = "queue.caps"
+	MethodGC             = "gc.run"
+	MethodScheduleAdd    = "schedule.add"
+	MethodScheduleRemove = "schedule.rm"
+	MethodScheduleRun    = "schedule.run"
+	MethodScheduleRuns   = "schedule.runs"
+)
+
+// Events of the queue, GC and schedules.
+const (
+	// EventGCCollected says GC acted on an agent; Rule names the rule and Data["action"]
+	// says what was done ("close_pane", "stop", "remove").
+	EventGCCollected = "gc.collected"
+	// EventEventsPruned says GC pruned the event log up to Data["upTo"] (rule gc.retain).
+	EventEventsPruned = "gc.events_pruned"
+	// EventScheduleFired and EventScheduleFinished bracket one schedule run; Data has
+	// "name" and, when finished, "exitCode" and "error". EventScheduleMissed says due runs
+	// were skipped by the missed-run policy.
+	EventScheduleFired    = "schedule.fired"
+	EventScheduleFinished = "schedule.finished"
+	EventScheduleMissed   = "schedule.missed"
+)
+
+// CodeNameTaken: a schedule (or other named object) with that name exists already.
+const CodeNameTaken = "name_taken"
+
+// CapsParams changes admission caps at runtime (queue.caps). Absent fields keep their
+// value; a provider cap of 0 removes that cap. Changes apply at the next admission and
+// last until the server restarts or reloads its config.
+type CapsParams struct {
+	Global       *int           `json:"global,omitempty"`
+	Provider     map[string]int `json:"provider,omitempty"`
+	MinFreeMB    *int           `json:"minFreeMb,omitempty"`
+	AgingSeconds *int           `json:"agingSeconds,omitempty"`
+}
+
+// GCParams runs lifecycle collection now (gc.run).
+type GCParams struct {
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// GCAction is one thing GC did (or would do).
+type GCAction struct {
+	Rule    string `json:"rule"`   // gc.exited_grace | gc.idle_after | gc.retain
+	Action  string `json:"action"` // close_pane | stop | remove | prune_events
+	AgentID string `json:"agentId"`
+	Path    string `json:"path"`
+	Detail  string `json:"detail"`
+}
+
+// GCResult answers gc.run.
+type GCResult struct {
+	DryRun  bool       `json:"dryRun"`
+	Actions []GCAction `json:"actions"`
+	// Rules are the rules in force, as durations in seconds (0: rule off).
+	ExitedGraceSeconds int `json:"exitedGraceSeconds"`
+	IdleAfterSeconds   int `json:"idleAfterSeconds"`
+	RetainSeconds      int `json:"retainSeconds"`
+}
+
+// ScheduleAddParams creates a schedule (schedule.add). Exactly one of EverySeconds and
+// Cron is set. Cwd and Env are the creating shell's; the CLI sends its own.
+type ScheduleAddParams struct {
+	Name         string            `json:"name"`
+	EverySeconds int               `json:"everySeconds,omitempty"`
+	Cron         string            `json:"cron,omitempty"`
+	Command      []string          `json:"command"`
+	Cwd          string            `json:"cwd,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	MissedPolicy string            `json:"missedPolicy,omitempty"` // skip (default) | run-once
+}
+
+// ScheduleResult wraps one schedule.
+type ScheduleResult struct {
+	Schedule Schedule `json:"schedule"`
+}
+
+// ScheduleNameParams names one schedule.
+type ScheduleNameParams struct {
+	Name string `json:"name"`
+}
+
+// ScheduleRunParams runs a schedule now (schedule.run). With Wait the call returns when
+// the run ends; otherwise once it has started.
+type ScheduleRunParams struct {
+	Name string `json:"name"`
+	Wait bool   `json:"wait,omitempty"`
+}
+
+// ScheduleRunResult answers schedule.run.
+type ScheduleRunResult struct {
+	Run ScheduleRun `json:"run"`
+}
+
+// ScheduleRunsResult answers schedule.runs: the stored history, oldest first.
+type ScheduleRunsResult struct {
+	Runs []ScheduleRun `json:"runs"`
 }

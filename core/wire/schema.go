@@ -36,6 +36,12 @@ var Methods = []MethodSpec{
 	{MethodQueue, "The admission queue against its caps.", Empty{}, QueueResult{}, nil},
 	{MethodUsage, "Tokens and cost by provider, model and window.", UsageParams{}, UsageResult{}, nil},
 	{MethodScheduleList, "Durable schedules.", Empty{}, ScheduleListResult{}, nil},
+	{MethodQueueCaps, "Change admission caps at runtime; absent fields keep their value.", CapsParams{}, QueueResult{}, nil},
+	{MethodGC, "Run lifecycle GC now (or say what it would do).", GCParams{}, GCResult{}, nil},
+	{MethodScheduleAdd, "Create a durable schedule.", ScheduleAddParams{}, ScheduleResult{}, nil},
+	{MethodScheduleRemove, "Remove a schedule and its run history.", ScheduleNameParams{}, Empty{}, nil},
+	{MethodScheduleRun, "Run a schedule now.", ScheduleRunParams{}, ScheduleRunResult{}, nil},
+	{MethodScheduleRuns, "A schedule's run history, oldest first.", ScheduleNameParams{}, ScheduleRunsResult{}, nil},
 }
 
 // Method returns the spec of a method by name.
@@ -71,9 +77,10 @@ func Schema() map[string]any {
 		"request":     schemaOf(reflect.TypeOf(Request{}), defs),
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
-		"events":      []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen},
-		"errorCodes":  ErrorCodes,
-		"$defs":       defs,
+		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
+			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed},
+		"errorCodes": ErrorCodes,
+		"$defs":      defs,
 	}
 }
 
@@ -81,7 +88,7 @@ func Schema() map[string]any {
 var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, CodeInvalidParams, CodeInvalidPath,
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
-	CodeInternal, CodeUnavailable, CodeShuttingDown}
+	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})

@@ -1,0 +1,395 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// The admission queue (DESIGN §7). Every agent.run lands here as a queued record; the
+// admission loop starts queued agents within the global and per-provider caps, highest
+// priority first, then oldest, while free memory stays above the guard.
+//
+// Aging: an entry's rank is its arrival time minus priority × aging, so one priority
+// level is worth `aging` of waiting. A priority-0 job that has waited that long ranks
+// with a priority-1 job that has just arrived, and nothing starves. Because the rank is
+// linear in time, "now" cancels out of every comparison: the order never changes while
+// entries wait, so the queue stays sorted incrementally (binary-search insert, lazy
+// removal) and an admission decision is one pass from the front, never a sort.
+
+// DefaultAging is what one priority level is worth in waiting time.
+const DefaultAging = 10 * time.Minute
+
+// memRecheck is how often a held queue re-reads free memory.
+const memRecheck = 2 * time.Second
+
+// fleet is the engine's queue, GC and schedule state. It is guarded by Engine.mu
+// unless a field says otherwise.
+type fleet struct {
+	q      admitQueue
+	inQ    map[*agentRT]struct{} // agents in q.items
+	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
+	loaded bool                  // the first admission loaded the queue from e.agents
+	held   string                // why admission is held ("" when not)
+	freeMB func() int            // free memory reader (tests replace it)
+	gc     GCRules
+	pruned uint64 // events up to this seq are known pruned
+	sched  *scheduler
+}
+
+// qEntry is one queued agent with its rank inputs copied, so comparisons never read
+// the record (whose priority and arrival cannot change while it waits anyway).
+type qEntry struct {
+	rt   *agentRT
+	prio int
+	at   int64 // arrival, unix nanoseconds
+	id   string
+}
+
+// admitQueue is kept sorted in admission order.
+type admitQueue struct {
+	items []qEntry
+	aging time.Duration
+	dirty bool // order changed since positions were last written
+}
+
+// rankBefore reports whether a is admitted before b.
+func (q *admitQueue) rankBefore(a, b *qEntry) bool {
+	if q.aging > 0 && a.prio != b.prio {
+		// Seconds as float64: exact enough to order (sub-microsecond), and no overflow
+		// for any priority a user can type.
+		va := float64(a.at)/1e9 - float64(a.prio)*q.aging.Seconds()
+		vb := float64(b.at)/1e9 - float64(b.prio)*q.aging.Seconds()
+		if va != vb {
+			return va < vb
+		}
+	}
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.id < b.id
+}
+
+func entryOf(rt *agentRT) qEntry {
+	return qEntry{rt: rt, prio: rt.a.Priority, at: rt.a.CreatedAt.UnixNano(), id: rt.a.ID}
+}
+
+// insert places e at its rank (O(log n) to find, one memmove to make room) and
+// renumbers the entries from there on, so positions are right before the next
+// admission: O(1) for the usual arrival at the back.
+func (q *admitQueue) insert(e qEntry) {
+	i := sort.Search(len(q.items), func(i int) bool { return q.rankBefore(&e, &q.items[i]) })
+	q.items = append(q.items, qEntry{})
+	copy(q.items[i+1:], q.items[i:])
+	q.items[i] = e
+	for j := i; j < len(q.items); j++ {
+		q.items[j].rt.a.QueuePos = j + 1
+	}
+}
+
+// setAging re-sorts when the aging step changes (rare: config reload or queue caps).
+func (q *admitQueue) setAging(d time.Duration) {
+	if d == q.aging {
+		return
+	}
+	q.aging = d
+	sort.SliceStable(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
+	q.dirty = true
+}
+
+// pick chooses the entries to admit given the caps and what runs now, removes them
+// and every entry that is no longer queued (killed while waiting), and refreshes the
+// positions of the rest. It returns the admitted and the dropped agents. One pass; the
+// caller holds Engine.mu.
+func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bool) (out, dropped []*agentRT) {
+	keep := q.items[:0]
+	full := map[string]bool{} // providers at their cap
+	globalFull := lim.Global > 0 && total >= lim.Global
+	for _, en := range q.items {
+		rt := en.rt
+		if rt.a.State != wire.StateQueued {
+			dropped = append(dropped, rt)
+			q.dirty = true
+			continue
+		}
+		if hold || globalFull || full[rt.a.Provider] {
+			keep = append(keep, en)
+			continue
+		}
+		if c := lim.Provider[rt.a.Provider]; c > 0 && running[rt.a.Provider] >= c {
+			full[rt.a.Provider] = true
+			keep = append(keep, en)
+			continue
+		}
+		running[rt.a.Provider]++
+		total++
+		globalFull = lim.Global > 0 && total >= lim.Global
+		out = append(out, rt)
+		q.dirty = true
+	}
+	clear(q.items[len(keep):]) // drop references for the GC
+	q.items = keep
+	if q.dirty {
+		for i, en := range q.items {
+			en.rt.a.QueuePos = i + 1
+		}
+		q.dirty = false
+	}
+	return out, dropped
+}
+
+// enqueue adds a freshly stored queued agent to the queue and wakes admission.
+func (e *Engine) enqueue(rt *agentRT) {
+	e.mu.Lock()
+	if e.fl.loaded && rt.a.State == wire.StateQueued {
+		if _, ok := e.fl.inQ[rt]; !ok {
+			e.fl.inQ[rt] = struct{}{}
+			e.fl.q.insert(entryOf(rt))
+		}
+	}
+	e.mu.Unlock()
+	e.kickAdmission()
+}
+
+// loadQueueLocked builds the queue and the live set from the records, once.
+func (e *Engine) loadQueueLocked() {
+	if e.fl.loaded {
+		return
+	}
+	e.fl.loaded = true
+	if e.fl.inQ == nil {
+		e.fl.inQ = map[*agentRT]struct{}{}
+	}
+	if e.fl.live == nil {
+		e.fl.live = map[*agentRT]struct{}{}
+	}
+	e.fl.q.aging = e.limits.Aging
+	for _, rt := range e.agents {
+		switch {
+		case rt.a.State == wire.StateQueued:
+			e.fl.inQ[rt] = struct{}{}
+			e.fl.q.items = append(e.fl.q.items, entryOf(rt))
+		case rt.a.State.Live():
+			e.fl.live[rt] = struct{}{}
+		}
+	}
+	q := &e.fl.q
+	sort.Slice(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
+	q.dirty = true
+}
+
+// runningLocked counts admitted agents that have not ended, dropping ended ones.
+func (e *Engine) runningLocked() (map[string]int, int) {
+	running := map[string]int{}
+	total := 0
+	for rt := range e.fl.live {
+		if rt.a.State.Terminal() {
+			delete(e.fl.live, rt)
+			continue
+		}
+		running[rt.a.Provider]++
+		total++
+	}
+	return running, total
+}
+
+// SetLimits changes the admission caps; they apply at the next admission.
+func (e *Engine) SetLimits(l Limits) {
+	e.mu.Lock()
+	e.limits = l
+	e.mu.Unlock()
+	e.kickAdmission()
+}
+
+// ApplyLimits validates l and makes it the caps (config load and reload).
+func (e *Engine) ApplyLimits(l Limits) error {
+	if err := e.validateLimits(l); err != nil {
+		return err
+	}
+	e.SetLimits(l)
+	return nil
+}
+
+// Limits returns the caps in force.
+func (e *Engine) Limits() Limits {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return cloneLimits(e.limits)
+}
+
+func cloneLimits(l Limits) Limits {
+	c := l
+	c.Provider = make(map[string]int, len(l.Provider))
+	for k, v := range l.Provider {
+		c.Provider[k] = v
+	}
+	return c
+}
+
+// wellKnownProviders may carry caps before their adapter is installed (a config
+// written for claude stays valid on a machine without it).
+var wellKnownProviders = []string{"claude", "codex", "opencode", "pi", "shell"}
+
+func (e *Engine) validateLimits(l Limits) error {
+	if l.Global < 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "global cap %d must not be negative (0 means unlimited)", l.Global)
+	}
+	if l.MinFreeMB < 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "min_free_mb %d must not be negative (0 turns the memory guard off)", l.MinFreeMB)
+	}
+	if l.Aging < 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "aging %s must not be negative (0 turns aging off)", l.Aging)
+	}
+	known := map[string]bool{}
+	for _, n := range wellKnownProviders {
+		known[n] = true
+	}
+	for n := range e.providers {
+		known[n] = true
+	}
+	names := make([]string, 0, len(l.Provider))
+	for n := range l.Provider {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !known[n] {
+			var ks []string
+			for k := range known {
+				ks = append(ks, k)
+			}
+			sort.Strings(ks)
+			return wire.Errorf(wire.CodeUnknownProvider, "cap for unknown provider %q; known: %s", n, strings.Join(ks, ", "))
+		}
+		if l.Provider[n] < 0 {
+			return wire.Errorf(wire.CodeInvalidParams, "%s cap %d must not be negative (0 means unlimited)", n, l.Provider[n])
+		}
+	}
+	return nil
+}
+
+// SetCaps changes some caps at runtime (queue.caps) and returns the queue under them.
+func (e *Engine) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error) {
+	l := e.Limits()
+	if p.Global != nil {
+		l.Global = *p.Global
+	}
+	if p.MinFreeMB != nil {
+		l.MinFreeMB = *p.MinFreeMB
+	}
+	if p.AgingSeconds != nil {
+		if *p.AgingSeconds < 0 || *p.AgingSeconds > math.MaxInt32 {
+			return wire.QueueResult{}, wire.Errorf(wire.CodeInvalidParams, "aging %ds out of range (0 turns aging off)", *p.AgingSeconds)
+		}
+		l.Aging = time.Duration(*p.AgingSeconds) * time.Second
+	}
+	for k, v := range p.Provider {
+		l.Provider[k] = v
+	}
+	if err := e.validateLimits(l); err != nil {
+		return wire.QueueResult{}, err
+	}
+	for k, v := range l.Provider {
+		if v == 0 {
+			delete(l.Provider, k)
+		}
+	}
+	e.SetLimits(l)
+	e.log.Info("caps changed", "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB, "aging", l.Aging)
+	return e.Queue(ctx)
+}
+
+func (e *Engine) kickAdmission() {
+	select {
+	case e.admitWake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) admitLoop() {
+	defer e.wg.Done()
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	defer recheck.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-e.admitWake:
+		case <-recheck.C:
+		}
+		out, held := e.admit()
+		if held {
+			recheck.Reset(memRecheck)
+		}
+		for _, rt := range out {
+			e.wg.Add(1)
+			go func(rt *agentRT) {
+				defer e.wg.Done()
+				e.mu.Lock()
+				ok := rt.a.State == wire.StateStarting
+				e.mu.Unlock()
+				if ok { // not killed between admission and here
+					e.launch(e.ctx, rt)
+				}
+			}(rt)
+		}
+	}
+}
+
+// admit picks the queued agents that may start now and marks them starting (stored
+// before anything is launched, so a crash never launches one twice). held is true
+// while the memory guard holds admission.
+func (e *Engine) admit() (out []*agentRT, held bool) {
+	e.mu.Lock()
+	e.loadQueueLocked()
+	lim := e.limits
+	e.fl.q.setAging(lim.Aging)
+	running, total := e.runningLocked()
+	e.fl.held = ""
+	if len(e.fl.q.items) > 0 && (lim.Global <= 0 || total < lim.Global) {
+		e.fl.held = e.memHoldLocked(lim)
+	}
+	hold := e.fl.held != ""
+	out, dropped := e.fl.q.pick(lim, running, total, hold)
+	for _, rt := range dropped {
+		delete(e.fl.inQ, rt)
+	}
+	why := e.fl.held
+	for _, rt := range out {
+		delete(e.fl.inQ, rt)
+		e.fl.live[rt] = struct{}{}
+		rt.a.QueuePos = 0
+	}
+	e.mu.Unlock()
+	for _, rt := range out {
+		e.setState(e.ctx, rt, wire.StateStarting, "server", "admitted", nil)
+	}
+	if hold {
+		e.log.Info("admission held", "why", why)
+	}
+	return out, hold
+}
+
+// memHoldLocked says why the memory guard holds admission now ("" when it does not).
+func (e *Engine) memHoldLocked(lim Limits) string {
+	if lim.MinFreeMB <= 0 {
+		return ""
+	}
+	read := e.fl.freeMB
+	if read == nil {
+		read = FreeMemoryMB
+	}
+	if free := read(); free >= 0 && free < lim.MinFreeMB {
+		return fmt.Sprintf("memory guard: %d MB free < min_free_mb %d", free, lim.MinFreeMB)
+	}
+	return ""
+}

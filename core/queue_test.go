@@ -1,0 +1,140 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func qrt(id, prov string, prio int, at time.Time) *agentRT {
+	return &agentRT{a: wire.Agent{ID: id, Provider: prov, Priority: prio, CreatedAt: at, State: wire.StateQueued}}
+}
+
+func ids(rts []*agentRT) string {
+	s := ""
+	for _, rt := range rts {
+		s += rt.a.ID + " "
+	}
+	return s
+}
+
+func TestQueueOrderPriorityThenArrival(t *testing.T) {
+	var q admitQueue
+	// Inserted out of order on purpose.
+	for _, rt := range []*agentRT{
+		qrt("c", "shell", 0, t0.Add(3*time.Second)),
+		qrt("a", "shell", 0, t0.Add(1*time.Second)),
+		qrt("hi", "shell", 2, t0.Add(9*time.Second)),
+		qrt("b", "shell", 0, t0.Add(2*time.Second)),
+		qrt("mid", "shell", 1, t0.Add(8*time.Second)),
+	} {
+		q.insert(entryOf(rt))
+	}
+	out, _ := q.pick(Limits{}, map[string]int{}, 0, false)
+	if got, want := ids(out), "hi mid a b c "; got != want {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+}
+
+func TestQueueAgingLetsOldLowPriorityThrough(t *testing.T) {
+	q := admitQueue{aging: 10 * time.Minute}
+	old := qrt("old", "shell", 0, t0)
+	fresh := qrt("fresh", "shell", 1, t0.Add(11*time.Minute)) // waited less than one step less
+	recent := qrt("recent", "shell", 1, t0.Add(9*time.Minute))
+	for _, rt := range []*agentRT{fresh, old, recent} {
+		q.insert(entryOf(rt))
+	}
+	out, _ := q.pick(Limits{}, map[string]int{}, 0, false)
+	// recent (prio 1, 9 min after old) still beats old; fresh (11 min after) does not.
+	if got, want := ids(out), "recent old fresh "; got != want {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+	// Turning aging off restores strict priority.
+	q2 := admitQueue{aging: 10 * time.Minute}
+	for _, rt := range []*agentRT{fresh, old, recent} {
+		rt.a.State = wire.StateQueued
+		q2.insert(entryOf(rt))
+	}
+	q2.setAging(0)
+	out, _ = q2.pick(Limits{}, map[string]int{}, 0, false)
+	if got, want := ids(out), "recent fresh old "; got != want {
+		t.Fatalf("no aging: order %q, want %q", got, want)
+	}
+}
+
+func TestQueuePickCapsAndPositions(t *testing.T) {
+	var q admitQueue
+	var all []*agentRT
+	for i := range 6 {
+		prov := "claude"
+		if i%2 == 1 {
+			prov = "shell"
+		}
+		rt := qrt(fmt.Sprintf("q%d", i), prov, 0, t0.Add(time.Duration(i)*time.Second))
+		all = append(all, rt)
+		q.insert(entryOf(rt))
+	}
+	all[2].a.State = wire.StateKilled // killed while queued: dropped, never admitted
+	lim := Limits{Global: 4, Provider: map[string]int{"claude": 1}}
+	running := map[string]int{"shell": 1}
+	out, dropped := q.pick(lim, running, 1, false)
+	if got, want := ids(out), "q0 q1 q3 "; got != want {
+		t.Fatalf("admitted %q, want %q", got, want)
+	}
+	if ids(dropped) != "q2 " {
+		t.Fatalf("dropped %q", ids(dropped))
+	}
+	if all[4].a.QueuePos != 1 || all[5].a.QueuePos != 2 || len(q.items) != 2 {
+		t.Fatalf("positions: q4=%d q5=%d len=%d", all[4].a.QueuePos, all[5].a.QueuePos, len(q.items))
+	}
+	// Global cap reached: nothing more, even for uncapped shell.
+	out, _ = q.pick(lim, map[string]int{"claude": 1, "shell": 3}, 4, false)
+	if len(out) != 0 {
+		t.Fatalf("admitted past the global cap: %q", ids(out))
+	}
+	// Held by the memory guard: nothing, positions kept.
+	out, _ = q.pick(Limits{}, map[string]int{}, 0, true)
+	if len(out) != 0 || len(q.items) != 2 {
+		t.Fatalf("admitted while held: %q", ids(out))
+	}
+}
+
+// BenchmarkAdmitDecision measures one admission decision with 10,000 queued entries:
+// one slot free, so one agent is picked and every position is rewritten. The picked
+// entry is inserted again, off the clock, so the queue stays at 10,000.
+func BenchmarkAdmitDecision(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		lim  Limits
+	}{
+		{"global-cap", Limits{Global: 21}},
+		// Every shell entry is blocked by its provider cap; the one claude entry is last:
+		// the worst case walks the whole queue.
+		{"provider-cap-walk", Limits{Global: 100, Provider: map[string]int{"shell": 20}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			q := admitQueue{aging: DefaultAging}
+			for i := range 10_000 {
+				prov := "shell"
+				if i == 9_999 {
+					prov = "claude"
+				}
+				q.insert(entryOf(qrt(fmt.Sprintf("%05d", i), prov, i%3, t0.Add(time.Duration(i)*time.Millisecond))))
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				out, _ := q.pick(tc.lim, map[string]int{"shell": 20}, 20, false)
+				if len(out) != 1 {
+					b.Fatalf("picked %d", len(out))
+				}
+				b.StopTimer()
+				q.insert(entryOf(out[0]))
+				b.StartTimer()
+			}
+		})
+	}
+}
