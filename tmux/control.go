@@ -15,7 +15,7 @@ import (
 
 // ErrServerGone reports that the control connection to the tmux server ended (the
 // server was killed or exited). The next call reconnects, starting a server if needed.
-var ErrServerGone = errors.New("tmux server connection lost")
+var ErrServerGone = errors.New("lost the connection to the tmux server (killed or exited); the next call reconnects")
 
 // reply is the output of one command: its lines, or the error tmux printed.
 type reply struct {

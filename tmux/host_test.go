@@ -2,11 +2,13 @@ package tmux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,5 +384,35 @@ func TestDeadSubscriptionParsing(t *testing.T) {
 	case ev := <-h.events.ch:
 		t.Errorf("extra event %+v", ev)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestServerKill9Recovers kills the server with SIGKILL, leaving a stale socket file:
+// the next call starts a fresh server on the same socket.
+func TestServerKill9Recovers(t *testing.T) {
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	launch(t, h, "cat")
+	pid := serverPID(t, sock)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("socket should be left behind: %v", err)
+	}
+	waitFor(t, "a working host again", func() bool {
+		info, err := h.Launch(ctxT(t), core.LaunchSpec{Name: "again", Argv: []string{"sh", "-c", "echo again; exec cat"}, Env: baseEnv()})
+		if err != nil {
+			if !errors.Is(err, ErrServerGone) {
+				t.Fatalf("launch after kill -9: %v, want ErrServerGone or success", err)
+			}
+			return false
+		}
+		waitText(t, h, info.ID, "again")
+		return true
+	})
+	if newPID := serverPID(t, sock); newPID == pid {
+		t.Errorf("server pid unchanged: %d", pid)
 	}
 }
