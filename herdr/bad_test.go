@@ -285,3 +285,41 @@ func TestKeysWithoutHerdrNames(t *testing.T) {
 	}
 	waitScreen(t, h, p.ID, "^[[H^A^[[6~^[OP")
 }
+
+// When orcr's workspace was closed from outside, concurrent launches recreate exactly
+// one, and the panes it had are reported gone.
+func TestWorkspaceRecreatedOnce(t *testing.T) {
+	srv, env := fakeServer(t, nil)
+	h := newHost(t, env)
+	rec := record(t, h)
+	old := launch(t, h, "cat")
+	ws, _ := h.workspace(testCtx(t), false)
+	other := &client{socket: srv.SocketPath()}
+	if err := other.call(testCtx(t), "workspace.close", map[string]any{"workspace_id": ws}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "PaneGone for the closed workspace's pane", func() bool { return len(rec.of(old.ID)) > 0 })
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := h.Launch(testCtx(t), coreSpec("cat")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var list struct {
+		Workspaces []struct {
+			Label string `json:"label"`
+		} `json:"workspaces"`
+	}
+	if err := other.call(testCtx(t), "workspace.list", nil, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Workspaces) != 1 || list.Workspaces[0].Label != "orcr" {
+		t.Fatalf("workspaces after concurrent launches: %+v", list.Workspaces)
+	}
+	if evs := rec.of(old.ID); evs[0].Kind != core.PaneGone {
+		t.Fatalf("closed with its workspace: %+v; want PaneGone", evs)
+	}
+}

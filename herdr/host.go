@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"orcr/core"
@@ -66,6 +67,7 @@ type Host struct {
 	version  string
 	protocol int
 
+	wsMu  sync.Mutex // serializes finding/creating the workspace
 	mu    sync.Mutex
 	wsID  string
 	panes map[string]*tracked
@@ -186,6 +188,21 @@ func (h *Host) workspace(ctx context.Context, refresh bool) (string, error) {
 	h.mu.Unlock()
 	if id != "" && !refresh {
 		return id, nil
+	}
+	// One finder at a time, in this process and across orcr processes sharing the
+	// session, so racing launches do not create two "orcr" workspaces.
+	h.wsMu.Lock()
+	defer h.wsMu.Unlock()
+	unlock, err := lockFile(filepath.Join(h.opts.StateDir, "workspace.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	h.mu.Lock()
+	now := h.wsID
+	h.mu.Unlock()
+	if now != "" && now != id {
+		return now, nil // another caller found or made it meanwhile
 	}
 	var list struct {
 		Workspaces []struct {
@@ -618,4 +635,17 @@ func (h *Host) send(ev core.HostEvent) {
 	case h.events <- ev:
 	case <-h.ctx.Done():
 	}
+}
+
+// lockFile takes an exclusive flock on path; the returned func releases it.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("herdr: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("herdr: lock: %w", err)
+	}
+	return func() { _ = f.Close() }, nil
 }

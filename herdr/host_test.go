@@ -14,7 +14,7 @@ import (
 )
 
 // shortDir is a temp dir short enough for a Unix socket path.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "hh")
 	if err != nil {
@@ -25,7 +25,7 @@ func shortDir(t *testing.T) string {
 }
 
 // fakeServer starts a herdr test server for session "orcr" under a fresh config dir.
-func fakeServer(t *testing.T, mod func(*herdrtest.Options)) (*herdrtest.Server, []string) {
+func fakeServer(t testing.TB, mod func(*herdrtest.Options)) (*herdrtest.Server, []string) {
 	t.Helper()
 	dir := shortDir(t)
 	env := []string{"XDG_CONFIG_HOME=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
@@ -139,4 +139,10 @@ func TestFindBinOrder(t *testing.T) {
 	if _, _, err := FindBin(filepath.Join(dir, "nope")); err == nil {
 		t.Error("a configured but missing binary was accepted")
 	}
+}
+
+// benchServer is fakeServer for benchmarks; it returns the socket and environment.
+func benchServer(b *testing.B) (string, []string) {
+	srv, env := fakeServer(b, nil)
+	return srv.SocketPath(), env
 }
