@@ -128,10 +128,12 @@ type Store struct {
 // Open opens (creating if needed) the store in dir. A nil logger discards; badger's own
 // messages reach it at warning level and above.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
-	return open(dir, logger, gcInterval)
+	return open(dir, logger, gcInterval, nil)
 }
 
-func open(dir string, logger *slog.Logger, gcEvery time.Duration) (*Store, error) {
+// open is Open with test knobs: the GC interval, and tweak, which may change badger's
+// options (benchmarks compare tunings with it).
+func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(badger.Options) badger.Options) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,7 +141,11 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration) (*Store, error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db, err := badger.Open(badgerOptions(dir, logger))
+	opts := badgerOptions(dir, logger)
+	if tweak != nil {
+		opts = tweak(opts)
+	}
+	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}

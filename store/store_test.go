@@ -510,7 +510,7 @@ func TestSecondOpenRefused(t *testing.T) {
 
 func TestCloseIdempotentAndStopsGC(t *testing.T) {
 	ctx := t.Context()
-	s, err := open(t.TempDir(), nil, 2*time.Millisecond)
+	s, err := open(t.TempDir(), nil, 2*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
