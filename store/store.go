@@ -47,13 +47,13 @@
 // constants below shrink every pool. Measured on the 2-core dev machine:
 //
 //   - TestRSSWith1000Agents: a fresh process that opens a store of 1,000 agents (about
-//     2 KiB of JSON each) and lists them has a VmRSS of about 22–24 MiB, of which about
+//     2 KiB of JSON each) and lists them has a VmRSS of about 23–25 MiB, of which about
 //     10 MiB is the test binary before Open, about 3 MiB Open, and the rest ListAgents
 //     (decoded agents plus JSON garbage not yet collected).
 //   - Under sustained writes (1,000 events/s of 2.7 KiB each, which is what an event
 //     that embeds a whole agent weighs) the process peaked near 67 MiB, against 140 MiB
 //     with 4 MiB memtables, 2 MiB tables and no compression. What grows is badger's pool
-//     of table-builder buffers (released again about every 2 s once writes stop) and the
+//     of table-builder buffers (up to eight; one is released every 2 s once writes stop) and the
 //     mmapped tables themselves: stored bytes count as file-backed RSS, so the size of
 //     the retained event log matters. Prune events, and keep stored events small.
 //
