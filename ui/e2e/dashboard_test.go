@@ -33,10 +33,10 @@ func TestDashboard(t *testing.T) {
 	r.keys("Enter")
 	r.waitText(10*time.Second, "/ three")
 	r.keys("Down", "Down")
-	r.waitText(10*time.Second, "─ ops/three ", "three> ")
+	r.waitText(10*time.Second, "─ ops/three ", "three>")
 	r.keys("Enter")
 	r.waitScreen("the attached agent's own screen", 15*time.Second, func(s string) bool {
-		return !strings.Contains(s, "─ ops/three ") && strings.Contains(s, "three> ")
+		return !strings.Contains(s, "─ ops/three ") && strings.Contains(s, "three>")
 	})
 	r.typeText("echo attached-ok")
 	r.keys("Enter")
@@ -62,8 +62,22 @@ func TestDashboard(t *testing.T) {
 		return strings.Contains(treeLine(s, "one"), "✕") && strings.Contains(treeLine(s, "two"), "✕") &&
 			strings.Contains(treeLine(s, "three"), "○")
 	})
-	if out := r.mustOrcr("agent", "ls"); strings.Contains(out, "demo/") || !strings.Contains(out, "ops/three") {
-		t.Fatalf("agent ls after kill:\n%s", out)
+	out := r.mustOrcr("agent", "ls", "--all")
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "demo/one", "demo/two":
+			if f[1] != "killed" {
+				t.Fatalf("agent ls after kill:\n%s", out)
+			}
+		case "ops/three":
+			if f[1] == "killed" {
+				t.Fatalf("ops/three killed too:\n%s", out)
+			}
+		}
 	}
 
 	// Quit: an agent still runs on the embedded host, so the dashboard asks. Stop it.
