@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/core/wire"
 	"orcr/herdr/herdrtest"
 )
 
@@ -191,7 +192,7 @@ func TestVanishedPaneReported(t *testing.T) {
 	kerr := h.SendKeys(testCtx(t), p.ID, "enter")
 	cerr := h.Close(testCtx(t), p.ID)
 	for name, err := range map[string]error{"read": rerr, "send text": serr, "send keys": kerr, "close": cerr} {
-		if !errors.Is(err, ErrPaneNotFound) || !strings.Contains(err.Error(), p.ID) {
+		if !errors.Is(err, ErrPaneNotFound) || !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), p.ID) {
 			t.Errorf("%s of a closed pane = %v; want ErrPaneNotFound naming %s", name, err, p.ID)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"orcr/core/wire"
 )
 
 // Error is an error answered by herdr: its stable code and its message.
@@ -28,10 +30,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("herdr %s: %s (%s)", e.Method, e.Message, e.Code)
 }
 
-// Is matches herdr errors by code, so errors.Is(err, ErrPaneNotFound) works.
+// Is matches herdr errors by code, so errors.Is(err, ErrPaneNotFound) works; a
+// vanished pane also matches orcr's wire.ErrNotFound.
 func (e *Error) Is(target error) bool {
 	var t *Error
-	return errors.As(target, &t) && t.Code == e.Code
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	var w *wire.Error
+	return errors.As(target, &w) && w.Code == wire.CodeNotFound && w.Message == "" && e.Code == "pane_not_found"
 }
 
 // Sentinels for errors.Is.

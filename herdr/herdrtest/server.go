@@ -64,6 +64,9 @@ type Options struct {
 	// AgentReady is how long after detection an agent becomes interactive_ready
 	// (default 3 s, as herdr).
 	AgentReady time.Duration
+	// RequestTimeout is how long a connection may take to send its request line
+	// (default 5 s, as herdr); shorter values make that rule quick to test.
+	RequestTimeout time.Duration
 	// Logger receives debug lines; nil discards.
 	Logger *slog.Logger
 }
@@ -127,6 +130,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = 100 * time.Millisecond
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = requestLimit
 	}
 	if opts.AgentReady <= 0 {
 		opts.AgentReady = 3 * time.Second
@@ -239,7 +245,7 @@ func errf(code, format string, args ...any) *apiError {
 // except for events.subscribe which keeps streaming.
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(requestLimit))
+	_ = c.SetReadDeadline(time.Now().Add(s.opts.RequestTimeout))
 	line, ok := readLine(c)
 	if !ok {
 		return // too long, too slow, not UTF-8, or closed: dropped without a reply

@@ -472,3 +472,21 @@ func TestIntegrationInstall(t *testing.T) {
 		t.Fatal("integration not recorded")
 	}
 }
+
+// A client that does not finish its request line in time is dropped without a reply.
+func TestSlowRequestDropped(t *testing.T) {
+	s := startServer(t, func(o *Options) { o.RequestTimeout = 200 * time.Millisecond })
+	c, err := net.Dial("unix", s.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, `{"id":"x","method":"ping"`); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(c)
+	if len(b) != 0 || err != nil {
+		t.Fatalf("slow request got %q, %v; want the connection closed without a reply", b, err)
+	}
+}

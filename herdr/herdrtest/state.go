@@ -112,7 +112,7 @@ func (s *Server) wsInfo(w *workspace) WorkspaceInfo {
 }
 
 func (s *Server) tabInfo(t *tab) TabInfo {
-	return TabInfo{TabID: t.id, WorkspaceID: t.ws.id, Number: t.number, Label: t.label,
+	return TabInfo{TabID: t.id, WorkspaceID: t.ws.id, Number: slices.Index(t.ws.tabs, t) + 1, Label: t.label,
 		PaneCount: len(t.panes), AgentStatus: s.aggregateStatus([]*tab{t})}
 }
 
