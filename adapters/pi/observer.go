@@ -1,0 +1,191 @@
+package pi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"orcr/adapters/internal/jsonl"
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+type observer struct {
+	p     *Provider
+	agent wire.Agent
+	now   func() time.Time
+
+	tail *jsonl.Tail
+	s    *Session
+
+	state    wire.State
+	blocked  *wire.Blocked
+	reading  *wire.LimitReading
+	sentUse  wire.Usage
+	sentMod  string
+	sentSID  string
+	sentPath string
+	sentLast string
+	sentLim  time.Time
+	dialog   string
+}
+
+func newObserver(p *Provider, a wire.Agent) *observer {
+	o := &observer{p: p, agent: a, now: time.Now, s: NewSession(), sentSID: a.SessionID, sentPath: a.Transcript,
+		sentLast: a.LastMessage, sentUse: a.Usage, sentMod: a.Model}
+	if a.Transcript != "" {
+		o.tail = &jsonl.Tail{Path: a.Transcript}
+	}
+	return o
+}
+
+func (o *observer) Close() error { return nil }
+
+// Hook implements core.Observer for the reports of orcr's pi extension.
+func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
+	var h struct {
+		SessionFile string `json:"sessionFile"`
+		Data        struct {
+			Reason string `json:"reason"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(payload, &h); err != nil {
+		return nil, fmt.Errorf("pi hook %s: malformed payload: %w", event, err)
+	}
+	sig := &core.Signal{Source: "hook"}
+	if h.SessionFile != "" && (o.tail == nil || o.tail.Path != h.SessionFile) {
+		o.tail = &jsonl.Tail{Path: h.SessionFile}
+		o.s = NewSession()
+	}
+	if h.SessionFile != "" && h.SessionFile != o.sentPath {
+		sig.Transcript, o.sentPath = h.SessionFile, h.SessionFile
+		if id := sessionID(h.SessionFile); id != "" && id != o.sentSID {
+			sig.SessionID, o.sentSID = id, id
+		}
+	}
+	switch event {
+	case "session_start":
+		if o.agent.Prompt == "" || h.Data.Reason == "new" {
+			o.set(sig, wire.StateIdle, "session "+h.Data.Reason, nil)
+		}
+	case "agent_start":
+		o.set(sig, wire.StateWorking, "agent started", nil)
+	case "agent_end":
+		// The turn's outcome is in the session file: read it now so a provider error
+		// (usage limit) is not reported as done.
+		o.read(context.Background())
+		if l := o.s.Limit; l != nil {
+			o.sentLim = l.At
+			o.limit(sig, l)
+		} else {
+			o.set(sig, wire.StateDone, "turn finished", nil)
+		}
+		o.fromSession(sig)
+	}
+	return o.finish(sig), nil
+}
+
+func (o *observer) read(ctx context.Context) error {
+	if o.tail == nil {
+		return nil
+	}
+	_, err := o.tail.Read(ctx, o.s.Add)
+	if errors.Is(err, jsonl.ErrShrunk) {
+		o.s = NewSession()
+		_, err = o.tail.Read(ctx, o.s.Add)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Poll implements core.Observer.
+func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
+	sig := &core.Signal{Source: "transcript"}
+	err := o.read(ctx)
+	o.fromSession(sig)
+	if l := o.s.Limit; l != nil && !l.At.Equal(o.sentLim) {
+		o.sentLim = l.At
+		o.limit(sig, l)
+	}
+	return o.finish(sig), err
+}
+
+func (o *observer) fromSession(sig *core.Signal) {
+	s := o.s
+	if s.Lines == 0 {
+		return
+	}
+	if u := s.Usage(o.p.opts.Prices); !same(u, o.sentUse) {
+		sig.Usage, o.sentUse = &u, u
+	}
+	if s.Model != "" && s.Model != o.sentMod {
+		sig.Model, o.sentMod = s.Model, s.Model
+	}
+	if s.ID != "" && s.ID != o.sentSID {
+		sig.SessionID, o.sentSID = s.ID, s.ID
+	}
+	if s.LastMessage != "" && s.LastMessage != o.sentLast {
+		sig.LastMessage, o.sentLast = s.LastMessage, s.LastMessage
+	}
+}
+
+func (o *observer) limit(sig *core.Signal, l *LimitHit) {
+	detail := "usage limit"
+	if l.ResetsAt != nil {
+		detail = "resets " + l.ResetsAt.UTC().Format("15:04 UTC")
+	}
+	o.set(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: l.Text, ResetsAt: l.ResetsAt})
+	o.reading = &wire.LimitReading{Provider: Name, Window: "5h", UsedPct: 100, ResetsAt: l.ResetsAt, LimitHit: true, ObservedAt: o.now().UTC()}
+}
+
+func (o *observer) set(sig *core.Signal, s wire.State, reason string, b *wire.Blocked) {
+	sig.State, sig.Reason, sig.Blocked = s, reason, b
+	o.state, o.blocked = s, b
+}
+
+func (o *observer) finish(sig *core.Signal) *core.Signal {
+	if sig.Reading == nil && o.reading != nil {
+		sig.Reading, o.reading = o.reading, nil
+	}
+	if sig.State == "" && sig.Usage == nil && sig.Model == "" && sig.SessionID == "" &&
+		sig.Transcript == "" && sig.LastMessage == "" && sig.Reading == nil {
+		return nil
+	}
+	return sig
+}
+
+// Screen implements core.Observer: pi has no permission prompts; the one startup
+// dialog is project trust.
+func (o *observer) Screen(sc core.Screen, quiet time.Duration) *core.Signal {
+	sig := &core.Signal{Source: "screen"}
+	if strings.Contains(sc.Text, "Trust this project") || strings.Contains(sc.Text, "trust this project") {
+		if o.dialog != "" {
+			return nil
+		}
+		o.dialog = "trust project"
+		o.set(sig, wire.StateBlocked, "dialog: trust project", &wire.Blocked{Kind: "dialog", Detail: "trust project"})
+		return sig
+	}
+	if o.dialog != "" {
+		o.dialog = ""
+		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "dialog" {
+			o.set(sig, wire.StateWorking, "dialog dismissed", nil)
+			return sig
+		}
+	}
+	return nil
+}
+
+func same(a, b wire.Usage) bool {
+	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens || a.CacheReadTokens != b.CacheReadTokens ||
+		a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced || (a.CostUSD == nil) != (b.CostUSD == nil) {
+		return false
+	}
+	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
+}
