@@ -27,7 +27,8 @@ func cpuTicks(pid string) (int64, error) {
 }
 
 // BenchmarkDashboardCPU measures the dashboard process's CPU (as % of one core) while
-// 100 agents print a line once a second. The server runs as its own `orcr serve`, so
+// 100 agents change state once a second: each prints a line every 2 s, so the shell
+// adapter's screen rules flip it to working, then to idle after 1 s of quiet. The server runs as its own `orcr serve`, so
 // the figure is the dashboard's alone: event handling, preview reads, rendering.
 // Run it with: go test ./ui/e2e -run XXX -bench DashboardCPU -benchtime 1x
 func BenchmarkDashboardCPU(b *testing.B) {
@@ -69,7 +70,7 @@ func measureCPU(b *testing.B, agents int, window time.Duration) float64 {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for i := 0; i < agents; i++ {
-		r.mustOrcr("agent", "run", fmt.Sprintf("load/g%d/a%03d", i%10, i), "--", "sh", "-c", "while :; do echo tick; sleep 1; done")
+		r.mustOrcr("agent", "run", fmt.Sprintf("load/g%d/a%03d", i%10, i), "--", "sh", "-c", "while :; do echo tick; sleep 2; done")
 	}
 	r.start()
 	r.waitText(30*time.Second, "connected", fmt.Sprintf("agents %d", agents))
