@@ -2,7 +2,10 @@ package herdr
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"slices"
+	"strings"
 	"time"
 
 	"orcr/core/wire"
@@ -88,4 +91,37 @@ func (h *Host) RequireIntegration(ctx context.Context, provider string) error {
 			provider, IntegrationFix(target))
 	}
 	return nil
+}
+
+// IntegrationFix is the command that installs herdr's integration for provider.
+func IntegrationFix(provider string) string {
+	return "herdr integration install " + provider
+}
+
+// IntegrationInstalled reports whether `herdr integration status` lists provider as
+// current. herdr has no socket method for this; the status is read from the hook
+// files by the CLI (reference §2.12). "outdated" counts as not installed, since
+// the same install command fixes it.
+func (h *Host) IntegrationInstalled(ctx context.Context, provider string) (bool, error) {
+	if h.opts.Bin == "" {
+		return false, fmt.Errorf("herdr integration status: %w: no herdr binary configured", ErrNotInstalled)
+	}
+	cmd := exec.CommandContext(ctx, h.opts.Bin, "integration", "status")
+	cmd.Env = serverEnv(h.opts.Env)
+	out, err := cmd.Output()
+	if err != nil {
+		return false, fmt.Errorf("herdr integration status: %w", err)
+	}
+	return parseIntegrationStatus(string(out), provider), nil
+}
+
+// parseIntegrationStatus finds "<provider>: current …" in herdr's status output.
+func parseIntegrationStatus(out, provider string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && strings.EqualFold(strings.TrimSpace(name), provider) {
+			return strings.HasPrefix(strings.TrimSpace(rest), "current")
+		}
+	}
+	return false
 }

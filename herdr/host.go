@@ -21,10 +21,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -242,39 +240,6 @@ func (h *Host) setWorkspace(id string) {
 	h.mu.Unlock()
 }
 
-// wrapperScript runs "$@" with exactly the given environment (via env -i) plus
-// herdr's pane variables, records the exit status as DIR/PANE.PID.exit, and keeps
-// the pane (and its last screen) until it is closed. INT/QUIT are trapped, not
-// ignored, so the program still gets them (handlers reset on exec) while the
-// wrapper survives to record 130.
-const wrapperScript = `d=$1; shift
-trap : INT QUIT
-env -i -- HERDR_ENV="$HERDR_ENV" HERDR_SOCKET_PATH="$HERDR_SOCKET_PATH" HERDR_BIN_PATH="$HERDR_BIN_PATH" ` +
-	`HERDR_WORKSPACE_ID="$HERDR_WORKSPACE_ID" HERDR_TAB_ID="$HERDR_TAB_ID" HERDR_PANE_ID="$HERDR_PANE_ID" "$@"
-c=$?
-f="$d/$HERDR_PANE_ID.$$"
-printf '%s\n' "$c" >"$f.tmp" && mv "$f.tmp" "$f.exit"
-trap - INT QUIT
-while :; do sleep 2147483647; done
-`
-
-// wrapperMarker is the wrapper's $0; it stays in the pane's process list for the
-// pane's whole life, which is how adoption tells orcr's panes from others.
-const wrapperMarker = "orcr-pane"
-
-// wrap builds the argv herdr execs for spec.
-func (h *Host) wrap(spec core.LaunchSpec) []string {
-	argv := []string{"/bin/sh", "-c", wrapperScript, wrapperMarker, h.opts.StateDir}
-	for _, kv := range spec.Env {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.HasPrefix(k, "HERDR_") {
-			continue // not an assignment, or herdr's own pane variable (set by the wrapper)
-		}
-		argv = append(argv, kv)
-	}
-	return append(argv, spec.Argv...)
-}
-
 // Launch starts spec.Argv in a new tab of orcr's workspace (one agent per tab, as
 // herdr's headless screen is small). Cols/Rows are not honoured: herdr sizes panes
 // from its own layout and has no resize method in its API.
@@ -376,23 +341,6 @@ func (h *Host) processInfo(ctx context.Context, pane string) (pid int, ours bool
 		}
 	}
 	return res.ProcessInfo.ShellPID, !known, nil
-}
-
-// exitFile is where the wrapper of pane (PTY child pid) records the exit status.
-func (h *Host) exitFile(pane string, pid int) string {
-	return filepath.Join(h.opts.StateDir, pane+"."+strconv.Itoa(pid)+".exit")
-}
-
-func (h *Host) exitCode(pane string, pid int) (int, bool) {
-	if pid <= 0 {
-		return 0, false
-	}
-	b, err := os.ReadFile(h.exitFile(pane, pid))
-	if err != nil {
-		return 0, false
-	}
-	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	return code, err == nil
 }
 
 // Read returns the visible screen, or with Lines > 0 the last Lines rows of
@@ -520,38 +468,6 @@ func (h *Host) List(ctx context.Context) ([]core.PaneInfo, error) {
 	return out, nil
 }
 
-// gcExitFiles removes exit files of panes that no longer exist in herdr.
-func (h *Host) gcExitFiles() {
-	ents, err := os.ReadDir(h.opts.StateDir)
-	if err != nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, e := range ents {
-		pane, pid, ok := parseExitName(e.Name())
-		if !ok {
-			continue
-		}
-		if t := h.panes[pane]; t == nil || t.pid != pid {
-			_ = os.Remove(filepath.Join(h.opts.StateDir, e.Name()))
-		}
-	}
-}
-
-func parseExitName(name string) (pane string, pid int, ok bool) {
-	base, found := strings.CutSuffix(name, ".exit")
-	if !found {
-		return "", 0, false
-	}
-	i := strings.LastIndexByte(base, '.')
-	if i <= 0 {
-		return "", 0, false
-	}
-	pid, err := strconv.Atoi(base[i+1:])
-	return base[:i], pid, err == nil
-}
-
 // AttachCommand opens herdr's own TUI on orcr's session (`herdr --session orcr`), where
 // each agent is a tab labelled with its path. herdr's CLI has no per-pane attach.
 func (h *Host) AttachCommand(pane string) []string {
@@ -591,39 +507,6 @@ func (h *Host) Shutdown(ctx context.Context) error {
 // StopServer asks herdr to stop (server.stop): every pane process in the session dies.
 func (h *Host) StopServer(ctx context.Context) error {
 	return h.c.call(ctx, "server.stop", nil, nil)
-}
-
-// IntegrationFix is the command that installs herdr's integration for provider.
-func IntegrationFix(provider string) string {
-	return "herdr integration install " + provider
-}
-
-// IntegrationInstalled reports whether `herdr integration status` lists provider as
-// current. herdr has no socket method for this; the status is read from the hook
-// files by the CLI (reference §2.12). "outdated" counts as not installed, since
-// the same install command fixes it.
-func (h *Host) IntegrationInstalled(ctx context.Context, provider string) (bool, error) {
-	if h.opts.Bin == "" {
-		return false, fmt.Errorf("herdr integration status: %w: no herdr binary configured", ErrNotInstalled)
-	}
-	cmd := exec.CommandContext(ctx, h.opts.Bin, "integration", "status")
-	cmd.Env = serverEnv(h.opts.Env)
-	out, err := cmd.Output()
-	if err != nil {
-		return false, fmt.Errorf("herdr integration status: %w", err)
-	}
-	return parseIntegrationStatus(string(out), provider), nil
-}
-
-// parseIntegrationStatus finds "<provider>: current …" in herdr's status output.
-func parseIntegrationStatus(out, provider string) bool {
-	for _, line := range strings.Split(out, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && strings.EqualFold(strings.TrimSpace(name), provider) {
-			return strings.HasPrefix(strings.TrimSpace(rest), "current")
-		}
-	}
-	return false
 }
 
 // send delivers ev unless the host is shutting down.
