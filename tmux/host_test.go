@@ -145,7 +145,9 @@ func TestDefaultServerUntouched(t *testing.T) {
 	sock := testSocket(t)
 	h := newTestHost(t, sock)
 	defer h.Shutdown(context.Background())
-	info := launch(t, h, "sh", "-c", "echo hi; exit 5")
+	// The pause lets the kernel hand "hi" to tmux before the pty hangs up; output
+	// written right before a fast exit can be lost in the pty itself.
+	info := launch(t, h, "sh", "-c", "echo hi; sleep 0.2; exit 5")
 	waitFor(t, "pane exit", func() bool {
 		ps, err := h.List(ctxT(t))
 		if err != nil {
