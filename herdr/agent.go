@@ -47,7 +47,8 @@ func (h *Host) WaitAgent(ctx context.Context, pane string, until ...string) (Age
 		params["until"] = until
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		params["timeout_ms"] = max(time.Until(dl).Milliseconds(), 1)
+		// Leave herdr a moment to answer `timeout` before the connection deadline.
+		params["timeout_ms"] = max(time.Until(dl).Milliseconds()-100, 1)
 	}
 	var res struct {
 		Agent struct {

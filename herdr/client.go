@@ -147,6 +147,11 @@ func (c *client) connErr(ctx context.Context, method, doing string, err error) e
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
+		// The connection deadline is ctx's deadline; it can fire a hair before ctx
+		// itself reports it.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl.Add(-10*time.Millisecond)) {
+			return fmt.Errorf("herdr %s: %s: %w", method, doing, context.DeadlineExceeded)
+		}
 		return fmt.Errorf("herdr %s: no reply in time while %s: %w", method, doing, err)
 	}
 	return fmt.Errorf("herdr %s: %w: %s: %v", method, ErrUnavailable, doing, err)
