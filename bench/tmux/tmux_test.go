@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,6 +26,7 @@ import (
 type server struct {
 	bin, home string
 	env       []string
+	pid       int
 }
 
 // shortDir is a temp dir short enough for unix sockets inside it.
@@ -71,6 +74,7 @@ func startServer(b *testing.B) *server {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	s.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	b.Cleanup(func() {
@@ -147,4 +151,97 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 	b.ReportMetric(float64(orcrTotal.Milliseconds())/runs, "orcr-ms")
 	b.ReportMetric(float64(rawTotal.Milliseconds())/runs, "raw-ms")
 	b.ReportMetric(float64(orcrTotal)/float64(rawTotal), "ratio")
+}
+
+// fullScreen is 50 rows of 200 characters with no final newline: a full 200x50 screen.
+func fullScreen() string {
+	var b strings.Builder
+	for i := range 50 {
+		for j := range 200 {
+			b.WriteByte(byte('A' + (i+j)%26))
+		}
+		if i < 49 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// run runs one orcr command against s and returns its stdout.
+func (s *server) run(b *testing.B, args ...string) string {
+	b.Helper()
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = s.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("orcr %v: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// BenchmarkAgentRead200x50 runs `orcr agent read` as a whole process on an agent whose
+// 200x50 tmux screen is full of text and reports the median (target ≤ 5 ms).
+func BenchmarkAgentRead200x50(b *testing.B) {
+	s := startServer(b)
+	s.run(b, "agent", "run", "bench/read", "--", "sh", "-c", `stty -echo; printf '%s' "$1"; exec cat`, "sh", fullScreen())
+	deadline := time.Now().Add(15 * time.Second)
+	for strings.Count(s.run(b, "agent", "read", "bench/read"), "\n") < 49 {
+		if time.Now().After(deadline) {
+			b.Fatal("screen never filled")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		out := s.run(b, "agent", "read", "bench/read")
+		ds = append(ds, time.Since(t0))
+		if len(out) < 200*50 {
+			b.Fatalf("read printed %d bytes", len(out))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "median-ms")
+}
+
+// BenchmarkServerIdleCPU100 (ORCR_LONG=1) starts 100 idle shell agents through orcr on
+// tmux and reports the CPU `orcr serve` used over 60 s (target ≤ 2 % of one core).
+func BenchmarkServerIdleCPU100(b *testing.B) {
+	if os.Getenv("ORCR_LONG") != "1" {
+		b.Skip("set ORCR_LONG=1 to measure the server's idle CPU over 60 s")
+	}
+	for b.Loop() {
+		s := startServer(b)
+		for j := range 100 {
+			s.run(b, "agent", "run", fmt.Sprintf("idle/a%d", j), "--", "sh", "-c", "echo idle; exec sleep 600")
+		}
+		// Let the starts settle before measuring.
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(s.run(b, "agent", "read", "idle/a99"), "idle") {
+			if time.Now().After(deadline) {
+				b.Fatal("last agent never started")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t0, c0 := time.Now(), cpuTicks(b, s.pid)
+		time.Sleep(60 * time.Second) // the measurement window itself, not a wait for a condition
+		wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, s.pid)
+		b.ReportMetric(100*float64(c1-c0)/100/wall, "cpu-%")
+	}
+}
+
+// cpuTicks is utime+stime of a process in clock ticks (USER_HZ = 100).
+func cpuTicks(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
 }
