@@ -16,11 +16,17 @@ import (
 	"time"
 
 	"orcr/core/wire"
+
+	badger "github.com/dgraph-io/badger/v4"
 )
 
 const (
-	envCrashChild = "ORCR_STORE_TEST_CRASH_CHILD"
-	envRSSChild   = "ORCR_STORE_TEST_RSS_CHILD"
+	envCrashChild  = "ORCR_STORE_TEST_CRASH_CHILD"
+	envRSSChild    = "ORCR_STORE_TEST_RSS_CHILD"
+	envWritesChild = "ORCR_STORE_TEST_WRITES_CHILD"
+	// envBadgerDefaults makes the writes child use badger's default options, to show
+	// what the tuning buys: ORCR_STORE_TEST_BADGER_DEFAULTS=1 go test -run RSSUnderWrites -v
+	envBadgerDefaults = "ORCR_STORE_TEST_BADGER_DEFAULTS"
 )
 
 func TestMain(m *testing.M) {
@@ -29,6 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(envRSSChild); dir != "" {
 		os.Exit(rssChild(dir))
+	}
+	if dir := os.Getenv(envWritesChild); dir != "" {
+		os.Exit(writesChild(dir))
 	}
 	os.Exit(m.Run())
 }
@@ -227,4 +236,87 @@ func TestRSSWith1000Agents(t *testing.T) {
 	if after > 40*1024 {
 		t.Fatalf("RSS %d KiB is over the server's whole 40 MB budget", after)
 	}
+}
+
+// writesChild appends events as fast as it can to a store of 1,000 agents and prints the
+// peak RSS it saw: "peak <before KiB> <peak KiB> <events>".
+func writesChild(dir string) int {
+	ctx := context.Background()
+	before := vmRSSKiB()
+	var tweak func(badger.Options) badger.Options
+	if os.Getenv(envBadgerDefaults) != "" {
+		tweak = func(badger.Options) badger.Options {
+			return badger.DefaultOptions(dir).WithLogger(nil)
+		}
+	}
+	s, err := open(dir, nil, gcInterval, tweak)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	defer s.Close()
+	if _, err := s.ListAgents(ctx); err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	a := sampleAgent(7)
+	peak := vmRSSKiB()
+	const n = 8000 // ~21 MiB of events that embed an agent
+	for i := range n {
+		if _, err := s.AppendEvent(ctx, sampleEvent(i, &a)); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if i%100 == 0 {
+			peak = max(peak, vmRSSKiB())
+		}
+	}
+	fmt.Printf("peak %d %d %d\n", before, max(peak, vmRSSKiB()), n)
+	return 0
+}
+
+// BenchmarkWritesPeakRSS reports the peak RSS of a fresh process that opens a store of
+// 1,000 agents and appends 8,000 events (~21 MiB) as fast as it can. This is where the
+// tuning shows; compare with badger's defaults by running it with
+// ORCR_STORE_TEST_BADGER_DEFAULTS=1. Each iteration is one child process.
+func BenchmarkWritesPeakRSS(b *testing.B) {
+	if vmRSSKiB() < 0 {
+		b.Skip("no /proc/self/status")
+	}
+	ctx := b.Context()
+	dir := b.TempDir()
+	s := openT(b, dir)
+	for i := range 1000 {
+		if err := s.PutAgent(ctx, sampleAgent(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var peakSum, beforeSum float64
+	runs := 0
+	for b.Loop() {
+		// Each run starts from the same store: copy it so runs do not pile up events.
+		run := b.TempDir()
+		if err := os.CopyFS(run, os.DirFS(dir)); err != nil {
+			b.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", "-test.bench=^$")
+		cmd.Env = append(os.Environ(), envWritesChild+"="+run)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("child: %v: %s", err, out)
+		}
+		var before, peak, n int
+		if _, err := fmt.Sscanf(string(out), "peak %d %d %d", &before, &peak, &n); err != nil {
+			b.Fatalf("child said %q", out)
+		}
+		peakSum += float64(peak) / 1024
+		beforeSum += float64(before) / 1024
+		runs++
+	}
+	b.ReportMetric(peakSum/float64(runs), "peak-RSS-MiB")
+	b.ReportMetric(beforeSum/float64(runs), "start-RSS-MiB")
 }

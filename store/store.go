@@ -50,12 +50,16 @@
 //     2 KiB of JSON each) and lists them has a VmRSS of about 23–25 MiB, of which about
 //     10 MiB is the test binary before Open, about 3 MiB Open, and the rest ListAgents
 //     (decoded agents plus JSON garbage not yet collected).
-//   - Under sustained writes (1,000 events/s of 2.7 KiB each, which is what an event
-//     that embeds a whole agent weighs) the process peaked near 67 MiB, against 140 MiB
-//     with 4 MiB memtables, 2 MiB tables and no compression. What grows is badger's pool
-//     of table-builder buffers (up to eight; one is released every 2 s once writes stop) and the
-//     mmapped tables themselves: stored bytes count as file-backed RSS, so the size of
-//     the retained event log matters. Prune events, and keep stored events small.
+//   - BenchmarkWritesPeakRSS: the same store taking 8,000 events of 2.7 KiB (what an
+//     event that embeds a whole agent weighs) as fast as it can peaks at 65–85 MiB,
+//     against about 100 MiB with badger's defaults; at a steady 1,000 events/s the peak
+//     was about 67 MiB against 140 MiB with 4 MiB memtables, 2 MiB tables and no
+//     compression. What grows is badger's pool of table-builder buffers (up to eight;
+//     one is released every 2 s once writes stop), Go's GC headroom over them, and the
+//     mmapped tables, whose bytes count as file-backed RSS, so the size of the retained
+//     event log matters. A soft memory limit for the process (GOMEMLIMIT=32MiB, or
+//     debug.SetMemoryLimit) brought the burst peak to about 49 MiB. Prune events, and
+//     keep stored events small.
 //
 // Limits that follow: one transaction holds at most ~300 KiB of inline records (15% of a
 // memtable), which no method here approaches since values of 64 KiB and more go to the
