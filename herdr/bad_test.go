@@ -97,6 +97,22 @@ func TestUnknownProtocolRefusedByName(t *testing.T) {
 	}
 }
 
+func TestProbe(t *testing.T) {
+	srv, env := fakeServer(t, nil)
+	v, p, err := Probe(testCtx(t), Options{Env: env})
+	if err != nil || v != "0.8.0" || p != 20 {
+		t.Fatalf("probe = %q %d %v", v, p, err)
+	}
+	srv.SetProtocol(99)
+	if _, p, err := Probe(testCtx(t), Options{Env: env}); !errors.Is(err, ErrProtocol) || p != 99 {
+		t.Fatalf("probe of protocol 99 = %d %v", p, err)
+	}
+	_ = srv.Close()
+	if _, _, err := Probe(testCtx(t), Options{Env: env}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("probe with nothing running = %v", err)
+	}
+}
+
 func TestNoServerIsAClearError(t *testing.T) {
 	dir := shortDir(t)
 	_, err := New(testCtx(t), Options{Env: []string{"HOME=" + dir}})

@@ -196,3 +196,22 @@ func firstLine(s string) string {
 	}
 	return "(no output)"
 }
+
+// Probe reports what answers on the session's socket without starting or changing
+// anything (for `orcr doctor`): herdr's version and protocol, or ErrUnavailable
+// when nothing runs there, or ErrProtocol when it speaks an unsupported protocol.
+func Probe(ctx context.Context, o Options) (version string, protocol int, err error) {
+	if o.Session == "" {
+		o.Session = "orcr"
+	}
+	if o.SocketPath == "" {
+		if o.SocketPath, err = SocketPath(o.Env, o.Session); err != nil {
+			return "", 0, err
+		}
+	}
+	h := &Host{opts: o, c: &client{socket: o.SocketPath}}
+	if err := h.checkVersion(ctx); err != nil {
+		return h.version, h.protocol, err
+	}
+	return h.version, h.protocol, nil
+}

@@ -160,11 +160,11 @@ func (h *Host) checkVersion(ctx context.Context) error {
 	if pong.Type != "pong" {
 		return fmt.Errorf("herdr ping: %w: answered %q, not pong", ErrBadResponse, pong.Type)
 	}
+	h.version, h.protocol = pong.Version, pong.Protocol
 	if !slices.Contains(SupportedProtocols, pong.Protocol) {
 		return fmt.Errorf("%w: herdr %s on %s speaks protocol %d; orcr speaks herdr protocol %v — install a herdr release that speaks it",
 			ErrProtocol, pong.Version, h.opts.SocketPath, pong.Protocol, SupportedProtocols)
 	}
-	h.version, h.protocol = pong.Version, pong.Protocol
 	return nil
 }
 
