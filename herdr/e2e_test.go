@@ -123,8 +123,11 @@ func TestStartedServerWithWrongProtocolRefused(t *testing.T) {
 	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "protocol 19") {
 		t.Fatalf("New = %v; want ErrProtocol naming protocol 19", err)
 	}
+	// The server New started for nothing was stopped again.
 	c := &client{socket: mustSocket(t, env)}
-	_ = c.call(testCtx(t), "server.stop", nil, nil)
+	waitUntil(t, "the refused server to stop", func() bool {
+		return errors.Is(c.call(testCtx(t), "ping", nil, nil), ErrUnavailable)
+	})
 }
 
 func mustSocket(t *testing.T, env []string) string {

@@ -128,6 +128,8 @@ func New(ctx context.Context, o Options) (*Host, error) {
 			return nil, err
 		}
 		if err := h.checkVersion(ctx); err != nil {
+			// orcr started this server and cannot use it: do not leave it running.
+			_ = c.call(ctx, "server.stop", nil, nil)
 			cancel()
 			return nil, err
 		}
