@@ -114,6 +114,9 @@ func (s *Server) detect() {
 			ps = append(ps, p)
 		}
 		s.mu.Unlock()
+		if len(ps) == 0 {
+			continue
+		}
 		groups := processGroups()
 		for _, p := range ps {
 			s.detectPane(p, groups)
