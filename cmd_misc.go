@@ -240,7 +240,7 @@ func runDoctor(ctx context.Context, io *streams, asJSON bool) error {
 		}
 		cl.Close()
 	}
-	r.Hosts = hostStatuses(cfg)
+	r.Hosts = hostStatuses(ctx, cfg)
 	r.Host, r.HostWhy = pickHostName(cfg, r.Hosts)
 	for _, p := range providers(cfg, nil) {
 		r.Providers = append(r.Providers, p.Detect(ctx))

@@ -1,7 +1,14 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
+	"time"
+
+	herdrhost "orcr/herdr"
+	"orcr/tmux"
 
 	"orcr/config"
 )
@@ -15,7 +22,7 @@ type hostStatus struct {
 }
 
 // hostStatuses looks for each host's program without starting anything.
-func hostStatuses(cfg config.Config) []hostStatus {
+func hostStatuses(ctx context.Context, cfg config.Config) []hostStatus {
 	var out []hostStatus
 	herdr := hostStatus{Name: "herdr", Fix: "install herdr and put it on PATH, or set herdr.bin in config.toml / $ORCR_HERDR_BIN"}
 	for _, cand := range []string{cfg.Herdr.Bin, os.Getenv("ORCR_HERDR_BIN")} {
@@ -31,6 +38,19 @@ func hostStatuses(cfg config.Config) []hostStatus {
 			herdr.Found, herdr.Detail = true, p
 		}
 	}
+	if herdr.Found {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, proto, err := herdrhost.Probe(ctx, herdrhost.Options{Bin: herdr.Detail, Session: cfg.Herdr.Session})
+		cancel()
+		switch {
+		case err == nil:
+			herdr.Detail += fmt.Sprintf(" (session running: herdr %s, protocol %d)", v, proto)
+		case errors.Is(err, herdrhost.ErrUnavailable):
+			herdr.Detail += " (session not running; orcr starts it headless)"
+		default:
+			herdr.Detail += " (" + err.Error() + ")"
+		}
+	}
 	out = append(out, herdr)
 	tm := hostStatus{Name: "tmux", Fix: "apt-get install tmux (or your package manager's tmux)"}
 	bin := cfg.Tmux.Bin
@@ -39,6 +59,9 @@ func hostStatuses(cfg config.Config) []hostStatus {
 	}
 	if p, ok := lookPath(bin); ok {
 		tm.Found, tm.Detail = true, p
+		if v, err := tmux.Version(ctx, p); err == nil {
+			tm.Detail = v + " at " + p
+		}
 	}
 	out = append(out, tm)
 	out = append(out, hostStatus{Name: "pty", Found: true, Detail: "embedded (always available; agents end with the server)"})
@@ -60,7 +83,7 @@ func pickHostName(cfg config.Config, hs []hostStatus) (string, string) {
 			case "herdr":
 				return "herdr", "auto: herdr found at " + h.Detail
 			case "tmux":
-				return "tmux", "auto: herdr not found; tmux found at " + h.Detail
+				return "tmux", "auto: herdr not found; using " + h.Detail
 			}
 		}
 	}

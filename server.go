@@ -13,6 +13,8 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"orcr/adapters/claude"
+	"orcr/adapters/codex"
+	"orcr/adapters/pi"
 	"orcr/adapters/prices"
 	"orcr/adapters/shell"
 	"orcr/config"
@@ -158,6 +160,8 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 	return []core.Provider{
 		shell.New(),
 		claude.New(claude.Options{Bin: cfg.Providers["claude"].Bin, Logger: log, Prices: table}),
+		codex.New(codex.Options{Bin: cfg.Providers["codex"].Bin, Logger: log, Prices: table}),
+		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 	}
 }
 
