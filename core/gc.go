@@ -128,6 +128,27 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 	} else {
 		return res, fmt.Errorf("list host panes: %w", err)
 	}
+	// Old events go first, so the events this sweep publishes are not among them.
+	if rules.Retain > 0 {
+		upTo, err := e.prunableEvents(ctx, now.Add(-rules.Retain))
+		if err != nil {
+			return res, err
+		}
+		if upTo > 0 {
+			res.Actions = append(res.Actions, wire.GCAction{Rule: RuleRetain, Action: "prune_events",
+				Detail: fmt.Sprintf("events up to seq %d (older than %s)", upTo, rules.Retain)})
+			if !dryRun {
+				if err := e.store.PruneEvents(ctx, upTo); err != nil {
+					return res, fmt.Errorf("prune events: %w", err)
+				}
+				e.mu.Lock()
+				e.fl.pruned = upTo
+				e.mu.Unlock()
+				e.broker.publish(ctx, wire.Event{Event: wire.EventEventsPruned, Rule: RuleRetain,
+					Data: map[string]any{"upTo": upTo}})
+			}
+		}
+	}
 	act := func(t gcTarget, rule, action, detail string) wire.GCAction {
 		return wire.GCAction{Rule: rule, Action: action, AgentID: t.a.ID, Path: t.a.Path, Detail: detail}
 	}
@@ -155,26 +176,6 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 			if !dryRun {
 				e.publishGC(ctx, a, x)
 				e.killOne(ctx, t.rt, "stopped by "+RuleIdleAfter+": "+x.Detail)
-			}
-		}
-	}
-	if rules.Retain > 0 {
-		upTo, err := e.prunableEvents(ctx, now.Add(-rules.Retain))
-		if err != nil {
-			return res, err
-		}
-		if upTo > 0 {
-			res.Actions = append(res.Actions, wire.GCAction{Rule: RuleRetain, Action: "prune_events",
-				Detail: fmt.Sprintf("events up to seq %d (older than %s)", upTo, rules.Retain)})
-			if !dryRun {
-				if err := e.store.PruneEvents(ctx, upTo); err != nil {
-					return res, fmt.Errorf("prune events: %w", err)
-				}
-				e.mu.Lock()
-				e.fl.pruned = upTo
-				e.mu.Unlock()
-				e.broker.publish(ctx, wire.Event{Event: wire.EventEventsPruned, Rule: RuleRetain,
-					Data: map[string]any{"upTo": upTo}})
 			}
 		}
 	}
