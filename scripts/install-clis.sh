@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # install-clis.sh installs the pinned coding-agent CLIs that orcr's provider tests run
-# against (claude, codex, pi) from the npm registry into a cache directory. It is idempotent:
+# against (claude, codex, pi, opencode) from the npm registry into a cache directory. It is idempotent:
 # a CLI already present at the pinned version is skipped. Quiet on success; prints the
 # binaries' paths with -v.
 #
 #   ORCR_CLI_CACHE   cache dir (default $HOME/.cache/orcr/clis)
 #
 # Tests find the CLIs at $ORCR_CLI_CACHE/<name>/node_modules/.bin/<bin> or through
-# ORCR_CLAUDE_BIN / ORCR_CODEX_BIN / ORCR_PI_BIN.
+# ORCR_CLAUDE_BIN / ORCR_CODEX_BIN / ORCR_PI_BIN / ORCR_OPENCODE_BIN.
 set -euo pipefail
 
 CACHE="${ORCR_CLI_CACHE:-$HOME/.cache/orcr/clis}"
@@ -19,6 +19,7 @@ PINS=(
 	"claude @anthropic-ai/claude-code 2.1.328 claude"
 	"codex @openai/codex 0.171.0 codex"
 	"pi @mariozechner/pi-coding-agent 0.73.1 pi"
+	"opencode opencode-ai 1.18.33 opencode"
 )
 
 installed_version() { # dir package
