@@ -201,7 +201,8 @@ func chooseHost(ctx context.Context, cfg config.Config, home string, log *slog.L
 	if want == "herdr" || want == "auto" {
 		bin, why, err := herdr.FindBin(cfg.Herdr.Bin)
 		if err == nil {
-			h, err := herdr.New(ctx, herdr.Options{Bin: bin, Session: cfg.Herdr.Session, Logger: log})
+			h, err := herdr.New(ctx, herdr.Options{Bin: bin, Session: cfg.Herdr.Session, Logger: log,
+				StateDir: filepath.Join(home, "herdr")})
 			if err == nil {
 				return h, fmt.Sprintf("herdr at %s (%s)", bin, why), nil
 			}

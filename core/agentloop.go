@@ -78,6 +78,14 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 	defer timer.Stop()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
+	// Hosts without output events get their screen compared once a second.
+	var silent <-chan time.Time
+	var lastHash uint64
+	if sh, ok := e.host.(SilentHost); ok && sh.SilentOutput() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		silent = t.C
+	}
 	arm := func(d time.Duration) {
 		if !timer.Stop() {
 			select {
@@ -137,6 +145,19 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 				judge(now)
 			} else if !evaluated {
 				arm(quietAfter - now.Sub(lastOutput))
+			}
+		case <-silent:
+			e.mu.Lock()
+			pane := rt.a.PaneID
+			e.mu.Unlock()
+			if scr, err := e.host.Read(ctx, pane, ReadOpts{}); err == nil {
+				if h := hashString(scr.Text); h != lastHash {
+					lastHash = h
+					select {
+					case rt.outputs <- struct{}{}:
+					default:
+					}
+				}
 			}
 		case <-poll.C:
 			if obs != nil {
@@ -270,4 +291,14 @@ func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
 
 func itoa(n int) string {
 	return formatInt(int64(n))
+}
+
+// hashString is FNV-1a, enough to notice that a screen changed.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

@@ -99,3 +99,17 @@ var ErrNoStream = errorString("host has a native attach command; use AttachComma
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// IntegrationChecker is implemented by hosts that need an integration per provider
+// (herdr). The engine asks before queueing an agent, so a missing integration fails
+// fast with the exact fix instead of producing a pane nobody can read state from.
+type IntegrationChecker interface {
+	RequireIntegration(ctx context.Context, provider string) error
+}
+
+// SilentHost is implemented by hosts that cannot report screen activity (herdr has
+// no output event). The engine then polls each live pane's screen once a second and
+// treats a change as output.
+type SilentHost interface {
+	SilentOutput() bool
+}

@@ -34,6 +34,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeUnknownProvider,
 			"unknown provider %q; known: %s", prov, strings.Join(e.providerNames(), ", "))
 	}
+	if ic, ok := e.host.(IntegrationChecker); ok && prov != "shell" {
+		if err := ic.RequireIntegration(ctx, prov); err != nil {
+			return wire.Agent{}, err
+		}
+	}
 	if prov == "shell" && len(p.Argv) == 0 {
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)

@@ -534,3 +534,7 @@ func lockFile(path string) (func(), error) {
 	}
 	return func() { _ = f.Close() }, nil
 }
+
+// SilentOutput tells the engine that herdr reports no screen activity, so it polls
+// pane screens itself (core.SilentHost).
+func (h *Host) SilentOutput() bool { return true }
