@@ -39,6 +39,8 @@ type Options struct {
 	Scrollback int          // lines kept per pane, default 5000
 	// KillGrace is how long Close waits after SIGHUP before SIGKILL, default 500 ms.
 	KillGrace time.Duration
+	// EventBuffer is the capacity of the Events channel, default 1024.
+	EventBuffer int
 }
 
 // outputInterval is the shortest gap between two PaneOutput events of one pane.
@@ -73,6 +75,9 @@ func New(opts Options) *Host {
 	if opts.Scrollback <= 0 {
 		opts.Scrollback = 5000
 	}
+	if opts.EventBuffer <= 0 {
+		opts.EventBuffer = 1024
+	}
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = 500 * time.Millisecond
 	}
@@ -83,7 +88,7 @@ func New(opts Options) *Host {
 	h := &Host{
 		opts:    opts,
 		log:     log.With("host", "pty"),
-		events:  make(chan core.HostEvent, 1024),
+		events:  make(chan core.HostEvent, opts.EventBuffer),
 		done:    make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		panes:   map[string]*pane{},

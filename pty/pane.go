@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 	cpty "github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"orcr/core"
 )
@@ -56,6 +58,7 @@ type pane struct {
 
 	closing   atomic.Bool
 	closeOnce sync.Once
+	known     []int         // descendants seen by signal; only close touches it
 	exitCode  int           // set before waitDone closes
 	waitDone  chan struct{} // the process has been reaped
 	readDone  chan struct{} // the reader saw the end of the pty
@@ -82,6 +85,11 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 	// terminal, so its process group is the pane and Close can kill it whole.
 	ptmx, err := cpty.StartWithSize(cmd, &cpty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)})
 	if err != nil {
+		return nil, err
+	}
+	if ptmx, err = pollable(ptmx); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
 		return nil, err
 	}
 	emu := vt.NewEmulator(spec.Cols, spec.Rows)
@@ -119,7 +127,7 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 func (p *pane) readLoop() {
 	defer p.h.wg.Done()
 	defer close(p.readDone)
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, 8*1024) // small chunks keep the emulator lock short for readers
 	for {
 		n, err := p.ptmx.Read(buf)
 		if n > 0 {
@@ -300,10 +308,52 @@ func (p *pane) resize(cols, rows int) error {
 	p.mu.Lock()
 	p.emu.Resize(cols, rows)
 	p.mu.Unlock()
-	if err := cpty.Setsize(p.ptmx, &cpty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+	if err := setSize(p.ptmx, cols, rows); err != nil {
 		return fmt.Errorf("resize pane %s: %w", p.id, err)
 	}
 	return nil
+}
+
+// pollable returns the pty master as a non-blocking file on Go's poller and closes f.
+// creack/pty leaves the master in blocking mode (its ioctls call Fd), where deadlines
+// do nothing and Close cannot interrupt a read; a write to a program that stopped
+// reading would then hang forever.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("pty master: %w", err)
+	}
+	var fd int
+	var dupErr error
+	if err := rc.Control(func(old uintptr) { fd, dupErr = unix.Dup(int(old)) }); err != nil {
+		return nil, fmt.Errorf("pty master: %w", err)
+	}
+	if dupErr != nil {
+		return nil, fmt.Errorf("pty master: dup: %w", dupErr)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("pty master: nonblock: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// setSize sets the window size of the pty without Fd (which would make it blocking).
+func setSize(f *os.File, cols, rows int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
+	})
+	if err != nil {
+		return err
+	}
+	return ioErr
 }
 
 // close kills the process group (SIGHUP, then SIGKILL after grace), releases the pty
@@ -312,7 +362,7 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 	p.closeOnce.Do(func() {
 		p.closing.Store(true)
 		if !p.dead() {
-			killSession(p.pid, syscall.SIGHUP)
+			p.signal(syscall.SIGHUP)
 			timer := time.NewTimer(grace)
 			select {
 			case <-p.waitDone:
@@ -321,7 +371,7 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 			}
 			timer.Stop()
 			if !p.dead() {
-				killSession(p.pid, syscall.SIGKILL)
+				p.signal(syscall.SIGKILL)
 				select {
 				case <-p.waitDone:
 				case <-time.After(reapTimeout):
@@ -330,7 +380,7 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 			}
 		} else {
 			// Background children of a dead pane may still hold the terminal.
-			killSession(p.pid, syscall.SIGKILL)
+			p.signal(syscall.SIGKILL)
 		}
 		_ = p.ptmx.Close()
 		<-p.readDone
@@ -373,32 +423,81 @@ func lookPath(argv0 string, env []string, cwd string) (string, error) {
 	return "", fmt.Errorf("%q not found in PATH", argv0)
 }
 
-// killSession signals every process of the pane's session: its process group, plus any
-// process that moved to another group of the same session (shell job control).
-func killSession(sid int, sig syscall.Signal) {
-	_ = syscall.Kill(-sid, sig)
-	want := strconv.Itoa(sid)
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name: state ppid pgrp session …
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 3 && f[3] == want {
+// signal sends sig to the pane's processes: its process group (the session leader's),
+// plus every process of its session found among the leader's descendants, which
+// catches jobs a shell moved to other process groups. Descendants are collected before
+// anything is signalled (a dying leader orphans them) and remembered for the next
+// signal, when the leader may be gone. Walking descendants costs a few reads per
+// process instead of a scan of all of /proc.
+func (p *pane) signal(sig syscall.Signal) {
+	p.known = append(p.known, descendants(p.pid)...)
+	_ = syscall.Kill(-p.pid, sig)
+	for _, pid := range p.known {
+		if sessionOf(pid) == p.pid { // still ours, not a reused pid
 			_ = syscall.Kill(pid, sig)
 		}
 	}
+}
+
+// descendants lists the live descendants of pid.
+func descendants(pid int) []int {
+	var out []int
+	seen := map[int]bool{pid: true}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		for _, child := range children(next) {
+			if !seen[child] {
+				seen[child] = true
+				out = append(out, child)
+				queue = append(queue, child)
+			}
+		}
+	}
+	return out
+}
+
+// sessionOf returns the session id of pid, or -1.
+func sessionOf(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	// Fields after the command name: state ppid pgrp session …
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 4 {
+		return -1
+	}
+	sid, err := strconv.Atoi(f[3])
+	if err != nil {
+		return -1
+	}
+	return sid
+}
+
+// children lists the child pids of every thread of pid (Linux /proc).
+func children(pid int) []int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
