@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -252,6 +253,12 @@ func lookPath(name string) (string, bool) {
 
 // runServe runs the headless server until a signal.
 func runServe(ctx context.Context, io *streams) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit keeps badger's write bursts from growing the heap for good;
+		// the GC works harder near it instead. GOMEMLIMIT overrides. (The dashboard,
+		// which also holds the UI, keeps Go's default.)
+		debug.SetMemoryLimit(32 << 20)
+	}
 	s, err := startServer(ctx)
 	if err != nil {
 		return err

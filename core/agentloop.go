@@ -42,7 +42,7 @@ func (e *Engine) startLoop(rt *agentRT) {
 	rt.stop = cancel
 	rt.events = make(chan func(), 16)
 	rt.outputs = make(chan struct{}, 1)
-	rt.exit = make(chan *int, 1)
+	rt.exit = make(chan paneEnd, 1)
 	rt.done = make(chan struct{})
 	a := rt.a
 	e.mu.Unlock()
@@ -113,8 +113,8 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		select {
 		case <-ctx.Done():
 			return
-		case code := <-rt.exit:
-			e.onExit(ctx, rt, obs, code)
+		case end := <-rt.exit:
+			e.onExit(ctx, rt, obs, end)
 			return
 		case fn := <-rt.events:
 			fn()
@@ -221,7 +221,7 @@ func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
 	e.setState(ctx, rt, to, s.Source, s.Reason, s.Blocked)
 }
 
-func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, code *int) {
+func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, end paneEnd) {
 	if obs != nil {
 		if sig, err := obs.Poll(ctx); err == nil {
 			e.apply(ctx, rt, sig)
@@ -233,11 +233,15 @@ func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, code *in
 	if scr, err := e.host.Read(ctx, pane, ReadOpts{Lines: 200}); err == nil {
 		e.mutate(ctx, rt, func(a *wire.Agent) { a.LastScreen = scr.Text }, nil)
 	}
-	reason := "process ended"
-	if code != nil {
-		reason = "process exited with code " + itoa(*code)
+	if end.gone {
+		e.finish(ctx, rt, wire.StateLost, "host", "pane vanished from the host (closed outside orcr, or the host restarted)", nil)
+		return
 	}
-	e.finish(ctx, rt, wire.StateExited, "host", reason, code)
+	reason := "process ended"
+	if end.code != nil {
+		reason = "process exited with code " + itoa(*end.code)
+	}
+	e.finish(ctx, rt, wire.StateExited, "host", reason, end.code)
 }
 
 // hostEventLoop routes pane events to their agents' loops.
@@ -270,7 +274,7 @@ func (e *Engine) hostEventLoop() {
 				}
 			case PaneExited, PaneGone:
 				select {
-				case rt.exit <- ev.ExitCode:
+				case rt.exit <- paneEnd{code: ev.ExitCode, gone: ev.Kind == PaneGone}:
 				default:
 				}
 			}

@@ -78,7 +78,7 @@ type agentRT struct {
 	turns   int         // prompts and sends given; turns idle into done
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
-	exit    chan *int
+	exit    chan paneEnd
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -236,7 +236,11 @@ func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent)
 		return a, fmt.Errorf("store agent: %w", err)
 	}
 	if ev != nil {
-		ev.Agent = &a
+		// Events carry the record without its last screen: the log stays small and
+		// the screen is one agent.get away.
+		ea := a
+		ea.LastScreen = ""
+		ev.Agent = &ea
 		if _, err := e.broker.publish(ctx, *ev); err != nil {
 			e.log.Error("publish", "err", err)
 			return a, err
@@ -293,6 +297,13 @@ func (e *Engine) finish(ctx context.Context, rt *agentRT, to wire.State, source,
 }
 
 func (rt *agentRT) observer() Observer { return rt.obs }
+
+// paneEnd is how a pane ended: its process exited (code when known), or the pane
+// vanished from the host (closed from outside, host server restarted).
+type paneEnd struct {
+	code *int
+	gone bool
+}
 
 func newID() string {
 	id, err := uuid.NewV7()

@@ -168,7 +168,7 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 			code = pane.ExitCode
 		}
 		select {
-		case rt.exit <- code:
+		case rt.exit <- paneEnd{code: code}:
 		default:
 		}
 	}
