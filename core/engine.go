@@ -94,6 +94,9 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.UsageReport == nil {
+		opts.UsageReport = UsageReport
+	}
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
 	}
