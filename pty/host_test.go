@@ -426,3 +426,17 @@ func TestConcurrentReadsWhileStreaming(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestClearScrollback checks that ED 3 (sent by `clear`) erases the scrollback too.
+func TestClearScrollback(t *testing.T) {
+	h := newHost(t, pty.Options{})
+	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 120 ]; do echo "old-$i"; i=$((i+1)); done; read x; printf '\033[H\033[2J\033[3J'; echo fresh; exec cat`)
+	waitText(t, h, info.ID, 200, "old-0")
+	if err := h.SendKeys(context.Background(), info.ID, "enter"); err != nil {
+		t.Fatal(err)
+	}
+	s := waitText(t, h, info.ID, 200, "fresh")
+	if strings.Contains(s.Text, "old-") {
+		t.Errorf("scrollback survived ED 3:\n%s", s.Text)
+	}
+}

@@ -40,8 +40,9 @@ type pane struct {
 	cmd  *exec.Cmd
 	ptmx *os.File
 
-	mu      sync.Mutex // guards emu, streams and modes
+	mu      sync.Mutex // guards emu, hist, streams and modes
 	emu     *vt.Emulator
+	hist    *history
 	streams map[*stream]struct{}
 	modes   modeTracker
 
@@ -89,7 +90,9 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 		return nil, err
 	}
 	emu := vt.NewEmulator(spec.Cols, spec.Rows)
-	emu.SetScrollbackSize(h.opts.Scrollback)
+	// The emulator's scrollback only holds what one write scrolls off (a chunk of at
+	// most 8 KiB is at most 8 Ki lines); history keeps the real scrollback as text.
+	emu.SetScrollbackSize(16 * 1024)
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
 		h:        h,
@@ -99,6 +102,7 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 		cmd:      cmd,
 		ptmx:     ptmx,
 		emu:      emu,
+		hist:     newHistory(h.opts.Scrollback),
 		streams:  map[*stream]struct{}{},
 		replies:  make(chan []byte, 64),
 		replyW:   replyW,
@@ -109,6 +113,14 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 	emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { p.modes.set(m, true) },
 		DisableMode: func(m ansi.Mode) { p.modes.set(m, false) },
+	})
+	// ED 3 (what `clear` sends to erase the scrollback) must reach the history too;
+	// returning false lets the emulator's own handler run as well.
+	emu.RegisterCsiHandler('J', func(params ansi.Params) bool {
+		if n, _, _ := params.Param(0, 0); n == 3 {
+			p.hist.clear()
+		}
+		return false
 	})
 	h.wg.Add(4)
 	go p.readLoop()
@@ -129,6 +141,7 @@ func (p *pane) readLoop() {
 		if n > 0 {
 			p.mu.Lock()
 			_, _ = p.emu.Write(buf[:n])
+			p.hist.drain(p.emu)
 			if len(p.streams) > 0 {
 				chunk := append([]byte(nil), buf[:n]...)
 				for s := range p.streams {
@@ -270,12 +283,7 @@ func (p *pane) read(lines int) core.Screen {
 	cur := p.emu.CursorPosition()
 	cols, rows := p.emu.Width(), p.emu.Height()
 	if lines > 0 && !p.emu.IsAltScreen() {
-		if sb := p.emu.Scrollback(); sb != nil {
-			all := sb.Lines()
-			for _, l := range all[max(0, len(all)-lines):] {
-				history = append(history, l.String())
-			}
-		}
+		history = p.hist.tail(lines)
 	}
 	p.mu.Unlock()
 
@@ -303,6 +311,7 @@ func (p *pane) read(lines int) core.Screen {
 func (p *pane) resize(cols, rows int) error {
 	p.mu.Lock()
 	p.emu.Resize(cols, rows)
+	p.hist.drain(p.emu)
 	p.mu.Unlock()
 	if err := setSize(p.ptmx, cols, rows); err != nil {
 		return fmt.Errorf("resize pane %s: %w", p.id, err)
