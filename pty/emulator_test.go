@@ -69,3 +69,21 @@ func TestHistoryRing(t *testing.T) {
 		t.Errorf("empty tail = %v", got)
 	}
 }
+
+// TestScreenLinesMatchesEmulator checks the fast screen reader against the emulator's
+// own String on wide characters, emoji, styles, styled blanks and cursor moves.
+func TestScreenLinesMatchesEmulator(t *testing.T) {
+	emu := vt.NewEmulator(40, 8)
+	_, _ = emu.Write([]byte("plain text   \r\n日本語 wide 中文\r\n\x1b[1;31mred bold\x1b[0m and \x1b[44m   \x1b[0m\r\n" +
+		"emoji 🎉 ✅ ok\r\n\ttab\x1b[5;30Hplaced\r\n" + strings.Repeat("w", 45)))
+	want := strings.Split(emu.String(), "\n")
+	got := screenLines(emu)
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if w := strings.TrimRight(want[i], " "); got[i] != w {
+			t.Errorf("line %d = %q, want %q", i, got[i], w)
+		}
+	}
+}

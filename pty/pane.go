@@ -279,18 +279,14 @@ func cmpErr(err, alt error) error {
 func (p *pane) read(lines int) core.Screen {
 	var history []string
 	p.mu.Lock()
-	text := p.emu.String()
 	cur := p.emu.CursorPosition()
 	cols, rows := p.emu.Width(), p.emu.Height()
 	if lines > 0 && !p.emu.IsAltScreen() {
 		history = p.hist.tail(lines)
 	}
+	out := append(history, screenLines(p.emu)...)
 	p.mu.Unlock()
 
-	out := append(history, strings.Split(text, "\n")...)
-	for i, l := range out {
-		out[i] = strings.TrimRight(l, " \r")
-	}
 	for len(out) > 0 && out[len(out)-1] == "" {
 		out = out[:len(out)-1]
 	}
@@ -304,6 +300,35 @@ func (p *pane) read(lines int) core.Screen {
 		CursorX: cur.X,
 		CursorY: cur.Y,
 	}
+}
+
+// screenLines returns the text of every row of the screen, trailing spaces trimmed.
+// Reading cells directly is several times faster than the emulator's String, which
+// compares every cell's style and splits and joins the text twice.
+func screenLines(emu *vt.Emulator) []string {
+	cols, rows := emu.Width(), emu.Height()
+	out := make([]string, rows)
+	var b strings.Builder
+	for y := range rows {
+		b.Reset()
+		b.Grow(cols)
+		end := 0 // length of b up to the last non-space
+		for x := 0; x < cols; x++ {
+			c := emu.CellAt(x, y)
+			if c == nil || (c.Width == 0 && c.Content == "") {
+				continue // the second column of a wide character
+			}
+			switch c.Content {
+			case "", " ":
+				b.WriteByte(' ')
+			default:
+				b.WriteString(c.Content)
+				end = b.Len()
+			}
+		}
+		out[y] = b.String()[:end]
+	}
+	return out
 }
 
 // resize resizes the emulator, then the pty (which signals SIGWINCH), so output drawn
