@@ -210,6 +210,8 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 				a.PaneID, a.ExitCode = p.ID, p.ExitCode
 			}, nil)
 			e.finish(ctx, rt, wire.StateExited, "host", "process ended while the server was down", p.ExitCode)
+		case e.neverLaunched(a):
+			e.requeue(ctx, rt)
 		default:
 			e.finish(ctx, rt, wire.StateLost, "server",
 				fmt.Sprintf("pane vanished while the server was down (found missing at %s)", e.now().Format(time.RFC3339)), nil)

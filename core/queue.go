@@ -183,7 +183,9 @@ func (e *Engine) loadQueueLocked() {
 	}
 	q := &e.fl.q
 	sort.Slice(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
-	q.dirty = true
+	for i, en := range q.items {
+		en.rt.a.QueuePos = i + 1
+	}
 }
 
 // runningLocked counts admitted agents that have not ended, dropping ended ones.
@@ -392,4 +394,17 @@ func (e *Engine) memHoldLocked(lim Limits) string {
 		return fmt.Sprintf("memory guard: %d MB free < min_free_mb %d", free, lim.MinFreeMB)
 	}
 	return ""
+}
+
+// neverLaunched reports whether an agent found starting after a restart was admitted
+// but never launched: it has no pane id, and its host (tmux, herdr), whose panes
+// outlive the server, shows no pane by its name, so nothing of it ever ran.
+func (e *Engine) neverLaunched(a wire.Agent) bool {
+	return a.State == wire.StateStarting && a.PaneID == "" && e.host.Name() != "pty"
+}
+
+// requeue returns an admitted agent that never launched to the queue, where its
+// original arrival keeps its place.
+func (e *Engine) requeue(ctx context.Context, rt *agentRT) {
+	e.setState(ctx, rt, wire.StateQueued, "server", "admitted but not launched before the server stopped; queued again", nil)
 }

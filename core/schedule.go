@@ -537,10 +537,7 @@ func (e *Engine) ScheduleRuns(ctx context.Context, name string) ([]wire.Schedule
 func (e *Engine) startFleet() {
 	e.mu.Lock()
 	e.fl.gc = e.opts.GC.withDefaults()
-	if e.fl.inQ == nil {
-		e.fl.inQ = map[*agentRT]struct{}{}
-		e.fl.live = map[*agentRT]struct{}{}
-	}
+	e.loadQueueLocked()
 	e.mu.Unlock()
 	e.fl.sched = newScheduler()
 	if err := e.loadSchedules(e.ctx); err != nil {

@@ -149,6 +149,16 @@ func (s *server) stop() {
 	s.cmd = nil
 }
 
+// run runs the orcr binary with this home and returns its combined output.
+func (s *server) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = s.env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 func (s *server) dial(ctx context.Context) *socket.Client {
 	s.t.Helper()
 	cl, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
