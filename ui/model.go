@@ -55,6 +55,10 @@ type Model struct {
 	readWant     string
 	readInFlight bool
 	readDirty    bool
+	// settleArmed is set while a trailing read is scheduled; settleEvents counts screen
+	// events since it was armed.
+	settleArmed  bool
+	settleEvents int
 }
 
 // New builds the root model. It does no I/O; Init starts the first calls.
@@ -110,6 +114,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.now = time.Time(msg)
 		m.status.expire(m.c.now)
 		return m, tickCmd()
+	case settleMsg:
+		return m, m.onSettle()
 	case refreshMsg:
 		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), refreshCmd())
 	}

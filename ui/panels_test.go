@@ -253,3 +253,26 @@ func pv(m *Model) string {
 	m.syncPreview()
 	return m.preview.View()
 }
+
+func TestTrailingReadAfterScreenBurst(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	selectPath(t, m, "demo/a")
+	sel := fixture()[0]
+	screenEv := eventsMsg{events: []wire.Event{{Event: wire.EventAgentScreen, Agent: &sel}}}
+	m.Update(screenEv)
+	if !m.settleArmed {
+		t.Fatal("no trailing read scheduled")
+	}
+	m.Update(screenEv) // more changes while armed
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "a"}})
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "b"}})
+	_, cmd := m.Update(settleMsg{})
+	if cmd == nil || !m.readInFlight || !m.settleArmed {
+		t.Fatal("trailing read not made or not re-armed after further events")
+	}
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "c"}})
+	m.Update(settleMsg{})
+	if m.settleArmed {
+		t.Fatal("still armed after a quiet period")
+	}
+}

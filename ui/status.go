@@ -65,7 +65,7 @@ func (s *statusModel) View(in statusInfo) string {
 	if in.host != "" {
 		parts = append(parts, "host "+in.host)
 	}
-	parts = append(parts, fmt.Sprintf("%d agents", in.agents))
+	parts = append(parts, plural(in.agents, "agent", "agents"))
 	if in.working > 0 {
 		parts = append(parts, fmt.Sprintf("%d working", in.working))
 	}

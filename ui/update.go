@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"os/exec"
 	"time"
@@ -244,7 +243,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 		switch ev.Event {
 		case wire.EventAgentScreen:
 			if id := eventAgentID(ev); id != "" && id == before {
-				cmd = m.requestRead(id)
+				cmd = tea.Batch(m.requestRead(id), m.armSettle())
 			}
 			continue
 		case wire.EventAgentRemoved:
@@ -265,6 +264,34 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	}
 	m.syncPreview()
 	return cmd
+}
+
+// settleAfter is when the preview reads the selected screen once more after a burst of
+// screen events. The server announces screen changes at most every so often, so the
+// last change of a burst can go unannounced; this trailing read picks it up. It only
+// ever reads the selected agent.
+const settleAfter = 300 * time.Millisecond
+
+type settleMsg struct{}
+
+// armSettle schedules the trailing read unless one is pending; events meanwhile are
+// counted so the read is repeated while the screen keeps changing.
+func (m *Model) armSettle() tea.Cmd {
+	m.settleEvents++
+	if m.settleArmed {
+		return nil
+	}
+	m.settleArmed, m.settleEvents = true, 0
+	return tea.Tick(settleAfter, func(time.Time) tea.Msg { return settleMsg{} })
+}
+
+func (m *Model) onSettle() tea.Cmd {
+	m.settleArmed = false
+	read := m.requestRead(m.selectedID())
+	if m.settleEvents > 0 {
+		return tea.Batch(read, m.armSettle())
+	}
+	return read
 }
 
 // upsert applies a snapshot unless a newer one is already held (list results and
@@ -350,9 +377,7 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 		return m.startAttach(msg)
 	case attachDoneMsg:
 		m.attaching = false
-		if msg.err != nil && !errors.Is(msg.err, exec.ErrNotFound) {
-			m.status.notify(now, "attach: "+msg.err.Error(), true)
-		} else if msg.err != nil {
+		if msg.err != nil {
 			m.status.notify(now, "attach: "+msg.err.Error(), true)
 		} else {
 			m.status.notify(now, "detached", false)
