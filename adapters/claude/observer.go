@@ -48,7 +48,11 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 		sentSession: a.SessionID, sentPath: a.Transcript, sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
 	path := a.Transcript
 	if path == "" && a.SessionID != "" {
-		path = TranscriptPath(p.configDir(nil), agentkit.RealDir(a.Cwd), a.SessionID)
+		var env []string
+		if d := a.Env["CLAUDE_CONFIG_DIR"]; d != "" {
+			env = []string{"CLAUDE_CONFIG_DIR=" + d}
+		}
+		path = TranscriptPath(p.configDir(env), agentkit.RealDir(a.Cwd), a.SessionID)
 	}
 	if path != "" {
 		o.tail = &jsonl.Tail{Path: path}

@@ -1,0 +1,83 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/modelserver"
+)
+
+func TestCodexThroughOrcr(t *testing.T) {
+	bin := cli(t, "codex", "ORCR_CODEX_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	e := newOrcr(t)
+	home := filepath.Join(e.dir, "codex-home")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+`, srv.URL)), 0o600)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=test-key")
+	e.serve()
+
+	target := filepath.Join(work, "hello.txt")
+	srv.Push(
+		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{
+			"cmd": "printf 'hello from orcr\\n' > " + target}}},
+			Usage: modelserver.Usage{Input: 1500, CacheRead: 1000, Output: 40}},
+		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 1700, CacheRead: 1500, Output: 12}},
+	)
+	e.must("agent", "run", "fix/x", "--provider", "codex", "--cwd", work, "--prompt", "write hello.txt")
+	a := e.waitAgent("fix/x", 120*time.Second, "first turn done", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "I wrote hello.txt." && a.Usage.OutputTokens == 52
+	})
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hello from orcr\n" {
+		t.Fatalf("tool did not write the file: %q %v", b, err)
+	}
+	if a.Usage.InputTokens != 700 || a.Usage.CacheReadTokens != 2500 || !a.Usage.Priced || a.Model != "gpt-5.3-codex" {
+		t.Fatalf("usage %+v model %q", a.Usage, a.Model)
+	}
+	if !strings.HasPrefix(a.Transcript, filepath.Join(home, "sessions")) {
+		t.Fatalf("rollout %q", a.Transcript)
+	}
+	if got := strings.TrimSpace(e.must("agent", "read", "fix/x", "--last-message")); got != "I wrote hello.txt." {
+		t.Fatalf("last message %q", got)
+	}
+
+	srv.Push(modelserver.Turn{Text: "Cookie checked.", Usage: modelserver.Usage{Input: 1800, CacheRead: 1700, Output: 9}})
+	e.must("agent", "send", "fix/x", "also check the session cookie")
+	e.waitAgent("fix/x", 60*time.Second, "second turn", func(a wire.Agent) bool {
+		return a.LastMessage == "Cookie checked." && a.State == wire.StateDone && a.Usage.OutputTokens == 61
+	})
+
+	reset := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset}})
+	e.must("agent", "send", "fix/x", "keep going")
+	a = e.waitAgent("fix/x", 60*time.Second, "usage limit", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "usage-limit" &&
+			a.Blocked.ResetsAt != nil && a.Blocked.ResetsAt.Equal(reset)
+	})
+
+	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	e.must("agent", "wait", "fix/x", "--until", "exited", "--timeout", "30s")
+}

@@ -1,0 +1,178 @@
+// Package e2e_test runs the real orcr binary with the real claude and codex CLIs in
+// real panes against the scripted model server: what a user does with
+// `orcr agent run --provider claude|codex`, checked through the CLI.
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/testbin"
+)
+
+// cli finds a pinned CLI; missing fails under CI=true and skips otherwise.
+func cli(t *testing.T, name, envVar string) string {
+	t.Helper()
+	if v := os.Getenv(envVar); v != "" {
+		return v
+	}
+	cache := os.Getenv("ORCR_CLI_CACHE")
+	if cache == "" {
+		h, _ := os.UserHomeDir()
+		cache = filepath.Join(h, ".cache", "orcr", "clis")
+	}
+	p := filepath.Join(cache, name, "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s CLI not installed (looked at $%s and %s); run scripts/install-clis.sh", name, envVar, p)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// orcrEnv is one isolated orcr installation with a running `orcr serve`.
+type orcrEnv struct {
+	t    *testing.T
+	bin  string
+	home string
+	dir  string
+	vars []string
+	srv  *exec.Cmd
+	errb bytes.Buffer
+}
+
+func newOrcr(t *testing.T, extra ...string) *orcrEnv {
+	t.Helper()
+	bin := testbin.Build(t, "orcr")
+	dir := t.TempDir()
+	e := &orcrEnv{t: t, bin: bin, dir: dir, home: filepath.Join(dir, "orcr-home")}
+	e.vars = []string{
+		"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(dir, "user"), "TERM=xterm-256color", "LANG=C.UTF-8", "TZ=UTC",
+		"ORCR_HOME=" + e.home, "ORCR_HOST=pty", "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
+	}
+	os.MkdirAll(filepath.Join(dir, "user"), 0o700)
+	e.vars = append(e.vars, extra...)
+	return e
+}
+
+func (e *orcrEnv) serve() {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, "serve")
+	cmd.Env = e.vars
+	cmd.Stderr = &e.errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatalf("start server: %v", err)
+	}
+	e.srv = cmd
+	e.t.Cleanup(e.stop)
+	waitFor(e.t, 15*time.Second, "server answers", func() bool { return e.run("agent", "ls").code == 0 })
+}
+
+func (e *orcrEnv) stop() {
+	if e.srv == nil {
+		return
+	}
+	_ = e.srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { e.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-e.srv.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	e.srv = nil
+	if e.t.Failed() {
+		e.t.Logf("server stderr:\n%s", e.errb.String())
+	}
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+func (e *orcrEnv) run(args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = e.vars
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run orcr %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (e *orcrEnv) must(args ...string) string {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != 0 {
+		e.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.err)
+	}
+	return r.out
+}
+
+func (e *orcrEnv) agent(target string) wire.Agent {
+	e.t.Helper()
+	var r wire.AgentResult
+	if err := json.Unmarshal([]byte(e.must("agent", "get", target, "--json")), &r); err != nil {
+		e.t.Fatal(err)
+	}
+	return r.Agent
+}
+
+// waitAgent polls the agent until cond holds.
+func (e *orcrEnv) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		a := e.agent(target)
+		if cond(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			scr := e.run("agent", "read", target).out
+			e.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q usage=%+v last=%q\nscreen:\n%s",
+				d, what, a.State, a.StateSource, a.StateReason, a.Usage, a.LastMessage, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(delay)
+	}
+}
