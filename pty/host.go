@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"orcr/core"
 )
 
@@ -200,14 +202,17 @@ func (h *Host) SendText(ctx context.Context, pane, text string) error {
 // SendKeys presses the named keys in order (see KeyBytes). Nothing is sent when a name
 // is unknown.
 func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error {
-	b, err := keysBytes(keys)
-	if err != nil {
-		return err
+	if _, err := keysBytes(keys, false); err != nil {
+		return err // unknown names fail before the pane is even looked up
 	}
 	p, err := h.pane(pane)
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	appCursor := p.modes.on[ansi.ModeCursorKeys]
+	p.mu.Unlock()
+	b, _ := keysBytes(keys, appCursor)
 	return p.write(ctx, b)
 }
 

@@ -440,3 +440,18 @@ func TestClearScrollback(t *testing.T) {
 		t.Errorf("scrollback survived ED 3:\n%s", s.Text)
 	}
 }
+
+// TestAppCursorKeys checks that arrows follow the program's cursor key mode (DECCKM).
+func TestAppCursorKeys(t *testing.T) {
+	h := newHost(t, pty.Options{})
+	info := launch(t, h, "sh", "-c", `stty -echo; printf 'normal\n'; read x; printf '\033[?1happ\n'; exec cat -v`)
+	waitText(t, h, info.ID, 0, "normal")
+	if err := h.SendKeys(context.Background(), info.ID, "enter"); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, h, info.ID, 0, "app")
+	if err := h.SendKeys(context.Background(), info.ID, "up", "left", "pgup", "enter"); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, h, info.ID, 0, "^[OA^[OD^[[5~")
+}

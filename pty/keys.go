@@ -58,7 +58,8 @@ var keyAliases = map[string]string{
 	"btab":     "shift-tab",
 }
 
-// KeyBytes returns the bytes a terminal sends for the named key (case-insensitive):
+// KeyBytes returns the bytes a terminal in normal cursor mode sends for the named key
+// (case-insensitive):
 // enter, esc, tab, shift-tab, backspace, space, up, down, left, right, home, end, pgup,
 // pgdn, insert, delete, ctrl-a … ctrl-z, ctrl-], ctrl-\, f1 … f12. An unknown name is an
 // error that lists the valid ones.
@@ -84,13 +85,17 @@ func KeyNames() []string {
 }
 
 // keysBytes concatenates the bytes of several keys, failing on the first unknown one
-// before anything is sent.
-func keysBytes(keys []string) ([]byte, error) {
+// before anything is sent. In application cursor mode (DECCKM, set by full-screen
+// programs such as vim) the cursor keys are sent as SS3 sequences, as a terminal does.
+func keysBytes(keys []string, appCursor bool) ([]byte, error) {
 	var out []byte
 	for _, k := range keys {
 		b, err := KeyBytes(k)
 		if err != nil {
 			return nil, err
+		}
+		if appCursor && len(b) == 3 && b[0] == 0x1b && b[1] == '[' && strings.IndexByte("ABCDHF", b[2]) >= 0 {
+			b = []byte{0x1b, 'O', b[2]}
 		}
 		out = append(out, b...)
 	}
