@@ -31,6 +31,23 @@ func phaseStats(t testing.TB, evs []wire.Event) {
 			p.end = ev.At
 		}
 	}
+	// Admission lag: from an exit to the next admission, while agents still wait.
+	var lag []time.Duration
+	var lastEnd time.Time
+	for _, ev := range evs {
+		if ev.Event != wire.EventAgentState || ev.Agent == nil {
+			continue
+		}
+		switch {
+		case ev.To.Terminal():
+			if lastEnd.IsZero() {
+				lastEnd = ev.At
+			}
+		case ev.To == wire.StateStarting && !lastEnd.IsZero():
+			lag = append(lag, ev.At.Sub(lastEnd))
+			lastEnd = time.Time{}
+		}
+	}
 	var launch, run []time.Duration
 	for _, p := range m {
 		if !p.start.IsZero() && !p.work.IsZero() {
@@ -47,5 +64,5 @@ func phaseStats(t testing.TB, evs []wire.Event) {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		return d[len(d)/2].Round(time.Millisecond).String() + " p90 " + d[len(d)*9/10].Round(time.Millisecond).String()
 	}
-	t.Logf("admitted→launched median %s; launched→exit recorded median %s", q(launch), q(run))
+	t.Logf("exit→next admission median %s; admitted→launched median %s; launched→exit recorded median %s", q(lag), q(launch), q(run))
 }

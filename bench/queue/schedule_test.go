@@ -88,3 +88,53 @@ func TestScheduleKill9(t *testing.T) {
 	}
 	t.Logf("%d kill -9 restarts: %d runs recorded (%d interrupted by a kill), %d command starts, 0 doubled", kills, len(runs), interrupted, startsN)
 }
+
+// TestScheduleFromInsideAnAgentMakesRootAgents: a schedule added by a program inside
+// an agent's pane is owned by that agent, and the `orcr agent run` it fires makes a
+// root agent at the path written in the command, not a child of the creator.
+func TestScheduleFromInsideAnAgentMakesRootAgents(t *testing.T) {
+	s := newServer(t, "")
+	s.start()
+	ctx := context.Background()
+	cl := s.dial(ctx)
+	defer cl.Close()
+	add := s.bin + " schedule add nightly --cron '0 3 * * *' -- " + s.bin + " agent run made/by-schedule -- true"
+	p, err := cl.Run(ctx, wire.RunParams{Path: "team/lead", Cwd: s.home, Argv: []string{"sh", "-c", add + " > added.out 2>&1; sleep 60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc wire.Schedule
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ss, err := cl.Schedules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) == 1 {
+			sc = ss[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(s.home, "added.out"))
+			t.Fatalf("the agent's schedule add did not land: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sc.Owner != "team/lead" || sc.Cwd != s.home || sc.Env["ORCR_ID"] != "" || sc.NextAt == nil {
+		t.Fatalf("schedule %+v: want owner team/lead, cwd %s, no ORCR_ID", sc, s.home)
+	}
+	out, err := s.run("schedule", "run", "nightly")
+	if err != nil {
+		t.Fatalf("schedule run: %v: %s", err, out)
+	}
+	a, err := cl.Get(ctx, "made/by-schedule")
+	if err != nil {
+		t.Fatalf("the scheduled agent run: %v (%s)", err, out)
+	}
+	if a.ParentID != "" || a.Path != "made/by-schedule" || a.Cwd != s.home {
+		t.Fatalf("scheduled agent: path %s parent %q cwd %s; want a root at made/by-schedule in %s", a.Path, a.ParentID, a.Cwd, s.home)
+	}
+	if _, err := cl.Kill(ctx, wire.KillParams{Glob: p.ID}); err != nil {
+		t.Fatal(err)
+	}
+}
