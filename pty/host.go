@@ -3,11 +3,19 @@
 // (charmbracelet/x/vt), so Read returns the rendered screen rather than raw bytes. It
 // needs no external program; its panes end with the server.
 //
-// Thread model: every pane has a reader goroutine (pty → emulator, streams, activity),
-// a waiter goroutine (process exit), and a pair that carries the emulator's answers to
-// terminal queries back to the pty. The host has one coalescer goroutine that turns
-// pane activity into at most one PaneOutput event per pane per 50 ms. Shutdown stops
-// them all before it closes the Events channel.
+// Thread model: every pane has a reader goroutine (pty → emulator, scrollback,
+// attached streams, activity), a waiter goroutine (process exit), and a pair that
+// carries the emulator's answers to terminal queries (cursor position, device
+// attributes) back to the pty, so programs that ask never hang. The host has one
+// coalescer goroutine that turns pane activity into at most one PaneOutput event per
+// pane per 50 ms. Close and Shutdown stop a pane's goroutines before they return;
+// Shutdown closes the Events channel last.
+//
+// State: each pane's screen lives in its emulator and its scrollback in a ring of text
+// lines (history.go), both behind the pane's mutex; nothing is persisted, and a pane's
+// last screen stays readable after its program exits until the pane is closed. The
+// pty master is switched to non-blocking mode (proc.go) so writes honour deadlines
+// and Close interrupts a blocked read.
 package pty
 
 import (
