@@ -34,6 +34,19 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("no roll-up on demo/:\n%s", s)
 	}
 
+	// Resize to the smallest supported size and back: the frame follows, nothing wraps.
+	r.tmux("resize-window", "-t", "ui", "-x", "80", "-y", "24")
+	r.waitScreen("an 80×24 frame", 10*time.Second, func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return len(lines) == 24 && strings.HasPrefix(lines[0], "╭─ agents 3 ") && strings.HasSuffix(lines[0], "╮") &&
+			len([]rune(lines[0])) == 80 && strings.HasPrefix(lines[22], "╰") && strings.HasSuffix(lines[22], "╯")
+	})
+	r.tmux("resize-window", "-t", "ui", "-x", "160", "-y", "48")
+	r.waitScreen("a 160×48 frame", 10*time.Second, func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return len(lines) == 48 && len([]rune(lines[0])) == 160 && strings.HasSuffix(lines[46], "╯")
+	})
+
 	// Select ops/three with the filter, see its live screen in the preview, attach.
 	r.keys("/")
 	r.typeText("three")
