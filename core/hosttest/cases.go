@@ -1,8 +1,11 @@
 package hosttest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -298,6 +301,59 @@ func testFiftyPanes(t *testing.T, f Factory) {
 	for i, id := range ids {
 		h.waitText(id, fmt.Sprintf("reply-%d", i))
 	}
+}
+
+// testAttachOrStream checks the attach contract: a host either names a native attach
+// command (and Stream says ErrNoStream) or serves Stream, which starts with a redraw
+// of the current screen and passes input through.
+func testAttachOrStream(t *testing.T, f Factory) {
+	h := newHarness(t, f)
+	info := h.launch(sh(`echo attach-me; exec cat`)...)
+	h.waitText(info.ID, "attach-me")
+	c, cancel := context.WithTimeout(context.Background(), shortWait)
+	defer cancel()
+	if argv := h.host.AttachCommand(info.ID); len(argv) > 0 {
+		if err := h.host.Stream(c, info.ID, strings.NewReader(""), io.Discard); !errors.Is(err, core.ErrNoStream) {
+			t.Errorf("host with attach command %q: Stream = %v, want ErrNoStream", argv, err)
+		}
+		return
+	}
+	in, feed := io.Pipe()
+	defer feed.Close()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- h.host.Stream(c, info.ID, in, out) }()
+	waitFor(t, shortWait, "the redraw on the stream", func() (bool, string) {
+		return strings.Contains(out.String(), "attach-me"), out.String()
+	})
+	if _, err := feed.Write([]byte("typed-in-stream\r")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitText(info.ID, "typed-in-stream")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(shortWait):
+		t.Fatal("Stream did not end when its context did")
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one poller.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // testAdoptAfterRestart checks that a host reopened after a restart lists the pane

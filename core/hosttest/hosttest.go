@@ -49,6 +49,7 @@ var cases = []conformanceCase{
 	{"Resize", testResize},
 	{"ScrollbackLines", testScrollbackLines},
 	{"FiftyPanes", testFiftyPanes},
+	{"AttachOrStream", testAttachOrStream},
 	{"AdoptAfterRestart", testAdoptAfterRestart},
 }
 
