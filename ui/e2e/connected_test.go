@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDashboardConnected opens the dashboard while `orcr serve` runs: it connects
+// instead of hosting, says so, shows the server's agents, and quits without asking
+// (the agents belong to the server, which keeps them).
+func TestDashboardConnected(t *testing.T) {
+	r := newRig(t)
+	srv := exec.Command(r.bin, "serve")
+	srv.Env = r.env
+	var serr bytes.Buffer
+	srv.Stderr = &serr
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { srv.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := r.orcr("agent", "ls"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %s", serr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.mustOrcr("agent", "run", "remote/worker", "--", r.fake, "--name", "worker")
+
+	r.start()
+	s := r.waitText(20*time.Second, "connected", "agents 1")
+	if strings.Contains(s, "in-process") || treeLine(s, "worker") == "" {
+		t.Fatalf("connected dashboard:\n%s", s)
+	}
+	// A spawn by the CLI while connected shows up through the event stream.
+	r.mustOrcr("agent", "run", "remote/second", "--", r.fake, "--name", "second")
+	r.waitScreen("the new agent", 15*time.Second, func(s string) bool {
+		return strings.Contains(s, "agents 2") && treeLine(s, "second") != ""
+	})
+	r.keys("q")
+	r.waitScreen("the dashboard to exit without asking", 15*time.Second, func(string) bool { return r.paneDead() })
+	if out := r.mustOrcr("agent", "ls"); !strings.Contains(out, "remote/worker") || strings.Contains(out, "killed") {
+		t.Fatalf("agents after the dashboard quit:\n%s", out)
+	}
+}
