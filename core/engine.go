@@ -224,7 +224,11 @@ func (e *Engine) adopt(ctx context.Context, rt *agentRT, p PaneInfo) {
 	e.mu.Lock()
 	e.panes[p.ID] = rt.a.ID
 	e.mu.Unlock()
-	e.mutate(ctx, rt, func(a *wire.Agent) { a.PaneID, a.PID = p.ID, p.PID }, nil)
+	a, _ := e.mutate(ctx, rt, func(a *wire.Agent) { a.PaneID, a.PID = p.ID, p.PID }, nil)
+	if a.State == wire.StateStarting {
+		// The server died after the pane started but before it recorded the launch.
+		e.setState(ctx, rt, wire.StateWorking, "server", "re-adopted after a restart", nil)
+	}
 	e.startLoop(rt)
 }
 

@@ -61,7 +61,11 @@ func TestTmuxPaneKilledWhileServerDownIsLost(t *testing.T) {
 	e := newTmuxEnv(t)
 	e.serve()
 	e.must("agent", "run", "w/gone", "--", "sleep", "300")
-	a := agentJSON(t, e, "w/gone")
+	var a wire.Agent
+	waitFor(t, 10*time.Second, "pane recorded", func() bool {
+		a = agentJSON(t, e, "w/gone")
+		return a.PaneID != ""
+	})
 	e.kill9()
 	if out, err := exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-pane", "-t", a.PaneID).CombinedOutput(); err != nil {
 		t.Fatalf("kill-pane: %v %s", err, out)
