@@ -163,3 +163,38 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+func TestRealClaudePermissionBlocked(t *testing.T) {
+	rig := newRealRig(t, wire.Agent{ID: "agent-1", Prompt: "clean the build", Argv: []string{"--permission-mode", "default"}}, true)
+	os.MkdirAll(filepath.Join(rig.cwd, "build"), 0o755)
+	rig.srv.Push(
+		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": "rm -rf build", "description": "Remove the build dir"}}},
+			Usage: modelserver.Usage{Input: 10, Output: 5}},
+		modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 12, Output: 4}},
+	)
+	run := rig.start(t)
+	v := run.Wait(60*time.Second, "blocked on the permission", func(v View) bool {
+		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == "permission"
+	})
+	if v.Reason != "permission: Bash(rm -rf build)" || v.Source != "hook" {
+		t.Fatalf("reason %q source %q", v.Reason, v.Source)
+	}
+	if _, err := os.Stat(filepath.Join(rig.cwd, "build")); err != nil {
+		t.Fatal("the command ran before it was approved")
+	}
+	// Approve (the first menu entry is "Yes"): the tool runs, the turn ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := run.Host().SendKeys(ctx, run.Pane(), "enter"); err != nil {
+		t.Fatal(err)
+	}
+	run.Wait(60*time.Second, "done after approval", func(v View) bool {
+		return v.State == wire.StateDone && v.LastMessage == "Removed build."
+	})
+	if _, err := os.Stat(filepath.Join(rig.cwd, "build")); !os.IsNotExist(err) {
+		t.Fatalf("build still there after approval: %v", err)
+	}
+	if v := run.View(); !contains(v.States, "working/hook") {
+		t.Fatalf("no working state after the approval: %v", v.States)
+	}
+}

@@ -26,7 +26,7 @@ type realRig struct {
 	agent wire.Agent
 }
 
-func newRealRig(t *testing.T, prompt string) *realRig {
+func newRealRig(t *testing.T, prompt string, extra ...string) *realRig {
 	t.Helper()
 	bin := clitest.CLI(t, "codex", "ORCR_CODEX_BIN")
 	self := clitest.HookRec(t)
@@ -52,7 +52,7 @@ wire_api = "responses"
 	os.WriteFile(filepath.Join(r.home, "config.toml"), []byte(cfg), 0o600)
 	r.prov = New(Options{Bin: bin, Home: r.home})
 	now := time.Now()
-	r.agent = wire.Agent{ID: "agent-1", Provider: Name, Cwd: r.cwd, Prompt: prompt, CreatedAt: now, StartedAt: &now}
+	r.agent = wire.Agent{ID: "agent-1", Provider: Name, Cwd: r.cwd, Prompt: prompt, CreatedAt: now, StartedAt: &now, Argv: extra}
 	r.plan, err = r.prov.Prepare(context.Background(), core.LaunchRequest{Agent: r.agent, Self: self, StateDir: filepath.Join(root, "state")})
 	if err != nil {
 		t.Fatal(err)
@@ -124,4 +124,36 @@ func TestRealCodexUsageLimit(t *testing.T) {
 		}
 		return false
 	})
+}
+
+func TestRealCodexApprovalBlocked(t *testing.T) {
+	rig := newRealRig(t, "clean the build", "-a", "on-request")
+	os.MkdirAll(filepath.Join(rig.cwd, "build"), 0o755)
+	rig.srv.Push(
+		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf build",
+			"sandbox_permissions": "require_escalated", "justification": "Remove the build directory?"}}},
+			Usage: modelserver.Usage{Input: 100, Output: 5}},
+		modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 120, Output: 4}},
+	)
+	run := rig.start(t)
+	v := run.Wait(60*time.Second, "blocked on the approval", func(v clitest.View) bool {
+		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == "permission"
+	})
+	if v.Reason != "permission: Bash(rm -rf build)" || v.Source != "screen" {
+		t.Fatalf("reason %q source %q", v.Reason, v.Source)
+	}
+	if _, err := os.Stat(filepath.Join(rig.cwd, "build")); err != nil {
+		t.Fatal("the command ran before it was approved")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := run.Host().SendKeys(ctx, run.Pane(), "enter"); err != nil {
+		t.Fatal(err)
+	}
+	run.Wait(60*time.Second, "done after approval", func(v clitest.View) bool {
+		return v.State == wire.StateDone && v.LastMessage == "Removed build."
+	})
+	if _, err := os.Stat(filepath.Join(rig.cwd, "build")); !os.IsNotExist(err) {
+		t.Fatalf("build still there after approval: %v", err)
+	}
 }
