@@ -20,6 +20,9 @@ import (
 //	gc.idle_after    a live agent done or idle this long is stopped, unless --keep
 //	gc.retain        records ended this long ago are deleted, and events older than
 //	                 this are pruned from the log
+//
+// Config: [gc] exited_grace = "10m", idle_after = "8h", retain = "168h" are the
+// defaults; "0" turns a rule off. The sweep runs every 30 s and on `orcr gc`.
 
 // GCRules are the collection rules. A zero duration means the default; a negative one
 // turns the rule off.

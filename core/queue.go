@@ -22,6 +22,16 @@ import (
 // entries wait, so the queue stays sorted incrementally (binary-search insert, lazy
 // removal) and an admission decision is one pass from the front, never a sort.
 
+//
+// Config (config.toml; `orcr queue caps` changes the same values at runtime, and
+// SIGHUP to the server reloads them):
+//
+//	[limits]
+//	global = 6          # live agents in all (0 or absent: unlimited)
+//	claude = 3          # per provider (claude, codex, opencode, pi, shell, or any adapter)
+//	min_free_mb = 1500  # hold admission while MemAvailable is below this; re-read every 2 s
+//	aging_seconds = 600 # waiting time worth one priority level (default 600; 0: strict priority)
+
 // DefaultAging is what one priority level is worth in waiting time.
 const DefaultAging = 10 * time.Minute
 

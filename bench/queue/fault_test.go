@@ -80,7 +80,11 @@ func submit(ctx context.Context, sock string, n int, starts string, jobTime time
 			return ids, fmt.Errorf("run %s: %w", path, err)
 		}
 		// The server went away mid-call: wait for it, then see whether the run landed.
+		deadline := time.Now().Add(60 * time.Second)
 		for {
+			if time.Now().After(deadline) {
+				return ids, fmt.Errorf("run %s: server not back within 60s after %w", path, err)
+			}
 			time.Sleep(20 * time.Millisecond)
 			got, gerr := cl.Get(ctx, path)
 			if gerr == nil {
