@@ -21,7 +21,6 @@ import (
 // linear in time, "now" cancels out of every comparison: the order never changes while
 // entries wait, so the queue stays sorted incrementally (binary-search insert, lazy
 // removal) and an admission decision is one pass from the front, never a sort.
-
 //
 // Config (config.toml; `orcr queue caps` changes the same values at runtime, and
 // SIGHUP to the server reloads them):
