@@ -72,7 +72,8 @@ func (m *modeTracker) sequence() string {
 // current screen (modes, content with styles, cursor), then copies every new chunk of
 // pty output to w and everything read from r to the pty, until ctx ends (ctx.Err()),
 // the pane's process exits (nil, after its last output), the pane is closed, or r ends
-// (nil on EOF). Several streams may attach to one pane at once. Detach keys are the
+// (nil on EOF). A nil r makes an output-only stream; a nil w discards output. Several
+// streams may attach to one pane at once. Detach keys are the
 // client's business: every byte from r goes to the program.
 //
 // The input copier blocks in r.Read; when r has SetReadDeadline (net.Conn, os.File on
@@ -83,6 +84,9 @@ func (h *Host) Stream(ctx context.Context, pane string, r io.Reader, w io.Writer
 	p, err := h.pane(pane)
 	if err != nil {
 		return err
+	}
+	if w == nil {
+		w = io.Discard
 	}
 	s := &stream{ch: make(chan []byte, streamBuffer), lagged: make(chan struct{})}
 	p.mu.Lock()
@@ -98,18 +102,21 @@ func (h *Host) Stream(ctx context.Context, pane string, r io.Reader, w io.Writer
 		return fmt.Errorf("attach %s: write redraw: %w", pane, err)
 	}
 
-	inCtx, cancelIn := context.WithCancel(ctx)
-	inDone := make(chan error, 1)
-	go func() { inDone <- p.copyInput(inCtx, r) }()
-	defer func() {
-		cancelIn()
-		if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
-			if d.SetReadDeadline(time.Now()) == nil {
-				<-inDone
-				_ = d.SetReadDeadline(time.Time{})
+	var inDone chan error // stays nil (never ready) for an output-only stream
+	if r != nil {
+		inCtx, cancelIn := context.WithCancel(ctx)
+		inDone = make(chan error, 1)
+		go func() { inDone <- p.copyInput(inCtx, r) }()
+		defer func() {
+			cancelIn()
+			if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
+				if d.SetReadDeadline(time.Now()) == nil {
+					<-inDone
+					_ = d.SetReadDeadline(time.Time{})
+				}
 			}
-		}
-	}()
+		}()
+	}
 
 	for {
 		select {

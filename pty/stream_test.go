@@ -137,3 +137,27 @@ func TestStreamUnknownPane(t *testing.T) {
 		t.Errorf("stream of an unknown pane: %v", err)
 	}
 }
+
+// TestStreamOutputOnly checks a stream with no input: it still mirrors the output.
+func TestStreamOutputOnly(t *testing.T) {
+	h := newHost(t, pty.Options{})
+	info := launch(t, h, "sh", "-c", `echo first; read x; echo "second-$x"; exec cat`)
+	waitText(t, h, info.ID, 0, "first")
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Stream(ctx, info.ID, nil, out) }()
+	waitOut(t, out, "first")
+	if err := h.SendText(context.Background(), info.ID, "x\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(t, out, "second-x")
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("stream ended with %v", err)
+	}
+	// Neither input nor output: must not panic, ends with its (already done) context.
+	if err := h.Stream(ctx, info.ID, nil, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("stream with nil reader and writer: %v", err)
+	}
+}
