@@ -358,6 +358,9 @@ func agentAttach(ctx context.Context, io *streams, target string) error {
 	fmt.Fprintf(io.err, "attached to %s — press ctrl-] to detach\r\n", r.Agent.Path)
 	in := newDetachReader(ctx, os.Stdin, 0x1d)
 	err = cl.AttachStream(in.ctx, wire.AttachParams{Target: r.Agent.ID, Cols: cols, Rows: rows}, in, io.out)
+	// Undo the modes the program may have switched on (alternate screen, hidden cursor,
+	// application keys, mouse reporting, bracketed paste, styles) before the shell returns.
+	fmt.Fprint(io.out, "\x1b[?1049l\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[0m")
 	fmt.Fprintf(io.err, "\r\ndetached from %s\r\n", r.Agent.Path)
 	return err
 }

@@ -122,6 +122,14 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		e.finishFailed(ctx, rt, fmt.Errorf("create agent dir: %w", err))
 		return
 	}
+	if a.Worktree != "" {
+		dir, err := addWorktree(ctx, e.opts.Home, a.Cwd, a.Worktree, a.ID)
+		if err != nil {
+			e.finishFailed(ctx, rt, err)
+			return
+		}
+		a, _ = e.mutate(ctx, rt, func(x *wire.Agent) { x.Cwd = dir }, nil)
+	}
 	base := e.paneEnv(a)
 	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: a, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
 	if err != nil {
