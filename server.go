@@ -125,7 +125,6 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	s.engine = eng
-	s.watchReload(ctx)
 	sock, err := socket.Listen(sockPath, eng, s.log)
 	if err != nil {
 		return nil, err
@@ -263,6 +262,9 @@ func runServe(ctx context.Context, io *streams) error {
 	if err != nil {
 		return err
 	}
+	// SIGHUP reloads the config (only headless: the dashboard's terminal hanging up
+	// must still end the dashboard).
+	s.watchReload(ctx)
 	info, _ := s.engine.Info(ctx)
 	fmt.Fprintf(io.err, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
 	select {
