@@ -1,0 +1,138 @@
+package modelserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// sseData returns the data payloads of an SSE body, by event name.
+func sseData(body string) (names []string, data []map[string]any) {
+	sc := bufio.NewScanner(strings.NewReader(body))
+	name := ""
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "event: "):
+			name = strings.TrimPrefix(l, "event: ")
+		case strings.HasPrefix(l, "data: "):
+			var m map[string]any
+			if json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &m) == nil {
+				names, data = append(names, name), append(data, m)
+			}
+			name = ""
+		}
+	}
+	return
+}
+
+const tools = `,"tools":[{"name":"Write"}]`
+
+func TestAnthropicScriptStreamAndLog(t *testing.T) {
+	s, err := Start(
+		Turn{Text: "hello there, this is a long enough reply to be chunked", Usage: Usage{Input: 10, Output: 7, CacheRead: 100, CacheWrite: 5}},
+		Turn{ToolCalls: []ToolCall{{Name: "Write", Input: map[string]any{"file_path": "/x"}}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A side request (no tools) gets the default reply and does not consume the script.
+	_, body := post(t, s.URL+"/v1/messages", `{"model":"m","messages":[]}`)
+	if !strings.Contains(body, `"text":"ok"`) || s.Played() != 0 {
+		t.Fatalf("side request: %s (played %d)", body, s.Played())
+	}
+	resp, body := post(t, s.URL+"/v1/messages?beta=true", `{"model":"claude-x","stream":true,"messages":[]`+tools+`}`)
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	names, data := sseData(body)
+	if names[0] != "message_start" || names[len(names)-1] != "message_stop" {
+		t.Fatalf("events %v", names)
+	}
+	var text string
+	var final map[string]any
+	for i, n := range names {
+		if n == "content_block_delta" {
+			text += data[i]["delta"].(map[string]any)["text"].(string)
+		}
+		if n == "message_delta" {
+			final = data[i]["usage"].(map[string]any)
+		}
+	}
+	if text != "hello there, this is a long enough reply to be chunked" || final["output_tokens"].(float64) != 7 || final["cache_read_input_tokens"].(float64) != 100 {
+		t.Fatalf("text %q usage %v", text, final)
+	}
+	_, body = post(t, s.URL+"/v1/messages", `{"model":"claude-x","messages":[]`+tools+`}`)
+	if !strings.Contains(body, `"type":"tool_use"`) || !strings.Contains(body, `"stop_reason":"tool_use"`) {
+		t.Fatalf("tool call: %s", body)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 || reqs[0].Scripted || !reqs[1].Scripted || !reqs[1].Stream || reqs[1].Query != "beta=true" || s.Remaining() != 0 {
+		t.Fatalf("log %+v", reqs)
+	}
+}
+
+func TestLimitsAndDelay(t *testing.T) {
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	s, _ := Start(Turn{Limit: &LimitError{ResetsAt: reset}}, Turn{Limit: &LimitError{ResetsAt: reset}}, Turn{Text: "late", Delay: 200 * time.Millisecond})
+	defer s.Close()
+	resp, body := post(t, s.URL+"/v1/messages", `{"stream":true`+tools+`}`)
+	if resp.StatusCode != 429 || resp.Header.Get("anthropic-ratelimit-unified-reset") == "" || !strings.Contains(body, "rate_limit_error") {
+		t.Fatalf("anthropic 429: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	resp, body = post(t, s.URL+"/v1/responses", `{"stream":true`+tools+`}`)
+	var e struct {
+		Error struct {
+			Type     string `json:"type"`
+			ResetsAt int64  `json:"resets_at"`
+		} `json:"error"`
+	}
+	json.Unmarshal([]byte(body), &e)
+	if resp.StatusCode != 429 || e.Error.Type != "usage_limit_reached" || e.Error.ResetsAt != reset.Unix() || resp.Header.Get("x-codex-primary-used-percent") != "100" {
+		t.Fatalf("openai 429: %d %s", resp.StatusCode, body)
+	}
+	start := time.Now()
+	post(t, s.URL+"/v1/chat/completions", `{"stream":false`+tools+`}`)
+	if time.Since(start) < 200*time.Millisecond {
+		t.Fatal("delay not applied")
+	}
+}
+
+func TestResponsesStream(t *testing.T) {
+	s, _ := Start(Turn{Text: "done", ToolCalls: []ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "ls"}}}, Usage: Usage{Input: 50, CacheRead: 20, Output: 3}})
+	defer s.Close()
+	_, body := post(t, s.URL+"/v1/responses", `{"model":"gpt-x","stream":true`+tools+`}`)
+	names, data := sseData(body)
+	if names[0] != "response.created" || names[len(names)-1] != "response.completed" {
+		t.Fatalf("events %v", names)
+	}
+	resp := data[len(data)-1]["response"].(map[string]any)
+	u := resp["usage"].(map[string]any)
+	out := resp["output"].([]any)
+	if u["input_tokens"].(float64) != 50 || u["input_tokens_details"].(map[string]any)["cached_tokens"].(float64) != 20 || len(out) != 2 {
+		t.Fatalf("completed %v", resp)
+	}
+	if fc := out[1].(map[string]any); fc["type"] != "function_call" || fc["arguments"] != `{"cmd":"ls"}` {
+		t.Fatalf("function call %v", fc)
+	}
+	r, _ := post(t, s.URL+"/v1/unknown", `{}`)
+	if r.StatusCode != 404 {
+		t.Fatalf("unknown route %d", r.StatusCode)
+	}
+}
