@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"time"
 
 	"orcr/core/wire"
@@ -239,7 +241,7 @@ func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, end pane
 	}
 	reason := "process ended"
 	if end.code != nil {
-		reason = "process exited with code " + itoa(*end.code)
+		reason = "process exited with code " + strconv.Itoa(*end.code)
 	}
 	e.finish(ctx, rt, wire.StateExited, "host", reason, end.code)
 }
@@ -283,7 +285,7 @@ func (e *Engine) hostEventLoop() {
 }
 
 func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
-	b, err := jsonMarshal(r)
+	b, err := json.Marshal(r)
 	if err != nil {
 		return
 	}
@@ -293,9 +295,6 @@ func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
 	}
 }
 
-func itoa(n int) string {
-	return formatInt(int64(n))
-}
 
 // hashString is FNV-1a, enough to notice that a screen changed.
 func hashString(s string) uint64 {
