@@ -497,10 +497,14 @@ func (e *Engine) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wir
 		return wire.ScheduleRun{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s is running already (since %s)", p.Name, rt.rec.Schedule.LastRun.StartedAt.Format(time.RFC3339))
 	}
 	done, err := e.startRunLocked(ctx, rt, "manual", nil, false)
+	if err != nil {
+		s.mu.Unlock()
+		return wire.ScheduleRun{}, err
+	}
 	started := *rt.rec.Claim
 	s.mu.Unlock()
-	if err != nil || !p.Wait {
-		return started, err
+	if !p.Wait {
+		return started, nil
 	}
 	select {
 	case <-done:
