@@ -295,7 +295,6 @@ func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
 	}
 }
 
-
 // hashString is FNV-1a, enough to notice that a screen changed.
 func hashString(s string) uint64 {
 	h := uint64(14695981039346656037)
