@@ -153,21 +153,22 @@ func answerParams(id, provider string, choice int) wire.SendParams {
 var spawnProviders = []string{"claude", "codex", "opencode", "pi", "shell"}
 
 func newSpawnDialog(c *common, under string, w int) *formDialog {
-	var path, provider, model, cwd, prompt string
+	var path, provider, model, cwd, command, prompt string
 	if under != "" {
 		path = under + "/"
 	}
 	provider = "claude"
 	form := newFormDialog(c, "spawn agent", min(w, 70), func() action {
 		p := wire.RunParams{Path: strings.TrimSpace(path), Provider: provider, Model: strings.TrimSpace(model),
-			Cwd: strings.TrimSpace(cwd), Prompt: prompt}
+			Cwd: strings.TrimSpace(cwd), Argv: strings.Fields(command), Prompt: prompt}
 		return runAction{p}
 	}, huh.NewGroup(
 		huh.NewInput().Title("path     ").Inline(true).Placeholder("review/auth").Value(&path).Validate(validPath),
 		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
 		huh.NewInput().Title("model    ").Inline(true).Placeholder("provider default").Value(&model),
 		huh.NewInput().Title("cwd      ").Inline(true).Placeholder("server's cwd").Value(&cwd),
-		huh.NewText().Title("prompt").Lines(3).Value(&prompt),
+		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv: the program for shell, extra flags otherwise").Value(&command),
+		huh.NewText().Title("prompt").Lines(2).Value(&prompt),
 	))
 	return form
 }

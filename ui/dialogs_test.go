@@ -209,13 +209,16 @@ func TestSpawnForm(t *testing.T) {
 	msgs = append(msgs, key("enter"))
 	msgs = append(msgs, textKeys("/tmp")...)
 	msgs = append(msgs, key("enter"))
+	msgs = append(msgs, textKeys("--permission-mode default")...)
+	msgs = append(msgs, key("enter"))
 	msgs = append(msgs, textKeys("fix it")...)
 	act := runDialog(t, m.dialogs[0], append(msgs, key("enter"))...)
 	ra, ok := act.(runAction)
 	if !ok {
 		t.Fatalf("action = %#v", act)
 	}
-	want := wire.RunParams{Path: "demo/x", Provider: "codex", Model: "gpt-5", Cwd: "/tmp", Prompt: "fix it"}
+	want := wire.RunParams{Path: "demo/x", Provider: "codex", Model: "gpt-5", Cwd: "/tmp",
+		Argv: []string{"--permission-mode", "default"}, Prompt: "fix it"}
 	if !reflect.DeepEqual(ra.p, want) {
 		t.Fatalf("run params = %#v", ra.p)
 	}

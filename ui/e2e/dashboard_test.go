@@ -77,6 +77,30 @@ func TestDashboard(t *testing.T) {
 		return treeLine(s, "one") != "" && !strings.Contains(s, "/ three")
 	})
 
+	// Spawn through the form: path, provider (shell), command.
+	r.keys("n")
+	r.waitText(10*time.Second, "spawn agent", "provider")
+	r.keys("C-u")
+	r.typeText("ops/four")
+	r.keys("Enter")
+	// Step the provider select to shell, one confirmed step at a time (a key sent
+	// while the form is still moving focus lands on the previous field).
+	for i := 0; !strings.Contains(r.screen(), "← shell →"); i++ {
+		if i == 20 {
+			t.Fatalf("provider select never reached shell:\n%s", r.screen())
+		}
+		before := providerShown(r.screen())
+		r.keys("Right")
+		r.pollScreen(time.Second, func(s string) bool { return providerShown(s) != before })
+	}
+	r.keys("Enter", "Enter", "Enter") // provider, model, cwd
+	r.typeText(r.fake + " --name four")
+	r.waitText(10*time.Second, "--name four")
+	r.keys("Enter", "Enter") // command, prompt: submit
+	s = r.waitScreen("the spawned agent selected", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "agents 4") && strings.Contains(treeLine(s, "four"), "›")
+	})
+
 	// Kill demo/** through the dialog: live matches, confirmation, result.
 	r.keys("K")
 	r.waitText(10*time.Second, "kill by glob", "glob ›")
@@ -111,16 +135,16 @@ func TestDashboard(t *testing.T) {
 
 	// Quit: an agent still runs on the embedded host, so the dashboard asks. Stop it.
 	r.keys("q")
-	r.waitText(10*time.Second, "still run on the embedded host", "keep them running", "stop them")
+	r.waitText(10*time.Second, "2 agents still run on the embedded host", "keep them running", "stop them")
 	r.keys("s")
 	r.waitScreen("the dashboard to exit", 20*time.Second, func(string) bool { return r.paneDead() })
 
 	// Restart: the tree comes back from the store.
 	r.start()
 	s = r.waitScreen("the tree after restart", 20*time.Second, func(s string) bool {
-		return strings.Contains(s, "agents 3") && treeLine(s, "one") != "" && treeLine(s, "three") != ""
+		return strings.Contains(s, "agents 4") && treeLine(s, "one") != "" && treeLine(s, "three") != "" && treeLine(s, "four") != ""
 	})
-	if l := treeLine(s, "three"); live(l) || l == "" {
+	if l := treeLine(s, "three") + treeLine(s, "four"); live(l) {
 		t.Fatalf("ops/three still shown live after stop:\n%s", s)
 	}
 	r.keys("q")
@@ -130,4 +154,17 @@ func TestDashboard(t *testing.T) {
 // live reports whether a tree row shows a live state's glyph.
 func live(row string) bool {
 	return strings.ContainsAny(row, "◔○●▲✓")
+}
+
+// providerShown is the spawn form's current provider ("← claude →" → "claude").
+func providerShown(s string) string {
+	i := strings.Index(s, "← ")
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len("← "):]
+	if j := strings.Index(rest, " →"); j >= 0 {
+		return rest[:j]
+	}
+	return ""
 }

@@ -108,6 +108,20 @@ func (r *rig) waitScreen(what string, d time.Duration, cond func(string) bool) s
 	}
 }
 
+// pollScreen is waitScreen that reports a timeout instead of failing, for steps a test
+// retries.
+func (r *rig) pollScreen(d time.Duration, cond func(string) bool) bool {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond(r.screen()) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
 func (r *rig) waitText(d time.Duration, texts ...string) string {
 	r.t.Helper()
 	return r.waitScreen(fmt.Sprintf("%q", texts), d, func(s string) bool {
