@@ -276,3 +276,21 @@ func TestTrailingReadAfterScreenBurst(t *testing.T) {
 		t.Fatal("still armed after a quiet period")
 	}
 }
+
+func TestStartReplaysRecentEvents(t *testing.T) {
+	m, err := New(t.Context(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, cmd := m.Update(infoMsg{info: wire.InfoResult{LastSeq: 1000}}); cmd == nil || m.lastSeq != 1000-replayEvents {
+		t.Fatalf("subscribe after %d", m.lastSeq)
+	}
+	// an early, small log is replayed whole
+	m2, _ := New(t.Context(), nil, Options{})
+	defer m2.Close()
+	m2.Update(infoMsg{info: wire.InfoResult{LastSeq: 7}})
+	if m2.lastSeq != 0 {
+		t.Fatalf("subscribe after %d", m2.lastSeq)
+	}
+}

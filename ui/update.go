@@ -202,7 +202,10 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 		}
 		m.info = msg.info
 		if m.lastSeq == 0 {
-			m.lastSeq = msg.info.LastSeq
+			// Replay the recent past so the event log is not empty on start. Replayed
+			// snapshots older than what List returns are ignored (see upsert), and a
+			// replayed spawn of a pruned agent is followed by its removal.
+			m.lastSeq = msg.info.LastSeq - min(msg.info.LastSeq, replayEvents)
 		}
 		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
 	case resubscribeMsg:
@@ -265,6 +268,9 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	m.syncPreview()
 	return cmd
 }
+
+// replayEvents is how many past events the dashboard asks for when it starts.
+const replayEvents = 200
 
 // settleAfter is when the preview reads the selected screen once more after a burst of
 // screen events. The server announces screen changes at most every so often, so the
