@@ -158,3 +158,33 @@ func TestTreeVirtualisedWindow(t *testing.T) {
 		t.Fatalf("window not following the cursor: cursor %d offset %d", m.tree.cursor, m.tree.offset)
 	}
 }
+
+func TestVimKeymap(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{Keymap: "vim"})
+	press(m, "j", "j")
+	if m.tree.sel.path != "demo" {
+		t.Fatalf("j j: %s", m.tree.sel.path)
+	}
+	press(m, "G")
+	if m.tree.sel.path != "review/auth/tests" {
+		t.Fatalf("G: %s", m.tree.sel.path)
+	}
+	press(m, "g")
+	if m.tree.sel.path != "build" {
+		t.Fatalf("g: %s", m.tree.sel.path)
+	}
+	press(m, "h") // fold build
+	if !m.idx.byPath["build"].folded {
+		t.Fatal("h did not fold")
+	}
+	press(m, "l")
+	if m.idx.byPath["build"].folded {
+		t.Fatal("l did not unfold")
+	}
+	if _, err := New(t.Context(), nil, Options{KeyOverrides: map[string][]string{"tree.nope": {"x"}}}); err == nil {
+		t.Fatal("bad override accepted")
+	}
+	if _, err := New(t.Context(), nil, Options{Keymap: "emacs"}); err == nil {
+		t.Fatal("unknown keymap accepted")
+	}
+}
