@@ -521,6 +521,17 @@ func (e *Engine) LastSeq() uint64 { return e.store.LastSeq() }
 
 // Hook routes a provider hook to the agent's observer.
 func (e *Engine) Hook(ctx context.Context, p wire.HookParams) error {
+	// Only the agent itself may report its hooks: the caller must be verified as
+	// running inside that agent's pane.
+	if c, ok := CallerFrom(ctx); ok && !c.InProcess {
+		me, err := e.callerAgent(ctx)
+		if err != nil {
+			return err
+		}
+		if me == nil || me.ID != p.AgentID {
+			return wire.Errorf(wire.CodeCallerRefused, "hook for agent %s must come from inside that agent's pane", p.AgentID)
+		}
+	}
 	e.mu.Lock()
 	rt, ok := e.agents[p.AgentID]
 	e.mu.Unlock()
