@@ -146,7 +146,9 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.SessionID != "" {
 		argv = append(argv, "resume", a.SessionID)
 	}
-	argv = append(argv, "--no-daemon", "-c", "notify=["+strings.Join(notify, ",")+"]")
+	// disable_paste_burst: orcr types a message and presses enter in one burst; codex
+	// would otherwise take the burst for a paste and keep the enter as a newline.
+	argv = append(argv, "--no-daemon", "-c", "notify=["+strings.Join(notify, ",")+"]", "-c", "disable_paste_burst=true")
 	if cwd := a.Cwd; cwd != "" {
 		// Trust the agent's folder for this process only; list the path as given and
 		// resolved, since codex compares either.

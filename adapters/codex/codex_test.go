@@ -167,7 +167,7 @@ func TestPrepareArgv(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(plan.Argv, " | ")
-	want := bin + ` | --no-daemon | -c | notify=["/bin/sh","-c","printf '%s' \"$1\" | exec \"$0\" hook codex notify","/opt/orcr"] | -c | projects={"/w/my \"app\""={trust_level="trusted"}} | -m | gpt-5.3-codex | fix it`
+	want := bin + ` | --no-daemon | -c | notify=["/bin/sh","-c","printf '%s' \"$1\" | exec \"$0\" hook codex notify","/opt/orcr"] | -c | disable_paste_burst=true | -c | projects={"/w/my \"app\""={trust_level="trusted"}} | -m | gpt-5.3-codex | fix it`
 	if got != want {
 		t.Fatalf("argv\n got %s\nwant %s", got, want)
 	}

@@ -129,8 +129,7 @@ func (r *Run) Screen() (string, error) {
 	return s.Text, err
 }
 
-// Send types text, waits for it to be echoed, then presses enter (codex treats a fast
-// text+enter burst as a paste and would keep the newline in the composer).
+// Send types text, waits until it is echoed, then presses enter.
 func (r *Run) Send(text string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -145,7 +144,6 @@ func (r *Run) Send(text string) {
 		last = words[len(words)-1]
 	}
 	r.WaitScreen(10*time.Second, func(s string) bool { return strings.Contains(s, last) })
-	time.Sleep(300 * time.Millisecond) // past the CLI's paste-burst window, not a wait for a result
 	if err := r.host.SendKeys(ctx, r.pane, "enter"); err != nil {
 		r.t.Fatalf("enter: %v", err)
 	}
