@@ -54,6 +54,12 @@ type Options struct {
 	KillGrace time.Duration
 	// EventBuffer is the capacity of the Events channel, default 1024.
 	EventBuffer int
+	// Adopt are panes exported by another host (Export), usually in the process this
+	// one replaces; New registers them under their ids (see handoff.go).
+	Adopt []Handoff
+	// IDFloor makes new pane ids start above it (pass the exporting host's LastID, so
+	// the ids of its ended panes, still on agent records, are not given out again).
+	IDFloor int64
 }
 
 // outputInterval is the shortest gap between two PaneOutput events of one pane.
@@ -108,6 +114,8 @@ func New(opts Options) *Host {
 		stopped: make(chan struct{}),
 	}
 	restoreIgnoredSignals()
+	h.nextID.Store(max(opts.IDFloor, h.adopt(opts.Adopt)))
+	h.opts.Adopt = nil // the masters now belong to the panes
 	h.wg.Add(1)
 	go h.coalesce()
 	return h
@@ -134,6 +142,9 @@ func restoreIgnoredSignals() {
 		}
 	})
 }
+
+// LastID is the number of the last pane id this host gave out or adopted.
+func (h *Host) LastID() int64 { return h.nextID.Load() }
 
 // Name is "pty".
 func (h *Host) Name() string { return "pty" }
@@ -378,13 +389,14 @@ func (h *Host) coalesce() {
 	}
 }
 
-// exited delivers the PaneExited event of p unless the pane was closed on purpose.
+// exited delivers the PaneExited event of p unless the pane was closed (or exported)
+// on purpose; code is nil when the exit status is unknown (adopted panes).
 // It blocks until the consumer takes it or the host shuts down.
-func (h *Host) exited(p *pane, code int) {
+func (h *Host) exited(p *pane, code *int) {
 	if p.closing.Load() {
 		return
 	}
-	ev := core.HostEvent{Pane: p.id, Kind: core.PaneExited, ExitCode: &code, At: time.Now()}
+	ev := core.HostEvent{Pane: p.id, Kind: core.PaneExited, ExitCode: code, At: time.Now()}
 	select {
 	case h.events <- ev:
 	case <-h.done:

@@ -56,10 +56,17 @@ type pane struct {
 	closing   atomic.Bool
 	closeOnce sync.Once
 	known     []int         // descendants seen by signal; only close touches it
-	exitCode  int           // set before waitDone closes
+	exitCode  *int          // set before waitDone closes; nil when unknown (adopted)
 	waitDone  chan struct{} // the process has been reaped
 	readDone  chan struct{} // the reader saw the end of the pty
+	replyDone chan struct{} // the reply writer has finished
 	gone      chan struct{} // the pane was closed; streams end
+
+	// waitRelease releases the waiter's count in h.wg exactly once: when the waiter
+	// ends, or when Export hands the process on while cmd.Wait still blocks.
+	waitRelease sync.Once
+	// watch detects the exit of an adopted process (not our child); nil for launched.
+	watch *exitWatch
 }
 
 // startPane starts spec on a new pty and the pane's goroutines.
@@ -89,26 +96,39 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 		_ = cmd.Wait()
 		return nil, err
 	}
-	emu := vt.NewEmulator(spec.Cols, spec.Rows)
+	p := newPane(h, id, spec.Name, cmd.Process.Pid, ptmx, spec.Cols, spec.Rows)
+	p.cmd = cmd
+	h.wg.Add(4)
+	go p.readLoop()
+	go p.replyPump()
+	go p.replyWriter()
+	go p.waitLoop()
+	return p, nil
+}
+
+// newPane builds a pane around a running process's pty master with a fresh emulator
+// of cols×rows; the caller starts its goroutines.
+func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
+	emu := vt.NewEmulator(cols, rows)
 	// The emulator's scrollback only holds what one write scrolls off (a chunk of at
 	// most 8 KiB is at most 8 Ki lines); history keeps the real scrollback as text.
 	emu.SetScrollbackSize(16 * 1024)
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
-		h:        h,
-		id:       id,
-		name:     spec.Name,
-		pid:      cmd.Process.Pid,
-		cmd:      cmd,
-		ptmx:     ptmx,
-		emu:      emu,
-		hist:     newHistory(h.opts.Scrollback),
-		streams:  map[*stream]struct{}{},
-		replies:  make(chan []byte, 64),
-		replyW:   replyW,
-		waitDone: make(chan struct{}),
-		readDone: make(chan struct{}),
-		gone:     make(chan struct{}),
+		h:         h,
+		id:        id,
+		name:      name,
+		pid:       pid,
+		ptmx:      ptmx,
+		emu:       emu,
+		hist:      newHistory(h.opts.Scrollback),
+		streams:   map[*stream]struct{}{},
+		replies:   make(chan []byte, 64),
+		replyW:    replyW,
+		waitDone:  make(chan struct{}),
+		readDone:  make(chan struct{}),
+		replyDone: make(chan struct{}),
+		gone:      make(chan struct{}),
 	}
 	emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { p.modes.set(m, true) },
@@ -122,12 +142,7 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 		}
 		return false
 	})
-	h.wg.Add(4)
-	go p.readLoop()
-	go p.replyPump()
-	go p.replyWriter()
-	go p.waitLoop()
-	return p, nil
+	return p
 }
 
 // readLoop feeds pty output to the emulator and the attached streams until the pty
@@ -182,6 +197,7 @@ func (p *pane) replyPump() {
 // replyWriter writes the emulator's answers to the pty.
 func (p *pane) replyWriter() {
 	defer p.h.wg.Done()
+	defer close(p.replyDone)
 	for b := range p.replies {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = p.write(ctx, b)
@@ -192,15 +208,16 @@ func (p *pane) replyWriter() {
 // waitLoop reaps the process, lets its last output reach the emulator, and reports
 // the exit.
 func (p *pane) waitLoop() {
-	defer p.h.wg.Done()
+	defer p.waitRelease.Do(p.h.wg.Done)
 	_ = p.cmd.Wait()
-	p.exitCode = exitCode(p.cmd.ProcessState)
+	code := exitCode(p.cmd.ProcessState)
+	p.exitCode = &code
 	select {
 	case <-p.readDone:
 	case <-time.After(drainTimeout): // a background child still holds the terminal
 	}
 	close(p.waitDone)
-	p.h.log.Debug("exited", "pane", p.id, "code", p.exitCode)
+	p.h.log.Debug("exited", "pane", p.id, "code", code)
 	p.h.exited(p, p.exitCode)
 }
 
@@ -229,8 +246,11 @@ func (p *pane) dead() bool {
 func (p *pane) info() core.PaneInfo {
 	info := core.PaneInfo{ID: p.id, Name: p.name, PID: p.pid}
 	if p.dead() {
-		code := p.exitCode
-		info.Dead, info.ExitCode = true, &code
+		info.Dead = true
+		if p.exitCode != nil {
+			code := *p.exitCode
+			info.ExitCode = &code
+		}
 	}
 	return info
 }
@@ -369,6 +389,9 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 		} else {
 			// Background children of a dead pane may still hold the terminal.
 			p.signal(syscall.SIGKILL)
+		}
+		if p.watch != nil {
+			p.watch.halt() // a process that survived SIGKILL must not hold up Shutdown
 		}
 		_ = p.ptmx.Close()
 		<-p.readDone
