@@ -1,5 +1,8 @@
 package core
 
+// This file holds the fleet's views (the queue, usage) and how a schedule's command is
+// executed; the queue's logic is in queue.go, GC in gc.go, schedules in schedule.go.
+
 import (
 	"context"
 	"encoding/json"
