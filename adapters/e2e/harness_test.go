@@ -46,7 +46,7 @@ func cli(t *testing.T, name, envVar string) string {
 
 // orcrEnv is one isolated orcr installation with a running `orcr serve`.
 type orcrEnv struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	home string
 	dir  string
@@ -55,7 +55,7 @@ type orcrEnv struct {
 	errb bytes.Buffer
 }
 
-func newOrcr(t *testing.T, extra ...string) *orcrEnv {
+func newOrcr(t testing.TB, extra ...string) *orcrEnv {
 	t.Helper()
 	bin := testbin.Build(t, "orcr")
 	dir := t.TempDir()

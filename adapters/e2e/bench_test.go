@@ -1,0 +1,99 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/modelserver"
+)
+
+// BenchmarkClaudeRunToWorking measures `orcr agent run --provider claude` until the
+// agent is working (reported by claude's UserPromptSubmit hook through orcr), and
+// the same claude command started by hand in tmux until that hook fires. Compare the
+// two ns/op figures (target: orcr ≤ 1.2× by hand).
+func BenchmarkClaudeRunToWorking(b *testing.B) {
+	bin := os.Getenv("ORCR_CLAUDE_BIN")
+	if bin == "" {
+		h, _ := os.UserHomeDir()
+		bin = filepath.Join(h, ".cache", "orcr", "clis", "claude", "node_modules", ".bin", "claude")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		b.Skip("claude not installed; run scripts/install-clis.sh")
+	}
+	srv, err := modelserver.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	srv.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}, Delay: 2 * time.Second})
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "claude-config")
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(cfg, 0o700)
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(fmt.Sprintf(
+		`{"hasCompletedOnboarding":true,"theme":"dark","projects":{%q:{"hasTrustDialogAccepted":true}}}`, work)), 0o600)
+	claudeEnv := []string{"CLAUDE_CONFIG_DIR=" + cfg, "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_AUTH_TOKEN=t", "DISABLE_AUTOUPDATER=1"}
+
+	b.Run("orcr", func(b *testing.B) {
+		e := newOrcrB(b, append(claudeEnv, "ORCR_CLAUDE_BIN="+bin)...)
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			name := fmt.Sprintf("bench/a%d", i)
+			start := time.Now()
+			e.must("agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi")
+			e.waitAgent(name, 60*time.Second, "working", func(a wire.Agent) bool {
+				return a.State == wire.StateWorking && a.StateSource == "hook" || a.State == wire.StateDone
+			})
+			total += time.Since(start)
+			e.must("agent", "kill", name, "--yes")
+		}
+		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
+	})
+	b.Run("tmux-by-hand", func(b *testing.B) {
+		if _, err := exec.LookPath("tmux"); err != nil {
+			b.Skip("no tmux")
+		}
+		sock := fmt.Sprintf("orcr-bench-%d", os.Getpid())
+		defer exec.Command("tmux", "-L", sock, "kill-server").Run()
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			mark := filepath.Join(dir, fmt.Sprintf("hook-%d", i))
+			settings := filepath.Join(dir, "settings.json")
+			os.WriteFile(settings, []byte(`{"hooks":{"UserPromptSubmit":[{"matcher":"","hooks":[{"type":"command","command":"touch `+mark+`"}]}]}}`), 0o600)
+			start := time.Now()
+			sess := fmt.Sprintf("s%d", i)
+			args := []string{"-L", sock, "new-session", "-d", "-s", sess, "-x", "200", "-y", "50", "-c", work, "env"}
+			args = append(args, claudeEnv...)
+			args = append(args, bin, "--settings", settings, "hi")
+			if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+				b.Fatalf("tmux: %v %s", err, out)
+			}
+			for {
+				if _, err := os.Stat(mark); err == nil {
+					break
+				}
+				if time.Since(start) > 60*time.Second {
+					b.Fatal("hook never fired")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			total += time.Since(start)
+			exec.Command("tmux", "-L", sock, "kill-session", "-t", sess).Run()
+		}
+		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
+	})
+}
+
+// newOrcrB is a served orcr for a benchmark.
+func newOrcrB(b *testing.B, extra ...string) *orcrEnv {
+	e := newOrcr(b, extra...)
+	e.serve()
+	return e
+}
