@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ type rig struct {
 	home string
 	sock string
 	env  []string
+	pids []int // dashboard processes started, for cleanup
 }
 
 func newRig(t *testing.T) *rig { return newRigTB(t) }
@@ -54,9 +57,19 @@ func newRigTB(t testing.TB) *rig {
 	}
 	r.env = append(r.env, "ORCR_HOME="+r.home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	t.Cleanup(func() {
+		// Closing the tmux server hangs up the dashboard; it must exit on its own
+		// (and stop its embedded agents) before the home is removed under it.
 		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
-		// stop whatever the dashboard left running for this home
-		_, _ = r.orcr("agent", "kill", "**", "--yes")
+		for _, pid := range r.pids {
+			deadline := time.Now().Add(15 * time.Second)
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if syscall.Kill(pid, 0) == nil {
+				t.Errorf("dashboard %d did not exit after its terminal hung up; killing it", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 		os.RemoveAll(dir)
 	})
 	return r
@@ -77,12 +90,15 @@ func (r *rig) tmux(args ...string) string {
 // (remain-on-exit) so a test can read what it left and restart it in place.
 func (r *rig) start() {
 	r.t.Helper()
-	cmdline := "env " + shellQuote(r.env...) + " TERM=xterm-256color " + shellQuote(r.bin)
+	cmdline := "exec env " + shellQuote(r.env...) + " TERM=xterm-256color " + shellQuote(r.bin)
 	if _, err := os.Stat(r.sock); err != nil {
 		r.tmux("new-session", "-d", "-s", "ui", "-x", "160", "-y", "48", cmdline)
 		r.tmux("set-option", "-t", "ui", "remain-on-exit", "on")
 	} else {
 		r.tmux("respawn-pane", "-k", "-t", "ui", cmdline)
+	}
+	if pid, err := strconv.Atoi(r.panePID()); err == nil {
+		r.pids = append(r.pids, pid)
 	}
 }
 
