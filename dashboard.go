@@ -45,7 +45,20 @@ func runDashboard(ctx context.Context, io *streams) error {
 	opts.Logger = s.log
 	opts.EmbeddedHost = s.host.Name() == "pty"
 	ictx := core.WithCaller(ctx, core.Caller{InProcess: true})
-	_, err = ui.Run(ictx, s.engine, opts)
+	choice, err := ui.Run(ictx, s.engine, opts)
+	if err == nil && choice == ui.QuitKeepInBackground {
+		res, err := handOff(context.Background(), s) // closes s
+		if err != nil {
+			return fmt.Errorf("keep agents running: %w", err)
+		}
+		what := "agents keep"
+		if res.Panes == 1 {
+			what = "agent keeps"
+		}
+		fmt.Fprintf(io.err, "orcr: %d %s running under a background orcr serve (pid %d) on %s; `orcr` reconnects, `orcr agent ls` lists them\n",
+			res.Panes, what, res.PID, res.Socket)
+		return nil
+	}
 	s.close(context.Background())
 	return err
 }

@@ -100,8 +100,18 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.store = st
-	host, why, err := chooseHost(ctx, cfg, home, s.log)
+	// A quitting dashboard may have handed us its running agents' panes (handoff.go).
+	adopt, lastID, err := adoptedPanes()
 	if err != nil {
+		s.log.Error("pty hand-off", "err", err)
+		return nil, err
+	}
+	var host core.Host
+	var why string
+	if len(adopt) > 0 {
+		host = pty.New(pty.Options{Logger: s.log, Adopt: adopt, IDFloor: lastID})
+		why = fmt.Sprintf("embedded pty host (adopted %d panes from the dashboard)", len(adopt))
+	} else if host, why, err = chooseHost(ctx, cfg, home, s.log); err != nil {
 		return nil, err
 	}
 	s.host = host
