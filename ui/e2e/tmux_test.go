@@ -70,6 +70,19 @@ func newRigTB(t testing.TB) *rig {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
+		// The embedded host's agents go with the dashboard; wait until no process
+		// carries this home in its environment (ORCR_HOME, ORCR_SOCKET).
+		deadline := time.Now().Add(15 * time.Second)
+		for left := processesUsing(r.home); len(left) > 0; left = processesUsing(r.home) {
+			if time.Now().After(deadline) {
+				t.Errorf("processes outlived the dashboard: %v; killing them", left)
+				for _, pid := range left {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		os.RemoveAll(dir)
 	})
 	return r
@@ -217,3 +230,20 @@ func treeLine(screen, name string) string {
 
 // treeWidth is the tree pane's width in a 160-column terminal (45 %).
 const treeWidth = 72
+
+// processesUsing lists the processes whose environment mentions home.
+func processesUsing(home string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && bytes.Contains(env, []byte(home)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
