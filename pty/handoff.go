@@ -34,6 +34,8 @@ type Handoff struct {
 	// Screen is an ANSI redraw of the pane's last screen (modes, styled rows, cursor)
 	// that seeds the adopting host's emulator.
 	Screen string `json:"screen"`
+	// History is the scrollback above the screen as text lines, oldest first.
+	History []string `json:"history,omitempty"`
 	// Master is the pty master; the receiver owns it. It travels separately (an
 	// inherited file descriptor), never in JSON.
 	Master *os.File `json:"-"`
@@ -104,7 +106,8 @@ func (p *pane) export() Handoff {
 	}
 	<-p.replyDone
 	p.mu.Lock()
-	hf := Handoff{ID: p.id, Name: p.name, PID: p.pid, Cols: p.emu.Width(), Rows: p.emu.Height(), Screen: p.redraw()}
+	hf := Handoff{ID: p.id, Name: p.name, PID: p.pid, Cols: p.emu.Width(), Rows: p.emu.Height(),
+		Screen: p.redraw(), History: p.hist.tail(len(p.hist.lines))}
 	p.mu.Unlock()
 	p.closeOnce.Do(func() {
 		_ = p.ptmx.Close() // the duplicate keeps the terminal open
@@ -175,6 +178,9 @@ func adoptPane(h *Host, hf Handoff) (*pane, error) {
 	go p.replyPump()
 	go p.replyWriter()
 	p.mu.Lock()
+	for _, line := range hf.History {
+		p.hist.push(line)
+	}
 	_, _ = p.emu.Write([]byte(hf.Screen))
 	p.hist.drain(p.emu)
 	p.mu.Unlock()

@@ -33,7 +33,9 @@ func testHandoff(t *testing.T) {
 			_ = h1.Shutdown(ctx)
 		}
 	})
-	catPane := launch(t, h1, "sh", "-c", "printf '\\033[1mbefore-handoff\\033[0m\\n'; exec cat")
+	// 60 lines scroll the first ones into history; then bold text and app cursor keys.
+	catPane := launch(t, h1, "sh", "-c", "i=0; while [ $i -lt 60 ]; do echo scrolled-$i; i=$((i+1)); done; "+
+		"printf '\\033[1mbefore-handoff\\033[0m\\033[?1h\\n'; exec cat")
 	sleeper := launch(t, h1, "sh", "-c", `sleep 300 & echo "child=$!"; wait`)
 	dead := launch(t, h1, "sh", "-c", "exit 4")
 	waitText(t, h1, catPane.ID, 0, "before-handoff")
@@ -84,6 +86,14 @@ func testHandoff(t *testing.T) {
 	if err != nil || !strings.Contains(scr.Text, "before-handoff") || scr.Cols != 200 || scr.Rows != 50 {
 		t.Fatalf("adopted screen %q (%dx%d), %v", scr.Text, scr.Cols, scr.Rows, err)
 	}
+	if s, _ := h2.Read(ctx, catPane.ID, core.ReadOpts{Lines: 100}); !strings.Contains(s.Text, "scrolled-0\n") {
+		t.Fatalf("scrollback lost in the hand-off:\n%s", s.Text)
+	}
+	// Modes the program set travel too: arrow keys arrive in application mode.
+	if err := h2.SendKeys(ctx, catPane.ID, "up", "enter"); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, h2, catPane.ID, 0, "^[OA")
 	// New panes reuse neither adopted ids nor those of the exporting host's dead panes.
 	fresh := launch(t, h2, "sh", "-c", "exec cat")
 	if n, _ := strconv.Atoi(strings.TrimPrefix(fresh.ID, "p")); n <= 3 {
