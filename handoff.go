@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"orcr/core/socket"
 	"orcr/pty"
@@ -154,12 +155,12 @@ func adoptedPanes() ([]pty.Handoff, int64, error) {
 		return nil, 0, fmt.Errorf("decode hand-off: %w", err)
 	}
 	for i := range hf.Panes {
-		syscall.CloseOnExec(3 + i) // exec cleared it; no later child may inherit a master
-		f := os.NewFile(uintptr(3+i), "pty-master-"+hf.Panes[i].ID)
-		if f == nil {
-			return nil, 0, errors.New("hand-off: missing file descriptor")
+		fd := 3 + i
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return nil, 0, fmt.Errorf("hand-off: no file descriptor %d for pane %s: %w", fd, hf.Panes[i].ID, err)
 		}
-		hf.Panes[i].Master = f
+		syscall.CloseOnExec(fd) // exec cleared it; no later child may inherit a master
+		hf.Panes[i].Master = os.NewFile(uintptr(fd), "pty-master-"+hf.Panes[i].ID)
 	}
 	return hf.Panes, hf.LastID, nil
 }
