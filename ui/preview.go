@@ -99,6 +99,9 @@ func (p *previewModel) View() string {
 			head = append(head, st.Muted.Render("resets "+b.ResetsAt.UTC().Format("15:04 UTC")+" (in "+humanAge(b.ResetsAt.Sub(p.c.now))+")"))
 		}
 	}
+	if a.QueuePos > 0 {
+		head = append(head, p.c.styles.Queued.Render(fmt.Sprintf("queued: position %d", a.QueuePos)))
+	}
 	if a.Error != "" {
 		head = append(head, st.Error.Render("error: "+oneLine(a.Error)))
 	}
