@@ -49,12 +49,13 @@ type server struct {
 
 func newServer(t testing.TB, config string) *server {
 	t.Helper()
+	bin := testbin.Build(t, "orcr")
 	// A short home: unix socket paths are limited to ~100 bytes.
 	home, err := os.MkdirTemp("", "orcrq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, bin: testbin.Build(t, "orcr"), home: home, host: hostName(),
+	s := &server{t: t, bin: bin, home: home, host: hostName(),
 		config: filepath.Join(home, "config.toml")}
 	if err := os.WriteFile(s.config, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
