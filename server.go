@@ -15,6 +15,7 @@ import (
 
 	"orcr/adapters/claude"
 	"orcr/adapters/codex"
+	"orcr/adapters/opencode"
 	"orcr/adapters/pi"
 	"orcr/adapters/prices"
 	"orcr/adapters/shell"
@@ -172,6 +173,7 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		claude.New(claude.Options{Bin: cfg.Providers["claude"].Bin, Logger: log, Prices: table}),
 		codex.New(codex.Options{Bin: cfg.Providers["codex"].Bin, Logger: log, Prices: table}),
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
+		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
 	}
 }
 

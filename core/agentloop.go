@@ -18,22 +18,6 @@ const (
 	transientEvery = 200 * time.Millisecond
 )
 
-// rank orders signal sources by strength (DESIGN §7): a weaker source may not
-// override a state a stronger one decided.
-func rank(source string) int {
-	switch source {
-	case "hook":
-		return 4
-	case "transcript":
-		return 3
-	case "host":
-		return 2
-	case "screen":
-		return 1
-	}
-	return 0
-}
-
 func (e *Engine) startLoop(rt *agentRT) {
 	e.mu.Lock()
 	if rt.done != nil {
@@ -77,6 +61,17 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 	)
 	lastOutput = time.Now()
 	timer := time.NewTimer(quietAfter)
+	transient := time.NewTimer(time.Hour)
+	transient.Stop()
+	defer transient.Stop()
+	trailing := false
+	announce := func() {
+		e.mu.Lock()
+		a := rt.a
+		e.mu.Unlock()
+		a.LastScreen = ""
+		e.broker.publishTransient(wire.Event{Event: wire.EventAgentScreen, Agent: &a})
+	}
 	defer timer.Stop()
 	poll := time.NewTicker(pollEvery)
 	defer poll.Stop()
@@ -132,15 +127,20 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 			evaluated = false
 			if now.Sub(lastTransient) >= transientEvery {
 				lastTransient = now
-				e.mu.Lock()
-				a := rt.a
-				e.mu.Unlock()
-				e.broker.publishTransient(wire.Event{Event: wire.EventAgentScreen, Agent: &a})
+				announce()
+			} else if !trailing {
+				// The last change of a burst is announced too, once the interval passes.
+				trailing = true
+				transient.Reset(transientEvery - now.Sub(lastTransient))
 			}
 			if now.Sub(lastScreen) >= screenEvery {
 				judge(now)
 			}
 			arm(quietAfter)
+		case now := <-transient.C:
+			trailing = false
+			lastTransient = now
+			announce()
 		case now := <-timer.C:
 			if !evaluated && now.Sub(lastOutput) >= quietAfter {
 				evaluated = true
@@ -213,9 +213,9 @@ func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
 	if s.State == "" || s.State.Terminal() {
 		return
 	}
-	if rank(s.Source) < rank(a.StateSource) && a.State != wire.StateStarting {
-		return
-	}
+	// The observer orders its own sources (hook over transcript over screen): it
+	// knows, for instance, that a usage-limit banner on screen outranks an earlier
+	// "turn finished" hook. So every state it signals is applied here.
 	to := s.State
 	if to == wire.StateIdle && turns > 0 && s.Source == "screen" {
 		to = wire.StateDone
