@@ -99,7 +99,10 @@ func TestScheduleFromInsideAnAgentMakesRootAgents(t *testing.T) {
 	cl := s.dial(ctx)
 	defer cl.Close()
 	add := s.bin + " schedule add nightly --cron '0 3 * * *' -- " + s.bin + " agent run made/by-schedule -- true"
-	p, err := cl.Run(ctx, wire.RunParams{Path: "team/lead", Cwd: s.home, Argv: []string{"sh", "-c", add + " > added.out 2>&1; sleep 60"}})
+	// Retried: a pane's program that calls orcr before the server has recorded the
+	// pane's pid is refused (caller_refused) for that moment.
+	retry := "for i in $(seq 100); do " + add + " > added.out 2>&1 && break; sleep 0.1; done; sleep 60"
+	p, err := cl.Run(ctx, wire.RunParams{Path: "team/lead", Cwd: s.home, Argv: []string{"sh", "-c", retry}})
 	if err != nil {
 		t.Fatal(err)
 	}
