@@ -178,45 +178,6 @@ func runUsage(ctx context.Context, io *streams, provider string, asJSON bool) er
 	return nil
 }
 
-func runScheduleList(ctx context.Context, io *streams, asJSON bool) error {
-	cl, err := dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ss, err := cl.Schedules(ctx)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(io.out, wire.ScheduleListResult{Schedules: ss})
-	}
-	if len(ss) == 0 {
-		fmt.Fprintln(io.out, "no schedules")
-		return nil
-	}
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCADENCE\tNEXT\tLAST\tCOMMAND")
-	for _, s := range ss {
-		cad := s.Cron
-		if s.EverySeconds > 0 {
-			cad = "every " + (time.Duration(s.EverySeconds) * time.Second).String()
-		}
-		next, last := "-", "-"
-		if s.NextAt != nil {
-			next = s.NextAt.Format(time.RFC3339)
-		}
-		if s.LastRun != nil {
-			last = s.LastRun.StartedAt.Format(time.RFC3339)
-			if s.LastRun.ExitCode != nil {
-				last += fmt.Sprintf(" (exit %d)", *s.LastRun.ExitCode)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, cad, next, last, strings.Join(s.Command, " "))
-	}
-	return tw.Flush()
-}
-
 // runDoctor explains the host choice and what each provider has or lacks.
 func runDoctor(ctx context.Context, io *streams, asJSON bool) error {
 	cfg, cfgErr := config.Load(config.DefaultPath())

@@ -260,12 +260,13 @@ func (e *Engine) hostEventLoop() {
 			}
 			e.mu.Lock()
 			rt := e.agents[e.panes[ev.Pane]]
-			if (rt == nil || rt.done == nil) && (ev.Kind == PaneExited || ev.Kind == PaneGone) {
+			running := rt != nil && rt.done != nil
+			if !running && (ev.Kind == PaneExited || ev.Kind == PaneGone) {
 				// The pane ended before its agent's loop started: launch picks it up.
 				e.earlyExit[ev.Pane] = ev.ExitCode
 			}
 			e.mu.Unlock()
-			if rt == nil || rt.done == nil {
+			if !running {
 				continue
 			}
 			switch ev.Kind {

@@ -187,8 +187,14 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 	for _, rt := range rts {
 		a := rt.a
 		if a.State.Terminal() || a.State == wire.StateQueued {
-			if a.PaneID != "" {
+			if _, open := byID[a.PaneID]; a.PaneID != "" && open {
+				// An ended agent's pane still open (tmux keeps dead panes): it is
+				// this agent's to close after the grace period, unless a newer
+				// agent turns out to hold the same id.
 				claimed[a.PaneID] = true
+				e.mu.Lock()
+				e.panes[a.PaneID] = a.ID
+				e.mu.Unlock()
 			}
 			continue
 		}

@@ -116,6 +116,13 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 		rules = DefaultGCRules()
 	}
 	targets := make([]gcTarget, 0, len(e.agents))
+	// owner says which agent a pane id belongs to now: host pane ids can be reused
+	// (the embedded host after a restart, tmux after its server restarted), and an
+	// ended agent's old id must never close a newer agent's pane.
+	owner := make(map[string]string, len(e.panes))
+	for id, agent := range e.panes {
+		owner[id] = agent
+	}
 	for _, rt := range e.agents {
 		targets = append(targets, gcTarget{rt: rt, a: rt.a})
 	}
@@ -158,16 +165,17 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 	for _, t := range targets {
 		a := t.a
 		ended := a.EndedAt != nil && a.State.Terminal()
+		paneOpen := a.PaneID != "" && panes[a.PaneID] && owner[a.PaneID] == a.ID
 		switch {
 		case ended && rules.Retain > 0 && now.Sub(*a.EndedAt) >= rules.Retain:
 			x := act(t, RuleRetain, "remove", fmt.Sprintf("%s %s ago (retain %s)", a.State, age(now.Sub(*a.EndedAt)), rules.Retain))
 			res.Actions = append(res.Actions, x)
 			if !dryRun {
-				if err := e.removeAgent(ctx, t.rt, a, panes[a.PaneID], x); err != nil {
+				if err := e.removeAgent(ctx, t.rt, a, paneOpen, x); err != nil {
 					return res, err
 				}
 			}
-		case ended && a.PaneID != "" && panes[a.PaneID] && rules.ExitedGrace > 0 && now.Sub(*a.EndedAt) >= rules.ExitedGrace:
+		case ended && paneOpen && rules.ExitedGrace > 0 && now.Sub(*a.EndedAt) >= rules.ExitedGrace:
 			x := act(t, RuleExitedGrace, "close_pane", fmt.Sprintf("%s %s ago (grace %s)", a.State, age(now.Sub(*a.EndedAt)), rules.ExitedGrace))
 			res.Actions = append(res.Actions, x)
 			if !dryRun {

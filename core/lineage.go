@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"orcr/core/wire"
 )
@@ -31,6 +32,10 @@ func (e *Engine) callerAgent(ctx context.Context) (*wire.Agent, error) {
 	}
 	if c.InProcess {
 		return &a, nil
+	}
+	if a.State == wire.StateStarting && a.PID <= 0 {
+		// The pane's program can call orcr before its launch is recorded.
+		a = e.awaitLaunch(ctx, rt)
 	}
 	if !a.State.Live() || a.PID <= 0 {
 		return nil, &wire.Error{Code: wire.CodeCallerRefused,
@@ -75,4 +80,22 @@ func parentPID(pid int) (int, error) {
 		return 0, fmt.Errorf("malformed stat for %d", pid)
 	}
 	return strconv.Atoi(f[1])
+}
+
+// awaitLaunch waits (briefly) until a starting agent's pane pid is recorded.
+func (e *Engine) awaitLaunch(ctx context.Context, rt *agentRT) wire.Agent {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e.mu.Lock()
+		a := rt.a
+		e.mu.Unlock()
+		if a.PID > 0 || a.State != wire.StateStarting || time.Now().After(deadline) {
+			return a
+		}
+		select {
+		case <-ctx.Done():
+			return a
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

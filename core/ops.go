@@ -332,14 +332,7 @@ func (e *Engine) Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, 
 		e.broker.mu.Lock()
 		wake := e.broker.wake
 		e.broker.mu.Unlock()
-		e.mu.Lock()
-		var matched []wire.Agent
-		for _, a := range e.currentLocked(false) {
-			if g.Match(a.Path) {
-				matched = append(matched, a)
-			}
-		}
-		e.mu.Unlock()
+		matched := e.matchCurrent(g)
 		if len(matched) == 0 {
 			return wire.WaitResult{}, wire.Errorf(wire.CodeNotFound, "no agent matches %q", p.Glob)
 		}
@@ -362,6 +355,29 @@ func (e *Engine) Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, 
 			return wire.WaitResult{Agents: matched}, ctx.Err()
 		}
 	}
+}
+
+// matchCurrent returns the newest record of every path the glob selects, in path
+// order. It filters before sorting, so a wait on a few agents among thousands stays
+// cheap on every event.
+func (e *Engine) matchCurrent(g Glob) []wire.Agent {
+	e.mu.Lock()
+	best := map[string]*agentRT{}
+	for _, rt := range e.agents {
+		if !g.Match(rt.a.Path) {
+			continue
+		}
+		if b := best[rt.a.Path]; b == nil || newer(rt, b) {
+			best[rt.a.Path] = rt
+		}
+	}
+	out := make([]wire.Agent, 0, len(best))
+	for _, rt := range best {
+		out = append(out, rt.a)
+	}
+	e.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 func stateIn(s wire.State, set []wire.State) bool {

@@ -148,6 +148,14 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	}
 	now := e.now()
 	e.mu.Lock()
+	if rt.a.State.Terminal() {
+		// Killed while the pane was starting: the pane must not outlive the agent.
+		e.mu.Unlock()
+		if err := e.host.Close(ctx, pane.ID); err != nil {
+			e.log.Warn("close pane of an agent killed while starting", "pane", pane.ID, "err", err)
+		}
+		return
+	}
 	e.panes[pane.ID] = a.ID
 	if a.Prompt != "" {
 		rt.turns++
