@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -279,7 +280,7 @@ func shortID(id string) string { return core.ShortID(id) }
 
 // printTable prints display rows with aligned columns.
 func printTable(w io.Writer, t *wire.Table) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(w)
 	fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
 	for _, r := range t.Rows {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
@@ -288,7 +289,7 @@ func printTable(w io.Writer, t *wire.Table) {
 }
 
 func printAgent(w io.Writer, a wire.Agent, explain bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
@@ -434,3 +435,23 @@ func sortedKeys(m map[string]int) []string {
 func dash(s string) string { return core.Dash(s) }
 
 func age(d time.Duration) string { return core.FormatAge(d) }
+
+// tabWriter aligns columns and buffers the output: tabwriter writes cell by cell, and
+// unbuffered that is one syscall per cell.
+type tabWriter struct {
+	*tabwriter.Writer
+	bw *bufio.Writer
+}
+
+func newTabWriter(w io.Writer) *tabWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &tabWriter{Writer: tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0), bw: bw}
+}
+
+// Flush writes out the aligned table.
+func (t *tabWriter) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.bw.Flush()
+}

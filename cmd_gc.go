@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -53,7 +52,7 @@ func gcCommand(io *streams) *cli.Command {
 			if r.DryRun {
 				verb = "would"
 			}
-			tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+			tw := newTabWriter(io.out)
 			fmt.Fprintf(tw, "%s\tRULE\tPATH\tDETAIL\n", strings.ToUpper(verb))
 			for _, a := range r.Actions {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Action, a.Rule, dash(a.Path), a.Detail)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"orcr/adapters/hook"
@@ -133,7 +132,7 @@ func runQueue(ctx context.Context, io *streams, asJSON bool) error {
 		fmt.Fprintln(io.out, "queue empty")
 		return nil
 	}
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(io.out)
 	fmt.Fprintln(tw, "POS\tPATH\tPROVIDER\tPRIORITY\tQUEUED\tWAITING FOR")
 	for _, e := range q.Entries {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Pos, e.Path, e.Provider, e.Priority, core.FormatAge(time.Since(e.QueuedAt)), e.Waiting)
@@ -154,7 +153,7 @@ func runUsage(ctx context.Context, io *streams, provider string, asJSON bool) er
 	if asJSON {
 		return printJSON(io.out, u)
 	}
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(io.out)
 	fmt.Fprintln(tw, "PROVIDER\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
 	for _, r := range u.Rows {
 		c := "unpriced"

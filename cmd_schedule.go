@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -160,7 +159,7 @@ func scheduleLs(ctx context.Context, io *streams, asJSON bool) error {
 		fmt.Fprintln(io.out, "no schedules — add one with: orcr schedule add NAME --every 10m -- CMD")
 		return nil
 	}
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(io.out)
 	fmt.Fprintln(tw, "NAME\tCADENCE\tMISSED\tNEXT\tLAST\tOWNER\tCOMMAND")
 	for _, s := range ss {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, cadence(s), s.MissedPolicy, when(s.NextAt),
@@ -218,7 +217,7 @@ func scheduleRuns(ctx context.Context, io *streams, name string, asJSON bool) er
 		}
 		return printJSON(io.out, wire.ScheduleRunsResult{Runs: rs})
 	}
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	tw := newTabWriter(io.out)
 	fmt.Fprintln(tw, "STARTED\tTRIGGER\tTOOK\tRESULT")
 	for i := range rs {
 		r := &rs[i]

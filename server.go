@@ -268,7 +268,7 @@ func runServe(ctx context.Context, io *streams) error {
 		// A soft limit keeps badger's write bursts from growing the heap for good;
 		// the GC works harder near it instead. GOMEMLIMIT overrides. (The dashboard,
 		// which also holds the UI, keeps Go's default.)
-		debug.SetMemoryLimit(32 << 20)
+		debug.SetMemoryLimit(64 << 20)
 	}
 	s, err := startServer(ctx)
 	if err != nil {
