@@ -3,8 +3,9 @@
 // window (named by its path) of the session "orcr". All commands and notifications go
 // through one long-lived control-mode client (`tmux -C attach`): commands are
 // pipelined and their %begin/%end replies matched in order; %output marks panes as
-// active, a format subscription on #{pane_dead} reports exits, and %window-close
-// reports panes closed from outside. No tmux process is forked per call or per poll.
+// active, a pidfd per pane process (exitwatch.go) and a format subscription on
+// #{pane_dead} report exits, and %window-close reports panes closed from outside. No
+// tmux process is forked per call or per poll.
 package tmux
 
 import (
@@ -57,6 +58,7 @@ type paneState struct {
 	dead     bool
 	exitCode *int
 	exitSent bool
+	watch    *exitWatch // the pidfd watch of its process, once started; never restarted
 }
 
 // Host is core.Host on a dedicated tmux server.
@@ -76,9 +78,13 @@ type Host struct {
 	// unreaped holds panes whose pty closed before tmux had their exit status.
 	unreaped map[string]bool
 
-	wg   sync.WaitGroup // watch and reaper goroutines
+	wg   sync.WaitGroup // watch, reaper and exit-watch goroutines
 	stop chan struct{}
 	reap chan struct{} // wakes the reaper
+
+	pidfd  bool            // exits are also watched through pidfds
+	ctx    context.Context // parent of the exit watches; cancelled by Shutdown
+	cancel context.CancelFunc
 }
 
 var _ core.Host = (*Host)(nil)
@@ -114,7 +120,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		unreaped: map[string]bool{},
 		stop:     make(chan struct{}),
 		reap:     make(chan struct{}, 1),
+		pidfd:    pidfdSupported(),
 	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if _, err := h.conn(ctx); err != nil {
 		_ = h.Shutdown(ctx)
 		return nil, err
@@ -155,6 +163,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	c := h.c
 	h.c = nil
 	close(h.stop)
+	h.cancel()
 	h.mu.Unlock()
 	if c != nil {
 		grace := 2 * time.Second
@@ -273,7 +282,7 @@ func (h *Host) configure(ctx context.Context, c *control) error {
 			lines = append(lines, "set-environment -g -u "+quote(name))
 		}
 	}
-	lines = append(lines, "refresh-client -B "+quote(deadSub+":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"))
+	lines = append(lines, "refresh-client -B "+quote(deadSub+":%*:"+deadFormat))
 	reqs, err := c.send(lines...)
 	if err != nil {
 		return fmt.Errorf("tmux: configure: %w", err)
@@ -330,6 +339,7 @@ func (h *Host) watch(c *control) {
 func (h *Host) forgetAllLocked() {
 	now := time.Now()
 	for id, p := range h.panes {
+		p.stopWatch()
 		if p.mine {
 			h.events.push(core.HostEvent{Pane: id, Kind: core.PaneGone, At: now})
 		}

@@ -48,12 +48,17 @@ func (h *Host) onDeadChanged(line string) {
 	if pane == "" {
 		return
 	}
-	dead, rest, _ := strings.Cut(value, " ")
-	status, signal, _ := strings.Cut(rest, " ")
+	dead, status, signal := parseDead(value)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := h.paneLocked(pane)
-	code := exitCode(strings.TrimSpace(status), strings.TrimSpace(signal))
+	h.deadLocked(pane, h.paneLocked(pane), dead, status, signal)
+}
+
+// deadLocked takes one report of a pane's deadFormat, from the subscription or an exit
+// watch, and emits PaneExited once the pane is dead with a known status; repeated
+// reports are ignored.
+func (h *Host) deadLocked(pane string, p *paneState, dead, status, signal string) {
+	code := exitCode(status, signal)
 	if dead == "1" && code == nil {
 		// The pty closed but tmux has not reaped the process yet; the subscription
 		// reports again once the status is known. tmux 3.3a sometimes misses the
@@ -138,6 +143,9 @@ func (h *Host) onWindowClosed(window string) {
 	delete(h.windows, window)
 	p := h.panes[pane]
 	delete(h.panes, pane)
+	if p != nil {
+		p.stopWatch()
+	}
 	if p != nil && p.mine {
 		h.events.push(core.HostEvent{Pane: pane, Kind: core.PaneGone, At: time.Now()})
 	}

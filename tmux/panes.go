@@ -70,6 +70,7 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 	p.window, p.name, p.pid, p.mine = f[2], name, pid, true
 	h.windows[f[2]] = f[0]
 	h.maybeExitedLocked(f[0], p)
+	h.watchExitLocked(f[0], p)
 	if p.dead {
 		info.Dead, info.ExitCode = true, p.exitCode
 	}
@@ -303,6 +304,7 @@ func (h *Host) Close(ctx context.Context, pane string) error {
 	// Forget the pane first so its %window-close is not reported as PaneGone.
 	h.mu.Lock()
 	if p := h.panes[pane]; p != nil {
+		p.stopWatch()
 		delete(h.windows, p.window)
 		delete(h.panes, pane)
 	}
@@ -350,6 +352,7 @@ func (h *Host) List(ctx context.Context) ([]core.PaneInfo, error) {
 		h.windows[f[5]] = f[0]
 		if !info.Dead {
 			p.mine = true
+			h.watchExitLocked(f[0], p)
 		} else if !p.dead {
 			p.dead, p.exitCode = true, info.ExitCode
 			h.maybeExitedLocked(f[0], p)
