@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,13 +35,25 @@ const firstRetry = 2 * time.Millisecond
 
 // exitWatch watches one pane's process. Its goroutine is owned by the Host (h.wg) and
 // stops when the watch is halted: the pane is closed or forgotten, or the host shuts
-// down (its context is derived from the host's).
+// down.
 type exitWatch struct {
-	pane string
-	pid  int
-	file *os.File // the pidfd; nil when the process had already ended
-	ctx  context.Context
-	halt context.CancelFunc
+	pane   string
+	pid    int
+	file   *os.File // the pidfd; nil when the process had already ended
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// halt stops the watch: it cancels its questions to tmux and closes the pidfd, which
+// wakes the goroutine parked on it. Safe to call more than once, from any goroutine.
+func (w *exitWatch) halt() {
+	w.once.Do(func() {
+		w.cancel()
+		if w.file != nil {
+			_ = w.file.Close()
+		}
+	})
 }
 
 // pidfdSupported reports whether this kernel has pollable, non-blocking pidfds
@@ -67,16 +80,14 @@ func (h *Host) watchExitLocked(pane string, p *paneState) {
 	case err == nil:
 		w.file = os.NewFile(uintptr(fd), "pidfd-"+strconv.Itoa(p.pid))
 	case errors.Is(err, unix.ESRCH):
-		// Ended (and reaped by tmux) already: ask tmux at once.
+		// Ended (and reaped by tmux) already: ask tmux at once. (Were the pid reused
+		// by another process in between, that one would be watched instead, and the
+		// subscription would report this exit.)
 	default:
 		h.log.Debug("tmux: no pidfd for pane", "pane", pane, "pid", p.pid, "err", err)
 		return
 	}
-	w.ctx, w.halt = context.WithCancel(h.ctx)
-	if w.file != nil {
-		// Closing the pidfd wakes a goroutine parked on it.
-		context.AfterFunc(w.ctx, func() { _ = w.file.Close() })
-	}
+	w.ctx, w.cancel = context.WithCancel(h.ctx)
 	p.watch = w
 	h.wg.Add(1)
 	go h.runExitWatch(w)

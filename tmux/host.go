@@ -83,7 +83,7 @@ type Host struct {
 	reap chan struct{} // wakes the reaper
 
 	pidfd  bool            // exits are also watched through pidfds
-	ctx    context.Context // parent of the exit watches; cancelled by Shutdown
+	ctx    context.Context // parent of the exit watches' contexts; cancelled by Shutdown
 	cancel context.CancelFunc
 }
 
@@ -164,6 +164,9 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	h.c = nil
 	close(h.stop)
 	h.cancel()
+	for _, p := range h.panes {
+		p.stopWatch()
+	}
 	h.mu.Unlock()
 	if c != nil {
 		grace := 2 * time.Second
