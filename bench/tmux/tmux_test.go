@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"orcr/core/socket"
+	"orcr/core/wire"
 	"orcr/testutil/testbin"
 )
 
@@ -244,4 +245,69 @@ func cpuTicks(b *testing.B, pid int) int64 {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + st
+}
+
+// BenchmarkSpawn100APIVsRawTmux spawns 100 shell agents through the socket API (one
+// client, as an orchestrator or the dashboard does) and waits until every pane exists,
+// against a raw loop of `tmux new-window` on a fresh tmux server. Unlike
+// BenchmarkSpawn100VsRawTmux it leaves out 100 CLI process start-ups and includes the
+// whole launch (admission, tmux window, record), so it measures orcr's own overhead.
+func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
+	const n = 100
+	var orcrTotal, rawTotal time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		s := startServer(b)
+		ctx := context.Background()
+		c, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		for j := range n {
+			if _, err := c.Run(ctx, wire.RunParams{Path: fmt.Sprintf("api/r%d/a%d", i, j), Argv: []string{"sleep", "60"}, Cwd: "/tmp"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for {
+			as, err := c.List(ctx, wire.ListParams{Glob: "api/**"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			launched := 0
+			for _, a := range as {
+				if a.PaneID != "" {
+					launched++
+				}
+			}
+			if launched == n {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		orcrTotal += time.Since(t0)
+		b.StopTimer()
+		c.Close()
+
+		sock := filepath.Join(shortDir(b), "raw.sock")
+		killTmux(b, sock)
+		start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
+		start.Env = []string{"LANG=C.UTF-8"}
+		if out, err := start.CombinedOutput(); err != nil {
+			b.Fatalf("start raw tmux: %v %s", err, out)
+		}
+		loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
+		loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
+		b.StartTimer()
+		t0 = time.Now()
+		if out, err := loop.CombinedOutput(); err != nil {
+			b.Fatalf("raw loop: %v %s", err, out)
+		}
+		rawTotal += time.Since(t0)
+	}
+	runs := float64(b.N)
+	b.ReportMetric(float64(orcrTotal.Milliseconds())/runs, "orcr-ms")
+	b.ReportMetric(float64(rawTotal.Milliseconds())/runs, "raw-ms")
+	b.ReportMetric(float64(orcrTotal)/float64(rawTotal), "ratio")
 }
