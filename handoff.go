@@ -75,7 +75,7 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return res, fmt.Errorf("write hand-off: %w", err)
 	}
-	self, err := os.Executable()
+	self, err := stableSelf(s.home) // under `go run` the build dir vanishes when it exits
 	if err != nil {
 		return res, fmt.Errorf("find own binary: %w", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -116,7 +118,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	s.host = host
-	self, err := os.Executable()
+	self, err := stableSelf(home)
 	if err != nil {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
@@ -288,4 +290,48 @@ func runServe(ctx context.Context, io *streams) error {
 		return err
 	}
 	return nil
+}
+
+// stableSelf is the orcr binary that agents' hooks call back. Under `go run .` the
+// binary lives in a temporary build directory that disappears when go run exits,
+// while agents on tmux or herdr keep running and keep calling their hooks; so such a
+// binary is copied to $ORCR_HOME/bin first.
+func stableSelf(home string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if !strings.Contains(self, string(filepath.Separator)+"go-build") {
+		return self, nil
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dir := filepath.Join(home, "bin")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".orcr-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("copy %s: %w", self, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "orcr")
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", err
+	}
+	return dst, nil
 }
