@@ -276,7 +276,10 @@ func (e *Engine) setState(ctx context.Context, rt *agentRT, to wire.State, sourc
 	if to != wire.StateBlocked {
 		blocked = nil
 	}
-	var ev *wire.Event
+	// A new state is an agent.state event; the same state newly explained (another
+	// signal confirmed it, or the reason changed) is an agent.updated event, so a
+	// subscriber's "why" stays current too.
+	ev := &wire.Event{Event: wire.EventAgentUpdated}
 	if from != to {
 		ev = &wire.Event{Event: wire.EventAgentState, From: from, To: to}
 	}

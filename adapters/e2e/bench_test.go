@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
 )
@@ -43,14 +45,41 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 
 	b.Run("orcr", func(b *testing.B) {
 		e := newOrcrB(b, append(claudeEnv, "ORCR_CLAUDE_BIN="+bin)...)
+		// The state change is taken from the event stream, as the by-hand side takes
+		// the hook's mark file: neither side adds polling delay.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		c, err := socket.Dial(ctx, socket.SocketPath(e.home), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		info, err := c.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events, err := c.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq, Paths: []string{"bench/**"}})
+		if err != nil {
+			b.Fatal(err)
+		}
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
 			name := fmt.Sprintf("bench/a%d", i)
 			start := time.Now()
 			e.must("agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi")
-			e.waitAgent(name, 60*time.Second, "working", func(a wire.Agent) bool {
-				return a.State == wire.StateWorking && a.StateSource == "hook" || a.State == wire.StateDone
-			})
+			timeout := time.After(60 * time.Second)
+		wait:
+			for {
+				select {
+				case ev := <-events:
+					if a := ev.Agent; a != nil && a.Path == name &&
+						(a.State == wire.StateWorking && a.StateSource == "hook" || a.State == wire.StateDone) {
+						break wait
+					}
+				case <-timeout:
+					b.Fatalf("%s never reported working", name)
+				}
+			}
 			total += time.Since(start)
 			e.must("agent", "kill", name, "--yes")
 		}
@@ -60,8 +89,13 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		if _, err := exec.LookPath("tmux"); err != nil {
 			b.Skip("no tmux")
 		}
-		sock := fmt.Sprintf("orcr-bench-%d", os.Getpid())
+		sock := fmt.Sprintf("orcr-bench-%d-%d", os.Getpid(), time.Now().UnixNano()) // b.Run calls this more than once
 		defer exec.Command("tmux", "-L", sock, "kill-server").Run()
+		// A session that stays keeps the server up between runs: killing the only
+		// session would end the server while the next new-session races it.
+		if out, err := exec.Command("tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-s", "keep", "tail", "-f", "/dev/null").CombinedOutput(); err != nil {
+			b.Fatalf("tmux: %v %s", err, out)
+		}
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
 			mark := filepath.Join(dir, fmt.Sprintf("hook-%d", i))
