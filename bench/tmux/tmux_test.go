@@ -132,26 +132,9 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 		orcrTotal += time.Since(t0)
 		b.StopTimer()
 
-		sock := filepath.Join(shortDir(b), "raw.sock")
-		killTmux(b, sock)
-		start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-		start.Env = []string{"LANG=C.UTF-8"}
-		if out, err := start.CombinedOutput(); err != nil {
-			b.Fatalf("start raw tmux: %v %s", err, out)
-		}
-		loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-		loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-		b.StartTimer()
-		t0 = time.Now()
-		if out, err := loop.CombinedOutput(); err != nil {
-			b.Fatalf("raw loop: %v %s", err, out)
-		}
-		rawTotal += time.Since(t0)
+		rawTotal += rawSpawn(b, n)
 	}
-	runs := float64(b.N)
-	b.ReportMetric(float64(orcrTotal.Milliseconds())/runs, "orcr-ms")
-	b.ReportMetric(float64(rawTotal.Milliseconds())/runs, "raw-ms")
-	b.ReportMetric(float64(orcrTotal)/float64(rawTotal), "ratio")
+	reportSpawn(b, orcrTotal, rawTotal)
 }
 
 // fullScreen is 50 rows of 200 characters with no final newline: a full 200x50 screen.
@@ -290,22 +273,33 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		b.StopTimer()
 		c.Close()
 
-		sock := filepath.Join(shortDir(b), "raw.sock")
-		killTmux(b, sock)
-		start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-		start.Env = []string{"LANG=C.UTF-8"}
-		if out, err := start.CombinedOutput(); err != nil {
-			b.Fatalf("start raw tmux: %v %s", err, out)
-		}
-		loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-		loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-		b.StartTimer()
-		t0 = time.Now()
-		if out, err := loop.CombinedOutput(); err != nil {
-			b.Fatalf("raw loop: %v %s", err, out)
-		}
-		rawTotal += time.Since(t0)
+		rawTotal += rawSpawn(b, n)
 	}
+	reportSpawn(b, orcrTotal, rawTotal)
+}
+
+// rawSpawn is the baseline of the spawn benchmarks: a shell loop of n `tmux new-window`
+// on a fresh tmux server. It is called with the timer stopped, times only the loop and
+// leaves the timer running (b.Loop requires it).
+func rawSpawn(b *testing.B, n int) time.Duration {
+	sock := filepath.Join(shortDir(b), "raw.sock")
+	killTmux(b, sock)
+	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
+	start.Env = []string{"LANG=C.UTF-8"}
+	if out, err := start.CombinedOutput(); err != nil {
+		b.Fatalf("start raw tmux: %v %s", err, out)
+	}
+	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
+	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
+	b.StartTimer()
+	t0 := time.Now()
+	if out, err := loop.CombinedOutput(); err != nil {
+		b.Fatalf("raw loop: %v %s", err, out)
+	}
+	return time.Since(t0)
+}
+
+func reportSpawn(b *testing.B, orcrTotal, rawTotal time.Duration) {
 	runs := float64(b.N)
 	b.ReportMetric(float64(orcrTotal.Milliseconds())/runs, "orcr-ms")
 	b.ReportMetric(float64(rawTotal.Milliseconds())/runs, "raw-ms")
