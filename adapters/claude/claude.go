@@ -60,13 +60,8 @@ var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	if o.Prices == nil {
-		o.Prices = prices.Default()
-	}
-	l := o.Logger
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
+	var l *slog.Logger
+	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
 	return &Provider{opts: o, log: l}
 }
 
@@ -80,16 +75,11 @@ func (p *Provider) Bin() (string, bool) {
 
 // Detect implements core.Provider.
 func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	st := core.ProviderStatus{Name: Name}
 	bin, ok := p.Bin()
-	st.Path = bin
-	if !ok {
-		st.Fix = InstallHint
-		st.Notes = append(st.Notes, "claude not found (PATH, $ORCR_CLAUDE_BIN)")
+	st := agentkit.Detect(Name, bin, ok, "ORCR_CLAUDE_BIN", InstallHint)
+	if !st.Found {
 		return st
 	}
-	st.Found = true
-	st.Version = agentkit.Version(bin)
 	if !strings.HasPrefix(st.Version, "2.") {
 		st.Notes = append(st.Notes, fmt.Sprintf("claude %s: orcr is tested with 2.1.x", st.Version))
 	}

@@ -48,13 +48,8 @@ var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	if o.Prices == nil {
-		o.Prices = prices.Default()
-	}
-	l := o.Logger
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
+	var l *slog.Logger
+	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
 	return &Provider{opts: o, log: l, claimed: map[string]string{}}
 }
 
@@ -68,16 +63,11 @@ func (p *Provider) Bin() (string, bool) {
 
 // Detect implements core.Provider.
 func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	st := core.ProviderStatus{Name: Name}
 	bin, ok := p.Bin()
-	st.Path = bin
-	if !ok {
-		st.Fix = InstallHint
-		st.Notes = append(st.Notes, "codex not found (PATH, $ORCR_CODEX_BIN)")
+	st := agentkit.Detect(Name, bin, ok, "ORCR_CODEX_BIN", InstallHint)
+	if !st.Found {
 		return st
 	}
-	st.Found = true
-	st.Version = agentkit.Version(bin)
 	st.Notes = append(st.Notes, "orcr notify injected per launch (-c notify=…)")
 	return st
 }

@@ -47,13 +47,8 @@ var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	if o.Prices == nil {
-		o.Prices = prices.Default()
-	}
-	l := o.Logger
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
+	var l *slog.Logger
+	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
 	return &Provider{opts: o, log: l}
 }
 
@@ -67,15 +62,11 @@ func (p *Provider) Bin() (string, bool) {
 
 // Detect implements core.Provider.
 func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	st := core.ProviderStatus{Name: Name}
 	bin, ok := p.Bin()
-	st.Path = bin
-	if !ok {
-		st.Fix = InstallHint
-		st.Notes = append(st.Notes, "opencode not found (PATH, $ORCR_OPENCODE_BIN)")
+	st := agentkit.Detect(Name, bin, ok, "ORCR_OPENCODE_BIN", InstallHint)
+	if !st.Found {
 		return st
 	}
-	st.Found, st.Version = true, agentkit.Version(bin)
 	if len(st.Version) > 0 && st.Version[0] != '1' {
 		st.Notes = append(st.Notes, "opencode "+st.Version+": orcr supports the 1.x line")
 	}
