@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 func agentJSON(t *testing.T, e *env, target string) wire.Agent {
@@ -36,7 +37,7 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	e := newEnv(t)
 	e.serve()
 	e.must("agent", "run", "demo/hello", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
-	waitFor(t, 10*time.Second, "greeting on screen", func() bool {
+	wait.For(t, 10*time.Second, "greeting on screen", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "demo/hello").out, "I am demo/hello")
 	})
 	ls := e.must("agent", "ls")
@@ -46,7 +47,7 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	// A program that prints and then waits settles to idle.
 	e.must("agent", "wait", "demo/hello", "--until", "idle", "--timeout", "10s")
 	e.must("agent", "send", "demo/hello", "ping")
-	waitFor(t, 10*time.Second, "cat echoes ping", func() bool {
+	wait.For(t, 10*time.Second, "cat echoes ping", func() bool {
 		out := e.orcr("agent", "read", "demo/hello", "--lines", "5").out
 		return strings.Count(out, "ping") >= 2 // the tty's echo and cat's copy
 	})
@@ -112,7 +113,7 @@ func TestLineageThreeLevels(t *testing.T) {
 	e.must("agent", "run", "demo/child", "--", "sh", "-c",
 		`orcr agent run grandchild -- sh -c 'orcr agent run great -- sleep 300; sleep 300'; sleep 300`)
 	var as []wire.Agent
-	waitFor(t, 15*time.Second, "three generations", func() bool {
+	wait.For(t, 15*time.Second, "three generations", func() bool {
 		as = lsJSON(t, e, "demo/**")
 		return len(as) == 3
 	})
@@ -130,7 +131,7 @@ func TestLineageThreeLevels(t *testing.T) {
 	}
 	// The environment contract reached the pane.
 	e.must("agent", "run", "env/show", "--env", "FOO=bar", "--", "sh", "-c", `env | grep -E '^(ORCR_|FOO=)' | sort; exec sleep 300`)
-	waitFor(t, 10*time.Second, "env printed", func() bool {
+	wait.For(t, 10*time.Second, "env printed", func() bool {
 		out := e.orcr("agent", "read", "env/show").out
 		return strings.Contains(out, "ORCR_SOCKET=") && strings.Contains(out, "FOO=bar")
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 // tmuxTerm is a real terminal for the CLI: a private tmux server whose one pane runs
@@ -47,21 +49,21 @@ func TestAttachAndDetachEmbedded(t *testing.T) {
 	e := newEnv(t)
 	e.serve()
 	e.must("agent", "run", "demo/hello", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
-	waitFor(t, 10*time.Second, "agent output", func() bool {
+	wait.For(t, 10*time.Second, "agent output", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "demo/hello").out, "I am demo/hello")
 	})
 	term := newTerm(t, e)
 	term.keys("orcr agent attach demo/hello", "Enter")
-	waitFor(t, 10*time.Second, "attached with the agent's screen redrawn", func() bool {
+	wait.For(t, 10*time.Second, "attached with the agent's screen redrawn", func() bool {
 		s := term.screen()
 		return strings.Contains(s, "I am demo/hello")
 	})
 	term.keys("typed-through-attach", "Enter")
-	waitFor(t, 10*time.Second, "input reaches the program", func() bool {
+	wait.For(t, 10*time.Second, "input reaches the program", func() bool {
 		return strings.Count(e.orcr("agent", "read", "demo/hello").out, "typed-through-attach") >= 2
 	})
 	term.keys("C-]")
-	waitFor(t, 10*time.Second, "detached back to the shell", func() bool {
+	wait.For(t, 10*time.Second, "detached back to the shell", func() bool {
 		return strings.Contains(term.screen(), "detached from demo/hello")
 	})
 	// The agent is untouched by the detach.
@@ -69,7 +71,7 @@ func TestAttachAndDetachEmbedded(t *testing.T) {
 		t.Fatalf("agent ended on detach: %s", a.State)
 	}
 	term.keys("echo still-here", "Enter")
-	waitFor(t, 5*time.Second, "shell usable after detach", func() bool {
+	wait.For(t, 5*time.Second, "shell usable after detach", func() bool {
 		return strings.Contains(term.screen(), "still-here\n") || strings.Count(term.screen(), "still-here") >= 2
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // TestHandoffKeepAgentsRunning quits a dashboard that hosts the server in-process
@@ -23,12 +24,12 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	t.Cleanup(func() { stopBackground(t, e) })
 
 	term.keys("orcr; echo dashboard-exited-$?", "Enter")
-	waitFor(t, 20*time.Second, "the in-process dashboard", func() bool {
+	wait.For(t, 20*time.Second, "the in-process dashboard", func() bool {
 		return strings.Contains(term.screen(), "in-process")
 	})
 	e.must("agent", "run", "demo/kept", "--", "sh", "-c", `echo "kept $ORCR_PATH"; exec cat`)
 	e.must("agent", "run", "demo/ends", "--", "sh", "-c", `echo "ends soon"; exec cat`)
-	waitFor(t, 10*time.Second, "the agents' output", func() bool {
+	wait.For(t, 10*time.Second, "the agents' output", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "demo/kept").out, "kept demo/kept") &&
 			strings.Contains(e.orcr("agent", "read", "demo/ends").out, "ends soon")
 	})
@@ -36,17 +37,17 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	if kept.PID == 0 || ends.PID == 0 {
 		t.Fatalf("no pids: %+v %+v", kept, ends)
 	}
-	waitFor(t, 10*time.Second, "the dashboard to show both agents", func() bool {
+	wait.For(t, 10*time.Second, "the dashboard to show both agents", func() bool {
 		return strings.Contains(term.screen(), "agents 2")
 	})
 
 	term.keys("q")
-	waitFor(t, 10*time.Second, "the quit dialog", func() bool {
+	wait.For(t, 10*time.Second, "the quit dialog", func() bool {
 		s := term.screen()
 		return strings.Contains(s, "2 agents still run on the embedded host") && strings.Contains(s, "keep them running")
 	})
 	term.keys("k")
-	waitFor(t, 20*time.Second, "the dashboard to exit", func() bool {
+	wait.For(t, 20*time.Second, "the dashboard to exit", func() bool {
 		return strings.Contains(term.screen(), "dashboard-exited-0")
 	})
 	if s := term.screen(); !strings.Contains(s, "2 agents keep running under a background orcr serve") {
@@ -75,33 +76,33 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 		t.Fatalf("the old screen is gone after hand-off:\n%s", out)
 	}
 	e.must("agent", "send", "demo/kept", "sent-after-handoff")
-	waitFor(t, 10*time.Second, "the typed line echoed twice (tty and cat)", func() bool {
+	wait.For(t, 10*time.Second, "the typed line echoed twice (tty and cat)", func() bool {
 		return strings.Count(e.orcr("agent", "read", "demo/kept").out, "sent-after-handoff") >= 2
 	})
 
 	// Attach from the terminal the dashboard left.
 	term.keys("orcr agent attach demo/kept", "Enter")
-	waitFor(t, 10*time.Second, "attached to the adopted pane", func() bool {
+	wait.For(t, 10*time.Second, "attached to the adopted pane", func() bool {
 		return strings.Contains(term.screen(), "sent-after-handoff")
 	})
 	term.keys("typed-in-attach", "Enter")
-	waitFor(t, 10*time.Second, "attach input reaching the program", func() bool {
+	wait.For(t, 10*time.Second, "attach input reaching the program", func() bool {
 		return strings.Count(e.orcr("agent", "read", "demo/kept").out, "typed-in-attach") >= 2
 	})
 	term.keys("C-]")
-	waitFor(t, 10*time.Second, "detached", func() bool {
+	wait.For(t, 10*time.Second, "detached", func() bool {
 		return strings.Contains(term.screen(), "detached from demo/kept")
 	})
 
 	// Exit detection for a process the server did not start (its status is unknown).
 	e.must("agent", "send", "demo/ends", "--keys", "ctrl-d")
-	waitFor(t, 10*time.Second, "demo/ends to be seen exited", func() bool {
+	wait.For(t, 10*time.Second, "demo/ends to be seen exited", func() bool {
 		return agentJSON(t, e, "demo/ends").State == wire.StateExited
 	})
 
 	// Kill stops the adopted program.
 	e.must("agent", "kill", "demo/kept", "--yes")
-	waitFor(t, 10*time.Second, "demo/kept killed", func() bool {
+	wait.For(t, 10*time.Second, "demo/kept killed", func() bool {
 		return agentJSON(t, e, "demo/kept").State == wire.StateKilled && !pidAlive(kept.PID)
 	})
 }

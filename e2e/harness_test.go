@@ -16,6 +16,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // env is one isolated orcr installation: its own ORCR_HOME, config dir and PATH.
@@ -61,7 +62,7 @@ func (e *env) serve() {
 	}
 	e.srv = cmd
 	e.t.Cleanup(func() { e.stop() })
-	waitFor(e.t, 10*time.Second, "server answers", func() bool {
+	wait.For(e.t, 10*time.Second, "server answers", func() bool {
 		c, err := socket.Dial(context.Background(), socket.SocketPath(e.home), "")
 		if err != nil {
 			return false
@@ -147,19 +148,4 @@ func (e *env) client() *socket.Client {
 	}
 	e.t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(delay)
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // newHerdrEnv is an env whose server uses the herdr host, with the protocol-faithful
@@ -31,7 +32,7 @@ func TestHerdrAgentsSurviveServerKill9(t *testing.T) {
 		t.Fatalf("doctor does not report herdr:\n%s", out)
 	}
 	e.must("agent", "run", "h/a", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
-	waitFor(t, 15*time.Second, "greeting", func() bool {
+	wait.For(t, 15*time.Second, "greeting", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "h/a").out, "I am h/a")
 	})
 	before := agentJSON(t, e, "h/a")
@@ -45,7 +46,7 @@ func TestHerdrAgentsSurviveServerKill9(t *testing.T) {
 		t.Fatalf("after kill -9: %s pane %s (before %s)", after.State, after.PaneID, before.PaneID)
 	}
 	e.must("agent", "send", "h/a", "after-restart")
-	waitFor(t, 15*time.Second, "input after restart", func() bool {
+	wait.For(t, 15*time.Second, "input after restart", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "h/a").out, "after-restart")
 	})
 	e.must("agent", "send", "h/a", "--no-enter", "--keys", "ctrl-d")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // newTmuxEnv is an env whose server runs agents on its own tmux server.
@@ -27,7 +28,7 @@ func TestTmuxAgentsSurviveServerKill9(t *testing.T) {
 	e := newTmuxEnv(t)
 	e.serve()
 	e.must("agent", "run", "w/a", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
-	waitFor(t, 10*time.Second, "greeting", func() bool {
+	wait.For(t, 10*time.Second, "greeting", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "w/a").out, "I am w/a")
 	})
 	e.must("agent", "wait", "w/a", "--until", "idle", "--timeout", "10s")
@@ -45,7 +46,7 @@ func TestTmuxAgentsSurviveServerKill9(t *testing.T) {
 	}
 	// Still live and steerable after re-adoption.
 	e.must("agent", "send", "w/a", "after-restart")
-	waitFor(t, 10*time.Second, "input after restart", func() bool {
+	wait.For(t, 10*time.Second, "input after restart", func() bool {
 		return strings.Count(e.orcr("agent", "read", "w/a").out, "after-restart") >= 2
 	})
 	e.must("agent", "wait", "w/a", "--until", "done", "--timeout", "10s")
@@ -62,7 +63,7 @@ func TestTmuxPaneKilledWhileServerDownIsLost(t *testing.T) {
 	e.serve()
 	e.must("agent", "run", "w/gone", "--", "sleep", "300")
 	var a wire.Agent
-	waitFor(t, 10*time.Second, "pane recorded", func() bool {
+	wait.For(t, 10*time.Second, "pane recorded", func() bool {
 		a = agentJSON(t, e, "w/gone")
 		return a.PaneID != ""
 	})
@@ -83,9 +84,9 @@ func TestTmuxAttachCommand(t *testing.T) {
 	e.must("agent", "run", "w/att", "--", "sh", "-c", "echo ready; exec cat")
 	term := newTerm(t, e)
 	term.keys("orcr agent attach w/att", "Enter")
-	waitFor(t, 10*time.Second, "tmux attach shows the agent", func() bool { return strings.Contains(term.screen(), "ready") })
+	wait.For(t, 10*time.Second, "tmux attach shows the agent", func() bool { return strings.Contains(term.screen(), "ready") })
 	term.keys("C-b", "d")
-	waitFor(t, 10*time.Second, "detached back to the shell", func() bool { return strings.Contains(term.screen(), "[detached") })
+	wait.For(t, 10*time.Second, "detached back to the shell", func() bool { return strings.Contains(term.screen(), "[detached") })
 	if a := agentJSON(t, e, "w/att"); a.State.Terminal() {
 		t.Fatalf("agent ended on detach: %s", a.State)
 	}

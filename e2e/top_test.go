@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 func TestTopRefreshesFromEvents(t *testing.T) {
@@ -16,13 +18,13 @@ func TestTopRefreshesFromEvents(t *testing.T) {
 	}
 	term := newTerm(t, e)
 	term.keys("orcr top", "Enter")
-	waitFor(t, 10*time.Second, "top shows proj/a", func() bool { return strings.Contains(term.screen(), "  a  ") })
+	wait.For(t, 10*time.Second, "top shows proj/a", func() bool { return strings.Contains(term.screen(), "  a  ") })
 	e.must("agent", "run", "proj/sub/b", "--", "sleep", "300")
-	waitFor(t, 10*time.Second, "top shows the new agent without a keypress", func() bool {
+	wait.For(t, 10*time.Second, "top shows the new agent without a keypress", func() bool {
 		s := term.screen()
 		return strings.Contains(s, "sub/") && strings.Contains(s, "  b  ")
 	})
 	e.must("agent", "kill", "proj/a")
-	waitFor(t, 10*time.Second, "top shows the kill", func() bool { return strings.Contains(term.screen(), "a  killed") })
+	wait.For(t, 10*time.Second, "top shows the kill", func() bool { return strings.Contains(term.screen(), "a  killed") })
 	term.keys("C-c")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 func TestWorktreeAgent(t *testing.T) {
@@ -19,7 +21,7 @@ func TestWorktreeAgent(t *testing.T) {
 		}
 	}
 	e.must("agent", "run", "wt/a", "--cwd", repo, "--worktree", "feature-x", "--", "sh", "-c", "git branch --show-current; pwd; exec sleep 300")
-	waitFor(t, 10*time.Second, "agent in its worktree", func() bool {
+	wait.For(t, 10*time.Second, "agent in its worktree", func() bool {
 		return strings.Contains(e.orcr("agent", "read", "wt/a").out, "feature-x")
 	})
 	a := agentJSON(t, e, "wt/a")

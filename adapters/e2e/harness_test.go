@@ -19,6 +19,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // cli finds a pinned CLI; missing fails under CI=true and skips otherwise.
@@ -81,7 +82,7 @@ func (e *orcrEnv) serve() {
 	}
 	e.srv = cmd
 	e.t.Cleanup(e.stop)
-	waitFor(e.t, 15*time.Second, "server answers", func() bool { return e.run("agent", "ls").code == 0 })
+	wait.For(e.t, 15*time.Second, "server answers", func() bool { return e.run("agent", "ls").code == 0 })
 }
 
 func (e *orcrEnv) stop() {
@@ -160,19 +161,5 @@ func (e *orcrEnv) waitAgent(target string, d time.Duration, what string, cond fu
 				d, what, a.State, a.StateSource, a.StateReason, a.Usage, a.LastMessage, scr)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(delay)
 	}
 }
