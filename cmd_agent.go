@@ -434,8 +434,6 @@ func sortedKeys(m map[string]int) []string {
 
 func dash(s string) string { return core.Dash(s) }
 
-func age(d time.Duration) string { return core.FormatAge(d) }
-
 // tabWriter aligns columns and buffers the output: tabwriter writes cell by cell, and
 // unbuffered that is one syscall per cell.
 type tabWriter struct {

@@ -18,10 +18,8 @@ import (
 // clock is real time plus a jump the test controls.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) now() time.Time            { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *clock) jump(d time.Duration)      { c.off.Add(int64(d)) }
-func (c *clock) set(t time.Time)           { c.off.Store(int64(time.Until(t))) }
-func (c *clock) sinceStart() time.Duration { return time.Duration(c.off.Load()) }
+func (c *clock) now() time.Time       { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) jump(d time.Duration) { c.off.Add(int64(d)) }
 
 type rig struct {
 	eng   *core.Engine

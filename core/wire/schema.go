@@ -158,6 +158,3 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 	}
 	return map[string]any{}
 }
-
-// ParamsType returns the Go type params of a method decode into.
-func ParamsType(m MethodSpec) reflect.Type { return reflect.TypeOf(m.Params) }
