@@ -253,18 +253,15 @@ func TestEnvIsComplete(t *testing.T) {
 	_, env := fakeServer(t, nil)
 	h := newHost(t, env)
 	record(t, h)
-	p := launch(t, h, "sh", "-c", "env | sort | tr '\\n' ' '; echo; echo env-done; exec cat")
+	// One name per line and the pane id on its own line: long values would wrap at the pane's width.
+	p := launch(t, h, "sh", "-c", "env | cut -d= -f1 | sort; echo \"pane:$HERDR_PANE_ID\"; echo env-done; exec cat")
 	txt, err := h.Read(testCtx(t), p.ID, core.ReadOpts{Lines: 100})
 	waitUntil(t, "env output", func() bool {
 		txt, err = h.Read(testCtx(t), p.ID, core.ReadOpts{Lines: 100})
 		return err == nil && strings.Contains(txt.Text, "env-done")
 	})
-	var names []string
-	for _, f := range strings.Fields(txt.Text) {
-		if k, _, ok := strings.Cut(f, "="); ok {
-			names = append(names, k)
-		}
-	}
+	before, _, _ := strings.Cut(txt.Text, "pane:")
+	names := strings.Fields(before)
 	want := []string{"HERDR_BIN_PATH", "HERDR_ENV", "HERDR_PANE_ID", "HERDR_SOCKET_PATH", "HERDR_TAB_ID",
 		"HERDR_WORKSPACE_ID", "LANG", "PATH", "PWD", "SHLVL"}
 	for _, n := range names {
@@ -272,7 +269,7 @@ func TestEnvIsComplete(t *testing.T) {
 			t.Errorf("pane environment has %s, which the spec did not give:\n%s", n, txt.Text)
 		}
 	}
-	if !strings.Contains(txt.Text, "HERDR_PANE_ID="+p.ID) {
+	if !strings.Contains(txt.Text, "pane:"+p.ID) {
 		t.Errorf("herdr's pane variables missing:\n%s", txt.Text)
 	}
 }
