@@ -183,11 +183,11 @@ func TestRealClaudePermissionBlocked(t *testing.T) {
 		t.Fatal("the command ran before it was approved")
 	}
 	// Approve (the first menu entry is "Yes"): the tool runs, the turn ends.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := run.Host().SendKeys(ctx, run.Pane(), "enter"); err != nil {
-		t.Fatal(err)
-	}
+	// The state may come (from a hook) before the dialog is drawn: wait for the dialog.
+	run.WaitScreen(30*time.Second, func(s string) bool { return strings.Contains(s, "Do you want to proceed?") })
+	run.PressUntil("enter", 30*time.Second, func(s string) bool {
+		return !strings.Contains(s, "Do you want to proceed?")
+	})
 	run.Wait(60*time.Second, "done after approval", func(v View) bool {
 		return v.State == wire.StateDone && v.LastMessage == "Removed build."
 	})

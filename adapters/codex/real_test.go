@@ -145,11 +145,11 @@ func TestRealCodexApprovalBlocked(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rig.cwd, "build")); err != nil {
 		t.Fatal("the command ran before it was approved")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := run.Host().SendKeys(ctx, run.Pane(), "enter"); err != nil {
-		t.Fatal(err)
-	}
+	// The state may come (from a hook) before the dialog is drawn: wait for the dialog.
+	run.WaitScreen(30*time.Second, func(s string) bool { return strings.Contains(s, "Would you like to run the following command?") })
+	run.PressUntil("enter", 30*time.Second, func(s string) bool {
+		return !strings.Contains(s, "Would you like to run the following command?")
+	})
 	run.Wait(60*time.Second, "done after approval", func(v clitest.View) bool {
 		return v.State == wire.StateDone && v.LastMessage == "Removed build."
 	})

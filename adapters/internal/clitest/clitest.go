@@ -149,6 +149,37 @@ func (r *Run) Send(text string) {
 	}
 }
 
+// PressUntil presses key and polls the screen until cond holds, pressing again every
+// few seconds while it does not: a TUI that has drawn a prompt may not yet be reading
+// keys for it (seen with codex's approval dialog on a loaded machine), and a user
+// whose key went nowhere presses it again.
+func (r *Run) PressUntil(key string, d time.Duration, cond func(string) bool) string {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	var next time.Time
+	for {
+		if !next.IsZero() {
+			s, _ := r.Screen()
+			if cond(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				r.t.Fatalf("timed out pressing %s; screen:\n%s", key, s)
+			}
+		}
+		if time.Now().After(next) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := r.host.SendKeys(ctx, r.pane, key)
+			cancel()
+			if err != nil {
+				r.t.Fatalf("press %s: %v", key, err)
+			}
+			next = time.Now().Add(3 * time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // View returns a copy of the folded signals.
 func (r *Run) View() View {
 	r.mu.Lock()
