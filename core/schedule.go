@@ -39,7 +39,7 @@ const (
 	schedMaxSleep = time.Minute
 )
 
-var scheduleName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var scheduleName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 
 // cronParser accepts the standard five fields and descriptors (@daily, @every 1h).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -365,7 +365,7 @@ func (e *Engine) Schedules(ctx context.Context) ([]wire.Schedule, error) {
 
 // ScheduleAdd validates and stores a new schedule.
 func (e *Engine) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
-	if !scheduleName.MatchString(p.Name) {
+	if !scheduleName().MatchString(p.Name) {
 		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams,
 			"schedule name %q: use 1-64 of a-z 0-9 . _ - starting with a letter or digit", p.Name)
 	}

@@ -333,7 +333,9 @@ func TestWorkspaceRecreatedOnce(t *testing.T) {
 	if len(list.Workspaces) != 1 || list.Workspaces[0].Label != "orcr" {
 		t.Fatalf("workspaces after concurrent launches: %+v", list.Workspaces)
 	}
-	if evs := rec.of(old.ID); evs[0].Kind != core.PaneGone {
-		t.Fatalf("closed with its workspace: %+v; want PaneGone", evs)
+	// Closing the workspace kills the program: the wrapper may record that exit (and the
+	// host report PaneExited) just before the workspace_closed event says PaneGone.
+	if evs := rec.of(old.ID); evs[0].Kind != core.PaneGone && evs[0].Kind != core.PaneExited {
+		t.Fatalf("closed with its workspace: %+v; want PaneGone or PaneExited", evs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -60,12 +61,12 @@ func lookExecutable(name string) (string, error) {
 	return filepath.Abs(name)
 }
 
-var sessionRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`) })
 
 // validSession enforces herdr's session-name rules and refuses the user's default
 // session, which orcr must never touch.
 func validSession(s string) error {
-	if !sessionRE.MatchString(s) || s == "." || s == ".." {
+	if !sessionRE().MatchString(s) || s == "." || s == ".." {
 		return fmt.Errorf("herdr session name %q: use 1-64 of [A-Za-z0-9._-]", s)
 	}
 	if s == "default" {

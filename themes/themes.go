@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"charm.land/lipgloss/v2"
 )
@@ -127,7 +128,7 @@ func builtin(name string) (Palette, bool) {
 	return Palette{}, false
 }
 
-var hexColor = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+var hexColor = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^#[0-9a-fA-F]{6}$`) })
 
 // FromTokens builds a user palette: the tokens given override the base theme (the
 // "base" token names it; default dark). Unknown tokens and malformed colours are errors,
@@ -151,7 +152,7 @@ func FromTokens(name string, tokens map[string]string) (Palette, error) {
 		if slot == nil {
 			return Palette{}, fmt.Errorf("theme %s: unknown token %q (known: %s)", name, k, strings.Join(Tokens, ", "))
 		}
-		if !hexColor.MatchString(tokens[k]) {
+		if !hexColor().MatchString(tokens[k]) {
 			return Palette{}, fmt.Errorf("theme %s: token %s: %q is not #rrggbb", name, k, tokens[k])
 		}
 		*slot = tokens[k]

@@ -35,9 +35,10 @@ type control struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
-	mu      sync.Mutex // guards stdin writes, pending and err
+	mu      sync.Mutex // guards stdin writes, pending, err and size
 	pending []*request
-	err     error // set once the reader ended
+	err     error  // set once the reader ended
+	size    string // the session's default-size as last set through this client
 
 	ready  chan struct{} // closed when the client is attached
 	done   chan struct{} // closed when the reader ended
@@ -234,6 +235,58 @@ func (c *control) send(lines ...string) ([]*request, error) {
 		return nil, fmt.Errorf("%w: write: %v", ErrServerGone, err)
 	}
 	return reqs, nil
+}
+
+// sendSized sends lines like send, preceded by setOption when the session's
+// default-size (last set through this client) is not size. Setting the option makes
+// tmux recalculate the size of every window of the session, so with a hundred agents
+// setting it on every launch costs tmux five times the work of the launch itself.
+// The check and the write happen under one lock, so no launch of another size comes
+// between a size and its window. The first reply is the option's when one was sent.
+func (c *control) sendSized(size, setOption string, lines ...string) ([]*request, bool, error) {
+	c.mu.Lock()
+	set := c.size != size
+	c.mu.Unlock()
+	if set {
+		lines = append([]string{setOption}, lines...)
+	}
+	var b strings.Builder
+	reqs := make([]*request, len(lines))
+	for i, l := range lines {
+		if strings.ContainsAny(l, "\n\r") {
+			return nil, false, fmt.Errorf("tmux: command line with a newline")
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+		reqs[i] = &request{done: make(chan reply, 1)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, false, c.err
+	}
+	if !set && c.size != size {
+		// Another launch changed the size meanwhile: set it back first.
+		b2 := setOption + "\n" + b.String()
+		reqs = append([]*request{{done: make(chan reply, 1)}}, reqs...)
+		b.Reset()
+		b.WriteString(b2)
+		set = true
+	}
+	c.pending = append(c.pending, reqs...)
+	if _, err := io.WriteString(c.stdin, b.String()); err != nil {
+		c.pending = c.pending[:len(c.pending)-len(reqs)]
+		return nil, false, fmt.Errorf("%w: write: %v", ErrServerGone, err)
+	}
+	c.size = size
+	return reqs, set, nil
+}
+
+// forgetSize makes the next sendSized set the size again (after a failed set).
+func (c *control) forgetSize() {
+	c.mu.Lock()
+	c.size = ""
+	c.mu.Unlock()
 }
 
 // wait returns the reply of r, or ctx's error. An abandoned request stays queued so

@@ -49,19 +49,41 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 		b.WriteString(" " + quote(a))
 	}
 	// The size is the session's default-size at the moment tmux creates the window;
-	// both lines go out in one write, so no other launch comes between them.
-	out, err := h.callAll(ctx,
-		fmt.Sprintf("set-option -t %s default-size %dx%d", session, cols, rows),
-		b.String())
+	// it is set only when it differs from the last one set, in the same write as the
+	// new-window, so no other launch comes between them.
+	c, err := h.conn(ctx)
 	if err != nil {
 		return core.PaneInfo{}, fmt.Errorf("tmux: launch: %w", err)
 	}
-	if len(out[1]) != 1 {
-		return core.PaneInfo{}, fmt.Errorf("tmux: launch: unexpected reply %q", out[1])
+	size := fmt.Sprintf("%dx%d", cols, rows)
+	reqs, sized, err := c.sendSized(size, fmt.Sprintf("set-option -t %s default-size %s", session, size), b.String())
+	if err != nil {
+		return core.PaneInfo{}, fmt.Errorf("tmux: launch: %w", err)
 	}
-	f := strings.Fields(out[1][0])
+	var sizeErr error
+	if sized {
+		if _, sizeErr = reqs[0].wait(ctx); sizeErr != nil {
+			c.forgetSize()
+		}
+		reqs = reqs[1:]
+	}
+	out, err := reqs[0].wait(ctx)
+	if err != nil {
+		return core.PaneInfo{}, fmt.Errorf("tmux: launch: %w", err)
+	}
+	if sizeErr != nil {
+		// The window exists at a size nobody asked for: close it, report the cause.
+		if f := strings.Fields(strings.Join(out, " ")); len(f) == 3 {
+			_, _ = h.call(ctx, "kill-window -t "+f[2])
+		}
+		return core.PaneInfo{}, fmt.Errorf("tmux: launch: set size: %w", sizeErr)
+	}
+	if len(out) != 1 {
+		return core.PaneInfo{}, fmt.Errorf("tmux: launch: unexpected reply %q", out)
+	}
+	f := strings.Fields(out[0])
 	if len(f) != 3 {
-		return core.PaneInfo{}, fmt.Errorf("tmux: launch: unexpected reply %q", out[1][0])
+		return core.PaneInfo{}, fmt.Errorf("tmux: launch: unexpected reply %q", out[0])
 	}
 	pid, _ := strconv.Atoi(f[1])
 	info := core.PaneInfo{ID: f[0], Name: name, PID: pid}
@@ -176,7 +198,7 @@ func (h *Host) maybeExitedLocked(pane string, p *paneState) {
 
 // checkPane refuses ids that are not tmux pane ids before they reach a command line.
 func checkPane(pane string) error {
-	if !paneIDPattern.MatchString(pane) {
+	if !paneIDPattern().MatchString(pane) {
 		return fmt.Errorf("tmux: pane %q: %w", pane, ErrNoPane)
 	}
 	return nil

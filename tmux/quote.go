@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // quote makes s one argument of a tmux command line. Double quotes keep `;`, `#`, `~`,
@@ -38,7 +39,7 @@ func quoteFormat(s string) string {
 
 // paneIDPattern is tmux's pane id syntax; anything else is refused before it reaches a
 // command line.
-var paneIDPattern = regexp.MustCompile(`^%[0-9]+$`)
+var paneIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^%[0-9]+$`) })
 
 // keyNames maps core.Host key names to tmux key names.
 var keyNames = map[string]string{

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -184,12 +185,12 @@ func HookSettings(self string) map[string]any {
 	}
 }
 
-var slugRE = regexp.MustCompile(`[^A-Za-z0-9]`)
+var slugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9]`) })
 
 // ProjectSlug is claude's directory name for a cwd: every character outside
 // [A-Za-z0-9] becomes '-'; names over 200 characters are cut and suffixed with a hash,
 // which orcr does not reproduce (it globs by session id instead).
-func ProjectSlug(cwd string) string { return slugRE.ReplaceAllString(cwd, "-") }
+func ProjectSlug(cwd string) string { return slugRE().ReplaceAllString(cwd, "-") }
 
 // TranscriptPath is where claude writes the session's transcript.
 func TranscriptPath(configDir, cwd, sessionID string) string {

@@ -3,6 +3,7 @@ package claude
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/core"
@@ -27,7 +28,7 @@ var dialogs = []dialogRule{
 	{"login", []string{"Select login method"}, nil},
 }
 
-var menuQuestionRE = regexp.MustCompile(`(?m)^\s*(Do you want to [^\n?]*\?)`)
+var menuQuestionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*(Do you want to [^\n?]*\?)`) })
 
 // Screen implements core.Observer. Dialogs are always read from the screen (no hook
 // fires for them); permission menus and "working" only when hooks are silent.
@@ -58,7 +59,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	if o.hooksSeen {
 		return nil
 	}
-	if m := menuQuestionRE.FindStringSubmatch(text); m != nil && strings.Contains(text, "1. Yes") {
+	if m := menuQuestionRE().FindStringSubmatch(text); m != nil && strings.Contains(text, "1. Yes") {
 		if o.state == wire.StateBlocked {
 			return nil
 		}

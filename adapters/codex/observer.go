@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/adapters/internal/agentkit"
@@ -281,11 +282,11 @@ func (o *observer) discover() string {
 	return ""
 }
 
-var idRE = regexp.MustCompile(`^[0-9a-fA-F-]{8,64}$`)
+var idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F-]{8,64}$`) })
 
 // findByID finds the rollout of a thread id.
 func (o *observer) findByID(id string) string {
-	if !idRE.MatchString(id) {
+	if !idRE().MatchString(id) {
 		return ""
 	}
 	for _, dir := range o.sessionDirs() {
@@ -332,8 +333,8 @@ func readMeta(path string) (meta, bool) {
 }
 
 var (
-	cwdRE = regexp.MustCompile(`"cwd":("(?:[^"\\]|\\.)*")`)
-	tsRE  = regexp.MustCompile(`"payload":\{[^{}]*?"timestamp":"([^"]+)"`)
+	cwdRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"cwd":("(?:[^"\\]|\\.)*")`) })
+	tsRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"payload":\{[^{}]*?"timestamp":"([^"]+)"`) })
 )
 
 func metaFromPrefix(b []byte) meta {
@@ -341,10 +342,10 @@ func metaFromPrefix(b []byte) meta {
 	if !strings.Contains(string(b[:min(len(b), 200)]), `"session_meta"`) {
 		return m
 	}
-	if x := cwdRE.FindSubmatch(b); x != nil {
+	if x := cwdRE().FindSubmatch(b); x != nil {
 		_ = json.Unmarshal(x[1], &m.Cwd)
 	}
-	if x := tsRE.FindSubmatch(b); x != nil {
+	if x := tsRE().FindSubmatch(b); x != nil {
 		m.Timestamp, _ = time.Parse(time.RFC3339Nano, string(x[1]))
 	}
 	return m

@@ -3,6 +3,7 @@ package codex
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/adapters/internal/agentkit"
@@ -11,8 +12,12 @@ import (
 )
 
 var (
-	runCmdRE  = regexp.MustCompile(`(?s)Would you like to run the following command\?.*?\$ ([^\n]+)`)
-	limitRE   = regexp.MustCompile(`(?s)You[’']ve hit your usage limit[^\n]*(?:\n[^\n]+)?`)
+	runCmdRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)Would you like to run the following command\?.*?\$ ([^\n]+)`)
+	})
+	limitRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?s)You[’']ve hit your usage limit[^\n]*(?:\n[^\n]+)?`)
+	})
 	trustText = []string{"Do you trust the contents of this directory", "trust this folder", "Trust this folder"}
 )
 
@@ -39,7 +44,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 			return sig
 		}
 	}
-	if m := runCmdRE.FindStringSubmatch(text); m != nil {
+	if m := runCmdRE().FindStringSubmatch(text); m != nil {
 		return o.permission(sig, "Bash("+strings.TrimSpace(m[1])+")")
 	}
 	if strings.Contains(text, "Would you like to make the following edits?") {
@@ -52,7 +57,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	}
 	// The rollout records the limit with its exact reset a moment after the banner
 	// shows; the banner (minute precision, local time) only counts once it has stood.
-	if m := limitRE.FindString(text); m != "" && quiet >= 2*time.Second && !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+	if m := limitRE().FindString(text); m != "" && quiet >= 2*time.Second && !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
 		if o.ro.Limit != nil {
 			return nil // the rollout reports it with the exact reset
 		}

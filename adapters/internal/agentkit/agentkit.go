@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/core/wire"
@@ -73,13 +74,13 @@ func Version(bin string) string {
 		}
 		<-done
 	}
-	if m := versionRE.FindString(string(out)); m != "" {
+	if m := versionRE().FindString(string(out)); m != "" {
 		return m
 	}
 	return strings.TrimSpace(string(out))
 }
 
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`) })
 
 // EnvValue returns KEY's value in a KEY=VALUE list (the last one wins).
 func EnvValue(env []string, key string) string {
@@ -117,11 +118,17 @@ func RealDir(dir string) string {
 }
 
 var (
-	resetClockRE = regexp.MustCompile(`(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+\-0-9]+)*)\))?`)
-	tryAtRE      = regexp.MustCompile(`(?i)try again at ([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}),? (\d{1,2}):(\d{2})\s*(AM|PM)`)
-	tryInRE      = regexp.MustCompile(`(?i)try again in ((?:\d+\s*(?:days?|hours?|minutes?|mins?|seconds?|secs?)[\s,]*(?:and\s+)?)+)`)
-	durPartRE    = regexp.MustCompile(`(?i)(\d+)\s*(day|hour|min|sec)`)
-	legacyRE     = regexp.MustCompile(`usage limit reached\|(\d{9,11})`)
+	resetClockRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)resets?\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm)?(?:\s*\(([A-Za-z_]+(?:/[A-Za-z_+\-0-9]+)*)\))?`)
+	})
+	tryAtRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)try again at ([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?,? (\d{4}),? (\d{1,2}):(\d{2})\s*(AM|PM)`)
+	})
+	tryInRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)try again in ((?:\d+\s*(?:days?|hours?|minutes?|mins?|seconds?|secs?)[\s,]*(?:and\s+)?)+)`)
+	})
+	durPartRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\d+)\s*(day|hour|min|sec)`) })
+	legacyRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`usage limit reached\|(\d{9,11})`) })
 )
 
 // ParseReset reads a usage-limit reset instant out of CLI wording:
@@ -138,12 +145,12 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 	if loc == nil {
 		loc = time.Local
 	}
-	if m := legacyRE.FindStringSubmatch(text); m != nil {
+	if m := legacyRE().FindStringSubmatch(text); m != nil {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		t := time.Unix(sec, 0).UTC()
 		return &t
 	}
-	if m := tryAtRE.FindStringSubmatch(text); m != nil {
+	if m := tryAtRE().FindStringSubmatch(text); m != nil {
 		hh, _ := strconv.Atoi(m[4])
 		mm, _ := strconv.Atoi(m[5])
 		hh = to24(hh, m[6])
@@ -154,9 +161,9 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 			return &t
 		}
 	}
-	if m := tryInRE.FindStringSubmatch(text); m != nil {
+	if m := tryInRE().FindStringSubmatch(text); m != nil {
 		var d time.Duration
-		for _, p := range durPartRE.FindAllStringSubmatch(m[1], -1) {
+		for _, p := range durPartRE().FindAllStringSubmatch(m[1], -1) {
 			n, _ := strconv.Atoi(p[1])
 			switch strings.ToLower(p[2]) {
 			case "day":
@@ -174,7 +181,7 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 			return &t
 		}
 	}
-	if m := resetClockRE.FindStringSubmatch(text); m != nil && (m[2] != "" || m[3] != "") {
+	if m := resetClockRE().FindStringSubmatch(text); m != nil && (m[2] != "" || m[3] != "") {
 		zone := loc
 		if m[4] != "" {
 			if z, err := time.LoadLocation(m[4]); err == nil {
