@@ -55,6 +55,26 @@ func (b *broker) publish(ctx context.Context, e wire.Event) (wire.Event, error) 
 	return stored, nil
 }
 
+// publishAgent stores a's record and e in one transaction, then wakes subscribers.
+func (b *broker) publishAgent(ctx context.Context, a wire.Agent, e wire.Event) (wire.Event, error) {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stored, err := b.store.PutAgentEvent(ctx, a, e)
+	if err != nil {
+		return e, fmt.Errorf("store agent and event: %w", err)
+	}
+	b.recent = append(b.recent, stored)
+	if len(b.recent) > recentMax {
+		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
+	}
+	close(b.wake)
+	b.wake = make(chan struct{})
+	return stored, nil
+}
+
 // publishTransient delivers a transient event (seq 0) to transient subscribers,
 // dropping it for subscribers whose buffer is full.
 func (b *broker) publishTransient(e wire.Event) {

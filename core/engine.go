@@ -246,20 +246,21 @@ func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent)
 	fn(&rt.a)
 	rt.a.UpdatedAt = e.now()
 	a := rt.a
-	if err := e.store.PutAgent(ctx, a); err != nil {
-		e.log.Error("store agent", "id", a.ID, "err", err)
-		return a, fmt.Errorf("store agent: %w", err)
-	}
-	if ev != nil {
-		// Events carry the record without its last screen: the log stays small and
-		// the screen is one agent.get away.
-		ea := a
-		ea.LastScreen = ""
-		ev.Agent = &ea
-		if _, err := e.broker.publish(ctx, *ev); err != nil {
-			e.log.Error("publish", "err", err)
-			return a, err
+	if ev == nil {
+		if err := e.store.PutAgent(ctx, a); err != nil {
+			e.log.Error("store agent", "id", a.ID, "err", err)
+			return a, fmt.Errorf("store agent: %w", err)
 		}
+		return a, nil
+	}
+	// Events carry the record without its last screen: the log stays small and the
+	// screen is one agent.get away. Record and event are one transaction.
+	ea := a
+	ea.LastScreen = ""
+	ev.Agent = &ea
+	if _, err := e.broker.publishAgent(ctx, a, *ev); err != nil {
+		e.log.Error("publish", "id", a.ID, "err", err)
+		return a, err
 	}
 	return a, nil
 }

@@ -41,7 +41,8 @@ type LaunchRequest struct {
 	// Socket is the server socket (also in ORCR_SOCKET).
 	Socket string
 	// StateDir is a per-agent directory under ORCR_HOME the adapter may write to
-	// (settings files, config homes).
+	// (settings files, config homes); an adapter that writes there creates it, so
+	// agents that need none (shell) cost no directory.
 	StateDir string
 	// Env is the clean base environment the pane will get, KEY=VALUE; the adapter may
 	// add to it through LaunchPlan.Env.

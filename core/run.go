@@ -118,10 +118,6 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	e.mu.Unlock()
 	prov := e.providers[a.Provider]
 	stateDir := filepath.Join(e.opts.Home, "agents", a.ID)
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		e.finishFailed(ctx, rt, fmt.Errorf("create agent dir: %w", err))
-		return
-	}
 	if a.Worktree != "" {
 		dir, err := addWorktree(ctx, e.opts.Home, a.Cwd, a.Worktree, a.ID)
 		if err != nil {
@@ -161,6 +157,8 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		rt.turns++
 	}
 	e.mu.Unlock()
+	// The pane and the working state are one write and one event.
+	ev := &wire.Event{Event: wire.EventAgentState, To: wire.StateWorking}
 	e.mutate(ctx, rt, func(x *wire.Agent) {
 		x.PaneID, x.PID, x.StartedAt = pane.ID, pane.PID, &now
 		if len(x.Argv) == 0 {
@@ -172,8 +170,16 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		if plan.Transcript != "" {
 			x.Transcript = plan.Transcript
 		}
-	}, nil)
-	e.setState(ctx, rt, wire.StateWorking, "server", "launched", nil)
+		if x.State.Terminal() {
+			*ev = wire.Event{Event: wire.EventAgentUpdated}
+			return
+		}
+		ev.From = x.State
+		if x.State != wire.StateWorking {
+			x.StateAt = now
+		}
+		x.State, x.StateSource, x.StateReason, x.Blocked = wire.StateWorking, "server", "launched", nil
+	}, ev)
 	e.startLoop(rt)
 	e.mu.Lock()
 	code, early := e.earlyExit[pane.ID]

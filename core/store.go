@@ -17,6 +17,9 @@ type Store interface {
 	// AppendEvent assigns the next seq to e, stores it and returns it. Seqs are
 	// strictly increasing across restarts.
 	AppendEvent(ctx context.Context, e wire.Event) (wire.Event, error)
+	// PutAgentEvent writes a's record and appends e (as AppendEvent does) in one
+	// transaction: a state change and its event are stored together or not at all.
+	PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (wire.Event, error)
 	// Events returns stored events with seq > after, oldest first, at most limit (0: all).
 	Events(ctx context.Context, after uint64, limit int) ([]wire.Event, error)
 	LastSeq() uint64

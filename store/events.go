@@ -39,6 +39,42 @@ func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, erro
 	return e, nil
 }
 
+// PutAgentEvent writes a's record and appends e with the next seq in one transaction:
+// one commit instead of two for every state change.
+func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (wire.Event, error) {
+	if err := ctxErr(ctx, "put agent and event"); err != nil {
+		return wire.Event{}, err
+	}
+	if a.ID == "" {
+		return wire.Event{}, wire.Errorf(wire.CodeInvalidParams, "store: agent has no id")
+	}
+	aval, err := encodeAgent(&a)
+	if err != nil {
+		return wire.Event{}, err
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	seq := s.lastSeq.Load() + 1
+	e.Seq = seq
+	val, err := encodeEvent(&e)
+	if err != nil {
+		return wire.Event{}, err
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(agentKey(a.ID), aval); err != nil {
+			return err
+		}
+		if err := txn.Set(eventKey(seq), val); err != nil {
+			return err
+		}
+		return txn.Set(keySeq, seqBytes(seq))
+	}); err != nil {
+		return wire.Event{}, fmt.Errorf("put agent %s with event %d: %w", a.ID, seq, err)
+	}
+	s.lastSeq.Store(seq)
+	return e, nil
+}
+
 // Events returns stored events with seq > after, oldest first, at most limit (0 or less:
 // all of them).
 func (s *Store) Events(ctx context.Context, after uint64, limit int) ([]wire.Event, error) {

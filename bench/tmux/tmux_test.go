@@ -129,6 +129,9 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 				b.Fatalf("agent run: %v\n%s", err, out)
 			}
 		}
+		// `agent run` returns once the agent is queued; the raw loop's windows exist
+		// when it ends, so the clock stops when all of orcr's panes exist too.
+		waitLaunched(b, s, fmt.Sprintf("bench/r%d/**", i), n)
 		orcrTotal += time.Since(t0)
 		b.StopTimer()
 
@@ -253,22 +256,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		for {
-			as, err := c.List(ctx, wire.ListParams{Glob: "api/**"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			launched := 0
-			for _, a := range as {
-				if a.PaneID != "" {
-					launched++
-				}
-			}
-			if launched == n {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitLaunched(b, s, fmt.Sprintf("api/r%d/**", i), n)
 		orcrTotal += time.Since(t0)
 		b.StopTimer()
 		c.Close()
@@ -276,6 +264,37 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		rawTotal += rawSpawn(b, n)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
+}
+
+// waitLaunched polls the server until n agents matching glob have a pane.
+func waitLaunched(b *testing.B, s *server, glob string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	c, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		as, err := c.List(ctx, wire.ListParams{Glob: glob})
+		if err != nil {
+			b.Fatal(err)
+		}
+		launched := 0
+		for _, a := range as {
+			if a.PaneID != "" {
+				launched++
+			}
+		}
+		if launched == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d agents launched after a minute", launched, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // rawSpawn is the baseline of the spawn benchmarks: a shell loop of n `tmux new-window`

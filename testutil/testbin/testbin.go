@@ -71,6 +71,9 @@ func goBuild(pkg string) (string, error) {
 	var stderr bytes.Buffer
 	cmd := exec.Command("go", "build", "-o", tmp.Name(), pkg)
 	cmd.Dir = root
+	// Built as the README says: static, like a release binary (no dynamic loader at
+	// every start; orcr needs no cgo).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, stderr.String())
