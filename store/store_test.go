@@ -481,3 +481,42 @@ func TestManyEventsAcrossFlushes(t *testing.T) {
 		t.Fatalf("LastSeq = %d, want %d", s.LastSeq(), n)
 	}
 }
+
+// PutAgentEvent stores the record and the event together, with seqs shared with
+// AppendEvent, and both survive a reopen.
+func TestPutAgentEventOneWrite(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendEvent(ctx, sampleEvent(0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	a := sampleAgent(3)
+	a.State = wire.StateWorking
+	ev, err := s.PutAgentEvent(ctx, a, wire.Event{Event: wire.EventAgentState, From: wire.StateStarting, To: wire.StateWorking, Agent: &a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Seq != 2 {
+		t.Fatalf("seq %d, want 2 (after the plain append)", ev.Seq)
+	}
+	if _, err := s.PutAgentEvent(ctx, wire.Agent{}, wire.Event{Event: wire.EventAgentState}); wire.CodeOf(err) != wire.CodeInvalidParams {
+		t.Fatalf("agent without id: %v", err)
+	}
+	if s.LastSeq() != 2 {
+		t.Fatalf("a refused write moved the seq to %d", s.LastSeq())
+	}
+	s.Close()
+	s = openT(t, dir)
+	got, err := s.GetAgent(ctx, a.ID)
+	if err != nil || got.State != wire.StateWorking {
+		t.Fatalf("agent after reopen: %v %v", got.State, err)
+	}
+	evs, err := s.Events(ctx, 1, 0)
+	if err != nil || len(evs) != 1 || evs[0].Seq != 2 || evs[0].To != wire.StateWorking {
+		t.Fatalf("events after reopen: %+v %v", evs, err)
+	}
+}
