@@ -36,7 +36,10 @@ var _ core.Service = (*Client)(nil)
 // command that starts one.
 func Dial(ctx context.Context, path, caller string) (*Client, error) {
 	c := &Client{path: path, caller: caller, pending: map[string]chan pendingReply{}}
-	if _, err := c.Ping(ctx); err != nil {
+	// Connecting is the check: no ping round trip before the first call, which matters
+	// to a CLI process that makes one call. Every request carries the protocol version,
+	// so a server of another version still refuses by name.
+	if _, err := c.shared(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -199,7 +202,7 @@ func (c *Client) request(id, method string, params any) ([]byte, error) {
 		}
 		raw = b
 	}
-	b, err := json.Marshal(wire.Request{ID: id, Method: method, Params: raw, Caller: c.caller})
+	b, err := json.Marshal(wire.Request{ID: id, Method: method, Params: raw, Caller: c.caller, Version: wire.Version})
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -73,12 +74,17 @@ func TestParseRequestErrors(t *testing.T) {
 		{`{"id":"1","method":"agent.get","params":{"target":"x","bogus":1}}`, wire.CodeInvalidParams},
 		{`{"id":"1","method":"agent.run","params":{"provider":"shell"}}`, wire.CodeInvalidParams},
 		{`{"id":"1","method":"agent.wait","params":{"glob":"a","timeoutSeconds":"5"}}`, wire.CodeInvalidParams},
+		{`{"id":"1","method":"server.ping","version":999}`, wire.CodeVersionMismatch},
+		{`{"id":"1","method":"server.ping","version":"1"}`, wire.CodeBadRequest},
 	}
 	for _, c := range cases {
 		_, _, err := parseRequest([]byte(c.line))
 		if wire.CodeOf(err) != c.code {
 			t.Errorf("%s: got %v, want %s", c.line, err, c.code)
 		}
+	}
+	if _, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":"server.ping","version":%d}`, wire.Version)); err != nil {
+		t.Fatalf("request of this version: %v", err)
 	}
 	req, p, err := parseRequest([]byte(`{"id":"9","method":"agent.get","params":{"target":"a/b"}}`))
 	if err != nil || req.ID != "9" || p.(*wire.TargetParams).Target != "a/b" {

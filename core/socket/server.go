@@ -214,6 +214,10 @@ func parseRequest(line []byte) (wire.Request, any, error) {
 	if req.Method == "" {
 		return req, nil, wire.Errorf(wire.CodeBadRequest, "request has no method; see `orcr api schema`")
 	}
+	if req.Version != 0 && req.Version != wire.Version {
+		return req, nil, wire.Errorf(wire.CodeVersionMismatch,
+			"client speaks protocol %d, this server %d; use the orcr binary the server runs, or restart the server with yours", req.Version, wire.Version)
+	}
 	spec, ok := wire.Method(req.Method)
 	if !ok {
 		return req, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)

@@ -17,6 +17,9 @@ type Request struct {
 	// Caller is the agent the client claims to run inside (its ORCR_ID). The server
 	// verifies the claim against the peer's process tree before trusting it.
 	Caller string `json:"caller,omitempty"`
+	// Version is the protocol version the client speaks. A server that speaks another
+	// refuses the request with version_mismatch; 0 (a hand-written client) is not checked.
+	Version int `json:"version,omitempty"`
 }
 
 // Response answers exactly one request. Exactly one of Result and Error is set.

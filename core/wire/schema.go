@@ -73,7 +73,7 @@ func Schema() map[string]any {
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
 		"title":       "orcr socket API",
 		"version":     Version,
-		"description": "Newline-delimited JSON over $ORCR_HOME/orcr.sock. Each request is {id, method, params, caller?}; each response {id, result} or {id, error:{code,message}}.",
+		"description": "Newline-delimited JSON over $ORCR_HOME/orcr.sock. Each request is {id, method, params, caller?, version?}; each response {id, result} or {id, error:{code,message}}.",
 		"request":     schemaOf(reflect.TypeOf(Request{}), defs),
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
