@@ -40,6 +40,9 @@ func (h *Host) watchEvents() {
 		backoff = 100 * time.Millisecond
 		stop := context.AfterFunc(h.ctx, sub.close)
 		h.resync(reconnect)
+		if !reconnect {
+			close(h.subscribed)
+		}
 		reconnect = true
 		for {
 			ev, err := sub.next()
@@ -94,6 +97,8 @@ func (h *Host) handle(ev pushed) {
 // process ended (with the code if the wrapper recorded one and it was not yet
 // reported), else PaneGone. Unknown or already-gone panes (replays) are ignored.
 func (h *Host) vanished(pane string, exited bool) {
+	h.reportMu.Lock()
+	defer h.reportMu.Unlock()
 	h.mu.Lock()
 	t := h.panes[pane]
 	if t == nil || t.gone {
@@ -194,21 +199,37 @@ func (h *Host) watchExits() {
 			if !ok {
 				continue
 			}
-			h.mu.Lock()
-			t := h.panes[pane]
-			fresh := t != nil && !t.dead && t.pid == pid
-			if fresh {
-				t.dead = true
-			}
-			h.mu.Unlock()
-			if !fresh {
-				continue
-			}
-			if code, ok := h.exitCode(pane, pid); ok {
-				h.send(core.HostEvent{Pane: pane, Kind: core.PaneExited, ExitCode: &code})
-			} else {
-				h.send(core.HostEvent{Pane: pane, Kind: core.PaneExited})
-			}
+			h.reportExit(pane, pid)
 		}
 	}
+}
+
+// reportExit reports the recorded exit of pane's program once, unless the pane was
+// reported gone (or exited) first. The code is read before the pane is marked dead,
+// under reportMu, so a pane closed meanwhile (vanished removes the file) is not
+// reported as an exit without its code.
+func (h *Host) reportExit(pane string, pid int) {
+	h.reportMu.Lock()
+	defer h.reportMu.Unlock()
+	h.mu.Lock()
+	t := h.panes[pane]
+	fresh := t != nil && !t.dead && !t.gone && t.pid == pid
+	h.mu.Unlock()
+	if !fresh {
+		return
+	}
+	code, ok := h.exitCode(pane, pid)
+	if !ok {
+		if _, err := os.Stat(h.exitFile(pane, pid)); err != nil {
+			return // removed meanwhile: the pane is gone, vanished reports it
+		}
+	}
+	h.mu.Lock()
+	t.dead = true
+	h.mu.Unlock()
+	if !ok { // a file that says no number (the wrapper writes it whole, with mv)
+		h.send(core.HostEvent{Pane: pane, Kind: core.PaneExited})
+		return
+	}
+	h.send(core.HostEvent{Pane: pane, Kind: core.PaneExited, ExitCode: &code})
 }

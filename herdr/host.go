@@ -66,7 +66,11 @@ type Host struct {
 	protocol int
 
 	wsMu  sync.Mutex // serializes finding/creating the workspace
-	mu    sync.Mutex
+	// reportMu makes deciding a pane's end and reporting it one step, so the exit
+	// watcher and the event stream never report one pane in the wrong order or twice.
+	reportMu   sync.Mutex
+	subscribed chan struct{} // closed once the first events subscription is up and resynced
+	mu         sync.Mutex
 	wsID  string
 	panes map[string]*tracked
 
@@ -143,9 +147,21 @@ func New(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.gcExitFiles()
+	h.subscribed = make(chan struct{})
 	h.wg.Add(2)
 	go h.watchEvents()
 	go h.watchExits()
+	// Launches wait for the event stream: a pane launched and closed before the first
+	// subscription would otherwise be found missing by the first resync and reported
+	// as exited (without a code) instead of gone.
+	select {
+	case <-h.subscribed:
+	case <-ctx.Done():
+		h.Shutdown(context.Background())
+		return nil, fmt.Errorf("herdr: subscribe to events: %w", ctx.Err())
+	case <-time.After(callTimeout):
+		h.log.Warn("herdr event subscription not up yet; continuing")
+	}
 	return h, nil
 }
 
