@@ -90,6 +90,27 @@ func clientEnv() []string {
 // read owns the reader goroutine: it parses blocks and notifications until the client
 // exits, then fails every pending request.
 func (c *control) read(stdout io.Reader, stderr *bytes.Buffer) {
+	c.parse(stdout)
+	_ = c.cmd.Wait()
+	msg := strings.TrimSpace(stderr.String())
+	c.mu.Lock()
+	if msg != "" {
+		c.err = fmt.Errorf("%w: %s", ErrServerGone, msg)
+	} else {
+		c.err = ErrServerGone
+	}
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, r := range pending {
+		r.done <- reply{err: c.err}
+	}
+	close(c.done)
+}
+
+// parse reads the control-mode stream until it ends: %begin/%end/%error blocks
+// answer our commands in order (flags 1), everything else is a notification.
+func (c *control) parse(stdout io.Reader) {
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	var (
 		inBlock bool
@@ -154,21 +175,6 @@ func (c *control) read(stdout io.Reader, stderr *bytes.Buffer) {
 			c.notify(line)
 		}
 	}
-	_ = c.cmd.Wait()
-	msg := strings.TrimSpace(stderr.String())
-	c.mu.Lock()
-	if msg != "" {
-		c.err = fmt.Errorf("%w: %s", ErrServerGone, msg)
-	} else {
-		c.err = ErrServerGone
-	}
-	pending := c.pending
-	c.pending = nil
-	c.mu.Unlock()
-	for _, r := range pending {
-		r.done <- reply{err: c.err}
-	}
-	close(c.done)
 }
 
 // blockEnd returns the "<time> <number>" tag of a %end or %error line.

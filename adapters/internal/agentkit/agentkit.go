@@ -148,7 +148,7 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 	if m := legacyRE().FindStringSubmatch(text); m != nil {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		t := time.Unix(sec, 0).UTC()
-		return &t
+		return plausible(t, now)
 	}
 	if m := tryAtRE().FindStringSubmatch(text); m != nil {
 		hh, _ := strconv.Atoi(m[4])
@@ -156,29 +156,31 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 		hh = to24(hh, m[6])
 		s := m[1] + " " + m[2] + " " + m[3]
 		day, err := time.ParseInLocation("Jan 2 2006", s, loc)
-		if err == nil {
+		if err == nil && hh <= 23 && mm <= 59 {
 			t := time.Date(day.Year(), day.Month(), day.Day(), hh, mm, 0, 0, loc).UTC()
-			return &t
+			return plausible(t, now)
 		}
 	}
 	if m := tryInRE().FindStringSubmatch(text); m != nil {
 		var d time.Duration
 		for _, p := range durPartRE().FindAllStringSubmatch(m[1], -1) {
-			n, _ := strconv.Atoi(p[1])
+			unit := time.Second
 			switch strings.ToLower(p[2]) {
 			case "day":
-				d += time.Duration(n) * 24 * time.Hour
+				unit = 24 * time.Hour
 			case "hour":
-				d += time.Duration(n) * time.Hour
+				unit = time.Hour
 			case "min":
-				d += time.Duration(n) * time.Minute
-			case "sec":
-				d += time.Duration(n) * time.Second
+				unit = time.Minute
 			}
+			n, err := strconv.ParseInt(p[1], 10, 64)
+			if err != nil || n > int64(maxResetAhead/unit) {
+				return nil // more than any limit window: not a reset
+			}
+			d += time.Duration(n) * unit
 		}
 		if d > 0 {
-			t := now.Add(d).UTC().Truncate(time.Second)
-			return &t
+			return plausible(now.Add(d).UTC().Truncate(time.Second), now)
 		}
 	}
 	if m := resetClockRE().FindStringSubmatch(text); m != nil && (m[2] != "" || m[3] != "") {
@@ -205,6 +207,20 @@ func ParseReset(text string, now time.Time, loc *time.Location) *time.Time {
 		return &t
 	}
 	return nil
+}
+
+// maxResetAhead bounds how far ahead a reset may lie (the longest limit window is a
+// week; a month's plan reset is the longest anyone has reported).
+const maxResetAhead = 400 * 24 * time.Hour
+
+// plausible returns &t when t could be a reset: not absurdly far ahead (garbled or
+// hostile text must not put an agent on the bench for centuries) and not before 2000.
+// A past reset stays: an old transcript line still says when that limit ended.
+func plausible(t, now time.Time) *time.Time {
+	if t.Year() < 2000 || t.After(now.Add(maxResetAhead)) {
+		return nil
+	}
+	return &t
 }
 
 func to24(h int, ampm string) int {
