@@ -65,14 +65,14 @@ type Host struct {
 	version  string
 	protocol int
 
-	wsMu  sync.Mutex // serializes finding/creating the workspace
+	wsMu sync.Mutex // serializes finding/creating the workspace
 	// reportMu makes deciding a pane's end and reporting it one step, so the exit
 	// watcher and the event stream never report one pane in the wrong order or twice.
 	reportMu   sync.Mutex
 	subscribed chan struct{} // closed once the first events subscription is up and resynced
 	mu         sync.Mutex
-	wsID  string
-	panes map[string]*tracked
+	wsID       string
+	panes      map[string]*tracked
 
 	ctx      context.Context
 	cancel   context.CancelFunc
