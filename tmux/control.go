@@ -244,11 +244,10 @@ func (c *control) send(lines ...string) ([]*request, error) {
 }
 
 // sendSized sends lines like send, preceded by setOption when the session's
-// default-size (last set through this client) is not size. Setting the option makes
-// tmux recalculate the size of every window of the session, so with a hundred agents
-// setting it on every launch costs tmux five times the work of the launch itself.
-// The check and the write happen under one lock, so no launch of another size comes
-// between a size and its window. The first reply is the option's when one was sent.
+// default-size (last set through this client) is not size: one command fewer per
+// launch when sizes repeat, as they mostly do. The check and the write happen under
+// one lock, so no launch of another size comes between a size and its window. The
+// first reply is the option's when one was sent.
 func (c *control) sendSized(size, setOption string, lines ...string) ([]*request, bool, error) {
 	c.mu.Lock()
 	set := c.size != size
