@@ -2,8 +2,7 @@ package pty_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
+	"orcr/testutil/clis"
 	"strings"
 	"testing"
 
@@ -14,15 +13,9 @@ import (
 // TestFullScreenTUI runs vim, a real full-screen program that queries the terminal and
 // uses the alternate screen: it must draw, take keys, and give the main screen back.
 func TestFullScreenTUI(t *testing.T) {
-	vim, err := exec.LookPath("vim")
-	if err != nil {
-		// scripts/test installs vim, so CI always runs this; a developer without vim
-		// is told how to get it.
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("vim is required in CI: %v", err)
-		}
-		t.Skip("vim not installed (apt-get install vim)")
-	}
+	// scripts/test installs vim, so it always runs there; a developer without vim is told
+	// how to get it.
+	vim := clis.Program(t, "vim", "apt-get install vim")
 	h := newHost(t, pty.Options{})
 	info, err := h.Launch(context.Background(), core.LaunchSpec{
 		Argv: []string{"sh", "-c", `echo main-screen-text; "$0" -u NONE -N -i NONE -n; echo vim-exit=$?; exec cat`, vim},

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestClaudeThroughOrcr(t *testing.T) {
-	bin := cli(t, "claude", "ORCR_CLAUDE_BIN")
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)

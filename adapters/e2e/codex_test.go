@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 func TestCodexThroughOrcr(t *testing.T) {
-	bin := cli(t, "codex", "ORCR_CODEX_BIN")
+	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)

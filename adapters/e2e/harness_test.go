@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,29 +20,6 @@ import (
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 )
-
-// cli finds a pinned CLI; missing fails under CI=true and skips otherwise.
-func cli(t *testing.T, name, envVar string) string {
-	t.Helper()
-	if v := os.Getenv(envVar); v != "" {
-		return v
-	}
-	cache := os.Getenv("ORCR_CLI_CACHE")
-	if cache == "" {
-		h, _ := os.UserHomeDir()
-		cache = filepath.Join(h, ".cache", "orcr", "clis")
-	}
-	p := filepath.Join(cache, name, "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s CLI not installed (looked at $%s and %s); run scripts/install-clis.sh", name, envVar, p)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // orcrEnv is one isolated orcr installation with a running `orcr serve`.
 type orcrEnv struct {

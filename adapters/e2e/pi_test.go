@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 )
 
 func TestPiThroughOrcr(t *testing.T) {
-	bin := cli(t, "pi", "ORCR_PI_BIN")
+	bin := clis.Find(t, "pi", "ORCR_PI_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)

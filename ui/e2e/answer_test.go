@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,22 +14,7 @@ import (
 // claudeBin finds the real claude CLI that scripts/install-clis.sh installs, or skips.
 func claudeBin(t *testing.T) string {
 	t.Helper()
-	if v := os.Getenv("ORCR_CLAUDE_BIN"); v != "" {
-		return v
-	}
-	cache := os.Getenv("ORCR_CLI_CACHE")
-	if cache == "" {
-		h, _ := os.UserHomeDir()
-		cache = filepath.Join(h, ".cache", "orcr", "clis")
-	}
-	p := filepath.Join(cache, "claude", "node_modules", ".bin", "claude")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("claude CLI not installed at %s; run scripts/install-clis.sh", p)
-		}
-		t.Skipf("claude CLI not installed at %s; run scripts/install-clis.sh", p)
-	}
-	return p
+	return clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 }
 
 // TestDashboardAnswersBlockedAgent runs the real claude CLI against the scripted model

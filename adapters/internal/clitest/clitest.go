@@ -9,9 +9,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"orcr/testutil/clis"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,28 +22,10 @@ import (
 	"orcr/testutil/testbin"
 )
 
-// CLI finds a pinned CLI for a test: $envVar, else the install-clis.sh cache. When it
-// is missing the test fails under CI=true and is skipped otherwise.
+// CLI finds a pinned CLI for a test (see testutil/clis).
 func CLI(t *testing.T, name, envVar string) string {
 	t.Helper()
-	if v := os.Getenv(envVar); v != "" {
-		return v
-	}
-	cache := os.Getenv("ORCR_CLI_CACHE")
-	if cache == "" {
-		h, _ := os.UserHomeDir()
-		cache = filepath.Join(h, ".cache", "orcr", "clis")
-	}
-	p := filepath.Join(cache, name, "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s CLI not installed (looked at $%s and %s); run scripts/install-clis.sh", name, envVar, p)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return clis.Find(t, name, envVar)
 }
 
 // HookRec builds the hook recorder binary that stands in for orcr as LaunchRequest.Self.

@@ -1,0 +1,57 @@
+// Package clis finds the pinned agent CLIs (claude, codex, pi, opencode) and other
+// programs the tests drive. scripts/test installs them all and exports
+// ORCR_STRICT_TESTS=1, so there a missing program fails the test; elsewhere (a
+// developer's `go test` without them) the test is skipped with the command that
+// installs what is missing.
+package clis
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Strict reports whether missing programs must fail tests (scripts/test, CI).
+func Strict() bool {
+	return os.Getenv("ORCR_STRICT_TESTS") == "1" || os.Getenv("CI") == "true"
+}
+
+// Find returns the CLI name: $envVar when set, else the install-clis.sh cache
+// ($ORCR_CLI_CACHE, default ~/.cache/orcr/clis).
+func Find(t testing.TB, name, envVar string) string {
+	t.Helper()
+	if v := os.Getenv(envVar); v != "" {
+		return v
+	}
+	cache := os.Getenv("ORCR_CLI_CACHE")
+	if cache == "" {
+		h, _ := os.UserHomeDir()
+		cache = filepath.Join(h, ".cache", "orcr", "clis")
+	}
+	p := filepath.Join(cache, name, "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	missing(t, fmt.Sprintf("%s CLI not installed (looked at $%s and %s); run scripts/install-clis.sh", name, envVar, p))
+	return ""
+}
+
+// Program returns a program from PATH (vim, tmux), or fails/skips with how to get it.
+func Program(t testing.TB, name, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, fmt.Sprintf("%s not installed (%s)", name, install))
+	}
+	return p
+}
+
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if Strict() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
