@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +20,7 @@ import (
 // the same claude command started by hand in tmux until that hook fires. Compare the
 // two ns/op figures (target: orcr ≤ 1.2× by hand).
 func BenchmarkClaudeRunToWorking(b *testing.B) {
-	bin := os.Getenv("ORCR_CLAUDE_BIN")
-	if bin == "" {
-		h, _ := os.UserHomeDir()
-		bin = filepath.Join(h, ".cache", "orcr", "clis", "claude", "node_modules", ".bin", "claude")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		b.Skip("claude not installed; run scripts/install-clis.sh")
-	}
+	bin := clis.Find(b, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		b.Fatal(err)
@@ -86,9 +80,7 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
 	})
 	b.Run("tmux-by-hand", func(b *testing.B) {
-		if _, err := exec.LookPath("tmux"); err != nil {
-			b.Skip("no tmux")
-		}
+		clis.Program(b, "tmux", "apt-get install tmux")
 		sock := fmt.Sprintf("orcr-bench-%d-%d", os.Getpid(), time.Now().UnixNano()) // b.Run calls this more than once
 		defer exec.Command("tmux", "-L", sock, "kill-server").Run()
 		// A session that stays keeps the server up between runs: killing the only

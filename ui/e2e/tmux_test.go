@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,9 +37,7 @@ func newRig(t *testing.T) *rig { return newRigTB(t) }
 
 func newRigTB(t testing.TB) *rig {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
-	}
+	clis.Program(t, "tmux", "apt-get install tmux")
 	r := &rig{t: t, bin: testbin.Build(t, "orcr"), fake: testbin.Build(t, "orcr/testutil/fakeagent")}
 	// tmux socket paths must stay short (sun_path is ~108 bytes).
 	dir, err := os.MkdirTemp("", "orcr-ui-e2e-")
