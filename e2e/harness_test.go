@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"orcr/testutil/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,15 +78,7 @@ func (e *env) stop() {
 	if e.srv == nil || e.srv.Process == nil {
 		return
 	}
-	_ = e.srv.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { e.srv.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-e.srv.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	proc.Stop(e.srv, 10*time.Second)
 	e.srv = nil
 }
 

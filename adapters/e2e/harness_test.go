@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"orcr/testutil/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,15 +66,7 @@ func (e *orcrEnv) stop() {
 	if e.srv == nil {
 		return
 	}
-	_ = e.srv.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { e.srv.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-e.srv.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	proc.Stop(e.srv, 10*time.Second)
 	e.srv = nil
 	if e.t.Failed() {
 		e.t.Logf("server stderr:\n%s", e.errb.String())

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"orcr/testutil/proc"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -22,16 +23,7 @@ func TestDashboardConnected(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
-		}
-	})
+	t.Cleanup(func() { proc.Stop(srv, 15*time.Second) })
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := r.orcr("agent", "ls"); err == nil {

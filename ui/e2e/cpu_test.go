@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"orcr/testutil/proc"
 	"os"
 	"os/exec"
 	"strconv"
@@ -49,16 +50,7 @@ func measureCPU(b *testing.B, agents int, window time.Duration) float64 {
 	if err := srv.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		_ = srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-srv.Process.Pid, syscall.SIGKILL)
-		}
-	}()
+	defer proc.Stop(srv, 15*time.Second)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := r.orcr("agent", "ls"); err == nil {

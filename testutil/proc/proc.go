@@ -1,0 +1,28 @@
+// Package proc stops the programs whole-program tests start (an `orcr serve`, a
+// dashboard): gracefully first, the way a user would, then by force.
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Stop sends cmd's process SIGTERM and waits up to grace for it to exit; past that it
+// kills the process and its process group (when it leads one) and waits for it.
+// cmd must have been started and not yet waited for.
+func Stop(cmd *exec.Cmd, grace time.Duration) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
