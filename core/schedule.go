@@ -171,6 +171,9 @@ func (e *Engine) loadSchedules(ctx context.Context) error {
 			}
 			rt.spec = spec
 		}
+		if e.disableIfNeverDue(rt, now) {
+			continue
+		}
 		if c := rt.rec.Claim; c != nil {
 			end := now
 			c.EndedAt = &end
@@ -242,7 +245,7 @@ func (e *Engine) fireDue(ctx context.Context) time.Time {
 	for _, n := range names {
 		rt := s.byName[n]
 		na := rt.rec.Schedule.NextAt
-		if na != nil && !na.After(now) {
+		if na != nil && !na.IsZero() && !na.After(now) {
 			due := *na
 			trigger := "schedule"
 			if rt.missed {
@@ -371,6 +374,9 @@ func (e *Engine) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wir
 	}
 	if len(p.Command) == 0 || p.Command[0] == "" {
 		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", p.Name, p.Name)
+	}
+	if err := checkScheduleAdd(p, e.now()); err != nil {
+		return wire.Schedule{}, err
 	}
 	rt := &schedRT{}
 	switch {
