@@ -60,6 +60,9 @@ func dial(ctx context.Context) (*socket.Client, error) {
 // newLogger writes slog records to a rotated file under home — never to the
 // terminal, which the dashboard owns.
 func newLogger(home string) *slog.Logger {
+	if socket.CheckHome(home) != nil {
+		return slog.New(slog.DiscardHandler) // never write through a link planted in a home not ours
+	}
 	w := &lumberjack.Logger{Filename: filepath.Join(home, "orcr.log"), MaxSize: 10, MaxBackups: 3}
 	level := slog.LevelInfo
 	if os.Getenv("ORCR_DEBUG") != "" {

@@ -40,6 +40,15 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	ln, err := listenAt(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{svc: svc, log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel}, nil
+}
+
+func listenAt(path string) (*net.UnixListener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
@@ -54,17 +63,28 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{svc: svc, log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel}, nil
+	return ln, nil
 }
 
-// Serve accepts connections until Close.
+// Serve accepts connections until Close. It recreates the socket if it is deleted or
+// replaced while the server runs (see watchSocket).
 func (s *Server) Serve() error {
+	s.wg.Add(1)
+	go s.watchSocket()
 	for {
-		c, err := s.ln.AcceptUnix()
+		s.mu.Lock()
+		ln := s.ln
+		s.mu.Unlock()
+		c, err := ln.AcceptUnix()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
+			}
+			s.mu.Lock()
+			replaced := s.ln != ln
+			s.mu.Unlock()
+			if replaced {
+				continue
 			}
 			return fmt.Errorf("accept: %w", err)
 		}
@@ -88,8 +108,8 @@ func (s *Server) Serve() error {
 // Close stops accepting, ends every connection and waits for handlers.
 func (s *Server) Close() error {
 	s.stop()
-	err := s.ln.Close()
 	s.mu.Lock()
+	err := s.ln.Close()
 	for c := range s.conns {
 		c.Close()
 	}
