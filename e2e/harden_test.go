@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/store"
 	"orcr/testutil/wait"
 )
 
@@ -125,4 +128,125 @@ func TestHostileHomeIsRefusedAndLinksNotFollowed(t *testing.T) {
 	e.serve()
 	e.must("agent", "ls")
 	untouched()
+}
+
+// On a full disk the server died of SIGBUS in badger's memtable write (item 7). Now writes
+// answer store_unavailable, reads go on, and writes resume once there is room, all without a
+// restart.
+func TestServerOnFullDiskRefusesWritesAndRecovers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	e := newEnv(t)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m,mode=0700", "tmpfs", e.home).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", e.home).Run() })
+	e.serve()
+	e.must("agent", "run", "before/full", "--", "sleep", "300")
+	filler := filepath.Join(e.home, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	for i := range 20 {
+		r := e.orcr("agent", "run", fmt.Sprintf("during/full%d", i), "--", "sleep", "300")
+		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
+			t.Fatalf("agent run on a full disk: exit %d: %s%s", r.code, r.out, r.err)
+		}
+	}
+	if out := e.must("agent", "ls"); !strings.Contains(out, "before/full") {
+		t.Fatalf("reads on a full disk:\n%s", out)
+	}
+	resp := e.raw().roundTrip(`{"id":"w","method":"schedule.add","params":{"name":"full","everySeconds":60,"command":["true"],"cwd":"/"}}`)
+	if resp.Error == nil || resp.Error.Code != wire.CodeStoreUnavailable {
+		t.Fatalf("schedule.add on a full disk: %+v", resp.Error)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	e.must("agent", "run", "after/full", "--", "sleep", "300")
+	out := e.must("agent", "ls")
+	if !strings.Contains(out, "after/full") || strings.Contains(out, "during/") {
+		t.Fatalf("after the disk has room again:\n%s", out)
+	}
+	if e.srv.ProcessState != nil {
+		t.Fatal("the server exited")
+	}
+}
+
+// The same through the real server with the store directory unable to take new files, as on a
+// read-only remount: badger's next memtable rotation left it a nil memtable and the write after
+// that asserted, killing the server.
+func TestServerWithUnwritableStoreRefusesWritesAndRecovers(t *testing.T) {
+	e := newEnv(t)
+	e.serve()
+	e.must("agent", "run", "before/ro", "--", "sleep", "300")
+	dir := filepath.Join(e.home, "store")
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot make the store immutable here: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	rc := e.raw()
+	big := strings.Repeat("p", 50<<10) // under the value-log threshold: 100 of them rotate the 2 MiB memtable
+	for i := range 100 {
+		resp := rc.roundTrip(fmt.Sprintf(`{"id":"w","method":"agent.run","params":{"path":"during/ro%d","argv":["true"],"prompt":%q}}`, i, big))
+		if resp.Error == nil || resp.Error.Code != wire.CodeStoreUnavailable {
+			t.Fatalf("agent.run %d with an unwritable store: %+v", i, resp.Error)
+		}
+	}
+	if out := e.must("agent", "ls"); !strings.Contains(out, "before/ro") {
+		t.Fatalf("reads with an unwritable store:\n%s", out)
+	}
+	if out, err := exec.Command("chattr", "-i", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chattr -i: %v %s", err, out)
+	}
+	e.must("agent", "run", "after/ro", "--", "sleep", "300")
+	if out := e.must("agent", "ls"); !strings.Contains(out, "after/ro") {
+		t.Fatalf("after the store can write again:\n%s", out)
+	}
+}
+
+// A store whose MANIFEST is gone but whose tables are there was opened empty and its tables
+// deleted. The server now refuses to start, says what to do, and leaves the tables.
+func TestServerRefusesStoreWithoutManifest(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.home, "store")
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := st.AppendEvent(context.Background(), wire.Event{Event: wire.EventAgentState, Rule: strings.Repeat("r", 2000) + fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if ts, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(ts) > 0 && i%100 == 0 {
+			break
+		}
+		if i > 50000 {
+			t.Fatal("no table file was written")
+		}
+	}
+	st.Close()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err := os.Remove(filepath.Join(dir, "MANIFEST")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.orcr("serve")
+	if r.code == 0 || !strings.Contains(r.err, "looks damaged") || !strings.Contains(r.err, "mv "+dir+" "+dir+".damaged") {
+		t.Fatalf("serve without MANIFEST: exit %d: %s", r.code, r.err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(after) != len(tables) {
+		t.Fatalf("table files %d before, %d after", len(tables), len(after))
+	}
 }

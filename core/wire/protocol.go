@@ -251,6 +251,9 @@ const (
 	CodeInternal        = "internal"
 	CodeUnavailable     = "unavailable" // server not running
 	CodeShuttingDown    = "shutting_down"
+	// CodeStoreUnavailable: the store cannot write (disk full, read-only); reads still work
+	// and writes resume by themselves.
+	CodeStoreUnavailable = "store_unavailable"
 )
 
 // Error is an API error: a stable code and a message that says what to do.
@@ -278,17 +281,18 @@ func Errorf(code, format string, args ...any) *Error {
 
 // Sentinels for errors.Is; they carry only a code.
 var (
-	ErrNotFound        = &Error{Code: CodeNotFound}
-	ErrPathTaken       = &Error{Code: CodePathTaken}
-	ErrInvalidPath     = &Error{Code: CodeInvalidPath}
-	ErrInvalidGlob     = &Error{Code: CodeInvalidGlob}
-	ErrNotRunning      = &Error{Code: CodeNotRunning}
-	ErrMissingProgram  = &Error{Code: CodeMissingProgram}
-	ErrTimeout         = &Error{Code: CodeTimeout}
-	ErrUnavailable     = &Error{Code: CodeUnavailable}
-	ErrCallerRefused   = &Error{Code: CodeCallerRefused}
-	ErrUnknownProvider = &Error{Code: CodeUnknownProvider}
-	ErrInvalidParams   = &Error{Code: CodeInvalidParams}
+	ErrNotFound         = &Error{Code: CodeNotFound}
+	ErrPathTaken        = &Error{Code: CodePathTaken}
+	ErrInvalidPath      = &Error{Code: CodeInvalidPath}
+	ErrInvalidGlob      = &Error{Code: CodeInvalidGlob}
+	ErrNotRunning       = &Error{Code: CodeNotRunning}
+	ErrMissingProgram   = &Error{Code: CodeMissingProgram}
+	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrUnavailable      = &Error{Code: CodeUnavailable}
+	ErrCallerRefused    = &Error{Code: CodeCallerRefused}
+	ErrUnknownProvider  = &Error{Code: CodeUnknownProvider}
+	ErrInvalidParams    = &Error{Code: CodeInvalidParams}
+	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable}
 )
 
 // CodeOf returns the API code of err, or CodeInternal.
