@@ -250,3 +250,44 @@ func TestServerRefusesStoreWithoutManifest(t *testing.T) {
 		t.Fatalf("table files %d before, %d after", len(tables), len(after))
 	}
 }
+
+// controlClients lists the control-mode clients attached to orcr's tmux server as "pid" lines.
+func controlClients(t *testing.T, e *env) []string {
+	t.Helper()
+	out, err := exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "list-clients", "-F",
+		"#{client_pid} #{client_control_mode}").Output()
+	if err != nil {
+		t.Fatalf("list-clients: %v", err)
+	}
+	var pids []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if pid, mode, ok := strings.Cut(l, " "); ok && mode == "1" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// After kill -9s of the server, control clients of the dead servers stayed attached to orcr's
+// tmux server (5 after 25 kills, parent pid 1). A starting server closes those not its own.
+func TestStaleTmuxControlClientsAreClosedAtStart(t *testing.T) {
+	e := newTmuxEnv(t)
+	e.serve()
+	e.must("agent", "run", "w/a", "--", "sh", "-c", "exec cat")
+	for i := range 20 {
+		e.orcr("agent", "send", "w/a", fmt.Sprint("load", i))
+		e.kill9()
+		e.serve()
+		e.must("agent", "ls")
+		// Control clients the dead server left: at most ours, once the server has looked.
+		var cs []string
+		deadline := time.Now().Add(10 * time.Second)
+		for cs = controlClients(t, e); len(cs) != 1 && time.Now().Before(deadline); cs = controlClients(t, e) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(cs) != 1 {
+			out, _ := exec.Command("ps", "-o", "pid,ppid,stat,args", "-p", strings.Join(cs, ",")).Output()
+			t.Fatalf("after kill %d: control clients %v, want only the new server's:\n%s", i+1, cs, out)
+		}
+	}
+}
