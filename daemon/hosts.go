@@ -64,8 +64,11 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 	}
 	c := hostChoice{explicit: want != "auto"}
 	missing := func(name, fix string, err error) error {
-		return &wire.Error{Code: wire.CodeMissingProgram,
-			Message: fmt.Sprintf("%s = %q but %s is not usable: %v; %s", how, name, name, err, fix)}
+		msg := fmt.Sprintf("%s = %q but %s is not usable: %v", how, name, name, err)
+		if fix != "" {
+			msg += "; " + fix
+		}
+		return &wire.Error{Code: wire.CodeMissingProgram, Message: msg}
 	}
 
 	herdrBin, herdrWhy, herdrErr := herdr.FindBin(cfg.Herdr.Bin)
@@ -74,10 +77,12 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 	switch {
 	case herdrErr == nil:
 		hs.Found, hs.Detail = true, herdrBin
-	case herdrNamed:
+	case !herdrNamed:
+		hs.Detail = "not in config herdr.bin, $ORCR_HERDR_BIN or $PATH"
+	default:
 		// Found nothing where the user pointed: say so, and how to fix that setting.
-		hs.Detail = "not usable: " + herdrErr.Error()
-		hs.Fix = "point herdr.bin / $ORCR_HERDR_BIN at the herdr executable, or unset it"
+		hs.Detail = herdrErr.Error()
+		hs.Fix = "point it at the herdr executable, or unset it"
 	}
 	c.Hosts = append(c.Hosts, hs)
 
@@ -89,13 +94,14 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 	tmuxPath, tmuxErr := exec.LookPath(tmuxBin)
 	if tmuxErr != nil {
 		tmuxErr = fmt.Errorf("%s not found in PATH", tmuxBin)
+		ts.Detail = tmuxErr.Error()
 	} else {
 		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		v, err := tmux.Version(vctx, tmuxPath)
 		cancel()
 		if err != nil {
 			tmuxErr = fmt.Errorf("%s does not run: %w", tmuxPath, err)
-			ts.Detail = "not usable: " + tmuxErr.Error()
+			ts.Detail = tmuxErr.Error()
 		} else {
 			ts.Found, ts.Detail = true, v+" at "+tmuxPath
 		}
@@ -106,7 +112,11 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 	switch want {
 	case "herdr":
 		if herdrErr != nil {
-			c.Err = missing("herdr", herdr.InstallHint, herdrErr)
+			fix := "" // FindBin's message has the install pointer
+			if herdrNamed {
+				fix = "point it at the herdr executable, or unset it"
+			}
+			c.Err = missing("herdr", fix, herdrErr)
 			return c
 		}
 		c.Name, c.Bin, c.Why = "herdr", herdrBin, fmt.Sprintf("chosen by %s; herdr at %s (%s)", how, herdrBin, herdrWhy)
@@ -124,9 +134,11 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 			c.Name, c.Bin, c.Why = "herdr", herdrBin, fmt.Sprintf("auto: herdr at %s (%s)", herdrBin, herdrWhy)
 		case herdrNamed:
 			c.Err = &wire.Error{Code: wire.CodeMissingProgram, Message: fmt.Sprintf(
-				"auto: %v; fix herdr.bin / $ORCR_HERDR_BIN or unset it to use tmux or the embedded host", herdrErr)}
+				"auto: %v; point it at the herdr executable, or unset it to use tmux or the embedded host", herdrErr)}
 		case tmuxErr == nil:
 			c.Name, c.Bin, c.Why = "tmux", tmuxPath, "auto: herdr not found; tmux found at "+tmuxPath
+		case tmuxPath != "":
+			c.Name, c.Why = "pty", fmt.Sprintf("auto: herdr not found; tmux not usable (%v); using the embedded pty host", tmuxErr)
 		default:
 			c.Name, c.Why = "pty", "auto: neither herdr nor tmux found; using the embedded pty host"
 		}
