@@ -100,7 +100,7 @@ func (q *admitQueue) insert(e qEntry) {
 	copy(q.items[i+1:], q.items[i:])
 	q.items[i] = e
 	for j := i; j < len(q.items); j++ {
-		q.items[j].rt.a.QueuePos = j + 1
+		setQueuePosLocked(q.items[j].rt, j+1)
 	}
 }
 
@@ -148,7 +148,7 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bo
 	q.items = keep
 	if q.dirty {
 		for i, en := range q.items {
-			en.rt.a.QueuePos = i + 1
+			setQueuePosLocked(en.rt, i+1)
 		}
 		q.dirty = false
 	}
@@ -193,7 +193,18 @@ func (e *Engine) loadQueueLocked() {
 	q := &e.fl.q
 	sort.Slice(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
 	for i, en := range q.items {
-		en.rt.a.QueuePos = i + 1
+		setQueuePosLocked(en.rt, i+1)
+	}
+}
+
+// setQueuePosLocked writes a queued record's position. Positions are derived from the
+// queue's order: held in memory only (the queue rebuilds them when it loads), they
+// make no event and no store write, which keeps an arrival O(1). The write is a
+// check-and-set like every other: a record that has left the queue (killed while
+// waiting, admitted) keeps position 0, which End and MoveTo set when it leaves.
+func setQueuePosLocked(rt *agentRT, pos int) {
+	if rt.a.State == wire.StateQueued {
+		rt.a.QueuePos = pos
 	}
 }
 
@@ -375,15 +386,18 @@ func (e *Engine) admit() (out []*agentRT, held bool) {
 		delete(e.fl.inQ, rt)
 	}
 	why := e.fl.held
+	// Each admitted agent becomes starting in the same lock hold as the decision, so a
+	// kill cannot slip between them; the pick saw every one of them queued.
+	started := out[:0]
 	for _, rt := range out {
 		delete(e.fl.inQ, rt)
-		e.fl.live[rt] = struct{}{}
-		rt.a.QueuePos = 0
+		if e.setStateLocked(e.ctx, rt, wire.StateStarting, "server", "admitted", nil) {
+			e.fl.live[rt] = struct{}{}
+			started = append(started, rt)
+		}
 	}
+	out = started
 	e.mu.Unlock()
-	for _, rt := range out {
-		e.setState(e.ctx, rt, wire.StateStarting, "server", "admitted", nil)
-	}
 	if hold {
 		e.log.Info("admission held", "why", why)
 	}
