@@ -29,9 +29,6 @@ type Options struct {
 	// BaseEnv is the environment panes start from (default os.Environ()); nesting
 	// variables are stripped from it (see CleanEnv).
 	BaseEnv []string
-	// UsageReport aggregates agents and limit readings into the usage report
-	// (core/usage.go provides one); nil gives readings only.
-	UsageReport func(agents []wire.Agent, readings []wire.LimitReading, p wire.UsageParams) wire.UsageResult
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -65,7 +62,7 @@ type Engine struct {
 	limits    Limits
 
 	admitWake chan struct{}
-	fl        fleet // queue, GC and schedules (core/queue.go, gc.go, schedule.go)
+	fl        fleet // queue and GC (core/queue.go, gc.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -93,9 +90,6 @@ func NewEngine(opts Options) (*Engine, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
-	}
-	if opts.UsageReport == nil {
-		opts.UsageReport = UsageReport
 	}
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
@@ -349,7 +343,12 @@ func newID() string {
 }
 
 // Publish stores an event and delivers it to subscribers. Owners inside the server
-// (schedules, runs, GC) use it for events that are not agent state changes.
+// (GC, and features through core.Kernel) use it for events that are not agent state
+// changes.
 func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
 	return e.broker.publish(ctx, ev)
 }
+
+// CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
+// root caller); see callerAgent.
+func (e *Engine) CallerAgent(ctx context.Context) (*wire.Agent, error) { return e.callerAgent(ctx) }

@@ -12,7 +12,10 @@ import (
 	"orcr/core/wire"
 )
 
-var _ Service = (*Engine)(nil)
+var (
+	_ KernelService = (*Engine)(nil)
+	_ Kernel        = (*Engine)(nil)
+)
 
 // Ping answers server.ping.
 func (e *Engine) Ping(context.Context) (wire.PingResult, error) {

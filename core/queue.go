@@ -37,7 +37,7 @@ const DefaultAging = 10 * time.Minute
 // memRecheck is how often a held queue re-reads free memory.
 const memRecheck = 2 * time.Second
 
-// fleet is the engine's queue, GC and schedule state. It is guarded by Engine.mu
+// fleet is the engine's queue and GC state. It is guarded by Engine.mu
 // unless a field says otherwise.
 type fleet struct {
 	q      admitQueue
@@ -48,7 +48,6 @@ type fleet struct {
 	freeMB func() int            // free memory reader (tests replace it)
 	gc     GCRules
 	pruned uint64 // events up to this seq are known pruned
-	sched  *scheduler
 }
 
 // qEntry is one queued agent with its rank inputs copied, so comparisons never read
