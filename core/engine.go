@@ -29,6 +29,9 @@ type Options struct {
 	// BaseEnv is the environment panes start from (default os.Environ()); nesting
 	// variables are stripped from it (see CleanEnv).
 	BaseEnv []string
+	// Gates are admission conditions beyond the caps, asked after the memory guard
+	// (see Gate).
+	Gates []Gate
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -62,7 +65,9 @@ type Engine struct {
 	limits    Limits
 
 	admitWake chan struct{}
-	fl        fleet // queue and GC (core/queue.go, gc.go)
+	mem       *memoryGate // the first gate
+	gates     []Gate      // the memory guard, then Options.Gates
+	fl        fleet       // queue and GC (core/queue.go, gc.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -110,6 +115,8 @@ func NewEngine(opts Options) (*Engine, error) {
 	for _, p := range opts.Providers {
 		e.providers[p.Name()] = p
 	}
+	e.mem = &memoryGate{e: e}
+	e.gates = append([]Gate{e.mem}, opts.Gates...)
 	return e, nil
 }
 

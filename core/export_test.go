@@ -1,11 +1,14 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetFreeMemoryFunc replaces the free-memory reader of the memory guard (tests).
 func (e *Engine) SetFreeMemoryFunc(f func() int) {
 	e.mu.Lock()
-	e.fl.freeMB = f
+	e.mem.read, e.mem.at = f, time.Time{}
 	e.mu.Unlock()
 	e.kickAdmission()
 }

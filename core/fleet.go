@@ -29,7 +29,6 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 		res.Running[k] = v
 	}
 	res.Total = total
-	held := e.memHoldLocked(lim)
 	pos := 0
 	for _, en := range e.fl.q.items {
 		rt := en.rt
@@ -39,8 +38,9 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 		pos++
 		why := "next in line"
 		c := lim.Provider[rt.a.Provider]
+		ok, held, _ := e.gateLocked(ctx, rt.a)
 		switch {
-		case held != "":
+		case !ok:
 			why = held
 		case lim.Global > 0 && total >= lim.Global:
 			why = "global cap " + strconv.Itoa(lim.Global) + " reached"
@@ -55,12 +55,8 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 		res.Entries = append(res.Entries, wire.QueueEntry{Pos: pos, AgentID: rt.a.ID, Path: rt.a.Path,
 			Provider: rt.a.Provider, Priority: rt.a.Priority, QueuedAt: rt.a.CreatedAt, Waiting: why})
 	}
-	read := e.fl.freeMB
+	res.FreeMB = e.mem.freeLocked()
 	e.mu.Unlock()
-	if read == nil {
-		read = FreeMemoryMB
-	}
-	res.FreeMB = read()
 	return res, nil
 }
 

@@ -34,7 +34,7 @@ import (
 // DefaultAging is what one priority level is worth in waiting time.
 const DefaultAging = 10 * time.Minute
 
-// memRecheck is how often a held queue re-reads free memory.
+// memRecheck is how often a queue the memory guard holds re-reads free memory.
 const memRecheck = 2 * time.Second
 
 // fleet is the engine's queue and GC state. It is guarded by Engine.mu
@@ -44,8 +44,6 @@ type fleet struct {
 	inQ    map[*agentRT]struct{} // agents in q.items
 	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
 	loaded bool                  // the first admission loaded the queue from e.agents
-	held   string                // why admission is held ("" when not)
-	freeMB func() int            // free memory reader (tests replace it)
 	gc     GCRules
 	pruned uint64 // events up to this seq are known pruned
 }
@@ -113,11 +111,12 @@ func (q *admitQueue) setAging(d time.Duration) {
 	q.dirty = true
 }
 
-// pick chooses the entries to admit given the caps and what runs now, removes them
-// and every entry that is no longer queued (killed while waiting), and refreshes the
-// positions of the rest. It returns the admitted and the dropped agents. One pass; the
-// caller holds Engine.mu.
-func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bool) (out, dropped []*agentRT) {
+// pick chooses the entries to admit given the caps, what runs now and the gates,
+// removes them and every entry that is no longer queued (killed while waiting), and
+// refreshes the positions of the rest. It returns the admitted and the dropped agents,
+// the first gate refusal and the earliest time a gate wants to be asked again. One
+// pass; the caller holds Engine.mu.
+func (q *admitQueue) pick(lim Limits, running map[string]int, total int, gate func(a wire.Agent) (bool, string, time.Time)) (out, dropped []*agentRT, held string, retryAt time.Time) {
 	keep := q.items[:0]
 	full := map[string]bool{} // providers at their cap
 	globalFull := lim.Global > 0 && total >= lim.Global
@@ -128,12 +127,22 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bo
 			q.dirty = true
 			continue
 		}
-		if hold || globalFull || full[rt.a.Provider] {
+		if globalFull || full[rt.a.Provider] {
 			keep = append(keep, en)
 			continue
 		}
 		if c := lim.Provider[rt.a.Provider]; c > 0 && running[rt.a.Provider] >= c {
 			full[rt.a.Provider] = true
+			keep = append(keep, en)
+			continue
+		}
+		if ok, why, at := gate(rt.a); !ok {
+			if held == "" {
+				held = why
+			}
+			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
+				retryAt = at
+			}
 			keep = append(keep, en)
 			continue
 		}
@@ -151,7 +160,7 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bo
 		}
 		q.dirty = false
 	}
-	return out, dropped
+	return out, dropped, held, retryAt
 }
 
 // enqueue adds a freshly stored queued agent to the queue and wakes admission.
@@ -347,9 +356,15 @@ func (e *Engine) admitLoop() {
 		case <-e.admitWake:
 		case <-recheck.C:
 		}
-		out, held := e.admit()
-		if held {
-			recheck.Reset(memRecheck)
+		out, retryAt := e.admit()
+		if !retryAt.IsZero() {
+			if !recheck.Stop() {
+				select {
+				case <-recheck.C:
+				default:
+				}
+			}
+			recheck.Reset(max(time.Until(retryAt), 5*time.Millisecond))
 		}
 		for _, rt := range out {
 			e.wg.Add(1)
@@ -367,24 +382,19 @@ func (e *Engine) admitLoop() {
 }
 
 // admit picks the queued agents that may start now and marks them starting (stored
-// before anything is launched, so a crash never launches one twice). held is true
-// while the memory guard holds admission.
-func (e *Engine) admit() (out []*agentRT, held bool) {
+// before anything is launched, so a crash never launches one twice). retryAt is when
+// a gate that holds some of them wants to be asked again (zero: no such wish).
+func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	e.mu.Lock()
 	e.loadQueueLocked()
 	lim := e.limits
 	e.fl.q.setAging(lim.Aging)
 	running, total := e.runningLocked()
-	e.fl.held = ""
-	if len(e.fl.q.items) > 0 && (lim.Global <= 0 || total < lim.Global) {
-		e.fl.held = e.memHoldLocked(lim)
-	}
-	hold := e.fl.held != ""
-	out, dropped := e.fl.q.pick(lim, running, total, hold)
+	gate := func(a wire.Agent) (bool, string, time.Time) { return e.gateLocked(e.ctx, a) }
+	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
 	}
-	why := e.fl.held
 	// Each admitted agent becomes starting in the same lock hold as the decision, so a
 	// kill cannot slip between them; the pick saw every one of them queued.
 	started := out[:0]
@@ -397,25 +407,10 @@ func (e *Engine) admit() (out []*agentRT, held bool) {
 	}
 	out = started
 	e.mu.Unlock()
-	if hold {
-		e.log.Info("admission held", "why", why)
+	if held != "" {
+		e.log.Info("admission held", "why", held)
 	}
-	return out, hold
-}
-
-// memHoldLocked says why the memory guard holds admission now ("" when it does not).
-func (e *Engine) memHoldLocked(lim Limits) string {
-	if lim.MinFreeMB <= 0 {
-		return ""
-	}
-	read := e.fl.freeMB
-	if read == nil {
-		read = FreeMemoryMB
-	}
-	if free := read(); free >= 0 && free < lim.MinFreeMB {
-		return fmt.Sprintf("memory guard: %d MB free < min_free_mb %d", free, lim.MinFreeMB)
-	}
-	return ""
+	return out, retryAt
 }
 
 // neverLaunched reports whether an agent found starting after a restart was admitted
