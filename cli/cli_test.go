@@ -16,6 +16,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/pty"
+	"orcr/schedule"
 	"orcr/store"
 	"orcr/testutil/wait"
 )
@@ -24,6 +25,7 @@ import (
 // embedded pty host), counting how often a command connects.
 type rig struct {
 	eng   *core.Engine
+	svc   core.Service
 	dials atomic.Int32
 }
 
@@ -48,7 +50,11 @@ func newRig(t *testing.T) *rig {
 		eng.Close(ctx)
 		st.Close()
 	})
-	return &rig{eng: eng}
+	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Home: home, Socket: home + "/orcr.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{eng: eng, svc: core.Composed{KernelService: eng, ScheduleService: sched}}
 }
 
 // run runs one invocation of orcr with args and returns its exit code and output.
@@ -59,7 +65,7 @@ func (r *rig) run(t *testing.T, stdin string, args ...string) (int, string, stri
 		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
 		Connect: func(context.Context) (core.Service, error) {
 			r.dials.Add(1)
-			return r.eng, nil
+			return r.svc, nil
 		},
 		Daemon: cli.Daemon{Hook: hook.Run},
 	})

@@ -46,7 +46,7 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 	opts.Logger = s.log
 	opts.EmbeddedHost = s.host.Name() == "pty"
 	ictx := core.WithCaller(ctx, core.Caller{InProcess: true})
-	choice, err := ui.Run(ictx, s.engine, opts)
+	choice, err := ui.Run(ictx, s.svc, opts)
 	if err == nil && choice == ui.QuitKeepInBackground {
 		res, err := handOff(context.Background(), s) // closes s
 		if err != nil {

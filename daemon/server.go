@@ -24,6 +24,7 @@ import (
 	"orcr/core"
 	"orcr/core/socket"
 	"orcr/pty"
+	"orcr/schedule"
 	"orcr/store"
 )
 
@@ -44,6 +45,8 @@ type server struct {
 	lock   *socket.Lock
 	store  *store.Store
 	engine *core.Engine
+	sched  *schedule.Service
+	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
 	log    *slog.Logger
@@ -112,7 +115,16 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	s.engine = eng
-	sock, err := socket.Listen(sockPath, eng, s.log)
+	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Logger: s.log, Home: home, Socket: sockPath})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start schedules: %w", err)
+	}
+	s.sched = sched
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +141,9 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.sched != nil {
+		s.sched.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)
