@@ -147,9 +147,11 @@ func (c *Catalog) merge(file string, src []byte, complete bool) error {
 		seen[ref] = line
 		at := c.index(p, id)
 		if rm.Disabled != nil && *rm.Disabled {
-			if at >= 0 {
-				c.Models = slices.Delete(c.Models, at, at+1)
+			if at < 0 {
+				errs.add(keyLine("disabled"), "model %s is not in the catalog, so there is nothing to disable (see `orcr catalog`)", ref)
+				continue
 			}
+			c.Models = slices.Delete(c.Models, at, at+1)
 			continue
 		}
 		var m Model

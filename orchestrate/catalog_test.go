@@ -238,6 +238,7 @@ func TestUserCatalogErrors(t *testing.T) {
 		{"unknown table", "[models]\nx = 1\n", []string{`:1: unknown key "models"`}},
 		{"unknown provider", "[[model]]\nprovider = \"claud\"\nid = \"x\"\n", []string{`:2: unknown provider "claud"`}},
 		{"new model incomplete", "\n\n[[model]]\nprovider = \"pi\"\nid = \"x/y\"\ncoding = 3\n", []string{":3: model pi:x/y is new, so it needs every rating and its context; missing: reasoning, architecture"}},
+		{"disable an unknown model", "[[model]]\nprovider = \"codex\"\nid = \"gpt-55\"\ndisabled = true\n", []string{":4: model codex:gpt-55 is not in the catalog, so there is nothing to disable"}},
 		{"no id", "[[model]]\nprovider = \"pi\"\n", []string{":1: a [[model]] needs provider and id"}},
 		{"twice", "[[model]]\nprovider = \"pi\"\nid = \"openai/gpt-5.3-codex\"\nspeed = 2\n[[model]]\nprovider = \"pi\"\nid = \"openai/gpt-5.3-codex\"\n", []string{":5: model pi:openai/gpt-5.3-codex is listed twice in this file (first at line 1)"}},
 		{"several at once, by line", "[[model]]\nprovider = \"claude\"\nid = \"claude-opus-5\"\nspeed = 0\n[tiers.small]\ncoding = 6\n[tiers.mega]\n",

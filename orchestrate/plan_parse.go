@@ -82,52 +82,6 @@ func (ps *planParser) split() {
 	}
 }
 
-// fenceOpen reports a code fence opener (``` or ~~~, up to three spaces in) and returns
-// its marker, which the closing fence must repeat at least as long.
-func fenceOpen(line string) string {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
-		return ""
-	}
-	n := 0
-	for n < len(t) && t[n] == t[0] {
-		n++
-	}
-	if n < 3 || (t[0] == '`' && strings.Contains(t[n:], "`")) {
-		return ""
-	}
-	return t[:n]
-}
-
-func fenceCloses(line, marker string) bool {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || !strings.HasPrefix(t, marker) {
-		return false
-	}
-	return strings.TrimSpace(strings.TrimLeft(t, marker[:1])) == ""
-}
-
-// heading parses an ATX heading: its level and text, or level 0.
-func heading(line string) (int, string) {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 {
-		return 0, ""
-	}
-	n := 0
-	for n < len(t) && t[n] == '#' {
-		n++
-	}
-	if n == 0 || n > 6 || (n < len(t) && t[n] != ' ' && t[n] != '\t') {
-		return 0, ""
-	}
-	text := strings.TrimSpace(t[n:])
-	// An optional closing sequence of #s, preceded by a space, is not part of the text.
-	if trimmed := strings.TrimRight(text, "#"); trimmed != text && (trimmed == "" || strings.HasSuffix(trimmed, " ")) {
-		text = strings.TrimSpace(trimmed)
-	}
-	return n, text
-}
-
 func (ps *planParser) run() {
 	lines := ps.p.lines
 	for i := 0; i < len(lines); i++ {
@@ -182,54 +136,6 @@ func (ps *planParser) run() {
 		}
 	}
 }
-
-// keyLine matches "key: value": a key of letters, digits, '_' and '-' starting with a
-// letter at the start of the line, optional blanks, a colon. It returns where the key
-// ends and where the colon is. (Hand-written: a regexp here was a third of parse time.)
-func keyLine(s string) (keyEnd, colon int, ok bool) {
-	i := 0
-	for i < len(s) && (isLetter(s[i]) || i > 0 && (isDigit(s[i]) || s[i] == '_' || s[i] == '-')) {
-		i++
-	}
-	if i == 0 {
-		return 0, 0, false
-	}
-	j := i
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if j == len(s) || s[j] != ':' {
-		return 0, 0, false
-	}
-	return i, j, true
-}
-
-// checkBox matches a task-list item, "- [ ] text" (also * and +, [x] and [X]), and
-// returns the offset of the box's mark.
-func checkBox(s string) (int, bool) {
-	i := 0
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-		i++
-	}
-	if i == len(s) || (s[i] != '-' && s[i] != '*' && s[i] != '+') {
-		return 0, false
-	}
-	i++
-	j := i
-	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-		j++
-	}
-	if j == i || j+3 > len(s) || s[j] != '[' || s[j+2] != ']' || (s[j+1] != ' ' && s[j+1] != 'x' && s[j+1] != 'X') {
-		return 0, false
-	}
-	if j+3 < len(s) && s[j+3] != ' ' && s[j+3] != '\t' {
-		return 0, false
-	}
-	return j + 1, true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 
 // content is a line inside a section (or a comment elsewhere, which is dropped).
 func (ps *planParser) content(n int, text string) {
@@ -316,14 +222,6 @@ func (ps *planParser) title(n int, text string) {
 		ps.errs.add(n, "this is plan %q, but the file belongs to plan %q", name, ps.p.opts.Name)
 	}
 	ps.p.Name = name
-}
-
-// cutFold cuts prefix from s ignoring case.
-func cutFold(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 func (ps *planParser) milestone(n int, text string) {
@@ -542,101 +440,4 @@ func (ps *planParser) milestoneField(f Field) {
 	default:
 		ps.errs.add(f.Line, "unknown key %q in milestone %s: keys are %s", f.Key, m.ID, strings.Join(milestoneKeys, ", "))
 	}
-}
-
-// validate checks what needs the whole plan: dependencies and catalog models.
-func (ps *planParser) validate() {
-	p := ps.p
-	ids := map[string]*Milestone{}
-	for _, m := range p.Milestones {
-		if _, dup := ids[m.ID]; !dup {
-			ids[m.ID] = m
-		}
-	}
-	for _, m := range p.Milestones {
-		f, _ := m.Field("depends")
-		for _, d := range m.Depends {
-			if _, ok := ids[d]; !ok {
-				ps.errs.add(f.Line, "milestone %s depends on %s, which is not a milestone of this plan", m.ID, d)
-			}
-		}
-	}
-	ps.cycles(ids)
-	if c := p.opts.Catalog; c != nil {
-		for _, m := range p.Milestones {
-			if m.Model == "" {
-				continue
-			}
-			f, _ := m.Field("model")
-			model, err := c.Lookup(m.Model)
-			if err != nil {
-				ps.errs.add(f.Line, "%v", err)
-				continue
-			}
-			if model.Premium && !p.Premium {
-				ps.errs.add(f.Line, "model %s is premium: add `premium: allowed` under the title to allow it, or name another model", model.Ref())
-			}
-			if t, ok := c.Tier(m.Tier); ok && !Meets(model, t) {
-				ps.errs.add(f.Line, "model %s does not meet tier %s (%s); it qualifies for %s", model.Ref(), t.Name, t, orDash(c.Qualifies(model)))
-			}
-		}
-	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "no tier"
-	}
-	return s
-}
-
-// cycles reports each dependency cycle once, at the depends line of its first
-// milestone in file order, naming the whole loop.
-func (ps *planParser) cycles(ids map[string]*Milestone) {
-	const (
-		unseen = iota
-		active
-		finished
-	)
-	color := map[string]int{}
-	var stack []string
-	var visit func(id string)
-	visit = func(id string) {
-		color[id] = active
-		stack = append(stack, id)
-		for _, d := range ids[id].Depends {
-			if _, ok := ids[d]; !ok {
-				continue
-			}
-			switch color[d] {
-			case unseen:
-				visit(d)
-			case active:
-				loop := slices.Clone(stack[slices.Index(stack, d):])
-				ps.reportCycle(ids, loop)
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[id] = finished
-	}
-	for _, m := range ps.p.Milestones {
-		if ids[m.ID] == m && color[m.ID] == unseen {
-			visit(m.ID)
-		}
-	}
-}
-
-func (ps *planParser) reportCycle(ids map[string]*Milestone, loop []string) {
-	// Start the loop at its milestone that comes first in the file, so the message
-	// and its line do not depend on where the search happened to enter it.
-	first := 0
-	for i, id := range loop {
-		if ids[id].Line < ids[loop[first]].Line {
-			first = i
-		}
-	}
-	loop = append(loop[first:], loop[:first]...)
-	// The search walks "depends on" edges, so loop[i] depends on loop[i+1].
-	f, _ := ids[loop[0]].Field("depends")
-	ps.errs.add(f.Line, "dependency cycle: %s → %s", strings.Join(loop, " → "), loop[0])
 }
