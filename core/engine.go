@@ -78,6 +78,7 @@ type agentRT struct {
 	turns   int         // prompts and sends given; turns idle into done
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
+	judge   chan struct{} // read the screen now (after an answer)
 	exit    chan paneEnd
 	stop    context.CancelFunc
 	done    chan struct{}

@@ -293,6 +293,12 @@ func (c *Client) Send(ctx context.Context, p wire.SendParams) error {
 }
 
 // Read reads a screen.
+func (c *Client) Answer(ctx context.Context, p wire.AnswerParams) (wire.AnswerResult, error) {
+	var r wire.AnswerResult
+	err := c.call(ctx, wire.MethodAgentAnswer, p, &r)
+	return r, err
+}
+
 func (c *Client) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error) {
 	var r wire.ReadResult
 	return r, c.call(ctx, wire.MethodAgentRead, p, &r)

@@ -289,6 +289,10 @@ func checkRequired(method string, p any) error {
 		if p.Target == "" {
 			return missing("target")
 		}
+	case *wire.AnswerParams:
+		if p.Target == "" {
+			return missing("target")
+		}
 	case *wire.ReadParams:
 		if p.Target == "" {
 			return missing("target")
@@ -355,6 +359,8 @@ func (s *Server) call(ctx context.Context, method string, params any) (any, erro
 		return wire.AgentResult{Agent: a}, err
 	case wire.MethodAgentSend:
 		return wire.Empty{}, svc.Send(ctx, *params.(*wire.SendParams))
+	case wire.MethodAgentAnswer:
+		return svc.Answer(ctx, *params.(*wire.AnswerParams))
 	case wire.MethodAgentRead:
 		return svc.Read(ctx, *params.(*wire.ReadParams))
 	case wire.MethodAgentWait:
@@ -396,7 +402,7 @@ var unaryMethods = []string{wire.MethodPing, wire.MethodInfo, wire.MethodAgentRu
 	wire.MethodAgentGet, wire.MethodAgentSend, wire.MethodAgentRead, wire.MethodAgentWait, wire.MethodAgentKill,
 	wire.MethodAgentResize, wire.MethodHookReport, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList,
 	wire.MethodQueueCaps, wire.MethodGC, wire.MethodScheduleAdd, wire.MethodScheduleRemove, wire.MethodScheduleRun,
-	wire.MethodScheduleRuns}
+	wire.MethodScheduleRuns, wire.MethodAgentAnswer}
 
 func (s *Server) streamEvents(ctx context.Context, cn *conn, id string, p *wire.SubscribeParams, r *bufio.Reader) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -29,6 +29,7 @@ var Methods = []MethodSpec{
 	{MethodAgentRead, "Screen text, last message or transcript.", ReadParams{}, ReadResult{}, nil},
 	{MethodAgentWait, "Wait until every matching agent reaches a state.", WaitParams{}, WaitResult{}, nil},
 	{MethodAgentKill, "Stop every running agent matching a glob.", KillParams{}, KillResult{}, nil},
+	{MethodAgentAnswer, "Answer what a blocked agent waits for: an option by meaning or number, or text.", AnswerParams{}, AnswerResult{}, nil},
 	{MethodAgentResize, "Resize an agent's pane.", ResizeParams{}, Empty{}, nil},
 	{MethodAgentAttach, "Attach: a native command, or an AttachFrame stream on this connection.", AttachParams{}, AttachResult{}, AttachFrame{}},
 	{MethodEventsSubscribe, "Stream events after a cursor on this connection.", SubscribeParams{}, SubscribeResult{}, Event{}},
@@ -88,7 +89,8 @@ func Schema() map[string]any {
 var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, CodeInvalidParams, CodeInvalidPath,
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
-	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken}
+	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
