@@ -109,6 +109,7 @@ func agentCommand(io *streams) *cli.Command {
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
 				},
 			},
+			agentAnswerCommand(io),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{
@@ -304,6 +305,9 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 			b += " (resets " + a.Blocked.ResetsAt.Format("15:04 MST") + ")"
 		}
 		row("blocked", b)
+		for _, l := range blockedLines(a.Blocked) {
+			fmt.Fprintf(tw, "\t%s\n", l)
+		}
 	}
 	if explain {
 		row("decided by", a.StateSource)
