@@ -69,7 +69,9 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	if a.State.Live() {
 		o.state, o.blocked = a.State, a.Blocked
 		o.menuSeen = a.Blocked != nil && len(a.Blocked.Options) > 0
-		o.hooksSeen = a.StateSource == "hook"
+		// orcr launches claude with its hooks: unless the transcript had to decide
+		// last (hooks silent), they keep coming after the restart.
+		o.hooksSeen = a.StateSource != "transcript"
 	}
 	return o
 }

@@ -91,3 +91,13 @@ func TestScreenLeavesBlockedWhenMenuGoes(t *testing.T) {
 }
 
 func coreScreen(s string) core.Screen { return core.Screen{Text: s} }
+
+func TestLastActivity(t *testing.T) {
+	old := "  ⎿  Interrupted · What should Claude do instead?\n\n❯ try again\n\n● Running it\n\n─────\n❯ \n─────\n  status"
+	if got := lastActivity(old); got != "● Running it" {
+		t.Fatalf("last activity %q", got)
+	}
+	if got := lastActivity(screen(t, "answered-no.txt")); got != "⎿  Interrupted · What should Claude do instead?" {
+		t.Fatalf("last activity %q", got)
+	}
+}

@@ -83,11 +83,18 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	if o.state == wire.StateBlocked && o.blocked != nil && o.menuSeen && o.blocked.Kind != wire.BlockedLimit {
 		// The menu went away: the prompt was answered (here or in an attached terminal).
 		o.menuSeen = false
-		if strings.Contains(text, "Interrupted · ") && !strings.Contains(text, "esc to interrupt") {
+		if strings.Contains(lastActivity(text), "Interrupted · ") && !strings.Contains(text, "esc to interrupt") {
 			o.setState(sig, wire.StateDone, "prompt answered: turn interrupted", nil)
 		} else {
 			o.setState(sig, wire.StateWorking, "prompt answered", nil)
 		}
+		return sig
+	}
+	// A "No" (here or typed in an attached terminal) interrupts the turn and no hook
+	// says so: once the screen has settled on it, the turn is over.
+	if o.state == wire.StateWorking && quiet >= time.Second && strings.Contains(lastActivity(text), "Interrupted · ") &&
+		!strings.Contains(text, "esc to interrupt") {
+		o.setState(sig, wire.StateDone, "turn interrupted", nil)
 		return sig
 	}
 	if o.hooksSeen {
@@ -149,4 +156,24 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return len(subs) > 0
+}
+
+// lastActivity is the conversation's last line: the last non-blank line above the
+// input box (a rule, the "❯" line), or of the screen when no input box shows. Older
+// lines (an earlier turn's "Interrupted") say nothing about now.
+func lastActivity(text string) string {
+	lines := strings.Split(text, "\n")
+	end := len(lines)
+	for i := len(lines) - 2; i >= 0; i-- {
+		if isRule(strings.TrimSpace(lines[i])) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "❯") {
+			end = i
+			break
+		}
+	}
+	for i := end - 1; i >= 0; i-- {
+		if t := strings.TrimSpace(lines[i]); t != "" {
+			return t
+		}
+	}
+	return ""
 }

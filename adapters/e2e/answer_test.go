@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func newClaudeAnswerRig(t testing.TB) *answerRig {
 		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.serve()
-	t.Cleanup(func() { e.run("agent", "kill", "**") })
+	t.Cleanup(func() { killAll(e) })
 	return &answerRig{orcrEnv: e, srv: srv, work: work}
 }
 
@@ -53,6 +54,39 @@ func newTmuxOrcr(t testing.TB, extra ...string) *orcrEnv {
 	e := newOrcr(t, append([]string{"ORCR_HOST=tmux"}, extra...)...)
 	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
 	return e
+}
+
+// killAll stops every agent and waits for their processes to be gone, so nothing
+// writes into the test's directories while they are removed.
+func killAll(e *orcrEnv) {
+	var l wire.ListResult
+	json.Unmarshal([]byte(e.run("agent", "ls", "--json", "--all").out), &l)
+	e.run("agent", "kill", "**")
+	deadline := time.Now().Add(15 * time.Second)
+	for _, a := range l.Agents {
+		for a.PID > 0 && syscall.Kill(a.PID, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The CLIs' own children (claude's shell) can outlive the pane for a moment.
+	for len(procsUnder(e.dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procsUnder lists processes whose working directory is under dir.
+func procsUnder(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, en := range ents {
+		if en.Name()[0] < '0' || en.Name()[0] > '9' {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", en.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, en.Name())
+		}
+	}
+	return out
 }
 
 // mkBuild (re)creates build/keep.o, the file `rm -rf build` would remove.
@@ -168,7 +202,7 @@ func TestClaudePermissionAnswers(t *testing.T) {
 	}
 	r.must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {
-		t.Fatalf("allowed command did not run: %v", err)
+		t.Fatalf("allowed command did not run: %v\nanswer %+v\nscreen:\n%s", err, res, r.must("agent", "read", "perm/a"))
 	}
 	// Usage is read to the end of the turn before done is published.
 	got := r.agent("perm/a")
@@ -252,7 +286,7 @@ func TestClaudePlanAnswers(t *testing.T) {
 func TestShellQuestionAnswers(t *testing.T) {
 	e := newTmuxOrcr(t)
 	e.serve()
-	t.Cleanup(func() { e.run("agent", "kill", "**") })
+	t.Cleanup(func() { killAll(e) })
 	ask := `printf 'Proceed? [y/N] '; read a; echo "got $a"; exec cat`
 	for _, p := range []string{"s/q1", "s/q2"} {
 		e.must("agent", "run", p, "--", "sh", "-c", ask)
@@ -313,7 +347,7 @@ wire_api = "responses"
 	work, _ = filepath.EvalSymlinks(work)
 	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=k")
 	e.serve()
-	t.Cleanup(func() { e.run("agent", "kill", "**") })
+	t.Cleanup(func() { killAll(e) })
 	r := &answerRig{orcrEnv: e, srv: srv, work: work}
 	execTurn := modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf build",
 		"sandbox_permissions": "require_escalated", "justification": "Remove the build directory?"}}},
