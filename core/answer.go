@@ -34,10 +34,11 @@ type AnswerStep struct {
 
 // Answer bounds.
 const (
-	answerTimeout   = 5 * time.Second         // default: the state must leave blocked by then
-	promptAppear    = 2 * time.Second         // a hook can report a prompt before it is drawn
-	stepTimeout     = 3 * time.Second         // each step's Until
-	answerRetry     = 1500 * time.Millisecond // the same prompt still up: the key went nowhere
+	answerTimeout   = 5 * time.Second        // default: the state must leave blocked by then
+	promptAppear    = 2 * time.Second        // a hook can report a prompt before it is drawn
+	stepTimeout     = 3 * time.Second        // each step's Until
+	answerRetry     = 100 * time.Millisecond // the screen untouched this long: the key went nowhere
+	answerRetries   = 15
 	answerPollEvery = 25 * time.Millisecond
 )
 
@@ -162,9 +163,10 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 	}
 	// Read the prompt as it is now, on the agent's loop (which owns the observer).
 	var shown *wire.Blocked
+	var before string // the screen the answer is sent to
 	deadline := time.Now().Add(promptAppear)
 	for {
-		shown, err = e.promptNow(ctx, rt, pane)
+		shown, before, err = e.promptNow(ctx, rt, pane)
 		if err != nil {
 			return wire.Answered{}, err
 		}
@@ -200,7 +202,7 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 	if p.TimeoutSeconds > 0 {
 		timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}
-	a, left := e.awaitLeave(ctx, rt, pane, shown, steps, timeout, &out.Keys)
+	a, left := e.awaitLeave(ctx, rt, pane, shown, before, steps, timeout, &out.Keys)
 	out.Agent = a
 	if !left {
 		return out, &wire.Error{Code: wire.CodeAnswerNotTaken,
@@ -212,23 +214,23 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 }
 
 // promptNow reads the screen and parses the prompt on the agent's loop goroutine.
-func (e *Engine) promptNow(ctx context.Context, rt *agentRT, pane string) (*wire.Blocked, error) {
+func (e *Engine) promptNow(ctx context.Context, rt *agentRT, pane string) (*wire.Blocked, string, error) {
 	pr, ok := rt.observer().(Prompter)
 	if !ok {
 		e.mu.Lock()
 		prov := rt.a.Provider
 		e.mu.Unlock()
-		return nil, wire.Errorf(wire.CodeNotAnswerable, "the %s adapter cannot read prompts; answer with: orcr agent send", prov)
+		return nil, "", wire.Errorf(wire.CodeNotAnswerable, "the %s adapter cannot read prompts; answer with: orcr agent send", prov)
 	}
 	scr, err := e.host.Read(ctx, pane, ReadOpts{})
 	if err != nil {
-		return nil, hostErr("read screen", err)
+		return nil, "", hostErr("read screen", err)
 	}
 	var shown *wire.Blocked
 	if err := e.onLoop(ctx, rt, func() { shown = pr.Prompt(scr) }); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return shown, nil
+	return shown, scr.Text, nil
 }
 
 // onLoop runs fn on the agent's loop goroutine and waits for it.
@@ -293,11 +295,16 @@ func (e *Engine) sendSteps(ctx context.Context, pane string, steps []AnswerStep,
 // awaitLeave waits until the agent is no longer blocked on shown, asking its loop to
 // judge the screen now rather than at its own pace. A single-key answer whose prompt
 // still stands unchanged after answerRetry went nowhere (a TUI that drew the dialog
-// before reading keys for it) and is pressed once more.
-func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown *wire.Blocked, steps []AnswerStep,
+// before reading keys for it: claude drops keys until its PermissionRequest hook has
+// returned, codex on a loaded machine) and is pressed again: the same key on the same
+// prompt picks the same option.
+func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown *wire.Blocked, before string, steps []AnswerStep,
 	timeout time.Duration, keys *[]string) (wire.Agent, bool) {
 	start := time.Now()
-	retried := len(steps) != 1
+	retries, lastTry := 0, start
+	if len(steps) != 1 {
+		retries = answerRetries // multi-step answers are never repeated
+	}
 	for {
 		e.mu.Lock()
 		a := rt.a
@@ -312,9 +319,11 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 		case rt.judge <- struct{}{}:
 		default:
 		}
-		if !retried && time.Since(start) > answerRetry {
-			retried = true
-			if now, err := e.promptNow(ctx, rt, pane); err == nil && now != nil && SamePrompt(shown, now) && samePick(shown, now) {
+		if retries < answerRetries && time.Since(lastTry) > answerRetry {
+			retries, lastTry = retries+1, time.Now()
+			// Only an untouched screen says the key went nowhere; a redraw in
+			// progress may be the key taking effect.
+			if scr, err := e.host.Read(ctx, pane, ReadOpts{}); err == nil && scr.Text == before {
 				_ = e.sendSteps(ctx, pane, steps, keys)
 			}
 		}
@@ -322,12 +331,6 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 			return a, false
 		}
 	}
-}
-
-// samePick reports whether the selection cursor is where it was: only then is a
-// repeated key sure to mean the same.
-func samePick(a, b *wire.Blocked) bool {
-	return a.Question == b.Question && len(a.Options) == len(b.Options)
 }
 
 // SamePrompt reports whether shown is the prompt rec was recorded for: the same
