@@ -34,11 +34,16 @@ type AnswerStep struct {
 
 // Answer bounds.
 const (
-	answerTimeout   = 5 * time.Second        // default: the state must leave blocked by then
-	promptAppear    = 2 * time.Second        // a hook can report a prompt before it is drawn
-	stepTimeout     = 3 * time.Second        // each step's Until
-	answerRetry     = 100 * time.Millisecond // the screen untouched this long: the key went nowhere
-	answerRetries   = 15
+	answerTimeout = 5 * time.Second // default: the state must leave blocked by then
+	promptAppear  = 2 * time.Second // a hook can report a prompt before it is drawn
+	stepTimeout   = 3 * time.Second // each step's Until
+	// inputGap is how long a TUI may drop keys after the last one it got: claude
+	// 2.1.328 ignores a dialog key pressed within ~300 ms of the previous key (measured:
+	// 250 ms dropped, 400 ms taken), a guard against typing into a prompt that just
+	// appeared. A key pressed again sooner restarts that guard.
+	inputGap        = 400 * time.Millisecond
+	answerRetry     = inputGap // the screen untouched this long: the key went nowhere
+	answerRetries   = 10
 	answerPollEvery = 25 * time.Millisecond
 )
 
@@ -195,7 +200,7 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 			Data: map[string]any{"options": shown.Options}}
 	}
 	out := wire.Answered{Option: opt, Text: p.Text}
-	if err := e.sendSteps(ctx, pane, steps, &out.Keys); err != nil {
+	if err := e.sendSteps(ctx, rt, pane, steps, &out.Keys); err != nil {
 		return out, err
 	}
 	timeout := answerTimeout
@@ -256,7 +261,20 @@ func (e *Engine) onLoop(ctx context.Context, rt *agentRT, fn func()) error {
 	}
 }
 
-func (e *Engine) sendSteps(ctx context.Context, pane string, steps []AnswerStep, keys *[]string) error {
+func (e *Engine) sendSteps(ctx context.Context, rt *agentRT, pane string, steps []AnswerStep, keys *[]string) error {
+	e.mu.Lock()
+	last := rt.lastInput
+	e.mu.Unlock()
+	if wait := time.Until(last.Add(inputGap)); wait > 0 {
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		e.mu.Lock()
+		rt.lastInput = time.Now()
+		e.mu.Unlock()
+	}()
 	for i, s := range steps {
 		if s.Text != "" {
 			if err := e.host.SendText(ctx, pane, s.Text); err != nil {
@@ -301,6 +319,9 @@ func (e *Engine) sendSteps(ctx context.Context, pane string, steps []AnswerStep,
 func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown *wire.Blocked, before string, steps []AnswerStep,
 	timeout time.Duration, keys *[]string) (wire.Agent, bool) {
 	start := time.Now()
+	e.mu.Lock()
+	since := rt.a.StateAt
+	e.mu.Unlock()
 	retries, lastTry := 0, start
 	if len(steps) != 1 {
 		retries = answerRetries // multi-step answers are never repeated
@@ -309,7 +330,10 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 		e.mu.Lock()
 		a := rt.a
 		e.mu.Unlock()
-		if a.State != wire.StateBlocked || a.Blocked != nil && len(a.Blocked.Options) > 0 && !SamePrompt(a.Blocked, shown) {
+		// Left: another state, or blocked anew since (the next plan looks the same),
+		// or blocked on another prompt.
+		if a.State != wire.StateBlocked || !a.StateAt.Equal(since) ||
+			a.Blocked != nil && len(a.Blocked.Options) > 0 && !SamePrompt(a.Blocked, shown) {
 			return a, true
 		}
 		if time.Since(start) > timeout || ctx.Err() != nil {
@@ -324,7 +348,7 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 			// Only an untouched screen says the key went nowhere; a redraw in
 			// progress may be the key taking effect.
 			if scr, err := e.host.Read(ctx, pane, ReadOpts{}); err == nil && scr.Text == before {
-				_ = e.sendSteps(ctx, pane, steps, keys)
+				_ = e.sendSteps(ctx, rt, pane, steps, keys)
 			}
 		}
 		if sleepCtx(ctx, answerPollEvery) != nil {
