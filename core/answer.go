@@ -37,9 +37,10 @@ const (
 	answerTimeout = 5 * time.Second // default: the state must leave blocked by then
 	promptAppear  = 2 * time.Second // a hook can report a prompt before it is drawn
 	stepTimeout   = 3 * time.Second // each step's Until
-	// inputGap is how long a TUI may drop keys after the last one it got: claude
-	// 2.1.328 ignores a dialog key pressed within ~300 ms of the previous key (measured:
-	// 250 ms dropped, 400 ms taken), a guard against typing into a prompt that just
+	// A TUI may drop keys for a while after the last one it got: claude
+	// 2.1.328 ignores a dialog key pressed within ~300-400 ms of the previous key
+	// (measured by hand: 250 ms dropped, 400 ms taken; through orcr 400 ms after the
+	// send was still dropped at times), a guard against typing into a prompt that just
 	// appeared. A key pressed again sooner restarts that guard.
 	inputGap        = 400 * time.Millisecond
 	answerRetry     = inputGap // the screen untouched this long: the key went nowhere
@@ -262,14 +263,6 @@ func (e *Engine) onLoop(ctx context.Context, rt *agentRT, fn func()) error {
 }
 
 func (e *Engine) sendSteps(ctx context.Context, rt *agentRT, pane string, steps []AnswerStep, keys *[]string) error {
-	e.mu.Lock()
-	last := rt.lastInput
-	e.mu.Unlock()
-	if wait := time.Until(last.Add(inputGap)); wait > 0 {
-		if err := sleepCtx(ctx, wait); err != nil {
-			return err
-		}
-	}
 	defer func() {
 		e.mu.Lock()
 		rt.lastInput = time.Now()
@@ -343,7 +336,9 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 		case rt.judge <- struct{}{}:
 		default:
 		}
-		if retries < answerRetries && time.Since(lastTry) > answerRetry {
+		// Back off (150, 300, 450 ms …): a guard that restarts on every key lets
+		// one through once the gap is long enough.
+		if retries < answerRetries && time.Since(lastTry) > time.Duration(retries+1)*answerRetry {
 			retries, lastTry = retries+1, time.Now()
 			// Only an untouched screen says the key went nowhere; a redraw in
 			// progress may be the key taking effect.
