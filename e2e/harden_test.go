@@ -59,7 +59,7 @@ func TestDeletedSocketIsRecreated(t *testing.T) {
 			}
 		}
 		r := e.orcr("serve")
-		if r.code == 0 || !strings.Contains(r.err, fmt.Sprintf("pid %d", e.srv.Process.Pid)) {
+		if r.code == 0 || !strings.Contains(r.err, fmt.Sprintf("pid %d", e.srv.PID())) {
 			t.Fatalf("second serve with the socket gone: exit %d: %s", r.code, r.err)
 		}
 		if _, err := os.Lstat(sock); err != nil && !strings.Contains(r.err, "recreates it") {
@@ -180,8 +180,10 @@ func TestServerOnFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	if !strings.Contains(out, "after/full") || strings.Contains(out, "during/") {
 		t.Fatalf("after the disk has room again:\n%s", out)
 	}
-	if e.srv.ProcessState != nil {
+	select {
+	case <-e.srv.Exited():
 		t.Fatal("the server exited")
+	default:
 	}
 }
 

@@ -121,7 +121,7 @@ func TestEventsOrderSubagentsPermissionsLimits(t *testing.T) {
 		t.Fatalf("late or subagent status changed the state: %s", st.state)
 	}
 	hook(ev("evt_15", "message.updated", `{"sessionID":"ses_root","info":{"id":"msg_2","sessionID":"ses_root","role":"assistant","modelID":"mystery","tokens":{},"time":{"created":5},"error":{"name":"APIError","data":{"message":"You've hit your usage limit · resets 9:50pm (UTC)","statusCode":429}}}}`))
-	if st.state != wire.StateBlocked || st.blocked.Kind != "usage-limit" || st.blocked.ResetsAt == nil {
+	if st.state != wire.StateBlocked || st.blocked.Kind != wire.BlockedLimit || st.blocked.ResetsAt == nil {
 		t.Fatalf("limit: %+v", st.blocked)
 	}
 	if _, err := o.Hook("x", []byte("{{")); err == nil {
@@ -188,7 +188,7 @@ func TestRealOpenCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := clitest.Start(t, plan, env, cwd, prov.Observe(a), hooks)
+	run := clitest.Start(t, plan, env, cwd, a, prov.Observe(a), hooks)
 	v := run.Wait(150*time.Second, "turn done via plugin events", func(v clitest.View) bool {
 		return v.State == wire.StateDone && v.Source == "hook" && v.LastMessage == "I wrote hello.txt."
 	})

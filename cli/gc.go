@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"orcr/core/wire"
+)
+
+// gcCommand is `orcr gc [--dry-run]`.
+func (app *app) gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "close ended panes, stop long-idle agents, prune old records (gc.* rules)",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "say what would be collected and by which rule"}, jsonFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			cl := service(ctx)
+			r, err := cl.GC(ctx, wire.GCParams{DryRun: c.Bool("dry-run")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(app.out, r)
+			}
+			rule := func(s int) string {
+				if s <= 0 {
+					return "off"
+				}
+				return (time.Duration(s) * time.Second).String()
+			}
+			fmt.Fprintf(app.out, "rules: exited_grace %s, idle_after %s, retain %s\n",
+				rule(r.ExitedGraceSeconds), rule(r.IdleAfterSeconds), rule(r.RetainSeconds))
+			if len(r.Actions) == 0 {
+				fmt.Fprintln(app.out, "nothing to collect")
+				return nil
+			}
+			verb := "did"
+			if r.DryRun {
+				verb = "would"
+			}
+			tw := newTabWriter(app.out)
+			fmt.Fprintf(tw, "%s\tRULE\tPATH\tDETAIL\n", strings.ToUpper(verb))
+			for _, a := range r.Actions {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Action, a.Rule, dash(a.Path), a.Detail)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// queueCapsCommand is `orcr queue caps --global N --provider claude=3`.
+func (app *app) queueCapsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "caps",
+		Usage: "change admission caps now (until the server restarts or reloads its config)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "global", Usage: "global cap (0: unlimited)"},
+			&cli.StringSliceFlag{Name: "provider", Usage: "PROVIDER=N per-provider cap (0 removes it; repeatable)"},
+			&cli.IntFlag{Name: "min-free-mb", Usage: "hold admission while free memory is below this (0: off)"},
+			&cli.DurationFlag{Name: "aging", Usage: "waiting time worth one priority level (0: off)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			var p wire.CapsParams
+			if c.IsSet("global") {
+				v := int(c.Int("global"))
+				p.Global = &v
+			}
+			if c.IsSet("min-free-mb") {
+				v := int(c.Int("min-free-mb"))
+				p.MinFreeMB = &v
+			}
+			if c.IsSet("aging") {
+				v := int(c.Duration("aging") / time.Second)
+				p.AgingSeconds = &v
+			}
+			for _, kv := range c.StringSlice("provider") {
+				k, v, ok := strings.Cut(kv, "=")
+				n, err := strconv.Atoi(v)
+				if !ok || k == "" || err != nil {
+					return fmt.Errorf("--provider %q: use PROVIDER=N, e.g. --provider claude=3", kv)
+				}
+				if p.Provider == nil {
+					p.Provider = map[string]int{}
+				}
+				p.Provider[k] = n
+			}
+			if p.Global == nil && p.MinFreeMB == nil && p.AgingSeconds == nil && p.Provider == nil {
+				return fmt.Errorf("nothing to change: give --global, --provider, --min-free-mb or --aging")
+			}
+			if _, err := service(ctx).SetCaps(ctx, p); err != nil {
+				return err
+			}
+			return app.queue(ctx, c.Bool("json"))
+		},
+	}
+}

@@ -1,0 +1,262 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
+
+	"orcr/adapters/claude"
+	"orcr/adapters/codex"
+	"orcr/adapters/opencode"
+	"orcr/adapters/pi"
+	"orcr/adapters/prices"
+	"orcr/adapters/shell"
+	"orcr/config"
+	"orcr/core"
+	"orcr/core/socket"
+	"orcr/pty"
+	"orcr/schedule"
+	"orcr/store"
+)
+
+// newLogger writes slog records to a rotated file under home — never to the
+// terminal, which the dashboard owns.
+func newLogger(home string) *slog.Logger {
+	if socket.CheckHome(home) != nil {
+		return slog.New(slog.DiscardHandler) // never write through a link planted in a home not ours
+	}
+	w := &lumberjack.Logger{Filename: filepath.Join(home, "orcr.log"), MaxSize: 10, MaxBackups: 3}
+	level := slog.LevelInfo
+	if os.Getenv("ORCR_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// server is a running orcr server: lock, store, host, engine and socket.
+type server struct {
+	home   string
+	lock   *socket.Lock
+	store  *store.Store
+	engine *core.Engine
+	sched  *schedule.Service
+	svc    core.Service // the engine and the feature services, composed
+	sock   *socket.Server
+	host   core.Host
+	log    *slog.Logger
+	done   chan error
+}
+
+// startServer takes the home's lock and brings up everything the server owns.
+func startServer(ctx context.Context) (*server, error) {
+	home := config.Home()
+	lock, err := socket.AcquireLock(home)
+	if err != nil {
+		return nil, fmt.Errorf("%w; connect to it instead (orcr agent ls), or stop it first", err)
+	}
+	s := &server{home: home, lock: lock, log: newLogger(home)}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close(context.Background())
+		}
+	}()
+	cfg, err := config.Load(config.DefaultPath())
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(home, "store"), s.log)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.store = st
+	// A quitting dashboard may have handed us its running agents' panes (handoff.go).
+	adopt, lastID, err := adoptedPanes()
+	if err != nil {
+		s.log.Error("pty hand-off", "err", err)
+		return nil, err
+	}
+	var host core.Host
+	var why string
+	if len(adopt) > 0 {
+		host = pty.New(pty.Options{Logger: s.log, Adopt: adopt, IDFloor: lastID})
+		why = fmt.Sprintf("embedded pty host (adopted %d panes from the dashboard)", len(adopt))
+	} else {
+		c := discover(ctx, cfg)
+		if host, err = startHost(ctx, c, cfg, home, s.log); err != nil {
+			return nil, err
+		}
+		why = c.Why
+	}
+	s.host = host
+	self, err := stableSelf(home)
+	if err != nil {
+		return nil, fmt.Errorf("find own binary: %w", err)
+	}
+	sockPath := socket.SocketPath(home)
+	eng, err := core.NewEngine(core.Options{
+		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
+		Home: home, Socket: sockPath, Self: self,
+		Limits: configLimits(cfg), GC: configGC(cfg),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.ApplyLimits(configLimits(cfg)); err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
+	if err := eng.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start engine: %w", err)
+	}
+	s.engine = eng
+	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Logger: s.log, Home: home, Socket: sockPath})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start schedules: %w", err)
+	}
+	s.sched = sched
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	sock, err := socket.Listen(sockPath, s.svc, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.sock = sock
+	s.done = make(chan error, 1)
+	go func() { s.done <- sock.Serve() }()
+	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
+	ok = true
+	return s, nil
+}
+
+func (s *server) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if s.sock != nil {
+		s.sock.Close()
+	}
+	if s.sched != nil {
+		s.sched.Close()
+	}
+	if s.engine != nil {
+		s.engine.Close(ctx)
+	} else if s.host != nil {
+		s.host.Shutdown(ctx)
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+	s.lock.Release()
+}
+
+// providers builds the provider adapters.
+func providers(cfg config.Config, log *slog.Logger) []core.Provider {
+	table := priceTable(cfg, log)
+	return []core.Provider{
+		shell.New(),
+		claude.New(claude.Options{Bin: cfg.Providers["claude"].Bin, Logger: log, Prices: table}),
+		codex.New(codex.Options{Bin: cfg.Providers["codex"].Bin, Logger: log, Prices: table}),
+		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
+		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
+	}
+}
+
+// priceTable is the embedded price table with the config's [prices] overrides.
+func priceTable(cfg config.Config, log *slog.Logger) *prices.Table {
+	var rows []prices.Row
+	for model, p := range cfg.Prices {
+		rows = append(rows, prices.Row{Model: model, Input: p.Input, Output: p.Output, CacheRead: p.CacheRead,
+			CacheWrite5m: p.CacheWrite, Date: "config", Source: cfg.Path})
+	}
+	t, err := prices.New(rows)
+	if err != nil {
+		if log != nil {
+			log.Warn("price overrides ignored", "err", err)
+		}
+		return prices.Default()
+	}
+	return t
+}
+
+// Serve runs the headless server until ctx ends (a signal), reloading the config on
+// SIGHUP. It says on stderr where it serves.
+func Serve(ctx context.Context, stderr io.Writer) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit keeps badger's write bursts from growing the heap for good;
+		// the GC works harder near it instead. GOMEMLIMIT overrides. (The dashboard,
+		// which also holds the UI, keeps Go's default.)
+		debug.SetMemoryLimit(64 << 20)
+	}
+	s, err := startServer(ctx)
+	if err != nil {
+		return err
+	}
+	// SIGHUP reloads the config (only headless: the dashboard's terminal hanging up
+	// must still end the dashboard).
+	s.watchReload(ctx)
+	info, _ := s.engine.Info(ctx)
+	fmt.Fprintf(stderr, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
+	select {
+	case <-ctx.Done():
+	case err = <-s.done:
+	}
+	s.close(context.Background())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// stableSelf is the orcr binary that agents' hooks call back. Under `go run .` the
+// binary lives in a temporary build directory that disappears when go run exits,
+// while agents on tmux or herdr keep running and keep calling their hooks; so such a
+// binary is copied to $ORCR_HOME/bin first.
+func stableSelf(home string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if !strings.Contains(self, string(filepath.Separator)+"go-build") {
+		return self, nil
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dir := filepath.Join(home, "bin")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".orcr-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, src); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("copy %s: %w", self, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "orcr")
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
