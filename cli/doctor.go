@@ -48,6 +48,10 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	if r.Server != nil {
 		fmt.Fprintf(w, "server   running (pid %d, host %s, %d agents)\n", r.Server.PID, r.Server.Host, r.Server.Agents)
+		if l := r.Server.Limits; l != nil {
+			fmt.Fprintf(w, "limits   %d of %d connections open; per connection %d requests at once, %d MiB of unread answers ([server] in the config)\n",
+				l.Connections, l.MaxConnections, l.MaxInFlight, l.MaxUnread>>20)
+		}
 	} else {
 		fmt.Fprintln(w, "server   not running — start it with `orcr serve` or open the dashboard with `orcr`")
 	}

@@ -22,6 +22,7 @@ type Config struct {
 	Tmux      Tmux                         `toml:"tmux"`
 	Limits    map[string]int               `toml:"limits"` // global, min_free_mb, <provider>
 	GC        GC                           `toml:"gc"`
+	Server    Server                       `toml:"server"`
 	UI        UI                           `toml:"ui"`
 	Keys      map[string][]string          `toml:"keys"`
 	Themes    map[string]map[string]string `toml:"themes"`
@@ -41,6 +42,15 @@ type Herdr struct {
 // Tmux configures the tmux host.
 type Tmux struct {
 	Bin string `toml:"bin"`
+}
+
+// Server bounds what clients may hold of the server (DESIGN §13); 0 takes the default
+// (16384 connections, kept under the file limit; 16 requests in flight and 4 MiB of unread
+// answers per connection). `orcr doctor` shows the numbers in force.
+type Server struct {
+	MaxConnections int `toml:"max_connections"`
+	MaxInFlight    int `toml:"max_requests_per_connection"`
+	MaxUnreadMB    int `toml:"max_unread_mb"`
 }
 
 // GC configures lifecycle collection; durations use Go syntax ("10m", "24h").

@@ -133,6 +133,8 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.sock = sock
 	s.done = make(chan error, 1)
+	sock.SetLimits(socket.Limits{MaxConnections: cfg.Server.MaxConnections, MaxInFlight: cfg.Server.MaxInFlight,
+		MaxUnread: cfg.Server.MaxUnreadMB << 20})
 	go func() { s.done <- sock.Serve() }()
 	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
 	ok = true

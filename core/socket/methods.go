@@ -165,6 +165,9 @@ func decoder[P any](method string) func(json.RawMessage) (any, error) {
 					method, quoteAll(missing))
 			}
 		}
+		if err := wire.CheckRanges(method, p); err != nil {
+			return nil, err
+		}
 		return p, nil
 	}
 }

@@ -127,10 +127,10 @@ const CodeNameTaken = "name_taken"
 // value; a provider cap of 0 removes that cap. Changes apply at the next admission and
 // last until the server restarts or reloads its config.
 type CapsParams struct {
-	Global       *int           `json:"global,omitempty"`
-	Provider     map[string]int `json:"provider,omitempty"`
-	MinFreeMB    *int           `json:"minFreeMb,omitempty"`
-	AgingSeconds *int           `json:"agingSeconds,omitempty"`
+	Global       *int           `json:"global,omitempty" range:"0,100000"`
+	Provider     map[string]int `json:"provider,omitempty" range:"0,100000"`
+	MinFreeMB    *int           `json:"minFreeMb,omitempty" range:"0,100000000"`
+	AgingSeconds *int           `json:"agingSeconds,omitempty" range:"0,31622400"`
 }
 
 // GCParams runs lifecycle collection now (gc.run).

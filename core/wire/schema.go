@@ -42,7 +42,7 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
 	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
-	CodeStoreUnavailable}
+	CodeStoreUnavailable, CodeTooManyConnections}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
@@ -85,7 +85,11 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 			props := map[string]any{}
 			var required []string
 			for _, f := range fields(t) {
-				props[f.Name] = schemaOf(f.Type, defs)
+				prop := schemaOf(f.Type, defs)
+				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
+					prop["minimum"], prop["maximum"] = lo, hi
+				}
+				props[f.Name] = prop
 				if f.Required {
 					required = append(required, f.Name)
 				}
