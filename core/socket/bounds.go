@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -214,4 +216,40 @@ func (w withLimits) Info(ctx context.Context) (wire.InfoResult, error) {
 		info.Limits = w.s.limitsNow()
 	}
 	return info, err
+}
+
+// connMemory is what an open connection costs the Go runtime (its goroutine's stack and its
+// structures), by which the soft memory limit is raised while it is open. The server runs
+// under a soft limit (64 MiB) that keeps badger's bursts from growing the heap for good;
+// 10,000 idle connections' stacks alone brought the runtime to that limit, and its GC then
+// ran back to back, tripling every call's time.
+const connMemory = 8 << 10
+
+// memLimit follows the connection count in steps, so the limit is not reset per accept.
+type memLimit struct {
+	mu   sync.Mutex
+	base int64 // the limit without connections; 0 when none was set
+	set  int   // connections the current limit allows for
+}
+
+func (m *memLimit) follow(conns int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.base == 0 {
+		cur := debug.SetMemoryLimit(-1)
+		if cur == math.MaxInt64 {
+			m.base = -1 // no limit: nothing to follow
+		} else {
+			m.base = cur
+		}
+	}
+	if m.base < 0 {
+		return
+	}
+	step := (conns + 255) / 256 * 256
+	if step == m.set {
+		return
+	}
+	m.set = step
+	debug.SetMemoryLimit(m.base + int64(step)*connMemory)
 }
