@@ -209,6 +209,8 @@ func NewApp(o Options) *cli.Command {
 		},
 		app.scheduleCommand(),
 		app.gcCommand(),
+		app.catalogCommand(),
+		app.planCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)

@@ -91,3 +91,21 @@ func FormatCost(a wire.Agent) string {
 	}
 	return "unpriced"
 }
+
+// FormatEstimate is a plan estimate as people write it: 20m, 1h30m, 2h; "-" for none.
+func FormatEstimate(seconds int) string {
+	if seconds <= 0 {
+		return "-"
+	}
+	d := time.Duration(seconds) * time.Second
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0 && m == 0:
+		return fmt.Sprintf("%ds", seconds)
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}

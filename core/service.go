@@ -26,6 +26,8 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	PlanService
+	CatalogService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -43,6 +45,8 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	PlanService
+	CatalogService
 }
 
 var _ Service = Composed{}
@@ -106,6 +110,22 @@ type ScheduleService interface {
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
+// rejects it (package orchestrate implements it).
+type PlanService interface {
+	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
+	Plans(ctx context.Context) ([]wire.Plan, error)
+	// PlanGet re-reads the plan's file, so what it returns is the file as it is now.
+	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
+	PlanApprove(ctx context.Context, name string) (wire.Plan, error)
+	PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error)
+}
+
+// CatalogService shows the model catalog (package orchestrate implements it).
+type CatalogService interface {
+	Catalog(ctx context.Context) (wire.CatalogResult, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

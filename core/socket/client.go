@@ -532,3 +532,37 @@ func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Re
 type Resizer interface {
 	Resizes() <-chan [2]int
 }
+
+// PlanNew starts a plan.
+func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanNew, p)
+	return r.Plan, err
+}
+
+// Plans lists every plan.
+func (c *Client) Plans(ctx context.Context) ([]wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanList, wire.Empty{})
+	return r.Plans, err
+}
+
+// PlanGet returns one plan and its file as it is now.
+func (c *Client) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
+	return invoke(ctx, c, wire.PlanGet, wire.PlanNameParams{Name: name})
+}
+
+// PlanApprove approves a drafted plan.
+func (c *Client) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanApprove, wire.PlanNameParams{Name: name})
+	return r.Plan, err
+}
+
+// PlanReject rejects a drafted plan with a reason.
+func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanReject, p)
+	return r.Plan, err
+}
+
+// Catalog returns the model catalog.
+func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
+	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
+}

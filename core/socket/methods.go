@@ -107,6 +107,31 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.PlanNew, func(ctx context.Context, s core.Service, p *wire.PlanNewParams) (wire.PlanResult, error) {
+			pl, err := s.PlanNew(ctx, *p)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.PlanList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.PlanListResult, error) {
+			ps, err := s.Plans(ctx)
+			if ps == nil {
+				ps = []wire.Plan{}
+			}
+			return wire.PlanListResult{Plans: ps}, err
+		}),
+		serve(wire.PlanGet, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanGetResult, error) {
+			return s.PlanGet(ctx, p.Name)
+		}),
+		serve(wire.PlanApprove, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanResult, error) {
+			pl, err := s.PlanApprove(ctx, p.Name)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.PlanReject, func(ctx context.Context, s core.Service, p *wire.PlanRejectParams) (wire.PlanResult, error) {
+			pl, err := s.PlanReject(ctx, *p)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.CatalogGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.CatalogResult, error) {
+			return s.Catalog(ctx)
+		}),
 	}
 	m := make(map[string]handler, len(table))
 	for _, h := range table {

@@ -30,7 +30,8 @@ func Schema() map[string]any {
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
 		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
-			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed},
+			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
+			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
 		"$defs":      defs,
 	}
@@ -40,7 +41,7 @@ func Schema() map[string]any {
 var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, CodeInvalidParams, CodeInvalidPath,
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
-	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken}
+	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken, CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
