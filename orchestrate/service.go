@@ -28,6 +28,7 @@ type Agents interface {
 	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
 	Get(ctx context.Context, target string) (wire.Agent, error)
 	Send(ctx context.Context, p wire.SendParams) error
+	Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error)
 	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
 }
 
