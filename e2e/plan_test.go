@@ -131,7 +131,9 @@ func TestPlanWithRealClaude(t *testing.T) {
 	}
 	read := modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Read", Input: map[string]any{"file_path": file}}},
 		Usage: modelserver.Usage{Input: 50, Output: 5}}
-	said := func(s string) modelserver.Turn { return modelserver.Turn{Text: s, Usage: modelserver.Usage{Input: 10, Output: 5}} }
+	said := func(s string) modelserver.Turn {
+		return modelserver.Turn{Text: s, Usage: modelserver.Usage{Input: 10, Output: 5}}
+	}
 
 	// 1. The first draft: a Write the CLI really runs, then the turn ends → drafted.
 	srv.Push(write(planV1), said("The plan is written."))
@@ -237,6 +239,59 @@ func TestPlanWithRealClaude(t *testing.T) {
 	p = getPlan(t, e)
 	if p.Plan.State != "approved" || p.Plan.ApprovedHash != approved.Plan.ApprovedHash || len(p.Milestones) != 3 {
 		t.Fatalf("after a restart: %+v", p.Plan)
+	}
+}
+
+// TestPlanRestartWhileDrafting: the server dies (kill -9) while the lead is still in
+// its turn; on restart the plan is re-derived from the store and the lead's state (on
+// the embedded host the lead died with the server, so its turn is over) and the file
+// the lead wrote makes it drafted. Deleting the file then is reported, not a crash.
+func TestPlanRestartWhileDrafting(t *testing.T) {
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "claude-config")
+	os.MkdirAll(cfg, 0o700)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	repo := filepath.Join(dir, "app")
+	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
+	repo, _ = filepath.EvalSymlinks(repo)
+	exec.Command("git", "-C", repo, "init", "-q").Run()
+	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
+		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.serve()
+	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
+	// --repo names a folder inside the repository: the plan lives at its top.
+	e.must("plan", "new", "csv", "import CSV files into the contacts table", "--repo", filepath.Join(repo, "sub"), "--lead", "claude")
+	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
+	wait.For(t, 60*time.Second, "the lead's turn to start", func() bool {
+		return strings.Contains(e.must("agent", "get", "plans/csv/lead"), "working")
+	})
+	os.MkdirAll(filepath.Dir(file), 0o755)
+	os.WriteFile(file, []byte(planV1), 0o644)
+	if p := getPlan(t, e); p.Plan.State != "drafting" || p.Plan.Lead != "claude:claude-opus-5" {
+		t.Fatalf("before the crash: %s on %s", p.Plan.State, p.Plan.Lead)
+	}
+	e.kill9()
+	e.serve()
+	p := waitPlan(t, e, 30*time.Second, "drafted after the restart", func(r wire.PlanGetResult) bool { return r.Plan.State == "drafted" })
+	if len(p.Milestones) != 1 || p.Plan.File != file {
+		t.Fatalf("after the restart: %+v", p)
+	}
+	os.Remove(file)
+	p = getPlan(t, e)
+	if !p.Missing || p.Plan.State != "drafted" || len(p.Problems) != 1 || p.Problems[0].Code != "unreadable" {
+		t.Fatalf("deleted file: missing %v state %s problems %+v", p.Missing, p.Plan.State, p.Problems)
+	}
+	if r := e.orcr("plan", "approve", "csv"); r.code != 1 || !strings.Contains(r.err, "does not exist") {
+		t.Fatalf("approve without a file: %d %s", r.code, r.err)
+	}
+	if !strings.Contains(e.must("plan", "ls"), "drafted") {
+		t.Fatal("plan ls after the file was deleted")
 	}
 }
 
