@@ -56,6 +56,10 @@ type State struct {
 	LastError  string      `json:"lastError,omitempty"`
 	ErrorAt    time.Time   `json:"errorAt,omitzero"`
 	Failures   int         `json:"failures,omitempty"` // consecutive failed polls, for back-off
+	// Counted is the event whose dispatch the state last counted (time and fire), so
+	// settling a dispatch a crash interrupted counts it exactly once: dispatches of one
+	// listener are sequential, so at most one is ever pending.
+	Counted string `json:"counted,omitempty"`
 }
 
 // Processed marks an event dispatched: it is never dispatched again.

@@ -43,16 +43,21 @@ type ShellRun struct {
 	Events   []Event
 	Garbage  int      // lines that were neither a plain line nor a JSON object with an id
 	Samples  []string // the first few of them, shortened
-	ExitCode int
-	Stderr   string // its tail
+	ExitCode  int
+	Stderr    string // its tail
+	Truncated bool   // output past maxShellOutput was not read
 }
 
 // Warning summarises garbage for a listener's record ("" when there was none).
 func (r ShellRun) Warning() string {
-	if r.Garbage == 0 {
-		return ""
+	var parts []string
+	if r.Garbage > 0 {
+		parts = append(parts, fmt.Sprintf("%d unreadable output line(s), e.g. %q", r.Garbage, r.Samples[0]))
 	}
-	return fmt.Sprintf("%d unreadable output line(s), e.g. %q", r.Garbage, r.Samples[0])
+	if r.Truncated {
+		parts = append(parts, fmt.Sprintf("output past %d MiB ignored", maxShellOutput>>20))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Run runs the command once.
@@ -80,7 +85,12 @@ func (s ShellSource) Run(ctx context.Context) (ShellRun, error) {
 		return ShellRun{}, fmt.Errorf("shell source: %w", err)
 	}
 	werr := cmd.Wait()
-	run := parseShellOutput(bytes.NewReader(stdout.b))
+	out := stdout.b
+	if stdout.dropped {
+		out = out[:bytes.LastIndexByte(out, '\n')+1] // the last line was cut: not an event
+	}
+	run := parseShellOutput(bytes.NewReader(out))
+	run.Truncated = stdout.dropped
 	run.Stderr = strings.TrimSpace(stderr.String())
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ShellRun{}, fmt.Errorf("shell source: %w", ctx.Err())
@@ -231,10 +241,17 @@ func lastLine(s string) string {
 }
 
 // capBuffer keeps the first maxShellOutput bytes written to it and discards the rest.
-type capBuffer struct{ b []byte }
+type capBuffer struct {
+	b       []byte
+	dropped bool
+}
 
 func (c *capBuffer) Write(p []byte) (int, error) {
-	if room := maxShellOutput - len(c.b); room > 0 {
+	room := maxShellOutput - len(c.b)
+	if room < len(p) {
+		c.dropped = true
+	}
+	if room > 0 {
 		c.b = append(c.b, p[:min(room, len(p))]...)
 	}
 	return len(p), nil

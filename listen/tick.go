@@ -230,6 +230,7 @@ func (t *Ticker) dispatch(ctx context.Context, st *State, lim *Limiter, e Event,
 	}
 	lim.Record(now)
 	st.Fires++
+	st.Counted = e.ID
 	st.Held = slices.Clone(rest)
 	st.Dispatches = lim.Times(now)
 	if err := t.Records.PutState(ctx, name, *st); err != nil {
@@ -256,9 +257,10 @@ func (t *Ticker) settle(ctx context.Context, st *State, lim *Limiter) error {
 			return fmt.Errorf("settle dispatch %s: %w", d.Event.ID, err)
 		}
 		if done {
-			if !slices.ContainsFunc(st.Dispatches, d.At.Equal) {
+			if st.Counted != d.Event.ID {
 				lim.Record(d.At)
 				st.Fires++
+				st.Counted = d.Event.ID
 			}
 			st.Held = slices.DeleteFunc(st.Held, func(e Event) bool { return e.ID == d.Event.ID })
 			st.Dispatches = lim.Times(t.now())
