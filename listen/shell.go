@@ -40,9 +40,9 @@ const (
 
 // ShellRun is what one run produced.
 type ShellRun struct {
-	Events   []Event
-	Garbage  int      // lines that were neither a plain line nor a JSON object with an id
-	Samples  []string // the first few of them, shortened
+	Events    []Event
+	Garbage   int      // lines that were neither a plain line nor a JSON object with an id
+	Samples   []string // the first few of them, shortened
 	ExitCode  int
 	Stderr    string // its tail
 	Truncated bool   // output past maxShellOutput was not read
