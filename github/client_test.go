@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +304,36 @@ func TestCommentsEventsPullsReviews(t *testing.T) {
 	all, _, err := c.ListIssues(ctx, "o/r", github.IssueQuery{State: "all"})
 	if err != nil || len(all) != 2 || !all[0].PullRequest || all[1].PullRequest {
 		t.Fatalf("issues with a PR: %+v %v", all, err)
+	}
+}
+
+// BenchmarkRaw304 is the same 304 exchange with a bare net/http client, so the
+// difference from BenchmarkTickNotModified is what this client adds (go-github, the
+// ETag cache, decoding the replayed page).
+func BenchmarkRaw304(b *testing.B) {
+	s := githubtest.New(b, githubtest.WithToken("tok", "alice"), githubtest.WithRateLimit(1<<30))
+	newest := seed1000(s)
+	url := s.URL + "/repos/o/r/issues?direction=asc&per_page=100&since=" + newest.Format(time.RFC3339) + "&sort=updated"
+	get := func(etag string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer tok")
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("ETag")
+	}
+	_, etag := get("")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if st, _ := get(etag); st != http.StatusNotModified {
+			b.Fatalf("status %d", st)
+		}
 	}
 }
