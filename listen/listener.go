@@ -153,6 +153,9 @@ func Parse(name string, data []byte) (Listener, error) {
 	if err := ValidateName(name); err != nil {
 		return fail(0, "%v", err)
 	}
+	if line, msg := checkShape(string(data)); msg != "" {
+		return fail(line, "%s", msg)
+	}
 	var doc fileDoc
 	md, err := toml.Decode(string(data), &doc)
 	if err != nil {

@@ -168,6 +168,31 @@ func numbered(s string) string {
 	return b.String()
 }
 
+func TestHostileShapesAreRefusedFast(t *testing.T) {
+	cases := map[string]int{
+		strings.Repeat("x.", 20000) + "y = 1":                                       1,
+		"a = " + strings.Repeat("{b = ", 3000) + "1" + strings.Repeat("}", 3000):    1,
+		"\n\n[" + strings.Repeat("x.", 3000) + "y]":                                 3,
+		"a = [" + strings.Repeat("{b = [", 2000) + strings.Repeat("]}", 2000) + "]": 1,
+		strings.Repeat("# padding\n", 7000):                                         0,
+	}
+	for doc, line := range cases {
+		start := time.Now()
+		_, err := Parse("x", []byte(doc))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != line || time.Since(start) > 100*time.Millisecond {
+			t.Errorf("%.30q…: %v after %s", doc, err, time.Since(start))
+		}
+	}
+	// Strings and comments are not shape: templates and dotted text still parse.
+	doc := designExample + "# a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s\n"
+	doc = strings.Replace(doc, `prompt = "Issue #{{number}} {{title}}: {{body}}"`,
+		`prompt = """{{title}} {{body}} {{number}} {{repo}} {{url}} {{user}} see a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t [[[[[[[[[[[[[[[[[[[["""`, 1)
+	if _, err := Parse("x", []byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestParseShellTemplatesAreOpen(t *testing.T) {
 	// A shell source's JSON may carry any field, so the load cannot refuse {{anything}};
 	// the dispatch does, for an event that lacks it.
@@ -211,4 +236,25 @@ func TestParsePeriod(t *testing.T) {
 			t.Errorf("FormatPeriod(%s) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+// FuzzParse: any document either parses or is refused with a ParseError; none panics.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(designExample))
+	f.Add([]byte("[source]\ntype = \"shell\"\ncommand = \"x\"\n[action]\nplan = \"{{title}}\"\n[[rate_limits]]\nmax = 1\nper = \"2 days\""))
+	f.Add([]byte("[[rate_limits]]\n[[rate_limits]]\nmax = 1"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		l, err := Parse("fuzz", doc)
+		var pe *ParseError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("not a ParseError: %v", err)
+		}
+		if err == nil {
+			for _, r := range l.RateLimits {
+				if r.Max < 1 || r.Per < time.Second {
+					t.Fatalf("accepted limit %+v", r)
+				}
+			}
+		}
+	})
 }
