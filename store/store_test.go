@@ -15,6 +15,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 func openT(t testing.TB, dir string) *Store {
@@ -351,12 +352,8 @@ func TestCloseIdempotentAndStopsGC(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.gcRuns.Load() < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("value-log GC loop ran %d times in 10s", s.gcRuns.Load())
-		}
-		time.Sleep(time.Millisecond)
+	if !wait.Until(10*time.Second, func() bool { return s.gcRuns.Load() >= 3 }) {
+		t.Fatalf("value-log GC loop ran %d times in 10s", s.gcRuns.Load())
 	}
 	v, err := s.Get(ctx, "blob", "7")
 	if err != nil || len(v) != 2*valueThreshold || v[0] != 2 {
