@@ -71,6 +71,7 @@ type Page struct {
 	Requests    int  // HTTP requests made
 	NotModified bool // every one was answered 304: nothing changed since the last call
 	Rate        Rate
+	NewestID    int64 // ListLabelEvents: the highest event id seen, of any kind
 }
 
 // New builds a client.

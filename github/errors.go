@@ -32,6 +32,7 @@ type Error struct {
 	Kind    error     // one of the Err* values
 	Op      string    // what was attempted: "list issues"
 	Repo    string    // owner/name, when the call was about one
+	Item    string    // what in the repo, when the call was about one thing: "issue #5"
 	Status  int       // HTTP status (0 when none came back)
 	Message string    // GitHub's message, or the transport's
 	RetryAt time.Time // rate limits: the earliest time a retry can succeed
@@ -45,6 +46,8 @@ func (e *Error) Error() string {
 	}
 	var detail string
 	switch {
+	case errors.Is(e.Kind, ErrNotFound) && e.Item != "":
+		detail = e.Item + " not found, or repo " + e.Repo + " not visible to this token (404)"
 	case errors.Is(e.Kind, ErrNotFound) && e.Repo != "":
 		detail = "repo " + e.Repo + " not visible to this token (404): check the name and the token's access"
 	case errors.Is(e.Kind, ErrUnauthorized):

@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"path"
 	"strconv"
 	"strings"
@@ -75,6 +76,34 @@ func issueOf(repo string, is *gh.Issue) Issue {
 		out.Labels = append(out.Labels, l.GetName())
 	}
 	return out
+}
+
+// GetIssue reads one issue (or pull request, through the issues API). Like every GET it
+// is conditional, so re-reading an unchanged issue costs no rate limit.
+func (c *Client) GetIssue(ctx context.Context, repo string, number int) (Issue, error) {
+	const op = "get issue"
+	owner, name, err := splitRepo(op, repo)
+	if err != nil {
+		return Issue{}, err
+	}
+	var is *gh.Issue
+	resp, err := c.call(ctx, op, repo, true, func() (*gh.Response, error) {
+		var r *gh.Response
+		var err error
+		is, r, err = c.gh.Issues.Get(ctx, owner, name, number)
+		return r, err
+	})
+	if errors.Is(err, ErrMalformed) && resp != nil && resp.Request != nil {
+		c.cache.forget(resp.Request.URL.String())
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		e.Item = "issue #" + strconv.Itoa(number)
+	}
+	if err != nil {
+		return Issue{}, err
+	}
+	return issueOf(repo, is), nil
 }
 
 // Comment is an issue or pull-request conversation comment.
@@ -169,6 +198,9 @@ func (c *Client) ListLabelEvents(ctx context.Context, repo string, afterID int64
 	}, func(page []*gh.IssueEvent) bool {
 		return len(page) > 0 && page[len(page)-1].GetID() <= afterID
 	})
+	for _, e := range got {
+		pg.NewestID = max(pg.NewestID, e.GetID())
+	}
 	var out []LabelEvent
 	for i := len(got) - 1; i >= 0; i-- {
 		e := got[i]

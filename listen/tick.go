@@ -47,7 +47,7 @@ type Ticker struct {
 	Now        func() time.Time // default time.Now
 	// Backoff is the wait after n consecutive failed polls (default: the interval
 	// doubling per failure, at most 30 minutes).
-	Backoff func(err error, failures int, interval time.Duration) time.Duration
+	Backoff func(now time.Time, err error, failures int, interval time.Duration) time.Duration
 }
 
 // TickResult says what a tick did.
@@ -68,7 +68,7 @@ func (t *Ticker) now() time.Time {
 	return time.Now()
 }
 
-func defaultBackoff(_ error, failures int, interval time.Duration) time.Duration {
+func defaultBackoff(_ time.Time, _ error, failures int, interval time.Duration) time.Duration {
 	d := interval
 	for i := 1; i < failures && d < 30*time.Minute; i++ {
 		d *= 2
@@ -121,7 +121,7 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 		if backoff == nil {
 			backoff = defaultBackoff
 		}
-		st.NextPoll = now.Add(backoff(perr, st.Failures, l.Interval))
+		st.NextPoll = now.Add(backoff(now, perr, st.Failures, l.Interval))
 		res.Err, res.Held, res.NextPoll = perr, len(st.Held), st.NextPoll
 		return res, t.Records.PutState(ctx, name, st)
 	}
