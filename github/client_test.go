@@ -300,6 +300,13 @@ func TestCommentsEventsPullsReviews(t *testing.T) {
 	if bodies := s.Comments("o/r", pr.Number); len(bodies) != 1 || bodies[0] != "on it" {
 		t.Fatalf("server has %q", bodies)
 	}
+	is, err := c.GetIssue(ctx, "o/r", a)
+	if err != nil || is.Title != "a" || is.State != "closed" || len(is.Labels) != 121 {
+		t.Fatalf("get issue: %+v %v", is, err)
+	}
+	if _, err := c.GetIssue(ctx, "o/r", 99); !errors.Is(err, github.ErrNotFound) || !strings.Contains(err.Error(), "issue #99 not found") {
+		t.Fatalf("missing issue: %v", err)
+	}
 	// Issues listed through the issues API know pull requests apart.
 	all, _, err := c.ListIssues(ctx, "o/r", github.IssueQuery{State: "all"})
 	if err != nil || len(all) != 2 || !all[0].PullRequest || all[1].PullRequest {

@@ -335,3 +335,54 @@ func ValidateName(name string) error {
 	}
 	return nil
 }
+
+// DefaultDir is where listener files live: $XDG_CONFIG_HOME/orcr/listeners (or
+// ~/.config/orcr/listeners).
+func DefaultDir() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "orcr", "listeners")
+}
+
+// Loaded is one listener file as last read: the listener, or why it cannot run.
+type Loaded struct {
+	Listener Listener
+	Err      error // a *ParseError; the other files are unaffected
+	ModTime  time.Time
+	Size     int64
+}
+
+// LoadDir reads every NAME.toml in dir (a missing dir is no listeners). A file that does
+// not parse is returned with its error, so it can be shown beside the ones that run.
+// prev, when given, is the last result: files whose size and mtime did not change are
+// not read again, so a 15 s rescan of an unchanged directory is a few stats.
+func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Loaded{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listeners: %w", err)
+	}
+	out := map[string]Loaded{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".toml")
+		info, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		if p, ok := prev[name]; ok && p.ModTime.Equal(info.ModTime()) && p.Size == info.Size() {
+			out[name] = p
+			continue
+		}
+		l, err := LoadFile(filepath.Join(dir, e.Name()))
+		out[name] = Loaded{Listener: l, Err: err, ModTime: info.ModTime(), Size: info.Size()}
+	}
+	return out, nil
+}

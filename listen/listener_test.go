@@ -258,3 +258,41 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestLoadDir(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("triage.toml", designExample)
+	write("broken.toml", "interval = \"2m\"\n[source]\ntype = \"gitlab\"\n")
+	write("notes.txt", "ignored")
+	write(".hidden.toml", "ignored")
+	got, err := LoadDir(dir, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got["triage"].Err != nil || got["triage"].Listener.Source.Trigger != "@orcr" {
+		t.Fatalf("triage: %+v", got["triage"])
+	}
+	var pe *ParseError
+	if !errors.As(got["broken"].Err, &pe) || pe.Line != 3 || !strings.Contains(pe.Error(), "broken.toml") {
+		t.Fatalf("broken: %v", got["broken"].Err)
+	}
+	// Unchanged files are reused; a changed one is read again; a removed one is gone.
+	again, _ := LoadDir(dir, got)
+	if again["triage"].ModTime != got["triage"].ModTime {
+		t.Fatal("unchanged file re-read")
+	}
+	write("broken.toml", strings.Replace(designExample, `"2m"`, `"5m"`, 1))
+	_ = os.Remove(filepath.Join(dir, "triage.toml"))
+	again, _ = LoadDir(dir, again)
+	if len(again) != 1 || again["broken"].Err != nil || again["broken"].Listener.Interval != 5*time.Minute {
+		t.Fatalf("after edits: %+v", again)
+	}
+	if none, err := LoadDir(filepath.Join(dir, "missing"), nil); err != nil || len(none) != 0 {
+		t.Fatalf("missing dir: %v %v", none, err)
+	}
+}
