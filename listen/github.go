@@ -68,10 +68,10 @@ func (g GitHubSource) Poll(ctx context.Context, cursor Cursor) (Poll, error) {
 	return Poll{Events: all, Cursor: next}, nil
 }
 
-// since is a since-based cursor entry.
+// since is a since-based cursor entry: a time and the ids handled at exactly it.
 type since struct {
 	at   time.Time
-	seen []string
+	seen map[string]bool
 }
 
 func readSince(c Cursor, repo string) (since, bool) {
@@ -83,29 +83,39 @@ func readSince(c Cursor, repo string) (since, bool) {
 	if err != nil {
 		return since{}, false
 	}
-	s := since{at: at}
+	s := since{at: at, seen: map[string]bool{}}
 	if seen := c[repo+" seen"]; seen != "" {
-		s.seen = strings.Split(seen, ",")
+		for _, id := range strings.Split(seen, ",") {
+			s.seen[id] = true
+		}
 	}
 	return s, true
 }
 
 func (s since) write(c Cursor, repo string) {
+	ids := make([]string, 0, len(s.seen))
+	for id := range s.seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	c[repo] = s.at.UTC().Format(time.RFC3339)
-	c[repo+" seen"] = strings.Join(s.seen, ",")
+	c[repo+" seen"] = strings.Join(ids, ",")
 }
 
 // covers says the item was handled by an earlier poll.
 func (s since) covers(at time.Time, id string) bool {
-	return at.Before(s.at) || at.Equal(s.at) && slices.Contains(s.seen, id)
+	return at.Before(s.at) || at.Equal(s.at) && s.seen[id]
 }
 
 func (s *since) advance(at time.Time, id string) {
 	switch {
 	case at.After(s.at):
-		s.at, s.seen = at, []string{id}
-	case at.Equal(s.at) && !slices.Contains(s.seen, id):
-		s.seen = append(s.seen, id)
+		s.at, s.seen = at, map[string]bool{id: true}
+	case at.Equal(s.at):
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		s.seen[id] = true
 	}
 }
 
@@ -227,7 +237,7 @@ func (g GitHubSource) reviews(ctx context.Context, repo string, c Cursor) ([]Eve
 			newest = pr.UpdatedAt
 		}
 	}
-	var seen []string
+	seen := map[string]bool{}
 	var out []Event
 	for _, pr := range prs {
 		if pr.UpdatedAt.Before(cur.at) {
@@ -243,7 +253,7 @@ func (g GitHubSource) reviews(ctx context.Context, repo string, c Cursor) ([]Eve
 		for _, rv := range rvs {
 			id := repo + "#" + strconv.Itoa(pr.Number) + "/review-" + strconv.FormatInt(rv.ID, 10)
 			if rv.SubmittedAt.Equal(newest) {
-				seen = append(seen, id)
+				seen[id] = true
 			}
 			if baseline || cur.covers(rv.SubmittedAt, id) || !g.authorized(rv.User) {
 				continue
@@ -261,10 +271,8 @@ func (g GitHubSource) reviews(ctx context.Context, repo string, c Cursor) ([]Eve
 	// pull request seen later is new, and so are its reviews.
 	next := since{at: newest, seen: seen}
 	if newest.Equal(cur.at) {
-		for _, id := range cur.seen {
-			if !slices.Contains(next.seen, id) {
-				next.seen = append(next.seen, id)
-			}
+		for id := range cur.seen {
+			next.seen[id] = true
 		}
 	}
 	next.write(c, repo)

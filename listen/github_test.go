@@ -16,7 +16,7 @@ import (
 // ghRig is a listener over the real client against the fake GitHub, ticked by hand on a
 // clock both share.
 type ghRig struct {
-	t     *testing.T
+	t     testing.TB
 	now   time.Time
 	srv   *githubtest.Server
 	ag    *agents
@@ -26,7 +26,7 @@ type ghRig struct {
 	store *memStore
 }
 
-func newGHRig(t *testing.T, doc string) *ghRig {
+func newGHRig(t testing.TB, doc string) *ghRig {
 	r := &ghRig{t: t, now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), ctx: context.Background()}
 	clock := func() time.Time { return r.now }
 	r.srv = githubtest.New(t, githubtest.WithToken("tok", "orcr-bot"), githubtest.WithClock(clock))
@@ -95,6 +95,40 @@ func TestGitHubIssuesSource(t *testing.T) {
 	reqs := r.srv.Requests()
 	if len(reqs) != 3 || reqs[0].Status != 304 || reqs[2].Status != 304 {
 		t.Fatalf("idle ticks sent %+v", reqs)
+	}
+}
+
+// BenchmarkIssuesIdleTick is DESIGN's number: a tick over a repository with 1,000 open
+// issues and nothing new (one conditional request answered 304), client and records
+// included; the fake server's own work is in the figure too.
+func BenchmarkIssuesIdleTick(b *testing.B) {
+	r := newGHRig(b, issuesDoc)
+	for i := range 1000 {
+		r.srv.AddIssue("o/r", githubtest.Issue{Title: "issue " + strconv.Itoa(i), Body: strings.Repeat("x", 200),
+			Labels: []string{"orcr"}, CreatedAt: r.now.Add(time.Duration(i-1000) * time.Minute)})
+	}
+	r.tk.Listener.RateLimits = nil
+	if res := r.tick(); res.Dispatched != 1000 {
+		b.Fatalf("first tick: %+v", res)
+	}
+	r.tick()
+	r.srv.ResetRequests()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if res := r.tick(); res.Dispatched != 0 || res.Err != nil {
+			b.Fatalf("idle tick: %+v", res)
+		}
+	}
+	b.StopTimer()
+	reqs := r.srv.Requests()
+	for _, q := range reqs {
+		if q.Status != 304 {
+			b.Fatalf("an idle tick sent %+v", q)
+		}
+	}
+	if len(reqs) != b.N {
+		b.Fatalf("%d requests for %d ticks", len(reqs), b.N)
 	}
 }
 

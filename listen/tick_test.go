@@ -282,7 +282,7 @@ per = "day"
 	t.Logf("100 events, %d polls, last dispatch %s", len(src.polls), dispatchTimes[len(dispatchTimes)-1].Sub(start))
 }
 
-func mustParse(t *testing.T, name, doc string) Listener {
+func mustParse(t testing.TB, name, doc string) Listener {
 	t.Helper()
 	l, err := Parse(name, []byte(doc))
 	if err != nil {
