@@ -95,7 +95,7 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 		return TickResult{Skipped: "disabled"}, nil
 	}
 	if !st.NextPoll.IsZero() && now.Before(st.NextPoll) {
-		return TickResult{Skipped: "not due", NextPoll: st.NextPoll}, nil
+		return TickResult{Skipped: "not due", NextPoll: st.NextPoll, Held: len(st.Held)}, nil
 	}
 	lim := NewLimiter(l.RateLimits, st.Dispatches)
 	if err := t.settle(ctx, &st, lim); err != nil {
