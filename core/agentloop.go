@@ -28,6 +28,7 @@ func (e *Engine) startLoop(rt *agentRT) {
 	rt.stop = cancel
 	rt.events = make(chan func(), 16)
 	rt.outputs = make(chan struct{}, 1)
+	rt.judge = make(chan struct{}, 1)
 	rt.exit = make(chan paneEnd, 1)
 	rt.done = make(chan struct{})
 	a := rt.a
@@ -121,6 +122,9 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 					e.apply(ctx, rt, sig)
 				}
 			}
+		case <-rt.judge:
+			// An answer was just sent: judge the screen now, not at the loop's pace.
+			judge(time.Now())
 		case <-rt.outputs:
 			now := time.Now()
 			lastOutput = now

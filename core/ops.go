@@ -211,11 +211,12 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 			return hostErr("send keys", err)
 		}
 	}
+	e.mu.Lock()
+	rt.lastInput = time.Now()
 	if p.Enter {
-		e.mu.Lock()
 		rt.turns++
-		e.mu.Unlock()
 	}
+	e.mu.Unlock()
 	return nil
 }
 

@@ -48,7 +48,7 @@ func sampleAgent(i int) wire.Agent {
 		State:       wire.StateExited,
 		StateSource: "host",
 		StateReason: "process ended",
-		Blocked:     &wire.Blocked{Kind: "question", Detail: "why?", Options: []string{"a", "b"}},
+		Blocked:     &wire.Blocked{Kind: "question", Detail: "why?", Options: []wire.Option{{Label: "a", Key: "1", Meaning: wire.MeaningAllowOnce}, {Label: "b", Key: "2", Meaning: wire.MeaningDeny}}},
 		Host:        "pty",
 		PaneID:      fmt.Sprintf("p%d", i),
 		PID:         1000 + i,

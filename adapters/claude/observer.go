@@ -41,6 +41,13 @@ type observer struct {
 	sentTurns   int
 	sentOpen    bool
 	dialog      string
+
+	// menuSeen: the current prompt's menu has been on screen, so its going away
+	// means it was answered. permHook: a PermissionRequest came this turn, which
+	// makes the later, vaguer permission Notification redundant.
+	menuSeen   bool
+	permHook   bool
+	promptText string // the screen Prompt last read, for AnswerSteps
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
@@ -56,6 +63,15 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	}
 	if path != "" {
 		o.tail = &jsonl.Tail{Path: path}
+	}
+	// Re-adopted after a restart: carry on from the recorded state, so a prompt still
+	// on screen stays blocked rather than read as "working" off the transcript.
+	if a.State.Live() {
+		o.state, o.blocked = a.State, a.Blocked
+		o.menuSeen = a.Blocked != nil && len(a.Blocked.Options) > 0
+		// orcr launches claude with its hooks: unless the transcript had to decide
+		// last (hooks silent), they keep coming after the restart.
+		o.hooksSeen = a.StateSource != "transcript"
 	}
 	return o
 }
@@ -121,11 +137,17 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 			o.setState(sig, wire.StateIdle, "session "+orDefault(h.Source, "started"), nil)
 		}
 	case "UserPromptSubmit":
+		o.permHook = false
 		o.setState(sig, wire.StateWorking, "prompt submitted", nil)
 	case "Stop":
+		// Read the turn to its end first, so whoever sees "done" sees its usage.
+		o.drain(h.LastAssistantMsg)
+		o.fromTranscript(sig)
+		sig.Source = "hook"
 		if h.LastAssistantMsg != "" && h.LastAssistantMsg != o.sentLast {
 			sig.LastMessage, o.sentLast = h.LastAssistantMsg, h.LastAssistantMsg
 		}
+		o.permHook, o.menuSeen = false, false
 		o.setState(sig, wire.StateDone, "turn finished", nil)
 	case "StopFailure":
 		if h.Error == "rate_limit" {
@@ -136,17 +158,31 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	case "Notification":
 		switch h.NotificationType {
 		case "permission_prompt":
-			if o.state != wire.StateBlocked {
-				o.setState(sig, wire.StateBlocked, "permission prompt", &wire.Blocked{Kind: "permission", Detail: h.Message})
+			if o.state != wire.StateBlocked && !o.permHook {
+				o.setState(sig, wire.StateBlocked, "permission prompt", &wire.Blocked{Kind: wire.BlockedPermission, Detail: h.Message})
 			}
 		case "elicitation_dialog":
-			o.setState(sig, wire.StateBlocked, "question", &wire.Blocked{Kind: "question", Detail: h.Message})
+			if o.state != wire.StateBlocked {
+				o.setState(sig, wire.StateBlocked, "question", &wire.Blocked{Kind: wire.BlockedQuestion, Detail: h.Message})
+			}
 		}
 	case "PermissionRequest":
+		o.permHook = true
 		b := permissionBlock(h.ToolName, h.ToolInput)
+		if o.state == wire.StateBlocked && o.menuSeen && o.blocked != nil {
+			// The menu was read off the screen before this hook arrived: keep its
+			// options, add what the hook knows.
+			m := *o.blocked
+			m.Kind, m.Detail = b.Kind, b.Detail
+			if b.Text != "" {
+				m.Text = b.Text
+			}
+			b = &m
+		}
 		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
 	case "PostToolUse", "PostToolUseFailure":
-		if o.state == wire.StateBlocked {
+		if o.state == wire.StateBlocked && (o.blocked == nil || o.blocked.Kind != wire.BlockedLimit) {
+			o.menuSeen = false
 			o.setState(sig, wire.StateWorking, "tool ran", nil)
 		}
 	}
@@ -216,7 +252,7 @@ func (o *observer) limitHit(sig *core.Signal, text string) {
 	if reset != nil {
 		detail = "resets " + reset.UTC().Format("15:04 UTC")
 	}
-	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: strings.TrimSpace(text), ResetsAt: reset})
+	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: strings.TrimSpace(text), ResetsAt: reset})
 	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
 }
 
@@ -274,7 +310,7 @@ func (o *observer) fromTranscript(sig *core.Signal) {
 	}
 	if t.Limit != nil && !t.Limit.At.Equal(o.sentLimitAt) {
 		o.sentLimitAt = t.Limit.At
-		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 			o.limitHit(sig, t.Limit.Text)
 		}
 	}
@@ -282,7 +318,7 @@ func (o *observer) fromTranscript(sig *core.Signal) {
 	if !o.hooksSeen && sig.State == "" {
 		if t.TurnEnded > o.sentTurns && !t.TurnOpen {
 			o.setState(sig, wire.StateDone, "turn finished (transcript)", nil)
-		} else if t.TurnOpen && !o.sentOpen && o.state != wire.StateWorking {
+		} else if t.TurnOpen && !o.sentOpen && o.state != wire.StateWorking && o.state != wire.StateBlocked {
 			o.setState(sig, wire.StateWorking, "prompt in transcript", nil)
 		}
 	}
@@ -314,26 +350,25 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// permissionBlock describes a PermissionRequest: "Bash(rm -rf build)", or for
-// AskUserQuestion the question and its answer choices.
+// permissionBlock describes a PermissionRequest: "Bash(rm -rf build)"; for
+// ExitPlanMode the plan in full; for AskUserQuestion the question. The options are
+// read from the menu on screen, which is what the keys act on.
 func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
-	if tool == "AskUserQuestion" {
-		b := &wire.Blocked{Kind: "question"}
+	switch tool {
+	case "AskUserQuestion":
+		b := &wire.Blocked{Kind: wire.BlockedQuestion}
 		qs, _ := in["questions"].([]any)
 		if len(qs) > 0 {
 			q, _ := qs[0].(map[string]any)
 			b.Detail, _ = q["question"].(string)
-			opts, _ := q["options"].([]any)
-			for _, op := range opts {
-				if m, ok := op.(map[string]any); ok {
-					if l, _ := m["label"].(string); l != "" {
-						b.Options = append(b.Options, l)
-					}
-				}
-			}
+			b.Text = b.Detail
 		}
+		return b
+	case "ExitPlanMode":
+		b := &wire.Blocked{Kind: wire.BlockedPlan, Detail: "plan"}
+		b.Text, _ = in["plan"].(string)
 		return b
 	}
 	arg := ""
@@ -346,6 +381,35 @@ func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
 	if len(arg) > 200 {
 		arg = arg[:200] + "…"
 	}
-	return &wire.Blocked{Kind: "permission", Detail: fmt.Sprintf("%s(%s)", orDefault(tool, "tool"), arg),
-		Options: []string{"Yes", "Yes, and don't ask again", "No"}}
+	return &wire.Blocked{Kind: wire.BlockedPermission, Detail: fmt.Sprintf("%s(%s)", orDefault(tool, "tool"), arg)}
+}
+
+// drainBound is how long a Stop hook waits for the turn's last lines to reach the
+// transcript: claude can run the hook before it has written them (agent-clis.md §8).
+const drainBound = time.Second
+
+// drain reads the transcript until it holds the turn's end (the hook's last message,
+// or any ended turn when the hook names none), bounded by drainBound.
+func (o *observer) drain(last string) {
+	if o.tail == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainBound)
+	defer cancel()
+	turns := o.tr.TurnEnded
+	for {
+		if _, err := o.tail.Read(ctx, o.tr.Add); errors.Is(err, jsonl.ErrShrunk) {
+			o.tr = NewTranscript()
+			o.sentTurns, o.sentOpen = 0, false
+			continue
+		}
+		if last != "" && strings.TrimSpace(o.tr.LastMessage) == strings.TrimSpace(last) || o.tr.TurnEnded > turns {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -64,6 +64,10 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	if a.Transcript != "" {
 		o.adopt(a.Transcript)
 	}
+	// Re-adopted after a restart: a prompt still on screen stays blocked.
+	if a.State.Live() {
+		o.state, o.blocked = a.State, a.Blocked
+	}
 	return o
 }
 
@@ -201,7 +205,7 @@ func (o *observer) limitHit(sig *core.Signal, text string, reset *time.Time) {
 			win = "weekly"
 		}
 	}
-	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: text, ResetsAt: reset})
+	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: text, ResetsAt: reset})
 	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
 }
 

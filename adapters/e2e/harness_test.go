@@ -110,3 +110,12 @@ func (e *orcrEnv) waitAgent(target string, d time.Duration, what string, cond fu
 	}
 	return a
 }
+
+// stop stops the running server (gracefully, then by force) so a test can restart it.
+func (e *orcrEnv) stop() {
+	if e.srv == nil {
+		return
+	}
+	e.srv.Stop()
+	e.srv = nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,7 +144,7 @@ func (o *observer) Hook(name string, payload []byte) (*core.Signal, error) {
 				o.set(sig, wire.StateWorking, "session busy", nil)
 			}
 		case "idle":
-			if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+			if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 				o.set(sig, wire.StateDone, "session idle", nil)
 			}
 		case "retry":
@@ -190,18 +191,18 @@ func (o *observer) Hook(name string, payload []byte) (*core.Signal, error) {
 			}
 			detail = perm + "(" + strings.Join(e.Properties.Patterns, " ") + ")"
 		}
-		o.set(sig, wire.StateBlocked, "permission: "+detail, &wire.Blocked{Kind: "permission", Detail: detail,
-			Options: []string{"Allow once", "Allow always", "Reject"}})
+		o.set(sig, wire.StateBlocked, "permission: "+detail, &wire.Blocked{Kind: wire.BlockedPermission, Detail: detail,
+			Question: "Permission required", Options: permissionOptions()})
 	case "question.asked":
 		if !o.root(sid) {
 			break
 		}
-		b := &wire.Blocked{Kind: "question"}
+		b := &wire.Blocked{Kind: wire.BlockedQuestion}
 		if len(e.Properties.Questions) > 0 {
 			q := e.Properties.Questions[0]
-			b.Detail = q.Question
-			for _, op := range q.Options {
-				b.Options = append(b.Options, op.Label)
+			b.Detail, b.Question, b.Text = q.Question, q.Question, q.Question
+			for i, op := range q.Options {
+				b.Options = append(b.Options, wire.Option{Label: op.Label, Key: strconv.Itoa(i + 1), Meaning: agentkit.Classify(op.Label)})
 			}
 		}
 		o.set(sig, wire.StateBlocked, "question: "+b.Detail, b)
@@ -297,7 +298,7 @@ func (o *observer) limit(sig *core.Signal, text string) {
 	if reset != nil {
 		detail = "resets " + reset.UTC().Format("15:04 UTC")
 	}
-	o.set(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: text, ResetsAt: reset})
+	o.set(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: text, ResetsAt: reset})
 	o.reading = &wire.LimitReading{Provider: Name, Window: "5h", UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"orcr/adapters/internal/agentkit"
 	"orcr/adapters/internal/jsonl"
 	"orcr/core"
 	"orcr/core/wire"
@@ -24,6 +25,7 @@ type observer struct {
 
 	state    wire.State
 	blocked  *wire.Blocked
+	menu     *agentkit.Menu // the list Prompt last read, for AnswerSteps
 	reading  *wire.LimitReading
 	sentUse  wire.Usage
 	sentMod  string
@@ -140,7 +142,7 @@ func (o *observer) limit(sig *core.Signal, l *LimitHit) {
 	if l.ResetsAt != nil {
 		detail = "resets " + l.ResetsAt.UTC().Format("15:04 UTC")
 	}
-	o.set(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: l.Text, ResetsAt: l.ResetsAt})
+	o.set(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: l.Text, ResetsAt: l.ResetsAt})
 	o.reading = &wire.LimitReading{Provider: Name, Window: "5h", UsedPct: 100, ResetsAt: l.ResetsAt, LimitHit: true, ObservedAt: o.now().UTC()}
 }
 
@@ -169,12 +171,12 @@ func (o *observer) Screen(sc core.Screen, quiet time.Duration) *core.Signal {
 			return nil
 		}
 		o.dialog = "trust project"
-		o.set(sig, wire.StateBlocked, "dialog: trust project", &wire.Blocked{Kind: "dialog", Detail: "trust project"})
+		o.set(sig, wire.StateBlocked, "dialog: trust project", &wire.Blocked{Kind: wire.BlockedDialog, Detail: "trust project", Question: "trust project", Options: dialogOptions(sc.Text)})
 		return sig
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "dialog" {
+		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
 			o.set(sig, wire.StateWorking, "dialog dismissed", nil)
 			return sig
 		}
@@ -188,4 +190,12 @@ func same(a, b wire.Usage) bool {
 		return false
 	}
 	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
+}
+
+// dialogOptions reads a dialog's list, when it has one.
+func dialogOptions(text string) []wire.Option {
+	if m := agentkit.ParseMenu(text, true); m != nil {
+		return m.Options()
+	}
+	return nil
 }
