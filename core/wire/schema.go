@@ -41,7 +41,9 @@ func Schema() map[string]any {
 var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, CodeInvalidParams, CodeInvalidPath,
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
-	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken, CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
+	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
