@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ func (ps *Plans) Change(ctx context.Context, name string, fn func(Record) (Recor
 		}
 	}
 	next.Name = name
+	if reflect.DeepEqual(r, next) {
+		return next, actions, nil // nothing changed: no write
+	}
 	if err := ps.put(ctx, next); err != nil {
 		return r, nil, err
 	}

@@ -195,7 +195,7 @@ func (s *Service) PlanGet(ctx context.Context, name string) (wire.PlanGetResult,
 		return wire.PlanGetResult{}, err
 	}
 	if r.State != PlanDrafting && r.State != PlanRejected {
-		r = s.checkFile(ctx, r, true)
+		r = s.checkFile(ctx, r)
 	}
 	cat, _ := s.catalog() // a broken user catalog is reported by catalog.get; check without it
 	return planView(r, cat), nil

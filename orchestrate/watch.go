@@ -289,21 +289,22 @@ func (s *Service) pollFiles(ctx context.Context) {
 		}
 		for _, r := range recs {
 			if r.State == PlanDrafted || r.State == PlanApproved || r.State == PlanFailed {
-				s.checkFile(ctx, r, false)
+				s.checkFile(ctx, r)
 			}
 		}
 	}
 }
 
-// checkFile reads r's file when it changed since last looked at (always when force)
-// and steps the plan with it.
-func (s *Service) checkFile(ctx context.Context, r Record, force bool) Record {
+// checkFile reads r's file when it changed since last looked at (size and
+// modification time; every write of a file changes the latter) and steps the plan
+// with it.
+func (s *Service) checkFile(ctx context.Context, r Record) Record {
 	st := statFile(r.File)
 	s.mu.Lock()
 	seen, ok := s.stamps[r.Name]
 	s.stamps[r.Name] = st
 	s.mu.Unlock()
-	if ok && seen == st && !force {
+	if ok && seen == st {
 		return r
 	}
 	cat, _ := s.catalog()
