@@ -251,7 +251,11 @@ func (app *app) editOutcome(before, after wire.PlanGetResult) error {
 		for _, pr := range after.Problems {
 			fmt.Fprintf(app.err, "%s [%s]\n", pr.Message, pr.Code)
 		}
-		return exitErr{code: ExitError, msg: fmt.Sprintf("plan %s has %d problems; fix them with `orcr plan edit %s`", p.Name, len(after.Problems), p.Name)}
+		n := fmt.Sprintf("%d problems", len(after.Problems))
+		if len(after.Problems) == 1 {
+			n = "a problem"
+		}
+		return exitErr{code: ExitError, msg: fmt.Sprintf("plan %s has %s; fix it with `orcr plan edit %s`", p.Name, n, p.Name)}
 	}
 	switch {
 	case before.Source == after.Source:
