@@ -75,7 +75,7 @@ func TestUsageView(t *testing.T) {
 	m := newTestModel(t, 160, 48, Options{})
 	m.panel.tab = tabUsage
 	v := panelText(t, m)
-	for _, w := range []string{"claude", "tokens 277.0k  cost $4.93", "5h", "82%", "weekly", "31%", "resets Nov 30 14:00 (in 2h)", "codex", "100% LIMIT"} {
+	for _, w := range []string{"claude", "tokens 200k/77k  cost $4.93", "5h", "82%", "weekly", "31%", "resets Nov 30 14:00 (in 2h)", "codex", "100% LIMIT"} {
 		if !strings.Contains(v, w) {
 			t.Fatalf("usage lacks %q:\n%s", w, v)
 		}

@@ -21,7 +21,7 @@ func TestIndexRollupsIncremental(t *testing.T) {
 	if review.roll.agents != 4 || review.roll.groups[gBlocked] != 1 || review.roll.worst() != gBlocked {
 		t.Fatalf("review roll-up = %+v", review.roll)
 	}
-	if got := x.root.roll.tokens; got != 5_400+1_250_000+220_000+48_000+9_000 {
+	if got := x.root.roll.usage.In + x.root.roll.usage.Out; got != 5_400+1_250_000+220_000+48_000+9_000 {
 		t.Fatalf("root tokens = %d", got)
 	}
 	// A state change touches the node and its ancestors only: no rebuild of the rows.
@@ -122,7 +122,7 @@ func TestTreeKeysAndView(t *testing.T) {
 		t.Fatal("left did not fold")
 	}
 	v := plain(screen(t, m))
-	if strings.Contains(v, "lint") || !strings.Contains(v, "▸ ■ build/") {
+	if strings.Contains(v, "lint") || !strings.Contains(v, "▸ ✗ build/") {
 		t.Fatalf("folded view:\n%s", v)
 	}
 	press(m, "space")
