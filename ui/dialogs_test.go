@@ -224,6 +224,37 @@ func TestSpawnForm(t *testing.T) {
 	}
 }
 
+// TestSpawnFormQuotedCommand: the command field splits like a shell, so a quoted
+// script reaches the server as one argument; an unterminated quote keeps the form open
+// with the reason instead of spawning something else.
+func TestSpawnFormQuotedCommand(t *testing.T) {
+	spawn := func(command string) (action, *Model) {
+		m := newTestModel(t, 100, 30, Options{})
+		press(m, "n")
+		msgs := textKeys("demo/q")
+		msgs = append(msgs, key("enter"), key("left"), key("enter")) // provider: shell (last, wraps)
+		msgs = append(msgs, key("enter"), key("enter"))               // model, cwd
+		msgs = append(msgs, textKeys(command)...)
+		msgs = append(msgs, key("enter"), key("enter"))
+		return runDialog(t, m.dialogs[0], msgs...), m
+	}
+	act, _ := spawn(`sh -c 'echo ok; exec cat'`)
+	ra, ok := act.(runAction)
+	if !ok {
+		t.Fatalf("action = %#v", act)
+	}
+	if want := []string{"sh", "-c", "echo ok; exec cat"}; ra.p.Provider != "shell" || !reflect.DeepEqual(ra.p.Argv, want) {
+		t.Fatalf("run params = %#v", ra.p)
+	}
+	act, m := spawn(`sh -c 'echo ok`)
+	if act != nil {
+		t.Fatalf("an unterminated quote submitted %#v", act)
+	}
+	if v := plain(screen(t, m)); !strings.Contains(v, "unterminated ' quote") {
+		t.Fatalf("no reason shown:\n%s", v)
+	}
+}
+
 func TestSpawnFormRejectsBadPath(t *testing.T) {
 	for _, p := range []string{"", "Bad/Path", "a//b", "-x"} {
 		if validPath(p) == nil {
