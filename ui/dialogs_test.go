@@ -233,7 +233,7 @@ func TestSpawnFormQuotedCommand(t *testing.T) {
 		press(m, "n")
 		msgs := textKeys("demo/q")
 		msgs = append(msgs, key("enter"), key("left"), key("enter")) // provider: shell (last, wraps)
-		msgs = append(msgs, key("enter"), key("enter"))               // model, cwd
+		msgs = append(msgs, key("enter"), key("enter"))              // model, cwd
 		msgs = append(msgs, textKeys(command)...)
 		msgs = append(msgs, key("enter"), key("enter"))
 		return runDialog(t, m.dialogs[0], msgs...), m

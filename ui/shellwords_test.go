@@ -86,7 +86,7 @@ func TestSplitWordsLikeSh(t *testing.T) {
 }
 
 // quoteWords is the inverse of splitWords for the fuzz round trip: each word in single
-// quotes, a single quote written as '\''.
+// quotes, a single quote written as '\”.
 func quoteWords(ws []string) string {
 	q := make([]string, len(ws))
 	for i, w := range ws {
