@@ -168,7 +168,7 @@ func newSpawnDialog(c *common, under string, w int) *formDialog {
 		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
 		huh.NewInput().Title("model    ").Inline(true).Placeholder("provider default").Value(&model),
 		huh.NewInput().Title("cwd      ").Inline(true).Placeholder("server's cwd").Value(&cwd),
-		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv, quoted as in sh: the program for shell, extra flags otherwise").Value(&command).
+		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv as in sh: the program for shell, else extra flags").Value(&command).
 			Validate(validCommand),
 		huh.NewText().Title("prompt").Lines(2).Value(&prompt),
 	))

@@ -246,7 +246,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 		switch ev.Event {
 		case wire.EventAgentScreen:
 			if id := eventAgentID(ev); id != "" && id == before {
-				cmd = tea.Batch(m.requestRead(id), m.armSettle())
+				cmd = tea.Batch(cmd, m.requestRead(id), m.armSettle())
 			}
 			continue
 		case wire.EventAgentRemoved:
@@ -255,6 +255,13 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 			}
 		default:
 			if ev.Agent != nil {
+				// A state change of the selected agent reads its screen again: an
+				// agent that exited at once may never have announced a screen, and its
+				// last screen is only kept once it has ended.
+				if held, ok := m.idx.byID[ev.Agent.ID]; ok && ev.Agent.ID == before && held.agent != nil &&
+					held.agent.State != ev.Agent.State && !ev.Agent.UpdatedAt.Before(held.agent.UpdatedAt) {
+					cmd = tea.Batch(cmd, m.requestRead(before))
+				}
 				m.upsert(*ev.Agent)
 			}
 		}
@@ -262,9 +269,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 			m.panel.events.add(ev)
 		}
 	}
-	if sel := m.afterSelection(before); sel != nil {
-		cmd = sel
-	}
+	cmd = tea.Batch(cmd, m.afterSelection(before))
 	m.syncPreview()
 	return cmd
 }
