@@ -107,7 +107,8 @@ func (t *treeModel) selectNode(n *node) {
 	t.sync()
 }
 
-// Update handles the tree's own keys; the root handles the agent actions.
+// Update handles the tree's own keys; the root handles the agent actions (and the
+// jump to the next blocked agent, which works from any pane).
 func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
@@ -152,14 +153,6 @@ func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 		t.filtering, t.filterIn = true, t.idx.filter
 	case km.ClearFilter.Matches(k):
 		t.idx.setFilter("")
-	case km.NextBlocked.Matches(k):
-		after := ""
-		if t.sel != nil {
-			after = t.sel.path
-		}
-		if n := t.idx.nextBlocked(after); n != nil {
-			t.selectNode(n)
-		}
 	}
 	t.sync()
 	return nil

@@ -105,6 +105,38 @@ func TestNextBlockedWrapsAndReveals(t *testing.T) {
 	if a := m.tree.selected(); a.Path != "build/stuck" {
 		t.Fatalf("b did not wrap: %s", a.Path)
 	}
+	// b works from the other panes too.
+	press(m, "tab")
+	press(m, "b")
+	if a := m.tree.selected(); a.Path != "review/auth/security" {
+		t.Fatalf("b from the preview: %s", a.Path)
+	}
+}
+
+// TestNothingBlockedSaysSo: b and r with nothing blocked leave the selection alone and
+// say why in the status line; b on the only blocked agent says it is the only one.
+func TestNothingBlockedSaysSo(t *testing.T) {
+	m := newTestModel(t, 120, 30, Options{})
+	press(m, "b", "b")
+	if v := plain(screen(t, m)); m.selectedID() != "0007" || !strings.Contains(v, "review/auth/security is the only blocked agent") {
+		t.Fatalf("b on the only blocked agent:\n%s", v)
+	}
+	a := *m.idx.byID["0007"].agent
+	a.State, a.Blocked, a.UpdatedAt = wire.StateWorking, nil, t0.Add(time.Second)
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: 11, At: t0, Agent: &a}}})
+	selectPath(t, m, "demo/a")
+	for _, k := range []string{"b", "r"} {
+		m.status.notice = ""
+		if cmd := press(m, k); cmd != nil || len(m.dialogs) != 0 {
+			t.Fatalf("%s with nothing blocked did something", k)
+		}
+		if m.selectedID() != "0001" {
+			t.Fatalf("%s moved the selection to %s", k, m.selectedID())
+		}
+		if v := plain(screen(t, m)); !strings.Contains(v, "nothing is blocked") {
+			t.Fatalf("%s with nothing blocked:\n%s", k, v)
+		}
+	}
 }
 
 func TestTreeKeysAndView(t *testing.T) {

@@ -113,6 +113,11 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			}
 		}
 		return m.pushDialog(newSpawnDialog(m.c, under, dw)), true
+	case t.NextBlocked.Matches(k):
+		return m.nextBlocked(), true
+	case t.Answer.Matches(k) && m.idx.root.roll.groups[gBlocked] == 0:
+		m.status.notify(m.c.now, "nothing is blocked", false)
+		return nil, true
 	case t.Kill.Matches(k):
 		glob := ""
 		if n := m.tree.sel; n != nil {
@@ -147,6 +152,26 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		return m.pushDialog(newAnswerDialog(m.c, a, dw)), true
 	}
 	return nil, false
+}
+
+// nextBlocked selects the next blocked agent in tree order, or says there is none.
+func (m *Model) nextBlocked() tea.Cmd {
+	after := ""
+	if m.tree.sel != nil {
+		after = m.tree.sel.path
+	}
+	n := m.idx.nextBlocked(after)
+	switch {
+	case n == nil:
+		m.status.notify(m.c.now, "nothing is blocked", false)
+		return nil
+	case n == m.tree.sel:
+		m.status.notify(m.c.now, n.path+" is the only blocked agent", false)
+		return nil
+	}
+	before := m.selectedID()
+	m.tree.selectNode(n)
+	return m.afterSelection(before)
 }
 
 // askQuit quits, or asks first when agents live on the embedded host.
