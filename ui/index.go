@@ -121,7 +121,7 @@ type node struct {
 	path     string
 	depth    int
 	parent   *node
-	children []*node // sorted by name
+	children []*node // in natural order of their names (w2 before w10)
 	agent    *wire.Agent
 	folded   bool
 	roll     rollup // this node and everything below it
@@ -198,7 +198,7 @@ func (x *index) ensure(path string) *node {
 	if parent == &x.root {
 		n.depth = 0
 	}
-	i := sort.Search(len(parent.children), func(i int) bool { return parent.children[i].name >= name })
+	i := sort.Search(len(parent.children), func(i int) bool { return naturalCompare(parent.children[i].name, name) >= 0 })
 	parent.children = append(parent.children, nil)
 	copy(parent.children[i+1:], parent.children[i:])
 	parent.children[i] = n

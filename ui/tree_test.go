@@ -44,6 +44,20 @@ func TestIndexRollupsIncremental(t *testing.T) {
 	}
 }
 
+func TestIndexNaturalOrder(t *testing.T) {
+	x := newIndex()
+	for _, p := range []string{"run/w10", "run/w2", "run/w1", "run/w10/a", "run/lead", "run/w3"} {
+		x.upsert(agent("id-"+p, p, wire.StateWorking, "claude", "", time.Minute, 0, nil))
+	}
+	var got []string
+	for _, n := range x.rows() {
+		got = append(got, n.path)
+	}
+	if want := "run run/lead run/w1 run/w2 run/w3 run/w10 run/w10/a"; strings.Join(got, " ") != want {
+		t.Fatalf("rows %v, want %s", got, want)
+	}
+}
+
 func TestIndexFilter(t *testing.T) {
 	x := newIndex()
 	for _, a := range fixture() {
@@ -136,6 +150,27 @@ func TestNothingBlockedSaysSo(t *testing.T) {
 		if v := plain(screen(t, m)); !strings.Contains(v, "nothing is blocked") {
 			t.Fatalf("%s with nothing blocked:\n%s", k, v)
 		}
+	}
+}
+
+// TestTreeLetterMotions: the default keymap moves with j/k/g/G as well as the arrows.
+func TestTreeLetterMotions(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	rows := m.idx.rows()
+	for _, c := range []struct {
+		key  string
+		want *node
+	}{{"j", rows[1]}, {"j", rows[2]}, {"k", rows[1]}, {"G", rows[len(rows)-1]}, {"g", rows[0]}, {"down", rows[1]}} {
+		press(m, c.key)
+		if m.tree.sel != c.want {
+			t.Fatalf("%s: at %s, want %s", c.key, m.tree.sel.path, c.want.path)
+		}
+	}
+	// In the preview, j/k scroll its screen.
+	press(m, "tab")
+	press(m, "k")
+	if m.preview.scroll != 1 {
+		t.Fatalf("k in the preview: scroll %d", m.preview.scroll)
 	}
 }
 
