@@ -186,7 +186,7 @@ const minW, minH = 40, 10
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "orcr"
+	v.WindowTitle = m.windowTitle()
 	return v
 }
 

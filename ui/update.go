@@ -264,6 +264,7 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	before := m.selectedID()
 	var cmd tea.Cmd
+	var newlyBlocked []string
 	for _, ev := range evs {
 		if ev.Seq > m.lastSeq {
 			m.lastSeq = ev.Seq
@@ -280,21 +281,23 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 			}
 		default:
 			if ev.Agent != nil {
+				changed, blocked := m.applyAgent(ev)
 				// A state change of the selected agent reads its screen again: an
 				// agent that exited at once may never have announced a screen, and its
 				// last screen is only kept once it has ended.
-				if held, ok := m.idx.byID[ev.Agent.ID]; ok && ev.Agent.ID == before && held.agent != nil &&
-					held.agent.State != ev.Agent.State && !ev.Agent.UpdatedAt.Before(held.agent.UpdatedAt) {
+				if changed && ev.Agent.ID == before {
 					cmd = tea.Batch(cmd, m.requestRead(before))
 				}
-				m.upsert(*ev.Agent)
+				if blocked {
+					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+				}
 			}
 		}
 		if ev.Seq > 0 {
 			m.panel.events.add(ev)
 		}
 	}
-	cmd = tea.Batch(cmd, m.afterSelection(before))
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked))
 	m.syncPreview()
 	return cmd
 }
