@@ -188,6 +188,7 @@ func (m *Model) askQuit() tea.Cmd {
 		}
 	}
 	m.quit, m.quitting = QuitPlain, true
+	m.farewell = m.farewellText()
 	return tea.Quit
 }
 
