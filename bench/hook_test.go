@@ -44,7 +44,7 @@ func BenchmarkHookToEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	srv, err := socket.Listen(socket.SocketPath(home), eng, nil)
+	srv, err := socket.Listen(socket.SocketPath(home), core.Composed{KernelService: eng}, nil) // the kernel alone: no schedules here
 	if err != nil {
 		b.Fatal(err)
 	}

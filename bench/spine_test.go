@@ -210,7 +210,7 @@ func BenchmarkEventDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(ctx)
-	srv, err := socket.Listen(socket.SocketPath(home), eng, nil)
+	srv, err := socket.Listen(socket.SocketPath(home), core.Composed{KernelService: eng}, nil) // the kernel alone: no schedules here
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -69,6 +69,19 @@ type Price struct {
 	CacheWrite float64 `toml:"cache_write"`
 }
 
+// Home is orcr's state directory: $ORCR_HOME, else $XDG_STATE_HOME/orcr, else
+// ~/.local/state/orcr (DESIGN §2). The server keeps its store, socket and log there.
+func Home() string {
+	if h := os.Getenv("ORCR_HOME"); h != "" {
+		return h
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "orcr")
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".local", "state", "orcr")
+}
+
 // DefaultPath is $ORCR_CONFIG, else $XDG_CONFIG_HOME/orcr/config.toml.
 func DefaultPath() string {
 	if p := os.Getenv("ORCR_CONFIG"); p != "" {

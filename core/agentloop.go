@@ -173,54 +173,21 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 	}
 }
 
-// apply folds a signal into the agent record.
+// apply folds a signal into the agent record (Fold's rules), its changes written in
+// one lock hold.
 func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
 	if s == nil {
 		return
 	}
 	e.mu.Lock()
-	a := rt.a
-	turns := rt.turns
+	for _, c := range Fold(rt.a, rt.turns, s, e.now()) {
+		ev := c.Event
+		e.writeLocked(ctx, rt, c.Agent, &ev)
+	}
 	e.mu.Unlock()
-	changed := false
-	if s.Usage != nil && *s.Usage != a.Usage || s.Model != "" && s.Model != a.Model ||
-		s.SessionID != "" && s.SessionID != a.SessionID || s.Transcript != "" && s.Transcript != a.Transcript ||
-		s.LastMessage != "" && s.LastMessage != a.LastMessage {
-		changed = true
-	}
-	if changed {
-		e.mutate(ctx, rt, func(x *wire.Agent) {
-			if s.Usage != nil {
-				x.Usage = *s.Usage
-			}
-			if s.Model != "" {
-				x.Model = s.Model
-			}
-			if s.SessionID != "" {
-				x.SessionID = s.SessionID
-			}
-			if s.Transcript != "" {
-				x.Transcript = s.Transcript
-			}
-			if s.LastMessage != "" {
-				x.LastMessage = s.LastMessage
-			}
-		}, &wire.Event{Event: wire.EventAgentUpdated})
-	}
 	if s.Reading != nil {
 		e.recordReading(ctx, *s.Reading)
 	}
-	if s.State == "" || s.State.Terminal() {
-		return
-	}
-	// The observer orders its own sources (hook over transcript over screen): it
-	// knows, for instance, that a usage-limit banner on screen outranks an earlier
-	// "turn finished" hook. So every state it signals is applied here.
-	to := s.State
-	if to == wire.StateIdle && turns > 0 && s.Source == "screen" {
-		to = wire.StateDone
-	}
-	e.setState(ctx, rt, to, s.Source, s.Reason, s.Blocked)
 }
 
 func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, end paneEnd) {

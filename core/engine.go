@@ -29,9 +29,9 @@ type Options struct {
 	// BaseEnv is the environment panes start from (default os.Environ()); nesting
 	// variables are stripped from it (see CleanEnv).
 	BaseEnv []string
-	// UsageReport aggregates agents and limit readings into the usage report
-	// (core/usage.go provides one); nil gives readings only.
-	UsageReport func(agents []wire.Agent, readings []wire.LimitReading, p wire.UsageParams) wire.UsageResult
+	// Gates are admission conditions beyond the caps, asked after the memory guard
+	// (see Gate).
+	Gates []Gate
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -65,7 +65,9 @@ type Engine struct {
 	limits    Limits
 
 	admitWake chan struct{}
-	fl        fleet // queue, GC and schedules (core/queue.go, gc.go, schedule.go)
+	mem       *memoryGate // the first gate
+	gates     []Gate      // the memory guard, then Options.Gates
+	fl        fleet       // queue and GC (core/queue.go, gc.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -94,9 +96,6 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.UsageReport == nil {
-		opts.UsageReport = UsageReport
-	}
 	if opts.BaseEnv == nil {
 		opts.BaseEnv = os.Environ()
 	}
@@ -116,6 +115,8 @@ func NewEngine(opts Options) (*Engine, error) {
 	for _, p := range opts.Providers {
 		e.providers[p.Name()] = p
 	}
+	e.mem = &memoryGate{e: e}
+	e.gates = append([]Gate{e.mem}, opts.Gates...)
 	return e, nil
 }
 
@@ -238,20 +239,37 @@ func (e *Engine) adopt(ctx context.Context, rt *agentRT, p PaneInfo) {
 	e.startLoop(rt)
 }
 
-// mutate applies fn to the agent record, stores it, and publishes ev (if not nil)
-// carrying the new record. It is the only writer of agent records.
-func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent), ev *wire.Event) (wire.Agent, error) {
+// changeLocked is the one writer of agent records. Under e.mu, which the caller
+// holds, decide sees the current record and returns the changed copy with the event
+// that announces it (nil: a silent write), or ok=false to leave the record alone. The
+// check, the set, the store write and the event all happen in that one lock hold, so
+// no other change can land between a decision and its write (a kill between a signal's
+// check and its write once turned killed back into done).
+func (e *Engine) changeLocked(ctx context.Context, rt *agentRT, decide func(a wire.Agent) (wire.Agent, *wire.Event, bool)) (wire.Agent, bool, error) {
+	next, ev, ok := decide(rt.a)
+	if !ok {
+		return rt.a, false, nil
+	}
+	return e.writeLocked(ctx, rt, next, ev)
+}
+
+// change is changeLocked taking the lock.
+func (e *Engine) change(ctx context.Context, rt *agentRT, decide func(a wire.Agent) (wire.Agent, *wire.Event, bool)) (wire.Agent, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fn(&rt.a)
-	rt.a.UpdatedAt = e.now()
-	a := rt.a
+	return e.changeLocked(ctx, rt, decide)
+}
+
+// writeLocked makes a the record, stores it and publishes ev (if not nil) carrying it.
+func (e *Engine) writeLocked(ctx context.Context, rt *agentRT, a wire.Agent, ev *wire.Event) (wire.Agent, bool, error) {
+	a.UpdatedAt = e.now()
+	rt.a = a
 	if ev == nil {
 		if err := e.store.PutAgent(ctx, a); err != nil {
 			e.log.Error("store agent", "id", a.ID, "err", err)
-			return a, fmt.Errorf("store agent: %w", err)
+			return a, true, fmt.Errorf("store agent: %w", err)
 		}
-		return a, nil
+		return a, true, nil
 	}
 	// Events carry the record without its last screen: the log stays small and the
 	// screen is one agent.get away. Record and event are one transaction.
@@ -260,59 +278,58 @@ func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent)
 	ev.Agent = &ea
 	if _, err := e.broker.publishAgent(ctx, a, *ev); err != nil {
 		e.log.Error("publish", "id", a.ID, "err", err)
-		return a, err
+		return a, true, err
 	}
-	return a, nil
+	return a, true, nil
 }
 
-// setState moves an agent to a non-terminal state (no-op when terminal already).
+// mutate changes facts of the record that need no check (pane ids, screens, cwd) and
+// publishes ev (if not nil) carrying the new record.
+func (e *Engine) mutate(ctx context.Context, rt *agentRT, fn func(a *wire.Agent), ev *wire.Event) (wire.Agent, error) {
+	a, _, err := e.change(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+		fn(&a)
+		return a, ev, true
+	})
+	return a, err
+}
+
+// setState moves an agent to a non-terminal state (MoveTo's rule: no-op when terminal
+// already, or when nothing changes).
 func (e *Engine) setState(ctx context.Context, rt *agentRT, to wire.State, source, reason string, blocked *wire.Blocked) {
 	e.mu.Lock()
-	from := rt.a.State
-	same := from == to && rt.a.StateReason == reason && rt.a.StateSource == source
-	e.mu.Unlock()
-	if from.Terminal() || same {
-		return
-	}
-	if to != wire.StateBlocked {
-		blocked = nil
-	}
-	// A new state is an agent.state event; the same state newly explained (another
-	// signal confirmed it, or the reason changed) is an agent.updated event, so a
-	// subscriber's "why" stays current too.
-	ev := &wire.Event{Event: wire.EventAgentUpdated}
-	if from != to {
-		ev = &wire.Event{Event: wire.EventAgentState, From: from, To: to}
-	}
-	now := e.now()
-	e.mutate(ctx, rt, func(a *wire.Agent) {
-		if a.State != to {
-			a.StateAt = now
-		}
-		a.State, a.StateSource, a.StateReason, a.Blocked = to, source, reason, blocked
-	}, ev)
+	defer e.mu.Unlock()
+	e.setStateLocked(ctx, rt, to, source, reason, blocked)
 }
 
-// finish moves an agent to a terminal state once, keeping its last screen.
-func (e *Engine) finish(ctx context.Context, rt *agentRT, to wire.State, source, reason string, code *int) {
-	e.mu.Lock()
-	from := rt.a.State
-	e.mu.Unlock()
-	if from.Terminal() {
-		return
-	}
+func (e *Engine) setStateLocked(ctx context.Context, rt *agentRT, to wire.State, source, reason string, blocked *wire.Blocked) bool {
 	now := e.now()
-	e.mutate(ctx, rt, func(a *wire.Agent) {
-		a.State, a.StateSource, a.StateReason, a.StateAt = to, source, reason, now
-		a.Blocked = nil
-		a.EndedAt = &now
-		if code != nil {
-			c := *code
-			a.ExitCode = &c
+	_, ok, _ := e.changeLocked(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+		next, ev, ok := MoveTo(a, to, source, reason, blocked, now)
+		return next, &ev, ok
+	})
+	return ok
+}
+
+// finish moves an agent to a terminal state once (End's rule).
+func (e *Engine) finish(ctx context.Context, rt *agentRT, to wire.State, source, reason string, code *int) bool {
+	return e.end(ctx, rt, to, source, reason, code, nil)
+}
+
+// end is finish with a condition checked in the same lock hold: when ok is not nil it
+// sees the record first, may add to it (a last screen), and can decline the end.
+func (e *Engine) end(ctx context.Context, rt *agentRT, to wire.State, source, reason string, code *int, ok func(a *wire.Agent) bool) bool {
+	now := e.now()
+	_, ended, _ := e.change(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+		if ok != nil && !a.State.Terminal() && !ok(&a) {
+			return a, nil, false
 		}
-		a.QueuePos = 0
-	}, &wire.Event{Event: wire.EventAgentState, From: from, To: to})
-	e.kickAdmission()
+		next, ev, done := End(a, to, source, reason, code, now)
+		return next, &ev, done
+	})
+	if ended {
+		e.kickAdmission()
+	}
+	return ended
 }
 
 func (rt *agentRT) observer() Observer { return rt.obs }
@@ -333,7 +350,12 @@ func newID() string {
 }
 
 // Publish stores an event and delivers it to subscribers. Owners inside the server
-// (schedules, runs, GC) use it for events that are not agent state changes.
+// (GC, and features through core.Kernel) use it for events that are not agent state
+// changes.
 func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
 	return e.broker.publish(ctx, ev)
 }
+
+// CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
+// root caller); see callerAgent.
+func (e *Engine) CallerAgent(ctx context.Context) (*wire.Agent, error) { return e.callerAgent(ctx) }

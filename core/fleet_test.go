@@ -183,3 +183,12 @@ func TestSetCapsValidatesAndApplies(t *testing.T) {
 		t.Fatalf("limits %+v", l)
 	}
 }
+
+func mustEvents(t *testing.T, r *rig) []wire.Event {
+	t.Helper()
+	evs, err := r.store.Events(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}

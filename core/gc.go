@@ -185,8 +185,17 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 			x := act(t, RuleIdleAfter, "stop", fmt.Sprintf("%s for %s (idle_after %s)", a.State, age(now.Sub(a.StateAt)), rules.IdleAfter))
 			res.Actions = append(res.Actions, x)
 			if !dryRun {
-				e.publishGC(ctx, a, x)
-				e.killOne(ctx, t.rt, "stopped by "+RuleIdleAfter+": "+x.Detail)
+				// Decided on a snapshot: stop it only if it is idle still (a prompt
+				// may have arrived since), checked in the same lock hold as the kill.
+				// The collection event goes out in that hold too, just before the kill.
+				idle := func(cur wire.Agent) bool {
+					if cur.State != wire.StateDone && cur.State != wire.StateIdle || now.Sub(cur.StateAt) < rules.IdleAfter {
+						return false
+					}
+					e.publishGC(ctx, a, x)
+					return true
+				}
+				e.killOne(ctx, t.rt, "stopped by "+RuleIdleAfter+": "+x.Detail, idle)
 			}
 		}
 	}

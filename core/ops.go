@@ -12,7 +12,10 @@ import (
 	"orcr/core/wire"
 )
 
-var _ Service = (*Engine)(nil)
+var (
+	_ KernelService = (*Engine)(nil)
+	_ Kernel        = (*Engine)(nil)
+)
 
 // Ping answers server.ping.
 func (e *Engine) Ping(context.Context) (wire.PingResult, error) {
@@ -418,7 +421,7 @@ func (e *Engine) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, 
 	res := wire.KillResult{DryRun: p.DryRun}
 	for _, rt := range targets {
 		if !p.DryRun {
-			e.killOne(ctx, rt, "killed by request")
+			e.killOne(ctx, rt, "killed by request", nil)
 		}
 		e.mu.Lock()
 		res.Agents = append(res.Agents, rt.a)
@@ -436,18 +439,32 @@ func (e *Engine) resolveExactID(s string) (*agentRT, error) {
 	return nil, wire.ErrNotFound
 }
 
-// killOne closes an agent's pane (keeping its last screen) and marks it killed.
-func (e *Engine) killOne(ctx context.Context, rt *agentRT, reason string) {
+// killOne marks an agent killed, keeping its last screen, and closes its pane. With
+// still set, the kill happens only if still holds for the record at the moment of the
+// kill (GC stops an idle agent only if it is idle still), and it reports whether it did.
+func (e *Engine) killOne(ctx context.Context, rt *agentRT, reason string, still func(a wire.Agent) bool) bool {
 	e.mu.Lock()
 	pane := rt.a.PaneID
 	stop := rt.stop
 	e.mu.Unlock()
+	screen, haveScreen := "", false
 	if pane != "" {
 		if scr, err := e.host.Read(ctx, pane, ReadOpts{Lines: 200}); err == nil {
-			e.mutate(ctx, rt, func(a *wire.Agent) { a.LastScreen = scr.Text }, nil)
+			screen, haveScreen = scr.Text, true
 		}
 	}
-	e.finish(ctx, rt, wire.StateKilled, "server", reason, nil)
+	killed := e.end(ctx, rt, wire.StateKilled, "server", reason, nil, func(a *wire.Agent) bool {
+		if still != nil && !still(*a) {
+			return false
+		}
+		if haveScreen {
+			a.LastScreen = screen
+		}
+		return true
+	})
+	if !killed && still != nil {
+		return false
+	}
 	if stop != nil {
 		stop()
 	}
@@ -459,6 +476,7 @@ func (e *Engine) killOne(ctx context.Context, rt *agentRT, reason string) {
 		delete(e.panes, pane)
 		e.mu.Unlock()
 	}
+	return killed
 }
 
 // Resize resizes an agent's pane.

@@ -34,21 +34,18 @@ import (
 // DefaultAging is what one priority level is worth in waiting time.
 const DefaultAging = 10 * time.Minute
 
-// memRecheck is how often a held queue re-reads free memory.
+// memRecheck is how often a queue the memory guard holds re-reads free memory.
 const memRecheck = 2 * time.Second
 
-// fleet is the engine's queue, GC and schedule state. It is guarded by Engine.mu
+// fleet is the engine's queue and GC state. It is guarded by Engine.mu
 // unless a field says otherwise.
 type fleet struct {
 	q      admitQueue
 	inQ    map[*agentRT]struct{} // agents in q.items
 	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
 	loaded bool                  // the first admission loaded the queue from e.agents
-	held   string                // why admission is held ("" when not)
-	freeMB func() int            // free memory reader (tests replace it)
 	gc     GCRules
 	pruned uint64 // events up to this seq are known pruned
-	sched  *scheduler
 }
 
 // qEntry is one queued agent with its rank inputs copied, so comparisons never read
@@ -100,7 +97,7 @@ func (q *admitQueue) insert(e qEntry) {
 	copy(q.items[i+1:], q.items[i:])
 	q.items[i] = e
 	for j := i; j < len(q.items); j++ {
-		q.items[j].rt.a.QueuePos = j + 1
+		setQueuePosLocked(q.items[j].rt, j+1)
 	}
 }
 
@@ -114,11 +111,12 @@ func (q *admitQueue) setAging(d time.Duration) {
 	q.dirty = true
 }
 
-// pick chooses the entries to admit given the caps and what runs now, removes them
-// and every entry that is no longer queued (killed while waiting), and refreshes the
-// positions of the rest. It returns the admitted and the dropped agents. One pass; the
-// caller holds Engine.mu.
-func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bool) (out, dropped []*agentRT) {
+// pick chooses the entries to admit given the caps, what runs now and the gates,
+// removes them and every entry that is no longer queued (killed while waiting), and
+// refreshes the positions of the rest. It returns the admitted and the dropped agents,
+// the first gate refusal and the earliest time a gate wants to be asked again. One
+// pass; the caller holds Engine.mu.
+func (q *admitQueue) pick(lim Limits, running map[string]int, total int, gate func(a wire.Agent) (bool, string, time.Time)) (out, dropped []*agentRT, held string, retryAt time.Time) {
 	keep := q.items[:0]
 	full := map[string]bool{} // providers at their cap
 	globalFull := lim.Global > 0 && total >= lim.Global
@@ -129,12 +127,22 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bo
 			q.dirty = true
 			continue
 		}
-		if hold || globalFull || full[rt.a.Provider] {
+		if globalFull || full[rt.a.Provider] {
 			keep = append(keep, en)
 			continue
 		}
 		if c := lim.Provider[rt.a.Provider]; c > 0 && running[rt.a.Provider] >= c {
 			full[rt.a.Provider] = true
+			keep = append(keep, en)
+			continue
+		}
+		if ok, why, at := gate(rt.a); !ok {
+			if held == "" {
+				held = why
+			}
+			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
+				retryAt = at
+			}
 			keep = append(keep, en)
 			continue
 		}
@@ -148,11 +156,11 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, hold bo
 	q.items = keep
 	if q.dirty {
 		for i, en := range q.items {
-			en.rt.a.QueuePos = i + 1
+			setQueuePosLocked(en.rt, i+1)
 		}
 		q.dirty = false
 	}
-	return out, dropped
+	return out, dropped, held, retryAt
 }
 
 // enqueue adds a freshly stored queued agent to the queue and wakes admission.
@@ -193,7 +201,18 @@ func (e *Engine) loadQueueLocked() {
 	q := &e.fl.q
 	sort.Slice(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
 	for i, en := range q.items {
-		en.rt.a.QueuePos = i + 1
+		setQueuePosLocked(en.rt, i+1)
+	}
+}
+
+// setQueuePosLocked writes a queued record's position. Positions are derived from the
+// queue's order: held in memory only (the queue rebuilds them when it loads), they
+// make no event and no store write, which keeps an arrival O(1). The write is a
+// check-and-set like every other: a record that has left the queue (killed while
+// waiting, admitted) keeps position 0, which End and MoveTo set when it leaves.
+func setQueuePosLocked(rt *agentRT, pos int) {
+	if rt.a.State == wire.StateQueued {
+		rt.a.QueuePos = pos
 	}
 }
 
@@ -337,9 +356,15 @@ func (e *Engine) admitLoop() {
 		case <-e.admitWake:
 		case <-recheck.C:
 		}
-		out, held := e.admit()
-		if held {
-			recheck.Reset(memRecheck)
+		out, retryAt := e.admit()
+		if !retryAt.IsZero() {
+			if !recheck.Stop() {
+				select {
+				case <-recheck.C:
+				default:
+				}
+			}
+			recheck.Reset(max(time.Until(retryAt), 5*time.Millisecond))
 		}
 		for _, rt := range out {
 			e.wg.Add(1)
@@ -357,52 +382,35 @@ func (e *Engine) admitLoop() {
 }
 
 // admit picks the queued agents that may start now and marks them starting (stored
-// before anything is launched, so a crash never launches one twice). held is true
-// while the memory guard holds admission.
-func (e *Engine) admit() (out []*agentRT, held bool) {
+// before anything is launched, so a crash never launches one twice). retryAt is when
+// a gate that holds some of them wants to be asked again (zero: no such wish).
+func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	e.mu.Lock()
 	e.loadQueueLocked()
 	lim := e.limits
 	e.fl.q.setAging(lim.Aging)
 	running, total := e.runningLocked()
-	e.fl.held = ""
-	if len(e.fl.q.items) > 0 && (lim.Global <= 0 || total < lim.Global) {
-		e.fl.held = e.memHoldLocked(lim)
-	}
-	hold := e.fl.held != ""
-	out, dropped := e.fl.q.pick(lim, running, total, hold)
+	gate := func(a wire.Agent) (bool, string, time.Time) { return e.gateLocked(e.ctx, a) }
+	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
 	}
-	why := e.fl.held
+	// Each admitted agent becomes starting in the same lock hold as the decision, so a
+	// kill cannot slip between them; the pick saw every one of them queued.
+	started := out[:0]
 	for _, rt := range out {
 		delete(e.fl.inQ, rt)
-		e.fl.live[rt] = struct{}{}
-		rt.a.QueuePos = 0
+		if e.setStateLocked(e.ctx, rt, wire.StateStarting, "server", "admitted", nil) {
+			e.fl.live[rt] = struct{}{}
+			started = append(started, rt)
+		}
 	}
+	out = started
 	e.mu.Unlock()
-	for _, rt := range out {
-		e.setState(e.ctx, rt, wire.StateStarting, "server", "admitted", nil)
+	if held != "" {
+		e.log.Info("admission held", "why", held)
 	}
-	if hold {
-		e.log.Info("admission held", "why", why)
-	}
-	return out, hold
-}
-
-// memHoldLocked says why the memory guard holds admission now ("" when it does not).
-func (e *Engine) memHoldLocked(lim Limits) string {
-	if lim.MinFreeMB <= 0 {
-		return ""
-	}
-	read := e.fl.freeMB
-	if read == nil {
-		read = FreeMemoryMB
-	}
-	if free := read(); free >= 0 && free < lim.MinFreeMB {
-		return fmt.Sprintf("memory guard: %d MB free < min_free_mb %d", free, lim.MinFreeMB)
-	}
-	return ""
+	return out, retryAt
 }
 
 // neverLaunched reports whether an agent found starting after a restart was admitted

@@ -34,7 +34,7 @@ func TestQueueOrderPriorityThenArrival(t *testing.T) {
 	} {
 		q.insert(entryOf(rt))
 	}
-	out, _ := q.pick(Limits{}, map[string]int{}, 0, false)
+	out, _, _, _ := q.pick(Limits{}, map[string]int{}, 0, open)
 	if got, want := ids(out), "hi mid a b c "; got != want {
 		t.Fatalf("order %q, want %q", got, want)
 	}
@@ -48,7 +48,7 @@ func TestQueueAgingLetsOldLowPriorityThrough(t *testing.T) {
 	for _, rt := range []*agentRT{fresh, old, recent} {
 		q.insert(entryOf(rt))
 	}
-	out, _ := q.pick(Limits{}, map[string]int{}, 0, false)
+	out, _, _, _ := q.pick(Limits{}, map[string]int{}, 0, open)
 	// recent (prio 1, 9 min after old) still beats old; fresh (11 min after) does not.
 	if got, want := ids(out), "recent old fresh "; got != want {
 		t.Fatalf("order %q, want %q", got, want)
@@ -60,7 +60,7 @@ func TestQueueAgingLetsOldLowPriorityThrough(t *testing.T) {
 		q2.insert(entryOf(rt))
 	}
 	q2.setAging(0)
-	out, _ = q2.pick(Limits{}, map[string]int{}, 0, false)
+	out, _, _, _ = q2.pick(Limits{}, map[string]int{}, 0, open)
 	if got, want := ids(out), "recent fresh old "; got != want {
 		t.Fatalf("no aging: order %q, want %q", got, want)
 	}
@@ -81,7 +81,7 @@ func TestQueuePickCapsAndPositions(t *testing.T) {
 	all[2].a.State = wire.StateKilled // killed while queued: dropped, never admitted
 	lim := Limits{Global: 4, Provider: map[string]int{"claude": 1}}
 	running := map[string]int{"shell": 1}
-	out, dropped := q.pick(lim, running, 1, false)
+	out, dropped, _, _ := q.pick(lim, running, 1, open)
 	if got, want := ids(out), "q0 q1 q3 "; got != want {
 		t.Fatalf("admitted %q, want %q", got, want)
 	}
@@ -92,16 +92,41 @@ func TestQueuePickCapsAndPositions(t *testing.T) {
 		t.Fatalf("positions: q4=%d q5=%d len=%d", all[4].a.QueuePos, all[5].a.QueuePos, len(q.items))
 	}
 	// Global cap reached: nothing more, even for uncapped shell.
-	out, _ = q.pick(lim, map[string]int{"claude": 1, "shell": 3}, 4, false)
+	out, _, _, _ = q.pick(lim, map[string]int{"claude": 1, "shell": 3}, 4, open)
 	if len(out) != 0 {
 		t.Fatalf("admitted past the global cap: %q", ids(out))
 	}
 	// Held by the memory guard: nothing, positions kept.
-	out, _ = q.pick(Limits{}, map[string]int{}, 0, true)
-	if len(out) != 0 || len(q.items) != 2 {
-		t.Fatalf("admitted while held: %q", ids(out))
+	retry := time.Now().Add(time.Minute)
+	shut := func(wire.Agent) (bool, string, time.Time) { return false, "held", retry }
+	out, _, held, at := q.pick(Limits{}, map[string]int{}, 0, shut)
+	if len(out) != 0 || len(q.items) != 2 || held != "held" || !at.Equal(retry) {
+		t.Fatalf("admitted while held: %q (held %q, retry %v)", ids(out), held, at)
 	}
 }
+
+// A gate holds only the agents it refuses: the others go on, in order.
+func TestQueueGateHoldsOnlyWhatItRefuses(t *testing.T) {
+	q := &admitQueue{}
+	for i, p := range []string{"claude", "shell", "claude", "codex"} {
+		q.insert(entryOf(qrt(fmt.Sprint("a", i), p, 0, t0.Add(time.Duration(i)*time.Second))))
+	}
+	noClaude := func(a wire.Agent) (bool, string, time.Time) {
+		if a.Provider == "claude" {
+			return false, "claude window exhausted", time.Time{}
+		}
+		return true, "", time.Time{}
+	}
+	out, _, held, at := q.pick(Limits{}, map[string]int{}, 0, noClaude)
+	if ids(out) != "a1 a3 " || held != "claude window exhausted" || !at.IsZero() {
+		t.Fatalf("picked %q held %q retry %v", ids(out), held, at)
+	}
+	if len(q.items) != 2 || q.items[0].rt.a.QueuePos != 1 || q.items[1].rt.a.QueuePos != 2 {
+		t.Fatalf("held entries and positions: %+v", q.items)
+	}
+}
+
+func open(wire.Agent) (bool, string, time.Time) { return true, "", time.Time{} }
 
 // BenchmarkAdmitDecision measures one admission decision with 10,000 queued entries:
 // one slot free, so one agent is picked and every position is rewritten. The picked
@@ -127,7 +152,7 @@ func BenchmarkAdmitDecision(b *testing.B) {
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				out, _ := q.pick(tc.lim, map[string]int{"shell": 20}, 20, false)
+				out, _, _, _ := q.pick(tc.lim, map[string]int{"shell": 20}, 20, open)
 				if len(out) != 1 {
 					b.Fatalf("picked %d", len(out))
 				}

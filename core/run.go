@@ -153,9 +153,7 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		return
 	}
 	e.panes[pane.ID] = a.ID
-	if a.Prompt != "" {
-		rt.turns++
-	}
+	rt.turns += InitialTurns(a)
 	e.mu.Unlock()
 	// The pane and the working state are one write and one event.
 	ev := &wire.Event{Event: wire.EventAgentState, To: wire.StateWorking}

@@ -1,7 +1,9 @@
-// Package core is orcr's domain and engine: agents, paths, lineage, the state machine,
-// the events broker, and the Service interface that the CLI, the dashboard and the socket
-// server all use. It defines the interfaces it needs (Host, Provider, Store) and imports
-// none of their implementations; main.go wires them.
+// Package core is orcr's agent kernel: agent records, paths, globs, lineage, the state
+// machine and its one signal fold, admission (with the Gate interface features plug
+// into), the events broker and GC, and the Service interface that the CLI, the
+// dashboard and the socket server all use. It defines the interfaces it needs (Host,
+// Provider, Store, Gate) and imports none of their implementations, and none of the
+// feature packages (schedule, …) built beside it; the daemon wires them.
 package core
 
 import (
@@ -11,12 +13,48 @@ import (
 	"orcr/core/wire"
 )
 
-// Service is the one surface of orcr. The in-process engine (Engine) and the socket
-// client (core/socket.Client) both implement it, so a caller cannot tell them apart.
+// Service is the one surface of orcr. The server's composition (Composed: the
+// kernel's services plus each feature's) and the socket client (core/socket.Client)
+// both implement it, so a caller cannot tell them apart. It is made of one small
+// interface per feature: a new feature adds an interface here (and a field to
+// Composed) instead of widening an existing one.
 type Service interface {
+	ServerService
+	AgentService
+	EventService
+	QueueService
+	UsageService
+	GCService
+	ScheduleService
+}
+
+// KernelService is what the kernel (Engine) serves itself: everything of Service but
+// the features built beside it.
+type KernelService interface {
+	ServerService
+	AgentService
+	EventService
+	QueueService
+	UsageService
+	GCService
+}
+
+// Composed is the server's Service: the kernel plus each feature's service.
+type Composed struct {
+	KernelService
+	ScheduleService
+}
+
+var _ Service = Composed{}
+
+// ServerService describes the server itself.
+type ServerService interface {
 	Ping(ctx context.Context) (wire.PingResult, error)
 	Info(ctx context.Context) (wire.InfoResult, error)
+}
 
+// AgentService spawns, finds, drives and stops agents.
+type AgentService interface {
 	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
 	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
 	Get(ctx context.Context, target string) (wire.Agent, error)
@@ -32,25 +70,52 @@ type Service interface {
 	// AttachStream pipes a terminal to the pane until ctx ends or the pane exits.
 	AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error
 
+	// Hook delivers a provider hook report.
+	Hook(ctx context.Context, p wire.HookParams) error
+}
+
+// EventService streams the event log.
+type EventService interface {
 	// Subscribe streams events with seq > p.After, then live ones, until ctx ends.
 	// The channel is closed when the subscription ends.
 	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
+}
 
-	// Hook delivers a provider hook report.
-	Hook(ctx context.Context, p wire.HookParams) error
-
+// QueueService shows and tunes admission.
+type QueueService interface {
 	Queue(ctx context.Context) (wire.QueueResult, error)
-	Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error)
-	Schedules(ctx context.Context) ([]wire.Schedule, error)
-
 	// SetCaps changes admission caps at runtime; absent fields keep their value.
 	SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error)
+}
+
+// UsageService reports tokens, cost and limit readings.
+type UsageService interface {
+	Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error)
+}
+
+// GCService runs lifecycle collection.
+type GCService interface {
 	// GC runs the lifecycle rules now (or, with DryRun, says what they would do).
 	GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error)
+}
+
+// ScheduleService manages durable schedules (package schedule implements it).
+type ScheduleService interface {
+	Schedules(ctx context.Context) ([]wire.Schedule, error)
 	ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error)
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// Kernel is what the kernel offers the feature packages built beside it (schedule,
+// and later accounts, listeners, runs), besides the Service they may call.
+type Kernel interface {
+	// Publish stores an event and delivers it to subscribers.
+	Publish(ctx context.Context, ev wire.Event) (wire.Event, error)
+	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
+	// for a root caller (a claim that does not verify is an error).
+	CallerAgent(ctx context.Context) (*wire.Agent, error)
 }
 
 // Caller is who is calling, as the socket server established it.

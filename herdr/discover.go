@@ -24,13 +24,14 @@ var ErrNotInstalled = errors.New("herdr not found")
 
 // FindBin locates the herdr binary: config `herdr.bin`, then $ORCR_HERDR_BIN, then
 // $PATH. why says which source decided. A source that names a missing binary is an
-// error rather than a silent fall-through, because the user chose it.
+// error rather than a silent fall-through, because the user chose it; its message
+// names the setting, and the caller says how to fix it.
 func FindBin(configBin string) (path string, why string, err error) {
 	try := func(name, why string) (string, string, error) {
 		p, err := lookExecutable(name)
 		if err != nil {
-			return "", why, fmt.Errorf("%w: %s names %q, which is not an executable (%v); %s",
-				ErrNotInstalled, why, name, err, InstallHint)
+			return "", why, fmt.Errorf("%w: %s names %q, which is not an executable (%v)",
+				ErrNotInstalled, why, name, err)
 		}
 		return p, why, nil
 	}

@@ -58,7 +58,7 @@ func newRealRig(t *testing.T, agent wire.Agent, trust bool, script ...modelserve
 }
 
 func (r *realRig) start(t *testing.T) *clitest.Run {
-	return clitest.Start(t, r.plan, r.env, r.cwd, r.prov.Observe(r.agent), r.hooks)
+	return clitest.Start(t, r.plan, r.env, r.cwd, r.agent, r.prov.Observe(r.agent), r.hooks)
 }
 
 func realPath(p string) string {

@@ -63,7 +63,7 @@ wire_api = "responses"
 }
 
 func (r *realRig) start(t *testing.T) *clitest.Run {
-	return clitest.Start(t, r.plan, r.env, r.cwd, r.prov.Observe(r.agent), r.hooks)
+	return clitest.Start(t, r.plan, r.env, r.cwd, r.agent, r.prov.Observe(r.agent), r.hooks)
 }
 
 func TestRealCodexTurnToolAndSteer(t *testing.T) {

@@ -188,7 +188,7 @@ func TestRealOpenCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := clitest.Start(t, plan, env, cwd, prov.Observe(a), hooks)
+	run := clitest.Start(t, plan, env, cwd, a, prov.Observe(a), hooks)
 	v := run.Wait(150*time.Second, "turn done via plugin events", func(v clitest.View) bool {
 		return v.State == wire.StateDone && v.Source == "hook" && v.LastMessage == "I wrote hello.txt."
 	})

@@ -114,7 +114,7 @@ func TestRealPi(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := clitest.BaseEnv(root, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks, "PI_OFFLINE=1")
-	run := clitest.Start(t, plan, env, cwd, prov.Observe(a), hooks)
+	run := clitest.Start(t, plan, env, cwd, a, prov.Observe(a), hooks)
 	v := run.Wait(60*time.Second, "turn done via extension hooks", func(v clitest.View) bool {
 		return v.State == wire.StateDone && v.Source == "hook" && v.LastMessage == "I wrote hello.txt."
 	})

@@ -240,10 +240,21 @@ func decodeResponse(resp wire.Response, out any) error {
 	return nil
 }
 
+// invoke makes one call of a declared unary method: the declaration types the params
+// and the result, so a client call cannot disagree with the server's handler.
+func invoke[P, R any](ctx context.Context, c *Client, m wire.Unary[P, R], p P) (R, error) {
+	var r R
+	var params any = p
+	if _, none := params.(wire.Empty); none {
+		params = nil // no params key on the wire, as hand-written clients send it
+	}
+	err := c.call(ctx, m.Name, params, &r)
+	return r, err
+}
+
 // Ping checks the server.
 func (c *Client) Ping(ctx context.Context) (wire.PingResult, error) {
-	var r wire.PingResult
-	err := c.call(ctx, wire.MethodPing, nil, &r)
+	r, err := invoke(ctx, c, wire.Ping, wire.Empty{})
 	if err == nil && r.Version != wire.Version {
 		return r, wire.Errorf(wire.CodeVersionMismatch, "server speaks protocol %d, this client %d; restart the server with this binary", r.Version, wire.Version)
 	}
@@ -252,27 +263,26 @@ func (c *Client) Ping(ctx context.Context) (wire.PingResult, error) {
 
 // Info describes the server.
 func (c *Client) Info(ctx context.Context) (wire.InfoResult, error) {
-	var r wire.InfoResult
-	return r, c.call(ctx, wire.MethodInfo, nil, &r)
+	return invoke(ctx, c, wire.Info, wire.Empty{})
 }
 
 // Run spawns an agent.
 func (c *Client) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
-	var r wire.AgentResult
-	return r.Agent, c.call(ctx, wire.MethodAgentRun, p, &r)
+	r, err := invoke(ctx, c, wire.AgentRun, p)
+	return r.Agent, err
 }
 
 // List lists agents.
 func (c *Client) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error) {
-	var r wire.ListResult
-	return r.Agents, c.call(ctx, wire.MethodAgentList, p, &r)
+	r, err := invoke(ctx, c, wire.AgentList, p)
+	return r.Agents, err
 }
 
 // ListTable lists agents as display rows (the columns of `orcr agent ls`).
 func (c *Client) ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error) {
 	p.Table = true
-	var r wire.ListResult
-	if err := c.call(ctx, wire.MethodAgentList, p, &r); err != nil {
+	r, err := invoke(ctx, c, wire.AgentList, p)
+	if err != nil {
 		return nil, err
 	}
 	if r.Table == nil {
@@ -283,94 +293,99 @@ func (c *Client) ListTable(ctx context.Context, p wire.ListParams) (*wire.Table,
 
 // Get returns one agent.
 func (c *Client) Get(ctx context.Context, target string) (wire.Agent, error) {
-	var r wire.AgentResult
-	return r.Agent, c.call(ctx, wire.MethodAgentGet, wire.TargetParams{Target: target}, &r)
+	r, err := invoke(ctx, c, wire.AgentGet, wire.TargetParams{Target: target})
+	return r.Agent, err
 }
 
 // Send types into a pane.
 func (c *Client) Send(ctx context.Context, p wire.SendParams) error {
-	return c.call(ctx, wire.MethodAgentSend, p, nil)
+	_, err := invoke(ctx, c, wire.AgentSend, p)
+	return err
 }
 
 // Read reads a screen.
 func (c *Client) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error) {
-	var r wire.ReadResult
-	return r, c.call(ctx, wire.MethodAgentRead, p, &r)
+	return invoke(ctx, c, wire.AgentRead, p)
 }
 
 // Wait waits for states.
 func (c *Client) Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error) {
-	var r wire.WaitResult
-	return r, c.call(ctx, wire.MethodAgentWait, p, &r)
+	return invoke(ctx, c, wire.AgentWait, p)
 }
 
 // Kill stops agents.
 func (c *Client) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error) {
-	var r wire.KillResult
-	return r, c.call(ctx, wire.MethodAgentKill, p, &r)
+	return invoke(ctx, c, wire.AgentKill, p)
 }
 
 // Resize resizes a pane.
 func (c *Client) Resize(ctx context.Context, p wire.ResizeParams) error {
-	return c.call(ctx, wire.MethodAgentResize, p, nil)
+	_, err := invoke(ctx, c, wire.AgentResize, p)
+	return err
 }
 
 // Hook reports a provider hook.
 func (c *Client) Hook(ctx context.Context, p wire.HookParams) error {
-	return c.call(ctx, wire.MethodHookReport, p, nil)
+	_, err := invoke(ctx, c, wire.HookReport, p)
+	return err
 }
 
 // Queue shows the queue.
 func (c *Client) Queue(ctx context.Context) (wire.QueueResult, error) {
-	var r wire.QueueResult
-	return r, c.call(ctx, wire.MethodQueue, nil, &r)
+	return invoke(ctx, c, wire.QueueGet, wire.Empty{})
 }
 
 // Usage reports usage.
 func (c *Client) Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error) {
-	var r wire.UsageResult
-	return r, c.call(ctx, wire.MethodUsage, p, &r)
-}
-
-// Schedules lists schedules.
-func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
-	var r wire.ScheduleListResult
-	return r.Schedules, c.call(ctx, wire.MethodScheduleList, nil, &r)
+	return invoke(ctx, c, wire.UsageGet, p)
 }
 
 // SetCaps changes admission caps.
 func (c *Client) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error) {
-	var r wire.QueueResult
-	return r, c.call(ctx, wire.MethodQueueCaps, p, &r)
+	return invoke(ctx, c, wire.QueueCaps, p)
 }
 
 // GC runs lifecycle collection.
 func (c *Client) GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error) {
-	var r wire.GCResult
-	return r, c.call(ctx, wire.MethodGC, p, &r)
+	return invoke(ctx, c, wire.GCRun, p)
+}
+
+// Schedules lists schedules.
+func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
+	r, err := invoke(ctx, c, wire.ScheduleList, wire.Empty{})
+	return r.Schedules, err
 }
 
 // ScheduleAdd creates a schedule.
 func (c *Client) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
-	var r wire.ScheduleResult
-	return r.Schedule, c.call(ctx, wire.MethodScheduleAdd, p, &r)
+	r, err := invoke(ctx, c, wire.ScheduleAdd, p)
+	return r.Schedule, err
 }
 
 // ScheduleRemove deletes a schedule.
 func (c *Client) ScheduleRemove(ctx context.Context, name string) error {
-	return c.call(ctx, wire.MethodScheduleRemove, wire.ScheduleNameParams{Name: name}, nil)
+	_, err := invoke(ctx, c, wire.ScheduleRemove, wire.ScheduleNameParams{Name: name})
+	return err
 }
 
 // ScheduleRun runs a schedule now.
 func (c *Client) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
-	var r wire.ScheduleRunResult
-	return r.Run, c.call(ctx, wire.MethodScheduleRun, p, &r)
+	r, err := invoke(ctx, c, wire.ScheduleRunNow, p)
+	return r.Run, err
 }
 
 // ScheduleRuns returns a schedule's run history.
 func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
-	var r wire.ScheduleRunsResult
-	return r.Runs, c.call(ctx, wire.MethodScheduleRuns, wire.ScheduleNameParams{Name: name}, &r)
+	r, err := invoke(ctx, c, wire.ScheduleRuns, wire.ScheduleNameParams{Name: name})
+	return r.Runs, err
+}
+
+// openStream opens a dedicated connection for a declared streaming method, sends the
+// request and decodes its result; the lines of type S follow on the returned decoder.
+func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Streaming[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {
+	var r R
+	conn, dec, err := c.streamConn(ctx, m.Name, p, &r)
+	return conn, dec, r, err
 }
 
 // streamConn opens a dedicated connection, sends one request and reads its response.
@@ -403,8 +418,7 @@ func (c *Client) streamConn(ctx context.Context, method string, params, out any)
 
 // Subscribe opens an event stream on its own connection.
 func (c *Client) Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error) {
-	var ack wire.SubscribeResult
-	conn, dec, err := c.streamConn(ctx, wire.MethodEventsSubscribe, p, &ack)
+	conn, dec, _, err := openStream(ctx, c, wire.EventsSubscribe, p)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +447,7 @@ func (c *Client) Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan 
 
 // Attach asks how to attach (without starting a stream).
 func (c *Client) Attach(ctx context.Context, p wire.AttachParams) (wire.AttachResult, error) {
-	var r wire.AttachResult
-	conn, _, err := c.streamConn(ctx, wire.MethodAgentAttach, p, &r)
+	conn, _, r, err := openStream(ctx, c, wire.AgentAttach, p)
 	if err != nil {
 		return r, err
 	}
@@ -445,8 +458,7 @@ func (c *Client) Attach(ctx context.Context, p wire.AttachParams) (wire.AttachRe
 // AttachStream runs a stream attach: in is sent to the pane, pane output goes to out.
 // When in is a Resizer, size changes are forwarded too.
 func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error {
-	var r wire.AttachResult
-	conn, dec, err := c.streamConn(ctx, wire.MethodAgentAttach, p, &r)
+	conn, dec, r, err := openStream(ctx, c, wire.AgentAttach, p)
 	if err != nil {
 		return err
 	}

@@ -3,40 +3,172 @@ package socket
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
 )
 
-func TestEveryMethodHasAHandler(t *testing.T) {
-	streams := map[string]bool{wire.MethodEventsSubscribe: true, wire.MethodAgentAttach: true}
-	handled := map[string]bool{}
-	for _, m := range unaryMethods {
-		handled[m] = true
-	}
+// TestMethodTable fails when a method declared in wire's table lacks a server handler
+// of the right kind, a client call, or a schema entry, and when core.Service has a
+// method the socket cannot reach.
+func TestMethodTable(t *testing.T) {
+	schema := wire.Schema()["methods"].(map[string]any)
 	for _, m := range wire.Methods {
-		if (m.Stream != nil) != streams[m.Name] {
-			t.Errorf("%s: stream type and server stream handling disagree", m.Name)
+		h, ok := handlers[m.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s is declared but the server has no handler", m.Name)
+		case (m.Stream != nil) != (h.stream != nil) || (h.stream == nil) == (h.unary == nil):
+			t.Errorf("%s: declared stream %v, server handler stream %v", m.Name, m.Stream != nil, h.stream != nil)
+		case reflect.TypeOf(h.spec.Params) != reflect.TypeOf(m.Params) || reflect.TypeOf(h.spec.Result) != reflect.TypeOf(m.Result):
+			t.Errorf("%s: handler types disagree with the declaration", m.Name)
 		}
-		if !handled[m.Name] && !streams[m.Name] {
-			t.Errorf("%s is in the schema but the server has no handler", m.Name)
+		if _, ok := schema[m.Name]; !ok {
+			t.Errorf("%s is declared but missing from the schema", m.Name)
 		}
-		delete(handled, m.Name)
 	}
-	for m := range handled {
-		t.Errorf("server handles %s, which the schema lacks", m)
+	if len(handlers) != len(wire.Methods) {
+		t.Errorf("%d handlers for %d declared methods", len(handlers), len(wire.Methods))
 	}
-	// Every Service method is reachable over the socket (the client implements it by
-	// calling a method of the schema); a new Service method without a wire method
-	// fails here.
+	// The client: call every core.Service method of a Client against a recorder that
+	// notes the method of each request and checks that the server's decoder takes its
+	// params. Every declared method must be called by some client method.
+	seen := recordClientCalls(t)
+	for _, m := range wire.Methods {
+		if !seen[m.Name] {
+			t.Errorf("%s is declared but no Client method calls it", m.Name)
+		}
+	}
 	svc := reflect.TypeOf((*core.Service)(nil)).Elem()
 	if svc.NumMethod() != len(wire.Methods)+1 { // AttachStream shares agent.attach
-		t.Errorf("core.Service has %d methods, the schema %d (+1 for AttachStream): add the wire method", svc.NumMethod(), len(wire.Methods))
+		t.Errorf("core.Service has %d methods, the table %d (+1 for AttachStream): declare the wire method", svc.NumMethod(), len(wire.Methods))
+	}
+}
+
+// recordClientCalls calls each core.Service method of a real Client against a socket
+// that records the requests and answers each with an error.
+func recordClientCalls(t *testing.T) map[string]bool {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rec.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadBytes('\n')
+					if err != nil {
+						return
+					}
+					req, _, perr := parseRequest(line)
+					if code := wire.CodeOf(perr); perr != nil && code != wire.CodeInvalidParams {
+						t.Errorf("client request %s: server decode says %v", line, perr)
+					}
+					mu.Lock()
+					seen[req.Method] = true
+					mu.Unlock()
+					b, _ := json.Marshal(wire.Response{ID: req.ID, Error: &wire.Error{Code: wire.CodeInternal, Message: "recorded"}})
+					c.Write(append(b, '\n'))
+				}
+			}()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cv := reflect.ValueOf(cl)
+	svc := reflect.TypeOf((*core.Service)(nil)).Elem()
+	for i := 0; i < svc.NumMethod(); i++ {
+		m := cv.MethodByName(svc.Method(i).Name)
+		var args []reflect.Value
+		for j := 0; j < m.Type().NumIn(); j++ {
+			switch at := m.Type().In(j); at {
+			case reflect.TypeFor[context.Context]():
+				args = append(args, reflect.ValueOf(ctx))
+			case reflect.TypeFor[io.Reader]():
+				args = append(args, reflect.ValueOf(io.Reader(strings.NewReader(""))))
+			case reflect.TypeFor[io.Writer]():
+				args = append(args, reflect.ValueOf(io.Writer(io.Discard)))
+			default:
+				args = append(args, reflect.Zero(at))
+			}
+		}
+		out := m.Call(args)
+		if err, _ := out[len(out)-1].Interface().(error); err == nil || !strings.Contains(err.Error(), "recorded") {
+			t.Errorf("Client.%s: %v, want the recorder's answer", svc.Method(i).Name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(seen)
+}
+
+// The schema and the server apply one rule for required params: a request with every
+// field at its zero value is refused naming exactly the fields the schema requires.
+func TestRequiredParamsMatchSchema(t *testing.T) {
+	s := wire.Schema()
+	defs := s["$defs"].(map[string]any)
+	for _, m := range wire.Methods {
+		name := reflect.TypeOf(m.Params).Name()
+		var want []string
+		if r, ok := defs[name].(map[string]any)["required"].([]string); ok {
+			want = r
+		}
+		_, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":%q}`, m.Name))
+		if len(want) == 0 {
+			if err != nil {
+				t.Errorf("%s: no required params in the schema, server says %v", m.Name, err)
+			}
+			continue
+		}
+		if wire.CodeOf(err) != wire.CodeInvalidParams {
+			t.Errorf("%s: schema requires %v, server accepts no params (%v)", m.Name, want, err)
+			continue
+		}
+		for _, f := range want {
+			if !strings.Contains(err.Error(), fmt.Sprintf("%q", f)) {
+				t.Errorf("%s: schema requires %q, server's refusal does not name it: %v", m.Name, f, err)
+			}
+		}
+	}
+	// The fields the issue found disagreeing are required on both sides now.
+	for _, c := range []struct{ method, params, field string }{
+		{wire.MethodHookReport, `{"event":"Stop","agentId":"x"}`, "provider"},
+		{wire.MethodAgentResize, `{"target":"x","rows":10}`, "cols"},
+		{wire.MethodAgentResize, `{"target":"x","cols":10}`, "rows"},
+	} {
+		_, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":%q,"params":%s}`, c.method, c.params))
+		if wire.CodeOf(err) != wire.CodeInvalidParams || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s without %s: %v", c.method, c.field, err)
+		}
 	}
 }
 

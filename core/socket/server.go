@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"reflect"
 	"sync"
 	"syscall"
 	"time"
@@ -181,13 +180,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		caller := cn.cred
 		caller.ClaimedID = req.Caller
 		rctx := core.WithCaller(ctx, caller)
-		switch req.Method {
-		case wire.MethodEventsSubscribe:
-			// The connection is dedicated to the stream from here on.
-			s.streamEvents(rctx, cn, req.ID, params.(*wire.SubscribeParams), r)
-			return
-		case wire.MethodAgentAttach:
-			if s.attach(rctx, cn, req.ID, params.(*wire.AttachParams), r) {
+		h := handlers[req.Method]
+		if h.stream != nil {
+			if h.stream(s, rctx, cn, req.ID, params, r) {
 				return
 			}
 			continue
@@ -195,7 +190,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.call(rctx, req.Method, params)
+			res, err := h.unary(rctx, s.svc, params)
 			cn.reply(req.ID, res, err)
 		}()
 	}
@@ -218,11 +213,11 @@ func parseRequest(line []byte) (wire.Request, any, error) {
 		return req, nil, wire.Errorf(wire.CodeVersionMismatch,
 			"client speaks protocol %d, this server %d; use the orcr binary the server runs, or restart the server with yours", req.Version, wire.Version)
 	}
-	spec, ok := wire.Method(req.Method)
+	h, ok := handlers[req.Method]
 	if !ok {
 		return req, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)
 	}
-	params, err := decodeParams(spec, req.Params)
+	params, err := h.decode(req.Params)
 	return req, params, err
 }
 
@@ -254,149 +249,6 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		return buf, nil
 	}
 }
-
-// decodeParams decodes params strictly into the method's params type.
-func decodeParams(spec wire.MethodSpec, raw json.RawMessage) (any, error) {
-	t := reflect.TypeOf(spec.Params)
-	v := reflect.New(t)
-	if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(v.Interface()); err != nil {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "%s: bad params: %v; see `orcr api schema`", spec.Name, err)
-		}
-	}
-	if err := checkRequired(spec.Name, v.Interface()); err != nil {
-		return nil, err
-	}
-	return v.Interface(), nil
-}
-
-func checkRequired(method string, p any) error {
-	missing := func(f string) error {
-		return wire.Errorf(wire.CodeInvalidParams, "%s: missing required param %q", method, f)
-	}
-	switch p := p.(type) {
-	case *wire.RunParams:
-		if p.Path == "" {
-			return missing("path")
-		}
-	case *wire.TargetParams:
-		if p.Target == "" {
-			return missing("target")
-		}
-	case *wire.SendParams:
-		if p.Target == "" {
-			return missing("target")
-		}
-	case *wire.ReadParams:
-		if p.Target == "" {
-			return missing("target")
-		}
-	case *wire.WaitParams:
-		if p.Glob == "" {
-			return missing("glob")
-		}
-	case *wire.KillParams:
-		if p.Glob == "" {
-			return missing("glob")
-		}
-	case *wire.AttachParams:
-		if p.Target == "" {
-			return missing("target")
-		}
-	case *wire.ResizeParams:
-		if p.Target == "" {
-			return missing("target")
-		}
-	case *wire.HookParams:
-		if p.AgentID == "" || p.Event == "" {
-			return missing("agentId and event")
-		}
-	case *wire.ScheduleAddParams:
-		if p.Name == "" {
-			return missing("name")
-		}
-	case *wire.ScheduleNameParams:
-		if p.Name == "" {
-			return missing("name")
-		}
-	case *wire.ScheduleRunParams:
-		if p.Name == "" {
-			return missing("name")
-		}
-	}
-	return nil
-}
-
-// call dispatches a unary method to the service.
-func (s *Server) call(ctx context.Context, method string, params any) (any, error) {
-	svc := s.svc
-	switch method {
-	case wire.MethodPing:
-		return svc.Ping(ctx)
-	case wire.MethodInfo:
-		return svc.Info(ctx)
-	case wire.MethodAgentRun:
-		a, err := svc.Run(ctx, *params.(*wire.RunParams))
-		return wire.AgentResult{Agent: a}, err
-	case wire.MethodAgentList:
-		p := *params.(*wire.ListParams)
-		as, err := svc.List(ctx, p)
-		if as == nil {
-			as = []wire.Agent{}
-		}
-		if p.Table && err == nil {
-			return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now())}, nil
-		}
-		return wire.ListResult{Agents: as}, err
-	case wire.MethodAgentGet:
-		a, err := svc.Get(ctx, params.(*wire.TargetParams).Target)
-		return wire.AgentResult{Agent: a}, err
-	case wire.MethodAgentSend:
-		return wire.Empty{}, svc.Send(ctx, *params.(*wire.SendParams))
-	case wire.MethodAgentRead:
-		return svc.Read(ctx, *params.(*wire.ReadParams))
-	case wire.MethodAgentWait:
-		return svc.Wait(ctx, *params.(*wire.WaitParams))
-	case wire.MethodAgentKill:
-		return svc.Kill(ctx, *params.(*wire.KillParams))
-	case wire.MethodAgentResize:
-		return wire.Empty{}, svc.Resize(ctx, *params.(*wire.ResizeParams))
-	case wire.MethodHookReport:
-		return wire.Empty{}, svc.Hook(ctx, *params.(*wire.HookParams))
-	case wire.MethodQueue:
-		return svc.Queue(ctx)
-	case wire.MethodUsage:
-		return svc.Usage(ctx, *params.(*wire.UsageParams))
-	case wire.MethodScheduleList:
-		ss, err := svc.Schedules(ctx)
-		return wire.ScheduleListResult{Schedules: ss}, err
-	case wire.MethodQueueCaps:
-		return svc.SetCaps(ctx, *params.(*wire.CapsParams))
-	case wire.MethodGC:
-		return svc.GC(ctx, *params.(*wire.GCParams))
-	case wire.MethodScheduleAdd:
-		sc, err := svc.ScheduleAdd(ctx, *params.(*wire.ScheduleAddParams))
-		return wire.ScheduleResult{Schedule: sc}, err
-	case wire.MethodScheduleRemove:
-		return wire.Empty{}, svc.ScheduleRemove(ctx, params.(*wire.ScheduleNameParams).Name)
-	case wire.MethodScheduleRun:
-		r, err := svc.ScheduleRun(ctx, *params.(*wire.ScheduleRunParams))
-		return wire.ScheduleRunResult{Run: r}, err
-	case wire.MethodScheduleRuns:
-		rs, err := svc.ScheduleRuns(ctx, params.(*wire.ScheduleNameParams).Name)
-		return wire.ScheduleRunsResult{Runs: rs}, err
-	}
-	return nil, wire.Errorf(wire.CodeUnknownMethod, "method %q has no handler", method)
-}
-
-// unaryMethods lists the methods call handles; a test checks it against wire.Methods.
-var unaryMethods = []string{wire.MethodPing, wire.MethodInfo, wire.MethodAgentRun, wire.MethodAgentList,
-	wire.MethodAgentGet, wire.MethodAgentSend, wire.MethodAgentRead, wire.MethodAgentWait, wire.MethodAgentKill,
-	wire.MethodAgentResize, wire.MethodHookReport, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList,
-	wire.MethodQueueCaps, wire.MethodGC, wire.MethodScheduleAdd, wire.MethodScheduleRemove, wire.MethodScheduleRun,
-	wire.MethodScheduleRuns}
 
 func (s *Server) streamEvents(ctx context.Context, cn *conn, id string, p *wire.SubscribeParams, r *bufio.Reader) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -3,56 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"time"
 )
-
-// MethodSpec describes one method of the socket API: its params and result types and,
-// for streaming methods, the type of each line that follows the result.
-type MethodSpec struct {
-	Name        string
-	Description string
-	Params      any
-	Result      any
-	Stream      any // nil for unary methods
-}
-
-// Methods is the API. The socket server decodes params into exactly these types and
-// the schema is generated from them, so the two cannot drift apart.
-var Methods = []MethodSpec{
-	{MethodPing, "Liveness and protocol version.", Empty{}, PingResult{}, nil},
-	{MethodInfo, "Server facts: pid, home, host and why it was chosen.", Empty{}, InfoResult{}, nil},
-	{MethodAgentRun, "Spawn an agent (queued, then admitted).", RunParams{}, AgentResult{}, nil},
-	{MethodAgentList, "List agents matching a glob.", ListParams{}, ListResult{}, nil},
-	{MethodAgentGet, "One agent by id, id prefix or path.", TargetParams{}, AgentResult{}, nil},
-	{MethodAgentSend, "Type text and/or press named keys.", SendParams{}, Empty{}, nil},
-	{MethodAgentRead, "Screen text, last message or transcript.", ReadParams{}, ReadResult{}, nil},
-	{MethodAgentWait, "Wait until every matching agent reaches a state.", WaitParams{}, WaitResult{}, nil},
-	{MethodAgentKill, "Stop every running agent matching a glob.", KillParams{}, KillResult{}, nil},
-	{MethodAgentResize, "Resize an agent's pane.", ResizeParams{}, Empty{}, nil},
-	{MethodAgentAttach, "Attach: a native command, or an AttachFrame stream on this connection.", AttachParams{}, AttachResult{}, AttachFrame{}},
-	{MethodEventsSubscribe, "Stream events after a cursor on this connection.", SubscribeParams{}, SubscribeResult{}, Event{}},
-	{MethodHookReport, "A provider hook report from inside an agent.", HookParams{}, Empty{}, nil},
-	{MethodQueue, "The admission queue against its caps.", Empty{}, QueueResult{}, nil},
-	{MethodUsage, "Tokens and cost by provider, model and window.", UsageParams{}, UsageResult{}, nil},
-	{MethodScheduleList, "Durable schedules.", Empty{}, ScheduleListResult{}, nil},
-	{MethodQueueCaps, "Change admission caps at runtime; absent fields keep their value.", CapsParams{}, QueueResult{}, nil},
-	{MethodGC, "Run lifecycle GC now (or say what it would do).", GCParams{}, GCResult{}, nil},
-	{MethodScheduleAdd, "Create a durable schedule.", ScheduleAddParams{}, ScheduleResult{}, nil},
-	{MethodScheduleRemove, "Remove a schedule and its run history.", ScheduleNameParams{}, Empty{}, nil},
-	{MethodScheduleRun, "Run a schedule now.", ScheduleRunParams{}, ScheduleRunResult{}, nil},
-	{MethodScheduleRuns, "A schedule's run history, oldest first.", ScheduleNameParams{}, ScheduleRunsResult{}, nil},
-}
-
-// Method returns the spec of a method by name.
-func Method(name string) (MethodSpec, bool) {
-	for _, m := range Methods {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return MethodSpec{}, false
-}
 
 // Schema returns the JSON Schema (draft 2020-12) of every method and event.
 func Schema() map[string]any {
@@ -130,22 +82,10 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 			defs[name] = nil // break cycles
 			props := map[string]any{}
 			var required []string
-			for i := 0; i < t.NumField(); i++ {
-				f := t.Field(i)
-				if !f.IsExported() {
-					continue
-				}
-				tag := f.Tag.Get("json")
-				if tag == "-" {
-					continue
-				}
-				jname, opts, _ := strings.Cut(tag, ",")
-				if jname == "" {
-					jname = f.Name
-				}
-				props[jname] = schemaOf(f.Type, defs)
-				if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
-					required = append(required, jname)
+			for _, f := range fields(t) {
+				props[f.Name] = schemaOf(f.Type, defs)
+				if f.Required {
+					required = append(required, f.Name)
 				}
 			}
 			d := map[string]any{"type": "object", "properties": props, "additionalProperties": false}

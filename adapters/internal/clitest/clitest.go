@@ -1,7 +1,9 @@
 // Package clitest runs a real coding-agent CLI for adapter tests before (and beside)
 // the engine: the CLI in a real pane of orcr's embedded pty host, talking to the
 // scripted model server, with hooks recorded by hookrec and fed, like the engine
-// would, into the adapter's Observer together with transcript polls and screens.
+// would, into the adapter's Observer together with transcript polls and screens. The
+// signals are folded into the agent's record by the engine's own rules (core.Fold),
+// so these tests see the states the engine would record.
 package clitest
 
 import (
@@ -33,7 +35,8 @@ func HookRec(t *testing.T) string {
 	return testbin.Build(t, "orcr/adapters/internal/clitest/hookrec")
 }
 
-// View is the engine-like fold of the signals an Observer produced.
+// View is the record the engine would hold after the signals an Observer produced
+// (folded by core.Fold), plus what the test saw on the way.
 type View struct {
 	State       wire.State
 	Source      string
@@ -48,7 +51,7 @@ type View struct {
 	Signals     []core.Signal
 	HookErrors  []error
 	Hooks       []string // events delivered
-	States      []string // "state/source" in order
+	States      []string // "state/source" of each state change the fold made, in order
 }
 
 // Run is one CLI in a pane, observed.
@@ -60,15 +63,18 @@ type Run struct {
 	hooks  string
 	hookAt int64
 
-	mu   sync.Mutex
-	view View
-	stop context.CancelFunc
-	done chan struct{}
+	mu    sync.Mutex
+	view  View
+	agent wire.Agent // the record as the engine would hold it
+	turns int        // as the engine counts them: the prompt and each Send
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
-// Start launches plan in a pty pane with env (complete) and observes it with obs.
-// Hook records are read from hookFile (the $ORCR_HOOKREC of the pane).
-func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, obs core.Observer, hookFile string) *Run {
+// Start launches plan in a pty pane with env (complete) and observes it with obs, the
+// observer of agent (whose prompt, if any, counts as the first turn). Hook records
+// are read from hookFile (the $ORCR_HOOKREC of the pane).
+func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, agent wire.Agent, obs core.Observer, hookFile string) *Run {
 	t.Helper()
 	h := pty.New(pty.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -78,7 +84,12 @@ func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, obs cor
 		t.Fatalf("launch %q: %v", plan.Argv, err)
 	}
 	rctx, stop := context.WithCancel(context.Background())
-	r := &Run{t: t, host: h, pane: info.ID, obs: obs, hooks: hookFile, stop: stop, done: make(chan struct{})}
+	// The record as the engine has it once the pane is launched.
+	now := time.Now().UTC()
+	agent.State, agent.StateSource, agent.StateReason, agent.StateAt, agent.StartedAt = wire.StateWorking, "server", "launched", now, &now
+	r := &Run{t: t, host: h, pane: info.ID, obs: obs, hooks: hookFile, agent: agent, turns: core.InitialTurns(agent),
+		stop: stop, done: make(chan struct{})}
+	r.view.State, r.view.Source, r.view.Reason = agent.State, agent.StateSource, agent.StateReason
 	go r.loop(rctx)
 	t.Cleanup(func() {
 		r.stop()
@@ -128,6 +139,9 @@ func (r *Run) Send(text string) {
 	if err := r.host.SendKeys(ctx, r.pane, "enter"); err != nil {
 		r.t.Fatalf("enter: %v", err)
 	}
+	r.mu.Lock()
+	r.turns++ // as the engine counts a send ending in enter
+	r.mu.Unlock()
 }
 
 // PressUntil presses key and polls the screen until cond holds, pressing again every
@@ -281,28 +295,19 @@ func (r *Run) apply(s *core.Signal) {
 	defer r.mu.Unlock()
 	v := &r.view
 	v.Signals = append(v.Signals, *s)
-	if s.State != "" {
-		v.State, v.Source, v.Reason, v.Blocked = s.State, s.Source, s.Reason, s.Blocked
-		v.States = append(v.States, string(s.State)+"/"+s.Source)
-	}
-	if s.Usage != nil {
-		v.Usage = *s.Usage
-	}
-	if s.Model != "" {
-		v.Model = s.Model
-	}
-	if s.SessionID != "" {
-		v.SessionID = s.SessionID
-	}
-	if s.Transcript != "" {
-		v.Transcript = s.Transcript
-	}
-	if s.LastMessage != "" {
-		v.LastMessage = s.LastMessage
-	}
 	if s.Reading != nil {
 		v.Readings = append(v.Readings, *s.Reading)
 	}
+	for _, c := range core.Fold(r.agent, r.turns, s, time.Now().UTC()) {
+		prev := r.agent
+		r.agent = c.Agent
+		if c.Agent.State != prev.State || c.Agent.StateSource != prev.StateSource || c.Agent.StateReason != prev.StateReason {
+			v.States = append(v.States, string(c.Agent.State)+"/"+c.Agent.StateSource)
+		}
+	}
+	a := r.agent
+	v.State, v.Source, v.Reason, v.Blocked = a.State, a.StateSource, a.StateReason, a.Blocked
+	v.Usage, v.Model, v.SessionID, v.Transcript, v.LastMessage = a.Usage, a.Model, a.SessionID, a.Transcript, a.LastMessage
 }
 
 // BaseEnv is a clean environment for a CLI under test: this process's PATH, the given

@@ -1,10 +1,15 @@
-package core
+// Package schedule runs durable schedules (DESIGN §7): commands the server runs on a
+// cadence, each run recorded, never double-fired by a restart. It is a feature beside
+// the kernel, not part of it: it keeps its own store buckets and lock, and reaches
+// the kernel only through core.Kernel (events, the verified caller).
+package schedule
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -54,12 +60,72 @@ type schedRecord struct {
 	Claim *wire.ScheduleRun `json:"claim,omitempty"`
 }
 
-// scheduler holds the loaded schedules. Its mutex is never held across a run.
-type scheduler struct {
+// Options configure a Service. Store and Kernel are required.
+type Options struct {
+	Store  core.Store
+	Kernel core.Kernel
+	Logger *slog.Logger
+	Home   string // ORCR_HOME, set for the commands
+	Socket string // the server socket, ORCR_SOCKET of the commands
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Service holds the loaded schedules and fires them; it implements
+// core.ScheduleService. Its mutex is never held across a run.
+type Service struct {
+	opts  Options
+	store core.Store
+	k     core.Kernel
+	log   *slog.Logger
+
 	mu     sync.Mutex
 	byName map[string]*schedRT
 	wake   chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
+
+var _ core.ScheduleService = (*Service)(nil)
+
+// New builds the service; Start loads the schedules and starts firing them.
+func New(opts Options) (*Service, error) {
+	if opts.Store == nil || opts.Kernel == nil {
+		return nil, errors.New("schedules need a store and the kernel")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{opts: opts, store: opts.Store, k: opts.Kernel, log: opts.Logger,
+		byName: map[string]*schedRT{}, wake: make(chan struct{}, 1)}, nil
+}
+
+// Start loads the schedules (settling claims a crash left and applying the missed-run
+// policy) and starts the loop that fires them.
+func (s *Service) Start(ctx context.Context) error {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.loop()
+	return nil
+}
+
+// Close stops the loop and every run in progress, and waits for them.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+func (s *Service) now() time.Time { return s.opts.Now().UTC() }
 
 type schedRT struct {
 	rec     schedRecord
@@ -71,11 +137,7 @@ type schedRT struct {
 	result  wire.ScheduleRun
 }
 
-func newScheduler() *scheduler {
-	return &scheduler{byName: map[string]*schedRT{}, wake: make(chan struct{}, 1)}
-}
-
-func (s *scheduler) kick() {
+func (s *Service) kick() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -127,25 +189,24 @@ func (rt *schedRT) nextAfter(t time.Time) time.Time {
 	return s.CreatedAt.Add(n * every).UTC()
 }
 
-func (e *Engine) putSchedule(ctx context.Context, rec schedRecord) error {
+func (s *Service) putSchedule(ctx context.Context, rec schedRecord) error {
 	rec.V = scheduleVersion
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encode schedule: %w", err)
 	}
-	if err := e.store.Put(ctx, bucketSchedules, rec.Schedule.Name, b); err != nil {
+	if err := s.store.Put(ctx, bucketSchedules, rec.Schedule.Name, b); err != nil {
 		return fmt.Errorf("store schedule %s: %w", rec.Schedule.Name, err)
 	}
 	return nil
 }
 
-// loadSchedules reads every schedule, settles claims a crash left behind and applies
-// the missed-run policy. It runs before the scheduler loop starts.
-func (e *Engine) loadSchedules(ctx context.Context) error {
-	s := e.fl.sched
+// load reads every schedule, settles claims a crash left behind and applies the
+// missed-run policy. It runs before the loop starts.
+func (s *Service) load(ctx context.Context) error {
 	var recs []schedRecord
 	var bad []string
-	err := e.store.Scan(ctx, bucketSchedules, func(k string, v []byte) bool {
+	err := s.store.Scan(ctx, bucketSchedules, func(k string, v []byte) bool {
 		var r schedRecord
 		if err := json.Unmarshal(v, &r); err != nil || r.V != scheduleVersion {
 			bad = append(bad, k)
@@ -158,15 +219,15 @@ func (e *Engine) loadSchedules(ctx context.Context) error {
 		return fmt.Errorf("load schedules: %w", err)
 	}
 	for _, k := range bad {
-		e.log.Error("schedule record unreadable; left in place", "name", k)
+		s.log.Error("schedule record unreadable; left in place", "name", k)
 	}
-	now := e.now()
+	now := s.now()
 	for _, r := range recs {
 		rt := &schedRT{rec: r}
 		if r.Schedule.Cron != "" {
 			spec, err := parseCron(r.Schedule.Cron)
 			if err != nil {
-				e.log.Error("stored schedule has a bad cron; skipped", "name", r.Schedule.Name, "err", err)
+				s.log.Error("stored schedule has a bad cron; skipped", "name", r.Schedule.Name, "err", err)
 				continue
 			}
 			rt.spec = spec
@@ -175,7 +236,7 @@ func (e *Engine) loadSchedules(ctx context.Context) error {
 			end := now
 			c.EndedAt = &end
 			c.Error = "the server stopped during this run (restarted at " + now.Format(time.RFC3339) + "); it is not run again"
-			if err := e.finishRun(ctx, rt, *c); err != nil {
+			if err := s.finishRun(ctx, rt, *c); err != nil {
 				return err
 			}
 		}
@@ -186,11 +247,11 @@ func (e *Engine) loadSchedules(ctx context.Context) error {
 			default:
 				next := rt.nextAfter(now)
 				if n != nil {
-					e.broker.publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.missed=skip",
+					s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.missed=skip",
 						Data: map[string]any{"name": r.Schedule.Name, "dueAt": n.Format(time.RFC3339), "nextAt": next.Format(time.RFC3339)}})
 				}
 				rt.rec.Schedule.NextAt = &next
-				if err := e.putSchedule(ctx, rt.rec); err != nil {
+				if err := s.putSchedule(ctx, rt.rec); err != nil {
 					return err
 				}
 			}
@@ -200,23 +261,22 @@ func (e *Engine) loadSchedules(ctx context.Context) error {
 	return nil
 }
 
-// schedLoop fires due schedules until the engine stops.
-func (e *Engine) schedLoop() {
-	defer e.wg.Done()
-	s := e.fl.sched
+// loop fires due schedules until Close.
+func (s *Service) loop() {
+	defer s.wg.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
-		case <-e.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		case <-timer.C:
 		case <-s.wake:
 		}
-		next := e.fireDue(e.ctx)
+		next := s.fireDue(s.ctx)
 		d := schedMaxSleep
 		if !next.IsZero() {
-			d = min(max(next.Sub(e.now()), 5*time.Millisecond), schedMaxSleep)
+			d = min(max(next.Sub(s.now()), 5*time.Millisecond), schedMaxSleep)
 		}
 		if !timer.Stop() {
 			select {
@@ -229,9 +289,8 @@ func (e *Engine) schedLoop() {
 }
 
 // fireDue starts every due schedule and returns the earliest next instant.
-func (e *Engine) fireDue(ctx context.Context) time.Time {
-	s := e.fl.sched
-	now := e.now()
+func (s *Service) fireDue(ctx context.Context) time.Time {
+	now := s.now()
 	var earliest time.Time
 	s.mu.Lock()
 	names := make([]string, 0, len(s.byName))
@@ -251,13 +310,13 @@ func (e *Engine) fireDue(ctx context.Context) time.Time {
 			if rt.running {
 				next := rt.nextAfter(now)
 				rt.rec.Schedule.NextAt = &next
-				if err := e.putSchedule(ctx, rt.rec); err != nil {
-					e.log.Error("advance schedule", "name", n, "err", err)
+				if err := s.putSchedule(ctx, rt.rec); err != nil {
+					s.log.Error("advance schedule", "name", n, "err", err)
 				}
-				e.broker.publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.overlap",
+				s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.overlap",
 					Data: map[string]any{"name": n, "dueAt": due.Format(time.RFC3339), "reason": "the previous run is still going"}})
-			} else if _, err := e.startRunLocked(ctx, rt, trigger, &due, true); err != nil {
-				e.log.Error("start schedule run", "name", n, "err", err)
+			} else if _, err := s.startRunLocked(ctx, rt, trigger, &due, true); err != nil {
+				s.log.Error("start schedule run", "name", n, "err", err)
 			}
 			rt.missed = false
 			na = rt.rec.Schedule.NextAt
@@ -272,8 +331,8 @@ func (e *Engine) fireDue(ctx context.Context) time.Time {
 
 // startRunLocked claims a run (stored before anything starts) and starts it. The
 // caller holds the scheduler's mutex.
-func (e *Engine) startRunLocked(ctx context.Context, rt *schedRT, trigger string, due *time.Time, advance bool) (chan struct{}, error) {
-	now := e.now()
+func (s *Service) startRunLocked(ctx context.Context, rt *schedRT, trigger string, due *time.Time, advance bool) (chan struct{}, error) {
+	now := s.now()
 	run := wire.ScheduleRun{StartedAt: now, Trigger: trigger, DueAt: due}
 	rec := rt.rec
 	if advance {
@@ -282,27 +341,26 @@ func (e *Engine) startRunLocked(ctx context.Context, rt *schedRT, trigger string
 	}
 	rec.Claim = &run
 	rec.Schedule.LastRun = &run
-	if err := e.putSchedule(ctx, rec); err != nil {
+	if err := s.putSchedule(ctx, rec); err != nil {
 		return nil, err
 	}
 	rt.rec = rec
-	rctx, cancel := context.WithCancel(e.ctx)
+	rctx, cancel := context.WithCancel(s.ctx)
 	rt.running, rt.cancel, rt.done = true, cancel, make(chan struct{})
 	name := rec.Schedule.Name
-	e.broker.publish(ctx, wire.Event{Event: wire.EventScheduleFired, Rule: "schedule." + trigger,
+	s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleFired, Rule: "schedule." + trigger,
 		Data: map[string]any{"name": name, "trigger": trigger}})
 	sched := rec.Schedule
 	done := rt.done
-	e.wg.Add(1)
+	s.wg.Add(1)
 	go func() {
-		defer e.wg.Done()
+		defer s.wg.Done()
 		defer cancel()
-		res := e.execSchedule(rctx, sched, run)
-		s := e.fl.sched
+		res := s.exec(rctx, sched, run)
 		s.mu.Lock()
-		if s.byName[name] == rt && e.ctx.Err() == nil {
-			if err := e.finishRun(context.Background(), rt, res); err != nil {
-				e.log.Error("record schedule run", "name", name, "err", err)
+		if s.byName[name] == rt && s.ctx.Err() == nil {
+			if err := s.finishRun(context.Background(), rt, res); err != nil {
+				s.log.Error("record schedule run", "name", name, "err", err)
 			}
 		}
 		rt.running, rt.result = false, res
@@ -312,8 +370,8 @@ func (e *Engine) startRunLocked(ctx context.Context, rt *schedRT, trigger string
 		if res.ExitCode != nil {
 			data["exitCode"] = *res.ExitCode
 		}
-		if e.ctx.Err() == nil {
-			e.broker.publish(context.Background(), wire.Event{Event: wire.EventScheduleFinished, Rule: "schedule." + trigger, Data: data})
+		if s.ctx.Err() == nil {
+			s.k.Publish(context.Background(), wire.Event{Event: wire.EventScheduleFinished, Rule: "schedule." + trigger, Data: data})
 		}
 		s.kick()
 	}()
@@ -321,38 +379,34 @@ func (e *Engine) startRunLocked(ctx context.Context, rt *schedRT, trigger string
 }
 
 // finishRun stores a finished run in the history and clears the claim.
-func (e *Engine) finishRun(ctx context.Context, rt *schedRT, run wire.ScheduleRun) error {
+func (s *Service) finishRun(ctx context.Context, rt *schedRT, run wire.ScheduleRun) error {
 	name := rt.rec.Schedule.Name
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	bucket := schedRunPrefix + name
-	if err := e.store.Put(ctx, bucket, fmt.Sprintf("%020d", run.StartedAt.UnixNano()), b); err != nil {
+	if err := s.store.Put(ctx, bucket, fmt.Sprintf("%020d", run.StartedAt.UnixNano()), b); err != nil {
 		return fmt.Errorf("store run of %s: %w", name, err)
 	}
 	rec := rt.rec
 	rec.Claim = nil
 	rec.Schedule.LastRun = &run
-	if err := e.putSchedule(ctx, rec); err != nil {
+	if err := s.putSchedule(ctx, rec); err != nil {
 		return err
 	}
 	rt.rec = rec
 	var keys []string
-	_ = e.store.Scan(ctx, bucket, func(k string, _ []byte) bool { keys = append(keys, k); return true })
+	_ = s.store.Scan(ctx, bucket, func(k string, _ []byte) bool { keys = append(keys, k); return true })
 	for len(keys) > keepRuns {
-		_ = e.store.Delete(ctx, bucket, keys[0])
+		_ = s.store.Delete(ctx, bucket, keys[0])
 		keys = keys[1:]
 	}
 	return nil
 }
 
 // Schedules lists the durable schedules, by name.
-func (e *Engine) Schedules(ctx context.Context) ([]wire.Schedule, error) {
-	s := e.fl.sched
-	if s == nil {
-		return []wire.Schedule{}, nil
-	}
+func (s *Service) Schedules(ctx context.Context) ([]wire.Schedule, error) {
 	s.mu.Lock()
 	out := make([]wire.Schedule, 0, len(s.byName))
 	for _, rt := range s.byName {
@@ -364,7 +418,7 @@ func (e *Engine) Schedules(ctx context.Context) ([]wire.Schedule, error) {
 }
 
 // ScheduleAdd validates and stores a new schedule.
-func (e *Engine) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
+func (s *Service) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
 	if !scheduleName().MatchString(p.Name) {
 		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams,
 			"schedule name %q: use 1-64 of a-z 0-9 . _ - starting with a letter or digit", p.Name)
@@ -405,29 +459,28 @@ func (e *Engine) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wir
 		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
 	}
 	owner := "user"
-	if parent, err := e.callerAgent(ctx); err != nil {
+	if parent, err := s.k.CallerAgent(ctx); err != nil {
 		return wire.Schedule{}, err
 	} else if parent != nil {
 		owner = parent.Path
 	}
-	now := e.now()
+	now := s.now()
 	rt.rec = schedRecord{Schedule: wire.Schedule{Name: p.Name, EverySeconds: p.EverySeconds, Cron: p.Cron,
 		Command: p.Command, Cwd: cwd, Env: scheduleEnv(p.Env), MissedPolicy: policy, Owner: owner, CreatedAt: now}}
 	next := rt.nextAfter(now)
 	rt.rec.Schedule.NextAt = &next
-	s := e.fl.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byName[p.Name]; ok {
 		return wire.Schedule{}, &wire.Error{Code: wire.CodeNameTaken,
 			Message: fmt.Sprintf("a schedule named %q exists already; remove it first (orcr schedule rm %s) or pick another name", p.Name, p.Name)}
 	}
-	if err := e.putSchedule(ctx, rt.rec); err != nil {
+	if err := s.putSchedule(ctx, rt.rec); err != nil {
 		return wire.Schedule{}, err
 	}
 	s.byName[p.Name] = rt
 	s.kick()
-	e.log.Info("schedule added", "name", p.Name, "owner", owner, "next", next)
+	s.log.Info("schedule added", "name", p.Name, "owner", owner, "next", next)
 	return rt.rec.Schedule, nil
 }
 
@@ -446,8 +499,8 @@ func scheduleEnv(env map[string]string) map[string]string {
 	return out
 }
 
-func (e *Engine) schedByName(name string) (*schedRT, error) {
-	rt, ok := e.fl.sched.byName[name]
+func (s *Service) byNameLocked(name string) (*schedRT, error) {
+	rt, ok := s.byName[name]
 	if !ok {
 		return nil, wire.Errorf(wire.CodeNotFound, "no schedule named %q; see orcr schedule ls", name)
 	}
@@ -455,15 +508,14 @@ func (e *Engine) schedByName(name string) (*schedRT, error) {
 }
 
 // ScheduleRemove deletes a schedule and its history, stopping a run in progress.
-func (e *Engine) ScheduleRemove(ctx context.Context, name string) error {
-	s := e.fl.sched
+func (s *Service) ScheduleRemove(ctx context.Context, name string) error {
 	s.mu.Lock()
-	rt, err := e.schedByName(name)
+	rt, err := s.byNameLocked(name)
 	if err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	if err := e.store.Delete(ctx, bucketSchedules, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
+	if err := s.store.Delete(ctx, bucketSchedules, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		s.mu.Unlock()
 		return fmt.Errorf("delete schedule %s: %w", name, err)
 	}
@@ -474,20 +526,19 @@ func (e *Engine) ScheduleRemove(ctx context.Context, name string) error {
 	s.mu.Unlock()
 	var keys []string
 	bucket := schedRunPrefix + name
-	_ = e.store.Scan(ctx, bucket, func(k string, _ []byte) bool { keys = append(keys, k); return true })
+	_ = s.store.Scan(ctx, bucket, func(k string, _ []byte) bool { keys = append(keys, k); return true })
 	for _, k := range keys {
-		_ = e.store.Delete(ctx, bucket, k)
+		_ = s.store.Delete(ctx, bucket, k)
 	}
-	e.log.Info("schedule removed", "name", name)
+	s.log.Info("schedule removed", "name", name)
 	return nil
 }
 
 // ScheduleRun runs a schedule now, outside its cadence. With Wait it returns the
 // finished run.
-func (e *Engine) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
-	s := e.fl.sched
+func (s *Service) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
 	s.mu.Lock()
-	rt, err := e.schedByName(p.Name)
+	rt, err := s.byNameLocked(p.Name)
 	if err != nil {
 		s.mu.Unlock()
 		return wire.ScheduleRun{}, err
@@ -496,7 +547,7 @@ func (e *Engine) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wir
 		s.mu.Unlock()
 		return wire.ScheduleRun{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s is running already (since %s)", p.Name, rt.rec.Schedule.LastRun.StartedAt.Format(time.RFC3339))
 	}
-	done, err := e.startRunLocked(ctx, rt, "manual", nil, false)
+	done, err := s.startRunLocked(ctx, rt, "manual", nil, false)
 	if err != nil {
 		s.mu.Unlock()
 		return wire.ScheduleRun{}, err
@@ -517,16 +568,15 @@ func (e *Engine) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wir
 }
 
 // ScheduleRuns returns a schedule's stored run history, oldest first.
-func (e *Engine) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
-	s := e.fl.sched
+func (s *Service) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
 	s.mu.Lock()
-	_, err := e.schedByName(name)
+	_, err := s.byNameLocked(name)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	out := []wire.ScheduleRun{}
-	err = e.store.Scan(ctx, schedRunPrefix+name, func(_ string, v []byte) bool {
+	err = s.store.Scan(ctx, schedRunPrefix+name, func(_ string, v []byte) bool {
 		var r wire.ScheduleRun
 		if json.Unmarshal(v, &r) == nil {
 			out = append(out, r)
@@ -534,20 +584,4 @@ func (e *Engine) ScheduleRuns(ctx context.Context, name string) ([]wire.Schedule
 		return true
 	})
 	return out, err
-}
-
-// startFleet sets up the queue, GC and schedules, and starts their loops. Engine.Start
-// calls it after reconciling with the host.
-func (e *Engine) startFleet() {
-	e.mu.Lock()
-	e.fl.gc = e.opts.GC.withDefaults()
-	e.loadQueueLocked()
-	e.mu.Unlock()
-	e.fl.sched = newScheduler()
-	if err := e.loadSchedules(e.ctx); err != nil {
-		e.log.Error("load schedules", "err", err)
-	}
-	e.wg.Add(2)
-	go e.gcLoop()
-	go e.schedLoop()
 }

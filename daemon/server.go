@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -24,38 +23,10 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
-	"orcr/core/wire"
-	"orcr/herdr"
 	"orcr/pty"
+	"orcr/schedule"
 	"orcr/store"
-	"orcr/tmux"
 )
-
-// homeDir is $ORCR_HOME, else $XDG_STATE_HOME/orcr, else ~/.local/state/orcr.
-func homeDir() string {
-	if h := os.Getenv("ORCR_HOME"); h != "" {
-		return h
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "orcr")
-	}
-	h, _ := os.UserHomeDir()
-	return filepath.Join(h, ".local", "state", "orcr")
-}
-
-// socketPath is the server socket a client should use: the one of the agent it runs
-// inside (ORCR_SOCKET), else the home's.
-func socketPath() string {
-	if s := os.Getenv("ORCR_SOCKET"); s != "" {
-		return s
-	}
-	return socket.SocketPath(homeDir())
-}
-
-// dial connects a CLI client to the running server.
-func dial(ctx context.Context) (*socket.Client, error) {
-	return socket.Dial(ctx, socketPath(), os.Getenv("ORCR_ID"))
-}
 
 // newLogger writes slog records to a rotated file under home — never to the
 // terminal, which the dashboard owns.
@@ -74,6 +45,8 @@ type server struct {
 	lock   *socket.Lock
 	store  *store.Store
 	engine *core.Engine
+	sched  *schedule.Service
+	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
 	log    *slog.Logger
@@ -82,7 +55,7 @@ type server struct {
 
 // startServer takes the home's lock and brings up everything the server owns.
 func startServer(ctx context.Context) (*server, error) {
-	home := homeDir()
+	home := config.Home()
 	lock, err := socket.AcquireLock(home)
 	if err != nil {
 		return nil, fmt.Errorf("%w; connect to it instead (orcr agent ls), or stop it first", err)
@@ -114,8 +87,12 @@ func startServer(ctx context.Context) (*server, error) {
 	if len(adopt) > 0 {
 		host = pty.New(pty.Options{Logger: s.log, Adopt: adopt, IDFloor: lastID})
 		why = fmt.Sprintf("embedded pty host (adopted %d panes from the dashboard)", len(adopt))
-	} else if host, why, err = chooseHost(ctx, cfg, home, s.log); err != nil {
-		return nil, err
+	} else {
+		c := discover(ctx, cfg)
+		if host, err = startHost(ctx, c, cfg, home, s.log); err != nil {
+			return nil, err
+		}
+		why = c.Why
 	}
 	s.host = host
 	self, err := stableSelf(home)
@@ -138,7 +115,16 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	s.engine = eng
-	sock, err := socket.Listen(sockPath, eng, s.log)
+	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Logger: s.log, Home: home, Socket: sockPath})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start schedules: %w", err)
+	}
+	s.sched = sched
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +141,9 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.sched != nil {
+		s.sched.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)
@@ -196,76 +185,9 @@ func priceTable(cfg config.Config, log *slog.Logger) *prices.Table {
 	return t
 }
 
-// chooseHost picks the host (DESIGN §6): config host or $ORCR_HOST; "auto" prefers
-// herdr, then tmux, then the embedded pty host. An explicitly chosen host that is
-// missing is an error with exit code 2 and the install pointer.
-func chooseHost(ctx context.Context, cfg config.Config, home string, log *slog.Logger) (core.Host, string, error) {
-	want, how := cfg.Host, "config host"
-	if h := os.Getenv("ORCR_HOST"); h != "" {
-		want, how = h, "$ORCR_HOST"
-	}
-	if want == "" {
-		want = "auto"
-	}
-	explicit := want != "auto"
-	missing := func(name, fix string, err error) error {
-		return &wire.Error{Code: wire.CodeMissingProgram,
-			Message: fmt.Sprintf("%s = %q but %s is not usable: %v; %s", how, name, name, err, fix)}
-	}
-	if want == "herdr" || want == "auto" {
-		bin, why, err := herdr.FindBin(cfg.Herdr.Bin)
-		if err == nil {
-			h, err := herdr.New(ctx, herdr.Options{Bin: bin, Session: cfg.Herdr.Session, Logger: log,
-				StateDir: filepath.Join(home, "herdr")})
-			if err == nil {
-				return h, fmt.Sprintf("herdr at %s (%s)", bin, why), nil
-			}
-			if explicit {
-				return nil, "", missing("herdr", herdr.InstallHint, err)
-			}
-			log.Warn("herdr found but unusable; trying tmux", "err", err)
-		} else if explicit {
-			return nil, "", missing("herdr", herdr.InstallHint, err)
-		}
-	}
-	if want == "tmux" || want == "auto" {
-		bin := cfg.Tmux.Bin
-		if bin == "" {
-			bin = "tmux"
-		}
-		if path, ok := lookPath(bin); ok {
-			h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: path, Logger: log})
-			if err == nil {
-				why := "auto: herdr not found; tmux found at " + path
-				if explicit {
-					why = "chosen by " + how + "; tmux at " + path
-				}
-				return h, why, nil
-			}
-			if explicit {
-				return nil, "", missing("tmux", "install tmux: apt-get install tmux", err)
-			}
-			log.Warn("tmux found but unusable; using the embedded host", "err", err)
-		} else if explicit {
-			return nil, "", missing("tmux", "install tmux: apt-get install tmux", fmt.Errorf("%s not found in PATH", bin))
-		}
-	}
-	switch want {
-	case "pty":
-		return pty.New(pty.Options{Logger: log}), "chosen by " + how + " (embedded pty host)", nil
-	case "auto", "herdr", "tmux":
-		return pty.New(pty.Options{Logger: log}), "auto: neither herdr nor tmux found; using the embedded pty host", nil
-	}
-	return nil, "", &wire.Error{Code: wire.CodeInvalidParams, Message: fmt.Sprintf("unknown host %q in %s; use auto, herdr, tmux or pty", want, how)}
-}
-
-func lookPath(name string) (string, bool) {
-	p, err := exec.LookPath(name)
-	return p, err == nil
-}
-
-// runServe runs the headless server until a signal.
-func runServe(ctx context.Context, io *streams) error {
+// Serve runs the headless server until ctx ends (a signal), reloading the config on
+// SIGHUP. It says on stderr where it serves.
+func Serve(ctx context.Context, stderr io.Writer) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit keeps badger's write bursts from growing the heap for good;
 		// the GC works harder near it instead. GOMEMLIMIT overrides. (The dashboard,
@@ -280,7 +202,7 @@ func runServe(ctx context.Context, io *streams) error {
 	// must still end the dashboard).
 	s.watchReload(ctx)
 	info, _ := s.engine.Info(ctx)
-	fmt.Fprintf(io.err, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
+	fmt.Fprintf(stderr, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
 	select {
 	case <-ctx.Done():
 	case err = <-s.done:

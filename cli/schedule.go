@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // scheduleCommand is `orcr schedule add|ls|rm|run|runs`.
-func scheduleCommand(io *streams) *cli.Command {
+func (app *app) scheduleCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schedule",
 		Usage: "durable schedules: commands the server runs on a cadence",
@@ -26,24 +26,20 @@ func scheduleCommand(io *streams) *cli.Command {
 					&cli.StringFlag{Name: "missed", Value: "skip", Usage: "runs missed while the server was down: skip | run-once"},
 					jsonFlag(),
 				},
-				Action: func(ctx context.Context, c *cli.Command) error { return scheduleAdd(ctx, io, c) },
+				Action: func(ctx context.Context, c *cli.Command) error { return app.scheduleAdd(ctx, c) },
 			},
 			{
 				Name: "ls", Usage: "list schedules: cadence, next run, last run, owner", Flags: []cli.Flag{jsonFlag()},
-				Action: func(ctx context.Context, c *cli.Command) error { return scheduleLs(ctx, io, c.Bool("json")) },
+				Action: func(ctx context.Context, c *cli.Command) error { return app.scheduleLs(ctx, c.Bool("json")) },
 			},
 			{
 				Name: "rm", Usage: "remove a schedule and its history", ArgsUsage: "NAME",
 				Action: func(ctx context.Context, c *cli.Command) error {
-					cl, err := dial(ctx)
-					if err != nil {
-						return err
-					}
-					defer cl.Close()
+					cl := service(ctx)
 					if err := cl.ScheduleRemove(ctx, c.Args().First()); err != nil {
 						return err
 					}
-					fmt.Fprintf(io.out, "removed schedule %s\n", c.Args().First())
+					fmt.Fprintf(app.out, "removed schedule %s\n", c.Args().First())
 					return nil
 				},
 			},
@@ -51,20 +47,20 @@ func scheduleCommand(io *streams) *cli.Command {
 				Name: "run", Usage: "run a schedule now and print its result", ArgsUsage: "NAME",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "no-wait", Usage: "return once it has started"}, jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					return scheduleRunNow(ctx, io, c.Args().First(), !c.Bool("no-wait"), c.Bool("json"))
+					return app.scheduleRunNow(ctx, c.Args().First(), !c.Bool("no-wait"), c.Bool("json"))
 				},
 			},
 			{
 				Name: "runs", Usage: "a schedule's run history", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					return scheduleRuns(ctx, io, c.Args().First(), c.Bool("json"))
+					return app.scheduleRuns(ctx, c.Args().First(), c.Bool("json"))
 				},
 			},
 		},
 	}
 }
 
-func scheduleAdd(ctx context.Context, io *streams, c *cli.Command) error {
+func (app *app) scheduleAdd(ctx context.Context, c *cli.Command) error {
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return fmt.Errorf("schedule add needs a NAME, e.g. orcr schedule add poll --every 10m -- ./check.sh")
@@ -87,20 +83,16 @@ func scheduleAdd(ctx context.Context, io *streams, c *cli.Command) error {
 			env[k] = v
 		}
 	}
-	cl, err := dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	cl := service(ctx)
 	s, err := cl.ScheduleAdd(ctx, wire.ScheduleAddParams{Name: args[0], EverySeconds: int(every / time.Second),
 		Cron: c.String("cron"), Command: cmd, Cwd: cwd, Env: env, MissedPolicy: c.String("missed")})
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(io.out, wire.ScheduleResult{Schedule: s})
+		return printJSON(app.out, wire.ScheduleResult{Schedule: s})
 	}
-	fmt.Fprintf(io.out, "schedule %s: %s, next %s\n", s.Name, cadence(s), when(s.NextAt))
+	fmt.Fprintf(app.out, "schedule %s: %s, next %s\n", s.Name, cadence(s), when(s.NextAt))
 	return nil
 }
 
@@ -139,12 +131,8 @@ func runSummary(r *wire.ScheduleRun) string {
 	return s
 }
 
-func scheduleLs(ctx context.Context, io *streams, asJSON bool) error {
-	cl, err := dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+func (app *app) scheduleLs(ctx context.Context, asJSON bool) error {
+	cl := service(ctx)
 	ss, err := cl.Schedules(ctx)
 	if err != nil {
 		return err
@@ -153,13 +141,13 @@ func scheduleLs(ctx context.Context, io *streams, asJSON bool) error {
 		if ss == nil {
 			ss = []wire.Schedule{}
 		}
-		return printJSON(io.out, wire.ScheduleListResult{Schedules: ss})
+		return printJSON(app.out, wire.ScheduleListResult{Schedules: ss})
 	}
 	if len(ss) == 0 {
-		fmt.Fprintln(io.out, "no schedules — add one with: orcr schedule add NAME --every 10m -- CMD")
+		fmt.Fprintln(app.out, "no schedules — add one with: orcr schedule add NAME --every 10m -- CMD")
 		return nil
 	}
-	tw := newTabWriter(io.out)
+	tw := newTabWriter(app.out)
 	fmt.Fprintln(tw, "NAME\tCADENCE\tMISSED\tNEXT\tLAST\tOWNER\tCOMMAND")
 	for _, s := range ss {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, cadence(s), s.MissedPolicy, when(s.NextAt),
@@ -168,45 +156,37 @@ func scheduleLs(ctx context.Context, io *streams, asJSON bool) error {
 	return tw.Flush()
 }
 
-func scheduleRunNow(ctx context.Context, io *streams, name string, wait, asJSON bool) error {
-	cl, err := dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+func (app *app) scheduleRunNow(ctx context.Context, name string, wait, asJSON bool) error {
+	cl := service(ctx)
 	r, err := cl.ScheduleRun(ctx, wire.ScheduleRunParams{Name: name, Wait: wait})
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return printJSON(io.out, wire.ScheduleRunResult{Run: r})
+		return printJSON(app.out, wire.ScheduleRunResult{Run: r})
 	}
 	if !wait {
-		fmt.Fprintf(io.out, "schedule %s started at %s\n", name, when(&r.StartedAt))
+		fmt.Fprintf(app.out, "schedule %s started at %s\n", name, when(&r.StartedAt))
 		return nil
 	}
 	if r.OutputTail != "" {
-		fmt.Fprint(io.out, r.OutputTail)
+		fmt.Fprint(app.out, r.OutputTail)
 		if !strings.HasSuffix(r.OutputTail, "\n") {
-			fmt.Fprintln(io.out)
+			fmt.Fprintln(app.out)
 		}
 	}
-	fmt.Fprintf(io.err, "schedule %s: %s\n", name, runSummary(&r))
+	fmt.Fprintf(app.err, "schedule %s: %s\n", name, runSummary(&r))
 	switch {
 	case r.Error != "":
-		return exitErr{code: exitError}
+		return exitErr{code: ExitError}
 	case r.ExitCode != nil && *r.ExitCode != 0:
-		return exitErr{code: exitError}
+		return exitErr{code: ExitError}
 	}
 	return nil
 }
 
-func scheduleRuns(ctx context.Context, io *streams, name string, asJSON bool) error {
-	cl, err := dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+func (app *app) scheduleRuns(ctx context.Context, name string, asJSON bool) error {
+	cl := service(ctx)
 	rs, err := cl.ScheduleRuns(ctx, name)
 	if err != nil {
 		return err
@@ -215,9 +195,9 @@ func scheduleRuns(ctx context.Context, io *streams, name string, asJSON bool) er
 		if rs == nil {
 			rs = []wire.ScheduleRun{}
 		}
-		return printJSON(io.out, wire.ScheduleRunsResult{Runs: rs})
+		return printJSON(app.out, wire.ScheduleRunsResult{Runs: rs})
 	}
-	tw := newTabWriter(io.out)
+	tw := newTabWriter(app.out)
 	fmt.Fprintln(tw, "STARTED\tTRIGGER\tTOOK\tRESULT")
 	for i := range rs {
 		r := &rs[i]

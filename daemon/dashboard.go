@@ -1,9 +1,10 @@
-package main
+package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"orcr/config"
@@ -13,10 +14,10 @@ import (
 	"orcr/ui"
 )
 
-// runDashboard opens the full-screen dashboard. When a server already runs for this
+// Dashboard opens the full-screen dashboard. When a server already runs for this
 // ORCR_HOME it connects to it; otherwise it hosts the server in-process (which also
 // serves the socket, so the CLI works from other shells meanwhile).
-func runDashboard(ctx context.Context, io *streams) error {
+func Dashboard(ctx context.Context, stderr io.Writer) error {
 	cfg, err := config.Load(config.DefaultPath())
 	if err != nil {
 		return err
@@ -25,17 +26,17 @@ func runDashboard(ctx context.Context, io *streams) error {
 	opts := ui.Options{Theme: cfg.UI.Theme, UserThemes: cfg.Themes, Keymap: cfg.UI.Keymap,
 		KeyOverrides: cfg.Keys, Self: self}
 
-	if cl, err := socket.Dial(ctx, socket.SocketPath(homeDir()), ""); err == nil {
+	if cl, err := socket.Dial(ctx, socket.SocketPath(config.Home()), ""); err == nil {
 		defer cl.Close()
 		opts.Mode = "connected"
-		opts.Logger = newLogger(homeDir())
+		opts.Logger = newLogger(config.Home())
 		_, err := ui.Run(ctx, cl, opts)
 		return err
 	} else if !errors.Is(err, wire.ErrUnavailable) {
 		return err
 	}
-	if socket.Held(homeDir()) {
-		return fmt.Errorf("a server holds %s but does not answer on its socket; check `orcr doctor` or stop it", homeDir())
+	if socket.Held(config.Home()) {
+		return fmt.Errorf("a server holds %s but does not answer on its socket; check `orcr doctor` or stop it", config.Home())
 	}
 	s, err := startServer(ctx)
 	if err != nil {
@@ -45,7 +46,7 @@ func runDashboard(ctx context.Context, io *streams) error {
 	opts.Logger = s.log
 	opts.EmbeddedHost = s.host.Name() == "pty"
 	ictx := core.WithCaller(ctx, core.Caller{InProcess: true})
-	choice, err := ui.Run(ictx, s.engine, opts)
+	choice, err := ui.Run(ictx, s.svc, opts)
 	if err == nil && choice == ui.QuitKeepInBackground {
 		res, err := handOff(context.Background(), s) // closes s
 		if err != nil {
@@ -55,7 +56,7 @@ func runDashboard(ctx context.Context, io *streams) error {
 		if res.Panes == 1 {
 			what = "agent keeps"
 		}
-		fmt.Fprintf(io.err, "orcr: %d %s running under a background orcr serve (pid %d) on %s; `orcr` reconnects, `orcr agent ls` lists them\n",
+		fmt.Fprintf(stderr, "orcr: %d %s running under a background orcr serve (pid %d) on %s; `orcr` reconnects, `orcr agent ls` lists them\n",
 			res.Panes, what, res.PID, res.Socket)
 		return nil
 	}

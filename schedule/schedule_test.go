@@ -1,4 +1,4 @@
-package core_test
+package schedule_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -20,12 +19,12 @@ func addParams(name string, cmd ...string) wire.ScheduleAddParams {
 }
 
 func TestScheduleAddRejectsBadInput(t *testing.T) {
-	r := newRig(t, "", nil, core.Limits{}, core.GCRules{})
+	r := newRig(t, "", nil)
 	ctx := context.Background()
-	if _, err := r.eng.ScheduleAdd(ctx, addParams("nightly", "true")); err != nil {
+	if _, err := r.sched.ScheduleAdd(ctx, addParams("nightly", "true")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.eng.ScheduleAdd(ctx, addParams("nightly", "true"))
+	_, err := r.sched.ScheduleAdd(ctx, addParams("nightly", "true"))
 	if wire.CodeOf(err) != wire.CodeNameTaken {
 		t.Fatalf("duplicate name: %v", err)
 	}
@@ -44,19 +43,19 @@ func TestScheduleAddRejectsBadInput(t *testing.T) {
 	for want, mod := range cases {
 		p := addParams("x", "true")
 		mod(&p)
-		_, err := r.eng.ScheduleAdd(ctx, p)
+		_, err := r.sched.ScheduleAdd(ctx, p)
 		if !errors.Is(err, wire.ErrInvalidParams) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v", want, err)
 		}
 	}
-	if ss, _ := r.eng.Schedules(ctx); len(ss) != 1 {
+	if ss, _ := r.sched.Schedules(ctx); len(ss) != 1 {
 		t.Fatalf("bad input stored schedules: %+v", ss)
 	}
 }
 
 func runsOf(t *testing.T, r *rig, name string) []wire.ScheduleRun {
 	t.Helper()
-	rs, err := r.eng.ScheduleRuns(context.Background(), name)
+	rs, err := r.sched.ScheduleRuns(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,18 +63,18 @@ func runsOf(t *testing.T, r *rig, name string) []wire.ScheduleRun {
 }
 
 func TestScheduleRunsCommandWithCapturedEnvAndSurvivesMissingCommand(t *testing.T) {
-	r := newRig(t, "", nil, core.Limits{}, core.GCRules{})
+	r := newRig(t, "", nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	p := addParams("env", "sh", "-c", `echo "cwd=$PWD id=[$ORCR_ID] sock=$ORCR_SOCKET mine=$MINE"; exit 3`)
 	p.Cwd, p.EverySeconds = dir, 1
 	p.Env["MINE"], p.Env["ORCR_ID"], p.Env["ORCR_PARENT_ID"] = "yes", "0193-caller", "0193-parent"
-	if _, err := r.eng.ScheduleAdd(ctx, p); err != nil {
+	if _, err := r.sched.ScheduleAdd(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	q := addParams("ghost", "no-such-command-orcr")
 	q.EverySeconds = 1
-	if _, err := r.eng.ScheduleAdd(ctx, q); err != nil {
+	if _, err := r.sched.ScheduleAdd(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two runs of each", 15*time.Second, func() bool {
@@ -92,14 +91,14 @@ func TestScheduleRunsCommandWithCapturedEnvAndSurvivesMissingCommand(t *testing.
 		}
 	}
 	// A manual run waits and reports; removing the schedule drops it and its history.
-	mr, err := r.eng.ScheduleRun(ctx, wire.ScheduleRunParams{Name: "env", Wait: true})
+	mr, err := r.sched.ScheduleRun(ctx, wire.ScheduleRunParams{Name: "env", Wait: true})
 	if err != nil || mr.Trigger != "manual" || mr.EndedAt == nil || mr.ExitCode == nil {
 		t.Fatalf("manual run: %+v %v", mr, err)
 	}
-	if err := r.eng.ScheduleRemove(ctx, "ghost"); err != nil {
+	if err := r.sched.ScheduleRemove(ctx, "ghost"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.eng.ScheduleRuns(ctx, "ghost"); !errors.Is(err, wire.ErrNotFound) {
+	if _, err := r.sched.ScheduleRuns(ctx, "ghost"); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("removed schedule still answers: %v", err)
 	}
 }
@@ -107,25 +106,25 @@ func TestScheduleRunsCommandWithCapturedEnvAndSurvivesMissingCommand(t *testing.
 func TestScheduleMissedPoliciesAfterRestart(t *testing.T) {
 	home := t.TempDir()
 	clk := &clock{}
-	r := newRig(t, home, clk, core.Limits{}, core.GCRules{})
+	r := newRig(t, home, clk)
 	ctx := context.Background()
 	marks := filepath.Join(home, "marks")
 	for name, policy := range map[string]string{"skipper": "skip", "catcher": "run-once"} {
 		p := addParams(name, "sh", "-c", "echo "+name+" >> "+marks)
 		p.MissedPolicy = policy
-		if _, err := r.eng.ScheduleAdd(ctx, p); err != nil {
+		if _, err := r.sched.ScheduleAdd(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r.stop()
 	// Down for three cadences.
 	clk.jump(3*time.Hour + time.Minute)
-	r2 := newRig(t, home, clk, core.Limits{}, core.GCRules{})
+	r2 := newRig(t, home, clk)
 	waitFor(t, "the missed run of catcher", 10*time.Second, func() bool { return len(runsOf(t, r2, "catcher")) == 1 })
 	if rs := runsOf(t, r2, "catcher"); rs[0].Trigger != "missed" || rs[0].DueAt == nil {
 		t.Fatalf("catcher run %+v", rs[0])
 	}
-	ss, _ := r2.eng.Schedules(ctx)
+	ss, _ := r2.sched.Schedules(ctx)
 	for _, s := range ss {
 		if !s.NextAt.After(clk.now()) {
 			t.Errorf("%s next at %s, not after now", s.Name, s.NextAt)
@@ -161,10 +160,10 @@ func mustEvents(t *testing.T, r *rig) []wire.Event {
 // A run claimed before a crash is recorded as interrupted on restart, never run again.
 func TestScheduleClaimLeftByCrashIsNotRerun(t *testing.T) {
 	home := t.TempDir()
-	r := newRig(t, home, nil, core.Limits{}, core.GCRules{})
+	r := newRig(t, home, nil)
 	ctx := context.Background()
 	marks := filepath.Join(home, "marks")
-	if _, err := r.eng.ScheduleAdd(ctx, addParams("job", "sh", "-c", "echo ran >> "+marks)); err != nil {
+	if _, err := r.sched.ScheduleAdd(ctx, addParams("job", "sh", "-c", "echo ran >> "+marks)); err != nil {
 		t.Fatal(err)
 	}
 	r.stop()
@@ -185,7 +184,7 @@ func TestScheduleClaimLeftByCrashIsNotRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	r2 := newRig(t, home, nil, core.Limits{}, core.GCRules{})
+	r2 := newRig(t, home, nil)
 	rs := runsOf(t, r2, "job")
 	if len(rs) != 1 || !strings.Contains(rs[0].Error, "server stopped during this run") || rs[0].EndedAt == nil {
 		t.Fatalf("runs after restart: %+v", rs)

@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+func (app *app) agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agent",
+		Usage: "spawn, list, message, await, read and stop agents",
+		Commands: []*cli.Command{
+			{
+				Name: "run", Usage: "spawn an agent", ArgsUsage: "PATH [-- ARGV…]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "provider", Usage: "claude|codex|opencode|pi|shell (default shell with argv)"},
+					&cli.StringFlag{Name: "model"},
+					&cli.StringFlag{Name: "cwd", Usage: "working directory (default: current)"},
+					&cli.StringSliceFlag{Name: "env", Usage: "K=V added to the agent's environment (repeatable)"},
+					&cli.StringFlag{Name: "prompt", Usage: "initial prompt"},
+					&cli.StringFlag{Name: "prompt-file", Usage: "read the initial prompt from a file"},
+					&cli.IntFlag{Name: "priority", Usage: "queue priority (higher first)"},
+					&cli.BoolFlag{Name: "keep", Usage: "never stop it for being idle"},
+					&cli.StringFlag{Name: "worktree", Usage: "run in a git worktree on BRANCH"},
+					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
+					jsonFlag(),
+				},
+				Action: func(ctx context.Context, c *cli.Command) error { return app.agentRun(ctx, c) },
+			},
+			{
+				Name: "ls", Usage: "list agents", ArgsUsage: "[GLOB]",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every record, also superseded ones"}, jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					cl := service(ctx)
+					if c.Bool("json") {
+						as, err := cl.List(ctx, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+						if err != nil {
+							return err
+						}
+						if as == nil {
+							as = []wire.Agent{}
+						}
+						return printJSON(app.out, wire.ListResult{Agents: as})
+					}
+					t, err := listTable(ctx, cl, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+					if err != nil {
+						return err
+					}
+					printTable(app.out, t)
+					return nil
+				},
+			},
+			{
+				Name: "get", Usage: "one agent", ArgsUsage: "ID|PATH",
+				Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "explain", Usage: "say which signal decided the state"}},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					cl := service(ctx)
+					a, err := cl.Get(ctx, c.Args().First())
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, wire.AgentResult{Agent: a})
+					}
+					printAgent(app.out, a, c.Bool("explain"))
+					return nil
+				},
+			},
+			{
+				Name: "send", Usage: "type TEXT and press enter", ArgsUsage: "TARGET TEXT",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "no-enter", Usage: "type without pressing enter"},
+					&cli.StringSliceFlag{Name: "keys", Usage: "named keys to press: enter,esc,tab,up,ctrl-c,…"},
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					cl := service(ctx)
+					text := strings.Join(c.Args().Tail(), " ")
+					return cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
+						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
+				},
+			},
+			{
+				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "lines", Usage: "last N lines including scrollback"},
+					&cli.BoolFlag{Name: "last-message", Usage: "the assistant's last message"},
+					&cli.BoolFlag{Name: "transcript", Usage: "the native transcript"},
+					jsonFlag(),
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					cl := service(ctx)
+					r, err := cl.Read(ctx, wire.ReadParams{Target: c.Args().First(), Lines: int(c.Int("lines")),
+						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript")})
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, r)
+					}
+					fmt.Fprintln(app.out, strings.TrimRight(r.Text, "\n"))
+					return nil
+				},
+			},
+			{
+				Name: "wait", Usage: "wait until every matching agent reaches a state", ArgsUsage: "GLOB",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "until", Value: "settled", Usage: "done|idle|blocked|exited|settled"},
+					&cli.DurationFlag{Name: "timeout", Usage: "give up after this long (exit 3)"},
+					jsonFlag(),
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					return app.agentWait(ctx, c.Args().First(), c.String("until"), c.Duration("timeout"), c.Bool("json"))
+				},
+			},
+			{
+				Name: "kill", Usage: "stop every running agent matching GLOB", ArgsUsage: "GLOB",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be stopped"},
+					&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "no confirmation (kept for scripts; kill never prompts)"},
+					jsonFlag(),
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					cl := service(ctx)
+					r, err := cl.Kill(ctx, wire.KillParams{Glob: c.Args().First(), DryRun: c.Bool("dry-run")})
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, r)
+					}
+					verb := "killed"
+					if r.DryRun {
+						verb = "would kill"
+					}
+					for _, a := range r.Agents {
+						fmt.Fprintf(app.out, "%s %s (%s, %s)\n", verb, a.Path, shortID(a.ID), a.Provider)
+					}
+					return nil
+				},
+			},
+			{
+				Name: "attach", Usage: "take over the real TUI; detach returns (ctrl-] on the embedded host)", ArgsUsage: "TARGET",
+				Action: func(ctx context.Context, c *cli.Command) error { return app.agentAttach(ctx, c.Args().First()) },
+			},
+		},
+	}
+}
+
+func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return fmt.Errorf("agent run needs a PATH, e.g. orcr agent run demo/hello -- sh")
+	}
+	p := wire.RunParams{Path: args[0], Argv: args[1:], Provider: c.String("provider"), Model: c.String("model"),
+		Prompt: c.String("prompt"), Priority: int(c.Int("priority")), Keep: c.Bool("keep"), Worktree: c.String("worktree")}
+	if len(p.Argv) > 0 && p.Argv[0] == "--" {
+		p.Argv = p.Argv[1:]
+	}
+	if f := c.String("prompt-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("read prompt file: %w", err)
+		}
+		p.Prompt = string(b)
+	}
+	if cwd := c.String("cwd"); cwd != "" {
+		abs, err := filepath.Abs(cwd)
+		if err != nil {
+			return fmt.Errorf("cwd: %w", err)
+		}
+		p.Cwd = abs
+	} else if os.Getenv("ORCR_ID") == "" {
+		p.Cwd, _ = os.Getwd()
+	}
+	for _, kv := range c.StringSlice("env") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--env %q: use KEY=VALUE", kv)
+		}
+		if p.Env == nil {
+			p.Env = map[string]string{}
+		}
+		p.Env[k] = v
+	}
+	cl := service(ctx)
+	a, err := cl.Run(ctx, p)
+	if err != nil {
+		return err
+	}
+	if w := c.String("wait"); w != "" {
+		return app.agentWait(ctx, a.ID, w, 0, c.Bool("json"))
+	}
+	if c.Bool("json") {
+		return printJSON(app.out, wire.AgentResult{Agent: a})
+	}
+	fmt.Fprintf(app.out, "%s %s %s\n", a.ID, a.Path, a.State)
+	return nil
+}
+
+func (app *app) agentWait(ctx context.Context, glob, until string, timeout time.Duration, asJSON bool) error {
+	cl := service(ctx)
+	secs := 0
+	if timeout > 0 {
+		secs = int((timeout + time.Second - 1) / time.Second)
+	}
+	r, err := cl.Wait(ctx, wire.WaitParams{Glob: glob, Until: until, TimeoutSeconds: secs})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := printJSON(app.out, r); err != nil {
+			return err
+		}
+	} else {
+		for _, a := range r.Agents {
+			fmt.Fprintf(app.out, "%s\t%s%s\n", a.Path, a.State, exitSuffix(a))
+		}
+	}
+	if r.TimedOut {
+		return exitErr{code: ExitTimeout, msg: fmt.Sprintf("timed out after %s waiting for %s to be %s", timeout, glob, until)}
+	}
+	return nil
+}
+
+// tableLister is a Service that renders `agent ls` rows itself: the socket client asks
+// the server for display rows, which are a fraction of the agents' JSON at 1,000 agents.
+type tableLister interface {
+	ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error)
+}
+
+// listTable is `agent ls`'s table, from the server's rows when the Service offers them
+// and rendered here from the agents otherwise (an in-process engine).
+func listTable(ctx context.Context, s core.Service, p wire.ListParams) (*wire.Table, error) {
+	if tl, ok := s.(tableLister); ok {
+		return tl.ListTable(ctx, p)
+	}
+	as, err := s.List(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	t := &wire.Table{Columns: core.TableColumns, Rows: make([][]string, 0, len(as))}
+	for _, a := range as {
+		t.Rows = append(t.Rows, core.TableRow(a, now))
+	}
+	return t, nil
+}

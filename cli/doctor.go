@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"orcr/config"
+	"orcr/core/wire"
+)
+
+// doctorReport is `orcr doctor --json`.
+type doctorReport struct {
+	Home      string           `json:"home"`
+	Config    string           `json:"config"`
+	ConfigErr string           `json:"configError,omitempty"`
+	Server    *wire.InfoResult `json:"server"`
+	Probe
+}
+
+// doctor explains the host choice and what each provider has or lacks. The host it
+// names is the one `orcr serve` would use: both take it from the daemon's one host
+// discovery.
+func (app *app) doctor(ctx context.Context, asJSON bool) error {
+	cfg, cfgErr := config.Load(config.DefaultPath())
+	r := doctorReport{Home: config.Home(), Config: config.DefaultPath()}
+	if cfgErr != nil {
+		r.ConfigErr = cfgErr.Error()
+	}
+	if cl := service(ctx); cl != nil {
+		if info, err := cl.Info(ctx); err == nil {
+			r.Server = &info
+		}
+	}
+	if app.daemon.Probe == nil {
+		return notBuiltIn("doctor's look at this machine")
+	}
+	r.Probe = app.daemon.Probe(ctx, cfg)
+	if asJSON {
+		return printJSON(app.out, r)
+	}
+	w := app.out
+	fmt.Fprintf(w, "home     %s\n", r.Home)
+	if r.ConfigErr != "" {
+		fmt.Fprintf(w, "config   %s — ERROR: %s\n", r.Config, r.ConfigErr)
+	} else {
+		fmt.Fprintf(w, "config   %s\n", r.Config)
+	}
+	if r.Server != nil {
+		fmt.Fprintf(w, "server   running (pid %d, host %s, %d agents)\n", r.Server.PID, r.Server.Host, r.Server.Agents)
+	} else {
+		fmt.Fprintln(w, "server   not running — start it with `orcr serve` or open the dashboard with `orcr`")
+	}
+	if r.HostErr != "" {
+		fmt.Fprintf(w, "host     none — serve refuses to start: %s\n", r.HostErr)
+	} else {
+		fmt.Fprintf(w, "host     %s — %s\n", r.Host, r.HostWhy)
+	}
+	for _, h := range r.Hosts {
+		mark := "found  "
+		if !h.Found {
+			mark = "missing"
+		}
+		line := fmt.Sprintf("  %-6s %s %s", h.Name, mark, h.Detail)
+		if !h.Found && h.Fix != "" {
+			line += " — fix: " + h.Fix
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(w, "providers")
+	for _, p := range r.Providers {
+		mark := "found  "
+		if !p.Found {
+			mark = "missing"
+		}
+		line := fmt.Sprintf("  %-8s %s %s %s", p.Name, mark, p.Version, strings.Join(p.Notes, "; "))
+		if p.Fix != "" {
+			line += " — fix: " + p.Fix
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// runTop prints the live agent tree, redrawing in place on every event.
+func (app *app) top(ctx context.Context, once bool) error {
+	cl := service(ctx)
+	draw := func(prev int) (int, error) {
+		as, err := cl.List(ctx, wire.ListParams{})
+		if err != nil {
+			return prev, err
+		}
+		lines := treeLines(as, time.Now())
+		var b strings.Builder
+		if prev > 0 {
+			fmt.Fprintf(&b, "\x1b[%dA\x1b[J", prev)
+		}
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+		_, err = app.out.Write([]byte(b.String()))
+		return len(lines), err
+	}
+	n, err := draw(0)
+	if err != nil || once {
+		return err
+	}
+	info, err := cl.Info(ctx)
+	if err != nil {
+		return err
+	}
+	ch, err := cl.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq})
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(5 * time.Second) // ages advance even when nothing happens
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-ch:
+			if !ok {
+				return fmt.Errorf("event stream ended: the server stopped")
+			}
+			// Coalesce bursts: drain what is already there before redrawing.
+			for drained := false; !drained; {
+				select {
+				case <-ch:
+				default:
+					drained = true
+				}
+			}
+		case <-tick.C:
+		}
+		if n, err = draw(n); err != nil {
+			return err
+		}
+	}
+}
+
+// treeLines renders agents as an indented path tree.
+func treeLines(as []wire.Agent, now time.Time) []string {
+	if len(as) == 0 {
+		return []string{"no agents — start one with: orcr agent run demo/hello -- sh"}
+	}
+	byPath := map[string]wire.Agent{}
+	for _, a := range as {
+		byPath[a.Path] = a
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range as { // as is sorted by path
+		segs := strings.Split(a.Path, "/")
+		for i := range segs {
+			p := strings.Join(segs[:i+1], "/")
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			indent := strings.Repeat("  ", i)
+			if ag, ok := byPath[p]; ok {
+				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider, core.FormatAge(now.Sub(ag.CreatedAt))))
+			} else {
+				out = append(out, indent+segs[i]+"/")
+			}
+		}
+	}
+	return out
+}
+
+func (app *app) queue(ctx context.Context, asJSON bool) error {
+	cl := service(ctx)
+	q, err := cl.Queue(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(app.out, q)
+	}
+	capStr := func(n int) string {
+		if n <= 0 {
+			return "∞"
+		}
+		return fmt.Sprint(n)
+	}
+	fmt.Fprintf(app.out, "running %d / %s (global)", q.Total, capStr(q.Global))
+	for _, p := range sortedKeys(q.Running) {
+		fmt.Fprintf(app.out, "  %s %d/%s", p, q.Running[p], capStr(q.Caps[p]))
+	}
+	fmt.Fprintf(app.out, "\nfree memory %d MB (guard %d MB)\n", q.FreeMB, q.MinFreeMB)
+	if len(q.Entries) == 0 {
+		fmt.Fprintln(app.out, "queue empty")
+		return nil
+	}
+	tw := newTabWriter(app.out)
+	fmt.Fprintln(tw, "POS\tPATH\tPROVIDER\tPRIORITY\tQUEUED\tWAITING FOR")
+	for _, e := range q.Entries {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Pos, e.Path, e.Provider, e.Priority, core.FormatAge(time.Since(e.QueuedAt)), e.Waiting)
+	}
+	return tw.Flush()
+}
+
+func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
+	cl := service(ctx)
+	u, err := cl.Usage(ctx, wire.UsageParams{Provider: provider})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(app.out, u)
+	}
+	tw := newTabWriter(app.out)
+	fmt.Fprintln(tw, "PROVIDER\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
+	for _, r := range u.Rows {
+		c := "unpriced"
+		if r.Usage.CostUSD != nil {
+			c = fmt.Sprintf("$%.2f", *r.Usage.CostUSD)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Model), r.Window, r.Agents,
+			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
+	}
+	tw.Flush()
+	for _, rd := range u.Readings {
+		s := fmt.Sprintf("%s %s window: %.0f%% used", rd.Provider, rd.Window, rd.UsedPct)
+		if rd.LimitHit {
+			s += " — LIMIT HIT"
+		}
+		if rd.ResetsAt != nil {
+			s += ", resets " + rd.ResetsAt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		fmt.Fprintln(app.out, s)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Gate is a condition of admission beyond the caps: the memory guard is the first;
+// accounts (usage windows) and budgets plug in the same way (Options.Gates). The
+// admission loop asks every gate, in order, about each queued agent the caps would
+// let start; the first that says no holds that agent — only that one: work another
+// gate-holder would not touch (another provider, model or path) keeps going.
+type Gate interface {
+	// Admit says whether a may start now. When it may not, reason says why (shown
+	// in `orcr queue`, e.g. "budget review/**: $5.00 of $5.00 spent") and retryAt when
+	// to ask again (zero: whenever admission wakes next — a run, an end, a caps
+	// change). The agent carries what a gate decides on: provider, model, path,
+	// priority, parent.
+	//
+	// Admit is called with the engine's lock held, for admission and for the queue
+	// view alike, so it must be quick, free of side effects, and must not call back
+	// into the engine; a gate that needs slow facts (a usage endpoint) keeps its own
+	// reading fresh on its own goroutine and answers from it.
+	Admit(ctx context.Context, a wire.Agent) (ok bool, reason string, retryAt time.Time)
+}
+
+// memoryGate holds admission while free memory is below limits.min_free_mb. One
+// reading serves every agent of an admission pass (it is re-read after memFresh),
+// so a long queue costs one read of /proc/meminfo, not one per agent.
+type memoryGate struct {
+	e *Engine
+	// guarded by e.mu
+	read   func() int // free memory reader (tests replace it)
+	at     time.Time
+	freeMB int
+}
+
+// memFresh is how long one free-memory reading answers for.
+const memFresh = 100 * time.Millisecond
+
+func (g *memoryGate) Admit(_ context.Context, _ wire.Agent) (bool, string, time.Time) {
+	min := g.e.limits.MinFreeMB
+	if min <= 0 {
+		return true, "", time.Time{}
+	}
+	if free := g.freeLocked(); free >= 0 && free < min {
+		return false, fmt.Sprintf("memory guard: %d MB free < min_free_mb %d", free, min), time.Now().Add(memRecheck)
+	}
+	return true, "", time.Time{}
+}
+
+// freeLocked is the current reading, re-read when it is older than memFresh.
+func (g *memoryGate) freeLocked() int {
+	if now := time.Now(); g.at.IsZero() || now.Sub(g.at) >= memFresh {
+		read := g.read
+		if read == nil {
+			read = FreeMemoryMB
+		}
+		g.freeMB, g.at = read(), now
+	}
+	return g.freeMB
+}
+
+// gateLocked asks every gate about a, in order; the first refusal wins.
+func (e *Engine) gateLocked(ctx context.Context, a wire.Agent) (bool, string, time.Time) {
+	for _, g := range e.gates {
+		if ok, why, at := g.Admit(ctx, a); !ok {
+			return false, why, at
+		}
+	}
+	return true, "", time.Time{}
+}

@@ -1,0 +1,175 @@
+package socket
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// handler is the server side of one method declared in wire's method table: how its
+// params are decoded and checked, and what answers it.
+type handler struct {
+	spec wire.MethodSpec
+	// decode decodes params strictly into a new *P and checks the required fields.
+	decode func(raw json.RawMessage) (any, error)
+	// unary answers a request/response method.
+	unary func(ctx context.Context, svc core.Service, p any) (any, error)
+	// stream serves a streaming method on its connection; it returns true when the
+	// connection is used up.
+	stream func(s *Server, ctx context.Context, cn *conn, id string, p any, r *bufio.Reader) bool
+}
+
+// handlers holds every declared method's handler, by name. The server dispatches only
+// through it; TestMethodTable checks it against wire.Methods.
+var handlers = func() map[string]handler {
+	table := []handler{
+		serve(wire.Ping, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.PingResult, error) { return s.Ping(ctx) }),
+		serve(wire.Info, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.InfoResult, error) { return s.Info(ctx) }),
+		serve(wire.AgentRun, func(ctx context.Context, s core.Service, p *wire.RunParams) (wire.AgentResult, error) {
+			a, err := s.Run(ctx, *p)
+			return wire.AgentResult{Agent: a}, err
+		}),
+		serve(wire.AgentList, func(ctx context.Context, s core.Service, p *wire.ListParams) (wire.ListResult, error) {
+			as, err := s.List(ctx, *p)
+			if as == nil {
+				as = []wire.Agent{}
+			}
+			if p.Table && err == nil {
+				return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now())}, nil
+			}
+			return wire.ListResult{Agents: as}, err
+		}),
+		serve(wire.AgentGet, func(ctx context.Context, s core.Service, p *wire.TargetParams) (wire.AgentResult, error) {
+			a, err := s.Get(ctx, p.Target)
+			return wire.AgentResult{Agent: a}, err
+		}),
+		serve(wire.AgentSend, func(ctx context.Context, s core.Service, p *wire.SendParams) (wire.Empty, error) {
+			return wire.Empty{}, s.Send(ctx, *p)
+		}),
+		serve(wire.AgentRead, func(ctx context.Context, s core.Service, p *wire.ReadParams) (wire.ReadResult, error) {
+			return s.Read(ctx, *p)
+		}),
+		serve(wire.AgentWait, func(ctx context.Context, s core.Service, p *wire.WaitParams) (wire.WaitResult, error) {
+			return s.Wait(ctx, *p)
+		}),
+		serve(wire.AgentKill, func(ctx context.Context, s core.Service, p *wire.KillParams) (wire.KillResult, error) {
+			return s.Kill(ctx, *p)
+		}),
+		serve(wire.AgentResize, func(ctx context.Context, s core.Service, p *wire.ResizeParams) (wire.Empty, error) {
+			return wire.Empty{}, s.Resize(ctx, *p)
+		}),
+		serveStream(wire.AgentAttach, func(s *Server, ctx context.Context, cn *conn, id string, p *wire.AttachParams, r *bufio.Reader) bool {
+			return s.attach(ctx, cn, id, p, r)
+		}),
+		serveStream(wire.EventsSubscribe, func(s *Server, ctx context.Context, cn *conn, id string, p *wire.SubscribeParams, r *bufio.Reader) bool {
+			s.streamEvents(ctx, cn, id, p, r)
+			return true // the connection is dedicated to the stream from here on
+		}),
+		serve(wire.HookReport, func(ctx context.Context, s core.Service, p *wire.HookParams) (wire.Empty, error) {
+			return wire.Empty{}, s.Hook(ctx, *p)
+		}),
+		serve(wire.QueueGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.QueueResult, error) {
+			return s.Queue(ctx)
+		}),
+		serve(wire.UsageGet, func(ctx context.Context, s core.Service, p *wire.UsageParams) (wire.UsageResult, error) {
+			return s.Usage(ctx, *p)
+		}),
+		serve(wire.QueueCaps, func(ctx context.Context, s core.Service, p *wire.CapsParams) (wire.QueueResult, error) {
+			return s.SetCaps(ctx, *p)
+		}),
+		serve(wire.GCRun, func(ctx context.Context, s core.Service, p *wire.GCParams) (wire.GCResult, error) {
+			return s.GC(ctx, *p)
+		}),
+		serve(wire.ScheduleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.ScheduleListResult, error) {
+			ss, err := s.Schedules(ctx)
+			return wire.ScheduleListResult{Schedules: ss}, err
+		}),
+		serve(wire.ScheduleAdd, func(ctx context.Context, s core.Service, p *wire.ScheduleAddParams) (wire.ScheduleResult, error) {
+			sc, err := s.ScheduleAdd(ctx, *p)
+			return wire.ScheduleResult{Schedule: sc}, err
+		}),
+		serve(wire.ScheduleRemove, func(ctx context.Context, s core.Service, p *wire.ScheduleNameParams) (wire.Empty, error) {
+			return wire.Empty{}, s.ScheduleRemove(ctx, p.Name)
+		}),
+		serve(wire.ScheduleRunNow, func(ctx context.Context, s core.Service, p *wire.ScheduleRunParams) (wire.ScheduleRunResult, error) {
+			r, err := s.ScheduleRun(ctx, *p)
+			return wire.ScheduleRunResult{Run: r}, err
+		}),
+		serve(wire.ScheduleRuns, func(ctx context.Context, s core.Service, p *wire.ScheduleNameParams) (wire.ScheduleRunsResult, error) {
+			rs, err := s.ScheduleRuns(ctx, p.Name)
+			return wire.ScheduleRunsResult{Runs: rs}, err
+		}),
+	}
+	m := make(map[string]handler, len(table))
+	for _, h := range table {
+		if _, dup := m[h.spec.Name]; dup {
+			panic("socket: two handlers for " + h.spec.Name)
+		}
+		m[h.spec.Name] = h
+	}
+	return m
+}()
+
+// serve builds the handler of a unary method; the declaration types h.
+func serve[P, R any](m wire.Unary[P, R], h func(ctx context.Context, s core.Service, p *P) (R, error)) handler {
+	spec, _ := wire.Method(m.Name)
+	return handler{spec: spec, decode: decoder[P](m.Name),
+		unary: func(ctx context.Context, s core.Service, p any) (any, error) { return h(ctx, s, p.(*P)) }}
+}
+
+// serveStream builds the handler of a streaming method.
+func serveStream[P, R, S any](m wire.Streaming[P, R, S], h func(s *Server, ctx context.Context, cn *conn, id string, p *P, r *bufio.Reader) bool) handler {
+	spec, _ := wire.Method(m.Name)
+	return handler{spec: spec, decode: decoder[P](m.Name),
+		stream: func(s *Server, ctx context.Context, cn *conn, id string, p any, r *bufio.Reader) bool {
+			return h(s, ctx, cn, id, p.(*P), r)
+		}}
+}
+
+// decoder decodes params strictly (unknown fields are an error) into a new *P, then
+// checks the fields wire.Required names: the schema's rule, applied to values. A
+// required field holding its zero value counts as missing, since a Go client always
+// sends every field that has no omitempty.
+func decoder[P any](method string) func(json.RawMessage) (any, error) {
+	required := wire.Required(reflect.TypeFor[P]())
+	return func(raw json.RawMessage) (any, error) {
+		p := new(P)
+		if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(p); err != nil {
+				return nil, wire.Errorf(wire.CodeInvalidParams, "%s: bad params: %v; see `orcr api schema`", method, err)
+			}
+		}
+		if len(required) > 0 {
+			v := reflect.ValueOf(p).Elem()
+			var missing []string
+			for _, f := range required {
+				if v.Field(f.Index).IsZero() {
+					missing = append(missing, f.Name)
+				}
+			}
+			if len(missing) > 0 {
+				return nil, wire.Errorf(wire.CodeInvalidParams, "%s: missing required param %s; see `orcr api schema`",
+					method, quoteAll(missing))
+			}
+		}
+		return p, nil
+	}
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"orcr/config"
+	"orcr/core"
+)
+
+// configLimits turns config [limits] into queue caps. aging_seconds is the aging step
+// (default core.DefaultAging); every other key but global and min_free_mb is a provider.
+func configLimits(cfg config.Config) core.Limits {
+	caps := cfg.ProviderCaps()
+	aging := core.DefaultAging
+	if v, ok := caps["aging_seconds"]; ok {
+		aging = time.Duration(v) * time.Second
+		delete(caps, "aging_seconds")
+	}
+	for k, v := range caps {
+		if v == 0 {
+			delete(caps, k)
+		}
+	}
+	return core.Limits{Global: cfg.GlobalCap(), Provider: caps, MinFreeMB: cfg.MinFreeMB(), Aging: aging}
+}
+
+// configGC turns config [gc] into rules: absent means the default, "0" turns a rule off.
+// config.Validate has already checked the durations parse.
+func configGC(cfg config.Config) core.GCRules {
+	d := func(s string) time.Duration {
+		if s == "" {
+			return 0
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil || v <= 0 {
+			return -1
+		}
+		return v
+	}
+	return core.GCRules{ExitedGrace: d(cfg.GC.ExitedGrace), IdleAfter: d(cfg.GC.IdleAfter), Retain: d(cfg.GC.Retain)}
+}
+
+// watchReload reloads the config on SIGHUP until ctx ends. A config that does not
+// load leaves the running one in force, and the log says why.
+func (s *server) watchReload(ctx context.Context) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(ch)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				s.reload()
+			}
+		}
+	}()
+}
+
+func (s *server) reload() {
+	path := config.DefaultPath()
+	cfg, err := config.Load(path)
+	if err != nil {
+		s.log.Error("config reload failed; keeping the running config", "path", path, "err", err)
+		return
+	}
+	if err := s.engine.ApplyLimits(configLimits(cfg)); err != nil {
+		s.log.Error("config reload failed; keeping the running config", "path", path, "err", err)
+		return
+	}
+	s.engine.SetGCRules(configGC(cfg))
+	l := s.engine.Limits()
+	s.log.Info("config reloaded", "path", path, "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB)
+}

@@ -1,0 +1,164 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Store is the part of the server's store orchestrate needs: generic buckets, stored
+// as k/<bucket>/<key>. core.Store has these methods, so the daemon hands it over as is.
+// Get of a missing key returns an error matching wire.ErrNotFound.
+type Store interface {
+	Put(ctx context.Context, bucket, key string, value []byte) error
+	Get(ctx context.Context, bucket, key string) ([]byte, error)
+	Delete(ctx context.Context, bucket, key string) error
+	Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error
+}
+
+// PlansBucket is the bucket plan records live in, keyed by plan name.
+const PlansBucket = "plans"
+
+// planRecordVersion is the envelope version this build writes and reads.
+const planRecordVersion = 1
+
+type planEnvelope struct {
+	V    int     `json:"v"`
+	Plan *Record `json:"plan"`
+}
+
+// ErrPlanExists is returned by Create for a name that is taken.
+var ErrPlanExists = errors.New("plan exists")
+
+// Plans keeps plan records in a Store. Its methods are safe for concurrent use; Apply
+// reads, steps and writes a record under one lock, so two requests on the same plan
+// never interleave (only the server process opens the store).
+type Plans struct {
+	st Store
+	mu sync.Mutex
+}
+
+// NewPlans returns plan records kept in st.
+func NewPlans(st Store) *Plans { return &Plans{st: st} }
+
+// Create stores a new record; a taken name is ErrPlanExists.
+func (ps *Plans) Create(ctx context.Context, r Record) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	old, err := ps.get(ctx, r.Name)
+	if err == nil {
+		return fmt.Errorf("plan %s exists (%s, %s): pick another name: %w", r.Name, old.State, old.File, ErrPlanExists)
+	}
+	if !errors.Is(err, wire.ErrNotFound) {
+		return err
+	}
+	return ps.put(ctx, r)
+}
+
+// Get returns the record of plan name; a missing one matches wire.ErrNotFound.
+func (ps *Plans) Get(ctx context.Context, name string) (Record, error) {
+	return ps.get(ctx, name)
+}
+
+// List returns every plan record in name order.
+func (ps *Plans) List(ctx context.Context) ([]Record, error) {
+	var out []Record
+	var decodeErr error
+	err := ps.st.Scan(ctx, PlansBucket, func(key string, value []byte) bool {
+		r, err := decodeRecord(key, value)
+		if err != nil {
+			decodeErr = err
+			return false
+		}
+		out = append(out, r)
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list plans: %w", err)
+	}
+	return out, decodeErr
+}
+
+// Apply steps plan name with in and stores the result before returning it, so the
+// caller performs the actions only once the new state is durable.
+func (ps *Plans) Apply(ctx context.Context, name string, in Input, now time.Time) (Record, []Action, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, err := ps.get(ctx, name)
+	if err != nil {
+		return Record{}, nil, err
+	}
+	next, actions, err := Step(r, in, now)
+	if err != nil {
+		return r, nil, err
+	}
+	if err := ps.put(ctx, next); err != nil {
+		return r, nil, err
+	}
+	return next, actions, nil
+}
+
+// Update changes plan name's record with fn (e.g. to note the lead's agent id) and
+// stores it.
+func (ps *Plans) Update(ctx context.Context, name string, fn func(*Record)) (Record, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, err := ps.get(ctx, name)
+	if err != nil {
+		return Record{}, err
+	}
+	fn(&r)
+	r.Name = name // the key and the record must agree
+	return r, ps.put(ctx, r)
+}
+
+// Delete removes plan name's record (the plan file stays).
+func (ps *Plans) Delete(ctx context.Context, name string) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if err := ps.st.Delete(ctx, PlansBucket, name); err != nil {
+		return fmt.Errorf("delete plan %s: %w", name, err)
+	}
+	return nil
+}
+
+func (ps *Plans) get(ctx context.Context, name string) (Record, error) {
+	b, err := ps.st.Get(ctx, PlansBucket, name)
+	if errors.Is(err, wire.ErrNotFound) {
+		return Record{}, wire.Errorf(wire.CodeNotFound, "no plan named %s (see `orcr plan ls`)", name)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("get plan %s: %w", name, err)
+	}
+	return decodeRecord(name, b)
+}
+
+func (ps *Plans) put(ctx context.Context, r Record) error {
+	if err := ValidPlanName(r.Name); err != nil {
+		return err
+	}
+	b, err := json.Marshal(planEnvelope{V: planRecordVersion, Plan: &r})
+	if err != nil {
+		return fmt.Errorf("encode plan %s: %w", r.Name, err)
+	}
+	if err := ps.st.Put(ctx, PlansBucket, r.Name, b); err != nil {
+		return fmt.Errorf("store plan %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+func decodeRecord(key string, b []byte) (Record, error) {
+	var env planEnvelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return Record{}, fmt.Errorf("decode plan %s: %w", key, err)
+	}
+	if env.V != planRecordVersion || env.Plan == nil {
+		return Record{}, fmt.Errorf("plan %s: record version %d, this orcr reads version %d: upgrade orcr", key, env.V, planRecordVersion)
+	}
+	return *env.Plan, nil
+}
