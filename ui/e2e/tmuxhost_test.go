@@ -15,7 +15,8 @@ import (
 
 // TestTmuxHostSpawnQuitAndBack runs the dashboard with its agents on orcr's own tmux
 // server: a shell agent spawned from the form with a quoted command gets the argv a
-// shell would build; quitting says that the agent keeps running and how to get back;
+// shell would build; one that exits at once shows its last screen; quitting says that
+// the running agent keeps running and how to get back;
 // the agent is still running in tmux, and `orcr` again shows it.
 func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 	r := newRig(t)
@@ -29,28 +30,7 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 
 	r.start()
 	r.waitText(20*time.Second, "agents 0", "host tmux")
-	r.keys("n")
-	r.waitText(10*time.Second, "spawn agent", "provider")
-	r.keys("C-u")
-	r.typeText("keep/sh")
-	r.keys("Enter")
-	for i := 0; !strings.Contains(r.screen(), "← shell →"); i++ {
-		if i == 20 {
-			t.Fatalf("provider select never reached shell:\n%s", r.screen())
-		}
-		before := providerShown(r.screen())
-		r.keys("Right")
-		r.pollScreen(time.Second, func(s string) bool { return providerShown(s) != before })
-	}
-	// Step to the command field one confirmed step at a time: a key typed while the
-	// form is still moving focus lands in the previous field.
-	for _, field := range []string{"model", "cwd", "command"} {
-		r.keys("Enter")
-		r.waitScreen("focus on "+field, 10*time.Second, func(string) bool { return r.formFocus(field) })
-	}
-	r.typeText(`sh -c 'echo quoted-ok; exec cat'`)
-	r.waitText(10*time.Second, "command  > sh -c 'echo quoted-ok; exec cat'")
-	r.keys("Enter", "Enter") // command, prompt: submit
+	r.spawnShell("keep/sh", `sh -c 'echo quoted-ok; exec cat'`)
 	// The quoted script ran as one argument: its echo is on the agent's screen.
 	r.waitScreen("the spawned agent's output in the preview", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "─ keep/sh ") && strings.Contains(s, "quoted-ok")
@@ -60,6 +40,14 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 		!reflect.DeepEqual(got.Agent.Argv, []string{"sh", "-c", "echo quoted-ok; exec cat"}) {
 		t.Fatalf("argv %q from agent get:\n%s", got.Agent.Argv, out)
 	}
+
+	// An agent that exits at once shows its last screen in the preview without moving
+	// the selection away and back.
+	r.spawnShell("keep/once", `sh -c 'echo gone-at-once'`)
+	r.waitScreen("the exited agent's last screen", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "─ keep/once (last screen) ") && strings.Contains(s, "gone-at-once") &&
+			strings.Contains(treeLine(s, "once"), "›")
+	})
 
 	r.keys("q")
 	want := "orcr: 1 agent keeps running in tmux; `orcr` (or `orcr serve`) watches it again, `tmux -S " + agentSock + " attach` shows its pane"
@@ -78,6 +66,34 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 	r.waitScreen("the agent back in the tree", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "agents 1") && live(treeLine(s, "sh"))
 	})
+}
+
+// spawnShell spawns a shell agent through the dashboard's form.
+func (r *rig) spawnShell(path, command string) {
+	t := r.t
+	t.Helper()
+	r.keys("n")
+	r.waitText(10*time.Second, "spawn agent", "provider")
+	r.keys("C-u")
+	r.typeText(path)
+	r.keys("Enter")
+	for i := 0; !strings.Contains(r.screen(), "← shell →"); i++ {
+		if i == 20 {
+			t.Fatalf("provider select never reached shell:\n%s", r.screen())
+		}
+		before := providerShown(r.screen())
+		r.keys("Right")
+		r.pollScreen(time.Second, func(s string) bool { return providerShown(s) != before })
+	}
+	// Step to the command field one confirmed step at a time: a key typed while the
+	// form is still moving focus lands in the previous field.
+	for _, field := range []string{"model", "cwd", "command"} {
+		r.keys("Enter")
+		r.waitScreen("focus on "+field, 10*time.Second, func(string) bool { return r.formFocus(field) })
+	}
+	r.typeText(command)
+	r.waitText(10*time.Second, "command  > "+command)
+	r.keys("Enter", "Enter") // command, prompt: submit
 }
 
 var sgrColour = regexp.MustCompile(`\x1b\[[0-9;]*m`)
