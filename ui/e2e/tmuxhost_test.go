@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,15 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 		}
 	}
 	agentSock := filepath.Join(r.home, "tmux.sock")
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", agentSock, "kill-server").Run() })
+	t.Cleanup(func() {
+		// The dashboard goes first: while it runs, its tmux host would start the agents'
+		// tmux server again. Then the agents' server, which outlives orcr by design.
+		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
+		for _, pid := range r.pids {
+			wait.For(t, 15*time.Second, "the dashboard to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+		}
+		_ = exec.Command("tmux", "-S", agentSock, "kill-server").Run()
+	})
 
 	r.start()
 	r.waitText(20*time.Second, "agents 0", "host tmux")
@@ -63,8 +72,14 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 	}
 
 	r.start()
-	r.waitScreen("the agent back in the tree", 20*time.Second, func(s string) bool {
-		return strings.Contains(s, "agents 1") && live(treeLine(s, "sh"))
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := r.orcr("agent", "ls", "--all")
+			t.Logf("agent ls --all:\n%s", out)
+		}
+	})
+	r.waitScreen("the agents back in the tree", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "agents 2") && live(treeLine(s, "sh")) && strings.Contains(treeLine(s, "once"), "■")
 	})
 }
 
