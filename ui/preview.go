@@ -116,6 +116,11 @@ func (p *previewModel) View() string {
 	if a.LastMessage != "" {
 		head = append(head, st.Subtle.Render("last: ")+st.Text.Render(oneLine(sanitize(a.LastMessage))))
 	}
+	// Usage last: where the pane is short, the lines above matter more (the tree has
+	// the same numbers when it is wide enough for their columns).
+	if tok, cost := core.FormatTokens(a.Usage), core.FormatCost(*a); tok != "-" || cost != "-" {
+		head = append(head, st.Muted.Render("tokens "+tok+"  cost "+cost))
+	}
 	if p.err != "" {
 		head = append(head, st.Error.Render("read: "+oneLine(p.err)))
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -253,5 +254,91 @@ func TestVimKeymap(t *testing.T) {
 	}
 	if _, err := New(t.Context(), nil, Options{Keymap: "emacs"}); err == nil {
 		t.Fatal("unknown keymap accepted")
+	}
+}
+
+// TestExitCodeColours: an agent that exited with a code other than 0 is drawn in the
+// failure colour (the lost token) in the tree and the preview; a clean exit is not.
+func TestExitCodeColours(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	zero := 0
+	clean := agent("0020", "build/fmt", wire.StateExited, "shell", "", time.Hour, 0, nil)
+	clean.ExitCode = &zero
+	m.upsert(clean)
+	st := &m.c.styles
+	failGlyph, cleanGlyph := m.c.p(&st.Lost, "■"), m.c.p(&st.Exited, "■")
+	if failGlyph == cleanGlyph {
+		t.Fatal("the theme draws failures like clean exits")
+	}
+	rowOf := func(name string) string {
+		for _, l := range strings.Split(m.tree.View(), "\n") {
+			if strings.Contains(plain(l), " "+name+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row %s", name)
+		return ""
+	}
+	if r := rowOf("lint"); !strings.Contains(r, failGlyph) {
+		t.Fatalf("exit 1 not coloured as a failure: %q", r)
+	}
+	if r := rowOf("fmt"); !strings.Contains(r, cleanGlyph) {
+		t.Fatalf("exit 0 coloured as a failure: %q", r)
+	}
+	selectPath(t, m, "build/lint")
+	if v := pv(m); !strings.Contains(v, st.Lost.Render("exit code 1")) || !strings.Contains(v, st.Lost.Render("■ exited")) {
+		t.Fatalf("preview of exit 1:\n%s", v)
+	}
+	selectPath(t, m, "build/fmt")
+	if v := pv(m); strings.Contains(v, st.Lost.Render("exit code 0")) || !strings.Contains(v, st.Muted.Render("exit code 0")) {
+		t.Fatalf("preview of exit 0:\n%s", v)
+	}
+}
+
+// TestPreviewShowsTokensAndCost: the preview says what the tree's columns say, in the
+// same notation as agent ls, also where the tree is too narrow for those columns.
+func TestPreviewShowsTokensAndCost(t *testing.T) {
+	m := newTestModel(t, 80, 24, Options{})
+	a := agent("0021", "demo/cached", wire.StateDone, "claude", "sonnet-4.5", time.Minute, 0, cost(0.07))
+	a.Usage.InputTokens, a.Usage.CacheReadTokens, a.Usage.OutputTokens = 400, 25_500, 500
+	unpriced := agent("0022", "demo/mystery", wire.StateDone, "opencode", "mystery", time.Minute, 1200, nil)
+	m.upsert(a)
+	m.upsert(unpriced)
+	selectPath(t, m, "demo/cached")
+	if v := plain(pv(m)); !strings.Contains(v, "tokens "+core.FormatTokens(a.Usage)+"  cost $0.07") || !strings.Contains(v, "26k/500") {
+		t.Fatalf("preview:\n%s", v)
+	}
+	selectPath(t, m, "demo/mystery")
+	if v := plain(pv(m)); !strings.Contains(v, "cost unpriced") {
+		t.Fatalf("preview of an unpriced model:\n%s", v)
+	}
+	selectPath(t, m, "build/lint") // a shell agent: nothing to show
+	if v := plain(pv(m)); strings.Contains(v, "tokens") || strings.Contains(v, "$") {
+		t.Fatalf("preview of a shell agent:\n%s", v)
+	}
+}
+
+// TestTreeReadsLikeAgentLs: for the same agent the tree's token and cost columns say
+// exactly what `orcr agent ls` says (both come from core's formatting).
+func TestTreeReadsLikeAgentLs(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	a := agent("0021", "demo/cached", wire.StateDone, "claude", "sonnet-4.5", time.Minute, 0, cost(0.07))
+	a.Usage.InputTokens, a.Usage.CacheReadTokens, a.Usage.OutputTokens = 400, 25_500, 500
+	unpriced := agent("0022", "demo/mystery", wire.StateDone, "opencode", "mystery", time.Minute, 1200, nil)
+	m.upsert(a)
+	m.upsert(unpriced)
+	v := plain(m.tree.View())
+	for _, x := range []wire.Agent{a, unpriced, fixture()[0], fixture()[8]} {
+		ls := core.TableRow(x, t0)
+		name := x.Path[strings.LastIndexByte(x.Path, '/')+1:]
+		var f []string
+		for _, l := range strings.Split(v, "\n") {
+			if fs := strings.Fields(strings.Trim(l, "│")); len(fs) > 2 && fs[1] == name {
+				f = fs
+			}
+		}
+		if len(f) < 4 || f[len(f)-2] != ls[5] || f[len(f)-1] != ls[6] {
+			t.Errorf("%s: tree row %q, agent ls says %s %s", x.Path, f, ls[5], ls[6])
+		}
 	}
 }
