@@ -90,33 +90,49 @@ func FormatUsageCost(u wire.Usage) string { return TotalOf(u).Cost() }
 // Three significant digits are enough to compare agents at a glance and keep "in/out"
 // narrow enough for a tree column; --json has the exact numbers.
 func HumanCount(n int64) string {
+	var b [8]byte
+	return string(appendCount(b[:0], n))
+}
+
+// appendCount appends HumanCount(n) to dst. The dashboard formats these for every
+// visible row of every frame, so they are built without fmt.
+func appendCount(dst []byte, n int64) []byte {
 	f := float64(n)
+	scaled := func(div float64, prec int, unit byte) []byte {
+		return append(strconv.AppendFloat(dst, f/div, 'f', prec, 64), unit)
+	}
 	switch {
 	case n < 1000:
-		return strconv.FormatInt(n, 10)
+		return strconv.AppendInt(dst, n, 10)
 	case n < 9_950:
-		return fmt.Sprintf("%.1fk", f/1e3)
+		return scaled(1e3, 1, 'k')
 	case n < 999_500:
-		return fmt.Sprintf("%.0fk", f/1e3)
+		return scaled(1e3, 0, 'k')
 	case n < 9_950_000:
-		return fmt.Sprintf("%.1fM", f/1e6)
+		return scaled(1e6, 1, 'M')
 	case n < 999_500_000:
-		return fmt.Sprintf("%.0fM", f/1e6)
+		return scaled(1e6, 0, 'M')
 	case n < 9_950_000_000:
-		return fmt.Sprintf("%.1fG", f/1e9)
+		return scaled(1e9, 1, 'G')
 	}
-	return fmt.Sprintf("%.0fG", f/1e9)
+	return scaled(1e9, 0, 'G')
 }
 
 // FormatUSD is "$0.12", or "$123" from $100 up, where cents no longer matter.
 func FormatUSD(usd float64) string {
+	var b [16]byte
+	return string(appendUSD(b[:0], usd))
+}
+
+func appendUSD(dst []byte, usd float64) []byte {
 	if math.Abs(usd) < 0.005 {
 		usd = 0 // no "-0.00" from sums that went up and down
 	}
+	prec := 2
 	if usd >= 100 {
-		return fmt.Sprintf("$%.0f", usd)
+		prec = 0
 	}
-	return fmt.Sprintf("$%.2f", usd)
+	return strconv.AppendFloat(append(dst, '$'), usd, 'f', prec, 64)
 }
 
 // Total sums usage over agents for display: tree roll-ups, per-provider lines. It
@@ -167,7 +183,8 @@ func (t Total) Tokens() string {
 	if t.In+t.Out <= 0 {
 		return "-"
 	}
-	return HumanCount(t.In) + "/" + HumanCount(t.Out)
+	var b [16]byte
+	return string(appendCount(append(appendCount(b[:0], t.In), '/'), t.Out))
 }
 
 // Cost is "$4.20"; "$4.20+" when some of the agents used tokens without a price (the
@@ -176,7 +193,8 @@ func (t Total) Tokens() string {
 func (t Total) Cost() string {
 	switch {
 	case t.Priced > 0 && t.Unpriced > 0:
-		return FormatUSD(t.USD) + "+"
+		var b [16]byte
+		return string(append(appendUSD(b[:0], t.USD), '+'))
 	case t.Priced > 0:
 		return FormatUSD(t.USD)
 	case t.Unpriced > 0:
