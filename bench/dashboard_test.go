@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // BenchmarkDashboardFirstFrame1000 launches the real `orcr` dashboard (hosting the
@@ -65,11 +66,8 @@ func firstFrame(b *testing.B, bin string) time.Duration {
 
 // waitGone waits (bounded) until the dashboard released its home's lock.
 func waitGone(home string) {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join(home, "orcr.sock")); os.IsNotExist(err) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(5*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(home, "orcr.sock"))
+		return os.IsNotExist(err)
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/wait"
 )
 
 // BenchmarkHookToEvent measures a provider hook report (claude's UserPromptSubmit and
@@ -54,16 +55,12 @@ func BenchmarkHookToEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, _ := eng.Get(ctx, a.ID)
-		if got.PaneID != "" && !got.State.Terminal() {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("agent did not start: %+v", got)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got wire.Agent
+	if !wait.Until(10*time.Second, func() bool {
+		got, _ = eng.Get(ctx, a.ID)
+		return got.PaneID != "" && !got.State.Terminal()
+	}) {
+		b.Fatalf("agent did not start: %+v", got)
 	}
 	c, err := socket.Dial(ctx, socket.SocketPath(home), "")
 	if err != nil {

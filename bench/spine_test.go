@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
 
@@ -30,7 +30,7 @@ import (
 type server struct {
 	bin, home string
 	env       []string
-	cmd       *exec.Cmd
+	srv       *serve.Server
 }
 
 func startServer(b *testing.B, home string) *server {
@@ -43,27 +43,8 @@ func startServer(b *testing.B, home string) *server {
 		}
 	}
 	s.env = append(s.env, "ORCR_HOME="+home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
-	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Env = s.env
-	if err := s.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		s.cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := socket.Dial(context.Background(), socket.SocketPath(home), "")
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("server did not come up: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s.srv = serve.Start(b, serve.Options{Bin: bin, Env: s.env, Timeout: 10 * time.Second})
+	return s
 }
 
 // preload writes n exited agent records straight into a fresh store, as if the server
@@ -173,7 +154,7 @@ func BenchmarkServerRSS1000(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(float64(rssKB(b, s.cmd.Process.Pid))/1024, "rss-MB")
+	b.ReportMetric(float64(rssKB(b, s.srv.PID()))/1024, "rss-MB")
 }
 
 func rssKB(b *testing.B, pid int) int {

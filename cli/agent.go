@@ -88,6 +88,7 @@ func (app *app) agentCommand() *cli.Command {
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
 				},
 			},
+			app.agentAnswerCommand(),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{

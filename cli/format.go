@@ -50,6 +50,9 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 			b += " (resets " + a.Blocked.ResetsAt.Format("15:04 MST") + ")"
 		}
 		row("blocked", b)
+		for _, l := range blockedLines(a.Blocked) {
+			fmt.Fprintf(tw, "\t%s\n", l)
+		}
 	}
 	if explain {
 		row("decided by", a.StateSource)

@@ -80,9 +80,12 @@ type agentRT struct {
 	turns   int         // prompts and sends given; turns idle into done
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
-	exit    chan paneEnd
-	stop    context.CancelFunc
-	done    chan struct{}
+	judge   chan struct{} // read the screen now (after an answer)
+	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
+	lastInput time.Time
+	exit      chan paneEnd
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
 // NewEngine builds an engine; call Start to reconcile with the host and begin serving.

@@ -59,6 +59,8 @@ type AgentService interface {
 	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
 	Get(ctx context.Context, target string) (wire.Agent, error)
 	Send(ctx context.Context, p wire.SendParams) error
+	// Answer answers what blocked agents wait for, by the options they show (§7).
+	Answer(ctx context.Context, p wire.AnswerParams) (wire.AnswerResult, error)
 	Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error)
 	Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error)
 	Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error)

@@ -132,14 +132,9 @@ func stopBackground(t *testing.T, e *env) {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(10 * time.Second)
-	for delay := 5 * time.Millisecond; pidAlive(pid); delay = min(2*delay, 100*time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("background server %d ignored SIGTERM", pid)
-			return
-		}
-		time.Sleep(delay)
+	if !wait.Until(10*time.Second, func() bool { return !pidAlive(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("background server %d ignored SIGTERM", pid)
 	}
 }
 

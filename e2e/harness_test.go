@@ -6,18 +6,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"orcr/testutil/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/socket"
+	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
-	"orcr/testutil/wait"
 )
 
 // env is one isolated orcr installation: its own ORCR_HOME, config dir and PATH.
@@ -26,7 +24,7 @@ type env struct {
 	bin  string
 	home string
 	vars []string
-	srv  *exec.Cmd
+	srv  *serve.Server
 }
 
 func newEnv(t *testing.T, extra ...string) *env {
@@ -50,45 +48,17 @@ func newEnv(t *testing.T, extra ...string) *env {
 	return e
 }
 
-// serve starts `orcr serve` and waits until it answers.
+// serve starts `orcr serve` and waits until it answers; it is stopped when the test
+// ends.
 func (e *env) serve() {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, "serve")
-	cmd.Env = e.vars
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start server: %v", err)
-	}
-	e.srv = cmd
-	e.t.Cleanup(func() { e.stop() })
-	wait.For(e.t, 10*time.Second, "server answers", func() bool {
-		c, err := socket.Dial(context.Background(), socket.SocketPath(e.home), "")
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
-	})
-}
-
-// stop ends the server gracefully.
-func (e *env) stop() {
-	if e.srv == nil || e.srv.Process == nil {
-		return
-	}
-	proc.Stop(e.srv, 10*time.Second)
-	e.srv = nil
+	e.srv = serve.Start(e.t, serve.Options{Bin: e.bin, Env: e.vars})
 }
 
 // kill9 kills the server with SIGKILL, as a crash would.
 func (e *env) kill9() {
 	e.t.Helper()
-	if err := e.srv.Process.Signal(syscall.SIGKILL); err != nil {
-		e.t.Fatal(err)
-	}
-	_ = e.srv.Wait()
+	e.srv.Kill9()
 	e.srv = nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/herdr/herdrtest"
+	"orcr/testutil/wait"
 )
 
 // recorder drains a host's events for assertions.
@@ -53,13 +54,7 @@ func (r *recorder) of(pane string) []core.HostEvent {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 15*time.Second, what, cond)
 }
 
 func launch(t *testing.T, h *Host, argv ...string) core.PaneInfo {

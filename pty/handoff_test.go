@@ -167,7 +167,7 @@ func TestHandoffExitBeforeAdopt(t *testing.T) {
 // nextExitCode waits for the PaneExited of pane; ok is false when its code is unknown.
 func nextExitCode(t *testing.T, h *pty.Host, pane string) (code int, ok bool) {
 	t.Helper()
-	timeout := time.After(wait)
+	timeout := time.After(waitTimeout)
 	for {
 		select {
 		case ev, open := <-h.Events():

@@ -16,23 +16,21 @@ import (
 	"orcr/core"
 	"orcr/pty"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
-const wait = 20 * time.Second
+const waitTimeout = 20 * time.Second
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen:\n%s", what, seen)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var seen string
+	if !wait.Until(waitTimeout, func() bool {
+		var ok bool
+		ok, seen = cond()
+		return ok
+	}) {
+		t.Fatalf("timed out waiting for %s; last seen:\n%s", what, seen)
 	}
 }
 
@@ -74,7 +72,7 @@ func waitText(t testing.TB, h *pty.Host, pane string, lines int, want string) co
 // nextExit reads events until the PaneExited of pane and returns its code.
 func nextExit(t testing.TB, h *pty.Host, pane string) int {
 	t.Helper()
-	timeout := time.After(wait)
+	timeout := time.After(waitTimeout)
 	for {
 		select {
 		case ev, ok := <-h.Events():
@@ -135,7 +133,7 @@ func TestOutputEventsCoalesced(t *testing.T) {
 			if ev.Pane == info.ID && ev.Kind == core.PaneOutput {
 				outputs = append(outputs, ev.At)
 			}
-		case <-time.After(wait):
+		case <-time.After(waitTimeout):
 			t.Fatalf("only %d PaneOutput events for a flood", len(outputs))
 		}
 	}
@@ -408,7 +406,7 @@ func TestConcurrentReadsWhileStreaming(t *testing.T) {
 	h := newHost(t, pty.Options{})
 	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 1000 ]; do echo "row $i"; i=$((i+1)); done; echo stream-done; exec cat`)
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(waitTimeout)
 	for range 4 {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {

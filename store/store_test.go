@@ -15,6 +15,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 func openT(t testing.TB, dir string) *Store {
@@ -47,7 +48,7 @@ func sampleAgent(i int) wire.Agent {
 		State:       wire.StateExited,
 		StateSource: "host",
 		StateReason: "process ended",
-		Blocked:     &wire.Blocked{Kind: "question", Detail: "why?", Options: []string{"a", "b"}},
+		Blocked:     &wire.Blocked{Kind: "question", Detail: "why?", Options: []wire.Option{{Label: "a", Key: "1", Meaning: wire.MeaningAllowOnce}, {Label: "b", Key: "2", Meaning: wire.MeaningDeny}}},
 		Host:        "pty",
 		PaneID:      fmt.Sprintf("p%d", i),
 		PID:         1000 + i,
@@ -351,12 +352,8 @@ func TestCloseIdempotentAndStopsGC(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.gcRuns.Load() < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("value-log GC loop ran %d times in 10s", s.gcRuns.Load())
-		}
-		time.Sleep(time.Millisecond)
+	if !wait.Until(10*time.Second, func() bool { return s.gcRuns.Load() >= 3 }) {
+		t.Fatalf("value-log GC loop ran %d times in 10s", s.gcRuns.Load())
 	}
 	v, err := s.Get(ctx, "blob", "7")
 	if err != nil || len(v) != 2*valueThreshold || v[0] != 2 {

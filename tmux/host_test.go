@@ -14,6 +14,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/hosttest"
+	"orcr/testutil/wait"
 )
 
 // testSocket returns a short socket path of its own (unix socket paths are limited to
@@ -67,13 +68,7 @@ func TestConformance(t *testing.T) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 15*time.Second, what, cond)
 }
 
 func baseEnv(extra ...string) []string {

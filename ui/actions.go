@@ -2,7 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/textarea"
@@ -88,63 +87,6 @@ func (d *steerDialog) View(w, h int) string {
 	lines = append(lines, strings.Split(view, "\n")...)
 	lines = append(lines, "", st.Subtle.Render(hint+" · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
 	return dialogBox(d.c, "steer", lines, w, h, 64)
-}
-
-// ---- answer ----
-
-// otherAnswer is the select value that switches to a typed answer.
-const otherAnswer = -1
-
-// newAnswerDialog shows what a blocked agent waits for with its options; the chosen
-// option (see answerParams) or the typed text is sent.
-func newAnswerDialog(c *common, a *wire.Agent, w int) *formDialog {
-	b := a.Blocked
-	if b == nil {
-		b = &wire.Blocked{Kind: "question"}
-	}
-	choice := 0
-	var typed string
-	opts := make([]huh.Option[int], 0, len(b.Options)+1)
-	for i, o := range b.Options {
-		opts = append(opts, huh.NewOption(o, i))
-	}
-	opts = append(opts, huh.NewOption("type an answer…", otherAnswer))
-	if len(b.Options) == 0 {
-		choice = otherAnswer
-	}
-	title := fmt.Sprintf("%s asks (%s)", a.Path, b.Kind)
-	detail := oneLine(b.Detail)
-	if detail == "" {
-		detail = "(no detail reported)"
-	}
-	sel := huh.NewSelect[int]().Title(title).Description(detail).Options(opts...).Value(&choice)
-	in := huh.NewInput().Title("answer").Value(&typed)
-	groups := []*huh.Group{huh.NewGroup(sel), huh.NewGroup(in).WithHideFunc(func() bool { return choice != otherAnswer })}
-	if len(b.Options) == 0 {
-		groups = groups[1:]
-		in.Description(detail).Title(title)
-	}
-	id, provider := a.ID, a.Provider
-	return newFormDialog(c, "answer", min(w, 70), func() action {
-		if choice != otherAnswer {
-			return sendAction{answerParams(id, provider, choice)}
-		}
-		if strings.TrimSpace(typed) == "" {
-			return closeAction{}
-		}
-		return sendAction{wire.SendParams{Target: id, Text: typed, Enter: true}}
-	}, groups...)
-}
-
-// answerParams turns the chosen option (0-based) into keystrokes. Agent TUIs (claude,
-// codex, …) show options as a numbered menu that acts on the digit alone; plain
-// programs under the shell provider read a line, so the number is entered.
-func answerParams(id, provider string, choice int) wire.SendParams {
-	p := wire.SendParams{Target: id, Text: strconv.Itoa(choice + 1)}
-	if provider == "shell" || provider == "" {
-		p.Enter = true
-	}
-	return p
 }
 
 // ---- spawn ----

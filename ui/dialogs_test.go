@@ -142,51 +142,6 @@ func TestSteerRefusedOnEndedAgent(t *testing.T) {
 	}
 }
 
-func TestAnswerBlocked(t *testing.T) {
-	m := newTestModel(t, 100, 30, Options{})
-	press(m, "b")
-	press(m, "r")
-	if len(m.dialogs) != 1 {
-		t.Fatal("r did not open the answer dialog")
-	}
-	v := plain(screen(t, m))
-	for _, want := range []string{"review/auth/security asks (permission)", "Bash(rm -rf build)", "1. Yes", "3. No"} {
-		if !strings.Contains(v, want) {
-			t.Fatalf("answer dialog lacks %q:\n%s", want, v)
-		}
-	}
-	act := runDialog(t, m.dialogs[0], keys("down", "down", "enter")...)
-	sa, ok := act.(sendAction)
-	if !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0007", Text: "3"}) {
-		t.Fatalf("action = %#v", act)
-	}
-}
-
-func TestAnswerShellEntersNumber(t *testing.T) {
-	m := newTestModel(t, 100, 30, Options{})
-	q := agent("0020", "demo/q", wire.StateBlocked, "shell", "", time.Minute, 0, nil)
-	q.Blocked = &wire.Blocked{Kind: "question", Detail: "deploy?", Options: []string{"[1] yes", "[2] no"}}
-	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: 11, At: t0, Agent: &q}}})
-	selectPath(t, m, "demo/q")
-	press(m, "r")
-	act := runDialog(t, m.dialogs[0], keys("down", "enter")...)
-	if sa, ok := act.(sendAction); !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0020", Text: "2", Enter: true}) {
-		t.Fatalf("action = %#v", act)
-	}
-}
-
-func TestAnswerTyped(t *testing.T) {
-	m := newTestModel(t, 100, 30, Options{})
-	press(m, "b", "r")
-	msgs := keys("down", "down", "down", "enter")
-	msgs = append(msgs, textKeys("only the build dir")...)
-	act := runDialog(t, m.dialogs[0], append(msgs, key("enter"))...)
-	sa, ok := act.(sendAction)
-	if !ok || !reflect.DeepEqual(sa.p, wire.SendParams{Target: "0007", Text: "only the build dir", Enter: true}) {
-		t.Fatalf("action = %#v", act)
-	}
-}
-
 func TestAnswerNeedsBlocked(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{})
 	selectPath(t, m, "demo/a")

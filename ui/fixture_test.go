@@ -29,7 +29,7 @@ func agent(id, path string, st wire.State, prov, model string, age time.Duration
 func fixture() []wire.Agent {
 	blocked := agent("0007", "review/auth/security", wire.StateBlocked, "claude", "sonnet-4.5", 12*time.Minute, 48_000, cost(0.61))
 	blocked.StateSource, blocked.StateReason = "hook", "PermissionRequest"
-	blocked.Blocked = &wire.Blocked{Kind: "permission", Detail: "Bash(rm -rf build)", Options: []string{"1. Yes", "2. Yes, and don't ask again", "3. No"}}
+	blocked.Blocked = permissionPrompt()
 	blocked.LastMessage = "I need to clean the build directory before running the tests."
 	lead := agent("0006", "review/auth", wire.StateWorking, "claude", "opus-4.1", 30*time.Minute, 220_000, cost(4.2))
 	lead.StateSource, lead.StateReason = "transcript", "assistant turn in progress"
@@ -177,4 +177,31 @@ func manyAgents(n int) []wire.Agent {
 			states[i%len(states)], "claude", "sonnet-4.5", time.Duration(i)*time.Second, int64(i*100), cost(float64(i)/100))
 	}
 	return out
+}
+
+// permissionPrompt is claude 2.1.328's Bash prompt as the adapter reads it.
+func permissionPrompt() *wire.Blocked {
+	return &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(rm -rf build)", Question: "Do you want to proceed?",
+		Options: []wire.Option{
+			{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce},
+			{Label: "Yes, and always allow access to /w/build from this project", Key: "2", Meaning: wire.MeaningAllowAlways},
+			{Label: "Yes, and switch to auto mode", Key: "3", Meaning: wire.MeaningOther},
+			{Label: "No", Key: "4", Meaning: wire.MeaningDeny, Text: true},
+		}}
+}
+
+// planPrompt is claude 2.1.328's plan approval as the adapter reads it.
+func planPrompt() *wire.Blocked {
+	var plan strings.Builder
+	plan.WriteString("# Split the parser\n\n")
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&plan, "%d. Step %d: move one token kind into the lexer and keep the old API as a thin wrapper around it.\n", i, i)
+	}
+	return &wire.Blocked{Kind: wire.BlockedPlan, Detail: "plan", Text: strings.TrimSpace(plan.String()),
+		Question: "Claude has written up a plan and is ready to execute. Would you like to proceed?",
+		Options: []wire.Option{
+			{Label: "Yes, and use auto mode", Key: "1", Meaning: wire.MeaningOther},
+			{Label: "Yes, manually approve edits", Key: "2", Meaning: wire.MeaningAllowOnce},
+			{Label: "Tell Claude what to change", Key: "3", Meaning: wire.MeaningDeny, Text: true},
+		}}
 }

@@ -52,11 +52,6 @@ func TestGoldenDialogs(t *testing.T) {
 			press(m, "n")
 			golden.RequireEqual(t, screen(t, m))
 		})
-		t.Run("answer_"+name, func(t *testing.T) {
-			m := newTestModel(t, sz[0], sz[1], Options{})
-			press(m, "b", "r")
-			golden.RequireEqual(t, screen(t, m))
-		})
 		t.Run("usage_"+name, func(t *testing.T) {
 			m := newTestModel(t, sz[0], sz[1], Options{})
 			press(m, "tab", "tab", "]")

@@ -113,7 +113,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case infoMsg, subscribedMsg, eventsMsg, subEndedMsg, resubscribeMsg:
 		return m, m.updateCore(msg)
 	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg, killedMsg,
-		attachMsg, attachDoneMsg, dryRunMsg:
+		attachMsg, attachDoneMsg, dryRunMsg, answeredMsg:
 		return m, m.updateResult(msg)
 	case tickMsg:
 		m.c.now = time.Time(msg)

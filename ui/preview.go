@@ -93,7 +93,11 @@ func (p *previewModel) View() string {
 	if b := a.Blocked; b != nil {
 		head = append(head, st.Blocked.Render("blocked on "+b.Kind+": ")+st.Text.Render(oneLine(b.Detail)))
 		if len(b.Options) > 0 {
-			head = append(head, st.Muted.Render("options: ")+st.Text.Render(strings.Join(b.Options, " | "))+
+			labels := make([]string, len(b.Options))
+			for i, o := range b.Options {
+				labels[i] = o.Label
+			}
+			head = append(head, st.Muted.Render("options: ")+st.Text.Render(strings.Join(labels, " | "))+
 				st.Subtle.Render("  ("+p.c.keys.Tree.Answer.Label()+" to answer)"))
 		}
 		if b.ResetsAt != nil {

@@ -202,6 +202,9 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case sendAction:
 		m.popDialog()
 		return sendCmd(m.ctx, m.svc, a.p)
+	case answerAction:
+		m.popDialog()
+		return answerCmd(m.ctx, m.svc, a.p)
 	case runAction:
 		m.popDialog()
 		return runCmd(m.ctx, m.svc, a.p)
@@ -386,6 +389,8 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 		m.panel.schedules.set(msg.s, msg.err)
 	case dryRunMsg:
 		return m.toDialog(msg)
+	case answeredMsg:
+		m.status.notify(now, msg.notice(), msg.err != nil)
 	case sentMsg:
 		if msg.err != nil {
 			m.status.notify(now, "send: "+msg.err.Error(), true)

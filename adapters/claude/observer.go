@@ -31,21 +31,22 @@ type observer struct {
 	readings  agentkit.Readings
 	rates     map[string]*wire.LimitReading // latest status-line reading per window
 
-	// what the engine has been told already
-	sentUsage   wire.Usage
-	sentModel   string
-	sentSession string
-	sentPath    string
-	sentLast    string
-	sentLimitAt time.Time
-	sentTurns   int
-	sentOpen    bool
-	dialog      string
+	sent      agentkit.Sent // what the engine has been told already
+	sentTurns int
+	sentOpen  bool
+	dialog    string
+
+	// menuSeen: the current prompt's menu has been on screen, so its going away
+	// means it was answered. permHook: a PermissionRequest came this turn, which
+	// makes the later, vaguer permission Notification redundant.
+	menuSeen   bool
+	permHook   bool
+	promptText string // the screen Prompt last read, for AnswerSteps
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
 	o := &observer{p: p, agent: a, now: time.Now, tr: NewTranscript(), rates: map[string]*wire.LimitReading{},
-		sentSession: a.SessionID, sentPath: a.Transcript, sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
+		sent: agentkit.NewSent(a)}
 	path := a.Transcript
 	if path == "" && a.SessionID != "" {
 		var env []string
@@ -56,6 +57,15 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	}
 	if path != "" {
 		o.tail = &jsonl.Tail{Path: path}
+	}
+	// Re-adopted after a restart: carry on from the recorded state, so a prompt still
+	// on screen stays blocked rather than read as "working" off the transcript.
+	if a.State.Live() {
+		o.state, o.blocked = a.State, a.Blocked
+		o.menuSeen = a.Blocked != nil && len(a.Blocked.Options) > 0
+		// orcr launches claude with its hooks: unless the transcript had to decide
+		// last (hooks silent), they keep coming after the restart.
+		o.hooksSeen = a.StateSource != "transcript"
 	}
 	return o
 }
@@ -114,18 +124,20 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	o.follow(&h, sig)
 	switch event {
 	case "SessionStart":
-		if m := h.model(); m != "" && m != o.sentModel {
-			sig.Model, o.sentModel = m, m
-		}
+		o.sent.Model(sig, h.model())
 		if h.Source == "clear" || o.agent.Prompt == "" {
 			o.setState(sig, wire.StateIdle, "session "+orDefault(h.Source, "started"), nil)
 		}
 	case "UserPromptSubmit":
+		o.permHook = false
 		o.setState(sig, wire.StateWorking, "prompt submitted", nil)
 	case "Stop":
-		if h.LastAssistantMsg != "" && h.LastAssistantMsg != o.sentLast {
-			sig.LastMessage, o.sentLast = h.LastAssistantMsg, h.LastAssistantMsg
-		}
+		// Read the turn to its end first, so whoever sees "done" sees its usage.
+		o.drain(h.LastAssistantMsg)
+		o.fromTranscript(sig)
+		sig.Source = "hook"
+		o.sent.LastMessage(sig, h.LastAssistantMsg)
+		o.permHook, o.menuSeen = false, false
 		o.setState(sig, wire.StateDone, "turn finished", nil)
 	case "StopFailure":
 		if h.Error == "rate_limit" {
@@ -136,17 +148,31 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	case "Notification":
 		switch h.NotificationType {
 		case "permission_prompt":
-			if o.state != wire.StateBlocked {
-				o.setState(sig, wire.StateBlocked, "permission prompt", &wire.Blocked{Kind: "permission", Detail: h.Message})
+			if o.state != wire.StateBlocked && !o.permHook {
+				o.setState(sig, wire.StateBlocked, "permission prompt", &wire.Blocked{Kind: wire.BlockedPermission, Detail: h.Message})
 			}
 		case "elicitation_dialog":
-			o.setState(sig, wire.StateBlocked, "question", &wire.Blocked{Kind: "question", Detail: h.Message})
+			if o.state != wire.StateBlocked {
+				o.setState(sig, wire.StateBlocked, "question", &wire.Blocked{Kind: wire.BlockedQuestion, Detail: h.Message})
+			}
 		}
 	case "PermissionRequest":
+		o.permHook = true
 		b := permissionBlock(h.ToolName, h.ToolInput)
+		if o.state == wire.StateBlocked && o.menuSeen && o.blocked != nil {
+			// The menu was read off the screen before this hook arrived: keep its
+			// options, add what the hook knows.
+			m := *o.blocked
+			m.Kind, m.Detail = b.Kind, b.Detail
+			if b.Text != "" {
+				m.Text = b.Text
+			}
+			b = &m
+		}
 		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
 	case "PostToolUse", "PostToolUseFailure":
-		if o.state == wire.StateBlocked {
+		if o.state == wire.StateBlocked && (o.blocked == nil || o.blocked.Kind != wire.BlockedLimit) {
+			o.menuSeen = false
 			o.setState(sig, wire.StateWorking, "tool ran", nil)
 		}
 	}
@@ -155,12 +181,8 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 
 // follow adopts a new session id / transcript from a hook (e.g. after /clear).
 func (o *observer) follow(h *hookPayload, sig *core.Signal) {
-	if h.SessionID != "" && h.SessionID != o.sentSession {
-		sig.SessionID, o.sentSession = h.SessionID, h.SessionID
-	}
-	if h.TranscriptPath != "" && h.TranscriptPath != o.sentPath {
-		sig.Transcript, o.sentPath = h.TranscriptPath, h.TranscriptPath
-	}
+	o.sent.Session(sig, h.SessionID)
+	o.sent.Transcript(sig, h.TranscriptPath)
 	if h.TranscriptPath != "" && (o.tail == nil || o.tail.Path != h.TranscriptPath) {
 		o.tail = &jsonl.Tail{Path: h.TranscriptPath}
 		o.tr = NewTranscript()
@@ -170,9 +192,7 @@ func (o *observer) follow(h *hookPayload, sig *core.Signal) {
 
 func (o *observer) statusLine(h *hookPayload, sig *core.Signal) {
 	o.follow(h, sig)
-	if m := h.model(); m != "" && m != o.sentModel {
-		sig.Model, o.sentModel = m, m
-	}
+	o.sent.Model(sig, h.model())
 	now := o.now().UTC()
 	for key, rl := range h.RateLimits {
 		if rl == nil {
@@ -216,7 +236,7 @@ func (o *observer) limitHit(sig *core.Signal, text string) {
 	if reset != nil {
 		detail = "resets " + reset.UTC().Format("15:04 UTC")
 	}
-	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: "usage-limit", Detail: strings.TrimSpace(text), ResetsAt: reset})
+	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: strings.TrimSpace(text), ResetsAt: reset})
 	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
 }
 
@@ -260,21 +280,14 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 
 func (o *observer) fromTranscript(sig *core.Signal) {
 	t := o.tr
-	if u := o.p.opts.Prices.Usage(t.ByModel()); t.Lines > 0 && !sameUsage(u, o.sentUsage) {
-		sig.Usage, o.sentUsage = &u, u
+	if t.Lines > 0 {
+		o.sent.Usage(sig, o.p.Prices.Usage(t.ByModel()))
 	}
-	if t.Model != "" && t.Model != o.sentModel {
-		sig.Model, o.sentModel = t.Model, t.Model
-	}
-	if t.SessionID != "" && t.SessionID != o.sentSession {
-		sig.SessionID, o.sentSession = t.SessionID, t.SessionID
-	}
-	if t.LastMessage != "" && t.LastMessage != o.sentLast {
-		sig.LastMessage, o.sentLast = t.LastMessage, t.LastMessage
-	}
-	if t.Limit != nil && !t.Limit.At.Equal(o.sentLimitAt) {
-		o.sentLimitAt = t.Limit.At
-		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+	o.sent.Model(sig, t.Model)
+	o.sent.Session(sig, t.SessionID)
+	o.sent.LastMessage(sig, t.LastMessage)
+	if t.Limit != nil && o.sent.NewLimit(t.Limit.At) {
+		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 			o.limitHit(sig, t.Limit.Text)
 		}
 	}
@@ -282,22 +295,11 @@ func (o *observer) fromTranscript(sig *core.Signal) {
 	if !o.hooksSeen && sig.State == "" {
 		if t.TurnEnded > o.sentTurns && !t.TurnOpen {
 			o.setState(sig, wire.StateDone, "turn finished (transcript)", nil)
-		} else if t.TurnOpen && !o.sentOpen && o.state != wire.StateWorking {
+		} else if t.TurnOpen && !o.sentOpen && o.state != wire.StateWorking && o.state != wire.StateBlocked {
 			o.setState(sig, wire.StateWorking, "prompt in transcript", nil)
 		}
 	}
 	o.sentTurns, o.sentOpen = t.TurnEnded, t.TurnOpen
-}
-
-func sameUsage(a, b wire.Usage) bool {
-	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens ||
-		a.CacheReadTokens != b.CacheReadTokens || a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced {
-		return false
-	}
-	if (a.CostUSD == nil) != (b.CostUSD == nil) {
-		return false
-	}
-	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
 }
 
 func eqTime(a, b *time.Time) bool {
@@ -314,26 +316,25 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// permissionBlock describes a PermissionRequest: "Bash(rm -rf build)", or for
-// AskUserQuestion the question and its answer choices.
+// permissionBlock describes a PermissionRequest: "Bash(rm -rf build)"; for
+// ExitPlanMode the plan in full; for AskUserQuestion the question. The options are
+// read from the menu on screen, which is what the keys act on.
 func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
-	if tool == "AskUserQuestion" {
-		b := &wire.Blocked{Kind: "question"}
+	switch tool {
+	case "AskUserQuestion":
+		b := &wire.Blocked{Kind: wire.BlockedQuestion}
 		qs, _ := in["questions"].([]any)
 		if len(qs) > 0 {
 			q, _ := qs[0].(map[string]any)
 			b.Detail, _ = q["question"].(string)
-			opts, _ := q["options"].([]any)
-			for _, op := range opts {
-				if m, ok := op.(map[string]any); ok {
-					if l, _ := m["label"].(string); l != "" {
-						b.Options = append(b.Options, l)
-					}
-				}
-			}
+			b.Text = b.Detail
 		}
+		return b
+	case "ExitPlanMode":
+		b := &wire.Blocked{Kind: wire.BlockedPlan, Detail: "plan"}
+		b.Text, _ = in["plan"].(string)
 		return b
 	}
 	arg := ""
@@ -346,6 +347,35 @@ func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
 	if len(arg) > 200 {
 		arg = arg[:200] + "…"
 	}
-	return &wire.Blocked{Kind: "permission", Detail: fmt.Sprintf("%s(%s)", orDefault(tool, "tool"), arg),
-		Options: []string{"Yes", "Yes, and don't ask again", "No"}}
+	return &wire.Blocked{Kind: wire.BlockedPermission, Detail: fmt.Sprintf("%s(%s)", orDefault(tool, "tool"), arg)}
+}
+
+// drainBound is how long a Stop hook waits for the turn's last lines to reach the
+// transcript: claude can run the hook before it has written them (agent-clis.md §8).
+const drainBound = time.Second
+
+// drain reads the transcript until it holds the turn's end (the hook's last message,
+// or any ended turn when the hook names none), bounded by drainBound.
+func (o *observer) drain(last string) {
+	if o.tail == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainBound)
+	defer cancel()
+	turns := o.tr.TurnEnded
+	for {
+		if _, err := o.tail.Read(ctx, o.tr.Add); errors.Is(err, jsonl.ErrShrunk) {
+			o.tr = NewTranscript()
+			o.sentTurns, o.sentOpen = 0, false
+			continue
+		}
+		if last != "" && strings.TrimSpace(o.tr.LastMessage) == strings.TrimSpace(last) || o.tr.TurnEnded > turns {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

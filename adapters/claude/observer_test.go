@@ -52,7 +52,8 @@ func TestHookLifecycle(t *testing.T) {
 		t.Fatalf("PostToolUse while working should say nothing: %+v", s)
 	}
 	s = mustHook(t, o, "PermissionRequest", `{"tool_name":"AskUserQuestion","tool_input":{"questions":[{"question":"Which DB?","options":[{"label":"Postgres"},{"label":"SQLite"}]}]}}`)
-	if s.Blocked.Kind != "question" || s.Blocked.Detail != "Which DB?" || strings.Join(s.Blocked.Options, ",") != "Postgres,SQLite" {
+	// The answers' keys are on screen only: the options come from there.
+	if s.Blocked.Kind != "question" || s.Blocked.Detail != "Which DB?" || s.Blocked.Text != "Which DB?" || len(s.Blocked.Options) != 0 {
 		t.Fatalf("question: %+v", s.Blocked)
 	}
 	s = mustHook(t, o, "Stop", `{"last_assistant_message":"all done"}`)
@@ -79,7 +80,7 @@ func TestHookUsageLimit(t *testing.T) {
 		t.Fatalf("repeated status line: %+v", s)
 	}
 	s = mustHook(t, o, "StopFailure", `{"error":"rate_limit","last_assistant_message":"API Error: Request rejected (429) · This request would exceed your account's rate limit."}`)
-	if s.State != wire.StateBlocked || s.Blocked.Kind != "usage-limit" || s.Blocked.ResetsAt == nil ||
+	if s.State != wire.StateBlocked || s.Blocked.Kind != wire.BlockedLimit || s.Blocked.ResetsAt == nil ||
 		s.Blocked.ResetsAt.Unix() != 1796090000 || !strings.HasPrefix(s.Reason, "usage-limit: resets ") {
 		t.Fatalf("limit: %+v %+v", s, s.Blocked)
 	}
@@ -121,7 +122,7 @@ func TestPollMissingThenGrowingTranscript(t *testing.T) {
 		t.Fatalf("usage %+v", s.Usage)
 	}
 	// The fixture ends with a usage-limit line and no hooks were seen.
-	if s.State != wire.StateBlocked || s.Blocked.Kind != "usage-limit" {
+	if s.State != wire.StateBlocked || s.Blocked.Kind != wire.BlockedLimit {
 		t.Fatalf("limit from transcript: %+v", s)
 	}
 	if s, _ := o.Poll(context.Background()); s != nil && (s.Usage != nil || s.State != "") {

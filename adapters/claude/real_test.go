@@ -128,7 +128,7 @@ func TestRealClaudeUsageLimit(t *testing.T) {
 		modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg}})
 	run := rig.start(t)
 	v := run.Wait(60*time.Second, "blocked on usage limit", func(v View) bool {
-		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == "usage-limit"
+		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == wire.BlockedLimit
 	})
 	if v.Blocked.ResetsAt == nil || !v.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("reset %v, want %v (blocked %+v)", v.Blocked.ResetsAt, reset, v.Blocked)

@@ -6,48 +6,63 @@ import (
 	"sync"
 	"time"
 
+	"orcr/adapters/internal/agentkit"
 	"orcr/core"
 	"orcr/core/wire"
 )
 
 // dialogRule recognizes a startup dialog claude shows before it takes a prompt.
 type dialogRule struct {
-	name    string // what the dialog asks, as shown in "blocked: dialog: …"
-	all     []string
-	options []string
+	name string // what the dialog asks, as shown in "blocked: dialog: …"
+	all  []string
 }
 
 // dialogs are claude's startup dialogs (2.1.x wording). orcr pre-accepts the trust
-// dialog; the rest are reported so nobody waits on a dialog nobody sees.
+// dialog; the rest are reported so nobody waits on a dialog nobody sees. Their options
+// are read from the menu on screen.
 var dialogs = []dialogRule{
-	{"trust folder", []string{"Yes, I trust this folder"}, []string{"No, exit", "Yes, I trust this folder"}},
-	{"trust folder", []string{"Do you trust the files in this folder"}, []string{"Yes, proceed", "No, exit"}},
-	{"use API key", []string{"Do you want to use this API key"}, []string{"Yes", "No (recommended)"}},
-	{"bypass permissions warning", []string{"Bypass Permissions mode", "Yes, I accept"}, []string{"No, exit", "Yes, I accept"}},
-	{"choose theme", []string{"Choose the text style"}, nil},
-	{"login", []string{"Select login method"}, nil},
+	{"trust folder", []string{"Yes, I trust this folder"}},
+	{"trust folder", []string{"Do you trust the files in this folder"}},
+	{"use API key", []string{"Do you want to use this API key"}},
+	{"bypass permissions warning", []string{"Bypass Permissions mode", "Yes, I accept"}},
+	{"choose theme", []string{"Choose the text style"}},
+	{"login", []string{"Select login method"}},
 }
 
 var menuQuestionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*(Do you want to [^\n?]*\?)`) })
 
-// Screen implements core.Observer. Dialogs are always read from the screen (no hook
-// fires for them); permission menus and "working" only when hooks are silent.
+// dialogPrompt is the startup dialog on screen, if any, with its menu's options.
+func dialogPrompt(text string) *wire.Blocked {
+	for _, d := range dialogs {
+		if containsAll(text, d.all) {
+			b := &wire.Blocked{Kind: wire.BlockedDialog, Detail: d.name, Question: d.name}
+			if m := agentkit.ParseMenu(text, true); m != nil {
+				b.Options = m.Options()
+			}
+			return b
+		}
+	}
+	return nil
+}
+
+// Screen implements core.Observer. Dialogs and prompt menus are always read from the
+// screen: the menu is where the options are, and its going away is often the only
+// sign that a prompt was answered (a "No" interrupts the turn with no hook). "Working"
+// comes from the screen only when hooks are silent.
 func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	text := s.Text
 	sig := &core.Signal{Source: "screen"}
-	for _, d := range dialogs {
-		if containsAll(text, d.all) {
-			if o.dialog == d.name {
-				return nil
-			}
-			o.dialog = d.name
-			o.setState(sig, wire.StateBlocked, "dialog: "+d.name, &wire.Blocked{Kind: "dialog", Detail: d.name, Options: d.options})
-			return sig
+	if d := dialogPrompt(text); d != nil {
+		if o.dialog == d.Detail && sameOptions(o.blocked, d) {
+			return nil
 		}
+		o.dialog = d.Detail
+		o.setState(sig, wire.StateBlocked, "dialog: "+d.Detail, d)
+		return sig
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "dialog" {
+		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
 			st := wire.StateIdle
 			if o.agent.Prompt != "" {
 				st = wire.StateWorking
@@ -56,6 +71,32 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 			return sig
 		}
 	}
+	if p := parsePrompt(text); p != nil {
+		b := o.mergePrompt(p)
+		if o.state == wire.StateBlocked && sameOptions(o.blocked, b) && o.blocked.Text == b.Text {
+			return nil
+		}
+		o.menuSeen = true
+		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
+		return sig
+	}
+	if o.state == wire.StateBlocked && o.blocked != nil && o.menuSeen && o.blocked.Kind != wire.BlockedLimit {
+		// The menu went away: the prompt was answered (here or in an attached terminal).
+		o.menuSeen = false
+		if strings.Contains(lastActivity(text), "Interrupted · ") && !strings.Contains(text, "esc to interrupt") {
+			o.setState(sig, wire.StateDone, "prompt answered: turn interrupted", nil)
+		} else {
+			o.setState(sig, wire.StateWorking, "prompt answered", nil)
+		}
+		return sig
+	}
+	// A "No" (here or typed in an attached terminal) interrupts the turn and no hook
+	// says so: once the screen has settled on it, the turn is over.
+	if o.state == wire.StateWorking && quiet >= time.Second && strings.Contains(lastActivity(text), "Interrupted · ") &&
+		!strings.Contains(text, "esc to interrupt") {
+		o.setState(sig, wire.StateDone, "turn interrupted", nil)
+		return sig
+	}
 	if o.hooksSeen {
 		return nil
 	}
@@ -63,7 +104,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 		if o.state == wire.StateBlocked {
 			return nil
 		}
-		o.setState(sig, wire.StateBlocked, "permission prompt (screen)", &wire.Blocked{Kind: "permission", Detail: strings.TrimSpace(m[1])})
+		o.setState(sig, wire.StateBlocked, "permission prompt (screen)", &wire.Blocked{Kind: wire.BlockedPermission, Detail: strings.TrimSpace(m[1])})
 		return sig
 	}
 	if strings.Contains(text, "esc to interrupt") && o.state != wire.StateWorking {
@@ -73,6 +114,41 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	return nil
 }
 
+// mergePrompt completes what the screen shows with what a hook said about the same
+// prompt (the tool call, the plan in full).
+func (o *observer) mergePrompt(p *wire.Blocked) *wire.Blocked {
+	h := o.blocked
+	if o.state != wire.StateBlocked || h == nil || h.Kind == wire.BlockedLimit || h.Kind == wire.BlockedDialog {
+		return p
+	}
+	if len(h.Options) > 0 && !sameOptions(h, p) {
+		return p // another prompt than the one the hook reported
+	}
+	b := *p
+	if h.Kind == wire.BlockedPlan || h.Kind == wire.BlockedQuestion && p.Kind != wire.BlockedPlan {
+		b.Kind = h.Kind
+	}
+	if h.Detail != "" && (h.Kind == p.Kind || b.Kind == h.Kind) {
+		b.Detail = h.Detail
+	}
+	if h.Text != "" {
+		b.Text = h.Text
+	}
+	return &b
+}
+
+func sameOptions(a, b *wire.Blocked) bool {
+	if a == nil || b == nil || len(a.Options) != len(b.Options) {
+		return false
+	}
+	for i := range a.Options {
+		if a.Options[i] != b.Options[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func containsAll(s string, subs []string) bool {
 	for _, x := range subs {
 		if !strings.Contains(s, x) {
@@ -80,4 +156,24 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return len(subs) > 0
+}
+
+// lastActivity is the conversation's last line: the last non-blank line above the
+// input box (a rule, the "❯" line), or of the screen when no input box shows. Older
+// lines (an earlier turn's "Interrupted") say nothing about now.
+func lastActivity(text string) string {
+	lines := strings.Split(text, "\n")
+	end := len(lines)
+	for i := len(lines) - 2; i >= 0; i-- {
+		if isRule(strings.TrimSpace(lines[i])) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "❯") {
+			end = i
+			break
+		}
+	}
+	for i := end - 1; i >= 0; i-- {
+		if t := strings.TrimSpace(lines[i]); t != "" {
+			return t
+		}
+	}
+	return ""
 }

@@ -149,7 +149,7 @@ func TestScreenRules(t *testing.T) {
 		t.Fatalf("limit banner reported before it stood: %+v", s)
 	}
 	s = o.Screen(core.Screen{Text: lim}, 3*time.Second)
-	if s == nil || s.Blocked == nil || s.Blocked.Kind != "usage-limit" || s.Blocked.ResetsAt == nil {
+	if s == nil || s.Blocked == nil || s.Blocked.Kind != wire.BlockedLimit || s.Blocked.ResetsAt == nil {
 		t.Fatalf("limit banner: %+v", s)
 	}
 	if s.Blocked.ResetsAt.Local().Format("Jan 2 15:04") != "Dec 1 00:59" {

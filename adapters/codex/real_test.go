@@ -110,7 +110,7 @@ func TestRealCodexUsageLimit(t *testing.T) {
 	rig.srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset}})
 	run := rig.start(t)
 	v := run.Wait(60*time.Second, "blocked on usage limit", func(v clitest.View) bool {
-		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == "usage-limit" &&
+		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == wire.BlockedLimit &&
 			v.Blocked.ResetsAt != nil && v.Blocked.ResetsAt.Equal(reset)
 	})
 	if v.Source != "transcript" || !strings.HasPrefix(v.Reason, "usage-limit: resets ") {

@@ -33,31 +33,33 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 				return nil
 			}
 			o.dialog = "trust folder"
-			o.setState(sig, wire.StateBlocked, "dialog: trust folder", &wire.Blocked{Kind: "dialog", Detail: "trust folder"})
+			o.setState(sig, wire.StateBlocked, "dialog: trust folder", &wire.Blocked{Kind: wire.BlockedDialog, Detail: "trust folder", Question: "trust folder", Options: dialogOptions(text)})
 			return sig
 		}
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "dialog" {
+		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
 			o.setState(sig, wire.StateWorking, "dialog dismissed", nil)
 			return sig
 		}
 	}
-	if m := runCmdRE().FindStringSubmatch(text); m != nil {
-		return o.permission(sig, "Bash("+strings.TrimSpace(m[1])+")")
+	if p := parsePrompt(text); p != nil {
+		return o.permission(sig, p)
 	}
-	if strings.Contains(text, "Would you like to make the following edits?") {
-		return o.permission(sig, "Edit")
+	if m := runCmdRE().FindStringSubmatch(text); m != nil && o.state != wire.StateBlocked {
+		// The question is up but its menu not yet drawn.
+		return o.permission(sig, &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(" + strings.TrimSpace(m[1]) + ")",
+			Question: "Would you like to run the following command?"})
 	}
-	if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "permission" {
+	if o.state == wire.StateBlocked && o.blocked != nil && (o.blocked.Kind == wire.BlockedPermission || o.blocked.Kind == wire.BlockedQuestion) {
 		// The approval menu went away: the command runs or was refused.
 		o.setState(sig, wire.StateWorking, "approval answered", nil)
 		return sig
 	}
 	// The rollout records the limit with its exact reset a moment after the banner
 	// shows; the banner (minute precision, local time) only counts once it has stood.
-	if m := limitRE().FindString(text); m != "" && quiet >= 2*time.Second && !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == "usage-limit") {
+	if m := limitRE().FindString(text); m != "" && quiet >= 2*time.Second && !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 		if o.ro.Limit != nil {
 			return nil // the rollout reports it with the exact reset
 		}
@@ -68,11 +70,30 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	return nil
 }
 
-func (o *observer) permission(sig *core.Signal, detail string) *core.Signal {
-	if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Detail == detail {
+func (o *observer) permission(sig *core.Signal, b *wire.Blocked) *core.Signal {
+	if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Detail == b.Detail && sameOptions(o.blocked, b) {
 		return nil
 	}
-	o.setState(sig, wire.StateBlocked, "permission: "+detail, &wire.Blocked{Kind: "permission", Detail: detail,
-		Options: []string{"Yes, proceed", "Yes, and don't ask again", "No, and tell Codex what to do differently"}})
+	o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
 	return sig
+}
+
+func sameOptions(a, b *wire.Blocked) bool {
+	if len(a.Options) != len(b.Options) {
+		return false
+	}
+	for i := range a.Options {
+		if a.Options[i] != b.Options[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// dialogOptions reads a startup dialog's menu, when it has one.
+func dialogOptions(text string) []wire.Option {
+	if m := agentkit.ParseMenu(text, true); m != nil {
+		return m.Options()
+	}
+	return nil
 }

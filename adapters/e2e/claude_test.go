@@ -71,7 +71,7 @@ func TestClaudeThroughOrcr(t *testing.T) {
 		Message: "You've hit your session limit · resets " + strings.ToLower(reset.Format("3:04pm")) + " (UTC)"}})
 	e.must("agent", "send", "review/auth", "keep going")
 	a = e.waitAgent("review/auth", 60*time.Second, "usage limit", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "usage-limit"
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) || !strings.HasPrefix(a.StateReason, "usage-limit: resets") {
 		t.Fatalf("blocked %+v reason %q", a.Blocked, a.StateReason)

@@ -73,7 +73,7 @@ wire_api = "responses"
 	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset}})
 	e.must("agent", "send", "fix/x", "keep going")
 	a = e.waitAgent("fix/x", 60*time.Second, "usage limit", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "usage-limit" &&
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit &&
 			a.Blocked.ResetsAt != nil && a.Blocked.ResetsAt.Equal(reset)
 	})
 

@@ -8,16 +8,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"orcr/testutil/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 )
@@ -29,8 +28,7 @@ type orcrEnv struct {
 	home string
 	dir  string
 	vars []string
-	srv  *exec.Cmd
-	errb bytes.Buffer
+	srv  *serve.Server
 }
 
 func newOrcr(t testing.TB, extra ...string) *orcrEnv {
@@ -50,27 +48,13 @@ func newOrcr(t testing.TB, extra ...string) *orcrEnv {
 
 func (e *orcrEnv) serve() {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, "serve")
-	cmd.Env = e.vars
-	cmd.Stderr = &e.errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start server: %v", err)
-	}
-	e.srv = cmd
-	e.t.Cleanup(e.stop)
-	wait.For(e.t, 15*time.Second, "server answers", func() bool { return e.run("agent", "ls").code == 0 })
-}
-
-func (e *orcrEnv) stop() {
-	if e.srv == nil {
-		return
-	}
-	proc.Stop(e.srv, 10*time.Second)
-	e.srv = nil
-	if e.t.Failed() {
-		e.t.Logf("server stderr:\n%s", e.errb.String())
-	}
+	e.srv = serve.Start(e.t, serve.Options{Bin: e.bin, Env: e.vars})
+	srv := e.srv
+	e.t.Cleanup(func() {
+		if e.t.Failed() {
+			e.t.Logf("server output:\n%s", srv.Output())
+		}
+	})
 }
 
 type result struct {
@@ -118,17 +102,20 @@ func (e *orcrEnv) agent(target string) wire.Agent {
 // waitAgent polls the agent until cond holds.
 func (e *orcrEnv) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
 	e.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		a := e.agent(target)
-		if cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			scr := e.run("agent", "read", target).out
-			e.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q usage=%+v last=%q\nscreen:\n%s",
-				d, what, a.State, a.StateSource, a.StateReason, a.Usage, a.LastMessage, scr)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var a wire.Agent
+	if !wait.Until(d, func() bool { a = e.agent(target); return cond(a) }) {
+		scr := e.run("agent", "read", target).out
+		e.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q usage=%+v last=%q\nscreen:\n%s",
+			d, what, a.State, a.StateSource, a.StateReason, a.Usage, a.LastMessage, scr)
 	}
+	return a
+}
+
+// stop stops the running server (gracefully, then by force) so a test can restart it.
+func (e *orcrEnv) stop() {
+	if e.srv == nil {
+		return
+	}
+	e.srv.Stop()
+	e.srv = nil
 }

@@ -58,7 +58,7 @@ func TestPiThroughOrcr(t *testing.T) {
 	}
 	e.must("agent", "send", "pi/one", "keep going")
 	a = e.waitAgent("pi/one", 90*time.Second, "usage limit", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "usage-limit"
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v", a.Blocked)

@@ -121,7 +121,7 @@ func TestEventsOrderSubagentsPermissionsLimits(t *testing.T) {
 		t.Fatalf("late or subagent status changed the state: %s", st.state)
 	}
 	hook(ev("evt_15", "message.updated", `{"sessionID":"ses_root","info":{"id":"msg_2","sessionID":"ses_root","role":"assistant","modelID":"mystery","tokens":{},"time":{"created":5},"error":{"name":"APIError","data":{"message":"You've hit your usage limit · resets 9:50pm (UTC)","statusCode":429}}}}`))
-	if st.state != wire.StateBlocked || st.blocked.Kind != "usage-limit" || st.blocked.ResetsAt == nil {
+	if st.state != wire.StateBlocked || st.blocked.Kind != wire.BlockedLimit || st.blocked.ResetsAt == nil {
 		t.Fatalf("limit: %+v", st.blocked)
 	}
 	if _, err := o.Hook("x", []byte("{{")); err == nil {

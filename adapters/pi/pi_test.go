@@ -133,7 +133,7 @@ func TestRealPi(t *testing.T) {
 	}
 	run.Send("and now more")
 	v = run.Wait(60*time.Second, "blocked on usage limit", func(v clitest.View) bool {
-		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == "usage-limit"
+		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == wire.BlockedLimit
 	})
 	if v.Blocked.ResetsAt == nil || !v.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("reset %v want %v", v.Blocked.ResetsAt, reset)

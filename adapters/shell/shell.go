@@ -1,6 +1,7 @@
 // Package shell is the provider adapter for any argv: it launches the command as given
 // and tells state from the screen alone — working while output flows, idle once it has
-// been quiet for a moment. It has no hooks and no transcript.
+// been quiet for a moment, blocked when the settled screen asks a question (question.go).
+// It has no hooks and no transcript.
 package shell
 
 import (
@@ -39,22 +40,42 @@ func (*Provider) Prepare(_ context.Context, req core.LaunchRequest) (core.Launch
 	return core.LaunchPlan{Argv: req.Agent.Argv}, nil
 }
 
-// Observe returns the screen-rule observer.
-func (*Provider) Observe(wire.Agent) core.Observer { return observer{} }
+// Observe returns the screen-rule observer. A re-adopted agent starts from its record,
+// so a question still on screen stays blocked across a restart.
+func (*Provider) Observe(a wire.Agent) core.Observer {
+	o := &observer{}
+	if a.State == wire.StateBlocked && a.Blocked != nil {
+		o.asked = a.Blocked.Question
+	}
+	return o
+}
 
-type observer struct{}
+type observer struct {
+	asked string // the question line the agent is blocked on
+}
 
-func (observer) Screen(_ core.Screen, quiet time.Duration) *core.Signal {
+func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
+	if o.asked != "" {
+		// Blocked: stay so while the question stands unanswered, whatever the clock.
+		if q := question(s.Text); q != nil && q.Question == o.asked {
+			return nil
+		}
+		o.asked = ""
+	}
 	if quiet >= Quiet {
+		if q := question(s.Text); q != nil {
+			o.asked = q.Question
+			return &core.Signal{State: wire.StateBlocked, Source: "screen", Reason: "question: " + q.Detail, Blocked: q}
+		}
 		return &core.Signal{State: wire.StateIdle, Source: "screen", Reason: "screen quiet for " + quiet.Round(100*time.Millisecond).String()}
 	}
 	return &core.Signal{State: wire.StateWorking, Source: "screen", Reason: "output flowing"}
 }
 
-func (observer) Hook(event string, _ []byte) (*core.Signal, error) {
+func (*observer) Hook(event string, _ []byte) (*core.Signal, error) {
 	return nil, errors.New("the shell provider has no hooks")
 }
 
-func (observer) Poll(context.Context) (*core.Signal, error) { return nil, nil }
+func (*observer) Poll(context.Context) (*core.Signal, error) { return nil, nil }
 
-func (observer) Close() error { return nil }
+func (*observer) Close() error { return nil }

@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
 
@@ -42,8 +42,7 @@ type server struct {
 	home   string
 	config string
 	host   string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	srv    *serve.Server // nil while stopped
 	starts int
 }
 
@@ -92,62 +91,28 @@ func (s *server) start() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(s.bin, "serve")
-	cmd.Env = s.env()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
+	// Its output stays in the home, one file per start, for inspection.
+	s.srv = serve.Start(s.t, serve.Options{Bin: s.bin, Env: s.env(), Output: logf, Timeout: 20 * time.Second, Grace: 15 * time.Second})
 	logf.Close()
-	s.cmd = cmd
-	s.exited = make(chan struct{})
-	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(cmd, s.exited)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		cl, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
-		cancel()
-		if err == nil {
-			cl.Close()
-			return
-		}
-		select {
-		case <-s.exited:
-			b, _ := os.ReadFile(filepath.Join(s.home, fmt.Sprintf("serve-%d.out", s.starts)))
-			s.t.Fatalf("orcr serve exited at start: %s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("orcr serve did not answer within 20s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // kill9 kills the server with SIGKILL and waits for it to be gone.
 func (s *server) kill9() {
 	s.t.Helper()
-	if s.cmd == nil {
+	if s.srv == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-	s.cmd = nil
+	s.srv.Kill9()
+	s.srv = nil
 }
 
 // stop ends the server politely.
 func (s *server) stop() {
-	if s.cmd == nil {
+	if s.srv == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
+	s.srv.Stop()
+	s.srv = nil
 }
 
 // run runs the orcr binary with this home and returns its combined output.

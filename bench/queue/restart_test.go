@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // TestQueueOrderSurvivesKill9: agents queued behind the memory guard keep their
@@ -74,32 +75,19 @@ func TestConfigReloadAndBadConfig(t *testing.T) {
 		if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := s.srv.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}
 	hup("[limits]\nglobal = 9\nshell = 4\n")
-	deadline := time.Now().Add(10 * time.Second)
-	for global() != 9 {
-		if time.Now().After(deadline) {
-			t.Fatal("SIGHUP did not apply global = 9")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, "SIGHUP to apply global = 9", func() bool { return global() == 9 })
 	logPath := filepath.Join(s.home, "orcr.log")
 	for i, bad := range []string{"[limits]\nglobal = \n", "[limits]\nclaud = 2\n", "[limits]\nglobal = -4\n"} {
 		hup(bad)
-		deadline = time.Now().Add(10 * time.Second)
-		for {
+		wait.For(t, 10*time.Second, fmt.Sprintf("a log line for the bad reload of %q", bad), func() bool {
 			b, _ := os.ReadFile(logPath)
-			if strings.Count(string(b), "keeping the running config") > i {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no log line for the bad reload of %q", bad)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return strings.Count(string(b), "keeping the running config") > i
+		})
 		if g := global(); g != 9 {
 			t.Fatalf("bad config %q changed global to %d", bad, g)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // TestScheduleKill9 kills the server at random moments while a 1-second schedule
@@ -107,21 +108,18 @@ func TestScheduleFromInsideAnAgentMakesRootAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sc wire.Schedule
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !wait.Until(20*time.Second, func() bool {
 		ss, err := cl.Schedules(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ss) == 1 {
 			sc = ss[0]
-			break
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(s.home, "added.out"))
-			t.Fatalf("the agent's schedule add did not land: %s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(ss) == 1
+	}) {
+		b, _ := os.ReadFile(filepath.Join(s.home, "added.out"))
+		t.Fatalf("the agent's schedule add did not land: %s", b)
 	}
 	if sc.Owner != "team/lead" || sc.Cwd != s.home || sc.Env["ORCR_ID"] != "" || sc.NextAt == nil {
 		t.Fatalf("schedule %+v: want owner team/lead, cwd %s, no ORCR_ID", sc, s.home)

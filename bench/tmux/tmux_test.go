@@ -14,20 +14,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // server is a real `orcr serve` on the tmux host with its own ORCR_HOME.
 type server struct {
 	bin, home string
 	env       []string
-	pid       int
+	srv       *serve.Server
 }
 
 // shortDir is a temp dir short enough for unix sockets inside it.
@@ -68,47 +69,15 @@ func startServer(b *testing.B) *server {
 	}
 	s.env = append(s.env, "ORCR_HOME="+home, "ORCR_HOST=tmux", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
 	killTmux(b, filepath.Join(home, "tmux.sock"))
-	cmd := exec.Command(s.bin, "serve")
-	cmd.Env = s.env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	s.srv = serve.Start(b, serve.Options{Bin: s.bin, Env: s.env})
+	info, err := s.srv.Client().Info(context.Background())
+	if err != nil {
 		b.Fatal(err)
 	}
-	s.pid = cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case <-exited:
-			if strings.Contains(stderr.String(), `unknown host "tmux"`) {
-				b.Skipf("this orcr has no tmux host wired yet: %s", strings.TrimSpace(stderr.String()))
-			}
-			b.Fatalf("orcr serve exited: %s", stderr.String())
-		default:
-		}
-		c, err := socket.Dial(context.Background(), socket.SocketPath(home), "")
-		if err == nil {
-			info, err := c.Info(context.Background())
-			c.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if info.Host != "tmux" {
-				b.Skipf("orcr serve runs on host %q (%s), not tmux", info.Host, info.HostWhy)
-			}
-			return s
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("server did not come up: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if info.Host != "tmux" {
+		b.Skipf("orcr serve runs on host %q (%s), not tmux", info.Host, info.HostWhy)
 	}
+	return s
 }
 
 // BenchmarkSpawn100VsRawTmux spawns 100 shell agents with `orcr agent run` (one
@@ -172,13 +141,9 @@ func (s *server) run(b *testing.B, args ...string) string {
 func BenchmarkAgentRead200x50(b *testing.B) {
 	s := startServer(b)
 	s.run(b, "agent", "run", "bench/read", "--", "sh", "-c", `stty -echo; printf '%s' "$1"; exec cat`, "sh", fullScreen())
-	deadline := time.Now().Add(15 * time.Second)
-	for strings.Count(s.run(b, "agent", "read", "bench/read"), "\n") < 49 {
-		if time.Now().After(deadline) {
-			b.Fatal("screen never filled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(b, 15*time.Second, "the screen to fill", func() bool {
+		return strings.Count(s.run(b, "agent", "read", "bench/read"), "\n") >= 49
+	})
 	// 100 reads per iteration, so even -benchtime 1x gives a median worth the name.
 	var ds []time.Duration
 	for b.Loop() {
@@ -208,16 +173,12 @@ func BenchmarkServerIdleCPU100(b *testing.B) {
 			s.run(b, "agent", "run", fmt.Sprintf("idle/a%d", j), "--", "sh", "-c", "echo idle; exec sleep 600")
 		}
 		// Let the starts settle before measuring.
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(s.run(b, "agent", "read", "idle/a99"), "idle") {
-			if time.Now().After(deadline) {
-				b.Fatal("last agent never started")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t0, c0 := time.Now(), cpuTicks(b, s.pid)
+		wait.For(b, 30*time.Second, "the last agent to start", func() bool {
+			return strings.Contains(s.run(b, "agent", "read", "idle/a99"), "idle")
+		})
+		t0, c0 := time.Now(), cpuTicks(b, s.srv.PID())
 		time.Sleep(60 * time.Second) // the measurement window itself, not a wait for a condition
-		wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, s.pid)
+		wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, s.srv.PID())
 		b.ReportMetric(100*float64(c1-c0)/100/wall, "cpu-%")
 	}
 }

@@ -303,6 +303,11 @@ func (c *Client) Send(ctx context.Context, p wire.SendParams) error {
 	return err
 }
 
+// Answer answers what blocked agents wait for.
+func (c *Client) Answer(ctx context.Context, p wire.AnswerParams) (wire.AnswerResult, error) {
+	return invoke(ctx, c, wire.AgentAnswer, p)
+}
+
 // Read reads a screen.
 func (c *Client) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error) {
 	return invoke(ctx, c, wire.AgentRead, p)

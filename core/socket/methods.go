@@ -54,6 +54,9 @@ var handlers = func() map[string]handler {
 		serve(wire.AgentSend, func(ctx context.Context, s core.Service, p *wire.SendParams) (wire.Empty, error) {
 			return wire.Empty{}, s.Send(ctx, *p)
 		}),
+		serve(wire.AgentAnswer, func(ctx context.Context, s core.Service, p *wire.AnswerParams) (wire.AnswerResult, error) {
+			return s.Answer(ctx, *p)
+		}),
 		serve(wire.AgentRead, func(ctx context.Context, s core.Service, p *wire.ReadParams) (wire.ReadResult, error) {
 			return s.Read(ctx, *p)
 		}),

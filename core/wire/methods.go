@@ -60,6 +60,7 @@ var (
 	AgentList       = unary[ListParams, ListResult](MethodAgentList, "List agents matching a glob.")
 	AgentGet        = unary[TargetParams, AgentResult](MethodAgentGet, "One agent by id, id prefix or path.")
 	AgentSend       = unary[SendParams, Empty](MethodAgentSend, "Type text and/or press named keys.")
+	AgentAnswer     = unary[AnswerParams, AnswerResult](MethodAgentAnswer, "Answer what a blocked agent waits for, by the options it shows.")
 	AgentRead       = unary[ReadParams, ReadResult](MethodAgentRead, "Screen text, last message or transcript.")
 	AgentWait       = unary[WaitParams, WaitResult](MethodAgentWait, "Wait until every matching agent reaches a state.")
 	AgentKill       = unary[KillParams, KillResult](MethodAgentKill, "Stop every running agent matching a glob.")

@@ -40,7 +40,8 @@ func Schema() map[string]any {
 var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, CodeInvalidParams, CodeInvalidPath,
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
-	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken}
+	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})

@@ -48,11 +48,16 @@ func (s State) Live() bool {
 	return false
 }
 
-// Blocked says what a blocked agent waits for.
+// Blocked says what a blocked agent waits for (DESIGN §7).
 type Blocked struct {
-	Kind     string     `json:"kind"`     // "permission" | "question" | "usage-limit" | "dialog"
-	Detail   string     `json:"detail"`   // e.g. "Bash(rm -rf build)" or the question text
-	Options  []string   `json:"options"`  // answer choices when known
+	Kind   string `json:"kind"`   // permission | question | plan | limit | dialog (Blocked* constants)
+	Detail string `json:"detail"` // one line: "Bash(rm -rf build)", the question, "plan"
+	// Question is the prompt's own line as shown ("Do you want to proceed?").
+	Question string `json:"question"`
+	// Text is the question or plan in full (a plan's markdown), when known.
+	Text string `json:"text"`
+	// Options are the answers exactly as the program shows them, in order.
+	Options  []Option   `json:"options"`
 	ResetsAt *time.Time `json:"resetsAt"` // usage limit reset instant
 }
 

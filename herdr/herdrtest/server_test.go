@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 // shortDir is a temp dir short enough for a socket path (sun_path is ~104 bytes).
@@ -354,17 +356,14 @@ func readText(t *testing.T, s *Server, pane, source string) string {
 
 func waitText(t *testing.T, s *Server, pane, source, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		txt := readText(t, s, pane, source)
-		if strings.Contains(txt, want) {
-			return txt
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q never appeared in %s; last:\n%s", want, source, txt)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var txt string
+	if !wait.Until(10*time.Second, func() bool {
+		txt = readText(t, s, pane, source)
+		return strings.Contains(txt, want)
+	}) {
+		t.Fatalf("%q never appeared in %s; last:\n%s", want, source, txt)
 	}
+	return txt
 }
 
 func TestInputAndRead(t *testing.T) {
@@ -429,18 +428,14 @@ func TestAgentStartAndReportedStatus(t *testing.T) {
 	if st.Type != "agent_started" || !st.Agent.LaunchPending || st.Argv[0] != "pi" {
 		t.Fatalf("agent.start = %+v", st)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g := result[struct {
+	var got AgentInfo
+	if !wait.Until(10*time.Second, func() bool {
+		got = result[struct {
 			Agent AgentInfo `json:"agent"`
-		}](t, s, "agent.get", map[string]any{"target": "worker"})
-		if g.Agent.InteractiveReady && !g.Agent.LaunchPending && g.Agent.AgentStatus == "working" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent never became ready and working: %+v", g.Agent)
-		}
-		time.Sleep(50 * time.Millisecond)
+		}](t, s, "agent.get", map[string]any{"target": "worker"}).Agent
+		return got.InteractiveReady && !got.LaunchPending && got.AgentStatus == "working"
+	}) {
+		t.Fatalf("agent never became ready and working: %+v", got)
 	}
 	// A report from an integration takes authority.
 	if e := call(t, s, "pane.report_agent", map[string]any{"pane_id": "w1:p1", "source": "herdr:pi",

@@ -62,6 +62,11 @@ type Turn struct {
 	// Match, when set, restricts which request may consume this turn; requests that
 	// do not match get the default reply.
 	Match func(Request) bool
+	// Build, when set, makes the turn from the request that consumes it (e.g. a
+	// tool call naming a path the CLI only tells in its system prompt). The turn
+	// it returns is played instead; its own Build and Match are ignored. It runs
+	// with the server's lock held, so it must not call the server.
+	Build func(Request) Turn
 }
 
 // Request is one logged request.
@@ -185,6 +190,9 @@ func (s *Server) pick(req *Request, body map[string]any) Turn {
 		if t.Match == nil || t.Match(*req) {
 			req.Scripted, req.Turn = true, s.next
 			s.next++
+			if t.Build != nil {
+				t = t.Build(*req)
+			}
 			return t
 		}
 	}

@@ -15,14 +15,23 @@ func Stop(cmd *exec.Cmd, grace time.Duration) {
 	if cmd == nil || cmd.Process == nil {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	StopWaited(cmd, done, grace)
+}
+
+// StopWaited is Stop for a process whose Wait another goroutine owns: exited is
+// closed when that Wait returns.
+func StopWaited(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-exited:
 	case <-time.After(grace):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
-		<-done
+		<-exited
 	}
 }

@@ -11,13 +11,22 @@ import (
 // naming what it waited for when timeout passes first.
 func For(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Until(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Until polls cond like For and reports whether it held before timeout passed, for a
+// caller that words its own failure (with the last screen it saw, say) or that has
+// something to do when the wait runs out (kill what did not exit).
+func Until(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(delay)
 	}

@@ -1,12 +1,13 @@
 package e2e
 
 import (
-	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/clis"
 
 	"orcr/testutil/modelserver"
 )

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
-	"orcr/testutil/proc"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"orcr/testutil/serve"
 )
 
 // TestDashboardConnected opens the dashboard while `orcr serve` runs: it connects
@@ -15,25 +13,7 @@ import (
 // (the agents belong to the server, which keeps them).
 func TestDashboardConnected(t *testing.T) {
 	r := newRig(t)
-	srv := exec.Command(r.bin, "serve")
-	srv.Env = r.env
-	var serr bytes.Buffer
-	srv.Stderr = &serr
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proc.Stop(srv, 15*time.Second) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := r.orcr("agent", "ls"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %s", serr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	serve.Start(t, serve.Options{Bin: r.bin, Env: r.env, Grace: 15 * time.Second})
 	r.mustOrcr("agent", "run", "remote/worker", "--", r.fake, "--name", "worker")
 
 	r.start()

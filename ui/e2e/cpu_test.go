@@ -1,16 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
-	"orcr/testutil/proc"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"orcr/testutil/serve"
 )
 
 // cpuTicks is a process's user+system CPU time in clock ticks (/proc/PID/stat).
@@ -42,25 +40,8 @@ func BenchmarkDashboardCPU(b *testing.B) {
 
 func measureCPU(b *testing.B, agents int, window time.Duration) float64 {
 	r := newRigTB(b)
-	srv := exec.Command(r.bin, "serve")
-	srv.Env = r.env
-	var serr bytes.Buffer
-	srv.Stderr = &serr
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer proc.Stop(srv, 15*time.Second)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := r.orcr("agent", "ls"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("server did not come up: %s", serr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	srv := serve.Start(b, serve.Options{Bin: r.bin, Env: r.env, Grace: 15 * time.Second})
+	defer srv.Stop()
 	for i := 0; i < agents; i++ {
 		r.mustOrcr("agent", "run", fmt.Sprintf("load/g%d/a%03d", i%10, i), "--", "sh", "-c", "while :; do echo tick; sleep 2; done")
 	}

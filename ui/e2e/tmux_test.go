@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"orcr/testutil/clis"
+	"orcr/testutil/wait"
 
 	"orcr/testutil/testbin"
 )
@@ -60,27 +62,19 @@ func newRigTB(t testing.TB) *rig {
 		// (and stop its embedded agents) before the home is removed under it.
 		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
 		for _, pid := range r.pids {
-			deadline := time.Now().Add(15 * time.Second)
-			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
-			if syscall.Kill(pid, 0) == nil {
+			if !wait.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 				t.Errorf("dashboard %d did not exit after its terminal hung up; killing it", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 		// The embedded host's agents go with the dashboard; wait until no process
 		// carries this home in its environment (ORCR_HOME, ORCR_SOCKET).
-		deadline := time.Now().Add(15 * time.Second)
-		for left := processesUsing(r.home); len(left) > 0; left = processesUsing(r.home) {
-			if time.Now().After(deadline) {
-				t.Errorf("processes outlived the dashboard: %v; killing them", left)
-				for _, pid := range left {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-				break
+		var left []int
+		if !wait.Until(15*time.Second, func() bool { left = processesUsing(r.home); return len(left) == 0 }) {
+			t.Errorf("processes outlived the dashboard: %v; killing them", left)
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
 		os.RemoveAll(dir)
 	})
@@ -123,31 +117,18 @@ func (r *rig) screen() string {
 // waitScreen polls the pane until cond holds, failing with the last screen at the deadline.
 func (r *rig) waitScreen(what string, d time.Duration, cond func(string) bool) string {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s := r.screen()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s string
+	if !wait.Until(d, func() bool { s = r.screen(); return cond(s) }) {
+		r.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
 	}
+	return s
 }
 
 // pollScreen is waitScreen that reports a timeout instead of failing, for steps a test
 // retries.
 func (r *rig) pollScreen(d time.Duration, cond func(string) bool) bool {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond(r.screen()) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
+	return wait.Until(d, func() bool { return cond(r.screen()) })
 }
 
 func (r *rig) waitText(d time.Duration, texts ...string) string {

@@ -10,7 +10,7 @@ import (
 	"orcr/core/wire"
 )
 
-// runTop prints the live agent tree, redrawing in place on every event.
+// top prints the live agent tree, redrawing in place on every event.
 func (app *app) top(ctx context.Context, once bool) error {
 	cl := service(ctx)
 	draw := func(prev int) (int, error) {

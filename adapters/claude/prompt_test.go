@@ -1,0 +1,103 @@
+package claude
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+func screen(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseBashPrompt(t *testing.T) {
+	b := parsePrompt(screen(t, "bash-prompt.txt"))
+	if b == nil {
+		t.Fatal("no prompt read off the 2.1.328 Bash dialog")
+	}
+	want := []wire.Option{
+		{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce},
+		{Label: "Yes, and always allow access to /tmp/ex2/work/build from this project", Key: "2", Meaning: wire.MeaningAllowAlways},
+		{Label: "Yes, and switch to auto mode", Key: "3", Meaning: wire.MeaningOther},
+		{Label: "No", Key: "4", Meaning: wire.MeaningDeny, Text: true},
+	}
+	if len(b.Options) != len(want) {
+		t.Fatalf("options %+v", b.Options)
+	}
+	for i := range want {
+		if b.Options[i] != want[i] {
+			t.Errorf("option %d = %+v, want %+v", i+1, b.Options[i], want[i])
+		}
+	}
+	if b.Kind != wire.BlockedPermission || b.Question != "Do you want to proceed?" || b.Detail != "Bash(rm -rf build)" {
+		t.Fatalf("prompt %+v", b)
+	}
+}
+
+func TestParsePlanPrompt(t *testing.T) {
+	b := parsePrompt(screen(t, "plan-prompt.txt"))
+	if b == nil || b.Kind != wire.BlockedPlan {
+		t.Fatalf("plan prompt %+v", b)
+	}
+	wantPlan := "Refactor plan\n\n1. Split the parser into lexer and parser.\n2. Keep the old API as a thin wrapper.\n3. Add tests for every token kind."
+	if b.Text != wantPlan {
+		t.Fatalf("plan text %q", b.Text)
+	}
+	want := []wire.Option{
+		{Label: "Yes, and use auto mode", Key: "1", Meaning: wire.MeaningOther},
+		{Label: "Yes, manually approve edits", Key: "2", Meaning: wire.MeaningAllowOnce},
+		{Label: "Tell Claude what to change", Key: "3", Meaning: wire.MeaningDeny, Text: true},
+	}
+	if len(b.Options) != 3 {
+		t.Fatalf("options %+v", b.Options)
+	}
+	for i := range want {
+		if b.Options[i] != want[i] {
+			t.Errorf("option %d = %+v, want %+v", i+1, b.Options[i], want[i])
+		}
+	}
+}
+
+func TestNoPromptOnPlainScreens(t *testing.T) {
+	for _, name := range []string{"answered-no.txt", "done-list.txt"} {
+		if b := parsePrompt(screen(t, name)); b != nil {
+			t.Errorf("%s: read a prompt off a screen without one: %+v", name, b)
+		}
+	}
+}
+
+func TestScreenLeavesBlockedWhenMenuGoes(t *testing.T) {
+	o := testObserver(t, "")
+	mustHook(t, o, "PermissionRequest", `{"tool_name":"Bash","tool_input":{"command":"rm -rf build"}}`)
+	s := o.Screen(coreScreen(screen(t, "bash-prompt.txt")), 0)
+	if s == nil || s.State != wire.StateBlocked || len(s.Blocked.Options) != 4 || s.Blocked.Detail != "Bash(rm -rf build)" {
+		t.Fatalf("menu on screen: %+v", s)
+	}
+	if s := o.Screen(coreScreen(screen(t, "bash-prompt.txt")), 0); s != nil {
+		t.Fatalf("same menu again said something: %+v", s)
+	}
+	s = o.Screen(coreScreen(screen(t, "answered-no.txt")), 0)
+	if s == nil || s.State != wire.StateDone {
+		t.Fatalf("after No: %+v", s)
+	}
+}
+
+func coreScreen(s string) core.Screen { return core.Screen{Text: s} }
+
+func TestLastActivity(t *testing.T) {
+	old := "  ⎿  Interrupted · What should Claude do instead?\n\n❯ try again\n\n● Running it\n\n─────\n❯ \n─────\n  status"
+	if got := lastActivity(old); got != "● Running it" {
+		t.Fatalf("last activity %q", got)
+	}
+	if got := lastActivity(screen(t, "answered-no.txt")); got != "⎿  Interrupted · What should Claude do instead?" {
+		t.Fatalf("last activity %q", got)
+	}
+}

@@ -1,0 +1,399 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
+)
+
+// answerRig is orcr on its tmux host with the real claude CLI against a scripted
+// model server, in a work dir holding build/keep.o for commands to (not) remove.
+type answerRig struct {
+	*orcrEnv
+	srv  *modelserver.Server
+	work string
+}
+
+func newClaudeAnswerRig(t testing.TB) *answerRig {
+	t.Helper()
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	e := newTmuxOrcr(t)
+	cfg := filepath.Join(e.dir, "claude-config")
+	os.MkdirAll(cfg, 0o700)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
+		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.serve()
+	t.Cleanup(func() { killAll(e) })
+	return &answerRig{orcrEnv: e, srv: srv, work: work}
+}
+
+// newTmuxOrcr is an orcr installation on its own tmux server, killed at the end.
+func newTmuxOrcr(t testing.TB, extra ...string) *orcrEnv {
+	t.Helper()
+	clis.Program(t, "tmux", "apt-get install tmux")
+	e := newOrcr(t, append([]string{"ORCR_HOST=tmux"}, extra...)...)
+	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
+	return e
+}
+
+// killAll stops every agent and waits for their processes to be gone, so nothing
+// writes into the test's directories while they are removed.
+func killAll(e *orcrEnv) {
+	var l wire.ListResult
+	json.Unmarshal([]byte(e.run("agent", "ls", "--json", "--all").out), &l)
+	e.run("agent", "kill", "**")
+	deadline := time.Now().Add(15 * time.Second)
+	for _, a := range l.Agents {
+		for a.PID > 0 && syscall.Kill(a.PID, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The CLIs' own children (claude's shell) can outlive the pane for a moment.
+	for len(procsUnder(e.dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procsUnder lists processes whose working directory is under dir.
+func procsUnder(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, en := range ents {
+		if en.Name()[0] < '0' || en.Name()[0] > '9' {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", en.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, en.Name())
+		}
+	}
+	return out
+}
+
+// mkBuild (re)creates build/keep.o, the file `rm -rf build` would remove.
+func (r *answerRig) mkBuild() string {
+	r.t.Helper()
+	keep := filepath.Join(r.work, "build", "keep.o")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	os.WriteFile(keep, []byte("obj"), 0o644)
+	return keep
+}
+
+func bashTurn(cmd string) modelserver.Turn {
+	return modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": cmd, "description": "clean the build"}}},
+		Usage: modelserver.Usage{Input: 100, Output: 10}}
+}
+
+// blockedOn waits until target is blocked with options on screen.
+func (r *answerRig) blockedOn(target, kind string) wire.Agent {
+	r.t.Helper()
+	return r.waitAgent(target, 90*time.Second, "blocked on a "+kind, func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == kind && len(a.Blocked.Options) > 0
+	})
+}
+
+func (r *answerRig) answer(args ...string) wire.AnswerResult {
+	r.t.Helper()
+	var res wire.AnswerResult
+	out := r.must(append(append([]string{"agent", "answer"}, args...), "--json")...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		r.t.Fatalf("answer output %q: %v", out, err)
+	}
+	return res
+}
+
+// refused runs an answer that must fail with code, and returns its message.
+func (r *answerRig) refused(code string, args ...string) string {
+	r.t.Helper()
+	res := r.run(append([]string{"agent", "answer"}, args...)...)
+	if res.code == 0 || !strings.Contains(res.err, "["+code+"]") {
+		r.t.Fatalf("orcr agent answer %v: exit %d, want code %s\nstdout %s\nstderr %s", args, res.code, code, res.out, res.err)
+	}
+	return res.err
+}
+
+func optionLabels(b *wire.Blocked) string {
+	var out []string
+	for _, o := range b.Options {
+		out = append(out, o.Label+"="+o.Meaning)
+	}
+	return strings.Join(out, " | ")
+}
+
+// TestClaudePermissionAnswers: claude 2.1.328's four-option Bash prompt, answered by
+// meaning — deny (the command does not run), a server restart while the prompt is up
+// (blocked again, same options), allow, always — with the bad inputs refused.
+func TestClaudePermissionAnswers(t *testing.T) {
+	r := newClaudeAnswerRig(t)
+	keep := r.mkBuild()
+	r.srv.Push(bashTurn("rm -rf build"))
+	r.must("agent", "run", "perm/a", "--provider", "claude", "--cwd", r.work, "--prompt", "remove the build dir",
+		"--", "--permission-mode", "default")
+	a := r.blockedOn("perm/a", wire.BlockedPermission)
+	b := a.Blocked
+	want := "Yes=allow_once | Yes, and always allow access to " + filepath.Join(r.work, "build") + " from this project=allow_always | " +
+		"Yes, and switch to auto mode=other | No=deny"
+	if got := optionLabels(b); got != want {
+		t.Fatalf("options\n got %s\nwant %s", got, want)
+	}
+	if b.Detail != "Bash(rm -rf build)" || b.Options[3].Key != "4" {
+		t.Fatalf("blocked %+v", b)
+	}
+
+	// Bad input, each with a stable code and the options listed.
+	if msg := r.refused(wire.CodeOptionRange, "perm/a", "--option", "7"); !strings.Contains(msg, "4. No") {
+		t.Fatalf("out of range does not list the options: %s", msg)
+	}
+	r.refused(wire.CodeInvalidParams, "perm/a", "--allow", "--deny")
+	r.refused(wire.CodeInvalidParams, "perm/a", "--allow", "--text", "why")
+
+	// A restart while the prompt is shown: re-adopted blocked, same options.
+	r.stop()
+	r.serve()
+	a = r.waitAgent("perm/a", 20*time.Second, "re-adopted", func(a wire.Agent) bool { return a.PaneID != "" })
+	if a.State != wire.StateBlocked || a.Blocked == nil || optionLabels(a.Blocked) != want {
+		t.Fatalf("after restart: %s %q blocked %+v", a.State, a.StateReason, a.Blocked)
+	}
+
+	// Deny presses the real "No": the command does not run.
+	res := r.answer("perm/a", "--deny")
+	if len(res.Answers) != 1 || res.Answers[0].Option == nil || res.Answers[0].Option.Label != "No" ||
+		res.Answers[0].Agent.State == wire.StateBlocked {
+		t.Fatalf("deny: %+v", res)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("denied command ran: %v", err)
+	}
+	r.waitAgent("perm/a", 20*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	r.refused(wire.CodeNotBlocked, "perm/a", "--allow")
+	scr := r.must("agent", "read", "perm/a")
+	if strings.Contains(scr, "auto mode on") || strings.Contains(scr, "⏵⏵ auto") {
+		t.Fatalf("claude switched mode:\n%s", scr)
+	}
+
+	// Allow once: the command runs.
+	r.srv.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 20, Output: 7}})
+	r.must("agent", "send", "perm/a", "try again")
+	r.blockedOn("perm/a", wire.BlockedPermission)
+	res = r.answer("perm/a", "--allow")
+	if res.Answers[0].Option.Label != "Yes" {
+		t.Fatalf("allow chose %+v", res.Answers[0].Option)
+	}
+	r.must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Fatalf("allowed command did not run: %v\nanswer %+v\nscreen:\n%s", err, res, r.must("agent", "read", "perm/a"))
+	}
+	// Usage is read to the end of the turn before done is published.
+	got := r.agent("perm/a")
+	if got.LastMessage != "Removed build." || got.Usage.OutputTokens < 27 {
+		t.Fatalf("at done: last %q usage %+v", got.LastMessage, got.Usage)
+	}
+
+	// Always: the "always allow access" option; the next such command needs no prompt.
+	keep = r.mkBuild()
+	r.srv.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed it again.", Usage: modelserver.Usage{Input: 20, Output: 5}})
+	r.must("agent", "send", "perm/a", "and again")
+	r.blockedOn("perm/a", wire.BlockedPermission)
+	res = r.answer("perm/a", "--always")
+	if res.Answers[0].Option.Meaning != wire.MeaningAllowAlways || !strings.HasPrefix(res.Answers[0].Option.Label, "Yes, and always allow") {
+		t.Fatalf("always chose %+v", res.Answers[0].Option)
+	}
+	r.must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Fatalf("always-allowed command did not run: %v", err)
+	}
+	scr = r.must("agent", "read", "perm/a")
+	if strings.Contains(scr, "auto mode on") {
+		t.Fatalf("--always switched claude to auto mode:\n%s", scr)
+	}
+}
+
+// TestClaudePlanAnswers: a plan waiting for approval is blocked kind plan with the
+// plan text; rejecting with feedback gets the feedback into the model's next request;
+// approving lets claude go on.
+func TestClaudePlanAnswers(t *testing.T) {
+	r := newClaudeAnswerRig(t)
+	plan := "# Split the parser\n\n1. Move tokens into a lexer.\n2. Keep the old API as a thin wrapper."
+	u := modelserver.Usage{Input: 50, Output: 10}
+	r.srv.Push(modelserver.ClaudePlan(plan, u), modelserver.ClaudeExitPlan(u))
+	r.must("agent", "run", "plan/a", "--provider", "claude", "--cwd", r.work, "--prompt", "plan the parser split",
+		"--", "--permission-mode", "plan")
+	a := r.blockedOn("plan/a", wire.BlockedPlan)
+	if a.Blocked.Text != plan {
+		t.Fatalf("plan text %q, want %q", a.Blocked.Text, plan)
+	}
+	if got := optionLabels(a.Blocked); got != "Yes, and use auto mode=other | Yes, manually approve edits=allow_once | Tell Claude what to change=deny" {
+		t.Fatalf("plan options %s", got)
+	}
+	if msg := r.refused(wire.CodeNoSuchOption, "plan/a", "--always"); !strings.Contains(msg, "Tell Claude what to change") {
+		t.Fatalf("--always refusal lists no options: %s", msg)
+	}
+
+	// Reject with feedback; the model answers with a second plan.
+	plan2 := "# Split the parser, keeping the old API\n\n1. Lexer.\n2. Old API kept as is."
+	r.srv.Push(modelserver.ClaudePlan(plan2, u), modelserver.ClaudeExitPlan(u))
+	res := r.answer("plan/a", "--deny", "--text", "keep the old API")
+	if res.Answers[0].Option.Label != "Tell Claude what to change" {
+		t.Fatalf("deny chose %+v", res.Answers[0].Option)
+	}
+	r.waitAgent("plan/a", 60*time.Second, "the second plan", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedPlan && a.Blocked.Text == plan2
+	})
+	found := false
+	for _, q := range r.srv.Requests() {
+		if q.Scripted && strings.Contains(string(q.Body), "keep the old API") && strings.Contains(string(q.Body), "tool_result") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the feedback did not reach the model's next request")
+	}
+
+	// Approve: "Yes, manually approve edits"; claude goes on with the next turn.
+	r.srv.Push(modelserver.Turn{Text: "Starting on the lexer.", Usage: u})
+	res = r.answer("plan/a", "--allow")
+	if res.Answers[0].Option.Label != "Yes, manually approve edits" {
+		t.Fatalf("allow chose %+v", res.Answers[0].Option)
+	}
+	r.waitAgent("plan/a", 60*time.Second, "done after approval", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Starting on the lexer."
+	})
+}
+
+// TestShellQuestionAnswers: a plain program asking "[y/N]" is blocked kind question;
+// a glob matching two such agents is refused without --all; --text types the answer.
+func TestShellQuestionAnswers(t *testing.T) {
+	e := newTmuxOrcr(t)
+	e.serve()
+	t.Cleanup(func() { killAll(e) })
+	ask := `printf 'Proceed? [y/N] '; read a; echo "got $a"; exec cat`
+	for _, p := range []string{"s/q1", "s/q2"} {
+		e.must("agent", "run", p, "--", "sh", "-c", ask)
+	}
+	for _, p := range []string{"s/q1", "s/q2"} {
+		a := e.waitAgent(p, 20*time.Second, "blocked on the question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
+		if a.Blocked.Kind != wire.BlockedQuestion || a.Blocked.Question != "Proceed? [y/N]" || len(a.Blocked.Options) != 2 {
+			t.Fatalf("%s blocked %+v", p, a.Blocked)
+		}
+	}
+	r := &answerRig{orcrEnv: e}
+	if msg := r.refused(wire.CodeSeveralBlocked, "s/*", "--allow"); !strings.Contains(msg, "s/q1") || !strings.Contains(msg, "s/q2") {
+		t.Fatalf("several blocked lists no agents: %s", msg)
+	}
+	r.answer("s/q1", "--text", "yes")
+	e.waitAgent("s/q1", 10*time.Second, "the answer typed", func(a wire.Agent) bool { return a.State != wire.StateBlocked })
+	wait := func(p, want string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(e.must("agent", "read", p), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never showed %q:\n%s", p, want, e.must("agent", "read", p))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	wait("s/q1", "got yes")
+	res := r.answer("s/*", "--deny", "--all")
+	if len(res.Answers) != 1 || res.Answers[0].Agent.Path != "s/q2" {
+		t.Fatalf("--all answered %+v", res.Answers)
+	}
+	wait("s/q2", "got n")
+	r.refused(wire.CodeNotBlocked, "s/q2", "--allow")
+	r.refused(wire.CodeNotFound, "nope/*", "--allow")
+}
+
+// TestCodexPermissionAnswers: codex 0.171's approval answered by meaning.
+func TestCodexPermissionAnswers(t *testing.T) {
+	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	e := newTmuxOrcr(t)
+	home := filepath.Join(e.dir, "codex-home")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+`, srv.URL)), 0o600)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=k")
+	e.serve()
+	t.Cleanup(func() { killAll(e) })
+	r := &answerRig{orcrEnv: e, srv: srv, work: work}
+	execTurn := modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf build",
+		"sandbox_permissions": "require_escalated", "justification": "Remove the build directory?"}}},
+		Usage: modelserver.Usage{Input: 100, Output: 5}}
+	keep := r.mkBuild()
+	srv.Push(execTurn)
+	e.must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "clean the build", "--", "-a", "on-request")
+	a := r.blockedOn("cx/a", wire.BlockedPermission)
+	want := "Yes, proceed=allow_once | Yes, and don't ask again for commands that start with `rm -rf build`=allow_always | " +
+		"No, and tell Codex what to do differently=deny"
+	if got := optionLabels(a.Blocked); got != want {
+		t.Fatalf("options\n got %s\nwant %s", got, want)
+	}
+	res := r.answer("cx/a", "--deny")
+	if res.Answers[0].Option.Key != "esc" {
+		t.Fatalf("deny chose %+v", res.Answers[0].Option)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("denied command ran: %v", err)
+	}
+	r.waitAgent("cx/a", 30*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
+
+	srv.Push(execTurn, modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 120, Output: 4}})
+	e.must("agent", "send", "cx/a", "do it after all")
+	r.blockedOn("cx/a", wire.BlockedPermission)
+	res = r.answer("cx/a", "--allow")
+	if res.Answers[0].Option.Key != "y" {
+		t.Fatalf("allow chose %+v", res.Answers[0].Option)
+	}
+	r.must("agent", "wait", "cx/a", "--until", "done", "--timeout", "60s")
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Fatalf("allowed command did not run: %v", err)
+	}
+
+	keep = r.mkBuild()
+	srv.Push(execTurn, modelserver.Turn{Text: "Removed it again.", Usage: modelserver.Usage{Input: 130, Output: 4}})
+	e.must("agent", "send", "cx/a", "and again")
+	r.blockedOn("cx/a", wire.BlockedPermission)
+	res = r.answer("cx/a", "--always")
+	if res.Answers[0].Option.Key != "p" {
+		t.Fatalf("always chose %+v", res.Answers[0].Option)
+	}
+	r.waitAgent("cx/a", 60*time.Second, "done after always", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Removed it again."
+	})
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Fatalf("always-allowed command did not run: %v", err)
+	}
+}
