@@ -269,7 +269,9 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	e.must("plan", "new", "csv", "import CSV files into the contacts table", "--repo", filepath.Join(repo, "sub"), "--lead", "claude")
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
 	wait.For(t, 60*time.Second, "the lead's turn to start", func() bool {
-		return strings.Contains(e.must("agent", "get", "plans/csv/lead"), "working")
+		var a wire.AgentResult
+		json.Unmarshal([]byte(e.must("agent", "get", "plans/csv/lead", "--json")), &a)
+		return a.Agent.State == wire.StateWorking
 	})
 	os.MkdirAll(filepath.Dir(file), 0o755)
 	os.WriteFile(file, []byte(planV1), 0o644)

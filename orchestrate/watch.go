@@ -174,7 +174,11 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 		return r
 	}
 	if text != "" {
-		prompt += "\n\n---\n\nYou wrote a draft of this plan before, in " + r.File + "; read it first.\n\n" + text + "\n"
+		prompt += "\n\n---\n\n"
+		if statFile(r.File).exists {
+			prompt += "A draft of this plan is in " + r.File + " already; read it first.\n\n"
+		}
+		prompt += text + "\n"
 	}
 	next, err := s.startLead(ctx, r, prompt)
 	if err != nil {
