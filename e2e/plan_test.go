@@ -273,6 +273,8 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 		json.Unmarshal([]byte(e.must("agent", "get", "plans/csv/lead", "--json")), &a)
 		return a.Agent.State == wire.StateWorking
 	})
+	// The lead's request is in (the scripted turn taken, its answer held back).
+	wait.For(t, 60*time.Second, "the lead's request", func() bool { return srv.Played() == 1 })
 	os.MkdirAll(filepath.Dir(file), 0o755)
 	os.WriteFile(file, []byte(planV1), 0o644)
 	if p := getPlan(t, e); p.Plan.State != "drafting" || p.Plan.Lead != "claude:claude-opus-5" {
@@ -294,6 +296,39 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	}
 	if !strings.Contains(e.must("plan", "ls"), "drafted") {
 		t.Fatal("plan ls after the file was deleted")
+	}
+
+	// The file back, then a rejection: the lead ended with the old server, so a new
+	// lead starts at the same path with the prompt, the earlier draft and the reason.
+	os.WriteFile(file, []byte(planV1), 0o644)
+	waitPlan(t, e, 10*time.Second, "the file back", func(r wire.PlanGetResult) bool { return !r.Missing && len(r.Problems) == 0 })
+	old := getPlan(t, e).Plan.LeadID
+	reason := "split M2: parser and sink are independent"
+	// (The old lead's request is logged when its held answer ends, so requests are
+	// told apart by when they arrived.)
+	rejectedAt := time.Now()
+	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Read", Input: map[string]any{"file_path": file}}}},
+		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": planV2}}}},
+		modelserver.Turn{Text: "Redrafted."})
+	e.must("plan", "reject", "csv", reason)
+	p = waitPlan(t, e, 120*time.Second, "the new lead's draft", func(r wire.PlanGetResult) bool {
+		return r.Plan.State == "drafted" && len(r.Milestones) == 3
+	})
+	if p.Plan.LeadID == old || p.Plan.LeadPath != "plans/csv/lead" {
+		t.Fatalf("the lead was not started again: %s (was %s) at %s", p.Plan.LeadID, old, p.Plan.LeadPath)
+	}
+	var reqs []modelserver.Request
+	for _, r := range conversation(srv.Requests()) {
+		if r.At.After(rejectedAt) {
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) == 0 {
+		t.Fatal("the new lead asked the model nothing")
+	}
+	first := lastUserText(t, reqs[0])
+	if !strings.Contains(first, reason) || !strings.Contains(first, "A draft of this plan is in "+file) || !strings.Contains(first, `You are the lead of plan "csv"`) {
+		t.Fatalf("the new lead's first request lacks the prompt, the draft or the reason:\n...%s", first[max(0, len(first)-600):])
 	}
 }
 

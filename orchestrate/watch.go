@@ -174,7 +174,7 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 		return r
 	}
 	if text != "" {
-		prompt += "\n\n---\n\n"
+		prompt += "\n\n## Since then\n\n"
 		if statFile(r.File).exists {
 			prompt += "A draft of this plan is in " + r.File + " already; read it first.\n\n"
 		}
