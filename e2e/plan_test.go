@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,6 +123,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
 		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.serve()
+	t.Cleanup(func() { stopLeads(t, e) })
 	events := collectPlanEvents(t, e)
 
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
@@ -234,6 +236,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	}
 	os.Remove(file)
 	os.Rename(file+".bak", file)
+	e.leadPIDs = append(e.leadPIDs, agentPID(t, e, "plans/csv/lead"))
 	e.kill9()
 	e.serve()
 	p = getPlan(t, e)
@@ -264,6 +267,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
 		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.serve()
+	t.Cleanup(func() { stopLeads(t, e) })
 	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
 	// --repo names a folder inside the repository: the plan lives at its top.
 	e.must("plan", "new", "csv", "import CSV files into the contacts table", "--repo", filepath.Join(repo, "sub"), "--lead", "claude")
@@ -280,6 +284,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	if p := getPlan(t, e); p.Plan.State != "drafting" || p.Plan.Lead != "claude:claude-opus-5" {
 		t.Fatalf("before the crash: %s on %s", p.Plan.State, p.Plan.Lead)
 	}
+	e.leadPIDs = append(e.leadPIDs, agentPID(t, e, "plans/csv/lead"))
 	e.kill9()
 	e.serve()
 	p := waitPlan(t, e, 30*time.Second, "drafted after the restart", func(r wire.PlanGetResult) bool { return r.Plan.State == "drafted" })
@@ -371,6 +376,39 @@ func TestPlanBadInput(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.out), &res) != nil || res["table"] == nil {
 		t.Fatalf("catalog --json: %d %s", r.code, r.err)
 	}
+}
+
+func agentPID(t *testing.T, e *env, target string) int {
+	var a wire.AgentResult
+	json.Unmarshal([]byte(e.must("agent", "get", target, "--json")), &a)
+	return a.Agent.PID
+}
+
+// stopLeads ends every lead process the test's servers started and waits until they
+// are gone, so none still writes into the test's folders while they are removed.
+func stopLeads(t *testing.T, e *env) {
+	var pids []int
+	if e.srv != nil {
+		var res wire.ListResult
+		json.Unmarshal([]byte(e.orcr("agent", "ls", "plans/**", "--all", "--json").out), &res)
+		for _, a := range res.Agents {
+			if a.PID > 0 {
+				pids = append(pids, a.PID)
+			}
+		}
+	}
+	pids = append(pids, e.leadPIDs...)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	wait.For(t, 15*time.Second, "the leads to exit", func() bool {
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func getPlan(t *testing.T, e *env) wire.PlanGetResult {
