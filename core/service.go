@@ -26,6 +26,7 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	ListenerService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -43,6 +44,7 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	ListenerService
 }
 
 var _ Service = Composed{}
@@ -108,6 +110,16 @@ type ScheduleService interface {
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// ListenerService runs listeners (package listen implements it): files under the
+// config dir and documents written through the API.
+type ListenerService interface {
+	Listeners(ctx context.Context) ([]wire.Listener, error)
+	ListenerGet(ctx context.Context, name string) (wire.Listener, error)
+	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
+	ListenerRemove(ctx context.Context, name string) error
+	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

@@ -23,6 +23,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/listen"
 	"orcr/pty"
 	"orcr/schedule"
 	"orcr/store"
@@ -46,6 +47,7 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -123,7 +125,12 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("start listeners: %w", err)
+	}
+	s.listen = ls
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, ListenerService: ls}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -141,6 +148,9 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.listen != nil {
+		s.listen.Close()
 	}
 	if s.sched != nil {
 		s.sched.Close()

@@ -55,6 +55,7 @@ type TickResult struct {
 	Skipped    string // why it did not poll: "disabled", "not due", "at a rate ceiling"
 	Polled     bool
 	Seen       int // events the source returned, new or not
+	New        int // of them, ones neither processed nor held before
 	Dispatched int
 	Held       int
 	NextPoll   time.Time
@@ -152,6 +153,7 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 		}
 		inQueue[e.ID] = true
 		queue = append(queue, withCommonVars(l, e))
+		res.New++
 	}
 
 	var derr error
