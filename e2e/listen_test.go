@@ -216,6 +216,17 @@ prompt = "x"
 	for _, n := range []string{"issues", "comments", "labels", "reviews"} {
 		e.polledAfter(n, before)
 	}
+	// Idle polls are conditional requests answered 304.
+	gh.ResetRequests()
+	before = time.Now()
+	for _, n := range []string{"issues", "comments", "labels"} {
+		e.polledAfter(n, before)
+	}
+	for _, q := range gh.Requests() {
+		if strings.Contains(q.Path, "/repos/acme/app/") && !strings.Contains(q.Path, "/pulls/") && (q.Status != 304 || !q.Conditional) {
+			t.Fatalf("an idle poll sent %+v", q)
+		}
+	}
 	for glob, n := range map[string]int{"gh/issues/**": 1, "gh/comments/**": 1, "gh/labels/**": 1, "gh/reviews/**": 1} {
 		if got := len(e.agentsUnder(glob)); got != n {
 			t.Fatalf("%s: %d agents after idle polls, want %d", glob, got, n)
@@ -408,5 +419,93 @@ prompt = "n {{id}}"
 	l := e.polledAfter("burst", time.Now())
 	if l.Fires != n || l.Held != 0 {
 		t.Fatalf("fires %d held %d, want %d and 0", l.Fires, l.Held, n)
+	}
+}
+
+// GitHub failing in every way the issue names: each is recorded on the listener with
+// back-off, the server keeps answering, and once GitHub recovers the waiting issue is
+// dispatched exactly once.
+func TestListenerGitHubFaultsEndToEnd(t *testing.T) {
+	gh := githubtest.New(t, githubtest.WithToken("tok-e2e", "orcr-bot"))
+	gh.AddRepo("acme/app")
+	gh.AddIssue("acme/app", githubtest.Issue{Title: "Waiting", User: "alice", Labels: []string{"orcr"}})
+	e := newEnv(t)
+	e.writeConfig(fmt.Sprintf("[github]\napi_url = %q\ntoken = \"tok-e2e\"\n", gh.URL))
+	e.writeListener("flaky", `interval = "1s"
+[source]
+type = "github-issues"
+repos = ["acme/app"]
+labels = ["orcr"]
+[action]
+path = "gh/flaky/{{number}}"
+prompt = "{{title}}"
+`+shellAgent)
+	gh.Fail(githubtest.Fault{Status: 502})
+	e.serve()
+	var last time.Time
+	expect := func(what, want string) wire.Listener {
+		t.Helper()
+		var l wire.Listener
+		wait.For(t, 40*time.Second, what, func() bool {
+			var err error
+			l, err = e.listener("flaky")
+			return err == nil && l.ErrorAt != nil && l.ErrorAt.After(last) && strings.Contains(l.LastError, want)
+		})
+		last = *l.ErrorAt
+		if l.Failures < 1 || l.NextPoll == nil {
+			t.Fatalf("%s: failures %d next %v", what, l.Failures, l.NextPoll)
+		}
+		if n := len(e.agentsUnder("gh/flaky/**")); n != 0 {
+			t.Fatalf("%s: %d agents while GitHub fails", what, n)
+		}
+		e.must("agent", "ls") // the server is unaffected
+		return l
+	}
+	expect("5xx", "server error (502)")
+	gh.ClearFaults()
+	gh.Fail(githubtest.Fault{Malformed: true})
+	expect("malformed body", "malformed")
+	gh.ClearFaults()
+	gh.Fail(githubtest.Fault{Status: 401})
+	l := expect("401", "unauthorized (401)")
+	failures := l.Failures
+	gh.ClearFaults()
+	gh.Fail(githubtest.Fault{Status: 403, RetryAfter: 4 * time.Second})
+	l = expect("403 retry-after", "rate limited until")
+	if l.Failures <= failures {
+		t.Fatalf("failures did not grow: %d then %d", failures, l.Failures)
+	}
+	if l.NextPoll.Sub(*l.ErrorAt) < 3*time.Second {
+		t.Fatalf("retry-after not honoured: next poll %s after the error", l.NextPoll.Sub(*l.ErrorAt))
+	}
+	gh.ClearFaults()
+	as := e.waitAgents("gh/flaky/**", 1, 60*time.Second)
+	if as[0].Prompt != "Waiting" {
+		t.Fatalf("prompt %q", as[0].Prompt)
+	}
+	wait.For(t, 20*time.Second, "recovered", func() bool {
+		l, err := e.listener("flaky")
+		return err == nil && l.Failures == 0 && l.LastError == ""
+	})
+	// Events: failures and the dispatch are in the event log.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch, err := e.client().Subscribe(ctx, wire.SubscribeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for ev := range ch {
+		if ev.Data["name"] == "flaky" {
+			seen[ev.Event] = true
+		}
+		if seen[wire.EventListenerFailed] && seen[wire.EventListenerDispatched] && seen[wire.EventListenerPolled] && seen[wire.EventListenerLoaded] {
+			break
+		}
+	}
+	for _, k := range []string{wire.EventListenerLoaded, wire.EventListenerFailed, wire.EventListenerDispatched, wire.EventListenerPolled} {
+		if !seen[k] {
+			t.Fatalf("no %s event (saw %v)", k, seen)
+		}
 	}
 }
