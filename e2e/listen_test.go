@@ -509,3 +509,54 @@ prompt = "{{title}}"
 		}
 	}
 }
+
+// A rate limit paces dispatch through the real server: what does not fit is held and
+// shown, never dropped.
+func TestListenerRateLimitHoldsAndShows(t *testing.T) {
+	e := newEnv(t)
+	e.writeListener("paced", `interval = "1s"
+[source]
+type = "shell"
+command = "seq 1 5"
+[action]
+path = "paced/{{id}}"
+prompt = "n {{id}}"
+`+shellAgent+`[[rate_limits]]
+max = 2
+per = "1h"
+`)
+	e.serve()
+	e.waitAgents("paced/**", 2, 15*time.Second)
+	var l wire.Listener
+	wait.For(t, 15*time.Second, "held 3", func() bool {
+		var err error
+		l, err = e.listener("paced")
+		return err == nil && l.Held == 3 && l.Fires == 2
+	})
+	if len(l.RateLimits) != 1 || l.RateLimits[0].Used != 2 || l.RateLimits[0].NextAt == nil {
+		t.Fatalf("rate limits %+v", l.RateLimits)
+	}
+	out := e.must("listener", "show", "paced")
+	want := "2 per 1h (2 used, next at " + l.RateLimits[0].NextAt.Local().Format("15:04") + ")"
+	if !strings.Contains(out, want) || !strings.Contains(out, "held:       3") {
+		t.Fatalf("show lacks %q:\n%s", want, out)
+	}
+	ls := e.must("listener", "ls")
+	if !strings.Contains(ls, "paced") || !strings.Contains(ls, "shell") || !strings.Contains(ls, "enabled") {
+		t.Fatalf("ls:\n%s", ls)
+	}
+	fields := strings.Fields(strings.Split(strings.TrimSpace(ls), "\n")[1])
+	if fields[0] != "paced" || fields[len(fields)-3] != "2" || fields[len(fields)-2] != "3" {
+		t.Fatalf("ls row %q", fields)
+	}
+	// Held across a restart, not re-dispatched early.
+	e.kill9()
+	e.serve()
+	// (a bounded window in which a wrong dispatch would show; the ceiling is an hour away)
+	if wait.Until(3*time.Second, func() bool { return len(e.agentsUnder("paced/**")) != 2 }) {
+		t.Fatalf("%d agents after a restart at the ceiling", len(e.agentsUnder("paced/**")))
+	}
+	if l, _ := e.listener("paced"); l.Held != 3 {
+		t.Fatalf("held %d after restart", l.Held)
+	}
+}
