@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,8 +158,11 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 		if len(l.Repos) > 0 {
 			src += " " + strings.Join(l.Repos, ", ")
 		}
-		if l.Command != "" {
-			src += ": " + l.Command
+		if cmd := l.Command; cmd != "" {
+			if strings.ContainsAny(cmd, "\n\t\r") {
+				cmd = strconv.Quote(cmd)
+			}
+			src += ": " + cmd
 		}
 		fmt.Fprintf(w, "source:     %s\n", src)
 		fmt.Fprintf(w, "interval:   %s\n", core.FormatSpan(time.Duration(l.IntervalSeconds)*time.Second))
