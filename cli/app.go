@@ -208,6 +208,7 @@ func NewApp(o Options) *cli.Command {
 			},
 		},
 		app.scheduleCommand(),
+		app.listenerCommand(),
 		app.gcCommand(),
 		app.catalogCommand(),
 		app.planCommand(),

@@ -28,6 +28,7 @@ type Service interface {
 	ScheduleService
 	PlanService
 	CatalogService
+	ListenerService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -47,6 +48,7 @@ type Composed struct {
 	ScheduleService
 	PlanService
 	CatalogService
+	ListenerService
 }
 
 var _ Service = Composed{}
@@ -128,6 +130,16 @@ type PlanService interface {
 // CatalogService shows the model catalog (package orchestrate implements it).
 type CatalogService interface {
 	Catalog(ctx context.Context) (wire.CatalogResult, error)
+}
+
+// ListenerService runs listeners (package listen implements it): files under the
+// config dir and documents written through the API.
+type ListenerService interface {
+	Listeners(ctx context.Context) ([]wire.Listener, error)
+	ListenerGet(ctx context.Context, name string) (wire.Listener, error)
+	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
+	ListenerRemove(ctx context.Context, name string) error
+	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

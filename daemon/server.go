@@ -23,6 +23,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/listen"
 	"orcr/orchestrate"
 	"orcr/pty"
 	"orcr/schedule"
@@ -48,6 +49,7 @@ type server struct {
 	engine *core.Engine
 	sched  *schedule.Service
 	plans  *orchestrate.Service
+	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -136,7 +138,12 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start plans: %w", err)
 	}
 	s.plans = plans
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans}
+	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("start listeners: %w", err)
+	}
+	s.listen = ls
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans, ListenerService: ls}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -157,6 +164,9 @@ func (s *server) close(ctx context.Context) {
 	}
 	if s.plans != nil {
 		s.plans.Close()
+	}
+	if s.listen != nil {
+		s.listen.Close()
 	}
 	if s.sched != nil {
 		s.sched.Close()

@@ -61,7 +61,9 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 	case focusPreview:
 		m.preview.Update(k)
 	case focusPanel:
-		m.panel.Update(k)
+		if cmd := m.panel.Update(k); cmd != nil {
+			return cmd
+		}
 	}
 	return m.afterSelection(before)
 }

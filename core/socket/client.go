@@ -571,3 +571,33 @@ func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.
 func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
 	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
 }
+
+// Listeners lists listeners.
+func (c *Client) Listeners(ctx context.Context) ([]wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerList, wire.Empty{})
+	return r.Listeners, err
+}
+
+// ListenerGet returns one listener in full.
+func (c *Client) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerGet, wire.ListenerNameParams{Name: name})
+	return r.Listener, err
+}
+
+// ListenerPut writes a listener document.
+func (c *Client) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerPut, p)
+	return r.Listener, err
+}
+
+// ListenerRemove removes a listener written through the API.
+func (c *Client) ListenerRemove(ctx context.Context, name string) error {
+	_, err := invoke(ctx, c, wire.ListenerRemove, wire.ListenerNameParams{Name: name})
+	return err
+}
+
+// ListenerEnable enables or disables a listener.
+func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerEnable, wire.ListenerEnableParams{Name: name, Enabled: &enabled})
+	return r.Listener, err
+}

@@ -135,6 +135,31 @@ var handlers = func() map[string]handler {
 		serve(wire.CatalogGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.CatalogResult, error) {
 			return s.Catalog(ctx)
 		}),
+		serve(wire.ListenerList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.ListenerListResult, error) {
+			ls, err := s.Listeners(ctx)
+			if ls == nil {
+				ls = []wire.Listener{}
+			}
+			return wire.ListenerListResult{Listeners: ls}, err
+		}),
+		serve(wire.ListenerGet, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.ListenerResult, error) {
+			l, err := s.ListenerGet(ctx, p.Name)
+			return wire.ListenerResult{Listener: l}, err
+		}),
+		serve(wire.ListenerPut, func(ctx context.Context, s core.Service, p *wire.ListenerPutParams) (wire.ListenerResult, error) {
+			l, err := s.ListenerPut(ctx, *p)
+			return wire.ListenerResult{Listener: l}, err
+		}),
+		serve(wire.ListenerRemove, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.Empty, error) {
+			return wire.Empty{}, s.ListenerRemove(ctx, p.Name)
+		}),
+		serve(wire.ListenerEnable, func(ctx context.Context, s core.Service, p *wire.ListenerEnableParams) (wire.ListenerResult, error) {
+			if p.Enabled == nil {
+				return wire.ListenerResult{}, wire.Errorf(wire.CodeInvalidParams, "listener.enable: missing required param \"enabled\" (true or false)")
+			}
+			l, err := s.ListenerEnable(ctx, p.Name, *p.Enabled)
+			return wire.ListenerResult{Listener: l}, err
+		}),
 	}
 	m := make(map[string]handler, len(table))
 	for _, h := range table {
