@@ -77,6 +77,12 @@ var (
 	ScheduleRemove  = unary[ScheduleNameParams, Empty](MethodScheduleRemove, "Remove a schedule and its run history.")
 	ScheduleRunNow  = unary[ScheduleRunParams, ScheduleRunResult](MethodScheduleRun, "Run a schedule now.")
 	ScheduleRuns    = unary[ScheduleNameParams, ScheduleRunsResult](MethodScheduleRuns, "A schedule's run history, oldest first.")
+	AccountList     = unary[Empty, AccountListResult](MethodAccountList, "Accounts per provider with their usage windows.")
+	UsageSelect     = unary[SelectParams, SelectResult](MethodUsageSelect, "Which account a spawn now would get, and why.")
+	UsageHistory    = unary[HistoryParams, HistoryResult](MethodUsageHistory, "One record per past usage window at its peak.")
+	BudgetList      = unary[Empty, BudgetListResult](MethodBudgetList, "Budgets with what their subtrees have spent.")
+	BudgetSet       = unary[BudgetSetParams, BudgetResult](MethodBudgetSet, "Create or replace a budget on a glob.")
+	BudgetRemove    = unary[BudgetGlobParams, Empty](MethodBudgetRemove, "Remove a budget.")
 )
 
 // Method returns the spec of a method by name.

@@ -82,8 +82,11 @@ type RunParams struct {
 	Priority int               `json:"priority,omitempty"`
 	Keep     bool              `json:"keep,omitempty"`
 	Worktree string            `json:"worktree,omitempty"`
-	Cols     int               `json:"cols,omitempty"`
-	Rows     int               `json:"rows,omitempty"`
+	// Account pins the agent to one account of its provider (a label); admission
+	// then waits for that account instead of picking another.
+	Account string `json:"account,omitempty"`
+	Cols    int    `json:"cols,omitempty"`
+	Rows    int    `json:"rows,omitempty"`
 }
 
 // AgentResult wraps one agent.
