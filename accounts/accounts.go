@@ -81,15 +81,17 @@ type Service struct {
 	store core.Store
 	svc   core.Service // set by Start
 
-	mu       sync.Mutex
-	accts    map[string][]*account // provider → accounts in config order
-	agents   map[string]*agentInfo // by agent id, from events and placements
-	budgets  map[string]*budget    // by glob
-	seq      uint64                // placement sequence (round-robin)
-	gen      uint64                // bumped whenever a decision could change
-	cache    map[cacheKey]cached
-	lastSeen time.Time // newest reading's clock, to notice jumps
-	wake     chan struct{}
+	mu        sync.Mutex
+	accts     map[string][]*account     // provider → accounts in config order
+	agents    map[string]*agentInfo     // by agent id, from events and placements
+	budgets   map[string]*budget        // by glob
+	seq       uint64                    // placement sequence (round-robin)
+	gen       uint64                    // bumped whenever a decision could change
+	live      map[string]map[string]int // provider → account → live agents
+	cacheList []cached
+	cacheGen  uint64
+	lastSeen  time.Time // newest reading's clock, to notice jumps
+	wake      chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,7 +161,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store,
 		accts: map[string][]*account{}, agents: map[string]*agentInfo{}, budgets: map[string]*budget{},
-		cache: map[cacheKey]cached{}, wake: make(chan struct{}, 1)}
+		live: map[string]map[string]int{}, wake: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for _, sp := range opts.Accounts {
 		if sp.Label == "" {
@@ -285,10 +287,11 @@ func (s *Service) noteAgentLocked(a wire.Agent) {
 	}
 	before := *in
 	in.provider, in.path, in.model = a.Provider, a.Path, a.Model
+	acct := in.account
 	if a.Account != "" {
-		in.account = a.Account
+		acct = a.Account
 	}
-	in.live = a.State.Live() && a.State != wire.StateQueued
+	s.setLiveLocked(in, a.State.Live() && a.State != wire.StateQueued, acct)
 	in.blocked = nil
 	if a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit {
 		in.blocked = a.Blocked
@@ -300,9 +303,6 @@ func (s *Service) noteAgentLocked(a wire.Agent) {
 		in.costUSD = *a.Usage.CostUSD
 	}
 	in.tokens = a.Usage.InputTokens + a.Usage.OutputTokens + a.Usage.CacheReadTokens + a.Usage.CacheWriteTokens
-	if before.live != in.live || before.account != in.account {
-		s.gen++
-	}
 }
 
 // kick wakes the resume loop and admission: something a decision rests on changed.

@@ -58,6 +58,9 @@ func (b *budget) spentText() string {
 
 // budgetHoldLocked is the reason a spawn at path is held by a reached budget.
 func (s *Service) budgetHoldLocked(path string) string {
+	if len(s.budgets) == 0 {
+		return ""
+	}
 	for _, g := range s.budgetOrderLocked() {
 		b := s.budgets[g]
 		if b.b.Reached && b.matches(path) {

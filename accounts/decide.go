@@ -200,7 +200,10 @@ func better(a *AccountView, aLoad float64, b *AccountView, bLoad float64) bool {
 // Family is the model family of a model name ("claude-opus-4-5" → "opus"); "" when
 // none is known (the account's all-model windows still apply).
 func Family(model string) string {
-	m := strings.ToLower(model)
+	m := model
+	if strings.ContainsFunc(m, func(r rune) bool { return r >= 'A' && r <= 'Z' }) {
+		m = strings.ToLower(m) // ids are lower case; a display name may not be
+	}
 	for _, f := range []string{"opus", "sonnet", "haiku"} {
 		if strings.Contains(m, f) {
 			return f

@@ -20,8 +20,8 @@ type cacheKey struct {
 }
 
 type cached struct {
+	key   cacheKey
 	d     Decision
-	gen   uint64
 	until time.Time
 }
 
@@ -65,7 +65,7 @@ func (s *Service) Place(_ context.Context, a wire.Agent) string {
 		in = &agentInfo{provider: a.Provider, path: a.Path, model: a.Model}
 		s.agents[a.ID] = in
 	}
-	in.account, in.live = d.Account, true
+	s.setLiveLocked(in, true, d.Account)
 	s.gen++
 	return d.Account
 }
@@ -120,8 +120,15 @@ func (s *Service) CheckSpawn(_ context.Context, p wire.RunParams) error {
 func (s *Service) decideLocked(provider string, r Request) Decision {
 	now := s.now()
 	k := cacheKey{provider: provider, family: r.Family, pin: r.Pin, high: r.Priority >= s.opts.Settings.HoldBelow}
-	if c, ok := s.cache[k]; ok && c.gen == s.gen && now.Before(c.until) {
-		return c.d
+	// A pass asks about few distinct keys, one after another: a short list compared
+	// by value beats hashing three strings per queued agent.
+	if s.cacheGen != s.gen {
+		s.cacheList, s.cacheGen = s.cacheList[:0], s.gen
+	}
+	for i := range s.cacheList {
+		if c := &s.cacheList[i]; c.key == k && now.Before(c.until) {
+			return c.d
+		}
 	}
 	if !k.high {
 		r.Priority = s.opts.Settings.HoldBelow - 1
@@ -129,10 +136,16 @@ func (s *Service) decideLocked(provider string, r Request) Decision {
 		r.Priority = s.opts.Settings.HoldBelow
 	}
 	d := Decide(s.viewLocked(provider, now), r)
-	if len(s.cache) > 1024 {
-		clear(s.cache)
+	for i := range s.cacheList {
+		if s.cacheList[i].key == k {
+			s.cacheList[i] = cached{key: k, d: d, until: now.Add(cacheFor)}
+			return d
+		}
 	}
-	s.cache[k] = cached{d: d, gen: s.gen, until: now.Add(cacheFor)}
+	if len(s.cacheList) >= 256 {
+		s.cacheList = s.cacheList[:0]
+	}
+	s.cacheList = append(s.cacheList, cached{key: k, d: d, until: now.Add(cacheFor)})
 	return d
 }
 
@@ -152,13 +165,24 @@ func (s *Service) viewLocked(provider string, now time.Time) View {
 	return v
 }
 
-// liveLocked counts live agents per account of a provider.
-func (s *Service) liveLocked(provider string) map[string]int {
-	n := map[string]int{}
-	for _, in := range s.agents {
-		if in.live && in.provider == provider && in.account != "" {
-			n[in.account]++
-		}
+// liveLocked is the live agents per account of a provider.
+func (s *Service) liveLocked(provider string) map[string]int { return s.live[provider] }
+
+// setLiveLocked records that agent in now is (or is not) live on account, keeping the
+// per-account counts.
+func (s *Service) setLiveLocked(in *agentInfo, live bool, account string) {
+	if in.live == live && in.account == account {
+		return
 	}
-	return n
+	if in.live && in.account != "" {
+		s.live[in.provider][in.account]--
+	}
+	in.live, in.account = live, account
+	if live && account != "" {
+		if s.live[in.provider] == nil {
+			s.live[in.provider] = map[string]int{}
+		}
+		s.live[in.provider][account]++
+	}
+	s.gen++
 }
