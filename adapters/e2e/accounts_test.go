@@ -1,0 +1,153 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
+	"orcr/testutil/wait"
+)
+
+// claudeAccountsRig is an orcr with two claude accounts (two config dirs) against one
+// scripted model server whose replies carry the rate-limit headers claude reads.
+func claudeAccountsRig(t *testing.T) (*orcrEnv, *modelserver.Server, string) {
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	e := newOrcr(t)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	var accts strings.Builder
+	for _, l := range []string{"work", "spare"} {
+		dir := filepath.Join(e.dir, "claude-"+l)
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+		// CLAUDE_CODE_OAUTH_TOKEN is subscription-style auth: claude then shows the
+		// windows in its status line (agent-clis.md §8).
+		fmt.Fprintf(&accts, "[[accounts.claude]]\nlabel = %q\nconfig_dir = %q\nenv = { CLAUDE_CODE_OAUTH_TOKEN = \"tok-%s\" }\n", l, dir, l)
+	}
+	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	os.MkdirAll(cfgDir, 0o700)
+	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[accounts]\nmode = \"ordered\"\nheadroom = 0.9\nhold_below = 5\nresume_stagger = \"1s\"\n"+accts.String()), 0o600)
+	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "ANTHROPIC_BASE_URL="+srv.URL, "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.serve()
+	return e, srv, work
+}
+
+func limitHeaders(fiveH, weekly float64, reset time.Time) map[string]string {
+	ep := fmt.Sprint(reset.Unix())
+	return map[string]string{
+		"anthropic-ratelimit-unified-status":         "allowed",
+		"anthropic-ratelimit-unified-5h-status":      "allowed",
+		"anthropic-ratelimit-unified-5h-utilization": fmt.Sprint(fiveH),
+		"anthropic-ratelimit-unified-5h-reset":       ep,
+		"anthropic-ratelimit-unified-7d-status":      "allowed",
+		"anthropic-ratelimit-unified-7d-utilization": fmt.Sprint(weekly),
+		"anthropic-ratelimit-unified-7d-reset":       fmt.Sprint(reset.Add(72 * time.Hour).Unix()),
+	}
+}
+
+func (e *orcrEnv) accounts() wire.AccountListResult {
+	e.t.Helper()
+	var r wire.AccountListResult
+	if err := json.Unmarshal([]byte(e.must("account", "ls", "--json")), &r); err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func window(r wire.AccountListResult, label, win, fam string) *wire.Window {
+	for _, a := range r.Accounts {
+		if a.Provider == "claude" && a.Label == label {
+			for i := range a.Windows {
+				if a.Windows[i].Window == win && a.Windows[i].Family == fam {
+					return &a.Windows[i]
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestClaudeAccountsNearLimit: the first account's window reaches 95 % through
+// claude's own status line (the server's rate-limit headers); new work then lands on
+// the second account, with that account's config dir and env.
+func TestClaudeAccountsNearLimit(t *testing.T) {
+	e, srv, work := claudeAccountsRig(t)
+	reset := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+	srv.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.95, 0.41, reset)})
+	srv.Push(modelserver.Turn{Text: "first done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.95, 0.41, reset)})
+	e.must("agent", "run", "r/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
+	a := e.waitAgent("r/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if a.Account != "work" {
+		t.Fatalf("first agent on %q, want work (ordered: the first account)", a.Account)
+	}
+	var w *wire.Window
+	if !wait.Until(30*time.Second, func() bool { w = window(e.accounts(), "work", "5h", ""); return w != nil && w.UsedPct == 95 }) {
+		t.Fatalf("no 5h reading of 95%% on work from the status line: %s", e.must("account", "ls"))
+	}
+	if w.ResetsAt == nil || !w.ResetsAt.Equal(reset) || w.State != "throttled" {
+		t.Fatalf("window %+v, want reset %v and throttled", w, reset)
+	}
+	if out := e.must("usage", "--select", "--provider", "claude"); !strings.Contains(out, "→ spare") || !strings.Contains(out, "over headroom") {
+		t.Fatalf("usage --select:\n%s", out)
+	}
+	srv.Push(modelserver.Turn{Text: "second done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.10, 0.05, reset)})
+	e.must("agent", "run", "r/b", "--provider", "claude", "--cwd", work, "--prompt", "hello again")
+	b := e.waitAgent("r/b", 90*time.Second, "second turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if b.Account != "spare" {
+		t.Fatalf("second agent on %q, want spare", b.Account)
+	}
+	// It ran with spare's config dir: its transcript is there.
+	if !strings.HasPrefix(b.Transcript, filepath.Join(e.dir, "claude-spare")) {
+		t.Fatalf("transcript %q not under spare's config dir", b.Transcript)
+	}
+	// Urgent work may still use the first account's headroom.
+	srv.Push(modelserver.Turn{Text: "urgent done", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.96, 0.41, reset)})
+	e.must("agent", "run", "r/c", "--provider", "claude", "--cwd", work, "--priority", "5", "--prompt", "urgent")
+	c := e.waitAgent("r/c", 90*time.Second, "urgent turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if c.Account != "work" {
+		t.Fatalf("priority-5 agent on %q, want work", c.Account)
+	}
+	// A spawn that names an account that does not exist is refused up front.
+	if r := e.run("agent", "run", "r/d", "--provider", "claude", "--account", "nope", "--prompt", "x"); r.code == 0 || !strings.Contains(r.err, `no claude account "nope"`) {
+		t.Fatalf("unknown account: exit %d %s", r.code, r.err)
+	}
+}
+
+// TestBudgetHoldsSubtree: a budget on a subtree, reached by a real claude's usage,
+// holds the next spawn under it (queue reason: budget) and not one elsewhere.
+func TestBudgetHoldsSubtree(t *testing.T) {
+	e, srv, work := claudeAccountsRig(t)
+	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
+	e.must("budget", "set", "review/**", "--tokens", "1000")
+	e.must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
+	e.waitAgent("review/a", 90*time.Second, "the spend", func(a wire.Agent) bool { return a.Usage.OutputTokens >= 5000 })
+	if !wait.Until(10*time.Second, func() bool { return strings.Contains(e.must("budget", "ls"), "REACHED") }) {
+		t.Fatalf("budget not reached:\n%s", e.must("budget", "ls"))
+	}
+	e.must("agent", "run", "review/b", "--provider", "claude", "--cwd", work, "--prompt", "more")
+	e.must("agent", "run", "other/c", "--provider", "shell", "--", "sleep", "3")
+	e.waitAgent("other/c", 20*time.Second, "the spawn elsewhere", func(a wire.Agent) bool { return a.State == wire.StateWorking || a.State == wire.StateDone })
+	q := e.must("queue")
+	if !strings.Contains(q, "review/b") || !strings.Contains(q, "budget review/**") {
+		t.Fatalf("queue:\n%s", q)
+	}
+	if a := e.agent("review/b"); a.State != wire.StateQueued {
+		t.Fatalf("held spawn is %s", a.State)
+	}
+	e.must("budget", "rm", "review/**")
+	e.waitAgent("review/b", 30*time.Second, "admission after the budget went", func(a wire.Agent) bool { return a.State != wire.StateQueued })
+}
