@@ -274,6 +274,9 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
 		provider, model = a.Provider, a.Model
+		if a.Account != "" && a.Account != "default" {
+			model = strings.TrimPrefix(model+" @"+a.Account, " ") // the account it runs on
+		}
 		age = humanAge(c.now.Sub(a.CreatedAt))
 		ac := contrib(a)
 		tokens, cost = humanTokens(ac.tokens), humanCost(ac.cost, ac.priced)

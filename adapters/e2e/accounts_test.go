@@ -151,3 +151,46 @@ func TestBudgetHoldsSubtree(t *testing.T) {
 	e.must("budget", "rm", "review/**")
 	e.waitAgent("review/b", 30*time.Second, "admission after the budget went", func(a wire.Agent) bool { return a.State != wire.StateQueued })
 }
+
+// TestClaudeOpusLimitHoldsOpusOnly: a 429 mid-turn naming the Opus weekly limit blocks
+// the opus agent; queued opus work on the account is held (not cancelled) while
+// sonnet work runs; after the scripted reset the blocked agent is told to continue
+// and the held spawn is admitted.
+func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
+	e, srv, work := claudeAccountsRig(t)
+	// One account only matters here: pin everything to work.
+	reset := time.Now().Add(90 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	msg := "You've hit your Opus limit · resets " + strings.ToLower(reset.UTC().Format("3:04pm")) + " (UTC)"
+	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg, Claim: "seven_day_opus"},
+		Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") }})
+	e.must("agent", "run", "m/opus", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "big job")
+	a := e.waitAgent("m/opus", 90*time.Second, "the opus limit", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
+	})
+	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
+		t.Fatalf("blocked %+v, want reset %v", a.Blocked, reset)
+	}
+	if !wait.Until(20*time.Second, func() bool {
+		w := window(e.accounts(), "work", "weekly", "opus")
+		return w != nil && w.State == "exhausted"
+	}) {
+		t.Fatalf("no exhausted opus window:\n%s", e.must("account", "ls"))
+	}
+	e.must("agent", "run", "m/opus2", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "more opus")
+	e.must("agent", "run", "m/sonnet", "--provider", "claude", "--account", "work", "--model", "claude-sonnet-4-5", "--cwd", work, "--prompt", "sonnet job")
+	s := e.waitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if s.Account != "work" {
+		t.Fatalf("sonnet on %q", s.Account)
+	}
+	q := e.must("queue")
+	if !strings.Contains(q, "m/opus2") || !strings.Contains(q, "claude/work weekly opus window full") {
+		t.Fatalf("queue:\n%s", q)
+	}
+	// After the reset: the blocked agent continues (the next conversation request
+	// is the default reply) and the held spawn starts.
+	srv.SetDefault(modelserver.Turn{Text: "continued", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	e.waitAgent("m/opus", time.Until(reset)+90*time.Second, "resume after the reset", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "continued"
+	})
+	e.waitAgent("m/opus2", 60*time.Second, "the held spawn admitted", func(a wire.Agent) bool { return a.State != wire.StateQueued })
+}
