@@ -194,3 +194,74 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	})
 	e.waitAgent("m/opus2", 60*time.Second, "the held spawn admitted", func(a wire.Agent) bool { return a.State != wire.StateQueued })
 }
+
+// TestCodexAccountReadings: a configured codex account (its own CODEX_HOME) gets its
+// 5-hour and weekly readings from the token_count rate limits codex writes to its
+// rollout — the server's x-codex-* headers, read by the real CLI, no tokens spent
+// on asking.
+func TestCodexAccountReadings(t *testing.T) {
+	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	e := newOrcr(t)
+	home := filepath.Join(e.dir, "codex-main")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+`, srv.URL)), 0o600)
+	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	os.MkdirAll(cfgDir, 0o700)
+	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(fmt.Sprintf(
+		"[[accounts.codex]]\nlabel = \"main\"\nhome = %q\nenv = { SCRIPTED_API_KEY = \"k\" }\n", home)), 0o600)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin)
+	e.serve()
+	reset := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	srv.Push(modelserver.Turn{Text: "done", Usage: modelserver.Usage{Input: 100, Output: 10}, Headers: map[string]string{
+		"x-codex-primary-used-percent": "42", "x-codex-primary-window-minutes": "300",
+		"x-codex-primary-reset-at": fmt.Sprint(reset.Unix()),
+		"x-codex-secondary-used-percent": "30", "x-codex-secondary-window-minutes": "10080",
+		"x-codex-secondary-reset-at": fmt.Sprint(reset.Add(96 * time.Hour).Unix()),
+	}})
+	e.must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "hi")
+	a := e.waitAgent("cx/a", 120*time.Second, "turn done", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if a.Account != "main" || !strings.HasPrefix(a.Transcript, home) {
+		t.Fatalf("account %q transcript %q", a.Account, a.Transcript)
+	}
+	var five, week *wire.Window
+	if !wait.Until(30*time.Second, func() bool {
+		l := e.accounts()
+		for _, ac := range l.Accounts {
+			if ac.Provider == "codex" && ac.Label == "main" {
+				for i := range ac.Windows {
+					switch ac.Windows[i].Window {
+					case "5h":
+						five = &ac.Windows[i]
+					case "weekly":
+						week = &ac.Windows[i]
+					}
+				}
+			}
+		}
+		return five != nil && week != nil && five.UsedPct == 42 && week.UsedPct == 30
+	}) {
+		t.Fatalf("codex/main readings: %s", e.must("account", "ls"))
+	}
+	if five.ResetsAt == nil || five.ResetsAt.Sub(reset).Abs() > time.Minute {
+		t.Fatalf("5h reset %v, want %v", five.ResetsAt, reset)
+	}
+	if out := e.must("usage", "--history", "--provider", "codex"); !strings.Contains(out, "codex/main") || !strings.Contains(out, "42%") {
+		t.Fatalf("history:\n%s", out)
+	}
+}
