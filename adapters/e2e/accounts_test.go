@@ -230,7 +230,7 @@ wire_api = "responses"
 	reset := time.Now().Add(2 * time.Hour).Truncate(time.Second)
 	srv.Push(modelserver.Turn{Text: "done", Usage: modelserver.Usage{Input: 100, Output: 10}, Headers: map[string]string{
 		"x-codex-primary-used-percent": "42", "x-codex-primary-window-minutes": "300",
-		"x-codex-primary-reset-at": fmt.Sprint(reset.Unix()),
+		"x-codex-primary-reset-at":       fmt.Sprint(reset.Unix()),
 		"x-codex-secondary-used-percent": "30", "x-codex-secondary-window-minutes": "10080",
 		"x-codex-secondary-reset-at": fmt.Sprint(reset.Add(96 * time.Hour).Unix()),
 	}})
