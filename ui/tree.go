@@ -275,7 +275,8 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 		a := n.agent
 		provider, model = a.Provider, a.Model
 		if a.Account != "" && a.Account != "default" {
-			model = strings.TrimPrefix(model+" @"+a.Account, " ") // the account it runs on
+			// The account it runs on, first: a narrow column cuts the model, not it.
+			model = strings.TrimSuffix("@"+a.Account+" "+model, " ")
 		}
 		age = humanAge(c.now.Sub(a.CreatedAt))
 		ac := contrib(a)
