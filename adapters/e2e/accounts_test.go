@@ -17,7 +17,7 @@ import (
 
 // claudeAccountsRig is an orcr with two claude accounts (two config dirs) against one
 // scripted model server whose replies carry the rate-limit headers claude reads.
-func claudeAccountsRig(t *testing.T) (*orcrEnv, *modelserver.Server, string) {
+func claudeAccountsRig(t *testing.T, extra ...string) (*orcrEnv, *modelserver.Server, string) {
 	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
@@ -39,7 +39,7 @@ func claudeAccountsRig(t *testing.T) (*orcrEnv, *modelserver.Server, string) {
 	}
 	cfgDir := filepath.Join(e.dir, "config", "orcr")
 	os.MkdirAll(cfgDir, 0o700)
-	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[accounts]\nmode = \"ordered\"\nheadroom = 0.9\nhold_below = 5\nresume_stagger = \"1s\"\n"+accts.String()), 0o600)
+	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[accounts]\nmode = \"ordered\"\nheadroom = 0.9\nhold_below = 5\nresume_stagger = \"1s\"\n"+strings.Join(extra, "\n")+"\n"+accts.String()), 0o600)
 	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "ANTHROPIC_BASE_URL="+srv.URL, "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.serve()
@@ -263,5 +263,62 @@ wire_api = "responses"
 	}
 	if out := e.must("usage", "--history", "--provider", "codex"); !strings.Contains(out, "codex/main") || !strings.Contains(out, "42%") {
 		t.Fatalf("history:\n%s", out)
+	}
+}
+
+// TestAccountsBadInput: a configured account whose config dir is missing is shown by
+// doctor with how to log in and skipped by admission with the reason (work waits, it
+// is not cancelled); two accounts with one label make serve refuse the config.
+func TestAccountsBadInput(t *testing.T) {
+	e := newOrcr(t)
+	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	os.MkdirAll(cfgDir, 0o700)
+	missing := filepath.Join(e.dir, "nowhere")
+	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(fmt.Sprintf("[[accounts.claude]]\nlabel = \"work\"\nconfig_dir = %q\n", missing)), 0o600)
+	e.serve()
+	doc := e.must("doctor")
+	if !strings.Contains(doc, "claude   work       NOT USABLE: config dir "+missing+" does not exist; log in with: CLAUDE_CONFIG_DIR="+missing+" claude /login") {
+		t.Fatalf("doctor:\n%s", doc)
+	}
+	if ls := e.must("account", "ls"); !strings.Contains(ls, "claude/work") || !strings.Contains(ls, "skipped: config dir") {
+		t.Fatalf("account ls:\n%s", ls)
+	}
+	e.must("agent", "run", "w/a", "--provider", "claude", "--prompt", "x")
+	if !wait.Until(5*time.Second, func() bool { return strings.Contains(e.must("queue"), "claude/work: config dir") }) {
+		t.Fatalf("queue:\n%s", e.must("queue"))
+	}
+	if a := e.agent("w/a"); a.State != wire.StateQueued {
+		t.Fatalf("spawn on a missing account is %s, want queued", a.State)
+	}
+	if r := e.run("budget", "set", "x/**", "--usd", "-1"); r.code == 0 || !strings.Contains(r.err, "positive") {
+		t.Fatalf("negative budget: %d %s", r.code, r.err)
+	}
+	e.stop()
+	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[[accounts.claude]]\nlabel = \"a\"\n[[accounts.claude]]\nlabel = \"a\"\n"), 0o600)
+	r := e.run("serve")
+	if r.code == 0 || !strings.Contains(r.err, `two claude accounts are labelled "a"`) {
+		t.Fatalf("serve with duplicate labels: exit %d %s", r.code, r.err)
+	}
+}
+
+// TestBudgetStopWrapsUp: a stop budget reached by a real claude's usage sends it one
+// wrap-up message (which the CLI really takes as a turn) and stops it after the grace.
+func TestBudgetStopWrapsUp(t *testing.T) {
+	e, srv, work := claudeAccountsRig(t, `budget_grace = "3s"`)
+	e.must("budget", "set", "review/**", "--tokens", "1000", "--action", "stop")
+	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
+	e.must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
+	a := e.waitAgent("review/a", 90*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled {
+		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
+	}
+	wrapped := 0
+	for _, r := range srv.Requests() {
+		if strings.Contains(string(r.Body), "budget is spent. Wrap up now") {
+			wrapped++
+		}
+	}
+	if wrapped == 0 {
+		t.Fatal("the wrap-up message never reached the model")
 	}
 }
