@@ -235,3 +235,20 @@ func BenchmarkAdmissionPass(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecide is one uncached decision over 10 accounts of 3 windows each.
+func BenchmarkDecide(b *testing.B) {
+	v := View{Now: t0, Policy: Policy{Mode: ModeDistribute, Headroom: 0.9, HoldBelow: 5}, Provider: "claude"}
+	for i := 0; i < 10; i++ {
+		v.Accounts = append(v.Accounts, AccountView{Label: fmt.Sprint("a", i), LastUsed: uint64(i), Windows: []WindowView{
+			{Window: "5h", UsedPct: float64(10 * i), ResetsAt: at(time.Hour)},
+			{Window: "weekly", UsedPct: 40, ResetsAt: at(48 * time.Hour)},
+			{Window: "weekly", Family: "opus", UsedPct: 97, ResetsAt: at(48 * time.Hour)}}})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if d := Decide(v, Request{Family: "sonnet"}); d.Account != "a0" {
+			b.Fatal(d)
+		}
+	}
+}
