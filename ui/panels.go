@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -204,9 +205,7 @@ func (v usageView) lines(c *common, w int) []string {
 	}
 	type prov struct {
 		readings []wire.LimitReading
-		tokens   int64
-		cost     float64
-		priced   bool
+		usage    core.Total
 	}
 	byP := map[string]*prov{}
 	get := func(p string) *prov {
@@ -219,12 +218,7 @@ func (v usageView) lines(c *common, w int) []string {
 		if r.Window != "total" && r.Window != "" {
 			continue
 		}
-		p := get(r.Provider)
-		p.tokens += r.Usage.InputTokens + r.Usage.OutputTokens
-		if r.Usage.CostUSD != nil {
-			p.cost += *r.Usage.CostUSD
-			p.priced = true
-		}
+		get(r.Provider).usage.Add(core.TotalOf(r.Usage))
 	}
 	for _, r := range v.u.Readings {
 		p := get(r.Provider)
@@ -242,7 +236,7 @@ func (v usageView) lines(c *common, w int) []string {
 	var out []string
 	for _, n := range names {
 		p := byP[n]
-		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render(fmt.Sprintf("tokens %s  cost %s", humanTokens(p.tokens), humanCost(p.cost, p.priced))))
+		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
 		out = append(out, readingLines(c, p.readings, gw, v.waiting)...)
 	}
 	return out
@@ -279,11 +273,11 @@ func (v schedulesView) lines(c *common, w int) []string {
 	for _, s := range v.s {
 		cad := s.Cron
 		if s.EverySeconds > 0 {
-			cad = "every " + humanAge(time.Duration(s.EverySeconds)*time.Second)
+			cad = "every " + core.FormatAge(time.Duration(s.EverySeconds)*time.Second)
 		}
 		next := "next -"
 		if s.NextAt != nil {
-			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + humanAge(s.NextAt.Sub(c.now)) + ")"
+			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + core.FormatAge(s.NextAt.Sub(c.now)) + ")"
 		}
 		last := "never run"
 		lastSt := st.Muted
@@ -356,7 +350,10 @@ func (v eventsView) lines(c *common, w int) []string {
 		}
 		ts := st.Subtle.Render(e.At.UTC().Format("15:04:05") + " ")
 		ws := st.Muted
-		if e.To != "" {
+		switch {
+		case e.Agent != nil && e.To != "" && e.Agent.State == e.To:
+			ws = c.agentStyle(e.Agent)
+		case e.To != "":
 			ws = c.stateStyle(e.To)
 		}
 		out = append(out, ts+ws.Render(fit(what, 8))+" "+st.Text.Render(path)+" "+st.Muted.Render(detail))

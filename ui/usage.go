@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -54,7 +55,7 @@ func readingLines(c *common, rs []wire.LimitReading, gw int, queue []wire.QueueE
 			line += " " + st.Danger.Render("LIMIT")
 		}
 		if r.ResetsAt != nil && !reset {
-			line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + humanAge(r.ResetsAt.Sub(c.now)) + ")")
+			line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + core.FormatAge(r.ResetsAt.Sub(c.now)) + ")")
 		}
 		prefix := r.Provider + "/" + r.Account + " " + name + " "
 		held := 0
