@@ -130,25 +130,53 @@ func (s *Service) budgetReached(b wire.Budget) {
 	grace := s.opts.Settings.BudgetGrace
 	s.mu.Unlock()
 	sort.Strings(live)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for _, id := range live {
-			if err := s.svc.Send(s.ctx, wire.SendParams{Target: id, Text: WrapUp, Enter: true}); err != nil {
-				s.log.Warn("budget wrap-up message", "id", id, "err", err)
-			}
-		}
+	for _, id := range live {
+		s.wg.Add(1)
+		go s.windDown(id, grace)
+	}
+}
+
+// windDown gives one agent its wrap-up message and stops it after the grace period.
+// The message goes in once the agent's turn has settled (at most one grace period
+// later): keys typed into a CLI that is mid-turn may be dropped.
+func (s *Service) windDown(id string, grace time.Duration) {
+	defer s.wg.Done()
+	secs := max(1, int(grace/time.Second))
+	if _, err := s.svc.Wait(s.ctx, wire.WaitParams{Glob: id, Until: "settled", TimeoutSeconds: secs}); err != nil {
+		s.log.Warn("budget: wait for the turn to settle", "id", id, "err", err)
+	}
+	if err := s.typeLine(id, WrapUp); err != nil {
+		s.log.Warn("budget wrap-up message", "id", id, "err", err)
+	}
+	select {
+	case <-s.ctx.Done():
+		return
+	case <-time.After(grace):
+	}
+	if _, err := s.svc.Kill(s.ctx, wire.KillParams{Glob: id}); err != nil {
+		s.log.Warn("budget stop", "id", id, "err", err)
+	}
+}
+
+// keyGap is how long orcr leaves a CLI between a turn settling and typing into it, and
+// between the text and its Enter: claude 2.1.328 drops keys that come sooner after its
+// screen changed or after other keys (docs/architecture.md, "Answers").
+const keyGap = 400 * time.Millisecond
+
+// typeLine types text into an agent and submits it the way a person would: a pause,
+// the text, a pause, Enter.
+func (s *Service) typeLine(id, text string) error {
+	for _, p := range []wire.SendParams{{Target: id, Text: text}, {Target: id, Enter: true}} {
 		select {
 		case <-s.ctx.Done():
-			return
-		case <-time.After(grace):
+			return s.ctx.Err()
+		case <-time.After(keyGap):
 		}
-		for _, id := range live {
-			if _, err := s.svc.Kill(s.ctx, wire.KillParams{Glob: id}); err != nil {
-				s.log.Warn("budget stop", "id", id, "err", err)
-			}
+		if err := s.svc.Send(s.ctx, p); err != nil {
+			return err
 		}
-	}()
+	}
+	return nil
 }
 
 func (s *Service) saveBudget(b wire.Budget) {

@@ -105,7 +105,7 @@ func (s *Service) resume(id string) {
 		acct = in.account
 	}
 	s.mu.Unlock()
-	if err := s.svc.Send(s.ctx, wire.SendParams{Target: id, Text: ContinueText, Enter: true}); err != nil {
+	if err := s.typeLine(id, ContinueText); err != nil {
 		s.log.Warn("accounts: resume after reset", "id", id, "err", err)
 		return
 	}

@@ -304,21 +304,26 @@ func TestAccountsBadInput(t *testing.T) {
 // TestBudgetStopWrapsUp: a stop budget reached by a real claude's usage sends it one
 // wrap-up message (which the CLI really takes as a turn) and stops it after the grace.
 func TestBudgetStopWrapsUp(t *testing.T) {
-	e, srv, work := claudeAccountsRig(t, `budget_grace = "3s"`)
+	e, srv, work := claudeAccountsRig(t, `budget_grace = "10s"`)
 	e.must("budget", "set", "review/**", "--tokens", "1000", "--action", "stop")
 	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
 	e.must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
-	a := e.waitAgent("review/a", 90*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
+	wrapped := func() bool {
+		for _, r := range srv.Requests() {
+			if strings.Contains(string(r.Body), "budget is spent. Wrap up now") {
+				return true
+			}
+		}
+		return false
+	}
+	if !wait.Until(60*time.Second, wrapped) {
+		t.Fatalf("the wrap-up message never reached the model; screen:\n%s", e.run("agent", "read", "review/a").out)
+	}
+	if a := e.agent("review/a"); a.State.Terminal() {
+		t.Fatalf("stopped before its grace: %s", a.State)
+	}
+	a := e.waitAgent("review/a", 60*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateKilled {
 		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
-	}
-	wrapped := 0
-	for _, r := range srv.Requests() {
-		if strings.Contains(string(r.Body), "budget is spent. Wrap up now") {
-			wrapped++
-		}
-	}
-	if wrapped == 0 {
-		t.Fatal("the wrap-up message never reached the model")
 	}
 }
