@@ -226,7 +226,10 @@ func NewApp(o Options) *cli.Command {
 		app.accountCommand(),
 		app.budgetCommand(),
 		app.scheduleCommand(),
+		app.listenerCommand(),
 		app.gcCommand(),
+		app.catalogCommand(),
+		app.planCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)
