@@ -83,5 +83,26 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	fmt.Fprintln(w, "accounts")
+	if r.AccountsErr != "" {
+		fmt.Fprintf(w, "  ERROR: %s\n", r.AccountsErr)
+	}
+	for _, a := range r.Accounts {
+		line := fmt.Sprintf("  %-8s %-10s", a.Provider, a.Label)
+		switch {
+		case a.Problem != "":
+			line += " NOT USABLE: " + a.Problem
+		case a.PerToken:
+			line += " per-token (API key)"
+		case a.LoggedIn:
+			line += " logged in"
+		default:
+			line += " login not found (the implicit account: the CLI's own login decides)"
+		}
+		if a.Implicit {
+			line += " [implicit]"
+		}
+		fmt.Fprintln(w, line)
+	}
 	return nil
 }

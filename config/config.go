@@ -29,10 +29,33 @@ type Config struct {
 	Themes    map[string]map[string]string `toml:"themes"`
 	Providers map[string]Provider          `toml:"providers"`
 	Prices    map[string]Price             `toml:"prices"`
+	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
+}
+
+// Accounts is the [accounts] table and its [[accounts.<provider>]] entries (DESIGN
+// §10). Durations use Go syntax.
+type Accounts struct {
+	Mode          string    `toml:"mode"`       // ordered (default) | distribute
+	Headroom      *float64  `toml:"headroom"`   // default 0.9
+	HoldBelow     *int      `toml:"hold_below"` // default 5
+	ResumeStagger string    `toml:"resume_stagger"`
+	Poll          string    `toml:"poll"`         // usage endpoint poll interval ("" : off; ≥ 5m)
+	BudgetGrace   string    `toml:"budget_grace"` // stop budgets: time after the wrap-up message
+	Claude        []Account `toml:"claude"`
+	Codex         []Account `toml:"codex"`
+}
+
+// Account is one auth source of a provider.
+type Account struct {
+	Label     string            `toml:"label"`
+	ConfigDir string            `toml:"config_dir"` // claude
+	Home      string            `toml:"home"`       // codex
+	Env       map[string]string `toml:"env"`
+	UsageURL  string            `toml:"usage_url"`
 }
 
 // Herdr configures the herdr host.

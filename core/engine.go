@@ -359,6 +359,9 @@ func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error)
 	return e.broker.publish(ctx, ev)
 }
 
+// Readmit implements Kernel: admission runs again.
+func (e *Engine) Readmit() { e.kickAdmission() }
+
 // CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
 // root caller); see callerAgent.
 func (e *Engine) CallerAgent(ctx context.Context) (*wire.Agent, error) { return e.callerAgent(ctx) }

@@ -26,6 +26,7 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	AccountService
 	PlanService
 	CatalogService
 	ListenerService
@@ -46,6 +47,7 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	AccountService
 	PlanService
 	CatalogService
 	ListenerService
@@ -116,6 +118,19 @@ type ScheduleService interface {
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
 }
 
+// AccountService shows accounts, usage windows and budgets (package accounts
+// implements it, DESIGN §10).
+type AccountService interface {
+	Accounts(ctx context.Context) (wire.AccountListResult, error)
+	// Select says which account a spawn now would get, and why.
+	Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error)
+	// History is one record per past window at its peak.
+	History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error)
+	Budgets(ctx context.Context) ([]wire.Budget, error)
+	BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error)
+	BudgetRemove(ctx context.Context, glob string) error
+}
+
 // PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
 // rejects it (package orchestrate implements it).
 type PlanService interface {
@@ -150,6 +165,9 @@ type Kernel interface {
 	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
 	// for a root caller (a claim that does not verify is an error).
 	CallerAgent(ctx context.Context) (*wire.Agent, error)
+	// Readmit asks admission to look at the queue again: a gate's facts changed (a
+	// window reset, a budget removed) without a run or an end to wake it.
+	Readmit()
 }
 
 // Caller is who is calling, as the socket server established it.

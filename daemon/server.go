@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"orcr/accounts"
 	"orcr/adapters/claude"
 	"orcr/adapters/codex"
 	"orcr/adapters/opencode"
@@ -51,6 +52,7 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	acct   *accounts.Service
 	plans  *orchestrate.Service
 	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
@@ -107,11 +109,19 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	aopts, err := configAccounts(cfg, st, s.log)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := accounts.New(aopts)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
-		Limits: configLimits(cfg), GC: configGC(cfg),
+		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
 	})
 	if err != nil {
 		return nil, err
@@ -146,7 +156,13 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start listeners: %w", err)
 	}
 	s.listen = ls
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans, ListenerService: ls}
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
+		ListenerService: ls, AccountService: acct}
+	acct.SetKernel(eng)
+	if err := acct.Start(ctx, s.svc); err != nil {
+		return nil, fmt.Errorf("start accounts: %w", err)
+	}
+	s.acct = acct
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -175,6 +191,9 @@ func (s *server) close(ctx context.Context) {
 	}
 	if s.sched != nil {
 		s.sched.Close()
+	}
+	if s.acct != nil {
+		s.acct.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)

@@ -441,6 +441,39 @@ func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.Schedule
 	return r.Runs, err
 }
 
+// Accounts lists accounts with their windows.
+func (c *Client) Accounts(ctx context.Context) (wire.AccountListResult, error) {
+	return invoke(ctx, c, wire.AccountList, wire.Empty{})
+}
+
+// Select says which account a spawn now would get.
+func (c *Client) Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error) {
+	return invoke(ctx, c, wire.UsageSelect, p)
+}
+
+// History returns past windows at their peaks.
+func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+	return invoke(ctx, c, wire.UsageHistory, p)
+}
+
+// Budgets lists budgets.
+func (c *Client) Budgets(ctx context.Context) ([]wire.Budget, error) {
+	r, err := invoke(ctx, c, wire.BudgetList, wire.Empty{})
+	return r.Budgets, err
+}
+
+// BudgetSet creates or replaces a budget.
+func (c *Client) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error) {
+	r, err := invoke(ctx, c, wire.BudgetSet, p)
+	return r.Budget, err
+}
+
+// BudgetRemove removes a budget.
+func (c *Client) BudgetRemove(ctx context.Context, glob string) error {
+	_, err := invoke(ctx, c, wire.BudgetRemove, wire.BudgetGlobParams{Glob: glob})
+	return err
+}
+
 // openStream opens a dedicated connection for a declared streaming method, sends the
 // request and decodes its result; the lines of type S follow on the returned decoder.
 func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Streaming[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {

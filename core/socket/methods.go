@@ -110,6 +110,26 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.AccountListResult, error) {
+			return s.Accounts(ctx)
+		}),
+		serve(wire.UsageSelect, func(ctx context.Context, s core.Service, p *wire.SelectParams) (wire.SelectResult, error) {
+			return s.Select(ctx, *p)
+		}),
+		serve(wire.UsageHistory, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
+			return s.History(ctx, *p)
+		}),
+		serve(wire.BudgetList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.BudgetListResult, error) {
+			bs, err := s.Budgets(ctx)
+			return wire.BudgetListResult{Budgets: bs}, err
+		}),
+		serve(wire.BudgetSet, func(ctx context.Context, s core.Service, p *wire.BudgetSetParams) (wire.BudgetResult, error) {
+			b, err := s.BudgetSet(ctx, *p)
+			return wire.BudgetResult{Budget: b}, err
+		}),
+		serve(wire.BudgetRemove, func(ctx context.Context, s core.Service, p *wire.BudgetGlobParams) (wire.Empty, error) {
+			return wire.Empty{}, s.BudgetRemove(ctx, p.Glob)
+		}),
 		serve(wire.PlanNew, func(ctx context.Context, s core.Service, p *wire.PlanNewParams) (wire.PlanResult, error) {
 			pl, err := s.PlanNew(ctx, *p)
 			return wire.PlanResult{Plan: pl}, err

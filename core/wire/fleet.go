@@ -45,6 +45,7 @@ type UsageResult struct {
 // UsageRow is one provider/model/window line of the usage report.
 type UsageRow struct {
 	Provider string `json:"provider"`
+	Account  string `json:"account"` // the account the agents ran on ("" before admission)
 	Model    string `json:"model"`
 	Window   string `json:"window"` // "total" | "5h" | "weekly"
 	Agents   int    `json:"agents"`
@@ -53,8 +54,14 @@ type UsageRow struct {
 
 // LimitReading is a provider's rate-limit reading at one instant.
 type LimitReading struct {
-	Provider   string     `json:"provider"`
-	Window     string     `json:"window"` // "5h" | "weekly"
+	Provider string `json:"provider"`
+	// Account is the account the reading is of (the reporting agent's); "" when the
+	// reading came from an agent placed on no account.
+	Account string `json:"account,omitempty"`
+	Window  string `json:"window"` // "5h" | "weekly"
+	// Family scopes the window to one model family ("opus", "sonnet"); "" for a
+	// window every model of the account counts against.
+	Family     string     `json:"family,omitempty"`
 	UsedPct    float64    `json:"usedPct"`
 	ResetsAt   *time.Time `json:"resetsAt"`
 	LimitHit   bool       `json:"limitHit"`

@@ -92,8 +92,11 @@ type RunParams struct {
 	Priority int               `json:"priority,omitempty" range:"-1000000,1000000"`
 	Keep     bool              `json:"keep,omitempty"`
 	Worktree string            `json:"worktree,omitempty"`
-	Cols     int               `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
-	Rows     int               `json:"rows,omitempty" range:"0,500"`
+	// Account pins the agent to one account of its provider (a label); admission
+	// then waits for that account instead of picking another.
+	Account string `json:"account,omitempty"`
+	Cols    int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
+	Rows    int    `json:"rows,omitempty" range:"0,500"`
 }
 
 // AgentResult wraps one agent.
