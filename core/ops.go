@@ -184,7 +184,8 @@ func (e *Engine) livePane(rt *agentRT) (string, error) {
 	return rt.a.PaneID, nil
 }
 
-// Send types text and/or presses keys in an agent's pane.
+// Send types text and/or presses keys in an agent's pane. Text followed by Enter is
+// submitted by the provider's Typing rule (submit.go).
 func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	rt, err := e.resolve(ctx, p.Target)
 	if err != nil {
@@ -197,14 +198,19 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	if p.Text == "" && !p.Enter && len(p.Keys) == 0 {
 		return wire.Errorf(wire.CodeInvalidParams, "nothing to send: give text or --keys")
 	}
-	if p.Text != "" {
-		if err := e.host.SendText(ctx, pane, p.Text); err != nil {
-			return hostErr("send text", err)
-		}
-	}
 	keys := p.Keys
 	if p.Enter {
 		keys = append(append([]string{}, keys...), "enter")
+	}
+	if rule := e.typing(rt); p.Text != "" && p.Enter && (rule.Echo || rule.Confirm) {
+		if err := e.submit(ctx, rt, pane, p.Text, keys, rule); err != nil {
+			return err
+		}
+		keys = nil
+	} else if p.Text != "" {
+		if err := e.host.SendText(ctx, pane, p.Text); err != nil {
+			return hostErr("send text", err)
+		}
 	}
 	if len(keys) > 0 {
 		if err := e.host.SendKeys(ctx, pane, keys...); err != nil {

@@ -264,3 +264,11 @@ func writeJSON(path string, v any) error {
 func (p *Provider) Observe(a wire.Agent) core.Observer {
 	return newObserver(p, a)
 }
+
+// Typing implements core.Typist. Claude 2.1.328 takes a long text typed at once and an
+// Enter right after it as one paste, keeping the Enter as a newline in its input box;
+// so Enter waits until the text shows, and is pressed again while no turn starts (its
+// UserPromptSubmit hook makes the agent working as soon as a message is taken).
+func (p *Provider) Typing() core.Typing {
+	return core.Typing{Echo: true, Confirm: true}
+}

@@ -1,0 +1,143 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
+	"orcr/testutil/wait"
+)
+
+// TestClaudeSendSubmits: `orcr agent send` of a long text, a short one and a
+// multi-line one to a real claude in a pane starts a turn each time, and the model
+// gets exactly the text as the user message (claude takes a long burst of text and
+// an Enter right after it as one paste unless orcr waits for the text to show).
+func TestClaudeSendSubmits(t *testing.T) {
+	for _, host := range []string{"tmux", "pty"} {
+		t.Run(host, func(t *testing.T) { testClaudeSend(t, host) })
+	}
+}
+
+func testClaudeSend(t *testing.T, host string) {
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	var e *orcrEnv
+	if host == "tmux" {
+		e = newTmuxOrcr(t)
+	} else {
+		e = newOrcr(t)
+	}
+	cfg := filepath.Join(e.dir, "claude-config")
+	os.MkdirAll(cfg, 0o700)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	work := filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
+		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.serve()
+	t.Cleanup(func() { killAll(e) })
+
+	srv.Push(modelserver.Turn{Text: "ready", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	e.must("agent", "run", "send/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
+	e.waitAgent("send/a", 120*time.Second, "first turn", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "ready"
+	})
+
+	words := strings.Fields("the quick brown fox jumps over the lazy dog while orcr types a long message into claude")
+	long := func(n int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "message %d:", n)
+		for i := 0; b.Len() < 600; i++ {
+			b.WriteString(" " + words[i%len(words)])
+		}
+		return b.String()[:599] + "."
+	}
+	msgs := []string{long(1), long(2), long(3), long(4), long(5), "short one", "first line\nsecond line\nthird line"}
+	for i, msg := range msgs {
+		reply := fmt.Sprintf("reply %d", i)
+		srv.Push(modelserver.Turn{Text: reply, Usage: modelserver.Usage{Input: 1, Output: 1}})
+		start := time.Now()
+		e.must("agent", "send", "send/a", msg)
+		took := time.Since(start)
+		e.waitAgent("send/a", 60*time.Second, "turn "+reply, func(a wire.Agent) bool {
+			return a.State == wire.StateDone && a.LastMessage == reply
+		})
+		var got string
+		for _, r := range conversationRequests(srv.Requests()) {
+			if r.Scripted && r.Turn == i+1 {
+				got = lastUserMessage(t, r)
+			}
+		}
+		if got != msg {
+			t.Fatalf("message %d: the model got %q, want %q", i, got, msg)
+		}
+		t.Logf("%s: message %d (%d bytes) sent in %v", host, i, len(msg), took.Round(time.Millisecond))
+	}
+	if !wait.Until(time.Second, func() bool { return srv.Remaining() == 0 }) {
+		t.Fatalf("%d scripted turns left", srv.Remaining())
+	}
+}
+
+func conversationRequests(reqs []modelserver.Request) []modelserver.Request {
+	var out []modelserver.Request
+	for _, r := range reqs {
+		var body struct {
+			Tools []any `json:"tools"`
+		}
+		if r.JSON(&body) == nil && len(body.Tools) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// lastUserMessage is the text of the last user message of a Messages API request,
+// without the reminders claude adds as blocks of their own.
+func lastUserMessage(t *testing.T, r modelserver.Request) string {
+	t.Helper()
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := r.JSON(&body); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(body.Messages) - 1; i >= 0; i-- {
+		m := body.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		var texts []string
+		for _, bl := range blocks {
+			if bl.Type == "text" && !strings.HasPrefix(bl.Text, "<system-reminder>") {
+				texts = append(texts, bl.Text)
+			}
+		}
+		return strings.Join(texts, "\n")
+	}
+	return ""
+}

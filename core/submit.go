@@ -1,0 +1,118 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Typist is implemented by providers whose CLI needs care when text is typed and
+// submitted with Enter in one send. Claude 2.1.328 takes a long burst of text followed
+// at once by Enter as a paste: the Enter becomes a newline in its input box (or is
+// dropped) and the message sits unsent. Providers without it get the text and Enter
+// as they come.
+type Typist interface {
+	Typing() Typing
+}
+
+// Typing is a provider's rule for submitting typed text.
+type Typing struct {
+	// Echo: press Enter only once the tail of the text shows on the screen (bounded by
+	// echoWait; Enter goes anyway when the CLI draws the text some other way).
+	Echo bool
+	// Confirm: after Enter, when no turn started within confirmWait and the text is
+	// still on the screen, press Enter again (an Enter on an empty input does nothing),
+	// at most confirmTries times in all.
+	Confirm bool
+}
+
+// Bounds of a careful submit. Each wait polls the screen or the state with a short
+// backoff and ends as soon as its condition holds.
+const (
+	echoWait     = 2 * time.Second
+	confirmWait  = 2 * time.Second
+	confirmTries = 3
+	tailLen      = 24
+)
+
+func (e *Engine) typing(rt *agentRT) Typing {
+	e.mu.Lock()
+	name := rt.a.Provider
+	e.mu.Unlock()
+	if t, ok := e.providers[name].(Typist); ok {
+		return t.Typing()
+	}
+	return Typing{}
+}
+
+// submit types text, then presses keys (ending in enter) the way the provider's rule
+// says: after the text shows, and again while no turn starts.
+func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, keys []string, rule Typing) error {
+	e.mu.Lock()
+	beforeState, beforeAt, id := rt.a.State, rt.a.StateAt, rt.a.ID
+	e.mu.Unlock()
+	if err := e.host.SendText(ctx, pane, text); err != nil {
+		return hostErr("send text", err)
+	}
+	tail := squeezeSpace(text)
+	if len(tail) > tailLen {
+		tail = tail[len(tail)-tailLen:]
+	}
+	onScreen := func() bool {
+		scr, err := e.host.Read(ctx, pane, ReadOpts{})
+		return err == nil && strings.Contains(squeezeSpace(scr.Text), tail)
+	}
+	if rule.Echo && tail != "" {
+		if err := pollFor(ctx, echoWait, onScreen); err != nil {
+			return err
+		}
+	}
+	started := func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return rt.a.State != beforeState || !rt.a.StateAt.Equal(beforeAt) || !rt.a.State.Live()
+	}
+	tries := 1
+	if rule.Confirm {
+		tries = confirmTries
+	}
+	for i := range tries {
+		k := keys
+		if i > 0 {
+			k = []string{"enter"}
+		}
+		if err := e.host.SendKeys(ctx, pane, k...); err != nil {
+			return hostErr("send keys", err)
+		}
+		if i == tries-1 {
+			break
+		}
+		if err := pollFor(ctx, confirmWait, started); err != nil {
+			return err
+		}
+		if started() || !onScreen() {
+			break
+		}
+		e.log.Info("send: no turn started and the text is still on the screen; pressing enter again",
+			"agent", id, "try", i+2)
+	}
+	return nil
+}
+
+// pollFor waits until cond holds or d passes (not an error), or ctx ends (an error).
+func pollFor(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for delay := 20 * time.Millisecond; !cond() && time.Now().Before(deadline); delay = min(delay*2, 200*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+	return nil
+}
+
+// squeezeSpace drops all white space, so text wrapped on a screen still matches.
+func squeezeSpace(s string) string {
+	return strings.Join(strings.Fields(s), "")
+}
