@@ -158,25 +158,12 @@ func (s *Service) windDown(id string, grace time.Duration) {
 	}
 }
 
-// keyGap is how long orcr leaves a CLI between a turn settling and typing into it, and
-// between the text and its Enter: claude 2.1.328 drops keys that come sooner after its
-// screen changed or after other keys (docs/architecture.md, "Answers").
-const keyGap = 400 * time.Millisecond
-
-// typeLine types text into an agent and submits it the way a person would: a pause,
-// the text, a pause, Enter.
+// typeLine types text into an agent and submits it. The kernel's send waits for the
+// screen to be still, pastes the text, presses Enter once it shows and again while no
+// turn starts (core/submit.go): claude 2.1.328 garbles keys typed while it redraws
+// after a turn and keeps an Enter that follows a burst of text as a newline.
 func (s *Service) typeLine(id, text string) error {
-	for _, p := range []wire.SendParams{{Target: id, Text: text}, {Target: id, Enter: true}} {
-		select {
-		case <-s.ctx.Done():
-			return s.ctx.Err()
-		case <-time.After(keyGap):
-		}
-		if err := s.svc.Send(s.ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.svc.Send(s.ctx, wire.SendParams{Target: id, Text: text, Enter: true})
 }
 
 func (s *Service) saveBudget(b wire.Budget) {

@@ -107,6 +107,14 @@ type IntegrationChecker interface {
 	RequireIntegration(ctx context.Context, provider string) error
 }
 
+// Paster is implemented by hosts that can give a pane text as a bracketed paste
+// (ESC[200~ … ESC[201~) when its program has asked for that mode (ESC[?2004h), and
+// type it as SendText does otherwise. A pasted text's end is explicit, so a key that
+// follows is never taken as part of it.
+type Paster interface {
+	Paste(ctx context.Context, pane, text string) error
+}
+
 // SilentHost is implemented by hosts that cannot report screen activity (herdr has
 // no output event). The engine then polls each live pane's screen once a second and
 // treats a change as output.

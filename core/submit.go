@@ -24,11 +24,18 @@ type Typing struct {
 	// still on the screen, press Enter again (an Enter on an empty input does nothing),
 	// at most confirmTries times in all.
 	Confirm bool
+	// Paste: give the text as a bracketed paste when the host can (Paster) and the
+	// program asked for it.
+	Paste bool
+	// Quiet: type only once the screen has not changed for this long (bounded by
+	// quietWait). Claude 2.1.328 garbles keys typed while it redraws after a turn.
+	Quiet time.Duration
 }
 
 // Bounds of a careful submit. Each wait polls the screen or the state with a short
 // backoff and ends as soon as its condition holds.
 const (
+	quietWait    = 1500 * time.Millisecond
 	echoWait     = 2 * time.Second
 	confirmWait  = 2 * time.Second
 	confirmTries = 3
@@ -51,20 +58,39 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 	e.mu.Lock()
 	beforeState, beforeAt, id := rt.a.State, rt.a.StateAt, rt.a.ID
 	e.mu.Unlock()
-	if err := e.host.SendText(ctx, pane, text); err != nil {
-		return hostErr("send text", err)
+	if rule.Quiet > 0 {
+		if err := e.waitQuiet(ctx, pane, rule.Quiet); err != nil {
+			return err
+		}
 	}
+	// The tail counts as shown when it is on the screen more often than before the
+	// text was typed (the same words may be in the conversation already).
 	tail := squeezeSpace(text)
 	if len(tail) > tailLen {
 		tail = tail[len(tail)-tailLen:]
 	}
-	onScreen := func() bool {
+	shown := func() int {
 		scr, err := e.host.Read(ctx, pane, ReadOpts{})
-		return err == nil && strings.Contains(squeezeSpace(scr.Text), tail)
+		if err != nil || tail == "" {
+			return -1
+		}
+		return strings.Count(squeezeSpace(scr.Text), tail)
+	}
+	already := shown()
+	onScreen := func() bool { return shown() > already }
+	if ps, ok := e.host.(Paster); ok && rule.Paste {
+		if err := ps.Paste(ctx, pane, text); err != nil {
+			return hostErr("paste text", err)
+		}
+	} else if err := e.host.SendText(ctx, pane, text); err != nil {
+		return hostErr("send text", err)
 	}
 	if rule.Echo && tail != "" {
 		if err := pollFor(ctx, echoWait, onScreen); err != nil {
 			return err
+		}
+		if !onScreen() {
+			e.log.Info("send: the text did not show on the screen; pressing enter anyway", "agent", id)
 		}
 	}
 	started := func() bool {
@@ -95,6 +121,36 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 		}
 		e.log.Info("send: no turn started and the text is still on the screen; pressing enter again",
 			"agent", id, "try", i+2)
+	}
+	return nil
+}
+
+// waitQuiet waits until two reads of the screen quiet apart are the same, at most
+// quietWait; a read error ends the wait (the send will report it).
+func (e *Engine) waitQuiet(ctx context.Context, pane string, quiet time.Duration) error {
+	deadline := time.Now().Add(quietWait)
+	last, err := e.host.Read(ctx, pane, ReadOpts{})
+	if err != nil {
+		return nil
+	}
+	since := time.Now()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quiet / 4):
+		}
+		scr, err := e.host.Read(ctx, pane, ReadOpts{})
+		if err != nil {
+			return nil
+		}
+		if scr.Text != last.Text || scr.CursorX != last.CursorX || scr.CursorY != last.CursorY {
+			last, since = scr, time.Now()
+			continue
+		}
+		if time.Since(since) >= quiet {
+			return nil
+		}
 	}
 	return nil
 }

@@ -149,7 +149,9 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 	case r.LeadID != "" && err == nil && (a.State == wire.StateQueued || a.State == wire.StateStarting):
 		return r
 	case r.LeadID != "" && err == nil && a.State.Live():
-		if err := s.submit(ctx, a.ID, flatten(text)); err != nil {
+		// The kernel's send presses enter once the text shows and again while no
+		// turn starts (core/submit.go), which claude needs for a long message.
+		if err := s.o.Agents.Send(ctx, wire.SendParams{Target: a.ID, Text: flatten(text), Enter: true}); err != nil {
 			s.log.Warn("plans: send to lead", "plan", r.Name, "err", err)
 			return r
 		}
@@ -186,71 +188,6 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 		return r
 	}
 	return next
-}
-
-// submit types text into the lead's input and presses enter once the text shows on
-// its screen, then checks that a turn started. A TUI that takes a long text arriving
-// at once as a paste (claude does) may fold an enter that follows into the paste, as
-// a new line, and the message would sit unsent; so while no turn starts and the text
-// is still on the screen, enter is pressed again (an enter on an empty input does
-// nothing). Each wait polls with a deadline; when the text never shows (a TUI that
-// draws it differently) enter goes anyway.
-func (s *Service) submit(ctx context.Context, id, text string) error {
-	before, err := s.o.Agents.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: text}); err != nil {
-		return err
-	}
-	tail := squeeze(text)
-	if len(tail) > 24 {
-		tail = tail[len(tail)-24:]
-	}
-	onScreen := func() bool {
-		scr, err := s.o.Agents.Read(ctx, wire.ReadParams{Target: id})
-		return err == nil && strings.Contains(squeeze(scr.Text), tail)
-	}
-	if err := poll(ctx, submitWait, onScreen); err != nil {
-		return err
-	}
-	for range 3 {
-		if err := s.o.Agents.Send(ctx, wire.SendParams{Target: id, Enter: true}); err != nil {
-			return err
-		}
-		started := func() bool {
-			a, err := s.o.Agents.Get(ctx, id)
-			return err != nil || !a.StateAt.Equal(before.StateAt) || a.State != before.State
-		}
-		if err := poll(ctx, submitWait/2, started); err != nil {
-			return err
-		}
-		if started() || !onScreen() {
-			return nil
-		}
-		s.log.Info("plans: the lead did not take the message; pressing enter again", "agent", id)
-	}
-	return nil
-}
-
-// poll waits until cond holds or d passes (not an error), or ctx ends (an error).
-func poll(ctx context.Context, d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for delay := 20 * time.Millisecond; !cond() && time.Now().Before(deadline); delay = min(delay*2, 200*time.Millisecond) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-	}
-	return nil
-}
-
-const submitWait = 5 * time.Second
-
-// squeeze drops all white space, so text wrapped on a screen still matches.
-func squeeze(s string) string {
-	return strings.Join(strings.Fields(s), "")
 }
 
 // flatten puts a message on one line: typed into a TUI, a newline would submit it

@@ -218,6 +218,24 @@ func (h *Host) SendText(ctx context.Context, pane, text string) error {
 	return p.write(ctx, []byte(text))
 }
 
+// Paste gives the pane text as a bracketed paste when its program asked for one (see
+// core.Paster), else types it. An end marker inside the text is dropped, so the text
+// cannot end the paste early.
+func (h *Host) Paste(ctx context.Context, pane, text string) error {
+	p, err := h.pane(pane)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	bracketed := p.modes.on[ansi.ModeBracketedPaste]
+	p.mu.Unlock()
+	if !bracketed {
+		return p.write(ctx, []byte(text))
+	}
+	text = strings.ReplaceAll(text, ansi.BracketedPasteEnd, "")
+	return p.write(ctx, []byte(ansi.BracketedPasteStart+text+ansi.BracketedPasteEnd))
+}
+
 // SendKeys presses the named keys in order (see KeyBytes). Nothing is sent when a name
 // is unknown.
 func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error {

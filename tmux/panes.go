@@ -242,6 +242,25 @@ func (h *Host) SendText(ctx context.Context, pane, text string) error {
 	return nil
 }
 
+// Paste gives the pane text through a paste buffer: tmux brackets it (-p) when the
+// program asked for bracketed paste, and keeps line feeds as they are (-r), so without
+// that mode it arrives as SendText types it (see core.Paster).
+func (h *Host) Paste(ctx context.Context, pane, text string) error {
+	if err := checkPane(pane); err != nil {
+		return err
+	}
+	if text == "" {
+		return nil
+	}
+	buf := "orcr-paste-" + strings.TrimPrefix(pane, "%")
+	text = strings.ReplaceAll(text, "\x1b[201~", "")
+	if _, err := h.callAll(ctx, "set-buffer -b "+buf+" -- "+quote(text),
+		"paste-buffer -p -r -d -b "+buf+" -t "+pane); err != nil {
+		return paneErr("paste text to", pane, err)
+	}
+	return nil
+}
+
 // SendKeys presses named keys (see core.Host).
 func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error {
 	if err := checkPane(pane); err != nil {

@@ -5,6 +5,8 @@
 package claude
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -270,5 +272,5 @@ func (p *Provider) Observe(a wire.Agent) core.Observer {
 // so Enter waits until the text shows, and is pressed again while no turn starts (its
 // UserPromptSubmit hook makes the agent working as soon as a message is taken).
 func (p *Provider) Typing() core.Typing {
-	return core.Typing{Echo: true, Confirm: true}
+	return core.Typing{Paste: true, Echo: true, Confirm: true, Quiet: 300 * time.Millisecond}
 }

@@ -86,6 +86,13 @@ func testClaudeSend(t *testing.T, host string) {
 		}
 		t.Logf("%s: message %d (%d bytes) sent in %v", host, i, len(msg), took.Round(time.Millisecond))
 	}
+	if b, err := os.ReadFile(filepath.Join(e.home, "orcr.log")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "send:") {
+				t.Log(l)
+			}
+		}
+	}
 	if !wait.Until(time.Second, func() bool { return srv.Remaining() == 0 }) {
 		t.Fatalf("%d scripted turns left", srv.Remaining())
 	}
