@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"orcr/core/wire"
 )
 
 // Typist is implemented by providers whose CLI needs care when text is typed and
@@ -58,7 +60,11 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 	e.mu.Lock()
 	beforeState, beforeAt, id := rt.a.State, rt.a.StateAt, rt.a.ID
 	e.mu.Unlock()
-	if rule.Quiet > 0 {
+	// A working agent's screen never stills (its spinner), and a message it takes
+	// mid-turn is queued without a state change: the quiet wait and, when the text
+	// went as a paste, the second Enter only cost time there.
+	working := beforeState == wire.StateWorking
+	if rule.Quiet > 0 && !working {
 		if err := e.waitQuiet(ctx, pane, rule.Quiet); err != nil {
 			return err
 		}
@@ -78,7 +84,9 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 	}
 	already := shown()
 	onScreen := func() bool { return shown() > already }
-	if ps, ok := e.host.(Paster); ok && rule.Paste {
+	ps, pastes := e.host.(Paster)
+	pastes = pastes && rule.Paste
+	if pastes {
 		if err := ps.Paste(ctx, pane, text); err != nil {
 			return hostErr("paste text", err)
 		}
@@ -99,7 +107,7 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 		return rt.a.State != beforeState || !rt.a.StateAt.Equal(beforeAt) || !rt.a.State.Live()
 	}
 	tries := 1
-	if rule.Confirm {
+	if rule.Confirm && !(working && pastes) {
 		tries = confirmTries
 	}
 	for i := range tries {

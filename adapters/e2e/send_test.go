@@ -86,6 +86,20 @@ func testClaudeSend(t *testing.T, host string) {
 		}
 		t.Logf("%s: message %d (%d bytes) sent in %v", host, i, len(msg), took.Round(time.Millisecond))
 	}
+	// A message sent mid-turn is queued by claude and taken after the turn.
+	srv.Push(modelserver.Turn{Text: "slow", Delay: 4 * time.Second, Usage: modelserver.Usage{Input: 1, Output: 1}},
+		modelserver.Turn{Text: "steered", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	e.must("agent", "send", "send/a", "take your time")
+	e.waitAgent("send/a", 30*time.Second, "the slow turn", func(a wire.Agent) bool { return a.State == wire.StateWorking })
+	start := time.Now()
+	e.must("agent", "send", "send/a", "steer while working")
+	t.Logf("%s: a send mid-turn took %v", host, time.Since(start).Round(time.Millisecond))
+	e.waitAgent("send/a", 60*time.Second, "the steer taken", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "steered"
+	})
+	if got := lastUserMessage(t, conversationRequests(srv.Requests())[len(msgs)+2]); !strings.Contains(got, "steer while working") {
+		t.Fatalf("the steer reached the model as %q", got)
+	}
 	if b, err := os.ReadFile(filepath.Join(e.home, "orcr.log")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, "send:") {
