@@ -32,6 +32,10 @@ type Options struct {
 	// Gates are admission conditions beyond the caps, asked after the memory guard
 	// (see Gate).
 	Gates []Gate
+	// Resolver shapes run requests before they are queued (roles); LaunchHooks run
+	// before each launch (per-repo hooks). See extend.go.
+	Resolver    RunResolver
+	LaunchHooks []LaunchHook
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -68,6 +72,7 @@ type Engine struct {
 	mem       *memoryGate // the first gate
 	gates     []Gate      // the memory guard, then Options.Gates
 	fl        fleet       // queue and GC (core/queue.go, gc.go)
+	ready     readyCache  // providers' Detect results (extend.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup

@@ -26,6 +26,7 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	RoleService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -43,6 +44,7 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	RoleService
 }
 
 var _ Service = Composed{}
@@ -108,6 +110,15 @@ type ScheduleService interface {
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// RoleService reads and writes role templates and lists finished agents (package
+// roles implements it, DESIGN §12).
+type RoleService interface {
+	Roles(ctx context.Context) ([]wire.Role, error)
+	RoleGet(ctx context.Context, name string) (wire.RoleResult, error)
+	RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error)
+	History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

@@ -23,7 +23,9 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/orchestrate"
 	"orcr/pty"
+	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
 )
@@ -46,6 +48,7 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	roles  *roles.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -100,10 +103,12 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Logger: s.log})
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
 		Limits: configLimits(cfg), GC: configGC(cfg),
+		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
 	})
 	if err != nil {
 		return nil, err
@@ -123,7 +128,11 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	if err := rs.Start(ctx, eng); err != nil {
+		return nil, fmt.Errorf("start roles: %w", err)
+	}
+	s.roles = rs
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, RoleService: rs}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -144,6 +153,9 @@ func (s *server) close(ctx context.Context) {
 	}
 	if s.sched != nil {
 		s.sched.Close()
+	}
+	if s.roles != nil {
+		s.roles.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)
@@ -166,6 +178,17 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
 	}
+}
+
+// catalog is the model catalog roles check their models against: the embedded one
+// with the user's overrides, or the embedded one alone when the user's does not load.
+func catalog(log *slog.Logger) *orchestrate.Catalog {
+	c, err := orchestrate.Load(orchestrate.DefaultFS, orchestrate.DefaultUserCatalogPath())
+	if err != nil {
+		log.Warn("user catalog ignored for role checks", "err", err)
+		return orchestrate.Default()
+	}
+	return c
 }
 
 // priceTable is the embedded price table with the config's [prices] overrides.

@@ -537,3 +537,24 @@ func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Re
 type Resizer interface {
 	Resizes() <-chan [2]int
 }
+
+// Roles lists role templates.
+func (c *Client) Roles(ctx context.Context) ([]wire.Role, error) {
+	r, err := invoke(ctx, c, wire.RoleList, wire.Empty{})
+	return r.Roles, err
+}
+
+// RoleGet returns one role and its file's text.
+func (c *Client) RoleGet(ctx context.Context, name string) (wire.RoleResult, error) {
+	return invoke(ctx, c, wire.RoleGet, wire.RoleNameParams{Name: name})
+}
+
+// RolePut writes a role file.
+func (c *Client) RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error) {
+	return invoke(ctx, c, wire.RolePut, p)
+}
+
+// History lists finished agents.
+func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+	return invoke(ctx, c, wire.HistoryList, p)
+}

@@ -110,6 +110,22 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.RoleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.RoleListResult, error) {
+			rs, err := s.Roles(ctx)
+			if rs == nil {
+				rs = []wire.Role{}
+			}
+			return wire.RoleListResult{Roles: rs}, err
+		}),
+		serve(wire.RoleGet, func(ctx context.Context, s core.Service, p *wire.RoleNameParams) (wire.RoleResult, error) {
+			return s.RoleGet(ctx, p.Name)
+		}),
+		serve(wire.RolePut, func(ctx context.Context, s core.Service, p *wire.RolePutParams) (wire.RoleResult, error) {
+			return s.RolePut(ctx, *p)
+		}),
+		serve(wire.HistoryList, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
+			return s.History(ctx, *p)
+		}),
 	}
 	m := make(map[string]handler, len(table))
 	for _, h := range table {

@@ -82,8 +82,18 @@ type RunParams struct {
 	Priority int               `json:"priority,omitempty"`
 	Keep     bool              `json:"keep,omitempty"`
 	Worktree string            `json:"worktree,omitempty"`
-	Cols     int               `json:"cols,omitempty"`
-	Rows     int               `json:"rows,omitempty"`
+	// Role names a role template ($XDG_CONFIG_HOME/orcr/roles/NAME.toml); Vars fill
+	// its prompt's {{var}}s. Fields given here win over the role's.
+	Role string            `json:"role,omitempty"`
+	Vars map[string]string `json:"vars,omitempty"`
+	// SystemPrompt is appended to the provider's system prompt.
+	SystemPrompt       string  `json:"systemPrompt,omitempty"`
+	MaxTurns           int     `json:"maxTurns,omitempty"`
+	SoftTimeoutSeconds int     `json:"softTimeoutSeconds,omitempty"`
+	HardTimeoutSeconds int     `json:"hardTimeoutSeconds,omitempty"`
+	BudgetUSD          float64 `json:"budgetUsd,omitempty"`
+	Cols               int     `json:"cols,omitempty"`
+	Rows               int     `json:"rows,omitempty"`
 }
 
 // AgentResult wraps one agent.

@@ -86,6 +86,17 @@ type Agent struct {
 	Priority   int               `json:"priority"`
 	Keep       bool              `json:"keep"`
 	Worktree   string            `json:"worktree"`
+	// Role is the role template the agent was made from ("" for none, §12); RoleNotes
+	// say how it resolved: the provider chosen and why earlier ones were skipped.
+	Role      string   `json:"role"`
+	RoleNotes []string `json:"roleNotes"`
+	// SystemPrompt is appended to the provider's own system prompt through its flag.
+	SystemPrompt string      `json:"systemPrompt"`
+	Limits       AgentLimits `json:"limits"`
+	// Hooks are the per-repo hook runs (.orcr/hooks), each attempt, oldest first.
+	Hooks []HookRun `json:"hooks"`
+	// ResumedFrom is the id of the record this one continues (agent resume).
+	ResumedFrom string `json:"resumedFrom"`
 
 	State       State    `json:"state"`
 	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server
