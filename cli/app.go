@@ -209,6 +209,8 @@ func NewApp(o Options) *cli.Command {
 		},
 		app.scheduleCommand(),
 		app.gcCommand(),
+		app.roleCommand(),
+		app.historyCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)
