@@ -130,7 +130,7 @@ func (s *Service) wrapUp(ctx context.Context, id string, soft, hard time.Duratio
 		s.log.Warn("roles: record wrap-up", "id", id, "err", err)
 		return
 	}
-	if err := s.k.Send(ctx, wire.SendParams{Target: id, Text: WrapUpMessage(soft, hard), Enter: true}); err != nil {
+	if err := s.say(ctx, id, WrapUpMessage(soft, hard)); err != nil {
 		s.log.Warn("roles: send wrap-up", "id", id, "err", err)
 	}
 	s.limitEvent(ctx, a, "soft_timeout", "wrap_up")
@@ -180,7 +180,7 @@ func (s *Service) turnDone(ctx context.Context, a wire.Agent) {
 		case wire.HookPassed:
 		case wire.HookFailed, wire.HookTimeout:
 			if attempt <= cfg.MaxRetries && !overTurns {
-				if err := s.k.Send(ctx, wire.SendParams{Target: a.ID, Text: feedback(run, attempt, cfg.MaxRetries), Enter: true}); err != nil {
+				if err := s.say(ctx, a.ID, feedback(run, attempt, cfg.MaxRetries)); err != nil {
 					s.log.Warn("roles: send validation feedback", "id", a.ID, "err", err)
 				}
 				return

@@ -1,0 +1,102 @@
+package roles_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/modelserver"
+)
+
+// TestClaudeRole runs a role through the real claude CLI: the first provider of the
+// chain cannot start (opencode is not installed) so claude is used; the role's system
+// prompt and skill arrive in the model request; the soft timeout's wrap-up arrives as
+// a user turn; the hard timeout stops the agent.
+func TestClaudeRole(t *testing.T) {
+	r := newClaudeRig(t)
+	skill := filepath.Join(r.dir, "review.md")
+	os.WriteFile(filepath.Join(skill), []byte("SKILL-MARKER-9: check error paths first.\n"), 0o600)
+	r.role("reviewer", `providers = ["opencode:anthropic/claude-sonnet-5", "claude:sonnet"]
+prompt = "Review {{target}} and report BLOCKER lines."
+system_prompt = "You are ROLE-MARKER-7, a careful reviewer."
+skills = ["`+skill+`"]
+env = { REVIEW_STRICT = "1" }
+soft_timeout = "8s"
+hard_timeout = "30s"
+`)
+	r.serve()
+
+	// Bad input is refused before anything starts.
+	if res := r.run("agent", "run", "review/x", "--role", "reviewer"); res.code == 0 || !strings.Contains(res.err, "--var target=") {
+		t.Fatalf("missing var: exit %d %s", res.code, res.err)
+	}
+	if res := r.run("agent", "run", "review/x", "--role", "nope"); res.code == 0 || !strings.Contains(res.err, `no role "nope"`) {
+		t.Fatalf("unknown role: exit %d %s", res.code, res.err)
+	}
+	if out := r.must("agent", "ls", "--all"); strings.Contains(out, "review/x") {
+		t.Fatalf("a refused run left a record:\n%s", out)
+	}
+	if out := r.must("role", "ls"); !strings.Contains(out, "reviewer") || !strings.Contains(out, "opencode:anthropic/claude-sonnet-5 → claude:sonnet") || !strings.Contains(out, "soft 8s") {
+		t.Fatalf("role ls:\n%s", out)
+	}
+	if out := r.must("role", "show", "reviewer"); !strings.Contains(out, "(reviewer.toml:2)") || !strings.Contains(out, "(default)") {
+		t.Fatalf("role show:\n%s", out)
+	}
+
+	r.models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+		modelserver.Turn{Text: "Summary: reviewed internal/auth, nothing left.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.must("agent", "run", "review/auth", "--role", "reviewer", "--var", "target=internal/auth", "--cwd", r.work)
+	a := r.waitAgent("review/auth", 90*time.Second, "first turn", func(a wire.Agent) bool {
+		return a.LastMessage == "No blockers in internal/auth."
+	})
+	// The model is what the transcript reports once it answers; the launch asked for sonnet.
+	if a.Provider != "claude" || !strings.Contains(strings.Join(a.Argv, " "), "--model sonnet") || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != "1" {
+		t.Fatalf("agent %s argv %q role %q env %v", a.Provider, a.Argv, a.Role, a.Env)
+	}
+	q, ok := r.requestWith("ROLE-MARKER-7", "SKILL-MARKER-9")
+	if !ok {
+		t.Fatalf("no model request carried the role's system prompt and skill (%d requests)", len(r.models.Requests()))
+	}
+	if got := lastUserText(t, q); !strings.Contains(got, "Review internal/auth and report BLOCKER lines.") {
+		t.Fatalf("first user turn %q", got)
+	}
+	explain := r.must("agent", "get", "review/auth", "--explain")
+	if !strings.Contains(explain, "role:") || !strings.Contains(explain, "skipped opencode:anthropic/claude-sonnet-5: opencode not found") ||
+		!strings.Contains(explain, "claude:sonnet: choice 2 of 2") {
+		t.Fatalf("explain:\n%s", explain)
+	}
+
+	// The soft timeout: one wrap-up message, as a user turn.
+	r.waitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
+		return a.LastMessage == "Summary: reviewed internal/auth, nothing left." && a.Limits.WrapUpAt != nil
+	})
+	q, ok = r.requestWith("soft time limit of 8s")
+	if !ok || !strings.Contains(lastUserText(t, q), "Wrap up now") {
+		t.Fatalf("the wrap-up did not arrive as a user turn (found %v)", ok)
+	}
+	// The hard timeout stops it.
+	a = r.waitAgent("review/auth", 60*time.Second, "hard timeout", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled || !strings.Contains(a.StateReason, "hard timeout 30s reached") {
+		t.Fatalf("ended %s: %q", a.State, a.StateReason)
+	}
+	if a.StartedAt == nil || a.EndedAt.Sub(*a.StartedAt) < 30*time.Second || a.EndedAt.Sub(*a.StartedAt) > 40*time.Second {
+		t.Fatalf("stopped after %v, want about 30s", a.EndedAt.Sub(*a.StartedAt))
+	}
+	hist := r.must("history", "review/**")
+	if !strings.Contains(hist, "review/auth") || !strings.Contains(hist, "reviewer") || !strings.Contains(hist, "hard timeout") {
+		t.Fatalf("history:\n%s", hist)
+	}
+	// Only one wrap-up was sent.
+	n := 0
+	for _, q := range r.models.Requests() {
+		if q.Scripted && strings.Count(lastUserText(t, q), "soft time limit") > 0 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d requests ended with a wrap-up, want 1", n)
+	}
+}
