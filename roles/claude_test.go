@@ -100,3 +100,86 @@ hard_timeout = "30s"
 		t.Fatalf("%d requests ended with a wrap-up, want 1", n)
 	}
 }
+
+// TestClaudeValidate: a repository's validate.sh fails on the agent's first "done",
+// its output goes back to the agent and arrives in the next model request, and the
+// retry passes; the record keeps both attempts and after.sh runs once.
+func TestClaudeValidate(t *testing.T) {
+	r := newClaudeRig(t)
+	hooks := filepath.Join(r.work, ".orcr", "hooks")
+	os.MkdirAll(hooks, 0o755)
+	// Fails the first time (no marker file yet), passes after.
+	os.WriteFile(filepath.Join(hooks, "validate.sh"), []byte(`#!/bin/sh
+if [ -f .validated-once ]; then echo "all checks pass"; exit 0; fi
+touch .validated-once
+echo "FAIL: TestLogin (VALIDATE-MARKER-3)"
+exit 1
+`), 0o755)
+	os.WriteFile(filepath.Join(hooks, "before.sh"), []byte("#!/bin/sh\necho before ran for $ORCR_PATH\n"), 0o755)
+	os.WriteFile(filepath.Join(hooks, "after.sh"), []byte("#!/bin/sh\necho after >> after.log\n"), 0o755)
+	r.serve()
+	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.must("agent", "run", "impl/login", "--provider", "claude", "--prompt", "implement login", "--cwd", r.work)
+	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
+		n := 0
+		for _, h := range a.Hooks {
+			if h.Hook == wire.HookValidate {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	var got []string
+	for _, h := range a.Hooks {
+		got = append(got, h.Hook+":"+h.Result)
+	}
+	if strings.Join(got, " ") != "before:passed validate:failed validate:passed" && strings.Join(got, " ") != "before:passed validate:failed validate:passed after:passed" {
+		t.Fatalf("hook runs %v", got)
+	}
+	if !strings.Contains(a.Hooks[0].Output, "before ran for impl/login") || !strings.Contains(a.Hooks[1].Output, "VALIDATE-MARKER-3") {
+		t.Fatalf("hook outputs %+v", a.Hooks)
+	}
+	q, ok := r.requestWith("VALIDATE-MARKER-3")
+	if !ok || !strings.Contains(lastUserText(t, q), "validate.sh failed (exit 1, attempt 1 of 3)") {
+		t.Fatalf("the failing output did not arrive as the next user turn (found %v)", ok)
+	}
+	if a.LastMessage != "Fixed TestLogin." {
+		t.Fatalf("last message %q", a.LastMessage)
+	}
+	r.waitAgent("impl/login", 20*time.Second, "after.sh", func(a wire.Agent) bool {
+		return len(a.Hooks) == 4 && a.Hooks[3].Hook == wire.HookAfter
+	})
+	if b, _ := os.ReadFile(filepath.Join(r.work, "after.log")); string(b) != "after\n" {
+		t.Fatalf("after.log %q", b)
+	}
+	if out := r.must("agent", "get", "impl/login", "--explain"); !strings.Contains(out, "validate.sh #1 failed exit 1") ||
+		!strings.Contains(out, "FAIL: TestLogin") {
+		t.Fatalf("explain:\n%s", out)
+	}
+}
+
+// TestBrokenHooks: a before.sh that is not executable fails the launch with a clear
+// state on the record; one that hangs is killed at the repo's hook timeout.
+func TestBrokenHooks(t *testing.T) {
+	r := newClaudeRig(t)
+	repo := filepath.Join(r.work, "noexec")
+	os.MkdirAll(filepath.Join(repo, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(repo, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	hang := filepath.Join(r.work, "hang")
+	os.MkdirAll(filepath.Join(hang, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(hang, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
+	os.WriteFile(filepath.Join(hang, ".orcr", "config.toml"), []byte("[hooks]\ntimeout = \"1s\"\n"), 0o644)
+	r.serve()
+	r.must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
+	r.must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
+	a := r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh is not executable") || !strings.Contains(a.Error, "chmod +x") ||
+		len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookNotExecutable {
+		t.Fatalf("noexec: %s %q %+v", a.State, a.Error, a.Hooks)
+	}
+	a = r.waitAgent("h/hang", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh timed out") || len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookTimeout {
+		t.Fatalf("hang: %s %q %+v", a.State, a.Error, a.Hooks)
+	}
+}
