@@ -173,7 +173,7 @@ func (app *app) historyCommand() *cli.Command {
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			p := wire.HistoryParams{Glob: c.Args().First(), Table: !c.Bool("json")}
+			p := wire.HistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
 				d, err := parseSince(s)
 				if err != nil {
@@ -191,10 +191,8 @@ func (app *app) historyCommand() *cli.Command {
 				}
 				return printJSON(app.out, r)
 			}
-			if r.Table != nil {
-				printTable(app.out, r.Table)
-			}
-			return nil
+			_, err = io.WriteString(app.out, r.Text)
+			return err
 		},
 	}
 }

@@ -1,11 +1,13 @@
 package roles
 
 import (
+	"cmp"
 	"context"
-	"fmt"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -16,13 +18,24 @@ var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DUR
 
 // History lists finished agents (terminal records GC has not pruned), newest first.
 func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+	return HistoryOf(ctx, s.k, p)
+}
+
+// Lister is what history reads: the agents, and who asks (for relative globs).
+type Lister interface {
+	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
+	CallerAgent(ctx context.Context) (*wire.Agent, error)
+}
+
+// HistoryOf is history.list over k's agents.
+func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.HistoryResult, error) {
 	if p.SinceSeconds < 0 {
 		return wire.HistoryResult{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
 	}
 	var g *core.Glob
 	if p.Glob != "" {
 		scope := ""
-		if me, err := s.k.CallerAgent(ctx); err != nil {
+		if me, err := k.CallerAgent(ctx); err != nil {
 			return wire.HistoryResult{}, err
 		} else if me != nil {
 			scope = me.Path
@@ -33,7 +46,7 @@ func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.Histo
 		}
 		g = &gl
 	}
-	as, err := s.k.List(ctx, wire.ListParams{All: true})
+	as, err := k.List(ctx, wire.ListParams{All: true})
 	if err != nil {
 		return wire.HistoryResult{}, err
 	}
@@ -42,7 +55,14 @@ func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.Histo
 	if p.SinceSeconds > 0 {
 		since = now.Add(-time.Duration(p.SinceSeconds) * time.Second)
 	}
-	out := make([]wire.HistoryEntry, 0, len(as))
+	// Sort small keys, not records: at 10,000 agents moving whole records was a
+	// third of the call.
+	type key struct {
+		end int64
+		id  string
+		i   int
+	}
+	keys := make([]key, 0, len(as))
 	for i := range as {
 		a := &as[i]
 		if !a.State.Terminal() || a.EndedAt == nil || a.EndedAt.Before(since) {
@@ -51,22 +71,63 @@ func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.Histo
 		if g != nil && !g.Match(a.Path) {
 			continue
 		}
-		out = append(out, Entry(*a))
+		keys = append(keys, key{a.EndedAt.UnixNano(), a.ID, i})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].EndedAt.Equal(out[j].EndedAt) {
-			return out[i].EndedAt.After(out[j].EndedAt)
+	slices.SortFunc(keys, func(x, y key) int {
+		if c := cmp.Compare(y.end, x.end); c != 0 {
+			return c
 		}
-		return out[i].ID > out[j].ID
+		return strings.Compare(y.id, x.id)
 	})
-	if p.Table {
-		t := &wire.Table{Columns: HistoryColumns, Rows: make([][]string, len(out))}
+	out := make([]wire.HistoryEntry, len(keys))
+	for j, k := range keys {
+		out[j] = Entry(as[k.i])
+	}
+	if p.Text {
+		rows := make([][]string, len(out))
 		for i, e := range out {
-			t.Rows[i] = Row(e, now)
+			rows[i] = Row(e, now)
 		}
-		return wire.HistoryResult{Entries: []wire.HistoryEntry{}, Table: t}, nil
+		return wire.HistoryResult{Entries: []wire.HistoryEntry{}, Text: Align(HistoryColumns, rows)}, nil
 	}
 	return wire.HistoryResult{Entries: out}, nil
+}
+
+// Align lays rows out in columns two spaces apart, as tabwriter would, in one pass
+// over precomputed widths (rune counts, so paths with non-ASCII letters line up).
+func Align(cols []string, rows [][]string) string {
+	w := make([]int, len(cols))
+	width := func(s string) int { return utf8.RuneCountInString(s) }
+	for i, c := range cols {
+		w[i] = width(c)
+	}
+	size := 0
+	for _, r := range rows {
+		for i, c := range r {
+			if n := width(c); n > w[i] {
+				w[i] = n
+			}
+			size += len(c) + 2
+		}
+	}
+	var b strings.Builder
+	b.Grow(size + len(rows)*len(cols)*8)
+	line := func(r []string) {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				for n := width(c); n < w[i]+2; n++ {
+					b.WriteByte(' ')
+				}
+			}
+		}
+		b.WriteByte('\n')
+	}
+	line(cols)
+	for _, r := range rows {
+		line(r)
+	}
+	return b.String()
 }
 
 // Entry is a finished agent's history line.
@@ -98,6 +159,30 @@ func result(a wire.Agent) string {
 	return string(a.State)
 }
 
+// humanCount is core.HumanCount without fmt (it runs once per row of 10,000).
+func humanCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+	case n >= 1_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// age is core.FormatAge without fmt.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
 // Row is an entry's display row.
 func Row(e wire.HistoryEntry, now time.Time) []string {
 	role := e.Role
@@ -110,16 +195,16 @@ func Row(e wire.HistoryEntry, now time.Time) []string {
 	}
 	tokens := "-"
 	if e.Tokens > 0 {
-		tokens = core.HumanCount(e.Tokens)
+		tokens = humanCount(e.Tokens)
 	}
 	cost := "-"
 	if e.CostUSD != nil {
-		cost = fmt.Sprintf("$%.2f", *e.CostUSD)
+		cost = "$" + strconv.FormatFloat(*e.CostUSD, 'f', 2, 64)
 	}
 	res := e.Result
 	if len(res) > 60 {
 		res = res[:57] + "..."
 	}
-	return []string{core.FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, role, e.Provider, model,
+	return []string{age(now.Sub(e.EndedAt)) + " ago", e.Path, role, e.Provider, model,
 		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
 }
