@@ -107,17 +107,18 @@ func DefaultGlobal() Global {
 	}
 }
 
-// DefaultTree is the default tree set: arrows to move, letters for actions.
+// DefaultTree is the default tree set: arrows (and j/k/g/G, which every pager and
+// most TUIs accept) to move, letters for actions.
 func DefaultTree() Tree {
 	kill := b("tree.kill", "kill by glob", "K")
 	kill.Destructive = true
 	return Tree{
-		Up:          b("tree.up", "up", "up"),
-		Down:        b("tree.down", "down", "down"),
+		Up:          b("tree.up", "up", "up", "k"),
+		Down:        b("tree.down", "down", "down", "j"),
 		PageUp:      b("tree.page_up", "page up", "pgup"),
 		PageDown:    b("tree.page_down", "page down", "pgdown"),
-		Top:         b("tree.top", "top", "home"),
-		Bottom:      b("tree.bottom", "bottom", "end"),
+		Top:         b("tree.top", "top", "home", "g"),
+		Bottom:      b("tree.bottom", "bottom", "end", "G"),
 		Expand:      b("tree.expand", "expand", "right"),
 		Collapse:    b("tree.collapse", "collapse", "left"),
 		Toggle:      b("tree.toggle", "fold/unfold", "space"),
@@ -136,8 +137,8 @@ func DefaultTree() Tree {
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:      b("panel.up", "scroll up", "up"),
-		Down:    b("panel.down", "scroll down", "down"),
+		Up:      b("panel.up", "scroll up", "up", "k"),
+		Down:    b("panel.down", "scroll down", "down", "j"),
 		NextTab: b("panel.next_tab", "next panel tab", "]"),
 		PrevTab: b("panel.prev_tab", "previous panel tab", "["),
 	}
@@ -161,7 +162,7 @@ func Default() KeyMap {
 		Panel: DefaultPanel(), Dialog: DefaultDialog()}
 }
 
-// VimTree adds vim motions to the default tree set.
+// VimTree adds the rest of vim's motions to the default tree set.
 func VimTree() Tree {
 	t := DefaultTree()
 	t.Up.Keys = []string{"k", "up"}

@@ -49,6 +49,7 @@ type Model struct {
 	loaded    bool
 	quit      QuitChoice
 	quitting  bool
+	farewell  string // printed on the terminal after the dashboard ends (see farewellText)
 	attaching bool
 
 	// Preview reads are coalesced: at most one in flight; readDirty asks for one more.
@@ -89,6 +90,10 @@ func (m *Model) Close() { m.cancel() }
 
 // Quit is the choice made on quit (QuitPlain until then).
 func (m *Model) Quit() QuitChoice { return m.quit }
+
+// Farewell is the line to print once the terminal is restored: set on a plain quit
+// while agents keep running, saying so and how to get back to them.
+func (m *Model) Farewell() string { return m.farewell }
 
 // Init starts the first calls: server info (then the subscription), the agent list, the
 // panels, and the clocks.
@@ -186,7 +191,7 @@ const minW, minH = 40, 10
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "orcr"
+	v.WindowTitle = m.windowTitle()
 	return v
 }
 

@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -202,9 +203,7 @@ func (v usageView) lines(c *common, w int) []string {
 	}
 	type prov struct {
 		readings []wire.LimitReading
-		tokens   int64
-		cost     float64
-		priced   bool
+		usage    core.Total
 	}
 	byP := map[string]*prov{}
 	get := func(p string) *prov {
@@ -217,12 +216,7 @@ func (v usageView) lines(c *common, w int) []string {
 		if r.Window != "total" && r.Window != "" {
 			continue
 		}
-		p := get(r.Provider)
-		p.tokens += r.Usage.InputTokens + r.Usage.OutputTokens
-		if r.Usage.CostUSD != nil {
-			p.cost += *r.Usage.CostUSD
-			p.priced = true
-		}
+		get(r.Provider).usage.Add(core.TotalOf(r.Usage))
 	}
 	for _, r := range v.u.Readings {
 		p := get(r.Provider)
@@ -240,7 +234,7 @@ func (v usageView) lines(c *common, w int) []string {
 	var out []string
 	for _, n := range names {
 		p := byP[n]
-		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render(fmt.Sprintf("tokens %s  cost %s", humanTokens(p.tokens), humanCost(p.cost, p.priced))))
+		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
 		sort.Slice(p.readings, func(i, j int) bool { return p.readings[i].Window < p.readings[j].Window })
 		for _, r := range p.readings {
 			line := "  " + fit(r.Window, 7) + gauge(c, r.UsedPct/100, gw, r.LimitHit) + st.Text.Render(fmt.Sprintf(" %3.0f%%", r.UsedPct))
@@ -248,7 +242,7 @@ func (v usageView) lines(c *common, w int) []string {
 				line += " " + st.Danger.Render("LIMIT")
 			}
 			if r.ResetsAt != nil {
-				line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + humanAge(r.ResetsAt.Sub(c.now)) + ")")
+				line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + core.FormatAge(r.ResetsAt.Sub(c.now)) + ")")
 			}
 			out = append(out, line)
 		}
@@ -287,11 +281,11 @@ func (v schedulesView) lines(c *common, w int) []string {
 	for _, s := range v.s {
 		cad := s.Cron
 		if s.EverySeconds > 0 {
-			cad = "every " + humanAge(time.Duration(s.EverySeconds)*time.Second)
+			cad = "every " + core.FormatAge(time.Duration(s.EverySeconds)*time.Second)
 		}
 		next := "next -"
 		if s.NextAt != nil {
-			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + humanAge(s.NextAt.Sub(c.now)) + ")"
+			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + core.FormatAge(s.NextAt.Sub(c.now)) + ")"
 		}
 		last := "never run"
 		lastSt := st.Muted
@@ -364,7 +358,10 @@ func (v eventsView) lines(c *common, w int) []string {
 		}
 		ts := st.Subtle.Render(e.At.UTC().Format("15:04:05") + " ")
 		ws := st.Muted
-		if e.To != "" {
+		switch {
+		case e.Agent != nil && e.To != "" && e.Agent.State == e.To:
+			ws = c.agentStyle(e.Agent)
+		case e.To != "":
 			ws = c.stateStyle(e.To)
 		}
 		out = append(out, ts+ws.Render(fit(what, 8))+" "+st.Text.Render(path)+" "+st.Muted.Render(detail))
