@@ -91,6 +91,7 @@ func (app *app) agentCommand() *cli.Command {
 				},
 			},
 			app.agentAnswerCommand(),
+			app.agentResumeCommand(),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{

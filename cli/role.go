@@ -211,3 +211,28 @@ func parseSince(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+func (app *app) agentResumeCommand() *cli.Command {
+	return &cli.Command{
+		Name: "resume", Usage: "bring an ended or hibernated agent back by its session", ArgsUsage: "TARGET",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Usage: "the first message after resuming"}, jsonFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().First() == "" {
+				return fmt.Errorf("agent resume needs a TARGET: an id, an id prefix or a path")
+			}
+			a, err := service(ctx).Resume(ctx, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(app.out, wire.AgentResult{Agent: a})
+			}
+			from := ""
+			if a.ResumedFrom != "" {
+				from = " (continues " + shortID(a.ResumedFrom) + ")"
+			}
+			fmt.Fprintf(app.out, "%s %s %s%s\n", a.ID, a.Path, a.State, from)
+			return nil
+		},
+	}
+}

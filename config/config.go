@@ -48,6 +48,8 @@ type GC struct {
 	ExitedGrace string `toml:"exited_grace"`
 	IdleAfter   string `toml:"idle_after"`
 	Retain      string `toml:"retain"`
+	// IdleAction is what idle_after does: "stop" (default) or "hibernate".
+	IdleAction string `toml:"idle_action"`
 }
 
 // UI configures the dashboard.
@@ -140,6 +142,11 @@ func (c Config) Validate() error {
 		if c.Limits[k] < 0 {
 			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
 		}
+	}
+	switch c.GC.IdleAction {
+	case "", "stop", "hibernate":
+	default:
+		return fmt.Errorf("config: gc.idle_action = %q: use \"stop\" or \"hibernate\"", c.GC.IdleAction)
 	}
 	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {
 		if d == "" {

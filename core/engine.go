@@ -88,9 +88,13 @@ type agentRT struct {
 	judge   chan struct{} // read the screen now (after an answer)
 	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
 	lastInput time.Time
-	exit      chan paneEnd
-	stop      context.CancelFunc
-	done      chan struct{}
+	// wake is the first message of a hibernated agent being woken (resume.go); the
+	// launch gives it as the prompt.
+	// nil when not waking; "" wakes without a message.
+	wake *string
+	exit chan paneEnd
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // NewEngine builds an engine; call Start to reconcile with the host and begin serving.
@@ -195,6 +199,9 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 	claimed := map[string]bool{}
 	for _, rt := range rts {
 		a := rt.a
+		if a.State == wire.StateHibernated {
+			continue // no pane: a send or a resume wakes it
+		}
 		if a.State.Terminal() || a.State == wire.StateQueued {
 			if _, open := byID[a.PaneID]; a.PaneID != "" && open {
 				// An ended agent's pane still open (tmux keeps dead panes): it is

@@ -122,6 +122,14 @@ func (e *Engine) liveByPathLocked(path string) *agentRT {
 func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	e.mu.Lock()
 	a := rt.a
+	if rt.wake != nil {
+		a.Prompt, rt.wake = *rt.wake, nil
+		// The record's argv is the previous launch's whole command line (launch keeps
+		// it when the user gave none); the adapter builds a new one.
+		if a.Provider != "shell" && len(a.Argv) > 0 && filepath.Base(a.Argv[0]) == a.Provider {
+			a.Argv = nil
+		}
+	}
 	e.mu.Unlock()
 	prov := e.providers[a.Provider]
 	stateDir := filepath.Join(e.opts.Home, "agents", a.ID)

@@ -74,6 +74,10 @@ type AgentService interface {
 	// AttachStream pipes a terminal to the pane until ctx ends or the pane exits.
 	AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error
 
+	// Resume brings an ended or hibernated agent back through its provider's own
+	// resume of its session (§12).
+	Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, error)
+
 	// Hook delivers a provider hook report.
 	Hook(ctx context.Context, p wire.HookParams) error
 }

@@ -558,3 +558,9 @@ func (c *Client) RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleRe
 func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
 	return invoke(ctx, c, wire.HistoryList, p)
 }
+
+// Resume brings an ended or hibernated agent back by its session.
+func (c *Client) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, error) {
+	r, err := invoke(ctx, c, wire.AgentResume, p)
+	return r.Agent, err
+}

@@ -110,6 +110,10 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.AgentResume, func(ctx context.Context, s core.Service, p *wire.ResumeParams) (wire.AgentResult, error) {
+			a, err := s.Resume(ctx, *p)
+			return wire.AgentResult{Agent: a}, err
+		}),
 		serve(wire.RoleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.RoleListResult, error) {
 			rs, err := s.Roles(ctx)
 			if rs == nil {

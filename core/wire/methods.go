@@ -77,6 +77,7 @@ var (
 	ScheduleRemove  = unary[ScheduleNameParams, Empty](MethodScheduleRemove, "Remove a schedule and its run history.")
 	ScheduleRunNow  = unary[ScheduleRunParams, ScheduleRunResult](MethodScheduleRun, "Run a schedule now.")
 	ScheduleRuns    = unary[ScheduleNameParams, ScheduleRunsResult](MethodScheduleRuns, "A schedule's run history, oldest first.")
+	AgentResume     = unary[ResumeParams, AgentResult](MethodAgentResume, "Resume an ended or hibernated agent through its provider's session: a new record linked to the old.")
 	RoleList        = unary[Empty, RoleListResult](MethodRoleList, "Role templates ($XDG_CONFIG_HOME/orcr/roles), broken ones with their error.")
 	RoleGet         = unary[RoleNameParams, RoleResult](MethodRoleGet, "One role: its values, where each came from, and its file's text.")
 	RolePut         = unary[RolePutParams, RoleResult](MethodRolePut, "Write a role file (refused with its line when it does not load).")

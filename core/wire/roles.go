@@ -99,6 +99,16 @@ const (
 	CodeNoSession   = "no_session"   // resume: the provider keeps no session, or its file is gone
 )
 
+// MethodAgentResume brings an ended or hibernated agent back by its session.
+const MethodAgentResume = "agent.resume"
+
+// ResumeParams resumes an agent (agent.resume): the provider's own resume of the
+// recorded session, in the same folder, as a new record linked to the old one.
+type ResumeParams struct {
+	Target string `json:"target"`
+	Prompt string `json:"prompt,omitempty"` // the first message after resuming
+}
+
 // RoleListResult answers role.list.
 type RoleListResult struct {
 	Roles []Role `json:"roles"`

@@ -24,11 +24,14 @@ const (
 	StateKilled   State = "killed"
 	StateFailed   State = "failed" // could not start
 	StateLost     State = "lost"   // pane vanished while nobody watched
+	// StateHibernated: the process was stopped while idle but its session is kept; a
+	// send resumes it (§12). Not terminal: it still holds its path.
+	StateHibernated State = "hibernated"
 )
 
 // AllStates lists every state in lifecycle order.
 var AllStates = []State{StateQueued, StateStarting, StateIdle, StateWorking, StateBlocked,
-	StateDone, StateExited, StateKilled, StateFailed, StateLost}
+	StateDone, StateExited, StateKilled, StateFailed, StateLost, StateHibernated}
 
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
