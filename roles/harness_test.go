@@ -33,7 +33,9 @@ type rig struct {
 	models *modelserver.Server
 }
 
-func newClaudeRig(t *testing.T) *rig {
+func newClaudeRig(t *testing.T) *rig { return newClaudeRigTB(t) }
+
+func newClaudeRigTB(t testing.TB) *rig {
 	t.Helper()
 	claude := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	ms, err := modelserver.Start()

@@ -93,7 +93,9 @@ func LoadRepoConfig(repo string) (RepoConfig, error) {
 
 // RepoOf finds the folder whose .orcr/ serves an agent working in cwd: cwd itself,
 // else its git top, else the main worktree of its repository ("" when none has one).
-func RepoOf(ctx context.Context, cwd string) string {
+// It reads the file system only (no git process): it runs before every launch, and
+// a wake from hibernation must not wait for two git calls.
+func RepoOf(_ context.Context, cwd string) string {
 	if cwd == "" {
 		return ""
 	}
@@ -101,30 +103,54 @@ func RepoOf(ctx context.Context, cwd string) string {
 		st, err := os.Stat(filepath.Join(d, ".orcr"))
 		return err == nil && st.IsDir()
 	}
-	if has(cwd) {
-		return cwd
+	for d := filepath.Clean(cwd); ; d = filepath.Dir(d) {
+		if has(d) && (d == filepath.Clean(cwd) || isGitTop(d)) {
+			return d
+		}
+		if st, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			if st.IsDir() {
+				return "" // the repository's top has no .orcr
+			}
+			// A linked worktree: ".git" is a file naming <main>/.git/worktrees/<name>.
+			if main := mainWorktree(filepath.Join(d, ".git")); main != "" && has(main) {
+				return main
+			}
+			return ""
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
 	}
-	top, err := gitOut(ctx, cwd, "rev-parse", "--show-toplevel")
+}
+
+func isGitTop(d string) bool {
+	_, err := os.Lstat(filepath.Join(d, ".git"))
+	return err == nil
+}
+
+// mainWorktree reads a linked worktree's .git file and returns the main worktree.
+func mainWorktree(gitFile string) string {
+	b, err := readBounded(gitFile)
 	if err != nil {
 		return ""
 	}
-	if has(top) {
-		return top
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
 	}
-	common, err := gitOut(ctx, cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err == nil {
-		if main := filepath.Dir(common); has(main) {
-			return main
-		}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(filepath.Dir(gitFile), dir)
 	}
-	return ""
-}
-
-func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
-	return strings.TrimSpace(string(out)), err
+	// <main>/.git/worktrees/<name>
+	if filepath.Base(filepath.Dir(dir)) != "worktrees" {
+		return ""
+	}
+	common := filepath.Dir(filepath.Dir(dir))
+	if filepath.Base(common) != ".git" {
+		return ""
+	}
+	return filepath.Dir(common)
 }
 
 // HookPath is repo's script for hook ("" when the repo has none).
