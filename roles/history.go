@@ -18,7 +18,17 @@ var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DUR
 
 // History lists finished agents (terminal records GC has not pruned), newest first.
 func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
-	return HistoryOf(ctx, s.k, p)
+	s.mu.Lock()
+	if !s.started {
+		s.mu.Unlock()
+		return HistoryOf(ctx, s.k, p)
+	}
+	entries := make([]wire.HistoryEntry, 0, len(s.hist))
+	for _, e := range s.hist {
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	return historyFrom(ctx, s.k, entries, p)
 }
 
 // Lister is what history reads: the agents, and who asks (for relative globs).
@@ -29,6 +39,21 @@ type Lister interface {
 
 // HistoryOf is history.list over k's agents.
 func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.HistoryResult, error) {
+	as, err := k.List(ctx, wire.ListParams{All: true})
+	if err != nil {
+		return wire.HistoryResult{}, err
+	}
+	entries := make([]wire.HistoryEntry, 0, len(as))
+	for i := range as {
+		if as[i].State.Terminal() && as[i].EndedAt != nil {
+			entries = append(entries, Entry(as[i]))
+		}
+	}
+	return historyFrom(ctx, k, entries, p)
+}
+
+// historyFrom filters, sorts and renders finished agents' entries.
+func historyFrom(ctx context.Context, k Lister, all []wire.HistoryEntry, p wire.HistoryParams) (wire.HistoryResult, error) {
 	if p.SinceSeconds < 0 {
 		return wire.HistoryResult{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
 	}
@@ -46,10 +71,6 @@ func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.Histor
 		}
 		g = &gl
 	}
-	as, err := k.List(ctx, wire.ListParams{All: true})
-	if err != nil {
-		return wire.HistoryResult{}, err
-	}
 	now := time.Now().UTC()
 	var since time.Time
 	if p.SinceSeconds > 0 {
@@ -62,16 +83,13 @@ func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.Histor
 		id  string
 		i   int
 	}
-	keys := make([]key, 0, len(as))
-	for i := range as {
-		a := &as[i]
-		if !a.State.Terminal() || a.EndedAt == nil || a.EndedAt.Before(since) {
+	keys := make([]key, 0, len(all))
+	for i := range all {
+		e := &all[i]
+		if e.EndedAt.Before(since) || g != nil && !g.Match(e.Path) {
 			continue
 		}
-		if g != nil && !g.Match(a.Path) {
-			continue
-		}
-		keys = append(keys, key{a.EndedAt.UnixNano(), a.ID, i})
+		keys = append(keys, key{e.EndedAt.UnixNano(), e.ID, i})
 	}
 	slices.SortFunc(keys, func(x, y key) int {
 		if c := cmp.Compare(y.end, x.end); c != 0 {
@@ -81,7 +99,7 @@ func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.Histor
 	})
 	out := make([]wire.HistoryEntry, len(keys))
 	for j, k := range keys {
-		out[j] = Entry(as[k.i])
+		out[j] = all[k.i]
 	}
 	if p.Text {
 		rows := make([][]string, len(out))
@@ -159,30 +177,6 @@ func result(a wire.Agent) string {
 	return string(a.State)
 }
 
-// humanCount is core.HumanCount without fmt (it runs once per row of 10,000).
-func humanCount(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
-	case n >= 1_000:
-		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// age is core.FormatAge without fmt.
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d.Hours())) + "h"
-	}
-	return strconv.Itoa(int(d.Hours()/24)) + "d"
-}
-
 // Row is an entry's display row.
 func Row(e wire.HistoryEntry, now time.Time) []string {
 	role := e.Role
@@ -195,7 +189,7 @@ func Row(e wire.HistoryEntry, now time.Time) []string {
 	}
 	tokens := "-"
 	if e.Tokens > 0 {
-		tokens = humanCount(e.Tokens)
+		tokens = core.HumanCount(e.Tokens)
 	}
 	cost := "-"
 	if e.CostUSD != nil {
@@ -205,6 +199,6 @@ func Row(e wire.HistoryEntry, now time.Time) []string {
 	if len(res) > 60 {
 		res = res[:57] + "..."
 	}
-	return []string{age(now.Sub(e.EndedAt)) + " ago", e.Path, role, e.Provider, model,
+	return []string{core.FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, role, e.Provider, model,
 		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
 }

