@@ -183,3 +183,23 @@ func TestBrokenHooks(t *testing.T) {
 		t.Fatalf("hang: %s %q %+v", a.State, a.Error, a.Hooks)
 	}
 }
+
+// TestMaxTurns: a role's turn budget stops the agent after its Nth finished turn (a
+// turn is a working → done cycle).
+func TestMaxTurns(t *testing.T) {
+	r := newClaudeRig(t)
+	r.role("twoturns", "providers = [\"claude:sonnet\"]\nprompt = \"one\"\nmax_turns = 2\n")
+	r.serve()
+	r.models.Push(modelserver.Turn{Text: "first", Usage: modelserver.Usage{Input: 1, Output: 1}},
+		modelserver.Turn{Text: "second", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	r.must("agent", "run", "t/x", "--role", "twoturns", "--cwd", r.work)
+	a := r.waitAgent("t/x", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.Limits.Turns == 1 })
+	if a.State.Terminal() {
+		t.Fatalf("stopped after one turn of two: %s %q", a.State, a.StateReason)
+	}
+	r.must("agent", "send", "t/x", "two")
+	a = r.waitAgent("t/x", 60*time.Second, "stopped", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled || a.StateReason != "max_turns 2 reached" || a.Limits.Turns != 2 || a.LastMessage != "second" {
+		t.Fatalf("ended %s %q turns %d last %q", a.State, a.StateReason, a.Limits.Turns, a.LastMessage)
+	}
+}
