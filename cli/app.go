@@ -208,9 +208,12 @@ func NewApp(o Options) *cli.Command {
 			},
 		},
 		app.scheduleCommand(),
+		app.listenerCommand(),
 		app.gcCommand(),
 		app.roleCommand(),
 		app.historyCommand(),
+		app.catalogCommand(),
+		app.planCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)

@@ -202,3 +202,66 @@ func (t Total) Cost() string {
 	}
 	return "-"
 }
+
+// FormatEstimate is a plan estimate as people write it: 20m, 1h30m, 2h; "-" for none.
+func FormatEstimate(seconds int) string {
+	if seconds <= 0 {
+		return "-"
+	}
+	d := time.Duration(seconds) * time.Second
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0 && m == 0:
+		return fmt.Sprintf("%ds", seconds)
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
+
+// FormatSpan is a short span with two units: 40s, 1m20s, 2h5m, 3d4h.
+func FormatSpan(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		m, s := int(d/time.Minute), int(d%time.Minute/time.Second)
+		if s == 0 {
+			return fmt.Sprintf("%dm", m)
+		}
+		return fmt.Sprintf("%dm%ds", m, s)
+	case d < 48*time.Hour:
+		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m)
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// ListenerRow is a listener's line in `orcr listener ls` and the dashboard: NAME
+// SOURCE LAST-POLL NEXT FIRED HELD STATE.
+func ListenerRow(l wire.Listener, now time.Time) []string {
+	last, next := "never", "-"
+	if l.LastPoll != nil {
+		last = FormatSpan(now.Sub(*l.LastPoll)) + " ago"
+	}
+	if l.NextPoll != nil && l.State == "enabled" {
+		next = "now"
+		if d := l.NextPoll.Sub(now); d >= time.Second {
+			next = FormatSpan(d)
+		}
+	}
+	state := l.State
+	if state == "enabled" && l.LastError != "" && l.Failures > 0 {
+		state = fmt.Sprintf("failing (%d)", l.Failures)
+	}
+	return []string{l.Name, Dash(l.Source), last, next, fmt.Sprint(l.Fires), fmt.Sprint(l.Held), state}
+}

@@ -23,6 +23,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/listen"
 	"orcr/orchestrate"
 	"orcr/pty"
 	"orcr/roles"
@@ -49,6 +50,8 @@ type server struct {
 	engine *core.Engine
 	sched  *schedule.Service
 	roles  *roles.Service
+	plans  *orchestrate.Service
+	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -104,8 +107,9 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	sockPath := socket.SocketPath(home)
 	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Logger: s.log})
+	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
-		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
+		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
 		Limits: configLimits(cfg), GC: configGC(cfg),
 		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
@@ -132,7 +136,22 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start roles: %w", err)
 	}
 	s.roles = rs
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, RoleService: rs}
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
+		Detect: detector(provs), CatalogPath: orchestrate.DefaultUserCatalogPath(),
+		TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := plans.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start plans: %w", err)
+	}
+	s.plans = plans
+	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("start listeners: %w", err)
+	}
+	s.listen = ls
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans, ListenerService: ls, RoleService: rs}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -150,6 +169,12 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.plans != nil {
+		s.plans.Close()
+	}
+	if s.listen != nil {
+		s.listen.Close()
 	}
 	if s.sched != nil {
 		s.sched.Close()
@@ -189,6 +214,19 @@ func catalog(log *slog.Logger) *orchestrate.Catalog {
 		return orchestrate.Default()
 	}
 	return c
+}
+
+// detector reports a provider's program as its adapter finds it; the plan service
+// asks before it starts a lead, so a missing one is an exit-2 error naming the fix.
+func detector(provs []core.Provider) func(ctx context.Context, name string) core.ProviderStatus {
+	return func(ctx context.Context, name string) core.ProviderStatus {
+		for _, p := range provs {
+			if p.Name() == name {
+				return p.Detect(ctx)
+			}
+		}
+		return core.ProviderStatus{Name: name}
+	}
 }
 
 // priceTable is the embedded price table with the config's [prices] overrides.

@@ -61,7 +61,7 @@ func pretty(k string) string {
 
 // Global bindings work everywhere outside dialogs.
 type Global struct {
-	Quit, Help, FocusNext, FocusPrev, Theme Binding
+	Quit, Help, FocusNext, FocusPrev, Theme, Plans Binding
 }
 
 // Tree bindings act on the agent tree and the selected agent.
@@ -83,6 +83,11 @@ type Dialog struct {
 	Submit, Cancel, SendMulti, Confirm Binding
 }
 
+// Plans bindings act in the plans view: the list, a plan, its approval form.
+type Plans struct {
+	Open, Approve, Reject, Edit, Refresh Binding
+}
+
 // KeyMap is every area's bindings.
 type KeyMap struct {
 	Name   string
@@ -90,6 +95,7 @@ type KeyMap struct {
 	Tree   Tree
 	Panel  Panel
 	Dialog Dialog
+	Plans  Plans
 }
 
 func b(action, desc string, keys ...string) Binding {
@@ -104,6 +110,21 @@ func DefaultGlobal() Global {
 		FocusNext: b("global.focus_next", "next pane", "tab"),
 		FocusPrev: b("global.focus_prev", "previous pane", "shift+tab"),
 		Theme:     b("global.theme", "next theme", "T"),
+		Plans:     b("global.plans", "plans", "P"),
+	}
+}
+
+// DefaultPlans is the default plans set. Approve is marked destructive: it fixes the
+// plan a run builds, so it goes through the approval form.
+func DefaultPlans() Plans {
+	approve := b("plans.approve", "approve (form)", "A")
+	approve.Destructive = true
+	return Plans{
+		Open:    b("plans.open", "open plan", "enter"),
+		Approve: approve,
+		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
+		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
+		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
 	}
 }
 
@@ -159,7 +180,7 @@ func DefaultDialog() Dialog {
 // Default is the default key map.
 func Default() KeyMap {
 	return KeyMap{Name: "default", Global: DefaultGlobal(), Tree: DefaultTree(),
-		Panel: DefaultPanel(), Dialog: DefaultDialog()}
+		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
 }
 
 // VimTree adds the rest of vim's motions to the default tree set.
@@ -190,7 +211,7 @@ func VimPanel() Panel {
 // Vim is the vim-style key map.
 func Vim() KeyMap {
 	return KeyMap{Name: "vim", Global: DefaultGlobal(), Tree: VimTree(),
-		Panel: VimPanel(), Dialog: DefaultDialog()}
+		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
 }
 
 // ByName returns the named key map ("default" or "vim").
@@ -214,17 +235,18 @@ func (k *KeyMap) areas() []struct {
 	title string
 	ptrs  []*Binding
 } {
-	g, t, p, d := &k.Global, &k.Tree, &k.Panel, &k.Dialog
+	g, t, p, d, pl := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans
 	return []struct {
 		title string
 		ptrs  []*Binding
 	}{
-		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme}},
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
+		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 	}
 }
 

@@ -99,11 +99,14 @@ func (m *Model) Farewell() string { return m.farewell }
 // panels, and the clocks.
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(infoCmd(m.ctx, m.svc), listCmd(m.ctx, m.svc), queueCmd(m.ctx, m.svc),
-		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
+		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), listenersCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
 }
 
 // Update routes by message family; each family has its own handler.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if cmd, ok := m.updateListeners(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
@@ -122,7 +125,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case settleMsg:
 		return m, m.onSettle()
 	case refreshMsg:
-		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), refreshCmd())
+		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
+			listenersCmd(m.ctx, m.svc), refreshCmd())
 	}
 	// Anything else (cursor blinks, form internals) belongs to the top dialog.
 	return m, m.toDialog(msg)

@@ -12,7 +12,7 @@ import (
 	"orcr/core/wire"
 )
 
-// The side panel shows one of four small views, switched with the panel tab keys. Each
+// The side panel shows one of five small views, switched with the panel tab keys. Each
 // view renders plain body lines; the panel frames them and handles scrolling.
 
 type panelTab int
@@ -22,11 +22,12 @@ const (
 	tabUsage
 	tabSchedules
 	tabEvents
+	tabListeners
 	nTabs
 )
 
 func (t panelTab) String() string {
-	return [...]string{"queue", "usage", "schedules", "events"}[t]
+	return [...]string{"queue", "usage", "schedules", "events", "listeners"}[t]
 }
 
 // panelModel is the tabbed side panel.
@@ -41,6 +42,7 @@ type panelModel struct {
 	usage     usageView
 	schedules schedulesView
 	events    eventsView
+	listeners listenersView
 }
 
 func newPanel(c *common) *panelModel {
@@ -55,6 +57,11 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil
+	}
+	if p.tab == tabListeners {
+		if cmd, ok := p.listeners.key(p.c, k); ok {
+			return cmd
+		}
 	}
 	km := p.c.keys.Panel
 	switch {
@@ -83,8 +90,13 @@ func (p *panelModel) View() string {
 		lines = p.schedules.lines(p.c, inner)
 	case tabEvents:
 		lines = p.events.lines(p.c, inner)
+	case tabListeners:
+		lines = p.listeners.render(p.c, inner)
 	}
 	bh := max(0, p.h-2)
+	if p.tab == tabListeners {
+		p.scroll[p.tab] = p.listeners.follow(p.scroll[p.tab], bh)
+	}
 	s := min(p.scroll[p.tab], max(0, len(lines)-bh))
 	p.scroll[p.tab] = s
 	lines = lines[s:]
@@ -96,7 +108,12 @@ func (p *panelModel) View() string {
 			tabs = append(tabs, t.String())
 		}
 	}
-	return p.c.paneFrame(strings.Join(tabs, " "), lines, p.w, p.h, p.focus)
+	strip := strings.Join(tabs, " ")
+	if width(strip) > p.w-6 {
+		// Too narrow for every tab: the active one, with its neighbours' direction.
+		strip = "◂ [" + p.tab.String() + "] ▸"
+	}
+	return p.c.paneFrame(strip, lines, p.w, p.h, p.focus)
 }
 
 // gauge draws a bar of w cells filled to frac (0..1), coloured by level.

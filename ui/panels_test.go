@@ -30,12 +30,12 @@ func TestPanelTabs(t *testing.T) {
 			t.Fatalf("tab %d lacks %q:\n%s", i, w, got)
 		}
 	}
-	press(m, "]")
+	press(m, "]", "]")
 	if m.panel.tab != tabQueue {
 		t.Fatal("] did not wrap")
 	}
 	press(m, "[")
-	if m.panel.tab != tabEvents {
+	if m.panel.tab != tabListeners {
 		t.Fatal("[ did not go back")
 	}
 }

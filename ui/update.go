@@ -34,6 +34,8 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 	case g.FocusPrev.Matches(k):
 		m.setFocus((m.focus + nFocus - 1) % nFocus)
 		return nil
+	case g.Plans.Matches(k):
+		return tea.Batch(m.pushDialog(newPlansDialog(m.c)), plansCmd(m.ctx, m.svc))
 	case g.Theme.Matches(k):
 		names := themes.Names(m.opts.UserThemes)
 		next := names[0]
@@ -59,7 +61,9 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 	case focusPreview:
 		m.preview.Update(k)
 	case focusPanel:
-		m.panel.Update(k)
+		if cmd := m.panel.Update(k); cmd != nil {
+			return cmd
+		}
 	}
 	return m.afterSelection(before)
 }
@@ -217,6 +221,9 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case killAction:
 		m.popDialog()
 		return killCmd(m.ctx, m.svc, a.glob)
+	case callAction:
+		ctx, svc := m.ctx, m.svc
+		return func() tea.Msg { return a.fn(ctx, svc) }
 	case quitAction:
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true

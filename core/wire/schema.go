@@ -31,7 +31,8 @@ func Schema() map[string]any {
 		"methods":     methods,
 		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
 			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
-			EventHookRan, EventRoleLimit},
+			EventHookRan, EventRoleLimit,
+			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
 		"$defs":      defs,
 	}
@@ -43,7 +44,8 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
 	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
-	CodeUnknownRole, CodeBadRole, CodeNoSession}
+	CodeUnknownRole, CodeBadRole, CodeNoSession,
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
