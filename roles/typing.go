@@ -44,6 +44,10 @@ func (s *Service) say(ctx context.Context, id, text string) error {
 		return err == nil && strings.Contains(strings.Join(strings.Fields(r.Text), " "), strings.Join(strings.Fields(tail), " "))
 	}
 	poll(ctx, 3*time.Second, onScreen)
+	var before time.Time
+	if a, err := s.k.Get(ctx, id); err == nil {
+		before = a.StateAt
+	}
 	for try := 0; try < 2; try++ {
 		// The first Enter counts as the agent's turn (Enter); a second one is a retry.
 		p := wire.SendParams{Target: id, Enter: true}
@@ -55,7 +59,9 @@ func (s *Service) say(ctx context.Context, id, text string) error {
 		}
 		started := poll(ctx, 3*time.Second, func() bool {
 			a, err := s.k.Get(ctx, id)
-			return err != nil || a.State != wire.StateDone && a.State != wire.StateIdle || !onScreen()
+			// A scripted turn can start and end between two looks: a newer state
+			// instant counts as started too.
+			return err != nil || a.State != wire.StateDone && a.State != wire.StateIdle || a.StateAt.After(before)
 		})
 		if started {
 			break

@@ -23,6 +23,7 @@ type watch struct {
 	soft, hard *time.Timer
 	last       wire.State
 	busy       bool // a turn's validation is running
+	pending    bool // a turn finished while busy: handle it when done
 	afterDone  bool
 	budgetHit  bool
 }
@@ -74,14 +75,36 @@ func (s *Service) observe(a wire.Agent, ev *wire.Event) {
 		reason := fmt.Sprintf("role budget $%.2f reached ($%.2f spent)", l.BudgetUSD, *a.Usage.CostUSD)
 		s.spawn(func(ctx context.Context) { s.stop(ctx, a, "budget", reason) })
 	}
-	if ev != nil && ev.Event == wire.EventAgentState && ev.To == wire.StateDone && w.last != wire.StateDone && !w.busy {
-		w.busy = true
-		s.spawn(func(ctx context.Context) {
-			s.turnDone(ctx, a)
-			s.mu.Lock()
-			w.busy = false
-			s.mu.Unlock()
-		})
+	if ev != nil && ev.Event == wire.EventAgentState && ev.To == wire.StateDone && w.last != wire.StateDone {
+		if w.busy {
+			w.pending = true // e.g. the turn the validation feedback started, already over
+		} else {
+			w.busy = true
+			id := a.ID
+			s.spawn(func(ctx context.Context) {
+				cur := a
+				for {
+					s.turnDone(ctx, cur)
+					s.mu.Lock()
+					again := w.pending
+					w.pending = false
+					if !again {
+						w.busy = false
+					}
+					s.mu.Unlock()
+					if !again {
+						return
+					}
+					var err error
+					if cur, err = s.k.Get(ctx, id); err != nil || cur.State.Terminal() {
+						s.mu.Lock()
+						w.busy = false
+						s.mu.Unlock()
+						return
+					}
+				}
+			})
+		}
 	}
 	w.last = a.State
 }
