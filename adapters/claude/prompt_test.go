@@ -81,6 +81,10 @@ func TestScreenLeavesBlockedWhenMenuGoes(t *testing.T) {
 	if s == nil || s.State != wire.StateBlocked || len(s.Blocked.Options) != 4 || s.Blocked.Detail != "Bash(rm -rf build)" {
 		t.Fatalf("menu on screen: %+v", s)
 	}
+	// The hook decided the state; the screen only added its options.
+	if s.Source != "hook" || s.Reason != "permission: Bash(rm -rf build)" {
+		t.Fatalf("menu completing the hook's prompt: source %q reason %q", s.Source, s.Reason)
+	}
 	if s := o.Screen(coreScreen(screen(t, "bash-prompt.txt")), 0); s != nil {
 		t.Fatalf("same menu again said something: %+v", s)
 	}

@@ -72,11 +72,16 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 		}
 	}
 	if p := parsePrompt(text); p != nil {
-		b := o.mergePrompt(p)
+		b, merged := o.mergePrompt(p)
 		if o.state == wire.StateBlocked && sameOptions(o.blocked, b) && o.blocked.Text == b.Text {
 			return nil
 		}
 		o.menuSeen = true
+		if merged {
+			// The screen only completes the prompt a hook reported (its menu): the
+			// hook decided the state, and --explain keeps saying so.
+			sig.Source = o.source
+		}
 		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
 		return sig
 	}
@@ -115,14 +120,14 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 }
 
 // mergePrompt completes what the screen shows with what a hook said about the same
-// prompt (the tool call, the plan in full).
-func (o *observer) mergePrompt(p *wire.Blocked) *wire.Blocked {
+// prompt (the tool call, the plan in full); merged says it is that same prompt.
+func (o *observer) mergePrompt(p *wire.Blocked) (*wire.Blocked, bool) {
 	h := o.blocked
 	if o.state != wire.StateBlocked || h == nil || h.Kind == wire.BlockedLimit || h.Kind == wire.BlockedDialog {
-		return p
+		return p, false
 	}
 	if len(h.Options) > 0 && !sameOptions(h, p) {
-		return p // another prompt than the one the hook reported
+		return p, false // another prompt than the one the hook reported
 	}
 	b := *p
 	if h.Kind == wire.BlockedPlan || h.Kind == wire.BlockedQuestion && p.Kind != wire.BlockedPlan {
@@ -134,7 +139,7 @@ func (o *observer) mergePrompt(p *wire.Blocked) *wire.Blocked {
 	if h.Text != "" {
 		b.Text = h.Text
 	}
-	return &b
+	return &b, true
 }
 
 func sameOptions(a, b *wire.Blocked) bool {
