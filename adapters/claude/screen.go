@@ -72,6 +72,9 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 		}
 	}
 	if p := parsePrompt(text); p != nil {
+		if o.state == wire.StateBlocked && editing(o.blocked, p, text) {
+			return nil // text typed into an option's field: the same prompt
+		}
 		b, merged := o.mergePrompt(p)
 		if o.state == wire.StateBlocked && sameOptions(o.blocked, b) && o.blocked.Text == b.Text {
 			return nil
@@ -140,6 +143,26 @@ func (o *observer) mergePrompt(p *wire.Blocked) (*wire.Blocked, bool) {
 		b.Text = h.Text
 	}
 	return &b, true
+}
+
+// editing reports whether p is rec with text typed into the field under the cursor:
+// claude draws the text in the option's place ("3. keep the old API"), so only that
+// label differs.
+func editing(rec, p *wire.Blocked, text string) bool {
+	if rec == nil || len(rec.Options) == 0 || len(rec.Options) != len(p.Options) || rec.Question != p.Question {
+		return false
+	}
+	m := agentkit.ParseMenu(text, true)
+	if m == nil {
+		return false
+	}
+	sel := m.Selected()
+	for i := range rec.Options {
+		if rec.Options[i].Label != p.Options[i].Label && i != sel {
+			return false
+		}
+	}
+	return sel >= 0 && rec.Options[sel].Label != p.Options[sel].Label
 }
 
 func sameOptions(a, b *wire.Blocked) bool {
