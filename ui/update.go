@@ -259,6 +259,11 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 		default:
 			if ev.Agent != nil {
 				m.upsert(*ev.Agent)
+				for _, d := range m.dialogs {
+					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
+						f.follow(*ev.Agent)
+					}
+				}
 			}
 		}
 		if ev.Seq > 0 {
