@@ -208,7 +208,10 @@ func NewApp(o Options) *cli.Command {
 			},
 		},
 		app.scheduleCommand(),
+		app.listenerCommand(),
 		app.gcCommand(),
+		app.catalogCommand(),
+		app.planCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)

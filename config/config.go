@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +28,7 @@ type Config struct {
 	Themes    map[string]map[string]string `toml:"themes"`
 	Providers map[string]Provider          `toml:"providers"`
 	Prices    map[string]Price             `toml:"prices"`
+	GitHub    GitHub                       `toml:"github"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -48,6 +50,15 @@ type GC struct {
 	ExitedGrace string `toml:"exited_grace"`
 	IdleAfter   string `toml:"idle_after"`
 	Retain      string `toml:"retain"`
+}
+
+// GitHub configures the GitHub client listeners use.
+type GitHub struct {
+	// APIURL is the REST root: "" for github.com, "https://HOST/api/v3/" for GitHub
+	// Enterprise, or a test server.
+	APIURL string `toml:"api_url"`
+	// Token is used before GH_TOKEN, GITHUB_TOKEN and `gh auth token`.
+	Token string `toml:"token"`
 }
 
 // UI configures the dashboard.
@@ -139,6 +150,11 @@ func (c Config) Validate() error {
 	for _, k := range names {
 		if c.Limits[k] < 0 {
 			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
+		}
+	}
+	if u := c.GitHub.APIURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return fmt.Errorf("config: github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
 	}
 	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {

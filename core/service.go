@@ -26,6 +26,9 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	PlanService
+	CatalogService
+	ListenerService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -43,6 +46,9 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	PlanService
+	CatalogService
+	ListenerService
 }
 
 var _ Service = Composed{}
@@ -108,6 +114,32 @@ type ScheduleService interface {
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
+// rejects it (package orchestrate implements it).
+type PlanService interface {
+	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
+	Plans(ctx context.Context) ([]wire.Plan, error)
+	// PlanGet re-reads the plan's file, so what it returns is the file as it is now.
+	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
+	PlanApprove(ctx context.Context, name string) (wire.Plan, error)
+	PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error)
+}
+
+// CatalogService shows the model catalog (package orchestrate implements it).
+type CatalogService interface {
+	Catalog(ctx context.Context) (wire.CatalogResult, error)
+}
+
+// ListenerService runs listeners (package listen implements it): files under the
+// config dir and documents written through the API.
+type ListenerService interface {
+	Listeners(ctx context.Context) ([]wire.Listener, error)
+	ListenerGet(ctx context.Context, name string) (wire.Listener, error)
+	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
+	ListenerRemove(ctx context.Context, name string) error
+	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

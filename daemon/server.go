@@ -23,6 +23,8 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/listen"
+	"orcr/orchestrate"
 	"orcr/pty"
 	"orcr/schedule"
 	"orcr/store"
@@ -46,6 +48,8 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	plans  *orchestrate.Service
+	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -100,8 +104,9 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
-		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
+		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
 		Limits: configLimits(cfg), GC: configGC(cfg),
 	})
@@ -123,7 +128,22 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
+		Detect: detector(provs), CatalogPath: orchestrate.DefaultUserCatalogPath(),
+		TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := plans.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start plans: %w", err)
+	}
+	s.plans = plans
+	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("start listeners: %w", err)
+	}
+	s.listen = ls
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans, ListenerService: ls}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -141,6 +161,12 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.plans != nil {
+		s.plans.Close()
+	}
+	if s.listen != nil {
+		s.listen.Close()
 	}
 	if s.sched != nil {
 		s.sched.Close()
@@ -165,6 +191,19 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		codex.New(codex.Options{Bin: cfg.Providers["codex"].Bin, Logger: log, Prices: table}),
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
+	}
+}
+
+// detector reports a provider's program as its adapter finds it; the plan service
+// asks before it starts a lead, so a missing one is an exit-2 error naming the fix.
+func detector(provs []core.Provider) func(ctx context.Context, name string) core.ProviderStatus {
+	return func(ctx context.Context, name string) core.ProviderStatus {
+		for _, p := range provs {
+			if p.Name() == name {
+				return p.Detect(ctx)
+			}
+		}
+		return core.ProviderStatus{Name: name}
 	}
 }
 

@@ -537,3 +537,67 @@ func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Re
 type Resizer interface {
 	Resizes() <-chan [2]int
 }
+
+// PlanNew starts a plan.
+func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanNew, p)
+	return r.Plan, err
+}
+
+// Plans lists every plan.
+func (c *Client) Plans(ctx context.Context) ([]wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanList, wire.Empty{})
+	return r.Plans, err
+}
+
+// PlanGet returns one plan and its file as it is now.
+func (c *Client) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
+	return invoke(ctx, c, wire.PlanGet, wire.PlanNameParams{Name: name})
+}
+
+// PlanApprove approves a drafted plan.
+func (c *Client) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanApprove, wire.PlanNameParams{Name: name})
+	return r.Plan, err
+}
+
+// PlanReject rejects a drafted plan with a reason.
+func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanReject, p)
+	return r.Plan, err
+}
+
+// Catalog returns the model catalog.
+func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
+	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
+}
+
+// Listeners lists listeners.
+func (c *Client) Listeners(ctx context.Context) ([]wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerList, wire.Empty{})
+	return r.Listeners, err
+}
+
+// ListenerGet returns one listener in full.
+func (c *Client) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerGet, wire.ListenerNameParams{Name: name})
+	return r.Listener, err
+}
+
+// ListenerPut writes a listener document.
+func (c *Client) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerPut, p)
+	return r.Listener, err
+}
+
+// ListenerRemove removes a listener written through the API.
+func (c *Client) ListenerRemove(ctx context.Context, name string) error {
+	_, err := invoke(ctx, c, wire.ListenerRemove, wire.ListenerNameParams{Name: name})
+	return err
+}
+
+// ListenerEnable enables or disables a listener.
+func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerEnable, wire.ListenerEnableParams{Name: name, Enabled: &enabled})
+	return r.Listener, err
+}

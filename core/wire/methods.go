@@ -77,6 +77,17 @@ var (
 	ScheduleRemove  = unary[ScheduleNameParams, Empty](MethodScheduleRemove, "Remove a schedule and its run history.")
 	ScheduleRunNow  = unary[ScheduleRunParams, ScheduleRunResult](MethodScheduleRun, "Run a schedule now.")
 	ScheduleRuns    = unary[ScheduleNameParams, ScheduleRunsResult](MethodScheduleRuns, "A schedule's run history, oldest first.")
+	PlanNew         = unary[PlanNewParams, PlanResult](MethodPlanNew, "Start a plan: a lead agent at plans/NAME/lead writes .orcr/plans/NAME.md.")
+	PlanList        = unary[Empty, PlanListResult](MethodPlanList, "Every plan, in name order.")
+	PlanGet         = unary[PlanNameParams, PlanGetResult](MethodPlanGet, "One plan: its record and its file as it is now (milestones, problems by line, text).")
+	PlanApprove     = unary[PlanNameParams, PlanResult](MethodPlanApprove, "Approve a drafted plan: the file's sha256 is recorded.")
+	PlanReject      = unary[PlanRejectParams, PlanResult](MethodPlanReject, "Reject a drafted plan with a reason the lead redrafts from.")
+	CatalogGet      = unary[Empty, CatalogResult](MethodCatalogGet, "The model catalog: ratings, tiers, premium models.")
+	ListenerList    = unary[Empty, ListenerListResult](MethodListenerList, "Listeners with their state, last and next poll, fires, held events and rate limits.")
+	ListenerGet     = unary[ListenerNameParams, ListenerResult](MethodListenerGet, "One listener with its document, cursors and held events.")
+	ListenerPut     = unary[ListenerPutParams, ListenerResult](MethodListenerPut, "Write a listener document (TOML) through the API; refused with the line when it does not parse.")
+	ListenerRemove  = unary[ListenerNameParams, Empty](MethodListenerRemove, "Remove a listener written through the API.")
+	ListenerEnable  = unary[ListenerEnableParams, ListenerResult](MethodListenerEnable, "Enable or disable a listener.")
 )
 
 // Method returns the spec of a method by name.

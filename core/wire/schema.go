@@ -30,7 +30,8 @@ func Schema() map[string]any {
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
 		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
-			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed},
+			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
+			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
 		"$defs":      defs,
 	}
@@ -41,7 +42,8 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
-	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken}
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
