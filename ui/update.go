@@ -305,6 +305,11 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				if blocked {
 					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
 				}
+				for _, d := range m.dialogs {
+					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
+						f.follow(*ev.Agent)
+					}
+				}
 			}
 		}
 		if ev.Seq > 0 {
