@@ -173,7 +173,7 @@ func (app *app) historyCommand() *cli.Command {
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			p := wire.HistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
+			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
 				d, err := parseSince(s)
 				if err != nil {
@@ -181,13 +181,13 @@ func (app *app) historyCommand() *cli.Command {
 				}
 				p.SinceSeconds = int(d / time.Second)
 			}
-			r, err := service(ctx).History(ctx, p)
+			r, err := service(ctx).AgentHistory(ctx, p)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				if r.Entries == nil {
-					r.Entries = []wire.HistoryEntry{}
+					r.Entries = []wire.AgentHistoryEntry{}
 				}
 				return printJSON(app.out, r)
 			}

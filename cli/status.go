@@ -140,15 +140,23 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 		return printJSON(app.out, u)
 	}
 	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "PROVIDER\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
+	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
 	for _, r := range u.Rows {
 		c := core.FormatUsageCost(r.Usage)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Model), r.Window, r.Agents,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Account), core.Dash(r.Model), r.Window, r.Agents,
 			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
 	}
 	tw.Flush()
 	for _, rd := range u.Readings {
-		s := fmt.Sprintf("%s %s window: %.0f%% used", rd.Provider, rd.Window, rd.UsedPct)
+		name := rd.Provider
+		if rd.Account != "" {
+			name += "/" + rd.Account
+		}
+		win := rd.Window
+		if rd.Family != "" {
+			win += " " + rd.Family
+		}
+		s := fmt.Sprintf("%s %s window: %.0f%% used", name, win, rd.UsedPct)
 		if rd.LimitHit {
 			s += " — LIMIT HIT"
 		}

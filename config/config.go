@@ -23,15 +23,39 @@ type Config struct {
 	Tmux      Tmux                         `toml:"tmux"`
 	Limits    map[string]int               `toml:"limits"` // global, min_free_mb, <provider>
 	GC        GC                           `toml:"gc"`
+	Server    Server                       `toml:"server"`
 	UI        UI                           `toml:"ui"`
 	Keys      map[string][]string          `toml:"keys"`
 	Themes    map[string]map[string]string `toml:"themes"`
 	Providers map[string]Provider          `toml:"providers"`
 	Prices    map[string]Price             `toml:"prices"`
+	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
+}
+
+// Accounts is the [accounts] table and its [[accounts.<provider>]] entries (DESIGN
+// §10). Durations use Go syntax.
+type Accounts struct {
+	Mode          string    `toml:"mode"`       // ordered (default) | distribute
+	Headroom      *float64  `toml:"headroom"`   // default 0.9
+	HoldBelow     *int      `toml:"hold_below"` // default 5
+	ResumeStagger string    `toml:"resume_stagger"`
+	Poll          string    `toml:"poll"`         // usage endpoint poll interval ("" : off; ≥ 5m)
+	BudgetGrace   string    `toml:"budget_grace"` // stop budgets: time after the wrap-up message
+	Claude        []Account `toml:"claude"`
+	Codex         []Account `toml:"codex"`
+}
+
+// Account is one auth source of a provider.
+type Account struct {
+	Label     string            `toml:"label"`
+	ConfigDir string            `toml:"config_dir"` // claude
+	Home      string            `toml:"home"`       // codex
+	Env       map[string]string `toml:"env"`
+	UsageURL  string            `toml:"usage_url"`
 }
 
 // Herdr configures the herdr host.
@@ -43,6 +67,15 @@ type Herdr struct {
 // Tmux configures the tmux host.
 type Tmux struct {
 	Bin string `toml:"bin"`
+}
+
+// Server bounds what clients may hold of the server (DESIGN §13); 0 takes the default
+// (16384 connections, kept under the file limit; 16 requests in flight and 4 MiB of unread
+// answers per connection). `orcr doctor` shows the numbers in force.
+type Server struct {
+	MaxConnections int `toml:"max_connections"`
+	MaxInFlight    int `toml:"max_requests_per_connection"`
+	MaxUnreadMB    int `toml:"max_unread_mb"`
 }
 
 // GC configures lifecycle collection; durations use Go syntax ("10m", "24h").

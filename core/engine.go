@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -89,12 +90,16 @@ type agentRT struct {
 	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
 	lastInput time.Time
 	// wake is the first message of a hibernated agent being woken (resume.go); the
-	// launch gives it as the prompt.
-	// nil when not waking; "" wakes without a message.
+	// launch gives it as the prompt. nil when not waking; "" wakes without a message.
 	wake *string
-	exit chan paneEnd
-	stop context.CancelFunc
-	done chan struct{}
+	// eager: an answer waits for the screen to change, so the loop reads it on every
+	// output instead of at most every screenEvery.
+	eager atomic.Int32
+	// promptAt is when the current prompt's options were first recorded (Engine.mu).
+	promptAt time.Time
+	exit     chan paneEnd
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // NewEngine builds an engine; call Start to reconcile with the host and begin serving.
@@ -370,6 +375,9 @@ func newID() string {
 func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
 	return e.broker.publish(ctx, ev)
 }
+
+// Readmit implements Kernel: admission runs again.
+func (e *Engine) Readmit() { e.kickAdmission() }
 
 // CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
 // root caller); see callerAgent.

@@ -47,6 +47,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
 	}
+	if err := e.checkSpawn(ctx, p); err != nil {
+		return wire.Agent{}, err
+	}
 	cwd := p.Cwd
 	if cwd == "" && parent != nil {
 		cwd = parent.Cwd
@@ -72,7 +75,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
 			HardTimeoutSeconds: p.HardTimeoutSeconds, BudgetUSD: p.BudgetUSD},
-		State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Account: p.Account, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	if parent != nil {
@@ -149,7 +152,11 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		return
 	}
 	base := e.paneEnv(a)
-	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: a, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
+	// The provider sees the account's environment as the agent's own (a config dir
+	// or home decides where it writes); the record keeps only what --env gave.
+	pa := a
+	pa.Env = e.agentEnv(a)
+	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: pa, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("prepare %s: %w", a.Provider, err))
 		return
@@ -225,11 +232,12 @@ func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
 }
 
 // paneEnv is the clean environment of a pane: the server's own minus nesting
-// variables, plus the agent's --env and the orcr lineage contract.
+// variables, plus the agent's account environment, its --env and the orcr lineage
+// contract.
 func (e *Engine) paneEnv(a wire.Agent) []string {
 	env := CleanEnv(e.opts.BaseEnv)
 	var extra []string
-	for k, v := range a.Env {
+	for k, v := range e.agentEnv(a) {
 		extra = append(extra, k+"="+v)
 	}
 	sort.Strings(extra)

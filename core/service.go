@@ -27,6 +27,7 @@ type Service interface {
 	GCService
 	ScheduleService
 	RoleService
+	AccountService
 	PlanService
 	CatalogService
 	ListenerService
@@ -48,6 +49,7 @@ type Composed struct {
 	KernelService
 	ScheduleService
 	RoleService
+	AccountService
 	PlanService
 	CatalogService
 	ListenerService
@@ -128,7 +130,21 @@ type RoleService interface {
 	Roles(ctx context.Context) ([]wire.Role, error)
 	RoleGet(ctx context.Context, name string) (wire.RoleResult, error)
 	RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error)
+	// AgentHistory lists finished agents (orcr history).
+	AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error)
+}
+
+// AccountService shows accounts, usage windows and budgets (package accounts
+// implements it, DESIGN §10).
+type AccountService interface {
+	Accounts(ctx context.Context) (wire.AccountListResult, error)
+	// Select says which account a spawn now would get, and why.
+	Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error)
+	// History is one record per past window at its peak.
 	History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error)
+	Budgets(ctx context.Context) ([]wire.Budget, error)
+	BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error)
+	BudgetRemove(ctx context.Context, glob string) error
 }
 
 // PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
@@ -165,6 +181,9 @@ type Kernel interface {
 	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
 	// for a root caller (a claim that does not verify is an error).
 	CallerAgent(ctx context.Context) (*wire.Agent, error)
+	// Readmit asks admission to look at the queue again: a gate's facts changed (a
+	// window reset, a budget removed) without a run or an end to wake it.
+	Readmit()
 }
 
 // Caller is who is calling, as the socket server established it.

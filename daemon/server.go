@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"orcr/accounts"
 	"orcr/adapters/claude"
 	"orcr/adapters/codex"
 	"orcr/adapters/opencode"
@@ -34,6 +35,9 @@ import (
 // newLogger writes slog records to a rotated file under home — never to the
 // terminal, which the dashboard owns.
 func newLogger(home string) *slog.Logger {
+	if socket.CheckHome(home) != nil {
+		return slog.New(slog.DiscardHandler) // never write through a link planted in a home not ours
+	}
 	w := &lumberjack.Logger{Filename: filepath.Join(home, "orcr.log"), MaxSize: 10, MaxBackups: 3}
 	level := slog.LevelInfo
 	if os.Getenv("ORCR_DEBUG") != "" {
@@ -50,6 +54,7 @@ type server struct {
 	engine *core.Engine
 	sched  *schedule.Service
 	roles  *roles.Service
+	acct   *accounts.Service
 	plans  *orchestrate.Service
 	listen *listen.Service
 	svc    core.Service // the engine and the feature services, composed
@@ -106,12 +111,20 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	aopts, err := configAccounts(cfg, st, s.log)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := accounts.New(aopts)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
 	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Logger: s.log})
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
-		Limits: configLimits(cfg), GC: configGC(cfg),
+		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
 		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
 	})
 	if err != nil {
@@ -151,13 +164,21 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start listeners: %w", err)
 	}
 	s.listen = ls
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans, ListenerService: ls, RoleService: rs}
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
+		ListenerService: ls, AccountService: acct, RoleService: rs}
+	acct.SetKernel(eng)
+	if err := acct.Start(ctx, s.svc); err != nil {
+		return nil, fmt.Errorf("start accounts: %w", err)
+	}
+	s.acct = acct
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
 	}
 	s.sock = sock
 	s.done = make(chan error, 1)
+	sock.SetLimits(socket.Limits{MaxConnections: cfg.Server.MaxConnections, MaxInFlight: cfg.Server.MaxInFlight,
+		MaxUnread: cfg.Server.MaxUnreadMB << 20})
 	go func() { s.done <- sock.Serve() }()
 	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
 	ok = true
@@ -181,6 +202,9 @@ func (s *server) close(ctx context.Context) {
 	}
 	if s.roles != nil {
 		s.roles.Close()
+	}
+	if s.acct != nil {
+		s.acct.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)

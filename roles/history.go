@@ -17,13 +17,13 @@ import (
 var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DURATION", "TOKENS", "COST", "RESULT"}
 
 // History lists finished agents (terminal records GC has not pruned), newest first.
-func (s *Service) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
 	s.mu.Lock()
 	if !s.started {
 		s.mu.Unlock()
 		return HistoryOf(ctx, s.k, p)
 	}
-	entries := make([]wire.HistoryEntry, 0, len(s.hist))
+	entries := make([]wire.AgentHistoryEntry, 0, len(s.hist))
 	for _, e := range s.hist {
 		entries = append(entries, e)
 	}
@@ -38,12 +38,12 @@ type Lister interface {
 }
 
 // HistoryOf is history.list over k's agents.
-func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.HistoryResult, error) {
+func HistoryOf(ctx context.Context, k Lister, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
 	as, err := k.List(ctx, wire.ListParams{All: true})
 	if err != nil {
-		return wire.HistoryResult{}, err
+		return wire.AgentHistoryResult{}, err
 	}
-	entries := make([]wire.HistoryEntry, 0, len(as))
+	entries := make([]wire.AgentHistoryEntry, 0, len(as))
 	for i := range as {
 		if as[i].State.Terminal() && as[i].EndedAt != nil {
 			entries = append(entries, Entry(as[i]))
@@ -53,21 +53,21 @@ func HistoryOf(ctx context.Context, k Lister, p wire.HistoryParams) (wire.Histor
 }
 
 // historyFrom filters, sorts and renders finished agents' entries.
-func historyFrom(ctx context.Context, k Lister, all []wire.HistoryEntry, p wire.HistoryParams) (wire.HistoryResult, error) {
+func historyFrom(ctx context.Context, k Lister, all []wire.AgentHistoryEntry, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
 	if p.SinceSeconds < 0 {
-		return wire.HistoryResult{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
+		return wire.AgentHistoryResult{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
 	}
 	var g *core.Glob
 	if p.Glob != "" {
 		scope := ""
 		if me, err := k.CallerAgent(ctx); err != nil {
-			return wire.HistoryResult{}, err
+			return wire.AgentHistoryResult{}, err
 		} else if me != nil {
 			scope = me.Path
 		}
 		gl, err := core.ParseGlob(scope, p.Glob)
 		if err != nil {
-			return wire.HistoryResult{}, err
+			return wire.AgentHistoryResult{}, err
 		}
 		g = &gl
 	}
@@ -97,7 +97,7 @@ func historyFrom(ctx context.Context, k Lister, all []wire.HistoryEntry, p wire.
 		}
 		return strings.Compare(y.id, x.id)
 	})
-	out := make([]wire.HistoryEntry, len(keys))
+	out := make([]wire.AgentHistoryEntry, len(keys))
 	for j, k := range keys {
 		out[j] = all[k.i]
 	}
@@ -106,9 +106,9 @@ func historyFrom(ctx context.Context, k Lister, all []wire.HistoryEntry, p wire.
 		for i, e := range out {
 			rows[i] = Row(e, now)
 		}
-		return wire.HistoryResult{Entries: []wire.HistoryEntry{}, Text: Align(HistoryColumns, rows)}, nil
+		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: Align(HistoryColumns, rows)}, nil
 	}
-	return wire.HistoryResult{Entries: out}, nil
+	return wire.AgentHistoryResult{Entries: out}, nil
 }
 
 // Align lays rows out in columns two spaces apart, as tabwriter would, in one pass
@@ -149,8 +149,8 @@ func Align(cols []string, rows [][]string) string {
 }
 
 // Entry is a finished agent's history line.
-func Entry(a wire.Agent) wire.HistoryEntry {
-	e := wire.HistoryEntry{ID: a.ID, Path: a.Path, Role: a.Role, Provider: a.Provider, Model: a.Model, State: a.State,
+func Entry(a wire.Agent) wire.AgentHistoryEntry {
+	e := wire.AgentHistoryEntry{ID: a.ID, Path: a.Path, Role: a.Role, Provider: a.Provider, Model: a.Model, State: a.State,
 		Result: result(a), Tokens: a.Usage.InputTokens + a.Usage.OutputTokens + a.Usage.CacheReadTokens + a.Usage.CacheWriteTokens,
 		CostUSD: a.Usage.CostUSD, ResumedFrom: a.ResumedFrom}
 	if a.EndedAt != nil {
@@ -178,7 +178,7 @@ func result(a wire.Agent) string {
 }
 
 // Row is an entry's display row.
-func Row(e wire.HistoryEntry, now time.Time) []string {
+func Row(e wire.AgentHistoryEntry, now time.Time) []string {
 	role := e.Role
 	if role == "" {
 		role = "-"

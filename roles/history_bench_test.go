@@ -43,7 +43,7 @@ func TestHistoryFiltersAndSorts(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
 	as[3].EndedAt = &old
 	k := listKernel{agents: as}
-	r, err := roles.HistoryOf(context.Background(), k, wire.HistoryParams{Glob: "review/**", SinceSeconds: 24 * 3600})
+	r, err := roles.HistoryOf(context.Background(), k, wire.AgentHistoryParams{Glob: "review/**", SinceSeconds: 24 * 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestHistoryFiltersAndSorts(t *testing.T) {
 	if strings.Join(paths, " ") != "review/g04/a0004 review/g01/a0001 review/g00/a0000" || r.Entries[2].Result != "exit 0" || r.Entries[2].DurationSeconds != 30 {
 		t.Fatalf("history %v %+v", paths, r.Entries)
 	}
-	r, _ = roles.HistoryOf(context.Background(), k, wire.HistoryParams{Text: true})
+	r, _ = roles.HistoryOf(context.Background(), k, wire.AgentHistoryParams{Text: true})
 	if lines := strings.Split(strings.TrimSpace(r.Text), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "ENDED") {
 		t.Fatalf("text:\n%s", r.Text)
 	}
@@ -64,7 +64,7 @@ func TestHistoryFiltersAndSorts(t *testing.T) {
 func BenchmarkHistoryText10000(b *testing.B) {
 	k := listKernel{agents: finished(10000)}
 	for i := 0; i < b.N; i++ {
-		if _, err := roles.HistoryOf(context.Background(), k, wire.HistoryParams{Text: true}); err != nil {
+		if _, err := roles.HistoryOf(context.Background(), k, wire.AgentHistoryParams{Text: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -72,7 +72,7 @@ func BenchmarkHistoryText10000(b *testing.B) {
 
 func TestHistoryFormatsLikeTheKernel(t *testing.T) {
 	for _, n := range []int64{0, 999, 1000, 12345, 4_100_000} {
-		e := wire.HistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
+		e := wire.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
 		row := roles.Row(e, time.Now())
 		want := "-"
 		if n > 0 {

@@ -41,7 +41,7 @@ type Service struct {
 	watched map[string]*watch // agent id → its limits and validation state
 	// hist holds every finished agent's history entry, kept from the events, so
 	// history.list never copies the kernel's records (10,000 of them in 30 ms).
-	hist    map[string]wire.HistoryEntry
+	hist    map[string]wire.AgentHistoryEntry
 	started bool
 
 	ctx    context.Context
@@ -63,7 +63,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, hist: map[string]wire.HistoryEntry{}, bound: make(chan struct{})}
+	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, hist: map[string]wire.AgentHistoryEntry{}, bound: make(chan struct{})}
 }
 
 // Resolver is the agent.run resolver over the same directory and checker.

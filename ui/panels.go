@@ -85,6 +85,7 @@ func (p *panelModel) View() string {
 	case tabQueue:
 		lines = p.queue.lines(p.c, inner)
 	case tabUsage:
+		p.usage.waiting = p.queue.q.Entries
 		lines = p.usage.lines(p.c, inner)
 	case tabSchedules:
 		lines = p.schedules.lines(p.c, inner)
@@ -197,9 +198,10 @@ func (v queueView) lines(c *common, w int) []string {
 // ---- usage ----
 
 type usageView struct {
-	u      wire.UsageResult
-	loaded bool
-	err    string
+	u       wire.UsageResult
+	waiting []wire.QueueEntry // the queue, for what each window holds
+	loaded  bool
+	err     string
 }
 
 func (v *usageView) set(u wire.UsageResult, err error) {
@@ -252,17 +254,7 @@ func (v usageView) lines(c *common, w int) []string {
 	for _, n := range names {
 		p := byP[n]
 		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
-		sort.Slice(p.readings, func(i, j int) bool { return p.readings[i].Window < p.readings[j].Window })
-		for _, r := range p.readings {
-			line := "  " + fit(r.Window, 7) + gauge(c, r.UsedPct/100, gw, r.LimitHit) + st.Text.Render(fmt.Sprintf(" %3.0f%%", r.UsedPct))
-			if r.LimitHit {
-				line += " " + st.Danger.Render("LIMIT")
-			}
-			if r.ResetsAt != nil {
-				line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + core.FormatAge(r.ResetsAt.Sub(c.now)) + ")")
-			}
-			out = append(out, line)
-		}
+		out = append(out, readingLines(c, p.readings, gw, v.waiting)...)
 	}
 	return out
 }

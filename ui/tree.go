@@ -275,6 +275,10 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
 		provider, model = a.Provider, a.Model
+		if a.Account != "" && a.Account != "default" {
+			// The account it runs on, first: a narrow column cuts the model, not it.
+			model = strings.TrimSuffix("@"+a.Account+" "+model, " ")
+		}
 		age = core.FormatAge(c.now.Sub(a.CreatedAt))
 		tokens, cost = core.FormatTokens(a.Usage), core.FormatCost(*a)
 	} else {

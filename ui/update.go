@@ -290,6 +290,9 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				cmd = tea.Batch(cmd, m.requestRead(id), m.armSettle())
 			}
 			continue
+		case wire.EventUsageReading:
+			// A window moved: redraw its bar now, not at the next refresh.
+			cmd = tea.Batch(cmd, usageCmd(m.ctx, m.svc))
 		case wire.EventAgentRemoved:
 			if id := eventAgentID(ev); id != "" {
 				m.idx.remove(id)
@@ -305,6 +308,11 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 				if blocked {
 					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+				}
+				for _, d := range m.dialogs {
+					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
+						f.follow(*ev.Agent)
+					}
 				}
 			}
 		}

@@ -127,8 +127,28 @@ var handlers = func() map[string]handler {
 		serve(wire.RolePut, func(ctx context.Context, s core.Service, p *wire.RolePutParams) (wire.RoleResult, error) {
 			return s.RolePut(ctx, *p)
 		}),
-		serve(wire.HistoryList, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
+		serve(wire.AgentHistory, func(ctx context.Context, s core.Service, p *wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+			return s.AgentHistory(ctx, *p)
+		}),
+		serve(wire.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.AccountListResult, error) {
+			return s.Accounts(ctx)
+		}),
+		serve(wire.UsageSelect, func(ctx context.Context, s core.Service, p *wire.SelectParams) (wire.SelectResult, error) {
+			return s.Select(ctx, *p)
+		}),
+		serve(wire.UsageHistory, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
 			return s.History(ctx, *p)
+		}),
+		serve(wire.BudgetList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.BudgetListResult, error) {
+			bs, err := s.Budgets(ctx)
+			return wire.BudgetListResult{Budgets: bs}, err
+		}),
+		serve(wire.BudgetSet, func(ctx context.Context, s core.Service, p *wire.BudgetSetParams) (wire.BudgetResult, error) {
+			b, err := s.BudgetSet(ctx, *p)
+			return wire.BudgetResult{Budget: b}, err
+		}),
+		serve(wire.BudgetRemove, func(ctx context.Context, s core.Service, p *wire.BudgetGlobParams) (wire.Empty, error) {
+			return wire.Empty{}, s.BudgetRemove(ctx, p.Glob)
 		}),
 		serve(wire.PlanNew, func(ctx context.Context, s core.Service, p *wire.PlanNewParams) (wire.PlanResult, error) {
 			pl, err := s.PlanNew(ctx, *p)
@@ -234,6 +254,9 @@ func decoder[P any](method string) func(json.RawMessage) (any, error) {
 				return nil, wire.Errorf(wire.CodeInvalidParams, "%s: missing required param %s; see `orcr api schema`",
 					method, quoteAll(missing))
 			}
+		}
+		if err := wire.CheckRanges(method, p); err != nil {
+			return nil, err
 		}
 		return p, nil
 	}

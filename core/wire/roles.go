@@ -131,8 +131,8 @@ type RolePutParams struct {
 	Text string `json:"text"`
 }
 
-// HistoryParams selects finished agents (history.list).
-type HistoryParams struct {
+// AgentHistoryParams selects finished agents (history.list).
+type AgentHistoryParams struct {
 	Glob         string `json:"glob,omitempty"`
 	SinceSeconds int    `json:"sinceSeconds,omitempty"` // ended at most this long ago (0: all)
 	// Text asks for the aligned table as one text instead of entries: at 10,000
@@ -140,8 +140,8 @@ type HistoryParams struct {
 	Text bool `json:"text,omitempty"`
 }
 
-// HistoryEntry is one finished agent.
-type HistoryEntry struct {
+// AgentHistoryEntry is one finished agent.
+type AgentHistoryEntry struct {
 	ID              string    `json:"id"`
 	Path            string    `json:"path"`
 	Role            string    `json:"role"`
@@ -156,8 +156,8 @@ type HistoryEntry struct {
 	ResumedFrom     string    `json:"resumedFrom"`
 }
 
-// HistoryResult answers history.list, newest first.
-type HistoryResult struct {
-	Entries []HistoryEntry `json:"entries"`
-	Text    string         `json:"text"` // set when HistoryParams.Text
+// AgentHistoryResult answers history.list, newest first.
+type AgentHistoryResult struct {
+	Entries []AgentHistoryEntry `json:"entries"`
+	Text    string              `json:"text"` // set when AgentHistoryParams.Text
 }

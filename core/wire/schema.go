@@ -45,7 +45,8 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
 	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
 	CodeUnknownRole, CodeBadRole, CodeNoSession,
-	CodeNotARepo, CodeNotAllowed, CodePlanInvalid}
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
+	CodeStoreUnavailable, CodeTooManyConnections}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
@@ -88,7 +89,11 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 			props := map[string]any{}
 			var required []string
 			for _, f := range fields(t) {
-				props[f.Name] = schemaOf(f.Type, defs)
+				prop := schemaOf(f.Type, defs)
+				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
+					prop["minimum"], prop["maximum"] = lo, hi
+				}
+				props[f.Name] = prop
 				if f.Required {
 					required = append(required, f.Name)
 				}

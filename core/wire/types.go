@@ -100,6 +100,10 @@ type Agent struct {
 	Hooks []HookRun `json:"hooks"`
 	// ResumedFrom is the id of the record this one continues (agent resume).
 	ResumedFrom string `json:"resumedFrom"`
+	// Account is the auth source admission placed the agent on (§10): the label of an
+	// [[accounts.<provider>]] entry, "default" for a provider's implicit account, "" for
+	// providers without accounts (shell) and agents not admitted yet.
+	Account string `json:"account"`
 
 	State       State    `json:"state"`
 	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server
