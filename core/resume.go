@@ -67,7 +67,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 			HardTimeoutSeconds: old.Limits.HardTimeoutSeconds, BudgetUSD: old.Limits.BudgetUSD},
 		SessionID: old.SessionID, Transcript: old.Transcript, ResumedFrom: old.ID,
 		Account: old.Account, // the session lives in that account's config dir
-		State: wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
+		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	// The worktree is the old one (Cwd): no new worktree is made for a resume.
