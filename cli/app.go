@@ -228,6 +228,8 @@ func NewApp(o Options) *cli.Command {
 		app.scheduleCommand(),
 		app.listenerCommand(),
 		app.gcCommand(),
+		app.roleCommand(),
+		app.historyCommand(),
 		app.catalogCommand(),
 		app.planCommand(),
 	}

@@ -139,7 +139,7 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 				trailing = true
 				transient.Reset(transientEvery - now.Sub(lastTransient))
 			}
-			if now.Sub(lastScreen) >= screenEvery {
+			if now.Sub(lastScreen) >= screenEvery || rt.eager.Load() > 0 {
 				judge(now)
 			}
 			arm(quietAfter)
@@ -186,11 +186,15 @@ func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
 		return
 	}
 	e.mu.Lock()
+	before := rt.a
 	for _, c := range Fold(rt.a, rt.turns, s, e.now()) {
 		ev := c.Event
 		e.writeLocked(ctx, rt, c.Agent, &ev)
 	}
 	acct := rt.a.Account
+	if newPrompt(before, rt.a) {
+		rt.promptAt = time.Now()
+	}
 	e.mu.Unlock()
 	if s.Reading != nil {
 		r := *s.Reading

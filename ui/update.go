@@ -137,6 +137,10 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case t.Attach.Matches(k):
+		if a.State == wire.StateHibernated {
+			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)
+			return resumeCmd(m.ctx, m.svc, a.ID), true
+		}
 		if !a.State.Live() {
 			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": nothing to attach to", true)
 			return nil, true
@@ -304,6 +308,11 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 				if blocked {
 					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+				}
+				for _, d := range m.dialogs {
+					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
+						f.follow(*ev.Agent)
+					}
 				}
 			}
 		}

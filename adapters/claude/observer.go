@@ -27,6 +27,7 @@ type observer struct {
 
 	hooksSeen bool
 	state     wire.State // last state this observer reported
+	source    string     // the source of that state's signal
 	blocked   *wire.Blocked
 	readings  agentkit.Readings
 	rates     map[string]*wire.LimitReading // latest status-line reading per rate_limits key
@@ -61,7 +62,7 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	// Re-adopted after a restart: carry on from the recorded state, so a prompt still
 	// on screen stays blocked rather than read as "working" off the transcript.
 	if a.State.Live() {
-		o.state, o.blocked = a.State, a.Blocked
+		o.state, o.blocked, o.source = a.State, a.Blocked, a.StateSource
 		o.menuSeen = a.Blocked != nil && len(a.Blocked.Options) > 0
 		// orcr launches claude with its hooks: unless the transcript had to decide
 		// last (hooks silent), they keep coming after the restart.
@@ -260,7 +261,7 @@ func (o *observer) limitHit(sig *core.Signal, text string) {
 
 func (o *observer) setState(sig *core.Signal, s wire.State, reason string, b *wire.Blocked) {
 	sig.State, sig.Reason, sig.Blocked = s, reason, b
-	o.state, o.blocked = s, b
+	o.state, o.blocked, o.source = s, b, sig.Source
 }
 
 // finish attaches a queued reading and drops an empty signal.
