@@ -48,7 +48,15 @@ func testClaudeSend(t *testing.T, host string) {
 		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.serve()
-	t.Cleanup(func() { killAll(e) })
+	if host == "pty" {
+		// The panes end with the server; their CLIs must be gone before the dirs are.
+		t.Cleanup(func() {
+			e.stop()
+			if !wait.Until(15*time.Second, func() bool { return len(procsOf(e.dir)) == 0 }) {
+				t.Errorf("processes outlived the server by 15s: %v", procsOf(e.dir))
+			}
+		})
+	}
 
 	srv.Push(modelserver.Turn{Text: "ready", Usage: modelserver.Usage{Input: 1, Output: 1}})
 	e.must("agent", "run", "send/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
