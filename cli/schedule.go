@@ -69,6 +69,11 @@ func (app *app) scheduleAdd(ctx context.Context, c *cli.Command) error {
 	if len(cmd) > 0 && cmd[0] == "--" {
 		cmd = cmd[1:]
 	}
+	if len(cmd) == 0 {
+		// Said here with the fix: the server's required-param check would only name
+		// the missing field.
+		return fmt.Errorf("schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", args[0], args[0])
+	}
 	every := c.Duration("every")
 	if every%time.Second != 0 {
 		return fmt.Errorf("--every %s: use whole seconds", every)

@@ -203,18 +203,23 @@ func (e *Engine) onExit(ctx context.Context, rt *agentRT, obs Observer, end pane
 	e.mu.Lock()
 	pane := rt.a.PaneID
 	e.mu.Unlock()
-	if scr, err := e.host.Read(ctx, pane, ReadOpts{Lines: 200}); err == nil {
-		e.mutate(ctx, rt, func(a *wire.Agent) { a.LastScreen = scr.Text }, nil)
+	// The last screen is kept with the end, in the same write.
+	scr, serr := e.host.Read(ctx, pane, ReadOpts{Lines: 200})
+	keep := func(a *wire.Agent) bool {
+		if serr == nil {
+			a.LastScreen = scr.Text
+		}
+		return true
 	}
 	if end.gone {
-		e.finish(ctx, rt, wire.StateLost, "host", "pane vanished from the host (closed outside orcr, or the host restarted)", nil)
+		e.end(ctx, rt, wire.StateLost, "host", "pane vanished from the host (closed outside orcr, or the host restarted)", nil, keep)
 		return
 	}
 	reason := "process ended"
 	if end.code != nil {
 		reason = "process exited with code " + strconv.Itoa(*end.code)
 	}
-	e.finish(ctx, rt, wire.StateExited, "host", reason, end.code)
+	e.end(ctx, rt, wire.StateExited, "host", reason, end.code, keep)
 }
 
 // hostEventLoop routes pane events to their agents' loops.

@@ -231,8 +231,8 @@ func (e *Engine) runningLocked() (map[string]int, int) {
 	return running, total
 }
 
-// SetLimits changes the admission caps; they apply at the next admission.
-func (e *Engine) SetLimits(l Limits) {
+// setLimits changes the admission caps; they apply at the next admission.
+func (e *Engine) setLimits(l Limits) {
 	e.mu.Lock()
 	e.limits = l
 	e.mu.Unlock()
@@ -244,7 +244,7 @@ func (e *Engine) ApplyLimits(l Limits) error {
 	if err := e.validateLimits(l); err != nil {
 		return err
 	}
-	e.SetLimits(l)
+	e.setLimits(l)
 	return nil
 }
 
@@ -332,7 +332,7 @@ func (e *Engine) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResu
 			delete(l.Provider, k)
 		}
 	}
-	e.SetLimits(l)
+	e.setLimits(l)
 	e.log.Info("caps changed", "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB, "aging", l.Aging)
 	return e.Queue(ctx)
 }

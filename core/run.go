@@ -196,8 +196,10 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 
 func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
 	e.log.Warn("agent failed to start", "id", rt.a.ID, "err", err)
-	e.mutate(ctx, rt, func(a *wire.Agent) { a.Error = err.Error() }, nil)
-	e.finish(ctx, rt, wire.StateFailed, "server", err.Error(), nil)
+	e.end(ctx, rt, wire.StateFailed, "server", err.Error(), nil, func(a *wire.Agent) bool {
+		a.Error = err.Error()
+		return true
+	})
 }
 
 // paneEnv is the clean environment of a pane: the server's own minus nesting

@@ -53,40 +53,26 @@ type Options struct {
 
 // Provider implements core.Provider for Claude Code.
 type Provider struct {
+	agentkit.Base
 	opts Options
-	log  *slog.Logger
 }
 
 var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	var l *slog.Logger
-	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
-	return &Provider{opts: o, log: l}
+	return &Provider{Base: agentkit.NewBase(cli, o.Bin, o.Logger, o.Prices), opts: o}
 }
 
-// Name implements core.Provider.
-func (p *Provider) Name() string { return Name }
-
-// Bin returns the binary the adapter launches and whether it exists.
-func (p *Provider) Bin() (string, bool) {
-	return agentkit.FindBin(p.opts.Bin, "ORCR_CLAUDE_BIN", "claude", "claude")
-}
-
-// Detect implements core.Provider.
-func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	bin, ok := p.Bin()
-	st := agentkit.Detect(Name, bin, ok, "ORCR_CLAUDE_BIN", InstallHint)
-	if !st.Found {
-		return st
-	}
-	if !strings.HasPrefix(st.Version, "2.") {
-		st.Notes = append(st.Notes, fmt.Sprintf("claude %s: orcr is tested with 2.1.x", st.Version))
-	}
-	st.Notes = append(st.Notes, "orcr hooks injected per launch (--settings)")
-	return st
-}
+// cli is how the adapter finds and reports its program.
+var cli = agentkit.CLI{Name: Name, EnvVar: "ORCR_CLAUDE_BIN", CacheName: "claude", Bin: "claude", InstallHint: InstallHint,
+	Notes: func(version string) (notes []string) {
+		if !strings.HasPrefix(version, "2.") {
+			notes = append(notes, fmt.Sprintf("claude %s: orcr is tested with 2.1.x", version))
+		}
+		notes = append(notes, "orcr hooks injected per launch (--settings)")
+		return notes
+	}}
 
 // configDir is where claude keeps its state for this launch.
 func (p *Provider) configDir(env []string) string {
@@ -134,7 +120,7 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	}
 	if !p.opts.NoTrust && cwd != "" {
 		if err := trustProject(p.globalConfig(req.Env), cwd); err != nil {
-			p.log.Warn("claude: could not pre-accept workspace trust", "cwd", cwd, "err", err)
+			p.Log.Warn("claude: could not pre-accept workspace trust", "cwd", cwd, "err", err)
 		}
 	}
 

@@ -31,16 +31,10 @@ type observer struct {
 	readings  agentkit.Readings
 	rates     map[string]*wire.LimitReading // latest status-line reading per window
 
-	// what the engine has been told already
-	sentUsage   wire.Usage
-	sentModel   string
-	sentSession string
-	sentPath    string
-	sentLast    string
-	sentLimitAt time.Time
-	sentTurns   int
-	sentOpen    bool
-	dialog      string
+	sent      agentkit.Sent // what the engine has been told already
+	sentTurns int
+	sentOpen  bool
+	dialog    string
 
 	// menuSeen: the current prompt's menu has been on screen, so its going away
 	// means it was answered. permHook: a PermissionRequest came this turn, which
@@ -52,7 +46,7 @@ type observer struct {
 
 func newObserver(p *Provider, a wire.Agent) *observer {
 	o := &observer{p: p, agent: a, now: time.Now, tr: NewTranscript(), rates: map[string]*wire.LimitReading{},
-		sentSession: a.SessionID, sentPath: a.Transcript, sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
+		sent: agentkit.NewSent(a)}
 	path := a.Transcript
 	if path == "" && a.SessionID != "" {
 		var env []string
@@ -130,9 +124,7 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	o.follow(&h, sig)
 	switch event {
 	case "SessionStart":
-		if m := h.model(); m != "" && m != o.sentModel {
-			sig.Model, o.sentModel = m, m
-		}
+		o.sent.Model(sig, h.model())
 		if h.Source == "clear" || o.agent.Prompt == "" {
 			o.setState(sig, wire.StateIdle, "session "+orDefault(h.Source, "started"), nil)
 		}
@@ -144,9 +136,7 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		o.drain(h.LastAssistantMsg)
 		o.fromTranscript(sig)
 		sig.Source = "hook"
-		if h.LastAssistantMsg != "" && h.LastAssistantMsg != o.sentLast {
-			sig.LastMessage, o.sentLast = h.LastAssistantMsg, h.LastAssistantMsg
-		}
+		o.sent.LastMessage(sig, h.LastAssistantMsg)
 		o.permHook, o.menuSeen = false, false
 		o.setState(sig, wire.StateDone, "turn finished", nil)
 	case "StopFailure":
@@ -191,12 +181,8 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 
 // follow adopts a new session id / transcript from a hook (e.g. after /clear).
 func (o *observer) follow(h *hookPayload, sig *core.Signal) {
-	if h.SessionID != "" && h.SessionID != o.sentSession {
-		sig.SessionID, o.sentSession = h.SessionID, h.SessionID
-	}
-	if h.TranscriptPath != "" && h.TranscriptPath != o.sentPath {
-		sig.Transcript, o.sentPath = h.TranscriptPath, h.TranscriptPath
-	}
+	o.sent.Session(sig, h.SessionID)
+	o.sent.Transcript(sig, h.TranscriptPath)
 	if h.TranscriptPath != "" && (o.tail == nil || o.tail.Path != h.TranscriptPath) {
 		o.tail = &jsonl.Tail{Path: h.TranscriptPath}
 		o.tr = NewTranscript()
@@ -206,9 +192,7 @@ func (o *observer) follow(h *hookPayload, sig *core.Signal) {
 
 func (o *observer) statusLine(h *hookPayload, sig *core.Signal) {
 	o.follow(h, sig)
-	if m := h.model(); m != "" && m != o.sentModel {
-		sig.Model, o.sentModel = m, m
-	}
+	o.sent.Model(sig, h.model())
 	now := o.now().UTC()
 	for key, rl := range h.RateLimits {
 		if rl == nil {
@@ -296,20 +280,13 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 
 func (o *observer) fromTranscript(sig *core.Signal) {
 	t := o.tr
-	if u := o.p.opts.Prices.Usage(t.ByModel()); t.Lines > 0 && !sameUsage(u, o.sentUsage) {
-		sig.Usage, o.sentUsage = &u, u
+	if t.Lines > 0 {
+		o.sent.Usage(sig, o.p.Prices.Usage(t.ByModel()))
 	}
-	if t.Model != "" && t.Model != o.sentModel {
-		sig.Model, o.sentModel = t.Model, t.Model
-	}
-	if t.SessionID != "" && t.SessionID != o.sentSession {
-		sig.SessionID, o.sentSession = t.SessionID, t.SessionID
-	}
-	if t.LastMessage != "" && t.LastMessage != o.sentLast {
-		sig.LastMessage, o.sentLast = t.LastMessage, t.LastMessage
-	}
-	if t.Limit != nil && !t.Limit.At.Equal(o.sentLimitAt) {
-		o.sentLimitAt = t.Limit.At
+	o.sent.Model(sig, t.Model)
+	o.sent.Session(sig, t.SessionID)
+	o.sent.LastMessage(sig, t.LastMessage)
+	if t.Limit != nil && o.sent.NewLimit(t.Limit.At) {
 		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 			o.limitHit(sig, t.Limit.Text)
 		}
@@ -323,17 +300,6 @@ func (o *observer) fromTranscript(sig *core.Signal) {
 		}
 	}
 	o.sentTurns, o.sentOpen = t.TurnEnded, t.TurnOpen
-}
-
-func sameUsage(a, b wire.Usage) bool {
-	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens ||
-		a.CacheReadTokens != b.CacheReadTokens || a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced {
-		return false
-	}
-	if (a.CostUSD == nil) != (b.CostUSD == nil) {
-		return false
-	}
-	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
 }
 
 func eqTime(a, b *time.Time) bool {

@@ -37,8 +37,8 @@ type Options struct {
 
 // Provider implements core.Provider for codex.
 type Provider struct {
+	agentkit.Base
 	opts Options
-	log  *slog.Logger
 
 	mu      sync.Mutex
 	claimed map[string]string // rollout path -> agent id, so two agents never share one
@@ -48,29 +48,15 @@ var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	var l *slog.Logger
-	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
-	return &Provider{opts: o, log: l, claimed: map[string]string{}}
+	return &Provider{Base: agentkit.NewBase(cli, o.Bin, o.Logger, o.Prices), opts: o, claimed: map[string]string{}}
 }
 
-// Name implements core.Provider.
-func (p *Provider) Name() string { return Name }
-
-// Bin returns the binary the adapter launches and whether it exists.
-func (p *Provider) Bin() (string, bool) {
-	return agentkit.FindBin(p.opts.Bin, "ORCR_CODEX_BIN", "codex", "codex")
-}
-
-// Detect implements core.Provider.
-func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	bin, ok := p.Bin()
-	st := agentkit.Detect(Name, bin, ok, "ORCR_CODEX_BIN", InstallHint)
-	if !st.Found {
-		return st
-	}
-	st.Notes = append(st.Notes, "orcr notify injected per launch (-c notify=…)")
-	return st
-}
+// cli is how the adapter finds and reports its program.
+var cli = agentkit.CLI{Name: Name, EnvVar: "ORCR_CODEX_BIN", CacheName: "codex", Bin: "codex", InstallHint: InstallHint,
+	Notes: func(version string) (notes []string) {
+		notes = append(notes, "orcr notify injected per launch (-c notify=…)")
+		return notes
+	}}
 
 // home is CODEX_HOME for an agent.
 func (p *Provider) home(env []string, agentEnv map[string]string) string {

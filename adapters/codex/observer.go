@@ -39,15 +39,10 @@ type observer struct {
 	readings agentkit.Readings
 	dialog   string
 
-	sentUsage   wire.Usage
-	sentModel   string
-	sentSession string
-	sentPath    string
-	sentLast    string
-	sentLimitAt time.Time
-	sentTurns   int
-	sentOpen    bool
-	sentRates   int
+	sent      agentkit.Sent // what the engine has been told already
+	sentTurns int
+	sentOpen  bool
+	sentRates int
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
@@ -59,8 +54,7 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 		launch = time.Now()
 	}
 	o := &observer{p: p, agent: a, home: p.home(nil, a.Env), cwd: agentkit.RealDir(a.Cwd), launch: launch,
-		now: time.Now, ro: NewRollout(), sentSession: a.SessionID, sentPath: a.Transcript,
-		sentLast: a.LastMessage, sentUsage: a.Usage, sentModel: a.Model}
+		now: time.Now, ro: NewRollout(), sent: agentkit.NewSent(a)}
 	if a.Transcript != "" {
 		o.adopt(a.Transcript)
 	}
@@ -115,12 +109,8 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 			}
 		}
 	}
-	if n.ThreadID != o.sentSession {
-		sig.SessionID, o.sentSession = n.ThreadID, n.ThreadID
-	}
-	if n.Last != "" && n.Last != o.sentLast {
-		sig.LastMessage, o.sentLast = n.Last, n.Last
-	}
+	o.sent.Session(sig, n.ThreadID)
+	o.sent.LastMessage(sig, n.Last)
 	o.setState(sig, wire.StateDone, "turn finished", nil)
 	return o.finish(sig), nil
 }
@@ -152,21 +142,13 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 
 func (o *observer) fromRollout(sig *core.Signal) {
 	r := o.ro
-	if o.tail.Path != o.sentPath {
-		sig.Transcript, o.sentPath = o.tail.Path, o.tail.Path
+	o.sent.Transcript(sig, o.tail.Path)
+	o.sent.Session(sig, r.SessionID)
+	o.sent.Model(sig, r.Model)
+	if r.Lines > 0 {
+		o.sent.Usage(sig, o.p.Prices.Usage(r.ByModel()))
 	}
-	if r.SessionID != "" && r.SessionID != o.sentSession {
-		sig.SessionID, o.sentSession = r.SessionID, r.SessionID
-	}
-	if r.Model != "" && r.Model != o.sentModel {
-		sig.Model, o.sentModel = r.Model, r.Model
-	}
-	if u := o.p.opts.Prices.Usage(r.ByModel()); r.Lines > 0 && !sameUsage(u, o.sentUsage) {
-		sig.Usage, o.sentUsage = &u, u
-	}
-	if r.LastMessage != "" && r.LastMessage != o.sentLast {
-		sig.LastMessage, o.sentLast = r.LastMessage, r.LastMessage
-	}
+	o.sent.LastMessage(sig, r.LastMessage)
 	if r.RatesSeq != o.sentRates {
 		o.sentRates = r.RatesSeq
 		keys := make([]string, 0, len(r.Rates))
@@ -180,8 +162,7 @@ func (o *observer) fromRollout(sig *core.Signal) {
 		}
 	}
 	switch {
-	case r.Limit != nil && !r.Limit.At.Equal(o.sentLimitAt):
-		o.sentLimitAt = r.Limit.At
+	case r.Limit != nil && o.sent.NewLimit(r.Limit.At):
 		o.limitHit(sig, r.Limit.Text, r.Limit.ResetsAt)
 	case r.TurnsEnded > o.sentTurns && !r.TurnOpen && o.state != wire.StateDone && r.Limit == nil:
 		o.setState(sig, wire.StateDone, "turn finished (rollout)", nil)
@@ -353,15 +334,4 @@ func metaFromPrefix(b []byte) meta {
 		m.Timestamp, _ = time.Parse(time.RFC3339Nano, string(x[1]))
 	}
 	return m
-}
-
-func sameUsage(a, b wire.Usage) bool {
-	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens ||
-		a.CacheReadTokens != b.CacheReadTokens || a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced {
-		return false
-	}
-	if (a.CostUSD == nil) != (b.CostUSD == nil) {
-		return false
-	}
-	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
 }

@@ -27,13 +27,10 @@ type observer struct {
 	lastMsg  string                       // newest assistant message id of the root session
 	statusID string                       // id of the newest session.status applied
 
-	state    wire.State
-	blocked  *wire.Blocked
-	reading  *wire.LimitReading
-	sentUse  wire.Usage
-	sentMod  string
-	sentSID  string
-	sentLast string
+	state   wire.State
+	blocked *wire.Blocked
+	reading *wire.LimitReading
+	sent    agentkit.Sent // what the engine has been told already
 }
 
 type msgInfo struct {
@@ -46,7 +43,7 @@ type msgInfo struct {
 
 func newObserver(p *Provider, a wire.Agent) *observer {
 	return &observer{p: p, agent: a, now: time.Now, session: a.SessionID, msgs: map[string]msgInfo{},
-		texts: map[string]map[string]string{}, sentSID: a.SessionID, sentLast: a.LastMessage, sentUse: a.Usage, sentMod: a.Model}
+		texts: map[string]map[string]string{}, sent: agentkit.NewSent(a)}
 }
 
 func (o *observer) Close() error { return nil }
@@ -211,9 +208,7 @@ func (o *observer) Hook(name string, payload []byte) (*core.Signal, error) {
 			o.set(sig, wire.StateWorking, "answered", nil)
 		}
 	}
-	if o.session != "" && o.session != o.sentSID {
-		sig.SessionID, o.sentSID = o.session, o.session
-	}
+	o.sent.Session(sig, o.session)
 	return o.finish(sig), nil
 }
 
@@ -228,13 +223,9 @@ func (o *observer) message(info *assistantInfo, sig *core.Signal) {
 	o.msgs[info.ID] = msgInfo{session: info.SessionID, model: info.ModelID, created: info.Time.Created, cost: info.Cost,
 		tok: prices.Tokens{Input: info.Tokens.Input, Output: info.Tokens.Output + info.Tokens.Reasoning,
 			CacheRead: info.Tokens.Cache.Read, CacheWrite5m: info.Tokens.Cache.Write}}
-	if u := o.usage(); !same(u, o.sentUse) {
-		sig.Usage, o.sentUse = &u, u
-	}
+	o.sent.Usage(sig, o.usage())
 	if info.SessionID == o.session {
-		if info.ModelID != "" && info.ModelID != o.sentMod {
-			sig.Model, o.sentMod = info.ModelID, info.ModelID
-		}
+		o.sent.Model(sig, info.ModelID)
 		if cur, ok := o.msgs[o.lastMsg]; !ok || info.Time.Created >= cur.created {
 			o.lastMsg = info.ID
 		}
@@ -261,9 +252,7 @@ func (o *observer) lastText(sig *core.Signal) {
 			texts = append(texts, t)
 		}
 	}
-	if t := strings.Join(texts, "\n"); t != "" && t != o.sentLast {
-		sig.LastMessage, o.sentLast = t, t
-	}
+	o.sent.LastMessage(sig, strings.Join(texts, "\n"))
 }
 
 // usage sums every message once (root and subagent sessions alike): opencode's own
@@ -280,7 +269,7 @@ func (o *observer) usage() wire.Usage {
 			unpriced[m.model] = unpriced[m.model].Add(m.tok)
 		}
 	}
-	u := o.p.opts.Prices.Usage(unpriced)
+	u := o.p.Prices.Usage(unpriced)
 	u.InputTokens += ownTok.Input
 	u.OutputTokens += ownTok.Output
 	u.CacheReadTokens += ownTok.CacheRead
@@ -340,12 +329,4 @@ func isLimit(msg string, status int) bool {
 	}
 	return status == 429 || strings.Contains(l, "usage limit") || strings.Contains(l, "usage_limit") ||
 		strings.Contains(l, "rate limit") || strings.Contains(l, "rate_limit") || strings.Contains(l, "hit your")
-}
-
-func same(a, b wire.Usage) bool {
-	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens || a.CacheReadTokens != b.CacheReadTokens ||
-		a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced || (a.CostUSD == nil) != (b.CostUSD == nil) {
-		return false
-	}
-	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
 }

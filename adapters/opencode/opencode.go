@@ -39,40 +39,26 @@ type Options struct {
 
 // Provider implements core.Provider for OpenCode.
 type Provider struct {
+	agentkit.Base
 	opts Options
-	log  *slog.Logger
 }
 
 var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	var l *slog.Logger
-	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
-	return &Provider{opts: o, log: l}
+	return &Provider{Base: agentkit.NewBase(cli, o.Bin, o.Logger, o.Prices), opts: o}
 }
 
-// Name implements core.Provider.
-func (p *Provider) Name() string { return Name }
-
-// Bin returns the binary and whether it exists.
-func (p *Provider) Bin() (string, bool) {
-	return agentkit.FindBin(p.opts.Bin, "ORCR_OPENCODE_BIN", "opencode", "opencode")
-}
-
-// Detect implements core.Provider.
-func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	bin, ok := p.Bin()
-	st := agentkit.Detect(Name, bin, ok, "ORCR_OPENCODE_BIN", InstallHint)
-	if !st.Found {
-		return st
-	}
-	if len(st.Version) > 0 && st.Version[0] != '1' {
-		st.Notes = append(st.Notes, "opencode "+st.Version+": orcr supports the 1.x line")
-	}
-	st.Notes = append(st.Notes, "orcr plugin injected per launch (OPENCODE_CONFIG_CONTENT)")
-	return st
-}
+// cli is how the adapter finds and reports its program.
+var cli = agentkit.CLI{Name: Name, EnvVar: "ORCR_OPENCODE_BIN", CacheName: "opencode", Bin: "opencode", InstallHint: InstallHint,
+	Notes: func(version string) (notes []string) {
+		if len(version) > 0 && version[0] != '1' {
+			notes = append(notes, "opencode "+version+": orcr supports the 1.x line")
+		}
+		notes = append(notes, "orcr plugin injected per launch (OPENCODE_CONFIG_CONTENT)")
+		return notes
+	}}
 
 // Plugin is the JavaScript plugin orcr loads into OpenCode. It forwards the events
 // orcr reads to `self hook opencode <type>`, payload on stdin, fire-and-forget, and

@@ -23,22 +23,16 @@ type observer struct {
 	tail *jsonl.Tail
 	s    *Session
 
-	state    wire.State
-	blocked  *wire.Blocked
-	menu     *agentkit.Menu // the list Prompt last read, for AnswerSteps
-	reading  *wire.LimitReading
-	sentUse  wire.Usage
-	sentMod  string
-	sentSID  string
-	sentPath string
-	sentLast string
-	sentLim  time.Time
-	dialog   string
+	state   wire.State
+	blocked *wire.Blocked
+	menu    *agentkit.Menu // the list Prompt last read, for AnswerSteps
+	reading *wire.LimitReading
+	sent    agentkit.Sent // what the engine has been told already
+	dialog  string
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
-	o := &observer{p: p, agent: a, now: time.Now, s: NewSession(), sentSID: a.SessionID, sentPath: a.Transcript,
-		sentLast: a.LastMessage, sentUse: a.Usage, sentMod: a.Model}
+	o := &observer{p: p, agent: a, now: time.Now, s: NewSession(), sent: agentkit.NewSent(a)}
 	if a.Transcript != "" {
 		o.tail = &jsonl.Tail{Path: a.Transcript}
 	}
@@ -63,11 +57,8 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		o.tail = &jsonl.Tail{Path: h.SessionFile}
 		o.s = NewSession()
 	}
-	if h.SessionFile != "" && h.SessionFile != o.sentPath {
-		sig.Transcript, o.sentPath = h.SessionFile, h.SessionFile
-		if id := sessionID(h.SessionFile); id != "" && id != o.sentSID {
-			sig.SessionID, o.sentSID = id, id
-		}
+	if o.sent.Transcript(sig, h.SessionFile) {
+		o.sent.Session(sig, sessionID(h.SessionFile))
 	}
 	switch event {
 	case "session_start":
@@ -81,7 +72,7 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		// (usage limit) is not reported as done.
 		o.read(context.Background())
 		if l := o.s.Limit; l != nil {
-			o.sentLim = l.At
+			o.sent.SawLimit(l.At)
 			o.limit(sig, l)
 		} else {
 			o.set(sig, wire.StateDone, "turn finished", nil)
@@ -111,8 +102,7 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 	sig := &core.Signal{Source: "transcript"}
 	err := o.read(ctx)
 	o.fromSession(sig)
-	if l := o.s.Limit; l != nil && !l.At.Equal(o.sentLim) {
-		o.sentLim = l.At
+	if l := o.s.Limit; l != nil && o.sent.NewLimit(l.At) {
 		o.limit(sig, l)
 	}
 	return o.finish(sig), err
@@ -123,18 +113,10 @@ func (o *observer) fromSession(sig *core.Signal) {
 	if s.Lines == 0 {
 		return
 	}
-	if u := s.Usage(o.p.opts.Prices); !same(u, o.sentUse) {
-		sig.Usage, o.sentUse = &u, u
-	}
-	if s.Model != "" && s.Model != o.sentMod {
-		sig.Model, o.sentMod = s.Model, s.Model
-	}
-	if s.ID != "" && s.ID != o.sentSID {
-		sig.SessionID, o.sentSID = s.ID, s.ID
-	}
-	if s.LastMessage != "" && s.LastMessage != o.sentLast {
-		sig.LastMessage, o.sentLast = s.LastMessage, s.LastMessage
-	}
+	o.sent.Usage(sig, s.Usage(o.p.Prices))
+	o.sent.Model(sig, s.Model)
+	o.sent.Session(sig, s.ID)
+	o.sent.LastMessage(sig, s.LastMessage)
 }
 
 func (o *observer) limit(sig *core.Signal, l *LimitHit) {
@@ -182,14 +164,6 @@ func (o *observer) Screen(sc core.Screen, quiet time.Duration) *core.Signal {
 		}
 	}
 	return nil
-}
-
-func same(a, b wire.Usage) bool {
-	if a.InputTokens != b.InputTokens || a.OutputTokens != b.OutputTokens || a.CacheReadTokens != b.CacheReadTokens ||
-		a.CacheWriteTokens != b.CacheWriteTokens || a.Priced != b.Priced || (a.CostUSD == nil) != (b.CostUSD == nil) {
-		return false
-	}
-	return a.CostUSD == nil || *a.CostUSD == *b.CostUSD
 }
 
 // dialogOptions reads a dialog's list, when it has one.

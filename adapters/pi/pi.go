@@ -39,37 +39,23 @@ type Options struct {
 
 // Provider implements core.Provider for pi.
 type Provider struct {
+	agentkit.Base
 	opts Options
-	log  *slog.Logger
 }
 
 var _ core.Provider = (*Provider)(nil)
 
 // New returns the adapter.
 func New(o Options) *Provider {
-	var l *slog.Logger
-	o.Prices, l = agentkit.Defaults(o.Prices, o.Logger)
-	return &Provider{opts: o, log: l}
+	return &Provider{Base: agentkit.NewBase(cli, o.Bin, o.Logger, o.Prices), opts: o}
 }
 
-// Name implements core.Provider.
-func (p *Provider) Name() string { return Name }
-
-// Bin returns the binary and whether it exists.
-func (p *Provider) Bin() (string, bool) {
-	return agentkit.FindBin(p.opts.Bin, "ORCR_PI_BIN", "pi", "pi")
-}
-
-// Detect implements core.Provider.
-func (p *Provider) Detect(ctx context.Context) core.ProviderStatus {
-	bin, ok := p.Bin()
-	st := agentkit.Detect(Name, bin, ok, "ORCR_PI_BIN", InstallHint)
-	if !st.Found {
-		return st
-	}
-	st.Notes = append(st.Notes, "orcr extension injected per launch (-e)")
-	return st
-}
+// cli is how the adapter finds and reports its program.
+var cli = agentkit.CLI{Name: Name, EnvVar: "ORCR_PI_BIN", CacheName: "pi", Bin: "pi", InstallHint: InstallHint,
+	Notes: func(version string) (notes []string) {
+		notes = append(notes, "orcr extension injected per launch (-e)")
+		return notes
+	}}
 
 // Extension is the TypeScript extension orcr loads into pi. It reports each event,
 // with the session file, to `self hook pi <event>` on stdin, fire-and-forget.

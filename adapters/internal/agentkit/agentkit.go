@@ -4,6 +4,7 @@
 package agentkit
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,24 +57,20 @@ func FindBin(explicit, envVar, cacheName, bin string) (string, bool) {
 	return bin, false
 }
 
+// versionTimeout bounds a version probe: a CLI that hangs must not hang doctor.
+const versionTimeout = 5 * time.Second
+
 // Version runs "<bin> --version" with a short timeout and returns the first
-// version-looking token.
-func Version(bin string) string {
-	cmd := exec.Command(bin, "--version")
-	done := make(chan struct{})
-	var out []byte
-	go func() {
-		out, _ = cmd.Output()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
-		<-done
-	}
+// version-looking token. The command is killed when the
+// deadline passes (exec.CommandContext) and WaitDelay bounds the wait for output pipes
+// a grandchild may hold open, so nothing here touches the process from another
+// goroutine.
+func Version(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.WaitDelay = time.Second
+	out, _ := cmd.Output()
 	if m := versionRE().FindString(string(out)); m != "" {
 		return m
 	}

@@ -1,0 +1,265 @@
+package listen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/github"
+	"orcr/github/githubtest"
+)
+
+// ghRig is a listener over the real client against the fake GitHub, ticked by hand on a
+// clock both share.
+type ghRig struct {
+	t     testing.TB
+	now   time.Time
+	srv   *githubtest.Server
+	ag    *agents
+	rec   *Records
+	tk    *Ticker
+	ctx   context.Context
+	store *memStore
+}
+
+func newGHRig(t testing.TB, doc string) *ghRig {
+	r := &ghRig{t: t, now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), ctx: context.Background()}
+	clock := func() time.Time { return r.now }
+	r.srv = githubtest.New(t, githubtest.WithToken("tok", "orcr-bot"), githubtest.WithClock(clock))
+	r.srv.AddRepo("o/r")
+	c, err := github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Backoff: time.Millisecond, Timeout: 5 * time.Second, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustParse(t, "gh", doc)
+	r.ag = newAgents(clock)
+	r.store = newMemStore()
+	r.rec = NewRecords(r.store)
+	r.tk = &Ticker{Listener: l, Records: r.rec, Source: GitHubSource{Client: c, Source: l.Source, Now: clock},
+		Dispatcher: r.ag, Now: clock, Backoff: GitHubBackoff}
+	return r
+}
+
+// tick advances the clock past the interval and ticks once.
+func (r *ghRig) tick() TickResult {
+	r.t.Helper()
+	r.now = r.now.Add(time.Minute)
+	res, err := r.tk.Tick(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+const issuesDoc = `interval = "1m"
+[source]
+type = "github-issues"
+repos = ["o/r"]
+labels = ["orcr"]
+[action]
+path = "gh/{{repo}}/{{number}}"
+role = "implementor"
+prompt = "Issue #{{number}} {{title}}: {{body}}"
+`
+
+func TestGitHubIssuesSource(t *testing.T) {
+	r := newGHRig(t, issuesDoc)
+	r.srv.AddIssue("o/r", githubtest.Issue{Title: "old work", Labels: []string{"orcr"}})
+	r.srv.AddIssue("o/r", githubtest.Issue{Title: "not ours"})
+	r.srv.AddPR("o/r", githubtest.PullRequest{Title: "a pr", Head: "x"})
+	if res := r.tick(); res.Dispatched != 1 || r.ag.order[0] != "o/r#1" {
+		t.Fatalf("first tick: %+v %v", res, r.ag.order)
+	}
+	r.now = r.now.Add(time.Second)
+	n := r.srv.AddIssue("o/r", githubtest.Issue{Title: "new work", Body: "do it", Labels: []string{"orcr", "bug"}})
+	r.srv.AddComment("o/r", 1, "alice", "bumps #1's updated_at") // already processed: no second fire
+	if res := r.tick(); res.Dispatched != 1 || r.ag.order[1] != "o/r#"+strconv.Itoa(n) {
+		t.Fatalf("second tick: %+v %v", res, r.ag.order)
+	}
+	// Steady state: each tick is one conditional request answered 304.
+	r.tick()
+	r.srv.ResetRequests()
+	for range 3 {
+		if res := r.tick(); res.Dispatched != 0 || res.Err != nil {
+			t.Fatalf("idle tick: %+v", res)
+		}
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 3 || reqs[0].Status != 304 || reqs[2].Status != 304 {
+		t.Fatalf("idle ticks sent %+v", reqs)
+	}
+}
+
+// BenchmarkIssuesIdleTick is DESIGN's number: a tick over a repository with 1,000 open
+// issues and nothing new (one conditional request answered 304), client and records
+// included; the fake server's own work is in the figure too.
+func BenchmarkIssuesIdleTick(b *testing.B) {
+	r := newGHRig(b, issuesDoc)
+	for i := range 1000 {
+		r.srv.AddIssue("o/r", githubtest.Issue{Title: "issue " + strconv.Itoa(i), Body: strings.Repeat("x", 200),
+			Labels: []string{"orcr"}, CreatedAt: r.now.Add(time.Duration(i-1000) * time.Minute)})
+	}
+	r.tk.Listener.RateLimits = nil
+	if res := r.tick(); res.Dispatched != 1000 {
+		b.Fatalf("first tick: %+v", res)
+	}
+	r.tick()
+	r.srv.ResetRequests()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if res := r.tick(); res.Dispatched != 0 || res.Err != nil {
+			b.Fatalf("idle tick: %+v", res)
+		}
+	}
+	b.StopTimer()
+	reqs := r.srv.Requests()
+	for _, q := range reqs {
+		if q.Status != 304 {
+			b.Fatalf("an idle tick sent %+v", q)
+		}
+	}
+	if len(reqs) != b.N {
+		b.Fatalf("%d requests for %d ticks", len(reqs), b.N)
+	}
+}
+
+func TestGitHubCommentsSource(t *testing.T) {
+	r := newGHRig(t, `interval = "1m"
+[source]
+type = "github-comments"
+repos = ["o/r"]
+trigger = "@orcr"
+authorized_users = ["alice"]
+[action]
+path = "gh/{{repo}}/{{number}}"
+role = "implementor"
+prompt = "Issue #{{number}} {{title}}: {{body}} ({{user}})"
+`)
+	n := r.srv.AddIssue("o/r", githubtest.Issue{Title: "Crash", Body: "stack trace"})
+	r.srv.AddComment("o/r", n, "alice", "@orcr please fix (before the listener existed)")
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("the baseline fired history: %+v", res)
+	}
+	r.now = r.now.Add(time.Second)
+	r.srv.AddComment("o/r", n, "bob", "@orcr do it") // not authorized
+	r.srv.AddComment("o/r", n, "alice", "no trigger here")
+	c := r.srv.AddComment("o/r", n, "Alice", "hey @ORCR fix the crash")
+	res := r.tick()
+	if res.Dispatched != 1 || r.ag.order[0] != "o/r#1/comment-"+itoa64(c) {
+		t.Fatalf("comments tick: %+v %v", res, r.ag.order)
+	}
+	d, _ := r.rec.PendingDispatches(r.ctx, "gh")
+	st, _ := r.rec.State(r.ctx, "gh")
+	if len(d) != 0 || st.Fires != 1 || st.Cursor["o/r"] == "" {
+		t.Fatalf("state %+v", st)
+	}
+	// The event's vars: issue title, the comment's body and author.
+	p, _ := r.processed("o/r#1/comment-" + itoa64(c))
+	if p.Target != "gh/o/r/1" {
+		t.Fatalf("target %q", p.Target)
+	}
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("re-fired: %+v", res)
+	}
+}
+
+func (r *ghRig) processed(id string) (Processed, error) {
+	var p Processed
+	b, err := r.store.Get(r.ctx, BucketProcessed, "gh/"+id)
+	if err != nil {
+		return p, err
+	}
+	return p, jsonUnmarshal(b, &p)
+}
+
+func TestGitHubLabelsSource(t *testing.T) {
+	r := newGHRig(t, `interval = "1m"
+[source]
+type = "github-labels"
+repos = ["o/r"]
+labels = ["orcr"]
+[action]
+path = "gh/{{repo}}/{{number}}"
+role = "implementor"
+prompt = "{{title}} labelled {{label}} by {{user}}"
+`)
+	n := r.srv.AddIssue("o/r", githubtest.Issue{Title: "a"})
+	r.srv.AddLabel("o/r", n, "orcr", "alice") // before the listener: history
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("baseline fired: %+v", res)
+	}
+	m := r.srv.AddIssue("o/r", githubtest.Issue{Title: "b"})
+	r.srv.AddLabel("o/r", m, "bug", "alice")
+	e := r.srv.AddLabel("o/r", m, "orcr", "carol")
+	if res := r.tick(); res.Dispatched != 1 || r.ag.order[0] != "o/r/label-event-"+itoa64(e) {
+		t.Fatalf("labels tick: %+v %v", res, r.ag.order)
+	}
+	r.srv.ResetRequests()
+	r.tick()
+	if reqs := r.srv.Requests(); len(reqs) != 1 || reqs[0].Status != 304 {
+		t.Fatalf("idle labels tick: %+v", reqs)
+	}
+}
+
+func TestGitHubReviewsSource(t *testing.T) {
+	r := newGHRig(t, `interval = "1m"
+[source]
+type = "github-pr-reviews"
+repos = ["o/r"]
+states = ["changes_requested"]
+[action]
+path = "fix/{{repo}}/{{number}}"
+provider = "claude"
+prompt = "{{user}} wants changes on {{head}}: {{body}}"
+`)
+	pr := r.srv.AddPR("o/r", githubtest.PullRequest{Title: "feat", Head: "feat"})
+	r.srv.AddReview("o/r", pr, "carol", "CHANGES_REQUESTED", "old review")
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("baseline fired: %+v", res)
+	}
+	r.now = r.now.Add(time.Second)
+	r.srv.AddReview("o/r", pr, "carol", "APPROVED", "")
+	rv := r.srv.AddReview("o/r", pr, "dave", "CHANGES_REQUESTED", "rename it")
+	if res := r.tick(); res.Dispatched != 1 || r.ag.order[0] != "o/r#1/review-"+itoa64(rv) {
+		t.Fatalf("reviews tick: %+v %v", res, r.ag.order)
+	}
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("re-fired: %+v", res)
+	}
+	// A pull request opened after the baseline: its reviews are all new.
+	r.now = r.now.Add(time.Second)
+	pr2 := r.srv.AddPR("o/r", githubtest.PullRequest{Title: "other", Head: "other"})
+	r.srv.AddReview("o/r", pr2, "erin", "CHANGES_REQUESTED", "no")
+	if res := r.tick(); res.Dispatched != 1 {
+		t.Fatalf("new PR's review: %+v %v", res, r.ag.order)
+	}
+}
+
+func TestGitHubFaultsAreRecordedWithBackoff(t *testing.T) {
+	r := newGHRig(t, issuesDoc)
+	r.srv.AddRepo("o/hidden", "someone-else")
+	r.tk.Listener.Source.Repos = []string{"o/hidden"}
+	r.tk.Source = GitHubSource{Client: r.tk.Source.(GitHubSource).Client, Source: r.tk.Listener.Source, Now: r.tk.Now}
+	res := r.tick()
+	st, _ := r.rec.State(r.ctx, "gh")
+	if !errors.Is(res.Err, github.ErrNotFound) || !strings.Contains(st.LastError, "repo o/hidden not visible to this token") {
+		t.Fatalf("404: %v / %q", res.Err, st.LastError)
+	}
+	r.tk.Listener.Source.Repos = []string{"o/r"}
+	r.tk.Source = GitHubSource{Client: r.tk.Source.(GitHubSource).Client, Source: r.tk.Listener.Source, Now: r.tk.Now}
+	r.srv.Fail(githubtest.Fault{Status: 429, RetryAfter: 10 * time.Minute, Times: 1})
+	r.now = r.now.Add(5 * time.Minute)
+	res = r.tick()
+	if !errors.Is(res.Err, github.ErrRateLimited) || res.NextPoll.Sub(r.now) < 9*time.Minute {
+		t.Fatalf("429: %v, next poll in %s", res.Err, res.NextPoll.Sub(r.now))
+	}
+}

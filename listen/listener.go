@@ -1,0 +1,388 @@
+// Package listen owns listeners (DESIGN §11): a listener file names a source (a shell
+// command, or GitHub issues, comments, labels or reviews), an action (spawn an agent or
+// draft a plan, from templates over the event's vars) and rolling-window rate limits.
+// This package holds the pieces that need no server: parsing listener files strictly
+// (every error names its line), templates, the rate limiter, the shell source runner,
+// the tick that paces dispatch without losing events, and the records a listener keeps
+// in the store (through the small Store interface the daemon provides).
+package listen
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Listener is one parsed listener file.
+type Listener struct {
+	Name       string
+	Interval   time.Duration
+	Source     Source
+	Action     Action
+	RateLimits []RateLimit
+}
+
+// Source is the [source] table.
+type Source struct {
+	Type            string   // shell | github-issues | github-comments | github-labels | github-pr-reviews
+	Repos           []string // github-*: owner/name
+	Trigger         string   // github-comments: only bodies containing it
+	AuthorizedUsers []string // github-comments, github-labels, github-pr-reviews: only these actors (empty: everyone)
+	Labels          []string // github-issues: issues carrying all of them; github-labels: only these labels
+	States          []string // github-pr-reviews: review states to fire on (default every submitted review)
+	Command         string   // shell: run with sh -c
+	Timeout         time.Duration
+}
+
+// Action is the [action] table: spawn an agent (Path, Prompt, Role or Provider/Model,
+// Priority) or draft a plan (Plan).
+type Action struct {
+	Path     Template
+	Prompt   Template
+	Plan     Template
+	Role     string
+	Provider string
+	Model    string
+	Priority int
+}
+
+// IsPlan says the action drafts a plan instead of spawning an agent.
+func (a Action) IsPlan() bool { return a.Plan.Text != "" }
+
+// RateLimit is one [[rate_limits]] entry: at most Max dispatches in any Per.
+type RateLimit struct {
+	Max  int
+	Per  time.Duration
+	Text string // the file's spelling of per, shown back as written
+}
+
+// Defaults where a file says nothing.
+const (
+	DefaultInterval = time.Minute
+	MinInterval     = time.Second
+	MaxShellTimeout = 10 * time.Minute
+)
+
+// ParseError is a listener file that cannot be used; Line is 0 when the problem is a
+// missing key rather than a line.
+type ParseError struct {
+	Name string
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	where := "listener " + e.Name
+	if e.Path != "" {
+		where += " (" + e.Path + ")"
+	}
+	if e.Line > 0 {
+		where += fmt.Sprintf(" line %d", e.Line)
+	}
+	return where + ": " + e.Msg
+}
+
+var tomlLineRE = regexp.MustCompile(`^line (\d+) `)
+
+type fileDoc struct {
+	Interval string `toml:"interval"`
+	Source   struct {
+		Type            string   `toml:"type"`
+		Repos           []string `toml:"repos"`
+		Trigger         string   `toml:"trigger"`
+		AuthorizedUsers []string `toml:"authorized_users"`
+		Labels          []string `toml:"labels"`
+		States          []string `toml:"states"`
+		Command         string   `toml:"command"`
+		Timeout         string   `toml:"timeout"`
+	} `toml:"source"`
+	Action struct {
+		Path     string `toml:"path"`
+		Prompt   string `toml:"prompt"`
+		Plan     string `toml:"plan"`
+		Role     string `toml:"role"`
+		Provider string `toml:"provider"`
+		Model    string `toml:"model"`
+		Priority int64  `toml:"priority"`
+	} `toml:"action"`
+	RateLimits []struct {
+		Max int64  `toml:"max"`
+		Per string `toml:"per"`
+	} `toml:"rate_limits"`
+}
+
+// keysFor says which [source] keys each type reads; any other is refused, so a
+// trigger written on a github-issues source is an error rather than silently ignored.
+var keysFor = map[string][]string{
+	"shell":             {"command", "timeout"},
+	"github-issues":     {"repos", "labels"},
+	"github-comments":   {"repos", "trigger", "authorized_users"},
+	"github-labels":     {"repos", "labels", "authorized_users"},
+	"github-pr-reviews": {"repos", "states", "authorized_users"},
+}
+
+// LoadFile reads and parses a listener file; its name is the file's, without .toml.
+func LoadFile(path string) (Listener, error) {
+	name := strings.TrimSuffix(filepath.Base(path), ".toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Listener{}, &ParseError{Name: name, Path: path, Msg: err.Error()}
+	}
+	l, err := Parse(name, b)
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		pe.Path = path
+	}
+	return l, err
+}
+
+// Parse parses a listener document (a file's bytes, or one written through the API).
+func Parse(name string, data []byte) (Listener, error) {
+	fail := func(line int, format string, a ...any) (Listener, error) {
+		return Listener{}, &ParseError{Name: name, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	if err := ValidateName(name); err != nil {
+		return fail(0, "%v", err)
+	}
+	if line, msg := checkShape(string(data)); msg != "" {
+		return fail(line, "%s", msg)
+	}
+	var doc fileDoc
+	md, err := toml.Decode(string(data), &doc)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fail(pe.Position.Line, "%s", pe.Message)
+		}
+		// Type mismatches come as plain errors reading "toml: line N (last key …): …".
+		msg := strings.TrimPrefix(err.Error(), "toml: ")
+		if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return fail(n, "%s", msg[len(m[0]):])
+		}
+		return fail(0, "%s", msg)
+	}
+	lines := indexLines(string(data))
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0].String()
+		return fail(lines.lineAnyIndex(k), "unknown key %q", k)
+	}
+
+	l := Listener{Name: name, Interval: DefaultInterval}
+	if doc.Interval != "" {
+		d, err := ParsePeriod(doc.Interval)
+		if err != nil {
+			return fail(lines.line("interval"), "interval: %v", err)
+		}
+		if d < MinInterval {
+			return fail(lines.line("interval"), "interval %s is under the minimum of %s", doc.Interval, MinInterval)
+		}
+		l.Interval = d
+	}
+
+	src := doc.Source
+	allowed, ok := keysFor[src.Type]
+	switch {
+	case src.Type == "" && !md.IsDefined("source", "type"):
+		return fail(lines.line("source"), "[source] needs type = one of %s", strings.Join(SourceTypes(), ", "))
+	case !ok:
+		return fail(lines.line("source.type"), "unknown source type %q: use one of %s", src.Type, strings.Join(SourceTypes(), ", "))
+	}
+	for _, k := range []string{"repos", "trigger", "authorized_users", "labels", "states", "command", "timeout"} {
+		if md.IsDefined("source", k) && !slices.Contains(allowed, k) {
+			return fail(lines.line("source."+k), "%s does not apply to a %s source (it reads %s)", k, src.Type, strings.Join(allowed, ", "))
+		}
+	}
+	l.Source = Source{Type: src.Type, Trigger: src.Trigger, AuthorizedUsers: src.AuthorizedUsers,
+		Labels: src.Labels, Command: src.Command}
+	if src.Type == "shell" {
+		if strings.TrimSpace(src.Command) == "" {
+			return fail(lines.line("source"), "a shell source needs command = \"…\"")
+		}
+		l.Source.Timeout = min(l.Interval, time.Minute)
+		if src.Timeout != "" {
+			d, err := ParsePeriod(src.Timeout)
+			if err != nil || d > MaxShellTimeout {
+				return fail(lines.line("source.timeout"), "timeout %q: a period up to %s, e.g. \"30s\"", src.Timeout, FormatPeriod(MaxShellTimeout))
+			}
+			l.Source.Timeout = d
+		}
+	} else {
+		if len(src.Repos) == 0 {
+			return fail(lines.line("source"), "a %s source needs repos = [\"owner/name\"]", src.Type)
+		}
+		for _, r := range src.Repos {
+			o, n, ok := strings.Cut(r, "/")
+			if !ok || o == "" || n == "" || strings.ContainsAny(n, "/ ") || strings.ContainsAny(o, " ") {
+				return fail(lines.line("source.repos"), "repo %q: write owner/name", r)
+			}
+			l.Source.Repos = append(l.Source.Repos, r)
+		}
+	}
+	if src.Type == "github-comments" && strings.TrimSpace(src.Trigger) == "" && md.IsDefined("source", "trigger") {
+		return fail(lines.line("source.trigger"), "trigger is empty: leave it out to fire on every comment")
+	}
+	for _, st := range src.States {
+		up := strings.ToUpper(st)
+		if !slices.Contains([]string{"APPROVED", "CHANGES_REQUESTED", "COMMENTED"}, up) {
+			return fail(lines.line("source.states"), "review state %q: use approved, changes_requested or commented", st)
+		}
+		l.Source.States = append(l.Source.States, up)
+	}
+
+	if err := l.parseAction(doc, md, lines); err != nil {
+		return Listener{}, err
+	}
+
+	for i, rl := range doc.RateLimits {
+		key := "rate_limits." + fmt.Sprint(i)
+		if rl.Max <= 0 || rl.Max > 1_000_000 {
+			return fail(lines.line(key+".max"), "rate_limits max = %d: it must be 1 or more (leave the limit out for none)", rl.Max)
+		}
+		if rl.Per == "" {
+			return fail(lines.line(key), "rate_limits entry needs per = \"1h\" (or \"90m\", \"day\" …)")
+		}
+		d, err := ParsePeriod(rl.Per)
+		if err != nil {
+			return fail(lines.line(key+".per"), "rate_limits per: %v", err)
+		}
+		if d < time.Second {
+			return fail(lines.line(key+".per"), "rate_limits per %q is under a second", rl.Per)
+		}
+		l.RateLimits = append(l.RateLimits, RateLimit{Max: int(rl.Max), Per: d, Text: rl.Per})
+	}
+	return l, nil
+}
+
+func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) error {
+	fail := func(line int, format string, a ...any) error {
+		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	a := doc.Action
+	if !md.IsDefined("action") {
+		return fail(0, "an [action] is needed: path and prompt to spawn an agent, or plan = \"…\"")
+	}
+	known, closed := VarsFor(l.Source.Type)
+	if !closed {
+		known = nil
+	}
+	tmpl := func(key, text string) (Template, error) {
+		t, err := ParseTemplate(text, known)
+		if err != nil {
+			return Template{}, fail(lines.line("action."+key), "%s: %v", key, err)
+		}
+		return t, nil
+	}
+	var err error
+	if a.Plan != "" {
+		for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority"} {
+			if md.IsDefined("action", k) {
+				return fail(lines.line("action."+k), "an action with plan drafts a plan; %s belongs to spawning an agent", k)
+			}
+		}
+		l.Action.Plan, err = tmpl("plan", a.Plan)
+		return err
+	}
+	if a.Path == "" {
+		return fail(lines.line("action"), "[action] needs path = \"…\" (e.g. \"gh/{{repo}}/{{number}}\") or plan = \"…\"")
+	}
+	if a.Prompt == "" {
+		return fail(lines.line("action"), "[action] needs prompt = \"…\"")
+	}
+	if a.Role != "" && (a.Provider != "" || a.Model != "") {
+		k := "provider"
+		if a.Provider == "" {
+			k = "model"
+		}
+		return fail(lines.line("action."+k), "give role or provider/model, not both")
+	}
+	if a.Role == "" && a.Provider == "" {
+		return fail(lines.line("action"), "[action] needs role = \"…\" or provider = \"…\"")
+	}
+	if a.Priority < -1000 || a.Priority > 1000 {
+		return fail(lines.line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
+	}
+	if l.Action.Path, err = tmpl("path", a.Path); err != nil {
+		return err
+	}
+	if l.Action.Prompt, err = tmpl("prompt", a.Prompt); err != nil {
+		return err
+	}
+	l.Action.Role, l.Action.Provider, l.Action.Model, l.Action.Priority = a.Role, a.Provider, a.Model, int(a.Priority)
+	return nil
+}
+
+// ValidateName checks a listener name: the file's base name, used in store keys and
+// commands, so [a-z0-9][a-z0-9._-]{0,63} like a path segment.
+func ValidateName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("listener name %q: 1 to 64 characters", name)
+	}
+	for i, c := range name {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok {
+			return fmt.Errorf("listener name %q: use [a-z0-9] then [a-z0-9._-]", name)
+		}
+	}
+	return nil
+}
+
+// DefaultDir is where listener files live: $XDG_CONFIG_HOME/orcr/listeners (or
+// ~/.config/orcr/listeners).
+func DefaultDir() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "orcr", "listeners")
+}
+
+// Loaded is one listener file as last read: the listener, or why it cannot run.
+type Loaded struct {
+	Listener Listener
+	Err      error // a *ParseError; the other files are unaffected
+	ModTime  time.Time
+	Size     int64
+}
+
+// LoadDir reads every NAME.toml in dir (a missing dir is no listeners). A file that does
+// not parse is returned with its error, so it can be shown beside the ones that run.
+// prev, when given, is the last result: files whose size and mtime did not change are
+// not read again, so a 15 s rescan of an unchanged directory is a few stats.
+func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]Loaded{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listeners: %w", err)
+	}
+	out := map[string]Loaded{}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		name := strings.TrimSuffix(e.Name(), ".toml")
+		info, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		if p, ok := prev[name]; ok && p.ModTime.Equal(info.ModTime()) && p.Size == info.Size() {
+			out[name] = p
+			continue
+		}
+		l, err := LoadFile(filepath.Join(dir, e.Name()))
+		out[name] = Loaded{Listener: l, Err: err, ModTime: info.ModTime(), Size: info.Size()}
+	}
+	return out, nil
+}
