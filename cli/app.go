@@ -208,6 +208,7 @@ func NewApp(o Options) *cli.Command {
 			},
 		},
 		app.scheduleCommand(),
+		app.runCommand(),
 		app.gcCommand(),
 	}
 	for _, c := range clients {

@@ -27,9 +27,16 @@ type Config struct {
 	Themes    map[string]map[string]string `toml:"themes"`
 	Providers map[string]Provider          `toml:"providers"`
 	Prices    map[string]Price             `toml:"prices"`
+	GitHub    GitHub                       `toml:"github"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
+}
+
+// GitHub configures the GitHub REST client (pull requests of finished runs).
+type GitHub struct {
+	// APIURL is the REST root ("" for api.github.com; GitHub Enterprise or a test server).
+	APIURL string `toml:"api_url"`
 }
 
 // Herdr configures the herdr host.

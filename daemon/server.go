@@ -23,6 +23,8 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/orchestrate"
+	"orcr/orchestrate/run"
 	"orcr/pty"
 	"orcr/schedule"
 	"orcr/store"
@@ -46,6 +48,7 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	runs   *run.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -100,8 +103,9 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
-		Store: st, Host: host, HostWhy: why, Providers: providers(cfg, s.log), Logger: s.log,
+		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
 		Limits: configLimits(cfg), GC: configGC(cfg),
 	})
@@ -123,7 +127,16 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched}
+	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
+		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(cfg), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := runs.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start runs: %w", err)
+	}
+	s.runs = runs
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, RunService: runs}
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
@@ -141,6 +154,9 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.runs != nil {
+		s.runs.Close()
 	}
 	if s.sched != nil {
 		s.sched.Close()

@@ -111,6 +111,7 @@ var handlers = func() map[string]handler {
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
 	}
+	table = append(table, runHandlers...)
 	m := make(map[string]handler, len(table))
 	for _, h := range table {
 		if _, dup := m[h.spec.Name]; dup {

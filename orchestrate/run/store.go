@@ -49,6 +49,25 @@ type Record struct {
 	Mode                string `json:"mode"`               // worktree | shared
 	Reviewer            string `json:"reviewer,omitempty"` // provider[:model], empty for none
 
+	// Coder, when set, is provider[:model] every coder runs on (instead of the
+	// catalog's pick per tier); CoderArgv the shell provider's program. Lead is the
+	// lead's provider[:model] ("none": no lead).
+	Coder     string   `json:"coder,omitempty"`
+	CoderArgv []string `json:"coderArgv,omitempty"`
+	Lead      string   `json:"lead,omitempty"`
+
+	// Inbox is what the lead must hear and has not been delivered; LeadSent the
+	// batch on its way (delivered when the lead's next turn starts).
+	Inbox    []string  `json:"inbox,omitempty"`
+	LeadSent *LeadSend `json:"leadSent,omitempty"`
+	// Sent holds, per agent, when orcr last typed into it: a turn end from before
+	// that is not an answer to it.
+	Sent map[string]time.Time `json:"sent,omitempty"`
+	// Reviewing is the review the reviewer is on: "M1@<head>".
+	Reviewing string `json:"reviewing,omitempty"`
+	Summary   string `json:"summary,omitempty"` // the summary file, once written
+	Finished  bool   `json:"finished,omitempty"`
+
 	// Agents maps a run agent's name (lead, reviewer, coder-N) to its agent id;
 	// Models the provider:model each coder runs.
 	Agents map[string]string `json:"agents,omitempty"`
@@ -61,6 +80,14 @@ type Record struct {
 	Outbox  []Pending `json:"outbox,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+}
+
+// LeadSend is a batch sent to the lead and not yet seen taken up.
+type LeadSend struct {
+	N     int       `json:"n"` // how many inbox entries it carried
+	At    time.Time `json:"at"`
+	Tries int       `json:"tries"`
+	Told  bool      `json:"told,omitempty"` // the user was told it did not get through
 }
 
 // Pending is an action asked for and not yet performed: entry Seq's I-th action.
