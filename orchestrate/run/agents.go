@@ -222,9 +222,19 @@ func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
 	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Terminal() {
 		return
 	}
+	s.mu.Lock()
+	s.stopped[id] = true
+	s.mu.Unlock()
 	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
 		s.log.Warn("runs: stop agent", "run", rec.Run.Name, "who", who, "err", err)
 	}
+}
+
+// stoppedByUs reports an agent the autopilot stopped itself: its end is no vanishing.
+func (s *Service) stoppedByUs(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped[id]
 }
 
 // ---- the reviewer ----

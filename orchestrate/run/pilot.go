@@ -122,6 +122,13 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	}
 	a := p.Action
 	g := s.git(rec.Repo)
+	if (a.Kind == ABrief || a.Kind == ASendCoder) && a.M != "" {
+		// A message meant for the coder a milestone was with is not sent once the
+		// work moved on (it was benched, the milestone held) before it went out.
+		if m, ok := rec.Run.Milestone(a.M); !ok || m.Coder != a.Coder {
+			return nil, fmt.Errorf("not sent: %s is no longer with %s", a.M, a.Coder)
+		}
+	}
 	switch a.Kind {
 	case ABrief:
 		if err := s.brief(ctx, rec, a); err != nil {
@@ -399,6 +406,9 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
 			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
 	case a.State.Terminal():
+		if s.stoppedByUs(a.ID) {
+			return
+		}
 		if rec.Run.CoderOf(who) != "" {
 			s.apply(ctx, name, Fact{Kind: FVanished, Coder: who})
 		}

@@ -66,6 +66,7 @@ type Service struct {
 	inflight map[string]bool        // "run/ref" of pending actions being performed
 	timers   map[string]*time.Timer // per run: the next tick
 	coderMu  map[string]*sync.Mutex // "run/coder": messages to one agent in order
+	stopped  map[string]bool        // agent ids the autopilot stopped itself
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -86,7 +87,7 @@ func NewService(o Options) (*Service, error) {
 		o.Now = time.Now
 	}
 	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
-		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}}, nil
+		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
