@@ -200,4 +200,3 @@ func dirSize(dir string) int64 {
 	})
 	return n
 }
-
