@@ -15,11 +15,15 @@ import (
 )
 
 // instantCoder commits its milestone's file and reports done at once, first writing
-// the instant it calls `orcr run done` to stamps/<M>.done.
+// the instant it calls `orcr run done` to stamps/<M>.done. Asked why its turn ended
+// without done (it took over a branch whose work was committed already), it reports
+// done, as its brief says.
 func instantCoder(orcr, stamps string) []string {
 	return []string{"sh", "-c", `m=$(basename "$PWD")
 echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N > ` + stamps + `/"$m".done && ` + orcr + ` run done "$m"
-while read -r line; do :; done`}
+while read -r line; do
+  case "$line" in *"turn ended without"*) ` + orcr + ` run done "$m" ;; esac
+done`}
 }
 
 func chainPlan(n int, check string) string {

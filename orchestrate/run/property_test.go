@@ -157,8 +157,10 @@ func (w *world) respond(a Action) {
 			if w.chance(0.5) {
 				f.Until = w.now.Add(time.Duration(w.rnd.IntN(90)) * time.Minute)
 			}
-		default:
+		case x < 0.96:
 			f = Fact{Kind: FVanished, Coder: a.Coder}
+		default:
+			f = Fact{Kind: FLost, Coder: a.Coder}
 		}
 		w.feed(f)
 	case ACheck:

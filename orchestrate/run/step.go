@@ -109,7 +109,7 @@ func (s *stepper) apply(f Fact) error {
 	case FFinalCheck:
 		s.finalCheck(f)
 		return nil
-	case FLimited, FVanished, FCoderFault:
+	case FLimited, FVanished, FCoderFault, FLost:
 		s.coderTrouble(f)
 		return nil
 	}
@@ -402,8 +402,14 @@ func (s *stepper) coderTrouble(f Fact) {
 		c.BenchedUntil = until
 	case FVanished:
 		c.BenchedUntil = s.now.Add(VanishedBench)
+	case FLost:
+		// Not the coder's doing (the server and with it the panes were gone): the
+		// coder is replaced by a fresh one, nobody is benched.
+		c.Gone = true
 	}
-	s.emit(Action{Kind: ABenchCoder, Coder: c.Name, Until: c.BenchedUntil, Text: string(f.Kind)})
+	if f.Kind != FLost {
+		s.emit(Action{Kind: ABenchCoder, Coder: c.Name, Until: c.BenchedUntil, Text: string(f.Kind)})
+	}
 	c.M = ""
 	if m == nil || m.Coder != c.Name {
 		return

@@ -133,7 +133,7 @@ func TestReconcile(t *testing.T) {
 	want := []Fact{
 		{Kind: FAdvanced, M: "A", Head: "sq1"},
 		{Kind: FTurnEnded, M: "B", Coder: bCoder},
-		{Kind: FVanished, Coder: cCoder},
+		{Kind: FLost, Coder: cCoder},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)

@@ -170,6 +170,7 @@ const (
 	FAsk        FactKind = "ask"         // `orcr run ask M "…"`
 	FLimited    FactKind = "limited"     // Coder hit a usage limit; Until when its window resets (zero: unknown)
 	FVanished   FactKind = "vanished"    // Coder's agent is gone
+	FLost       FactKind = "lost"        // Coder's agent ended while the server was down: handed on, no bench
 	FCoderFault FactKind = "coder-fault" // Coder could not be started (Text: why)
 
 	// Outcomes of actions.
