@@ -31,6 +31,7 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.IntFlag{Name: "priority", Usage: "queue priority (higher first)"},
 					&cli.BoolFlag{Name: "keep", Usage: "never stop it for being idle"},
 					&cli.StringFlag{Name: "worktree", Usage: "run in a git worktree on BRANCH"},
+					&cli.StringFlag{Name: "account", Usage: "run on this account of the provider (a label from [[accounts.<provider>]]); admission waits for it"},
 					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
 					jsonFlag(),
 				},
@@ -162,7 +163,8 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		return fmt.Errorf("agent run needs a PATH, e.g. orcr agent run demo/hello -- sh")
 	}
 	p := wire.RunParams{Path: args[0], Argv: args[1:], Provider: c.String("provider"), Model: c.String("model"),
-		Prompt: c.String("prompt"), Priority: int(c.Int("priority")), Keep: c.Bool("keep"), Worktree: c.String("worktree")}
+		Prompt: c.String("prompt"), Priority: int(c.Int("priority")), Keep: c.Bool("keep"), Worktree: c.String("worktree"),
+		Account: c.String("account")}
 	if len(p.Argv) > 0 && p.Argv[0] == "--" {
 		p.Argv = p.Argv[1:]
 	}

@@ -68,6 +68,10 @@ type Probe struct {
 	HostWhy   string                `json:"hostWhy"`
 	HostErr   string                `json:"hostError,omitempty"`
 	Providers []core.ProviderStatus `json:"providers"`
+	// Accounts are the configured accounts (or each provider's implicit one) and
+	// whether each is logged in; AccountsErr says why the config's accounts are refused.
+	Accounts    []wire.Account `json:"accounts"`
+	AccountsErr string         `json:"accountsError,omitempty"`
 }
 
 // HostStatus is one host's availability as doctor shows it.
@@ -201,15 +205,32 @@ func NewApp(o Options) *cli.Command {
 		},
 		{
 			Name:  "usage",
-			Usage: "tokens and cost by provider, model and window",
-			Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "provider"}},
+			Usage: "tokens and cost by provider, account, model and window; --select: which account a spawn gets; --history: past windows at their peaks",
+			Flags: []cli.Flag{jsonFlag(), &cli.StringFlag{Name: "provider"},
+				&cli.BoolFlag{Name: "select", Usage: "say which account a spawn now would get, and why (needs --provider)"},
+				&cli.StringFlag{Name: "model", Usage: "with --select: the spawn's model (its family decides model-scoped windows)"},
+				&cli.IntFlag{Name: "priority", Usage: "with --select: the spawn's priority"},
+				&cli.StringFlag{Name: "account", Usage: "with --select or --history: one account"},
+				&cli.BoolFlag{Name: "history", Usage: "one row per past window at its peak"}},
 			Action: func(ctx context.Context, c *cli.Command) error {
+				switch {
+				case c.Bool("select"):
+					return app.usageSelect(ctx, wire.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
+						Priority: int(c.Int("priority")), Account: c.String("account")}, c.Bool("json"))
+				case c.Bool("history"):
+					return app.usageHistory(ctx, wire.HistoryParams{Provider: c.String("provider"), Account: c.String("account")}, c.Bool("json"))
+				}
 				return app.usage(ctx, c.String("provider"), c.Bool("json"))
 			},
 		},
+		app.accountCommand(),
+		app.budgetCommand(),
 		app.scheduleCommand(),
 		app.runCommand(),
+		app.listenerCommand(),
 		app.gcCommand(),
+		app.catalogCommand(),
+		app.planCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)

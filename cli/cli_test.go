@@ -15,6 +15,7 @@ import (
 	"orcr/cli"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/orchestrate"
 	"orcr/pty"
 	"orcr/schedule"
 	"orcr/store"
@@ -25,6 +26,7 @@ import (
 // embedded pty host), counting how often a command connects.
 type rig struct {
 	eng   *core.Engine
+	st    *store.Store
 	svc   core.Service
 	dials atomic.Int32
 }
@@ -54,7 +56,15 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{eng: eng, svc: core.Composed{KernelService: eng, ScheduleService: sched}}
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plans.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plans.Close)
+	return &rig{eng: eng, st: st, svc: core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans}}
 }
 
 // run runs one invocation of orcr with args and returns its exit code and output.

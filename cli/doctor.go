@@ -48,6 +48,10 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	if r.Server != nil {
 		fmt.Fprintf(w, "server   running (pid %d, host %s, %d agents)\n", r.Server.PID, r.Server.Host, r.Server.Agents)
+		if l := r.Server.Limits; l != nil {
+			fmt.Fprintf(w, "limits   %d of %d connections open; per connection %d requests at once, %d MiB of unread answers ([server] in the config)\n",
+				l.Connections, l.MaxConnections, l.MaxInFlight, l.MaxUnread>>20)
+		}
 	} else {
 		fmt.Fprintln(w, "server   not running — start it with `orcr serve` or open the dashboard with `orcr`")
 	}
@@ -78,6 +82,27 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 			line += " — fix: " + p.Fix
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(w, "accounts")
+	if r.AccountsErr != "" {
+		fmt.Fprintf(w, "  ERROR: %s\n", r.AccountsErr)
+	}
+	for _, a := range r.Accounts {
+		line := fmt.Sprintf("  %-8s %-10s", a.Provider, a.Label)
+		switch {
+		case a.Problem != "":
+			line += " NOT USABLE: " + a.Problem
+		case a.PerToken:
+			line += " per-token (API key)"
+		case a.LoggedIn:
+			line += " logged in"
+		default:
+			line += " login not found (the implicit account: the CLI's own login decides)"
+		}
+		if a.Implicit {
+			line += " [implicit]"
+		}
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -88,7 +88,8 @@ func treeLines(as []wire.Agent, now time.Time) []string {
 			seen[p] = true
 			indent := strings.Repeat("  ", i)
 			if ag, ok := byPath[p]; ok {
-				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider, core.FormatAge(now.Sub(ag.CreatedAt))))
+				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider,
+					core.FormatAge(now.Sub(ag.CreatedAt)), core.FormatTokens(ag.Usage), core.FormatCost(ag)))
 			} else {
 				out = append(out, indent+segs[i]+"/")
 			}
@@ -139,18 +140,23 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 		return printJSON(app.out, u)
 	}
 	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "PROVIDER\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
+	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
 	for _, r := range u.Rows {
-		c := "unpriced"
-		if r.Usage.CostUSD != nil {
-			c = fmt.Sprintf("$%.2f", *r.Usage.CostUSD)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Model), r.Window, r.Agents,
+		c := core.FormatUsageCost(r.Usage)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Account), core.Dash(r.Model), r.Window, r.Agents,
 			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
 	}
 	tw.Flush()
 	for _, rd := range u.Readings {
-		s := fmt.Sprintf("%s %s window: %.0f%% used", rd.Provider, rd.Window, rd.UsedPct)
+		name := rd.Provider
+		if rd.Account != "" {
+			name += "/" + rd.Account
+		}
+		win := rd.Window
+		if rd.Family != "" {
+			win += " " + rd.Family
+		}
+		s := fmt.Sprintf("%s %s window: %.0f%% used", name, win, rd.UsedPct)
 		if rd.LimitHit {
 			s += " — LIMIT HIT"
 		}

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,21 +23,39 @@ type Config struct {
 	Tmux      Tmux                         `toml:"tmux"`
 	Limits    map[string]int               `toml:"limits"` // global, min_free_mb, <provider>
 	GC        GC                           `toml:"gc"`
+	Server    Server                       `toml:"server"`
 	UI        UI                           `toml:"ui"`
 	Keys      map[string][]string          `toml:"keys"`
 	Themes    map[string]map[string]string `toml:"themes"`
 	Providers map[string]Provider          `toml:"providers"`
 	Prices    map[string]Price             `toml:"prices"`
+	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
 }
 
-// GitHub configures the GitHub REST client (pull requests of finished runs).
-type GitHub struct {
-	// APIURL is the REST root ("" for api.github.com; GitHub Enterprise or a test server).
-	APIURL string `toml:"api_url"`
+// Accounts is the [accounts] table and its [[accounts.<provider>]] entries (DESIGN
+// §10). Durations use Go syntax.
+type Accounts struct {
+	Mode          string    `toml:"mode"`       // ordered (default) | distribute
+	Headroom      *float64  `toml:"headroom"`   // default 0.9
+	HoldBelow     *int      `toml:"hold_below"` // default 5
+	ResumeStagger string    `toml:"resume_stagger"`
+	Poll          string    `toml:"poll"`         // usage endpoint poll interval ("" : off; ≥ 5m)
+	BudgetGrace   string    `toml:"budget_grace"` // stop budgets: time after the wrap-up message
+	Claude        []Account `toml:"claude"`
+	Codex         []Account `toml:"codex"`
+}
+
+// Account is one auth source of a provider.
+type Account struct {
+	Label     string            `toml:"label"`
+	ConfigDir string            `toml:"config_dir"` // claude
+	Home      string            `toml:"home"`       // codex
+	Env       map[string]string `toml:"env"`
+	UsageURL  string            `toml:"usage_url"`
 }
 
 // Herdr configures the herdr host.
@@ -50,11 +69,29 @@ type Tmux struct {
 	Bin string `toml:"bin"`
 }
 
+// Server bounds what clients may hold of the server (DESIGN §13); 0 takes the default
+// (16384 connections, kept under the file limit; 16 requests in flight and 4 MiB of unread
+// answers per connection). `orcr doctor` shows the numbers in force.
+type Server struct {
+	MaxConnections int `toml:"max_connections"`
+	MaxInFlight    int `toml:"max_requests_per_connection"`
+	MaxUnreadMB    int `toml:"max_unread_mb"`
+}
+
 // GC configures lifecycle collection; durations use Go syntax ("10m", "24h").
 type GC struct {
 	ExitedGrace string `toml:"exited_grace"`
 	IdleAfter   string `toml:"idle_after"`
 	Retain      string `toml:"retain"`
+}
+
+// GitHub configures the GitHub client listeners use.
+type GitHub struct {
+	// APIURL is the REST root: "" for github.com, "https://HOST/api/v3/" for GitHub
+	// Enterprise, or a test server.
+	APIURL string `toml:"api_url"`
+	// Token is used before GH_TOKEN, GITHUB_TOKEN and `gh auth token`.
+	Token string `toml:"token"`
 }
 
 // UI configures the dashboard.
@@ -146,6 +183,11 @@ func (c Config) Validate() error {
 	for _, k := range names {
 		if c.Limits[k] < 0 {
 			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
+		}
+	}
+	if u := c.GitHub.APIURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return fmt.Errorf("config: github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
 	}
 	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {

@@ -47,3 +47,15 @@ func TestLoadErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+func TestGitHubSection(t *testing.T) {
+	c, err := Load(write(t, "[github]\napi_url = \"https://ghe.example.com/api/v3/\"\ntoken = \"t0k\"\n"))
+	if err != nil || c.GitHub.APIURL != "https://ghe.example.com/api/v3/" || c.GitHub.Token != "t0k" {
+		t.Fatalf("github: %+v %v", c.GitHub, err)
+	}
+	for _, bad := range []string{"[github]\napi_url = \"ghe.example.com\"\n", "[github]\napi_url = \"ftp://x/\"\n", "[github]\nurl = \"https://x/\"\n"} {
+		if _, err := Load(write(t, bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}

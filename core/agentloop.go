@@ -35,7 +35,9 @@ func (e *Engine) startLoop(rt *agentRT) {
 	e.mu.Unlock()
 	var obs Observer
 	if p := e.providers[a.Provider]; p != nil {
-		obs = p.Observe(a)
+		oa := a
+		oa.Env = e.agentEnv(a) // where the account's config dir or home is
+		obs = p.Observe(oa)
 	}
 	rt.obs = obs
 	e.wg.Add(1)
@@ -137,7 +139,7 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 				trailing = true
 				transient.Reset(transientEvery - now.Sub(lastTransient))
 			}
-			if now.Sub(lastScreen) >= screenEvery {
+			if now.Sub(lastScreen) >= screenEvery || rt.eager.Load() > 0 {
 				judge(now)
 			}
 			arm(quietAfter)
@@ -184,13 +186,22 @@ func (e *Engine) apply(ctx context.Context, rt *agentRT, s *Signal) {
 		return
 	}
 	e.mu.Lock()
+	before := rt.a
 	for _, c := range Fold(rt.a, rt.turns, s, e.now()) {
 		ev := c.Event
 		e.writeLocked(ctx, rt, c.Agent, &ev)
 	}
+	acct := rt.a.Account
+	if newPrompt(before, rt.a) {
+		rt.promptAt = time.Now()
+	}
 	e.mu.Unlock()
 	if s.Reading != nil {
-		e.recordReading(ctx, *s.Reading)
+		r := *s.Reading
+		if r.Account == "" {
+			r.Account = acct
+		}
+		e.recordReading(ctx, r)
 	}
 }
 
@@ -266,9 +277,14 @@ func (e *Engine) recordReading(ctx context.Context, r wire.LimitReading) {
 	if err != nil {
 		return
 	}
-	key := r.Provider + "/" + r.Window
+	key := r.Provider + "/" + r.Account + "/" + r.Window + "/" + r.Family
 	if err := e.store.Put(ctx, "limits", key, b); err != nil {
 		e.log.Warn("store limit reading", "err", err)
+	}
+	// The accounts service and the dashboard learn of it from this event.
+	if _, err := e.broker.publish(ctx, wire.Event{Event: wire.EventUsageReading, At: e.now(),
+		Data: map[string]any{"reading": r}}); err != nil {
+		e.log.Warn("publish limit reading", "err", err)
 	}
 }
 

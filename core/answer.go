@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,20 +33,31 @@ type AnswerStep struct {
 	Until func(screen string) bool
 }
 
+// InputGuard is what a Prompter implements when its program ignores keys for a while
+// after it draws a prompt. Claude 2.1.328 drops every key that comes within 150 ms of a
+// dialog's first paint (a guard against a keystroke meant for something else landing
+// on a prompt that just appeared); a dropped key does not restart it. An answer's
+// first key waits until the prompt has been on screen that long, counted from when
+// orcr first saw it, which is after the program drew it.
+type InputGuard interface {
+	InputGuard() time.Duration
+}
+
 // Answer bounds.
 const (
 	answerTimeout = 5 * time.Second // default: the state must leave blocked by then
 	promptAppear  = 2 * time.Second // a hook can report a prompt before it is drawn
 	stepTimeout   = 3 * time.Second // each step's Until
-	// A TUI may drop keys for a while after the last one it got: claude
-	// 2.1.328 ignores a dialog key pressed within ~300-400 ms of the previous key
-	// (measured by hand: 250 ms dropped, 400 ms taken; through orcr 400 ms after the
-	// send was still dropped at times), a guard against typing into a prompt that just
-	// appeared. A key pressed again sooner restarts that guard.
-	inputGap        = 400 * time.Millisecond
-	answerRetry     = inputGap // the screen untouched this long: the key went nowhere
-	answerRetries   = 10
-	answerPollEvery = 25 * time.Millisecond
+	// A last key whose screen stayed untouched this long went nowhere (a guard orcr
+	// does not know of, a TUI not yet reading keys for its prompt) and is pressed
+	// again, each wait longer than the one before (300, 600, 900 ms …): a guard that
+	// restarts on every key — claude's 600 ms one after it scrolls a dialog into view
+	// — lets a key through once the gap is long enough.
+	answerRetry   = 300 * time.Millisecond
+	answerRetries = 6
+	// While an answer waits, the agent's loop reads the screen on every output; it is
+	// also asked to at this pace, for hosts that report no output.
+	answerNudge = 50 * time.Millisecond
 )
 
 // Answer answers what blocked agents wait for (agent.answer).
@@ -152,6 +164,7 @@ func (e *Engine) answerTargets(ctx context.Context, p wire.AnswerParams) ([]*age
 // answerOne checks that the prompt the agent was recorded blocked on is still the one
 // on screen, sends the chosen answer, and waits for the state to leave it.
 func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams) (wire.Answered, error) {
+	t0 := time.Now()
 	pane, err := e.livePane(rt)
 	if err != nil {
 		return wire.Answered{}, err
@@ -168,15 +181,34 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 		return wire.Answered{}, wire.Errorf(wire.CodeNotAnswerable, "%s", msg)
 	}
 	// Read the prompt as it is now, on the agent's loop (which owns the observer).
+	var guard time.Duration
+	if g, ok := rt.observer().(InputGuard); ok {
+		guard = g.InputGuard()
+	}
 	var shown *wire.Blocked
 	var before string // the screen the answer is sent to
+	var firstShown time.Time
 	deadline := time.Now().Add(promptAppear)
 	for {
 		shown, before, err = e.promptNow(ctx, rt, pane)
 		if err != nil {
 			return wire.Answered{}, err
 		}
-		if shown != nil || rec != nil && len(rec.Options) > 0 || time.Now().After(deadline) {
+		if shown != nil {
+			if firstShown.IsZero() {
+				firstShown = time.Now()
+			}
+			wait := time.Until(e.promptSeen(rt, rec, firstShown).Add(guard))
+			if wait <= 0 {
+				break
+			}
+			// Too fresh for the program to take keys: wait, then read it again.
+			if err := sleepCtx(ctx, wait); err != nil {
+				return wire.Answered{}, err
+			}
+			continue
+		}
+		if rec != nil && len(rec.Options) > 0 || time.Now().After(deadline) {
 			break
 		}
 		// Recorded from a hook before the dialog was drawn: give it a moment.
@@ -201,15 +233,28 @@ func (e *Engine) answerOne(ctx context.Context, rt *agentRT, p wire.AnswerParams
 			Data: map[string]any{"options": shown.Options}}
 	}
 	out := wire.Answered{Option: opt, Text: p.Text}
-	if err := e.sendSteps(ctx, rt, pane, steps, &out.Keys); err != nil {
+	tRead := time.Since(t0)
+	rt.eager.Add(1) // from the first key on, every redraw is judged at once
+	defer rt.eager.Add(-1)
+	lastBefore, err := e.sendSteps(ctx, pane, steps, before, &out.Keys)
+	if err != nil {
 		return out, err
 	}
+	e.log.Debug("answer sent", "agent", path, "keys", out.Keys, "read", tRead, "sent", time.Since(t0))
 	timeout := answerTimeout
 	if p.TimeoutSeconds > 0 {
 		timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}
-	a, left := e.awaitLeave(ctx, rt, pane, shown, before, steps, timeout, &out.Keys)
+	// Typed text shows in its option's place (claude: "3. keep the old API"), which
+	// is the same prompt being filled in, not another one.
+	edited := -1
+	if p.Text != "" && opt != nil {
+		edited = slices.IndexFunc(shown.Options, func(o wire.Option) bool { return o.Label == opt.Label && o.Key == opt.Key })
+	}
+	a, left := e.awaitLeave(ctx, rt, pane, shown, edited, lastBefore, steps, timeout, &out.Keys)
 	out.Agent = a
+	e.log.Debug("answer awaited", "agent", path, "left", left, "took", time.Since(t0), "keys", out.Keys,
+		"state", a.State, "source", a.StateSource, "reason", a.StateReason)
 	if !left {
 		return out, &wire.Error{Code: wire.CodeAnswerNotTaken,
 			Message: fmt.Sprintf("%s: sent %s, but after %s it is still blocked on %q; look with: orcr agent read %s",
@@ -262,24 +307,44 @@ func (e *Engine) onLoop(ctx context.Context, rt *agentRT, fn func()) error {
 	}
 }
 
-func (e *Engine) sendSteps(ctx context.Context, rt *agentRT, pane string, steps []AnswerStep, keys *[]string) error {
-	defer func() {
-		e.mu.Lock()
-		rt.lastInput = time.Now()
-		e.mu.Unlock()
-	}()
+// promptSeen is when the prompt on screen first showed: when the agent's loop recorded
+// its options for the current block, else (a hook reported the prompt before the
+// screen showed it) when this answer first read it. A record that has had its options
+// since before a restart has been on screen long enough.
+func (e *Engine) promptSeen(rt *agentRT, rec *wire.Blocked, firstShown time.Time) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case !rt.promptAt.IsZero() && !rt.promptAt.Before(rt.a.StateAt):
+		return rt.promptAt
+	case rec != nil && len(rec.Options) > 0:
+		return time.Time{}
+	}
+	return firstShown
+}
+
+// newPrompt reports whether a change from before to after records a prompt's options
+// anew: a new block, or options that were not there or were others.
+func newPrompt(before, after wire.Agent) bool {
+	if after.State != wire.StateBlocked || after.Blocked == nil || len(after.Blocked.Options) == 0 {
+		return false
+	}
+	return before.State != wire.StateBlocked || !before.StateAt.Equal(after.StateAt) || before.Blocked == nil ||
+		!sameLabels(before.Blocked.Options, after.Blocked.Options, -1)
+}
+
+// sendSteps sends the steps, each after the previous one's Until holds. It returns
+// the screen as it was right before the last step (before, for a single step), which
+// tells a last key that went nowhere.
+func (e *Engine) sendSteps(ctx context.Context, pane string, steps []AnswerStep, before string, keys *[]string) (string, error) {
 	for i, s := range steps {
-		if s.Text != "" {
-			if err := e.host.SendText(ctx, pane, s.Text); err != nil {
-				return hostErr("send text", err)
+		if i == len(steps)-1 && i > 0 {
+			if scr, err := e.host.Read(ctx, pane, ReadOpts{}); err == nil {
+				before = scr.Text
 			}
-			*keys = append(*keys, fmt.Sprintf("%q", s.Text))
 		}
-		if len(s.Keys) > 0 {
-			if err := e.host.SendKeys(ctx, pane, s.Keys...); err != nil {
-				return hostErr("send keys", err)
-			}
-			*keys = append(*keys, s.Keys...)
+		if err := e.sendStep(ctx, pane, s, keys); err != nil {
+			return before, err
 		}
 		if s.Until == nil || i == len(steps)-1 {
 			continue
@@ -291,62 +356,86 @@ func (e *Engine) sendSteps(ctx context.Context, rt *agentRT, pane string, steps 
 				break
 			}
 			if time.Now().After(deadline) {
-				return &wire.Error{Code: wire.CodeAnswerNotTaken,
+				return before, &wire.Error{Code: wire.CodeAnswerNotTaken,
 					Message: fmt.Sprintf("sent %s, but the screen did not change as expected within %s; nothing more was sent",
 						strings.Join(*keys, " "), stepTimeout)}
 			}
-			if err := sleepCtx(ctx, answerPollEvery); err != nil {
-				return err
+			if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+				return before, err
 			}
 		}
+	}
+	return before, nil
+}
+
+func (e *Engine) sendStep(ctx context.Context, pane string, s AnswerStep, keys *[]string) error {
+	if s.Text != "" {
+		if err := e.host.SendText(ctx, pane, s.Text); err != nil {
+			return hostErr("send text", err)
+		}
+		*keys = append(*keys, fmt.Sprintf("%q", s.Text))
+	}
+	if len(s.Keys) > 0 {
+		if err := e.host.SendKeys(ctx, pane, s.Keys...); err != nil {
+			return hostErr("send keys", err)
+		}
+		*keys = append(*keys, s.Keys...)
 	}
 	return nil
 }
 
-// awaitLeave waits until the agent is no longer blocked on shown, asking its loop to
-// judge the screen now rather than at its own pace. A single-key answer whose prompt
-// still stands unchanged after answerRetry went nowhere (a TUI that drew the dialog
-// before reading keys for it: claude drops keys until its PermissionRequest hook has
-// returned, codex on a loaded machine) and is pressed again: the same key on the same
-// prompt picks the same option.
-func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown *wire.Blocked, before string, steps []AnswerStep,
-	timeout time.Duration, keys *[]string) (wire.Agent, bool) {
+// awaitLeave waits until the agent is no longer blocked on shown (whose option edited,
+// if not -1, shows typed text now), waking on every event and asking its loop to
+// judge the screen rather than at its own pace. A last step whose screen (before)
+// still stands unchanged after answerRetry went nowhere and is pressed again — only
+// when it types no text (a single key, or the enter that ends an answer): the same key
+// on the same untouched prompt picks the same option.
+func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown *wire.Blocked, edited int, before string,
+	steps []AnswerStep, timeout time.Duration, keys *[]string) (wire.Agent, bool) {
 	start := time.Now()
 	e.mu.Lock()
 	since := rt.a.StateAt
 	e.mu.Unlock()
-	retries, lastTry := 0, start
-	if len(steps) != 1 {
-		retries = answerRetries // multi-step answers are never repeated
+	last := steps[len(steps)-1]
+	retries, lastTry := answerRetries, start
+	if len(steps) == 1 || last.Text == "" {
+		retries = 0
 	}
+	nudge := time.NewTicker(answerNudge)
+	defer nudge.Stop()
 	for {
+		e.broker.mu.Lock()
+		wake := e.broker.wake
+		e.broker.mu.Unlock()
 		e.mu.Lock()
 		a := rt.a
 		e.mu.Unlock()
 		// Left: another state, or blocked anew since (the next plan looks the same),
 		// or blocked on another prompt.
 		if a.State != wire.StateBlocked || !a.StateAt.Equal(since) ||
-			a.Blocked != nil && len(a.Blocked.Options) > 0 && !SamePrompt(a.Blocked, shown) {
+			a.Blocked != nil && len(a.Blocked.Options) > 0 && !samePrompt(a.Blocked, shown, edited) {
 			return a, true
 		}
 		if time.Since(start) > timeout || ctx.Err() != nil {
 			return a, false
 		}
-		select {
-		case rt.judge <- struct{}{}:
-		default:
-		}
-		// Back off (150, 300, 450 ms …): a guard that restarts on every key lets
-		// one through once the gap is long enough.
-		if retries < answerRetries && time.Since(lastTry) > time.Duration(retries+1)*answerRetry {
+		if retries < answerRetries && time.Since(lastTry) >= time.Duration(retries+1)*answerRetry {
 			retries, lastTry = retries+1, time.Now()
 			// Only an untouched screen says the key went nowhere; a redraw in
 			// progress may be the key taking effect.
 			if scr, err := e.host.Read(ctx, pane, ReadOpts{}); err == nil && scr.Text == before {
-				_ = e.sendSteps(ctx, rt, pane, steps, keys)
+				e.log.Debug("answer retry", "agent", a.Path, "after", time.Since(start), "try", retries)
+				_ = e.sendStep(ctx, pane, last, keys)
 			}
 		}
-		if sleepCtx(ctx, answerPollEvery) != nil {
+		select {
+		case rt.judge <- struct{}{}:
+		default:
+		}
+		select {
+		case <-wake:
+		case <-nudge.C:
+		case <-ctx.Done():
 			return a, false
 		}
 	}
@@ -355,7 +444,10 @@ func (e *Engine) awaitLeave(ctx context.Context, rt *agentRT, pane string, shown
 // SamePrompt reports whether shown is the prompt rec was recorded for: the same
 // question line and the same options (labels in order). A record made before the
 // options were on screen (a hook is faster than the redraw) matches any prompt.
-func SamePrompt(rec, shown *wire.Blocked) bool {
+func SamePrompt(rec, shown *wire.Blocked) bool { return samePrompt(rec, shown, -1) }
+
+// samePrompt is SamePrompt with the label of option skip (-1: none) left out.
+func samePrompt(rec, shown *wire.Blocked, skip int) bool {
 	if shown == nil {
 		return false
 	}
@@ -365,15 +457,15 @@ func SamePrompt(rec, shown *wire.Blocked) bool {
 	if rec.Question != "" && shown.Question != "" && rec.Question != shown.Question {
 		return false
 	}
-	return len(rec.Options) == 0 || sameLabels(rec.Options, shown.Options)
+	return len(rec.Options) == 0 || sameLabels(rec.Options, shown.Options, skip)
 }
 
-func sameLabels(a, b []wire.Option) bool {
+func sameLabels(a, b []wire.Option, skip int) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Label != b[i].Label {
+		if i != skip && a[i].Label != b[i].Label {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,11 +82,14 @@ type agentRT struct {
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
 	judge   chan struct{} // read the screen now (after an answer)
-	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
-	lastInput time.Time
-	exit      chan paneEnd
-	stop      context.CancelFunc
-	done      chan struct{}
+	// eager: an answer waits for the screen to change, so the loop reads it on every
+	// output instead of at most every screenEvery.
+	eager atomic.Int32
+	// promptAt is when the current prompt's options were first recorded (Engine.mu).
+	promptAt time.Time
+	exit     chan paneEnd
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // NewEngine builds an engine; call Start to reconcile with the host and begin serving.
@@ -358,6 +362,9 @@ func newID() string {
 func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
 	return e.broker.publish(ctx, ev)
 }
+
+// Readmit implements Kernel: admission runs again.
+func (e *Engine) Readmit() { e.kickAdmission() }
 
 // CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
 // root caller); see callerAgent.

@@ -100,11 +100,13 @@ func UsageEqual(x, y wire.Usage) bool {
 // "why" stays current too. Leaving the queue clears the queue position.
 func MoveTo(a wire.Agent, to wire.State, source, reason string, blocked *wire.Blocked, now time.Time) (wire.Agent, wire.Event, bool) {
 	from := a.State
-	if from.Terminal() || from == to && a.StateReason == reason && a.StateSource == source {
-		return a, wire.Event{}, false
-	}
 	if to != wire.StateBlocked {
 		blocked = nil
+	}
+	// A prompt's options completed by a later reading (a hook reports the prompt, the
+	// screen then shows its menu) is news about the same state.
+	if from.Terminal() || from == to && a.StateReason == reason && a.StateSource == source && SameBlocked(a.Blocked, blocked) {
+		return a, wire.Event{}, false
 	}
 	ev := wire.Event{Event: wire.EventAgentUpdated}
 	if from != to {
@@ -116,6 +118,24 @@ func MoveTo(a wire.Agent, to wire.State, source, reason string, blocked *wire.Bl
 		a.QueuePos = 0
 	}
 	return a, ev, true
+}
+
+// SameBlocked compares two descriptions of what an agent waits for by value.
+func SameBlocked(x, y *wire.Blocked) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	if x.Kind != y.Kind || x.Detail != y.Detail || x.Question != y.Question || x.Text != y.Text ||
+		len(x.Options) != len(y.Options) || (x.ResetsAt == nil) != (y.ResetsAt == nil) ||
+		x.ResetsAt != nil && !x.ResetsAt.Equal(*y.ResetsAt) {
+		return false
+	}
+	for i := range x.Options {
+		if x.Options[i] != y.Options[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // End is the rule for a terminal state: it happens once. The record keeps its last

@@ -48,6 +48,22 @@ func TestFoldRules(t *testing.T) {
 		cs[1].Event.Event != wire.EventAgentState || cs[1].Agent.Usage.OutputTokens != 9 {
 		t.Fatalf("facts then state: %+v", cs)
 	}
+	// A prompt's options completed later (same state, source and reason) are recorded
+	// as an update; the same prompt again is no change.
+	hooked := core.Fold(working, 1, &core.Signal{State: wire.StateBlocked, Source: "hook", Reason: "permission: Bash(x)",
+		Blocked: &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(x)"}}, now)[0].Agent
+	menu := &core.Signal{State: wire.StateBlocked, Source: "hook", Reason: "permission: Bash(x)",
+		Blocked: &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(x)", Options: []wire.Option{{Label: "Yes", Key: "1"}}}}
+	cs = core.Fold(hooked, 1, menu, now)
+	if len(cs) != 1 || cs[0].Event.Event != wire.EventAgentUpdated || len(cs[0].Agent.Blocked.Options) != 1 ||
+		!cs[0].Agent.StateAt.Equal(hooked.StateAt) {
+		t.Fatalf("options completed: %+v", cs)
+	}
+	again := *menu
+	again.Blocked = &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(x)", Options: []wire.Option{{Label: "Yes", Key: "1"}}}
+	if cs := core.Fold(cs[0].Agent, 1, &again, now); len(cs) != 0 {
+		t.Fatalf("the same prompt again changed: %+v", cs)
+	}
 	// A new reason for the same state is an update, not a transition.
 	cs = core.Fold(done, 1, &core.Signal{State: wire.StateDone, Source: "hook", Reason: "Stop"}, now)
 	if len(cs) != 1 || cs[0].Event.Event != wire.EventAgentUpdated || cs[0].Agent.StateReason != "Stop" {

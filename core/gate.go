@@ -73,3 +73,72 @@ func (e *Engine) gateLocked(ctx context.Context, a wire.Agent) (bool, string, ti
 	}
 	return true, "", time.Time{}
 }
+
+// Placer is a Gate that also places what it admits on an account (DESIGN §10): the
+// accounts gate. Place is called for each agent admitted, under the engine's lock, in
+// admission order and right after every gate said yes, so each placement sees the
+// ones before it (parallel admissions fan out across accounts). What it returns is
+// stamped on the record (Agent.Account) in the same write that makes it starting.
+type Placer interface {
+	Gate
+	Place(ctx context.Context, a wire.Agent) (account string)
+	// AccountEnv is the environment of the account a runs on (a.Account): applied at
+	// launch beneath the agent's own --env and shown to its provider (launch and
+	// observer), never stored in the record (it may hold an API key). Called without
+	// the engine's lock.
+	AccountEnv(a wire.Agent) map[string]string
+}
+
+// SpawnChecker is a Gate that can refuse a spawn outright when it is asked for, before
+// it is queued (an --account label that is not configured). A spawn it would merely
+// hold is not an error.
+type SpawnChecker interface {
+	CheckSpawn(ctx context.Context, p wire.RunParams) error
+}
+
+// placeLocked asks the placers about an admitted agent; the first non-empty account wins.
+func (e *Engine) placeLocked(ctx context.Context, a wire.Agent) string {
+	for _, g := range e.gates {
+		if p, ok := g.(Placer); ok {
+			if acct := p.Place(ctx, a); acct != "" {
+				return acct
+			}
+		}
+	}
+	return ""
+}
+
+// agentEnv is the agent's environment beyond the clean base: its account's, then
+// its own --env (which wins).
+func (e *Engine) agentEnv(a wire.Agent) map[string]string {
+	var env map[string]string
+	for _, g := range e.gates {
+		if p, ok := g.(Placer); ok && a.Account != "" {
+			for k, v := range p.AccountEnv(a) {
+				if env == nil {
+					env = map[string]string{}
+				}
+				env[k] = v
+			}
+		}
+	}
+	if env == nil {
+		return a.Env
+	}
+	for k, v := range a.Env {
+		env[k] = v
+	}
+	return env
+}
+
+// checkSpawn asks the gates that check spawns.
+func (e *Engine) checkSpawn(ctx context.Context, p wire.RunParams) error {
+	for _, g := range e.gates {
+		if c, ok := g.(SpawnChecker); ok {
+			if err := c.CheckSpawn(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

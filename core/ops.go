@@ -212,7 +212,6 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 		}
 	}
 	e.mu.Lock()
-	rt.lastInput = time.Now()
 	if p.Enter {
 		rt.turns++
 	}

@@ -82,7 +82,12 @@ func ResolvePath(scope, p string) (string, error) {
 type Glob struct {
 	pattern string
 	literal bool
+	prog    *globProg
 }
+
+// MaxGlobLen bounds a glob's length after scoping. The matcher is linear in it, so the bound only
+// keeps one match's work and memory small; the longest valid path (16 segments of 64) fits.
+const MaxGlobLen = 2048
 
 // ParseGlob checks a glob, resolving it against scope like a path.
 func ParseGlob(scope, g string) (Glob, error) {
@@ -94,6 +99,10 @@ func ParseGlob(scope, g string) (Glob, error) {
 		abs = strings.TrimPrefix(g, "/")
 	} else if scope != "" {
 		abs = scope + "/" + g
+	}
+	if len(abs) > MaxGlobLen {
+		return Glob{}, &wire.Error{Code: wire.CodeInvalidGlob,
+			Message: fmt.Sprintf("invalid glob %.40q…: it is %d bytes; the limit is %d", g, len(abs), MaxGlobLen)}
 	}
 	if !doublestar.ValidatePattern(abs) || strings.Contains(abs, "\\") {
 		return Glob{}, &wire.Error{Code: wire.CodeInvalidGlob,
@@ -111,7 +120,11 @@ func ParseGlob(scope, g string) (Glob, error) {
 			return Glob{}, &wire.Error{Code: wire.CodeInvalidGlob, Message: err.Error()}
 		}
 	}
-	return Glob{pattern: abs, literal: lit}, nil
+	g2 := Glob{pattern: abs, literal: lit}
+	if !lit {
+		g2.prog = compileGlob(abs)
+	}
+	return g2, nil
 }
 
 // Match reports whether path p is selected. A glob "a/**" also selects "a" itself.
@@ -119,8 +132,7 @@ func (g Glob) Match(p string) bool {
 	if g.literal {
 		return p == g.pattern
 	}
-	ok, _ := doublestar.Match(g.pattern, p)
-	return ok
+	return g.prog.match(p)
 }
 
 // Literal reports whether the glob has no wildcards.

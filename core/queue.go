@@ -390,17 +390,39 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	lim := e.limits
 	e.fl.q.setAging(lim.Aging)
 	running, total := e.runningLocked()
-	gate := func(a wire.Agent) (bool, string, time.Time) { return e.gateLocked(e.ctx, a) }
+	// A gate's yes is final within the pass (pick admits whatever every gate lets
+	// through), so the placers are asked right then: each placement is seen by the
+	// gates deciding the agents after it.
+	placed := map[string]string{}
+	gate := func(a wire.Agent) (bool, string, time.Time) {
+		ok, why, at := e.gateLocked(e.ctx, a)
+		if ok {
+			if acct := e.placeLocked(e.ctx, a); acct != "" {
+				placed[a.ID] = acct
+			}
+		}
+		return ok, why, at
+	}
 	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
 	}
 	// Each admitted agent becomes starting in the same lock hold as the decision, so a
-	// kill cannot slip between them; the pick saw every one of them queued.
+	// kill cannot slip between them; the pick saw every one of them queued. Its
+	// account is part of the same write.
 	started := out[:0]
+	now := e.now()
 	for _, rt := range out {
 		delete(e.fl.inQ, rt)
-		if e.setStateLocked(e.ctx, rt, wire.StateStarting, "server", "admitted", nil) {
+		acct := placed[rt.a.ID]
+		_, ok, _ := e.changeLocked(e.ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+			next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
+			if ok && acct != "" {
+				next.Account = acct
+			}
+			return next, &ev, ok
+		})
+		if ok {
 			e.fl.live[rt] = struct{}{}
 			started = append(started, rt)
 		}

@@ -43,6 +43,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
 	}
+	if err := e.checkSpawn(ctx, p); err != nil {
+		return wire.Agent{}, err
+	}
 	cwd := p.Cwd
 	if cwd == "" && parent != nil {
 		cwd = parent.Cwd
@@ -65,7 +68,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	a := wire.Agent{
 		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
 		Env: p.Env, Prompt: p.Prompt, Priority: p.Priority, Keep: p.Keep, Worktree: p.Worktree,
-		State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Account: p.Account, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	if parent != nil {
@@ -127,7 +130,11 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		a, _ = e.mutate(ctx, rt, func(x *wire.Agent) { x.Cwd = dir }, nil)
 	}
 	base := e.paneEnv(a)
-	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: a, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
+	// The provider sees the account's environment as the agent's own (a config dir
+	// or home decides where it writes); the record keeps only what --env gave.
+	pa := a
+	pa.Env = e.agentEnv(a)
+	plan, err := prov.Prepare(ctx, LaunchRequest{Agent: pa, Self: e.opts.Self, Socket: e.opts.Socket, StateDir: stateDir, Env: base})
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("prepare %s: %w", a.Provider, err))
 		return
@@ -203,11 +210,12 @@ func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
 }
 
 // paneEnv is the clean environment of a pane: the server's own minus nesting
-// variables, plus the agent's --env and the orcr lineage contract.
+// variables, plus the agent's account environment, its --env and the orcr lineage
+// contract.
 func (e *Engine) paneEnv(a wire.Agent) []string {
 	env := CleanEnv(e.opts.BaseEnv)
 	var extra []string
-	for k, v := range a.Env {
+	for k, v := range e.agentEnv(a) {
 		extra = append(extra, k+"="+v)
 	}
 	sort.Strings(extra)

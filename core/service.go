@@ -26,6 +26,10 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	AccountService
+	PlanService
+	CatalogService
+	ListenerService
 	RunService
 }
 
@@ -44,6 +48,10 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	AccountService
+	PlanService
+	CatalogService
+	ListenerService
 	RunService
 }
 
@@ -112,6 +120,45 @@ type ScheduleService interface {
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
 }
 
+// AccountService shows accounts, usage windows and budgets (package accounts
+// implements it, DESIGN §10).
+type AccountService interface {
+	Accounts(ctx context.Context) (wire.AccountListResult, error)
+	// Select says which account a spawn now would get, and why.
+	Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error)
+	// History is one record per past window at its peak.
+	History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error)
+	Budgets(ctx context.Context) ([]wire.Budget, error)
+	BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error)
+	BudgetRemove(ctx context.Context, glob string) error
+}
+
+// PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
+// rejects it (package orchestrate implements it).
+type PlanService interface {
+	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
+	Plans(ctx context.Context) ([]wire.Plan, error)
+	// PlanGet re-reads the plan's file, so what it returns is the file as it is now.
+	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
+	PlanApprove(ctx context.Context, name string) (wire.Plan, error)
+	PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error)
+}
+
+// CatalogService shows the model catalog (package orchestrate implements it).
+type CatalogService interface {
+	Catalog(ctx context.Context) (wire.CatalogResult, error)
+}
+
+// ListenerService runs listeners (package listen implements it): files under the
+// config dir and documents written through the API.
+type ListenerService interface {
+	Listeners(ctx context.Context) ([]wire.Listener, error)
+	ListenerGet(ctx context.Context, name string) (wire.Listener, error)
+	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
+	ListenerRemove(ctx context.Context, name string) error
+	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
+}
+
 // RunService runs orchestration runs (package orchestrate/run implements it).
 type RunService interface {
 	RunStart(ctx context.Context, p wire.RunStartParams) (wire.RunView, error)
@@ -139,6 +186,9 @@ type Kernel interface {
 	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
 	// for a root caller (a claim that does not verify is an error).
 	CallerAgent(ctx context.Context) (*wire.Agent, error)
+	// Readmit asks admission to look at the queue again: a gate's facts changed (a
+	// window reset, a budget removed) without a run or an end to wake it.
+	Readmit()
 }
 
 // Caller is who is calling, as the socket server established it.

@@ -25,7 +25,7 @@ func UsageReport(agents []wire.Agent, readings []wire.LimitReading, p wire.Usage
 
 // UsageReportAt is UsageReport at a given instant.
 func UsageReportAt(now time.Time, agents []wire.Agent, readings []wire.LimitReading, p wire.UsageParams) wire.UsageResult {
-	type key struct{ provider, model, window string }
+	type key struct{ provider, account, model, window string }
 	type acc struct {
 		row      wire.UsageRow
 		cost     float64
@@ -49,10 +49,10 @@ func UsageReportAt(now time.Time, agents []wire.Agent, readings []wire.LimitRead
 			if w.span > 0 && now.Sub(active) > w.span {
 				continue
 			}
-			k := key{a.Provider, model, w.name}
+			k := key{a.Provider, a.Account, model, w.name}
 			r := rows[k]
 			if r == nil {
-				r = &acc{row: wire.UsageRow{Provider: a.Provider, Model: model, Window: w.name}}
+				r = &acc{row: wire.UsageRow{Provider: a.Provider, Account: a.Account, Model: model, Window: w.name}}
 				rows[k] = r
 			}
 			u := a.Usage
@@ -82,6 +82,9 @@ func UsageReportAt(now time.Time, agents []wire.Agent, readings []wire.LimitRead
 		a, b := res.Rows[i], res.Rows[j]
 		if a.Provider != b.Provider {
 			return a.Provider < b.Provider
+		}
+		if a.Account != b.Account {
+			return a.Account < b.Account
 		}
 		if a.Model != b.Model {
 			return a.Model < b.Model
@@ -113,15 +116,16 @@ func lastActive(a wire.Agent) time.Time {
 	return t
 }
 
-// latestReadings keeps the newest reading per provider and window, sorted.
+// latestReadings keeps the newest reading per provider, account, window and model
+// family, sorted.
 func latestReadings(rs []wire.LimitReading, provider string) []wire.LimitReading {
-	type key struct{ provider, window string }
+	type key struct{ provider, account, window, family string }
 	best := map[key]wire.LimitReading{}
 	for _, r := range rs {
 		if provider != "" && r.Provider != provider {
 			continue
 		}
-		k := key{r.Provider, r.Window}
+		k := key{r.Provider, r.Account, r.Window, r.Family}
 		if old, ok := best[k]; !ok || r.ObservedAt.After(old.ObservedAt) {
 			best[k] = r
 		}
@@ -131,10 +135,17 @@ func latestReadings(rs []wire.LimitReading, provider string) []wire.LimitReading
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Provider != out[j].Provider {
-			return out[i].Provider < out[j].Provider
+		a, b := out[i], out[j]
+		if a.Provider != b.Provider {
+			return a.Provider < b.Provider
 		}
-		return out[i].Window < out[j].Window
+		if a.Account != b.Account {
+			return a.Account < b.Account
+		}
+		if a.Window != b.Window {
+			return a.Window < b.Window
+		}
+		return a.Family < b.Family
 	})
 	return out
 }

@@ -72,7 +72,7 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 	if err != nil {
 		return res, fmt.Errorf("encode hand-off: %w", err)
 	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	if err := socket.WriteFileNoFollow(path, b, 0o600); err != nil {
 		return res, fmt.Errorf("write hand-off: %w", err)
 	}
 	self, err := stableSelf(s.home) // under `go run` the build dir vanishes when it exits
@@ -86,7 +86,7 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 	defer devnull.Close()
 	// The server's own messages (a failed start) go to a file the error can quote.
 	errPath := filepath.Join(s.home, "serve.stderr")
-	errFile, err := os.OpenFile(errPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	errFile, err := socket.OpenNoFollow(errPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return res, fmt.Errorf("open %s: %w", errPath, err)
 	}
@@ -145,7 +145,7 @@ func adoptedPanes() ([]pty.Handoff, int64, error) {
 		return nil, 0, nil
 	}
 	os.Unsetenv(handoffEnv) // agents launched later must not inherit it
-	b, err := os.ReadFile(path)
+	b, err := socket.ReadFileNoFollow(path)
 	os.Remove(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read hand-off: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"orcr/accounts"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,6 +205,17 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	}
 	for _, pr := range providers(cfg, nil) {
 		p.Providers = append(p.Providers, pr.Detect(ctx))
+	}
+	p.Accounts = []wire.Account{}
+	opts, err := configAccounts(cfg, nil, nil)
+	var acct *accounts.Service
+	if err == nil {
+		acct, err = accounts.New(opts)
+	}
+	if err != nil {
+		p.AccountsErr = err.Error()
+	} else if l, err := acct.Accounts(ctx); err == nil {
+		p.Accounts = l.Accounts
 	}
 	return p
 }

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"orcr/accounts"
 	"orcr/adapters/claude"
 	"orcr/adapters/codex"
 	"orcr/adapters/opencode"
@@ -23,6 +24,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/listen"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/pty"
@@ -33,6 +35,9 @@ import (
 // newLogger writes slog records to a rotated file under home — never to the
 // terminal, which the dashboard owns.
 func newLogger(home string) *slog.Logger {
+	if socket.CheckHome(home) != nil {
+		return slog.New(slog.DiscardHandler) // never write through a link planted in a home not ours
+	}
 	w := &lumberjack.Logger{Filename: filepath.Join(home, "orcr.log"), MaxSize: 10, MaxBackups: 3}
 	level := slog.LevelInfo
 	if os.Getenv("ORCR_DEBUG") != "" {
@@ -48,6 +53,9 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	acct   *accounts.Service
+	plans  *orchestrate.Service
+	listen *listen.Service
 	runs   *run.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
@@ -103,11 +111,19 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
+	aopts, err := configAccounts(cfg, st, s.log)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := accounts.New(aopts)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
-		Limits: configLimits(cfg), GC: configGC(cfg),
+		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
 	})
 	if err != nil {
 		return nil, err
@@ -127,6 +143,21 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
+		Detect: detector(provs), CatalogPath: orchestrate.DefaultUserCatalogPath(),
+		TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := plans.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start plans: %w", err)
+	}
+	s.plans = plans
+	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("start listeners: %w", err)
+	}
+	s.listen = ls
 	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
 		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(cfg), Logger: s.log})
 	if err != nil {
@@ -136,13 +167,21 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start runs: %w", err)
 	}
 	s.runs = runs
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, RunService: runs}
+	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
+		ListenerService: ls, AccountService: acct, RunService: runs}
+	acct.SetKernel(eng)
+	if err := acct.Start(ctx, s.svc); err != nil {
+		return nil, fmt.Errorf("start accounts: %w", err)
+	}
+	s.acct = acct
 	sock, err := socket.Listen(sockPath, s.svc, s.log)
 	if err != nil {
 		return nil, err
 	}
 	s.sock = sock
 	s.done = make(chan error, 1)
+	sock.SetLimits(socket.Limits{MaxConnections: cfg.Server.MaxConnections, MaxInFlight: cfg.Server.MaxInFlight,
+		MaxUnread: cfg.Server.MaxUnreadMB << 20})
 	go func() { s.done <- sock.Serve() }()
 	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
 	ok = true
@@ -158,8 +197,17 @@ func (s *server) close(ctx context.Context) {
 	if s.runs != nil {
 		s.runs.Close()
 	}
+	if s.plans != nil {
+		s.plans.Close()
+	}
+	if s.listen != nil {
+		s.listen.Close()
+	}
 	if s.sched != nil {
 		s.sched.Close()
+	}
+	if s.acct != nil {
+		s.acct.Close()
 	}
 	if s.engine != nil {
 		s.engine.Close(ctx)
@@ -181,6 +229,19 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		codex.New(codex.Options{Bin: cfg.Providers["codex"].Bin, Logger: log, Prices: table}),
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
+	}
+}
+
+// detector reports a provider's program as its adapter finds it; the plan service
+// asks before it starts a lead, so a missing one is an exit-2 error naming the fix.
+func detector(provs []core.Provider) func(ctx context.Context, name string) core.ProviderStatus {
+	return func(ctx context.Context, name string) core.ProviderStatus {
+		for _, p := range provs {
+			if p.Name() == name {
+				return p.Detect(ctx)
+			}
+		}
+		return core.ProviderStatus{Name: name}
 	}
 }
 

@@ -134,7 +134,8 @@ func TestSchemaMatchesServer(t *testing.T) {
 	}
 	// Each read-only method answers with exactly the result type the schema names.
 	rc := e.raw()
-	for _, m := range []string{wire.MethodPing, wire.MethodInfo, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList, wire.MethodAgentList} {
+	for _, m := range []string{wire.MethodPing, wire.MethodInfo, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList, wire.MethodAgentList,
+		wire.MethodPlanList, wire.MethodCatalogGet} {
 		spec, _ := wire.Method(m)
 		r := rc.roundTrip(`{"id":"s","method":"` + m + `"}`)
 		if r.Error != nil {

@@ -25,6 +25,8 @@ type env struct {
 	home string
 	vars []string
 	srv  *serve.Server
+	// leadPIDs are agent processes a killed server left behind (tests end them).
+	leadPIDs []int
 }
 
 func newEnv(t *testing.T, extra ...string) *env {

@@ -61,7 +61,7 @@ func pretty(k string) string {
 
 // Global bindings work everywhere outside dialogs.
 type Global struct {
-	Quit, Help, FocusNext, FocusPrev, Theme Binding
+	Quit, Help, FocusNext, FocusPrev, Theme, Plans Binding
 }
 
 // Tree bindings act on the agent tree and the selected agent.
@@ -83,6 +83,11 @@ type Dialog struct {
 	Submit, Cancel, SendMulti, Confirm Binding
 }
 
+// Plans bindings act in the plans view: the list, a plan, its approval form.
+type Plans struct {
+	Open, Approve, Reject, Edit, Refresh Binding
+}
+
 // KeyMap is every area's bindings.
 type KeyMap struct {
 	Name   string
@@ -90,6 +95,7 @@ type KeyMap struct {
 	Tree   Tree
 	Panel  Panel
 	Dialog Dialog
+	Plans  Plans
 }
 
 func b(action, desc string, keys ...string) Binding {
@@ -104,20 +110,36 @@ func DefaultGlobal() Global {
 		FocusNext: b("global.focus_next", "next pane", "tab"),
 		FocusPrev: b("global.focus_prev", "previous pane", "shift+tab"),
 		Theme:     b("global.theme", "next theme", "T"),
+		Plans:     b("global.plans", "plans", "P"),
 	}
 }
 
-// DefaultTree is the default tree set: arrows to move, letters for actions.
+// DefaultPlans is the default plans set. Approve is marked destructive: it fixes the
+// plan a run builds, so it goes through the approval form.
+func DefaultPlans() Plans {
+	approve := b("plans.approve", "approve (form)", "A")
+	approve.Destructive = true
+	return Plans{
+		Open:    b("plans.open", "open plan", "enter"),
+		Approve: approve,
+		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
+		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
+		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
+	}
+}
+
+// DefaultTree is the default tree set: arrows (and j/k/g/G, which every pager and
+// most TUIs accept) to move, letters for actions.
 func DefaultTree() Tree {
 	kill := b("tree.kill", "kill by glob", "K")
 	kill.Destructive = true
 	return Tree{
-		Up:          b("tree.up", "up", "up"),
-		Down:        b("tree.down", "down", "down"),
+		Up:          b("tree.up", "up", "up", "k"),
+		Down:        b("tree.down", "down", "down", "j"),
 		PageUp:      b("tree.page_up", "page up", "pgup"),
 		PageDown:    b("tree.page_down", "page down", "pgdown"),
-		Top:         b("tree.top", "top", "home"),
-		Bottom:      b("tree.bottom", "bottom", "end"),
+		Top:         b("tree.top", "top", "home", "g"),
+		Bottom:      b("tree.bottom", "bottom", "end", "G"),
 		Expand:      b("tree.expand", "expand", "right"),
 		Collapse:    b("tree.collapse", "collapse", "left"),
 		Toggle:      b("tree.toggle", "fold/unfold", "space"),
@@ -136,8 +158,8 @@ func DefaultTree() Tree {
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:      b("panel.up", "scroll up", "up"),
-		Down:    b("panel.down", "scroll down", "down"),
+		Up:      b("panel.up", "scroll up", "up", "k"),
+		Down:    b("panel.down", "scroll down", "down", "j"),
 		NextTab: b("panel.next_tab", "next panel tab", "]"),
 		PrevTab: b("panel.prev_tab", "previous panel tab", "["),
 	}
@@ -158,10 +180,10 @@ func DefaultDialog() Dialog {
 // Default is the default key map.
 func Default() KeyMap {
 	return KeyMap{Name: "default", Global: DefaultGlobal(), Tree: DefaultTree(),
-		Panel: DefaultPanel(), Dialog: DefaultDialog()}
+		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
 }
 
-// VimTree adds vim motions to the default tree set.
+// VimTree adds the rest of vim's motions to the default tree set.
 func VimTree() Tree {
 	t := DefaultTree()
 	t.Up.Keys = []string{"k", "up"}
@@ -189,7 +211,7 @@ func VimPanel() Panel {
 // Vim is the vim-style key map.
 func Vim() KeyMap {
 	return KeyMap{Name: "vim", Global: DefaultGlobal(), Tree: VimTree(),
-		Panel: VimPanel(), Dialog: DefaultDialog()}
+		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
 }
 
 // ByName returns the named key map ("default" or "vim").
@@ -213,17 +235,18 @@ func (k *KeyMap) areas() []struct {
 	title string
 	ptrs  []*Binding
 } {
-	g, t, p, d := &k.Global, &k.Tree, &k.Panel, &k.Dialog
+	g, t, p, d, pl := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans
 	return []struct {
 		title string
 		ptrs  []*Binding
 	}{
-		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme}},
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
+		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 	}
 }
 

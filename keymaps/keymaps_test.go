@@ -26,8 +26,17 @@ func TestDefaultsValid(t *testing.T) {
 			}
 		}
 	}
-	if !Vim().Tree.Down.Matches(press("j")) || Default().Tree.Down.Matches(press("j")) {
-		t.Fatal("vim j / default j")
+	// j/k/g/G move in both sets, next to the arrows; h/l are vim's only.
+	for _, k := range []KeyMap{Default(), Vim()} {
+		tr, p := k.Tree, k.Panel
+		if !tr.Down.Matches(press("j")) || !tr.Up.Matches(press("k")) || !tr.Top.Matches(press("g")) ||
+			!tr.Bottom.Matches(press("G")) || !tr.Down.Matches(press("down")) || !tr.Top.Matches(press("home")) ||
+			!p.Down.Matches(press("j")) || !p.Up.Matches(press("k")) {
+			t.Errorf("%s: j/k/g/G or the arrows do not move", k.Name)
+		}
+	}
+	if !Vim().Tree.Collapse.Matches(press("h")) || Default().Tree.Collapse.Matches(press("h")) {
+		t.Fatal("vim h / default h")
 	}
 }
 

@@ -263,3 +263,61 @@ func TestGitHubFaultsAreRecordedWithBackoff(t *testing.T) {
 		t.Fatalf("429: %v, next poll in %s", res.Err, res.NextPoll.Sub(r.now))
 	}
 }
+
+// Every way GitHub fails is the listener's error, backed off, and the issue waiting
+// behind it is dispatched exactly once when GitHub answers again.
+func TestGitHubFaultsHoldNothingBack(t *testing.T) {
+	r := newGHRig(t, issuesDoc)
+	c, err := github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Timeout: 300 * time.Millisecond, Retries: -1, Now: r.tk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tk.Source = GitHubSource{Client: c, Source: r.tk.Listener.Source, Now: r.tk.Now}
+	r.srv.AddIssue("o/r", githubtest.Issue{Title: "waiting", Labels: []string{"orcr"}})
+	faults := []struct {
+		f    githubtest.Fault
+		kind error
+		want string
+	}{
+		{githubtest.Fault{Status: 503}, github.ErrServer, "server error (503)"},
+		{githubtest.Fault{Delay: 2 * time.Second}, github.ErrUnreachable, "o/r"},
+		{githubtest.Fault{Malformed: true}, github.ErrMalformed, "malformed"},
+		{githubtest.Fault{Status: 401}, github.ErrUnauthorized, "unauthorized (401)"},
+		{githubtest.Fault{Status: 403, RetryAfter: time.Hour}, github.ErrRateLimited, "rate limited until"},
+	}
+	for i, f := range faults {
+		r.srv.ClearFaults()
+		r.srv.Fail(f.f)
+		r.now = r.now.Add(2 * time.Hour) // past any back-off
+		res := r.tick()
+		st, _ := r.rec.State(r.ctx, "gh")
+		if !errors.Is(res.Err, f.kind) || !strings.Contains(st.LastError, f.want) || st.Failures != i+1 {
+			t.Fatalf("fault %d: %v / %q, failures %d", i, res.Err, st.LastError, st.Failures)
+		}
+		if res.NextPoll.Sub(r.now) <= time.Minute && i > 0 {
+			t.Fatalf("fault %d: no back-off (next poll in %s)", i, res.NextPoll.Sub(r.now))
+		}
+		if res.Dispatched != 0 || len(r.ag.order) != 0 {
+			t.Fatalf("fault %d dispatched", i)
+		}
+	}
+	if res := r.tick(); res.Skipped != "not due" {
+		t.Fatalf("polled before retry-after: %+v", res)
+	}
+	r.srv.ClearFaults()
+	// go-github keeps its own secondary-limit block on the real clock: the hour this test
+	// skips on its fake one has not passed for it, so the recovery uses a fresh client.
+	c, err = github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Timeout: time.Second, Retries: -1, Now: r.tk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tk.Source = GitHubSource{Client: c, Source: r.tk.Listener.Source, Now: r.tk.Now}
+	r.now = r.now.Add(time.Hour)
+	if res := r.tick(); res.Dispatched != 1 || res.Err != nil {
+		t.Fatalf("after recovery: %+v", res)
+	}
+	r.now = r.now.Add(time.Hour)
+	if res := r.tick(); res.Dispatched != 0 {
+		t.Fatalf("dispatched again: %+v", res)
+	}
+}

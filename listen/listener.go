@@ -10,6 +10,7 @@ package listen
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,6 +53,12 @@ type Action struct {
 	Provider string
 	Model    string
 	Priority int
+	// Command is what a shell-provider agent runs (sh -c; not a template: the event's
+	// vars reach it as ORCR_EVENT_* environment variables, never spliced into the
+	// command line, so an issue title cannot inject shell).
+	Command string
+	// Cwd is the agent's working directory (absolute, or ~/…); "" is the server's.
+	Cwd string
 }
 
 // IsPlan says the action drafts a plan instead of spawning an agent.
@@ -113,6 +120,8 @@ type fileDoc struct {
 		Provider string `toml:"provider"`
 		Model    string `toml:"model"`
 		Priority int64  `toml:"priority"`
+		Command  string `toml:"command"`
+		Cwd      string `toml:"cwd"`
 	} `toml:"action"`
 	RateLimits []struct {
 		Max int64  `toml:"max"`
@@ -284,7 +293,7 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	}
 	var err error
 	if a.Plan != "" {
-		for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority"} {
+		for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
 			if md.IsDefined("action", k) {
 				return fail(lines.line("action."+k), "an action with plan drafts a plan; %s belongs to spawning an agent", k)
 			}
@@ -308,6 +317,12 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	if a.Role == "" && a.Provider == "" {
 		return fail(lines.line("action"), "[action] needs role = \"…\" or provider = \"…\"")
 	}
+	if a.Provider == "shell" && strings.TrimSpace(a.Command) == "" {
+		return fail(lines.line("action"), "a shell agent needs command = \"…\" (run with sh -c; the event's vars are in its environment as ORCR_EVENT_NAME)")
+	}
+	if a.Command != "" && a.Provider != "shell" {
+		return fail(lines.line("action.command"), "command belongs to provider = \"shell\"; other agents get the prompt")
+	}
 	if a.Priority < -1000 || a.Priority > 1000 {
 		return fail(lines.line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
 	}
@@ -318,6 +333,18 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 		return err
 	}
 	l.Action.Role, l.Action.Provider, l.Action.Model, l.Action.Priority = a.Role, a.Provider, a.Model, int(a.Priority)
+	l.Action.Command = a.Command
+	if a.Cwd != "" {
+		cwd := a.Cwd
+		if rest, ok := strings.CutPrefix(cwd, "~/"); ok {
+			home, _ := os.UserHomeDir()
+			cwd = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(cwd) {
+			return fail(lines.line("action.cwd"), "cwd %q: give an absolute path (or ~/…)", a.Cwd)
+		}
+		l.Action.Cwd = filepath.Clean(cwd)
+	}
 	return nil
 }
 
@@ -353,6 +380,7 @@ type Loaded struct {
 	Err      error // a *ParseError; the other files are unaffected
 	ModTime  time.Time
 	Size     int64
+	Doc      string // the file's text (up to MaxDocBytes)
 }
 
 // LoadDir reads every NAME.toml in dir (a missing dir is no listeners). A file that does
@@ -360,6 +388,11 @@ type Loaded struct {
 // prev, when given, is the last result: files whose size and mtime did not change are
 // not read again, so a 15 s rescan of an unchanged directory is a few stats.
 func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
+	return LoadDirFor(dir, prev, Features{Roles: true, Plans: true})
+}
+
+// LoadDirFor is LoadDir refusing the actions f does not offer (ParseFor).
+func LoadDirFor(dir string, prev map[string]Loaded, f Features) (map[string]Loaded, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]Loaded{}, nil
@@ -381,8 +414,37 @@ func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
 			out[name] = p
 			continue
 		}
-		l, err := LoadFile(filepath.Join(dir, e.Name()))
-		out[name] = Loaded{Listener: l, Err: err, ModTime: info.ModTime(), Size: info.Size()}
+		path := filepath.Join(dir, e.Name())
+		ld := Loaded{ModTime: info.ModTime(), Size: info.Size()}
+		b, err := readBounded(path)
+		if err != nil {
+			ld.Err = &ParseError{Name: name, Path: path, Msg: err.Error()}
+		} else {
+			ld.Doc = string(b)
+			ld.Listener, ld.Err = ParseFor(name, b, f)
+			var pe *ParseError
+			if errors.As(ld.Err, &pe) {
+				pe.Path = path
+			}
+		}
+		out[name] = ld
 	}
 	return out, nil
+}
+
+// readBounded reads a file, refusing one past MaxDocBytes without reading it all.
+func readBounded(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, MaxDocBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxDocBytes {
+		return nil, fmt.Errorf("the file is over %d KiB", MaxDocBytes>>10)
+	}
+	return b, nil
 }

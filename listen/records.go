@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,4 +221,39 @@ func (r *Records) Remove(ctx context.Context, listener string) error {
 		return err
 	}
 	return nil
+}
+
+// Prune bounds every listener's processed marks in one pass over the bucket: marks
+// older than before go, and past keep per listener so do the oldest. It returns how
+// many it deleted.
+func (r *Records) Prune(ctx context.Context, before time.Time, keep int) (int, error) {
+	type mark struct {
+		key string
+		at  time.Time
+	}
+	by := map[string][]mark{}
+	err := r.s.Scan(ctx, BucketProcessed, func(key string, value []byte) bool {
+		name, _, _ := strings.Cut(key, "/")
+		var p Processed
+		_ = json.Unmarshal(value, &p) // an unreadable mark has the zero time: it goes first
+		by[name] = append(by[name], mark{key, p.At})
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ms := range by {
+		slices.SortFunc(ms, func(a, b mark) int { return b.at.Compare(a.at) }) // newest first
+		for i, m := range ms {
+			if i < keep && !m.at.Before(before) {
+				continue
+			}
+			if err := r.s.Delete(ctx, BucketProcessed, m.key); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
 }

@@ -55,6 +55,7 @@ type TickResult struct {
 	Skipped    string // why it did not poll: "disabled", "not due", "at a rate ceiling"
 	Polled     bool
 	Seen       int // events the source returned, new or not
+	New        int // of them, ones neither processed nor held before
 	Dispatched int
 	Held       int
 	NextPoll   time.Time
@@ -110,6 +111,11 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 
 	res := TickResult{Polled: true}
 	poll, perr := t.Source.Poll(ctx, st.Cursor)
+	if ctx.Err() != nil {
+		// The server is stopping: a poll cut short is not the source's failure, and
+		// nothing of it is recorded (the next start polls again).
+		return res, ctx.Err()
+	}
 	st.LastPoll = now
 	if poll.Warning != "" {
 		st.LastError, st.ErrorAt = poll.Warning, now
@@ -152,6 +158,7 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 		}
 		inQueue[e.ID] = true
 		queue = append(queue, withCommonVars(l, e))
+		res.New++
 	}
 
 	var derr error
@@ -225,6 +232,11 @@ func (t *Ticker) dispatch(ctx context.Context, st *State, lim *Limiter, e Event,
 		return storeErr{err}
 	}
 	if err := t.Dispatcher.Dispatch(ctx, t.Listener, e, target); err != nil {
+		if ctx.Err() != nil {
+			// Stopping mid-spawn: whether it took effect is unknown, so the intent stays
+			// for the next start to settle.
+			return storeErr{ctx.Err()}
+		}
 		_ = t.Records.s.Delete(ctx, BucketDispatches, eventKey(name, e.ID))
 		return err
 	}

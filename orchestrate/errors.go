@@ -14,7 +14,28 @@ type LineError struct {
 	File string
 	Line int
 	Msg  string
+	// Code is a stable snake_case name of the kind of problem (CodeUnknownKey, …), so a
+	// client can tell problems apart without matching messages; CodeSyntax when no
+	// more specific kind applies.
+	Code string
 }
+
+// Stable codes of plan file problems (LineError.Code), as plan.get reports them.
+const (
+	CodeSyntax            = "syntax"              // not the shape of a plan (or of a catalog)
+	CodeUnknownKey        = "unknown_key"         // a key the format does not have
+	CodeMissingKey        = "missing_key"         // a required key is absent or empty
+	CodeBadValue          = "bad_value"           // a key's value is not one it takes
+	CodeUnknownTier       = "unknown_tier"        // tier: not small, medium or high
+	CodeUnknownDependency = "unknown_dependency"  // depends: names no milestone
+	CodeDependencyCycle   = "dependency_cycle"    // milestones depend on each other
+	CodeDuplicateID       = "duplicate_id"        // two milestones share an id
+	CodeMissingSection    = "missing_section"     // no (or an empty) ### Goal / ### Acceptance
+	CodeUnknownModel      = "unknown_model"       // model: not in the catalog
+	CodePremiumModel      = "premium_not_allowed" // a premium model without `premium: allowed`
+	CodeModelBelowTier    = "model_below_tier"    // model: does not meet the milestone's tier
+	CodeUnreadable        = "unreadable"          // the file is missing or cannot be read
+)
 
 func (e LineError) Error() string {
 	switch {
@@ -56,7 +77,12 @@ type errorList struct {
 }
 
 func (l *errorList) add(line int, format string, args ...any) {
-	l.list = append(l.list, LineError{File: l.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	l.addc(line, CodeSyntax, format, args...)
+}
+
+// addc adds an error of a specific kind.
+func (l *errorList) addc(line int, code, format string, args ...any) {
+	l.list = append(l.list, LineError{File: l.file, Line: line, Msg: fmt.Sprintf(format, args...), Code: code})
 }
 
 // err returns the sorted, de-duplicated errors, or nil when there are none.

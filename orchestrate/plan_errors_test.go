@@ -153,3 +153,33 @@ func TestParseErrorsAreCapped(t *testing.T) {
 		t.Fatalf("%d errors, last %v", len(es), es[len(es)-1])
 	}
 }
+
+// TestParseErrorCodes: each kind of bad input the issue names carries its stable code,
+// so a client (and the lead's tooling) can tell them apart without reading messages.
+func TestParseErrorCodes(t *testing.T) {
+	cat := orchestrate.Options{Catalog: orchestrate.Default()}
+	for _, tc := range []struct {
+		name, src, code string
+		opts            orchestrate.Options
+	}{
+		{"cycle", replace("depends: -", "depends: M2"), orchestrate.CodeDependencyCycle, orchestrate.Options{}},
+		{"unknown dependency", replace("depends: M1", "depends: M1, M3"), orchestrate.CodeUnknownDependency, orchestrate.Options{}},
+		{"unknown tier", replace("tier: medium", "tier: huge"), orchestrate.CodeUnknownTier, orchestrate.Options{}},
+		{"duplicate id", replace("## M2 · Two", "## M1 · Two"), orchestrate.CodeDuplicateID, orchestrate.Options{}},
+		{"no goal", replace("### Goal\nDo one.\n", ""), orchestrate.CodeMissingSection, orchestrate.Options{}},
+		{"empty acceptance", replace("- [ ] two works\n", "\n\n"), orchestrate.CodeMissingSection, orchestrate.Options{}},
+		{"unknown key", replace("tier: high\n", "tier: high\nprio: 1\n"), orchestrate.CodeUnknownKey, orchestrate.Options{}},
+		{"premium", replace("tier: high\n", "tier: high\nmodel: claude:claude-opus-5-5\n"), orchestrate.CodePremiumModel, cat},
+		{"heading", replace("## M2 · Two", "## Second part"), orchestrate.CodeSyntax, orchestrate.Options{}},
+	} {
+		_, err := orchestrate.Parse([]byte(tc.src), tc.opts)
+		es, ok := err.(orchestrate.Errors)
+		if !ok || len(es) == 0 {
+			t.Errorf("%s: no errors (%v)", tc.name, err)
+			continue
+		}
+		if es[0].Code != tc.code {
+			t.Errorf("%s: code %q, want %q (%v)", tc.name, es[0].Code, tc.code, es[0])
+		}
+	}
+}

@@ -37,7 +37,7 @@ func Parse(src []byte, opts Options) (*Plan, error) {
 	if len(errs) > maxPlanErrors {
 		last := errs[maxPlanErrors-1].Line
 		errs = append(errs[:maxPlanErrors:maxPlanErrors], LineError{File: opts.File, Line: last,
-			Msg: fmt.Sprintf("%d more errors not shown", len(errs)-maxPlanErrors)})
+			Msg: fmt.Sprintf("%d more errors not shown", len(errs)-maxPlanErrors), Code: CodeSyntax})
 	}
 	return ps.p, errs
 }
@@ -249,7 +249,7 @@ func (ps *planParser) milestone(n int, text string) {
 	}
 	for _, o := range ps.p.Milestones {
 		if o.ID == m.ID {
-			ps.errs.add(n, "duplicate milestone id %s (first at line %d)", m.ID, o.Line)
+			ps.errs.addc(n, CodeDuplicateID, "duplicate milestone id %s (first at line %d)", m.ID, o.Line)
 			break
 		}
 	}
@@ -266,7 +266,7 @@ func (ps *planParser) startSection(n int, text string) {
 	ps.zone = zoneSection
 	idx := slices.IndexFunc(sectionNames, func(s string) bool { return strings.EqualFold(s, text) })
 	if idx < 0 {
-		ps.errs.add(n, "unknown section %q in milestone %s: sections are %s", "### "+text, ps.cur.ID, strings.Join(sectionNames, ", "))
+		ps.errs.addc(n, CodeUnknownKey, "unknown section %q in milestone %s: sections are %s", "### "+text, ps.cur.ID, strings.Join(sectionNames, ", "))
 		ps.section = nil
 		return
 	}
@@ -301,10 +301,10 @@ func (ps *planParser) endMilestone() {
 	}
 	ps.cur = nil
 	if _, ok := m.Field("depends"); !ok {
-		ps.errs.add(m.Line, "milestone %s has no `depends:` line (write `depends: -` when it depends on nothing)", m.ID)
+		ps.errs.addc(m.Line, CodeMissingKey, "milestone %s has no `depends:` line (write `depends: -` when it depends on nothing)", m.ID)
 	}
 	if _, ok := m.Field("tier"); !ok {
-		ps.errs.add(m.Line, "milestone %s has no `tier:` line (%s)", m.ID, strings.Join(TierNames, ", "))
+		ps.errs.addc(m.Line, CodeMissingKey, "milestone %s has no `tier:` line (%s)", m.ID, strings.Join(TierNames, ", "))
 	}
 	for _, s := range []struct {
 		name string
@@ -312,9 +312,9 @@ func (ps *planParser) endMilestone() {
 	}{{"Goal", m.Goal}, {"Acceptance", m.Acceptance}} {
 		switch {
 		case s.sec.Line == 0:
-			ps.errs.add(m.Line, "milestone %s has no ### %s section", m.ID, s.name)
+			ps.errs.addc(m.Line, CodeMissingSection, "milestone %s has no ### %s section", m.ID, s.name)
 		case strings.TrimSpace(s.sec.Text) == "":
-			ps.errs.add(s.sec.Line, "the ### %s of milestone %s is empty", s.name, m.ID)
+			ps.errs.addc(s.sec.Line, CodeMissingSection, "the ### %s of milestone %s is empty", s.name, m.ID)
 		}
 	}
 }
@@ -331,7 +331,7 @@ func (ps *planParser) finish() {
 	}
 	for _, k := range []string{"request", "check"} {
 		if !slices.ContainsFunc(p.Header, func(f Field) bool { return f.Key == k }) {
-			ps.errs.add(p.TitleLine, "the plan has no `%s:` line under its title", k)
+			ps.errs.addc(p.TitleLine, CodeMissingKey, "the plan has no `%s:` line under its title", k)
 		}
 	}
 	if len(p.Milestones) == 0 {
@@ -349,17 +349,17 @@ func (ps *planParser) headerField(f Field) {
 	case "request":
 		p.Request = f.Value
 		if f.Value == "" {
-			ps.errs.add(f.Line, "request is empty: say what the plan is for")
+			ps.errs.addc(f.Line, CodeMissingKey, "request is empty: say what the plan is for")
 		}
 	case "check":
 		p.Check = f.Value
 		if f.Value == "" {
-			ps.errs.add(f.Line, "check is empty: name the command that proves a milestone works (e.g. `go test ./...`)")
+			ps.errs.addc(f.Line, CodeMissingKey, "check is empty: name the command that proves a milestone works (e.g. `go test ./...`)")
 		}
 	case "mode":
 		p.Mode = f.Value
 		if f.Value != "worktree" && f.Value != "shared" {
-			ps.errs.add(f.Line, "mode %q: use worktree or shared", f.Value)
+			ps.errs.addc(f.Line, CodeBadValue, "mode %q: use worktree or shared", f.Value)
 		}
 	case "premium":
 		switch strings.ToLower(f.Value) {
@@ -367,10 +367,10 @@ func (ps *planParser) headerField(f Field) {
 			p.Premium = true
 		case "no":
 		default:
-			ps.errs.add(f.Line, "premium %q: use allowed or no", f.Value)
+			ps.errs.addc(f.Line, CodeBadValue, "premium %q: use allowed or no", f.Value)
 		}
 	default:
-		ps.errs.add(f.Line, "unknown key %q in the plan's header: keys are %s", f.Key, strings.Join(headerKeys, ", "))
+		ps.errs.addc(f.Line, CodeUnknownKey, "unknown key %q in the plan's header: keys are %s", f.Key, strings.Join(headerKeys, ", "))
 	}
 }
 
@@ -398,7 +398,7 @@ func (ps *planParser) milestoneField(f Field) {
 			return
 		}
 		if v == "" {
-			ps.errs.add(f.Line, "depends is empty: write `depends: -` for none or list milestone ids")
+			ps.errs.addc(f.Line, CodeMissingKey, "depends is empty: write `depends: -` for none or list milestone ids")
 			return
 		}
 		for _, d := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
@@ -409,7 +409,7 @@ func (ps *planParser) milestoneField(f Field) {
 	case "tier":
 		m.Tier = f.Value
 		if !slices.Contains(TierNames, f.Value) {
-			ps.errs.add(f.Line, "unknown tier %q: tiers are %s", f.Value, strings.Join(TierNames, ", "))
+			ps.errs.addc(f.Line, CodeUnknownTier, "unknown tier %q: tiers are %s", f.Value, strings.Join(TierNames, ", "))
 		}
 	case "needs":
 		if f.Value != "-" {
@@ -424,20 +424,20 @@ func (ps *planParser) milestoneField(f Field) {
 	case "estimate":
 		d, err := time.ParseDuration(f.Value)
 		if err != nil || d <= 0 {
-			ps.errs.add(f.Line, "estimate %q: write a duration such as 20m or 1h30m", f.Value)
+			ps.errs.addc(f.Line, CodeBadValue, "estimate %q: write a duration such as 20m or 1h30m", f.Value)
 		}
 		m.Estimate = d
 	case "model":
 		m.Model = f.Value
 		if f.Value == "" {
-			ps.errs.add(f.Line, "model is empty: name a catalog model as provider:id, or drop the line")
+			ps.errs.addc(f.Line, CodeMissingKey, "model is empty: name a catalog model as provider:id, or drop the line")
 		}
 	case "state":
 		m.State = f.Value
 		if !slices.Contains(MilestoneStates, f.Value) {
-			ps.errs.add(f.Line, "unknown milestone state %q: states are %s", f.Value, strings.Join(MilestoneStates, ", "))
+			ps.errs.addc(f.Line, CodeBadValue, "unknown milestone state %q: states are %s", f.Value, strings.Join(MilestoneStates, ", "))
 		}
 	default:
-		ps.errs.add(f.Line, "unknown key %q in milestone %s: keys are %s", f.Key, m.ID, strings.Join(milestoneKeys, ", "))
+		ps.errs.addc(f.Line, CodeUnknownKey, "unknown key %q in milestone %s: keys are %s", f.Key, m.ID, strings.Join(milestoneKeys, ", "))
 	}
 }

@@ -18,7 +18,7 @@ func (ps *planParser) validate() {
 		f, _ := m.Field("depends")
 		for _, d := range m.Depends {
 			if _, ok := ids[d]; !ok {
-				ps.errs.add(f.Line, "milestone %s depends on %s, which is not a milestone of this plan", m.ID, d)
+				ps.errs.addc(f.Line, CodeUnknownDependency, "milestone %s depends on %s, which is not a milestone of this plan", m.ID, d)
 			}
 		}
 	}
@@ -31,14 +31,14 @@ func (ps *planParser) validate() {
 			f, _ := m.Field("model")
 			model, err := c.Lookup(m.Model)
 			if err != nil {
-				ps.errs.add(f.Line, "%v", err)
+				ps.errs.addc(f.Line, CodeUnknownModel, "%v", err)
 				continue
 			}
 			if model.Premium && !p.Premium {
-				ps.errs.add(f.Line, "model %s is premium: add `premium: allowed` under the title to allow it, or name another model", model.Ref())
+				ps.errs.addc(f.Line, CodePremiumModel, "model %s is premium: add `premium: allowed` under the title to allow it, or name another model", model.Ref())
 			}
 			if t, ok := c.Tier(m.Tier); ok && !Meets(model, t) {
-				ps.errs.add(f.Line, "model %s does not meet tier %s (%s); it qualifies for %s", model.Ref(), t.Name, t, orDash(c.Qualifies(model)))
+				ps.errs.addc(f.Line, CodeModelBelowTier, "model %s does not meet tier %s (%s); it qualifies for %s", model.Ref(), t.Name, t, orDash(c.Qualifies(model)))
 			}
 		}
 	}
@@ -99,5 +99,5 @@ func (ps *planParser) reportCycle(ids map[string]*Milestone, loop []string) {
 	loop = append(loop[first:], loop[:first]...)
 	// The search walks "depends on" edges, so loop[i] depends on loop[i+1].
 	f, _ := ids[loop[0]].Field("depends")
-	ps.errs.add(f.Line, "dependency cycle: %s → %s", strings.Join(loop, " → "), loop[0])
+	ps.errs.addc(f.Line, CodeDependencyCycle, "dependency cycle: %s → %s", strings.Join(loop, " → "), loop[0])
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -85,17 +86,34 @@ func (ps *Plans) List(ctx context.Context) ([]Record, error) {
 }
 
 // Apply steps plan name with in and stores the result before returning it, so the
-// caller performs the actions only once the new state is durable.
+// caller performs the actions only once the new state is durable. A message for the
+// lead is also kept in the record (Pending) until the caller clears it.
 func (ps *Plans) Apply(ctx context.Context, name string, in Input, now time.Time) (Record, []Action, error) {
+	return ps.Change(ctx, name, func(r Record) (Record, []Action, error) { return Step(r, in, now) })
+}
+
+// Change is Apply with the step given as a function of the stored record, for a
+// caller that decides from the record (is this turn end new?) under the same lock.
+// An error from fn leaves the record as it was and is returned with it.
+func (ps *Plans) Change(ctx context.Context, name string, fn func(Record) (Record, []Action, error)) (Record, []Action, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	r, err := ps.get(ctx, name)
 	if err != nil {
 		return Record{}, nil, err
 	}
-	next, actions, err := Step(r, in, now)
+	next, actions, err := fn(r)
 	if err != nil {
 		return r, nil, err
+	}
+	for _, a := range actions {
+		if a.Kind == ActSendLead {
+			next.Pending = a.Text // the send's intent is stored with the step
+		}
+	}
+	next.Name = name
+	if reflect.DeepEqual(r, next) {
+		return next, actions, nil // nothing changed: no write
 	}
 	if err := ps.put(ctx, next); err != nil {
 		return r, nil, err

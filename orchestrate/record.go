@@ -52,6 +52,14 @@ type Record struct {
 	ApprovedHash string   `json:"approvedHash,omitempty"` // sha256 of the file approved
 	Errors       []string `json:"errors,omitempty"`       // what is wrong with the file now
 
+	// LeadTurnAt is the state instant (wire.Agent.StateAt) of the lead's last turn end
+	// the service handled, so a turn end seen twice (a replayed event, a restart that
+	// finds the lead done) is handled once.
+	LeadTurnAt time.Time `json:"leadTurnAt,omitzero"`
+	// Pending is a message for the lead stored before it is sent (intent before
+	// effect) and cleared once sent; a restart finding it set sends it again.
+	Pending string `json:"pending,omitempty"`
+
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 	Events  []Event   `json:"events,omitempty"`

@@ -181,8 +181,7 @@ func adoptPane(h *Host, hf Handoff) (*pane, error) {
 	for _, line := range hf.History {
 		p.hist.push(line)
 	}
-	_, _ = p.emu.Write([]byte(hf.Screen))
-	p.hist.drain(p.emu)
+	p.feed([]byte(hf.Screen))
 	p.mu.Unlock()
 	h.wg.Add(2)
 	go p.readLoop()

@@ -124,7 +124,8 @@ func TestSignalExitCode(t *testing.T) {
 // pane are at least the coalescing interval apart.
 func TestOutputEventsCoalesced(t *testing.T) {
 	h := newHost(t, pty.Options{})
-	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 3000 ]; do echo "flood $i"; i=$((i+1)); done; echo flood-done; exec cat`)
+	// Bursts with pauses: the host consumes a burst of this size faster than the interval.
+	info := launch(t, h, "sh", "-c", `for b in 1 2 3; do i=0; while [ $i -lt 1000 ]; do echo "flood $b $i"; i=$((i+1)); done; sleep 0.1; done; echo flood-done; exec cat`)
 	waitText(t, h, info.ID, 0, "flood-done")
 	var outputs []time.Time
 	for len(outputs) < 2 {

@@ -45,6 +45,7 @@ type pane struct {
 	hist    *history
 	streams map[*stream]struct{}
 	modes   modeTracker
+	fast    fastState // what feed knows of the emulator (flood.go)
 
 	writeMu sync.Mutex     // serializes writes to ptmx and their deadlines
 	replies chan []byte    // the emulator's answers to terminal queries, to the pty
@@ -138,10 +139,31 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	// returning false lets the emulator's own handler run as well.
 	emu.RegisterCsiHandler('J', func(params ansi.Params) bool {
 		if n, _, _ := params.Param(0, 0); n == 3 {
+			// Lines scrolled off earlier in this write are still in the emulator's
+			// scrollback, not yet drained: they go too.
+			emu.ClearScrollback()
 			p.hist.clear()
 		}
 		return false
 	})
+	// Track DECSTBM for feed: its fast path needs the whole screen to scroll. Margins past
+	// the screen are ignored (returning true): the emulator takes them as given and its next
+	// scroll indexes past its buffer and panics, which any program could trigger with
+	// ESC[1;999r. Otherwise returning false lets the emulator's own handler run.
+	emu.RegisterCsiHandler('r', func(params ansi.Params) bool {
+		top, _, _ := params.Param(0, 1)
+		bottom, _, _ := params.Param(1, 0)
+		if top > emu.Height() || bottom > emu.Height() {
+			return true
+		}
+		scr := 0 // each screen has its own margins
+		if emu.IsAltScreen() {
+			scr = 1
+		}
+		p.fast.region[scr] = top > 1 || bottom > 0 && bottom < emu.Height()
+		return false
+	})
+	p.fast.reset()
 	return p
 }
 
@@ -150,19 +172,14 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 func (p *pane) readLoop() {
 	defer p.h.wg.Done()
 	defer close(p.readDone)
-	buf := make([]byte, 8*1024) // small chunks keep the emulator lock short for readers
+	// Large reads: a flood costs one lock and one fast-path check per 64 KiB (flood.go);
+	// feed lets readers in between the pieces it hands the emulator.
+	buf := make([]byte, 64*1024)
 	for {
-		n, err := p.ptmx.Read(buf)
+		n, err := p.readChunk(buf)
 		if n > 0 {
 			p.mu.Lock()
-			_, _ = p.emu.Write(buf[:n])
-			p.hist.drain(p.emu)
-			if len(p.streams) > 0 {
-				chunk := append([]byte(nil), buf[:n]...)
-				for s := range p.streams {
-					s.deliver(chunk)
-				}
-			}
+			p.feed(buf[:n])
 			p.mu.Unlock()
 			p.h.activity(p)
 		}
@@ -356,6 +373,7 @@ func screenLines(emu *vt.Emulator) []string {
 func (p *pane) resize(cols, rows int) error {
 	p.mu.Lock()
 	p.emu.Resize(cols, rows)
+	p.fast.region = [2]bool{} // a resize resets the scroll regions
 	p.hist.drain(p.emu)
 	p.mu.Unlock()
 	if err := setSize(p.ptmx, cols, rows); err != nil {

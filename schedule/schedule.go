@@ -232,6 +232,9 @@ func (s *Service) load(ctx context.Context) error {
 			}
 			rt.spec = spec
 		}
+		if s.disableIfNeverDue(rt, now) {
+			continue
+		}
 		if c := rt.rec.Claim; c != nil {
 			end := now
 			c.EndedAt = &end
@@ -301,7 +304,7 @@ func (s *Service) fireDue(ctx context.Context) time.Time {
 	for _, n := range names {
 		rt := s.byName[n]
 		na := rt.rec.Schedule.NextAt
-		if na != nil && !na.After(now) {
+		if na != nil && !na.IsZero() && !na.After(now) {
 			due := *na
 			trigger := "schedule"
 			if rt.missed {
@@ -425,6 +428,9 @@ func (s *Service) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wi
 	}
 	if len(p.Command) == 0 || p.Command[0] == "" {
 		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", p.Name, p.Name)
+	}
+	if err := checkScheduleAdd(p, s.now()); err != nil {
+		return wire.Schedule{}, err
 	}
 	rt := &schedRT{}
 	switch {

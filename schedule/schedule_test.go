@@ -193,3 +193,68 @@ func TestScheduleClaimLeftByCrashIsNotRerun(t *testing.T) {
 		t.Fatal("the claimed run was run again")
 	}
 }
+
+// A schedule stored before the cadence checks existed (a cron with no date, an overflowing
+// --every) is kept listed and removable at load but never fires; it used to fire in a loop.
+func TestStoredScheduleThatCannotBeDueIsNotRun(t *testing.T) {
+	home := t.TempDir()
+	r := newRig(t, home, nil)
+	ctx := context.Background()
+	marks := filepath.Join(home, "marks")
+	if _, err := r.sched.ScheduleAdd(ctx, addParams("template", "sh", "-c", "echo bad >> "+marks)); err != nil {
+		t.Fatal(err)
+	}
+	tick := addParams("tick", "true")
+	tick.EverySeconds = 1
+	if _, err := r.sched.ScheduleAdd(ctx, tick); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	st := openStore(t, home)
+	raw, err := st.Get(ctx, "schedules", "template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]func(m map[string]any){
+		"never":    func(m map[string]any) { m["cron"], m["everySeconds"] = "0 0 31 4 *", 0 },
+		"overflow": func(m map[string]any) { m["everySeconds"] = 18446744075 },
+	} {
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		s := rec["schedule"].(map[string]any)
+		s["name"], s["nextAt"] = name, "0001-01-01T00:00:00Z"
+		set(s)
+		b, _ := json.Marshal(rec)
+		if err := st.Put(ctx, "schedules", name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Delete(ctx, "schedules", "template"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r2 := newRig(t, home, nil)
+	waitFor(t, "tick to run twice", 10*time.Second, func() bool { return len(runsOf(t, r2, "tick")) >= 2 })
+	for _, name := range []string{"never", "overflow"} {
+		if rs := runsOf(t, r2, name); len(rs) != 0 {
+			t.Errorf("%s ran %d times", name, len(rs))
+		}
+	}
+	if _, err := os.Stat(marks); !os.IsNotExist(err) {
+		t.Fatal("a schedule that can never be due ran")
+	}
+	ss, _ := r2.sched.Schedules(ctx)
+	if len(ss) != 3 {
+		t.Fatalf("schedules after load: %+v", ss)
+	}
+	for _, s := range ss {
+		if s.Name != "tick" && s.NextAt != nil {
+			t.Errorf("%s: next %v, want none", s.Name, s.NextAt)
+		}
+	}
+	if err := r2.sched.ScheduleRemove(ctx, "never"); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+}

@@ -27,7 +27,7 @@ func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, erro
 	if err != nil {
 		return wire.Event{}, err
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error {
+	if err := s.update(func(txn *badger.Txn) error {
 		if err := txn.Set(eventKey(seq), val); err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (
 	if err != nil {
 		return wire.Event{}, err
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error {
+	if err := s.update(func(txn *badger.Txn) error {
 		if err := txn.Set(agentKey(a.ID), aval); err != nil {
 			return err
 		}
@@ -125,6 +125,9 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int) ([]wire.Eve
 // appends (and appends after a restart) continue above every seq ever handed out.
 func (s *Store) PruneEvents(ctx context.Context, upTo uint64) error {
 	if err := ctxErr(ctx, "prune events"); err != nil {
+		return err
+	}
+	if err := s.writable(); err != nil {
 		return err
 	}
 	wb := s.db.NewWriteBatch()

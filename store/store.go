@@ -122,6 +122,8 @@ type Store struct {
 	appendMu sync.Mutex
 	lastSeq  atomic.Uint64
 
+	guard writeGuard
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	gcRuns    atomic.Int64 // ticks of the value-log GC loop; tests watch it
@@ -145,12 +147,21 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if err := checkIntact(dir); err != nil {
+		return nil, err
+	}
 	opts := badgerOptions(dir, logger)
 	if tweak != nil {
 		opts = tweak(opts)
 	}
+	if err := verifyTables(dir, opts); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(opts)
 	if err != nil {
+		if derr := damagedOpen(dir, err); derr != nil {
+			return nil, derr
+		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s := &Store{db: db, dir: dir, logger: logger, stop: make(chan struct{})}
@@ -183,6 +194,10 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithIndexCacheSize(indexCacheSize).
 		WithValueLogFileSize(valueLogSize).
 		WithValueThreshold(valueThreshold).
+		// Damage is found, not read past (damage.go): Open verifies every table first, and
+		// badger verifies every block it reads and every value from the value log.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
 		WithNumCompactors(numCompactors).
 		WithNumGoroutines(numGoroutines).
 		// Every write is a blind Set or is serialised by Store itself, so badger's
@@ -192,6 +207,8 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 
 // checkSchema refuses a store laid out by a newer orcr and stamps a new one.
 func (s *Store) checkSchema() error {
+	// db.Update, not s.update: an existing store writes nothing here, so a full disk must
+	// not keep the server from starting and serving reads.
 	return s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keySchema)
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -270,6 +287,9 @@ func (s *Store) gcLoop(every time.Duration) {
 		case <-t.C:
 		}
 		s.gcRuns.Add(1)
+		if s.writable() != nil {
+			continue // GC rewrites; it waits like every other write
+		}
 		// One call rewrites at most one file; repeat while it finds work.
 		for {
 			err := s.db.RunValueLogGC(0.5)

@@ -34,7 +34,7 @@ type Palette struct {
 	Done    string // turn finished / idle, ready for input
 	Queued  string // waiting for admission or starting
 	Exited  string // ended normally, killed
-	Lost    string // failed or vanished
+	Lost    string // failed, vanished, or exited with a non-zero code
 
 	OK     string // healthy gauges
 	Warn   string // gauges near a limit

@@ -212,6 +212,9 @@ func (h *Host) conn(ctx context.Context) (*control, error) {
 		c.close(time.Second)
 		return nil, err
 	}
+	if !started {
+		h.closeStaleClients(ctx, c)
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

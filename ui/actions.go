@@ -101,18 +101,26 @@ func newSpawnDialog(c *common, under string, w int) *formDialog {
 	}
 	provider = "claude"
 	form := newFormDialog(c, "spawn agent", min(w, 70), func() action {
+		argv, _ := splitWords(command) // the field validates it
 		p := wire.RunParams{Path: strings.TrimSpace(path), Provider: provider, Model: strings.TrimSpace(model),
-			Cwd: strings.TrimSpace(cwd), Argv: strings.Fields(command), Prompt: prompt}
+			Cwd: strings.TrimSpace(cwd), Argv: argv, Prompt: prompt}
 		return runAction{p}
 	}, huh.NewGroup(
 		huh.NewInput().Title("path     ").Inline(true).Placeholder("review/auth").Value(&path).Validate(validPath),
 		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
 		huh.NewInput().Title("model    ").Inline(true).Placeholder("provider default").Value(&model),
 		huh.NewInput().Title("cwd      ").Inline(true).Placeholder("server's cwd").Value(&cwd),
-		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv: the program for shell, extra flags otherwise").Value(&command),
+		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv as in sh: the program for shell, else extra flags").Value(&command).
+			Validate(validCommand),
 		huh.NewText().Title("prompt").Lines(2).Value(&prompt),
 	))
 	return form
+}
+
+// validCommand checks that the command splits into words (see splitWords).
+func validCommand(s string) error {
+	_, err := splitWords(s)
+	return err
 }
 
 // validPath checks the path rules of DESIGN §1 early, so the form can say what is wrong

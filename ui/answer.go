@@ -50,6 +50,19 @@ func newAnswerDialog(c *common, a *wire.Agent, w int) *answerDialog {
 	return d
 }
 
+// follow takes a later reading of the agent d answers. A hook reports a prompt before
+// the screen shows its menu, so a dialog opened in between gets the options when the
+// record does — unless the user has begun typing a free answer.
+func (d *answerDialog) follow(a wire.Agent) {
+	if a.ID != d.id || a.State != wire.StateBlocked || a.Blocked == nil || len(a.Blocked.Options) == 0 ||
+		len(d.b.Options) > 0 || d.in.Value() != "" || !core.SamePrompt(&d.b, a.Blocked) {
+		return
+	}
+	d.b = *a.Blocked
+	d.typing = false
+	d.in.Blur()
+}
+
 func (d *answerDialog) Init() tea.Cmd {
 	if d.typing {
 		return d.in.Focus()

@@ -133,3 +133,29 @@ func TestGoldenAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A hook reports the prompt before the screen shows its menu: a dialog opened in
+// between shows the options once the record has them.
+func TestAnswerDialogGetsTheOptionsLater(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	hook := &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(rm -rf dist)"}
+	blockedOn(t, m, hook)
+	press(m, "r")
+	if v := plain(screen(t, m)); !strings.Contains(v, "answer…") {
+		t.Fatalf("no free-text line before the options came:\n%s", v)
+	}
+	p := agent("0030", "plans/parser", wire.StateBlocked, "claude", "opus-5", time.Minute, 1000, cost(0.02))
+	menu := *hook
+	menu.Question = "Do you want to proceed?"
+	menu.Options = []wire.Option{{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce}, {Label: "No", Key: "2", Meaning: wire.MeaningDeny}}
+	p.Blocked = &menu
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentUpdated, Seq: 13, At: t0, Agent: &p}}})
+	v := plain(screen(t, m))
+	if !strings.Contains(v, "1. Yes") || !strings.Contains(v, "2. No") || strings.Contains(v, "answer…") {
+		t.Fatalf("the dialog did not take the options:\n%s", v)
+	}
+	act := runDialog(t, m.dialogs[0], keys("2")...)
+	if aa, ok := act.(answerAction); !ok || aa.p.Option != 2 {
+		t.Fatalf("action = %#v", act)
+	}
+}

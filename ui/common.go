@@ -27,6 +27,12 @@ func (c *common) stateStyle(s wire.State) lipgloss.Style {
 	return c.groupStyle(groupOf(s))
 }
 
+// agentStyle picks the style for an agent: its state's group, with a non-zero exit
+// coloured as a failure.
+func (c *common) agentStyle(a *wire.Agent) lipgloss.Style {
+	return c.groupStyle(groupOfAgent(a))
+}
+
 func (c *common) groupStyle(g group) lipgloss.Style { return *c.groupStylePtr(g) }
 
 func (c *common) groupStylePtr(g group) *lipgloss.Style {

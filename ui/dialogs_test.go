@@ -179,6 +179,37 @@ func TestSpawnForm(t *testing.T) {
 	}
 }
 
+// TestSpawnFormQuotedCommand: the command field splits like a shell, so a quoted
+// script reaches the server as one argument; an unterminated quote keeps the form open
+// with the reason instead of spawning something else.
+func TestSpawnFormQuotedCommand(t *testing.T) {
+	spawn := func(command string) (action, *Model) {
+		m := newTestModel(t, 100, 30, Options{})
+		press(m, "n")
+		msgs := textKeys("demo/q")
+		msgs = append(msgs, key("enter"), key("left"), key("enter")) // provider: shell (last, wraps)
+		msgs = append(msgs, key("enter"), key("enter"))              // model, cwd
+		msgs = append(msgs, textKeys(command)...)
+		msgs = append(msgs, key("enter"), key("enter"))
+		return runDialog(t, m.dialogs[0], msgs...), m
+	}
+	act, _ := spawn(`sh -c 'echo ok; exec cat'`)
+	ra, ok := act.(runAction)
+	if !ok {
+		t.Fatalf("action = %#v", act)
+	}
+	if want := []string{"sh", "-c", "echo ok; exec cat"}; ra.p.Provider != "shell" || !reflect.DeepEqual(ra.p.Argv, want) {
+		t.Fatalf("run params = %#v", ra.p)
+	}
+	act, m := spawn(`sh -c 'echo ok`)
+	if act != nil {
+		t.Fatalf("an unterminated quote submitted %#v", act)
+	}
+	if v := plain(screen(t, m)); !strings.Contains(v, "unterminated ' quote") {
+		t.Fatalf("no reason shown:\n%s", v)
+	}
+}
+
 func TestSpawnFormRejectsBadPath(t *testing.T) {
 	for _, p := range []string{"", "Bad/Path", "a//b", "-x"} {
 		if validPath(p) == nil {
@@ -296,9 +327,50 @@ func TestQuitEmbedded(t *testing.T) {
 
 func TestQuitPlain(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{})
+	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "tmux", Home: "/home/u/.local/state/orcr", LastSeq: 10}})
 	cmd := press(m, "q")
 	if cmd == nil || m.Quit() != QuitPlain || len(m.dialogs) != 0 {
 		t.Fatal("q did not quit plainly on a non-embedded host")
+	}
+	// On tmux the agents outlive the dashboard: the farewell says so and how to get back.
+	want := "orcr: 6 agents keep running in tmux; `orcr` (or `orcr serve`) watches them again, " +
+		"`tmux -S /home/u/.local/state/orcr/tmux.sock attach` shows their panes"
+	if got := m.Farewell(); got != want {
+		t.Fatalf("farewell:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestQuitFarewell(t *testing.T) {
+	// Connected to a separate server: it keeps watching.
+	m := newTestModel(t, 100, 30, Options{Mode: "connected"})
+	m.Update(infoMsg{info: wire.InfoResult{Version: 1, PID: 4242, Host: "pty", LastSeq: 10}})
+	press(m, "q")
+	if got := m.Farewell(); !strings.HasPrefix(got, "orcr: 6 agents keep running under the orcr server (pid 4242); `orcr` reconnects") {
+		t.Fatalf("connected farewell %q", got)
+	}
+	// Nothing live: nothing to say.
+	m = newTestModel(t, 100, 30, Options{})
+	for _, n := range m.idx.byID {
+		a := *n.agent
+		a.State, a.UpdatedAt = wire.StateKilled, t0.Add(time.Hour)
+		m.upsert(a)
+	}
+	press(m, "q")
+	if got := m.Farewell(); got != "" {
+		t.Fatalf("farewell with nothing running: %q", got)
+	}
+	// One agent on herdr.
+	m = newTestModel(t, 100, 30, Options{})
+	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "herdr", LastSeq: 10}})
+	for _, n := range m.idx.byID {
+		if a := *n.agent; a.ID != "0001" {
+			a.State, a.UpdatedAt = wire.StateExited, t0.Add(time.Hour)
+			m.upsert(a)
+		}
+	}
+	press(m, "q")
+	if got := m.Farewell(); got != "orcr: 1 agent keeps running in the herdr session orcr; `orcr` (or `orcr serve`) watches it again" {
+		t.Fatalf("herdr farewell %q", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -39,6 +40,15 @@ func groupOf(s wire.State) group {
 	return gExited
 }
 
+// groupOfAgent is groupOf the agent's state, except that an agent whose process exited
+// with a code other than 0 counts (and is coloured) with the failures.
+func groupOfAgent(a *wire.Agent) group {
+	if core.Failed(*a) {
+		return gLost
+	}
+	return groupOf(a.State)
+}
+
 // glyph is the one-cell mark of a state.
 func glyph(s wire.State) string {
 	switch s {
@@ -66,24 +76,19 @@ func glyph(s wire.State) string {
 	return "·"
 }
 
-// rollup sums a subtree: agents by group, tokens and priced cost.
+// rollup sums a subtree: agents by group, and their usage.
 type rollup struct {
 	agents int
 	groups [nGroups]int
-	tokens int64
-	cost   float64
-	priced bool
+	usage  core.Total
 }
 
 func contrib(a *wire.Agent) rollup {
 	if a == nil {
 		return rollup{}
 	}
-	r := rollup{agents: 1, tokens: a.Usage.InputTokens + a.Usage.OutputTokens}
-	r.groups[groupOf(a.State)] = 1
-	if a.Usage.CostUSD != nil {
-		r.cost, r.priced = *a.Usage.CostUSD, true
-	}
+	r := rollup{agents: 1, usage: core.TotalOf(a.Usage)}
+	r.groups[groupOfAgent(a)] = 1
 	return r
 }
 
@@ -92,10 +97,10 @@ func (r *rollup) add(o rollup, sign int) {
 	for i := range r.groups {
 		r.groups[i] += sign * o.groups[i]
 	}
-	r.tokens += int64(sign) * o.tokens
-	r.cost += float64(sign) * o.cost
-	if o.priced && sign > 0 {
-		r.priced = true
+	if sign > 0 {
+		r.usage.Add(o.usage)
+	} else {
+		r.usage.Sub(o.usage)
 	}
 }
 
@@ -116,7 +121,7 @@ type node struct {
 	path     string
 	depth    int
 	parent   *node
-	children []*node // sorted by name
+	children []*node // in natural order of their names (w2 before w10)
 	agent    *wire.Agent
 	folded   bool
 	roll     rollup // this node and everything below it
@@ -193,7 +198,7 @@ func (x *index) ensure(path string) *node {
 	if parent == &x.root {
 		n.depth = 0
 	}
-	i := sort.Search(len(parent.children), func(i int) bool { return parent.children[i].name >= name })
+	i := sort.Search(len(parent.children), func(i int) bool { return naturalCompare(parent.children[i].name, name) >= 0 })
 	parent.children = append(parent.children, nil)
 	copy(parent.children[i+1:], parent.children[i:])
 	parent.children[i] = n

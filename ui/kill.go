@@ -101,7 +101,7 @@ func (d *killDialog) View(w, h int) string {
 				lines = append(lines, st.Muted.Render(fmt.Sprintf("  … and %d more", len(d.matches)-room)))
 				break
 			}
-			lines = append(lines, "  "+d.c.stateStyle(a.State).Render(glyph(a.State))+" "+st.Text.Render(a.Path)+st.Muted.Render("  "+string(a.State)))
+			lines = append(lines, "  "+d.c.agentStyle(&a).Render(glyph(a.State))+" "+st.Text.Render(a.Path)+st.Muted.Render("  "+string(a.State)))
 		}
 	}
 	lines = append(lines, "")

@@ -49,6 +49,7 @@ type Model struct {
 	loaded    bool
 	quit      QuitChoice
 	quitting  bool
+	farewell  string // printed on the terminal after the dashboard ends (see farewellText)
 	attaching bool
 
 	// Preview reads are coalesced: at most one in flight; readDirty asks for one more.
@@ -90,15 +91,22 @@ func (m *Model) Close() { m.cancel() }
 // Quit is the choice made on quit (QuitPlain until then).
 func (m *Model) Quit() QuitChoice { return m.quit }
 
+// Farewell is the line to print once the terminal is restored: set on a plain quit
+// while agents keep running, saying so and how to get back to them.
+func (m *Model) Farewell() string { return m.farewell }
+
 // Init starts the first calls: server info (then the subscription), the agent list, the
 // panels, and the clocks.
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(infoCmd(m.ctx, m.svc), listCmd(m.ctx, m.svc), queueCmd(m.ctx, m.svc),
-		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
+		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), listenersCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
 }
 
 // Update routes by message family; each family has its own handler.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if cmd, ok := m.updateListeners(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
@@ -117,7 +125,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case settleMsg:
 		return m, m.onSettle()
 	case refreshMsg:
-		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), refreshCmd())
+		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
+			listenersCmd(m.ctx, m.svc), refreshCmd())
 	}
 	// Anything else (cursor blinks, form internals) belongs to the top dialog.
 	return m, m.toDialog(msg)
@@ -186,7 +195,7 @@ const minW, minH = 40, 10
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
-	v.WindowTitle = "orcr"
+	v.WindowTitle = m.windowTitle()
 	return v
 }
 

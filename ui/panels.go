@@ -8,10 +8,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
-// The side panel shows one of four small views, switched with the panel tab keys. Each
+// The side panel shows one of five small views, switched with the panel tab keys. Each
 // view renders plain body lines; the panel frames them and handles scrolling.
 
 type panelTab int
@@ -21,11 +22,12 @@ const (
 	tabUsage
 	tabSchedules
 	tabEvents
+	tabListeners
 	nTabs
 )
 
 func (t panelTab) String() string {
-	return [...]string{"queue", "usage", "schedules", "events"}[t]
+	return [...]string{"queue", "usage", "schedules", "events", "listeners"}[t]
 }
 
 // panelModel is the tabbed side panel.
@@ -40,6 +42,7 @@ type panelModel struct {
 	usage     usageView
 	schedules schedulesView
 	events    eventsView
+	listeners listenersView
 }
 
 func newPanel(c *common) *panelModel {
@@ -54,6 +57,11 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return nil
+	}
+	if p.tab == tabListeners {
+		if cmd, ok := p.listeners.key(p.c, k); ok {
+			return cmd
+		}
 	}
 	km := p.c.keys.Panel
 	switch {
@@ -77,13 +85,19 @@ func (p *panelModel) View() string {
 	case tabQueue:
 		lines = p.queue.lines(p.c, inner)
 	case tabUsage:
+		p.usage.waiting = p.queue.q.Entries
 		lines = p.usage.lines(p.c, inner)
 	case tabSchedules:
 		lines = p.schedules.lines(p.c, inner)
 	case tabEvents:
 		lines = p.events.lines(p.c, inner)
+	case tabListeners:
+		lines = p.listeners.render(p.c, inner)
 	}
 	bh := max(0, p.h-2)
+	if p.tab == tabListeners {
+		p.scroll[p.tab] = p.listeners.follow(p.scroll[p.tab], bh)
+	}
 	s := min(p.scroll[p.tab], max(0, len(lines)-bh))
 	p.scroll[p.tab] = s
 	lines = lines[s:]
@@ -95,7 +109,12 @@ func (p *panelModel) View() string {
 			tabs = append(tabs, t.String())
 		}
 	}
-	return p.c.paneFrame(strings.Join(tabs, " "), lines, p.w, p.h, p.focus)
+	strip := strings.Join(tabs, " ")
+	if width(strip) > p.w-6 {
+		// Too narrow for every tab: the active one, with its neighbours' direction.
+		strip = "◂ [" + p.tab.String() + "] ▸"
+	}
+	return p.c.paneFrame(strip, lines, p.w, p.h, p.focus)
 }
 
 // gauge draws a bar of w cells filled to frac (0..1), coloured by level.
@@ -179,9 +198,10 @@ func (v queueView) lines(c *common, w int) []string {
 // ---- usage ----
 
 type usageView struct {
-	u      wire.UsageResult
-	loaded bool
-	err    string
+	u       wire.UsageResult
+	waiting []wire.QueueEntry // the queue, for what each window holds
+	loaded  bool
+	err     string
 }
 
 func (v *usageView) set(u wire.UsageResult, err error) {
@@ -202,9 +222,7 @@ func (v usageView) lines(c *common, w int) []string {
 	}
 	type prov struct {
 		readings []wire.LimitReading
-		tokens   int64
-		cost     float64
-		priced   bool
+		usage    core.Total
 	}
 	byP := map[string]*prov{}
 	get := func(p string) *prov {
@@ -217,12 +235,7 @@ func (v usageView) lines(c *common, w int) []string {
 		if r.Window != "total" && r.Window != "" {
 			continue
 		}
-		p := get(r.Provider)
-		p.tokens += r.Usage.InputTokens + r.Usage.OutputTokens
-		if r.Usage.CostUSD != nil {
-			p.cost += *r.Usage.CostUSD
-			p.priced = true
-		}
+		get(r.Provider).usage.Add(core.TotalOf(r.Usage))
 	}
 	for _, r := range v.u.Readings {
 		p := get(r.Provider)
@@ -240,18 +253,8 @@ func (v usageView) lines(c *common, w int) []string {
 	var out []string
 	for _, n := range names {
 		p := byP[n]
-		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render(fmt.Sprintf("tokens %s  cost %s", humanTokens(p.tokens), humanCost(p.cost, p.priced))))
-		sort.Slice(p.readings, func(i, j int) bool { return p.readings[i].Window < p.readings[j].Window })
-		for _, r := range p.readings {
-			line := "  " + fit(r.Window, 7) + gauge(c, r.UsedPct/100, gw, r.LimitHit) + st.Text.Render(fmt.Sprintf(" %3.0f%%", r.UsedPct))
-			if r.LimitHit {
-				line += " " + st.Danger.Render("LIMIT")
-			}
-			if r.ResetsAt != nil {
-				line += st.Muted.Render(" resets " + r.ResetsAt.UTC().Format("Jan 2 15:04") + " (in " + humanAge(r.ResetsAt.Sub(c.now)) + ")")
-			}
-			out = append(out, line)
-		}
+		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
+		out = append(out, readingLines(c, p.readings, gw, v.waiting)...)
 	}
 	return out
 }
@@ -287,11 +290,11 @@ func (v schedulesView) lines(c *common, w int) []string {
 	for _, s := range v.s {
 		cad := s.Cron
 		if s.EverySeconds > 0 {
-			cad = "every " + humanAge(time.Duration(s.EverySeconds)*time.Second)
+			cad = "every " + core.FormatAge(time.Duration(s.EverySeconds)*time.Second)
 		}
 		next := "next -"
 		if s.NextAt != nil {
-			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + humanAge(s.NextAt.Sub(c.now)) + ")"
+			next = "next " + s.NextAt.UTC().Format("15:04") + " (in " + core.FormatAge(s.NextAt.Sub(c.now)) + ")"
 		}
 		last := "never run"
 		lastSt := st.Muted
@@ -364,7 +367,10 @@ func (v eventsView) lines(c *common, w int) []string {
 		}
 		ts := st.Subtle.Render(e.At.UTC().Format("15:04:05") + " ")
 		ws := st.Muted
-		if e.To != "" {
+		switch {
+		case e.Agent != nil && e.To != "" && e.Agent.State == e.To:
+			ws = c.agentStyle(e.Agent)
+		case e.To != "":
 			ws = c.stateStyle(e.To)
 		}
 		out = append(out, ts+ws.Render(fit(what, 8))+" "+st.Text.Render(path)+" "+st.Muted.Render(detail))

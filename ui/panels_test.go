@@ -30,12 +30,12 @@ func TestPanelTabs(t *testing.T) {
 			t.Fatalf("tab %d lacks %q:\n%s", i, w, got)
 		}
 	}
-	press(m, "]")
+	press(m, "]", "]")
 	if m.panel.tab != tabQueue {
 		t.Fatal("] did not wrap")
 	}
 	press(m, "[")
-	if m.panel.tab != tabEvents {
+	if m.panel.tab != tabListeners {
 		t.Fatal("[ did not go back")
 	}
 }
@@ -75,7 +75,7 @@ func TestUsageView(t *testing.T) {
 	m := newTestModel(t, 160, 48, Options{})
 	m.panel.tab = tabUsage
 	v := panelText(t, m)
-	for _, w := range []string{"claude", "tokens 277.0k  cost $4.93", "5h", "82%", "weekly", "31%", "resets Nov 30 14:00 (in 2h)", "codex", "100% LIMIT"} {
+	for _, w := range []string{"claude", "tokens 200k/77k  cost $4.93", "5h", "82%", "weekly", "31%", "resets Nov 30 14:00 (in 2h)", "codex", "100% LIMIT"} {
 		if !strings.Contains(v, w) {
 			t.Fatalf("usage lacks %q:\n%s", w, v)
 		}
@@ -181,6 +181,48 @@ func TestScreenEventsReadOnlyTheSelection(t *testing.T) {
 	_, cmd = m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: "y", Live: true}})
 	if cmd != nil || m.readInFlight {
 		t.Fatal("clean preview read again")
+	}
+}
+
+// TestPreviewOfAgentThatExitedAtOnce: an agent spawned from the form that ends before
+// it ever announced a screen still shows its last screen, without moving the selection
+// away and back: its state change reads the screen again.
+func TestPreviewOfAgentThatExitedAtOnce(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	quick := wire.Agent{ID: "0100", Path: "demo/quick", State: wire.StateQueued, Provider: "shell", Host: "tmux",
+		CreatedAt: t0, StateAt: t0, UpdatedAt: t0}
+	m.Update(spawnedMsg{agent: quick})
+	if m.selectedID() != "0100" || !m.readInFlight || m.readWant != "0100" {
+		t.Fatalf("the spawned agent is not selected and read: %q", m.selectedID())
+	}
+	m.Update(readMsg{id: "0100", res: wire.ReadResult{}}) // queued: no screen yet
+	for i, st := range []wire.State{wire.StateStarting, wire.StateWorking, wire.StateExited} {
+		a := quick
+		a.State, a.UpdatedAt = st, t0.Add(time.Duration(i+1)*time.Millisecond)
+		if st == wire.StateExited {
+			code := 0
+			a.ExitCode = &code
+		}
+		m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: uint64(20 + i), At: t0, Agent: &a, To: st}}})
+		if !m.readInFlight || m.readWant != "0100" {
+			t.Fatalf("%s: the state change did not read the selected screen", st)
+		}
+		text := ""
+		if st == wire.StateExited {
+			text = "ok\n"
+		}
+		m.Update(readMsg{id: "0100", res: wire.ReadResult{Text: text, Live: st != wire.StateExited}})
+	}
+	v := plain(pv(m))
+	if !strings.Contains(v, "demo/quick (last screen)") || !strings.Contains(v, "│ok ") {
+		t.Fatalf("the exited agent's last screen is not shown:\n%s", v)
+	}
+	// An event of the selected agent that does not change its state reads nothing.
+	a := *m.idx.byID["0100"].agent
+	a.LastMessage, a.UpdatedAt = "done", a.UpdatedAt.Add(time.Millisecond)
+	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentUpdated, Seq: 30, At: t0, Agent: &a}}})
+	if m.readInFlight {
+		t.Fatal("an update without a state change read the screen")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -77,7 +78,7 @@ func (p *previewModel) View() string {
 		return p.c.paneFrame("preview", p.summary(), p.w, p.h, p.focus)
 	}
 	var head []string
-	ss := p.c.stateStyle(a.State)
+	ss := p.c.agentStyle(a)
 	line := ss.Render(glyph(a.State)+" "+string(a.State)) + st.Muted.Render("  "+a.Provider)
 	if a.Model != "" {
 		line += st.Muted.Render(" · " + a.Model)
@@ -100,7 +101,7 @@ func (p *previewModel) View() string {
 				st.Subtle.Render("  ("+p.c.keys.Tree.Answer.Label()+" to answer)"))
 		}
 		if b.ResetsAt != nil {
-			head = append(head, st.Muted.Render("resets "+b.ResetsAt.UTC().Format("15:04 UTC")+" (in "+humanAge(b.ResetsAt.Sub(p.c.now))+")"))
+			head = append(head, st.Muted.Render("resets "+b.ResetsAt.UTC().Format("15:04 UTC")+" (in "+core.FormatAge(b.ResetsAt.Sub(p.c.now))+")"))
 		}
 	}
 	if a.QueuePos > 0 {
@@ -110,10 +111,19 @@ func (p *previewModel) View() string {
 		head = append(head, st.Error.Render("error: "+oneLine(a.Error)))
 	}
 	if a.ExitCode != nil {
-		head = append(head, st.Muted.Render(fmt.Sprintf("exit code %d", *a.ExitCode)))
+		es := &st.Muted
+		if *a.ExitCode != 0 {
+			es = p.c.groupStylePtr(gLost)
+		}
+		head = append(head, es.Render(fmt.Sprintf("exit code %d", *a.ExitCode)))
 	}
 	if a.LastMessage != "" {
 		head = append(head, st.Subtle.Render("last: ")+st.Text.Render(oneLine(sanitize(a.LastMessage))))
+	}
+	// Usage last: where the pane is short, the lines above matter more (the tree has
+	// the same numbers when it is wide enough for their columns).
+	if tok, cost := core.FormatTokens(a.Usage), core.FormatCost(*a); tok != "-" || cost != "-" {
+		head = append(head, st.Muted.Render("tokens "+tok+"  cost "+cost))
 	}
 	if p.err != "" {
 		head = append(head, st.Error.Render("read: "+oneLine(p.err)))
@@ -165,6 +175,6 @@ func (p *previewModel) summary() []string {
 			out = append(out, p.c.groupStyle(g).Render(fmt.Sprintf("%s %d %s", glyphOfGroup(g), r.groups[g], names[g])))
 		}
 	}
-	out = append(out, "", st.Muted.Render("tokens "+humanTokens(r.tokens)+"  cost "+humanCost(r.cost, r.priced)))
+	out = append(out, "", st.Muted.Render("tokens "+r.usage.Tokens()+"  cost "+r.usage.Cost()))
 	return out
 }

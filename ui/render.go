@@ -1,9 +1,7 @@
 package ui
 
 import (
-	"fmt"
 	"strings"
-	"time"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -132,46 +130,6 @@ func overlay(base, box string, w int) string {
 		bl[r] = ansi.Truncate(row, left, "") + fit(l, bw) + ansi.TruncateLeft(row, left+bw, "")
 	}
 	return strings.Join(bl, "\n")
-}
-
-// humanTokens prints 1234 as 1.2k and 1234567 as 1.2M.
-func humanTokens(n int64) string {
-	switch {
-	case n <= 0:
-		return "-"
-	case n < 1000:
-		return fmt.Sprintf("%d", n)
-	case n < 1_000_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	default:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	}
-}
-
-func humanCost(c float64, priced bool) string {
-	if !priced {
-		return "-"
-	}
-	if c >= 100 {
-		return fmt.Sprintf("$%.0f", c)
-	}
-	return fmt.Sprintf("$%.2f", c)
-}
-
-// humanAge prints a duration the way a glance wants it: 45s, 12m, 3h, 2d.
-func humanAge(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	default:
-		return fmt.Sprintf("%dd", int(d.Hours()/24))
-	}
 }
 
 // lines splits text into at most the last n lines, dropping trailing blank ones.

@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -106,7 +107,8 @@ func (t *treeModel) selectNode(n *node) {
 	t.sync()
 }
 
-// Update handles the tree's own keys; the root handles the agent actions.
+// Update handles the tree's own keys; the root handles the agent actions (and the
+// jump to the next blocked agent, which works from any pane).
 func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
@@ -151,14 +153,6 @@ func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 		t.filtering, t.filterIn = true, t.idx.filter
 	case km.ClearFilter.Matches(k):
 		t.idx.setFilter("")
-	case km.NextBlocked.Matches(k):
-		after := ""
-		if t.sel != nil {
-			after = t.sel.path
-		}
-		if n := t.idx.nextBlocked(after); n != nil {
-			t.selectNode(n)
-		}
 	}
 	t.sync()
 	return nil
@@ -186,6 +180,13 @@ func (t *treeModel) updateFilter(k tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
+// Column widths of tokens ("999k/999k", core.HumanCount's widest pair) and cost
+// ("unpriced", "$99.99+"), each with its separating space.
+const (
+	tokensW = 10
+	costW   = 9
+)
+
 // columns decides which columns fit in width w; the name keeps at least 14 cells.
 type columns struct{ provider, model, age, tokens, cost int }
 
@@ -195,7 +196,7 @@ func layoutColumns(w int) columns {
 	for _, col := range []struct {
 		p *int
 		n int
-	}{{&c.age, 5}, {&c.tokens, 7}, {&c.cost, 8}, {&c.provider, 9}, {&c.model, 15}} {
+	}{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9}, {&c.model, 15}} {
 		if rest >= col.n {
 			*col.p = col.n
 			rest -= col.n
@@ -253,7 +254,7 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	g := n.roll.worst()
 	gl := "·"
 	if n.agent != nil {
-		g = groupOf(n.agent.State)
+		g = groupOfAgent(n.agent)
 		gl = glyph(n.agent.State)
 	} else if g < nGroups {
 		gl = glyphOfGroup(g)
@@ -274,9 +275,12 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
 		provider, model = a.Provider, a.Model
-		age = humanAge(c.now.Sub(a.CreatedAt))
-		ac := contrib(a)
-		tokens, cost = humanTokens(ac.tokens), humanCost(ac.cost, ac.priced)
+		if a.Account != "" && a.Account != "default" {
+			// The account it runs on, first: a narrow column cuts the model, not it.
+			model = strings.TrimSuffix("@"+a.Account+" "+model, " ")
+		}
+		age = core.FormatAge(c.now.Sub(a.CreatedAt))
+		tokens, cost = core.FormatTokens(a.Usage), core.FormatCost(*a)
 	} else {
 		provider = plural(r.agents, "agent", "agents")
 		if cols.model == 0 {
@@ -287,7 +291,7 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 		} else if r.groups[gWorking] > 0 {
 			model = strconv.Itoa(r.groups[gWorking]) + " working"
 		}
-		tokens, cost = humanTokens(r.tokens), humanCost(r.cost, r.priced)
+		tokens, cost = r.usage.Tokens(), r.usage.Cost()
 	}
 	var right strings.Builder
 	right.Grow(colSum)
@@ -330,7 +334,7 @@ func glyphOfGroup(g group) string {
 	case gDone:
 		return glyph(wire.StateDone)
 	case gLost:
-		return glyph(wire.StateLost)
+		return glyph(wire.StateFailed) // "something below failed" reads better than "lost"
 	}
 	return glyph(wire.StateExited)
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -53,7 +54,8 @@ func (q QuitChoice) String() string {
 	return "plain"
 }
 
-// Run shows the dashboard until the user quits or ctx ends.
+// Run shows the dashboard until the user quits or ctx ends. After a plain quit while
+// agents keep running it prints one line on stderr saying so and how to get back.
 func Run(ctx context.Context, svc core.Service, opts Options) (QuitChoice, error) {
 	m, err := New(ctx, svc, opts)
 	if err != nil {
@@ -68,10 +70,14 @@ func Run(ctx context.Context, svc core.Service, opts Options) (QuitChoice, error
 		}
 		return QuitPlain, fmt.Errorf("dashboard: %w", err)
 	}
-	if fm, ok := final.(*Model); ok {
-		return fm.quit, nil
+	fm, ok := final.(*Model)
+	if !ok {
+		fm = m
 	}
-	return m.quit, nil
+	if fm.farewell != "" {
+		fmt.Fprintln(os.Stderr, fm.farewell) // the terminal is ours again
+	}
+	return fm.quit, nil
 }
 
 // resolveLook builds the styles and keys the options ask for.

@@ -34,6 +34,8 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 	case g.FocusPrev.Matches(k):
 		m.setFocus((m.focus + nFocus - 1) % nFocus)
 		return nil
+	case g.Plans.Matches(k):
+		return tea.Batch(m.pushDialog(newPlansDialog(m.c)), plansCmd(m.ctx, m.svc))
 	case g.Theme.Matches(k):
 		names := themes.Names(m.opts.UserThemes)
 		next := names[0]
@@ -59,7 +61,9 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 	case focusPreview:
 		m.preview.Update(k)
 	case focusPanel:
-		m.panel.Update(k)
+		if cmd := m.panel.Update(k); cmd != nil {
+			return cmd
+		}
 	}
 	return m.afterSelection(before)
 }
@@ -113,6 +117,11 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			}
 		}
 		return m.pushDialog(newSpawnDialog(m.c, under, dw)), true
+	case t.NextBlocked.Matches(k):
+		return m.nextBlocked(), true
+	case t.Answer.Matches(k) && m.idx.root.roll.groups[gBlocked] == 0:
+		m.status.notify(m.c.now, "nothing is blocked", false)
+		return nil, true
 	case t.Kill.Matches(k):
 		glob := ""
 		if n := m.tree.sel; n != nil {
@@ -149,6 +158,26 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// nextBlocked selects the next blocked agent in tree order, or says there is none.
+func (m *Model) nextBlocked() tea.Cmd {
+	after := ""
+	if m.tree.sel != nil {
+		after = m.tree.sel.path
+	}
+	n := m.idx.nextBlocked(after)
+	switch {
+	case n == nil:
+		m.status.notify(m.c.now, "nothing is blocked", false)
+		return nil
+	case n == m.tree.sel:
+		m.status.notify(m.c.now, n.path+" is the only blocked agent", false)
+		return nil
+	}
+	before := m.selectedID()
+	m.tree.selectNode(n)
+	return m.afterSelection(before)
+}
+
 // askQuit quits, or asks first when agents live on the embedded host.
 func (m *Model) askQuit() tea.Cmd {
 	if m.opts.EmbeddedHost {
@@ -163,6 +192,7 @@ func (m *Model) askQuit() tea.Cmd {
 		}
 	}
 	m.quit, m.quitting = QuitPlain, true
+	m.farewell = m.farewellText()
 	return tea.Quit
 }
 
@@ -187,6 +217,9 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case killAction:
 		m.popDialog()
 		return killCmd(m.ctx, m.svc, a.glob)
+	case callAction:
+		ctx, svc := m.ctx, m.svc
+		return func() tea.Msg { return a.fn(ctx, svc) }
 	case quitAction:
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true
@@ -242,6 +275,7 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	before := m.selectedID()
 	var cmd tea.Cmd
+	var newlyBlocked []string
 	for _, ev := range evs {
 		if ev.Seq > m.lastSeq {
 			m.lastSeq = ev.Seq
@@ -249,25 +283,40 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 		switch ev.Event {
 		case wire.EventAgentScreen:
 			if id := eventAgentID(ev); id != "" && id == before {
-				cmd = tea.Batch(m.requestRead(id), m.armSettle())
+				cmd = tea.Batch(cmd, m.requestRead(id), m.armSettle())
 			}
 			continue
+		case wire.EventUsageReading:
+			// A window moved: redraw its bar now, not at the next refresh.
+			cmd = tea.Batch(cmd, usageCmd(m.ctx, m.svc))
 		case wire.EventAgentRemoved:
 			if id := eventAgentID(ev); id != "" {
 				m.idx.remove(id)
 			}
 		default:
 			if ev.Agent != nil {
-				m.upsert(*ev.Agent)
+				changed, blocked := m.applyAgent(ev)
+				// A state change of the selected agent reads its screen again: an
+				// agent that exited at once may never have announced a screen, and its
+				// last screen is only kept once it has ended.
+				if changed && ev.Agent.ID == before {
+					cmd = tea.Batch(cmd, m.requestRead(before))
+				}
+				if blocked {
+					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+				}
+				for _, d := range m.dialogs {
+					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
+						f.follow(*ev.Agent)
+					}
+				}
 			}
 		}
 		if ev.Seq > 0 {
 			m.panel.events.add(ev)
 		}
 	}
-	if sel := m.afterSelection(before); sel != nil {
-		cmd = sel
-	}
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked))
 	m.syncPreview()
 	return cmd
 }

@@ -1,8 +1,13 @@
 package claude
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -29,6 +34,58 @@ func FuzzTranscriptAndHooks(f *testing.F) {
 		for model, tok := range tr.ByModel() {
 			if tok.Input < 0 || tok.Output < 0 || tok.CacheRead < 0 || tok.CacheWrite5m < 0 || tok.CacheWrite1h < 0 {
 				t.Fatalf("negative tokens for %q: %+v", model, tok)
+			}
+		}
+	})
+}
+
+// FuzzPromptAndAnswer feeds arbitrary screens to the claude prompt parser and the
+// observer's screen rules, and answers every option the parser finds: nothing panics,
+// a prompt has options with keys (a plan's kind is plan, its text never holds the
+// menu), and the steps for an option either are refused or start with input.
+func FuzzPromptAndAnswer(f *testing.F) {
+	for _, name := range []string{"bash-prompt.txt", "plan-prompt.txt", "answered-no.txt", "done-list.txt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b), "use make clean")
+	}
+	f.Add(" Here is Claude's plan:\n ╌╌╌\n x\n ╌╌╌\n Would you like to proceed?\n ❯ 1. Yes\n   2. Tell Claude what to change\n", "")
+	f.Add(" Bash command\n ───\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n Esc to cancel · Tab to amend", "no")
+	f.Add("Do you want to proceed?\n❯ 1. Yes\n  2. No\n", "\x00")
+	p := New(Options{ConfigDir: f.TempDir()})
+	f.Fuzz(func(t *testing.T, screen, text string) {
+		o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Prompt: "go", Cwd: "/nonexistent/orcr-fuzz"}).(*observer)
+		defer o.Close()
+		_ = o.Screen(core.Screen{Text: screen}, time.Second)
+		b := o.Prompt(core.Screen{Text: screen})
+		if b == nil {
+			return
+		}
+		if len(b.Options) < 2 {
+			t.Fatalf("a prompt of %d options", len(b.Options))
+		}
+		for i, op := range b.Options {
+			if op.Key == "" {
+				t.Fatalf("option %d has no key: %+v", i, op)
+			}
+			if b.Kind == wire.BlockedPlan && strings.Contains(b.Text, op.Label) && strings.Contains(b.Text, "❯") {
+				t.Fatalf("the plan text holds the menu: %q", b.Text)
+			}
+			for _, tx := range []string{"", text} {
+				steps, err := o.AnswerSteps(b, &b.Options[i], tx)
+				if err != nil {
+					continue
+				}
+				if len(steps) == 0 || steps[0].Text == "" && len(steps[0].Keys) == 0 {
+					t.Fatalf("option %d with %q: steps %+v", i, tx, steps)
+				}
+				for _, s := range steps {
+					if s.Until != nil {
+						_ = s.Until(screen)
+					}
+				}
 			}
 		}
 	})

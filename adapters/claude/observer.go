@@ -27,9 +27,10 @@ type observer struct {
 
 	hooksSeen bool
 	state     wire.State // last state this observer reported
+	source    string     // the source of that state's signal
 	blocked   *wire.Blocked
 	readings  agentkit.Readings
-	rates     map[string]*wire.LimitReading // latest status-line reading per window
+	rates     map[string]*wire.LimitReading // latest status-line reading per rate_limits key
 
 	sent      agentkit.Sent // what the engine has been told already
 	sentTurns int
@@ -61,7 +62,7 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 	// Re-adopted after a restart: carry on from the recorded state, so a prompt still
 	// on screen stays blocked rather than read as "working" off the transcript.
 	if a.State.Live() {
-		o.state, o.blocked = a.State, a.Blocked
+		o.state, o.blocked, o.source = a.State, a.Blocked, a.StateSource
 		o.menuSeen = a.Blocked != nil && len(a.Blocked.Options) > 0
 		// orcr launches claude with its hooks: unless the transcript had to decide
 		// last (hooks silent), they keep coming after the restart.
@@ -198,51 +199,69 @@ func (o *observer) statusLine(h *hookPayload, sig *core.Signal) {
 		if rl == nil {
 			continue
 		}
-		win := map[string]string{"five_hour": "5h", "seven_day": "weekly"}[key]
-		if win == "" {
+		wf, ok := statusWindows[key]
+		if !ok {
 			continue
 		}
-		r := &wire.LimitReading{Provider: Name, Window: win, UsedPct: rl.UsedPercentage,
+		win, fam := wf[0], wf[1]
+		r := &wire.LimitReading{Provider: Name, Window: win, Family: fam, UsedPct: rl.UsedPercentage,
 			LimitHit: rl.UsedPercentage >= 100, ObservedAt: now}
 		if rl.ResetsAt > 0 {
 			t := time.Unix(rl.ResetsAt, 0).UTC()
 			r.ResetsAt = &t
 		}
-		if prev := o.rates[win]; prev != nil && prev.UsedPct == r.UsedPct && eqTime(prev.ResetsAt, r.ResetsAt) {
+		if prev := o.rates[key]; prev != nil && prev.UsedPct == r.UsedPct && eqTime(prev.ResetsAt, r.ResetsAt) {
 			continue
 		}
-		o.rates[win] = r
+		o.rates[key] = r
 		o.readings.Add(r)
 	}
+}
+
+// statusWindows maps the status line's rate_limits keys to window and model family.
+var statusWindows = map[string][2]string{
+	"five_hour": {"5h", ""}, "seven_day": {"weekly", ""},
+	"seven_day_opus": {"weekly", "opus"}, "seven_day_sonnet": {"weekly", "sonnet"},
+}
+
+// limitFamily is the model family a limit message names ("your Opus limit"), "".
+func limitFamily(text string) string {
+	t := strings.ToLower(text)
+	for _, f := range []string{"opus", "sonnet"} {
+		if strings.Contains(t, f) {
+			return f
+		}
+	}
+	return ""
 }
 
 // limitHit marks the agent blocked on a usage limit, with the reset time from the
 // CLI's text or else the status line's exhausted window.
 func (o *observer) limitHit(sig *core.Signal, text string) {
 	reset := agentkit.ParseReset(text, o.now(), nil)
-	win := "5h"
+	win, fam := "5h", limitFamily(text)
 	if reset == nil {
-		for _, w := range []string{"5h", "weekly"} {
-			if r := o.rates[w]; r != nil && r.UsedPct >= 100 && r.ResetsAt != nil {
-				reset, win = r.ResetsAt, w
+		for _, k := range []string{"five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet"} {
+			if r := o.rates[k]; r != nil && r.UsedPct >= 100 && r.ResetsAt != nil {
+				reset, win, fam = r.ResetsAt, r.Window, r.Family
 				break
 			}
 		}
 	}
-	if strings.Contains(strings.ToLower(text), "weekly") {
-		win = "weekly"
+	if fam != "" || strings.Contains(strings.ToLower(text), "weekly") {
+		win = "weekly" // the model-scoped limits are weekly ones
 	}
 	detail := "usage limit"
 	if reset != nil {
 		detail = "resets " + reset.UTC().Format("15:04 UTC")
 	}
 	o.setState(sig, wire.StateBlocked, "usage-limit: "+detail, &wire.Blocked{Kind: wire.BlockedLimit, Detail: strings.TrimSpace(text), ResetsAt: reset})
-	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
+	o.readings.Add(&wire.LimitReading{Provider: Name, Window: win, Family: fam, UsedPct: 100, ResetsAt: reset, LimitHit: true, ObservedAt: o.now().UTC()})
 }
 
 func (o *observer) setState(sig *core.Signal, s wire.State, reason string, b *wire.Blocked) {
 	sig.State, sig.Reason, sig.Blocked = s, reason, b
-	o.state, o.blocked = s, b
+	o.state, o.blocked, o.source = s, b, sig.Source
 }
 
 // finish attaches a queued reading and drops an empty signal.

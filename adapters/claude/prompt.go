@@ -3,6 +3,7 @@ package claude
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"orcr/adapters/internal/agentkit"
 	"orcr/core"
@@ -32,7 +33,19 @@ const (
 	planFeedback = "tell claude what to change"
 )
 
-var _ core.Prompter = (*observer)(nil)
+var (
+	_ core.Prompter   = (*observer)(nil)
+	_ core.InputGuard = (*observer)(nil)
+)
+
+// inputGuard: claude 2.1.328 drops keys pressed within 150 ms (its "UR") of a dialog's
+// first paint. Measured through tmux, counted from the first screen read that shows the
+// dialog: a key after 100 ms was dropped every time, after 150 ms taken every time. The
+// margin covers a paint whose timestamp claude takes after orcr has read it.
+const inputGuard = 200 * time.Millisecond
+
+// InputGuard implements core.InputGuard.
+func (o *observer) InputGuard() time.Duration { return inputGuard }
 
 // Prompt implements core.Prompter: the menu claude shows now, if any.
 func (o *observer) Prompt(s core.Screen) *wire.Blocked {
@@ -172,10 +185,23 @@ func (o *observer) AnswerSteps(shown *wire.Blocked, opt *wire.Option, text strin
 	if !opt.Text {
 		return nil, fmt.Errorf("option %q takes no text; options that do: %s", opt.Label, textOptions(shown))
 	}
-	last := lastWord(text)
-	typed := func(s string) bool { return strings.Contains(s, last) }
+	// The text shows in the option's own place ("3. keep the old API", "4. No, use
+	// make instead"); enter goes only once it does. Sent sooner, claude can read the
+	// text and the enter in one burst and take the enter as part of a paste. The
+	// screen elsewhere may hold the same words (the plan itself), so only the option's
+	// lines count, and only once its label has changed from the placeholder.
+	var placeholder string
+	opened := func(s string) bool {
+		m := agentkit.ParseMenu(s, true)
+		if m == nil || m.Selected() != idx || idx >= len(m.Items) {
+			return false
+		}
+		placeholder = m.Items[idx].Label
+		return true
+	}
+	typed := func(s string) bool { return fieldShows(s, idx, placeholder, text) }
 	if shown.Kind == wire.BlockedPlan {
-		return []core.AnswerStep{{Text: opt.Key, Until: cursorOn(idx)}, {Text: text, Until: typed}, {Keys: []string{"enter"}}}, nil
+		return []core.AnswerStep{{Text: opt.Key, Until: opened}, {Text: text, Until: typed}, {Keys: []string{"enter"}}}, nil
 	}
 	// "No" amended: move the cursor there, Tab opens the text, enter sends both.
 	m := agentkit.ParseMenu(o.promptText, true)
@@ -190,7 +216,7 @@ func (o *observer) AnswerSteps(shown *wire.Blocked, opt *wire.Option, text strin
 	steps = append(steps,
 		core.AnswerStep{Keys: []string{"tab"}, Until: func(s string) bool {
 			p := parsePrompt(s)
-			return p != nil && idx < len(p.Options) && p.Options[idx].Label != opt.Label
+			return p != nil && idx < len(p.Options) && p.Options[idx].Label != opt.Label && opened(s)
 		}},
 		core.AnswerStep{Text: text, Until: typed},
 		core.AnswerStep{Keys: []string{"enter"}})
@@ -205,6 +231,30 @@ func cursorOn(idx int) func(string) bool {
 	}
 }
 
+// fieldShows reports whether menu item idx, a text field whose empty label was
+// placeholder, shows text: its label changed, and its lines (the item's and the ones
+// it wraps onto, up to the next item or a blank line) hold the text, spaces aside.
+func fieldShows(screen string, idx int, placeholder, text string) bool {
+	m := agentkit.ParseMenu(screen, true)
+	if m == nil || idx >= len(m.Items) || m.Items[idx].Label == placeholder {
+		return false
+	}
+	lines := strings.Split(screen, "\n")
+	end := len(lines)
+	if idx+1 < len(m.Items) {
+		end = m.Items[idx+1].Line
+	}
+	var got []string
+	for i := m.Items[idx].Line; i < end; i++ {
+		t := strings.TrimSpace(lines[i])
+		if t == "" {
+			break
+		}
+		got = append(got, t)
+	}
+	return strings.Contains(strings.Join(strings.Fields(strings.Join(got, " ")), " "), strings.Join(strings.Fields(text), " "))
+}
+
 func textOptions(b *wire.Blocked) string {
 	var out []string
 	for i, op := range b.Options {
@@ -216,12 +266,4 @@ func textOptions(b *wire.Blocked) string {
 		return "none"
 	}
 	return strings.Join(out, ", ")
-}
-
-func lastWord(s string) string {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return s
-	}
-	return f[len(f)-1]
 }

@@ -3,6 +3,7 @@ package claude
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"orcr/core"
@@ -81,6 +82,10 @@ func TestScreenLeavesBlockedWhenMenuGoes(t *testing.T) {
 	if s == nil || s.State != wire.StateBlocked || len(s.Blocked.Options) != 4 || s.Blocked.Detail != "Bash(rm -rf build)" {
 		t.Fatalf("menu on screen: %+v", s)
 	}
+	// The hook decided the state; the screen only added its options.
+	if s.Source != "hook" || s.Reason != "permission: Bash(rm -rf build)" {
+		t.Fatalf("menu completing the hook's prompt: source %q reason %q", s.Source, s.Reason)
+	}
 	if s := o.Screen(coreScreen(screen(t, "bash-prompt.txt")), 0); s != nil {
 		t.Fatalf("same menu again said something: %+v", s)
 	}
@@ -99,5 +104,53 @@ func TestLastActivity(t *testing.T) {
 	}
 	if got := lastActivity(screen(t, "answered-no.txt")); got != "⎿  Interrupted · What should Claude do instead?" {
 		t.Fatalf("last activity %q", got)
+	}
+}
+
+// typedInto is the plan prompt with the cursor on "Tell Claude what to change" and
+// text in its place, as claude 2.1.328 draws it.
+func typedInto(t *testing.T, text string) string {
+	t.Helper()
+	s := screen(t, "plan-prompt.txt")
+	s = strings.Replace(s, "   ❯ 1. Yes, and use auto mode", "     1. Yes, and use auto mode", 1)
+	return strings.Replace(s, "     3. Tell Claude what to change", "   ❯ 3. "+text, 1)
+}
+
+func TestPlanFeedbackStepsWaitForTheField(t *testing.T) {
+	o := testObserver(t, "")
+	b := o.Prompt(coreScreen(screen(t, "plan-prompt.txt")))
+	steps, err := o.AnswerSteps(b, &b.Options[2], "keep the old API")
+	if err != nil || len(steps) != 3 || steps[0].Text != "3" || steps[1].Text != "keep the old API" || steps[2].Keys[0] != "enter" {
+		t.Fatalf("steps %+v %v", steps, err)
+	}
+	cursor := strings.Replace(strings.Replace(screen(t, "plan-prompt.txt"), "   ❯ 1. Yes", "     1. Yes", 1),
+		"     3. Tell Claude", "   ❯ 3. Tell Claude", 1)
+	if steps[0].Until(screen(t, "plan-prompt.txt")) || !steps[0].Until(cursor) {
+		t.Fatal("the digit's step does not wait for the cursor")
+	}
+	// The plan itself says "Keep the old API": only the option's place counts.
+	if steps[1].Until(cursor) {
+		t.Fatal("text taken as typed while the field still shows its placeholder")
+	}
+	if steps[1].Until(typedInto(t, "keep the old")) {
+		t.Fatal("text taken as typed before all of it shows")
+	}
+	if !steps[1].Until(typedInto(t, "keep the old API")) {
+		t.Fatal("typed text not seen in the field")
+	}
+}
+
+func TestTypingIntoAFieldIsTheSamePrompt(t *testing.T) {
+	o := testObserver(t, "")
+	mustHook(t, o, "PermissionRequest", `{"tool_name":"ExitPlanMode","tool_input":{"plan":"Refactor plan"}}`)
+	s := o.Screen(coreScreen(screen(t, "plan-prompt.txt")), 0)
+	if s == nil || s.Blocked == nil || s.Blocked.Kind != wire.BlockedPlan || len(s.Blocked.Options) != 3 {
+		t.Fatalf("plan on screen: %+v", s)
+	}
+	if s := o.Screen(coreScreen(typedInto(t, "keep the old API")), 0); s != nil {
+		t.Fatalf("feedback being typed read as a new prompt: %+v %+v", s, s.Blocked)
+	}
+	if o.blocked.Options[2].Label != "Tell Claude what to change" || o.blocked.Text != "Refactor plan" {
+		t.Fatalf("record changed: %+v", o.blocked)
 	}
 }

@@ -72,11 +72,19 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 		}
 	}
 	if p := parsePrompt(text); p != nil {
-		b := o.mergePrompt(p)
+		if o.state == wire.StateBlocked && editing(o.blocked, p, text) {
+			return nil // text typed into an option's field: the same prompt
+		}
+		b, merged := o.mergePrompt(p)
 		if o.state == wire.StateBlocked && sameOptions(o.blocked, b) && o.blocked.Text == b.Text {
 			return nil
 		}
 		o.menuSeen = true
+		if merged {
+			// The screen only completes the prompt a hook reported (its menu): the
+			// hook decided the state, and --explain keeps saying so.
+			sig.Source = o.source
+		}
 		o.setState(sig, wire.StateBlocked, b.Kind+": "+b.Detail, b)
 		return sig
 	}
@@ -115,14 +123,14 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 }
 
 // mergePrompt completes what the screen shows with what a hook said about the same
-// prompt (the tool call, the plan in full).
-func (o *observer) mergePrompt(p *wire.Blocked) *wire.Blocked {
+// prompt (the tool call, the plan in full); merged says it is that same prompt.
+func (o *observer) mergePrompt(p *wire.Blocked) (*wire.Blocked, bool) {
 	h := o.blocked
 	if o.state != wire.StateBlocked || h == nil || h.Kind == wire.BlockedLimit || h.Kind == wire.BlockedDialog {
-		return p
+		return p, false
 	}
 	if len(h.Options) > 0 && !sameOptions(h, p) {
-		return p // another prompt than the one the hook reported
+		return p, false // another prompt than the one the hook reported
 	}
 	b := *p
 	if h.Kind == wire.BlockedPlan || h.Kind == wire.BlockedQuestion && p.Kind != wire.BlockedPlan {
@@ -134,7 +142,27 @@ func (o *observer) mergePrompt(p *wire.Blocked) *wire.Blocked {
 	if h.Text != "" {
 		b.Text = h.Text
 	}
-	return &b
+	return &b, true
+}
+
+// editing reports whether p is rec with text typed into the field under the cursor:
+// claude draws the text in the option's place ("3. keep the old API"), so only that
+// label differs.
+func editing(rec, p *wire.Blocked, text string) bool {
+	if rec == nil || len(rec.Options) == 0 || len(rec.Options) != len(p.Options) || rec.Question != p.Question {
+		return false
+	}
+	m := agentkit.ParseMenu(text, true)
+	if m == nil {
+		return false
+	}
+	sel := m.Selected()
+	for i := range rec.Options {
+		if rec.Options[i].Label != p.Options[i].Label && i != sel {
+			return false
+		}
+	}
+	return sel >= 0 && rec.Options[sel].Label != p.Options[sel].Label
 }
 
 func sameOptions(a, b *wire.Blocked) bool {

@@ -175,3 +175,38 @@ func TestPrepareArgv(t *testing.T) {
 		t.Fatalf("env %q", plan.Env)
 	}
 }
+
+// The turn-complete notification can come before codex has written the turn's last
+// lines; done must carry the turn's usage, so the hook reads the rollout to the end of
+// the turn first.
+func TestNotifyReadsTheTurnToItsEnd(t *testing.T) {
+	p := New(Options{Home: t.TempDir()})
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	head := []string{
+		`{"timestamp":"2026-11-30T10:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/w","cli_version":"0.171.0","base_instructions":{"provenance":{"type":"model","model":"gpt-5.3-codex"}}}}`,
+		`{"timestamp":"2026-11-30T10:00:01Z","type":"event_msg","payload":{"type":"task_started"}}`,
+	}
+	os.WriteFile(path, []byte(strings.Join(head, "\n")+"\n"), 0o644)
+	o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Cwd: "/w", Prompt: "go", Transcript: path}).(*observer)
+	defer o.Close()
+	if _, err := o.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tail := []string{
+		line(tc, 2, 1500, 1000, 40, 1540),
+		`{"timestamp":"2026-11-30T10:00:03Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"done it"}}`,
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+		f.WriteString(strings.Join(tail, "\n") + "\n")
+		f.Close()
+	}()
+	sig, err := o.Hook("notify", []byte(`{"type":"agent-turn-complete","thread-id":"s1","last-assistant-message":"done it"}`))
+	if err != nil || sig == nil || sig.State != wire.StateDone || sig.Source != "hook" {
+		t.Fatalf("notify: %+v %v", sig, err)
+	}
+	if sig.Usage == nil || sig.Usage.OutputTokens != 40 || sig.Usage.CacheReadTokens != 1000 {
+		t.Fatalf("done without the turn's usage: %+v", sig.Usage)
+	}
+}

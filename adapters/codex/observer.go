@@ -110,9 +110,43 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		}
 	}
 	o.sent.Session(sig, n.ThreadID)
+	// Read the turn to its end first, so whoever sees "done" sees its usage.
+	o.drain(n.Last)
+	o.fromRollout(sig)
 	o.sent.LastMessage(sig, n.Last)
 	o.setState(sig, wire.StateDone, "turn finished", nil)
 	return o.finish(sig), nil
+}
+
+// drainBound is how long a turn-complete notification waits for the turn's last
+// lines (its token count, task_complete) to reach the rollout.
+const drainBound = time.Second
+
+// drain reads the rollout until it holds the end of the turn the notification
+// reports (its last message, or one more ended turn), bounded by drainBound.
+func (o *observer) drain(last string) {
+	if o.tail == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainBound)
+	defer cancel()
+	turns := o.ro.TurnsEnded
+	for {
+		if _, err := o.tail.Read(ctx, o.ro.Add); errors.Is(err, jsonl.ErrShrunk) {
+			o.ro = NewRollout()
+			o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+			continue
+		}
+		ended := !o.ro.TurnOpen && o.ro.TurnsEnded > 0
+		if ended && (o.ro.TurnsEnded > turns || last != "" && strings.TrimSpace(o.ro.LastMessage) == strings.TrimSpace(last)) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Poll implements core.Observer.

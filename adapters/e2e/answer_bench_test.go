@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +42,12 @@ func BenchmarkClaudeAnswer(b *testing.B) {
 	b.ReportMetric(float64(med.Microseconds())/1000, "ms-median")
 	b.ReportMetric(float64(samples[len(samples)-1].Microseconds())/1000, "ms-max")
 	b.Logf("answer → left blocked, %d samples: %v", len(samples), samples)
+	if os.Getenv("ORCR_TEST_DEBUG") != "" { // the server's timing of each answer (debug log)
+		lb, _ := os.ReadFile(filepath.Join(r.home, "orcr.log"))
+		for _, l := range strings.Split(string(lb), "\n") {
+			if strings.Contains(l, "answer") {
+				b.Log(l)
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"orcr/core/wire"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
+	"orcr/testutil/wait"
 )
 
 // answerRig is orcr on its tmux host with the real claude CLI against a scripted
@@ -42,48 +44,67 @@ func newClaudeAnswerRig(t testing.TB) *answerRig {
 	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
 		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	if os.Getenv("ORCR_TEST_DEBUG") != "" {
+		e.vars = append(e.vars, "ORCR_DEBUG=1")
+	}
 	e.serve()
-	t.Cleanup(func() { killAll(e) })
 	return &answerRig{orcrEnv: e, srv: srv, work: work}
 }
 
-// newTmuxOrcr is an orcr installation on its own tmux server, killed at the end.
+// newTmuxOrcr is an orcr installation on its own tmux server. At the end (after
+// every server the test started has stopped, before its directories are removed)
+// the tmux server is killed and the test waits until every process it left is gone.
 func newTmuxOrcr(t testing.TB, extra ...string) *orcrEnv {
 	t.Helper()
 	clis.Program(t, "tmux", "apt-get install tmux")
 	e := newOrcr(t, append([]string{"ORCR_HOST=tmux"}, extra...)...)
-	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
+	t.Cleanup(func() { stopAll(e) })
 	return e
 }
 
-// killAll stops every agent and waits for their processes to be gone, so nothing
-// writes into the test's directories while they are removed.
-func killAll(e *orcrEnv) {
-	var l wire.ListResult
-	json.Unmarshal([]byte(e.run("agent", "ls", "--json", "--all").out), &l)
-	e.run("agent", "kill", "**")
-	deadline := time.Now().Add(15 * time.Second)
-	for _, a := range l.Agents {
-		for a.PID > 0 && syscall.Kill(a.PID, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+// stopAll ends everything the test started on e's tmux server: the panes (and the
+// programs in them, which may still write into the test's directories as they exit,
+// claude into its config dir) and the processes they left behind, found by the
+// test's directory in their environment, command line or working directory.
+func stopAll(e *orcrEnv) {
+	exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run()
+	if wait.Until(15*time.Second, func() bool { return len(procsOf(e.dir)) == 0 }) {
+		return
 	}
-	// The CLIs' own children (claude's shell) can outlive the pane for a moment.
-	for len(procsUnder(e.dir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	left := procsOf(e.dir)
+	for _, p := range left {
+		syscall.Kill(p.pid, syscall.SIGKILL)
 	}
+	wait.Until(5*time.Second, func() bool { return len(procsOf(e.dir)) == 0 })
+	e.t.Errorf("processes outlived the test by 15s (killed): %v", left)
 }
 
-// procsUnder lists processes whose working directory is under dir.
-func procsUnder(dir string) []string {
+type proc struct {
+	pid int
+	cmd string
+}
+
+func (p proc) String() string { return fmt.Sprintf("%d %.80s", p.pid, p.cmd) }
+
+// procsOf lists the processes, other than this one, whose environment, command line
+// or working directory names dir.
+func procsOf(dir string) []proc {
 	ents, _ := os.ReadDir("/proc")
-	var out []string
+	var out []proc
 	for _, en := range ents {
-		if en.Name()[0] < '0' || en.Name()[0] > '9' {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", en.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
-			out = append(out, en.Name())
+		base := filepath.Join("/proc", en.Name())
+		env, _ := os.ReadFile(filepath.Join(base, "environ"))
+		cmd, _ := os.ReadFile(filepath.Join(base, "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join(base, "cwd"))
+		if len(cmd) == 0 {
+			continue // a zombie: it writes nothing any more
+		}
+		if strings.Contains(string(env), dir) || strings.Contains(string(cmd), dir) || strings.HasPrefix(cwd, dir) {
+			out = append(out, proc{pid, strings.ReplaceAll(string(cmd), "\x00", " ")})
 		}
 	}
 	return out
@@ -116,7 +137,13 @@ func (r *answerRig) blockedOn(target, kind string) wire.Agent {
 func (r *answerRig) answer(args ...string) wire.AnswerResult {
 	r.t.Helper()
 	var res wire.AnswerResult
-	out := r.must(append(append([]string{"agent", "answer"}, args...), "--json")...)
+	argv := append(append([]string{"agent", "answer"}, args...), "--json")
+	got := r.run(argv...)
+	if got.code != 0 {
+		r.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s\nscreen:\n%s", strings.Join(argv, " "), got.code, got.out, got.err,
+			r.run("agent", "read", args[0]).out)
+	}
+	out := got.out
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		r.t.Fatalf("answer output %q: %v", out, err)
 	}
@@ -286,7 +313,6 @@ func TestClaudePlanAnswers(t *testing.T) {
 func TestShellQuestionAnswers(t *testing.T) {
 	e := newTmuxOrcr(t)
 	e.serve()
-	t.Cleanup(func() { killAll(e) })
 	ask := `printf 'Proceed? [y/N] '; read a; echo "got $a"; exec cat`
 	for _, p := range []string{"s/q1", "s/q2"} {
 		e.must("agent", "run", p, "--", "sh", "-c", ask)
@@ -347,7 +373,6 @@ wire_api = "responses"
 	work, _ = filepath.EvalSymlinks(work)
 	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=k")
 	e.serve()
-	t.Cleanup(func() { killAll(e) })
 	r := &answerRig{orcrEnv: e, srv: srv, work: work}
 	execTurn := modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf build",
 		"sandbox_permissions": "require_escalated", "justification": "Remove the build directory?"}}},

@@ -47,9 +47,13 @@ wire_api = "responses"
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 1700, CacheRead: 1500, Output: 12}},
 	)
 	e.must("agent", "run", "fix/x", "--provider", "codex", "--cwd", work, "--prompt", "write hello.txt")
-	a := e.waitAgent("fix/x", 120*time.Second, "first turn done", func(a wire.Agent) bool {
-		return a.State == wire.StateDone && a.LastMessage == "I wrote hello.txt." && a.Usage.OutputTokens == 52
-	})
+	// Usage is read to the end of the turn before done is published: the record
+	// right after the wait holds the turn's tokens.
+	e.must("agent", "wait", "fix/x", "--until", "done", "--timeout", "120s")
+	a := e.agent("fix/x")
+	if a.State != wire.StateDone || a.LastMessage != "I wrote hello.txt." || a.Usage.OutputTokens != 52 {
+		t.Fatalf("at done: %s/%s %q last %q usage %+v", a.State, a.StateSource, a.StateReason, a.LastMessage, a.Usage)
+	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello from orcr\n" {
 		t.Fatalf("tool did not write the file: %q %v", b, err)
 	}
@@ -65,9 +69,14 @@ wire_api = "responses"
 
 	srv.Push(modelserver.Turn{Text: "Cookie checked.", Usage: modelserver.Usage{Input: 1800, CacheRead: 1700, Output: 9}})
 	e.must("agent", "send", "fix/x", "also check the session cookie")
-	e.waitAgent("fix/x", 60*time.Second, "second turn", func(a wire.Agent) bool {
-		return a.LastMessage == "Cookie checked." && a.State == wire.StateDone && a.Usage.OutputTokens == 61
+	// (The agent is still done from the first turn until codex starts the second, so
+	// wait for the second turn's done by its message.)
+	a = e.waitAgent("fix/x", 60*time.Second, "second turn", func(a wire.Agent) bool {
+		return a.LastMessage == "Cookie checked." && a.State == wire.StateDone
 	})
+	if a.Usage.OutputTokens != 61 {
+		t.Fatalf("at the second done: usage %+v", a.Usage)
+	}
 
 	reset := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset}})

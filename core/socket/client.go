@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -27,6 +30,10 @@ type Client struct {
 	pending map[string]chan pendingReply
 	nextID  atomic.Uint64
 	closed  bool
+	// fatal is an error the server sent for the whole connection (id ""), such as a
+	// refused uid or too many connections, just before closing it: calls report it
+	// rather than the closed connection it leaves.
+	fatal *wire.Error
 }
 
 var _ core.Service = (*Client)(nil)
@@ -55,6 +62,17 @@ func NotRunning(path string, cause error) error {
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
+	if errors.Is(err, syscall.EACCES) {
+		owner := "another user"
+		if st, serr := os.Stat(c.path); serr == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				owner = fmt.Sprintf("uid %d", sys.Uid)
+			}
+		}
+		return nil, wire.Errorf(wire.CodePermission,
+			"permission denied: the orcr server at %s runs as %s and serves only that user (you are uid %d); run your own with ORCR_HOME set to a directory you own",
+			c.path, owner, os.Getuid())
+	}
 	if err != nil {
 		return nil, NotRunning(c.path, err)
 	}
@@ -87,7 +105,7 @@ func (c *Client) shared(ctx context.Context) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.conn = conn
+	c.conn, c.fatal = conn, nil
 	go c.readLoop(conn)
 	return conn, nil
 }
@@ -108,9 +126,12 @@ func (c *Client) readLoop(conn net.Conn) {
 			if c.conn == conn {
 				c.conn = nil
 			}
+			var lost error = &wire.Error{Code: wire.CodeUnavailable, Message: "connection to orcr server lost: " + err.Error()}
+			if c.fatal != nil {
+				lost = c.fatal
+			}
 			for id, ch := range c.pending {
-				ch <- pendingReply{err: &wire.Error{Code: wire.CodeUnavailable,
-					Message: "connection to orcr server lost: " + err.Error()}}
+				ch <- pendingReply{err: lost}
 				delete(c.pending, id)
 			}
 			c.mu.Unlock()
@@ -119,6 +140,21 @@ func (c *Client) readLoop(conn net.Conn) {
 		}
 		id, ok := responseID(line)
 		if !ok {
+			continue
+		}
+		if id == "" {
+			// Not an answer to one call: an error about the connection (or a request
+			// whose id the server could not read). Every waiting call gets it.
+			var resp wire.Response
+			if json.Unmarshal(line, &resp) == nil && resp.Error != nil {
+				c.mu.Lock()
+				c.fatal = resp.Error
+				for id, ch := range c.pending {
+					ch <- pendingReply{err: resp.Error}
+					delete(c.pending, id)
+				}
+				c.mu.Unlock()
+			}
 			continue
 		}
 		c.mu.Lock()
@@ -168,15 +204,35 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 	}
 	ch := make(chan pendingReply, 1)
 	c.mu.Lock()
+	if c.conn != conn { // the read loop has ended this connection since shared
+		f := c.fatal
+		c.mu.Unlock()
+		if f != nil {
+			return f
+		}
+		return NotRunning(c.path, errors.New("connection closed"))
+	}
 	c.pending[id] = ch
-	c.mu.Unlock()
-	c.mu.Lock()
 	_, werr := conn.Write(req)
 	c.mu.Unlock()
 	if werr != nil {
+		// The server may have closed with a reason the read loop is about to hand us
+		// (a refused uid); it ends every pending call once it sees the close.
+		select {
+		case rep := <-ch:
+			if rep.err != nil {
+				return rep.err
+			}
+			return decodeLine(rep.line, out)
+		case <-time.After(time.Second):
+		}
 		c.mu.Lock()
 		delete(c.pending, id)
+		f := c.fatal
 		c.mu.Unlock()
+		if f != nil {
+			return f
+		}
 		return NotRunning(c.path, werr)
 	}
 	select {
@@ -385,6 +441,39 @@ func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.Schedule
 	return r.Runs, err
 }
 
+// Accounts lists accounts with their windows.
+func (c *Client) Accounts(ctx context.Context) (wire.AccountListResult, error) {
+	return invoke(ctx, c, wire.AccountList, wire.Empty{})
+}
+
+// Select says which account a spawn now would get.
+func (c *Client) Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error) {
+	return invoke(ctx, c, wire.UsageSelect, p)
+}
+
+// History returns past windows at their peaks.
+func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+	return invoke(ctx, c, wire.UsageHistory, p)
+}
+
+// Budgets lists budgets.
+func (c *Client) Budgets(ctx context.Context) ([]wire.Budget, error) {
+	r, err := invoke(ctx, c, wire.BudgetList, wire.Empty{})
+	return r.Budgets, err
+}
+
+// BudgetSet creates or replaces a budget.
+func (c *Client) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error) {
+	r, err := invoke(ctx, c, wire.BudgetSet, p)
+	return r.Budget, err
+}
+
+// BudgetRemove removes a budget.
+func (c *Client) BudgetRemove(ctx context.Context, glob string) error {
+	_, err := invoke(ctx, c, wire.BudgetRemove, wire.BudgetGlobParams{Glob: glob})
+	return err
+}
+
 // openStream opens a dedicated connection for a declared streaming method, sends the
 // request and decodes its result; the lines of type S follow on the returned decoder.
 func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Streaming[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {
@@ -536,4 +625,68 @@ func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Re
 // AttachStream forwards them as resize frames.
 type Resizer interface {
 	Resizes() <-chan [2]int
+}
+
+// PlanNew starts a plan.
+func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanNew, p)
+	return r.Plan, err
+}
+
+// Plans lists every plan.
+func (c *Client) Plans(ctx context.Context) ([]wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanList, wire.Empty{})
+	return r.Plans, err
+}
+
+// PlanGet returns one plan and its file as it is now.
+func (c *Client) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
+	return invoke(ctx, c, wire.PlanGet, wire.PlanNameParams{Name: name})
+}
+
+// PlanApprove approves a drafted plan.
+func (c *Client) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanApprove, wire.PlanNameParams{Name: name})
+	return r.Plan, err
+}
+
+// PlanReject rejects a drafted plan with a reason.
+func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+	r, err := invoke(ctx, c, wire.PlanReject, p)
+	return r.Plan, err
+}
+
+// Catalog returns the model catalog.
+func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
+	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
+}
+
+// Listeners lists listeners.
+func (c *Client) Listeners(ctx context.Context) ([]wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerList, wire.Empty{})
+	return r.Listeners, err
+}
+
+// ListenerGet returns one listener in full.
+func (c *Client) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerGet, wire.ListenerNameParams{Name: name})
+	return r.Listener, err
+}
+
+// ListenerPut writes a listener document.
+func (c *Client) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerPut, p)
+	return r.Listener, err
+}
+
+// ListenerRemove removes a listener written through the API.
+func (c *Client) ListenerRemove(ctx context.Context, name string) error {
+	_, err := invoke(ctx, c, wire.ListenerRemove, wire.ListenerNameParams{Name: name})
+	return err
+}
+
+// ListenerEnable enables or disables a listener.
+func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
+	r, err := invoke(ctx, c, wire.ListenerEnable, wire.ListenerEnableParams{Name: name, Enabled: &enabled})
+	return r.Listener, err
 }

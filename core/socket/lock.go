@@ -7,6 +7,7 @@ package socket
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,21 +31,21 @@ func AcquireLock(home string) (*Lock, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("create home: %w", err)
 	}
+	if err := CheckHome(home); err != nil {
+		return nil, err
+	}
 	if err := os.Chmod(home, 0o700); err != nil {
 		return nil, fmt.Errorf("chmod home: %w", err)
 	}
 	path := filepath.Join(home, "orcr.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := OpenNoFollow(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
+		b, _ := io.ReadAll(io.LimitReader(f, 32))
 		f.Close()
-		if pid := strings.TrimSpace(string(b)); pid != "" {
-			return nil, fmt.Errorf("%w (pid %s)", ErrLocked, pid)
-		}
-		return nil, ErrLocked
+		return nil, lockedErr(home, strings.TrimSpace(string(b)))
 	}
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
@@ -63,7 +64,7 @@ func (l *Lock) Release() error {
 
 // Held reports whether some process holds the home's lock right now.
 func Held(home string) bool {
-	f, err := os.OpenFile(filepath.Join(home, "orcr.lock"), os.O_RDWR, 0)
+	f, err := OpenNoFollow(filepath.Join(home, "orcr.lock"), os.O_RDWR, 0)
 	if err != nil {
 		return false
 	}
@@ -77,3 +78,17 @@ func Held(home string) bool {
 
 // SocketPath is the socket of a home.
 func SocketPath(home string) string { return filepath.Join(home, "orcr.sock") }
+
+// lockedErr says who holds the home. While that server's socket is missing (deleted under it)
+// it says so: the server recreates it within SocketCheckEvery, so retrying is the fix, not
+// starting another.
+func lockedErr(home, pid string) error {
+	err := ErrLocked
+	if pid != "" {
+		err = fmt.Errorf("%w (pid %s)", ErrLocked, pid)
+	}
+	if _, serr := os.Lstat(SocketPath(home)); errors.Is(serr, os.ErrNotExist) {
+		err = fmt.Errorf("%w; its socket %s is missing and it recreates it within %s: retry", err, SocketPath(home), SocketCheckEvery)
+	}
+	return err
+}

@@ -110,6 +110,76 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.AccountListResult, error) {
+			return s.Accounts(ctx)
+		}),
+		serve(wire.UsageSelect, func(ctx context.Context, s core.Service, p *wire.SelectParams) (wire.SelectResult, error) {
+			return s.Select(ctx, *p)
+		}),
+		serve(wire.UsageHistory, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
+			return s.History(ctx, *p)
+		}),
+		serve(wire.BudgetList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.BudgetListResult, error) {
+			bs, err := s.Budgets(ctx)
+			return wire.BudgetListResult{Budgets: bs}, err
+		}),
+		serve(wire.BudgetSet, func(ctx context.Context, s core.Service, p *wire.BudgetSetParams) (wire.BudgetResult, error) {
+			b, err := s.BudgetSet(ctx, *p)
+			return wire.BudgetResult{Budget: b}, err
+		}),
+		serve(wire.BudgetRemove, func(ctx context.Context, s core.Service, p *wire.BudgetGlobParams) (wire.Empty, error) {
+			return wire.Empty{}, s.BudgetRemove(ctx, p.Glob)
+		}),
+		serve(wire.PlanNew, func(ctx context.Context, s core.Service, p *wire.PlanNewParams) (wire.PlanResult, error) {
+			pl, err := s.PlanNew(ctx, *p)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.PlanList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.PlanListResult, error) {
+			ps, err := s.Plans(ctx)
+			if ps == nil {
+				ps = []wire.Plan{}
+			}
+			return wire.PlanListResult{Plans: ps}, err
+		}),
+		serve(wire.PlanGet, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanGetResult, error) {
+			return s.PlanGet(ctx, p.Name)
+		}),
+		serve(wire.PlanApprove, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanResult, error) {
+			pl, err := s.PlanApprove(ctx, p.Name)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.PlanReject, func(ctx context.Context, s core.Service, p *wire.PlanRejectParams) (wire.PlanResult, error) {
+			pl, err := s.PlanReject(ctx, *p)
+			return wire.PlanResult{Plan: pl}, err
+		}),
+		serve(wire.CatalogGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.CatalogResult, error) {
+			return s.Catalog(ctx)
+		}),
+		serve(wire.ListenerList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.ListenerListResult, error) {
+			ls, err := s.Listeners(ctx)
+			if ls == nil {
+				ls = []wire.Listener{}
+			}
+			return wire.ListenerListResult{Listeners: ls}, err
+		}),
+		serve(wire.ListenerGet, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.ListenerResult, error) {
+			l, err := s.ListenerGet(ctx, p.Name)
+			return wire.ListenerResult{Listener: l}, err
+		}),
+		serve(wire.ListenerPut, func(ctx context.Context, s core.Service, p *wire.ListenerPutParams) (wire.ListenerResult, error) {
+			l, err := s.ListenerPut(ctx, *p)
+			return wire.ListenerResult{Listener: l}, err
+		}),
+		serve(wire.ListenerRemove, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.Empty, error) {
+			return wire.Empty{}, s.ListenerRemove(ctx, p.Name)
+		}),
+		serve(wire.ListenerEnable, func(ctx context.Context, s core.Service, p *wire.ListenerEnableParams) (wire.ListenerResult, error) {
+			if p.Enabled == nil {
+				return wire.ListenerResult{}, wire.Errorf(wire.CodeInvalidParams, "listener.enable: missing required param \"enabled\" (true or false)")
+			}
+			l, err := s.ListenerEnable(ctx, p.Name, *p.Enabled)
+			return wire.ListenerResult{Listener: l}, err
+		}),
 	}
 	table = append(table, runHandlers...)
 	m := make(map[string]handler, len(table))
@@ -165,6 +235,9 @@ func decoder[P any](method string) func(json.RawMessage) (any, error) {
 				return nil, wire.Errorf(wire.CodeInvalidParams, "%s: missing required param %s; see `orcr api schema`",
 					method, quoteAll(missing))
 			}
+		}
+		if err := wire.CheckRanges(method, p); err != nil {
+			return nil, err
 		}
 		return p, nil
 	}

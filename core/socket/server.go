@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,11 @@ type Server struct {
 	wg    sync.WaitGroup
 	ctx   context.Context
 	stop  context.CancelFunc
+
+	lim        Limits // bounds.go
+	acceptLog  logEvery
+	refusedLog logEvery
+	mem        memLimit
 }
 
 // Listen creates the socket at path (mode 0600), replacing a stale one. The caller must
@@ -39,6 +45,18 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	ln, err := listenAt(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel,
+		lim: Limits{}.effective()}
+	s.svc = withLimits{Service: svc, s: s}
+	return s, nil
+}
+
+func listenAt(path string) (*net.UnixListener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
@@ -53,22 +71,44 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{svc: svc, log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel}, nil
+	return ln, nil
 }
 
-// Serve accepts connections until Close.
+// Serve accepts connections until Close. It recreates the socket if it is deleted or
+// replaced while the server runs (see watchSocket); a failed accept (out of file
+// descriptors) is retried after a back-off, never the end of the server; connections
+// past Limits.MaxConnections are refused with an error line.
 func (s *Server) Serve() error {
+	s.wg.Add(1)
+	go s.watchSocket()
+	var backoff time.Duration
 	for {
-		c, err := s.ln.AcceptUnix()
+		s.mu.Lock()
+		ln := s.ln
+		s.mu.Unlock()
+		c, err := ln.AcceptUnix()
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("accept: %w", err)
+			s.mu.Lock()
+			replaced := s.ln != ln
+			s.mu.Unlock()
+			if replaced {
+				continue
+			}
+			backoff = s.acceptError(err, backoff)
+			continue
 		}
+		backoff = 0
 		s.mu.Lock()
+		if len(s.conns) >= s.lim.MaxConnections {
+			s.mu.Unlock()
+			s.refuse(c)
+			continue
+		}
 		s.conns[c] = struct{}{}
+		s.mem.follow(len(s.conns))
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -76,6 +116,7 @@ func (s *Server) Serve() error {
 			defer func() {
 				s.mu.Lock()
 				delete(s.conns, c)
+				s.mem.follow(len(s.conns))
 				s.mu.Unlock()
 				c.Close()
 			}()
@@ -87,8 +128,8 @@ func (s *Server) Serve() error {
 // Close stops accepting, ends every connection and waits for handlers.
 func (s *Server) Close() error {
 	s.stop()
-	err := s.ln.Close()
 	s.mu.Lock()
+	err := s.ln.Close()
 	for c := range s.conns {
 		c.Close()
 	}
@@ -105,6 +146,9 @@ type conn struct {
 	wmu  sync.Mutex
 	enc  *json.Encoder
 	cred core.Caller
+
+	unread    atomic.Int64 // answer bytes encoded but not yet taken by the socket
+	closeOnce sync.Once
 }
 
 func (cn *conn) write(v any) error {
@@ -135,9 +179,13 @@ func (cn *conn) reply(id string, result any, err error) {
 		line, _ = json.Marshal(wire.Response{ID: id, Error: wire.AsError(err)})
 		line = append(line, '\n')
 	}
+	if !cn.reserveUnread(len(line)) {
+		return
+	}
 	cn.wmu.Lock()
 	_, werr := cn.c.Write(line)
 	cn.wmu.Unlock()
+	cn.unread.Add(-int64(len(line)))
 	if werr != nil {
 		cn.s.log.Debug("write response", "err", werr)
 	}
@@ -151,7 +199,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		return
 	}
 	if uid != os.Getuid() {
-		cn.reply("", nil, wire.Errorf(wire.CodePermission, "uid %d may not use this server (it belongs to uid %d)", uid, os.Getuid()))
+		cn.reply("", nil, wire.Errorf(wire.CodePermission,
+			"permission denied: the server runs as uid %d and serves only that user (you are uid %d); run your own with ORCR_HOME set to a directory you own",
+			os.Getuid(), uid))
 		return
 	}
 	cn.cred = core.Caller{PID: pid, UID: uid}
@@ -159,11 +209,34 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	r := bufio.NewReaderSize(c, 64<<10)
+	slots := make(inflight, s.lim.MaxInFlight)
+	var r *bufio.Reader
+	var first [1]byte
 	for {
+		// An idle connection holds no buffer: it waits on a one-byte read and borrows a
+		// reader for as long as it has bytes to read. 10,000 idle connections cost their
+		// goroutines and little else (with a 4 KiB reader each, the live heap sat at the
+		// server's 64 MiB soft memory limit and the GC ran without pause).
+		if r == nil || r.Buffered() == 0 {
+			if r != nil {
+				readers.Put(r)
+				r = nil
+			}
+			n, err := c.Read(first[:])
+			if n == 0 {
+				if err != nil {
+					return
+				}
+				continue
+			}
+			r = readers.Get().(*bufio.Reader)
+			r.Reset(io.MultiReader(bytes.NewReader(first[:1]), c))
+		}
 		line, err := readLine(r)
 		if errors.Is(err, errLineTooLong) {
-			cn.reply("", nil, wire.Errorf(wire.CodeLineTooLong, "request line over %d bytes; send smaller requests (large prompts: --prompt-file)", wire.MaxLine))
+			cn.reply(idOfPrefix(line), nil, wire.Errorf(wire.CodeLineTooLong,
+				"request of more than %d bytes refused, nothing in it was done: the server takes requests up to 1 MiB. "+
+					"Shorten it; for a prompt that long, write it to a file and have the agent read it", wire.MaxLine))
 			continue
 		}
 		if err != nil {
@@ -183,13 +256,19 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		h := handlers[req.Method]
 		if h.stream != nil {
 			if h.stream(s, rctx, cn, req.ID, params, r) {
-				return
+				return // r may still be read by the stream's goroutines: not pooled
 			}
 			continue
+		}
+		// At MaxInFlight the connection is not read until an answer is done: a client
+		// pipelining thousands of requests gets them answered this many at a time.
+		if !slots.acquire(ctx) {
+			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer slots.release()
 			res, err := h.unary(rctx, s.svc, params)
 			cn.reply(req.ID, res, err)
 		}()
@@ -197,6 +276,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 }
 
 var errLineTooLong = errors.New("line too long")
+
+// readers are the request readers connections borrow while they have bytes to read.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
 // parseRequest decodes one request line and its params. On error the returned
 // request still carries the id when it could be read.
@@ -222,19 +304,27 @@ func parseRequest(line []byte) (wire.Request, any, error) {
 }
 
 // readLine reads one newline-terminated line of at most wire.MaxLine bytes. A longer
-// line is consumed and reported as errLineTooLong, so the connection stays usable.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// line is consumed and reported as errLineTooLong with its first bytes, from which the
+// caller can still read the request's id; the connection stays usable.
+func readLine(r *bufio.Reader) ([]byte, error) { return readLineOf(r, true) }
+
+// readLineOf is readLine; without drain an over-long line is reported as soon as it passes
+// the bound and the rest is left unread (the caller ends the connection): an attach frame
+// that never ends must not be read to its end.
+func readLineOf(r *bufio.Reader, drain bool) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > wire.MaxLine+1 {
-			for errors.Is(err, bufio.ErrBufferFull) {
+			prefix := append([]byte(nil), buf[:min(len(buf), idPrefixLen)]...)
+			prefix = append(prefix, chunk[:min(len(chunk), idPrefixLen-len(prefix))]...)
+			for drain && errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.ReadSlice('\n')
 			}
 			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 				return nil, err
 			}
-			return nil, errLineTooLong
+			return prefix, errLineTooLong
 		}
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -286,10 +376,23 @@ func (s *Server) attach(ctx context.Context, cn *conn, id string, p *wire.Attach
 	pr, pw := io.Pipe()
 	go func() {
 		defer pw.Close()
-		dec := json.NewDecoder(r)
 		for {
+			// Frames are lines bounded like requests: a 400 MiB frame without a newline
+			// was buffered whole by a JSON decoder.
+			line, err := readLineOf(r, false)
+			if errors.Is(err, errLineTooLong) {
+				s.log.Warn("attach frame over the line bound; ending the attach", "pid", cn.cred.PID, "max", wire.MaxLine)
+				cancel()
+				return
+			}
 			var f wire.AttachFrame
-			if err := dec.Decode(&f); err != nil {
+			if err == nil {
+				err = json.Unmarshal(line, &f)
+			}
+			if err == nil && wire.CheckRanges("attach frame", &f) != nil {
+				continue // a resize to 100000 columns is dropped, the attach goes on
+			}
+			if err != nil {
 				cancel()
 				return
 			}

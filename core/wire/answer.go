@@ -71,13 +71,13 @@ type AnswerParams struct {
 	Allow  bool   `json:"allow,omitempty"`
 	Always bool   `json:"always,omitempty"`
 	Deny   bool   `json:"deny,omitempty"`
-	Option int    `json:"option,omitempty"` // 1-based, as shown
+	Option int    `json:"option,omitempty" range:"0,1000"` // 1-based, as shown
 	Text   string `json:"text,omitempty"`
 	// All answers every blocked agent a glob matches; without it a glob matching
 	// several is refused.
 	All bool `json:"all,omitempty"`
 	// TimeoutSeconds bounds the wait for the state to leave blocked (default 5).
-	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty" range:"0,3600"`
 }
 
 // AnswerResult lists what was answered.

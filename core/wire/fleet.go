@@ -45,6 +45,7 @@ type UsageResult struct {
 // UsageRow is one provider/model/window line of the usage report.
 type UsageRow struct {
 	Provider string `json:"provider"`
+	Account  string `json:"account"` // the account the agents ran on ("" before admission)
 	Model    string `json:"model"`
 	Window   string `json:"window"` // "total" | "5h" | "weekly"
 	Agents   int    `json:"agents"`
@@ -53,8 +54,14 @@ type UsageRow struct {
 
 // LimitReading is a provider's rate-limit reading at one instant.
 type LimitReading struct {
-	Provider   string     `json:"provider"`
-	Window     string     `json:"window"` // "5h" | "weekly"
+	Provider string `json:"provider"`
+	// Account is the account the reading is of (the reporting agent's); "" when the
+	// reading came from an agent placed on no account.
+	Account string `json:"account,omitempty"`
+	Window  string `json:"window"` // "5h" | "weekly"
+	// Family scopes the window to one model family ("opus", "sonnet"); "" for a
+	// window every model of the account counts against.
+	Family     string     `json:"family,omitempty"`
 	UsedPct    float64    `json:"usedPct"`
 	ResetsAt   *time.Time `json:"resetsAt"`
 	LimitHit   bool       `json:"limitHit"`
@@ -127,10 +134,10 @@ const CodeNameTaken = "name_taken"
 // value; a provider cap of 0 removes that cap. Changes apply at the next admission and
 // last until the server restarts or reloads its config.
 type CapsParams struct {
-	Global       *int           `json:"global,omitempty"`
-	Provider     map[string]int `json:"provider,omitempty"`
-	MinFreeMB    *int           `json:"minFreeMb,omitempty"`
-	AgingSeconds *int           `json:"agingSeconds,omitempty"`
+	Global       *int           `json:"global,omitempty" range:"0,100000"`
+	Provider     map[string]int `json:"provider,omitempty" range:"0,100000"`
+	MinFreeMB    *int           `json:"minFreeMb,omitempty" range:"0,100000000"`
+	AgingSeconds *int           `json:"agingSeconds,omitempty" range:"0,31622400"`
 }
 
 // GCParams runs lifecycle collection now (gc.run).

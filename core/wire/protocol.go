@@ -68,6 +68,16 @@ type InfoResult struct {
 	StartedAt string `json:"startedAt"`
 	Agents    int    `json:"agents"`
 	LastSeq   uint64 `json:"lastSeq"`
+	// Limits are the socket's bounds in force (set by the socket server, absent in-process).
+	Limits *ServerLimits `json:"limits,omitempty"`
+}
+
+// ServerLimits are the socket server's bounds on clients and its open connections.
+type ServerLimits struct {
+	MaxConnections int `json:"maxConnections"`
+	MaxInFlight    int `json:"maxInFlight"`    // requests answered at once per connection
+	MaxUnread      int `json:"maxUnreadBytes"` // unread answer bytes per connection
+	Connections    int `json:"connections"`    // open now
 }
 
 // RunParams spawns an agent (agent.run).
@@ -79,11 +89,14 @@ type RunParams struct {
 	Cwd      string            `json:"cwd,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
 	Prompt   string            `json:"prompt,omitempty"`
-	Priority int               `json:"priority,omitempty"`
+	Priority int               `json:"priority,omitempty" range:"-1000000,1000000"`
 	Keep     bool              `json:"keep,omitempty"`
 	Worktree string            `json:"worktree,omitempty"`
-	Cols     int               `json:"cols,omitempty"`
-	Rows     int               `json:"rows,omitempty"`
+	// Account pins the agent to one account of its provider (a label); admission
+	// then waits for that account instead of picking another.
+	Account string `json:"account,omitempty"`
+	Cols    int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
+	Rows    int    `json:"rows,omitempty" range:"0,500"`
 }
 
 // AgentResult wraps one agent.
@@ -133,7 +146,7 @@ type SendParams struct {
 // ReadParams reads an agent's screen or transcript.
 type ReadParams struct {
 	Target      string `json:"target"`
-	Lines       int    `json:"lines,omitempty"` // last N lines of screen+scrollback
+	Lines       int    `json:"lines,omitempty" range:"0,100000"` // last N lines of screen+scrollback
 	LastMessage bool   `json:"lastMessage,omitempty"`
 	Transcript  bool   `json:"transcript,omitempty"`
 }
@@ -152,7 +165,7 @@ type ReadResult struct {
 type WaitParams struct {
 	Glob           string `json:"glob"`
 	Until          string `json:"until,omitempty"`
-	TimeoutSeconds int    `json:"timeoutSeconds,omitempty"` // 0: no timeout
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty" range:"0,31622400"` // 0: no timeout
 }
 
 // WaitResult answers agent.wait.
@@ -176,8 +189,8 @@ type KillResult struct {
 // AttachParams starts an attach on a dedicated connection.
 type AttachParams struct {
 	Target string `json:"target"`
-	Cols   int    `json:"cols,omitempty"`
-	Rows   int    `json:"rows,omitempty"`
+	Cols   int    `json:"cols,omitempty" range:"0,1000"`
+	Rows   int    `json:"rows,omitempty" range:"0,500"`
 }
 
 // AttachResult tells the client how to attach. When Argv is set the client runs that
@@ -192,16 +205,16 @@ type AttachResult struct {
 // AttachFrame is one line of an attach stream. Data is raw terminal bytes (base64 in JSON).
 type AttachFrame struct {
 	Data   []byte `json:"data,omitempty"`
-	Cols   int    `json:"cols,omitempty"`
-	Rows   int    `json:"rows,omitempty"`
+	Cols   int    `json:"cols,omitempty" range:"0,1000"`
+	Rows   int    `json:"rows,omitempty" range:"0,500"`
 	Closed bool   `json:"closed,omitempty"` // the pane ended
 }
 
 // ResizeParams resizes an agent's pane.
 type ResizeParams struct {
 	Target string `json:"target"`
-	Cols   int    `json:"cols"`
-	Rows   int    `json:"rows"`
+	Cols   int    `json:"cols" range:"1,1000"`
+	Rows   int    `json:"rows" range:"1,500"`
 }
 
 // SubscribeParams opens an event stream on a dedicated connection. Stored events with
@@ -251,6 +264,11 @@ const (
 	CodeInternal        = "internal"
 	CodeUnavailable     = "unavailable" // server not running
 	CodeShuttingDown    = "shutting_down"
+	// CodeStoreUnavailable: the store cannot write (disk full, read-only); reads still work
+	// and writes resume by themselves.
+	CodeStoreUnavailable = "store_unavailable"
+	// CodeTooManyConnections: the server has its maximum of connections open.
+	CodeTooManyConnections = "too_many_connections"
 )
 
 // Error is an API error: a stable code and a message that says what to do.
@@ -278,17 +296,18 @@ func Errorf(code, format string, args ...any) *Error {
 
 // Sentinels for errors.Is; they carry only a code.
 var (
-	ErrNotFound        = &Error{Code: CodeNotFound}
-	ErrPathTaken       = &Error{Code: CodePathTaken}
-	ErrInvalidPath     = &Error{Code: CodeInvalidPath}
-	ErrInvalidGlob     = &Error{Code: CodeInvalidGlob}
-	ErrNotRunning      = &Error{Code: CodeNotRunning}
-	ErrMissingProgram  = &Error{Code: CodeMissingProgram}
-	ErrTimeout         = &Error{Code: CodeTimeout}
-	ErrUnavailable     = &Error{Code: CodeUnavailable}
-	ErrCallerRefused   = &Error{Code: CodeCallerRefused}
-	ErrUnknownProvider = &Error{Code: CodeUnknownProvider}
-	ErrInvalidParams   = &Error{Code: CodeInvalidParams}
+	ErrNotFound         = &Error{Code: CodeNotFound}
+	ErrPathTaken        = &Error{Code: CodePathTaken}
+	ErrInvalidPath      = &Error{Code: CodeInvalidPath}
+	ErrInvalidGlob      = &Error{Code: CodeInvalidGlob}
+	ErrNotRunning       = &Error{Code: CodeNotRunning}
+	ErrMissingProgram   = &Error{Code: CodeMissingProgram}
+	ErrTimeout          = &Error{Code: CodeTimeout}
+	ErrUnavailable      = &Error{Code: CodeUnavailable}
+	ErrCallerRefused    = &Error{Code: CodeCallerRefused}
+	ErrUnknownProvider  = &Error{Code: CodeUnknownProvider}
+	ErrInvalidParams    = &Error{Code: CodeInvalidParams}
+	ErrStoreUnavailable = &Error{Code: CodeStoreUnavailable}
 )
 
 // CodeOf returns the API code of err, or CodeInternal.

@@ -30,7 +30,8 @@ func Schema() map[string]any {
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
 		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
-			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed},
+			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
+			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
 		"$defs":      defs,
 	}
@@ -41,7 +42,9 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
-	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken}
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
+	CodeStoreUnavailable, CodeTooManyConnections}
 
 var (
 	timeType = reflect.TypeOf(time.Time{})
@@ -84,7 +87,11 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 			props := map[string]any{}
 			var required []string
 			for _, f := range fields(t) {
-				props[f.Name] = schemaOf(f.Type, defs)
+				prop := schemaOf(f.Type, defs)
+				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
+					prop["minimum"], prop["maximum"] = lo, hi
+				}
+				props[f.Name] = prop
 				if f.Required {
 					required = append(required, f.Name)
 				}

@@ -86,6 +86,10 @@ type Agent struct {
 	Priority   int               `json:"priority"`
 	Keep       bool              `json:"keep"`
 	Worktree   string            `json:"worktree"`
+	// Account is the auth source admission placed the agent on (§10): the label of an
+	// [[accounts.<provider>]] entry, "default" for a provider's implicit account, "" for
+	// providers without accounts (shell) and agents not admitted yet.
+	Account string `json:"account"`
 
 	State       State    `json:"state"`
 	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,6 +122,11 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
 		return err
 	}
+	if len(m.Coders) > 1 || m.Author != "" {
+		// Work handed on: a coder cut off during `git commit` leaves the index
+		// locked, and nobody else writes in this worktree.
+		g.at(dir).clearIndexLock(ctx)
+	}
 	text := Brief(name, dir, pm, a.Text)
 	mu := s.coderLock(name, a.Coder)
 	mu.Lock()
@@ -155,8 +161,19 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 		r.Models[a.Coder] = strings.TrimSuffix(provider+":"+model, ":")
 		r.Sent = setTime(r.Sent, a.Coder, s.now())
 	})
-	_ = m
 	return err
+}
+
+// clearIndexLock removes the index.lock of the worktree at g.Dir, if there is one.
+func (g Git) clearIndexLock(ctx context.Context) {
+	p, err := g.run(ctx, nil, "rev-parse", "--git-path", "index.lock")
+	if err != nil || p == "" {
+		return
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(g.Dir, p)
+	}
+	_ = os.Remove(p)
 }
 
 func setTime(m map[string]time.Time, k string, t time.Time) map[string]time.Time {

@@ -16,13 +16,16 @@ import (
 
 // instantCoder commits its milestone's file and reports done at once, first writing
 // the instant it calls `orcr run done` to stamps/<M>.done. Asked why its turn ended
-// without done (it took over a branch whose work was committed already), it reports
-// done, as its brief says.
+// without done, or told its work is not committed (it took over a branch from a coder
+// that was cut off), it commits what there is and reports done, as its brief says.
 func instantCoder(orcr, stamps string) []string {
 	return []string{"sh", "-c", `m=$(basename "$PWD")
 echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N > ` + stamps + `/"$m".done && ` + orcr + ` run done "$m"
 while read -r line; do
-  case "$line" in *"turn ended without"*) ` + orcr + ` run done "$m" ;; esac
+  case "$line" in
+    *"turn ended without"*|*"uncommitted"*|*"no commits"*)
+      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N > ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
+  esac
 done`}
 }
 

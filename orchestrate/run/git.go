@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,7 +45,15 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
+// gitTimeout bounds one git command. A git command is not stopped when its caller's
+// context ends (the server shutting down): killed half way, git leaves lock files
+// (refs/heads/…lock, index.lock) that fail every later command, and a half-done
+// operation is worse than a finished one the restart recognises.
+const gitTimeout = 2 * time.Minute
+
 func (g Git) run(ctx context.Context, env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.Dir}, args...)...)
 	cmd.Env = append(append(os.Environ(), g.Env...), env...)
 	var out, errb bytes.Buffer
@@ -96,9 +105,15 @@ func (g Git) EnsureBranch(ctx context.Context, branch, from string) (string, err
 	return g.Rev(ctx, "refs/heads/"+branch)
 }
 
+// worktreeMu serialises git's worktree bookkeeping: two `git worktree add` at once in
+// one repository trip over each other's .git/worktrees entries.
+var worktreeMu sync.Mutex
+
 // EnsureWorktree gives branch a worktree at dir (creating the branch at from when it
 // does not exist yet), unless dir is one already.
 func (g Git) EnsureWorktree(ctx context.Context, dir, branch, from string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return nil
 	}
@@ -108,13 +123,26 @@ func (g Git) EnsureWorktree(ctx context.Context, dir, branch, from string) error
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
+	// The checkout is made beside dir and moved in place whole: a checkout cut short
+	// (the server killed during it) must never be taken for a worktree, or the
+	// coder's `git add -A` would commit the files it lacks as deleted.
+	tmp := dir + ".new"
+	if _, err := os.Stat(tmp); err == nil {
+		_, _ = g.run(ctx, nil, "worktree", "remove", "--force", "--force", tmp)
+		_ = os.RemoveAll(tmp)
+	}
 	_, _ = g.run(ctx, nil, "worktree", "prune") // a worktree removed by hand
-	_, err := g.run(ctx, nil, "worktree", "add", dir, branch)
+	if _, err := g.run(ctx, nil, "worktree", "add", tmp, branch); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, nil, "worktree", "move", tmp, dir)
 	return err
 }
 
 // RemoveWorktree removes the worktree at dir (forcibly: the run owns it).
 func (g Git) RemoveWorktree(ctx context.Context, dir string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		_, _ = g.run(ctx, nil, "worktree", "prune")
 		return nil
@@ -189,6 +217,10 @@ func (g Git) WorkOf(ctx context.Context, dir, branch, base string) (Work, error)
 // the branch already returns the head unchanged.
 func (g Git) MergeIn(ctx context.Context, dir, tip, message string) (head string, conflicts []string, err error) {
 	w := g.at(dir)
+	if _, err := w.run(ctx, nil, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		// A merge cut short (performed again after a restart): start it over.
+		_, _ = w.run(ctx, nil, "merge", "--abort")
+	}
 	if _, err := w.run(ctx, nil, "merge-base", "--is-ancestor", tip, "HEAD"); err == nil {
 		h, err := w.Rev(ctx, "HEAD")
 		return h, nil, err
@@ -297,6 +329,8 @@ func firstLine(s string) string {
 // detached worktree whose files are not writable, so a reviewer that tries to "fix"
 // things cannot.
 func (g Git) ReviewCheckout(ctx context.Context, dir, head string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		makeWritable(dir)
 		if _, err := g.at(dir).run(ctx, nil, "checkout", "--force", "--detach", head); err != nil {

@@ -202,6 +202,8 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 
 // detached puts a writable detached worktree at dir on commit (the final check's).
 func (g Git) detached(ctx context.Context, dir, commit string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		_, err := g.at(dir).run(ctx, nil, "checkout", "--force", "--detach", commit)
 		return err

@@ -66,11 +66,17 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 		}
 		// With no merge under way, the next merge finds the ref moved and holds.
 	}
+	briefing := map[string]bool{} // a brief still to perform makes the branch
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == ABrief {
+			briefing[p.Action.M] = true
+		}
+	}
 	for _, m := range r.Milestones {
 		if !open(m) {
 			continue
 		}
-		if _, ok := o.Branches[m.ID]; !ok {
+		if _, ok := o.Branches[m.ID]; !ok && !briefing[m.ID] {
 			out = append(out, Fact{Kind: FHold, M: m.ID, Text: fmt.Sprintf("its branch %s does not exist any more", MilestoneBranch(r.Name, m.ID))})
 			continue
 		}

@@ -71,6 +71,6 @@ func TestRunSurvivesRestarts(t *testing.T) {
 	}
 	files := sh(t, g.repo, "git ls-tree --name-only feature/par | tr '\n' ' '")
 	if files != "M1.txt M2.txt M3.txt M4.txt README.md" {
-		t.Fatalf("tree %q", files)
+		t.Fatalf("tree %q\n%s", files, sh(t, g.repo, "git log --graph --stat --format='%h %s %p' --all"))
 	}
 }

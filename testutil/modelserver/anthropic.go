@@ -105,10 +105,22 @@ func anthropicLimit(w http.ResponseWriter, l *LimitError) int {
 	h := w.Header()
 	h.Set("anthropic-ratelimit-unified-status", "rejected")
 	h.Set("anthropic-ratelimit-unified-reset", epoch)
-	h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
-	h.Set("anthropic-ratelimit-unified-5h-status", "rejected")
-	h.Set("anthropic-ratelimit-unified-5h-reset", epoch)
-	h.Set("anthropic-ratelimit-unified-5h-utilization", "1.0")
+	claim := l.Claim
+	if claim == "" {
+		claim = "five_hour"
+	}
+	h.Set("anthropic-ratelimit-unified-representative-claim", claim)
+	if claim == "five_hour" {
+		h.Set("anthropic-ratelimit-unified-5h-status", "rejected")
+		h.Set("anthropic-ratelimit-unified-5h-reset", epoch)
+		h.Set("anthropic-ratelimit-unified-5h-utilization", "1.0")
+	} else {
+		// A weekly (or model-scoped weekly) limit: the 5-hour window still has room.
+		h.Set("anthropic-ratelimit-unified-5h-status", "allowed")
+		h.Set("anthropic-ratelimit-unified-5h-utilization", "0.2")
+		h.Set("anthropic-ratelimit-unified-7d-status", "rejected")
+		h.Set("anthropic-ratelimit-unified-7d-reset", epoch)
+	}
 	h.Set("anthropic-ratelimit-unified-fallback", "not_available")
 	h.Set("retry-after", strconv.FormatInt(int64(max(time.Until(reset).Seconds(), 1)), 10))
 	h.Set("x-should-retry", "false")

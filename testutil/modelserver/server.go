@@ -43,6 +43,10 @@ type LimitError struct {
 	ResetsAt time.Time
 	// Message overrides the error message.
 	Message string
+	// Claim is the limit that was hit, as Anthropic names it in the
+	// representative-claim header: five_hour (default), seven_day, seven_day_opus,
+	// seven_day_sonnet. Claude Code words its message from it ("your Opus limit").
+	Claim string
 }
 
 // Turn is one scripted model response, consumed by the next conversation request.

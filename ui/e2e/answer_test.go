@@ -69,7 +69,9 @@ func TestDashboardAnswersBlockedAgent(t *testing.T) {
 	r.keys("b") // jump to the next blocked agent
 	r.waitText(10*time.Second, "─ fix/clean ", "blocked on permission")
 	r.keys("r")
-	r.waitText(10*time.Second, "fix/clean asks (permission)", "Yes")
+	// The options as claude shows them (a hook can report the prompt before its menu
+	// is drawn: the open dialog then gets them when the record does).
+	r.waitText(10*time.Second, "fix/clean · permission", "1. Yes", "4. No")
 	r.keys("Enter") // the first option: Yes
 	r.waitScreen("the agent to go on and finish", 90*time.Second, func(s string) bool {
 		return !strings.Contains(s, "blocked") && strings.Contains(treeLine(s, "clean"), "✓")

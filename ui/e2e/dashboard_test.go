@@ -134,7 +134,14 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// Quit: an agent still runs on the embedded host, so the dashboard asks. Stop it.
-	r.keys("q")
+	// A key that lands while the kill dialog is still closing goes to it, so press q
+	// again while no quit dialog has come up.
+	for i := 0; i < 4; i++ {
+		r.keys("q")
+		if r.pollScreen(3*time.Second, func(s string) bool { return strings.Contains(s, "still run on the embedded host") }) {
+			break
+		}
+	}
 	r.waitText(10*time.Second, "2 agents still run on the embedded host", "keep them running", "stop them")
 	r.keys("s")
 	r.waitScreen("the dashboard to exit", 20*time.Second, func(string) bool { return r.paneDead() })

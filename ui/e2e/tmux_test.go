@@ -51,12 +51,19 @@ func newRigTB(t testing.TB) *rig {
 	r.sock = filepath.Join(dir, "t.sock")
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "ORCR_") || k == "TMUX" || k == "XDG_CONFIG_HOME" || k == "TERM" {
+		if strings.HasPrefix(k, "ORCR_") || k == "TMUX" || k == "XDG_CONFIG_HOME" || k == "TERM" || k == "HOME" {
 			continue
 		}
 		r.env = append(r.env, kv)
 	}
-	r.env = append(r.env, "ORCR_HOME="+r.home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	// A home of its own: the agents' shells (claude snapshots a login shell) must not
+	// run this machine's rc files, whose background jobs (pyenv's rehash waiting on
+	// its lock) carry the test's environment and outlive it.
+	user := filepath.Join(dir, "user")
+	if err := os.MkdirAll(user, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.env = append(r.env, "HOME="+user, "ORCR_HOME="+r.home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	t.Cleanup(func() {
 		// Closing the tmux server hangs up the dashboard; it must exit on its own
 		// (and stop its embedded agents) before the home is removed under it.

@@ -1,0 +1,264 @@
+package listen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// The service's API (core.ListenerService) and its dispatcher.
+
+// Listeners lists every listener, runnable or not, by name.
+func (s *Service) Listeners(ctx context.Context) ([]wire.Listener, error) {
+	s.mu.Lock()
+	es := make([]entry, 0, len(s.ls))
+	for _, e := range s.ls {
+		es = append(es, *e)
+	}
+	disabled := maps(s.disabled)
+	s.mu.Unlock()
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	out := make([]wire.Listener, 0, len(es))
+	for i := range es {
+		v, err := s.view(ctx, &es[i], disabled[es[i].name], false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func maps(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Service) entryCopy(name string) (entry, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.ls[name]
+	if !ok {
+		return entry{}, false, wire.Errorf(wire.CodeNotFound, "no listener named %q; see orcr listener ls (files go in %s)", name, s.opts.Dir)
+	}
+	return *e, s.disabled[name], nil
+}
+
+// ListenerGet returns one listener with its document, cursors and held events.
+func (s *Service) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
+	e, disabled, err := s.entryCopy(name)
+	if err != nil {
+		return wire.Listener{}, err
+	}
+	return s.view(ctx, &e, disabled, true)
+}
+
+// ListenerPut stores a document written through the API and runs it. One that does not
+// parse is refused with its line (nothing is stored); a name held by a file is refused.
+func (s *Service) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
+	if err := ValidateName(p.Name); err != nil {
+		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	l, err := ParseFor(p.Name, []byte(p.Document), s.opts.Features)
+	if err != nil {
+		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	s.mu.Lock()
+	if e := s.ls[p.Name]; e != nil && e.origin == "file" {
+		s.mu.Unlock()
+		return wire.Listener{}, &wire.Error{Code: wire.CodeNameTaken,
+			Message: fmt.Sprintf("listener %s comes from the file %s; edit that file, or pick another name", p.Name, e.file)}
+	}
+	b, _ := json.Marshal(apiDoc{Document: p.Document, UpdatedAt: s.opts.Now().UTC()})
+	if err := s.opts.Store.Put(ctx, BucketDocs, p.Name, b); err != nil {
+		s.mu.Unlock()
+		return wire.Listener{}, fmt.Errorf("store listener %s: %w", p.Name, err)
+	}
+	s.setLocked(ctx, p.Name, "api", "", p.Document, l, nil)
+	s.mu.Unlock()
+	return s.ListenerGet(ctx, p.Name)
+}
+
+// ListenerRemove removes a listener written through the API. A file's listener is
+// removed by deleting the file (the server notices within its rescan).
+func (s *Service) ListenerRemove(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.ls[name]
+	if !ok {
+		return wire.Errorf(wire.CodeNotFound, "no listener named %q; see orcr listener ls", name)
+	}
+	if e.origin == "file" {
+		return wire.Errorf(wire.CodeInvalidParams, "listener %s comes from the file %s; delete the file to remove it (or disable it: orcr listener disable %s)", name, e.file, name)
+	}
+	if err := s.opts.Store.Delete(ctx, BucketDocs, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
+		return fmt.Errorf("remove listener %s: %w", name, err)
+	}
+	s.removeLocked(ctx, name, e)
+	return nil
+}
+
+// ListenerEnable enables or disables a listener; the setting is stored and survives
+// restarts and edits of its file.
+func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
+	s.mu.Lock()
+	if _, ok := s.ls[name]; !ok {
+		s.mu.Unlock()
+		return wire.Listener{}, wire.Errorf(wire.CodeNotFound, "no listener named %q; see orcr listener ls", name)
+	}
+	var err error
+	if enabled {
+		err = s.opts.Store.Delete(ctx, BucketDisabled, name)
+		if errors.Is(err, wire.ErrNotFound) {
+			err = nil
+		}
+	} else {
+		err = s.opts.Store.Put(ctx, BucketDisabled, name, []byte("1"))
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return wire.Listener{}, fmt.Errorf("listener %s: %w", name, err)
+	}
+	s.disabled[name] = !enabled
+	if enabled {
+		delete(s.disabled, name)
+	}
+	s.mu.Unlock()
+	s.kick()
+	s.log.Info("listener enabled", "name", name, "enabled", enabled)
+	return s.ListenerGet(ctx, name)
+}
+
+// view is a listener as the API shows it.
+func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire.Listener, error) {
+	v := wire.Listener{Name: e.name, Origin: e.origin, File: e.file, State: "enabled",
+		Repos: []string{}, RateLimits: []wire.RateStanding{}}
+	if disabled {
+		v.State = "disabled"
+	}
+	if e.err != nil {
+		v.State, v.Error = "invalid", e.err.Error()
+	} else {
+		l := e.l
+		v.Source, v.Command, v.IntervalSeconds = l.Source.Type, l.Source.Command, int(l.Interval/time.Second)
+		v.Repos = append(v.Repos, l.Source.Repos...)
+		v.Action = actionSummary(l.Action)
+	}
+	if full {
+		v.Document = e.doc
+	}
+	st, err := s.rec.State(ctx, e.name)
+	if err != nil {
+		return v, err
+	}
+	ptr := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	v.LastPoll, v.NextPoll, v.ErrorAt = ptr(st.LastPoll), ptr(st.NextPoll), ptr(st.ErrorAt)
+	if v.NextPoll == nil && e.err == nil && !disabled {
+		v.NextPoll = ptr(e.next)
+	}
+	v.Fires, v.Held, v.LastError, v.Failures = st.Fires, len(st.Held), st.LastError, st.Failures
+	if e.err == nil {
+		now := s.opts.Now()
+		for _, sd := range NewLimiter(e.l.RateLimits, st.Dispatches).Standings(now) {
+			rs := wire.RateStanding{Max: sd.Max, Per: sd.Text, Used: sd.Used, NextAt: ptr(sd.NextAt), Text: sd.String()}
+			v.RateLimits = append(v.RateLimits, rs)
+		}
+	}
+	if full {
+		v.Cursor = st.Cursor
+		for _, h := range st.Held {
+			v.HeldIDs = append(v.HeldIDs, h.ID)
+		}
+	}
+	return v, nil
+}
+
+func actionSummary(a Action) string {
+	if a.IsPlan() {
+		return "plan " + a.Plan.Text
+	}
+	who := a.Provider
+	if a.Role != "" {
+		who = "role " + a.Role
+	} else if a.Model != "" {
+		who += "/" + a.Model
+	}
+	return "agent " + a.Path.Text + " (" + who + ")"
+}
+
+// agentDispatcher spawns an event's agent through the kernel's agent service. Each
+// agent carries ORCR_LISTENER and ORCR_LISTENER_EVENT in its environment, which is how
+// Done recognises, after a restart, a spawn that took effect.
+type agentDispatcher struct{ s *Service }
+
+// Env names set on every agent a listener spawns.
+const (
+	EnvListener      = "ORCR_LISTENER"
+	EnvListenerEvent = "ORCR_LISTENER_EVENT"
+)
+
+func (d *agentDispatcher) Dispatch(ctx context.Context, l Listener, e Event, target string) error {
+	if l.Action.IsPlan() {
+		return errors.New("plans are not available yet in this orcr")
+	}
+	prompt, err := l.Action.Prompt.Render(e.Vars)
+	if err != nil {
+		return err
+	}
+	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
+	p := wire.RunParams{Path: target, Provider: l.Action.Provider, Model: l.Action.Model, Prompt: prompt,
+		Priority: l.Action.Priority, Cwd: l.Action.Cwd, Env: env}
+	if l.Action.Provider == "shell" {
+		// The command is fixed; the event reaches it only through the environment.
+		p.Argv = []string{"sh", "-c", l.Action.Command}
+		env["ORCR_PROMPT"] = prompt
+		keys := make([]string, 0, len(e.Vars))
+		for k := range e.Vars {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			env["ORCR_EVENT_"+strings.ToUpper(k)] = e.Vars[k]
+		}
+	}
+	a, err := d.s.opts.Agents.Run(ctx, p)
+	if err != nil {
+		return err
+	}
+	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
+		map[string]any{"event": e.ID, "target": target, "agentId": a.ID})
+	return nil
+}
+
+func (d *agentDispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
+	as, err := d.s.opts.Agents.List(ctx, wire.ListParams{Glob: dp.Target, All: true})
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeNotFound {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, a := range as {
+		if a.Env[EnvListenerEvent] == dp.Event.ID && a.Env[EnvListener] == dp.Event.Vars["listener"] {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,356 @@
+package orchestrate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// The plan service (DESIGN §8 "Plan"): the feature beside the kernel that serves
+// plan.* and catalog.get. It keeps plan records in its own bucket (Plans), starts
+// each plan's lead as a normal agent through the kernel's AgentService, watches the
+// lead's events and the plan file, and steps the pure state machine (Step) with what
+// it sees. Every step is stored before its side effect (a message to the lead is the
+// record's Pending until sent), so a restarted server re-derives everything from the
+// store and the lead agents' states.
+
+// Agents is the part of the kernel's Service the plan service drives.
+type Agents interface {
+	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Send(ctx context.Context, p wire.SendParams) error
+	Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error)
+	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
+}
+
+// ServiceOptions configure a Service. Store, Kernel and Agents are required.
+type ServiceOptions struct {
+	Store  Store
+	Kernel core.Kernel
+	Agents Agents
+	// Detect reports whether a provider's program is installed (and how to install
+	// it); nil counts every provider as installed.
+	Detect func(ctx context.Context, provider string) core.ProviderStatus
+	// CatalogPath is the user's catalog.toml ("" for the embedded default alone);
+	// TemplatePath the user's lead prompt template ("" for the default). Both are
+	// read on use, so an edit needs no restart.
+	CatalogPath  string
+	TemplatePath string
+	Logger       *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+	// Poll is how often the files of drafted, approved and failed plans are looked at
+	// (default 2 s).
+	Poll time.Duration
+}
+
+// Service implements core.PlanService and core.CatalogService.
+type Service struct {
+	o     ServiceOptions
+	plans *Plans
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	stamps map[string]fileStamp // name → the plan file as last looked at
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var (
+	_ core.PlanService    = (*Service)(nil)
+	_ core.CatalogService = (*Service)(nil)
+)
+
+// NewService builds the plan service; Start begins watching.
+func NewService(o ServiceOptions) (*Service, error) {
+	if o.Store == nil || o.Kernel == nil || o.Agents == nil {
+		return nil, errors.New("plans need a store, the kernel and its agents")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	return &Service{o: o, plans: NewPlans(o.Store), log: o.Logger, stamps: map[string]fileStamp{}}, nil
+}
+
+func (s *Service) now() time.Time { return s.o.Now().UTC() }
+
+// Start re-derives every plan from the store and its lead's state (a turn that ended
+// while the server was down is handled now, a message that was not sent is sent),
+// then follows the leads' events and the plan files until Close.
+func (s *Service) Start(ctx context.Context) error {
+	cursor, err := s.cursor(ctx)
+	if err != nil {
+		return err
+	}
+	// Subscribe before reconciling, so nothing that happens in between is missed;
+	// handling a turn end twice is harmless (LeadTurnAt).
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	evs, err := s.o.Agents.Subscribe(wctx, wire.SubscribeParams{After: cursor, Paths: []string{"plans/*/lead"}})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("plans: subscribe: %w", err)
+	}
+	recs, err := s.plans.List(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	for _, r := range recs {
+		s.reconcile(ctx, r)
+	}
+	s.wg.Add(2)
+	go s.followLeads(wctx, evs)
+	go s.pollFiles(wctx)
+	return nil
+}
+
+// Close stops watching and waits for the watchers.
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// PlanNew implements core.PlanService: it records the plan, then starts its lead.
+func (s *Service) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+	if err := ValidPlanName(p.Name); err != nil {
+		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	repo, err := repoRoot(ctx, p.Repo)
+	if err != nil {
+		return wire.Plan{}, err
+	}
+	if old, err := s.plans.Get(ctx, p.Name); err == nil {
+		return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "plan %s exists already (%s, %s): pick another name",
+			p.Name, old.State, old.File)
+	}
+	cat, err := s.catalog()
+	if err != nil {
+		return wire.Plan{}, err
+	}
+	lead, err := s.pickLead(ctx, cat, p.Lead)
+	if err != nil {
+		return wire.Plan{}, err
+	}
+	r, err := NewRecord(p.Name, p.Request, repo, lead, s.now())
+	if err != nil {
+		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	prompt, err := s.leadPrompt(r, cat)
+	if err != nil {
+		return wire.Plan{}, err
+	}
+	if err := s.plans.Create(ctx, r); err != nil {
+		if errors.Is(err, ErrPlanExists) {
+			return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
+		}
+		return wire.Plan{}, err
+	}
+	r, err = s.startLead(ctx, r, prompt)
+	if err != nil {
+		// Nothing started: the name is free again.
+		_ = s.plans.Delete(ctx, p.Name)
+		return wire.Plan{}, err
+	}
+	s.publish(ctx, Record{Name: r.Name}, r, "")
+	return r.Wire(), nil
+}
+
+// Plans implements core.PlanService.
+func (s *Service) Plans(ctx context.Context) ([]wire.Plan, error) {
+	recs, err := s.plans.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.Plan, len(recs))
+	for i, r := range recs {
+		out[i] = r.Wire()
+	}
+	return out, nil
+}
+
+// PlanGet implements core.PlanService. It looks at the file first, so an edit made
+// a moment ago (orcr plan edit) is seen and recorded before the answer.
+func (s *Service) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
+	r, err := s.plans.Get(ctx, name)
+	if err != nil {
+		return wire.PlanGetResult{}, err
+	}
+	if r.State != PlanDrafting && r.State != PlanRejected {
+		r = s.checkFile(ctx, r)
+	}
+	cat, _ := s.catalog() // a broken user catalog is reported by catalog.get; check without it
+	return planView(r, cat), nil
+}
+
+// PlanApprove implements core.PlanService: the file as it is now is what is approved.
+func (s *Service) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+	cat, _ := s.catalog()
+	var file FileState
+	old, _ := s.plans.Get(ctx, name)
+	r, _, err := s.plans.Change(ctx, name, func(r Record) (Record, []Action, error) {
+		file = ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
+		return Step(r, Approve{File: file}, s.now())
+	})
+	if err != nil {
+		return wire.Plan{}, requestError(err, file)
+	}
+	s.stamp(r.Name, r.File)
+	s.publish(ctx, old, r, "")
+	return r.Wire(), nil
+}
+
+// PlanReject implements core.PlanService: the reason goes to the lead.
+func (s *Service) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+	old, _ := s.plans.Get(ctx, p.Name)
+	r, actions, err := s.plans.Apply(ctx, p.Name, Reject{Reason: p.Reason}, s.now())
+	if err != nil {
+		return wire.Plan{}, requestError(err, FileState{})
+	}
+	s.publish(ctx, old, r, "")
+	r = s.act(ctx, r, actions)
+	return r.Wire(), nil
+}
+
+// requestError gives a refused user request its API code.
+func requestError(err error, file FileState) error {
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return err
+	case errors.Is(err, ErrTransition):
+		return wire.Errorf(wire.CodeNotAllowed, "%v", err)
+	case len(file.Errors) > 0 || file.Missing:
+		return wire.Errorf(wire.CodePlanInvalid, "%v", err)
+	}
+	return wire.Errorf(wire.CodeInvalidParams, "%v", err)
+}
+
+// Catalog implements core.CatalogService.
+func (s *Service) Catalog(ctx context.Context) (wire.CatalogResult, error) {
+	c, err := s.catalog()
+	if err != nil {
+		return wire.CatalogResult{}, err
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, c); err != nil {
+		return wire.CatalogResult{}, err
+	}
+	res := wire.CatalogResult{Table: table.String(), Models: make([]wire.CatalogModel, len(c.Models))}
+	for i, m := range c.Models {
+		res.Models[i] = wire.CatalogModel{Provider: m.Provider, ID: m.ID, Reasoning: m.Reasoning, Coding: m.Coding,
+			Architecture: m.Architecture, InstructionFollowing: m.InstructionFollowing, ToolUse: m.ToolUse,
+			Planning: m.Planning, Speed: m.Speed, Context: m.Context, Premium: m.Premium, Tier: c.Qualifies(m)}
+	}
+	for _, t := range c.Tiers {
+		min := map[string]int{}
+		for i, v := range t.Min.values() {
+			if v > 0 {
+				min[ratingKeys[i]] = v
+			}
+		}
+		res.Tiers = append(res.Tiers, wire.CatalogTier{Name: t.Name, Min: min, MinContext: t.MinContext})
+	}
+	return res, nil
+}
+
+// catalog loads the catalog now; a broken user file is an error naming its lines.
+func (s *Service) catalog() (*Catalog, error) {
+	c, err := Load(DefaultFS, s.o.CatalogPath)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "catalog: %v", err)
+	}
+	return c, nil
+}
+
+// leadPrompt renders the lead's prompt for r.
+func (s *Service) leadPrompt(r Record, cat *Catalog) (string, error) {
+	t, err := LoadLeadTemplate(s.o.TemplatePath)
+	if err != nil {
+		return "", wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	lp, err := NewLeadPrompt(r, cat)
+	if err != nil {
+		return "", err
+	}
+	out, err := RenderLeadPrompt(t, lp)
+	if err != nil {
+		return "", wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	return out, nil
+}
+
+// fileStamp is what a cheap look at a file sees; a change means read it again.
+type fileStamp struct {
+	exists bool
+	size   int64
+	mod    time.Time
+}
+
+func statFile(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{exists: true, size: fi.Size(), mod: fi.ModTime()}
+}
+
+// stamp notes the file of plan name as seen now.
+func (s *Service) stamp(name, path string) {
+	st := statFile(path)
+	s.mu.Lock()
+	s.stamps[name] = st
+	s.mu.Unlock()
+}
+
+// planView is plan.get's answer for r: the record and the file as it is now.
+func planView(r Record, cat *Catalog) wire.PlanGetResult {
+	res := wire.PlanGetResult{Plan: r.Wire(), Milestones: []wire.PlanMilestone{}, Problems: []wire.PlanProblem{}}
+	b, err := os.ReadFile(r.File)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		res.Missing = true
+		res.Problems = append(res.Problems, wire.PlanProblem{Code: CodeUnreadable,
+			Message: fmt.Sprintf("%s does not exist: the lead has not written it yet, or it was deleted", r.File)})
+		return res
+	case err != nil:
+		res.Problems = append(res.Problems, wire.PlanProblem{Code: CodeUnreadable, Message: fmt.Sprintf("cannot read %s: %v", r.File, err)})
+		return res
+	}
+	if len(b) <= maxSource {
+		res.Source = string(b)
+	}
+	p, perr := Parse(b, Options{File: filepath.Base(r.File), Name: r.Name, Catalog: cat})
+	res.Check, res.Mode, res.Premium = p.Check, p.Mode, p.Premium
+	var es Errors
+	if errors.As(perr, &es) {
+		for _, e := range es {
+			res.Problems = append(res.Problems, wire.PlanProblem{Line: e.Line, Code: e.Code, Message: e.Error()})
+		}
+	}
+	for _, m := range p.Milestones {
+		res.Milestones = append(res.Milestones, m.Wire())
+	}
+	return res
+}
+
+// maxSource bounds the plan text plan.get returns; a larger file is not a plan.
+const maxSource = 1 << 20

@@ -1,0 +1,327 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/huh/v2"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// The plans view (DESIGN §8 "Plan"): a dialog over the dashboard with three modes —
+// the list of plans with the selected plan's milestones (state, tiers, estimates), one
+// plan rendered from its Markdown, and the approval form (approve, or reject with a
+// reason). Like every dialog it does no I/O: server calls go out as callActions the
+// root runs with its context and service, and "edit" is tea.ExecProcess on $EDITOR.
+
+// callAction asks the root to run fn as a command with its context and service; a
+// dialog that needs the server returns one instead of holding the service.
+type callAction struct {
+	fn func(ctx context.Context, svc core.Service) tea.Msg
+}
+
+type (
+	// plansMsg is the list of plans with each plan's file as it is now.
+	plansMsg struct {
+		plans   []wire.Plan
+		details map[string]wire.PlanGetResult
+		err     error
+	}
+	// planDecidedMsg answers an approve or a reject.
+	planDecidedMsg struct {
+		verb string
+		plan wire.Plan
+		err  error
+	}
+	// planEditedMsg says the editor on a plan's file exited.
+	planEditedMsg struct {
+		name string
+		err  error
+	}
+	// planTickMsg re-reads the plans while the view is open.
+	planTickMsg struct{ gen int }
+)
+
+// loadPlans is the call behind the view: every plan, and each one's file.
+func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
+	ps, err := svc.Plans(ctx)
+	if err != nil {
+		return plansMsg{err: err}
+	}
+	details := make(map[string]wire.PlanGetResult, len(ps))
+	for _, p := range ps {
+		if d, err := svc.PlanGet(ctx, p.Name); err == nil {
+			details[p.Name] = d
+		}
+	}
+	return plansMsg{plans: ps, details: details}
+}
+
+// plansCmd loads the plans (the root runs it when it opens the view).
+func plansCmd(ctx context.Context, svc core.Service) tea.Cmd {
+	return func() tea.Msg { return loadPlans(ctx, svc) }
+}
+
+// planRefresh is how often the open view re-reads the plans, so a lead finishing its
+// draft shows without a key press.
+const planRefresh = 3 * time.Second
+
+type planMode int
+
+const (
+	planList planMode = iota
+	planView
+	planForm
+)
+
+// plansDialog is the plans view.
+type plansDialog struct {
+	c       *common
+	mode    planMode
+	plans   []wire.Plan
+	details map[string]wire.PlanGetResult
+	loaded  bool
+	err     string
+	notice  string
+	sel     int
+	scroll  int // first shown line in planView
+	page    int // lines the last view had room for
+	gen     int // refresh chain generation
+
+	form     *huh.Form
+	decision string
+	reason   string
+}
+
+func newPlansDialog(c *common) *plansDialog {
+	return &plansDialog{c: c, details: map[string]wire.PlanGetResult{}}
+}
+
+func (d *plansDialog) Init() tea.Cmd { return d.tick() }
+
+func (d *plansDialog) tick() tea.Cmd {
+	d.gen++
+	gen := d.gen
+	return tea.Tick(planRefresh, func(time.Time) tea.Msg { return planTickMsg{gen} })
+}
+
+// current is the selected plan, if any.
+func (d *plansDialog) current() (wire.Plan, wire.PlanGetResult, bool) {
+	if d.sel < 0 || d.sel >= len(d.plans) {
+		return wire.Plan{}, wire.PlanGetResult{}, false
+	}
+	p := d.plans[d.sel]
+	return p, d.details[p.Name], true
+}
+
+func (d *plansDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	switch msg := msg.(type) {
+	case plansMsg:
+		d.setPlans(msg)
+		return nil, nil
+	case planTickMsg:
+		if msg.gen != d.gen || d.mode == planForm {
+			return nil, nil
+		}
+		return d.tick(), callAction{loadPlans}
+	case planDecidedMsg:
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render(oneLine(msg.err.Error()))
+		} else {
+			d.notice = fmt.Sprintf("plan %s %s", msg.plan.Name, msg.verb)
+		}
+		return nil, callAction{loadPlans}
+	case planEditedMsg:
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render("editor: " + oneLine(msg.err.Error()))
+		} else {
+			d.notice = "plan " + msg.name + " saved; checked again"
+		}
+		return nil, callAction{loadPlans}
+	case tea.KeyPressMsg:
+		return d.key(msg)
+	}
+	if d.mode == planForm && d.form != nil {
+		return d.updateForm(msg)
+	}
+	return nil, nil
+}
+
+func (d *plansDialog) setPlans(msg plansMsg) {
+	if msg.err != nil {
+		d.err = msg.err.Error()
+		return
+	}
+	name := ""
+	if p, _, ok := d.current(); ok {
+		name = p.Name
+	}
+	d.plans, d.details, d.loaded, d.err = msg.plans, msg.details, true, ""
+	d.sel = 0
+	for i, p := range d.plans {
+		if p.Name == name {
+			d.sel = i
+		}
+	}
+}
+
+func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
+	if d.mode == planForm {
+		if d.c.keys.Dialog.Cancel.Matches(k) {
+			d.mode, d.form = planView, nil
+			return nil, nil
+		}
+		return d.updateForm(k)
+	}
+	km, dk := d.c.keys.Plans, d.c.keys.Dialog
+	p, _, ok := d.current()
+	switch s := k.String(); {
+	case dk.Cancel.Matches(k):
+		if d.mode == planView {
+			d.mode = planList
+			return nil, nil
+		}
+		return nil, closeAction{}
+	case km.Refresh.Matches(k):
+		return nil, callAction{loadPlans}
+	case s == "up" || s == "k":
+		if d.mode == planView {
+			d.scroll = max(0, d.scroll-1)
+		} else if d.sel > 0 {
+			d.sel--
+		}
+	case s == "down" || s == "j":
+		if d.mode == planView {
+			d.scroll++
+		} else if d.sel < len(d.plans)-1 {
+			d.sel++
+		}
+	case s == "pgdown" || s == "ctrl+d":
+		d.scroll += max(1, d.page-1)
+	case s == "pgup" || s == "ctrl+u":
+		d.scroll = max(0, d.scroll-max(1, d.page-1))
+	case !ok:
+	case km.Open.Matches(k) && d.mode == planList:
+		d.mode, d.scroll = planView, 0
+	case km.Approve.Matches(k):
+		return d.openForm(p, "approve"), nil
+	case km.Reject.Matches(k):
+		return d.openForm(p, "reject"), nil
+	case km.Edit.Matches(k):
+		name := p.Name
+		return tea.ExecProcess(core.EditorCommand(p.File), func(err error) tea.Msg { return planEditedMsg{name, err} }), nil
+	}
+	return nil, nil
+}
+
+// openForm shows the approval form for p with decision preselected.
+func (d *plansDialog) openForm(p wire.Plan, decision string) tea.Cmd {
+	d.mode, d.decision, d.reason, d.notice = planForm, decision, "", ""
+	d.form = newPlanForm(d.c, p, &d.decision, &d.reason)
+	return d.form.Init()
+}
+
+func (d *plansDialog) updateForm(msg tea.Msg) (tea.Cmd, action) {
+	m, cmd := d.form.Update(msg)
+	if f, ok := m.(*huh.Form); ok {
+		d.form = f
+	}
+	switch d.form.State {
+	case huh.StateCompleted:
+		p, _, _ := d.current()
+		d.mode, d.form = planView, nil
+		return nil, decide(p.Name, d.decision, strings.TrimSpace(d.reason))
+	case huh.StateAborted:
+		d.mode, d.form = planView, nil
+	}
+	return cmd, nil
+}
+
+// decide is the call an approval form's answer makes.
+func decide(name, decision, reason string) action {
+	if decision == "approve" {
+		return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+			p, err := svc.PlanApprove(ctx, name)
+			return planDecidedMsg{verb: "approved", plan: p, err: err}
+		}}
+	}
+	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+		p, err := svc.PlanReject(ctx, wire.PlanRejectParams{Name: name, Reason: reason})
+		return planDecidedMsg{verb: "rejected; the reason went to its lead", plan: p, err: err}
+	}}
+}
+
+// newPlanForm is the approval form: approve, or reject with the reason the lead
+// redrafts from (asked only for a rejection, and required).
+func newPlanForm(c *common, p wire.Plan, decision, reason *string) *huh.Form {
+	title := fmt.Sprintf("Plan %s (%s)", p.Name, p.State)
+	return huh.NewForm(
+		huh.NewGroup(
+			huh.NewSelect[string]().Title(title).Description(p.Request).
+				Options(huh.NewOption("Approve: record its hash; later edits are events", "approve"),
+					huh.NewOption("Reject with a reason: the lead redrafts", "reject")).
+				Value(decision),
+		),
+		huh.NewGroup(
+			huh.NewText().Title("Why? The lead redrafts from this.").Value(reason).Lines(4).
+				Validate(func(s string) error {
+					if strings.TrimSpace(s) == "" {
+						return fmt.Errorf("give a reason")
+					}
+					return nil
+				}),
+		).WithHideFunc(func() bool { return *decision != "reject" }),
+	).WithTheme(huhTheme(c)).WithShowHelp(false).WithWidth(64)
+}
+
+func (d *plansDialog) View(w, h int) string {
+	var lines []string
+	title := "plans"
+	switch {
+	case d.err != "":
+		lines = []string{d.c.styles.Error.Render(oneLine(d.err))}
+	case !d.loaded:
+		lines = []string{d.c.styles.Muted.Render("loading…")}
+	case d.mode == planList:
+		lines = d.listLines(w - 4)
+	case d.mode == planView:
+		p, det, _ := d.current()
+		title = "plan " + p.Name
+		lines = d.viewLines(p, det, w-4, h-4)
+	case d.mode == planForm:
+		p, _, _ := d.current()
+		title = "approve or reject " + p.Name
+		lines = strings.Split(strings.TrimRight(d.form.View(), "\n"), "\n")
+	}
+	if d.notice != "" {
+		lines = append(lines, "", d.notice)
+	}
+	lines = append(lines, "", d.c.styles.Subtle.Render(d.hints()))
+	body := make([]string, 0, len(lines)+1)
+	body = append(body, "")
+	for _, l := range lines {
+		body = append(body, " "+l)
+	}
+	if len(body) > h-2 {
+		body = append(body[:h-3], body[len(body)-1])
+	}
+	return d.c.frame(&d.c.styles.DialogBorder, &d.c.styles.DialogTitle, title, body, w, h)
+}
+
+func (d *plansDialog) hints() string {
+	km, dk := d.c.keys.Plans, d.c.keys.Dialog
+	switch d.mode {
+	case planList:
+		return fmt.Sprintf("%s open · %s approve · %s reject · %s edit · %s close",
+			km.Open.Label(), km.Approve.Label(), km.Reject.Label(), km.Edit.Label(), dk.Cancel.Label())
+	case planView:
+		return fmt.Sprintf("↑/↓ pgup/pgdn scroll · %s approve · %s reject · %s edit · %s back",
+			km.Approve.Label(), km.Reject.Label(), km.Edit.Label(), dk.Cancel.Label())
+	}
+	return "enter next/submit · " + dk.Cancel.Label() + " back"
+}
