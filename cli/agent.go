@@ -31,6 +31,8 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.IntFlag{Name: "priority", Usage: "queue priority (higher first)"},
 					&cli.BoolFlag{Name: "keep", Usage: "never stop it for being idle"},
 					&cli.StringFlag{Name: "worktree", Usage: "run in a git worktree on BRANCH"},
+					&cli.StringFlag{Name: "role", Usage: "spawn from role R ($XDG_CONFIG_HOME/orcr/roles/R.toml)"},
+					&cli.StringSliceFlag{Name: "var", Usage: "K=V for the role's prompt template (repeatable)"},
 					&cli.StringFlag{Name: "account", Usage: "run on this account of the provider (a label from [[accounts.<provider>]]); admission waits for it"},
 					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
 					jsonFlag(),
@@ -62,7 +64,7 @@ func (app *app) agentCommand() *cli.Command {
 			},
 			{
 				Name: "get", Usage: "one agent", ArgsUsage: "ID|PATH",
-				Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "explain", Usage: "say which signal decided the state"}},
+				Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "explain", Usage: "say which signal decided the state, and how the role resolved"}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					a, err := cl.Get(ctx, c.Args().First())
@@ -90,6 +92,7 @@ func (app *app) agentCommand() *cli.Command {
 				},
 			},
 			app.agentAnswerCommand(),
+			app.agentResumeCommand(),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{
@@ -183,6 +186,17 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		p.Cwd = abs
 	} else if os.Getenv("ORCR_ID") == "" {
 		p.Cwd, _ = os.Getwd()
+	}
+	p.Role = c.String("role")
+	for _, kv := range c.StringSlice("var") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--var %q: use KEY=VALUE", kv)
+		}
+		if p.Vars == nil {
+			p.Vars = map[string]string{}
+		}
+		p.Vars[k] = v
 	}
 	for _, kv := range c.StringSlice("env") {
 		k, v, ok := strings.Cut(kv, "=")

@@ -229,6 +229,8 @@ func NewApp(o Options) *cli.Command {
 		app.runCommand(),
 		app.listenerCommand(),
 		app.gcCommand(),
+		app.roleCommand(),
+		app.historyCommand(),
 		app.catalogCommand(),
 		app.planCommand(),
 	}

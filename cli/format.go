@@ -61,6 +61,7 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	}
 	row("provider", a.Provider)
 	row("model", a.Model)
+	roleRows(tw, a, explain)
 	row("parent", strings.TrimSpace(a.ParentPath+" "+a.ParentID))
 	row("argv", strings.Join(a.Argv, " "))
 	row("cwd", a.Cwd)

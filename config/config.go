@@ -83,6 +83,8 @@ type GC struct {
 	ExitedGrace string `toml:"exited_grace"`
 	IdleAfter   string `toml:"idle_after"`
 	Retain      string `toml:"retain"`
+	// IdleAction is what idle_after does: "stop" (default) or "hibernate".
+	IdleAction string `toml:"idle_action"`
 }
 
 // GitHub configures the GitHub client listeners use.
@@ -184,6 +186,11 @@ func (c Config) Validate() error {
 		if c.Limits[k] < 0 {
 			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
 		}
+	}
+	switch c.GC.IdleAction {
+	case "", "stop", "hibernate":
+	default:
+		return fmt.Errorf("config: gc.idle_action = %q: use \"stop\" or \"hibernate\"", c.GC.IdleAction)
 	}
 	if u := c.GitHub.APIURL; u != "" {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {

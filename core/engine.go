@@ -33,6 +33,10 @@ type Options struct {
 	// Gates are admission conditions beyond the caps, asked after the memory guard
 	// (see Gate).
 	Gates []Gate
+	// Resolver shapes run requests before they are queued (roles); LaunchHooks run
+	// before each launch (per-repo hooks). See extend.go.
+	Resolver    RunResolver
+	LaunchHooks []LaunchHook
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -69,6 +73,7 @@ type Engine struct {
 	mem       *memoryGate // the first gate
 	gates     []Gate      // the memory guard, then Options.Gates
 	fl        fleet       // queue and GC (core/queue.go, gc.go)
+	ready     readyCache  // providers' Detect results (extend.go)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -82,6 +87,11 @@ type agentRT struct {
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
 	judge   chan struct{} // read the screen now (after an answer)
+	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
+	lastInput time.Time
+	// wake is the first message of a hibernated agent being woken (resume.go); the
+	// launch gives it as the prompt. nil when not waking; "" wakes without a message.
+	wake *string
 	// eager: an answer waits for the screen to change, so the loop reads it on every
 	// output instead of at most every screenEvery.
 	eager atomic.Int32
@@ -194,6 +204,9 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 	claimed := map[string]bool{}
 	for _, rt := range rts {
 		a := rt.a
+		if a.State == wire.StateHibernated {
+			continue // no pane: a send or a resume wakes it
+		}
 		if a.State.Terminal() || a.State == wire.StateQueued {
 			if _, open := byID[a.PaneID]; a.PaneID != "" && open {
 				// An ended agent's pane still open (tmux keeps dead panes): it is

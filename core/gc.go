@@ -31,7 +31,16 @@ type GCRules struct {
 	IdleAfter   time.Duration
 	Retain      time.Duration
 	Every       time.Duration // how often the sweep runs
+	// IdleAction is what gc.idle_after does: "stop" (default) or "hibernate" (keep
+	// the session; a send resumes it). An agent with no session is stopped.
+	IdleAction string
 }
+
+// Idle actions.
+const (
+	IdleStop      = "stop"
+	IdleHibernate = "hibernate"
+)
 
 // Rule names as they appear in events.
 const (
@@ -195,7 +204,9 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 					e.publishGC(ctx, a, x)
 					return true
 				}
-				e.killOne(ctx, t.rt, "stopped by "+RuleIdleAfter+": "+x.Detail, idle)
+				if rules.IdleAction != IdleHibernate || !e.hibernate(ctx, t.rt, "hibernated by "+RuleIdleAfter+": "+x.Detail, idle) {
+					e.killOne(ctx, t.rt, "stopped by "+RuleIdleAfter+": "+x.Detail, idle)
+				}
 			}
 		}
 	}

@@ -190,6 +190,16 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	hibernated := rt.a.State == wire.StateHibernated
+	e.mu.Unlock()
+	if hibernated {
+		// A send wakes it: its session is resumed with the text as the first message.
+		if p.Text == "" {
+			return wire.Errorf(wire.CodeNotRunning, "%s is hibernated: send it text to wake it, or orcr agent resume %s", rt.a.Path, rt.a.Path)
+		}
+		return e.wake(ctx, rt, p.Text)
+	}
 	pane, err := e.livePane(rt)
 	if err != nil {
 		return err

@@ -221,8 +221,8 @@ func (e *Engine) runningLocked() (map[string]int, int) {
 	running := map[string]int{}
 	total := 0
 	for rt := range e.fl.live {
-		if rt.a.State.Terminal() {
-			delete(e.fl.live, rt)
+		if rt.a.State.Terminal() || rt.a.State == wire.StateHibernated || rt.a.State == wire.StateQueued {
+			delete(e.fl.live, rt) // a hibernated agent has no process; woken, it is admitted again
 			continue
 		}
 		running[rt.a.Provider]++

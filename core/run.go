@@ -18,6 +18,10 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	if err != nil {
 		return wire.Agent{}, err
 	}
+	p, notes, err := e.resolveRun(ctx, p)
+	if err != nil {
+		return wire.Agent{}, err
+	}
 	scope := ""
 	if parent != nil {
 		scope = parent.Path
@@ -68,6 +72,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	a := wire.Agent{
 		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
 		Env: p.Env, Prompt: p.Prompt, Priority: p.Priority, Keep: p.Keep, Worktree: p.Worktree,
+		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
+		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
+			HardTimeoutSeconds: p.HardTimeoutSeconds, BudgetUSD: p.BudgetUSD},
 		Account: p.Account, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
@@ -118,16 +125,31 @@ func (e *Engine) liveByPathLocked(path string) *agentRT {
 func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	e.mu.Lock()
 	a := rt.a
+	if rt.wake != nil {
+		a.Prompt, rt.wake = *rt.wake, nil
+		// The record's argv is the previous launch's whole command line (launch keeps
+		// it when the user gave none); the adapter builds a new one.
+		if a.Provider != "shell" && len(a.Argv) > 0 && filepath.Base(a.Argv[0]) == a.Provider {
+			a.Argv = nil
+		}
+	}
 	e.mu.Unlock()
 	prov := e.providers[a.Provider]
 	stateDir := filepath.Join(e.opts.Home, "agents", a.ID)
+	fresh := false
 	if a.Worktree != "" {
+		_, statErr := os.Stat(filepath.Join(e.opts.Home, "worktrees", a.ID))
+		fresh = os.IsNotExist(statErr)
 		dir, err := addWorktree(ctx, e.opts.Home, a.Cwd, a.Worktree, a.ID)
 		if err != nil {
 			e.finishFailed(ctx, rt, err)
 			return
 		}
 		a, _ = e.mutate(ctx, rt, func(x *wire.Agent) { x.Cwd = dir }, nil)
+	}
+	if err := e.beforeLaunch(ctx, a, fresh); err != nil {
+		e.finishFailed(ctx, rt, err)
+		return
 	}
 	base := e.paneEnv(a)
 	// The provider sees the account's environment as the agent's own (a config dir

@@ -26,6 +26,7 @@ type Service interface {
 	UsageService
 	GCService
 	ScheduleService
+	RoleService
 	AccountService
 	PlanService
 	CatalogService
@@ -48,6 +49,7 @@ type KernelService interface {
 type Composed struct {
 	KernelService
 	ScheduleService
+	RoleService
 	AccountService
 	PlanService
 	CatalogService
@@ -81,6 +83,10 @@ type AgentService interface {
 	Attach(ctx context.Context, p wire.AttachParams) (wire.AttachResult, error)
 	// AttachStream pipes a terminal to the pane until ctx ends or the pane exits.
 	AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error
+
+	// Resume brings an ended or hibernated agent back through its provider's own
+	// resume of its session (§12).
+	Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, error)
 
 	// Hook delivers a provider hook report.
 	Hook(ctx context.Context, p wire.HookParams) error
@@ -118,6 +124,16 @@ type ScheduleService interface {
 	ScheduleRemove(ctx context.Context, name string) error
 	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
 	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+}
+
+// RoleService reads and writes role templates and lists finished agents (package
+// roles implements it, DESIGN §12).
+type RoleService interface {
+	Roles(ctx context.Context) ([]wire.Role, error)
+	RoleGet(ctx context.Context, name string) (wire.RoleResult, error)
+	RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error)
+	// AgentHistory lists finished agents (orcr history).
+	AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error)
 }
 
 // AccountService shows accounts, usage windows and budgets (package accounts

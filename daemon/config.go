@@ -42,7 +42,7 @@ func configGC(cfg config.Config) core.GCRules {
 		}
 		return v
 	}
-	return core.GCRules{ExitedGrace: d(cfg.GC.ExitedGrace), IdleAfter: d(cfg.GC.IdleAfter), Retain: d(cfg.GC.Retain)}
+	return core.GCRules{ExitedGrace: d(cfg.GC.ExitedGrace), IdleAfter: d(cfg.GC.IdleAfter), Retain: d(cfg.GC.Retain), IdleAction: cfg.GC.IdleAction}
 }
 
 // watchReload reloads the config on SIGHUP until ctx ends. A config that does not

@@ -28,6 +28,7 @@ import (
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/pty"
+	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
 )
@@ -53,6 +54,7 @@ type server struct {
 	store  *store.Store
 	engine *core.Engine
 	sched  *schedule.Service
+	roles  *roles.Service
 	acct   *accounts.Service
 	plans  *orchestrate.Service
 	listen *listen.Service
@@ -119,11 +121,13 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
+	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Logger: s.log})
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self,
 		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
+		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
 	})
 	if err != nil {
 		return nil, err
@@ -143,6 +147,10 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start schedules: %w", err)
 	}
 	s.sched = sched
+	if err := rs.Start(ctx, eng); err != nil {
+		return nil, fmt.Errorf("start roles: %w", err)
+	}
+	s.roles = rs
 	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
 		Detect: detector(provs), CatalogPath: orchestrate.DefaultUserCatalogPath(),
 		TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
@@ -168,7 +176,7 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.runs = runs
 	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
-		ListenerService: ls, AccountService: acct, RunService: runs}
+		ListenerService: ls, AccountService: acct, RoleService: rs, RunService: runs}
 	acct.SetKernel(eng)
 	if err := acct.Start(ctx, s.svc); err != nil {
 		return nil, fmt.Errorf("start accounts: %w", err)
@@ -206,6 +214,9 @@ func (s *server) close(ctx context.Context) {
 	if s.sched != nil {
 		s.sched.Close()
 	}
+	if s.roles != nil {
+		s.roles.Close()
+	}
 	if s.acct != nil {
 		s.acct.Close()
 	}
@@ -230,6 +241,17 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
 	}
+}
+
+// catalog is the model catalog roles check their models against: the embedded one
+// with the user's overrides, or the embedded one alone when the user's does not load.
+func catalog(log *slog.Logger) *orchestrate.Catalog {
+	c, err := orchestrate.Load(orchestrate.DefaultFS, orchestrate.DefaultUserCatalogPath())
+	if err != nil {
+		log.Warn("user catalog ignored for role checks", "err", err)
+		return orchestrate.Default()
+	}
+	return c
 }
 
 // detector reports a provider's program as its adapter finds it; the plan service

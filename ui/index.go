@@ -32,7 +32,7 @@ func groupOf(s wire.State) group {
 		return gWorking
 	case wire.StateQueued, wire.StateStarting:
 		return gQueued
-	case wire.StateIdle, wire.StateDone:
+	case wire.StateIdle, wire.StateDone, wire.StateHibernated:
 		return gDone
 	case wire.StateFailed, wire.StateLost:
 		return gLost
@@ -72,6 +72,8 @@ func glyph(s wire.State) string {
 		return "✗"
 	case wire.StateLost:
 		return "?"
+	case wire.StateHibernated:
+		return "z" // asleep: its session is kept, enter wakes it
 	}
 	return "·"
 }

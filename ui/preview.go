@@ -83,6 +83,9 @@ func (p *previewModel) View() string {
 	if a.Model != "" {
 		line += st.Muted.Render(" · " + a.Model)
 	}
+	if a.Role != "" {
+		line += st.Muted.Render(" · role " + a.Role)
+	}
 	if a.Host != "" {
 		line += st.Subtle.Render(" · " + a.Host)
 	}

@@ -137,6 +137,10 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case t.Attach.Matches(k):
+		if a.State == wire.StateHibernated {
+			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)
+			return resumeCmd(m.ctx, m.svc, a.ID), true
+		}
 		if !a.State.Live() {
 			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": nothing to attach to", true)
 			return nil, true

@@ -136,6 +136,10 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.Model != "" {
 		argv = append(argv, "--model", a.Model)
 	}
+	if a.SystemPrompt != "" {
+		// A role's system prompt and skills (§12), added to claude's own.
+		argv = append(argv, "--append-system-prompt", a.SystemPrompt)
+	}
 	argv = append(argv, a.Argv...)
 	if a.Prompt != "" {
 		argv = append(argv, promptArg(a.Prompt))

@@ -141,6 +141,11 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.Model != "" {
 		argv = append(argv, "-m", a.Model)
 	}
+	if a.SystemPrompt != "" {
+		// A role's system prompt and skills (§12): codex sends developer_instructions
+		// as a developer message beside its own base instructions, which stay.
+		argv = append(argv, "-c", "developer_instructions="+tomlString(a.SystemPrompt))
+	}
 	argv = append(argv, a.Argv...)
 	if a.Prompt != "" {
 		pr := a.Prompt

@@ -24,6 +24,7 @@ type realRig struct {
 	plan  core.LaunchPlan
 	env   []string
 	agent wire.Agent
+	self  string // the hook recorder
 }
 
 func newRealRig(t *testing.T, prompt string, extra ...string) *realRig {
@@ -51,6 +52,7 @@ wire_api = "responses"
 `, srv.URL)
 	os.WriteFile(filepath.Join(r.home, "config.toml"), []byte(cfg), 0o600)
 	r.prov = New(Options{Bin: bin, Home: r.home})
+	r.self = self
 	now := time.Now()
 	r.agent = wire.Agent{ID: "agent-1", Provider: Name, Cwd: r.cwd, Prompt: prompt, CreatedAt: now, StartedAt: &now, Argv: extra}
 	r.plan, err = r.prov.Prepare(context.Background(), core.LaunchRequest{Agent: r.agent, Self: self, StateDir: filepath.Join(root, "state")})

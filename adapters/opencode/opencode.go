@@ -118,9 +118,19 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	}
 	plugins, _ := cfg["plugin"].([]any)
 	cfg["plugin"] = append(plugins, "file://"+plugin)
+	a := req.Agent
+	if a.SystemPrompt != "" {
+		// A role's system prompt and skills (§12): opencode has no flag for it; its
+		// config's instructions files are added to the system prompt.
+		sys := filepath.Join(req.StateDir, "orcr-system-prompt.md")
+		if err := os.WriteFile(sys, []byte(a.SystemPrompt), 0o600); err != nil {
+			return core.LaunchPlan{}, fmt.Errorf("opencode: write system prompt: %w", err)
+		}
+		instr, _ := cfg["instructions"].([]any)
+		cfg["instructions"] = append(instr, sys)
+	}
 	b, _ := json.Marshal(cfg)
 
-	a := req.Agent
 	argv := []string{bin}
 	if a.SessionID != "" {
 		argv = append(argv, "--session", a.SessionID)

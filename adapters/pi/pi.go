@@ -113,6 +113,10 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.Model != "" {
 		argv = append(argv, "--model", a.Model)
 	}
+	if a.SystemPrompt != "" {
+		// A role's system prompt and skills (§12), appended to pi's own.
+		argv = append(argv, "--append-system-prompt", a.SystemPrompt)
+	}
 	argv = append(argv, a.Argv...)
 	if a.Prompt != "" {
 		// pi 0.73 has no "--"; a leading space keeps a prompt from parsing as a flag.

@@ -16,7 +16,7 @@ func TestCLIQueueCapsGCSchedule(t *testing.T) {
 	}{
 		{[]string{"queue", "caps", "--global", "4", "--provider", "shell=2"}, true, "running 0 / 4 (global)"},
 		{[]string{"queue", "caps", "--provider", "claud=1"}, false, `cap for unknown provider "claud"`},
-		{[]string{"queue", "caps", "--global", "-3"}, false, "must not be negative"},
+		{[]string{"queue", "caps", "--global", "-3"}, false, "out of range: it must be 0 to"},
 		{[]string{"queue", "caps"}, false, "nothing to change"},
 		{[]string{"gc", "--dry-run"}, true, "rules: exited_grace 10m0s, idle_after 8h0m0s, retain 168h0m0s"},
 		{[]string{"schedule", "add", "bad", "--cron", "0 3 * 13 *", "--", "true"}, false, `month field "13"`},

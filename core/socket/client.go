@@ -627,6 +627,33 @@ type Resizer interface {
 	Resizes() <-chan [2]int
 }
 
+// Roles lists role templates.
+func (c *Client) Roles(ctx context.Context) ([]wire.Role, error) {
+	r, err := invoke(ctx, c, wire.RoleList, wire.Empty{})
+	return r.Roles, err
+}
+
+// RoleGet returns one role and its file's text.
+func (c *Client) RoleGet(ctx context.Context, name string) (wire.RoleResult, error) {
+	return invoke(ctx, c, wire.RoleGet, wire.RoleNameParams{Name: name})
+}
+
+// RolePut writes a role file.
+func (c *Client) RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error) {
+	return invoke(ctx, c, wire.RolePut, p)
+}
+
+// AgentHistory lists finished agents.
+func (c *Client) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+	return invoke(ctx, c, wire.AgentHistory, p)
+}
+
+// Resume brings an ended or hibernated agent back by its session.
+func (c *Client) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, error) {
+	r, err := invoke(ctx, c, wire.AgentResume, p)
+	return r.Agent, err
+}
+
 // PlanNew starts a plan.
 func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
 	r, err := invoke(ctx, c, wire.PlanNew, p)

@@ -110,6 +110,26 @@ var handlers = func() map[string]handler {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
 			return wire.ScheduleRunsResult{Runs: rs}, err
 		}),
+		serve(wire.AgentResume, func(ctx context.Context, s core.Service, p *wire.ResumeParams) (wire.AgentResult, error) {
+			a, err := s.Resume(ctx, *p)
+			return wire.AgentResult{Agent: a}, err
+		}),
+		serve(wire.RoleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.RoleListResult, error) {
+			rs, err := s.Roles(ctx)
+			if rs == nil {
+				rs = []wire.Role{}
+			}
+			return wire.RoleListResult{Roles: rs}, err
+		}),
+		serve(wire.RoleGet, func(ctx context.Context, s core.Service, p *wire.RoleNameParams) (wire.RoleResult, error) {
+			return s.RoleGet(ctx, p.Name)
+		}),
+		serve(wire.RolePut, func(ctx context.Context, s core.Service, p *wire.RolePutParams) (wire.RoleResult, error) {
+			return s.RolePut(ctx, *p)
+		}),
+		serve(wire.AgentHistory, func(ctx context.Context, s core.Service, p *wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+			return s.AgentHistory(ctx, *p)
+		}),
 		serve(wire.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.AccountListResult, error) {
 			return s.Accounts(ctx)
 		}),

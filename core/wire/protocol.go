@@ -92,6 +92,16 @@ type RunParams struct {
 	Priority int               `json:"priority,omitempty" range:"-1000000,1000000"`
 	Keep     bool              `json:"keep,omitempty"`
 	Worktree string            `json:"worktree,omitempty"`
+	// Role names a role template ($XDG_CONFIG_HOME/orcr/roles/NAME.toml); Vars fill
+	// its prompt's {{var}}s. Fields given here win over the role's.
+	Role string            `json:"role,omitempty"`
+	Vars map[string]string `json:"vars,omitempty"`
+	// SystemPrompt is appended to the provider's system prompt.
+	SystemPrompt       string  `json:"systemPrompt,omitempty"`
+	MaxTurns           int     `json:"maxTurns,omitempty"`
+	SoftTimeoutSeconds int     `json:"softTimeoutSeconds,omitempty"`
+	HardTimeoutSeconds int     `json:"hardTimeoutSeconds,omitempty"`
+	BudgetUSD          float64 `json:"budgetUsd,omitempty"`
 	// Account pins the agent to one account of its provider (a label); admission
 	// then waits for that account instead of picking another.
 	Account string `json:"account,omitempty"`

@@ -31,6 +31,7 @@ func Schema() map[string]any {
 		"methods":     methods,
 		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
 			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
+			EventHookRan, EventRoleLimit,
 			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
 		"$defs":      defs,
@@ -43,6 +44,7 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
 	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeUnknownRole, CodeBadRole, CodeNoSession,
 	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
 	CodeStoreUnavailable, CodeTooManyConnections}
 

@@ -24,11 +24,14 @@ const (
 	StateKilled   State = "killed"
 	StateFailed   State = "failed" // could not start
 	StateLost     State = "lost"   // pane vanished while nobody watched
+	// StateHibernated: the process was stopped while idle but its session is kept; a
+	// send resumes it (§12). Not terminal: it still holds its path.
+	StateHibernated State = "hibernated"
 )
 
 // AllStates lists every state in lifecycle order.
 var AllStates = []State{StateQueued, StateStarting, StateIdle, StateWorking, StateBlocked,
-	StateDone, StateExited, StateKilled, StateFailed, StateLost}
+	StateDone, StateExited, StateKilled, StateFailed, StateLost, StateHibernated}
 
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
@@ -86,6 +89,17 @@ type Agent struct {
 	Priority   int               `json:"priority"`
 	Keep       bool              `json:"keep"`
 	Worktree   string            `json:"worktree"`
+	// Role is the role template the agent was made from ("" for none, §12); RoleNotes
+	// say how it resolved: the provider chosen and why earlier ones were skipped.
+	Role      string   `json:"role"`
+	RoleNotes []string `json:"roleNotes"`
+	// SystemPrompt is appended to the provider's own system prompt through its flag.
+	SystemPrompt string      `json:"systemPrompt"`
+	Limits       AgentLimits `json:"limits"`
+	// Hooks are the per-repo hook runs (.orcr/hooks), each attempt, oldest first.
+	Hooks []HookRun `json:"hooks"`
+	// ResumedFrom is the id of the record this one continues (agent resume).
+	ResumedFrom string `json:"resumedFrom"`
 	// Account is the auth source admission placed the agent on (§10): the label of an
 	// [[accounts.<provider>]] entry, "default" for a provider's implicit account, "" for
 	// providers without accounts (shell) and agents not admitted yet.

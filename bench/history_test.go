@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/store"
+)
+
+// preloadFinished writes n finished agent records (roles, usage, a mix of results)
+// straight into a fresh store.
+func preloadFinished(b *testing.B, home string, n int) {
+	b.Helper()
+	st, err := store.Open(filepath.Join(home, "store"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC().Add(-time.Hour)
+	for i := 0; i < n; i++ {
+		code := i % 3
+		cost := float64(i%100) / 100
+		start := now.Add(-time.Duration(i) * time.Second)
+		end := start.Add(time.Duration(30+i%600) * time.Second)
+		a := wire.Agent{ID: fmt.Sprintf("0190%04x-0000-7000-8000-%012x", i, i), Path: fmt.Sprintf("review/g%02d/a%04d", i%50, i),
+			Provider: "claude", Model: "claude-sonnet-5", Role: "reviewer", Cwd: "/tmp", State: wire.StateExited, ExitCode: &code,
+			StateSource: "host", StateReason: "process exited", Host: "pty", LastScreen: strings.Repeat("some output line\n", 20),
+			Usage:     wire.Usage{InputTokens: 1200, OutputTokens: 300, CacheReadTokens: 9000, CostUSD: &cost, Priced: true},
+			CreatedAt: start, StartedAt: &start, StateAt: end, EndedAt: &end, UpdatedAt: end}
+		if err := st.PutAgent(context.Background(), a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCLIHistory10000 runs `orcr history` as a whole process against a server
+// holding 10,000 finished agents and reports the median (target ≤ 30 ms).
+func BenchmarkCLIHistory10000(b *testing.B) {
+	home := b.TempDir()
+	preloadFinished(b, home, 10000)
+	s := startServer(b, home)
+	var ds []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 30; j++ {
+			cmd := exec.Command(s.bin, "history")
+			cmd.Env = s.env
+			var out bytes.Buffer
+			cmd.Stdout = &out
+			t0 := time.Now()
+			if err := cmd.Run(); err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, time.Since(t0))
+			if j == 0 && strings.Count(out.String(), "\n") != 10001 {
+				b.Fatalf("history printed %d lines", strings.Count(out.String(), "\n"))
+			}
+		}
+	}
+	b.StopTimer()
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds())/1000, "p90-ms")
+}

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"orcr/core/wire"
+)
+
+// Roles and history (DESIGN §12).
+
+func (app *app) roleCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "role",
+		Usage: "role templates ($XDG_CONFIG_HOME/orcr/roles/NAME.toml)",
+		Commands: []*cli.Command{
+			{
+				Name: "ls", Usage: "list roles", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					rs, err := service(ctx).Roles(ctx)
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						if rs == nil {
+							rs = []wire.Role{}
+						}
+						return printJSON(app.out, wire.RoleListResult{Roles: rs})
+					}
+					tw := newTabWriter(app.out)
+					for _, r := range rs {
+						fmt.Fprintf(tw, "%s\t%s\n", r.Name, roleSummary(r))
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name: "show", Usage: "one role: every value and where it came from", ArgsUsage: "NAME",
+				Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if c.Args().First() == "" {
+						return fmt.Errorf("role show needs a NAME; list them with: orcr role ls")
+					}
+					r, err := service(ctx).RoleGet(ctx, c.Args().First())
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, r)
+					}
+					printRole(app.out, r.Role)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// roleSummary is `role ls`'s line: the chain, budget and timeouts.
+func roleSummary(r wire.Role) string {
+	if r.Error != "" {
+		first, _, _ := strings.Cut(r.Error, "\n")
+		return "BROKEN: " + first
+	}
+	parts := []string{strings.Join(r.Providers, " → ")}
+	if r.BudgetUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%g", r.BudgetUSD))
+	}
+	if r.MaxTurns > 0 {
+		parts = append(parts, fmt.Sprintf("%d turns", r.MaxTurns))
+	}
+	if r.SoftTimeoutSeconds > 0 {
+		parts = append(parts, "soft "+shortDur(r.SoftTimeoutSeconds))
+	}
+	if r.HardTimeoutSeconds > 0 {
+		parts = append(parts, "hard "+shortDur(r.HardTimeoutSeconds))
+	}
+	return strings.Join(parts, "  ")
+}
+
+func shortDur(secs int) string {
+	s := (time.Duration(secs) * time.Second).String()
+	s = strings.TrimSuffix(s, "0s")
+	return strings.TrimSuffix(s, "0m")
+}
+
+func printRole(w io.Writer, r wire.Role) {
+	tw := newTabWriter(w)
+	src := func(k string) string { return r.Sources[k] }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\t(%s)\n", k, v, src(k)) }
+	fmt.Fprintf(tw, "role\t%s\t(%s)\n", r.Name, r.File)
+	row("providers", strings.Join(r.Providers, " → "))
+	row("prompt", fmt.Sprintf("%q", r.Prompt))
+	if len(r.Vars) > 0 {
+		fmt.Fprintf(tw, "vars\t%s\t(--var K=V; path and role are given)\n", strings.Join(r.Vars, ", "))
+	}
+	row("system_prompt", fmt.Sprintf("%q", r.SystemPrompt))
+	row("skills", strings.Join(r.Skills, ", "))
+	var env []string
+	for k, v := range r.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	row("env", strings.Join(env, " "))
+	row("worktree", r.Worktree)
+	row("keep", fmt.Sprint(r.Keep))
+	row("priority", fmt.Sprint(r.Priority))
+	row("budget_usd", fmt.Sprint(r.BudgetUSD))
+	row("max_turns", fmt.Sprint(r.MaxTurns))
+	row("soft_timeout", (time.Duration(r.SoftTimeoutSeconds) * time.Second).String())
+	row("hard_timeout", (time.Duration(r.HardTimeoutSeconds) * time.Second).String())
+	tw.Flush()
+}
+
+// roleRows are `agent get`'s lines for the role, limits and hook runs.
+func roleRows(w io.Writer, a wire.Agent, explain bool) {
+	if a.Role != "" {
+		fmt.Fprintf(w, "role:\t%s\n", a.Role)
+	}
+	if explain {
+		for _, n := range a.RoleNotes {
+			fmt.Fprintf(w, "\t%s\n", n)
+		}
+	}
+	if l := a.Limits; l.Any() {
+		var parts []string
+		if l.MaxTurns > 0 {
+			parts = append(parts, fmt.Sprintf("turns %d/%d", l.Turns, l.MaxTurns))
+		}
+		if l.SoftTimeoutSeconds > 0 {
+			s := "soft " + shortDur(l.SoftTimeoutSeconds)
+			if l.WrapUpAt != nil {
+				s += " (wrap-up sent " + l.WrapUpAt.Format("15:04:05") + ")"
+			}
+			parts = append(parts, s)
+		}
+		if l.HardTimeoutSeconds > 0 {
+			parts = append(parts, "hard "+shortDur(l.HardTimeoutSeconds))
+		}
+		if l.BudgetUSD > 0 {
+			parts = append(parts, fmt.Sprintf("budget $%g", l.BudgetUSD))
+		}
+		fmt.Fprintf(w, "limits:\t%s\n", strings.Join(parts, ", "))
+	}
+	if a.ResumedFrom != "" {
+		fmt.Fprintf(w, "resumed from:\t%s\n", a.ResumedFrom)
+	}
+	for _, h := range a.Hooks {
+		code := ""
+		if h.ExitCode != nil {
+			code = fmt.Sprintf(" exit %d", *h.ExitCode)
+		}
+		fmt.Fprintf(w, "hook:\t%s.sh #%d %s%s (%.1fs)\n", h.Hook, h.Attempt, h.Result, code, h.Seconds)
+		if explain && h.Result != wire.HookPassed {
+			for _, l := range strings.Split(strings.TrimSpace(h.Output), "\n") {
+				fmt.Fprintf(w, "\t  %s\n", l)
+			}
+		}
+	}
+}
+
+func (app *app) historyCommand() *cli.Command {
+	return &cli.Command{
+		Name: "history", Usage: "finished agents: role, duration, tokens, cost, result", ArgsUsage: "[GLOB]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "since", Usage: "only those ended within D (e.g. 24h, 7d)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
+			if s := c.String("since"); s != "" {
+				d, err := parseSince(s)
+				if err != nil {
+					return err
+				}
+				p.SinceSeconds = int(d / time.Second)
+			}
+			r, err := service(ctx).AgentHistory(ctx, p)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if r.Entries == nil {
+					r.Entries = []wire.AgentHistoryEntry{}
+				}
+				return printJSON(app.out, r)
+			}
+			_, err = io.WriteString(app.out, r.Text)
+			return err
+		},
+	}
+}
+
+// parseSince reads a Go duration or a number of days ("7d").
+func parseSince(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && days > 0 && fmt.Sprint(days) == n {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--since %q: use a duration such as 24h, 90m or 7d", s)
+	}
+	return d, nil
+}
+
+func (app *app) agentResumeCommand() *cli.Command {
+	return &cli.Command{
+		Name: "resume", Usage: "bring an ended or hibernated agent back by its session", ArgsUsage: "TARGET",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Usage: "the first message after resuming"}, jsonFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			if c.Args().First() == "" {
+				return fmt.Errorf("agent resume needs a TARGET: an id, an id prefix or a path")
+			}
+			a, err := service(ctx).Resume(ctx, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(app.out, wire.AgentResult{Agent: a})
+			}
+			from := ""
+			if a.ResumedFrom != "" {
+				from = " (continues " + shortID(a.ResumedFrom) + ")"
+			}
+			fmt.Fprintf(app.out, "%s %s %s%s\n", a.ID, a.Path, a.State, from)
+			return nil
+		},
+	}
+}

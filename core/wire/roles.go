@@ -1,0 +1,163 @@
+package wire
+
+import "time"
+
+// Types and methods of roles, per-repo hooks and history (DESIGN §12).
+
+// AgentLimits are an agent's turn, time and cost bounds (from its role or agent.run)
+// and what the roles feature has counted against them.
+type AgentLimits struct {
+	MaxTurns           int     `json:"maxTurns"`
+	SoftTimeoutSeconds int     `json:"softTimeoutSeconds"`
+	HardTimeoutSeconds int     `json:"hardTimeoutSeconds"`
+	BudgetUSD          float64 `json:"budgetUsd"`
+	// Turns is how many turns the agent has finished.
+	Turns int `json:"turns"`
+	// WrapUpAt is when the soft timeout's one wrap-up message was sent.
+	WrapUpAt *time.Time `json:"wrapUpAt"`
+}
+
+// Any reports whether a bound is set.
+func (l AgentLimits) Any() bool {
+	return l.MaxTurns > 0 || l.SoftTimeoutSeconds > 0 || l.HardTimeoutSeconds > 0 || l.BudgetUSD > 0
+}
+
+// Hook names of .orcr/hooks/NAME.sh.
+const (
+	HookInit     = "init"
+	HookBefore   = "before"
+	HookValidate = "validate"
+	HookAfter    = "after"
+)
+
+// Hook run results.
+const (
+	HookPassed        = "passed"
+	HookFailed        = "failed"         // non-zero exit
+	HookTimeout       = "timeout"        // killed at its timeout
+	HookNotExecutable = "not_executable" // the file exists but cannot be run
+	HookError         = "error"          // could not start for another reason
+)
+
+// HookRun is one run of a per-repo hook.
+type HookRun struct {
+	Hook      string    `json:"hook"`
+	Attempt   int       `json:"attempt"`
+	StartedAt time.Time `json:"startedAt"`
+	Seconds   float64   `json:"seconds"`
+	ExitCode  *int      `json:"exitCode"`
+	Result    string    `json:"result"`
+	Output    string    `json:"output"` // its output's tail
+}
+
+// Role is a role template (DESIGN §12) as the API shows it.
+type Role struct {
+	Name               string            `json:"name"`
+	File               string            `json:"file"`
+	Providers          []string          `json:"providers"` // provider:model, fallback order
+	Prompt             string            `json:"prompt"`
+	SystemPrompt       string            `json:"systemPrompt"`
+	Skills             []string          `json:"skills"`
+	Env                map[string]string `json:"env"`
+	Worktree           string            `json:"worktree"`
+	Keep               bool              `json:"keep"`
+	Priority           int               `json:"priority"`
+	BudgetUSD          float64           `json:"budgetUsd"`
+	MaxTurns           int               `json:"maxTurns"`
+	SoftTimeoutSeconds int               `json:"softTimeoutSeconds"`
+	HardTimeoutSeconds int               `json:"hardTimeoutSeconds"`
+	// Vars are the {{var}} names the prompt needs.
+	Vars []string `json:"vars"`
+	// Sources says where each key's value came from ("reviewer.toml:3", "default").
+	Sources map[string]string `json:"sources"`
+	// Error is why the file does not load (the role is listed but cannot run).
+	Error string `json:"error"`
+}
+
+// Methods of roles and history.
+const (
+	MethodRoleList    = "role.list"
+	MethodRoleGet     = "role.get"
+	MethodRolePut     = "role.put"
+	MethodHistoryList = "history.list"
+)
+
+// Events of hooks and role limits.
+const (
+	// EventHookRan says a per-repo hook ran; Data has "hook", "attempt", "result",
+	// "exitCode" and "output".
+	EventHookRan = "hook.ran"
+	// EventRoleLimit says a role bound acted; Data has "limit" (soft_timeout,
+	// hard_timeout, max_turns, budget) and "action" (wrap_up, stop).
+	EventRoleLimit = "role.limit"
+)
+
+// Error codes of roles and resume.
+const (
+	CodeUnknownRole = "unknown_role" // no such role file
+	CodeBadRole     = "bad_role"     // the role does not load or cannot resolve (its line, the fix)
+	CodeNoSession   = "no_session"   // resume: the provider keeps no session, or its file is gone
+)
+
+// MethodAgentResume brings an ended or hibernated agent back by its session.
+const MethodAgentResume = "agent.resume"
+
+// ResumeParams resumes an agent (agent.resume): the provider's own resume of the
+// recorded session, in the same folder, as a new record linked to the old one.
+type ResumeParams struct {
+	Target string `json:"target"`
+	Prompt string `json:"prompt,omitempty"` // the first message after resuming
+}
+
+// RoleListResult answers role.list.
+type RoleListResult struct {
+	Roles []Role `json:"roles"`
+}
+
+// RoleNameParams names one role.
+type RoleNameParams struct {
+	Name string `json:"name"`
+}
+
+// RoleResult answers role.get and role.put: the role and its file's text.
+type RoleResult struct {
+	Role Role   `json:"role"`
+	Text string `json:"text"`
+}
+
+// RolePutParams writes a role file (checked first; a bad one is refused with its line).
+type RolePutParams struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// AgentHistoryParams selects finished agents (history.list).
+type AgentHistoryParams struct {
+	Glob         string `json:"glob,omitempty"`
+	SinceSeconds int    `json:"sinceSeconds,omitempty"` // ended at most this long ago (0: all)
+	// Text asks for the aligned table as one text instead of entries: at 10,000
+	// agents a terminal client then decodes one string, not 90,000.
+	Text bool `json:"text,omitempty"`
+}
+
+// AgentHistoryEntry is one finished agent.
+type AgentHistoryEntry struct {
+	ID              string    `json:"id"`
+	Path            string    `json:"path"`
+	Role            string    `json:"role"`
+	Provider        string    `json:"provider"`
+	Model           string    `json:"model"`
+	State           State     `json:"state"`
+	Result          string    `json:"result"` // exit code, kill or failure reason
+	EndedAt         time.Time `json:"endedAt"`
+	DurationSeconds int       `json:"durationSeconds"`
+	Tokens          int64     `json:"tokens"`
+	CostUSD         *float64  `json:"costUsd"`
+	ResumedFrom     string    `json:"resumedFrom"`
+}
+
+// AgentHistoryResult answers history.list, newest first.
+type AgentHistoryResult struct {
+	Entries []AgentHistoryEntry `json:"entries"`
+	Text    string              `json:"text"` // set when AgentHistoryParams.Text
+}

@@ -1,0 +1,206 @@
+package roles_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/modelserver"
+)
+
+// TestClaudeRole runs a role through the real claude CLI: the first provider of the
+// chain cannot start (opencode is not installed) so claude is used; the role's system
+// prompt and skill arrive in the model request; the soft timeout's wrap-up arrives as
+// a user turn; the hard timeout stops the agent.
+func TestClaudeRole(t *testing.T) {
+	r := newClaudeRig(t)
+	skill := filepath.Join(r.dir, "review.md")
+	os.WriteFile(filepath.Join(skill), []byte("SKILL-MARKER-9: check error paths first.\n"), 0o600)
+	r.role("reviewer", `providers = ["opencode:anthropic/claude-sonnet-5", "claude:sonnet"]
+prompt = "Review {{target}} and report BLOCKER lines."
+system_prompt = "You are ROLE-MARKER-7, a careful reviewer."
+skills = ["`+skill+`"]
+env = { REVIEW_STRICT = "1" }
+soft_timeout = "8s"
+hard_timeout = "30s"
+`)
+	r.serve()
+
+	// Bad input is refused before anything starts.
+	if res := r.run("agent", "run", "review/x", "--role", "reviewer"); res.code == 0 || !strings.Contains(res.err, "--var target=") {
+		t.Fatalf("missing var: exit %d %s", res.code, res.err)
+	}
+	if res := r.run("agent", "run", "review/x", "--role", "nope"); res.code == 0 || !strings.Contains(res.err, `no role "nope"`) {
+		t.Fatalf("unknown role: exit %d %s", res.code, res.err)
+	}
+	if out := r.must("agent", "ls", "--all"); strings.Contains(out, "review/x") {
+		t.Fatalf("a refused run left a record:\n%s", out)
+	}
+	if out := r.must("role", "ls"); !strings.Contains(out, "reviewer") || !strings.Contains(out, "opencode:anthropic/claude-sonnet-5 → claude:sonnet") || !strings.Contains(out, "soft 8s") {
+		t.Fatalf("role ls:\n%s", out)
+	}
+	if out := r.must("role", "show", "reviewer"); !strings.Contains(out, "(reviewer.toml:2)") || !strings.Contains(out, "(default)") {
+		t.Fatalf("role show:\n%s", out)
+	}
+
+	r.models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+		modelserver.Turn{Text: "Summary: reviewed internal/auth, nothing left.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.must("agent", "run", "review/auth", "--role", "reviewer", "--var", "target=internal/auth", "--cwd", r.work)
+	a := r.waitAgent("review/auth", 90*time.Second, "first turn", func(a wire.Agent) bool {
+		return a.LastMessage == "No blockers in internal/auth."
+	})
+	// The model is what the transcript reports once it answers; the launch asked for sonnet.
+	if a.Provider != "claude" || !strings.Contains(strings.Join(a.Argv, " "), "--model sonnet") || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != "1" {
+		t.Fatalf("agent %s argv %q role %q env %v", a.Provider, a.Argv, a.Role, a.Env)
+	}
+	q, ok := r.requestWith("ROLE-MARKER-7", "SKILL-MARKER-9")
+	if !ok {
+		t.Fatalf("no model request carried the role's system prompt and skill (%d requests)", len(r.models.Requests()))
+	}
+	if got := lastUserText(t, q); !strings.Contains(got, "Review internal/auth and report BLOCKER lines.") {
+		t.Fatalf("first user turn %q", got)
+	}
+	explain := r.must("agent", "get", "review/auth", "--explain")
+	if !strings.Contains(explain, "role:") || !strings.Contains(explain, "skipped opencode:anthropic/claude-sonnet-5: opencode not found") ||
+		!strings.Contains(explain, "claude:sonnet: choice 2 of 2") {
+		t.Fatalf("explain:\n%s", explain)
+	}
+
+	// The soft timeout: one wrap-up message, as a user turn.
+	r.waitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
+		return a.LastMessage == "Summary: reviewed internal/auth, nothing left." && a.Limits.WrapUpAt != nil
+	})
+	q, ok = r.requestWith("soft time limit of 8s")
+	if !ok || !strings.Contains(lastUserText(t, q), "Wrap up now") {
+		t.Fatalf("the wrap-up did not arrive as a user turn (found %v)", ok)
+	}
+	// The hard timeout stops it.
+	a = r.waitAgent("review/auth", 60*time.Second, "hard timeout", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled || !strings.Contains(a.StateReason, "hard timeout 30s reached") {
+		t.Fatalf("ended %s: %q", a.State, a.StateReason)
+	}
+	if a.StartedAt == nil || a.EndedAt.Sub(*a.StartedAt) < 30*time.Second || a.EndedAt.Sub(*a.StartedAt) > 40*time.Second {
+		t.Fatalf("stopped after %v, want about 30s", a.EndedAt.Sub(*a.StartedAt))
+	}
+	hist := r.must("history", "review/**")
+	if !strings.Contains(hist, "review/auth") || !strings.Contains(hist, "reviewer") || !strings.Contains(hist, "hard timeout") {
+		t.Fatalf("history:\n%s", hist)
+	}
+	// Only one wrap-up was sent.
+	n := 0
+	for _, q := range r.models.Requests() {
+		if q.Scripted && strings.Count(lastUserText(t, q), "soft time limit") > 0 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d requests ended with a wrap-up, want 1", n)
+	}
+}
+
+// TestClaudeValidate: a repository's validate.sh fails on the agent's first "done",
+// its output goes back to the agent and arrives in the next model request, and the
+// retry passes; the record keeps both attempts and after.sh runs once.
+func TestClaudeValidate(t *testing.T) {
+	r := newClaudeRig(t)
+	hooks := filepath.Join(r.work, ".orcr", "hooks")
+	os.MkdirAll(hooks, 0o755)
+	// Fails the first time (no marker file yet), passes after.
+	os.WriteFile(filepath.Join(hooks, "validate.sh"), []byte(`#!/bin/sh
+if [ -f .validated-once ]; then echo "all checks pass"; exit 0; fi
+touch .validated-once
+echo "FAIL: TestLogin (VALIDATE-MARKER-3)"
+exit 1
+`), 0o755)
+	os.WriteFile(filepath.Join(hooks, "before.sh"), []byte("#!/bin/sh\necho before ran for $ORCR_PATH\n"), 0o755)
+	os.WriteFile(filepath.Join(hooks, "after.sh"), []byte("#!/bin/sh\necho after >> after.log\n"), 0o755)
+	r.serve()
+	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.must("agent", "run", "impl/login", "--provider", "claude", "--prompt", "implement login", "--cwd", r.work)
+	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
+		n := 0
+		for _, h := range a.Hooks {
+			if h.Hook == wire.HookValidate {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	var got []string
+	for _, h := range a.Hooks {
+		got = append(got, h.Hook+":"+h.Result)
+	}
+	if strings.Join(got, " ") != "before:passed validate:failed validate:passed" && strings.Join(got, " ") != "before:passed validate:failed validate:passed after:passed" {
+		t.Fatalf("hook runs %v", got)
+	}
+	if !strings.Contains(a.Hooks[0].Output, "before ran for impl/login") || !strings.Contains(a.Hooks[1].Output, "VALIDATE-MARKER-3") {
+		t.Fatalf("hook outputs %+v", a.Hooks)
+	}
+	q, ok := r.requestWith("VALIDATE-MARKER-3")
+	if !ok || !strings.Contains(lastUserText(t, q), "validate.sh failed (exit 1, attempt 1 of 3)") {
+		t.Fatalf("the failing output did not arrive as the next user turn (found %v)", ok)
+	}
+	// The Stop hook can come before the transcript's last line (agent-clis.md §8).
+	r.waitAgent("impl/login", 20*time.Second, "second answer", func(a wire.Agent) bool { return a.LastMessage == "Fixed TestLogin." })
+	r.waitAgent("impl/login", 20*time.Second, "after.sh", func(a wire.Agent) bool {
+		return len(a.Hooks) == 4 && a.Hooks[3].Hook == wire.HookAfter
+	})
+	if b, _ := os.ReadFile(filepath.Join(r.work, "after.log")); string(b) != "after\n" {
+		t.Fatalf("after.log %q", b)
+	}
+	if out := r.must("agent", "get", "impl/login", "--explain"); !strings.Contains(out, "validate.sh #1 failed exit 1") ||
+		!strings.Contains(out, "FAIL: TestLogin") {
+		t.Fatalf("explain:\n%s", out)
+	}
+}
+
+// TestBrokenHooks: a before.sh that is not executable fails the launch with a clear
+// state on the record; one that hangs is killed at the repo's hook timeout.
+func TestBrokenHooks(t *testing.T) {
+	r := newClaudeRig(t)
+	repo := filepath.Join(r.work, "noexec")
+	os.MkdirAll(filepath.Join(repo, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(repo, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
+	hang := filepath.Join(r.work, "hang")
+	os.MkdirAll(filepath.Join(hang, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(hang, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
+	os.WriteFile(filepath.Join(hang, ".orcr", "config.toml"), []byte("[hooks]\ntimeout = \"1s\"\n"), 0o644)
+	r.serve()
+	r.must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
+	r.must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
+	a := r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh is not executable") || !strings.Contains(a.Error, "chmod +x") ||
+		len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookNotExecutable {
+		t.Fatalf("noexec: %s %q %+v", a.State, a.Error, a.Hooks)
+	}
+	a = r.waitAgent("h/hang", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh timed out") || len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookTimeout {
+		t.Fatalf("hang: %s %q %+v", a.State, a.Error, a.Hooks)
+	}
+}
+
+// TestMaxTurns: a role's turn budget stops the agent after its Nth finished turn (a
+// turn is a working → done cycle).
+func TestMaxTurns(t *testing.T) {
+	r := newClaudeRig(t)
+	r.role("twoturns", "providers = [\"claude:sonnet\"]\nprompt = \"one\"\nmax_turns = 2\n")
+	r.serve()
+	r.models.Push(modelserver.Turn{Text: "first", Usage: modelserver.Usage{Input: 1, Output: 1}},
+		modelserver.Turn{Text: "second", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	r.must("agent", "run", "t/x", "--role", "twoturns", "--cwd", r.work)
+	a := r.waitAgent("t/x", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.Limits.Turns == 1 })
+	if a.State.Terminal() {
+		t.Fatalf("stopped after one turn of two: %s %q", a.State, a.StateReason)
+	}
+	r.must("agent", "send", "t/x", "two")
+	a = r.waitAgent("t/x", 60*time.Second, "stopped", func(a wire.Agent) bool { return a.State.Terminal() })
+	// (The stop can come before the transcript's last line is read, so the second
+	// turn is checked at the model server.)
+	if a.State != wire.StateKilled || a.StateReason != "max_turns 2 reached" || a.Limits.Turns != 2 || r.models.Played() != 2 {
+		t.Fatalf("ended %s %q turns %d played %d", a.State, a.StateReason, a.Limits.Turns, r.models.Played())
+	}
+}

@@ -1,0 +1,190 @@
+package roles_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
+	"orcr/testutil/serve"
+	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
+)
+
+// rig is one isolated orcr installation (real binary, embedded pty host) with the
+// real claude CLI pointed at a scripted model server.
+type rig struct {
+	t      testing.TB
+	bin    string
+	dir    string
+	work   string // the agents' folder
+	roles  string // $XDG_CONFIG_HOME/orcr/roles
+	vars   []string
+	srv    *serve.Server
+	models *modelserver.Server
+}
+
+func newClaudeRig(t *testing.T) *rig { return newClaudeRigTB(t) }
+
+func newClaudeRigTB(t testing.TB) *rig {
+	t.Helper()
+	claude := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	ms, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ms.Close)
+	bin := testbin.Build(t, "orcr")
+	dir := t.TempDir()
+	r := &rig{t: t, bin: bin, dir: dir, models: ms, roles: filepath.Join(dir, "config", "orcr", "roles")}
+	cfg := filepath.Join(dir, "claude-config")
+	os.MkdirAll(cfg, 0o700)
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	r.work = filepath.Join(dir, "work")
+	os.MkdirAll(r.work, 0o755)
+	r.work, _ = filepath.EvalSymlinks(r.work)
+	os.MkdirAll(filepath.Join(dir, "user"), 0o700)
+	os.MkdirAll(r.roles, 0o700)
+	empty := filepath.Join(dir, "no-clis") // so opencode, pi, codex are not found: fallback
+	os.MkdirAll(empty, 0o700)
+	r.vars = []string{
+		"PATH=" + filepath.Dir(bin) + ":/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + filepath.Join(dir, "user"), "TERM=xterm-256color", "LANG=C.UTF-8", "TZ=UTC",
+		"ORCR_HOME=" + filepath.Join(dir, "orcr-home"), "ORCR_HOST=pty", "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"ORCR_CLI_CACHE=" + empty, "ORCR_CLAUDE_BIN=" + claude, "CLAUDE_CONFIG_DIR=" + cfg,
+		"ANTHROPIC_BASE_URL=" + ms.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	return r
+}
+
+func (r *rig) serve() {
+	r.t.Helper()
+	r.srv = serve.Start(r.t, serve.Options{Bin: r.bin, Env: r.vars})
+	srv := r.srv
+	r.t.Cleanup(func() {
+		if r.t.Failed() {
+			r.t.Logf("server output:\n%s", srv.Output())
+		}
+	})
+}
+
+func (r *rig) role(name, body string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.roles, name+".toml"), []byte(body), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r *rig) run(args ...string) result {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.bin, args...)
+	cmd.Env = r.vars
+	cmd.Dir = r.work
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		r.t.Fatalf("run orcr %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (r *rig) must(args ...string) string {
+	r.t.Helper()
+	res := r.run(args...)
+	if res.code != 0 {
+		r.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), res.code, res.out, res.err)
+	}
+	return res.out
+}
+
+func (r *rig) agent(target string) wire.Agent {
+	r.t.Helper()
+	var res wire.AgentResult
+	if err := json.Unmarshal([]byte(r.must("agent", "get", target, "--json")), &res); err != nil {
+		r.t.Fatal(err)
+	}
+	return res.Agent
+}
+
+func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
+	r.t.Helper()
+	var a wire.Agent
+	if !wait.Until(d, func() bool { a = r.agent(target); return cond(a) }) {
+		scr := r.run("agent", "read", target).out
+		r.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q hooks=%+v\nscreen:\n%s",
+			d, what, a.State, a.StateSource, a.StateReason, a.Hooks, scr)
+	}
+	return a
+}
+
+// requestWith returns the first conversation request whose body contains all of s.
+func (r *rig) requestWith(s ...string) (modelserver.Request, bool) {
+	for _, q := range r.models.Requests() {
+		ok := q.Scripted
+		for _, x := range s {
+			ok = ok && bytes.Contains(q.Body, []byte(x))
+		}
+		if ok {
+			return q, true
+		}
+	}
+	return modelserver.Request{}, false
+}
+
+// lastUserText is the text of the last user message of a Messages API request.
+func lastUserText(t testing.TB, q modelserver.Request) string {
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := q.JSON(&body); err != nil {
+		t.Fatal(err)
+	}
+	for i := len(body.Messages) - 1; i >= 0; i-- {
+		m := body.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		var b strings.Builder
+		for _, bl := range blocks {
+			if bl.Type == "text" {
+				b.WriteString(bl.Text)
+			}
+		}
+		return b.String()
+	}
+	return ""
+}

@@ -1,0 +1,181 @@
+package roles
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// MaxArg is the longest prompt or system prompt a provider is given: each travels as
+// one command-line argument, and Linux refuses a single argument over 128 KiB
+// (MAX_ARG_STRLEN) — the CLI would fail to start with E2BIG.
+const MaxArg = 120 << 10
+
+// Resolver turns agent.run requests naming a role into concrete ones (core.RunResolver).
+type Resolver struct {
+	// Dir is the roles directory (Dir() by default).
+	Dir string
+	// Check validates provider:model pairs (CatalogChecker).
+	Check Checker
+}
+
+var _ core.RunResolver = (*Resolver)(nil)
+
+// Resolve implements core.RunResolver. Fields the request sets win over the role's;
+// the provider is the first of the role's chain that can start.
+func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(string) error) (wire.RunParams, []string, error) {
+	if err := checkLimits(p); err != nil {
+		return p, nil, err
+	}
+	if p.Role == "" {
+		if len(p.Vars) > 0 {
+			return p, nil, wire.Errorf(wire.CodeInvalidParams, "--var fills a role's prompt: give --role too")
+		}
+		return p, nil, checkSizes(p)
+	}
+	dir := r.Dir
+	if dir == "" {
+		dir = Dir()
+	}
+	role, _, err := Load(dir, p.Role, r.Check)
+	if err != nil {
+		return p, nil, err
+	}
+	var notes []string
+	vars := map[string]string{"path": p.Path, "role": role.Name}
+	maps.Copy(vars, p.Vars)
+	bad := func(format string, args ...any) error {
+		return wire.Errorf(wire.CodeBadRole, "role %s: %s", role.Name, fmt.Sprintf(format, args...))
+	}
+
+	// Provider: the request's, else the first of the chain that can start.
+	if p.Provider != "" {
+		notes = append(notes, fmt.Sprintf("provider %s given by the request (the role's chain %s not used)", p.Provider, chain(role)))
+	} else {
+		var skipped []string
+		for i, c := range role.Providers {
+			if err := ready(c.Provider); err != nil {
+				note := fmt.Sprintf("skipped %s: %v", c, err)
+				notes = append(notes, note)
+				skipped = append(skipped, note)
+				continue
+			}
+			p.Provider = c.Provider
+			if p.Model == "" {
+				p.Model = c.Model
+			}
+			notes = append(notes, fmt.Sprintf("provider %s: choice %d of %d of role %s", c, i+1, len(role.Providers), role.Name))
+			break
+		}
+		if p.Provider == "" {
+			return p, nil, wire.Errorf(wire.CodeMissingProgram, "role %s: no provider of its chain can start:\n  %s",
+				role.Name, strings.Join(skipped, "\n  "))
+		}
+	}
+	if p.Prompt == "" && role.Prompt != "" {
+		if p.Prompt, err = render(role.Prompt, vars); err != nil {
+			return p, nil, bad("prompt: %v", err)
+		}
+	} else if p.Prompt != "" && role.Prompt != "" {
+		notes = append(notes, "prompt given by the request (the role's template not used)")
+	}
+	if p.Worktree == "" && role.Worktree != "" {
+		if p.Worktree, err = render(role.Worktree, vars); err != nil {
+			return p, nil, bad("worktree: %v", err)
+		}
+	}
+	sys, err := systemPrompt(role)
+	if err != nil {
+		return p, nil, bad("%v", err)
+	}
+	if p.SystemPrompt != "" {
+		sys = joinParts(sys, p.SystemPrompt)
+	}
+	p.SystemPrompt = sys
+	if len(role.Env) > 0 {
+		env := maps.Clone(role.Env)
+		maps.Copy(env, p.Env)
+		p.Env = env
+	}
+	p.Keep = p.Keep || role.Keep
+	if p.Priority == 0 {
+		p.Priority = role.Priority
+	}
+	if p.MaxTurns == 0 {
+		p.MaxTurns = role.MaxTurns
+	}
+	if p.BudgetUSD == 0 {
+		p.BudgetUSD = role.BudgetUSD
+	}
+	if p.SoftTimeoutSeconds == 0 {
+		p.SoftTimeoutSeconds = int(role.SoftTimeout / time.Second)
+	}
+	if p.HardTimeoutSeconds == 0 {
+		p.HardTimeoutSeconds = int(role.HardTimeout / time.Second)
+	}
+	p.Vars = nil // used up: the record keeps the rendered prompt
+	if err := checkLimits(p); err != nil {
+		return p, nil, err
+	}
+	return p, notes, checkSizes(p)
+}
+
+func chain(r *Role) string {
+	s := make([]string, len(r.Providers))
+	for i, c := range r.Providers {
+		s[i] = c.String()
+	}
+	return strings.Join(s, " → ")
+}
+
+// systemPrompt is the role's system_prompt followed by each skill file, in order.
+func systemPrompt(r *Role) (string, error) {
+	out := r.SystemPrompt
+	for _, sk := range r.Skills {
+		b, err := readBounded(ExpandHome(sk))
+		if err != nil {
+			return "", fmt.Errorf("skill %s: %w", sk, err)
+		}
+		out = joinParts(out, strings.TrimRight(string(b), "\n"))
+	}
+	return out, nil
+}
+
+func joinParts(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+func checkLimits(p wire.RunParams) error {
+	if p.MaxTurns < 0 || p.SoftTimeoutSeconds < 0 || p.HardTimeoutSeconds < 0 || p.BudgetUSD < 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "limits must not be negative")
+	}
+	if p.SoftTimeoutSeconds > 0 && p.HardTimeoutSeconds > 0 && p.SoftTimeoutSeconds >= p.HardTimeoutSeconds {
+		return wire.Errorf(wire.CodeInvalidParams, "soft timeout %s must be shorter than hard timeout %s",
+			time.Duration(p.SoftTimeoutSeconds)*time.Second, time.Duration(p.HardTimeoutSeconds)*time.Second)
+	}
+	return nil
+}
+
+func checkSizes(p wire.RunParams) error {
+	if p.Provider == "" || p.Provider == "shell" {
+		return nil
+	}
+	for _, f := range []struct{ what, s string }{{"prompt", p.Prompt}, {"system prompt", p.SystemPrompt}} {
+		if len(f.s) > MaxArg {
+			return wire.Errorf(wire.CodeInvalidParams, "the %s is %d bytes, over the %d-byte limit of one command-line argument of %s; shorten it or put the detail in a file the agent reads",
+				f.what, len(f.s), MaxArg, p.Provider)
+		}
+	}
+	return nil
+}

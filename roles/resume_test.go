@@ -1,0 +1,104 @@
+package roles_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/modelserver"
+)
+
+// conversationWith finds the scripted request whose last user turn contains last.
+func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
+	for _, q := range r.models.Requests() {
+		if q.Scripted && strings.Contains(lastUserText(r.t, q), last) {
+			return q, true
+		}
+	}
+	return modelserver.Request{}, false
+}
+
+// TestClaudeHibernateAndResume: GC hibernates an idle claude agent (its process
+// stops, its session stays), a send wakes it and the resumed request carries the
+// earlier conversation; after a kill, agent resume continues the same session as a
+// new record linked to the old. Shell agents and gone session files are refused.
+func TestClaudeHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
+	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
+	r.serve()
+	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
+	r.must("agent", "run", "mem/a", "--provider", "claude", "--prompt", "remember the word PELICAN-42", "--cwd", r.work)
+	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
+	pid := first.PID
+
+	time.Sleep(1100 * time.Millisecond) // idle_after is 1s: the only wait is GC's own rule
+	r.must("gc")
+	a := r.waitAgent("mem/a", 10*time.Second, "hibernated", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+	if a.PaneID != "" || a.SessionID != first.SessionID || !strings.Contains(a.StateReason, "gc.idle_after") {
+		t.Fatalf("hibernated record %+v", a)
+	}
+	if err := processAlive(pid); err == nil {
+		t.Fatalf("claude (pid %d) still runs after hibernation", pid)
+	}
+	if out := r.must("agent", "ls"); !strings.Contains(out, "hibernated") {
+		t.Fatalf("ls:\n%s", out)
+	}
+	// The path stays held.
+	if res := r.run("agent", "run", "mem/a", "--", "sh"); res.code == 0 || !strings.Contains(res.err, "hibernated") {
+		t.Fatalf("path reuse: exit %d %s", res.code, res.err)
+	}
+
+	r.models.Push(modelserver.Turn{Text: "The word was PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 4}})
+	sent := time.Now()
+	r.must("agent", "send", "mem/a", "what was the word?")
+	a = r.waitAgent("mem/a", 90*time.Second, "woken turn", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "The word was PELICAN-42."
+	})
+	q, ok := r.conversationWith("what was the word?")
+	if !ok || !strings.Contains(string(q.Body), "remember the word PELICAN-42") {
+		t.Fatalf("the woken request lacks the earlier conversation (found %v)", ok)
+	}
+	t.Logf("hibernated → send → first model request: %v", q.At.Sub(sent))
+	if a.ID != first.ID || a.SessionID != first.SessionID {
+		t.Fatalf("woken as another record or session: %s %s", a.ID, a.SessionID)
+	}
+
+	// Ended: resume makes a new record on the same session.
+	r.must("agent", "kill", "mem/a")
+	r.models.Push(modelserver.Turn{Text: "Still PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	out := r.must("agent", "resume", "mem/a", "--prompt", "and once more?")
+	if !strings.Contains(out, "continues") {
+		t.Fatalf("resume printed %q", out)
+	}
+	b := r.waitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Still PELICAN-42."
+	})
+	if b.ID == first.ID || b.ResumedFrom != first.ID || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
+		t.Fatalf("resumed record %s from %q session %s cwd %s", b.ID, b.ResumedFrom, b.SessionID, b.Cwd)
+	}
+	q, ok = r.conversationWith("and once more?")
+	if !ok || !strings.Contains(string(q.Body), "what was the word?") || !strings.Contains(string(q.Body), "PELICAN-42") {
+		t.Fatalf("the resumed request lacks the earlier conversation (found %v)", ok)
+	}
+	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "not ended") {
+		t.Fatalf("resume of a live agent: exit %d %s", res.code, res.err)
+	}
+
+	// Bad input: a shell agent, a gone session file.
+	r.must("agent", "run", "sh/x", "--", "sh", "-c", "exit 0")
+	r.waitAgent("sh/x", 20*time.Second, "exit", func(a wire.Agent) bool { return a.State.Terminal() })
+	if res := r.run("agent", "resume", "sh/x"); res.code == 0 || !strings.Contains(res.err, "keeps no session") {
+		t.Fatalf("shell resume: exit %d %s", res.code, res.err)
+	}
+	r.must("agent", "kill", "mem/a")
+	if err := os.Rename(b.Transcript, b.Transcript+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
+		t.Fatalf("gone session: exit %d %s", res.code, res.err)
+	}
+}

@@ -1,0 +1,395 @@
+// Package roles is DESIGN §12: role templates ($XDG_CONFIG_HOME/orcr/roles/NAME.toml)
+// that agent.run resolves into a concrete spawn (providers in fallback order, a prompt
+// template, a system-prompt addition with skill files, env, limits), per-repo hooks
+// (.orcr/hooks/{init,before,validate,after}.sh), the limits' enforcement (soft and
+// hard timeouts, turn and cost budgets) and the history of finished agents. It is a
+// feature beside the kernel: it plugs into agent.run through core.RunResolver and
+// into launches through core.LaunchHook, and watches agents as a client of the
+// kernel's events.
+package roles
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"orcr/core/wire"
+)
+
+// MaxFile bounds a role file (and each skill file): roles are read on every spawn.
+const MaxFile = 256 << 10
+
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
+
+// ValidName reports whether name can be a role (it is the file's base name).
+func ValidName(name string) bool { return nameRE().MatchString(name) }
+
+// rawRole is a role file as written; pointers tell absent from zero.
+type rawRole struct {
+	Providers    []string          `toml:"providers"`
+	Prompt       *string           `toml:"prompt"`
+	SystemPrompt *string           `toml:"system_prompt"`
+	Skills       []string          `toml:"skills"`
+	Env          map[string]string `toml:"env"`
+	Worktree     *string           `toml:"worktree"`
+	Keep         *bool             `toml:"keep"`
+	Priority     *int              `toml:"priority"`
+	BudgetUSD    *float64          `toml:"budget_usd"`
+	MaxTurns     *int              `toml:"max_turns"`
+	SoftTimeout  *string           `toml:"soft_timeout"`
+	HardTimeout  *string           `toml:"hard_timeout"`
+}
+
+// Role is a parsed, checked role.
+type Role struct {
+	Name         string
+	File         string
+	Providers    []Choice
+	Prompt       string
+	SystemPrompt string
+	Skills       []string // as written (~ allowed)
+	Env          map[string]string
+	Worktree     string
+	Keep         bool
+	Priority     int
+	BudgetUSD    float64
+	MaxTurns     int
+	SoftTimeout  time.Duration
+	HardTimeout  time.Duration
+	// Lines is where each key is in the file.
+	Lines map[string]int
+}
+
+// Choice is one provider:model of a role's chain.
+type Choice struct {
+	Provider string
+	Model    string
+}
+
+func (c Choice) String() string {
+	if c.Model == "" {
+		return c.Provider
+	}
+	return c.Provider + ":" + c.Model
+}
+
+// Errors is every problem of one file, each with its line.
+type Errors struct {
+	File string
+	List []LineError
+}
+
+// LineError is one problem at a line (0: the file as a whole).
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *Errors) Error() string {
+	var b strings.Builder
+	for i, le := range e.List {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if le.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d: %s", e.File, le.Line, le.Msg)
+		} else {
+			fmt.Fprintf(&b, "%s: %s", e.File, le.Msg)
+		}
+	}
+	return b.String()
+}
+
+func (e *Errors) add(line int, format string, args ...any) {
+	e.List = append(e.List, LineError{Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (e *Errors) err() error {
+	if len(e.List) == 0 {
+		return nil
+	}
+	return e
+}
+
+// Checker decides whether a provider:model names something orcr can run.
+type Checker func(provider, model string) error
+
+// Parse reads one role file's text. name is the role's name (the file's base name),
+// file is used in messages. check validates each provider:model (nil: no check).
+// Skill files must exist and be readable; template variables are collected.
+func Parse(name, file string, src []byte, check Checker) (*Role, error) {
+	errs := &Errors{File: file}
+	if len(src) > MaxFile {
+		errs.add(0, "file is %d bytes, over the %d-byte limit", len(src), MaxFile)
+		return nil, errs
+	}
+	lines := keyLines(src)
+	var raw rawRole
+	md, err := toml.Decode(string(src), &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			errs.add(pe.Position.Line, "%s", pe.Message)
+		} else {
+			errs.add(0, "%v", err)
+		}
+		return nil, errs
+	}
+	for _, k := range md.Undecoded() {
+		top := k[0]
+		errs.add(lines[top], "unknown key %q (known: %s)", k.String(), strings.Join(knownKeys, ", "))
+	}
+	r := &Role{Name: name, File: file, Lines: lines, Env: raw.Env, Skills: raw.Skills}
+	if len(raw.Providers) == 0 {
+		errs.add(lines["providers"], `providers is required: a list of "provider:model" in fallback order, e.g. providers = ["claude:sonnet"]`)
+	}
+	seen := map[string]bool{}
+	for _, s := range raw.Providers {
+		p, m, _ := strings.Cut(strings.TrimSpace(s), ":")
+		c := Choice{Provider: p, Model: m}
+		if p == "" {
+			errs.add(lines["providers"], "providers: %q names no provider", s)
+			continue
+		}
+		if seen[c.String()] {
+			errs.add(lines["providers"], "providers: %q listed twice", s)
+			continue
+		}
+		seen[c.String()] = true
+		if check != nil {
+			if err := check(p, m); err != nil {
+				errs.add(lines["providers"], "providers: %q: %v", s, err)
+				continue
+			}
+		}
+		r.Providers = append(r.Providers, c)
+	}
+	if raw.Prompt != nil {
+		r.Prompt = *raw.Prompt
+		if err := checkTemplate(r.Prompt); err != nil {
+			errs.add(lines["prompt"], "prompt: %v", err)
+		}
+	}
+	if raw.SystemPrompt != nil {
+		r.SystemPrompt = *raw.SystemPrompt
+	}
+	for _, sk := range raw.Skills {
+		p := ExpandHome(sk)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			errs.add(lines["skills"], "skills: %s: no such file", sk)
+		case st.IsDir():
+			errs.add(lines["skills"], "skills: %s is a directory, not a file", sk)
+		case st.Size() > MaxFile:
+			errs.add(lines["skills"], "skills: %s is %d bytes, over the %d-byte limit", sk, st.Size(), MaxFile)
+		}
+	}
+	for k := range raw.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs.add(lines["env"], "env: invalid name %q", k)
+		}
+	}
+	if raw.Worktree != nil {
+		r.Worktree = *raw.Worktree
+		if err := checkTemplate(r.Worktree); err != nil {
+			errs.add(lines["worktree"], "worktree: %v", err)
+		}
+	}
+	if raw.Keep != nil {
+		r.Keep = *raw.Keep
+	}
+	if raw.Priority != nil {
+		r.Priority = *raw.Priority
+	}
+	if raw.BudgetUSD != nil {
+		if *raw.BudgetUSD < 0 {
+			errs.add(lines["budget_usd"], "budget_usd must not be negative")
+		}
+		r.BudgetUSD = *raw.BudgetUSD
+	}
+	if raw.MaxTurns != nil {
+		if *raw.MaxTurns < 0 {
+			errs.add(lines["max_turns"], "max_turns must not be negative")
+		}
+		r.MaxTurns = *raw.MaxTurns
+	}
+	r.SoftTimeout = duration(errs, lines, "soft_timeout", raw.SoftTimeout)
+	r.HardTimeout = duration(errs, lines, "hard_timeout", raw.HardTimeout)
+	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
+		errs.add(lines["soft_timeout"], "soft_timeout %s must be shorter than hard_timeout %s (the wrap-up comes before the stop)",
+			r.SoftTimeout, r.HardTimeout)
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
+	"budget_usd", "max_turns", "soft_timeout", "hard_timeout"}
+
+func duration(errs *Errors, lines map[string]int, key string, s *string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(*s)
+	if err != nil || d <= 0 {
+		errs.add(lines[key], "%s %q: use a positive duration such as \"20m\" or \"1h30m\"", key, *s)
+		return 0
+	}
+	return d
+}
+
+// keyLines finds the line of each top-level key (and of [env]) by a line scan, since
+// the TOML decoder keeps positions private. Role files are flat, so this suffices.
+func keyLines(src []byte) map[string]int {
+	out := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(make([]byte, 64<<10), MaxFile+1)
+	n, table, multi := 0, "", ""
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if multi != "" {
+			if strings.Count(line, multi)%2 == 1 {
+				multi = ""
+			}
+			continue
+		}
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			table = strings.Trim(strings.TrimSpace(strings.Trim(line, "[]")), `"'`)
+			if _, ok := out[table]; !ok {
+				out[table] = n
+			}
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || table != "" {
+			continue
+		}
+		k = strings.Trim(strings.TrimSpace(k), `"'`)
+		if _, dup := out[k]; !dup {
+			out[k] = n
+		}
+		for _, d := range []string{`"""`, `'''`} {
+			if strings.Count(v, d)%2 == 1 {
+				multi = d
+			}
+		}
+	}
+	return out
+}
+
+// ExpandHome turns a leading ~/ into the user's home.
+func ExpandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
+}
+
+// Wire is the role as the API shows it, with where each value came from.
+func (r *Role) Wire() wire.Role {
+	w := wire.Role{Name: r.Name, File: r.File, Prompt: r.Prompt, SystemPrompt: r.SystemPrompt,
+		Skills: append([]string{}, r.Skills...), Env: r.Env, Worktree: r.Worktree, Keep: r.Keep, Priority: r.Priority,
+		BudgetUSD: r.BudgetUSD, MaxTurns: r.MaxTurns, SoftTimeoutSeconds: int(r.SoftTimeout / time.Second),
+		HardTimeoutSeconds: int(r.HardTimeout / time.Second), Vars: templateVars(r.Prompt + " " + r.Worktree),
+		Sources: map[string]string{}}
+	if w.Env == nil {
+		w.Env = map[string]string{}
+	}
+	for _, c := range r.Providers {
+		w.Providers = append(w.Providers, c.String())
+	}
+	base := filepath.Base(r.File)
+	for _, k := range knownKeys {
+		if l, ok := r.Lines[k]; ok {
+			w.Sources[k] = fmt.Sprintf("%s:%d", base, l)
+		} else {
+			w.Sources[k] = "default"
+		}
+	}
+	return w
+}
+
+// Dir is the roles directory: $XDG_CONFIG_HOME/orcr/roles (~/.config when unset).
+func Dir() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "orcr", "roles")
+}
+
+// Load reads role name from dir.
+func Load(dir, name string, check Checker) (*Role, []byte, error) {
+	if !ValidName(name) {
+		return nil, nil, wire.Errorf(wire.CodeInvalidParams, "invalid role name %q: use [a-z0-9][a-z0-9._-]*", name)
+	}
+	file := filepath.Join(dir, name+".toml")
+	src, err := readBounded(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, wire.Errorf(wire.CodeUnknownRole, "no role %q (looked for %s); list them with: orcr role ls", name, file)
+	}
+	if err != nil {
+		return nil, nil, wire.Errorf(wire.CodeBadRole, "read role %s: %v", file, err)
+	}
+	r, err := Parse(name, file, src, check)
+	if err != nil {
+		return nil, src, wire.Errorf(wire.CodeBadRole, "role %s does not load:\n%v", name, err)
+	}
+	return r, src, nil
+}
+
+// List reads every role file in dir, sorted by name; a broken one is listed with its
+// error.
+func List(dir string, check Checker) []wire.Role {
+	ents, _ := os.ReadDir(dir)
+	var out []wire.Role
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".toml")
+		if !ok || e.IsDir() || !ValidName(name) {
+			continue
+		}
+		r, _, err := Load(dir, name, check)
+		if err != nil {
+			out = append(out, wire.Role{Name: name, File: filepath.Join(dir, e.Name()), Error: err.Error()})
+			continue
+		}
+		out = append(out, r.Wire())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 4096)
+	buf := bytes.NewBuffer(b)
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFile+1)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
