@@ -226,6 +226,7 @@ func NewApp(o Options) *cli.Command {
 		app.accountCommand(),
 		app.budgetCommand(),
 		app.scheduleCommand(),
+		app.runCommand(),
 		app.listenerCommand(),
 		app.gcCommand(),
 		app.roleCommand(),

@@ -31,6 +31,7 @@ type Service interface {
 	PlanService
 	CatalogService
 	ListenerService
+	RunService
 }
 
 // KernelService is what the kernel (Engine) serves itself: everything of Service but
@@ -53,6 +54,7 @@ type Composed struct {
 	PlanService
 	CatalogService
 	ListenerService
+	RunService
 }
 
 var _ Service = Composed{}
@@ -171,6 +173,25 @@ type ListenerService interface {
 	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
 	ListenerRemove(ctx context.Context, name string) error
 	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
+}
+
+// RunService runs orchestration runs (package orchestrate/run implements it).
+type RunService interface {
+	RunStart(ctx context.Context, p wire.RunStartParams) (wire.RunView, error)
+	Runs(ctx context.Context) ([]wire.RunView, error)
+	RunStatus(ctx context.Context, name string) (wire.RunView, error)
+	RunEvents(ctx context.Context, p wire.RunEventsParams) ([]wire.RunEntry, error)
+	RunStop(ctx context.Context, name string) (wire.RunView, error)
+	RunFinish(ctx context.Context, name string) (wire.RunFinishResult, error)
+	RunDispatch(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
+	RunHold(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
+	RunRetry(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
+	RunAnswer(ctx context.Context, p wire.RunTextParams) (wire.RunView, error)
+	RunFix(ctx context.Context, p wire.RunTextParams) (wire.RunView, error)
+	// RunDone and RunAsk come from inside a coder's pane: the run and the coder are
+	// the verified caller's.
+	RunDone(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error)
+	RunAsk(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

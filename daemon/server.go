@@ -26,6 +26,7 @@ import (
 	"orcr/core/socket"
 	"orcr/listen"
 	"orcr/orchestrate"
+	"orcr/orchestrate/run"
 	"orcr/pty"
 	"orcr/roles"
 	"orcr/schedule"
@@ -57,6 +58,7 @@ type server struct {
 	acct   *accounts.Service
 	plans  *orchestrate.Service
 	listen *listen.Service
+	runs   *run.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
 	host   core.Host
@@ -164,8 +166,17 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start listeners: %w", err)
 	}
 	s.listen = ls
+	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
+		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(cfg), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	if err := runs.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start runs: %w", err)
+	}
+	s.runs = runs
 	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
-		ListenerService: ls, AccountService: acct, RoleService: rs}
+		ListenerService: ls, AccountService: acct, RoleService: rs, RunService: runs}
 	acct.SetKernel(eng)
 	if err := acct.Start(ctx, s.svc); err != nil {
 		return nil, fmt.Errorf("start accounts: %w", err)
@@ -190,6 +201,9 @@ func (s *server) close(ctx context.Context) {
 	defer cancel()
 	if s.sock != nil {
 		s.sock.Close()
+	}
+	if s.runs != nil {
+		s.runs.Close()
 	}
 	if s.plans != nil {
 		s.plans.Close()

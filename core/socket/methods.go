@@ -201,6 +201,7 @@ var handlers = func() map[string]handler {
 			return wire.ListenerResult{Listener: l}, err
 		}),
 	}
+	table = append(table, runHandlers...)
 	m := make(map[string]handler, len(table))
 	for _, h := range table {
 		if _, dup := m[h.spec.Name]; dup {

@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"orcr/core/wire"
+)
+
+// runCommand is `orcr run …` (DESIGN §8): start, watch and steer orchestration runs.
+func (app *app) runCommand() *cli.Command {
+	name := func(c *cli.Command) (string, error) {
+		if c.Args().Len() == 0 {
+			return "", fmt.Errorf("%s needs the run's NAME (the plan's name); see `orcr run status`", c.FullName())
+		}
+		return c.Args().First(), nil
+	}
+	ms := func(c *cli.Command) (string, []string, error) {
+		if c.Args().Len() < 2 {
+			return "", nil, fmt.Errorf("%s needs NAME and milestones, e.g. orcr %s csv-import M1 M2", c.FullName(), c.FullName())
+		}
+		return c.Args().First(), c.Args().Slice()[1:], nil
+	}
+	text := func(c *cli.Command) (wire.RunTextParams, error) {
+		a := c.Args().Slice()
+		if len(a) < 3 || strings.TrimSpace(strings.Join(a[2:], " ")) == "" {
+			return wire.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. orcr %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
+		}
+		return wire.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
+	}
+	show := func(ctx context.Context, c *cli.Command, v wire.RunView, err error) error {
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			return printJSON(app.out, wire.RunResult{Run: v})
+		}
+		writeRun(app.out, v, time.Now())
+		return nil
+	}
+	return &cli.Command{
+		Name:  "run",
+		Usage: "orchestration runs: an autopilot drives coders through checks, review and merge to feature/NAME",
+		Commands: []*cli.Command{
+			{
+				Name: "start", Usage: "start the run of an approved plan", ArgsUsage: "NAME",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "coders", Usage: "coders in the pool (default 2; shared mode 1)"},
+					&cli.StringFlag{Name: "mode", Usage: "worktree | shared (default: the plan's)"},
+					&cli.StringFlag{Name: "check", Usage: "check command (default: the plan's)"},
+					&cli.DurationFlag{Name: "check-timeout", Usage: "bound on one check run (default 10m)"},
+					&cli.StringFlag{Name: "reviewer", Usage: "reviewer P[:MODEL] (default: no review)"},
+					&cli.StringFlag{Name: "coder", Usage: "run every coder on P[:MODEL] instead of the catalog's pick per tier"},
+					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead)"},
+					&cli.StringFlag{Name: "base", Usage: "base branch (default: the repository's current branch)"},
+					jsonFlag(),
+				},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, err := name(c)
+					if err != nil {
+						return err
+					}
+					p := wire.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
+						CheckTimeoutSeconds: int(c.Duration("check-timeout").Seconds()), Reviewer: c.String("reviewer"),
+						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
+					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
+						if rest[0] == "--" {
+							rest = rest[1:]
+						}
+						p.CoderArgv = rest
+					}
+					v, err := service(ctx).RunStart(ctx, p)
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "status", Usage: "per milestone: state, coder/model, rounds, time; what waits on whom", ArgsUsage: "[NAME]",
+				Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if c.Args().Len() == 0 {
+						rs, err := service(ctx).Runs(ctx)
+						if err != nil {
+							return err
+						}
+						if c.Bool("json") {
+							return printJSON(app.out, wire.RunListResult{Runs: rs})
+						}
+						if len(rs) == 0 {
+							fmt.Fprintln(app.out, "no runs; start one with `orcr run start NAME` once its plan is approved")
+						}
+						for _, r := range rs {
+							merged := 0
+							for _, m := range r.Milestones {
+								if m.State == "merged" {
+									merged++
+								}
+							}
+							fmt.Fprintf(app.out, "%s\t%s\t%d/%d merged\n", r.Name, r.State, merged, len(r.Milestones))
+						}
+						return nil
+					}
+					v, err := service(ctx).RunStatus(ctx, c.Args().First())
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "events", Usage: "the run's stored event log, from 1", ArgsUsage: "NAME",
+				Flags: []cli.Flag{&cli.Uint64Flag{Name: "after", Usage: "entries after this seq"}, jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, err := name(c)
+					if err != nil {
+						return err
+					}
+					es, err := service(ctx).RunEvents(ctx, wire.RunEventsParams{Name: n, After: c.Uint64("after")})
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, wire.RunEventsResult{Entries: es})
+					}
+					tw := tabwriter.NewWriter(app.out, 0, 0, 2, ' ', 0)
+					for _, e := range es {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Local().Format("15:04:05"), e.Type, e.Kind, e.M, firstLineOf(e.Text))
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name: "stop", Usage: "stop the run: open milestones are held, coders stopped", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, err := name(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunStop(ctx, n)
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "finish", Usage: "remove worktrees and refs (feature/NAME stays), push, open the pull request", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, err := name(c)
+					if err != nil {
+						return err
+					}
+					res, err := service(ctx).RunFinish(ctx, n)
+					if err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						return printJSON(app.out, res)
+					}
+					for _, d := range res.Done {
+						fmt.Fprintf(app.out, "done: %s\n", d)
+					}
+					for _, d := range res.NotDone {
+						fmt.Fprintf(app.out, "not done: %s\n", d)
+					}
+					return nil
+				},
+			},
+			{
+				Name: "dispatch", Usage: "start ready milestones", ArgsUsage: "NAME M…", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, m, err := ms(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunDispatch(ctx, wire.RunMilestonesParams{Name: n, Milestones: m})
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "hold", Usage: "hold milestones (their coders are freed)", ArgsUsage: "NAME M…",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason"}, jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, m, err := ms(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunHold(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "retry", Usage: "a fresh start of held or failed milestones", ArgsUsage: "NAME M…",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "tier", Usage: "small | medium | high"}, jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					n, m, err := ms(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunRetry(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "answer", Usage: "answer a coder's question (it goes back to the same coder)", ArgsUsage: "NAME M TEXT", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					p, err := text(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunAnswer(ctx, p)
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "fix", Usage: "one follow-up job for a merged milestone, checked and reviewed", ArgsUsage: "NAME M TEXT", Flags: []cli.Flag{jsonFlag()},
+				Action: func(ctx context.Context, c *cli.Command) error {
+					p, err := text(c)
+					if err != nil {
+						return err
+					}
+					v, err := service(ctx).RunFix(ctx, p)
+					return show(ctx, c, v, err)
+				},
+			},
+			{
+				Name: "done", Usage: "inside a coder's pane: the milestone is committed, check it", ArgsUsage: "M",
+				Action: func(ctx context.Context, c *cli.Command) error {
+					if c.Args().Len() != 1 {
+						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
+					}
+					m, err := service(ctx).RunDone(ctx, wire.RunCallerParams{Milestone: c.Args().First()})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(app.out, "%s: %s; %s\n", m.ID, m.State, m.Waits)
+					return nil
+				},
+			},
+			{
+				Name: "ask", Usage: "inside a coder's pane: ask a question; the milestone waits for the answer", ArgsUsage: "M TEXT",
+				Action: func(ctx context.Context, c *cli.Command) error {
+					a := c.Args().Slice()
+					if len(a) < 2 {
+						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
+					}
+					m, err := service(ctx).RunAsk(ctx, wire.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(app.out, "%s: %s; the answer comes back to you here — stop now\n", m.ID, m.State)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func firstLineOf(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	if len(l) > 160 {
+		l = l[:160] + "…"
+	}
+	return l
+}
+
+// writeRun prints a run: a header, then one row per milestone.
+func writeRun(w io.Writer, v wire.RunView, now time.Time) {
+	fmt.Fprintf(w, "run %s: %s — %s at %s, from %s; check %q; %d coders", v.Name, v.State, v.Feature, shortSHA(v.Tip), v.Base, v.Check, v.Coders)
+	if v.Reviewer != "" {
+		fmt.Fprintf(w, ", reviewer %s", v.Reviewer)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MILESTONE\tSTATE\tTIER\tCODER\tMODEL\tROUNDS\tTIME\tWAITS ON")
+	for _, m := range v.Milestones {
+		tier := m.Tier
+		if m.TierNow != m.Tier {
+			tier += "→" + m.TierNow
+		}
+		t := "-"
+		if m.ElapsedSeconds > 0 {
+			t = (time.Duration(m.ElapsedSeconds) * time.Second).String()
+			if m.EstimateSeconds > 0 {
+				t += " / " + (time.Duration(m.EstimateSeconds) * time.Second).String()
+			}
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%d/%d/%d\t%s\t%s\n", m.ID, m.Title, m.State, tier, dash(m.Coder), dash(m.Model),
+			m.Rounds.Check, m.Rounds.Review, m.Rounds.Conflict, t, m.Waits)
+	}
+	tw.Flush()
+	for _, m := range v.Milestones {
+		if m.Question != "" {
+			fmt.Fprintf(w, "%s asks: %s\n", m.ID, m.Question)
+		}
+	}
+	if len(v.Inbox) > 0 {
+		fmt.Fprintf(w, "waiting for the lead: %d message(s)\n", len(v.Inbox))
+	}
+	if v.Summary != "" {
+		fmt.Fprintf(w, "summary: %s\n", v.Summary)
+	}
+}
+
+func shortSHA(s string) string {
+	if len(s) > 10 {
+		return s[:10]
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+package wire
+
+import "time"
+
+// Orchestration runs (DESIGN §8 "Run"): the run.* methods and their types.
+
+// Run methods.
+const (
+	MethodRunStart    = "run.start"
+	MethodRunList     = "run.list"
+	MethodRunStatus   = "run.status"
+	MethodRunEvents   = "run.events"
+	MethodRunStop     = "run.stop"
+	MethodRunFinish   = "run.finish"
+	MethodRunDispatch = "run.dispatch"
+	MethodRunHold     = "run.hold"
+	MethodRunRetry    = "run.retry"
+	MethodRunAnswer   = "run.answer"
+	MethodRunFix      = "run.fix"
+	MethodRunDone     = "run.done"
+	MethodRunAsk      = "run.ask"
+)
+
+// Run events published on the event stream.
+const (
+	// EventRun is one entry of a run's log (Data: run, seq, type, kind, m, text).
+	EventRun = "run.event"
+	// EventRunNotify is something the user must see (Data: run, m, text).
+	EventRunNotify = "run.notify"
+)
+
+// The run API, declared after the kernel's and the schedules' methods.
+var (
+	RunStartM    = unary[RunStartParams, RunResult](MethodRunStart, "Start the run of an approved plan: feature/NAME from the base branch, the lead, the autopilot.")
+	RunListM     = unary[Empty, RunListResult](MethodRunList, "Every run, newest state.")
+	RunStatusM   = unary[RunNameParams, RunResult](MethodRunStatus, "One run: per milestone its state, coder and model, rounds and time; what waits on whom.")
+	RunEventsM   = unary[RunEventsParams, RunEventsResult](MethodRunEvents, "A run's stored event log after a cursor.")
+	RunStopM     = unary[RunNameParams, RunResult](MethodRunStop, "Stop a run: every open milestone is held, its coders stopped.")
+	RunFinishM   = unary[RunNameParams, RunFinishResult](MethodRunFinish, "Remove the run's worktrees and refs but feature/NAME, push it, open the pull request.")
+	RunDispatchM = unary[RunMilestonesParams, RunResult](MethodRunDispatch, "Start ready milestones.")
+	RunHoldM     = unary[RunMilestonesParams, RunResult](MethodRunHold, "Hold milestones (their coders are freed).")
+	RunRetryM    = unary[RunMilestonesParams, RunResult](MethodRunRetry, "A fresh start of held or failed milestones, optionally at another tier.")
+	RunAnswerM   = unary[RunTextParams, RunResult](MethodRunAnswer, "Answer the question of a milestone's coder.")
+	RunFixM      = unary[RunTextParams, RunResult](MethodRunFix, "A follow-up job for a merged milestone, checked and reviewed.")
+	RunDoneM     = unary[RunCallerParams, RunMilestone](MethodRunDone, "From a coder's pane: the milestone is committed and ready for its check.")
+	RunAskM      = unary[RunCallerParams, RunMilestone](MethodRunAsk, "From a coder's pane: a question that pauses the milestone and wakes the lead.")
+)
+
+// RunStartParams starts a run (run.start).
+type RunStartParams struct {
+	Name   string `json:"name"`
+	Coders int    `json:"coders,omitempty"` // pool size (default 2; shared mode: 1)
+	Mode   string `json:"mode,omitempty"`   // worktree | shared (default: the plan's)
+	Check  string `json:"check,omitempty"`  // overrides the plan's check command
+	// CheckTimeoutSeconds bounds one check run (default 600).
+	CheckTimeoutSeconds int `json:"checkTimeoutSeconds,omitempty"`
+	// Reviewer is provider[:model] of the reviewer; empty for no review.
+	Reviewer string `json:"reviewer,omitempty"`
+	// Coder, when set, is provider[:model] every coder runs on instead of the
+	// catalog's pick for the tier; CoderArgv is the shell provider's program.
+	Coder     string   `json:"coder,omitempty"`
+	CoderArgv []string `json:"coderArgv,omitempty"`
+	// Lead is provider[:model] of the run's lead (default: the plan's lead); "none"
+	// starts no lead (the user dispatches; ready work starts by itself).
+	Lead string `json:"lead,omitempty"`
+	Base string `json:"base,omitempty"` // the base branch (default: the repository's current branch)
+}
+
+// RunNameParams names a run.
+type RunNameParams struct {
+	Name string `json:"name"`
+}
+
+// RunMilestonesParams names milestones of a run (dispatch, hold, retry).
+type RunMilestonesParams struct {
+	Name       string   `json:"name"`
+	Milestones []string `json:"milestones"`
+	Tier       string   `json:"tier,omitempty"` // retry: the tier of the fresh round
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// RunTextParams carries text for one milestone (answer, fix).
+type RunTextParams struct {
+	Name      string `json:"name"`
+	Milestone string `json:"milestone"`
+	Text      string `json:"text"`
+}
+
+// RunCallerParams is run done / run ask from inside a coder's pane: the run and the
+// coder are the caller's (ORCR_ID).
+type RunCallerParams struct {
+	Milestone string `json:"milestone"`
+	Text      string `json:"text,omitempty"`
+}
+
+// RunEventsParams reads a run's log.
+type RunEventsParams struct {
+	Name  string `json:"name"`
+	After uint64 `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// RunView is a run as clients see it.
+type RunView struct {
+	Name       string         `json:"name"`
+	State      string         `json:"state"` // running | finishing | done | failed | stopped | waiting
+	Repo       string         `json:"repo"`
+	Base       string         `json:"base"`
+	Feature    string         `json:"feature"` // feature/NAME
+	Tip        string         `json:"tip"`     // its commit as the run left it
+	Check      string         `json:"check"`
+	Mode       string         `json:"mode"`
+	Reviewer   string         `json:"reviewer"`
+	Coders     int            `json:"coders"`
+	Milestones []RunMilestone `json:"milestones"`
+	Pool       []RunCoder     `json:"pool"`
+	// Inbox is what waits for the lead (not yet delivered).
+	Inbox   []string  `json:"inbox"`
+	Summary string    `json:"summary"` // the summary file, once written
+	Created time.Time `json:"createdAt"`
+	Seq     uint64    `json:"seq"`
+}
+
+// RunMilestone is one milestone of a run.
+type RunMilestone struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	State    string `json:"state"`
+	Tier     string `json:"tier"`    // planned
+	TierNow  string `json:"tierNow"` // working on it now
+	Coder    string `json:"coder"`
+	Model    string `json:"model"`
+	Rounds   Rounds `json:"rounds"`
+	Question string `json:"question"`
+	Reason   string `json:"reason"`
+	// Waits says what the milestone waits on, in words ("coder-2", "the reviewer",
+	// "an answer", "M1 to merge", "a free coder").
+	Waits           string `json:"waits"`
+	ElapsedSeconds  int    `json:"elapsedSeconds"`
+	EstimateSeconds int    `json:"estimateSeconds"`
+	Commit          string `json:"commit"`
+}
+
+// Rounds counts a milestone's failed rounds by kind.
+type Rounds struct {
+	Check    int `json:"check"`
+	Review   int `json:"review"`
+	Conflict int `json:"conflict"`
+}
+
+// RunCoder is one coder of a run's pool.
+type RunCoder struct {
+	Name         string     `json:"name"`
+	Tier         string     `json:"tier"`
+	Model        string     `json:"model"`
+	Milestone    string     `json:"milestone"`
+	BenchedUntil *time.Time `json:"benchedUntil"`
+}
+
+// RunResult wraps one run.
+type RunResult struct {
+	Run RunView `json:"run"`
+}
+
+// RunListResult answers run.list.
+type RunListResult struct {
+	Runs []RunView `json:"runs"`
+}
+
+// RunEntry is one entry of a run's log.
+type RunEntry struct {
+	Seq  uint64    `json:"seq"`
+	At   time.Time `json:"at"`
+	Type string    `json:"type"` // start | fact | did | refused
+	Kind string    `json:"kind"` // the fact's or the action's kind
+	M    string    `json:"m"`
+	Text string    `json:"text"`
+}
+
+// RunEventsResult answers run.events.
+type RunEventsResult struct {
+	Entries []RunEntry `json:"entries"`
+}
+
+// RunFinishResult says what finish did and what it did not do, and why.
+type RunFinishResult struct {
+	Run     RunView  `json:"run"`
+	Done    []string `json:"done"`
+	NotDone []string `json:"notDone"`
+	PRURL   string   `json:"prUrl"`
+}

@@ -1,0 +1,413 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/orchestrate"
+)
+
+// The run's agents: coders (runs/NAME/coder-N), the reviewer and the lead. Each is an
+// ordinary orcr agent: attach to it, read it, steer it.
+
+// Lead delivery (DESIGN §8 "Waking the lead").
+const (
+	LeadResend   = 5 * time.Minute
+	LeadAttempts = 3 // re-sends before the user is told
+)
+
+// planMilestone is milestone id of rec's plan file as approved (nil when the file is
+// gone or no longer parses).
+func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
+	b, err := os.ReadFile(rec.PlanFile)
+	if err != nil {
+		return nil
+	}
+	p, _ := orchestrate.Parse(b, orchestrate.Options{})
+	if p == nil {
+		return nil
+	}
+	return p.Milestone(id)
+}
+
+// autonomy is the argv that lets an agent of provider work without prompts on what
+// it needs and nothing else (DESIGN §8 "Autonomy"; agent-clis §8 for claude): edits
+// accepted, an allow-list of commands; anything else prompts and becomes a
+// notification. No mode that is refused to root.
+func autonomy(provider string, commands []string) []string {
+	switch provider {
+	case "claude":
+		argv := []string{"--allowedTools"}
+		for _, c := range commands {
+			argv = append(argv, "Bash("+c+":*)")
+		}
+		// --permission-mode after the list ends the variadic --allowedTools, so the
+		// prompt that follows is not taken for one more tool.
+		return append(argv, "--permission-mode", "acceptEdits")
+	case "codex":
+		return []string{"--sandbox", "workspace-write", "--ask-for-approval", "on-request"}
+	}
+	return nil
+}
+
+// checkPrefix is the allow-list form of the check command: its first two words.
+func checkPrefix(check string) string {
+	f := strings.Fields(check)
+	if len(f) > 2 {
+		f = f[:2]
+	}
+	return strings.Join(f, " ")
+}
+
+// model picks provider and model for a coder of tier.
+func (s *Service) model(rec Record, tier string) (provider, model string, err error) {
+	if rec.Coder != "" {
+		provider, model, _ = strings.Cut(rec.Coder, ":")
+		return provider, model, nil
+	}
+	cat, err := orchestrate.Load(orchestrate.DefaultFS, s.o.CatalogPath)
+	if err != nil {
+		return "", "", err
+	}
+	picks := cat.Pick(tier, false, s.o.Available)
+	if len(picks) == 0 {
+		picks = cat.Pick(tier, true, s.o.Available)
+	}
+	if len(picks) == 0 {
+		return "", "", fmt.Errorf("no installed model in the catalog qualifies for tier %s (see `orcr catalog`)", tier)
+	}
+	return picks[0].Provider, picks[0].ID, nil
+}
+
+// Brief is the coder's brief for milestone m: the goal and the acceptance, how to
+// report, how to ask — never how to do it.
+func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are a coder of orcr run %s, building milestone %s: %s.\n\n", run, m.ID, m.Title)
+	fmt.Fprintf(&b, "Work in %s (branch %s).\n\n", dir, MilestoneBranch(run, m.ID))
+	fmt.Fprintf(&b, "Goal:\n%s\n\nAcceptance:\n%s\n\n", m.Goal.Text, m.Acceptance.Text)
+	fmt.Fprintf(&b, "When it is done: commit everything (`git add -A && git commit -m \"%s: …\"`) and run `orcr run done %s`. A check runs on your commits; its output comes back to you if it fails.\n", m.ID, m.ID)
+	fmt.Fprintf(&b, "If you need a decision you cannot make from the goal: run `orcr run ask %s \"your question\"` and stop; the answer comes back to you.\n", m.ID)
+	if extra != "" {
+		fmt.Fprintf(&b, "\n%s\n", extra)
+	}
+	return b.String()
+}
+
+// brief gives coder a.Coder milestone a.M: its worktree is made (from the feature
+// tip), the coder's agent started in it with the brief as its prompt — a fresh agent
+// per milestone, since an agent's folder is fixed at its start.
+func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
+	name := rec.Run.Name
+	m, _ := rec.Run.Milestone(a.M)
+	pm := s.planMilestone(rec, a.M)
+	if pm == nil {
+		return fmt.Errorf("milestone %s is not in %s any more", a.M, rec.PlanFile)
+	}
+	dir := s.workDir(rec, a.M)
+	g := s.git(rec.Repo)
+	if rec.Mode == "shared" {
+		if _, err := g.EnsureBranch(ctx, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, nil, "checkout", MilestoneBranch(name, a.M)); err != nil {
+			return err
+		}
+	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
+		return err
+	}
+	if len(m.Coders) > 1 || m.Author != "" {
+		// Work handed on: a coder cut off during `git commit` leaves the index
+		// locked, and nobody else writes in this worktree.
+		g.at(dir).clearIndexLock(ctx)
+	}
+	text := Brief(name, dir, pm, a.Text)
+	mu := s.coderLock(name, a.Coder)
+	mu.Lock()
+	defer mu.Unlock()
+	if old, err := s.o.Agents.Get(ctx, rec.Agents[a.Coder]); err == nil && rec.Agents[a.Coder] != "" && old.State.Live() {
+		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
+			return nil // started already (this action is performed again after a restart)
+		}
+		s.stopAgent(ctx, rec, a.Coder)
+	}
+	provider, model, err := s.model(rec, a.Tier)
+	if err != nil {
+		return err
+	}
+	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
+		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)})}
+	if provider == "shell" {
+		p.Argv = rec.CoderArgv
+	}
+	ag, err := s.runAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, err = s.runs.Update(ctx, name, func(r *Record) {
+		if r.Agents == nil {
+			r.Agents, r.Models = map[string]string{}, map[string]string{}
+		}
+		if r.Models == nil {
+			r.Models = map[string]string{}
+		}
+		r.Agents[a.Coder] = ag.ID
+		r.Models[a.Coder] = strings.TrimSuffix(provider+":"+model, ":")
+		r.Sent = setTime(r.Sent, a.Coder, s.now())
+	})
+	return err
+}
+
+// clearIndexLock removes the index.lock of the worktree at g.Dir, if there is one.
+func (g Git) clearIndexLock(ctx context.Context) {
+	p, err := g.run(ctx, nil, "rev-parse", "--git-path", "index.lock")
+	if err != nil || p == "" {
+		return
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(g.Dir, p)
+	}
+	_ = os.Remove(p)
+}
+
+func setTime(m map[string]time.Time, k string, t time.Time) map[string]time.Time {
+	if m == nil {
+		m = map[string]time.Time{}
+	}
+	m[k] = t
+	return m
+}
+
+// runAgent starts an agent, waiting out a path still held by the agent just stopped
+// there.
+func (s *Service) runAgent(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := s.o.Agents.Run(ctx, p)
+		if err == nil || !errors.Is(err, wire.ErrPathTaken) || time.Now().After(deadline) {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return a, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// send types text into the run agent who, on one line (a newline would submit half).
+func (s *Service) send(ctx context.Context, name, who, text string) error {
+	mu := s.coderLock(name, who)
+	mu.Lock()
+	defer mu.Unlock()
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	id := rec.Agents[who]
+	if id == "" {
+		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
+	}
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, s.now()) }); err != nil {
+		return err
+	}
+	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(text), Enter: true})
+}
+
+// flatten puts a message on one line: blank lines become " — ", other breaks spaces.
+func flatten(text string) string {
+	var paras []string
+	for _, p := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			paras = append(paras, p)
+		}
+	}
+	return strings.Join(paras, " — ")
+}
+
+func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
+	id := rec.Agents[who]
+	if id == "" {
+		return
+	}
+	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Terminal() {
+		return
+	}
+	s.mu.Lock()
+	s.stopped[id] = true
+	s.mu.Unlock()
+	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
+		s.log.Warn("runs: stop agent", "run", rec.Run.Name, "who", who, "err", err)
+	}
+}
+
+// stoppedByUs reports an agent the autopilot stopped itself: its end is no vanishing.
+func (s *Service) stoppedByUs(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped[id]
+}
+
+// ---- the reviewer ----
+
+// ReviewPrompt asks the reviewer about one milestone.
+func ReviewPrompt(run, dir, base string, m Milestone, pm *orchestrate.Milestone) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You review milestone %s (%s) of orcr run %s. The work is checked out read-only in %s.\n", m.ID, m.Title, run, dir)
+	fmt.Fprintf(&b, "Read the change with `git diff %s...%s` there.\n\n", short40(base), short40(m.Checked))
+	if pm != nil {
+		fmt.Fprintf(&b, "Goal:\n%s\n\nAcceptance:\n%s\n\n", pm.Goal.Text, pm.Acceptance.Text)
+	}
+	b.WriteString("Do not change any file. End your answer with exactly one line `VERDICT: approve` or `VERDICT: changes`, and for each problem that must be fixed before merging one line `BLOCKER: file:line — what — why`.\n")
+	return b.String()
+}
+
+func short40(h string) string { return h }
+
+func (s *Service) review(ctx context.Context, rec Record, a Action) error {
+	name := rec.Run.Name
+	m, _ := rec.Run.Milestone(a.M)
+	dir := ReviewDir(s.o.Home, name)
+	if err := s.git(rec.Repo).ReviewCheckout(ctx, dir, a.Head); err != nil {
+		return err
+	}
+	text := ReviewPrompt(name, dir, rec.Run.Feature, m, s.planMilestone(rec, a.M))
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Reviewing = a.M + "@" + a.Head }); err != nil {
+		return err
+	}
+	if old, err := s.o.Agents.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
+		return s.send(ctx, name, "reviewer", text)
+	}
+	provider, model, _ := strings.Cut(rec.Reviewer, ":")
+	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
+		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"})})
+	if err != nil {
+		return err
+	}
+	_, err = s.runs.Update(ctx, name, func(r *Record) {
+		if r.Agents == nil {
+			r.Agents = map[string]string{}
+		}
+		r.Agents["reviewer"] = ag.ID
+		r.Sent = setTime(r.Sent, "reviewer", s.now())
+	})
+	return err
+}
+
+func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
+	if a.State != wire.StateDone || rec.Reviewing == "" || !a.StateAt.After(rec.Sent["reviewer"]) {
+		return
+	}
+	m, head, _ := strings.Cut(rec.Reviewing, "@")
+	v := ParseReview(a.LastMessage)
+	if _, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Reviewing = "" }); err != nil {
+		return
+	}
+	s.apply(ctx, rec.Run.Name, Fact{Kind: FReviewed, M: m, Head: head, Verdict: &v})
+}
+
+// ---- the lead ----
+
+// LeadPrompt is the run lead's first prompt.
+func LeadPrompt(rec Record) string {
+	n := rec.Run.Name
+	return fmt.Sprintf(`You are the lead of orcr run %[1]s, which builds the approved plan %[2]s on branch feature/%[1]s.
+An autopilot does everything between your decisions: coders, checks, review, merges. You decide what starts and what happens when something fails or a coder asks.
+Commands: `+"`orcr run dispatch %[1]s M1 M2`"+` starts ready milestones; `+"`orcr run answer %[1]s M1 \"…\"`"+` answers a coder's question; `+"`orcr run retry %[1]s M1 --tier high`"+` retries a failed one; `+"`orcr run hold %[1]s M1`"+` holds one; `+"`orcr run status %[1]s`"+` shows where everything is.
+The autopilot sends you what you must hear (ready, merged, asked, failed, all done) in one message at a time. Act on it with those commands, then stop and wait for the next message.
+Now: dispatch the milestones that are ready.`, n, rec.PlanFile)
+}
+
+func (s *Service) startLead(ctx context.Context, rec Record) error {
+	if rec.Lead == "" || rec.Lead == "none" {
+		return nil
+	}
+	provider, model, _ := strings.Cut(rec.Lead, ":")
+	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
+		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"})})
+	if err != nil {
+		return err
+	}
+	_, err = s.runs.Update(ctx, rec.Run.Name, func(r *Record) {
+		if r.Agents == nil {
+			r.Agents = map[string]string{}
+		}
+		r.Agents["lead"] = ag.ID
+		r.Sent = setTime(r.Sent, "lead", s.now())
+	})
+	return err
+}
+
+// toLead puts text in the lead's inbox and delivers when the lead is idle.
+func (s *Service) toLead(ctx context.Context, name, text string) error {
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Inbox = append(r.Inbox, text) }); err != nil {
+		return err
+	}
+	s.deliverLead(ctx, name)
+	return nil
+}
+
+func (s *Service) onLead(ctx context.Context, rec Record, a wire.Agent) {
+	switch {
+	case a.State == wire.StateWorking && rec.LeadSent != nil && !a.StateAt.Before(rec.LeadSent.At):
+		// Its next turn started: the batch got through.
+		s.runs.Update(ctx, rec.Run.Name, func(r *Record) {
+			if r.LeadSent != nil {
+				r.Inbox = append([]string(nil), r.Inbox[min(r.LeadSent.N, len(r.Inbox)):]...)
+				r.LeadSent = nil
+			}
+		})
+	case a.State == wire.StateDone || a.State == wire.StateIdle:
+		s.deliverLead(ctx, rec.Run.Name)
+	}
+}
+
+// deliverLead sends the whole inbox as one message when the lead is idle: first when
+// it is there, again every LeadResend while it is not taken up, LeadAttempts times,
+// then the user is told.
+func (s *Service) deliverLead(ctx context.Context, name string) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil || len(rec.Inbox) == 0 || rec.Agents["lead"] == "" {
+		return
+	}
+	now := s.now()
+	if ls := rec.LeadSent; ls != nil {
+		if now.Before(ls.At.Add(LeadResend)) || ls.Told {
+			return
+		}
+		if ls.Tries > LeadAttempts {
+			s.runs.Update(ctx, name, func(r *Record) {
+				if r.LeadSent != nil {
+					r.LeadSent.Told = true
+				}
+			})
+			s.notify(ctx, name, "", fmt.Sprintf("the lead of run %s has not taken up %d messages after %d re-sends: look at it with `orcr agent attach runs/%s/lead`", name, len(rec.Inbox), LeadAttempts, name))
+			return
+		}
+	}
+	a, err := s.o.Agents.Get(ctx, rec.Agents["lead"])
+	if err != nil || (a.State != wire.StateDone && a.State != wire.StateIdle) {
+		return
+	}
+	text := "orcr run " + name + ": " + strings.Join(rec.Inbox, " | ") + " — act with `orcr run dispatch|answer|retry|hold " + name + " …`, then stop."
+	tries := 1
+	if rec.LeadSent != nil {
+		tries = rec.LeadSent.Tries + 1
+	}
+	if _, err := s.runs.Update(ctx, name, func(r *Record) {
+		r.LeadSent = &LeadSend{N: len(rec.Inbox), At: now, Tries: tries}
+	}); err != nil {
+		return
+	}
+	if err := s.send(ctx, name, "lead", text); err != nil {
+		s.log.Warn("runs: send to the lead", "run", name, "err", err)
+	}
+	rec, _ = s.runs.Get(ctx, name)
+	s.schedule(rec)
+}

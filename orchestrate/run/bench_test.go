@@ -1,0 +1,209 @@
+package run_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/wait"
+)
+
+// instantCoder commits its milestone's file and reports done at once, first writing
+// the instant it calls `orcr run done` to stamps/<M>.done. Asked why its turn ended
+// without done, or told its work is not committed (it took over a branch from a coder
+// that was cut off), it commits what there is and reports done, as its brief says.
+func instantCoder(orcr, stamps string) []string {
+	return []string{"sh", "-c", `m=$(basename "$PWD")
+echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N > ` + stamps + `/"$m".done && ` + orcr + ` run done "$m"
+while read -r line; do
+  case "$line" in
+    *"turn ended without"*|*"uncommitted"*|*"no commits"*)
+      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N > ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
+  esac
+done`}
+}
+
+func chainPlan(n int, check string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Plan: chain\nrequest: r\ncheck: %s\n\n", check)
+	for i := 1; i <= n; i++ {
+		dep := "-"
+		if i > 1 {
+			dep = fmt.Sprintf("M%d", i-1)
+		}
+		fmt.Fprintf(&b, "## M%d · Step %d\ndepends: %s\ntier: small\n\n### Goal\nStep %d.\n\n### Acceptance\n- [ ] done\n\n", i, i, dep, i)
+	}
+	return b.String()
+}
+
+func readStamp(t testing.TB, path string) time.Time {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("stamp %s: %v", path, err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(0, ns)
+}
+
+// TestRunOverheadTwentyMilestones runs a chain of 20 milestones with coders that
+// finish instantly, acting as the lead: each milestone is dispatched the moment the
+// run says it is ready. It reports the autopilot's reaction times and overhead:
+//
+//   - run done (the coder's call) → its check started
+//   - merged (the advance of feature/NAME) → the next milestone's coder briefed
+//   - wall time minus check time for the whole run, and store growth per milestone.
+func TestRunOverheadTwentyMilestones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 20-milestone run")
+	}
+	const n = 20
+	g := newRig(t)
+	ctx := context.Background()
+	stamps := t.TempDir()
+	// The check records when it starts and how long it ran.
+	check := `date +%s%N > ` + stamps + `/$(basename "$PWD").check-$(date +%s%N)`
+	g.approve("chain", chainPlan(n, check))
+	evs, err := g.eng.Subscribe(ctx, wire.SubscribeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeBefore := dirSize(filepath.Join(g.home, "store"))
+	start := time.Now()
+	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "chain", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "chain", Milestones: []string{"M1"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The lead's part: dispatch each milestone as soon as the run says it is ready.
+	deadline := time.After(3 * time.Minute)
+	next := 2
+	for next <= n {
+		select {
+		case ev := <-evs:
+			if ev.Event == wire.EventRun && ev.Data["kind"] == "advanced" {
+				if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "chain", Milestones: []string{fmt.Sprintf("M%d", next)}}); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+		case <-deadline:
+			t.Fatalf("stuck at M%d: %+v", next, g.status("chain").Milestones)
+		}
+	}
+	wait.For(t, time.Minute, "the run to finish", func() bool { return g.status("chain").State == "done" })
+	wall := time.Since(start)
+
+	es, err := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "chain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doneToCheck, mergedToBrief []time.Duration
+	var advancedAt time.Time
+	for _, e := range es {
+		switch {
+		case e.Type == "fact" && e.Kind == "advanced":
+			advancedAt = e.At
+		case e.Type == "did" && e.Kind == "brief" && !advancedAt.IsZero():
+			mergedToBrief = append(mergedToBrief, e.At.Sub(advancedAt))
+			advancedAt = time.Time{}
+		}
+	}
+	var starts []time.Time
+	all, _ := filepath.Glob(filepath.Join(stamps, "*.check-*"))
+	for _, f := range all {
+		starts = append(starts, readStamp(t, f))
+	}
+	// Check time: from each check's start stamp to the entry recording its result.
+	var checkTime time.Duration
+	for _, e := range es {
+		if e.Type != "fact" || (e.Kind != "checked" && e.Kind != "final-check") {
+			continue
+		}
+		var last time.Time
+		for _, st := range starts {
+			if !st.After(e.At) && st.After(last) {
+				last = st
+			}
+		}
+		if !last.IsZero() {
+			checkTime += e.At.Sub(last)
+		}
+	}
+	for i := 1; i <= n; i++ {
+		m := fmt.Sprintf("M%d", i)
+		done := readStamp(t, filepath.Join(stamps, m+".done"))
+		files, _ := filepath.Glob(filepath.Join(stamps, m+".check-*"))
+		if len(files) == 0 {
+			t.Fatalf("%s: no check ran", m)
+		}
+		first := readStamp(t, files[0])
+		for _, f := range files {
+			if s := readStamp(t, f); s.Before(first) {
+				first = s
+			}
+		}
+		doneToCheck = append(doneToCheck, first.Sub(done))
+	}
+	storeAfter := dirSize(filepath.Join(g.home, "store"))
+	t.Logf("run done → check started: median %v, max %v (n=%d)", median(doneToCheck), maxOf(doneToCheck), len(doneToCheck))
+	t.Logf("merged → next milestone's coder briefed: median %v, max %v (n=%d)", median(mergedToBrief), maxOf(mergedToBrief), len(mergedToBrief))
+	t.Logf("20-milestone run: wall %v, check time %v, overhead %v; store growth %d KB (%d KB per milestone), %d log entries",
+		wall.Round(time.Millisecond), checkTime.Round(time.Millisecond), (wall - checkTime).Round(time.Millisecond),
+		(storeAfter-storeBefore)>>10, (storeAfter-storeBefore)>>10/n, len(es))
+	if m := median(doneToCheck); m > 100*time.Millisecond {
+		t.Errorf("run done → check started: median %v, want ≤ 100 ms", m)
+	}
+	if m := median(mergedToBrief); m > 200*time.Millisecond {
+		t.Errorf("merged → next dispatched: median %v, want ≤ 200 ms", m)
+	}
+	if wall-checkTime > 10*time.Second { // 5 s is the goal on the idle 2-core machine; tests share it, so fail only at twice that
+		t.Errorf("overhead %v", wall-checkTime)
+	}
+	if per := (storeAfter - storeBefore) / n; per > 64<<10 {
+		t.Errorf("store growth %d KB per milestone, want ≤ 64 KB", per>>10)
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
+
+func maxOf(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,406 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The git side of a run, with the real git. Every operation is safe to perform twice,
+// because a restarted autopilot performs again whatever it had not recorded as done:
+// creating a branch or worktree that exists is a no-op, merging a tip that is merged
+// already changes nothing, and the squash commit is dated by the instant the advance
+// was asked for, so it is the same commit the second time and a compare-and-swap that
+// landed before the crash is recognised instead of applied twice.
+
+// Git runs git commands in one repository.
+type Git struct {
+	Dir string // the repository's top folder (or a worktree of it)
+	// Env is added to git's environment (tests set an identity here).
+	Env []string
+}
+
+// GitError is a git command that failed, with what it said.
+type GitError struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *GitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+// gitTimeout bounds one git command. A git command is not stopped when its caller's
+// context ends (the server shutting down): killed half way, git leaves lock files
+// (refs/heads/…lock, index.lock) that fail every later command, and a half-done
+// operation is worse than a finished one the restart recognises.
+const gitTimeout = 2 * time.Minute
+
+func (g Git) run(ctx context.Context, env []string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.Dir}, args...)...)
+	cmd.Env = append(append(os.Environ(), g.Env...), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), &GitError{Args: args, Stderr: errb.String(), Err: err}
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+func (g Git) at(dir string) Git { return Git{Dir: dir, Env: g.Env} }
+
+// Rev is the commit ref names, or "" when it does not exist.
+func (g Git) Rev(ctx context.Context, ref string) (string, error) {
+	out, err := g.run(ctx, nil, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	var ge *GitError
+	if errors.As(err, &ge) && strings.TrimSpace(ge.Stderr) == "" {
+		return "", nil // --quiet: a missing ref fails silently
+	}
+	return out, err
+}
+
+// Top is the repository's top folder of dir.
+func Top(ctx context.Context, dir string) (string, error) {
+	out, err := Git{Dir: dir}.run(ctx, nil, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("%s is not in a git repository: %w", dir, err)
+	}
+	return out, nil
+}
+
+// CurrentBranch is the branch checked out in the repository ("" when detached).
+func (g Git) CurrentBranch(ctx context.Context) (string, error) {
+	out, err := g.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return "", nil
+	}
+	return out, nil
+}
+
+// EnsureBranch creates branch at from unless it exists, and returns its tip.
+func (g Git) EnsureBranch(ctx context.Context, branch, from string) (string, error) {
+	if tip, err := g.Rev(ctx, "refs/heads/"+branch); err != nil || tip != "" {
+		return tip, err
+	}
+	if _, err := g.run(ctx, nil, "branch", branch, from); err != nil {
+		return "", err
+	}
+	return g.Rev(ctx, "refs/heads/"+branch)
+}
+
+// worktreeMu serialises git's worktree bookkeeping: two `git worktree add` at once in
+// one repository trip over each other's .git/worktrees entries.
+var worktreeMu sync.Mutex
+
+// EnsureWorktree gives branch a worktree at dir (creating the branch at from when it
+// does not exist yet), unless dir is one already.
+func (g Git) EnsureWorktree(ctx context.Context, dir, branch, from string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
+	if _, err := g.EnsureBranch(ctx, branch, from); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	// The checkout is made beside dir and moved in place whole: a checkout cut short
+	// (the server killed during it) must never be taken for a worktree, or the
+	// coder's `git add -A` would commit the files it lacks as deleted.
+	tmp := dir + ".new"
+	if _, err := os.Stat(tmp); err == nil {
+		_, _ = g.run(ctx, nil, "worktree", "remove", "--force", "--force", tmp)
+		_ = os.RemoveAll(tmp)
+	}
+	_, _ = g.run(ctx, nil, "worktree", "prune") // a worktree removed by hand
+	if _, err := g.run(ctx, nil, "worktree", "add", tmp, branch); err != nil {
+		return err
+	}
+	_, err := g.run(ctx, nil, "worktree", "move", tmp, dir)
+	return err
+}
+
+// RemoveWorktree removes the worktree at dir (forcibly: the run owns it).
+func (g Git) RemoveWorktree(ctx context.Context, dir string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		_, _ = g.run(ctx, nil, "worktree", "prune")
+		return nil
+	}
+	makeWritable(dir)
+	if _, err := g.run(ctx, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return err
+		}
+		_, _ = g.run(ctx, nil, "worktree", "prune")
+	}
+	return nil
+}
+
+// DeleteBranch deletes branch when it exists.
+func (g Git) DeleteBranch(ctx context.Context, branch string) error {
+	if tip, err := g.Rev(ctx, "refs/heads/"+branch); err != nil || tip == "" {
+		return err
+	}
+	_, err := g.run(ctx, nil, "branch", "-D", branch)
+	return err
+}
+
+// Branches lists the local branches under prefix ("orcr/NAME/") with their tips.
+func (g Git) Branches(ctx context.Context, prefix string) (map[string]string, error) {
+	out, err := g.run(ctx, nil, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+prefix)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if name, sha, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			m[name] = sha
+		}
+	}
+	return m, nil
+}
+
+// Work is what git says about a milestone's branch when its coder reports.
+type Work struct {
+	Head    string // the branch's tip
+	Commits int    // commits ahead of base
+	Dirty   bool   // uncommitted changes in the worktree (untracked files count)
+}
+
+// WorkOf looks at the worktree dir on branch against base.
+func (g Git) WorkOf(ctx context.Context, dir, branch, base string) (Work, error) {
+	var w Work
+	var err error
+	if w.Head, err = g.Rev(ctx, "refs/heads/"+branch); err != nil {
+		return w, err
+	}
+	if w.Head == "" {
+		return w, fmt.Errorf("branch %s does not exist", branch)
+	}
+	n, err := g.run(ctx, nil, "rev-list", "--count", base+".."+w.Head)
+	if err != nil {
+		return w, err
+	}
+	w.Commits, _ = strconv.Atoi(n)
+	st, err := g.at(dir).run(ctx, nil, "status", "--porcelain")
+	if err != nil {
+		return w, err
+	}
+	w.Dirty = st != ""
+	return w, nil
+}
+
+// MergeIn merges tip into the branch checked out at dir. It returns the branch's new
+// head, or the conflicted paths (the merge is then aborted, so the coder finds a clean
+// worktree and redoes the merge with the message it gets). Merging a tip that is in
+// the branch already returns the head unchanged.
+func (g Git) MergeIn(ctx context.Context, dir, tip, message string) (head string, conflicts []string, err error) {
+	w := g.at(dir)
+	if _, err := w.run(ctx, nil, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		// A merge cut short (performed again after a restart): start it over.
+		_, _ = w.run(ctx, nil, "merge", "--abort")
+	}
+	if _, err := w.run(ctx, nil, "merge-base", "--is-ancestor", tip, "HEAD"); err == nil {
+		h, err := w.Rev(ctx, "HEAD")
+		return h, nil, err
+	}
+	_, merr := w.run(ctx, g.identity(ctx), "merge", "--no-ff", "--no-edit", "-m", message, tip)
+	if merr == nil {
+		h, err := w.Rev(ctx, "HEAD")
+		return h, nil, err
+	}
+	out, err := w.run(ctx, nil, "diff", "--name-only", "--diff-filter=U")
+	if err != nil {
+		return "", nil, merr
+	}
+	_, _ = w.run(ctx, nil, "merge", "--abort")
+	if out == "" {
+		return "", nil, merr // failed for another reason
+	}
+	return "", strings.Split(out, "\n"), nil
+}
+
+// identity is the committer orcr uses where the repository has none configured.
+func (g Git) identity(ctx context.Context) []string {
+	var env []string
+	if n, _ := g.run(ctx, nil, "config", "user.name"); n == "" {
+		env = append(env, "GIT_AUTHOR_NAME=orcr", "GIT_COMMITTER_NAME=orcr")
+	}
+	if e, _ := g.run(ctx, nil, "config", "user.email"); e == "" {
+		env = append(env, "GIT_AUTHOR_EMAIL=orcr@localhost", "GIT_COMMITTER_EMAIL=orcr@localhost")
+	}
+	return env
+}
+
+// SquashCommit makes (without moving any ref) the one commit milestone work head
+// becomes on feature: head's tree on parent, with message, dated at. The same
+// arguments give the same commit.
+func (g Git) SquashCommit(ctx context.Context, parent, head, message string, at time.Time) (string, error) {
+	tree, err := g.run(ctx, nil, "rev-parse", head+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	date := fmt.Sprintf("%d +0000", at.Unix())
+	env := append(g.identity(ctx), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	return g.run(ctx, env, "commit-tree", tree, "-p", parent, "-m", message)
+}
+
+// ErrMoved is what Advance returns when the branch is not where the run left it.
+var ErrMoved = errors.New("branch moved")
+
+// MovedError says where the branch is instead.
+type MovedError struct {
+	Branch, Want, Got string
+}
+
+func (e *MovedError) Error() string {
+	return fmt.Sprintf("%s is at %s, not at %s", e.Branch, short(e.Got), short(e.Want))
+}
+
+func (e *MovedError) Is(t error) bool { return t == ErrMoved }
+
+// Advance moves branch from old to the squash commit of head by compare-and-swap
+// (`git update-ref refs/heads/BRANCH NEW OLD`) and returns the new tip. When the
+// branch is at that commit already (a restart repeating an advance that landed) it
+// returns it; when it is anywhere else it returns a *MovedError and changes nothing.
+func (g Git) Advance(ctx context.Context, branch, old, head, message string, at time.Time) (string, error) {
+	next, err := g.SquashCommit(ctx, old, head, message, at)
+	if err != nil {
+		return "", err
+	}
+	cur, err := g.Rev(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return "", err
+	}
+	switch cur {
+	case next:
+		return next, nil
+	case old:
+	default:
+		return "", &MovedError{Branch: branch, Want: old, Got: cur}
+	}
+	if _, err := g.run(ctx, nil, "update-ref", "-m", "orcr: "+firstLine(message), "refs/heads/"+branch, next, old); err != nil {
+		cur, rerr := g.Rev(ctx, "refs/heads/"+branch)
+		if rerr == nil && cur != old && cur != next {
+			return "", &MovedError{Branch: branch, Want: old, Got: cur}
+		}
+		return "", err
+	}
+	return next, nil
+}
+
+// CommitMessage is a milestone's commit on the feature branch: "M1: title", the goal
+// as its body.
+func CommitMessage(id, title, goal string) string {
+	msg := id + ": " + title
+	if g := strings.TrimSpace(goal); g != "" {
+		msg += "\n\n" + g
+	}
+	return msg + "\n"
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// ReviewCheckout puts the reviewer's read-only checkout at dir on commit head: a
+// detached worktree whose files are not writable, so a reviewer that tries to "fix"
+// things cannot.
+func (g Git) ReviewCheckout(ctx context.Context, dir, head string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		makeWritable(dir)
+		if _, err := g.at(dir).run(ctx, nil, "checkout", "--force", "--detach", head); err != nil {
+			return err
+		}
+		if _, err := g.at(dir).run(ctx, nil, "clean", "-fdx"); err != nil {
+			return err
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+			return err
+		}
+		_, _ = g.run(ctx, nil, "worktree", "prune")
+		if _, err := g.run(ctx, nil, "worktree", "add", "--detach", dir, head); err != nil {
+			return err
+		}
+	}
+	return makeReadOnly(dir)
+}
+
+// Diff is the diff of head against base, as the reviewer reads it.
+func (g Git) Diff(ctx context.Context, base, head string) (string, error) {
+	return g.run(ctx, nil, "diff", base+"..."+head)
+}
+
+func makeReadOnly(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" && p != dir {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&os.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return os.Chmod(p, info.Mode().Perm()&^0o222)
+	})
+}
+
+func makeWritable(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			_ = os.Chmod(p, info.Mode().Perm()|0o200)
+		}
+		return nil
+	})
+}
+
+// Push pushes branch to remote (forcing with lease: the run owns feature/NAME).
+func (g Git) Push(ctx context.Context, remote, branch string) error {
+	_, err := g.run(ctx, nil, "push", "--force-with-lease", remote, "refs/heads/"+branch+":refs/heads/"+branch)
+	return err
+}
+
+// Remote is the URL of the repository's remote name ("" when there is none).
+func (g Git) Remote(ctx context.Context, name string) string {
+	out, err := g.run(ctx, nil, "remote", "get-url", name)
+	if err != nil {
+		return ""
+	}
+	return out
+}

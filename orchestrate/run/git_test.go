@@ -1,0 +1,235 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testIdentity = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}
+
+func sh(t *testing.T, dir, script string) string {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), testIdentity...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRepo is a real repository on main with one commit.
+func newRepo(t *testing.T) (string, Git) {
+	t.Helper()
+	dir := t.TempDir()
+	sh(t, dir, "git init -q -b main && echo base > a.txt && git add -A && git commit -qm base")
+	return dir, Git{Dir: dir, Env: testIdentity}
+}
+
+func TestGitMilestoneLifecycle(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	home := t.TempDir()
+	base, _ := g.Rev(ctx, "main")
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil || feat != base {
+		t.Fatalf("feature %s %v", feat, err)
+	}
+	if again, _ := g.EnsureBranch(ctx, FeatureBranch("demo"), "main"); again != feat {
+		t.Fatal("EnsureBranch not idempotent")
+	}
+	// Two milestones in parallel worktrees from the feature tip.
+	w1, w2 := WorktreeDir(home, "demo", "M1"), WorktreeDir(home, "demo", "M2")
+	for _, w := range []struct{ dir, m string }{{w1, "M1"}, {w2, "M2"}} {
+		if err := g.EnsureWorktree(ctx, w.dir, MilestoneBranch("demo", w.m), feat); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.EnsureWorktree(ctx, w.dir, MilestoneBranch("demo", w.m), feat); err != nil {
+			t.Fatalf("second EnsureWorktree: %v", err)
+		}
+	}
+	work, err := g.WorkOf(ctx, w1, MilestoneBranch("demo", "M1"), feat)
+	if err != nil || work.Commits != 0 || work.Dirty {
+		t.Fatalf("fresh work %+v %v", work, err)
+	}
+	os.WriteFile(filepath.Join(w1, "m1.txt"), []byte("one\n"), 0o644)
+	if work, _ = g.WorkOf(ctx, w1, MilestoneBranch("demo", "M1"), feat); !work.Dirty || work.Commits != 0 {
+		t.Fatalf("untracked file is dirty: %+v", work)
+	}
+	sh(t, w1, "git add -A && git commit -qm 'M1: one' && echo more >> m1.txt && git commit -qam 'M1: more'")
+	sh(t, w2, "echo two > m2.txt && echo changed > a.txt && git add -A && git commit -qm 'M2: two'")
+	work, _ = g.WorkOf(ctx, w1, MilestoneBranch("demo", "M1"), feat)
+	if work.Commits != 2 || work.Dirty || work.Head == "" {
+		t.Fatalf("M1 work %+v", work)
+	}
+
+	// M1 merges: the feature tip is in its branch already.
+	h1, conflicts, err := g.MergeIn(ctx, w1, feat, "merge")
+	if err != nil || conflicts != nil || h1 != work.Head {
+		t.Fatalf("merge-in %s %v %v", h1, conflicts, err)
+	}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	msg := CommitMessage("M1", "one", "Make one.")
+	f1, err := g.Advance(ctx, FeatureBranch("demo"), feat, h1, msg, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Repeating the advance (a restart) finds it landed and applies nothing twice.
+	if again, err := g.Advance(ctx, FeatureBranch("demo"), feat, h1, msg, at); err != nil || again != f1 {
+		t.Fatalf("repeat advance %s %v", again, err)
+	}
+	if n := sh(t, repo, "git rev-list --count main..feature/demo"); n != "1" {
+		t.Fatalf("one commit per milestone, got %s", n)
+	}
+	if m := sh(t, repo, "git log -1 --format=%B feature/demo"); m != "M1: one\n\nMake one." {
+		t.Fatalf("message %q", m)
+	}
+
+	// M2 merges the new tip in: no conflict (different files), a new head to re-check.
+	h2, conflicts, err := g.MergeIn(ctx, w2, f1, "Merge feature/demo into M2")
+	if err != nil || conflicts != nil || h2 == "" {
+		t.Fatalf("merge-in M2 %s %v %v", h2, conflicts, err)
+	}
+	if res, err := RunCheck(ctx, w2, "test -f m1.txt && test -f m2.txt", time.Minute, nil); err != nil || !res.OK {
+		t.Fatalf("re-check on the merge %+v %v", res, err)
+	}
+	f2, err := g.Advance(ctx, FeatureBranch("demo"), f1, h2, CommitMessage("M2", "two", ""), at.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sh(t, repo, "git rev-list --count main..feature/demo"); n != "2" {
+		t.Fatalf("two milestones, %s commits", n)
+	}
+	if got := sh(t, repo, "git show feature/demo:a.txt"); got != "changed" {
+		t.Fatalf("content %q", got)
+	}
+
+	// Moved by hand: the CAS refuses and says where it is.
+	sh(t, repo, "git update-ref refs/heads/feature/demo "+f1)
+	_, err = g.Advance(ctx, FeatureBranch("demo"), f2, h2, "x", at)
+	var me *MovedError
+	if !errors.As(err, &me) || !errors.Is(err, ErrMoved) || me.Got != f1 {
+		t.Fatalf("moved: %v", err)
+	}
+	if cur, _ := g.Rev(ctx, "feature/demo"); cur != f1 {
+		t.Fatal("a refused advance moved the branch")
+	}
+
+	// Cleanup keeps only the feature branch.
+	for _, w := range []string{w1, w2} {
+		if err := g.RemoveWorktree(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	brs, _ := g.Branches(ctx, "orcr/demo/")
+	for b := range brs {
+		if err := g.DeleteBranch(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := sh(t, repo, "git branch --format='%(refname:short)' | sort | tr '\n' ' '"); out != "feature/demo main" {
+		t.Fatalf("branches left: %q", out)
+	}
+}
+
+func TestGitConflict(t *testing.T) {
+	ctx := context.Background()
+	_, g := newRepo(t)
+	home := t.TempDir()
+	feat, _ := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	w1, w2 := WorktreeDir(home, "demo", "M1"), WorktreeDir(home, "demo", "M2")
+	g.EnsureWorktree(ctx, w1, MilestoneBranch("demo", "M1"), feat)
+	g.EnsureWorktree(ctx, w2, MilestoneBranch("demo", "M2"), feat)
+	sh(t, w1, "echo one > a.txt && echo x > b.txt && git commit -qam M1 && git add b.txt && git commit -qm b")
+	sh(t, w2, "echo two > a.txt && echo y > b.txt && git add -A && git commit -qam M2")
+	h1, _ := g.Rev(ctx, MilestoneBranch("demo", "M1"))
+	f1, err := g.Advance(ctx, FeatureBranch("demo"), feat, h1, "M1: one\n", time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, conflicts, err := g.MergeIn(ctx, w2, f1, "merge")
+	if err != nil || head != "" || strings.Join(conflicts, ",") != "a.txt,b.txt" {
+		t.Fatalf("conflict %q %v %v", head, conflicts, err)
+	}
+	// The merge is aborted: the coder finds a clean worktree.
+	if work, _ := g.WorkOf(ctx, w2, MilestoneBranch("demo", "M2"), feat); work.Dirty || work.Commits != 1 {
+		t.Fatalf("after conflict %+v", work)
+	}
+	// The coder resolves it as the message says; the merge then goes through.
+	sh(t, w2, "git merge feature/demo >/dev/null 2>&1; echo both > a.txt && echo xy > b.txt && git add -A && git commit -qm 'M2: merge feature/demo'")
+	head, conflicts, err = g.MergeIn(ctx, w2, f1, "merge")
+	if err != nil || conflicts != nil || head == "" {
+		t.Fatalf("after resolving %q %v %v", head, conflicts, err)
+	}
+}
+
+func TestReviewCheckoutIsReadOnly(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Log("running as root: file modes do not stop root; checking the modes instead")
+	}
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	dir := ReviewDir(t.TempDir(), "demo")
+	head, _ := g.Rev(ctx, "main")
+	if err := g.ReviewCheckout(ctx, dir, head); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "a.txt"))
+	if err != nil || fi.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("a.txt mode %v %v", fi.Mode(), err)
+	}
+	sh(t, repo, "echo next > a.txt && git commit -qam next")
+	next, _ := g.Rev(ctx, "main")
+	if err := g.ReviewCheckout(ctx, dir, next); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "next\n" {
+		t.Fatalf("checkout not moved: %q", b)
+	}
+	if err := g.RemoveWorktree(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("review checkout left")
+	}
+}
+
+func TestRunCheck(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	res, err := RunCheck(ctx, dir, "true", time.Minute, nil)
+	if err != nil || !res.OK || res.ExitCode != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	res, err = RunCheck(ctx, dir, "for i in $(seq 1 100); do echo line $i; done; echo oops >&2; exit 3", time.Minute, nil)
+	if err != nil || res.OK || res.ExitCode != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	lines := strings.Split(strings.TrimRight(res.Tail, "\n"), "\n")
+	if len(lines) != TailLines || lines[0] != "line 42" || lines[len(lines)-1] != "oops" {
+		t.Fatalf("tail: %d lines, %q … %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	// A timeout kills the whole group, also what the check started in the background.
+	start := time.Now()
+	res, err = RunCheck(ctx, dir, "sleep 30 & sleep 30; echo never", 300*time.Millisecond, nil)
+	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "did not finish within 300ms") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("timeout did not stop the check")
+	}
+	// A cancelled context is an error, not a failed check.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := RunCheck(cctx, dir, "sleep 5", time.Minute, nil); err == nil {
+		t.Fatal("cancelled check reported as a result")
+	}
+}

@@ -1,0 +1,438 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// apply stamps a coder's fact with what git says about its branch, logs and steps it
+// (Runs.Apply), publishes the entry, and performs the actions it asked for.
+func (s *Service) apply(ctx context.Context, name string, f Fact) (Record, error) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return Record{}, err
+	}
+	if (f.Kind == FDone || f.Kind == FTurnEnded) && f.Coder != "" {
+		if f.M == "" {
+			f.M = rec.Run.CoderOf(f.Coder)
+		}
+		if m, ok := rec.Run.Milestone(f.M); ok && m.Coder == f.Coder {
+			w, err := s.git(rec.Repo).WorkOf(ctx, s.workDir(rec, f.M), MilestoneBranch(name, f.M), rec.Run.Feature)
+			if err == nil {
+				f.Head, f.Commits, f.Dirty = w.Head, w.Commits, w.Dirty
+			} else {
+				s.log.Warn("runs: look at the branch", "run", name, "m", f.M, "err", err)
+			}
+		}
+	}
+	rec, added, err := s.runs.Apply(ctx, name, f, s.now())
+	s.publishEntry(ctx, name, Entry{Seq: rec.Seq, At: s.now(), Type: EntryFact, Fact: &f, Text: errText(err)})
+	if err != nil {
+		return rec, err
+	}
+	s.perform(name, added...)
+	s.schedule(rec)
+	return rec, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// workDir is where milestone m is built: its worktree, or the repository itself in
+// shared mode.
+func (s *Service) workDir(rec Record, m string) string {
+	if rec.Mode == "shared" {
+		return rec.Repo
+	}
+	return WorktreeDir(s.o.Home, rec.Run.Name, m)
+}
+
+// perform runs pending actions in order on one goroutine (messages to agents keep
+// their order); checks run on their own, since they take long and do not interfere.
+func (s *Service) perform(name string, ps ...Pending) {
+	var todo []Pending
+	s.mu.Lock()
+	for _, p := range ps {
+		k := name + "/" + p.Ref()
+		if !s.inflight[k] {
+			s.inflight[k] = true
+			todo = append(todo, p)
+		}
+	}
+	s.mu.Unlock()
+	if len(todo) == 0 || s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, p := range todo {
+			if p.Action.Kind == ACheck || p.Action.Kind == AFinalCheck || p.Action.Kind == AReview {
+				s.wg.Add(1)
+				go func() { defer s.wg.Done(); s.performOne(name, p) }()
+				continue
+			}
+			s.performOne(name, p)
+		}
+	}()
+}
+
+func (s *Service) performOne(name string, p Pending) {
+	ctx := s.ctx
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, name+"/"+p.Ref())
+		s.mu.Unlock()
+	}()
+	outcome, err := s.do(ctx, name, p)
+	if ctx.Err() != nil {
+		return // shutting down: it stays pending and is performed after the restart
+	}
+	if err != nil {
+		s.log.Warn("runs: action", "run", name, "action", p.Action.Kind, "m", p.Action.M, "err", err)
+	}
+	if outcome != nil {
+		if _, aerr := s.apply(ctx, name, *outcome); aerr != nil {
+			s.log.Warn("runs: outcome", "run", name, "fact", outcome.Kind, "err", aerr)
+		}
+	}
+	if _, derr := s.runs.Did(ctx, name, p, errText(err), s.now()); derr != nil {
+		s.log.Warn("runs: record action", "run", name, "err", derr)
+	}
+}
+
+// do performs one action and returns the fact it led to, if any.
+func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	a := p.Action
+	g := s.git(rec.Repo)
+	if (a.Kind == ABrief || a.Kind == ASendCoder) && a.M != "" {
+		// A message meant for the coder a milestone was with is not sent once the
+		// work moved on (it was benched, the milestone held) before it went out.
+		if m, ok := rec.Run.Milestone(a.M); !ok || m.Coder != a.Coder {
+			return nil, fmt.Errorf("not sent: %s is no longer with %s", a.M, a.Coder)
+		}
+	}
+	switch a.Kind {
+	case ABrief:
+		if err := s.brief(ctx, rec, a); err != nil {
+			return &Fact{Kind: FCoderFault, Coder: a.Coder, Text: err.Error()}, err
+		}
+	case ASendCoder:
+		if err := s.send(ctx, name, a.Coder, a.Text); err != nil {
+			if errors.Is(err, wire.ErrNotRunning) || errors.Is(err, wire.ErrNotFound) {
+				return &Fact{Kind: FVanished, Coder: a.Coder}, err
+			}
+			return nil, err
+		}
+	case AStopCoder:
+		s.stopAgent(ctx, rec, a.Coder)
+	case ABenchCoder:
+		s.notify(ctx, name, a.M, fmt.Sprintf("%s is benched until %s (%s)", a.Coder, a.Until.Format(time.Kitchen), a.Text))
+	case ACheck:
+		res, err := RunCheck(ctx, s.workDir(rec, a.M), rec.Check, time.Duration(rec.CheckTimeoutSeconds)*time.Second, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Fact{Kind: FChecked, M: a.M, Head: a.Head, Merge: a.Merge, OK: res.OK, Text: res.Tail}, nil
+	case AReview:
+		return nil, s.review(ctx, rec, a)
+	case AMergeIn:
+		cur, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(name))
+		if err != nil {
+			return nil, err
+		}
+		if cur != a.Base {
+			return &Fact{Kind: FMoved, M: a.M, Head: cur}, nil
+		}
+		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
+		switch {
+		case err != nil:
+			return &Fact{Kind: FHold, M: a.M, Text: "merging the feature tip failed: " + err.Error()}, err
+		case len(conflicts) > 0:
+			return &Fact{Kind: FConflict, M: a.M, Paths: conflicts}, nil
+		}
+		return &Fact{Kind: FMergedIn, M: a.M, Head: head}, nil
+	case AAdvance:
+		m, _ := rec.Run.Milestone(a.M)
+		tip, err := g.Advance(ctx, FeatureBranch(name), a.Base, a.Head, s.commitMessage(rec, m), p.At)
+		var me *MovedError
+		switch {
+		case errors.As(err, &me):
+			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
+		case err != nil:
+			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
+		}
+		return &Fact{Kind: FAdvanced, M: a.M, Head: tip}, nil
+	case ALead:
+		return nil, s.toLead(ctx, name, a.Text)
+	case ANotify:
+		s.notify(ctx, name, a.M, a.Text)
+	case AFinalCheck:
+		dir := filepath.Join(s.o.Home, "worktrees", "runs", name, "_final")
+		if err := g.detached(ctx, dir, a.Head); err != nil {
+			return nil, err
+		}
+		res, err := RunCheck(ctx, dir, rec.Check, time.Duration(rec.CheckTimeoutSeconds)*time.Second, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Fact{Kind: FFinalCheck, OK: res.OK, Text: res.Tail}, nil
+	case ASummary:
+		return nil, s.writeSummary(ctx, rec)
+	}
+	return nil, nil
+}
+
+// detached puts a writable detached worktree at dir on commit (the final check's).
+func (g Git) detached(ctx context.Context, dir, commit string) error {
+	worktreeMu.Lock()
+	defer worktreeMu.Unlock()
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		_, err := g.at(dir).run(ctx, nil, "checkout", "--force", "--detach", commit)
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	_, _ = g.run(ctx, nil, "worktree", "prune")
+	_, err := g.run(ctx, nil, "worktree", "add", "--detach", dir, commit)
+	return err
+}
+
+// commitMessage is milestone m's commit on the feature branch, from the plan.
+func (s *Service) commitMessage(rec Record, m Milestone) string {
+	goal := ""
+	if pm := s.planMilestone(rec, m.ID); pm != nil {
+		goal = pm.Goal.Text
+	}
+	title := m.Title
+	if m.FollowUp {
+		title += " (follow-up)"
+	}
+	return CommitMessage(m.ID, title, goal)
+}
+
+// schedule arms run rec's tick at its next wake (bench ends, auto-start, a lead
+// re-send).
+func (s *Service) schedule(rec Record) {
+	now := s.now()
+	at := rec.Run.NextWake(now)
+	if ls := rec.LeadSent; ls != nil && !ls.Told {
+		if t := ls.At.Add(LeadResend); at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	name := rec.Run.Name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.timers[name]; t != nil {
+		t.Stop()
+		delete(s.timers, name)
+	}
+	if at.IsZero() || s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	d := at.Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	s.timers[name] = time.AfterFunc(d, func() {
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.wg.Add(1)
+		defer s.wg.Done()
+		if _, err := s.apply(s.ctx, name, Fact{Kind: FTick}); err != nil {
+			s.log.Warn("runs: tick", "run", name, "err", err)
+		}
+		s.deliverLead(s.ctx, name)
+	})
+}
+
+// publishEntry tells subscribers about one log entry of a run.
+func (s *Service) publishEntry(ctx context.Context, name string, e Entry) {
+	v := entryView(e)
+	data := map[string]any{"run": name, "seq": v.Seq, "type": v.Type, "kind": v.Kind, "m": v.M, "text": v.Text}
+	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: wire.EventRun, At: e.At, Data: data}); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: publish", "run", name, "err", err)
+	}
+}
+
+func (s *Service) notify(ctx context.Context, name, m, text string) {
+	data := map[string]any{"run": name, "m": m, "text": text}
+	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: wire.EventRunNotify, At: s.now(), Data: data}); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: notify", "run", name, "err", err)
+	}
+}
+
+func entryView(e Entry) wire.RunEntry {
+	v := wire.RunEntry{Seq: e.Seq, At: e.At, Type: e.Type, Text: e.Text}
+	switch {
+	case e.Fact != nil:
+		v.Kind, v.M = string(e.Fact.Kind), e.Fact.M
+		if v.M == "" && e.Fact.Coder != "" {
+			v.M = e.Fact.Coder
+		}
+		if v.Text == "" {
+			v.Text = factText(*e.Fact)
+		}
+		var notes []string
+		for _, a := range e.Actions {
+			if a.Kind == ANote {
+				notes = append(notes, a.Text)
+			}
+		}
+		if len(notes) > 0 {
+			v.Text = strings.TrimSpace(v.Text + " (" + strings.Join(notes, "; ") + ")")
+		}
+	case e.Type == EntryDid:
+		v.Kind = e.Kind
+		if v.Text != "" {
+			v.Text = "failed: " + v.Text
+		}
+	case e.Type == EntryStart:
+		v.Kind = "start"
+	}
+	return v
+}
+
+func factText(f Fact) string {
+	var parts []string
+	if f.Coder != "" {
+		parts = append(parts, "by "+f.Coder)
+	}
+	if f.Head != "" {
+		parts = append(parts, "at "+short(f.Head))
+	}
+	switch f.Kind {
+	case FChecked, FFinalCheck:
+		if f.OK {
+			parts = append(parts, "passed")
+		} else {
+			parts = append(parts, "failed")
+		}
+	case FDone, FTurnEnded:
+		parts = append(parts, fmt.Sprintf("%d commits", f.Commits))
+		if f.Dirty {
+			parts = append(parts, "uncommitted changes")
+		}
+	case FReviewed:
+		if f.Verdict != nil {
+			parts = append(parts, fmt.Sprintf("verdict %q, %d blockers", f.Verdict.Decision, len(f.Verdict.Blockers)))
+		}
+	case FConflict:
+		parts = append(parts, "in "+strings.Join(f.Paths, ", "))
+	case FAsk, FAnswer, FHold, FFollowUp, FCoderFault:
+		parts = append(parts, firstLine(f.Text))
+	case FRetry:
+		if f.Tier != "" {
+			parts = append(parts, "tier "+f.Tier)
+		}
+	case FLimited:
+		if !f.Until.IsZero() {
+			parts = append(parts, "until "+f.Until.Format(time.RFC3339))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ---- following the run's agents ----
+
+func (s *Service) follow(evs <-chan wire.Event) {
+	defer s.wg.Done()
+	ctx := s.ctx
+	for ev := range evs {
+		if ev.Event == wire.EventAgentState && ev.Agent != nil {
+			if name, who, ok := splitRunPath(ev.Agent.Path); ok {
+				s.onAgent(ctx, name, who, *ev.Agent)
+			}
+		}
+		if ev.Seq > 0 {
+			if err := s.o.Store.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {
+				s.log.Warn("runs: store cursor", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil || rec.Agents[who] != a.ID {
+		return
+	}
+	switch {
+	case who == "lead":
+		s.onLead(ctx, rec, a)
+	case who == "reviewer":
+		s.onReviewer(ctx, rec, a)
+	case strings.HasPrefix(who, "coder-"):
+		s.onCoder(ctx, rec, who, a)
+	}
+}
+
+func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Agent) {
+	name := rec.Run.Name
+	switch {
+	case a.State == wire.StateDone:
+		if !a.StateAt.After(rec.Sent[who]) || !a.StateAt.After(rec.Turns[who]) {
+			return // the end of a turn from before our last message, or seen already
+		}
+		s.noteTurn(ctx, name, who, a.StateAt)
+		if m := rec.Run.CoderOf(who); m != "" {
+			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage})
+		}
+	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "limit":
+		f := Fact{Kind: FLimited, Coder: who}
+		if a.Blocked.ResetsAt != nil {
+			f.Until = *a.Blocked.ResetsAt
+		}
+		s.apply(ctx, name, f)
+	case a.State == wire.StateBlocked && a.Blocked != nil:
+		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
+			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
+	case a.State.Terminal():
+		if s.stoppedByUs(a.ID) {
+			return
+		}
+		if rec.Run.CoderOf(who) != "" {
+			s.apply(ctx, name, Fact{Kind: FVanished, Coder: who})
+		}
+	}
+}
+
+// noteTurn records the instant of a handled turn end of agent who.
+func (s *Service) noteTurn(ctx context.Context, name, who string, at time.Time) {
+	s.runs.Update(ctx, name, func(r *Record) {
+		if r.Turns == nil {
+			r.Turns = map[string]time.Time{}
+		}
+		r.Turns[who] = at
+	})
+}
+
+func (s *Service) coderLock(name, who string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := name + "/" + who
+	if s.coderMu[k] == nil {
+		s.coderMu[k] = &sync.Mutex{}
+	}
+	return s.coderMu[k]
+}

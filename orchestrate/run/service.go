@@ -1,0 +1,472 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+	"orcr/orchestrate"
+)
+
+// The autopilot (DESIGN §8): the feature beside the kernel that serves run.*. It keeps
+// runs in its own buckets (Runs), starts the lead, coders and reviewer as ordinary
+// agents through the kernel's AgentService, follows their events, and performs what
+// Step asks for. It spends no model on waiting: between facts it sleeps.
+
+// Agents is the part of the kernel's Service the autopilot drives.
+type Agents interface {
+	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Send(ctx context.Context, p wire.SendParams) error
+	Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error)
+	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
+}
+
+// PullRequest is what finish asks the GitHub side to open.
+type PullRequest struct {
+	Repo        string // the repository's folder
+	Remote      string // the remote's URL
+	Head, Base  string // branches
+	Title, Body string
+}
+
+// Options configure a Service. Store, Kernel, Agents and Home are required.
+type Options struct {
+	Store  orchestrate.Store
+	Kernel core.Kernel
+	Agents Agents
+	Home   string // ORCR_HOME: worktrees live under it
+	// CatalogPath is the user's catalog.toml ("" for the embedded default alone).
+	CatalogPath string
+	// Available reports whether a provider's program is installed; nil: all are.
+	Available func(provider string) bool
+	// OpenPR opens a pull request and returns its URL; nil when no GitHub client is
+	// wired (finish then says so).
+	OpenPR func(ctx context.Context, pr PullRequest) (string, error)
+	// GitEnv is added to every git command (tests set an identity).
+	GitEnv []string
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Service implements core.RunService.
+type Service struct {
+	o    Options
+	runs *Runs
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	inflight map[string]bool        // "run/ref" of pending actions being performed
+	timers   map[string]*time.Timer // per run: the next tick
+	coderMu  map[string]*sync.Mutex // "run/coder": messages to one agent in order
+	stopped  map[string]bool        // agent ids the autopilot stopped itself
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ core.RunService = (*Service)(nil)
+
+// NewService builds the autopilot; Start resumes the runs in the store.
+func NewService(o Options) (*Service, error) {
+	if o.Store == nil || o.Kernel == nil || o.Agents == nil || o.Home == "" {
+		return nil, errors.New("runs need a store, the kernel, its agents and the home")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
+		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{}}, nil
+}
+
+func (s *Service) now() time.Time { return s.o.Now().UTC() }
+
+func (s *Service) git(dir string) Git { return Git{Dir: dir, Env: s.o.GitEnv} }
+
+// Start subscribes to the run agents' events, then re-derives every open run from the
+// store, the git refs and the agents (Reconcile), and performs what was pending.
+func (s *Service) Start(ctx context.Context) error {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	cursor, err := s.cursor(ctx)
+	if err != nil {
+		return err
+	}
+	evs, err := s.o.Agents.Subscribe(s.ctx, wire.SubscribeParams{After: cursor, Paths: []string{"runs/**"}})
+	if err != nil {
+		s.cancel()
+		return fmt.Errorf("runs: subscribe: %w", err)
+	}
+	recs, err := s.runs.List(ctx)
+	if err != nil {
+		s.cancel()
+		return err
+	}
+	for _, rec := range recs {
+		if rec.Run.Stopped || rec.Run.Finish == "done" && len(rec.Outbox) == 0 {
+			continue
+		}
+		s.resume(ctx, rec)
+	}
+	s.wg.Add(1)
+	go s.follow(evs)
+	return nil
+}
+
+// Close stops the autopilot and waits for the actions under way (a check is
+// stopped; it runs again after the restart).
+func (s *Service) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.mu.Lock()
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// resume brings rec up to date with git and the agents, then performs its outbox.
+func (s *Service) resume(ctx context.Context, rec Record) {
+	obs := s.observe(ctx, rec)
+	for _, f := range Reconcile(rec, obs, rec.Turns) {
+		if f.Kind == FTurnEnded {
+			if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
+				f.Text = a.LastMessage
+				s.noteTurn(ctx, rec.Run.Name, f.Coder, a.StateAt)
+			}
+		}
+		if _, err := s.apply(ctx, rec.Run.Name, f); err != nil {
+			s.log.Warn("runs: reconcile", "run", rec.Run.Name, "fact", f.Kind, "err", err)
+		}
+	}
+	rec, err := s.runs.Get(ctx, rec.Run.Name)
+	if err != nil {
+		return
+	}
+	for _, p := range rec.Outbox {
+		s.perform(rec.Run.Name, p)
+	}
+	s.schedule(rec)
+}
+
+// observe reads the refs and the coders' agents for Reconcile.
+func (s *Service) observe(ctx context.Context, rec Record) Observed {
+	g := s.git(rec.Repo)
+	o := Observed{Branches: map[string]string{}, Agents: map[string]AgentSeen{}}
+	o.Feature, _ = g.Rev(ctx, "refs/heads/"+FeatureBranch(rec.Run.Name))
+	brs, _ := g.Branches(ctx, "orcr/"+rec.Run.Name+"/")
+	for b, sha := range brs {
+		o.Branches[strings.TrimPrefix(b, "orcr/"+rec.Run.Name+"/")] = sha
+	}
+	if rec.Mode == "shared" {
+		for _, m := range rec.Run.Milestones {
+			if _, ok := o.Branches[m.ID]; !ok && m.State != Planned && m.State != Ready {
+				o.Branches[m.ID] = "" // shared mode branches are made on first brief
+			}
+		}
+	}
+	for _, c := range rec.Run.Coders {
+		if c.Gone {
+			continue
+		}
+		a, err := s.o.Agents.Get(ctx, rec.Agents[c.Name])
+		if err != nil || rec.Agents[c.Name] == "" {
+			o.Agents[c.Name] = AgentSeen{}
+			continue
+		}
+		o.Agents[c.Name] = AgentSeen{Exists: true, Live: a.State.Live(),
+			Idle: a.State == wire.StateDone || a.State == wire.StateIdle, TurnAt: a.StateAt}
+	}
+	if h := head(rec.Run.MergeQueue); h != "" {
+		m, _ := rec.Run.Milestone(h)
+		for _, p := range rec.Outbox {
+			if p.Action.Kind == AAdvance && p.Action.M == h {
+				o.Advance, _ = g.SquashCommit(ctx, p.Action.Base, p.Action.Head, s.commitMessage(rec, m), p.At)
+			}
+		}
+	}
+	return o
+}
+
+// ---- the API ----
+
+// RunStart implements core.RunService.
+func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.RunView, error) {
+	if err := orchestrate.ValidPlanName(p.Name); err != nil {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	if _, err := s.runs.Get(ctx, p.Name); err == nil {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
+	}
+	plan, err := orchestrate.NewPlans(s.o.Store).Get(ctx, p.Name)
+	if err != nil {
+		return wire.RunView{}, err
+	}
+	if plan.State != orchestrate.PlanApproved {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
+	}
+	src, err := os.ReadFile(plan.File)
+	if err != nil {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
+	}
+	if h := orchestrate.HashBytes(src); h != plan.ApprovedHash {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s changed after it was approved (%s): approve the new version first", p.Name, plan.File)
+	}
+	pl, err := orchestrate.Parse(src, orchestrate.Options{File: plan.File, Name: p.Name})
+	if err != nil {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %v", p.Name, err)
+	}
+	mode := pl.Mode
+	if p.Mode != "" {
+		mode = p.Mode
+	}
+	if mode != "worktree" && mode != "shared" {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "mode %q: use worktree or shared", mode)
+	}
+	pl.Mode = mode
+	check := pl.Check
+	if p.Check != "" {
+		check = p.Check
+	}
+	g := s.git(plan.Repo)
+	base := p.Base
+	if base == "" {
+		if base, _ = g.CurrentBranch(ctx); base == "" {
+			return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s has no branch checked out: name the base with --base", plan.Repo)
+		}
+	}
+	baseTip, err := g.Rev(ctx, base)
+	if err != nil || baseTip == "" {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
+	}
+	if tip, _ := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name)); tip != "" {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s exists already in %s: delete it or pick another plan name", FeatureBranch(p.Name), plan.Repo)
+	}
+	feature, err := g.EnsureBranch(ctx, FeatureBranch(p.Name), baseTip)
+	if err != nil {
+		return wire.RunView{}, err
+	}
+	now := s.now()
+	r, initial, err := New(p.Name, pl, p.Coders, p.Reviewer != "", feature, now)
+	if err != nil {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	timeout := p.CheckTimeoutSeconds
+	if timeout <= 0 {
+		timeout = int(DefaultCheckTimeout / time.Second)
+	}
+	lead := p.Lead
+	if lead == "" {
+		lead = plan.Lead
+	}
+	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
+		Check: check, CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
+		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
+	rec, err = s.runs.Create(ctx, rec, initial, now)
+	if err != nil {
+		return wire.RunView{}, err
+	}
+	s.publishEntry(ctx, rec.Run.Name, Entry{Seq: 1, At: now, Type: EntryStart, Text: "feature/" + p.Name + " from " + base})
+	if err := s.startLead(ctx, rec); err != nil {
+		s.log.Warn("runs: start lead", "run", p.Name, "err", err)
+	}
+	rec, _ = s.runs.Get(ctx, p.Name)
+	for _, pe := range rec.Outbox {
+		s.perform(p.Name, pe)
+	}
+	s.schedule(rec)
+	return s.view(rec), nil
+}
+
+// Runs implements core.RunService.
+func (s *Service) Runs(ctx context.Context) ([]wire.RunView, error) {
+	recs, err := s.runs.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.RunView, len(recs))
+	for i, r := range recs {
+		out[i] = s.view(r)
+	}
+	return out, nil
+}
+
+// RunStatus implements core.RunService.
+func (s *Service) RunStatus(ctx context.Context, name string) (wire.RunView, error) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return wire.RunView{}, err
+	}
+	return s.view(rec), nil
+}
+
+// RunEvents implements core.RunService.
+func (s *Service) RunEvents(ctx context.Context, p wire.RunEventsParams) ([]wire.RunEntry, error) {
+	if _, err := s.runs.Get(ctx, p.Name); err != nil {
+		return nil, err
+	}
+	es, err := s.runs.Events(ctx, p.Name, p.After, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.RunEntry, 0, len(es))
+	for _, e := range es {
+		out = append(out, entryView(e))
+	}
+	return out, nil
+}
+
+// RunStop implements core.RunService.
+func (s *Service) RunStop(ctx context.Context, name string) (wire.RunView, error) {
+	return s.request(ctx, name, Fact{Kind: FStop})
+}
+
+// RunDispatch implements core.RunService.
+func (s *Service) RunDispatch(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
+}
+
+// RunHold implements core.RunService.
+func (s *Service) RunHold(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
+}
+
+// RunRetry implements core.RunService.
+func (s *Service) RunRetry(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
+}
+
+// RunAnswer implements core.RunService.
+func (s *Service) RunAnswer(ctx context.Context, p wire.RunTextParams) (wire.RunView, error) {
+	return s.request(ctx, p.Name, Fact{Kind: FAnswer, M: p.Milestone, Text: p.Text})
+}
+
+// RunFix implements core.RunService.
+func (s *Service) RunFix(ctx context.Context, p wire.RunTextParams) (wire.RunView, error) {
+	return s.request(ctx, p.Name, Fact{Kind: FFollowUp, M: p.Milestone, Text: p.Text})
+}
+
+// RunDone implements core.RunService: the caller must be a coder of a run.
+func (s *Service) RunDone(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error) {
+	return s.fromCaller(ctx, "done", p, func(coder string) Fact { return Fact{Kind: FDone, M: p.Milestone, Coder: coder} })
+}
+
+// RunAsk implements core.RunService.
+func (s *Service) RunAsk(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error) {
+	if strings.TrimSpace(p.Text) == "" {
+		return wire.RunMilestone{}, wire.Errorf(wire.CodeInvalidParams, "run ask %s: say what you need decided", p.Milestone)
+	}
+	return s.fromCaller(ctx, "ask", p, func(coder string) Fact { return Fact{Kind: FAsk, M: p.Milestone, Coder: coder, Text: p.Text} })
+}
+
+func (s *Service) fromCaller(ctx context.Context, op string, p wire.RunCallerParams, fact func(coder string) Fact) (wire.RunMilestone, error) {
+	a, err := s.o.Kernel.CallerAgent(ctx)
+	if err != nil {
+		return wire.RunMilestone{}, err
+	}
+	name, who, ok := splitRunPath("")
+	if a != nil {
+		name, who, ok = splitRunPath(a.Path)
+	}
+	if a == nil || !ok || !strings.HasPrefix(who, "coder-") {
+		return wire.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused,
+			"`orcr run %s` works only inside a run's coder pane (an agent runs/NAME/coder-N); from elsewhere use `orcr run status`", op)
+	}
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return wire.RunMilestone{}, err
+	}
+	if rec.Agents[who] != a.ID {
+		return wire.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused, "%s is not the current agent of %s in run %s", a.ID, who, name)
+	}
+	if _, ok := rec.Run.Milestone(p.Milestone); !ok {
+		return wire.RunMilestone{}, wire.Errorf(wire.CodeNotFound, "run %s has no milestone %q", name, p.Milestone)
+	}
+	f := fact(who)
+	rec, err = s.apply(ctx, name, f)
+	if err != nil {
+		return wire.RunMilestone{}, err
+	}
+	m, _ := rec.Run.Milestone(p.Milestone)
+	if m.Coder != who && m.Author != who {
+		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is not yours any more (it is with %s): your %s was ignored", m.ID, name, orNone(m.Coder), op)
+	}
+	return s.milestoneView(rec, m), nil
+}
+
+// splitRunPath is NAME and WHO of "runs/NAME/WHO".
+func splitRunPath(path string) (name, who string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "runs/")
+	if !ok {
+		return "", "", false
+	}
+	name, who, ok = strings.Cut(rest, "/")
+	return name, who, ok && name != "" && who != "" && !strings.Contains(who, "/")
+}
+
+func (s *Service) each(ctx context.Context, p wire.RunMilestonesParams, fact func(m string) Fact) (wire.RunView, error) {
+	if len(p.Milestones) == 0 {
+		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "name the milestones (e.g. M1 M2)")
+	}
+	var v wire.RunView
+	var errs []string
+	for _, m := range p.Milestones {
+		var err error
+		if v, err = s.request(ctx, p.Name, fact(m)); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		if v.Name == "" {
+			v, _ = s.RunStatus(ctx, p.Name)
+		}
+		return v, wire.Errorf(wire.CodeInvalidParams, "%s", strings.Join(errs, "\n"))
+	}
+	return v, nil
+}
+
+// request applies a request of the user or the lead; a refusal is the error, with a
+// code the CLI turns into its message.
+func (s *Service) request(ctx context.Context, name string, f Fact) (wire.RunView, error) {
+	rec, err := s.apply(ctx, name, f)
+	if err != nil {
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return s.view(rec), wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		}
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return wire.RunView{}, err
+		}
+		return s.view(rec), wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	return s.view(rec), nil
+}
+
+// cursor is the seq of the last agent event handled, so a restart resumes there.
+const cursorBucket = "runwatch"
+
+func (s *Service) cursor(ctx context.Context) (uint64, error) {
+	b, err := s.o.Store.Get(ctx, cursorBucket, "seq")
+	if errors.Is(err, wire.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("runs: read cursor: %w", err)
+	}
+	var n uint64
+	fmt.Sscan(string(b), &n)
+	return n, nil
+}

@@ -1,0 +1,560 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/orchestrate"
+)
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// planText builds a plan: each spec is "ID:deps:tier", deps joined by '+'.
+func planText(specs ...string) string {
+	var b strings.Builder
+	b.WriteString("# Plan: demo\nrequest: r\ncheck: true\n\n")
+	for _, sp := range specs {
+		f := strings.Split(sp, ":")
+		deps := "-"
+		if f[1] != "" {
+			deps = strings.ReplaceAll(f[1], "+", ", ")
+		}
+		fmt.Fprintf(&b, "## %s · Title %s\ndepends: %s\ntier: %s\n\n### Goal\nDo %s.\n\n### Acceptance\n- [ ] it works\n\n", f[0], f[0], deps, f[2], f[0])
+	}
+	return b.String()
+}
+
+func newRun(t testing.TB, coders int, reviewer bool, specs ...string) Run {
+	t.Helper()
+	p, err := orchestrate.Parse([]byte(planText(specs...)), orchestrate.Options{})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	r, _, err := New("demo", p, coders, reviewer, "f0", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// rig steps a run fact by fact, one second apart, failing the test on an error.
+type rig struct {
+	t   testing.TB
+	r   Run
+	now time.Time
+	out []Action // the last step's actions
+}
+
+func (g *rig) step(f Fact) []Action {
+	g.t.Helper()
+	g.now = g.now.Add(time.Second)
+	r, out, err := Step(g.r, f, g.now)
+	if err != nil {
+		g.t.Fatalf("step %+v: %v", f, err)
+	}
+	g.r, g.out = r, out
+	return out
+}
+
+func (g *rig) refused(f Fact) error {
+	g.t.Helper()
+	r, out, err := Step(g.r, f, g.now)
+	if err == nil {
+		g.t.Fatalf("step %+v: want a refusal, got actions %v", f, out)
+	}
+	if r.Milestones[0].State != g.r.Milestones[0].State {
+		g.t.Fatalf("a refused step changed the run")
+	}
+	return err
+}
+
+func (g *rig) m(id string) Milestone {
+	m, ok := g.r.Milestone(id)
+	if !ok {
+		g.t.Fatalf("no milestone %s", id)
+	}
+	return m
+}
+
+func (g *rig) state(id string, want State) {
+	g.t.Helper()
+	if got := g.m(id).State; got != want {
+		g.t.Fatalf("%s is %s, want %s (actions %v)", id, got, want, g.out)
+	}
+}
+
+// has finds the action of kind for milestone m in the last step.
+func (g *rig) has(kind ActionKind, m string) Action {
+	g.t.Helper()
+	for _, a := range g.out {
+		if a.Kind == kind && (m == "" || a.M == m) {
+			return a
+		}
+	}
+	g.t.Fatalf("no %s action for %q in %v", kind, m, g.out)
+	return Action{}
+}
+
+// toCoder is the last step's message to m's coder: a brief or a send.
+func (g *rig) toCoder(m string) Action {
+	g.t.Helper()
+	for _, a := range g.out {
+		if (a.Kind == ABrief || a.Kind == ASendCoder) && a.M == m {
+			return a
+		}
+	}
+	g.t.Fatalf("no message to %s's coder in %v", m, g.out)
+	return Action{}
+}
+
+func (g *rig) hasNo(kind ActionKind) {
+	g.t.Helper()
+	for _, a := range g.out {
+		if a.Kind == kind {
+			g.t.Fatalf("unexpected %s action: %+v", kind, a)
+		}
+	}
+}
+
+func newRig(t testing.TB, coders int, reviewer bool, specs ...string) *rig {
+	return &rig{t: t, r: newRun(t, coders, reviewer, specs...), now: t0}
+}
+
+// build dispatches m and reports it done with one commit at head.
+func (g *rig) build(m, head string) string {
+	g.t.Helper()
+	g.step(Fact{Kind: FDispatch, M: m})
+	coder := g.has(ABrief, m).Coder
+	g.step(Fact{Kind: FDone, M: m, Coder: coder, Commits: 1, Head: head})
+	g.state(m, Checking)
+	return coder
+}
+
+func TestNewReadyAndPlanned(t *testing.T) {
+	p, _ := orchestrate.Parse([]byte(planText("M1::small", "M2:M1:medium", "M3::high")), orchestrate.Options{})
+	r, out, err := New("demo", p, 0, false, "f0", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxCoders != 2 {
+		t.Errorf("default coders %d, want 2", r.MaxCoders)
+	}
+	want := map[string]State{"M1": Ready, "M2": Planned, "M3": Ready}
+	for id, st := range want {
+		if m, _ := r.Milestone(id); m.State != st {
+			t.Errorf("%s: %s, want %s", id, m.State, st)
+		}
+	}
+	if len(out) != 2 || out[0].Kind != ALead || out[0].M != "M1" || out[1].M != "M3" {
+		t.Errorf("the lead should hear M1 and M3 are ready: %v", out)
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small", "M2:M1:small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.state("M1", Building)
+	a := g.has(ABrief, "M1")
+	if a.Coder != "coder-1" || a.Tier != "small" {
+		t.Fatalf("brief %+v", a)
+	}
+	if err := g.refused(Fact{Kind: FDispatch, M: "M1"}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "under way") {
+		t.Errorf("second dispatch: %v", err)
+	}
+	if err := g.refused(Fact{Kind: FDispatch, M: "M2"}); !strings.Contains(err.Error(), "waits for M1") {
+		t.Errorf("dispatch of planned: %v", err)
+	}
+	if _, _, err := Step(g.r, Fact{Kind: FDispatch, M: "M9"}, g.now); err == nil {
+		t.Error("dispatch of an unknown milestone accepted")
+	}
+}
+
+func TestPoolCapAndTiers(t *testing.T) {
+	g := newRig(t, 2, false, "A::small", "B::small", "C::high")
+	g.step(Fact{Kind: FDispatch, M: "A"})
+	g.step(Fact{Kind: FDispatch, M: "B"})
+	g.step(Fact{Kind: FDispatch, M: "C"})
+	g.state("C", Ready)
+	if !g.m("C").Want {
+		t.Fatal("C should wait for a coder")
+	}
+	g.hasNo(ABrief)
+	// A passes its check: its coder is free, but it is small and C is high; the pool
+	// is full, so the free small coder is replaced by a high one.
+	g.step(Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 1, Head: "a1"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	stop := g.has(AStopCoder, "")
+	if stop.Coder != "coder-1" {
+		t.Fatalf("stop %+v", stop)
+	}
+	b := g.has(ABrief, "C")
+	if b.Coder != "coder-3" || b.Tier != "high" {
+		t.Fatalf("C brief %+v", b)
+	}
+	g.state("C", Building)
+}
+
+func TestStaleAndForeignCoderFactsIgnored(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	for _, f := range []Fact{
+		{Kind: FDone, M: "M1", Coder: "coder-7", Commits: 1, Head: "h"},
+		{Kind: FDone, M: "M1", Coder: "", Commits: 1, Head: "h"},
+		{Kind: FAsk, M: "M1", Coder: "coder-2", Text: "q?"},
+		{Kind: FTurnEnded, M: "M1", Coder: "coder-2"},
+		{Kind: FChecked, M: "M1", Head: "h", OK: true},
+		{Kind: FReviewed, M: "M1", Head: "h", Verdict: &Verdict{Decision: "approve"}},
+		{Kind: FAdvanced, M: "M1", Head: "x"},
+		{Kind: FDone, M: "M9", Coder: "coder-1"},
+	} {
+		g.step(f)
+		g.state("M1", Building)
+		g.has(ANote, "")
+	}
+}
+
+func TestDoneWithoutCommitsOrDirty(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 0})
+	g.state("M1", Fixing)
+	if a := g.has(ASendCoder, "M1"); a.Coder != "coder-1" || !strings.Contains(a.Text, "no commits") {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 2, Dirty: true, Head: "h"})
+	g.state("M1", Fixing)
+	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, "uncommitted") {
+		t.Fatalf("%+v", a)
+	}
+	if r := g.m("M1").Rounds.Check; r != 2 {
+		t.Fatalf("rounds %d", r)
+	}
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 2, Head: "h"})
+	g.state("M1", Checking)
+	if a := g.has(ACheck, "M1"); a.Head != "h" || a.Merge {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestTurnEndedAskedOnceThenTaken(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "all good"})
+	g.state("M1", Building)
+	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, "orcr run done M1") {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Commits: 1, Head: "h"})
+	g.state("M1", Checking)
+	// The turn that called run done ends while the check runs: nothing happens.
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1"})
+	g.state("M1", Checking)
+	if len(g.out) != 0 {
+		t.Fatalf("actions %v", g.out)
+	}
+}
+
+func TestAskAndAnswer(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	if err := g.refused(Fact{Kind: FAnswer, M: "M1", Text: "x"}); !strings.Contains(err.Error(), "only a milestone whose coder asked") {
+		t.Fatal(err)
+	}
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "QUESTION: reject the file or skip bad rows?"})
+	g.state("M1", Asking)
+	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "reject the file or skip bad rows?") || !strings.Contains(a.Text, "orcr run answer demo M1") {
+		t.Fatalf("%+v", a)
+	}
+	if err := g.refused(Fact{Kind: FAnswer, M: "M1", Text: "  "}); err == nil {
+		t.Fatal("empty answer accepted")
+	}
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "skip empty rows"})
+	g.state("M1", Building)
+	if a := g.has(ASendCoder, "M1"); a.Coder != "coder-1" || !strings.Contains(a.Text, "skip empty rows") {
+		t.Fatalf("%+v", a)
+	}
+	// run ask while fixing returns to fixing.
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1"})
+	g.state("M1", Fixing)
+	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "which file?"})
+	g.state("M1", Asking)
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "a.go"})
+	g.state("M1", Fixing)
+}
+
+func TestCheckRoundsEscalateThenFail(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.build("M1", "h1")
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h1", Text: "FAIL x_test.go:3"})
+	g.state("M1", Fixing)
+	if a := g.has(ASendCoder, "M1"); a.Coder != "coder-1" || !strings.Contains(a.Text, "FAIL x_test.go:3") {
+		t.Fatalf("%+v", a)
+	}
+	// A check result for an older commit is ignored.
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 2, Head: "h2"})
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h1", OK: true})
+	g.state("M1", Checking)
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h2"})
+	g.state("M1", Fixing)
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 3, Head: "h3"})
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h3"})
+	// Third failure: out of rounds, one fresh round a tier up with another coder.
+	g.state("M1", Medium(t, g))
+	b := g.has(ABrief, "M1")
+	if b.Tier != "medium" || b.Coder == "coder-1" || !strings.Contains(b.Text, "one fresh round") {
+		t.Fatalf("escalation brief %+v", b)
+	}
+	g.step(Fact{Kind: FDone, M: "M1", Coder: b.Coder, Commits: 4, Head: "h4"})
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h4"})
+	g.state("M1", Failed)
+	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "failed") || !strings.Contains(a.Text, "run retry demo M1 --tier") {
+		t.Fatalf("%+v", a)
+	}
+	// The lead retries it at high.
+	g.step(Fact{Kind: FRetry, M: "M1", Tier: "high"})
+	g.state("M1", Building)
+	if b := g.has(ABrief, "M1"); b.Tier != "high" {
+		t.Fatalf("%+v", b)
+	}
+	if m := g.m("M1"); m.Rounds != (Rounds{}) || m.TierUp {
+		t.Fatalf("retry keeps rounds %+v", m)
+	}
+}
+
+// Medium checks the escalation went straight to a coder: the state after an
+// escalation with a free pool place is fixing.
+func Medium(t *testing.T, g *rig) State {
+	if m := g.m("M1"); m.TierNow != "medium" || !m.TierUp {
+		t.Fatalf("escalated to %s (tierUp %v)", m.TierNow, m.TierUp)
+	}
+	return Fixing
+}
+
+func TestMergeOneAtATime(t *testing.T) {
+	g := newRig(t, 2, false, "A::small", "B::small", "C:A+B:small")
+	g.build("A", "a1")
+	g.build("B", "b1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.state("A", Merging)
+	if a := g.has(AMergeIn, "A"); a.Head != "a1" || a.Base != "f0" {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FChecked, M: "B", Head: "b1", OK: true})
+	g.state("B", Merging)
+	g.hasNo(AMergeIn) // A is merging
+	// A's branch already contains the feature tip: no re-check, straight to advance.
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a1"})
+	if a := g.has(AAdvance, "A"); a.Head != "a1" || a.Base != "f0" {
+		t.Fatalf("%+v", a)
+	}
+	// B's facts while A merges are ignored.
+	g.step(Fact{Kind: FMergedIn, M: "B", Head: "b2"})
+	g.has(ANote, "")
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f1"})
+	g.state("A", Merged)
+	if g.r.Feature != "f1" {
+		t.Fatalf("feature %s", g.r.Feature)
+	}
+	if a := g.has(AMergeIn, "B"); a.Base != "f1" || a.Head != "b1" {
+		t.Fatalf("B merge %+v", a)
+	}
+	g.state("C", Planned)
+	// B: the feature tip merges in as a new commit, which is checked again.
+	g.step(Fact{Kind: FMergedIn, M: "B", Head: "b2"})
+	if a := g.has(ACheck, "B"); !a.Merge || a.Head != "b2" {
+		t.Fatalf("%+v", a)
+	}
+	g.hasNo(AAdvance)
+	g.step(Fact{Kind: FChecked, M: "B", Head: "b2", Merge: true, OK: true})
+	if a := g.has(AAdvance, "B"); a.Head != "b2" || a.Base != "f1" {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FAdvanced, M: "B", Head: "f2"})
+	g.state("B", Merged)
+	g.state("C", Ready)
+	if a := g.has(ALead, "C"); !strings.Contains(a.Text, "C is ready") {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestMergeRecheckFailsAndConflicts(t *testing.T) {
+	g := newRig(t, 2, false, "A::small", "B::small")
+	g.build("A", "a1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a2"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a2", Merge: true, Text: "boom"})
+	g.state("A", Fixing)
+	if len(g.r.MergeQueue) != 0 {
+		t.Fatalf("queue %v", g.r.MergeQueue)
+	}
+	// The coder was released at the check; the fix goes to the author, who is free.
+	if a := g.toCoder("A"); a.Coder != "coder-1" {
+		t.Fatalf("fix went to %+v", a)
+	}
+	g.step(Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 2, Head: "a3"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a3", OK: true})
+	g.step(Fact{Kind: FConflict, M: "A", Paths: []string{"go.mod", "x.go"}})
+	g.state("A", Fixing)
+	if a := g.has(ASendCoder, "A"); !strings.Contains(a.Text, "go.mod, x.go") {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 3, Head: "a4"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a4", OK: true})
+	g.step(Fact{Kind: FConflict, M: "A", Paths: []string{"x.go"}})
+	g.state("A", Fixing)
+	if m := g.m("A"); !m.TierUp || m.TierNow != "medium" {
+		t.Fatalf("second conflict should escalate: %+v", m)
+	}
+}
+
+func TestReview(t *testing.T) {
+	g := newRig(t, 2, true, "A::small", "B::small")
+	g.build("A", "a1")
+	g.build("B", "b1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.state("A", Reviewing)
+	g.has(AReview, "A")
+	g.step(Fact{Kind: FChecked, M: "B", Head: "b1", OK: true})
+	g.hasNo(AReview) // one reviewer
+	// An approval that lists blockers is not approval.
+	g.step(Fact{Kind: FReviewed, M: "A", Head: "a1", Verdict: &Verdict{Decision: "approve", Blockers: []Blocker{{File: "a.go", Line: 3, What: "nil deref", Why: "crashes"}}}})
+	g.state("A", Fixing)
+	if a := g.toCoder("A"); !strings.Contains(a.Text, "a.go:3 — nil deref — crashes") {
+		t.Fatalf("%+v", a)
+	}
+	g.has(AReview, "B")
+	// Silence: asked once more, then held.
+	g.step(Fact{Kind: FReviewed, M: "B", Head: "b1", Verdict: &Verdict{}})
+	g.state("B", Reviewing)
+	g.has(AReview, "B")
+	g.step(Fact{Kind: FReviewed, M: "B", Head: "b1"})
+	g.state("B", Held)
+	if !strings.Contains(g.m("B").Reason, "never approval") {
+		t.Fatal(g.m("B").Reason)
+	}
+	// A fixed and approved → merging.
+	g.step(Fact{Kind: FDone, M: "A", Coder: g.m("A").Coder, Commits: 2, Head: "a2"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a2", OK: true})
+	g.has(AReview, "A")
+	g.step(Fact{Kind: FReviewed, M: "A", Head: "a2", Verdict: &Verdict{Decision: "approve"}})
+	g.state("A", Merging)
+	g.has(AMergeIn, "A")
+}
+
+func TestBenchedHandsOn(t *testing.T) {
+	g := newRig(t, 1, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	reset := g.now.Add(20 * time.Minute)
+	g.step(Fact{Kind: FLimited, Coder: "coder-1", Until: reset})
+	if a := g.has(ABenchCoder, ""); a.Coder != "coder-1" || !a.Until.Equal(reset) {
+		t.Fatalf("%+v", a)
+	}
+	// The benched coder does not hold the one place: coder-2 takes the branch on.
+	g.state("M1", Building)
+	b := g.has(ABrief, "M1")
+	if b.Coder != "coder-2" || !strings.Contains(b.Text, "branch") {
+		t.Fatalf("%+v", b)
+	}
+	// A late done from coder-1 is stale.
+	g.step(Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 1, Head: "h"})
+	g.state("M1", Building)
+	g.has(ANote, "")
+	// coder-2 vanishes: benched 10 minutes; nobody is free (coder-1 benched till reset).
+	g.step(Fact{Kind: FVanished, Coder: "coder-2"})
+	g.state("M1", Benched)
+	if a := g.has(ABenchCoder, ""); !a.Until.Equal(g.now.Add(VanishedBench)) {
+		t.Fatalf("%+v", a)
+	}
+	if w := g.r.NextWake(g.now); !w.Equal(g.now.Add(VanishedBench)) {
+		t.Fatalf("next wake %v", w)
+	}
+	g.now = g.now.Add(VanishedBench)
+	g.step(Fact{Kind: FTick})
+	g.state("M1", Building)
+	if b := g.has(ABrief, "M1"); b.Coder != "coder-2" {
+		t.Fatalf("%+v", b)
+	}
+	// Unknown reset: 60 minutes.
+	g.step(Fact{Kind: FLimited, Coder: "coder-2"})
+	if a := g.has(ABenchCoder, ""); !a.Until.Equal(g.now.Add(LimitBench)) {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestMovedByHandHolds(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.build("M1", "h")
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "M1", Head: "h"})
+	g.step(Fact{Kind: FMoved, M: "M1", Head: "zzz"})
+	g.state("M1", Held)
+	if a := g.has(ANotify, "M1"); !strings.Contains(a.Text, "moved it by hand") {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FRetry, M: "M1"})
+	g.state("M1", Building)
+}
+
+func TestHoldRetryStop(t *testing.T) {
+	g := newRig(t, 2, false, "A::small", "B::small")
+	g.step(Fact{Kind: FDispatch, M: "A"})
+	g.step(Fact{Kind: FHold, M: "A", Text: "wait for the API"})
+	g.state("A", Held)
+	if g.r.CoderOf("coder-1") != "" {
+		t.Fatal("held milestone keeps its coder")
+	}
+	if err := g.refused(Fact{Kind: FDispatch, M: "A"}); !strings.Contains(err.Error(), "retry") {
+		t.Fatal(err)
+	}
+	if err := g.refused(Fact{Kind: FRetry, M: "B"}); !errors.Is(err, ErrRefused) {
+		t.Fatal(err)
+	}
+	g.step(Fact{Kind: FRetry, M: "A"})
+	g.state("A", Building)
+	g.step(Fact{Kind: FStop})
+	g.state("A", Held)
+	g.state("B", Held)
+	g.has(AStopCoder, "")
+	g.step(Fact{Kind: FTick})
+	g.hasNo(ABrief)
+}
+
+func TestAutoStartAfter15Minutes(t *testing.T) {
+	g := newRig(t, 2, false, "A::small")
+	g.now = t0.Add(AutoStartAfter - 2*time.Second)
+	g.step(Fact{Kind: FTick})
+	g.state("A", Ready)
+	g.step(Fact{Kind: FTick})
+	g.state("A", Building)
+	g.has(ABrief, "A")
+}
+
+func TestFinishAndFollowUp(t *testing.T) {
+	g := newRig(t, 2, false, "A::small")
+	g.build("A", "a1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a1"})
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f1"})
+	if a := g.has(AFinalCheck, ""); a.Head != "f1" {
+		t.Fatalf("%+v", a)
+	}
+	g.step(Fact{Kind: FFinalCheck, OK: true})
+	g.has(ASummary, "")
+	if g.r.Finish != "done" {
+		t.Fatal(g.r.Finish)
+	}
+	if err := g.refused(Fact{Kind: FFollowUp, M: "A"}); err == nil {
+		t.Fatal("empty follow-up accepted")
+	}
+	g.step(Fact{Kind: FFollowUp, M: "A", Text: "also trim whitespace"})
+	g.state("A", Fixing)
+	if a := g.has(ASendCoder, "A"); a.Coder != "coder-1" || !strings.Contains(a.Text, "trim whitespace") {
+		t.Fatalf("follow-up goes to the coder who built it: %+v", a)
+	}
+	if m := g.m("A"); m.Spent[Checking] <= 0 || m.Spent[Building] <= 0 {
+		t.Fatalf("time accounting %+v", m.Spent)
+	}
+}

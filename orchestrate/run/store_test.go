@@ -1,0 +1,176 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/store"
+)
+
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	rs := NewRuns(st)
+	r := newRun(t, 2, false, "M1::small", "M2:M1:small")
+	_, initial, _ := Step(r, Fact{Kind: FTick}, t0) // nothing: just a valid action list
+	rec, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"}, append(initial, Action{Kind: ALead, M: "M1", Text: "M1 is ready"}), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Outbox) != 1 || rec.Seq != 1 {
+		t.Fatalf("created %+v", rec)
+	}
+	if _, err := rs.Create(ctx, Record{Run: r}, nil, t0); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	// Performing the lead's inbox entry is recorded as done.
+	rec, err = rs.Did(ctx, "demo", rec.Outbox[0], "", t0)
+	if err != nil || len(rec.Outbox) != 0 {
+		t.Fatalf("did: %v %+v", err, rec.Outbox)
+	}
+	// Doing it twice (a restart re-performed it) records nothing more.
+	if rec2, _ := rs.Did(ctx, "demo", Pending{Seq: 1, I: 0}, "", t0); rec2.Seq != rec.Seq {
+		t.Fatal("second did logged")
+	}
+	rec, added, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M1"}, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != 1 || added[0].Action.Kind != ABrief || added[0].Seq != 3 {
+		t.Fatalf("added %+v", added)
+	}
+	if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M2"}, t0.Add(2*time.Second)); !errors.Is(err, ErrRefused) {
+		t.Fatalf("refused dispatch: %v", err)
+	}
+	// A crash between the log append and the record write: the entry is replayed.
+	if err := rs.append(ctx, "demo", Entry{Seq: 5, At: t0.Add(3 * time.Second), Type: EntryFact,
+		Fact: &Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 1, Head: "abc"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st = openStore(t, dir)
+	defer st.Close()
+	rs = NewRuns(st)
+	rec, err = rs.Get(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := rec.Run.Milestone("M1"); m.State != Checking || m.Head != "abc" || rec.Seq != 5 {
+		t.Fatalf("replayed %+v seq %d", m, rec.Seq)
+	}
+	if n := len(rec.Outbox); n != 2 || rec.Outbox[1].Action.Kind != ACheck {
+		t.Fatalf("outbox after replay %+v", rec.Outbox)
+	}
+	evs, err := rs.Events(ctx, "demo", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, " "); got != "start did fact refused fact" {
+		t.Fatalf("log %s", got)
+	}
+	if evs[3].Text == "" || !strings.Contains(evs[3].Text, "waits for M1") {
+		t.Fatalf("refusal text %q", evs[3].Text)
+	}
+	if tail, _ := rs.Events(ctx, "demo", 3, 1); len(tail) != 1 || tail[0].Seq != 4 {
+		t.Fatalf("after 3, limit 1: %+v", tail)
+	}
+	// Update keeps the machine's part.
+	rec, err = rs.Update(ctx, "demo", func(r *Record) { r.Agents = map[string]string{"coder-1": "id1"}; r.Seq = 99; r.Run.Name = "x" })
+	if err != nil || rec.Seq != 5 || rec.Run.Name != "demo" || rec.Agents["coder-1"] != "id1" {
+		t.Fatalf("update %v %+v", err, rec)
+	}
+	if list, err := rs.List(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("list %v %d", err, len(list))
+	}
+	if err := rs.Delete(ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Get(ctx, "demo"); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if evs, _ := rs.Events(ctx, "demo", 0, 0); len(evs) != 0 {
+		t.Fatalf("log left: %d", len(evs))
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	g := newRig(t, 2, false, "A::small", "B::small", "C::small")
+	g.build("A", "a1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a1"}) // advance pending
+	g.step(Fact{Kind: FDispatch, M: "B"})
+	g.step(Fact{Kind: FDispatch, M: "C"})
+	rec := Record{Run: g.r}
+	bCoder, cCoder := g.m("B").Coder, g.m("C").Coder
+	turnAt := g.now
+	o := Observed{
+		Feature:  "sq1",
+		Advance:  "sq1",
+		Branches: map[string]string{"A": "a1", "B": "b0", "C": "c0"},
+		Agents: map[string]AgentSeen{
+			bCoder: {Exists: true, Live: true, Idle: true, TurnAt: turnAt},
+		},
+	}
+	got := Reconcile(rec, o, map[string]time.Time{})
+	want := []Fact{
+		{Kind: FAdvanced, M: "A", Head: "sq1"},
+		{Kind: FTurnEnded, M: "B", Coder: bCoder},
+		{Kind: FLost, Coder: cCoder},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i].Kind != want[i].Kind || got[i].M != want[i].M || got[i].Coder != want[i].Coder || got[i].Head != want[i].Head {
+			t.Fatalf("fact %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// The turn end was handled already: not again.
+	if got := Reconcile(rec, o, map[string]time.Time{bCoder: turnAt}); len(got) != 2 {
+		t.Fatalf("handled turn fed again: %+v", got)
+	}
+	// Moved by hand while the merge was under way; a branch deleted.
+	o.Feature, o.Advance = "hand", "sq1"
+	delete(o.Branches, "B")
+	got = Reconcile(rec, o, nil)
+	if got[0].Kind != FMoved || got[0].Head != "hand" || got[1].Kind != FHold || got[1].M != "B" || !strings.Contains(got[1].Text, "orcr/demo/B") {
+		t.Fatalf("got %+v", got)
+	}
+	// Feature branch gone: every open milestone is held with the reason.
+	o.Feature = ""
+	got = Reconcile(rec, o, nil)
+	if len(got) != 3 || got[0].Kind != FHold || !strings.Contains(got[0].Text, "feature/demo does not exist") {
+		t.Fatalf("got %+v", got)
+	}
+	// Feeding them gives a consistent run.
+	for _, f := range got {
+		r, _, err := Step(g.r, f, g.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.r = r
+	}
+	for _, m := range g.r.Milestones {
+		if m.State != Held {
+			t.Fatalf("%s is %s", m.ID, m.State)
+		}
+	}
+}

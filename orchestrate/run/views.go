@@ -1,0 +1,256 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// view is a run as the API shows it.
+func (s *Service) view(rec Record) wire.RunView {
+	r := rec.Run
+	v := wire.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
+		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Inbox),
+		Summary: rec.Summary, Created: rec.Created, Seq: rec.Seq, Milestones: []wire.RunMilestone{}, Pool: []wire.RunCoder{}}
+	if v.Inbox == nil {
+		v.Inbox = []string{}
+	}
+	switch {
+	case rec.Finished:
+		v.State = "finished"
+	case r.Stopped:
+		v.State = "stopped"
+	case r.Finish == "checking":
+		v.State = "finishing"
+	case r.Finish != "":
+		v.State = r.Finish
+	case r.Open():
+		v.State = "running"
+	default:
+		v.State = "waiting" // nothing moves without a decision (held, failed)
+	}
+	for _, m := range r.Milestones {
+		v.Milestones = append(v.Milestones, s.milestoneView(rec, m))
+	}
+	for _, c := range r.Coders {
+		if c.Gone {
+			continue
+		}
+		rc := wire.RunCoder{Name: c.Name, Tier: c.Tier, Model: rec.Models[c.Name], Milestone: c.M}
+		if c.BenchedUntil.After(s.now()) {
+			t := c.BenchedUntil
+			rc.BenchedUntil = &t
+		}
+		v.Pool = append(v.Pool, rc)
+	}
+	return v
+}
+
+func (s *Service) milestoneView(rec Record, m Milestone) wire.RunMilestone {
+	v := wire.RunMilestone{ID: m.ID, Title: m.Title, State: string(m.State), Tier: m.Tier, TierNow: m.TierNow,
+		Coder: m.Coder, Rounds: wire.Rounds(m.Rounds), Question: m.Question, Reason: m.Reason, Commit: m.Commit}
+	who := m.Coder
+	if who == "" {
+		who = m.Author
+	}
+	v.Model = rec.Models[who]
+	if !m.StartedAt.IsZero() {
+		end := s.now()
+		if m.State == Merged {
+			end = m.MergedAt
+		}
+		v.ElapsedSeconds = int(end.Sub(m.StartedAt).Seconds())
+	}
+	if pm := s.planMilestone(rec, m.ID); pm != nil {
+		v.EstimateSeconds = int(pm.Estimate.Seconds())
+	}
+	v.Waits = waits(rec.Run, m)
+	return v
+}
+
+// waits says what milestone m waits on, in words.
+func waits(r Run, m Milestone) string {
+	switch m.State {
+	case Planned:
+		var open []string
+		for _, d := range m.Depends {
+			if dm, ok := r.Milestone(d); !ok || dm.State != Merged {
+				open = append(open, d)
+			}
+		}
+		return strings.Join(open, ", ") + " to merge"
+	case Ready:
+		if m.Want {
+			return "a free " + m.TierNow + " coder"
+		}
+		return "the lead's dispatch (or " + AutoStartAfter.String() + " after ready)"
+	case Building, Fixing:
+		if m.Coder == "" {
+			return "a free " + m.TierNow + " coder"
+		}
+		return m.Coder
+	case Asking:
+		return "an answer (`orcr run answer " + r.Name + " " + m.ID + " …`)"
+	case Checking:
+		return "the check"
+	case Reviewing:
+		if head(r.ReviewQueue) == m.ID {
+			return "the reviewer"
+		}
+		return "its turn with the reviewer"
+	case Merging:
+		if head(r.MergeQueue) == m.ID {
+			return "the merge"
+		}
+		return "its turn to merge after " + head(r.MergeQueue)
+	case Benched, Escalated:
+		return "a free " + m.TierNow + " coder"
+	case Held, Failed:
+		return "you or the lead: " + m.Reason
+	}
+	return ""
+}
+
+// Summary renders summary.md: per milestone the planned tier next to the model that
+// did the work, estimate next to actual time, rounds, and where the time went.
+func (s *Service) Summary(rec Record) string {
+	var b strings.Builder
+	r := rec.Run
+	fmt.Fprintf(&b, "# Run %s\n\nfeature/%s from %s, %d milestones; check `%s`.\n\n", r.Name, r.Name, rec.Base, len(r.Milestones), rec.Check)
+	b.WriteString("| milestone | state | tier planned | model used | estimate | actual | rounds (check/review/conflict) | building | fixing | review | asking | benched |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range r.Milestones {
+		var models []string
+		for _, c := range m.Coders {
+			if md := rec.Models[c]; md != "" && !slices.Contains(models, md) {
+				models = append(models, md)
+			}
+		}
+		est := "-"
+		if pm := s.planMilestone(rec, m.ID); pm != nil && pm.Estimate > 0 {
+			est = pm.Estimate.String()
+		}
+		actual := "-"
+		if !m.StartedAt.IsZero() && !m.MergedAt.IsZero() {
+			actual = m.MergedAt.Sub(m.StartedAt).Round(time.Second).String()
+		}
+		tier := m.Tier
+		if m.TierNow != m.Tier {
+			tier += " → " + m.TierNow
+		}
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s | %s | %d/%d/%d | %s | %s | %s | %s | %s |\n",
+			m.ID, m.Title, m.State, tier, orDash(strings.Join(models, ", ")), est, actual,
+			m.Rounds.Check, m.Rounds.Review, m.Rounds.Conflict,
+			dur(m.Spent[Building]), dur(m.Spent[Fixing]+m.Spent[Checking]), dur(m.Spent[Reviewing]), dur(m.Spent[Asking]), dur(m.Spent[Benched]+m.Spent[Escalated]))
+	}
+	return b.String()
+}
+
+func dur(sec float64) string {
+	if sec <= 0 {
+		return "-"
+	}
+	return (time.Duration(sec) * time.Second).Round(time.Second).String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (s *Service) writeSummary(ctx context.Context, rec Record) error {
+	path := SummaryFile(rec.Repo, rec.Run.Name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(s.Summary(rec)), 0o644); err != nil {
+		return err
+	}
+	_, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Summary = path })
+	return err
+}
+
+// RunFinish implements core.RunService: the run's agents stop, its worktrees and
+// refs go (only feature/NAME stays), the branch is pushed when the repository has a
+// remote, and a pull request is opened through GitHub with the summary as its body.
+// What it did not do it says, with why.
+func (s *Service) RunFinish(ctx context.Context, name string) (wire.RunFinishResult, error) {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return wire.RunFinishResult{}, err
+	}
+	if rec.Run.Open() || rec.Run.Finish == "checking" {
+		return wire.RunFinishResult{Run: s.view(rec)}, wire.Errorf(wire.CodeInvalidParams,
+			"run %s is still under way (%s); finish it when all milestones are merged, or `orcr run stop %s` first", name, s.view(rec).State, name)
+	}
+	res := wire.RunFinishResult{Done: []string{}, NotDone: []string{}}
+	g := s.git(rec.Repo)
+	for who, id := range rec.Agents {
+		if a, err := s.o.Agents.Get(ctx, id); err == nil && !a.State.Terminal() {
+			s.stopAgent(ctx, rec, who)
+		}
+	}
+	res.Done = append(res.Done, "stopped the run's agents")
+	if rec.Summary == "" && rec.Run.Finish != "" {
+		if err := s.writeSummary(ctx, rec); err == nil {
+			rec, _ = s.runs.Get(ctx, name)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(s.o.Home, "worktrees", "runs", name, "*"))
+	for _, d := range dirs {
+		if err := g.RemoveWorktree(ctx, d); err != nil {
+			res.NotDone = append(res.NotDone, "remove worktree "+d+": "+err.Error())
+		}
+	}
+	os.Remove(filepath.Join(s.o.Home, "worktrees", "runs", name))
+	if rec.Mode == "shared" {
+		if cur, _ := g.CurrentBranch(ctx); strings.HasPrefix(cur, "orcr/"+name+"/") {
+			g.run(ctx, nil, "checkout", "--quiet", FeatureBranch(name))
+		}
+	}
+	brs, _ := g.Branches(ctx, "orcr/"+name+"/")
+	for b := range brs {
+		if err := g.DeleteBranch(ctx, b); err != nil {
+			res.NotDone = append(res.NotDone, "delete branch "+b+": "+err.Error())
+		}
+	}
+	res.Done = append(res.Done, fmt.Sprintf("removed %d worktrees and %d branches; only %s is left", len(dirs), len(brs), FeatureBranch(name)))
+	remote := g.Remote(ctx, "origin")
+	switch {
+	case remote == "":
+		res.NotDone = append(res.NotDone, "push: the repository has no remote \"origin\"", "pull request: nothing pushed")
+	default:
+		if err := g.Push(ctx, "origin", FeatureBranch(name)); err != nil {
+			res.NotDone = append(res.NotDone, "push to origin: "+err.Error(), "pull request: nothing pushed")
+			break
+		}
+		res.Done = append(res.Done, "pushed "+FeatureBranch(name)+" to origin ("+remote+")")
+		if s.o.OpenPR == nil {
+			res.NotDone = append(res.NotDone, "pull request: this server has no GitHub client")
+			break
+		}
+		body := s.Summary(rec)
+		url, err := s.o.OpenPR(ctx, PullRequest{Repo: rec.Repo, Remote: remote, Head: FeatureBranch(name), Base: rec.Base,
+			Title: "orcr run " + name, Body: body})
+		if err != nil {
+			res.NotDone = append(res.NotDone, "pull request: "+err.Error())
+			break
+		}
+		res.PRURL = url
+		res.Done = append(res.Done, "opened "+url)
+	}
+	rec, err = s.runs.Update(ctx, name, func(r *Record) { r.Finished = true })
+	if err != nil {
+		return res, err
+	}
+	res.Run = s.view(rec)
+	return res, nil
+}
