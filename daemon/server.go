@@ -293,6 +293,13 @@ func Serve(ctx context.Context, stderr io.Writer) error {
 		// which also holds the UI, keeps Go's default.)
 		debug.SetMemoryLimit(64 << 20)
 	}
+	if os.Getenv("GOGC") == "" {
+		// The server's live heap is small (~20 MB with 1,000 records) and most of what
+		// it allocates is short-lived (requests, screens, events), so collecting at
+		// +50 % instead of +100 % keeps the resident size ~5 MB lower for a cost of a
+		// few more sub-millisecond collections (BenchmarkServerRSS1000). GOGC overrides.
+		debug.SetGCPercent(50)
+	}
 	s, err := startServer(ctx)
 	if err != nil {
 		return err
