@@ -100,7 +100,13 @@ func Start(t testing.TB, o Options) *Server {
 			lastErr = err
 			return false
 		}
-		c.Close()
+		defer c.Close()
+		// Up means answering, not only accepting: a connect can land in the backlog
+		// of a socket the starting server is still setting up.
+		if _, err := c.Ping(ctx); err != nil {
+			lastErr = err
+			return false
+		}
 		return true
 	})
 	said := s.Output()
