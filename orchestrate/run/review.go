@@ -66,7 +66,8 @@ func cleanLine(s string) string {
 		}
 		s = t
 	}
-	s = strings.NewReplacer("**", "", "__", "", "`", "").Replace(s)
+	// A marker becomes a space, not nothing: "Verdi**ct" is no verdict line.
+	s = strings.NewReplacer("**", " ", "__", " ", "`", " ").Replace(s)
 	return strings.TrimSpace(s)
 }
 
