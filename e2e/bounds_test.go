@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,9 +311,7 @@ func TestNumbersOutOfRangeAreRefused(t *testing.T) {
 
 // A refused uid got "server not running … use of closed network connection" (item 11).
 func TestOtherUIDIsToldPermissionDenied(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run the CLI as another uid")
-	}
+	clis.NeedRoot(t, "run the CLI as another uid")
 	e := newEnv(t)
 	e.serve()
 	// Open the way to the socket, so the server's own check is what refuses.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,9 +81,7 @@ func TestDeletedSocketIsRecreated(t *testing.T) {
 // A home owned by another user, holding symlinks where the server keeps its lock and log, made
 // a root server truncate the lock's target and append log lines to the log's (item 9).
 func TestHostileHomeIsRefusedAndLinksNotFollowed(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give the home to another uid")
-	}
+	clis.NeedRoot(t, "give the home to another uid")
 	e := newEnv(t)
 	dir := t.TempDir()
 	victims := map[string]string{"orcr.lock": filepath.Join(dir, "lock-target"), "orcr.log": filepath.Join(dir, "log-target")}
@@ -134,9 +133,7 @@ func TestHostileHomeIsRefusedAndLinksNotFollowed(t *testing.T) {
 // answer store_unavailable, reads go on, and writes resume once there is room, all without a
 // restart.
 func TestServerOnFullDiskRefusesWritesAndRecovers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
+	clis.NeedRoot(t, "mount a tmpfs")
 	e := newEnv(t)
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
 		t.Fatal(err)
