@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
@@ -22,20 +21,7 @@ func TestCodexThroughOrcr(t *testing.T) {
 	}
 	defer srv.Close()
 	e := newOrcr(t)
-	home := filepath.Join(e.dir, "codex-home")
-	os.MkdirAll(home, 0o700)
-	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
-model_provider = "scripted"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-env_key = "SCRIPTED_API_KEY"
-wire_api = "responses"
-`, srv.URL)), 0o600)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
+	home, work := e.scriptedCodexHome(srv.URL)
 	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=test-key")
 	e.serve()
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,4 +119,26 @@ func (e *orcrEnv) stop() {
 	}
 	e.srv.Stop()
 	e.srv = nil
+}
+
+// scriptedCodexHome writes a CODEX_HOME whose config points codex at the scripted model
+// server (base URL url, key from $SCRIPTED_API_KEY), and makes a work folder; it
+// returns both paths (the folder with symlinks resolved, as the CLI reports it).
+func (e *orcrEnv) scriptedCodexHome(url string) (home, work string) {
+	e.t.Helper()
+	home = filepath.Join(e.dir, "codex-home")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+env_key = "SCRIPTED_API_KEY"
+wire_api = "responses"
+`, url)), 0o600)
+	work = filepath.Join(e.dir, "work")
+	os.MkdirAll(work, 0o755)
+	work, _ = filepath.EvalSymlinks(work)
+	return home, work
 }
