@@ -133,6 +133,12 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 
+	// Both survivors must show live before quitting: the dialog counts what the tree
+	// knows at the key press (under load ops/four can still be queued behind the
+	// memory gate).
+	r.waitScreen("ops/three and ops/four live", 30*time.Second, func(s string) bool {
+		return live(treeLine(s, "three")) && live(treeLine(s, "four"))
+	})
 	// Quit: an agent still runs on the embedded host, so the dashboard asks. Stop it.
 	// A key that lands while the kill dialog is still closing goes to it, so press q
 	// again while no quit dialog has come up.
