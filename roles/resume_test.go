@@ -27,11 +27,29 @@ func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
 // new record linked to the old. Shell agents and gone session files are refused.
 func TestClaudeHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
+	hibernateAndResume(t, r, "claude")
+}
+
+// TestCodexHibernateAndResume is the same through the real codex CLI: its wake and
+// resume go through `codex resume <session id> PROMPT`, in the same folder and
+// CODEX_HOME, and the rollout the session appends to stays the record's transcript.
+func TestCodexHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	home := r.withCodex()
+	a := hibernateAndResume(t, r, "codex")
+	if !strings.HasPrefix(a.Transcript, filepath.Join(home, "sessions")) || !strings.Contains(strings.Join(a.Argv, " "), "resume "+a.SessionID) {
+		t.Fatalf("resumed codex: transcript %q argv %q", a.Transcript, a.Argv)
+	}
+}
+
+// hibernateAndResume runs the scenario with provider on rig r (not yet serving) and
+// returns the resumed record.
+func hibernateAndResume(t *testing.T, r *rig, provider string) wire.Agent {
 	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
 	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must("agent", "run", "mem/a", "--provider", "claude", "--prompt", "remember the word PELICAN-42", "--cwd", r.work)
+	r.must("agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work)
 	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	pid := first.PID
 
@@ -42,7 +60,7 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 		t.Fatalf("hibernated record %+v", a)
 	}
 	if err := processAlive(pid); err == nil {
-		t.Fatalf("claude (pid %d) still runs after hibernation", pid)
+		t.Fatalf("%s (pid %d) still runs after hibernation", provider, pid)
 	}
 	if out := r.must("agent", "ls"); !strings.Contains(out, "hibernated") {
 		t.Fatalf("ls:\n%s", out)
@@ -101,4 +119,5 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
 		t.Fatalf("gone session: exit %d %s", res.code, res.err)
 	}
+	return b
 }

@@ -24,9 +24,11 @@ type Kernel interface {
 // Options configure a Service.
 type Options struct {
 	// Dir is the roles directory (default Dir()).
-	Dir    string
-	Check  Checker
-	Logger *slog.Logger
+	Dir   string
+	Check Checker
+	// Accounts lets the fallback skip a provider whose every account is held.
+	Accounts Accounts
+	Logger   *slog.Logger
 }
 
 // Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
@@ -67,7 +69,9 @@ func New(opts Options) *Service {
 }
 
 // Resolver is the agent.run resolver over the same directory and checker.
-func (s *Service) Resolver() *Resolver { return &Resolver{Dir: s.opts.Dir, Check: s.opts.Check} }
+func (s *Service) Resolver() *Resolver {
+	return &Resolver{Dir: s.opts.Dir, Check: s.opts.Check, Accounts: s.opts.Accounts}
+}
 
 // Roles lists the role files.
 func (s *Service) Roles(context.Context) ([]wire.Role, error) {
