@@ -112,6 +112,12 @@ func printRole(w io.Writer, r wire.Role) {
 	row("keep", fmt.Sprint(r.Keep))
 	row("priority", fmt.Sprint(r.Priority))
 	row("budget_usd", fmt.Sprint(r.BudgetUSD))
+	if action := r.BudgetAction; action != "" || r.BudgetUSD > 0 {
+		if action == "" {
+			action = "stop"
+		}
+		row("budget_action", action)
+	}
 	row("max_turns", fmt.Sprint(r.MaxTurns))
 	row("soft_timeout", (time.Duration(r.SoftTimeoutSeconds) * time.Second).String())
 	row("hard_timeout", (time.Duration(r.HardTimeoutSeconds) * time.Second).String())

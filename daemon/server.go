@@ -121,7 +121,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Accounts: acct, Logger: s.log})
+	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Accounts: acct, Budgets: acct, Logger: s.log})
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,

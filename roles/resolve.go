@@ -140,6 +140,9 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 	}
 	if p.BudgetUSD == 0 {
 		p.BudgetUSD = role.BudgetUSD
+		if p.BudgetAction == "" {
+			p.BudgetAction = role.BudgetAction
+		}
 	}
 	if p.SoftTimeoutSeconds == 0 {
 		p.SoftTimeoutSeconds = int(role.SoftTimeout / time.Second)
@@ -201,6 +204,9 @@ func joinParts(a, b string) string {
 func checkLimits(p wire.RunParams) error {
 	if p.MaxTurns < 0 || p.SoftTimeoutSeconds < 0 || p.HardTimeoutSeconds < 0 || p.BudgetUSD < 0 {
 		return wire.Errorf(wire.CodeInvalidParams, "limits must not be negative")
+	}
+	if a := p.BudgetAction; a != "" && a != BudgetStop && a != BudgetHold {
+		return wire.Errorf(wire.CodeInvalidParams, "budget action %q: use stop or hold", a)
 	}
 	if p.SoftTimeoutSeconds > 0 && p.HardTimeoutSeconds > 0 && p.SoftTimeoutSeconds >= p.HardTimeoutSeconds {
 		return wire.Errorf(wire.CodeInvalidParams, "soft timeout %s must be shorter than hard timeout %s",

@@ -28,7 +28,9 @@ type Options struct {
 	Check Checker
 	// Accounts lets the fallback skip a provider whose every account is held.
 	Accounts Accounts
-	Logger   *slog.Logger
+	// Budgets, when set, takes a role's budget_usd as a budget on its agent's path.
+	Budgets Budgets
+	Logger  *slog.Logger
 }
 
 // Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
@@ -150,10 +152,15 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 			switch {
 			case ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated):
 				s.observe(*ev.Agent, &ev)
+			case ev.Agent != nil && ev.Event == wire.EventAgentSpawned:
+				a := *ev.Agent
+				s.spawn(func(ctx context.Context) { s.spawned(ctx, a) })
 			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:
 				s.mu.Lock()
 				delete(s.hist, ev.Agent.ID)
 				s.mu.Unlock()
+				a := *ev.Agent
+				s.spawn(func(ctx context.Context) { s.removed(ctx, a) })
 			}
 		}
 	}()

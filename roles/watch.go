@@ -73,7 +73,11 @@ func (s *Service) observe(a wire.Agent, ev *wire.Event) {
 	if l := a.Limits; l.BudgetUSD > 0 && a.Usage.CostUSD != nil && *a.Usage.CostUSD >= l.BudgetUSD && !w.budgetHit {
 		w.budgetHit = true
 		reason := fmt.Sprintf("role budget $%.2f reached ($%.2f spent)", l.BudgetUSD, *a.Usage.CostUSD)
-		s.spawn(func(ctx context.Context) { s.stop(ctx, a, "budget", reason) })
+		s.spawn(func(ctx context.Context) {
+			if !s.delegated(ctx, a) { // else the budget on its path acts (budget.go)
+				s.stop(ctx, a, "budget", reason)
+			}
+		})
 	}
 	if ev != nil && ev.Event == wire.EventAgentState && ev.To == wire.StateDone && w.last != wire.StateDone {
 		if w.busy {
