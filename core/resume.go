@@ -150,6 +150,12 @@ func (e *Engine) hibernate(ctx context.Context, rt *agentRT, reason string, stil
 // CLI takes a message on resume — faster and surer than typing into a fresh TUI).
 func (e *Engine) wake(ctx context.Context, rt *agentRT, text string) error {
 	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	if err := resumable(a); err != nil { // its session file went while it slept
+		return err
+	}
+	e.mu.Lock()
 	if rt.a.State != wire.StateHibernated {
 		st := rt.a.State
 		e.mu.Unlock()

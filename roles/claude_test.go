@@ -159,7 +159,8 @@ exit 1
 }
 
 // TestBrokenHooks: a before.sh that is not executable fails the launch with a clear
-// state on the record; one that hangs is killed at the repo's hook timeout.
+// state on the record; one that hangs is killed at the repo's hook timeout; a
+// validate.sh that is not executable fails the launch before any turn is spent.
 func TestBrokenHooks(t *testing.T) {
 	r := newClaudeRig(t)
 	repo := filepath.Join(r.work, "noexec")
@@ -169,10 +170,18 @@ func TestBrokenHooks(t *testing.T) {
 	os.MkdirAll(filepath.Join(hang, ".orcr", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "config.toml"), []byte("[hooks]\ntimeout = \"1s\"\n"), 0o644)
+	novalidate := filepath.Join(r.work, "novalidate")
+	os.MkdirAll(filepath.Join(novalidate, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(novalidate, ".orcr", "hooks", "validate.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
 	r.serve()
+	r.must("agent", "run", "h/novalidate", "--cwd", novalidate, "--", "sh", "-c", "sleep 60")
+	a := r.waitAgent("h/novalidate", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "validate.sh is not executable; make it so with: chmod +x") || a.PID != 0 {
+		t.Fatalf("validate noexec: %s %q pid %d", a.State, a.Error, a.PID)
+	}
 	r.must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
 	r.must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
-	a := r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	a = r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh is not executable") || !strings.Contains(a.Error, "chmod +x") ||
 		len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookNotExecutable {
 		t.Fatalf("noexec: %s %q %+v", a.State, a.Error, a.Hooks)

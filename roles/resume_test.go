@@ -119,5 +119,22 @@ func hibernateAndResume(t *testing.T, r *rig, provider string) wire.Agent {
 	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
 		t.Fatalf("gone session: exit %d %s", res.code, res.err)
 	}
+
+	// A hibernated agent whose session file goes while it sleeps: the send is refused.
+	os.Rename(b.Transcript+".moved", b.Transcript)
+	r.models.Push(modelserver.Turn{Text: "Back again.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	r.must("agent", "resume", "mem/a", "--prompt", "are you there?")
+	c := r.waitAgent("mem/a", 90*time.Second, "third record's turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Back again." })
+	time.Sleep(1100 * time.Millisecond)
+	r.must("gc")
+	r.waitAgent("mem/a", 10*time.Second, "hibernated again", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+	os.Rename(c.Transcript, c.Transcript+".moved")
+	if res := r.run("agent", "send", "mem/a", "hello?"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
+		t.Fatalf("wake with the session gone: exit %d %s", res.code, res.err)
+	}
+	if a := r.agent("mem/a"); a.State != wire.StateHibernated {
+		t.Fatalf("after the refused wake: %s", a.State)
+	}
+	os.Rename(c.Transcript+".moved", c.Transcript)
 	return b
 }

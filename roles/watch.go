@@ -3,6 +3,7 @@ package roles
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -300,6 +301,17 @@ func (s *Service) BeforeLaunch(ctx context.Context, a wire.Agent, newWorktree bo
 	hooks := []string{wire.HookBefore}
 	if newWorktree {
 		hooks = []string{wire.HookInit, wire.HookBefore}
+	}
+	// validate.sh and after.sh run once the agent has worked: one that cannot run is
+	// refused now, before a turn is spent that no check could pass.
+	for _, h := range []string{wire.HookValidate, wire.HookAfter} {
+		if script := HookPath(repo, h); script != "" {
+			if st, err := os.Stat(script); err == nil {
+				if why := notExecutable(st, script); why != "" {
+					return fmt.Errorf("%s.sh %s", h, strings.TrimPrefix(why, script+" "))
+				}
+			}
+		}
 	}
 	for _, h := range hooks {
 		script := HookPath(repo, h)
