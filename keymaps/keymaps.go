@@ -62,6 +62,7 @@ func pretty(k string) string {
 // Global bindings work everywhere outside dialogs.
 type Global struct {
 	Quit, Help, FocusNext, FocusPrev, Theme, Plans Binding
+	History                                        Binding
 }
 
 // Tree bindings act on the agent tree and the selected agent.
@@ -88,14 +89,21 @@ type Plans struct {
 	Open, Approve, Reject, Edit, Refresh Binding
 }
 
+// History bindings act in the history view: finished agents, filtered like `orcr
+// history GLOB --since D`, and resuming one.
+type History struct {
+	Resume, Filter, Refresh Binding
+}
+
 // KeyMap is every area's bindings.
 type KeyMap struct {
-	Name   string
-	Global Global
-	Tree   Tree
-	Panel  Panel
-	Dialog Dialog
-	Plans  Plans
+	Name    string
+	Global  Global
+	Tree    Tree
+	Panel   Panel
+	Dialog  Dialog
+	Plans   Plans
+	History History
 }
 
 func b(action, desc string, keys ...string) Binding {
@@ -111,6 +119,7 @@ func DefaultGlobal() Global {
 		FocusPrev: b("global.focus_prev", "previous pane", "shift+tab"),
 		Theme:     b("global.theme", "next theme", "T"),
 		Plans:     b("global.plans", "plans", "P"),
+		History:   b("global.history", "history (ended agents)", "H"),
 	}
 }
 
@@ -125,6 +134,15 @@ func DefaultPlans() Plans {
 		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
 		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
 		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
+	}
+}
+
+// DefaultHistory is the default history set.
+func DefaultHistory() History {
+	return History{
+		Resume:  b("history.resume", "resume (first message optional)", "enter"),
+		Filter:  b("history.filter", "filter: GLOB --since D", "/"),
+		Refresh: b("history.refresh", "refresh", "ctrl+r"),
 	}
 }
 
@@ -180,7 +198,7 @@ func DefaultDialog() Dialog {
 // Default is the default key map.
 func Default() KeyMap {
 	return KeyMap{Name: "default", Global: DefaultGlobal(), Tree: DefaultTree(),
-		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
+		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans(), History: DefaultHistory()}
 }
 
 // VimTree adds the rest of vim's motions to the default tree set.
@@ -211,7 +229,7 @@ func VimPanel() Panel {
 // Vim is the vim-style key map.
 func Vim() KeyMap {
 	return KeyMap{Name: "vim", Global: DefaultGlobal(), Tree: VimTree(),
-		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
+		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans(), History: DefaultHistory()}
 }
 
 // ByName returns the named key map ("default" or "vim").
@@ -235,18 +253,19 @@ func (k *KeyMap) areas() []struct {
 	title string
 	ptrs  []*Binding
 } {
-	g, t, p, d, pl := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans
+	g, t, p, d, pl, h := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans, &k.History
 	return []struct {
 		title string
 		ptrs  []*Binding
 	}{
-		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans}},
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
+		{"History", []*Binding{&h.Resume, &h.Filter, &h.Refresh}},
 	}
 }
 
