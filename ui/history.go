@@ -78,6 +78,7 @@ func newHistoryDialog(c *common) *historyDialog {
 	d := &historyDialog{c: c, page: 10}
 	d.in = textinput.New()
 	d.in.Prompt = "› "
+	d.in.SetWidth(72) // the line is cut to the view's width when drawn
 	return d
 }
 
@@ -329,7 +330,7 @@ func layoutHistory(w int) historyCols {
 	for _, col := range []struct {
 		p *int
 		n int
-	}{{&c.role, 13}, {&c.tokens, 6}, {&c.cost, 8}, {&c.duration, 10}, {&c.provider, 9}, {&c.model, 17}} {
+	}{{&c.role, 13}, {&c.tokens, 7}, {&c.cost, 8}, {&c.duration, 10}, {&c.provider, 9}, {&c.model, 17}} {
 		if rest >= col.n {
 			*col.p = col.n
 			rest -= col.n
@@ -470,8 +471,11 @@ func (d *historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
 
 func (d *historyDialog) hints() string {
 	hk, dk := d.c.keys.History, d.c.keys.Dialog
-	if d.mode != historyList {
-		return dk.Submit.Label() + " apply · " + dk.Cancel.Label() + " back"
+	switch d.mode {
+	case historyFilter:
+		return dk.Submit.Label() + " apply (empty: everything) · " + dk.Cancel.Label() + " back"
+	case historyResume:
+		return dk.Submit.Label() + " resume · " + dk.Cancel.Label() + " back"
 	}
 	pos := ""
 	if n := len(d.entries); n > 0 {
