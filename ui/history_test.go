@@ -344,3 +344,28 @@ func TestHistoryNoOverflowAnyWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestRoleShownPerAgent: the preview names an agent's role; a tree wide enough for the
+// role column shows it on the agent's row (and nothing on rows without one).
+func TestRoleShownPerAgent(t *testing.T) {
+	for _, w := range []int{120, 160, 230} {
+		m := newTestModel(t, w, 40, Options{})
+		rv := agent("0401", "audit/cookies", wire.StateWorking, "claude", "sonnet", time.Minute, 100, cost(0.01))
+		rv.Role = "reviewer"
+		m.Update(listMsg{agents: []wire.Agent{rv}})
+		selectPath(t, m, "audit/cookies")
+		s := plain(screen(t, m))
+		if !strings.Contains(s, "● working  claude · sonnet · role reviewer") {
+			t.Fatalf("%d: preview lacks the role:\n%s", w, s)
+		}
+		inTree := layoutColumns(m.tree.w-2).role > 0
+		treePart := func(l string) string { return string([]rune(l)[:m.tree.w]) }
+		row, other := treePart(lineWith(s, " cookies ")), treePart(lineWith(s, " security "))
+		if strings.Contains(row, "reviewer") != inTree || strings.Contains(other, "reviewer") {
+			t.Fatalf("%d: role column %v, rows:\n%q\n%q", w, inTree, row, other)
+		}
+		if w == 230 && !inTree {
+			t.Fatal("no role column at 230 columns")
+		}
+	}
+}
