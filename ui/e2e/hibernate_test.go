@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -97,7 +99,7 @@ func TestDashboardWakesAndResumes(t *testing.T) {
 	if !ok || !bytes.Contains(q.Body, []byte("what was the word?")) {
 		t.Fatalf("the resumed request lacks the earlier conversation (found %v)", ok)
 	}
-	resumed := r.agent("mem/sleeper")
+	resumed := r.waitAgent("mem/sleeper", 10*time.Second, "the resumed record", func(wire.Agent) bool { return true })
 	if resumed.ID == first.ID || resumed.ResumedFrom != first.ID || resumed.SessionID != first.SessionID {
 		t.Fatalf("resumed record %s from %q session %s", resumed.ID, resumed.ResumedFrom, resumed.SessionID)
 	}
@@ -129,22 +131,18 @@ func historyRow(screen, text string) string {
 	return ""
 }
 
-// agent is the agent record behind target, as orcr agent get --json prints it.
-func (r *rig) agent(target string) wire.Agent {
-	r.t.Helper()
-	var res wire.AgentResult
-	if err := json.Unmarshal([]byte(r.mustOrcr("agent", "get", target, "--json")), &res); err != nil {
-		r.t.Fatal(err)
-	}
-	return res.Agent
-}
-
-// waitAgent polls the record behind target until cond holds.
+// waitAgent polls the record behind target, through the dashboard's socket, until
+// cond holds.
 func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
 	r.t.Helper()
+	c, err := socket.Dial(context.Background(), filepath.Join(r.home, "orcr.sock"), "")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer c.Close()
 	var a wire.Agent
-	if !wait.Until(d, func() bool { a = r.agent(target); return cond(a) }) {
-		r.t.Fatalf("timed out after %v waiting for %s: %s/%s %q", d, what, a.State, a.StateSource, a.StateReason)
+	if !wait.Until(d, func() bool { a, err = c.Get(context.Background(), target); return err == nil && cond(a) }) {
+		r.t.Fatalf("timed out after %v waiting for %s: %s/%s %q (%v)", d, what, a.State, a.StateSource, a.StateReason, err)
 	}
 	return a
 }
