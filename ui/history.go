@@ -67,15 +67,15 @@ type historyDialog struct {
 	notice  string
 	sel     int
 	offset  int // first shown entry
-	page    int // entries the last view had room for
+	h       int // the terminal's height: the view is drawn h-2 rows high
 	seq     int // the newest history.list asked for
 	gen     int // refresh chain generation
 	stale   bool
 	in      textinput.Model // the filter line or the resume message
 }
 
-func newHistoryDialog(c *common) *historyDialog {
-	d := &historyDialog{c: c, page: 10}
+func newHistoryDialog(c *common, h int) *historyDialog {
+	d := &historyDialog{c: c, h: h}
 	d.in = textinput.New()
 	d.in.Prompt = "› "
 	d.in.SetWidth(72) // the line is cut to the view's width when drawn
@@ -84,7 +84,7 @@ func newHistoryDialog(c *common) *historyDialog {
 
 // openHistory opens the view and asks for the whole history.
 func (m *Model) openHistory() tea.Cmd {
-	d := newHistoryDialog(m.c)
+	d := newHistoryDialog(m.c, m.h)
 	return tea.Batch(m.pushDialog(d), m.updateAction(d.load()))
 }
 
@@ -125,7 +125,15 @@ func (d *historyDialog) current() (wire.AgentHistoryEntry, bool) {
 }
 
 func (d *historyDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	cmd, act := d.update(msg)
+	d.scrollTo() // the page follows the selection, the list and the lines under it
+	return cmd, act
+}
+
+func (d *historyDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		d.h = msg.Height
 	case historyMsg:
 		d.set(msg)
 	case historyTickMsg:
@@ -172,7 +180,6 @@ func (d *historyDialog) set(msg historyMsg) {
 			break
 		}
 	}
-	d.scrollTo()
 }
 
 func (d *historyDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
@@ -208,9 +215,9 @@ func (d *historyDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 	case tk.Down.Matches(k):
 		d.move(1)
 	case tk.PageUp.Matches(k) || k.String() == "ctrl+u":
-		d.move(-max(1, d.page-1))
+		d.move(-max(1, d.page()-1))
 	case tk.PageDown.Matches(k) || k.String() == "ctrl+d":
-		d.move(max(1, d.page-1))
+		d.move(max(1, d.page()-1))
 	case tk.Top.Matches(k):
 		d.move(-len(d.entries))
 	case tk.Bottom.Matches(k):
@@ -221,18 +228,31 @@ func (d *historyDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 
 func (d *historyDialog) move(n int) {
 	d.sel = min(max(d.sel+n, 0), max(0, len(d.entries)-1))
-	d.scrollTo()
+}
+
+// page is how many entries the view has room for: its height less the frame, the
+// blank first line, the header, the hints and the lines shown under the entries.
+func (d *historyDialog) page() int {
+	room := d.h - 2 - 6
+	if d.notice != "" {
+		room -= 2
+	}
+	if d.mode != historyList {
+		room -= 3
+	}
+	return max(1, room)
 }
 
 // scrollTo keeps the selection inside the shown page.
 func (d *historyDialog) scrollTo() {
+	page := d.page()
 	if d.sel < d.offset {
 		d.offset = d.sel
 	}
-	if d.sel >= d.offset+d.page {
-		d.offset = d.sel - d.page + 1
+	if d.sel >= d.offset+page {
+		d.offset = d.sel - page + 1
 	}
-	d.offset = max(0, min(d.offset, len(d.entries)-d.page))
+	d.offset = max(0, min(d.offset, len(d.entries)-page))
 }
 
 // offerResume opens the first-message line for the selected entry, or says why it
@@ -363,17 +383,6 @@ func (d *historyDialog) View(w, h int) string {
 		}
 		lines = []string{st.Muted.Render(msg)}
 	default:
-		// frame top and bottom, the blank first line, header, the blank line and
-		// the hints under the rows, and the notice or input lines when shown.
-		room := h - 6
-		if d.notice != "" {
-			room -= 2
-		}
-		if d.mode != historyList {
-			room -= 3
-		}
-		d.page = max(1, room)
-		d.scrollTo()
 		lines = d.rows(inner)
 	}
 	switch d.mode {
@@ -426,9 +435,9 @@ func (d *historyDialog) rows(w int) []string {
 	cell(&hb, hc[6], cols.tokens, true)
 	cell(&hb, hc[7], cols.cost, true)
 	hb.WriteString(hc[8])
-	out := make([]string, 0, d.page+1)
+	out := make([]string, 0, d.page()+1)
 	out = append(out, c.p(&st.Muted, fit(hb.String(), w)))
-	end := min(len(d.entries), d.offset+d.page)
+	end := min(len(d.entries), d.offset+d.page())
 	for i := d.offset; i < end; i++ {
 		e := &d.entries[i]
 		r := core.HistoryRow(*e, c.now)

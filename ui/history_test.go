@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/core"
@@ -244,7 +245,7 @@ func TestHistoryRefreshesWhenAgentsEnd(t *testing.T) {
 	if d.seq != seq {
 		t.Fatal("an old tick drove a read")
 	}
-	other := newHistoryDialog(m.c)
+	other := newHistoryDialog(m.c, m.h)
 	m.Update(historyTickMsg{other, d.gen}) // a closed view's tick
 	if d.seq != seq {
 		t.Fatal("another view's tick drove a read")
@@ -269,6 +270,12 @@ func TestHistoryScrollsLongLists(t *testing.T) {
 	s = plain(screen(t, m))
 	if sel := fmt.Sprintf("a%05d", d.sel); !strings.Contains(lineWith(s, sel), "›") {
 		t.Fatalf("selection %d not shown:\n%s", d.sel, s)
+	}
+	// A smaller terminal: the page shrinks around the selection.
+	press(m, "G")
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 14})
+	if s := plain(screen(t, m)); !strings.Contains(lineWith(s, "a09999"), "›") || !strings.Contains(s, "10000/10000") {
+		t.Fatalf("after a resize:\n%s", s)
 	}
 }
 
