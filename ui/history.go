@@ -26,9 +26,10 @@ type (
 	// historyMsg is one history.list answer; seq says which request it answers, so a
 	// slow answer to an older filter never replaces a newer one.
 	historyMsg struct {
-		seq int
-		res wire.AgentHistoryResult
-		err error
+		seq  int
+		res  wire.AgentHistoryResult
+		err  error
+		took time.Duration // how long the call took, which paces the refreshes
 	}
 	// historyTickMsg re-reads the history while the view is open and agents ended.
 	historyTickMsg struct {
@@ -44,8 +45,12 @@ type (
 )
 
 // historyRefresh is how often the open view re-reads the history when agents ended
-// since it last did (a 10,000-entry read is not free, so never when nothing ended).
-const historyRefresh = 3 * time.Second
+// since it last did — never when nothing ended, and never more than 1/historyShare
+// of the time: 10,000 entries over the socket take 70–180 ms to fetch and decode.
+const (
+	historyRefresh = 3 * time.Second
+	historyShare   = 20
+)
 
 type historyMode int
 
@@ -70,12 +75,13 @@ type historyDialog struct {
 	h       int // the terminal's height: the view is drawn h-2 rows high
 	seq     int // the newest history.list asked for
 	gen     int // refresh chain generation
+	every   time.Duration
 	stale   bool
 	in      textinput.Model // the filter line or the resume message
 }
 
 func newHistoryDialog(c *common, h int) *historyDialog {
-	d := &historyDialog{c: c, h: h}
+	d := &historyDialog{c: c, h: h, every: historyRefresh}
 	d.in = textinput.New()
 	d.in.Prompt = "› "
 	d.in.SetWidth(72) // the line is cut to the view's width when drawn
@@ -93,7 +99,7 @@ func (d *historyDialog) Init() tea.Cmd { return d.tick() }
 func (d *historyDialog) tick() tea.Cmd {
 	d.gen++
 	gen := d.gen
-	return tea.Tick(historyRefresh, func(time.Time) tea.Msg { return historyTickMsg{d, gen} })
+	return tea.Tick(d.every, func(time.Time) tea.Msg { return historyTickMsg{d, gen} })
 }
 
 // load asks for the history under the current filter.
@@ -104,8 +110,9 @@ func (d *historyDialog) load() action {
 	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
+		start := time.Now()
 		r, err := svc.AgentHistory(ctx, p)
-		return historyMsg{seq, r, err}
+		return historyMsg{seq, r, err, time.Since(start)}
 	}}
 }
 
@@ -163,6 +170,7 @@ func (d *historyDialog) set(msg historyMsg) {
 	if msg.seq != d.seq {
 		return
 	}
+	d.every = max(historyRefresh, historyShare*msg.took)
 	if msg.err != nil {
 		d.err = msg.err.Error()
 		return

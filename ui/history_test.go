@@ -254,6 +254,15 @@ func TestHistoryRefreshesWhenAgentsEnd(t *testing.T) {
 	if d.seq != seq+1 || d.stale {
 		t.Fatalf("no re-read after an agent ended (seq %d→%d)", seq, d.seq)
 	}
+	// A slow read spaces the refreshes out; a fast one keeps the floor.
+	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()}, took: 400 * time.Millisecond})
+	if d.every != 8*time.Second {
+		t.Fatalf("refresh every %v after a 400 ms read", d.every)
+	}
+	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()}, took: time.Millisecond})
+	if d.every != historyRefresh {
+		t.Fatalf("refresh every %v after a 1 ms read", d.every)
+	}
 }
 
 // TestHistoryScrollsLongLists: 10,000 entries, the selection stays on screen and the
