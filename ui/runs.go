@@ -533,7 +533,7 @@ func newRunForm(c *common, verb string, ms wire.RunMilestone, text, tier *string
 			Description("Why (optional; enter holds it)").Value(text)
 	default:
 		keep := "keep its tier (" + ms.TierNow + ")"
-		field = huh.NewSelect[string]().Title("Retry " + ms.ID + " (" + ms.State + ") from a fresh start").
+		field = huh.NewSelect[string]().Title("Retry "+ms.ID+" ("+ms.State+") from a fresh start").
 			Description(core.Dash(ms.Reason)).
 			Options(huh.NewOption(keep, ""), huh.NewOption("small", "small"), huh.NewOption("medium", "medium"), huh.NewOption("high", "high")).
 			Value(tier)
