@@ -418,8 +418,8 @@ func (d *runsDialog) logLines(w, n int) []string {
 	for _, e := range es {
 		age := fitRight(core.FormatAge(d.c.now.Sub(e.At)), 4)
 		kind := e.Kind
-		if e.Type != "fact" {
-			kind = e.Type + " " + kind
+		if e.Type != "fact" && e.Type != e.Kind {
+			kind = e.Type + " " + kind // did, refused
 		}
 		line := d.c.p(&st.Subtle, age) + " " + d.c.p(&st.Muted, fit(kind, 16)) + " " + fit(e.M, 4) + " " + oneLine(e.Text)
 		out = append(out, fit(line, w))
