@@ -445,3 +445,35 @@ func TestRunsNoOverflow(t *testing.T) {
 		t.Fatal("no hint without runs")
 	}
 }
+
+// BenchmarkRunViewKeystroke is one key press in the run view (the milestone selection
+// moves) plus the frame after it: a run of 20 milestones with a full log, over a tree
+// of 1,000 agents.
+func BenchmarkRunViewKeystroke(b *testing.B) {
+	m := benchModel(b, 1000)
+	run := fixtureRuns()[0]
+	for len(run.Milestones) < 20 {
+		ms := run.Milestones[len(run.Milestones)%6]
+		ms.ID = fmt.Sprintf("M%d", len(run.Milestones)+1)
+		run.Milestones = append(run.Milestones, ms)
+	}
+	var log []wire.RunEntry
+	for i := 0; i < runLogKeep; i++ {
+		log = append(log, wire.RunEntry{Seq: uint64(i + 1), At: t0, Type: "fact", Kind: "checked", M: "M3", Text: "check failed"})
+	}
+	m.Update(key("O"))
+	m.Update(runsMsg{runs: []wire.RunView{run}, at: t0})
+	m.Update(key("enter"))
+	m.Update(runLogMsg{name: run.Name, entries: log})
+	down, up := key("down"), key("up")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := down
+		if i%20 >= 10 {
+			k = up
+		}
+		m.Update(k)
+		_ = m.View()
+	}
+}

@@ -351,7 +351,18 @@ func (d *runsDialog) viewLines(r wire.RunView, w, room int) []string {
 		out = append(out, "", d.c.p(&st.Muted, "recent"))
 		out = append(out, d.logLines(w, left)...)
 	}
-	return out
+	return squeeze(out, room)
+}
+
+// squeeze drops blank separator lines, last first, until lines fit in room, so a short
+// terminal still shows the pool and the inbox under the milestones.
+func squeeze(lines []string, room int) []string {
+	for i := len(lines) - 1; i > 0 && len(lines) > room; i-- {
+		if lines[i] == "" {
+			lines = append(lines[:i], lines[i+1:]...)
+		}
+	}
+	return lines
 }
 
 // detailLines is the selected milestone in full.
