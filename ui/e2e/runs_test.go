@@ -73,7 +73,8 @@ func seedApprovedPlan(t *testing.T, home, repo string) {
 // TestDashboardRunView drives a run from the dashboard on the real binary: a run of
 // two dependent milestones with shell coders in real panes, real worktrees and a real
 // check. The runs view lists it; its milestones are dispatched from the view (d);
-// the view follows the run's events by itself to "2/2 merged" and "done"; the
+// M2's question is answered from the view (a) and the answer reaches the coder that
+// asked; the view follows the run's events by itself to "2/2 merged" and "done"; the
 // summary opens from the file the run wrote.
 func TestDashboardRunView(t *testing.T) {
 	r := newRig(t)
@@ -92,10 +93,14 @@ func TestDashboardRunView(t *testing.T) {
 	r.start()
 	r.waitText(20*time.Second, "agents 0", "in-process")
 
+	// The coders are shell programs: M1's commits its file and reports done (and adds
+	// what the failed check wants); M2's asks first and writes the answer it gets.
 	coder := `m=$(basename "$PWD")
-echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && ` + r.bin + ` run done "$m"
+if [ "$m" = M2 ]; then ` + r.bin + ` run ask "$m" "skip empty rows or reject the file?"
+else echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && ` + r.bin + ` run done "$m"; fi
 while read -r line; do
   case "$line" in
+    *"Answer to your question"*) echo "$line" > "$m.txt" && git add -A && git commit -qm "$m: work" && ` + r.bin + ` run done "$m" ;;
     *"check failed"*) touch "ok-$m" && git add -A && git commit -qm "$m: fix" && ` + r.bin + ` run done "$m" ;;
     *"turn ended without"*) ` + r.bin + ` run done "$m" ;;
   esac
@@ -118,11 +123,26 @@ done`
 		t.Fatalf("M1's row should count one failed check round:\n%s", s)
 	}
 	r.keys("Down", "d")
+	// M2's coder asks; the question shows on the selected milestone and is answered
+	// from the view.
+	r.waitScreen("M2 asking", 60*time.Second, func(s string) bool {
+		return milestoneRow(s, "M2", "asking") && strings.Contains(s, "asks: skip empty rows or reject the file?")
+	})
+	r.keys("a")
+	r.waitText(10*time.Second, "─ answer M2 of demo ", "Your answer goes back to coder-")
+	r.typeText("skip empty rows")
+	r.keys("Enter")
+	r.waitText(20*time.Second, "answered M2 of demo")
 	r.waitScreen("the run done", 90*time.Second, func(s string) bool {
 		return strings.Contains(s, "2/2 merged") && strings.Contains(s, "demo done") && strings.Contains(s, "summary written")
 	})
 	r.keys("s")
 	r.waitText(20*time.Second, "─ summary of run demo ", "summary.md", "M1 First file", "M2 Second file")
+	show := exec.Command("git", "show", "feature/demo:M2.txt")
+	show.Dir = repo
+	if out, err := show.CombinedOutput(); err != nil || !strings.Contains(string(out), "Answer to your question about M2: skip empty rows") {
+		t.Fatalf("M2.txt on feature/demo should hold the answer: %v\n%s", err, out)
+	}
 
 	out := r.mustOrcr("run", "finish", "demo")
 	if !strings.Contains(out, "no remote") {
