@@ -51,6 +51,15 @@ func TestCodexRole(t *testing.T) {
 	roleLimits(t, r, "codex:gpt-5.3-codex", "-m gpt-5.3-codex")
 }
 
+// TestPiRole is the same through the real pi CLI (--append-system-prompt).
+func TestPiRole(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withPi()
+	r.reviewerRole("pi:" + modelserver.PiModel)
+	r.serve()
+	roleLimits(t, r, "pi:"+modelserver.PiModel, "--model "+modelserver.PiModel)
+}
+
 // reviewerRole writes the role "reviewer": opencode (not installed) then choice, with
 // a system prompt, a skill, env and an 8 s soft and 30 s hard timeout.
 func (r *rig) reviewerRole(choice string) {

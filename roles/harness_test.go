@@ -195,6 +195,18 @@ func lastUserText(t testing.TB, q modelserver.Request) string {
 	return ""
 }
 
+// withPi adds the real pi CLI to the rig, its agent dir pointed at the same scripted
+// model server (model modelserver.PiModel). Call it before serve.
+func (r *rig) withPi() {
+	r.t.Helper()
+	bin := clis.Find(r.t, "pi", "ORCR_PI_BIN")
+	dir := filepath.Join(r.dir, "pi-agent")
+	if err := modelserver.WritePiAgentDir(dir, r.models.URL); err != nil {
+		r.t.Fatal(err)
+	}
+	r.vars = append(r.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+dir, "PI_OFFLINE=1")
+}
+
 // withCodex adds the real codex CLI to the rig, its CODEX_HOME pointed at the same
 // scripted model server, and returns that CODEX_HOME. Call it before serve.
 func (r *rig) withCodex() string {

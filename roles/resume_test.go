@@ -42,14 +42,26 @@ func TestCodexHibernateAndResume(t *testing.T) {
 	}
 }
 
-// hibernateAndResume runs the scenario with provider on rig r (not yet serving) and
-// returns the resumed record.
-func hibernateAndResume(t *testing.T, r *rig, provider string) wire.Agent {
+// TestPiHibernateAndResume is the same through the real pi CLI (its --session).
+func TestPiHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withPi()
+	hibernateAndResume(t, r, "pi:"+modelserver.PiModel)
+}
+
+// hibernateAndResume runs the scenario with provider (or provider:model) on rig r
+// (not yet serving) and returns the resumed record.
+func hibernateAndResume(t *testing.T, r *rig, choice string) wire.Agent {
+	provider, model, _ := strings.Cut(choice, ":")
+	run := []string{"agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work}
+	if model != "" {
+		run = append(run, "--model", model)
+	}
 	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
 	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must("agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work)
+	r.must(run...)
 	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	pid := first.PID
 
