@@ -1,6 +1,7 @@
 package roles_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,10 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 func TestCodexHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
 	home := r.withCodex()
-	a := hibernateAndResume(t, r, "codex")
+	a := hibernateAndResume(t, r, "codex", fmt.Sprintf("[[accounts.codex]]\nlabel = \"main\"\nhome = %q\n", home))
+	if a.Account != "main" {
+		t.Fatalf("resumed on account %q, want main", a.Account)
+	}
 	if !strings.HasPrefix(a.Transcript, filepath.Join(home, "sessions")) || !strings.Contains(strings.Join(a.Argv, " "), "resume "+a.SessionID) {
 		t.Fatalf("resumed codex: transcript %q argv %q", a.Transcript, a.Argv)
 	}
@@ -50,15 +54,16 @@ func TestPiHibernateAndResume(t *testing.T) {
 }
 
 // hibernateAndResume runs the scenario with provider (or provider:model) on rig r
-// (not yet serving) and returns the resumed record.
-func hibernateAndResume(t *testing.T, r *rig, choice string) wire.Agent {
+// (not yet serving), config.toml holding config beside the GC rule, and returns the
+// resumed record.
+func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) wire.Agent {
 	provider, model, _ := strings.Cut(choice, ":")
 	run := []string{"agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work}
 	if model != "" {
 		run = append(run, "--model", model)
 	}
 	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
+	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
 	r.must(run...)
@@ -107,8 +112,8 @@ func hibernateAndResume(t *testing.T, r *rig, choice string) wire.Agent {
 	b := r.waitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Still PELICAN-42."
 	})
-	if b.ID == first.ID || b.ResumedFrom != first.ID || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
-		t.Fatalf("resumed record %s from %q session %s cwd %s", b.ID, b.ResumedFrom, b.SessionID, b.Cwd)
+	if b.ID == first.ID || b.ResumedFrom != first.ID || b.Account != first.Account || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
+		t.Fatalf("resumed record %s from %q session %s cwd %s account %q", b.ID, b.ResumedFrom, b.SessionID, b.Cwd, b.Account)
 	}
 	q, ok = r.conversationWith("and once more?")
 	if !ok || !strings.Contains(string(q.Body), "what was the word?") || !strings.Contains(string(q.Body), "PELICAN-42") {
