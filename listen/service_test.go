@@ -165,9 +165,10 @@ func TestServiceAPIDocuments(t *testing.T) {
 	r := newSvcRig(t)
 	ctx := context.Background()
 	for doc, want := range map[string]string{
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"implementor\"\n": "line 7: role",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                    "line 5: plan",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n":   "needs command",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"Impl or\"\n":   "line 7: role",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                  "needs repo",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nrole = \"x\"\n":     "line 7: an action with plan",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n": "needs command",
 	} {
 		_, err := r.svc.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: doc})
 		var we *wire.Error
