@@ -170,6 +170,10 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 	}
 	fmt.Fprintf(w, "last poll:  %s\n", row[2])
 	fmt.Fprintf(w, "next poll:  %s\n", row[3])
+	if l.Failures > 0 && l.NextPoll != nil && l.State == "enabled" {
+		fmt.Fprintf(w, "back-off:   %d failed in a row; next attempt at %s (orcr listener enable %s tries now)\n",
+			l.Failures, l.NextPoll.Local().Format("15:04:05"), l.Name)
+	}
 	fmt.Fprintf(w, "fired:      %d\n", l.Fires)
 	fmt.Fprintf(w, "held:       %d", l.Held)
 	if len(l.HeldIDs) > 0 {

@@ -42,9 +42,10 @@ func (k *fakeKernel) count(kind, name string) int {
 
 // fakeAgents keeps the agents Run was asked for, as the kernel would.
 type fakeAgents struct {
-	mu  sync.Mutex
-	as  []wire.Agent
-	err error
+	mu     sync.Mutex
+	as     []wire.Agent
+	params []wire.RunParams
+	err    error
 }
 
 func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error) {
@@ -53,8 +54,9 @@ func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error
 	if f.err != nil {
 		return wire.Agent{}, f.err
 	}
-	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env}
+	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env, Role: p.Role}
 	f.as = append(f.as, a)
+	f.params = append(f.params, p)
 	return a, nil
 }
 
@@ -81,22 +83,23 @@ func (f *fakeAgents) paths() []string {
 }
 
 type svcRig struct {
-	t   *testing.T
-	dir string
-	k   *fakeKernel
-	ag  *fakeAgents
-	st  *memStore
-	svc *Service
+	t     *testing.T
+	dir   string
+	k     *fakeKernel
+	ag    *fakeAgents
+	plans *fakePlans
+	st    *memStore
+	svc   *Service
 }
 
 func newSvcRig(t *testing.T) *svcRig {
-	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, st: newMemStore()}
+	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
 	r.start()
 	return r
 }
 
 func (r *svcRig) start() {
-	svc, err := NewService(ServiceOptions{Store: r.st, Kernel: r.k, Agents: r.ag, Dir: r.dir, Rescan: 20 * time.Millisecond})
+	svc, err := NewService(ServiceOptions{Store: r.st, Kernel: r.k, Agents: r.ag, Plans: r.plans, Dir: r.dir, Rescan: 20 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
 	}
