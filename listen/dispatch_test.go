@@ -213,4 +213,16 @@ func TestEnableRetriesAFailingListenerNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitListener("slow retried", "slow", func(l wire.Listener) bool { return l.Fires == 1 && l.Failures == 0 && l.Held == 0 })
+
+	// Editing a failing listener's file (most likely the fix) retries it at once too.
+	r.ag.mu.Lock()
+	r.ag.err = wire.Errorf(wire.CodeUnknownRole, "no role \"triage\"")
+	r.ag.mu.Unlock()
+	r.write("slow2", strings.Replace(shellDoc("echo two", "p"), `interval = "1s"`, `interval = "1h"`, 1))
+	r.waitListener("slow2 fails", "slow2", func(l wire.Listener) bool { return l.Failures == 1 && l.Held == 1 })
+	r.ag.mu.Lock()
+	r.ag.err = nil
+	r.ag.mu.Unlock()
+	r.write("slow2", strings.Replace(shellDoc("echo two", "q"), `interval = "1s"`, `interval = "1h"`, 1))
+	r.waitListener("slow2 retried after the edit", "slow2", func(l wire.Listener) bool { return l.Fires == 1 && l.Failures == 0 })
 }

@@ -398,10 +398,18 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 		}
 	}
 	if old != nil && old.ticker != nil {
-		// A new interval takes effect now rather than after the old one's wait.
-		if st, err := s.rec.State(ctx, name); err == nil && st.NextPoll.After(s.opts.Now().Add(l.Interval)) {
-			st.NextPoll = s.opts.Now().Add(l.Interval)
-			_ = s.rec.PutState(ctx, name, st)
+		// A new interval takes effect now rather than after the old one's wait, and a
+		// failing listener that was edited (most likely fixed) tries again at once.
+		now := s.opts.Now()
+		if st, err := s.rec.State(ctx, name); err == nil {
+			switch {
+			case st.Failures > 0 && st.NextPoll.After(now):
+				st.NextPoll = now
+				_ = s.rec.PutState(ctx, name, st)
+			case st.NextPoll.After(now.Add(l.Interval)):
+				st.NextPoll = now.Add(l.Interval)
+				_ = s.rec.PutState(ctx, name, st)
+			}
 		}
 	}
 	e.ticker, e.next = tk, time.Time{}
