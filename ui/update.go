@@ -36,6 +36,8 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case g.Plans.Matches(k):
 		return tea.Batch(m.pushDialog(newPlansDialog(m.c)), plansCmd(m.ctx, m.svc))
+	case g.Runs.Matches(k):
+		return m.openRuns()
 	case g.Theme.Matches(k):
 		names := themes.Names(m.opts.UserThemes)
 		next := names[0]
@@ -228,6 +230,8 @@ func (m *Model) updateAction(act action) tea.Cmd {
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true
 		return tea.Quit
+	case rootAction:
+		return a.apply(m)
 	}
 	return nil
 }
@@ -320,7 +324,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 			m.panel.events.add(ev)
 		}
 	}
-	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked))
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked), m.followRuns(evs))
 	m.syncPreview()
 	return cmd
 }
