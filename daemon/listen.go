@@ -44,6 +44,13 @@ func newGitHubClients(cfg config.GitHub, log *slog.Logger) *githubClients {
 	return &githubClients{cfg: cfg, log: log}
 }
 
+// config is [github] as it stands now.
+func (g *githubClients) config() config.GitHub {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cfg
+}
+
 func (g *githubClients) get(ctx context.Context) (*github.Client, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

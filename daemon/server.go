@@ -169,7 +169,7 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.listen = ls
 	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
-		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(cfg), Logger: s.log})
+		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
