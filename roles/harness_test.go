@@ -74,6 +74,14 @@ func (r *rig) serve() {
 	r.t.Cleanup(func() {
 		if r.t.Failed() {
 			r.t.Logf("server output:\n%s", srv.Output())
+			for i, q := range r.models.Requests() {
+				r.t.Logf("model request %d %s %s scripted=%v last user %q", i, q.At.Format("15:04:05.000"), q.Path, q.Scripted, lastUserText(r.t, q))
+			}
+			logs, _ := filepath.Glob(filepath.Join(r.dir, "orcr-home", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				r.t.Logf("%s:\n%s", l, b)
+			}
 		}
 	})
 }
@@ -218,4 +226,19 @@ func (r *rig) withCodex() string {
 	}
 	r.vars = append(r.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, modelserver.CodexKeyEnv+"=test-key")
 	return home
+}
+
+// withOpencode adds the real opencode CLI to the rig, its config pointed at the same
+// scripted model server (model modelserver.OpencodeModel) and its data (the SQLite
+// session db) in the rig's own folders. Call it before serve.
+func (r *rig) withOpencode() {
+	r.t.Helper()
+	bin := clis.Find(r.t, "opencode", "ORCR_OPENCODE_BIN")
+	env, err := modelserver.WriteOpencodeConfig(filepath.Join(r.dir, "opencode-config"), r.models.URL)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
+		"XDG_STATE_HOME="+filepath.Join(r.dir, "state"), "XDG_CACHE_HOME="+filepath.Join(r.dir, "cache"))
+	r.vars = append(r.vars, env...)
 }

@@ -38,6 +38,10 @@ func (w *watch) stopTimers() {
 	}
 }
 
+// reported says whether the agent's CLI has reported a state of its own since its
+// launch (the kernel records a launch as working, source server, reason "launched").
+func reported(a wire.Agent) bool { return a.StateSource != "server" || a.StateReason != "launched" }
+
 // WrapUpMessage is the soft timeout's one message.
 func WrapUpMessage(soft, hard time.Duration) string {
 	msg := fmt.Sprintf("orcr: your soft time limit of %s is up. Wrap up now: finish or commit what you have, and end with a short summary of what is done and what is left.", soft)
@@ -153,6 +157,19 @@ func (s *Service) wrapUp(ctx context.Context, id string, soft, hard time.Duratio
 	a, err := s.k.Get(ctx, id)
 	if err != nil || a.State.Terminal() || a.Limits.WrapUpAt != nil {
 		return
+	}
+	// A CLI that has not reported anything yet may still be drawing its TUI, and text
+	// typed into it then is lost (opencode 1.18 took 10-13 s to start here): the
+	// wrap-up waits for its first report, or for the hard timeout's stop.
+	for !reported(a) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		if a, err = s.k.Get(ctx, id); err != nil || a.State.Terminal() || a.Limits.WrapUpAt != nil {
+			return
+		}
 	}
 	now := time.Now().UTC()
 	// Recorded first: a restart after this never sends a second wrap-up.

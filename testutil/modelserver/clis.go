@@ -44,3 +44,26 @@ func WritePiAgentDir(dir, url string) error {
 	cfg := fmt.Sprintf(`{"providers":{"scripted":{"baseUrl":%q,"api":"anthropic-messages","apiKey":"x","models":[{"id":"claude-sonnet-4-5"}]}}}`, url)
 	return os.WriteFile(filepath.Join(dir, "models.json"), []byte(cfg), 0o600)
 }
+
+// OpencodeModel is the model WriteOpencodeConfig defines, as opencode's --model names it.
+const OpencodeModel = "scripted/claude-sonnet-4-5"
+
+// WriteOpencodeConfig makes dir/opencode.json an OpenCode 1.x config that defines
+// provider "scripted" (the bundled @ai-sdk/anthropic SDK, so nothing is downloaded)
+// at the scripted model server at url, with the one model OpencodeModel, and returns
+// the environment to run opencode with: OPENCODE_CONFIG naming that file, and the
+// models.dev fetch and self-update turned off (there is no network here). It sets no
+// default model, so a launch that names none does not reach the server. Give
+// opencode its own XDG_DATA_HOME beside it: its sessions live in a SQLite db there.
+func WriteOpencodeConfig(dir, url string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`{"autoupdate":false,"share":"disabled","provider":{"scripted":{"npm":"@ai-sdk/anthropic","name":"Scripted",`+
+		`"options":{"baseURL":"%s/v1","apiKey":"x"},"models":{"claude-sonnet-4-5":{"name":"Sonnet"}}}}}`, url)
+	path := filepath.Join(dir, "opencode.json")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"OPENCODE_CONFIG=" + path, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1"}, nil
+}
