@@ -53,6 +53,19 @@ func TestPiHibernateAndResume(t *testing.T) {
 	hibernateAndResume(t, r, "pi:"+modelserver.PiModel)
 }
 
+// TestOpencodeHibernateAndResume is the same through the real opencode CLI (its
+// --session). OpenCode keeps its sessions in a SQLite db, not a file orcr records, so
+// the gone-session-file cases do not apply.
+func TestOpencodeHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withOpencode()
+	a := hibernateAndResume(t, r, "opencode:"+modelserver.OpencodeModel)
+	argv := strings.Join(a.Argv, " ")
+	if !strings.Contains(argv, "--session "+a.SessionID) || !strings.HasPrefix(a.SessionID, "ses_") || strings.Contains(argv, "--model") {
+		t.Fatalf("resumed opencode: session %q argv %q", a.SessionID, a.Argv)
+	}
+}
+
 // hibernateAndResume runs the scenario with provider (or provider:model) on rig r
 // (not yet serving), config.toml holding config beside the GC rule, and returns the
 // resumed record.
@@ -128,6 +141,9 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) w
 	r.waitAgent("sh/x", 20*time.Second, "exit", func(a wire.Agent) bool { return a.State.Terminal() })
 	if res := r.run("agent", "resume", "sh/x"); res.code == 0 || !strings.Contains(res.err, "keeps no session") {
 		t.Fatalf("shell resume: exit %d %s", res.code, res.err)
+	}
+	if b.Transcript == "" { // opencode: no session file
+		return b
 	}
 	r.must("agent", "kill", "mem/a")
 	if err := os.Rename(b.Transcript, b.Transcript+".moved"); err != nil {
