@@ -151,9 +151,54 @@ func TestPrepareMergesConfig(t *testing.T) {
 	}
 }
 
-// TestRealOpenCode runs opencode-ai 1.x against the scripted server. OpenCode installs
-// its provider SDK from the npm registry on first use, into a cache kept beside the
-// pinned CLI so later runs start faster.
+// TestPrepareSystemPromptAndResume: a role's system prompt goes in as an instructions
+// file of the config; a resume passes --session with neither --model (the record's
+// model lacks the provider prefix) nor --prompt (ignored with --session), the text
+// going to the plugin instead (agent-clis.md §3a; checked against 1.18.33 in
+// roles.TestOpencodeRole and roles.TestOpencodeHibernateAndResume).
+func TestPrepareSystemPromptAndResume(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "opencode")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	dir := t.TempDir()
+	plan, err := New(Options{Bin: bin}).Prepare(context.Background(), core.LaunchRequest{
+		Agent: wire.Agent{Model: "claude-sonnet-4-5", SessionID: "ses_abc", Prompt: "-and once more?", SystemPrompt: "You are ROLE-7."},
+		Self:  "/opt/orcr", StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan.Argv[1:], " "); got != "--session ses_abc" || plan.SessionID != "ses_abc" {
+		t.Fatalf("argv %q session %q", got, plan.SessionID)
+	}
+	var cfg struct {
+		Instructions []string `json:"instructions"`
+	}
+	json.Unmarshal([]byte(strings.TrimPrefix(plan.Env[0], "OPENCODE_CONFIG_CONTENT=")), &cfg)
+	if len(cfg.Instructions) != 1 {
+		t.Fatalf("config %s", plan.Env[0])
+	}
+	if b, err := os.ReadFile(cfg.Instructions[0]); err != nil || string(b) != "You are ROLE-7." {
+		t.Fatalf("instructions file %q: %q %v", cfg.Instructions[0], b, err)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "orcr-opencode-plugin.js"))
+	if !strings.Contains(string(js), `const RESUME = {"session":"ses_abc","text":"-and once more?"};`) {
+		t.Fatalf("plugin lacks the resume prompt:\n%s", js)
+	}
+	// A fresh launch: --model and --prompt, no resume in the plugin, no instructions.
+	plan, err = New(Options{Bin: bin}).Prepare(context.Background(), core.LaunchRequest{
+		Agent: wire.Agent{Model: "scripted/claude-sonnet-4-5", Prompt: "go"}, Self: "/opt/orcr", StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ = os.ReadFile(filepath.Join(dir, "orcr-opencode-plugin.js"))
+	if got := strings.Join(plan.Argv[1:], " "); got != "--model scripted/claude-sonnet-4-5 --prompt go" ||
+		!strings.Contains(string(js), "const RESUME = null;") || strings.Contains(plan.Env[0], "instructions") {
+		t.Fatalf("fresh launch: argv %q env %q", got, plan.Env[0])
+	}
+}
+
+// TestRealOpenCode runs opencode-ai 1.x against the scripted server. The provider
+// SDK it needs (@ai-sdk/anthropic) is bundled in the binary, so a fresh cache dir
+// works with nothing downloaded.
 func TestRealOpenCode(t *testing.T) {
 	bin := clitest.CLI(t, "opencode", "ORCR_OPENCODE_BIN")
 	self := clitest.HookRec(t)
@@ -171,19 +216,17 @@ func TestRealOpenCode(t *testing.T) {
 			Usage: modelserver.Usage{Input: 100, Output: 20, CacheRead: 300, CacheWrite: 40}},
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 11, Output: 6}},
 	)
-	cache, err := os.UserCacheDir()
+	cache := filepath.Join(root, "cache")
+	ocEnv, err := modelserver.WriteOpencodeConfig(filepath.Join(root, "opencode-config"), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache = filepath.Join(cache, "orcr", "opencode-xdg-cache")
-	userCfg := fmt.Sprintf(`{"autoupdate":false,"share":"disabled","model":"scripted/claude-sonnet-4-5","permission":{"edit":"allow","bash":"allow"},`+
-		`"provider":{"scripted":{"npm":"@ai-sdk/anthropic","name":"Scripted","options":{"baseURL":"%s/v1","apiKey":"x"},"models":{"claude-sonnet-4-5":{"name":"Sonnet"}}}}}`, srv.URL)
-	env := clitest.BaseEnv(root, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks,
+	env := clitest.BaseEnv(root, append(ocEnv, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks,
 		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_DATA_HOME="+filepath.Join(root, "data"),
 		"XDG_STATE_HOME="+filepath.Join(root, "state"), "XDG_CACHE_HOME="+cache,
-		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_CONFIG_CONTENT="+userCfg)
+		`OPENCODE_CONFIG_CONTENT={"permission":{"edit":"allow","bash":"allow"}}`)...)
 	prov := New(Options{Bin: bin})
-	a := wire.Agent{ID: "agent-1", Provider: Name, Cwd: cwd, Prompt: "write hello.txt"}
+	a := wire.Agent{ID: "agent-1", Provider: Name, Cwd: cwd, Model: modelserver.OpencodeModel, Prompt: "write hello.txt"}
 	plan, err := prov.Prepare(context.Background(), core.LaunchRequest{Agent: a, Self: self, StateDir: filepath.Join(root, "orcr"), Env: env})
 	if err != nil {
 		t.Fatal(err)
