@@ -131,11 +131,16 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 	mu := s.coderLock(name, a.Coder)
 	mu.Lock()
 	defer mu.Unlock()
-	if old, err := s.o.Agents.Get(ctx, rec.Agents[a.Coder]); err == nil && rec.Agents[a.Coder] != "" && old.State.Live() {
+	if old, ok := s.coderAgent(ctx, rec, a.Coder); ok && old.State.Live() {
 		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
-			return nil // started already (this action is performed again after a restart)
+			// Started already: this action is performed again after a restart. The
+			// server may have died between the spawn and recording the agent's id.
+			if rec.Agents[a.Coder] == old.ID {
+				return nil
+			}
+			return s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"))
 		}
-		s.stopAgent(ctx, rec, a.Coder)
+		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, err := s.model(rec, a.Tier)
 	if err != nil {
@@ -150,16 +155,33 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.runs.Update(ctx, name, func(r *Record) {
+	return s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"))
+}
+
+// coderAgent is the agent of coder who: the one recorded, else the newest at its
+// path (started by a server that died before it recorded the id).
+func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.Agent, bool) {
+	if id := rec.Agents[who]; id != "" {
+		if a, err := s.o.Agents.Get(ctx, id); err == nil {
+			return a, true
+		}
+	}
+	a, err := s.o.Agents.Get(ctx, AgentPath(rec.Run.Name, who))
+	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
+}
+
+// recordCoder records agent id as coder who's, on provider:model, briefed now.
+func (s *Service) recordCoder(ctx context.Context, name, who, id, model string) error {
+	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
-			r.Agents, r.Models = map[string]string{}, map[string]string{}
+			r.Agents = map[string]string{}
 		}
 		if r.Models == nil {
 			r.Models = map[string]string{}
 		}
-		r.Agents[a.Coder] = ag.ID
-		r.Models[a.Coder] = strings.TrimSuffix(provider+":"+model, ":")
-		r.Sent = setTime(r.Sent, a.Coder, s.now())
+		r.Agents[who] = id
+		r.Models[who] = model
+		r.Sent = setTime(r.Sent, who, s.now())
 	})
 	return err
 }
@@ -232,7 +254,11 @@ func flatten(text string) string {
 }
 
 func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
-	id := rec.Agents[who]
+	s.stopID(ctx, rec.Run.Name, rec.Agents[who])
+}
+
+// stopID stops agent id of run name, unless it has ended.
+func (s *Service) stopID(ctx context.Context, name, id string) {
 	if id == "" {
 		return
 	}
@@ -243,7 +269,7 @@ func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
 	s.stopped[id] = true
 	s.mu.Unlock()
 	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
-		s.log.Warn("runs: stop agent", "run", rec.Run.Name, "who", who, "err", err)
+		s.log.Warn("runs: stop agent", "run", name, "id", id, "err", err)
 	}
 }
 

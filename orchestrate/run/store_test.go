@@ -147,6 +147,14 @@ func TestReconcile(t *testing.T) {
 	if got := Reconcile(rec, o, map[string]time.Time{bCoder: turnAt}); len(got) != 2 {
 		t.Fatalf("handled turn fed again: %+v", got)
 	}
+	// Killed between C's dispatch and its coder's spawn: the brief is still to do,
+	// so C's coder (not recorded yet, maybe not started) is not lost — the brief
+	// starts it or finds the one started.
+	briefed := rec
+	briefed.Outbox = []Pending{{Seq: 9, Action: Action{Kind: ABrief, M: "C", Coder: cCoder}}}
+	if got := Reconcile(briefed, o, map[string]time.Time{bCoder: turnAt}); len(got) != 1 || got[0].Kind != FAdvanced {
+		t.Fatalf("a coder whose brief is pending taken for lost: %+v", got)
+	}
 	// Moved by hand while the merge was under way; a branch deleted.
 	o.Feature, o.Advance = "hand", "sq1"
 	delete(o.Branches, "B")
