@@ -22,10 +22,15 @@ const (
 	LeadAttempts = 3 // re-sends before the user is told
 )
 
-// planMilestone is milestone id of rec's plan file as approved (nil when the file is
-// gone or no longer parses).
+// planMilestone is milestone id of the plan the run follows: the copy it keeps of
+// the plan as approved or as last edited and taken in (planwatch.go), so an edit
+// the run refused, or one it has not seen yet, changes no brief. A run from before
+// the copy existed reads the plan file. Nil when neither has the milestone.
 func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
-	b, err := os.ReadFile(rec.PlanFile)
+	b, err := os.ReadFile(PlanCopy(s.o.Home, rec.Run.Name))
+	if err != nil {
+		b, err = os.ReadFile(rec.PlanFile)
+	}
 	if err != nil {
 		return nil
 	}

@@ -295,7 +295,7 @@ func entryView(e Entry) wire.RunEntry {
 		}
 		var notes []string
 		for _, a := range e.Actions {
-			if a.Kind == ANote {
+			if a.Kind == ANote || a.Kind == ALead && e.Fact.Kind == FPlanEdited && a.M == "" {
 				notes = append(notes, a.Text)
 			}
 		}
@@ -341,6 +341,12 @@ func factText(f Fact) string {
 		parts = append(parts, "in "+strings.Join(f.Paths, ", "))
 	case FAsk, FAnswer, FHold, FFollowUp, FCoderFault:
 		parts = append(parts, firstLine(f.Text))
+	case FPlanEdited:
+		if f.Text != "" {
+			parts = append(parts, "refused: "+firstLine(f.Text))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d milestones", len(f.Plan)))
+		}
 	case FRetry:
 		if f.Tier != "" {
 			parts = append(parts, "tier "+f.Tier)

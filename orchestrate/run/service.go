@@ -54,6 +54,9 @@ type Options struct {
 	GitEnv []string
 	Logger *slog.Logger
 	Now    func() time.Time
+	// PlanPoll is how often the plan files of open runs are looked at for edits
+	// (default 2 s; `run status` looks at once).
+	PlanPoll time.Duration
 }
 
 // Service implements core.RunService.
@@ -85,6 +88,9 @@ func NewService(o Options) (*Service, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.PlanPoll <= 0 {
+		o.PlanPoll = 2 * time.Second
 	}
 	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
 		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{}}, nil
@@ -118,8 +124,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 		s.resume(ctx, rec)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.follow(evs)
+	go s.pollPlans()
 	return nil
 }
 
@@ -274,6 +281,9 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
 		Check: check, CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
+	if err := s.keepPlan(p.Name, src); err != nil {
+		return wire.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
+	}
 	rec, err = s.runs.Create(ctx, rec, initial, now)
 	if err != nil {
 		return wire.RunView{}, err
@@ -308,6 +318,9 @@ func (s *Service) RunStatus(ctx context.Context, name string) (wire.RunView, err
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
 		return wire.RunView{}, err
+	}
+	if next, changed := s.checkPlan(ctx, rec); changed {
+		rec = next // an edit a moment ago is in the answer
 	}
 	return s.view(rec), nil
 }
