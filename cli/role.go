@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -175,7 +176,7 @@ func (app *app) historyCommand() *cli.Command {
 		Action: func(ctx context.Context, c *cli.Command) error {
 			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
-				d, err := parseSince(s)
+				d, err := core.ParseSince(s)
 				if err != nil {
 					return err
 				}
@@ -195,21 +196,6 @@ func (app *app) historyCommand() *cli.Command {
 			return err
 		},
 	}
-}
-
-// parseSince reads a Go duration or a number of days ("7d").
-func parseSince(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && days > 0 && fmt.Sprint(days) == n {
-			return time.Duration(days) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--since %q: use a duration such as 24h, 90m or 7d", s)
-	}
-	return d, nil
 }
 
 func (app *app) agentResumeCommand() *cli.Command {

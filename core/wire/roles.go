@@ -154,6 +154,9 @@ type AgentHistoryEntry struct {
 	Tokens          int64     `json:"tokens"`
 	CostUSD         *float64  `json:"costUsd"`
 	ResumedFrom     string    `json:"resumedFrom"`
+	// Resumable says the agent recorded a session its provider can resume (agent.resume
+	// still checks that the session file and folder are there).
+	Resumable bool `json:"resumable"`
 }
 
 // AgentHistoryResult answers history.list, newest first.
