@@ -384,17 +384,23 @@ func what(t *testing.T, home, repo, name string) string {
 // `orcr plan approve` leaves them (the plan's lead is not what this test is about).
 func seedPlans(t *testing.T, home, repo string, names ...string) {
 	t.Helper()
+	seedPlansText(t, home, repo, killPlanBody, names...)
+}
+
+// seedPlansText records approved plans of body (the part after the title).
+func seedPlansText(t *testing.T, home, repo, body string, names ...string) {
+	t.Helper()
 	st, err := store.Open(filepath.Join(home, "store"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	for _, name := range names {
-		r, err := orchestrate.NewRecord(name, "six parts", repo, "claude:x", time.Now())
+		r, err := orchestrate.NewRecord(name, "a request", repo, "claude:x", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := "# Plan: " + name + "\n" + killPlanBody
+		text := "# Plan: " + name + "\n" + body
 		if err := os.MkdirAll(filepath.Dir(r.File), 0o755); err != nil {
 			t.Fatal(err)
 		}

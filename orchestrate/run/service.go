@@ -413,8 +413,15 @@ func (s *Service) fromCaller(ctx context.Context, op string, p wire.RunCallerPar
 		return wire.RunMilestone{}, err
 	}
 	m, _ := rec.Run.Milestone(p.Milestone)
-	if m.Coder != who && m.Author != who {
-		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is not yours any more (it is with %s): your %s was ignored", m.ID, name, orNone(m.Coder), op)
+	if m.Coder != who {
+		// A stale report: the work was taken from this coder (handed on, held) or
+		// has moved past it. Step logged it as ignored; the caller hears why.
+		with := ""
+		if m.Coder != "" {
+			with = " with " + m.Coder
+		}
+		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is %s%s, not with you (%s) any more: your %s was ignored; see `orcr run status %s`",
+			m.ID, name, m.State, with, who, op, name)
 	}
 	return s.milestoneView(rec, m), nil
 }
