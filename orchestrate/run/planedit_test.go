@@ -116,7 +116,8 @@ Two.
 				if x.ID == m && x.Coder != "" {
 					a, err := g.svc.Get(ctx, "runs/edit/"+x.Coder)
 					id = a.ID
-					return err == nil && a.State.Live() && strings.Contains(a.Prompt, "milestone "+m+":")
+					settled := a.State == wire.StateIdle || a.State == wire.StateDone || a.State == wire.StateWorking
+					return err == nil && settled && a.PaneID != "" && strings.Contains(a.Prompt, "milestone "+m+":")
 				}
 			}
 			return false
