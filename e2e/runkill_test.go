@@ -160,8 +160,8 @@ func TestRunSurvivesKill9(t *testing.T) {
 	start("crash")
 	lead = &testLead{e: e, name: "crash"}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	// Each kill comes at a random seq a few entries on or a random instant up to half
-	// a second on, whichever is first, or sooner at the moment its
+	// Each kill comes at a random seq a few entries on or a random instant up to 1.5 s
+	// on (a coder's turn end is seen after 1.2 s of quiet), whichever is first, or sooner at the moment its
 	// kind looks for: right after one of the lead's dispatches (the brief — worktree,
 	// the coder's spawn — is performed after the call returns), or the moment the ref
 	// file moves during a merge (before the "advanced" fact is logged).
@@ -171,9 +171,9 @@ func TestRunSurvivesKill9(t *testing.T) {
 	for kills < 20 {
 		kind := []string{"seq", "seq", "dispatch", "advance"}[rnd.IntN(4)]
 		target := lead.view.Seq + 1 + uint64(rnd.IntN(4))
-		at := time.Now().Add(time.Duration(rnd.IntN(500)) * time.Millisecond)
+		at := time.Now().Add(time.Duration(rnd.IntN(1500)) * time.Millisecond)
 		state, why := "", ""
-		ok := wait.Until(30*time.Second, func() bool {
+		ok := pollEvery(30*time.Second, 5*time.Millisecond, func() bool {
 			state = lead.step()
 			switch {
 			case state == "done":
@@ -440,4 +440,17 @@ func runDump(e *env, name string) string {
 		}
 	}
 	return b.String()
+}
+
+// pollEvery checks cond every interval until it holds or d passes; unlike wait.Until
+// it does not back off, so a kill comes within an interval of its moment.
+func pollEvery(d, interval time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }

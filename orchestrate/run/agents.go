@@ -108,24 +108,24 @@ func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
 // brief gives coder a.Coder milestone a.M: its worktree is made (from the feature
 // tip), the coder's agent started in it with the brief as its prompt — a fresh agent
 // per milestone, since an agent's folder is fixed at its start.
-func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
+func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error) {
 	name := rec.Run.Name
 	m, _ := rec.Run.Milestone(a.M)
 	pm := s.planMilestone(rec, a.M)
 	if pm == nil {
-		return fmt.Errorf("milestone %s is not in %s any more", a.M, rec.PlanFile)
+		return nil, fmt.Errorf("milestone %s is not in %s any more", a.M, rec.PlanFile)
 	}
 	dir := s.workDir(rec, a.M)
 	g := s.git(rec.Repo)
 	if rec.Mode == "shared" {
 		if _, err := g.EnsureBranch(ctx, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := g.run(ctx, nil, "checkout", MilestoneBranch(name, a.M)); err != nil {
-			return err
+			return nil, err
 		}
 	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
-		return err
+		return nil, err
 	}
 	if len(m.Coders) > 1 || m.Author != "" {
 		// Work handed on: a coder cut off during `git commit` leaves the index
@@ -140,16 +140,25 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
 			// Started already: this action is performed again after a restart. The
 			// server may have died between the spawn and recording the agent's id.
-			if rec.Agents[a.Coder] == old.ID {
-				return nil
+			// Its prompt went in when it was created.
+			if rec.Agents[a.Coder] != old.ID {
+				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), old.CreatedAt); err != nil {
+					return nil, err
+				}
 			}
-			return s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"))
+			// A turn that ended while no server watched (its `run done` found none,
+			// say) is fed now: no event will come for it, and Reconcile left this
+			// coder to the brief.
+			if (old.State == wire.StateDone || old.State == wire.StateIdle) && old.StateAt.After(rec.Turns[a.Coder]) {
+				return &Fact{Kind: FTurnEnded, M: a.M, Coder: a.Coder, Text: old.LastMessage, TurnAt: old.StateAt}, nil
+			}
+			return nil, nil
 		}
 		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, err := s.model(rec, a.Tier)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
 		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)})}
@@ -158,16 +167,17 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 	}
 	ag, err := s.runAgent(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"))
+	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), s.now())
 }
 
-// coderAgent is the agent of coder who: the one recorded, else the newest at its
-// path (started by a server that died before it recorded the id).
+// coderAgent is the live agent of coder who: the one recorded, else the newest at
+// its path (started by a server that died before it recorded the id — when the
+// coder moved to another milestone, the recorded one is its ended predecessor).
 func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.Agent, bool) {
 	if id := rec.Agents[who]; id != "" {
-		if a, err := s.o.Agents.Get(ctx, id); err == nil {
+		if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Live() {
 			return a, true
 		}
 	}
@@ -175,8 +185,8 @@ func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.
 	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
 }
 
-// recordCoder records agent id as coder who's, on provider:model, briefed now.
-func (s *Service) recordCoder(ctx context.Context, name, who, id, model string) error {
+// recordCoder records agent id as coder who's, on provider:model, briefed at sent.
+func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, sent time.Time) error {
 	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
 			r.Agents = map[string]string{}
@@ -186,7 +196,7 @@ func (s *Service) recordCoder(ctx context.Context, name, who, id, model string) 
 		}
 		r.Agents[who] = id
 		r.Models[who] = model
-		r.Sent = setTime(r.Sent, who, s.now())
+		r.Sent = setTime(r.Sent, who, sent)
 	})
 	return err
 }

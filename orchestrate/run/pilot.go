@@ -131,9 +131,11 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	}
 	switch a.Kind {
 	case ABrief:
-		if err := s.brief(ctx, rec, a); err != nil {
+		f, err := s.brief(ctx, rec, a)
+		if err != nil {
 			return &Fact{Kind: FCoderFault, Coder: a.Coder, Text: err.Error()}, err
 		}
+		return f, nil
 	case ASendCoder:
 		if err := s.send(ctx, name, a.Coder, a.Text); err != nil {
 			if errors.Is(err, wire.ErrNotRunning) || errors.Is(err, wire.ErrNotFound) {
@@ -400,9 +402,10 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		if !a.StateAt.After(rec.Sent[who]) || !a.StateAt.After(rec.Turns[who]) {
 			return // the end of a turn from before our last message, or seen already
 		}
-		s.noteTurn(ctx, name, who, a.StateAt)
 		if m := rec.Run.CoderOf(who); m != "" {
-			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage})
+			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage, TurnAt: a.StateAt})
+		} else {
+			s.noteTurn(ctx, name, who, a.StateAt)
 		}
 	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "limit":
 		f := Fact{Kind: FLimited, Coder: who}
@@ -414,7 +417,9 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
 			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
 	case a.State.Terminal():
-		if s.stoppedByUs(a.ID) {
+		if s.stoppedByUs(a.ID) || briefPending(rec, who) {
+			// Stopped by the autopilot: a brief to come replaces it (the record of
+			// who stopped it does not outlive a server killed mid-brief).
 			return
 		}
 		if rec.Run.CoderOf(who) != "" {
@@ -441,4 +446,15 @@ func (s *Service) coderLock(name, who string) *sync.Mutex {
 		s.coderMu[k] = &sync.Mutex{}
 	}
 	return s.coderMu[k]
+}
+
+// briefPending reports a brief for coder who still to perform: its agent is about
+// to be replaced.
+func briefPending(rec Record, who string) bool {
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == ABrief && p.Action.Coder == who {
+			return true
+		}
+	}
+	return false
 }

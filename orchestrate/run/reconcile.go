@@ -91,7 +91,7 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 		case !a.Exists || !a.Live:
 			out = append(out, Fact{Kind: FLost, Coder: m.Coder})
 		case a.Idle && (m.State == Building || m.State == Fixing) && a.TurnAt.After(turns[m.Coder]):
-			out = append(out, Fact{Kind: FTurnEnded, M: m.ID, Coder: m.Coder})
+			out = append(out, Fact{Kind: FTurnEnded, M: m.ID, Coder: m.Coder, TurnAt: a.TurnAt})
 		}
 	}
 	return out

@@ -151,7 +151,6 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 		if f.Kind == FTurnEnded {
 			if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
 				f.Text = a.LastMessage
-				s.noteTurn(ctx, rec.Run.Name, f.Coder, a.StateAt)
 			}
 		}
 		if _, err := s.apply(ctx, rec.Run.Name, f); err != nil {

@@ -100,6 +100,16 @@ func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
 	if list, err := rs.List(ctx); err != nil || len(list) != 1 {
 		t.Fatalf("list %v %d", err, len(list))
 	}
+	// A turn end is handled in the write that logs it, also when a crash left the
+	// entry for the replay: the follower and Reconcile never feed it twice.
+	turnAt := t0.Add(4 * time.Second)
+	if err := rs.append(ctx, "demo", Entry{Seq: 6, At: turnAt, Type: EntryFact,
+		Fact: &Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", TurnAt: turnAt}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = rs.Get(ctx, "demo"); err != nil || !rec.Turns["coder-1"].Equal(turnAt) || rec.Seq != 6 {
+		t.Fatalf("turn end replayed: %v turns %v seq %d", err, rec.Turns, rec.Seq)
+	}
 	if err := rs.Delete(ctx, "demo"); err != nil {
 		t.Fatal(err)
 	}

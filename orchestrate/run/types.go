@@ -209,21 +209,24 @@ type PlanItem struct {
 
 // Fact is one input of Step. It is a flat value so the event log stores it as is.
 type Fact struct {
-	Kind    FactKind   `json:"kind"`
-	M       string     `json:"m,omitempty"`
-	Coder   string     `json:"coder,omitempty"`
-	Head    string     `json:"head,omitempty"`
-	OK      bool       `json:"ok,omitempty"`
-	Merge   bool       `json:"merge,omitempty"`
-	Commits int        `json:"commits,omitempty"`
-	Dirty   bool       `json:"dirty,omitempty"`
-	Text    string     `json:"text,omitempty"`
-	Paths   []string   `json:"paths,omitempty"`
-	Tier    string     `json:"tier,omitempty"`
-	Verdict *Verdict   `json:"verdict,omitempty"`
-	Until   time.Time  `json:"until,omitzero"`
-	Hash    string     `json:"hash,omitempty"`
-	Plan    []PlanItem `json:"plan,omitempty"`
+	Kind    FactKind  `json:"kind"`
+	M       string    `json:"m,omitempty"`
+	Coder   string    `json:"coder,omitempty"`
+	Head    string    `json:"head,omitempty"`
+	OK      bool      `json:"ok,omitempty"`
+	Merge   bool      `json:"merge,omitempty"`
+	Commits int       `json:"commits,omitempty"`
+	Dirty   bool      `json:"dirty,omitempty"`
+	Text    string    `json:"text,omitempty"`
+	Paths   []string  `json:"paths,omitempty"`
+	Tier    string    `json:"tier,omitempty"`
+	Verdict *Verdict  `json:"verdict,omitempty"`
+	Until   time.Time `json:"until,omitzero"`
+	// TurnAt is the instant the coder's turn ended (turn-ended): logged with the
+	// fact, so a turn end is handled exactly once across a crash.
+	TurnAt time.Time  `json:"turnAt,omitzero"`
+	Hash   string     `json:"hash,omitempty"`
+	Plan   []PlanItem `json:"plan,omitempty"`
 }
 
 // Verdict is what the reviewer said (ParseReview).
