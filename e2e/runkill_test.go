@@ -151,6 +151,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 	if !wait.Until(120*time.Second, func() bool { return lead.step() == "done" }) {
 		t.Fatalf("ref did not complete:\n%s", e.must("run", "status", "ref"))
 	}
+	lead.drop()
 	refTook := time.Since(began)
 	refSeq := lead.view.Seq
 	t.Logf("undisturbed run: %s, %d log entries", refTook.Round(time.Millisecond), refSeq)
@@ -159,8 +160,10 @@ func TestRunSurvivesKill9(t *testing.T) {
 	began = time.Now()
 	start("crash")
 	lead = &testLead{e: e, name: "crash"}
+	defer lead.drop()
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	// Each kill comes at a random seq a few entries on or a random instant up to 1.5 s
+	// Each kill comes at the next of 20 random seqs (or the next entry, once the log
+	// is past it) or a random instant up to 1.5 s
 	// on (a coder's turn end is seen after 1.2 s of quiet), whichever is first, or sooner at the moment its
 	// kind looks for: right after one of the lead's dispatches (the brief — worktree,
 	// the coder's spawn — is performed after the call returns), or the moment the ref
@@ -168,9 +171,12 @@ func TestRunSurvivesKill9(t *testing.T) {
 	caught := map[string]int{}
 	kills := 0
 	refFile := filepath.Join(repo, ".git", "refs", "heads", "feature", "crash")
+	// 20 distinct seqs spread over the first two thirds of the undisturbed run's log.
+	targets := rnd.Perm(int(refSeq*2/3) - 2)[:20]
+	sort.Ints(targets)
 	for kills < 20 {
 		kind := []string{"seq", "seq", "dispatch", "advance"}[rnd.IntN(4)]
-		target := lead.view.Seq + 1 + uint64(rnd.IntN(4))
+		target := max(uint64(targets[kills]+2), lead.view.Seq+1)
 		at := time.Now().Add(time.Duration(rnd.IntN(1500)) * time.Millisecond)
 		state, why := "", ""
 		ok := pollEvery(30*time.Second, 5*time.Millisecond, func() bool {
@@ -205,6 +211,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 			break
 		}
 		e.kill9()
+		lead.drop()
 		kills++
 		w := what(t, e.home, repo, "crash")
 		caught[w]++
@@ -280,7 +287,8 @@ type testLead struct {
 	e          *env
 	name       string
 	view       wire.RunView
-	dispatched bool // the last step dispatched something
+	dispatched bool           // the last step dispatched something
+	c          *socket.Client // kept while the server lives, so a poll is quick
 }
 
 // step reads the run's status and dispatches the milestones that wait for the lead;
@@ -289,13 +297,18 @@ func (l *testLead) step() string {
 	l.dispatched = false
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := socket.Dial(ctx, socket.SocketPath(l.e.home), "")
-	if err != nil {
-		return ""
+	if l.c == nil {
+		c, err := socket.Dial(ctx, socket.SocketPath(l.e.home), "")
+		if err != nil {
+			return ""
+		}
+		l.c = c
 	}
-	defer c.Close()
+	c := l.c
 	v, err := c.RunStatus(ctx, l.name)
 	if err != nil {
+		c.Close()
+		l.c = nil // the server went: dial the next one
 		return ""
 	}
 	l.view = v
@@ -311,6 +324,14 @@ func (l *testLead) step() string {
 		}
 	}
 	return l.view.State
+}
+
+// drop closes the lead's connection (its server is gone).
+func (l *testLead) drop() {
+	if l.c != nil {
+		l.c.Close()
+		l.c = nil
+	}
 }
 
 // merging reports a milestone whose merge is under way.
