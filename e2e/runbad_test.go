@@ -51,8 +51,8 @@ done`}
 // TestRunBadInputMessages drives the bad input of DESIGN §8 through the real CLI and
 // checks what each says: `run done` outside a coder's pane, an answer for a
 // milestone that is not asking, a coder's turn that ends without `run done`, a done
-// with uncommitted changes, feature/NAME moved by hand during the run, and a stale
-// done from a coder the work was taken from.
+// with uncommitted changes, feature/NAME moved by hand during the run, a stale done
+// from a coder the work was taken from, and the plan edited into a cycle.
 func TestRunBadInputMessages(t *testing.T) {
 	ident := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
 	e := newEnv(t, ident...)
@@ -108,6 +108,24 @@ func TestRunBadInputMessages(t *testing.T) {
 	b, _ = os.ReadFile(log)
 	if s := string(b[strings.LastIndex(string(b), "== done stale"):]); !strings.Contains(s, "M2 of run bad is held, not with you (coder-1) any more: your done was ignored") || strings.Contains(s, "exit 0") {
 		t.Fatalf("a stale done:\n%s", s)
+	}
+
+	// The plan edited into a cycle: refused, naming the line, and `run status` says so.
+	file := filepath.Join(repo, ".orcr", "plans", "bad.md")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cyclic := strings.Replace(string(src), "## M1 · One\ndepends: -", "## M1 · One\ndepends: M2", 1)
+	if err := os.WriteFile(file, []byte(cyclic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st = e.must("run", "status", "bad")
+	if !strings.Contains(st, "plan edited: edit refused: "+file+":6: dependency cycle: M1 → M2 → M1") {
+		t.Fatalf("status after a cyclic plan edit:\n%s", st)
+	}
+	if ev := e.must("run", "events", "bad"); !strings.Contains(ev, "plan-edited") {
+		t.Fatalf("no plan-edited event:\n%s", ev)
 	}
 }
 
