@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/orchestrate/run"
+	"orcr/testutil/wait"
+)
+
+// twoParallel is a plan of two independent milestones that both add NOTES.md, so
+// whichever merges second conflicts.
+const twoParallel = `# Plan: demo
+request: a greeting and a farewell
+check: sh check.sh
+mode: worktree
+
+## M1 · Greeting
+depends: -
+tier: small
+estimate: 10m
+
+### Goal
+greet.txt greets the world; NOTES.md says what M1 added.
+
+### Acceptance
+- [ ] sh check.sh passes
+
+## M2 · Farewell
+depends: -
+tier: small
+estimate: 10m
+
+### Goal
+bye.txt says goodbye; NOTES.md says what M2 added.
+
+### Acceptance
+- [ ] sh check.sh passes
+`
+
+// TestRunWithRealClaude is a whole run with the real claude CLI as lead, coders and
+// reviewer in real tmux panes, every scripted turn a tool call the CLI really runs in
+// real git worktrees: the lead dispatches with `orcr run dispatch`; M1's first
+// check fails and its output reaches the coder's next request, which fixes it; the
+// reviewer's BLOCKER (after an earlier message that looked like approval) becomes a
+// fix job; M2's coder asks a QUESTION that the lead answers with `orcr run answer`;
+// M2 then conflicts with the merged M1 in NOTES.md and its coder resolves it; finish
+// pushes feature/demo to the bare origin and opens a pull request on the fake GitHub
+// with summary.md as its body.
+func TestRunWithRealClaude(t *testing.T) {
+	r := newRunRig(t, "demo")
+	began := time.Now()
+	r.approvePlan(twoParallel)
+	m1, m2, rev := r.worktree("M1"), r.worktree("M2"), run.ReviewDir(r.home, "demo")
+
+	// The run's lead: the plan's lead had turns 0 and 1 of this script.
+	r.models.PushTo("lead",
+		bash("orcr run dispatch demo M1 M2"), say("Dispatched M1 and M2."),
+		when("M2 asks", bash(`orcr run answer demo M2 "casual, one line"`)), say("Answered M2."))
+	r.models.PushTo("M1",
+		write(m1+"/greet.txt", "hello\n"), write(m1+"/NOTES.md", "M1: greeting\n"),
+		commitDone("M1", "greeting"), say("M1 is committed; the check runs."),
+		// 4: the check's output came back.
+		when("The check failed for M1", read(m1+"/greet.txt")),
+		write(m1+"/greet.txt", "hello\nsigned-off\n"), commitDone("M1", "sign off"), say("Signed off."),
+		// 8: the reviewer's blocker came back as a fix job.
+		when("The review of M1 asks for changes", write(m1+"/greet.txt", "hello, world\nsigned-off\n")),
+		commitDone("M1", "greet the world"), say("Fixed the blocker."))
+	r.models.PushTo("M2",
+		write(m2+"/bye.txt", "goodbye\nsigned-off\n"),
+		say("QUESTION: should the farewell be formal or casual?"),
+		// 2: the lead's answer came back; M2 then waits (its script runs out) until M1
+		// is merged, so that M2 is the one that conflicts.
+		when("Answer to your question about M2", write(m2+"/NOTES.md", "M2: farewell, casual\n")))
+	r.models.PushTo("review/M1",
+		saying("VERDICT: approve, at first sight. Reading the log.", bash("git log --oneline -3")),
+		say("BLOCKER: greet.txt:1 — it says hello but not to whom — the goal is to greet the world\nVERDICT: changes"),
+		saying("Earlier: BLOCKER: greet.txt:1 — it says hello but not to whom. Checking the fix.", read(rev+"/greet.txt")),
+		say("The greeting names the world now.\n\nVERDICT: approve"))
+	r.models.PushTo("review/M2", say("VERDICT: approve"), say("The merge keeps both notes.\nVERDICT: approve"))
+
+	r.must("run", "start", "demo", "--coders", "2", "--coder", "claude", "--reviewer", "claude", "--lead", "claude")
+	r.models.PushTo("lead", say("Noted."), say("Noted."), say("Noted."), say("Noted."), say("Noted."), say("Noted."))
+
+	// a. The lead's Bash dispatched both; b, c, d: M1 through a failed check and a
+	// review round to merged.
+	r.waitState("M1", "merged", 150*time.Second)
+	if got := r.milestone(r.status(), "M1"); got.Rounds.Check != 1 || got.Rounds.Review != 1 || got.Rounds.Conflict != 0 {
+		t.Fatalf("M1 rounds %+v, want one failed check and one review round", got.Rounds)
+	}
+	if u := r.request("M1", 4).LastUser(); !strings.Contains(u, "FAIL greet.txt: its last line must be signed-off, not: hello") {
+		t.Fatalf("the check's output is not in the coder's next request:\n%s", u)
+	}
+	if u := r.request("M1", 8).LastUser(); !strings.Contains(u, "greet.txt:1 — it says hello but not to whom — the goal is to greet the world") {
+		t.Fatalf("the reviewer's blocker is not in the coder's next request:\n%s", u)
+	}
+	// f. The question went to the lead, its answer back to the coder.
+	if u := r.request("lead", 4).LastUser(); !strings.Contains(u, "M2 asks (coder-2): should the farewell be formal or casual?") {
+		t.Fatalf("the question is not in the lead's request:\n%s", u)
+	}
+	if u := r.request("M2", 2).LastUser(); !strings.Contains(u, "casual, one line") {
+		t.Fatalf("the lead's answer is not in the coder's next request:\n%s", u)
+	}
+
+	// e. M2 goes on now and conflicts with M1 in NOTES.md; its coder merges, resolves
+	// and reports again.
+	r.models.PushTo("M2", commitDone("M2", "farewell"), say("M2 is committed."),
+		when("conflicts in: NOTES.md", bash("git merge feature/demo")), // 5
+		read(m2+"/NOTES.md"), write(m2+"/NOTES.md", "M1: greeting\nM2: farewell, casual\n"),
+		commitDone("M2", "merge feature/demo"), say("Resolved the conflict."))
+	r.waitState("M2", "merged", 150*time.Second)
+	if got := r.milestone(r.status(), "M2"); got.Rounds.Conflict != 1 || got.Rounds.Check != 0 {
+		t.Fatalf("M2 rounds %+v, want one conflict round", got.Rounds)
+	}
+	if u := r.request("M2", 5).LastUser(); !strings.Contains(u, "Merging the tip of feature/demo into the branch of M2 conflicts in: NOTES.md") {
+		t.Fatalf("the conflict is not in the coder's next request:\n%s", u)
+	}
+	if u := r.request("M2", 7).LastUser(); !strings.Contains(u, "<<<<<<<") {
+		t.Fatalf("the coder's Read did not see the conflict markers:\n%s", u)
+	}
+	wait.For(t, 60*time.Second, "the run's final check", func() bool { return r.status().State == "done" })
+
+	// One commit per milestone on feature/demo, with the coders' files.
+	if log := r.git(r.repo, "log --format=%s main..feature/demo"); log != "M2: Farewell\nM1: Greeting" {
+		t.Fatalf("feature/demo log %q", log)
+	}
+	for file, want := range map[string]string{"greet.txt": "hello, world\nsigned-off\n", "bye.txt": "goodbye\nsigned-off\n",
+		"NOTES.md": "M1: greeting\nM2: farewell, casual\n"} {
+		if got := r.git(r.repo, "show feature/demo:"+file); got != strings.TrimSpace(want) {
+			t.Errorf("%s on feature/demo is %q, want %q", file, got, want)
+		}
+	}
+	if a := r.must("agent", "get", "runs/demo/coder-1"); !strings.Contains(a, "acceptEdits") || !strings.Contains(a, "Bash(orcr run:*)") {
+		t.Errorf("coder-1 does not run with the autonomy flags:\n%s", a)
+	}
+
+	// h. finish: pushed to origin, the pull request's body is the summary, only
+	// feature/demo is left.
+	out := r.must("run", "finish", "demo")
+	for _, want := range []string{"pushed feature/demo to origin", "opened "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("finish said:\n%s", out)
+		}
+	}
+	summary, err := os.ReadFile(run.SummaryFile(r.repo, "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, head, base, body := r.pullRequest(1)
+	if head != "feature/demo" || base != "main" || title == "" || body != string(summary) {
+		t.Fatalf("pull request %q %s→%s with body:\n%s\nsummary.md:\n%s", title, head, base, body, summary)
+	}
+	if !strings.Contains(body, "M1") || !strings.Contains(body, "M2") {
+		t.Fatalf("the summary names no milestones:\n%s", body)
+	}
+	if tip, pushed := r.git(r.repo, "rev-parse feature/demo"), r.git(r.bare, "rev-parse feature/demo"); tip != pushed {
+		t.Fatalf("origin has feature/demo at %s, the repository at %s", pushed, tip)
+	}
+	if brs := r.git(r.repo, "branch --format=%(refname:short)"); brs != "feature/demo\nmain" {
+		t.Fatalf("branches after finish: %q", brs)
+	}
+	if wts := r.git(r.repo, "worktree list"); strings.Count(wts, "\n") != 0 {
+		t.Fatalf("worktrees left after finish:\n%s", wts)
+	}
+	if _, err := os.Stat(filepath.Dir(m1)); !os.IsNotExist(err) {
+		t.Fatalf("the run's worktree folder is still there: %v", err)
+	}
+	t.Logf("the run took %v", time.Since(began).Round(time.Second))
+}
