@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -386,29 +387,61 @@ func agentPID(t *testing.T, e *env, target string) int {
 
 // stopLeads ends every lead process the test's servers started and waits until they
 // are gone, so none still writes into the test's folders while they are removed.
-func stopLeads(t *testing.T, e *env) {
+func stopLeads(t *testing.T, e *env) { stopAgentProcs(t, e, "plans/**") }
+
+// stopAgentProcs ends the processes of the agents matching globs (each pane's program
+// and what it started) and those e.leadPIDs names, and waits until they are gone.
+func stopAgentProcs(t *testing.T, e *env, globs ...string) {
 	var pids []int
 	if e.srv != nil {
-		var res wire.ListResult
-		json.Unmarshal([]byte(e.orcr("agent", "ls", "plans/**", "--all", "--json").out), &res)
-		for _, a := range res.Agents {
-			if a.PID > 0 {
-				pids = append(pids, a.PID)
+		for _, g := range globs {
+			var res wire.ListResult
+			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").out), &res)
+			for _, a := range res.Agents {
+				if a.PID > 0 {
+					pids = append(pids, a.PID)
+				}
 			}
 		}
 	}
 	pids = append(pids, e.leadPIDs...)
+	pids = append(pids, descendants(pids)...)
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	wait.For(t, 15*time.Second, "the leads to exit", func() bool {
+	wait.For(t, 15*time.Second, "the agents' processes to exit", func() bool {
 		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
+			if st := procStat(pid); st != nil && st[0] != "Z" {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// descendants are the processes below pids, from /proc.
+func descendants(pids []int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st := procStat(pid); len(st) > 1 {
+			ppid, _ := strconv.Atoi(st[1])
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	todo := append([]int(nil), pids...)
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		out = append(out, children[p]...)
+		todo = append(todo, children[p]...)
+	}
+	return out
 }
 
 func getPlan(t *testing.T, e *env) wire.PlanGetResult {

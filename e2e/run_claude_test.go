@@ -60,13 +60,16 @@ func TestRunWithRealClaude(t *testing.T) {
 	r.models.PushTo("lead",
 		bash("orcr run dispatch demo M1 M2"), say("Dispatched M1 and M2."),
 		when("M2 asks", bash(`orcr run answer demo M2 "casual, one line"`)), say("Answered M2."))
+	// A message the autopilot sends while claude works is put into the turn under
+	// way ("The user sent a new message while you were working"), else it starts the
+	// next turn: each turn that waits for one plays on the first request carrying it.
 	r.models.PushTo("M1",
 		write(m1+"/greet.txt", "hello\n"), write(m1+"/NOTES.md", "M1: greeting\n"),
-		commitDone("M1", "greeting"), say("M1 is committed; the check runs."),
-		// 4: the check's output came back.
+		commitDone("M1", "greeting"),
+		// 3: the check's output came back.
 		when("The check failed for M1", read(m1+"/greet.txt")),
-		write(m1+"/greet.txt", "hello\nsigned-off\n"), commitDone("M1", "sign off"), say("Signed off."),
-		// 8: the reviewer's blocker came back as a fix job.
+		write(m1+"/greet.txt", "hello\nsigned-off\n"), commitDone("M1", "sign off"),
+		// 6: the reviewer's blocker came back as a fix job.
 		when("The review of M1 asks for changes", write(m1+"/greet.txt", "hello, world\nsigned-off\n")),
 		commitDone("M1", "greet the world"), say("Fixed the blocker."))
 	r.models.PushTo("M2",
@@ -91,10 +94,10 @@ func TestRunWithRealClaude(t *testing.T) {
 	if got := r.milestone(r.status(), "M1"); got.Rounds.Check != 1 || got.Rounds.Review != 1 || got.Rounds.Conflict != 0 {
 		t.Fatalf("M1 rounds %+v, want one failed check and one review round", got.Rounds)
 	}
-	if u := r.request("M1", 4).LastUser(); !strings.Contains(u, "FAIL greet.txt: its last line must be signed-off, not: hello") {
+	if u := r.request("M1", 3).LastUser(); !strings.Contains(u, "FAIL greet.txt: its last line must be signed-off, not: hello") {
 		t.Fatalf("the check's output is not in the coder's next request:\n%s", u)
 	}
-	if u := r.request("M1", 8).LastUser(); !strings.Contains(u, "greet.txt:1 — it says hello but not to whom — the goal is to greet the world") {
+	if u := r.request("M1", 6).LastUser(); !strings.Contains(u, "greet.txt:1 — it says hello but not to whom — the goal is to greet the world") {
 		t.Fatalf("the reviewer's blocker is not in the coder's next request:\n%s", u)
 	}
 	// f. The question went to the lead, its answer back to the coder.
@@ -107,18 +110,18 @@ func TestRunWithRealClaude(t *testing.T) {
 
 	// e. M2 goes on now and conflicts with M1 in NOTES.md; its coder merges, resolves
 	// and reports again.
-	r.models.PushTo("M2", commitDone("M2", "farewell"), say("M2 is committed."),
-		when("conflicts in: NOTES.md", bash("git merge feature/demo")), // 5
+	r.models.PushTo("M2", commitDone("M2", "farewell"),
+		when("conflicts in: NOTES.md", bash("git merge feature/demo")), // 4
 		read(m2+"/NOTES.md"), write(m2+"/NOTES.md", "M1: greeting\nM2: farewell, casual\n"),
 		commitDone("M2", "merge feature/demo"), say("Resolved the conflict."))
 	r.waitState("M2", "merged", 150*time.Second)
 	if got := r.milestone(r.status(), "M2"); got.Rounds.Conflict != 1 || got.Rounds.Check != 0 {
 		t.Fatalf("M2 rounds %+v, want one conflict round", got.Rounds)
 	}
-	if u := r.request("M2", 5).LastUser(); !strings.Contains(u, "Merging the tip of feature/demo into the branch of M2 conflicts in: NOTES.md") {
+	if u := r.request("M2", 4).LastUser(); !strings.Contains(u, "Merging the tip of feature/demo into the branch of M2 conflicts in: NOTES.md") {
 		t.Fatalf("the conflict is not in the coder's next request:\n%s", u)
 	}
-	if u := r.request("M2", 7).LastUser(); !strings.Contains(u, "<<<<<<<") {
+	if u := r.request("M2", 6).LastUser(); !strings.Contains(u, "<<<<<<<") {
 		t.Fatalf("the coder's Read did not see the conflict markers:\n%s", u)
 	}
 	wait.For(t, 60*time.Second, "the run's final check", func() bool { return r.status().State == "done" })

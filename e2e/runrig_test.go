@@ -50,7 +50,10 @@ func newRunRig(t *testing.T, name string) *runRig {
 	dir := t.TempDir()
 	claude := clis.ScriptedClaude(t, dir, ms.URL)
 	r := &runRig{t: t, name: name, repo: filepath.Join(dir, "app"), bare: filepath.Join(dir, "origin.git"), models: ms, gh: gh}
-	r.env = newTmuxEnv(t, append(claude, "GH_TOKEN=gh-test-token", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+	// HOME is empty: claude's Bash sources no user shell setup (a pyenv rehash there
+	// held commands for a minute and dropped orcr from PATH).
+	os.MkdirAll(filepath.Join(dir, "user"), 0o700)
+	r.env = newTmuxEnv(t, append(claude, "HOME="+filepath.Join(dir, "user"), "GH_TOKEN=gh-test-token", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")...)
 	cfg := r.configDir()
 	if err := os.MkdirAll(cfg, 0o700); err != nil {
@@ -208,8 +211,8 @@ func waitPlanState(t *testing.T, e *env, name, state string, d time.Duration) {
 	var got wire.PlanGetResult
 	if !wait.Until(d, func() bool {
 		json.Unmarshal([]byte(e.orcr("plan", "show", name, "--json").out), &got)
-		return got.Plan.State == state
-	}) {
+		return got.Plan.State == state || got.Plan.State == "failed"
+	}) || got.Plan.State != state {
 		t.Fatalf("plan %s never became %s: %+v", name, state, got.Plan)
 	}
 }
@@ -269,7 +272,8 @@ func (r *runRig) dump() {
 		return
 	}
 	var b strings.Builder
-	for _, e := range r.events() {
+	es, _ := r.client().RunEvents(context.Background(), wire.RunEventsParams{Name: r.name})
+	for _, e := range es {
 		fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
 	}
 	t.Logf("run log:\n%s", b.String())
@@ -279,9 +283,8 @@ func (r *runRig) dump() {
 		}
 	}
 	for _, q := range r.models.Requests() {
-		if q.Script != "" {
-			u := q.LastUser()
-			t.Logf("request %s turn %d scripted %v status %d: %.300q", q.Script, q.Turn, q.Scripted, q.Status, u)
+		if len(conversation([]modelserver.Request{q})) == 1 {
+			t.Logf("request %q (cwd %s) turn %d scripted %v status %d: %.300q", q.Script, modelserver.ClaudeCwd(q), q.Turn, q.Scripted, q.Status, q.LastUser())
 		}
 	}
 	t.Logf("server output:\n%s", r.srv.Output())
@@ -289,15 +292,10 @@ func (r *runRig) dump() {
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 
-// stopAgents ends the run's agents (claude processes on the test's tmux server) so
-// none outlives the test.
-func (r *runRig) stopAgents() {
-	if r.srv == nil {
-		return
-	}
-	r.orcr("agent", "kill", "runs/**")
-	r.orcr("agent", "kill", "plans/**")
-}
+// stopAgents ends the run's and the plan's agents (claude processes on the test's
+// tmux server) and waits until they are gone, so none writes into the test's
+// folders while they are removed.
+func (r *runRig) stopAgents() { stopAgentProcs(r.t, r.env, "runs/**", "plans/**") }
 
 // pullRequest reads pull request n of the fake GitHub as a client would.
 func (r *runRig) pullRequest(n int) (title, head, base, body string) {

@@ -56,18 +56,22 @@ var cwdRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`Primary working directory: ([^\s"\\]+)`)
 })
 
-// ClaudeCwd is the working directory claude 2.1.x names in its system prompt
-// ("Primary working directory: <path>"), "" when the request names none: the key to
-// route the requests of several claude agents sharing one server (Route).
+// ClaudeCwd is the working directory claude 2.1.x names in its environment notes
+// ("Primary working directory: <path>", in the system prompt or, in 2.1.328, a
+// system message), "" when the request names none: the key to route the requests of
+// several claude agents sharing one server (Route).
 func ClaudeCwd(r Request) string {
 	var body struct {
-		System json.RawMessage `json:"system"`
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(r.Body, &body) != nil {
 		return ""
 	}
-	if m := cwdRE().FindStringSubmatch(string(body.System)); m != nil {
-		return m[1]
+	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+		if m := cwdRE().FindSubmatch(raw); m != nil {
+			return string(m[1])
+		}
 	}
 	return ""
 }
