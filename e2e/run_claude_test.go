@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
 
@@ -170,6 +172,81 @@ func TestRunWithRealClaude(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(m1)); !os.IsNotExist(err) {
 		t.Fatalf("the run's worktree folder is still there: %v", err)
+	}
+	t.Logf("the run took %v", time.Since(began).Round(time.Second))
+}
+
+// oneMilestone is a plan of one milestone.
+const oneMilestone = `# Plan: solo
+request: a greeting
+check: sh check.sh
+
+## M1 · Greeting
+depends: -
+tier: small
+estimate: 10m
+
+### Goal
+greet.txt greets the world.
+
+### Acceptance
+- [ ] sh check.sh passes
+`
+
+// TestRunUsageLimitHandsOn: a scripted 429 usage limit in the middle of coder-1's
+// work (after a Write the CLI ran) benches coder-1 until the limit's reset and hands
+// M1, with what is in its worktree, to a new coder-2, whose first request says so and
+// which commits the work and reports it done.
+func TestRunUsageLimitHandsOn(t *testing.T) {
+	r := newRunRig(t, "solo")
+	began := time.Now()
+	r.approvePlan(oneMilestone)
+	m1 := r.worktree("M1")
+	reset := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
+	r.models.PushTo("M1",
+		write(m1+"/greet.txt", "hello, world\nsigned-off\n"),
+		modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset,
+			Message: "You've hit your session limit · resets " + strings.ToLower(reset.Format("3:04pm")) + " (UTC)"}},
+		// 2: the next coder's brief.
+		when("Another coder started this milestone", commitDone("M1", "greeting")), say("Committed what was there."))
+	r.must("run", "start", "solo", "--coders", "2", "--coder", "claude", "--lead", "none")
+	r.must("run", "dispatch", "solo", "M1")
+	r.waitState("M1", "merged", 120*time.Second)
+
+	limited := false
+	for _, q := range r.models.Requests() {
+		limited = limited || q.Script == "M1" && q.Status == 429
+	}
+	if !limited {
+		t.Fatal("the server sent no 429")
+	}
+	if u := r.request("M1", 2).LastUser(); !strings.Contains(u, "building milestone M1") || !strings.Contains(u, "Another coder started this milestone; its work is on the branch") {
+		t.Fatalf("the next coder's first request lacks the brief or the hand-on:\n%s", u)
+	}
+	v := r.status()
+	if got := r.milestone(v, "M1"); got.Rounds != (wire.Rounds{}) {
+		t.Fatalf("M1 rounds %+v: a usage limit is not a failed round", got.Rounds)
+	}
+	var bench *time.Time
+	for _, c := range v.Pool {
+		if c.Name == "coder-1" {
+			bench = c.BenchedUntil
+		}
+	}
+	if bench == nil || !bench.Equal(reset) {
+		t.Fatalf("coder-1 benched until %v, want the limit's reset %v (pool %+v)", bench, reset, v.Pool)
+	}
+	if f := r.facts("coder-1"); !strings.Contains(f, "limited") {
+		t.Fatalf("no limited fact for coder-1: %s", f)
+	}
+	if a := agentJSON(t, r.env, "runs/solo/coder-2"); a.Cwd != m1 {
+		t.Fatalf("coder-2 works in %s, not in M1's worktree %s", a.Cwd, m1)
+	}
+	if log := r.git(r.repo, "log --format=%s main..feature/solo"); log != "M1: Greeting" {
+		t.Fatalf("feature/solo log %q", log)
+	}
+	if got := r.git(r.repo, "show feature/solo:greet.txt"); got != "hello, world\nsigned-off" {
+		t.Fatalf("greet.txt on feature/solo is %q: coder-1's work was not handed on", got)
 	}
 	t.Logf("the run took %v", time.Since(began).Round(time.Second))
 }
