@@ -520,13 +520,17 @@ func lastUserText(t *testing.T, r modelserver.Request) string {
 	return ""
 }
 
-// planEvents collects the plan events the server publishes.
+// planEvents collects the plan (or other) events the server publishes.
 type planEvents struct {
 	mu  sync.Mutex
 	evs []wire.Event
 }
 
-func collectPlanEvents(t *testing.T, e *env) *planEvents {
+func collectPlanEvents(t *testing.T, e *env) *planEvents { return collectEvents(t, e, "plan.") }
+
+// collectEvents collects the events the server publishes whose name starts with
+// prefix.
+func collectEvents(t *testing.T, e *env, prefix string) *planEvents {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ch, err := e.client().Subscribe(ctx, wire.SubscribeParams{})
@@ -536,7 +540,7 @@ func collectPlanEvents(t *testing.T, e *env) *planEvents {
 	pe := &planEvents{}
 	go func() {
 		for ev := range ch {
-			if strings.HasPrefix(ev.Event, "plan.") {
+			if strings.HasPrefix(ev.Event, prefix) {
 				pe.mu.Lock()
 				pe.evs = append(pe.evs, ev)
 				pe.mu.Unlock()
@@ -566,6 +570,19 @@ func (pe *planEvents) hasState(state string) bool {
 		}
 	}
 	return false
+}
+
+// texts are the events' "text" data (run.notify's message).
+func (pe *planEvents) texts() []string {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	var out []string
+	for _, ev := range pe.evs {
+		if s, ok := ev.Data["text"].(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (pe *planEvents) list() []string {

@@ -85,7 +85,14 @@ func TestRunWithRealClaude(t *testing.T) {
 		say("BLOCKER: greet.txt:1 — it says hello but not to whom — the goal is to greet the world\nVERDICT: changes"),
 		saying("Earlier: BLOCKER: greet.txt:1 — it says hello but not to whom. Checking the fix.", read(rev+"/greet.txt")),
 		say("The greeting names the world now.\n\nVERDICT: approve"))
-	r.models.PushTo("review/M2", say("VERDICT: approve"), say("The merge keeps both notes.\nVERDICT: approve"))
+	// M2's first review fails at the API and says nothing (no verdict: asked once
+	// more, never read as the verdict of M1's review before it); the second tries to edit, which prompts (a
+	// notification), the user denies and tells it what to do instead.
+	r.models.PushTo("review/M2", modelserver.Turn{Fail: &modelserver.APIError{Status: 403, Type: "permission_error", Message: "scripted: the review turn fails"}},
+		write(rev+"/bye.txt", "farewell, edited by the reviewer\n"),
+		when("give your verdict", say("The farewell is fine.\nVERDICT: approve")),
+		say("The merge keeps both notes.\nVERDICT: approve"))
+	notes := collectEvents(t, r.env, "run.notify")
 
 	r.must("run", "start", "demo", "--coders", "2", "--coder", "claude", "--reviewer", "claude", "--lead", "claude")
 	r.models.PushTo("lead", say("Noted."), say("Noted."), say("Noted."), say("Noted."), say("Noted."), say("Noted."))
@@ -116,7 +123,23 @@ func TestRunWithRealClaude(t *testing.T) {
 		when("conflicts in: NOTES.md", bash("git merge feature/demo")), // 4
 		read(m2+"/NOTES.md"), write(m2+"/NOTES.md", "M1: greeting\nM2: farewell, casual\n"),
 		commitDone("M2", "merge feature/demo"), say("Resolved the conflict."))
+	wait.For(t, 120*time.Second, "a notification of the reviewer's prompt", func() bool {
+		for _, n := range notes.texts() {
+			if strings.Contains(n, "reviewer of run demo waits for you: permission") {
+				return true
+			}
+		}
+		return false
+	})
+	r.must("agent", "answer", "runs/demo/reviewer", "--deny")
+	r.must("agent", "send", "runs/demo/reviewer", "Do not edit files; give your verdict.")
 	r.waitState("M2", "merged", 150*time.Second)
+	if f := r.notes("M2"); !strings.Contains(f, "the reviewer gave no verdict on M2; asked once more") {
+		t.Fatalf("M2's silent review was not asked once more: %s", f)
+	}
+	if got := r.git(r.repo, "show feature/demo:bye.txt"); got != "goodbye\nsigned-off" {
+		t.Fatalf("bye.txt on feature/demo is %q", got)
+	}
 	if got := r.milestone(r.status(), "M2"); got.Rounds.Conflict != 1 || got.Rounds.Check != 0 {
 		t.Fatalf("M2 rounds %+v, want one conflict round", got.Rounds)
 	}

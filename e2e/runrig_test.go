@@ -264,6 +264,17 @@ func (r *runRig) facts(m string) string {
 	return strings.Join(out, " ")
 }
 
+// notes is the text of the run's log entries about milestone m.
+func (r *runRig) notes(m string) string {
+	var out []string
+	for _, e := range r.events() {
+		if e.M == m {
+			out = append(out, e.Text)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // dump logs what a failed run test needs: the run's log, the agents' screens, the
 // model server's requests.
 func (r *runRig) dump() {

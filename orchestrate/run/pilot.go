@@ -377,6 +377,13 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	if err != nil || rec.Agents[who] != a.ID {
 		return
 	}
+	if a.State == wire.StateBlocked && a.Blocked != nil && !(strings.HasPrefix(who, "coder-") && a.Blocked.Kind == wire.BlockedLimit) {
+		// A prompt (or the lead's or reviewer's usage limit) waits for the user, who
+		// hears about it; nothing else of the run waits (a coder's limit benches it).
+		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
+			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
+		return
+	}
 	switch {
 	case who == "lead":
 		s.onLead(ctx, rec, a)
@@ -398,15 +405,12 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		if m := rec.Run.CoderOf(who); m != "" {
 			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage})
 		}
-	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "limit":
+	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit:
 		f := Fact{Kind: FLimited, Coder: who}
 		if a.Blocked.ResetsAt != nil {
 			f.Until = *a.Blocked.ResetsAt
 		}
 		s.apply(ctx, name, f)
-	case a.State == wire.StateBlocked && a.Blocked != nil:
-		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
-			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
 	case a.State.Terminal():
 		if s.stoppedByUs(a.ID) {
 			return

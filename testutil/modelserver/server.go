@@ -50,6 +50,14 @@ type LimitError struct {
 	Claim string
 }
 
+// APIError is a scripted error response: the HTTP status and the provider's error
+// type and message.
+type APIError struct {
+	Status  int
+	Type    string // e.g. invalid_request_error
+	Message string
+}
+
 // Turn is one scripted model response, consumed by the next conversation request.
 type Turn struct {
 	Text      string
@@ -60,6 +68,9 @@ type Turn struct {
 	Delay time.Duration
 	// Limit answers with a 429 usage-limit error instead of a reply.
 	Limit *LimitError
+	// Fail answers with an API error instead of a reply (e.g. a 400 the CLI does not
+	// retry: its turn ends failed, with no message).
+	Fail *APIError
 	// Headers are added to the response (e.g. rate-limit readings).
 	Headers map[string]string
 	// Model overrides the model name echoed back.
