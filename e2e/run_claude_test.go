@@ -70,7 +70,7 @@ func TestRunWithRealClaude(t *testing.T) {
 		commitDone("M1", "greeting"),
 		// 3: the check's output came back.
 		when("The check failed for M1", read(m1+"/greet.txt")),
-		write(m1+"/greet.txt", "hello\nsigned-off\n"), commitDone("M1", "sign off"),
+		edit(m1+"/greet.txt", "hello", "hello\nsigned-off"), commitDone("M1", "sign off"),
 		// 6: the reviewer's blocker came back as a fix job.
 		when("The review of M1 asks for changes", write(m1+"/greet.txt", "hello, world\nsigned-off\n")),
 		commitDone("M1", "greet the world"), say("Fixed the blocker."))
@@ -103,6 +103,11 @@ func TestRunWithRealClaude(t *testing.T) {
 	if got := r.milestone(r.status(), "M1"); got.Rounds.Check != 1 || got.Rounds.Review != 1 || got.Rounds.Conflict != 0 {
 		t.Fatalf("M1 rounds %+v, want one failed check and one review round", got.Rounds)
 	}
+	// `orcr run done` ran in claude's Bash, found its run from inside the pane, and
+	// its answer came back to the model as the tool's result.
+	if !r.saw("M1", "M1: checking; the check") {
+		t.Fatal("no tool result of `orcr run done` reached the model")
+	}
 	if u := r.request("M1", 3).LastUser(); !strings.Contains(u, "FAIL greet.txt: its last line must be signed-off, not: hello") {
 		t.Fatalf("the check's output is not in the coder's next request:\n%s", u)
 	}
@@ -134,6 +139,9 @@ func TestRunWithRealClaude(t *testing.T) {
 	r.must("agent", "answer", "runs/demo/reviewer", "--deny")
 	r.must("agent", "send", "runs/demo/reviewer", "Do not edit files; give your verdict.")
 	r.waitState("M2", "merged", 150*time.Second)
+	if !r.saw("M2", "M2: checking; the check") {
+		t.Fatal("no tool result of M2's `orcr run done` reached the model")
+	}
 	if f := r.notes("M2"); !strings.Contains(f, "the reviewer gave no verdict on M2; asked once more") {
 		t.Fatalf("M2's silent review was not asked once more: %s", f)
 	}

@@ -157,6 +157,11 @@ func read(path string) modelserver.Turn {
 		Usage: modelserver.Usage{Input: 80, Output: 10}}
 }
 
+func edit(path, old, new string) modelserver.Turn {
+	return modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": path, "old_string": old, "new_string": new}}},
+		Usage: modelserver.Usage{Input: 110, Output: 25}}
+}
+
 func bash(command string) modelserver.Turn {
 	return modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": command, "description": "run " + strings.Fields(command)[0]}}},
 		Usage: modelserver.Usage{Input: 100, Output: 20}}
@@ -194,6 +199,17 @@ func (r *runRig) request(key string, n int) modelserver.Request {
 	}
 	r.t.Fatalf("no request played turn %d of %s", n, key)
 	return modelserver.Request{}
+}
+
+// saw reports whether a request of script key carried text in its last user message
+// (a tool's result, a message typed into the pane).
+func (r *runRig) saw(key, text string) bool {
+	for _, q := range r.models.Requests() {
+		if q.Script == key && strings.Contains(q.LastUser(), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // approvePlan has the plan's lead (real claude) write the plan file, then approves it.
