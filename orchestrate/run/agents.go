@@ -226,8 +226,14 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 	if id == "" {
 		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
 	}
-	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, s.now()) }); err != nil {
+	now := s.now()
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, now) }); err != nil {
 		return err
+	}
+	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+		s.mu.Lock()
+		s.busySent[name+"/"+who] = now
+		s.mu.Unlock()
 	}
 	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(text), Enter: true})
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // TestAutonomy: coders and the lead accept edits with their allow-list; the reviewer
@@ -141,5 +143,79 @@ func TestEachReviewIsAFreshReviewer(t *testing.T) {
 	}
 	if got := strings.Join(fa.calls[2:], ", "); got != "kill "+fresh+", run runs/demo/reviewer" {
 		t.Fatalf("retry calls %q", got)
+	}
+}
+
+// TestTurnEndAfterABusySend: a message typed into a coder while it works (a check
+// failure arriving as the turn that called `run done` ends) is either taken up in
+// that turn or starts the next one. The turn end waits TurnSettle: if a new turn
+// started meanwhile, it is not the coder's answer and no "your turn ended without
+// `run done`" goes out; if none did, it counts.
+func TestTurnEndAfterABusySend(t *testing.T) {
+	defer func(d time.Duration) { TurnSettle = d }(TurnSettle)
+	TurnSettle = 100 * time.Millisecond
+	ctx := context.Background()
+	fa := &fakeAgents{agents: map[string]wire.Agent{}}
+	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: t.TempDir(), GitEnv: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.Close()
+	// Two coders, each in a check-fix round (their done had no commits).
+	r := newRun(t, 2, false, "M1::small", "M2::small")
+	for _, f := range []Fact{{Kind: FDispatch, M: "M1"}, {Kind: FDispatch, M: "M2"},
+		{Kind: FDone, M: "M1", Coder: "coder-1"}, {Kind: FDone, M: "M2", Coder: "coder-2"}} {
+		if r, _, err = Step(r, f, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: t.TempDir(), Check: "true",
+		Agents: map[string]string{"coder-1": "c1", "coder-2": "c2"}}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "c2"} {
+		fa.agents[id] = wire.Agent{ID: id, State: wire.StateWorking, StateAt: time.Now()}
+	}
+	for _, who := range []string{"coder-1", "coder-2"} {
+		if err := s.send(ctx, "demo", who, "The check failed for …"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turnEnds := func(coder string) int {
+		es, _ := s.runs.Events(ctx, "demo", 0, 0)
+		n := 0
+		for _, e := range es {
+			if e.Fact != nil && e.Fact.Kind == FTurnEnded && e.Fact.Coder == coder {
+				n++
+			}
+		}
+		return n
+	}
+	end := func(id, who string) {
+		a := fa.agents[id]
+		a.State, a.StateAt = wire.StateDone, time.Now().Add(time.Millisecond)
+		fa.mu.Lock()
+		fa.agents[id] = a
+		fa.mu.Unlock()
+		rec, _ := s.runs.Get(ctx, "demo")
+		s.onCoder(ctx, rec, who, a)
+	}
+	end("c2", "coder-2") // first, so its wait is over before coder-1's
+	end("c1", "coder-1")
+	if turnEnds("coder-1")+turnEnds("coder-2") != 0 {
+		t.Fatal("a turn end right after a busy send counted at once")
+	}
+	// coder-2 starts the next turn with the message; coder-1 stays done.
+	fa.mu.Lock()
+	a := fa.agents["c2"]
+	a.State, a.StateAt = wire.StateWorking, time.Now().Add(2*time.Millisecond)
+	fa.agents["c2"] = a
+	fa.mu.Unlock()
+	if !wait.Until(5*time.Second, func() bool { return turnEnds("coder-1") == 1 }) {
+		t.Fatal("coder-1's turn end never counted")
+	}
+	if n := turnEnds("coder-2"); n != 0 {
+		t.Fatalf("coder-2's turn end counted %d times though a new turn took the message up", n)
 	}
 }
