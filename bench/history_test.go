@@ -72,3 +72,23 @@ func BenchmarkCLIHistory10000(b *testing.B) {
 	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "median-ms")
 	b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds())/1000, "p90-ms")
 }
+
+// BenchmarkDashboardHistory10000 is the dashboard's history view loading 10,000
+// finished agents from a separate server (connected mode): one history.list with
+// entries, decoded by the socket client, off the dashboard's Update.
+func BenchmarkDashboardHistory10000(b *testing.B) {
+	home := b.TempDir()
+	preloadFinished(b, home, 10000)
+	c := startServer(b, home).srv.Client()
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := c.AgentHistory(ctx, wire.AgentHistoryParams{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Entries) != 10000 {
+			b.Fatalf("%d entries", len(r.Entries))
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
 
@@ -269,8 +270,62 @@ func NewApp(o Options) *cli.Command {
 				return app.hook(ctx, c.Args().Get(0), c.Args().Get(1))
 			},
 		},
+		&cli.Command{
+			Name:  "version",
+			Usage: "print orcr's version",
+			Action: func(ctx context.Context, c *cli.Command) error {
+				_, err := fmt.Fprintln(app.out, "orcr version "+version())
+				return err
+			},
+		},
 	)
+	root.Version = version()
+	quietUsageErrors(root)
 	return root
+}
+
+// version is the module version, or the VCS revision a source build records.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return rev + dirty
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}
+
+// quietUsageErrors makes a bad flag or argument one line that names the help to read,
+// as kubectl does, instead of "Incorrect Usage" plus the whole help page on stderr
+// followed by the same error again.
+func quietUsageErrors(c *cli.Command) {
+	if c.OnUsageError == nil {
+		c.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+			return fmt.Errorf("%w; see `%s --help`", err, c.FullName())
+		}
+	}
+	for _, sub := range c.Commands {
+		quietUsageErrors(sub)
+	}
 }
 
 func (app *app) serve(ctx context.Context) error {

@@ -171,3 +171,22 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageErrorsAreOneLine: a bad flag is one error naming the help to read (not
+// "Incorrect Usage" and a help page on stderr), and --version / version answer.
+func TestUsageErrorsAreOneLine(t *testing.T) {
+	var out, errb bytes.Buffer
+	app := cli.NewApp(cli.Options{Stdout: &out, Stderr: &errb, Connect: func(context.Context) (core.Service, error) {
+		return nil, errors.New("no server in this test")
+	}})
+	err := app.Run(context.Background(), []string{"orcr", "agent", "ls", "--bogus"})
+	if err == nil || !strings.Contains(err.Error(), "see `orcr agent ls --help`") || errb.Len() != 0 {
+		t.Fatalf("err %v, stderr %q", err, errb.String())
+	}
+	for _, args := range [][]string{{"orcr", "--version"}, {"orcr", "version"}} {
+		out.Reset()
+		if err := cli.NewApp(cli.Options{Stdout: &out, Stderr: &errb}).Run(context.Background(), args); err != nil || !strings.HasPrefix(out.String(), "orcr version ") {
+			t.Fatalf("%v: %v %q", args, err, out.String())
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -32,6 +33,10 @@ func (app *app) roleCommand() *cli.Command {
 							rs = []wire.Role{}
 						}
 						return printJSON(app.out, wire.RoleListResult{Roles: rs})
+					}
+					if len(rs) == 0 {
+						_, err := fmt.Fprintln(app.out, "no roles; write one as $XDG_CONFIG_HOME/orcr/roles/NAME.toml (providers = [\"claude:sonnet\"], prompt = \"…\")")
+						return err
 					}
 					tw := newTabWriter(app.out)
 					for _, r := range rs {
@@ -112,6 +117,12 @@ func printRole(w io.Writer, r wire.Role) {
 	row("keep", fmt.Sprint(r.Keep))
 	row("priority", fmt.Sprint(r.Priority))
 	row("budget_usd", fmt.Sprint(r.BudgetUSD))
+	if action := r.BudgetAction; action != "" || r.BudgetUSD > 0 {
+		if action == "" {
+			action = "stop"
+		}
+		row("budget_action", action)
+	}
 	row("max_turns", fmt.Sprint(r.MaxTurns))
 	row("soft_timeout", (time.Duration(r.SoftTimeoutSeconds) * time.Second).String())
 	row("hard_timeout", (time.Duration(r.HardTimeoutSeconds) * time.Second).String())
@@ -175,7 +186,7 @@ func (app *app) historyCommand() *cli.Command {
 		Action: func(ctx context.Context, c *cli.Command) error {
 			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
-				d, err := parseSince(s)
+				d, err := core.ParseSince(s)
 				if err != nil {
 					return err
 				}
@@ -195,21 +206,6 @@ func (app *app) historyCommand() *cli.Command {
 			return err
 		},
 	}
-}
-
-// parseSince reads a Go duration or a number of days ("7d").
-func parseSince(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && days > 0 && fmt.Sprint(days) == n {
-			return time.Duration(days) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--since %q: use a duration such as 24h, 90m or 7d", s)
-	}
-	return d, nil
 }
 
 func (app *app) agentResumeCommand() *cli.Command {

@@ -54,15 +54,6 @@ func newRig(t *testing.T, home string, clk *clock, lim core.Limits, gc core.GCRu
 	return r
 }
 
-func openStore(t *testing.T, home string) *store.Store {
-	t.Helper()
-	st, err := store.Open(home+"/store", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 func (r *rig) stop() {
 	if r.eng == nil {
 		return

@@ -594,3 +594,40 @@ func (pe *planEvents) list() []string {
 	}
 	return out
 }
+
+// TestPlanWrittenByHand: `plan new --lead none` records a plan the user wrote
+// (drafted at once, no lead agent); a missing or broken file is refused with the
+// reason; reject is refused (no lead to redraft); approve works.
+func TestPlanWrittenByHand(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t)
+	e.serve()
+	repo := filepath.Join(dir, "repo")
+	os.MkdirAll(filepath.Join(repo, ".orcr", "plans"), 0o755)
+	exec.Command("git", "-C", repo, "init", "-q").Run()
+	r := e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
+	if r.code != 1 || !strings.Contains(r.err, "write "+filepath.Join(repo, ".orcr", "plans", "hand.md")+" first") {
+		t.Fatalf("missing file: %d %s", r.code, r.err)
+	}
+	file := filepath.Join(repo, ".orcr", "plans", "hand.md")
+	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: M9\ntier: small\n\n### Goal\nx\n"), 0o644)
+	r = e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
+	if r.code != 1 || !strings.Contains(r.err, "hand.md:6: milestone M1 depends on M9") {
+		t.Fatalf("broken file: %d %s", r.code, r.err)
+	}
+	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: -\ntier: small\n\n### Goal\nx\n\n### Acceptance\n- [ ] y\n"), 0o644)
+	out := e.must("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
+	if !strings.Contains(out, "plan hand: drafted") || !strings.Contains(out, "orcr plan approve hand") {
+		t.Fatalf("plan new --lead none: %s", out)
+	}
+	if ls := e.must("agent", "ls", "plans/**"); strings.Contains(ls, "plans/hand") {
+		t.Fatalf("a lead started:\n%s", ls)
+	}
+	r = e.orcr("plan", "reject", "hand", "redo it")
+	if r.code != 1 || !strings.Contains(r.err, "no lead to redraft") {
+		t.Fatalf("reject: %d %s", r.code, r.err)
+	}
+	if out := e.must("plan", "approve", "hand"); !strings.Contains(out, "plan hand approved") {
+		t.Fatalf("approve: %s", out)
+	}
+}

@@ -61,7 +61,8 @@ func pretty(k string) string {
 
 // Global bindings work everywhere outside dialogs.
 type Global struct {
-	Quit, Help, FocusNext, FocusPrev, Theme, Plans Binding
+	Quit, Help, FocusNext, FocusPrev, Theme, Plans, Runs Binding
+	History                                              Binding
 }
 
 // Tree bindings act on the agent tree and the selected agent.
@@ -88,14 +89,27 @@ type Plans struct {
 	Open, Approve, Reject, Edit, Refresh Binding
 }
 
+// Runs bindings act in the runs view: the list, a run's milestones, its summary.
+type Runs struct {
+	Open, Answer, Hold, Retry, Dispatch, Coder, Summary, Refresh Binding
+}
+
+// History bindings act in the history view: finished agents, filtered like `orcr
+// history GLOB --since D`, and resuming one.
+type History struct {
+	Resume, Filter, Refresh Binding
+}
+
 // KeyMap is every area's bindings.
 type KeyMap struct {
-	Name   string
-	Global Global
-	Tree   Tree
-	Panel  Panel
-	Dialog Dialog
-	Plans  Plans
+	Name    string
+	Global  Global
+	Tree    Tree
+	Panel   Panel
+	Dialog  Dialog
+	Plans   Plans
+	Runs    Runs
+	History History
 }
 
 func b(action, desc string, keys ...string) Binding {
@@ -111,6 +125,25 @@ func DefaultGlobal() Global {
 		FocusPrev: b("global.focus_prev", "previous pane", "shift+tab"),
 		Theme:     b("global.theme", "next theme", "T"),
 		Plans:     b("global.plans", "plans", "P"),
+		Runs:      b("global.runs", "runs (orchestration)", "O"),
+		History:   b("global.history", "history (ended agents)", "H"),
+	}
+}
+
+// DefaultRuns is the default runs set. Hold is marked destructive: it stops the
+// milestone's coder, so it goes through a form (retry undoes it).
+func DefaultRuns() Runs {
+	hold := b("runs.hold", "hold milestone (form)", "h")
+	hold.Destructive = true
+	return Runs{
+		Open:     b("runs.open", "open run", "enter"),
+		Answer:   b("runs.answer", "answer asking milestone", "a"),
+		Hold:     hold,
+		Retry:    b("runs.retry", "retry milestone (tier form)", "r"),
+		Dispatch: b("runs.dispatch", "dispatch ready milestone", "d"),
+		Coder:    b("runs.coder", "milestone's coder in tree", "c"),
+		Summary:  b("runs.summary", "summary", "s"),
+		Refresh:  b("runs.refresh", "refresh", "ctrl+r"),
 	}
 }
 
@@ -125,6 +158,15 @@ func DefaultPlans() Plans {
 		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
 		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
 		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
+	}
+}
+
+// DefaultHistory is the default history set.
+func DefaultHistory() History {
+	return History{
+		Resume:  b("history.resume", "resume (opt. message)", "enter"),
+		Filter:  b("history.filter", "filter: GLOB --since D", "/"),
+		Refresh: b("history.refresh", "refresh", "ctrl+r"),
 	}
 }
 
@@ -180,7 +222,8 @@ func DefaultDialog() Dialog {
 // Default is the default key map.
 func Default() KeyMap {
 	return KeyMap{Name: "default", Global: DefaultGlobal(), Tree: DefaultTree(),
-		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
+		Panel: DefaultPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans(), Runs: DefaultRuns(),
+		History: DefaultHistory()}
 }
 
 // VimTree adds the rest of vim's motions to the default tree set.
@@ -211,7 +254,8 @@ func VimPanel() Panel {
 // Vim is the vim-style key map.
 func Vim() KeyMap {
 	return KeyMap{Name: "vim", Global: DefaultGlobal(), Tree: VimTree(),
-		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans()}
+		Panel: VimPanel(), Dialog: DefaultDialog(), Plans: DefaultPlans(), Runs: DefaultRuns(),
+		History: DefaultHistory()}
 }
 
 // ByName returns the named key map ("default" or "vim").
@@ -235,18 +279,20 @@ func (k *KeyMap) areas() []struct {
 	title string
 	ptrs  []*Binding
 } {
-	g, t, p, d, pl := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans
+	g, t, p, d, pl, r, h := &k.Global, &k.Tree, &k.Panel, &k.Dialog, &k.Plans, &k.Runs, &k.History
 	return []struct {
 		title string
 		ptrs  []*Binding
 	}{
-		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans}},
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
+		{"Runs", []*Binding{&r.Open, &r.Answer, &r.Hold, &r.Retry, &r.Dispatch, &r.Coder, &r.Summary, &r.Refresh}},
+		{"History", []*Binding{&h.Resume, &h.Filter, &h.Refresh}},
 	}
 }
 

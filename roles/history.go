@@ -13,9 +13,6 @@ import (
 	"orcr/core/wire"
 )
 
-// History columns of `orcr history`.
-var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DURATION", "TOKENS", "COST", "RESULT"}
-
 // History lists finished agents (terminal records GC has not pruned), newest first.
 func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
 	s.mu.Lock()
@@ -104,9 +101,9 @@ func historyFrom(ctx context.Context, k Lister, all []wire.AgentHistoryEntry, p 
 	if p.Text {
 		rows := make([][]string, len(out))
 		for i, e := range out {
-			rows[i] = Row(e, now)
+			rows[i] = core.HistoryRow(e, now)
 		}
-		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: Align(HistoryColumns, rows)}, nil
+		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: Align(core.HistoryColumns, rows)}, nil
 	}
 	return wire.AgentHistoryResult{Entries: out}, nil
 }
@@ -152,7 +149,7 @@ func Align(cols []string, rows [][]string) string {
 func Entry(a wire.Agent) wire.AgentHistoryEntry {
 	e := wire.AgentHistoryEntry{ID: a.ID, Path: a.Path, Role: a.Role, Provider: a.Provider, Model: a.Model, State: a.State,
 		Result: result(a), Tokens: a.Usage.InputTokens + a.Usage.OutputTokens + a.Usage.CacheReadTokens + a.Usage.CacheWriteTokens,
-		CostUSD: a.Usage.CostUSD, ResumedFrom: a.ResumedFrom}
+		CostUSD: a.Usage.CostUSD, ResumedFrom: a.ResumedFrom, Resumable: a.Provider != "shell" && a.SessionID != ""}
 	if a.EndedAt != nil {
 		e.EndedAt = *a.EndedAt
 		start := a.CreatedAt
@@ -175,30 +172,4 @@ func result(a wire.Agent) string {
 		return string(a.State) + ": " + a.StateReason
 	}
 	return string(a.State)
-}
-
-// Row is an entry's display row.
-func Row(e wire.AgentHistoryEntry, now time.Time) []string {
-	role := e.Role
-	if role == "" {
-		role = "-"
-	}
-	model := e.Model
-	if model == "" {
-		model = "-"
-	}
-	tokens := "-"
-	if e.Tokens > 0 {
-		tokens = core.HumanCount(e.Tokens)
-	}
-	cost := "-"
-	if e.CostUSD != nil {
-		cost = "$" + strconv.FormatFloat(*e.CostUSD, 'f', 2, 64)
-	}
-	res := e.Result
-	if len(res) > 60 {
-		res = res[:57] + "..."
-	}
-	return []string{core.FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, role, e.Provider, model,
-		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
 }

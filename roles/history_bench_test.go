@@ -73,7 +73,7 @@ func BenchmarkHistoryText10000(b *testing.B) {
 func TestHistoryFormatsLikeTheKernel(t *testing.T) {
 	for _, n := range []int64{0, 999, 1000, 12345, 4_100_000} {
 		e := wire.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
-		row := roles.Row(e, time.Now())
+		row := core.HistoryRow(e, time.Now())
 		want := "-"
 		if n > 0 {
 			want = core.HumanCount(n)

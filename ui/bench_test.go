@@ -77,3 +77,24 @@ func BenchmarkStateEvent10000(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// BenchmarkHistoryKeystroke10000 is one key press in the history view over 10,000
+// finished agents plus the frame after it (the dashboard's 10,000 agents behind it).
+func BenchmarkHistoryKeystroke10000(b *testing.B) {
+	m := benchModel(b, 10_000)
+	m.Update(key("H"))
+	d := m.dialogs[len(m.dialogs)-1].(*historyDialog)
+	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: manyHistory(10_000)}})
+	m.View()
+	down, up := key("down"), key("up")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := down
+		if i%2 == 1 {
+			k = up
+		}
+		m.Update(k)
+		_ = m.View()
+	}
+}

@@ -107,6 +107,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if cmd, ok := m.updateListeners(msg); ok {
 		return m, cmd
 	}
+	if cmd, ok := m.updateRuns(msg); ok {
+		return m, cmd
+	}
+	if cmd, ok := m.updateResume(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)

@@ -336,9 +336,3 @@ func TestStartReplaysRecentEvents(t *testing.T) {
 		t.Fatalf("subscribe after %d", m2.lastSeq)
 	}
 }
-
-func TestHibernatedAgentDrawnAndWoken(t *testing.T) {
-	if glyph(wire.StateHibernated) != "z" || groupOf(wire.StateHibernated) != gDone {
-		t.Fatalf("hibernated glyph %q group %v", glyph(wire.StateHibernated), groupOf(wire.StateHibernated))
-	}
-}

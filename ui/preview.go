@@ -93,6 +93,9 @@ func (p *previewModel) View() string {
 	if a.StateSource != "" || a.StateReason != "" {
 		head = append(head, st.Subtle.Render("why: ")+st.Text.Render(strings.TrimSpace(a.StateSource+": "+a.StateReason)))
 	}
+	if a.State == wire.StateHibernated {
+		head = append(head, st.Muted.Render("asleep: its process stopped, its session kept · "+p.c.keys.Tree.Attach.Label()+" wakes it"))
+	}
 	if b := a.Blocked; b != nil {
 		head = append(head, st.Blocked.Render("blocked on "+b.Kind+": ")+st.Text.Render(oneLine(b.Detail)))
 		if len(b.Options) > 0 {

@@ -115,9 +115,11 @@ func hjoin(blocks ...string) string {
 func overlay(base, box string, w int) string {
 	bl := strings.Split(base, "\n")
 	ol := strings.Split(box, "\n")
+	// A dialog's box is a frame: every line is as wide as its first, so one is
+	// measured (measuring them all was half of a frame under a full-size dialog).
 	bw := 0
-	for _, l := range ol {
-		bw = max(bw, ansi.StringWidth(l))
+	if len(ol) > 0 {
+		bw = ansi.StringWidth(ol[0])
 	}
 	top := max(0, (len(bl)-len(ol))/2)
 	left := max(0, (w-bw)/2)
@@ -127,7 +129,7 @@ func overlay(base, box string, w int) string {
 			break
 		}
 		row := bl[r]
-		bl[r] = ansi.Truncate(row, left, "") + fit(l, bw) + ansi.TruncateLeft(row, left+bw, "")
+		bl[r] = ansi.Truncate(row, left, "") + l + ansi.TruncateLeft(row, left+bw, "")
 	}
 	return strings.Join(bl, "\n")
 }

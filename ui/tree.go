@@ -187,8 +187,9 @@ const (
 	costW   = 9
 )
 
-// columns decides which columns fit in width w; the name keeps at least 14 cells.
-type columns struct{ provider, model, age, tokens, cost int }
+// columns decides which columns fit in width w; the name keeps at least 14 cells. The
+// role comes last: a wide terminal shows it in the tree, any terminal in the preview.
+type columns struct{ provider, model, age, tokens, cost, role int }
 
 func layoutColumns(w int) columns {
 	var c columns
@@ -196,7 +197,7 @@ func layoutColumns(w int) columns {
 	for _, col := range []struct {
 		p *int
 		n int
-	}{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9}, {&c.model, 15}} {
+	}{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9}, {&c.model, 15}, {&c.role, 13}} {
 		if rest >= col.n {
 			*col.p = col.n
 			rest -= col.n
@@ -263,18 +264,18 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if len(n.children) > 0 {
 		name += "/"
 	}
-	colSum := cols.provider + cols.model + cols.age + cols.tokens + cols.cost
+	colSum := cols.provider + cols.model + cols.age + cols.tokens + cols.cost + cols.role
 	// mark(1) + indent + fold(2) + glyph(1) + space(1) + name + columns = w
 	indentW := max(0, min(2*n.depth, w-5-colSum-8))
 	nameW := w - 5 - indentW - colSum
 	if nameW < 1 {
 		return fit("", w)
 	}
-	var provider, model, age, tokens, cost string
+	var provider, model, age, tokens, cost, role string
 	r := n.roll
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
-		provider, model = a.Provider, a.Model
+		provider, model, role = a.Provider, a.Model, a.Role
 		if a.Account != "" && a.Account != "default" {
 			// The account it runs on, first: a narrow column cuts the model, not it.
 			model = strings.TrimSuffix("@"+a.Account+" "+model, " ")
@@ -306,6 +307,7 @@ func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
 		}
 		right.WriteByte(' ')
 	}
+	cell(role, cols.role, false)
 	cell(provider, cols.provider, false)
 	cell(model, cols.model, false)
 	cell(age, cols.age, true)

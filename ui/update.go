@@ -36,6 +36,10 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case g.Plans.Matches(k):
 		return tea.Batch(m.pushDialog(newPlansDialog(m.c)), plansCmd(m.ctx, m.svc))
+	case g.Runs.Matches(k):
+		return m.openRuns()
+	case g.History.Matches(k):
+		return m.openHistory()
 	case g.Theme.Matches(k):
 		names := themes.Names(m.opts.UserThemes)
 		next := names[0]
@@ -139,7 +143,7 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	case t.Attach.Matches(k):
 		if a.State == wire.StateHibernated {
 			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)
-			return resumeCmd(m.ctx, m.svc, a.ID), true
+			return resumeCmd(m.ctx, m.svc, *a), true
 		}
 		if !a.State.Live() {
 			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": nothing to attach to", true)
@@ -147,7 +151,7 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		}
 		return attachCmd(m.ctx, m.svc, a.ID, m.w, m.h), true
 	case t.Steer.Matches(k), t.SteerMulti.Matches(k):
-		if !a.State.Live() {
+		if !a.State.Live() && a.State != wire.StateHibernated { // a send wakes a hibernated agent
 			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": it cannot take input", true)
 			return nil, true
 		}
@@ -221,6 +225,8 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case killAction:
 		m.popDialog()
 		return killCmd(m.ctx, m.svc, a.glob)
+	case resumeAction:
+		return resumeEntryCmd(m.ctx, m.svc, a)
 	case callAction:
 		ctx, svc := m.ctx, m.svc
 		return func() tea.Msg { return a.fn(ctx, svc) }
@@ -228,6 +234,8 @@ func (m *Model) updateAction(act action) tea.Cmd {
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true
 		return tea.Quit
+	case rootAction:
+		return a.apply(m)
 	}
 	return nil
 }
@@ -320,7 +328,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 			m.panel.events.add(ev)
 		}
 	}
-	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked))
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked), m.followRuns(evs))
 	m.syncPreview()
 	return cmd
 }

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"orcr/core/wire"
 )
 
@@ -104,23 +102,6 @@ func New(overrides []Row) (*Table, error) {
 		return t.rows[i].Model < t.rows[j].Model
 	})
 	return t, nil
-}
-
-// ParseOverrides reads config overrides in TOML:
-//
-//	[[prices]]
-//	model = "claude-sonnet-5"
-//	input = 2.0
-//	output = 10.0
-//	cache_read = 0.2
-func ParseOverrides(data []byte) ([]Row, error) {
-	var f struct {
-		Prices []Row `toml:"prices"`
-	}
-	if err := toml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("prices: parse overrides: %w", err)
-	}
-	return f.Prices, nil
 }
 
 // Rows returns the table's rows, longest prefix first.

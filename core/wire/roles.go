@@ -11,6 +11,8 @@ type AgentLimits struct {
 	SoftTimeoutSeconds int     `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int     `json:"hardTimeoutSeconds"`
 	BudgetUSD          float64 `json:"budgetUsd"`
+	// BudgetAction is the budget's action ("stop" or "hold"; "" is stop).
+	BudgetAction string `json:"budgetAction,omitempty"`
 	// Turns is how many turns the agent has finished.
 	Turns int `json:"turns"`
 	// WrapUpAt is when the soft timeout's one wrap-up message was sent.
@@ -63,6 +65,7 @@ type Role struct {
 	Keep               bool              `json:"keep"`
 	Priority           int               `json:"priority"`
 	BudgetUSD          float64           `json:"budgetUsd"`
+	BudgetAction       string            `json:"budgetAction"`
 	MaxTurns           int               `json:"maxTurns"`
 	SoftTimeoutSeconds int               `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int               `json:"hardTimeoutSeconds"`
@@ -154,6 +157,9 @@ type AgentHistoryEntry struct {
 	Tokens          int64     `json:"tokens"`
 	CostUSD         *float64  `json:"costUsd"`
 	ResumedFrom     string    `json:"resumedFrom"`
+	// Resumable says the agent recorded a session its provider can resume (agent.resume
+	// still checks that the session file and folder are there).
+	Resumable bool `json:"resumable"`
 }
 
 // AgentHistoryResult answers history.list, newest first.

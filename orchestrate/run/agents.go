@@ -348,8 +348,11 @@ The autopilot sends you what you must hear (ready, merged, asked, failed, all do
 Now: dispatch the milestones that are ready.`, n, rec.PlanFile)
 }
 
+// noLead reports a run whose lead is the user.
+func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
+
 func (s *Service) startLead(ctx context.Context, rec Record) error {
-	if rec.Lead == "" || rec.Lead == "none" {
+	if noLead(rec) {
 		return nil
 	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
@@ -369,7 +372,17 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 }
 
 // toLead puts text in the lead's inbox and delivers when the lead is idle.
+// A run without a lead (`--lead none`) has the user in its place: the text is a
+// run.notify for them instead of an inbox nobody reads.
 func (s *Service) toLead(ctx context.Context, name, text string) error {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if noLead(rec) {
+		s.notify(ctx, name, "", text)
+		return nil
+	}
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Inbox = append(r.Inbox, text) }); err != nil {
 		return err
 	}

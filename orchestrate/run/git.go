@@ -76,15 +76,6 @@ func (g Git) Rev(ctx context.Context, ref string) (string, error) {
 	return out, err
 }
 
-// Top is the repository's top folder of dir.
-func Top(ctx context.Context, dir string) (string, error) {
-	out, err := Git{Dir: dir}.run(ctx, nil, "rev-parse", "--show-toplevel")
-	if err != nil {
-		return "", fmt.Errorf("%s is not in a git repository: %w", dir, err)
-	}
-	return out, nil
-}
-
 // CurrentBranch is the branch checked out in the repository ("" when detached).
 func (g Git) CurrentBranch(ctx context.Context) (string, error) {
 	out, err := g.run(ctx, nil, "symbolic-ref", "--quiet", "--short", "HEAD")

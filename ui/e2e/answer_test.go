@@ -7,55 +7,28 @@ import (
 	"testing"
 	"time"
 
-	"orcr/testutil/clis"
-
 	"orcr/testutil/modelserver"
 )
-
-// claudeBin finds the real claude CLI that scripts/install-clis.sh installs, or skips.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	return clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-}
 
 // TestDashboardAnswersBlockedAgent runs the real claude CLI against the scripted model
 // server; the model asks to run a Bash command, claude asks permission, the engine
 // reports the agent blocked through claude's hooks, and the operator jumps to it and
 // answers from the dashboard.
 func TestDashboardAnswersBlockedAgent(t *testing.T) {
-	bin := claudeBin(t)
 	r := newRig(t)
-	work := filepath.Join(r.dir, "work")
-	cfg := filepath.Join(r.dir, "claude")
-	for _, d := range []string{work, filepath.Join(work, "build"), cfg, filepath.Join(r.dir, "config", "orcr")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Onboarding done, as on a machine where claude has been used before.
-	if err := os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conf := "[providers.claude]\nbin = \"" + bin + "\"\n"
-	if err := os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := modelserver.Start(
+	work, _, run := r.claudeSetup(t, "",
 		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{
 			"command": "rm -rf build", "description": "Remove the build directory"}}}},
 		modelserver.Turn{Text: "The build directory is gone."},
 	)
-	if err != nil {
+	if err := os.MkdirAll(filepath.Join(work, "build"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Close)
 
 	r.start()
 	r.waitText(20*time.Second, "agents 0", "in-process")
-	r.mustOrcr("agent", "run", "fix/clean", "--provider", "claude", "--cwd", work,
-		"--env", "CLAUDE_CONFIG_DIR="+cfg, "--env", "ANTHROPIC_BASE_URL="+srv.URL,
-		"--env", "ANTHROPIC_AUTH_TOKEN=test-token", "--env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"--env", "DISABLE_AUTOUPDATER=1", "--prompt", "remove the build directory", "--", "--permission-mode", "default")
+	r.mustOrcr(append(append([]string{"agent", "run", "fix/clean"}, run...),
+		"--prompt", "remove the build directory", "--", "--permission-mode", "default")...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := r.orcr("agent", "read", "fix/clean")
