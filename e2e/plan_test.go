@@ -105,24 +105,20 @@ Rows land in the contacts table.
 // (by line) must reach the model's next request; approval records the file's hash; an
 // edit after approval is a plan.edited event; a kill -9 loses nothing.
 func TestPlanWithRealClaude(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
 	repo := filepath.Join(dir, "app")
 	os.MkdirAll(repo, 0o755)
 	repo, _ = filepath.EvalSymlinks(repo)
 	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	events := collectPlanEvents(t, e)
@@ -251,22 +247,18 @@ func TestPlanWithRealClaude(t *testing.T) {
 // the embedded host the lead died with the server, so its turn is over) and the file
 // the lead wrote makes it drafted. Deleting the file then is reported, not a crash.
 func TestPlanRestartWhileDrafting(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
 	repo := filepath.Join(dir, "app")
 	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
 	repo, _ = filepath.EvalSymlinks(repo)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
