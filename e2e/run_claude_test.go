@@ -85,10 +85,11 @@ func TestRunWithRealClaude(t *testing.T) {
 		say("BLOCKER: greet.txt:1 — it says hello but not to whom — the goal is to greet the world\nVERDICT: changes"),
 		saying("Earlier: BLOCKER: greet.txt:1 — it says hello but not to whom. Checking the fix.", read(rev+"/greet.txt")),
 		say("The greeting names the world now.\n\nVERDICT: approve"))
-	// M2's first review fails at the API and says nothing (no verdict: asked once
-	// more, never read as the verdict of M1's review before it); the second tries to edit, which prompts (a
-	// notification), the user denies and tells it what to do instead.
-	r.models.PushTo("review/M2", modelserver.Turn{Fail: &modelserver.APIError{Status: 403, Type: "permission_error", Message: "scripted: the review turn fails"}},
+	// M2's first review fails at the API and says nothing: no verdict, asked once
+	// more (never read as the verdict of M1's review before it). The second tries to
+	// edit, which prompts (a notification); the user denies and says what to do.
+	failed := modelserver.Turn{Fail: &modelserver.APIError{Status: 403, Type: "permission_error", Message: "scripted: the review turn fails"}}
+	r.models.PushTo("review/M2", failed,
 		write(rev+"/bye.txt", "farewell, edited by the reviewer\n"),
 		when("give your verdict", say("The farewell is fine.\nVERDICT: approve")),
 		say("The merge keeps both notes.\nVERDICT: approve"))
@@ -137,6 +138,9 @@ func TestRunWithRealClaude(t *testing.T) {
 		return false
 	})
 	r.must("agent", "answer", "runs/demo/reviewer", "--deny")
+	if b, _ := os.ReadFile(rev + "/bye.txt"); string(b) != "goodbye\nsigned-off\n" {
+		t.Fatalf("the reviewer edited its checkout: %q", b)
+	}
 	r.must("agent", "send", "runs/demo/reviewer", "Do not edit files; give your verdict.")
 	r.waitState("M2", "merged", 150*time.Second)
 	if !r.saw("M2", "M2: checking; the check") {
@@ -144,9 +148,6 @@ func TestRunWithRealClaude(t *testing.T) {
 	}
 	if f := r.notes("M2"); !strings.Contains(f, "the reviewer gave no verdict on M2; asked once more") {
 		t.Fatalf("M2's silent review was not asked once more: %s", f)
-	}
-	if got := r.git(r.repo, "show feature/demo:bye.txt"); got != "goodbye\nsigned-off" {
-		t.Fatalf("bye.txt on feature/demo is %q", got)
 	}
 	if got := r.milestone(r.status(), "M2"); got.Rounds.Conflict != 1 || got.Rounds.Check != 0 {
 		t.Fatalf("M2 rounds %+v, want one conflict round", got.Rounds)
@@ -171,6 +172,9 @@ func TestRunWithRealClaude(t *testing.T) {
 	}
 	if a := r.must("agent", "get", "runs/demo/coder-1"); !strings.Contains(a, "acceptEdits") || !strings.Contains(a, "Bash(orcr run:*)") {
 		t.Errorf("coder-1 does not run with the autonomy flags:\n%s", a)
+	}
+	if a := r.must("agent", "get", "runs/demo/reviewer"); strings.Contains(a, "acceptEdits") || !strings.Contains(a, "Bash(git diff:*)") {
+		t.Errorf("the reviewer may edit, or lacks its git list:\n%s", a)
 	}
 
 	// h. finish: pushed to origin, the pull request's body is the summary, only
