@@ -126,6 +126,10 @@ type agentInfo struct {
 	costUSD                 float64
 	tokens                  int64
 	resumed                 time.Time // when it was last told to continue
+	created                 time.Time
+	// resumedFrom is the record this one continues; that record's usage is inside
+	// this one's (the session is shared), so a budget counts only the newest.
+	resumedFrom string
 }
 
 // New validates the accounts (two with one label are an error naming both) and builds
@@ -287,6 +291,7 @@ func (s *Service) noteAgentLocked(a wire.Agent) {
 	}
 	before := *in
 	in.provider, in.path, in.model = a.Provider, a.Path, a.Model
+	in.created, in.resumedFrom = a.CreatedAt, a.ResumedFrom
 	acct := in.account
 	if a.Account != "" {
 		acct = a.Account

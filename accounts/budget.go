@@ -83,10 +83,22 @@ func (s *Service) budgetOrderLocked() []string {
 // have just reached their bound.
 func (s *Service) recomputeBudgetsLocked() []wire.Budget {
 	var reached []wire.Budget
+	var continued map[string]bool // records a later resume continues
+	for _, in := range s.agents {
+		if in.resumedFrom != "" {
+			if continued == nil {
+				continued = map[string]bool{}
+			}
+			continued[in.resumedFrom] = true
+		}
+	}
 	for _, g := range s.budgetOrderLocked() {
 		b := s.budgets[g]
 		usd, tok, n := 0.0, int64(0), 0
-		for _, in := range s.agents {
+		for id, in := range s.agents {
+			if continued[id] || b.b.Since != nil && in.created.Before(*b.b.Since) {
+				continue
+			}
 			if b.matches(in.path) {
 				usd += in.costUSD
 				tok += in.tokens
@@ -217,7 +229,8 @@ func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.B
 	if err != nil {
 		return wire.Budget{}, err
 	}
-	b := &budget{glob: g, b: wire.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC()}}
+	b := &budget{glob: g, b: wire.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC(),
+		Role: p.Role, Since: p.Since}}
 	s.mu.Lock()
 	if old := s.budgets[b.b.Glob]; old != nil {
 		b.b.CreatedAt = old.b.CreatedAt
@@ -228,6 +241,7 @@ func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.B
 	out := b.b
 	s.mu.Unlock()
 	s.saveBudget(out)
+	s.kick() // a raised or replaced budget may let held spawns go now
 	for _, r := range reached {
 		s.budgetReached(r)
 	}
@@ -264,6 +278,7 @@ func (s *Service) BudgetRemove(ctx context.Context, glob string) error {
 	delete(s.budgets, b.b.Glob)
 	s.gen++
 	s.mu.Unlock()
+	s.kick()
 	if s.store != nil {
 		if err := s.store.Delete(ctx, bucketBudgets, b.b.Glob); err != nil {
 			return fmt.Errorf("remove budget: %w", err)

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"orcr/core/wire"
@@ -114,6 +115,30 @@ func (s *Service) CheckSpawn(_ context.Context, p wire.RunParams) error {
 		return wire.Errorf(wire.CodeUnknownAccount, "no %s account %q; configured: %s", prov, p.Account, s.labelsLocked(prov))
 	}
 	return nil
+}
+
+// Held says why no account of provider could take work of model at priority now, or
+// "" when one could (or the provider has no accounts): a role's fallback asks it
+// before it settles on a provider (DESIGN §12), so a chain skips a provider whose
+// every account is held, with each account's reason.
+func (s *Service) Held(provider, model string, priority int, pin string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.accts[provider]) == 0 {
+		return ""
+	}
+	d := s.decideLocked(provider, Request{Family: Family(model), Priority: priority, Pin: pin})
+	if d.Account != "" {
+		return ""
+	}
+	whys := make([]string, 0, len(d.Choices))
+	for _, c := range d.Choices {
+		whys = append(whys, c.Why)
+	}
+	if len(whys) == 0 {
+		whys = append(whys, d.Reason)
+	}
+	return "every account held — " + strings.Join(whys, "; ")
 }
 
 // decideLocked is Decide over the current state, cached.

@@ -198,6 +198,9 @@ func budgetLine(b wire.Budget) string {
 		bound = fmt.Sprintf("%d of %d tokens", b.SpentTokens, *b.Tokens)
 	}
 	s := fmt.Sprintf("%-24s %-6s %s  (%d agents)", b.Glob, b.Action, bound, b.Agents)
+	if b.Role != "" {
+		s += "  role " + b.Role
+	}
 	if b.Reached && b.ReachedAt != nil {
 		s += "  REACHED " + b.ReachedAt.Local().Format(time.DateTime)
 	}

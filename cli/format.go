@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +63,7 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	row("provider", a.Provider)
 	row("model", a.Model)
 	roleRows(tw, a, explain)
+	row("prompt", promptLine(a.Prompt))
 	row("parent", strings.TrimSpace(a.ParentPath+" "+a.ParentID))
 	row("argv", strings.Join(a.Argv, " "))
 	row("cwd", a.Cwd)
@@ -76,6 +78,18 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	row("error", a.Error)
 	row("created", a.CreatedAt.Format(time.RFC3339))
 	tw.Flush()
+}
+
+// promptLine is a prompt on one line of `agent get`: quoted when it holds a newline or
+// a tab, cut at 200 characters (--json has it whole).
+func promptLine(p string) string {
+	if r := []rune(p); len(r) > 200 {
+		p = string(r[:200]) + "…"
+	}
+	if strings.ContainsAny(p, "\n\r\t") {
+		p = strconv.Quote(p)
+	}
+	return p
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -43,7 +43,7 @@ func (app *app) listenerCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "listener",
-		Usage: "listeners: GitHub and shell sources that start agents (files in ~/.config/orcr/listeners)",
+		Usage: "listeners: GitHub and shell sources that start agents or draft plans (files in ~/.config/orcr/listeners)",
 		Commands: []*cli.Command{
 			{
 				Name: "ls", Usage: "list listeners: last and next poll, fires, held events, state", Flags: []cli.Flag{jsonFlag()},
@@ -60,7 +60,7 @@ func (app *app) listenerCommand() *cli.Command {
 					return app.listenerShow(ctx, name, c.Bool("json"))
 				},
 			},
-			{Name: "enable", Usage: "enable a listener", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()}, Action: enable(true, "enable")},
+			{Name: "enable", Usage: "enable a listener (one backing off after failures tries again now)", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()}, Action: enable(true, "enable")},
 			{Name: "disable", Usage: "disable a listener (it keeps its cursors)", ArgsUsage: "NAME", Flags: []cli.Flag{jsonFlag()}, Action: enable(false, "disable")},
 			{
 				Name: "put", Usage: "write a listener document through the API (stored by the server)", ArgsUsage: "NAME FILE|-",
@@ -170,6 +170,10 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 	}
 	fmt.Fprintf(w, "last poll:  %s\n", row[2])
 	fmt.Fprintf(w, "next poll:  %s\n", row[3])
+	if l.Failures > 0 && l.NextPoll != nil && l.State == "enabled" {
+		fmt.Fprintf(w, "back-off:   %d failed in a row; next attempt at %s (orcr listener enable %s tries now)\n",
+			l.Failures, l.NextPoll.Local().Format("15:04:05"), l.Name)
+	}
 	fmt.Fprintf(w, "fired:      %d\n", l.Fires)
 	fmt.Fprintf(w, "held:       %d", l.Held)
 	if len(l.HeldIDs) > 0 {

@@ -45,7 +45,7 @@ func (app *app) planCommand() *cli.Command {
 				Name: "new", Usage: "start a plan: a lead agent writes .orcr/plans/NAME.md", ArgsUsage: `NAME "request"`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "repo", Usage: "a folder of the git repository the plan is for (default: current)"},
-					&cli.StringFlag{Name: "lead", Usage: "PROVIDER[:MODEL] of the lead (default: a high-tier catalog model)"},
+					&cli.StringFlag{Name: "lead", Usage: "PROVIDER[:MODEL] of the lead (default: a high-tier catalog model); none: you wrote .orcr/plans/NAME.md yourself"},
 					jsonFlag(),
 				},
 				Action: app.planNew,
@@ -112,7 +112,7 @@ func oneArg(c *cli.Command, usage string) (string, error) {
 
 func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 	if c.Args().Len() != 2 {
-		return fmt.Errorf(`usage: orcr plan new NAME "request" [--repo DIR] [--lead PROVIDER[:MODEL]]`)
+		return fmt.Errorf(`usage: orcr plan new NAME "request" [--repo DIR] [--lead PROVIDER[:MODEL]|none]`)
 	}
 	repo := c.String("repo")
 	if repo == "" {
@@ -128,6 +128,11 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("json") {
 		return printJSON(app.out, wire.PlanResult{Plan: p})
+	}
+	if p.Lead == "none" {
+		fmt.Fprintf(app.out, "plan %s: %s from %s (no lead)\n", p.Name, p.State, p.File)
+		fmt.Fprintf(app.out, "review it with `orcr plan show %s`, then `orcr plan approve %s`\n", p.Name, p.Name)
+		return nil
 	}
 	fmt.Fprintf(app.out, "plan %s: %s; lead %s on %s writes %s\n", p.Name, p.State, p.LeadPath, p.Lead, p.File)
 	fmt.Fprintf(app.out, "follow it with `orcr plan ls`, watch the lead with `orcr agent attach %s`\n", p.LeadPath)

@@ -34,6 +34,10 @@ func (app *app) roleCommand() *cli.Command {
 						}
 						return printJSON(app.out, wire.RoleListResult{Roles: rs})
 					}
+					if len(rs) == 0 {
+						_, err := fmt.Fprintln(app.out, "no roles; write one as $XDG_CONFIG_HOME/orcr/roles/NAME.toml (providers = [\"claude:sonnet\"], prompt = \"…\")")
+						return err
+					}
 					tw := newTabWriter(app.out)
 					for _, r := range rs {
 						fmt.Fprintf(tw, "%s\t%s\n", r.Name, roleSummary(r))
@@ -113,6 +117,12 @@ func printRole(w io.Writer, r wire.Role) {
 	row("keep", fmt.Sprint(r.Keep))
 	row("priority", fmt.Sprint(r.Priority))
 	row("budget_usd", fmt.Sprint(r.BudgetUSD))
+	if action := r.BudgetAction; action != "" || r.BudgetUSD > 0 {
+		if action == "" {
+			action = "stop"
+		}
+		row("budget_action", action)
+	}
 	row("max_turns", fmt.Sprint(r.MaxTurns))
 	row("soft_timeout", (time.Duration(r.SoftTimeoutSeconds) * time.Second).String())
 	row("hard_timeout", (time.Duration(r.HardTimeoutSeconds) * time.Second).String())

@@ -64,7 +64,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		Provider: old.Provider, Model: old.Model, Cwd: old.Cwd, Env: old.Env, Prompt: p.Prompt,
 		Priority: old.Priority, Keep: old.Keep, Role: old.Role, RoleNotes: old.RoleNotes, SystemPrompt: old.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: old.Limits.MaxTurns, SoftTimeoutSeconds: old.Limits.SoftTimeoutSeconds,
-			HardTimeoutSeconds: old.Limits.HardTimeoutSeconds, BudgetUSD: old.Limits.BudgetUSD},
+			HardTimeoutSeconds: old.Limits.HardTimeoutSeconds, BudgetUSD: old.Limits.BudgetUSD, BudgetAction: old.Limits.BudgetAction},
 		SessionID: old.SessionID, Transcript: old.Transcript, ResumedFrom: old.ID,
 		Account: old.Account, // the session lives in that account's config dir
 		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
@@ -149,6 +149,12 @@ func (e *Engine) hibernate(ctx context.Context, rt *agentRT, reason string, stil
 // given, is its first message (the launch passes it as the prompt, which is how each
 // CLI takes a message on resume — faster and surer than typing into a fresh TUI).
 func (e *Engine) wake(ctx context.Context, rt *agentRT, text string) error {
+	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	if err := resumable(a); err != nil { // its session file went while it slept
+		return err
+	}
 	e.mu.Lock()
 	if rt.a.State != wire.StateHibernated {
 		st := rt.a.State

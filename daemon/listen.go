@@ -13,37 +13,11 @@ import (
 
 var _ core.ListenerService = (*listen.Service)(nil)
 
-// startListeners builds the listener service over the store and the kernel. Its GitHub
-// client is made at the first github poll: resolving the token may run `gh auth token`,
-// which must not slow the server's start.
-func startListeners(ctx context.Context, st listen.Store, eng *core.Engine, cfg config.Config, log *slog.Logger) (*listen.Service, error) {
-	var (
-		mu     sync.Mutex
-		client *github.Client
-	)
-	getGitHub := func(ctx context.Context) (*github.Client, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if client != nil {
-			return client, nil
-		}
-		token, from, err := github.ResolveToken(ctx, cfg.GitHub.Token, cfg.GitHub.APIURL, github.TokenEnv{})
-		if err != nil && token == "" {
-			log.Warn("github token", "err", err)
-		}
-		c, err := github.New(github.Options{Token: token, APIURL: cfg.GitHub.APIURL})
-		if err != nil {
-			return nil, err
-		}
-		log.Info("github client", "api", cfg.GitHub.APIURL, "token", from)
-		client = c
-		return c, nil
-	}
-	svc, err := listen.NewService(listen.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
-		GitHub: getGitHub, Logger: log,
-		// Roles (§12) and plans (§8) are not in this orcr yet: listeners naming them
-		// are refused at load with the line.
-		Features: listen.Features{}})
+// startListeners builds the listener service over the store, the kernel (agents, with
+// roles resolved by its resolver) and the plan service.
+func startListeners(ctx context.Context, st listen.Store, eng *core.Engine, plans listen.Plans, gh *githubClients, log *slog.Logger) (*listen.Service, error) {
+	svc, err := listen.NewService(listen.ServiceOptions{Store: st, Kernel: eng, Agents: eng, Plans: plans,
+		GitHub: gh.get, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -51,4 +25,74 @@ func startListeners(ctx context.Context, st listen.Store, eng *core.Engine, cfg 
 		return nil, err
 	}
 	return svc, nil
+}
+
+// githubClients is the listeners' GitHub client, made from config [github] at the
+// first github poll (resolving the token may run `gh auth token`, which must not slow
+// the server's start) and made again when a reload (SIGHUP) brings another api_url
+// or token.
+type githubClients struct {
+	log *slog.Logger
+
+	mu     sync.Mutex
+	cfg    config.GitHub
+	client *github.Client
+	token  string // the client's token, as resolved
+}
+
+func newGitHubClients(cfg config.GitHub, log *slog.Logger) *githubClients {
+	return &githubClients{cfg: cfg, log: log}
+}
+
+// config is [github] as it stands now.
+func (g *githubClients) config() config.GitHub {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cfg
+}
+
+func (g *githubClients) get(ctx context.Context) (*github.Client, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.client != nil {
+		return g.client, nil
+	}
+	token, from := g.resolve(ctx, g.cfg)
+	c, err := github.New(github.Options{Token: token, APIURL: g.cfg.APIURL})
+	if err != nil {
+		return nil, err
+	}
+	g.log.Info("github client", "api", g.cfg.APIURL, "token", from)
+	g.client, g.token = c, token
+	return c, nil
+}
+
+func (g *githubClients) resolve(ctx context.Context, cfg config.GitHub) (token, from string) {
+	token, from, err := github.ResolveToken(ctx, cfg.Token, cfg.APIURL, github.TokenEnv{})
+	if err != nil && token == "" {
+		g.log.Warn("github token", "err", err)
+	}
+	return token, from
+}
+
+// reload takes [github] as a config reload read it, and says whether the client
+// changed: another api_url, or a token that resolves differently now (a new one in
+// the config, the environment's, or `gh auth login` run again). An unchanged client
+// keeps its ETag cache, so idle polls stay free.
+func (g *githubClients) reload(ctx context.Context, cfg config.GitHub) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.client == nil {
+		changed := g.cfg != cfg
+		g.cfg = cfg
+		return changed
+	}
+	if cfg == g.cfg {
+		if token, _ := g.resolve(ctx, cfg); token == g.token {
+			return false
+		}
+	}
+	g.cfg, g.client, g.token = cfg, nil, ""
+	g.log.Info("github client reloaded", "api", cfg.APIURL)
+	return true
 }

@@ -10,23 +10,23 @@ import (
 
 	"orcr/core"
 
-	"orcr/config"
 	"orcr/github"
 	"orcr/orchestrate/run"
 )
 
 // openPR is how a finished run opens its pull request: the GitHub client at
-// github.api_url with the token gh users expect (GH_TOKEN, GITHUB_TOKEN, `gh auth
-// token`). A remote that is not on that GitHub, or no token, is an error finish
-// reports as not done.
-func openPR(cfg config.Config) func(ctx context.Context, pr run.PullRequest) (string, error) {
+// github.api_url with the token gh users expect (github.token, GH_TOKEN, GITHUB_TOKEN,
+// `gh auth token`), as [github] stands now (a SIGHUP reload changes it). A remote that
+// is not on that GitHub, or no token, is an error finish reports as not done.
+func openPR(gh *githubClients) func(ctx context.Context, pr run.PullRequest) (string, error) {
 	return func(ctx context.Context, pr run.PullRequest) (string, error) {
-		apiURL := cfg.GitHub.APIURL
+		cfg := gh.config()
+		apiURL := cfg.APIURL
 		repo, ok := githubRepo(pr.Remote, apiURL)
 		if !ok {
 			return "", fmt.Errorf("the remote %s is not on GitHub (%s)", pr.Remote, orDefault(apiURL, github.DefaultAPIURL))
 		}
-		token, _, err := github.ResolveToken(ctx, "", apiURL, github.TokenEnv{})
+		token, _, err := github.ResolveToken(ctx, cfg.Token, apiURL, github.TokenEnv{})
 		if err != nil || token == "" {
 			return "", fmt.Errorf("no GitHub token: set GH_TOKEN or GITHUB_TOKEN, or log in with `gh auth login`")
 		}

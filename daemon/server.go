@@ -58,6 +58,7 @@ type server struct {
 	acct   *accounts.Service
 	plans  *orchestrate.Service
 	listen *listen.Service
+	github *githubClients // the listeners' GitHub client, remade on a reload
 	runs   *run.Service
 	svc    core.Service // the engine and the feature services, composed
 	sock   *socket.Server
@@ -121,7 +122,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Logger: s.log})
+	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Accounts: acct, Budgets: acct, Logger: s.log})
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
@@ -161,13 +162,14 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start plans: %w", err)
 	}
 	s.plans = plans
-	ls, err := startListeners(ctx, st, eng, cfg, s.log)
+	s.github = newGitHubClients(cfg.GitHub, s.log)
+	ls, err := startListeners(ctx, st, eng, plans, s.github, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("start listeners: %w", err)
 	}
 	s.listen = ls
 	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
-		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(cfg), Logger: s.log})
+		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
 	if err != nil {
 		return nil, err
 	}

@@ -354,8 +354,9 @@ func TestListenerAPIAndBadInput(t *testing.T) {
 	for doc, want := range map[string]string{
 		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a/{{nope}}\"\nprompt = \"x\"\nprovider = \"claude\"\n[[rate_limits]]\nmax = 0\nper = \"1h\"\n": "max = 0",
 		"[source]\ntype = \"github-issues\"\nrepos = [\"o/r\"]\n[action]\npath = \"a/{{nope}}\"\nprompt = \"x\"\nprovider = \"claude\"\n":                                  "nope",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"implementor\"\n":                                                 "roles are not available",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                                                                    "plans are not available",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"../etc\"\n":                                                      "line 7: role",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                                                                    "a plan needs repo",
+		"[source]\ntype = \"github-issues\"\nrepos = [\"o/r\"]\n[action]\nplan = \"{{nope}}\"\nrepo = \"/src\"\n":                                                          "line 5: plan",
 	} {
 		if _, err := c.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: doc}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("document %q: %v, want %q", doc, err, want)

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"maps"
 	"sort"
-	"strings"
 	"time"
 
 	"orcr/core/wire"
@@ -22,7 +21,7 @@ func (s *Service) Listeners(ctx context.Context) ([]wire.Listener, error) {
 	for _, e := range s.ls {
 		es = append(es, *e)
 	}
-	disabled := maps(s.disabled)
+	disabled := maps.Clone(s.disabled)
 	s.mu.Unlock()
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	out := make([]wire.Listener, 0, len(es))
@@ -34,14 +33,6 @@ func (s *Service) Listeners(ctx context.Context) ([]wire.Listener, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-func maps(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func (s *Service) entryCopy(name string) (entry, bool, error) {
@@ -69,7 +60,7 @@ func (s *Service) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wi
 	if err := ValidateName(p.Name); err != nil {
 		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
-	l, err := ParseFor(p.Name, []byte(p.Document), s.opts.Features)
+	l, err := Parse(p.Name, []byte(p.Document))
 	if err != nil {
 		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
@@ -132,11 +123,47 @@ func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool)
 	s.disabled[name] = !enabled
 	if enabled {
 		delete(s.disabled, name)
+		// Enabling a listener that is backing off retries it now: the way to say
+		// "I fixed it" (the role file, the repo's access) without waiting up to 30m.
+		s.retryNowLocked(ctx, name)
 	}
 	s.mu.Unlock()
 	s.kick()
 	s.log.Info("listener enabled", "name", name, "enabled", enabled)
 	return s.ListenerGet(ctx, name)
+}
+
+// RetryGitHub makes every failing github listener poll now: the GitHub client
+// changed (a reload brought another token or api_url).
+func (s *Service) RetryGitHub(ctx context.Context) {
+	s.mu.Lock()
+	for name, e := range s.ls {
+		if e.ticker != nil && e.l.Source.Type != "shell" {
+			s.retryNowLocked(ctx, name)
+		}
+	}
+	s.mu.Unlock()
+	s.kick()
+}
+
+// retryNowLocked brings a failing listener's next tick forward to now. A listener
+// at a rate ceiling, or simply between polls, is left alone.
+func (s *Service) retryNowLocked(ctx context.Context, name string) {
+	st, err := s.rec.State(ctx, name)
+	if err != nil || st.Failures == 0 {
+		return
+	}
+	now := s.opts.Now()
+	if st.NextPoll.After(now) {
+		st.NextPoll = now
+		if err := s.rec.PutState(ctx, name, st); err != nil {
+			s.log.Warn("listener retry", "name", name, "err", err)
+			return
+		}
+	}
+	if e := s.ls[name]; e != nil && e.next.After(now) {
+		e.next = now
+	}
 }
 
 // view is a listener as the API shows it.
@@ -200,65 +227,4 @@ func actionSummary(a Action) string {
 		who += "/" + a.Model
 	}
 	return "agent " + a.Path.Text + " (" + who + ")"
-}
-
-// agentDispatcher spawns an event's agent through the kernel's agent service. Each
-// agent carries ORCR_LISTENER and ORCR_LISTENER_EVENT in its environment, which is how
-// Done recognises, after a restart, a spawn that took effect.
-type agentDispatcher struct{ s *Service }
-
-// Env names set on every agent a listener spawns.
-const (
-	EnvListener      = "ORCR_LISTENER"
-	EnvListenerEvent = "ORCR_LISTENER_EVENT"
-)
-
-func (d *agentDispatcher) Dispatch(ctx context.Context, l Listener, e Event, target string) error {
-	if l.Action.IsPlan() {
-		return errors.New("plans are not available yet in this orcr")
-	}
-	prompt, err := l.Action.Prompt.Render(e.Vars)
-	if err != nil {
-		return err
-	}
-	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
-	p := wire.RunParams{Path: target, Provider: l.Action.Provider, Model: l.Action.Model, Prompt: prompt,
-		Priority: l.Action.Priority, Cwd: l.Action.Cwd, Env: env}
-	if l.Action.Provider == "shell" {
-		// The command is fixed; the event reaches it only through the environment.
-		p.Argv = []string{"sh", "-c", l.Action.Command}
-		env["ORCR_PROMPT"] = prompt
-		keys := make([]string, 0, len(e.Vars))
-		for k := range e.Vars {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			env["ORCR_EVENT_"+strings.ToUpper(k)] = e.Vars[k]
-		}
-	}
-	a, err := d.s.opts.Agents.Run(ctx, p)
-	if err != nil {
-		return err
-	}
-	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
-		map[string]any{"event": e.ID, "target": target, "agentId": a.ID})
-	return nil
-}
-
-func (d *agentDispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
-	as, err := d.s.opts.Agents.List(ctx, wire.ListParams{Glob: dp.Target, All: true})
-	if err != nil {
-		var we *wire.Error
-		if errors.As(err, &we) && we.Code == wire.CodeNotFound {
-			return false, nil
-		}
-		return false, err
-	}
-	for _, a := range as {
-		if a.Env[EnvListenerEvent] == dp.Event.ID && a.Env[EnvListener] == dp.Event.Vars["listener"] {
-			return true, nil
-		}
-	}
-	return false, nil
 }

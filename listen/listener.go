@@ -44,11 +44,18 @@ type Source struct {
 }
 
 // Action is the [action] table: spawn an agent (Path, Prompt, Role or Provider/Model,
-// Priority) or draft a plan (Plan).
+// Priority) or draft a plan (Plan, Request, Repo, Lead).
 type Action struct {
-	Path     Template
-	Prompt   Template
+	Path   Template
+	Prompt Template // "" with a role: the role's prompt template, filled from the event
+	// Plan is the plan's name (each value slugged, as in a path, '/' included); Request
+	// what the plan is for; Repo the local folder inside the git repository it is for
+	// (absolute or ~/… once rendered); Lead "provider" or "provider:model" ("" picks
+	// a high-tier model, as plan new does).
 	Plan     Template
+	Request  Template
+	Repo     Template
+	Lead     string
 	Role     string
 	Provider string
 	Model    string
@@ -116,6 +123,9 @@ type fileDoc struct {
 		Path     string `toml:"path"`
 		Prompt   string `toml:"prompt"`
 		Plan     string `toml:"plan"`
+		Request  string `toml:"request"`
+		Repo     string `toml:"repo"`
+		Lead     string `toml:"lead"`
 		Role     string `toml:"role"`
 		Provider string `toml:"provider"`
 		Model    string `toml:"model"`
@@ -293,19 +303,18 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	}
 	var err error
 	if a.Plan != "" {
-		for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
-			if md.IsDefined("action", k) {
-				return fail(lines.line("action."+k), "an action with plan drafts a plan; %s belongs to spawning an agent", k)
-			}
+		return l.parsePlan(doc, md, lines, tmpl)
+	}
+	for _, k := range []string{"request", "repo", "lead"} {
+		if md.IsDefined("action", k) {
+			return fail(lines.line("action."+k), "%s belongs to drafting a plan (plan = \"…\"); an agent gets path and prompt", k)
 		}
-		l.Action.Plan, err = tmpl("plan", a.Plan)
-		return err
 	}
 	if a.Path == "" {
 		return fail(lines.line("action"), "[action] needs path = \"…\" (e.g. \"gh/{{repo}}/{{number}}\") or plan = \"…\"")
 	}
-	if a.Prompt == "" {
-		return fail(lines.line("action"), "[action] needs prompt = \"…\"")
+	if a.Prompt == "" && a.Role == "" {
+		return fail(lines.line("action"), "[action] needs prompt = \"…\" (or a role, whose prompt template the event's vars fill)")
 	}
 	if a.Role != "" && (a.Provider != "" || a.Model != "") {
 		k := "provider"
@@ -320,8 +329,13 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	if a.Provider == "shell" && strings.TrimSpace(a.Command) == "" {
 		return fail(lines.line("action"), "a shell agent needs command = \"…\" (run with sh -c; the event's vars are in its environment as ORCR_EVENT_NAME)")
 	}
-	if a.Command != "" && a.Provider != "shell" {
-		return fail(lines.line("action.command"), "command belongs to provider = \"shell\"; other agents get the prompt")
+	if a.Command != "" && a.Provider != "shell" && a.Role == "" {
+		// With a role the provider is the role's choice; command is for a role whose
+		// chain is shell.
+		return fail(lines.line("action.command"), "command belongs to provider = \"shell\" (or a role whose provider is shell); other agents get the prompt")
+	}
+	if a.Role != "" && ValidateName(a.Role) != nil {
+		return fail(lines.line("action.role"), "role %q: a role file's name, [a-z0-9] then [a-z0-9._-] (see orcr role ls)", a.Role)
 	}
 	if a.Priority < -1000 || a.Priority > 1000 {
 		return fail(lines.line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
@@ -329,8 +343,10 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	if l.Action.Path, err = tmpl("path", a.Path); err != nil {
 		return err
 	}
-	if l.Action.Prompt, err = tmpl("prompt", a.Prompt); err != nil {
-		return err
+	if a.Prompt != "" {
+		if l.Action.Prompt, err = tmpl("prompt", a.Prompt); err != nil {
+			return err
+		}
 	}
 	l.Action.Role, l.Action.Provider, l.Action.Model, l.Action.Priority = a.Role, a.Provider, a.Model, int(a.Priority)
 	l.Action.Command = a.Command
@@ -346,6 +362,58 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 		l.Action.Cwd = filepath.Clean(cwd)
 	}
 	return nil
+}
+
+// parsePlan reads an action that drafts a plan: plan (the name), request, repo, lead.
+func (l *Listener) parsePlan(doc fileDoc, md toml.MetaData, lines keyLines, tmpl func(key, text string) (Template, error)) error {
+	fail := func(line int, format string, a ...any) error {
+		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	a := doc.Action
+	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
+		if md.IsDefined("action", k) {
+			return fail(lines.line("action."+k), "an action with plan drafts a plan (plan, request, repo, lead); %s belongs to spawning an agent", k)
+		}
+	}
+	var err error
+	if l.Action.Plan, err = tmpl("plan", a.Plan); err != nil {
+		return err
+	}
+	req := a.Request
+	if !md.IsDefined("action", "request") {
+		req = defaultRequest(l.Source.Type)
+	} else if strings.TrimSpace(req) == "" {
+		return fail(lines.line("action.request"), "request is empty: say what the plan is for, e.g. \"{{title}}: {{body}}\" (or leave it out)")
+	}
+	if l.Action.Request, err = tmpl("request", req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(a.Repo) == "" {
+		return fail(lines.line("action"), "a plan needs repo = \"…\": the local checkout it is for (absolute or ~/…, e.g. \"~/src/{{repo}}\")")
+	}
+	if !strings.HasPrefix(a.Repo, "/") && !strings.HasPrefix(a.Repo, "~/") {
+		return fail(lines.line("action.repo"), "repo %q: give an absolute path (or ~/…) to a local checkout", a.Repo)
+	}
+	if l.Action.Repo, err = tmpl("repo", a.Repo); err != nil {
+		return err
+	}
+	if a.Lead != "" {
+		provider, model, hasModel := strings.Cut(a.Lead, ":")
+		if !validVarName(provider) || hasModel && (model == "" || strings.ContainsAny(model, " \t\n")) {
+			return fail(lines.line("action.lead"), "lead %q: write \"provider\" or \"provider:model\", e.g. \"claude:opus\"", a.Lead)
+		}
+		l.Action.Lead = a.Lead
+	}
+	return nil
+}
+
+// defaultRequest is a plan's request when the file gives none: the issue (or the
+// comment, label or review with its issue's title) and its address.
+func defaultRequest(sourceType string) string {
+	if sourceType == "shell" {
+		return "{{id}}"
+	}
+	return "{{title}}\n\n{{body}}\n\n({{url}})"
 }
 
 // ValidateName checks a listener name: the file's base name, used in store keys and
@@ -388,11 +456,6 @@ type Loaded struct {
 // prev, when given, is the last result: files whose size and mtime did not change are
 // not read again, so a 15 s rescan of an unchanged directory is a few stats.
 func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
-	return LoadDirFor(dir, prev, Features{Roles: true, Plans: true})
-}
-
-// LoadDirFor is LoadDir refusing the actions f does not offer (ParseFor).
-func LoadDirFor(dir string, prev map[string]Loaded, f Features) (map[string]Loaded, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]Loaded{}, nil
@@ -421,7 +484,7 @@ func LoadDirFor(dir string, prev map[string]Loaded, f Features) (map[string]Load
 			ld.Err = &ParseError{Name: name, Path: path, Msg: err.Error()}
 		} else {
 			ld.Doc = string(b)
-			ld.Listener, ld.Err = ParseFor(name, b, f)
+			ld.Listener, ld.Err = Parse(name, b)
 			var pe *ParseError
 			if errors.As(ld.Err, &pe) {
 				pe.Path = path

@@ -71,6 +71,7 @@ command = "./new-work.sh"
 timeout = "20s"
 [action]
 plan = "{{title}}"
+repo = "~/src/app"
 [[rate_limits]]
 max = 3
 per = "90m"

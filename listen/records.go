@@ -56,7 +56,7 @@ type State struct {
 	NextPoll   time.Time   `json:"nextPoll,omitzero"`
 	LastError  string      `json:"lastError,omitempty"`
 	ErrorAt    time.Time   `json:"errorAt,omitzero"`
-	Failures   int         `json:"failures,omitempty"` // consecutive failed polls, for back-off
+	Failures   int         `json:"failures,omitempty"` // consecutive failed ticks (poll or action), for back-off
 	// Counted is the event whose dispatch the state last counted (time and fire), so
 	// settling a dispatch a crash interrupted counts it exactly once: dispatches of one
 	// listener are sequential, so at most one is ever pending.
@@ -75,8 +75,9 @@ type Processed struct {
 // exists instead of spawning twice or forgetting the event.
 type Dispatch struct {
 	Event  Event     `json:"event"`
-	Target string    `json:"target"`
+	Target string    `json:"target"` // the agent's path, or the plan's name
 	At     time.Time `json:"at"`
+	Plan   bool      `json:"plan,omitempty"` // the action drafts a plan
 }
 
 // MaxHeld bounds the held events kept per listener; past it the oldest new events are

@@ -47,8 +47,10 @@ type ServiceOptions struct {
 	Dir    string // listener files; default DefaultDir()
 	// GitHub returns the shared GitHub client (built on first use: resolving a token
 	// may run gh). Its error fails the polls of github sources, recorded on each.
-	GitHub   func(ctx context.Context) (*github.Client, error)
-	Features Features
+	GitHub func(ctx context.Context) (*github.Client, error)
+	// Plans drafts the plans of listeners whose action is plan = …; nil refuses them
+	// at dispatch (held, with the error).
+	Plans    Plans
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Rescan   time.Duration // how often Dir is rescanned (default 5 s)
@@ -84,7 +86,7 @@ type Service struct {
 	opts    ServiceOptions
 	rec     *Records
 	log     *slog.Logger
-	dispatc *agentDispatcher
+	dispatc *dispatcher
 
 	mu       sync.Mutex
 	ls       map[string]*entry
@@ -132,7 +134,7 @@ func NewService(o ServiceOptions) (*Service, error) {
 	s := &Service{opts: o, rec: NewRecords(o.Store), log: o.Logger, ls: map[string]*entry{},
 		files: map[string]Loaded{}, disabled: map[string]bool{}, wake: make(chan struct{}, 1),
 		sem: make(chan struct{}, o.MaxTicks)}
-	s.dispatc = &agentDispatcher{s: s}
+	s.dispatc = &dispatcher{s: s}
 	return s, nil
 }
 
@@ -163,7 +165,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	for _, d := range docs {
-		l, err := ParseFor(d.name, []byte(d.doc.Document), s.opts.Features)
+		l, err := Parse(d.name, []byte(d.doc.Document))
 		s.setLocked(ctx, d.name, "api", "", d.doc.Document, l, err)
 	}
 	s.mu.Unlock()
@@ -332,7 +334,7 @@ func (s *Service) rescan(ctx context.Context) {
 	s.mu.Lock()
 	prev := s.files
 	s.mu.Unlock()
-	loaded, err := LoadDirFor(s.opts.Dir, prev, s.opts.Features)
+	loaded, err := LoadDir(s.opts.Dir, prev)
 	if err != nil {
 		s.log.Warn("listener dir", "dir", s.opts.Dir, "err", err)
 		return
@@ -396,10 +398,18 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 		}
 	}
 	if old != nil && old.ticker != nil {
-		// A new interval takes effect now rather than after the old one's wait.
-		if st, err := s.rec.State(ctx, name); err == nil && st.NextPoll.After(s.opts.Now().Add(l.Interval)) {
-			st.NextPoll = s.opts.Now().Add(l.Interval)
-			_ = s.rec.PutState(ctx, name, st)
+		// A new interval takes effect now rather than after the old one's wait, and a
+		// failing listener that was edited (most likely fixed) tries again at once.
+		now := s.opts.Now()
+		if st, err := s.rec.State(ctx, name); err == nil {
+			switch {
+			case st.Failures > 0 && st.NextPoll.After(now):
+				st.NextPoll = now
+				_ = s.rec.PutState(ctx, name, st)
+			case st.NextPoll.After(now.Add(l.Interval)):
+				st.NextPoll = now.Add(l.Interval)
+				_ = s.rec.PutState(ctx, name, st)
+			}
 		}
 	}
 	e.ticker, e.next = tk, time.Time{}

@@ -42,9 +42,10 @@ func (k *fakeKernel) count(kind, name string) int {
 
 // fakeAgents keeps the agents Run was asked for, as the kernel would.
 type fakeAgents struct {
-	mu  sync.Mutex
-	as  []wire.Agent
-	err error
+	mu     sync.Mutex
+	as     []wire.Agent
+	params []wire.RunParams
+	err    error
 }
 
 func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error) {
@@ -53,8 +54,9 @@ func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error
 	if f.err != nil {
 		return wire.Agent{}, f.err
 	}
-	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env}
+	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env, Role: p.Role}
 	f.as = append(f.as, a)
+	f.params = append(f.params, p)
 	return a, nil
 }
 
@@ -81,22 +83,23 @@ func (f *fakeAgents) paths() []string {
 }
 
 type svcRig struct {
-	t   *testing.T
-	dir string
-	k   *fakeKernel
-	ag  *fakeAgents
-	st  *memStore
-	svc *Service
+	t     *testing.T
+	dir   string
+	k     *fakeKernel
+	ag    *fakeAgents
+	plans *fakePlans
+	st    *memStore
+	svc   *Service
 }
 
 func newSvcRig(t *testing.T) *svcRig {
-	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, st: newMemStore()}
+	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
 	r.start()
 	return r
 }
 
 func (r *svcRig) start() {
-	svc, err := NewService(ServiceOptions{Store: r.st, Kernel: r.k, Agents: r.ag, Dir: r.dir, Rescan: 20 * time.Millisecond})
+	svc, err := NewService(ServiceOptions{Store: r.st, Kernel: r.k, Agents: r.ag, Plans: r.plans, Dir: r.dir, Rescan: 20 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -165,9 +168,10 @@ func TestServiceAPIDocuments(t *testing.T) {
 	r := newSvcRig(t)
 	ctx := context.Background()
 	for doc, want := range map[string]string{
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"implementor\"\n": "line 7: role",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                    "line 5: plan",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n":   "needs command",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"Impl or\"\n":   "line 7: role",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                  "needs repo",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nrole = \"x\"\n":     "line 7: an action with plan",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n": "needs command",
 	} {
 		_, err := r.svc.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: doc})
 		var we *wire.Error

@@ -126,6 +126,24 @@ func (t Template) RenderPath(vars map[string]string) (string, error) {
 	})
 }
 
+// RenderName fills a plan-name template: the whole result is slugged (lowercase,
+// [a-z0-9._-], '/' and spaces becoming '-'), at most 64 characters, starting with a
+// letter or digit, so any event names a valid plan.
+func (t Template) RenderName(vars map[string]string) (string, error) {
+	s, err := t.Render(vars)
+	if err != nil {
+		return "", err
+	}
+	name := strings.Trim(slug(s), "-._")
+	if len(name) > 64 {
+		name = strings.TrimRight(name[:64], "-._")
+	}
+	if name == "" {
+		name = "x"
+	}
+	return name, nil
+}
+
 func (t Template) render(vars map[string]string, esc func(string) string) (string, error) {
 	var b strings.Builder
 	for _, p := range t.parts {

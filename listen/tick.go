@@ -45,8 +45,8 @@ type Ticker struct {
 	Source     Poller
 	Dispatcher Dispatcher
 	Now        func() time.Time // default time.Now
-	// Backoff is the wait after n consecutive failed polls (default: the interval
-	// doubling per failure, at most 30 minutes).
+	// Backoff is the wait after n consecutive failed ticks — a poll or an action that
+	// failed (default: the interval doubling per failure, at most 30 minutes).
 	Backoff func(now time.Time, err error, failures int, interval time.Duration) time.Duration
 }
 
@@ -120,17 +120,18 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 	if poll.Warning != "" {
 		st.LastError, st.ErrorAt = poll.Warning, now
 	}
+	backoff := t.Backoff
+	if backoff == nil {
+		backoff = defaultBackoff
+	}
 	if perr != nil {
 		st.Failures++
 		st.LastError, st.ErrorAt = perr.Error(), now
-		backoff := t.Backoff
-		if backoff == nil {
-			backoff = defaultBackoff
-		}
 		st.NextPoll = now.Add(backoff(now, perr, st.Failures, l.Interval))
 		res.Err, res.Held, res.NextPoll = perr, len(st.Held), st.NextPoll
 		return res, t.Records.PutState(ctx, name, st)
 	}
+	failures := st.Failures // a failing action keeps counting across polls that work
 	st.Failures = 0
 	res.Seen = len(poll.Events)
 
@@ -197,14 +198,19 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 	if len(queue) == 0 && complete && derr == nil {
 		st.Cursor = poll.Cursor
 	}
+	st.Dispatches = lim.Times(now)
+	st.NextPoll = now.Add(l.Interval)
 	if derr != nil {
+		// The action fails (the agent service refuses, a role is missing, the plan's
+		// name is taken): the event and those behind it are held, and the next
+		// attempt backs off as a failing poll does.
+		st.Failures = failures + 1
 		st.LastError, st.ErrorAt = derr.Error(), now
+		st.NextPoll = now.Add(backoff(now, derr, st.Failures, l.Interval))
 		res.Err = derr
 	} else if poll.Warning == "" && !rejected {
 		st.LastError = ""
 	}
-	st.Dispatches = lim.Times(now)
-	st.NextPoll = now.Add(l.Interval)
 	if len(queue) > 0 && !lim.Allow(now) {
 		st.NextPoll = later(st.NextPoll, lim.NextAt(now))
 	}
@@ -227,7 +233,7 @@ func isStoreErr(err error) bool {
 // without the event) and the processed mark.
 func (t *Ticker) dispatch(ctx context.Context, st *State, lim *Limiter, e Event, target string, now time.Time, rest []Event) error {
 	name := t.Listener.Name
-	d := Dispatch{Event: e, Target: target, At: now}
+	d := Dispatch{Event: e, Target: target, At: now, Plan: t.Listener.Action.IsPlan()}
 	if err := t.Records.BeginDispatch(ctx, name, d); err != nil {
 		return storeErr{err}
 	}
@@ -301,7 +307,7 @@ func (t *Ticker) settle(ctx context.Context, st *State, lim *Limiter) error {
 func (t *Ticker) target(e Event) (string, error) {
 	a := t.Listener.Action
 	if a.IsPlan() {
-		return a.Plan.Render(e.Vars)
+		return a.Plan.RenderName(e.Vars)
 	}
 	return a.Path.RenderPath(e.Vars)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -383,18 +384,30 @@ func TestPollFailuresBackOffAndDispatchFailuresHold(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 
-	// The source recovers, the action fails: both events held, the cursor stays.
+	// The source recovers, the action fails: both events held, the cursor stays, and
+	// the next attempt backs off further (the failures go on counting: 8m, then 16m,
+	// capped at 30m).
 	src.fail, ag.failing = nil, errors.New("spawn refused")
-	res, _ := tk.Tick(ctx)
-	st, _ = rec.State(ctx, "f")
-	if res.Dispatched != 0 || res.Held != 2 || st.Failures != 0 || st.Cursor[""] != "" || st.LastError == "" {
-		t.Fatalf("dispatch failure: %+v / %+v", res, st)
+	for i, wait := range []time.Duration{8 * time.Minute, 16 * time.Minute, 30 * time.Minute, 30 * time.Minute} {
+		res, _ := tk.Tick(ctx)
+		st, _ = rec.State(ctx, "f")
+		if res.Dispatched != 0 || res.Held != 2 || st.Failures != 4+i || st.Cursor[""] != "" ||
+			!strings.Contains(st.LastError, "spawn refused") || !res.NextPoll.Equal(now.Add(wait)) || !st.NextPoll.Equal(res.NextPoll) {
+			t.Fatalf("dispatch failure %d: %+v / %+v", i+1, res, st)
+		}
+		if res, _ := tk.Tick(ctx); res.Skipped != "not due" || res.Held != 2 {
+			t.Fatalf("tried again before the back-off ended: %+v", res)
+		}
+		now = res.NextPoll
+	}
+	if n := len(ag.order); n != 0 {
+		t.Fatalf("%d dispatched while the action failed", n)
 	}
 	ag.failing = nil
-	now = res.NextPoll
-	res, _ = tk.Tick(ctx)
+	res, _ := tk.Tick(ctx)
 	st, _ = rec.State(ctx, "f")
-	if res.Dispatched != 2 || res.Held != 0 || st.Cursor[""] == "" || st.LastError != "" || len(ag.order) != 2 {
+	if res.Dispatched != 2 || res.Held != 0 || st.Cursor[""] == "" || st.LastError != "" || st.Failures != 0 ||
+		len(ag.order) != 2 || !res.NextPoll.Equal(now.Add(time.Minute)) {
 		t.Fatalf("recovered: %+v / %+v", res, st)
 	}
 

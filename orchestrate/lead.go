@@ -30,6 +30,9 @@ func repoRoot(ctx context.Context, dir string) (string, error) {
 }
 
 // pickLead resolves --lead ("", "provider" or "provider:model") to "provider:model",
+// LeadNone as a plan's lead: a person wrote the plan file; no lead agent runs.
+const LeadNone = "none"
+
 // checking that the provider's program is installed.
 func (s *Service) pickLead(ctx context.Context, cat *Catalog, want string) (string, error) {
 	seen := map[string]bool{} // Detect may run the program: once per provider

@@ -208,6 +208,9 @@ func reject(r Record, reason string, now time.Time) (Record, []Action, error) {
 	default:
 		return r, nil, &TransitionError{r.Name, r.State, "reject", "an approved plan is final; start a new plan for a different one"}
 	}
+	if r.Lead == LeadNone {
+		return r, nil, &TransitionError{r.Name, r.State, "reject", "it has no lead to redraft it; change it with `orcr plan edit " + r.Name + "`"}
+	}
 	if reason == "" {
 		return r, nil, fmt.Errorf("reject plan %s: give a reason; the lead redrafts from it", r.Name)
 	}

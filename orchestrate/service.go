@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,6 +147,9 @@ func (s *Service) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan,
 	if err != nil {
 		return wire.Plan{}, err
 	}
+	if p.Lead == LeadNone {
+		return s.planFromFile(ctx, p, repo, cat)
+	}
 	lead, err := s.pickLead(ctx, cat, p.Lead)
 	if err != nil {
 		return wire.Plan{}, err
@@ -170,6 +174,34 @@ func (s *Service) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan,
 		_ = s.plans.Delete(ctx, p.Name)
 		return wire.Plan{}, err
 	}
+	s.publish(ctx, Record{Name: r.Name}, r, "")
+	return r.Wire(), nil
+}
+
+// planFromFile records a plan a person wrote (`--lead none`): no lead starts; the file
+// must exist and parse, and the plan is drafted at once, ready to approve.
+func (s *Service) planFromFile(ctx context.Context, p wire.PlanNewParams, repo string, cat *Catalog) (wire.Plan, error) {
+	r, err := NewRecord(p.Name, p.Request, repo, LeadNone, s.now())
+	if err != nil {
+		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
+	f := ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
+	switch {
+	case f.Missing:
+		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams,
+			"plan %s has no lead, so its file must be there: write %s first (or give a lead: --lead claude)", p.Name, r.File)
+	case !f.OK():
+		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %s does not parse:\n%s", p.Name, r.File, strings.Join(f.Errors, "\n"))
+	}
+	r.State, r.FileHash = PlanDrafted, f.Hash
+	r.event(s.now(), "drafted", fmt.Sprintf("%d milestones, written by hand (no lead)", f.Milestones))
+	if err := s.plans.Create(ctx, r); err != nil {
+		if errors.Is(err, ErrPlanExists) {
+			return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
+		}
+		return wire.Plan{}, err
+	}
+	s.stamp(r.Name, r.File)
 	s.publish(ctx, Record{Name: r.Name}, r, "")
 	return r.Wire(), nil
 }

@@ -17,16 +17,7 @@ import (
 // a user turn; the hard timeout stops the agent.
 func TestClaudeRole(t *testing.T) {
 	r := newClaudeRig(t)
-	skill := filepath.Join(r.dir, "review.md")
-	os.WriteFile(filepath.Join(skill), []byte("SKILL-MARKER-9: check error paths first.\n"), 0o600)
-	r.role("reviewer", `providers = ["opencode:anthropic/claude-sonnet-5", "claude:sonnet"]
-prompt = "Review {{target}} and report BLOCKER lines."
-system_prompt = "You are ROLE-MARKER-7, a careful reviewer."
-skills = ["`+skill+`"]
-env = { REVIEW_STRICT = "1" }
-soft_timeout = "8s"
-hard_timeout = "30s"
-`)
+	r.reviewerRole("claude:sonnet")
 	r.serve()
 
 	// Bad input is refused before anything starts.
@@ -46,6 +37,50 @@ hard_timeout = "30s"
 		t.Fatalf("role show:\n%s", out)
 	}
 
+	roleLimits(t, r, "claude:sonnet", "--model sonnet")
+}
+
+// TestCodexRole is the role's system prompt, soft and hard timeout through the real
+// codex CLI: the system prompt arrives as codex's developer message, the wrap-up as a
+// user turn typed into its TUI.
+func TestCodexRole(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withCodex()
+	r.reviewerRole("codex:gpt-5.3-codex")
+	r.serve()
+	roleLimits(t, r, "codex:gpt-5.3-codex", "-m gpt-5.3-codex")
+}
+
+// TestPiRole is the same through the real pi CLI (--append-system-prompt).
+func TestPiRole(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withPi()
+	r.reviewerRole("pi:" + modelserver.PiModel)
+	r.serve()
+	roleLimits(t, r, "pi:"+modelserver.PiModel, "--model "+modelserver.PiModel)
+}
+
+// reviewerRole writes the role "reviewer": opencode (not installed) then choice, with
+// a system prompt, a skill, env and an 8 s soft and 30 s hard timeout.
+func (r *rig) reviewerRole(choice string) {
+	skill := filepath.Join(r.dir, "review.md")
+	os.WriteFile(filepath.Join(skill), []byte("SKILL-MARKER-9: check error paths first.\n"), 0o600)
+	r.role("reviewer", `providers = ["opencode:anthropic/claude-sonnet-5", "`+choice+`"]
+prompt = "Review {{target}} and report BLOCKER lines."
+system_prompt = "You are ROLE-MARKER-7, a careful reviewer."
+skills = ["`+skill+`"]
+env = { REVIEW_STRICT = "1" }
+soft_timeout = "8s"
+hard_timeout = "30s"
+`)
+}
+
+// roleLimits runs the reviewer role (its chain ending in choice) and checks the
+// fallback, the system prompt and skill in the model request, the soft timeout's one
+// wrap-up as a user turn and the hard timeout's stop; argv is how the launch names
+// the model.
+func roleLimits(t *testing.T, r *rig, choice, argv string) {
+	provider, _, _ := strings.Cut(choice, ":")
 	r.models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Summary: reviewed internal/auth, nothing left.", Usage: modelserver.Usage{Input: 10, Output: 5}})
 	r.must("agent", "run", "review/auth", "--role", "reviewer", "--var", "target=internal/auth", "--cwd", r.work)
@@ -53,7 +88,7 @@ hard_timeout = "30s"
 		return a.LastMessage == "No blockers in internal/auth."
 	})
 	// The model is what the transcript reports once it answers; the launch asked for sonnet.
-	if a.Provider != "claude" || !strings.Contains(strings.Join(a.Argv, " "), "--model sonnet") || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != "1" {
+	if a.Provider != provider || !strings.Contains(strings.Join(a.Argv, " "), argv) || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != "1" {
 		t.Fatalf("agent %s argv %q role %q env %v", a.Provider, a.Argv, a.Role, a.Env)
 	}
 	q, ok := r.requestWith("ROLE-MARKER-7", "SKILL-MARKER-9")
@@ -65,7 +100,7 @@ hard_timeout = "30s"
 	}
 	explain := r.must("agent", "get", "review/auth", "--explain")
 	if !strings.Contains(explain, "role:") || !strings.Contains(explain, "skipped opencode:anthropic/claude-sonnet-5: opencode not found") ||
-		!strings.Contains(explain, "claude:sonnet: choice 2 of 2") {
+		!strings.Contains(explain, choice+": choice 2 of 2") {
 		t.Fatalf("explain:\n%s", explain)
 	}
 
@@ -105,7 +140,19 @@ hard_timeout = "30s"
 // its output goes back to the agent and arrives in the next model request, and the
 // retry passes; the record keeps both attempts and after.sh runs once.
 func TestClaudeValidate(t *testing.T) {
+	validateRetry(t, newClaudeRig(t), "claude")
+}
+
+// TestCodexValidate is the same through the real codex CLI, the validation output
+// typed into its TUI.
+func TestCodexValidate(t *testing.T) {
 	r := newClaudeRig(t)
+	r.withCodex()
+	validateRetry(t, r, "codex")
+}
+
+// validateRetry runs the validation scenario with provider on rig r (not yet serving).
+func validateRetry(t *testing.T, r *rig, provider string) {
 	hooks := filepath.Join(r.work, ".orcr", "hooks")
 	os.MkdirAll(hooks, 0o755)
 	// Fails the first time (no marker file yet), passes after.
@@ -120,7 +167,7 @@ exit 1
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	r.must("agent", "run", "impl/login", "--provider", "claude", "--prompt", "implement login", "--cwd", r.work)
+	r.must("agent", "run", "impl/login", "--provider", provider, "--prompt", "implement login", "--cwd", r.work)
 	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
 		n := 0
 		for _, h := range a.Hooks {
@@ -159,7 +206,8 @@ exit 1
 }
 
 // TestBrokenHooks: a before.sh that is not executable fails the launch with a clear
-// state on the record; one that hangs is killed at the repo's hook timeout.
+// state on the record; one that hangs is killed at the repo's hook timeout; a
+// validate.sh that is not executable fails the launch before any turn is spent.
 func TestBrokenHooks(t *testing.T) {
 	r := newClaudeRig(t)
 	repo := filepath.Join(r.work, "noexec")
@@ -169,10 +217,18 @@ func TestBrokenHooks(t *testing.T) {
 	os.MkdirAll(filepath.Join(hang, ".orcr", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "config.toml"), []byte("[hooks]\ntimeout = \"1s\"\n"), 0o644)
+	novalidate := filepath.Join(r.work, "novalidate")
+	os.MkdirAll(filepath.Join(novalidate, ".orcr", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(novalidate, ".orcr", "hooks", "validate.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
 	r.serve()
+	r.must("agent", "run", "h/novalidate", "--cwd", novalidate, "--", "sh", "-c", "sleep 60")
+	a := r.waitAgent("h/novalidate", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateFailed || !strings.Contains(a.Error, "validate.sh is not executable; make it so with: chmod +x") || a.PID != 0 {
+		t.Fatalf("validate noexec: %s %q pid %d", a.State, a.Error, a.PID)
+	}
 	r.must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
 	r.must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
-	a := r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	a = r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh is not executable") || !strings.Contains(a.Error, "chmod +x") ||
 		len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookNotExecutable {
 		t.Fatalf("noexec: %s %q %+v", a.State, a.Error, a.Hooks)

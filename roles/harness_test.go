@@ -153,19 +153,25 @@ func (r *rig) requestWith(s ...string) (modelserver.Request, bool) {
 	return modelserver.Request{}, false
 }
 
-// lastUserText is the text of the last user message of a Messages API request.
+// lastUserText is the text of the last user message of a model request: the
+// Messages API's "messages" (claude) or the Responses API's "input" (codex).
 func lastUserText(t testing.TB, q modelserver.Request) string {
 	var body struct {
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		Input json.RawMessage `json:"input"`
 	}
 	if err := q.JSON(&body); err != nil {
 		t.Fatal(err)
 	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		m := body.Messages[i]
+	msgs := body.Messages
+	if len(msgs) == 0 && len(body.Input) > 0 {
+		json.Unmarshal(body.Input, &msgs)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
 		if m.Role != "user" {
 			continue
 		}
@@ -180,11 +186,36 @@ func lastUserText(t testing.TB, q modelserver.Request) string {
 		json.Unmarshal(m.Content, &blocks)
 		var b strings.Builder
 		for _, bl := range blocks {
-			if bl.Type == "text" {
+			if bl.Type == "text" || bl.Type == "input_text" {
 				b.WriteString(bl.Text)
 			}
 		}
 		return b.String()
 	}
 	return ""
+}
+
+// withPi adds the real pi CLI to the rig, its agent dir pointed at the same scripted
+// model server (model modelserver.PiModel). Call it before serve.
+func (r *rig) withPi() {
+	r.t.Helper()
+	bin := clis.Find(r.t, "pi", "ORCR_PI_BIN")
+	dir := filepath.Join(r.dir, "pi-agent")
+	if err := modelserver.WritePiAgentDir(dir, r.models.URL); err != nil {
+		r.t.Fatal(err)
+	}
+	r.vars = append(r.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+dir, "PI_OFFLINE=1")
+}
+
+// withCodex adds the real codex CLI to the rig, its CODEX_HOME pointed at the same
+// scripted model server, and returns that CODEX_HOME. Call it before serve.
+func (r *rig) withCodex() string {
+	r.t.Helper()
+	bin := clis.Find(r.t, "codex", "ORCR_CODEX_BIN")
+	home := filepath.Join(r.dir, "codex-home")
+	if err := modelserver.WriteCodexHome(home, r.models.URL); err != nil {
+		r.t.Fatal(err)
+	}
+	r.vars = append(r.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, modelserver.CodexKeyEnv+"=test-key")
+	return home
 }

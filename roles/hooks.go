@@ -165,6 +165,14 @@ func HookPath(repo, hook string) string {
 	return p
 }
 
+// notExecutable says why script (st its stat) cannot be run as a hook, or "".
+func notExecutable(st os.FileInfo, script string) string {
+	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Sprintf("%s is not executable; make it so with: chmod +x %s", script, script)
+	}
+	return ""
+}
+
 // RunHook runs script for agent a (cwd: a.Cwd) with a timeout and returns its run.
 func RunHook(ctx context.Context, script, hook string, attempt int, a wire.Agent, timeout time.Duration) wire.HookRun {
 	run := wire.HookRun{Hook: hook, Attempt: attempt, StartedAt: time.Now().UTC()}
@@ -173,9 +181,8 @@ func RunHook(ctx context.Context, script, hook string, attempt int, a wire.Agent
 		run.Result, run.Output = wire.HookError, fmt.Sprintf("%s: %v", script, err)
 		return run
 	}
-	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		run.Result = wire.HookNotExecutable
-		run.Output = fmt.Sprintf("%s is not executable; make it so with: chmod +x %s", script, script)
+	if why := notExecutable(st, script); why != "" {
+		run.Result, run.Output = wire.HookNotExecutable, why
 		return run
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -22,6 +22,16 @@ type Resolver struct {
 	Dir string
 	// Check validates provider:model pairs (CatalogChecker).
 	Check Checker
+	// Accounts, when set, says whether a provider's accounts are all held; the
+	// chain then skips it (the accounts feature's admission gate).
+	Accounts Accounts
+}
+
+// Accounts is what the fallback needs of the accounts feature: why no account of a
+// provider could take work of model at priority now ("" when one could). pin is the
+// account the request names, if any.
+type Accounts interface {
+	Held(provider, model string, priority int, pin string) string
 }
 
 var _ core.RunResolver = (*Resolver)(nil)
@@ -53,16 +63,29 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		return wire.Errorf(wire.CodeBadRole, "role %s: %s", role.Name, fmt.Sprintf(format, args...))
 	}
 
-	// Provider: the request's, else the first of the chain that can start.
+	if p.Priority == 0 {
+		p.Priority = role.Priority // before the chain: admission's headroom rule reads it
+	}
+	// Provider: the request's, else the first of the chain that can start and has an
+	// account with room; when every one that can start is held, the first of those
+	// (its work waits in the queue for the reset, never cancelled).
 	if p.Provider != "" {
 		notes = append(notes, fmt.Sprintf("provider %s given by the request (the role's chain %s not used)", p.Provider, chain(role)))
 	} else {
 		var skipped []string
+		held := -1
 		for i, c := range role.Providers {
 			if err := ready(c.Provider); err != nil {
 				note := fmt.Sprintf("skipped %s: %v", c, err)
 				notes = append(notes, note)
 				skipped = append(skipped, note)
+				continue
+			}
+			if why := r.held(c, p); why != "" {
+				notes = append(notes, fmt.Sprintf("skipped %s: %s", c, why))
+				if held < 0 {
+					held = i
+				}
 				continue
 			}
 			p.Provider = c.Provider
@@ -71,6 +94,15 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 			}
 			notes = append(notes, fmt.Sprintf("provider %s: choice %d of %d of role %s", c, i+1, len(role.Providers), role.Name))
 			break
+		}
+		if p.Provider == "" && held >= 0 {
+			c := role.Providers[held]
+			p.Provider = c.Provider
+			if p.Model == "" {
+				p.Model = c.Model
+			}
+			notes = append(notes, fmt.Sprintf("provider %s: every provider of role %s that can start is held; queued on choice %d until an account has room",
+				c, role.Name, held+1))
 		}
 		if p.Provider == "" {
 			return p, nil, wire.Errorf(wire.CodeMissingProgram, "role %s: no provider of its chain can start:\n  %s",
@@ -103,14 +135,14 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		p.Env = env
 	}
 	p.Keep = p.Keep || role.Keep
-	if p.Priority == 0 {
-		p.Priority = role.Priority
-	}
 	if p.MaxTurns == 0 {
 		p.MaxTurns = role.MaxTurns
 	}
 	if p.BudgetUSD == 0 {
 		p.BudgetUSD = role.BudgetUSD
+		if p.BudgetAction == "" {
+			p.BudgetAction = role.BudgetAction
+		}
 	}
 	if p.SoftTimeoutSeconds == 0 {
 		p.SoftTimeoutSeconds = int(role.SoftTimeout / time.Second)
@@ -123,6 +155,19 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		return p, nil, err
 	}
 	return p, notes, checkSizes(p)
+}
+
+// held is why every account of c's provider is held for this request ("" when one
+// has room, or no accounts feature is wired).
+func (r *Resolver) held(c Choice, p wire.RunParams) string {
+	if r.Accounts == nil {
+		return ""
+	}
+	model := p.Model
+	if model == "" {
+		model = c.Model
+	}
+	return r.Accounts.Held(c.Provider, model, p.Priority, p.Account)
 }
 
 func chain(r *Role) string {
@@ -159,6 +204,9 @@ func joinParts(a, b string) string {
 func checkLimits(p wire.RunParams) error {
 	if p.MaxTurns < 0 || p.SoftTimeoutSeconds < 0 || p.HardTimeoutSeconds < 0 || p.BudgetUSD < 0 {
 		return wire.Errorf(wire.CodeInvalidParams, "limits must not be negative")
+	}
+	if a := p.BudgetAction; a != "" && a != BudgetStop && a != BudgetHold {
+		return wire.Errorf(wire.CodeInvalidParams, "budget action %q: use stop or hold", a)
 	}
 	if p.SoftTimeoutSeconds > 0 && p.HardTimeoutSeconds > 0 && p.SoftTimeoutSeconds >= p.HardTimeoutSeconds {
 		return wire.Errorf(wire.CodeInvalidParams, "soft timeout %s must be shorter than hard timeout %s",

@@ -1,6 +1,7 @@
 package roles_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,11 +28,45 @@ func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
 // new record linked to the old. Shell agents and gone session files are refused.
 func TestClaudeHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
+	hibernateAndResume(t, r, "claude")
+}
+
+// TestCodexHibernateAndResume is the same through the real codex CLI: its wake and
+// resume go through `codex resume <session id> PROMPT`, in the same folder and
+// CODEX_HOME, and the rollout the session appends to stays the record's transcript.
+func TestCodexHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	home := r.withCodex()
+	a := hibernateAndResume(t, r, "codex", fmt.Sprintf("[[accounts.codex]]\nlabel = \"main\"\nhome = %q\n", home))
+	if a.Account != "main" {
+		t.Fatalf("resumed on account %q, want main", a.Account)
+	}
+	if !strings.HasPrefix(a.Transcript, filepath.Join(home, "sessions")) || !strings.Contains(strings.Join(a.Argv, " "), "resume "+a.SessionID) {
+		t.Fatalf("resumed codex: transcript %q argv %q", a.Transcript, a.Argv)
+	}
+}
+
+// TestPiHibernateAndResume is the same through the real pi CLI (its --session).
+func TestPiHibernateAndResume(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withPi()
+	hibernateAndResume(t, r, "pi:"+modelserver.PiModel)
+}
+
+// hibernateAndResume runs the scenario with provider (or provider:model) on rig r
+// (not yet serving), config.toml holding config beside the GC rule, and returns the
+// resumed record.
+func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) wire.Agent {
+	provider, model, _ := strings.Cut(choice, ":")
+	run := []string{"agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work}
+	if model != "" {
+		run = append(run, "--model", model)
+	}
 	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
+	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must("agent", "run", "mem/a", "--provider", "claude", "--prompt", "remember the word PELICAN-42", "--cwd", r.work)
+	r.must(run...)
 	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	pid := first.PID
 
@@ -42,7 +77,7 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 		t.Fatalf("hibernated record %+v", a)
 	}
 	if err := processAlive(pid); err == nil {
-		t.Fatalf("claude (pid %d) still runs after hibernation", pid)
+		t.Fatalf("%s (pid %d) still runs after hibernation", provider, pid)
 	}
 	if out := r.must("agent", "ls"); !strings.Contains(out, "hibernated") {
 		t.Fatalf("ls:\n%s", out)
@@ -77,8 +112,8 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 	b := r.waitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Still PELICAN-42."
 	})
-	if b.ID == first.ID || b.ResumedFrom != first.ID || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
-		t.Fatalf("resumed record %s from %q session %s cwd %s", b.ID, b.ResumedFrom, b.SessionID, b.Cwd)
+	if b.ID == first.ID || b.ResumedFrom != first.ID || b.Account != first.Account || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
+		t.Fatalf("resumed record %s from %q session %s cwd %s account %q", b.ID, b.ResumedFrom, b.SessionID, b.Cwd, b.Account)
 	}
 	q, ok = r.conversationWith("and once more?")
 	if !ok || !strings.Contains(string(q.Body), "what was the word?") || !strings.Contains(string(q.Body), "PELICAN-42") {
@@ -101,4 +136,22 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
 		t.Fatalf("gone session: exit %d %s", res.code, res.err)
 	}
+
+	// A hibernated agent whose session file goes while it sleeps: the send is refused.
+	os.Rename(b.Transcript+".moved", b.Transcript)
+	r.models.Push(modelserver.Turn{Text: "Back again.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	r.must("agent", "resume", "mem/a", "--prompt", "are you there?")
+	c := r.waitAgent("mem/a", 90*time.Second, "third record's turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Back again." })
+	time.Sleep(1100 * time.Millisecond)
+	r.must("gc")
+	r.waitAgent("mem/a", 10*time.Second, "hibernated again", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+	os.Rename(c.Transcript, c.Transcript+".moved")
+	if res := r.run("agent", "send", "mem/a", "hello?"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
+		t.Fatalf("wake with the session gone: exit %d %s", res.code, res.err)
+	}
+	if a := r.agent("mem/a"); a.State != wire.StateHibernated {
+		t.Fatalf("after the refused wake: %s", a.State)
+	}
+	os.Rename(c.Transcript+".moved", c.Transcript)
+	return b
 }

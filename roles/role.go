@@ -46,6 +46,7 @@ type rawRole struct {
 	Keep         *bool             `toml:"keep"`
 	Priority     *int              `toml:"priority"`
 	BudgetUSD    *float64          `toml:"budget_usd"`
+	BudgetAction *string           `toml:"budget_action"`
 	MaxTurns     *int              `toml:"max_turns"`
 	SoftTimeout  *string           `toml:"soft_timeout"`
 	HardTimeout  *string           `toml:"hard_timeout"`
@@ -64,6 +65,7 @@ type Role struct {
 	Keep         bool
 	Priority     int
 	BudgetUSD    float64
+	BudgetAction string // "stop" or "hold" ("": stop)
 	MaxTurns     int
 	SoftTimeout  time.Duration
 	HardTimeout  time.Duration
@@ -219,6 +221,17 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		}
 		r.BudgetUSD = *raw.BudgetUSD
 	}
+	if raw.BudgetAction != nil {
+		switch *raw.BudgetAction {
+		case BudgetStop, BudgetHold:
+			r.BudgetAction = *raw.BudgetAction
+		default:
+			errs.add(lines["budget_action"], "budget_action %q: use stop (wrap up, then stop) or hold (new spawns under the path wait)", *raw.BudgetAction)
+		}
+		if r.BudgetUSD <= 0 {
+			errs.add(lines["budget_action"], "budget_action needs budget_usd")
+		}
+	}
 	if raw.MaxTurns != nil {
 		if *raw.MaxTurns < 0 {
 			errs.add(lines["max_turns"], "max_turns must not be negative")
@@ -238,7 +251,7 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 }
 
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "max_turns", "soft_timeout", "hard_timeout"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout"}
 
 func duration(errs *Errors, lines map[string]int, key string, s *string) time.Duration {
 	if s == nil {
@@ -309,7 +322,7 @@ func ExpandHome(p string) string {
 func (r *Role) Wire() wire.Role {
 	w := wire.Role{Name: r.Name, File: r.File, Prompt: r.Prompt, SystemPrompt: r.SystemPrompt,
 		Skills: append([]string{}, r.Skills...), Env: r.Env, Worktree: r.Worktree, Keep: r.Keep, Priority: r.Priority,
-		BudgetUSD: r.BudgetUSD, MaxTurns: r.MaxTurns, SoftTimeoutSeconds: int(r.SoftTimeout / time.Second),
+		BudgetUSD: r.BudgetUSD, BudgetAction: r.BudgetAction, MaxTurns: r.MaxTurns, SoftTimeoutSeconds: int(r.SoftTimeout / time.Second),
 		HardTimeoutSeconds: int(r.HardTimeout / time.Second), Vars: templateVars(r.Prompt + " " + r.Worktree),
 		Sources: map[string]string{}}
 	if w.Env == nil {

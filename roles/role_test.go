@@ -78,6 +78,8 @@ func TestBadRolesNameTheLine(t *testing.T) {
 		{"bad placeholder", "providers = [\"claude\"]\nprompt = \"Review {{ the target }}\"", `reviewer.toml:2: prompt: bad placeholder`},
 		{"no providers", "prompt = \"x\"", `providers is required`},
 		{"syntax", "providers = [\"claude\"\nprompt = 1", `reviewer.toml:2:`},
+		{"bad budget action", "providers = [\"claude\"]\nbudget_usd = 2\nbudget_action = \"pause\"", `reviewer.toml:3: budget_action "pause": use stop`},
+		{"budget action alone", "providers = [\"claude\"]\nbudget_action = \"hold\"", `reviewer.toml:2: budget_action needs budget_usd`},
 		{"wrong type", "providers = [\"claude\"]\nmax_turns = \"30\"", `reviewer.toml`},
 	}
 	_ = sk

@@ -24,9 +24,13 @@ type Kernel interface {
 // Options configure a Service.
 type Options struct {
 	// Dir is the roles directory (default Dir()).
-	Dir    string
-	Check  Checker
-	Logger *slog.Logger
+	Dir   string
+	Check Checker
+	// Accounts lets the fallback skip a provider whose every account is held.
+	Accounts Accounts
+	// Budgets, when set, takes a role's budget_usd as a budget on its agent's path.
+	Budgets Budgets
+	Logger  *slog.Logger
 }
 
 // Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
@@ -67,7 +71,9 @@ func New(opts Options) *Service {
 }
 
 // Resolver is the agent.run resolver over the same directory and checker.
-func (s *Service) Resolver() *Resolver { return &Resolver{Dir: s.opts.Dir, Check: s.opts.Check} }
+func (s *Service) Resolver() *Resolver {
+	return &Resolver{Dir: s.opts.Dir, Check: s.opts.Check, Accounts: s.opts.Accounts}
+}
 
 // Roles lists the role files.
 func (s *Service) Roles(context.Context) ([]wire.Role, error) {
@@ -146,10 +152,15 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 			switch {
 			case ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated):
 				s.observe(*ev.Agent, &ev)
+			case ev.Agent != nil && ev.Event == wire.EventAgentSpawned:
+				a := *ev.Agent
+				s.spawn(func(ctx context.Context) { s.spawned(ctx, a) })
 			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:
 				s.mu.Lock()
 				delete(s.hist, ev.Agent.ID)
 				s.mu.Unlock()
+				a := *ev.Agent
+				s.spawn(func(ctx context.Context) { s.removed(ctx, a) })
 			}
 		}
 	}()

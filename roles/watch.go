@@ -3,6 +3,7 @@ package roles
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -73,7 +74,11 @@ func (s *Service) observe(a wire.Agent, ev *wire.Event) {
 	if l := a.Limits; l.BudgetUSD > 0 && a.Usage.CostUSD != nil && *a.Usage.CostUSD >= l.BudgetUSD && !w.budgetHit {
 		w.budgetHit = true
 		reason := fmt.Sprintf("role budget $%.2f reached ($%.2f spent)", l.BudgetUSD, *a.Usage.CostUSD)
-		s.spawn(func(ctx context.Context) { s.stop(ctx, a, "budget", reason) })
+		s.spawn(func(ctx context.Context) {
+			if !s.delegated(ctx, a) { // else the budget on its path acts (budget.go)
+				s.stop(ctx, a, "budget", reason)
+			}
+		})
 	}
 	if ev != nil && ev.Event == wire.EventAgentState && ev.To == wire.StateDone && w.last != wire.StateDone {
 		if w.busy {
@@ -296,6 +301,17 @@ func (s *Service) BeforeLaunch(ctx context.Context, a wire.Agent, newWorktree bo
 	hooks := []string{wire.HookBefore}
 	if newWorktree {
 		hooks = []string{wire.HookInit, wire.HookBefore}
+	}
+	// validate.sh and after.sh run once the agent has worked: one that cannot run is
+	// refused now, before a turn is spent that no check could pass.
+	for _, h := range []string{wire.HookValidate, wire.HookAfter} {
+		if script := HookPath(repo, h); script != "" {
+			if st, err := os.Stat(script); err == nil {
+				if why := notExecutable(st, script); why != "" {
+					return fmt.Errorf("%s.sh %s", h, strings.TrimPrefix(why, script+" "))
+				}
+			}
+		}
 	}
 	for _, h := range hooks {
 		script := HookPath(repo, h)

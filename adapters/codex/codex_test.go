@@ -210,3 +210,45 @@ func TestNotifyReadsTheTurnToItsEnd(t *testing.T) {
 		t.Fatalf("done without the turn's usage: %+v", sig.Usage)
 	}
 }
+
+// TestShortTurnBetweenReads: a turn that begins and ends between two reads of the
+// rollout (a message answered at once) is reported as working and then done, by the
+// notify path and the poll path alike, so no turn is lost to a done → done; the
+// session's earlier turns, read when the rollout is adopted, are not new ones.
+func TestShortTurnBetweenReads(t *testing.T) {
+	p := New(Options{Home: t.TempDir()})
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	turn := func(msg string) string {
+		return `{"timestamp":"2026-11-30T10:00:01Z","type":"event_msg","payload":{"type":"task_started"}}` + "\n" +
+			`{"timestamp":"2026-11-30T10:00:02Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"` + msg + `"}}` + "\n"
+	}
+	os.WriteFile(path, []byte(`{"timestamp":"2026-11-30T10:00:00Z","type":"session_meta","payload":{"id":"s1","cwd":"/w","cli_version":"0.171.0"}}`+"\n"+turn("one")), 0o644)
+	appendTurn := func(msg string) {
+		f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+		f.WriteString(turn(msg))
+		f.Close()
+	}
+	o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Cwd: "/w", Transcript: path, State: wire.StateDone}).(*observer)
+	defer o.Close()
+	if sig, _ := o.Poll(context.Background()); sig != nil && sig.State != "" {
+		t.Fatalf("the adopted rollout's earlier turn reported as %s", sig.State)
+	}
+	appendTurn("two")
+	sig, err := o.Hook("notify", []byte(`{"type":"agent-turn-complete","thread-id":"s1","last-assistant-message":"two"}`))
+	if err != nil || sig == nil || sig.State != wire.StateWorking {
+		t.Fatalf("notify of an unseen turn: %+v %v", sig, err)
+	}
+	if sig, _ = o.Poll(context.Background()); sig == nil || sig.State != wire.StateDone {
+		t.Fatalf("the unseen turn's end: %+v", sig)
+	}
+	appendTurn("three")
+	if sig, _ = o.Poll(context.Background()); sig == nil || sig.State != wire.StateWorking {
+		t.Fatalf("poll of an unseen turn: %+v", sig)
+	}
+	if sig, _ = o.Poll(context.Background()); sig == nil || sig.State != wire.StateDone || sig.LastMessage != "" && sig.LastMessage != "three" {
+		t.Fatalf("its end: %+v", sig)
+	}
+	if sig, _ = o.Poll(context.Background()); sig != nil && sig.State != "" {
+		t.Fatalf("a quiet rollout reported %s", sig.State)
+	}
+}

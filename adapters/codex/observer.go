@@ -43,6 +43,12 @@ type observer struct {
 	sentTurns int
 	sentOpen  bool
 	sentRates int
+	// primed: the rollout has been read since it was adopted (or started over), so
+	// turns ended beyond sentTurns are new, not the session's earlier ones.
+	primed bool
+	// unseen: a whole turn began and ended between two reads and was reported as
+	// working; its end is reported at the next read.
+	unseen bool
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
@@ -77,7 +83,7 @@ func (o *observer) adopt(path string) bool {
 	}
 	o.tail = &jsonl.Tail{Path: path}
 	o.ro = NewRollout()
-	o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+	o.sentTurns, o.sentOpen, o.sentRates, o.primed = 0, false, 0, false
 	return true
 }
 
@@ -113,6 +119,9 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	// Read the turn to its end first, so whoever sees "done" sees its usage.
 	o.drain(n.Last)
 	o.fromRollout(sig)
+	if o.unseen { // the turn's start is reported now, its end at the next poll
+		return o.finish(sig), nil
+	}
 	o.sent.LastMessage(sig, n.Last)
 	o.setState(sig, wire.StateDone, "turn finished", nil)
 	return o.finish(sig), nil
@@ -134,7 +143,7 @@ func (o *observer) drain(last string) {
 	for {
 		if _, err := o.tail.Read(ctx, o.ro.Add); errors.Is(err, jsonl.ErrShrunk) {
 			o.ro = NewRollout()
-			o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+			o.sentTurns, o.sentOpen, o.sentRates, o.primed = 0, false, 0, false
 			continue
 		}
 		ended := !o.ro.TurnOpen && o.ro.TurnsEnded > 0
@@ -164,7 +173,7 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 	_, err := o.tail.Read(ctx, o.ro.Add)
 	if errors.Is(err, jsonl.ErrShrunk) {
 		o.ro = NewRollout()
-		o.sentTurns, o.sentOpen, o.sentRates = 0, false, 0
+		o.sentTurns, o.sentOpen, o.sentRates, o.primed = 0, false, 0, false
 		_, err = o.tail.Read(ctx, o.ro.Add)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -176,6 +185,8 @@ func (o *observer) Poll(ctx context.Context) (*core.Signal, error) {
 
 func (o *observer) fromRollout(sig *core.Signal) {
 	r := o.ro
+	fresh := !o.primed
+	o.primed = true
 	o.sent.Transcript(sig, o.tail.Path)
 	o.sent.Session(sig, r.SessionID)
 	o.sent.Model(sig, r.Model)
@@ -195,9 +206,19 @@ func (o *observer) fromRollout(sig *core.Signal) {
 			o.readings.Add(&rd)
 		}
 	}
+	o.unseen = false
 	switch {
 	case r.Limit != nil && o.sent.NewLimit(r.Limit.At):
 		o.limitHit(sig, r.Limit.Text, r.Limit.ResetsAt)
+	case !fresh && r.TurnsEnded > o.sentTurns && !r.TurnOpen && o.state == wire.StateDone && r.Limit == nil:
+		// A short turn (a message answered at once) began and ended between two
+		// reads: done → done would be no change at all, and whoever counts turns
+		// (a role's validation and max_turns) would miss it. Its start is reported
+		// now and its end at the next read (sentTurns stays behind for that).
+		o.setState(sig, wire.StateWorking, "turn started (rollout)", nil)
+		o.unseen = true
+		o.sentOpen = true
+		return
 	case r.TurnsEnded > o.sentTurns && !r.TurnOpen && o.state != wire.StateDone && r.Limit == nil:
 		o.setState(sig, wire.StateDone, "turn finished (rollout)", nil)
 	case r.TurnOpen && (!o.sentOpen || o.state != wire.StateWorking) && o.dialog == "" &&

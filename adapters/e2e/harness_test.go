@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/modelserver"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
@@ -127,16 +127,9 @@ func (e *orcrEnv) stop() {
 func (e *orcrEnv) scriptedCodexHome(url string) (home, work string) {
 	e.t.Helper()
 	home = filepath.Join(e.dir, "codex-home")
-	os.MkdirAll(home, 0o700)
-	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
-model_provider = "scripted"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-env_key = "SCRIPTED_API_KEY"
-wire_api = "responses"
-`, url)), 0o600)
+	if err := modelserver.WriteCodexHome(home, url); err != nil {
+		e.t.Fatal(err)
+	}
 	work = filepath.Join(e.dir, "work")
 	os.MkdirAll(work, 0o755)
 	work, _ = filepath.EvalSymlinks(work)

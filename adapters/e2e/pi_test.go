@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
@@ -22,9 +21,9 @@ func TestPiThroughOrcr(t *testing.T) {
 	defer srv.Close()
 	e := newOrcr(t)
 	cfg := filepath.Join(e.dir, "pi-agent")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, "models.json"), []byte(fmt.Sprintf(
-		`{"providers":{"scripted":{"baseUrl":%q,"api":"anthropic-messages","apiKey":"x","models":[{"id":"claude-sonnet-4-5"}]}}}`, srv.URL)), 0o600)
+	if err := modelserver.WritePiAgentDir(cfg, srv.URL); err != nil {
+		t.Fatal(err)
+	}
 	work := filepath.Join(e.dir, "work")
 	os.MkdirAll(work, 0o755)
 	e.vars = append(e.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+cfg, "PI_OFFLINE=1")

@@ -110,7 +110,11 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.SessionID != "" {
 		argv = append(argv, "--session", a.SessionID)
 	}
-	if a.Model != "" {
+	// A resumed session keeps its own provider and model: the record's model is the
+	// one the session file reports, without the provider prefix --model would need
+	// (scripted/claude-sonnet-4-5 reads back as claude-sonnet-4-5, which pi would look
+	// up under anthropic).
+	if a.Model != "" && a.SessionID == "" {
 		argv = append(argv, "--model", a.Model)
 	}
 	if a.SystemPrompt != "" {

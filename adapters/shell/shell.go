@@ -39,12 +39,18 @@ func (*Provider) Detect(context.Context) core.ProviderStatus {
 // starts a turn (core.TurnOnSend).
 func (*Provider) TurnOnSend() bool { return true }
 
-// Prepare launches the agent's argv unchanged.
+// Prepare launches the agent's argv unchanged. A --prompt reaches the program as
+// $ORCR_PROMPT: a plain program's input is its own, so the prompt is not typed into it,
+// but it is not dropped either (`sh -c 'do-work "$ORCR_PROMPT"'`).
 func (*Provider) Prepare(_ context.Context, req core.LaunchRequest) (core.LaunchPlan, error) {
 	if len(req.Agent.Argv) == 0 {
 		return core.LaunchPlan{}, errors.New("shell provider needs a command after --")
 	}
-	return core.LaunchPlan{Argv: req.Agent.Argv}, nil
+	plan := core.LaunchPlan{Argv: req.Agent.Argv}
+	if req.Agent.Prompt != "" {
+		plan.Env = []string{"ORCR_PROMPT=" + req.Agent.Prompt}
+	}
+	return plan, nil
 }
 
 // Observe returns the screen-rule observer. A re-adopted agent starts from its record,

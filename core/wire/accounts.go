@@ -127,6 +127,9 @@ type Budget struct {
 	Reached     bool       `json:"reached"`
 	ReachedAt   *time.Time `json:"reachedAt,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
+	// Role and Since are as BudgetSetParams gave them.
+	Role  string     `json:"role,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // BudgetSetParams creates or replaces a budget (budget.set); exactly one of USD and
@@ -136,6 +139,11 @@ type BudgetSetParams struct {
 	USD    *float64 `json:"usd,omitempty"`
 	Tokens *int64   `json:"tokens,omitempty"`
 	Action string   `json:"action,omitempty"` // default "hold"
+	// Role, when set, says a role's budget_usd made this budget for the agent at Glob.
+	Role string `json:"role,omitempty"`
+	// Since, when set, counts only agents created from then on (a role's budget is
+	// its agent's, not that of earlier agents at the same path).
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // BudgetResult wraps one budget.

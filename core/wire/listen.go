@@ -53,7 +53,7 @@ type Listener struct {
 	Held      int        `json:"held"`
 	LastError string     `json:"lastError"`
 	ErrorAt   *time.Time `json:"errorAt"`
-	Failures  int        `json:"failures"` // consecutive failed polls
+	Failures  int        `json:"failures"` // consecutive failed ticks (a poll or an action), backing off
 
 	RateLimits []RateStanding `json:"rateLimits"`
 

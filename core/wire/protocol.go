@@ -102,6 +102,8 @@ type RunParams struct {
 	SoftTimeoutSeconds int     `json:"softTimeoutSeconds,omitempty"`
 	HardTimeoutSeconds int     `json:"hardTimeoutSeconds,omitempty"`
 	BudgetUSD          float64 `json:"budgetUsd,omitempty"`
+	// BudgetAction is what reaching BudgetUSD does: "stop" (the default) or "hold".
+	BudgetAction string `json:"budgetAction,omitempty"`
 	// Account pins the agent to one account of its provider (a label); admission
 	// then waits for that account instead of picking another.
 	Account string `json:"account,omitempty"`

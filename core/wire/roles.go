@@ -11,6 +11,8 @@ type AgentLimits struct {
 	SoftTimeoutSeconds int     `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int     `json:"hardTimeoutSeconds"`
 	BudgetUSD          float64 `json:"budgetUsd"`
+	// BudgetAction is the budget's action ("stop" or "hold"; "" is stop).
+	BudgetAction string `json:"budgetAction,omitempty"`
 	// Turns is how many turns the agent has finished.
 	Turns int `json:"turns"`
 	// WrapUpAt is when the soft timeout's one wrap-up message was sent.
@@ -63,6 +65,7 @@ type Role struct {
 	Keep               bool              `json:"keep"`
 	Priority           int               `json:"priority"`
 	BudgetUSD          float64           `json:"budgetUsd"`
+	BudgetAction       string            `json:"budgetAction"`
 	MaxTurns           int               `json:"maxTurns"`
 	SoftTimeoutSeconds int               `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int               `json:"hardTimeoutSeconds"`

@@ -43,9 +43,11 @@ func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
 
 // autonomy is the argv that lets an agent of provider work without prompts on what
 // it needs and nothing else (DESIGN §8 "Autonomy"; agent-clis §8 for claude): edits
-// accepted, an allow-list of commands; anything else prompts and becomes a
-// notification. No mode that is refused to root.
-func autonomy(provider string, commands []string) []string {
+// accepted when it edits (coders, the lead), an allow-list of commands; anything else
+// prompts and becomes a notification. No mode that is refused to root. The reviewer
+// does not edit: its checkout is read-only only by file mode, which root ignores, so
+// its edits prompt like anything else outside its list.
+func autonomy(provider string, commands []string, edits bool) []string {
 	switch provider {
 	case "claude":
 		argv := []string{"--allowedTools"}
@@ -53,10 +55,20 @@ func autonomy(provider string, commands []string) []string {
 			argv = append(argv, "Bash("+c+":*)")
 		}
 		// --permission-mode after the list ends the variadic --allowedTools, so the
-		// prompt that follows is not taken for one more tool.
-		return append(argv, "--permission-mode", "acceptEdits")
+		// prompt that follows is not taken for one more tool. "default" is the
+		// classic prompts, not 2.1.328's default auto mode (whose check needs
+		// Anthropic's servers).
+		mode := "acceptEdits"
+		if !edits {
+			mode = "default"
+		}
+		return append(argv, "--permission-mode", mode)
 	case "codex":
-		return []string{"--sandbox", "workspace-write", "--ask-for-approval", "on-request"}
+		sandbox := "workspace-write"
+		if !edits {
+			sandbox = "read-only"
+		}
+		return []string{"--sandbox", sandbox, "--ask-for-approval", "on-request"}
 	}
 	return nil
 }
@@ -161,7 +173,7 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 		return nil, err
 	}
 	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
-		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)})}
+		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
 		p.Argv = rec.CoderArgv
 	}
@@ -251,8 +263,14 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 	if id == "" {
 		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
 	}
-	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, s.now()) }); err != nil {
+	now := s.now()
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, now) }); err != nil {
 		return err
+	}
+	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+		s.mu.Lock()
+		s.busySent[name+"/"+who] = now
+		s.mu.Unlock()
 	}
 	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(text), Enter: true})
 }
@@ -322,12 +340,18 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) error {
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Reviewing = a.M + "@" + a.Head }); err != nil {
 		return err
 	}
+	// Each review is a fresh reviewer agent, so the last message read at its turn's
+	// end is this review's: a live reviewer's earlier verdict stays its last message
+	// through a turn that says nothing, and silence is never approval.
 	if old, err := s.o.Agents.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
-		return s.send(ctx, name, "reviewer", text)
+		if old.Prompt == text && old.State != wire.StateDone && old.State != wire.StateIdle {
+			return nil // this review is under way (the action is performed again after a restart)
+		}
+		s.stopAgent(ctx, rec, "reviewer")
 	}
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
-		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"})})
+		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})
 	if err != nil {
 		return err
 	}
@@ -365,13 +389,16 @@ The autopilot sends you what you must hear (ready, merged, asked, failed, all do
 Now: dispatch the milestones that are ready.`, n, rec.PlanFile)
 }
 
+// noLead reports a run whose lead is the user.
+func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
+
 func (s *Service) startLead(ctx context.Context, rec Record) error {
-	if rec.Lead == "" || rec.Lead == "none" {
+	if noLead(rec) {
 		return nil
 	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
-		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"})})
+		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"}, true)})
 	if err != nil {
 		return err
 	}
@@ -386,7 +413,17 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 }
 
 // toLead puts text in the lead's inbox and delivers when the lead is idle.
+// A run without a lead (`--lead none`) has the user in its place: the text is a
+// run.notify for them instead of an inbox nobody reads.
 func (s *Service) toLead(ctx context.Context, name, text string) error {
+	rec, err := s.runs.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if noLead(rec) {
+		s.notify(ctx, name, "", text)
+		return nil
+	}
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Inbox = append(r.Inbox, text) }); err != nil {
 		return err
 	}

@@ -70,6 +70,8 @@ type Service struct {
 	timers   map[string]*time.Timer // per run: the next tick
 	coderMu  map[string]*sync.Mutex // "run/coder": messages to one agent in order
 	stopped  map[string]bool        // agent ids the autopilot stopped itself
+	// busySent is when a message went to a coder ("run/coder") that was working.
+	busySent map[string]time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -93,7 +95,8 @@ func NewService(o Options) (*Service, error) {
 		o.PlanPoll = 2 * time.Second
 	}
 	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
-		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{}}, nil
+		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{},
+		busySent: map[string]time.Time{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }

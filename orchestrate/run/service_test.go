@@ -231,6 +231,10 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 	if v.State != "running" || v.Milestones[0].State != "ready" || v.Milestones[1].State != "planned" {
 		t.Fatalf("started %+v", v)
 	}
+	// No lead: the user is told what to dispatch; nothing piles up in an inbox.
+	if v = g.status("demo"); len(v.Inbox) != 0 || !strings.Contains(v.Milestones[0].Waits, "your dispatch: `orcr run dispatch demo M1`") {
+		t.Fatalf("no-lead run: inbox %q, M1 waits on %q", v.Inbox, v.Milestones[0].Waits)
+	}
 	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "demo"}); err == nil {
 		t.Fatal("second start accepted")
 	}

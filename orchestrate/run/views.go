@@ -70,12 +70,12 @@ func (s *Service) milestoneView(rec Record, m Milestone) wire.RunMilestone {
 	if pm := s.planMilestone(rec, m.ID); pm != nil {
 		v.EstimateSeconds = int(pm.Estimate.Seconds())
 	}
-	v.Waits = waits(rec.Run, m)
+	v.Waits = waits(rec.Run, m, noLead(rec))
 	return v
 }
 
 // waits says what milestone m waits on, in words.
-func waits(r Run, m Milestone) string {
+func waits(r Run, m Milestone, noLead bool) string {
 	switch m.State {
 	case Planned:
 		var open []string
@@ -88,6 +88,9 @@ func waits(r Run, m Milestone) string {
 	case Ready:
 		if m.Want {
 			return "a free " + m.TierNow + " coder"
+		}
+		if noLead {
+			return "your dispatch: `orcr run dispatch " + r.Name + " " + m.ID + "` (no lead; or " + AutoStartAfter.String() + " after ready)"
 		}
 		return "the lead's dispatch (or " + AutoStartAfter.String() + " after ready)"
 	case Building, Fixing:
@@ -122,7 +125,11 @@ func waits(r Run, m Milestone) string {
 func (s *Service) Summary(rec Record) string {
 	var b strings.Builder
 	r := rec.Run
-	fmt.Fprintf(&b, "# Run %s\n\nfeature/%s from %s, %d milestones; check `%s`.\n\n", r.Name, r.Name, rec.Base, len(r.Milestones), rec.Check)
+	ms := "milestones"
+	if len(r.Milestones) == 1 {
+		ms = "milestone"
+	}
+	fmt.Fprintf(&b, "# Run %s\n\nfeature/%s from %s, %d %s; check `%s`.\n\n", r.Name, r.Name, rec.Base, len(r.Milestones), ms, rec.Check)
 	b.WriteString("| milestone | state | tier planned | model used | estimate | actual | rounds (check/review/conflict) | building | fixing | review | asking | benched |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range r.Milestones {

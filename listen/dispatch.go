@@ -1,0 +1,166 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Carrying out an event's action: spawn its agent through the kernel's agent service
+// (a role is resolved there, exactly as for `orcr agent run --role`), or draft its
+// plan through the plan service.
+
+// Plans is the part of the plan service a plan action uses.
+type Plans interface {
+	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
+	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
+}
+
+// Env names set on every agent a listener spawns: how Done recognises, after a
+// restart, a spawn that took effect.
+const (
+	EnvListener      = "ORCR_LISTENER"
+	EnvListenerEvent = "ORCR_LISTENER_EVENT"
+)
+
+// dispatcher is the service's Dispatcher.
+type dispatcher struct{ s *Service }
+
+func (d *dispatcher) Dispatch(ctx context.Context, l Listener, e Event, target string) error {
+	if l.Action.IsPlan() {
+		return d.plan(ctx, l, e, target)
+	}
+	return d.agent(ctx, l, e, target)
+}
+
+func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target string) error {
+	a := l.Action
+	prompt := ""
+	if a.Prompt.Text != "" {
+		var err error
+		if prompt, err = a.Prompt.Render(e.Vars); err != nil {
+			return err
+		}
+	}
+	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
+	p := wire.RunParams{Path: target, Provider: a.Provider, Model: a.Model, Prompt: prompt,
+		Priority: a.Priority, Cwd: a.Cwd, Env: env}
+	if a.Role != "" {
+		// The role's prompt template (when the listener gives no prompt) and its
+		// worktree read the event's vars, as they read --var.
+		p.Role, p.Vars = a.Role, maps.Clone(e.Vars)
+	}
+	if a.Command != "" {
+		// A shell agent's command is fixed; the event reaches it only through the
+		// environment, never spliced into the command line.
+		p.Argv = []string{"sh", "-c", a.Command}
+		if prompt != "" {
+			env["ORCR_PROMPT"] = prompt
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Vars)) {
+			env["ORCR_EVENT_"+strings.ToUpper(k)] = e.Vars[k]
+		}
+	}
+	ag, err := d.s.opts.Agents.Run(ctx, p)
+	if err != nil {
+		return roleError(a.Role, e, err)
+	}
+	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
+		map[string]any{"event": e.ID, "target": target, "agentId": ag.ID})
+	return nil
+}
+
+// roleError adds to a role prompt's missing variable which ones the event has: the
+// role's own hint names --var, which a listener cannot pass.
+func roleError(role string, e Event, err error) error {
+	if role == "" || wire.CodeOf(err) != wire.CodeBadRole || !strings.Contains(err.Error(), "not given") {
+		return err
+	}
+	have := make([]string, 0, len(e.Vars))
+	for _, k := range slices.Sorted(maps.Keys(e.Vars)) {
+		have = append(have, "{{"+k+"}}")
+	}
+	return fmt.Errorf("%w (this listener's events carry %s: use those in the role's prompt, or give the listener a prompt)",
+		err, strings.Join(have, ", "))
+}
+
+func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string) error {
+	plans := d.s.opts.Plans
+	if plans == nil {
+		return errors.New("this server runs no plan service")
+	}
+	a := l.Action
+	req, err := a.Request.Render(e.Vars)
+	if err != nil {
+		return err
+	}
+	repo, err := a.Repo.Render(e.Vars)
+	if err != nil {
+		return err
+	}
+	if rest, ok := strings.CutPrefix(repo, "~/"); ok {
+		home, _ := os.UserHomeDir()
+		repo = filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(repo) {
+		return fmt.Errorf("repo %q (from %q) is not an absolute path", repo, a.Repo.Text)
+	}
+	p, err := plans.PlanNew(ctx, wire.PlanNewParams{Name: name, Request: req, Repo: filepath.Clean(repo), Lead: a.Lead})
+	if err != nil {
+		if wire.CodeOf(err) != wire.CodeNameTaken {
+			return err
+		}
+		// The plan is there already. If it is this event's (the same request), the
+		// action took effect before (a processed mark pruned, a listener re-added):
+		// done, not a second plan. Another request's plan holds the event until the
+		// name template tells them apart.
+		old, gerr := plans.PlanGet(ctx, name)
+		if gerr != nil || old.Plan.Request != req {
+			return fmt.Errorf("plan %s exists already for another request: make [action] plan give each event its own name (e.g. add {{number}} or {{id}}); the event is held until then: %w", name, err)
+		}
+		p = old.Plan
+	}
+	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
+		map[string]any{"event": e.ID, "target": name, "plan": name, "leadPath": p.LeadPath})
+	return nil
+}
+
+// Done says whether a dispatch begun before a restart took effect: an agent at its
+// target carrying its event in the environment, or a plan of its name made since the
+// dispatch began.
+func (d *dispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
+	if dp.Plan {
+		if d.s.opts.Plans == nil {
+			return false, nil
+		}
+		r, err := d.s.opts.Plans.PlanGet(ctx, dp.Target)
+		if wire.CodeOf(err) == wire.CodeNotFound {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return !r.Plan.CreatedAt.Before(dp.At.Add(-time.Second)), nil
+	}
+	as, err := d.s.opts.Agents.List(ctx, wire.ListParams{Glob: dp.Target, All: true})
+	if err != nil {
+		if wire.CodeOf(err) == wire.CodeNotFound {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, a := range as {
+		if a.Env[EnvListenerEvent] == dp.Event.ID && a.Env[EnvListener] == dp.Event.Vars["listener"] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
