@@ -314,7 +314,7 @@ func (l *testLead) step() string {
 	l.view = v
 	var ready []string
 	for _, m := range v.Milestones {
-		if m.State == "ready" && strings.HasPrefix(m.Waits, "the lead's dispatch") {
+		if m.State == "ready" && strings.Contains(m.Waits, "dispatch") { // not yet dispatched (else it waits for a coder)
 			ready = append(ready, m.ID)
 		}
 	}
