@@ -80,18 +80,20 @@ func TestRunWithRealClaude(t *testing.T) {
 		// 2: the lead's answer came back; M2 then waits (its script runs out) until M1
 		// is merged, so that M2 is the one that conflicts.
 		when("Answer to your question about M2", write(m2+"/NOTES.md", "M2: farewell, casual\n")))
-	r.models.PushTo("review/M1",
+	// M1's first review fails at the API (a 403 claude does not retry): its turn ends
+	// with no message, which is no verdict — asked once more, never an approval.
+	failed := modelserver.Turn{Fail: &modelserver.APIError{Status: 403, Type: "permission_error", Message: "scripted: the review turn fails"}}
+	r.models.PushTo("review/M1", failed,
 		saying("VERDICT: approve, at first sight. Reading the log.", bash("git log --oneline -3")),
 		say("BLOCKER: greet.txt:1 — it says hello but not to whom — the goal is to greet the world\nVERDICT: changes"),
 		saying("Earlier: BLOCKER: greet.txt:1 — it says hello but not to whom. Checking the fix.", read(rev+"/greet.txt")),
 		say("The greeting names the world now.\n\nVERDICT: approve"))
-	// M2's first review fails at the API and says nothing: no verdict, asked once
-	// more (never read as the verdict of M1's review before it). The second tries to
-	// edit, which prompts (a notification); the user denies and says what to do.
-	failed := modelserver.Turn{Fail: &modelserver.APIError{Status: 403, Type: "permission_error", Message: "scripted: the review turn fails"}}
-	r.models.PushTo("review/M2", failed,
+	// M2's first review tries to edit, which prompts (a notification); the user
+	// denies, which ends the reviewer's turn with no verdict (never read as the
+	// verdict of M1's review before it): asked once more, it approves.
+	r.models.PushTo("review/M2",
 		write(rev+"/bye.txt", "farewell, edited by the reviewer\n"),
-		when("give your verdict", say("The farewell is fine.\nVERDICT: approve")),
+		say("The farewell is fine.\nVERDICT: approve"),
 		say("The merge keeps both notes.\nVERDICT: approve"))
 	notes := collectEvents(t, r.env, "run.notify")
 
@@ -141,10 +143,12 @@ func TestRunWithRealClaude(t *testing.T) {
 	if b, _ := os.ReadFile(rev + "/bye.txt"); string(b) != "goodbye\nsigned-off\n" {
 		t.Fatalf("the reviewer edited its checkout: %q", b)
 	}
-	r.must("agent", "send", "runs/demo/reviewer", "Do not edit files; give your verdict.")
 	r.waitState("M2", "merged", 150*time.Second)
 	if !r.saw("M2", "M2: checking; the check") {
 		t.Fatal("no tool result of M2's `orcr run done` reached the model")
+	}
+	if f := r.notes("M1"); !strings.Contains(f, "the reviewer gave no verdict on M1; asked once more") {
+		t.Fatalf("M1's failed review was not asked once more: %s", f)
 	}
 	if f := r.notes("M2"); !strings.Contains(f, "the reviewer gave no verdict on M2; asked once more") {
 		t.Fatalf("M2's silent review was not asked once more: %s", f)
