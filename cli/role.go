@@ -34,6 +34,10 @@ func (app *app) roleCommand() *cli.Command {
 						}
 						return printJSON(app.out, wire.RoleListResult{Roles: rs})
 					}
+					if len(rs) == 0 {
+						_, err := fmt.Fprintln(app.out, "no roles; write one as $XDG_CONFIG_HOME/orcr/roles/NAME.toml (providers = [\"claude:sonnet\"], prompt = \"…\")")
+						return err
+					}
 					tw := newTabWriter(app.out)
 					for _, r := range rs {
 						fmt.Fprintf(tw, "%s\t%s\n", r.Name, roleSummary(r))

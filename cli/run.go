@@ -293,6 +293,9 @@ func writeRun(w io.Writer, v wire.RunView, now time.Time) {
 			fmt.Fprintf(w, "%s asks: %s\n", m.ID, m.Question)
 		}
 	}
+	if v.PlanEdit != "" {
+		fmt.Fprintf(w, "plan edited: %s\n", v.PlanEdit)
+	}
 	if len(v.Inbox) > 0 {
 		fmt.Fprintf(w, "waiting for the lead: %d message(s)\n", len(v.Inbox))
 	}

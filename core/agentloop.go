@@ -29,6 +29,7 @@ func (e *Engine) startLoop(rt *agentRT) {
 	rt.events = make(chan func(), 16)
 	rt.outputs = make(chan struct{}, 1)
 	rt.judge = make(chan struct{}, 1)
+	rt.sent = make(chan chan struct{})
 	rt.exit = make(chan paneEnd, 1)
 	rt.done = make(chan struct{})
 	a := rt.a
@@ -127,6 +128,18 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		case <-rt.judge:
 			// An answer was just sent: judge the screen now, not at the loop's pace.
 			judge(time.Now())
+		case ack := <-rt.sent:
+			// A turn starts with the send: the screen counts as changed now, so the
+			// turn ends only once it has been quiet for quietAfter after it.
+			lastOutput, evaluated = time.Now(), false
+			arm(quietAfter)
+			e.mu.Lock()
+			settled := rt.a.State == wire.StateDone || rt.a.State == wire.StateIdle
+			e.mu.Unlock()
+			if settled {
+				e.apply(ctx, rt, &Signal{State: wire.StateWorking, Source: "send", Reason: "input sent"})
+			}
+			close(ack)
 		case <-rt.outputs:
 			now := time.Now()
 			lastOutput = now

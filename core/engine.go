@@ -87,6 +87,9 @@ type agentRT struct {
 	events  chan func() // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
 	judge   chan struct{} // read the screen now (after an answer)
+	// sent: a send ending in Enter started a turn (TurnOnSend providers); the loop
+	// moves the agent to working and closes the channel it is given.
+	sent chan chan struct{}
 	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
 	lastInput time.Time
 	// wake is the first message of a hibernated agent being woken (resume.go); the
@@ -252,6 +255,13 @@ func (e *Engine) adopt(ctx context.Context, rt *agentRT, p PaneInfo) {
 	e.panes[p.ID] = rt.a.ID
 	e.mu.Unlock()
 	a, _ := e.mutate(ctx, rt, func(a *wire.Agent) { a.PaneID, a.PID = p.ID, p.PID }, nil)
+	// The turns given before the restart are not stored; an agent that had a prompt
+	// or ended a turn has had one, so its next settled screen is a turn's end (done),
+	// not idle. Without this a shell agent adopted mid-turn never reports done again.
+	if e.mu.Lock(); rt.turns == 0 && (InitialTurns(a) > 0 || a.State == wire.StateDone) {
+		rt.turns = 1
+	}
+	e.mu.Unlock()
 	if a.State == wire.StateStarting {
 		// The server died after the pane started but before it recorded the launch.
 		e.setState(ctx, rt, wire.StateWorking, "server", "re-adopted after a restart", nil)

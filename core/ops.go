@@ -232,7 +232,35 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 		rt.turns++
 	}
 	e.mu.Unlock()
+	if p.Enter {
+		e.turnOnSend(ctx, rt)
+	}
 	return nil
+}
+
+// turnOnSend starts a turn of a TurnOnSend provider's agent in its loop and waits
+// until the loop has done it, so the state is working when the send returns.
+func (e *Engine) turnOnSend(ctx context.Context, rt *agentRT) {
+	e.mu.Lock()
+	ts, ok := e.providers[rt.a.Provider].(TurnOnSend)
+	sent, done := rt.sent, rt.done
+	e.mu.Unlock()
+	if !ok || !ts.TurnOnSend() || sent == nil {
+		return
+	}
+	ack := make(chan struct{})
+	select {
+	case sent <- ack:
+	case <-done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-ack:
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 func hostErr(what string, err error) error {

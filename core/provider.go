@@ -22,6 +22,17 @@ type Provider interface {
 	Observe(a wire.Agent) Observer
 }
 
+// TurnOnSend is implemented by providers whose observer learns of a turn only from
+// the screen (shell). For them a send ending in Enter starts a turn at once: the
+// agent is working when the send returns, and the next settled screen is a new
+// `done`, even when the program answers too fast or too quietly for the screen to
+// show it working. (Without it `agent send X … && agent wait X --until done` could
+// return on the previous turn's done, and a run never saw a shell coder's fix round
+// end.) Providers with hooks or a transcript learn the turn's start from those.
+type TurnOnSend interface {
+	TurnOnSend() bool
+}
+
 // ProviderStatus is what doctor shows for a provider.
 type ProviderStatus struct {
 	Name    string

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,24 +105,20 @@ Rows land in the contacts table.
 // (by line) must reach the model's next request; approval records the file's hash; an
 // edit after approval is a plan.edited event; a kill -9 loses nothing.
 func TestPlanWithRealClaude(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
 	repo := filepath.Join(dir, "app")
 	os.MkdirAll(repo, 0o755)
 	repo, _ = filepath.EvalSymlinks(repo)
 	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	events := collectPlanEvents(t, e)
@@ -250,22 +247,18 @@ func TestPlanWithRealClaude(t *testing.T) {
 // the embedded host the lead died with the server, so its turn is over) and the file
 // the lead wrote makes it drafted. Deleting the file then is reported, not a crash.
 func TestPlanRestartWhileDrafting(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
 	srv, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
 	repo := filepath.Join(dir, "app")
 	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
 	repo, _ = filepath.EvalSymlinks(repo)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
@@ -386,29 +379,61 @@ func agentPID(t *testing.T, e *env, target string) int {
 
 // stopLeads ends every lead process the test's servers started and waits until they
 // are gone, so none still writes into the test's folders while they are removed.
-func stopLeads(t *testing.T, e *env) {
+func stopLeads(t *testing.T, e *env) { stopAgentProcs(t, e, "plans/**") }
+
+// stopAgentProcs ends the processes of the agents matching globs (each pane's program
+// and what it started) and those e.leadPIDs names, and waits until they are gone.
+func stopAgentProcs(t *testing.T, e *env, globs ...string) {
 	var pids []int
 	if e.srv != nil {
-		var res wire.ListResult
-		json.Unmarshal([]byte(e.orcr("agent", "ls", "plans/**", "--all", "--json").out), &res)
-		for _, a := range res.Agents {
-			if a.PID > 0 {
-				pids = append(pids, a.PID)
+		for _, g := range globs {
+			var res wire.ListResult
+			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").out), &res)
+			for _, a := range res.Agents {
+				if a.PID > 0 {
+					pids = append(pids, a.PID)
+				}
 			}
 		}
 	}
 	pids = append(pids, e.leadPIDs...)
+	pids = append(pids, descendants(pids)...)
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	wait.For(t, 15*time.Second, "the leads to exit", func() bool {
+	wait.For(t, 15*time.Second, "the agents' processes to exit", func() bool {
 		for _, pid := range pids {
-			if syscall.Kill(pid, 0) == nil {
+			if st := procStat(pid); st != nil && st[0] != "Z" {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// descendants are the processes below pids, from /proc.
+func descendants(pids []int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if st := procStat(pid); len(st) > 1 {
+			ppid, _ := strconv.Atoi(st[1])
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	todo := append([]int(nil), pids...)
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		out = append(out, children[p]...)
+		todo = append(todo, children[p]...)
+	}
+	return out
 }
 
 func getPlan(t *testing.T, e *env) wire.PlanGetResult {
@@ -487,13 +512,17 @@ func lastUserText(t *testing.T, r modelserver.Request) string {
 	return ""
 }
 
-// planEvents collects the plan events the server publishes.
+// planEvents collects the plan (or other) events the server publishes.
 type planEvents struct {
 	mu  sync.Mutex
 	evs []wire.Event
 }
 
-func collectPlanEvents(t *testing.T, e *env) *planEvents {
+func collectPlanEvents(t *testing.T, e *env) *planEvents { return collectEvents(t, e, "plan.") }
+
+// collectEvents collects the events the server publishes whose name starts with
+// prefix.
+func collectEvents(t *testing.T, e *env, prefix string) *planEvents {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ch, err := e.client().Subscribe(ctx, wire.SubscribeParams{})
@@ -503,7 +532,7 @@ func collectPlanEvents(t *testing.T, e *env) *planEvents {
 	pe := &planEvents{}
 	go func() {
 		for ev := range ch {
-			if strings.HasPrefix(ev.Event, "plan.") {
+			if strings.HasPrefix(ev.Event, prefix) {
 				pe.mu.Lock()
 				pe.evs = append(pe.evs, ev)
 				pe.mu.Unlock()
@@ -533,6 +562,19 @@ func (pe *planEvents) hasState(state string) bool {
 		}
 	}
 	return false
+}
+
+// texts are the events' "text" data (run.notify's message).
+func (pe *planEvents) texts() []string {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	var out []string
+	for _, ev := range pe.evs {
+		if s, ok := ev.Data["text"].(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (pe *planEvents) list() []string {

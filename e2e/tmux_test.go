@@ -11,13 +11,14 @@ import (
 	"orcr/testutil/wait"
 )
 
-// newTmuxEnv is an env whose server runs agents on its own tmux server.
-func newTmuxEnv(t *testing.T) *env {
+// newTmuxEnv is an env whose server runs agents on its own tmux server (killed, with
+// every pane, when the test ends); extra is added to its environment.
+func newTmuxEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is required: %v (apt-get install tmux)", err)
 	}
-	e := newEnv(t, "ORCR_HOST=tmux", "TMUX_TMPDIR="+t.TempDir())
+	e := newEnv(t, append([]string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}, extra...)...)
 	t.Cleanup(func() {
 		exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run()
 	})

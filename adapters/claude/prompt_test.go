@@ -154,3 +154,23 @@ func TestTypingIntoAFieldIsTheSamePrompt(t *testing.T) {
 		t.Fatalf("record changed: %+v", o.blocked)
 	}
 }
+
+// TestRefusedEdit: a "No" to an edit ends claude's turn with no hook and no
+// "Interrupted" line — the tool's result is "Rejected write to …" with the refused
+// content under it (claude 2.1.328, captured) — so the screen says done; an allowed
+// write does not.
+func TestRefusedEdit(t *testing.T) {
+	if !refused(screen(t, "write-rejected.txt")) || !refused(screen(t, "answered-no.txt")) {
+		t.Fatal("a refusal not seen")
+	}
+	if refused(screen(t, "write-allowed.txt")) || refused(screen(t, "done-list.txt")) {
+		t.Fatal("a refusal seen where there is none")
+	}
+	o := testObserver(t, "")
+	mustHook(t, o, "PermissionRequest", `{"tool_name":"Write","tool_input":{"file_path":"/tmp/work/x.txt","content":"hi\n"}}`)
+	o.Screen(coreScreen(screen(t, "bash-prompt.txt")), 0) // the menu is seen
+	s := o.Screen(coreScreen(screen(t, "write-rejected.txt")), 0)
+	if s == nil || s.State != wire.StateDone {
+		t.Fatalf("after No to a write: %+v", s)
+	}
+}

@@ -91,7 +91,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	if o.state == wire.StateBlocked && o.blocked != nil && o.menuSeen && o.blocked.Kind != wire.BlockedLimit {
 		// The menu went away: the prompt was answered (here or in an attached terminal).
 		o.menuSeen = false
-		if strings.Contains(lastActivity(text), "Interrupted · ") && !strings.Contains(text, "esc to interrupt") {
+		if refused(text) && !strings.Contains(text, "esc to interrupt") {
 			o.setState(sig, wire.StateDone, "prompt answered: turn interrupted", nil)
 		} else {
 			o.setState(sig, wire.StateWorking, "prompt answered", nil)
@@ -100,7 +100,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	}
 	// A "No" (here or typed in an attached terminal) interrupts the turn and no hook
 	// says so: once the screen has settled on it, the turn is over.
-	if o.state == wire.StateWorking && quiet >= time.Second && strings.Contains(lastActivity(text), "Interrupted · ") &&
+	if o.state == wire.StateWorking && quiet >= time.Second && refused(text) &&
 		!strings.Contains(text, "esc to interrupt") {
 		o.setState(sig, wire.StateDone, "turn interrupted", nil)
 		return sig
@@ -189,6 +189,41 @@ func containsAll(s string, subs []string) bool {
 // lastActivity is the conversation's last line: the last non-blank line above the
 // input box (a rule, the "❯" line), or of the screen when no input box shows. Older
 // lines (an earlier turn's "Interrupted") say nothing about now.
+// refused reports a turn that a "No" ended: the last activity is claude's
+// "Interrupted · What should Claude do instead?", or the last tool's result is its
+// rejection ("⎿  Rejected write to x.txt" with the refused content below it, for an
+// edit; "User rejected …" in other builds). No hook reports either.
+func refused(text string) bool {
+	if strings.Contains(lastActivity(text), "Interrupted · ") {
+		return true
+	}
+	lines := strings.Split(activity(text), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		t := strings.TrimSpace(lines[i])
+		if strings.HasPrefix(t, "⎿") {
+			r := strings.TrimSpace(strings.TrimPrefix(t, "⎿"))
+			if strings.HasPrefix(r, "Rejected ") || strings.HasPrefix(r, "User rejected ") {
+				return true
+			}
+		}
+		if strings.HasPrefix(t, "● ") || strings.HasPrefix(t, "❯ ") {
+			return false // the last tool call or message: its result was not a rejection
+		}
+	}
+	return false
+}
+
+// activity is the screen above claude's input box.
+func activity(text string) string {
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 2; i >= 0; i-- {
+		if isRule(strings.TrimSpace(lines[i])) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "❯") {
+			return strings.Join(lines[:i], "\n")
+		}
+	}
+	return text
+}
+
 func lastActivity(text string) string {
 	lines := strings.Split(text, "\n")
 	end := len(lines)

@@ -168,6 +168,24 @@ func optionLabels(b *wire.Blocked) string {
 	return strings.Join(out, " | ")
 }
 
+// TestClaudeEditDenyEndsTurn: a "No" to claude's Write prompt leaves the file
+// unwritten and the agent done — claude reports that turn end with no hook and no
+// "Interrupted" line, so a run waiting on the agent would otherwise wait forever.
+func TestClaudeEditDenyEndsTurn(t *testing.T) {
+	r := newClaudeAnswerRig(t)
+	file := filepath.Join(r.work, "x.txt")
+	r.srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
+		Usage: modelserver.Usage{Input: 100, Output: 10}})
+	r.must("agent", "run", "edit/a", "--provider", "claude", "--cwd", r.work, "--prompt", "write x",
+		"--", "--permission-mode", "default")
+	r.blockedOn("edit/a", wire.BlockedPermission)
+	r.answer("edit/a", "--deny")
+	r.waitAgent("edit/a", 20*time.Second, "done after the refused write", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	if _, err := os.Stat(file); err == nil {
+		t.Fatal("the refused write happened")
+	}
+}
+
 // TestClaudePermissionAnswers: claude 2.1.328's four-option Bash prompt, answered by
 // meaning — deny (the command does not run), a server restart while the prompt is up
 // (blocked again, same options), allow, always — with the bad inputs refused.

@@ -22,7 +22,10 @@ type Provider struct{}
 // New returns the shell provider.
 func New() *Provider { return &Provider{} }
 
-var _ core.Provider = (*Provider)(nil)
+var (
+	_ core.Provider   = (*Provider)(nil)
+	_ core.TurnOnSend = (*Provider)(nil)
+)
 
 // Name is "shell".
 func (*Provider) Name() string { return "shell" }
@@ -31,6 +34,10 @@ func (*Provider) Name() string { return "shell" }
 func (*Provider) Detect(context.Context) core.ProviderStatus {
 	return core.ProviderStatus{Name: "shell", Found: true, Notes: []string{"runs any argv"}}
 }
+
+// TurnOnSend: the screen is all the shell provider sees, so a send ending in Enter
+// starts a turn (core.TurnOnSend).
+func (*Provider) TurnOnSend() bool { return true }
 
 // Prepare launches the agent's argv unchanged. A --prompt reaches the program as
 // $ORCR_PROMPT: a plain program's input is its own, so the prompt is not typed into it,

@@ -115,10 +115,13 @@ type RunView struct {
 	Milestones []RunMilestone `json:"milestones"`
 	Pool       []RunCoder     `json:"pool"`
 	// Inbox is what waits for the lead (not yet delivered).
-	Inbox   []string  `json:"inbox"`
-	Summary string    `json:"summary"` // the summary file, once written
-	Created time.Time `json:"createdAt"`
-	Seq     uint64    `json:"seq"`
+	Inbox   []string `json:"inbox"`
+	Summary string   `json:"summary"` // the summary file, once written
+	// PlanEdit says what the last edit of the plan file did to the run ("" when the
+	// file is as approved).
+	PlanEdit string    `json:"planEdit,omitempty"`
+	Created  time.Time `json:"createdAt"`
+	Seq      uint64    `json:"seq"`
 }
 
 // RunMilestone is one milestone of a run.

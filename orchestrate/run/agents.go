@@ -22,10 +22,15 @@ const (
 	LeadAttempts = 3 // re-sends before the user is told
 )
 
-// planMilestone is milestone id of rec's plan file as approved (nil when the file is
-// gone or no longer parses).
+// planMilestone is milestone id of the plan the run follows: the copy it keeps of
+// the plan as approved or as last edited and taken in (planwatch.go), so an edit
+// the run refused, or one it has not seen yet, changes no brief. A run from before
+// the copy existed reads the plan file. Nil when neither has the milestone.
 func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
-	b, err := os.ReadFile(rec.PlanFile)
+	b, err := os.ReadFile(PlanCopy(s.o.Home, rec.Run.Name))
+	if err != nil {
+		b, err = os.ReadFile(rec.PlanFile)
+	}
 	if err != nil {
 		return nil
 	}
@@ -38,9 +43,11 @@ func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
 
 // autonomy is the argv that lets an agent of provider work without prompts on what
 // it needs and nothing else (DESIGN §8 "Autonomy"; agent-clis §8 for claude): edits
-// accepted, an allow-list of commands; anything else prompts and becomes a
-// notification. No mode that is refused to root.
-func autonomy(provider string, commands []string) []string {
+// accepted when it edits (coders, the lead), an allow-list of commands; anything else
+// prompts and becomes a notification. No mode that is refused to root. The reviewer
+// does not edit: its checkout is read-only only by file mode, which root ignores, so
+// its edits prompt like anything else outside its list.
+func autonomy(provider string, commands []string, edits bool) []string {
 	switch provider {
 	case "claude":
 		argv := []string{"--allowedTools"}
@@ -48,10 +55,20 @@ func autonomy(provider string, commands []string) []string {
 			argv = append(argv, "Bash("+c+":*)")
 		}
 		// --permission-mode after the list ends the variadic --allowedTools, so the
-		// prompt that follows is not taken for one more tool.
-		return append(argv, "--permission-mode", "acceptEdits")
+		// prompt that follows is not taken for one more tool. "default" is the
+		// classic prompts, not 2.1.328's default auto mode (whose check needs
+		// Anthropic's servers).
+		mode := "acceptEdits"
+		if !edits {
+			mode = "default"
+		}
+		return append(argv, "--permission-mode", mode)
 	case "codex":
-		return []string{"--sandbox", "workspace-write", "--ask-for-approval", "on-request"}
+		sandbox := "workspace-write"
+		if !edits {
+			sandbox = "read-only"
+		}
+		return []string{"--sandbox", sandbox, "--ask-for-approval", "on-request"}
 	}
 	return nil
 }
@@ -103,24 +120,24 @@ func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
 // brief gives coder a.Coder milestone a.M: its worktree is made (from the feature
 // tip), the coder's agent started in it with the brief as its prompt — a fresh agent
 // per milestone, since an agent's folder is fixed at its start.
-func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
+func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error) {
 	name := rec.Run.Name
 	m, _ := rec.Run.Milestone(a.M)
 	pm := s.planMilestone(rec, a.M)
 	if pm == nil {
-		return fmt.Errorf("milestone %s is not in %s any more", a.M, rec.PlanFile)
+		return nil, fmt.Errorf("milestone %s is not in %s any more", a.M, rec.PlanFile)
 	}
 	dir := s.workDir(rec, a.M)
 	g := s.git(rec.Repo)
 	if rec.Mode == "shared" {
 		if _, err := g.EnsureBranch(ctx, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := g.run(ctx, nil, "checkout", MilestoneBranch(name, a.M)); err != nil {
-			return err
+			return nil, err
 		}
 	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
-		return err
+		return nil, err
 	}
 	if len(m.Coders) > 1 || m.Author != "" {
 		// Work handed on: a coder cut off during `git commit` leaves the index
@@ -131,35 +148,67 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) error {
 	mu := s.coderLock(name, a.Coder)
 	mu.Lock()
 	defer mu.Unlock()
-	if old, err := s.o.Agents.Get(ctx, rec.Agents[a.Coder]); err == nil && rec.Agents[a.Coder] != "" && old.State.Live() {
+	if old, ok := s.coderAgent(ctx, rec, a.Coder); ok && old.State.Live() {
 		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
-			return nil // started already (this action is performed again after a restart)
+			// Started already: this action is performed again after a restart. The
+			// server may have died between the spawn and recording the agent's id.
+			// Its prompt went in when it was created.
+			if rec.Agents[a.Coder] != old.ID {
+				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), old.CreatedAt); err != nil {
+					return nil, err
+				}
+			}
+			// A turn that ended while no server watched (its `run done` found none,
+			// say) is fed now: no event will come for it, and Reconcile left this
+			// coder to the brief.
+			if (old.State == wire.StateDone || old.State == wire.StateIdle) && old.StateAt.After(rec.Turns[a.Coder]) {
+				return &Fact{Kind: FTurnEnded, M: a.M, Coder: a.Coder, Text: old.LastMessage, TurnAt: old.StateAt}, nil
+			}
+			return nil, nil
 		}
-		s.stopAgent(ctx, rec, a.Coder)
+		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, err := s.model(rec, a.Tier)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
-		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)})}
+		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
 		p.Argv = rec.CoderArgv
 	}
 	ag, err := s.runAgent(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.runs.Update(ctx, name, func(r *Record) {
+	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), s.now())
+}
+
+// coderAgent is the live agent of coder who: the one recorded, else the newest at
+// its path (started by a server that died before it recorded the id — when the
+// coder moved to another milestone, the recorded one is its ended predecessor).
+func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.Agent, bool) {
+	if id := rec.Agents[who]; id != "" {
+		if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Live() {
+			return a, true
+		}
+	}
+	a, err := s.o.Agents.Get(ctx, AgentPath(rec.Run.Name, who))
+	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
+}
+
+// recordCoder records agent id as coder who's, on provider:model, briefed at sent.
+func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, sent time.Time) error {
+	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
-			r.Agents, r.Models = map[string]string{}, map[string]string{}
+			r.Agents = map[string]string{}
 		}
 		if r.Models == nil {
 			r.Models = map[string]string{}
 		}
-		r.Agents[a.Coder] = ag.ID
-		r.Models[a.Coder] = strings.TrimSuffix(provider+":"+model, ":")
-		r.Sent = setTime(r.Sent, a.Coder, s.now())
+		r.Agents[who] = id
+		r.Models[who] = model
+		r.Sent = setTime(r.Sent, who, sent)
 	})
 	return err
 }
@@ -214,8 +263,14 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 	if id == "" {
 		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
 	}
-	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, s.now()) }); err != nil {
+	now := s.now()
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, now) }); err != nil {
 		return err
+	}
+	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+		s.mu.Lock()
+		s.busySent[name+"/"+who] = now
+		s.mu.Unlock()
 	}
 	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(text), Enter: true})
 }
@@ -232,7 +287,11 @@ func flatten(text string) string {
 }
 
 func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
-	id := rec.Agents[who]
+	s.stopID(ctx, rec.Run.Name, rec.Agents[who])
+}
+
+// stopID stops agent id of run name, unless it has ended.
+func (s *Service) stopID(ctx context.Context, name, id string) {
 	if id == "" {
 		return
 	}
@@ -243,7 +302,7 @@ func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
 	s.stopped[id] = true
 	s.mu.Unlock()
 	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
-		s.log.Warn("runs: stop agent", "run", rec.Run.Name, "who", who, "err", err)
+		s.log.Warn("runs: stop agent", "run", name, "id", id, "err", err)
 	}
 }
 
@@ -281,12 +340,18 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) error {
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Reviewing = a.M + "@" + a.Head }); err != nil {
 		return err
 	}
+	// Each review is a fresh reviewer agent, so the last message read at its turn's
+	// end is this review's: a live reviewer's earlier verdict stays its last message
+	// through a turn that says nothing, and silence is never approval.
 	if old, err := s.o.Agents.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
-		return s.send(ctx, name, "reviewer", text)
+		if old.Prompt == text && old.State != wire.StateDone && old.State != wire.StateIdle {
+			return nil // this review is under way (the action is performed again after a restart)
+		}
+		s.stopAgent(ctx, rec, "reviewer")
 	}
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
-		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"})})
+		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})
 	if err != nil {
 		return err
 	}
@@ -333,7 +398,7 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
-		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"})})
+		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"}, true)})
 	if err != nil {
 		return err
 	}

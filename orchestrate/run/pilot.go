@@ -131,9 +131,11 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	}
 	switch a.Kind {
 	case ABrief:
-		if err := s.brief(ctx, rec, a); err != nil {
+		f, err := s.brief(ctx, rec, a)
+		if err != nil {
 			return &Fact{Kind: FCoderFault, Coder: a.Coder, Text: err.Error()}, err
 		}
+		return f, nil
 	case ASendCoder:
 		if err := s.send(ctx, name, a.Coder, a.Text); err != nil {
 			if errors.Is(err, wire.ErrNotRunning) || errors.Is(err, wire.ErrNotFound) {
@@ -295,7 +297,7 @@ func entryView(e Entry) wire.RunEntry {
 		}
 		var notes []string
 		for _, a := range e.Actions {
-			if a.Kind == ANote {
+			if a.Kind == ANote || a.Kind == ALead && e.Fact.Kind == FPlanEdited && a.M == "" {
 				notes = append(notes, a.Text)
 			}
 		}
@@ -341,6 +343,12 @@ func factText(f Fact) string {
 		parts = append(parts, "in "+strings.Join(f.Paths, ", "))
 	case FAsk, FAnswer, FHold, FFollowUp, FCoderFault:
 		parts = append(parts, firstLine(f.Text))
+	case FPlanEdited:
+		if f.Text != "" {
+			parts = append(parts, "refused: "+firstLine(f.Text))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d milestones", len(f.Plan)))
+		}
 	case FRetry:
 		if f.Tier != "" {
 			parts = append(parts, "tier "+f.Tier)
@@ -377,6 +385,13 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	if err != nil || rec.Agents[who] != a.ID {
 		return
 	}
+	if a.State == wire.StateBlocked && a.Blocked != nil && !(strings.HasPrefix(who, "coder-") && a.Blocked.Kind == wire.BlockedLimit) {
+		// A prompt (or the lead's or reviewer's usage limit) waits for the user, who
+		// hears about it; nothing else of the run waits (a coder's limit benches it).
+		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
+			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
+		return
+	}
 	switch {
 	case who == "lead":
 		s.onLead(ctx, rec, a)
@@ -394,27 +409,69 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		if !a.StateAt.After(rec.Sent[who]) || !a.StateAt.After(rec.Turns[who]) {
 			return // the end of a turn from before our last message, or seen already
 		}
-		s.noteTurn(ctx, name, who, a.StateAt)
-		if m := rec.Run.CoderOf(who); m != "" {
-			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage})
+		if s.settling(ctx, name, who, a) {
+			return
 		}
-	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == "limit":
+		if m := rec.Run.CoderOf(who); m != "" {
+			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage, TurnAt: a.StateAt})
+		} else {
+			s.noteTurn(ctx, name, who, a.StateAt)
+		}
+	case a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit:
 		f := Fact{Kind: FLimited, Coder: who}
 		if a.Blocked.ResetsAt != nil {
 			f.Until = *a.Blocked.ResetsAt
 		}
 		s.apply(ctx, name, f)
-	case a.State == wire.StateBlocked && a.Blocked != nil:
-		s.notify(ctx, name, rec.Run.CoderOf(who), fmt.Sprintf("%s of run %s waits for you: %s %s — answer it with `orcr agent answer %s …`",
-			who, name, a.Blocked.Kind, a.Blocked.Detail, a.Path))
 	case a.State.Terminal():
-		if s.stoppedByUs(a.ID) {
+		if s.stoppedByUs(a.ID) || briefPending(rec, who) {
+			// Stopped by the autopilot: a brief to come replaces it (the record of
+			// who stopped it does not outlive a server killed mid-brief).
 			return
 		}
 		if rec.Run.CoderOf(who) != "" {
 			s.apply(ctx, name, Fact{Kind: FVanished, Coder: who})
 		}
 	}
+}
+
+// TurnSettle is how long the end of a turn during which a message was typed into the
+// coder waits before it counts: claude 2.1.328 puts such a message into the turn under
+// way ("The user sent a new message while you were working"), or, when the turn was
+// ending, starts the next turn with it right after. Only a turn end that no new turn
+// follows is the coder's answer (else a coder that called `run done` was told its
+// turn ended without it).
+var TurnSettle = 3 * time.Second
+
+// settling defers the turn end a of coder who when the last message to it went while
+// it worked; after TurnSettle it is handled unless a newer turn started.
+func (s *Service) settling(ctx context.Context, name, who string, a wire.Agent) bool {
+	k := name + "/" + who
+	s.mu.Lock()
+	at, busy := s.busySent[k]
+	if busy {
+		delete(s.busySent, k)
+	}
+	s.mu.Unlock()
+	if !busy || a.StateAt.Before(at) || s.ctx == nil {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.ctx.Done():
+			return // after a restart Reconcile finds the idle coder
+		case <-time.After(TurnSettle):
+		}
+		now, err := s.o.Agents.Get(s.ctx, a.ID)
+		rec, rerr := s.runs.Get(s.ctx, name)
+		if err != nil || rerr != nil || now.State != wire.StateDone || !now.StateAt.Equal(a.StateAt) {
+			return // a new turn took the message up; its own end is handled
+		}
+		s.onCoder(s.ctx, rec, who, now)
+	}()
+	return true
 }
 
 // noteTurn records the instant of a handled turn end of agent who.
@@ -435,4 +492,15 @@ func (s *Service) coderLock(name, who string) *sync.Mutex {
 		s.coderMu[k] = &sync.Mutex{}
 	}
 	return s.coderMu[k]
+}
+
+// briefPending reports a brief for coder who still to perform: its agent is about
+// to be replaced.
+func briefPending(rec Record, who string) bool {
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == ABrief && p.Action.Coder == who {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,10 @@ type world struct {
 	retries int
 	steps   int
 	log     []string
+	// edits counts plan edits; lateDeps the milestones given a dependency after
+	// they merged (an edit cannot unmerge them, so the order invariant skips them).
+	edits    int
+	lateDeps map[string]bool
 }
 
 func (w *world) head() string { w.heads++; return fmt.Sprintf("h%d", w.heads) }
@@ -111,7 +116,7 @@ func (w *world) invariants() {
 				w.fail("%s is %s and keeps coder %s", m.ID, m.State, m.Coder)
 			}
 		}
-		if m.State == Merged {
+		if m.State == Merged && !w.lateDeps[m.ID] {
 			for _, d := range m.Depends {
 				if dm, _ := w.r.Milestone(d); dm.State != Merged && !dm.FollowUp {
 					w.fail("%s merged before its dependency %s (%s)", m.ID, d, dm.State)
@@ -232,6 +237,10 @@ func (w *world) noise() {
 		{Kind: FAnswer, M: m, Text: "noise"},
 		{Kind: FTick},
 	}
+	if w.edits < 4 && w.chance(0.05) {
+		w.planEdit()
+		return
+	}
 	f := facts[w.rnd.IntN(len(facts))]
 	if f.Kind == FChecked || f.Kind == FReviewed || f.Kind == FAdvanced || f.Kind == FMergedIn {
 		// Noise results name commits no check passed, so an advance they caused
@@ -239,6 +248,64 @@ func (w *world) noise() {
 		if mm, _ := w.r.Milestone(m); mm.State == Checking || mm.State == Reviewing || mm.State == Merging {
 			return
 		}
+	}
+	w.feed(f)
+}
+
+// planEdit edits the plan as a person might: a new milestone, one removed, a new
+// dependency (on an earlier milestone, so no cycle), or a file that does not parse.
+func (w *world) planEdit() {
+	w.edits++
+	var items []PlanItem
+	for _, m := range w.r.Milestones {
+		if !m.Removed {
+			items = append(items, PlanItem{ID: m.ID, Title: m.Title, Depends: append([]string(nil), m.Depends...), Tier: m.Tier})
+		}
+	}
+	f := Fact{Kind: FPlanEdited, Hash: fmt.Sprintf("h-%d", w.steps)}
+	switch x := w.rnd.IntN(4); {
+	case x == 0 || len(items) < 2:
+		it := PlanItem{ID: fmt.Sprintf("N%d", w.edits), Title: "new", Tier: tiers[w.rnd.IntN(3)]}
+		for _, o := range items {
+			if w.chance(0.3) {
+				it.Depends = append(it.Depends, o.ID)
+			}
+		}
+		items = append(items, it)
+	case x == 1:
+		gone := items[w.rnd.IntN(len(items))].ID
+		var kept []PlanItem
+		for _, it := range items {
+			if it.ID == gone {
+				continue
+			}
+			var deps []string
+			for _, d := range it.Depends {
+				if d != gone {
+					deps = append(deps, d)
+				}
+			}
+			it.Depends = deps
+			kept = append(kept, it)
+		}
+		items = kept
+	case x == 2:
+		j := 1 + w.rnd.IntN(len(items)-1)
+		i := w.rnd.IntN(j)
+		if !slices.Contains(items[j].Depends, items[i].ID) {
+			items[j].Depends = append(items[j].Depends, items[i].ID)
+			if m, _ := w.r.Milestone(items[j].ID); m.State == Merged {
+				if w.lateDeps == nil {
+					w.lateDeps = map[string]bool{}
+				}
+				w.lateDeps[m.ID] = true
+			}
+		}
+	default:
+		f.Text = "plan.md:6: dependency cycle: M1 → M2 → M1"
+	}
+	if f.Text == "" {
+		f.Plan = items
 	}
 	w.feed(f)
 }
@@ -258,7 +325,8 @@ func randomPlan(rnd *rand.Rand) []string {
 	return specs
 }
 
-// TestPropertyRandomWorlds: random plans in random worlds never double-dispatch,
+// TestPropertyRandomWorlds: random plans in random worlds (their plans edited now and
+// then) never double-dispatch,
 // never merge unchecked work, keep coders and milestones consistent, and always come
 // to rest: every milestone merged, held or failed (or planned behind one of those),
 // and a fully merged run finished.
@@ -267,6 +335,13 @@ func TestPropertyRandomWorlds(t *testing.T) {
 	if testing.Short() {
 		seeds = 50
 	}
+	edits := 0
+	defer func() {
+		t.Logf("%d plan edits in %d worlds", edits, seeds)
+		if !t.Failed() && edits < seeds/10 {
+			t.Errorf("only %d plan edits in %d worlds: the worlds hardly edit their plans", edits, seeds)
+		}
+	}()
 	for seed := range seeds {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 7))
 		w := &world{t: t, rnd: rnd, now: t0, okHeads: map[string]map[string]bool{}}
@@ -300,6 +375,7 @@ func TestPropertyRandomWorlds(t *testing.T) {
 			}
 			break
 		}
+		edits += w.edits
 		allMerged := true
 		for _, m := range w.r.Milestones {
 			switch m.State {

@@ -66,10 +66,13 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 		}
 		// With no merge under way, the next merge finds the ref moved and holds.
 	}
-	briefing := map[string]bool{} // a brief still to perform makes the branch
+	// A brief still to perform makes the branch and starts the coder (or finds the
+	// one a server killed mid-brief started): neither is missing yet.
+	briefing := map[string]bool{}
 	for _, p := range rec.Outbox {
 		if p.Action.Kind == ABrief {
 			briefing[p.Action.M] = true
+			briefing[p.Action.M+"/"+p.Action.Coder] = true
 		}
 	}
 	for _, m := range r.Milestones {
@@ -80,7 +83,7 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 			out = append(out, Fact{Kind: FHold, M: m.ID, Text: fmt.Sprintf("its branch %s does not exist any more", MilestoneBranch(r.Name, m.ID))})
 			continue
 		}
-		if m.Coder == "" {
+		if m.Coder == "" || briefing[m.ID+"/"+m.Coder] {
 			continue
 		}
 		a := o.Agents[m.Coder]
@@ -88,7 +91,7 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 		case !a.Exists || !a.Live:
 			out = append(out, Fact{Kind: FLost, Coder: m.Coder})
 		case a.Idle && (m.State == Building || m.State == Fixing) && a.TurnAt.After(turns[m.Coder]):
-			out = append(out, Fact{Kind: FTurnEnded, M: m.ID, Coder: m.Coder})
+			out = append(out, Fact{Kind: FTurnEnded, M: m.ID, Coder: m.Coder, TurnAt: a.TurnAt})
 		}
 	}
 	return out

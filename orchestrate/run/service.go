@@ -54,6 +54,9 @@ type Options struct {
 	GitEnv []string
 	Logger *slog.Logger
 	Now    func() time.Time
+	// PlanPoll is how often the plan files of open runs are looked at for edits
+	// (default 2 s; `run status` looks at once).
+	PlanPoll time.Duration
 }
 
 // Service implements core.RunService.
@@ -67,6 +70,8 @@ type Service struct {
 	timers   map[string]*time.Timer // per run: the next tick
 	coderMu  map[string]*sync.Mutex // "run/coder": messages to one agent in order
 	stopped  map[string]bool        // agent ids the autopilot stopped itself
+	// busySent is when a message went to a coder ("run/coder") that was working.
+	busySent map[string]time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -86,8 +91,12 @@ func NewService(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.PlanPoll <= 0 {
+		o.PlanPoll = 2 * time.Second
+	}
 	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
-		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{}}, nil
+		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{},
+		busySent: map[string]time.Time{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
@@ -118,8 +127,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 		s.resume(ctx, rec)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.follow(evs)
+	go s.pollPlans()
 	return nil
 }
 
@@ -144,7 +154,6 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 		if f.Kind == FTurnEnded {
 			if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
 				f.Text = a.LastMessage
-				s.noteTurn(ctx, rec.Run.Name, f.Coder, a.StateAt)
 			}
 		}
 		if _, err := s.apply(ctx, rec.Run.Name, f); err != nil {
@@ -274,6 +283,9 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
 		Check: check, CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
+	if err := s.keepPlan(p.Name, src); err != nil {
+		return wire.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
+	}
 	rec, err = s.runs.Create(ctx, rec, initial, now)
 	if err != nil {
 		return wire.RunView{}, err
@@ -308,6 +320,9 @@ func (s *Service) RunStatus(ctx context.Context, name string) (wire.RunView, err
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
 		return wire.RunView{}, err
+	}
+	if next, changed := s.checkPlan(ctx, rec); changed {
+		rec = next // an edit a moment ago is in the answer
 	}
 	return s.view(rec), nil
 }
@@ -400,8 +415,15 @@ func (s *Service) fromCaller(ctx context.Context, op string, p wire.RunCallerPar
 		return wire.RunMilestone{}, err
 	}
 	m, _ := rec.Run.Milestone(p.Milestone)
-	if m.Coder != who && m.Author != who {
-		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is not yours any more (it is with %s): your %s was ignored", m.ID, name, orNone(m.Coder), op)
+	if m.Coder != who {
+		// A stale report: the work was taken from this coder (handed on, held) or
+		// has moved past it. Step logged it as ignored; the caller hears why.
+		with := ""
+		if m.Coder != "" {
+			with = " with " + m.Coder
+		}
+		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is %s%s, not with you (%s) any more: your %s was ignored; see `orcr run status %s`",
+			m.ID, name, m.State, with, who, op, name)
 	}
 	return s.milestoneView(rec, m), nil
 }

@@ -112,6 +112,9 @@ func (s *stepper) apply(f Fact) error {
 	case FLimited, FVanished, FCoderFault, FLost:
 		s.coderTrouble(f)
 		return nil
+	case FPlanEdited:
+		s.planEdited(f)
+		return nil
 	}
 	m := s.ms(f.M)
 	if m == nil {
@@ -235,6 +238,9 @@ func (s *stepper) holdNow(m *Milestone, why string) {
 func (s *stepper) retry(m *Milestone, tier string) error {
 	if m.State != Held && m.State != Failed {
 		return s.refuse(m, "retry", "only a held or failed milestone can be retried")
+	}
+	if m.Removed {
+		return s.refuse(m, "retry", "it was removed from the plan; put it back in the plan file first")
 	}
 	if tier != "" {
 		if !validTier(tier) {
@@ -845,7 +851,7 @@ func (s *stepper) finish() {
 		return
 	}
 	for _, m := range s.r.Milestones {
-		if m.State != Merged {
+		if m.State != Merged && !(m.Removed && (m.State == Held || m.State == Failed)) {
 			return
 		}
 	}

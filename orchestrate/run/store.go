@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -166,6 +167,15 @@ func withEntry(rec Record, e Entry) Record {
 	}
 	if e.Type == EntryDid {
 		rec.Outbox = slices.DeleteFunc(rec.Outbox, func(p Pending) bool { return p.Ref() == e.Ref })
+	}
+	if f := e.Fact; f != nil && f.Kind == FTurnEnded && f.Coder != "" && f.TurnAt.After(rec.Turns[f.Coder]) {
+		// The turn end is handled in the same write that logs it (Reconcile and
+		// the event follower skip turn ends up to Turns).
+		rec.Turns = maps.Clone(rec.Turns)
+		if rec.Turns == nil {
+			rec.Turns = map[string]time.Time{}
+		}
+		rec.Turns[f.Coder] = f.TurnAt
 	}
 	return rec
 }

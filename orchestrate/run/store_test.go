@@ -100,6 +100,16 @@ func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
 	if list, err := rs.List(ctx); err != nil || len(list) != 1 {
 		t.Fatalf("list %v %d", err, len(list))
 	}
+	// A turn end is handled in the write that logs it, also when a crash left the
+	// entry for the replay: the follower and Reconcile never feed it twice.
+	turnAt := t0.Add(4 * time.Second)
+	if err := rs.append(ctx, "demo", Entry{Seq: 6, At: turnAt, Type: EntryFact,
+		Fact: &Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", TurnAt: turnAt}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = rs.Get(ctx, "demo"); err != nil || !rec.Turns["coder-1"].Equal(turnAt) || rec.Seq != 6 {
+		t.Fatalf("turn end replayed: %v turns %v seq %d", err, rec.Turns, rec.Seq)
+	}
 	if err := rs.Delete(ctx, "demo"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +156,14 @@ func TestReconcile(t *testing.T) {
 	// The turn end was handled already: not again.
 	if got := Reconcile(rec, o, map[string]time.Time{bCoder: turnAt}); len(got) != 2 {
 		t.Fatalf("handled turn fed again: %+v", got)
+	}
+	// Killed between C's dispatch and its coder's spawn: the brief is still to do,
+	// so C's coder (not recorded yet, maybe not started) is not lost — the brief
+	// starts it or finds the one started.
+	briefed := rec
+	briefed.Outbox = []Pending{{Seq: 9, Action: Action{Kind: ABrief, M: "C", Coder: cCoder}}}
+	if got := Reconcile(briefed, o, map[string]time.Time{bCoder: turnAt}); len(got) != 1 || got[0].Kind != FAdvanced {
+		t.Fatalf("a coder whose brief is pending taken for lost: %+v", got)
 	}
 	// Moved by hand while the merge was under way; a branch deleted.
 	o.Feature, o.Advance = "hand", "sq1"

@@ -95,6 +95,9 @@ type Milestone struct {
 	TierUp bool `json:"tierUp,omitempty"`
 	// FollowUp: a `run fix` job after the milestone was merged.
 	FollowUp bool `json:"followUp,omitempty"`
+	// Removed: taken out of the plan while under way; it is held and no longer
+	// keeps the run from finishing.
+	Removed bool `json:"removed,omitempty"`
 
 	// Head is the commit of the milestone branch under check, review or merge;
 	// Checked the one whose check passed; MergeHead the milestone branch with the
@@ -148,6 +151,11 @@ type Run struct {
 	// feature/NAME; "done" when it passed (the summary is written); "failed".
 	Finish  string `json:"finish,omitempty"`
 	Stopped bool   `json:"stopped,omitempty"`
+	// PlanHash is the sha256 of the plan file as the run last took it in (an edit
+	// applied or refused); "" until the first edit (the approved hash holds).
+	PlanHash string `json:"planHash,omitempty"`
+	// PlanNote says what the last edit of the plan did, for `run status`.
+	PlanNote string `json:"planNote,omitempty"`
 }
 
 // FactKind names a fact.
@@ -182,9 +190,22 @@ const (
 	FMoved      FactKind = "moved"       // feature/NAME was not where the run left it (Head: where it is)
 	FFinalCheck FactKind = "final-check" // the check on feature/NAME after all merged: OK, Text
 
+	// FPlanEdited: the plan file changed after the run started (Hash: its sha256).
+	// Plan is the new plan's milestones when it parses; Text the errors when it does
+	// not (the run keeps the plan it had).
+	FPlanEdited FactKind = "plan-edited"
+
 	// FTick lets time pass: benches expire, ready work starts by itself.
 	FTick FactKind = "tick"
 )
+
+// PlanItem is one milestone of an edited plan, as the run takes it in.
+type PlanItem struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	Depends []string `json:"depends,omitempty"`
+	Tier    string   `json:"tier"`
+}
 
 // Fact is one input of Step. It is a flat value so the event log stores it as is.
 type Fact struct {
@@ -201,6 +222,11 @@ type Fact struct {
 	Tier    string    `json:"tier,omitempty"`
 	Verdict *Verdict  `json:"verdict,omitempty"`
 	Until   time.Time `json:"until,omitzero"`
+	// TurnAt is the instant the coder's turn ended (turn-ended): logged with the
+	// fact, so a turn end is handled exactly once across a crash.
+	TurnAt time.Time  `json:"turnAt,omitzero"`
+	Hash   string     `json:"hash,omitempty"`
+	Plan   []PlanItem `json:"plan,omitempty"`
 }
 
 // Verdict is what the reviewer said (ParseReview).

@@ -65,3 +65,22 @@ func NeedRoot(t testing.TB, why string) {
 		missing(t, "needs root to "+why+" (CI runs the suite as root)")
 	}
 }
+
+// ScriptedClaude readies the claude CLI to run unattended against the scripted model
+// server at url (reference/agent-clis.md §7): a config dir under dir with onboarding
+// done (orcr pre-accepts each workspace's trust itself), and the environment for the
+// orcr server whose panes run it — the binary, that config dir, the server's URL, a
+// token, no updater or side traffic. A missing CLI fails or skips the test (Find).
+func ScriptedClaude(t testing.TB, dir, url string) []string {
+	t.Helper()
+	bin := Find(t, "claude", "ORCR_CLAUDE_BIN")
+	cfg := filepath.Join(dir, "claude-config")
+	if err := os.MkdirAll(cfg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"ORCR_CLAUDE_BIN=" + bin, "CLAUDE_CONFIG_DIR=" + cfg, "ANTHROPIC_BASE_URL=" + url,
+		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}

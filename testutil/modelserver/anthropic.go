@@ -16,6 +16,11 @@ func (s *Server) anthropic(w http.ResponseWriter, req *Request, body map[string]
 	if t.Limit != nil {
 		return anthropicLimit(w, t.Limit)
 	}
+	if f := t.Fail; f != nil {
+		w.Header().Set("x-should-retry", "false")
+		return writeJSON(w, f.Status, map[string]any{"type": "error",
+			"error": map[string]any{"type": f.Type, "message": f.Message}})
+	}
 	model := modelOf(body, t)
 	id := s.id("msg")
 	usage := map[string]any{

@@ -3,6 +3,7 @@ package modelserver
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -49,4 +50,75 @@ func ClaudePlan(plan string, u Usage) Turn {
 // ClaudeExitPlan asks claude to leave plan mode with the plan it wrote.
 func ClaudeExitPlan(u Usage) Turn {
 	return Turn{ToolCalls: []ToolCall{{Name: "ExitPlanMode", Input: map[string]any{}}}, Usage: u}
+}
+
+var cwdRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`Primary working directory: ([^\s"\\]+)`)
+})
+
+// ClaudeCwd is the working directory claude 2.1.x names in its environment notes
+// ("Primary working directory: <path>", in the system prompt or, in 2.1.328, a
+// system message), "" when the request names none: the key to route the requests of
+// several claude agents sharing one server (Route).
+func ClaudeCwd(r Request) string {
+	var body struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return ""
+	}
+	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+		if m := cwdRE().FindSubmatch(raw); m != nil {
+			return string(m[1])
+		}
+	}
+	return ""
+}
+
+// LastUser is the text of the last user message of a Messages API request: typed
+// text, text blocks and the content of tool results (what the CLI sent back after
+// running a tool), one per line.
+func (r Request) LastUser() string {
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if r.JSON(&body) != nil {
+		return ""
+	}
+	for i := len(body.Messages) - 1; i >= 0; i-- {
+		if m := body.Messages[i]; m.Role == "user" {
+			return contentText(m.Content)
+		}
+	}
+	return ""
+}
+
+// contentText flattens a message's content (a string or blocks) into its text.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &blocks)
+	var out []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			out = append(out, b.Text)
+		case "tool_result":
+			if len(b.Content) > 0 {
+				out = append(out, contentText(b.Content))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }

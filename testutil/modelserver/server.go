@@ -8,6 +8,7 @@
 package modelserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,6 +50,14 @@ type LimitError struct {
 	Claim string
 }
 
+// APIError is a scripted error response: the HTTP status and the provider's error
+// type and message.
+type APIError struct {
+	Status  int
+	Type    string // e.g. invalid_request_error
+	Message string
+}
+
 // Turn is one scripted model response, consumed by the next conversation request.
 type Turn struct {
 	Text      string
@@ -59,6 +68,9 @@ type Turn struct {
 	Delay time.Duration
 	// Limit answers with a 429 usage-limit error instead of a reply.
 	Limit *LimitError
+	// Fail answers with an API error instead of a reply (e.g. a 400 the CLI does not
+	// retry: its turn ends failed, with no message).
+	Fail *APIError
 	// Headers are added to the response (e.g. rate-limit readings).
 	Headers map[string]string
 	// Model overrides the model name echoed back.
@@ -83,9 +95,11 @@ type Request struct {
 	Body   []byte
 	// Stream is the body's "stream" flag.
 	Stream bool
-	// Scripted says the request consumed a scripted turn (Turn is its index).
+	// Scripted says the request consumed a scripted turn (Turn is its index in its
+	// script). Script is the key of the script it was routed to ("" for the main one).
 	Scripted bool
 	Turn     int
+	Script   string
 	// Status is the HTTP status sent.
 	Status int
 }
@@ -110,6 +124,17 @@ type Server struct {
 	def  Turn
 	seq  int
 	done chan struct{}
+	// route names the script of a conversation request (Route); routed are those
+	// scripts by key, and changed is closed (and replaced) whenever one grows.
+	route   func(Request) string
+	routed  map[string]*routedScript
+	changed chan struct{}
+}
+
+// routedScript is one routed script and how far it has been played.
+type routedScript struct {
+	turns []Turn
+	next  int
 }
 
 // Start starts a server playing script. Close it when done.
@@ -124,6 +149,9 @@ func Start(script ...Turn) (*Server, error) {
 		turn: script,
 		def:  Turn{Text: "ok", Usage: Usage{Input: 1, Output: 1}},
 		done: make(chan struct{}),
+
+		routed:  map[string]*routedScript{},
+		changed: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
@@ -147,6 +175,46 @@ func (s *Server) Push(turns ...Turn) {
 	s.mu.Lock()
 	s.turn = append(s.turn, turns...)
 	s.mu.Unlock()
+}
+
+// Route makes the server play several scripts at once, one per agent, when several
+// CLIs share it: key names the script of each conversation request ("" is the main
+// script, Push). A routed script that has run out holds its next request until
+// PushTo gives it a turn (or the client gives up, or the server closes), so a test
+// can let one agent go on only once another has got somewhere. key runs with the
+// server's lock held, so it must not call the server.
+func (s *Server) Route(key func(Request) string) {
+	s.mu.Lock()
+	s.route = key
+	s.mu.Unlock()
+}
+
+// PushTo appends turns to the routed script key (see Route).
+func (s *Server) PushTo(key string, turns ...Turn) {
+	if key == "" {
+		s.Push(turns...)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc := s.routed[key]
+	if sc == nil {
+		sc = &routedScript{}
+		s.routed[key] = sc
+	}
+	sc.turns = append(sc.turns, turns...)
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// PlayedOf is how many turns of the routed script key have been consumed.
+func (s *Server) PlayedOf(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc := s.routed[key]; sc != nil {
+		return sc.next
+	}
+	return 0
 }
 
 // SetDefault changes the reply for unscripted requests.
@@ -185,22 +253,55 @@ func conversation(body map[string]any) bool {
 	return len(tools) > 0
 }
 
-func (s *Server) pick(req *Request, body map[string]any) Turn {
+func (s *Server) pick(ctx context.Context, req *Request, body map[string]any) Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	if conversation(body) && s.next < len(s.turn) {
-		t := s.turn[s.next]
-		if t.Match == nil || t.Match(*req) {
-			req.Scripted, req.Turn = true, s.next
-			s.next++
-			if t.Build != nil {
-				t = t.Build(*req)
-			}
-			return t
+	if !conversation(body) {
+		return s.def
+	}
+	if s.route != nil {
+		req.Script = s.route(*req)
+	}
+	if req.Script == "" {
+		return s.take(req, &s.turn, &s.next)
+	}
+	for {
+		sc := s.routed[req.Script]
+		if sc != nil && sc.next < len(sc.turns) {
+			return s.take(req, &sc.turns, &sc.next)
+		}
+		// Out of turns: hold the request until the test pushes more.
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+			s.mu.Lock()
+		case <-ctx.Done():
+			s.mu.Lock()
+			return s.def
+		case <-s.done:
+			s.mu.Lock()
+			return s.def
 		}
 	}
-	return s.def
+}
+
+// take plays the next turn of a script when it matches req, else the default reply.
+func (s *Server) take(req *Request, turns *[]Turn, next *int) Turn {
+	if *next >= len(*turns) {
+		return s.def
+	}
+	t := (*turns)[*next]
+	if t.Match != nil && !t.Match(*req) {
+		return s.def
+	}
+	req.Scripted, req.Turn = true, *next
+	*next++
+	if t.Build != nil {
+		t = t.Build(*req)
+	}
+	return t
 }
 
 func (s *Server) record(req Request) {
@@ -243,7 +344,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.record(req)
 		return
 	}
-	t := s.pick(&req, body)
+	t := s.pick(r.Context(), &req, body)
 	if t.Delay > 0 {
 		select {
 		case <-time.After(t.Delay):

@@ -136,3 +136,67 @@ func TestResponsesStream(t *testing.T) {
 		t.Fatalf("unknown route %d", r.StatusCode)
 	}
 }
+
+// TestRouteHoldsUntilPushed: requests of several agents sharing the server play their
+// own scripts by key; one whose script ran out waits for PushTo, the others go on.
+func TestRouteHoldsUntilPushed(t *testing.T) {
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Route(ClaudeCwd)
+	s.PushTo("/w/a", Turn{Text: "a1"})
+	req := func(cwd, user string) string {
+		return `{"model":"m","stream":false,"system":[{"type":"text","text":"Primary working directory: ` + cwd + `\nIs a git repo: yes"}],` +
+			`"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"` + user + `"}]}]` + tools + `}`
+	}
+	_, body := post(t, s.URL+"/v1/messages", req("/w/a", "first"))
+	if !strings.Contains(body, `"text":"a1"`) {
+		t.Fatalf("a's first request: %s", body)
+	}
+	// b has no turns yet: its request waits while a's next one is answered.
+	got := make(chan string, 1)
+	go func() { _, b := post(t, s.URL+"/v1/messages", req("/w/b", "hello b")); got <- b }()
+	s.PushTo("/w/a", Turn{Text: "a2"})
+	if _, body := post(t, s.URL+"/v1/messages", req("/w/a", "second")); !strings.Contains(body, `"text":"a2"`) {
+		t.Fatalf("a's second request: %s", body)
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("b was answered before it had a turn: %s", b)
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.PushTo("/w/b", Turn{Text: "b1"})
+	if b := <-got; !strings.Contains(b, `"text":"b1"`) {
+		t.Fatalf("b: %s", b)
+	}
+	if s.PlayedOf("/w/a") != 2 || s.PlayedOf("/w/b") != 1 || s.Played() != 0 {
+		t.Fatalf("played a %d b %d main %d", s.PlayedOf("/w/a"), s.PlayedOf("/w/b"), s.Played())
+	}
+	for _, r := range s.Requests() {
+		if r.Script == "/w/b" && (r.LastUser() != "hello b" || r.Turn != 0 || !r.Scripted) {
+			t.Fatalf("b's request logged as %q turn %d scripted %v", r.LastUser(), r.Turn, r.Scripted)
+		}
+	}
+	// A held request ends when the server closes.
+	s.mu.Lock()
+	seq := s.seq
+	s.mu.Unlock()
+	go func() { http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(req("/w/c", "never"))) }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		in := s.seq > seq
+		s.mu.Unlock()
+		if in || time.Now().After(deadline) {
+			break
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs on a held request")
+	}
+}

@@ -1,0 +1,221 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/wait"
+)
+
+// TestAutonomy: coders and the lead accept edits with their allow-list; the reviewer
+// gets its list but no edits (a read-only checkout does not stop root), in claude's
+// classic prompt mode rather than 2.1.328's default auto mode; the mode comes after
+// the variadic list so the prompt is not taken for a tool.
+func TestAutonomy(t *testing.T) {
+	coder := autonomy("claude", []string{"git add", "orcr run", checkPrefix("sh check.sh --all")}, true)
+	if got := strings.Join(coder, " "); got != "--allowedTools Bash(git add:*) Bash(orcr run:*) Bash(sh check.sh:*) --permission-mode acceptEdits" {
+		t.Fatalf("coder argv %q", got)
+	}
+	rev := autonomy("claude", []string{"git diff"}, false)
+	if got := strings.Join(rev, " "); got != "--allowedTools Bash(git diff:*) --permission-mode default" {
+		t.Fatalf("reviewer argv %q", got)
+	}
+	for _, bad := range []string{"acceptEdits", "bypassPermissions", "--dangerously-skip-permissions", "auto"} {
+		if slices.Contains(rev, bad) || slices.Contains(coder, bad) && bad != "acceptEdits" {
+			t.Fatalf("%s in %q / %q", bad, coder, rev)
+		}
+	}
+	if got := strings.Join(autonomy("codex", nil, false), " "); got != "--sandbox read-only --ask-for-approval on-request" {
+		t.Fatalf("codex reviewer %q", got)
+	}
+	if got := strings.Join(autonomy("codex", nil, true), " "); got != "--sandbox workspace-write --ask-for-approval on-request" {
+		t.Fatalf("codex coder %q", got)
+	}
+	if autonomy("shell", []string{"git add"}, true) != nil {
+		t.Fatal("shell coders take no autonomy flags")
+	}
+}
+
+// fakeAgents is the kernel's agent side as the autopilot sees it, recording calls.
+type fakeAgents struct {
+	mu     sync.Mutex
+	agents map[string]wire.Agent
+	calls  []string
+}
+
+func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := wire.Agent{ID: fmt.Sprintf("a%d", len(f.agents)+1), Path: p.Path, Cwd: p.Cwd, Prompt: p.Prompt, State: wire.StateWorking}
+	f.agents[a.ID] = a
+	f.calls = append(f.calls, "run "+p.Path)
+	return a, nil
+}
+
+func (f *fakeAgents) Get(_ context.Context, id string) (wire.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a, ok := f.agents[id]; ok {
+		return a, nil
+	}
+	return wire.Agent{}, wire.Errorf(wire.CodeNotFound, "no agent %s", id)
+}
+
+func (f *fakeAgents) Send(_ context.Context, p wire.SendParams) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "send "+p.Target)
+	return nil
+}
+
+func (f *fakeAgents) Kill(_ context.Context, p wire.KillParams) (wire.KillResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.agents[p.Glob]
+	a.State = wire.StateKilled
+	f.agents[p.Glob] = a
+	f.calls = append(f.calls, "kill "+p.Glob)
+	return wire.KillResult{}, nil
+}
+
+func (f *fakeAgents) Subscribe(context.Context, wire.SubscribeParams) (<-chan wire.Event, error) {
+	return nil, nil
+}
+
+type fakeKernel struct{}
+
+func (fakeKernel) Publish(_ context.Context, ev wire.Event) (wire.Event, error) { return ev, nil }
+func (fakeKernel) CallerAgent(context.Context) (*wire.Agent, error)             { return nil, nil }
+func (fakeKernel) Readmit()                                                     {}
+
+// TestEachReviewIsAFreshReviewer: a review goes to a new reviewer agent, never typed
+// into the one that gave the last verdict — whose last message stays that verdict
+// through a turn that fails or says nothing, and would read as approval. The same
+// review performed again while it is under way (after a restart) starts nothing.
+func TestEachReviewIsAFreshReviewer(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	head, _ := g.Rev(ctx, "HEAD")
+	fa := &fakeAgents{agents: map[string]wire.Agent{}}
+	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: t.TempDir(), GitEnv: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, 2, true, "M1::small", "M2::small")
+	rec, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Reviewer: "claude", Check: "true"}, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reviewer approved M1 and is done, live.
+	fa.agents["old"] = wire.Agent{ID: "old", Path: AgentPath("demo", "reviewer"), State: wire.StateDone, LastMessage: "VERDICT: approve"}
+	rec, _ = s.runs.Update(ctx, "demo", func(r *Record) { r.Agents = map[string]string{"reviewer": "old"} })
+
+	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ = s.runs.Get(ctx, "demo")
+	fresh := rec.Agents["reviewer"]
+	if got := strings.Join(fa.calls, ", "); got != "kill old, run runs/demo/reviewer" || fresh == "old" {
+		t.Fatalf("calls %q, reviewer %s: the review was not a fresh agent", got, fresh)
+	}
+	if a, _ := fa.Get(ctx, fresh); a.LastMessage != "" || !strings.Contains(a.Prompt, "You review milestone M2") {
+		t.Fatalf("fresh reviewer %+v", a)
+	}
+	// Performed again while that review is under way: nothing new.
+	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fa.calls) != 2 {
+		t.Fatalf("the review under way was restarted: %q", fa.calls)
+	}
+	// Its turn ended without a verdict: the retry is a fresh agent again.
+	a := fa.agents[fresh]
+	a.State = wire.StateDone
+	fa.agents[fresh] = a
+	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head, Text: "retry"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fa.calls[2:], ", "); got != "kill "+fresh+", run runs/demo/reviewer" {
+		t.Fatalf("retry calls %q", got)
+	}
+}
+
+// TestTurnEndAfterABusySend: a message typed into a coder while it works (a check
+// failure arriving as the turn that called `run done` ends) is either taken up in
+// that turn or starts the next one. The turn end waits TurnSettle: if a new turn
+// started meanwhile, it is not the coder's answer and no "your turn ended without
+// `run done`" goes out; if none did, it counts.
+func TestTurnEndAfterABusySend(t *testing.T) {
+	defer func(d time.Duration) { TurnSettle = d }(TurnSettle)
+	TurnSettle = 100 * time.Millisecond
+	ctx := context.Background()
+	fa := &fakeAgents{agents: map[string]wire.Agent{}}
+	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: t.TempDir(), GitEnv: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.Close()
+	// Two coders, each in a check-fix round (their done had no commits).
+	r := newRun(t, 2, false, "M1::small", "M2::small")
+	for _, f := range []Fact{{Kind: FDispatch, M: "M1"}, {Kind: FDispatch, M: "M2"},
+		{Kind: FDone, M: "M1", Coder: "coder-1"}, {Kind: FDone, M: "M2", Coder: "coder-2"}} {
+		if r, _, err = Step(r, f, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: t.TempDir(), Check: "true",
+		Agents: map[string]string{"coder-1": "c1", "coder-2": "c2"}}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c1", "c2"} {
+		fa.agents[id] = wire.Agent{ID: id, State: wire.StateWorking, StateAt: time.Now()}
+	}
+	for _, who := range []string{"coder-1", "coder-2"} {
+		if err := s.send(ctx, "demo", who, "The check failed for …"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turnEnds := func(coder string) int {
+		es, _ := s.runs.Events(ctx, "demo", 0, 0)
+		n := 0
+		for _, e := range es {
+			if e.Fact != nil && e.Fact.Kind == FTurnEnded && e.Fact.Coder == coder {
+				n++
+			}
+		}
+		return n
+	}
+	end := func(id, who string) {
+		a := fa.agents[id]
+		a.State, a.StateAt = wire.StateDone, time.Now().Add(time.Millisecond)
+		fa.mu.Lock()
+		fa.agents[id] = a
+		fa.mu.Unlock()
+		rec, _ := s.runs.Get(ctx, "demo")
+		s.onCoder(ctx, rec, who, a)
+	}
+	end("c2", "coder-2") // first, so its wait is over before coder-1's
+	end("c1", "coder-1")
+	if turnEnds("coder-1")+turnEnds("coder-2") != 0 {
+		t.Fatal("a turn end right after a busy send counted at once")
+	}
+	// coder-2 starts the next turn with the message; coder-1 stays done.
+	fa.mu.Lock()
+	a := fa.agents["c2"]
+	a.State, a.StateAt = wire.StateWorking, time.Now().Add(2*time.Millisecond)
+	fa.agents["c2"] = a
+	fa.mu.Unlock()
+	if !wait.Until(5*time.Second, func() bool { return turnEnds("coder-1") == 1 }) {
+		t.Fatal("coder-1's turn end never counted")
+	}
+	if n := turnEnds("coder-2"); n != 0 {
+		t.Fatalf("coder-2's turn end counted %d times though a new turn took the message up", n)
+	}
+}
