@@ -8,20 +8,9 @@ import (
 	"time"
 )
 
-// Stop sends cmd's process SIGTERM and waits up to grace for it to exit; past that it
-// kills the process and its process group (when it leads one) and waits for it.
-// cmd must have been started and not yet waited for.
-func Stop(cmd *exec.Cmd, grace time.Duration) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	StopWaited(cmd, done, grace)
-}
-
-// StopWaited is Stop for a process whose Wait another goroutine owns: exited is
-// closed when that Wait returns.
+// StopWaited sends cmd's process SIGTERM and waits up to grace for it to exit; past
+// that it kills the process and its process group (when it leads one). Another
+// goroutine owns cmd's Wait: exited is closed when that Wait returns.
 func StopWaited(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
 	if cmd == nil || cmd.Process == nil {
 		return

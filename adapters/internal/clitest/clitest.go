@@ -109,10 +109,6 @@ func Start(t *testing.T, plan core.LaunchPlan, env []string, cwd string, agent w
 	return r
 }
 
-// Pane is the pane id; Host the pty host.
-func (r *Run) Pane() string    { return r.pane }
-func (r *Run) Host() *pty.Host { return r.host }
-
 // Screen reads the pane.
 func (r *Run) Screen() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
