@@ -53,11 +53,15 @@ type globTok struct {
 
 type globProg struct {
 	toks []globTok // len(pattern)+1 entries; toks[len] is tEnd; positions inside a class are unused
+	// reversed is the first class range whose end comes before its start ("z-a"), which
+	// ParseGlob refuses: it matches nothing, and doublestar reads it differently.
+	reversed string
 }
 
 // compileGlob builds the program for a pattern doublestar.ValidatePattern accepted and that has
 // no '\\' (ParseGlob refuses escapes).
 func compileGlob(p string) *globProg {
+	prog := &globProg{}
 	toks := make([]globTok, len(p)+1)
 	toks[len(p)] = globTok{kind: tEnd}
 	var opens []int // stack of open '{' positions
@@ -84,6 +88,9 @@ func compileGlob(p string) *globProg {
 				if last >= 0 && r == '-' && p[j] != ']' {
 					hi, n := utf8.DecodeRuneInString(p[j:])
 					j += n
+					if hi < last && prog.reversed == "" {
+						prog.reversed = string(last) + "-" + string(hi)
+					}
 					t.set[len(t.set)-1][1] = hi
 					last = -1
 					continue
@@ -121,7 +128,8 @@ func compileGlob(p string) *globProg {
 			i += n
 		}
 	}
-	return &globProg{toks: toks}
+	prog.toks = toks
+	return prog
 }
 
 // classHas reports whether a class matches r. No class matches '/', so "[!a]" stays inside one

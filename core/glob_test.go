@@ -181,3 +181,15 @@ func BenchmarkGlobTypical(b *testing.B) {
 		g.Match("review/auth/sec/tests")
 	}
 }
+
+// TestGlobReversedRange: "[z-a]" is refused with the range named (the fuzzer found
+// doublestar reading "[1-0]" as matching "1").
+func TestGlobReversedRange(t *testing.T) {
+	_, err := ParseGlob("", "a/[1-0]")
+	if err == nil || !strings.Contains(err.Error(), "the range [1-0] is reversed") {
+		t.Fatalf("reversed range: %v", err)
+	}
+	if _, err := ParseGlob("", "a/[0-1]"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -123,6 +123,10 @@ func ParseGlob(scope, g string) (Glob, error) {
 	g2 := Glob{pattern: abs, literal: lit}
 	if !lit {
 		g2.prog = compileGlob(abs)
+		if r := g2.prog.reversed; r != "" {
+			return Glob{}, &wire.Error{Code: wire.CodeInvalidGlob,
+				Message: fmt.Sprintf("invalid glob %q: the range [%s] is reversed; write it low to high", g, r)}
+		}
 	}
 	return g2, nil
 }
