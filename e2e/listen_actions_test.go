@@ -304,7 +304,7 @@ lead = "claude:claude-opus-5"
 	if b, _ := os.ReadFile(file); string(b) != draft {
 		t.Fatalf("the lead did not write the plan: %q", b)
 	}
-	reqs := conversation(srv.Requests())
+	reqs := modelserver.Conversation(srv.Requests())
 	if len(reqs) == 0 || !strings.Contains(lastUserText(t, reqs[0]), "into the contacts table") {
 		t.Fatal("the issue is not in the lead's first request")
 	}

@@ -168,7 +168,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	p = waitPlan(t, e, 200*time.Second, "the fixed redraft", func(r wire.PlanGetResult) bool {
 		return r.Plan.State == "drafted" && len(r.Milestones) == 3
 	})
-	reqs := conversation(srv.Requests()[before:])
+	reqs := modelserver.Conversation(srv.Requests()[before:])
 	if len(reqs) < 6 {
 		t.Fatalf("%d conversation requests after the rejection", len(reqs))
 	}
@@ -316,7 +316,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 		t.Fatalf("the lead was not started again: %s (was %s) at %s", p.Plan.LeadID, old, p.Plan.LeadPath)
 	}
 	var reqs []modelserver.Request
-	for _, r := range conversation(srv.Requests()) {
+	for _, r := range modelserver.Conversation(srv.Requests()) {
 		if r.At.After(rejectedAt) {
 			reqs = append(reqs, r)
 		}
@@ -458,21 +458,6 @@ func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(wire
 		t.Fatalf("timed out waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
 	}
 	return last
-}
-
-// conversation keeps the requests that are the lead's conversation (they carry the
-// CLI's tools), not side requests.
-func conversation(reqs []modelserver.Request) []modelserver.Request {
-	var out []modelserver.Request
-	for _, r := range reqs {
-		var body struct {
-			Tools []any `json:"tools"`
-		}
-		if r.JSON(&body) == nil && len(body.Tools) > 0 {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // lastUserText is the text of the last user message of a Messages API request.

@@ -310,7 +310,7 @@ func (r *runRig) dump() {
 		}
 	}
 	for _, q := range r.models.Requests() {
-		if len(conversation([]modelserver.Request{q})) == 1 {
+		if len(modelserver.Conversation([]modelserver.Request{q})) == 1 {
 			t.Logf("request %q (cwd %s) turn %d scripted %v status %d: %.300q", q.Script, modelserver.ClaudeCwd(q), q.Turn, q.Scripted, q.Status, q.LastUser())
 		}
 	}

@@ -84,7 +84,7 @@ func testClaudeSend(t *testing.T, host string) {
 			return a.State == wire.StateDone && a.LastMessage == reply
 		})
 		var got string
-		for _, r := range conversationRequests(srv.Requests()) {
+		for _, r := range modelserver.Conversation(srv.Requests()) {
 			if r.Scripted && r.Turn == i+1 {
 				got = lastUserMessage(t, r)
 			}
@@ -105,7 +105,7 @@ func testClaudeSend(t *testing.T, host string) {
 	e.waitAgent("send/a", 60*time.Second, "the steer taken", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "steered"
 	})
-	if got := lastUserMessage(t, conversationRequests(srv.Requests())[len(msgs)+2]); !strings.Contains(got, "steer while working") {
+	if got := lastUserMessage(t, modelserver.Conversation(srv.Requests())[len(msgs)+2]); !strings.Contains(got, "steer while working") {
 		t.Fatalf("the steer reached the model as %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.home, "orcr.log")); err == nil {
@@ -118,19 +118,6 @@ func testClaudeSend(t *testing.T, host string) {
 	if !wait.Until(time.Second, func() bool { return srv.Remaining() == 0 }) {
 		t.Fatalf("%d scripted turns left", srv.Remaining())
 	}
-}
-
-func conversationRequests(reqs []modelserver.Request) []modelserver.Request {
-	var out []modelserver.Request
-	for _, r := range reqs {
-		var body struct {
-			Tools []any `json:"tools"`
-		}
-		if r.JSON(&body) == nil && len(body.Tools) > 0 {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // lastUserMessage is the text of the last user message of a Messages API request,

@@ -63,7 +63,7 @@ func readStamp(t testing.TB, path string) time.Time {
 //   - wall time minus check time for the whole run, and store growth per milestone.
 func TestRunOverheadTwentyMilestones(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: a 20-milestone run of real git and real processes takes seconds; scripts/test runs it")
+		t.Skip("-short skips it: a 20-milestone run of real git and real processes takes seconds; scripts/test runs it without -short")
 	}
 	const n = 20
 	g := newRig(t)

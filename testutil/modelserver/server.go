@@ -253,6 +253,19 @@ func conversation(body map[string]any) bool {
 	return len(tools) > 0
 }
 
+// Conversation keeps the requests of reqs that are an agent's conversation (they carry
+// the CLI's tool list), not side requests: the rule the server plays its script by.
+func Conversation(reqs []Request) []Request {
+	var out []Request
+	for _, r := range reqs {
+		var body map[string]any
+		if r.JSON(&body) == nil && conversation(body) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (s *Server) pick(ctx context.Context, req *Request, body map[string]any) Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
