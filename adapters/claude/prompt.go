@@ -125,6 +125,14 @@ func planText(text string, m *agentkit.Menu) string {
 		}
 		out = append(out, strings.TrimPrefix(strings.TrimPrefix(l, "  "), " "))
 	}
+	// With no closing rule the menu's question is the last line read: it is the
+	// dialog's, not the plan's.
+	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+		out = out[:len(out)-1]
+	}
+	if len(out) > 0 && m.Question != "" && strings.TrimSpace(out[len(out)-1]) == m.Question {
+		out = out[:len(out)-1]
+	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
