@@ -68,13 +68,13 @@ func FormatAge(d time.Duration) string {
 	case d < 0:
 		return "0s"
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+		return strconv.Itoa(int(d.Seconds())) + "s"
 	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
+		return strconv.Itoa(int(d.Minutes())) + "m"
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
+		return strconv.Itoa(int(d.Hours())) + "h"
 	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
 }
 
 // FormatTokens is "in/out" with input including cache reads and writes, or "-".

@@ -13,19 +13,22 @@ import (
 	"orcr/core/wire"
 )
 
-// History lists finished agents (terminal records GC has not pruned), newest first.
+// AgentHistory lists finished agents (terminal records GC has not pruned), newest first.
 func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
 	s.mu.Lock()
-	if !s.started {
-		s.mu.Unlock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
 		return HistoryOf(ctx, s.k, p)
 	}
-	entries := make([]wire.AgentHistoryEntry, 0, len(s.hist))
-	for _, e := range s.hist {
-		entries = append(entries, e)
+	q, err := historyQuery(ctx, s.k, p)
+	if err != nil {
+		return wire.AgentHistoryResult{}, err
 	}
+	s.mu.Lock()
+	rows := s.hist.match(q)
 	s.mu.Unlock()
-	return historyFrom(ctx, s.k, entries, p)
+	return q.result(rows), nil
 }
 
 // Lister is what history reads: the agents, and who asks (for relative globs).
@@ -36,111 +39,199 @@ type Lister interface {
 
 // HistoryOf is history.list over k's agents.
 func HistoryOf(ctx context.Context, k Lister, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+	q, err := historyQuery(ctx, k, p)
+	if err != nil {
+		return wire.AgentHistoryResult{}, err
+	}
 	as, err := k.List(ctx, wire.ListParams{All: true})
 	if err != nil {
 		return wire.AgentHistoryResult{}, err
 	}
-	entries := make([]wire.AgentHistoryEntry, 0, len(as))
-	for i := range as {
-		if as[i].State.Terminal() && as[i].EndedAt != nil {
-			entries = append(entries, Entry(as[i]))
-		}
-	}
-	return historyFrom(ctx, k, entries, p)
+	var x histIndex
+	x.load(as)
+	return q.result(x.match(q)), nil
 }
 
-// historyFrom filters, sorts and renders finished agents' entries.
-func historyFrom(ctx context.Context, k Lister, all []wire.AgentHistoryEntry, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+// histQuery is a history.list request read once: its glob, window and form.
+type histQuery struct {
+	g     *core.Glob
+	now   time.Time
+	since int64 // unix nanoseconds; 0: all
+	text  bool
+}
+
+func historyQuery(ctx context.Context, k Lister, p wire.AgentHistoryParams) (histQuery, error) {
 	if p.SinceSeconds < 0 {
-		return wire.AgentHistoryResult{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
+		return histQuery{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
 	}
-	var g *core.Glob
+	q := histQuery{now: time.Now().UTC(), text: p.Text}
 	if p.Glob != "" {
 		scope := ""
 		if me, err := k.CallerAgent(ctx); err != nil {
-			return wire.AgentHistoryResult{}, err
+			return histQuery{}, err
 		} else if me != nil {
 			scope = me.Path
 		}
 		gl, err := core.ParseGlob(scope, p.Glob)
 		if err != nil {
-			return wire.AgentHistoryResult{}, err
+			return histQuery{}, err
 		}
-		g = &gl
+		q.g = &gl
 	}
-	now := time.Now().UTC()
-	var since time.Time
 	if p.SinceSeconds > 0 {
-		since = now.Add(-time.Duration(p.SinceSeconds) * time.Second)
+		q.since = q.now.Add(-time.Duration(p.SinceSeconds) * time.Second).UnixNano()
 	}
-	// Sort small keys, not records: at 10,000 agents moving whole records was a
-	// third of the call.
-	type key struct {
-		end int64
-		id  string
-		i   int
-	}
-	keys := make([]key, 0, len(all))
-	for i := range all {
-		e := &all[i]
-		if e.EndedAt.Before(since) || g != nil && !g.Match(e.Path) {
-			continue
-		}
-		keys = append(keys, key{e.EndedAt.UnixNano(), e.ID, i})
-	}
-	slices.SortFunc(keys, func(x, y key) int {
-		if c := cmp.Compare(y.end, x.end); c != 0 {
-			return c
-		}
-		return strings.Compare(y.id, x.id)
-	})
-	out := make([]wire.AgentHistoryEntry, len(keys))
-	for j, k := range keys {
-		out[j] = all[k.i]
-	}
-	if p.Text {
-		rows := make([][]string, len(out))
-		for i, e := range out {
-			rows[i] = core.HistoryRow(e, now)
-		}
-		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: Align(core.HistoryColumns, rows)}, nil
-	}
-	return wire.AgentHistoryResult{Entries: out}, nil
+	return q, nil
 }
 
-// Align lays rows out in columns two spaces apart, as tabwriter would, in one pass
-// over precomputed widths (rune counts, so paths with non-ASCII letters line up).
-func Align(cols []string, rows [][]string) string {
-	w := make([]int, len(cols))
-	width := func(s string) int { return utf8.RuneCountInString(s) }
-	for i, c := range cols {
-		w[i] = width(c)
+// histRow is a finished agent's entry with the cells of its line that do not change
+// with time, rendered once when the agent finishes: at 10,000 agents, rendering every
+// row on every call (and the garbage it made) was most of `orcr history`.
+type histRow struct {
+	e     wire.AgentHistoryEntry
+	end   int64
+	cells []string // core.HistoryRow without its first (ENDED) column
+	width []int    // rune counts of cells
+}
+
+func newHistRow(e wire.AgentHistoryEntry) *histRow {
+	cells := core.HistoryRow(e, e.EndedAt)[1:]
+	r := &histRow{e: e, end: e.EndedAt.UnixNano(), cells: cells, width: make([]int, len(cells))}
+	for i, c := range cells {
+		r.width[i] = utf8.RuneCountInString(c)
 	}
-	size := 0
-	for _, r := range rows {
-		for i, c := range r {
-			if n := width(c); n > w[i] {
-				w[i] = n
+	return r
+}
+
+// newer orders rows newest first; the same end instant: higher id first.
+func newer(x, y *histRow) int {
+	if c := cmp.Compare(y.end, x.end); c != 0 {
+		return c
+	}
+	return strings.Compare(y.e.ID, x.e.ID)
+}
+
+// histIndex keeps finished agents' rows in history order. Rows are never changed
+// once built (a new entry replaces its row), so a caller may render the rows match
+// returned after letting go of the lock that guards the index.
+type histIndex struct {
+	byID map[string]*histRow
+	rows []*histRow // newest first
+}
+
+// load fills the index from the kernel's records in one sort.
+func (x *histIndex) load(as []wire.Agent) {
+	if x.byID == nil {
+		x.byID = make(map[string]*histRow, len(as))
+	}
+	for i := range as {
+		if as[i].State.Terminal() && as[i].EndedAt != nil {
+			if old := x.byID[as[i].ID]; old != nil {
+				x.remove(as[i].ID)
 			}
-			size += len(c) + 2
+			r := newHistRow(Entry(as[i]))
+			x.byID[r.e.ID] = r
+			x.rows = append(x.rows, r)
 		}
+	}
+	slices.SortFunc(x.rows, newer)
+}
+
+// put adds or replaces one entry (an agent that finished just now sorts first, so
+// the insertion is a short search and a move of pointers).
+func (x *histIndex) put(e wire.AgentHistoryEntry) {
+	if x.byID == nil {
+		x.byID = map[string]*histRow{}
+	}
+	x.remove(e.ID)
+	r := newHistRow(e)
+	i, _ := slices.BinarySearchFunc(x.rows, r, newer)
+	x.rows = slices.Insert(x.rows, i, r)
+	x.byID[e.ID] = r
+}
+
+func (x *histIndex) remove(id string) {
+	old := x.byID[id]
+	if old == nil {
+		return
+	}
+	delete(x.byID, id)
+	if i, ok := slices.BinarySearchFunc(x.rows, old, newer); ok {
+		x.rows = slices.Delete(x.rows, i, i+1)
+	}
+}
+
+// match is the rows q selects, newest first.
+func (x *histIndex) match(q histQuery) []*histRow {
+	out := make([]*histRow, 0, len(x.rows))
+	for _, r := range x.rows {
+		if r.end < q.since {
+			break // older rows only from here
+		}
+		if q.g == nil || q.g.Match(r.e.Path) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// result is the answer for rows: their entries, or the aligned table.
+func (q histQuery) result(rows []*histRow) wire.AgentHistoryResult {
+	if q.text {
+		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: renderHistory(rows, q.now)}
+	}
+	out := make([]wire.AgentHistoryEntry, len(rows))
+	for i, r := range rows {
+		out[i] = r.e
+	}
+	return wire.AgentHistoryResult{Entries: out}
+}
+
+// renderHistory lays the rows out as Align does, from their cached cells; only the
+// ENDED column ("5m ago") is made per call.
+func renderHistory(rows []*histRow, now time.Time) string {
+	cols := core.HistoryColumns
+	w := make([]int, len(cols))
+	for i, c := range cols {
+		w[i] = utf8.RuneCountInString(c)
+	}
+	ago := make([]string, len(rows))
+	size, last := 0, ""
+	for j, r := range rows {
+		// Neighbours mostly read the same ("3h ago"): one string for a run of them.
+		if a := core.FormatAge(now.Sub(r.e.EndedAt)); j > 0 && a == last {
+			ago[j] = ago[j-1]
+		} else {
+			ago[j], last = a+" ago", a
+		}
+		w[0] = max(w[0], utf8.RuneCountInString(ago[j]))
+		for i, n := range r.width {
+			w[i+1] = max(w[i+1], n)
+		}
+	}
+	for _, n := range w {
+		size += n + 2
 	}
 	var b strings.Builder
-	b.Grow(size + len(rows)*len(cols)*8)
-	line := func(r []string) {
-		for i, c := range r {
-			b.WriteString(c)
-			if i < len(r)-1 {
-				for n := width(c); n < w[i]+2; n++ {
-					b.WriteByte(' ')
-				}
+	b.Grow(size * (len(rows) + 1))
+	cell := func(s string, n, i int) {
+		b.WriteString(s)
+		if i < len(w)-1 {
+			for ; n < w[i]+2; n++ {
+				b.WriteByte(' ')
 			}
 		}
-		b.WriteByte('\n')
 	}
-	line(cols)
-	for _, r := range rows {
-		line(r)
+	for i, c := range cols {
+		cell(c, utf8.RuneCountInString(c), i)
+	}
+	b.WriteByte('\n')
+	for j, r := range rows {
+		cell(ago[j], utf8.RuneCountInString(ago[j]), 0)
+		for i, c := range r.cells {
+			cell(c, r.width[i], i+1)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

@@ -43,9 +43,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	watched map[string]*watch // agent id → its limits and validation state
-	// hist holds every finished agent's history entry, kept from the events, so
+	// hist holds every finished agent's history row, kept from the events, so
 	// history.list never copies the kernel's records (10,000 of them in 30 ms).
-	hist    map[string]wire.AgentHistoryEntry
+	hist    histIndex
 	started bool
 
 	ctx    context.Context
@@ -67,7 +67,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, hist: map[string]wire.AgentHistoryEntry{}, bound: make(chan struct{})}
+	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, bound: make(chan struct{})}
 }
 
 // Resolver is the agent.run resolver over the same directory and checker.
@@ -133,11 +133,7 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 		return err
 	}
 	s.mu.Lock()
-	for _, a := range as {
-		if a.State.Terminal() && a.EndedAt != nil {
-			s.hist[a.ID] = Entry(a)
-		}
-	}
+	s.hist.load(as)
 	s.started = true
 	s.mu.Unlock()
 	for _, a := range as {
@@ -157,7 +153,7 @@ func (s *Service) Start(ctx context.Context, k Kernel) error {
 				s.spawn(func(ctx context.Context) { s.spawned(ctx, a) })
 			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:
 				s.mu.Lock()
-				delete(s.hist, ev.Agent.ID)
+				s.hist.remove(ev.Agent.ID)
 				s.mu.Unlock()
 				a := *ev.Agent
 				s.spawn(func(ctx context.Context) { s.removed(ctx, a) })

@@ -61,7 +61,7 @@ func (s *Service) observe(a wire.Agent, ev *wire.Event) {
 	}
 	if a.State.Terminal() {
 		if a.EndedAt != nil {
-			s.hist[a.ID] = Entry(a)
+			s.hist.put(Entry(a))
 		}
 		w.stopTimers()
 		delete(s.watched, a.ID)

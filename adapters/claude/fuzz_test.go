@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/adapters/internal/agentkit"
 	"orcr/core"
 	"orcr/core/wire"
 )
@@ -66,12 +67,20 @@ func FuzzPromptAndAnswer(f *testing.F) {
 		if len(b.Options) < 2 {
 			t.Fatalf("a prompt of %d options", len(b.Options))
 		}
+		if b.Kind == wire.BlockedPlan {
+			// No menu line is in the plan text: a line that shows once on the screen,
+			// as a menu item, cannot show in text read from above the menu.
+			lines := strings.Split(screen, "\n")
+			for _, it := range agentkit.ParseMenu(screen, true).Items {
+				l := strings.TrimSpace(lines[it.Line])
+				if strings.Count(screen, l) == 1 && strings.Contains(b.Text, l) {
+					t.Fatalf("the plan text holds the menu line %q: %q", l, b.Text)
+				}
+			}
+		}
 		for i, op := range b.Options {
 			if op.Key == "" {
 				t.Fatalf("option %d has no key: %+v", i, op)
-			}
-			if b.Kind == wire.BlockedPlan && strings.Contains(b.Text, op.Label) && strings.Contains(b.Text, "❯") {
-				t.Fatalf("the plan text holds the menu: %q", b.Text)
 			}
 			for _, tx := range []string{"", text} {
 				steps, err := o.AnswerSteps(b, &b.Options[i], tx)
