@@ -33,6 +33,15 @@ type TurnOnSend interface {
 	TurnOnSend() bool
 }
 
+// SessionChecker is implemented by providers whose sessions live where no recorded
+// file shows them (opencode keeps them in its SQLite store): before a resume, a wake
+// or a hibernation the kernel asks whether a's session is still there. env is the
+// environment a pane of a would get. An error the check cannot decide on is not one:
+// the checker returns nil and the CLI's own resume has the last word.
+type SessionChecker interface {
+	CheckSession(ctx context.Context, a wire.Agent, env []string) error
+}
+
 // ProviderStatus is what doctor shows for a provider.
 type ProviderStatus struct {
 	Name    string

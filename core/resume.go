@@ -29,6 +29,18 @@ func resumable(a wire.Agent) error {
 	return nil
 }
 
+// canResume is resumable plus the provider's own look at the session, when it keeps
+// sessions where no file on the record shows them. It runs without e.mu.
+func (e *Engine) canResume(ctx context.Context, a wire.Agent) error {
+	if err := resumable(a); err != nil {
+		return err
+	}
+	if c, ok := e.providers[a.Provider].(SessionChecker); ok {
+		return c.CheckSession(ctx, a, e.paneEnv(a))
+	}
+	return nil
+}
+
 // Resume brings an ended agent back as a new record continuing its session, in the
 // same folder (its worktree, when it had one) and path; a hibernated one is woken in
 // place.
@@ -40,7 +52,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 	e.mu.Lock()
 	old := rt.a
 	e.mu.Unlock()
-	if err := resumable(old); err != nil {
+	if err := e.canResume(ctx, old); err != nil {
 		return wire.Agent{}, err
 	}
 	if old.State == wire.StateHibernated {
@@ -100,7 +112,7 @@ func (e *Engine) hibernate(ctx context.Context, rt *agentRT, reason string, stil
 	a := rt.a
 	stop, done := rt.stop, rt.done
 	e.mu.Unlock()
-	if resumable(a) != nil || a.PaneID == "" {
+	if a.PaneID == "" || e.canResume(ctx, a) != nil {
 		return false
 	}
 	screen := ""
@@ -152,7 +164,7 @@ func (e *Engine) wake(ctx context.Context, rt *agentRT, text string) error {
 	e.mu.Lock()
 	a := rt.a
 	e.mu.Unlock()
-	if err := resumable(a); err != nil { // its session file went while it slept
+	if err := e.canResume(ctx, a); err != nil { // its session went while it slept
 		return err
 	}
 	e.mu.Lock()

@@ -173,8 +173,24 @@ func TestCodexValidate(t *testing.T) {
 	validateRetry(t, r, "codex")
 }
 
-// validateRetry runs the validation scenario with provider on rig r (not yet serving).
-func validateRetry(t *testing.T, r *rig, provider string) {
+// TestOpencodeValidate is the same through the real opencode CLI.
+func TestOpencodeValidate(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withOpencode()
+	validateRetry(t, r, "opencode:"+modelserver.OpencodeModel)
+}
+
+// TestPiValidate is the same through the real pi CLI.
+func TestPiValidate(t *testing.T) {
+	r := newClaudeRig(t)
+	r.withPi()
+	validateRetry(t, r, "pi:"+modelserver.PiModel)
+}
+
+// validateRetry runs the validation scenario with provider (or provider:model) on
+// rig r (not yet serving).
+func validateRetry(t *testing.T, r *rig, choice string) {
+	provider, model, _ := strings.Cut(choice, ":")
 	hooks := filepath.Join(r.work, ".orcr", "hooks")
 	os.MkdirAll(hooks, 0o755)
 	// Fails the first time (no marker file yet), passes after.
@@ -189,7 +205,11 @@ exit 1
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	r.must("agent", "run", "impl/login", "--provider", provider, "--prompt", "implement login", "--cwd", r.work)
+	run := []string{"agent", "run", "impl/login", "--provider", provider, "--prompt", "implement login", "--cwd", r.work}
+	if model != "" {
+		run = append(run, "--model", model)
+	}
+	r.must(run...)
 	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
 		n := 0
 		for _, h := range a.Hooks {

@@ -3,6 +3,7 @@ package roles_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,23 @@ func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
 		}
 	}
 	return modelserver.Request{}, false
+}
+
+// opencode runs the rig's opencode CLI with its environment and fails the test if
+// the command does.
+func (r *rig) opencode(args ...string) {
+	r.t.Helper()
+	bin := ""
+	for _, kv := range r.vars {
+		if v, ok := strings.CutPrefix(kv, "ORCR_OPENCODE_BIN="); ok {
+			bin = v
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Dir = r.vars, r.work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("opencode %v: %v\n%s", args, err, out)
+	}
 }
 
 // TestClaudeHibernateAndResume: GC hibernates an idle claude agent (its process
@@ -54,8 +72,8 @@ func TestPiHibernateAndResume(t *testing.T) {
 }
 
 // TestOpencodeHibernateAndResume is the same through the real opencode CLI (its
-// --session). OpenCode keeps its sessions in a SQLite db, not a file orcr records, so
-// the gone-session-file cases do not apply.
+// --session). OpenCode keeps its sessions in a SQLite db, not a file orcr records:
+// a session deleted there is found gone by asking opencode itself.
 func TestOpencodeHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
 	r.withOpencode()
@@ -142,7 +160,12 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) w
 	if res := r.run("agent", "resume", "sh/x"); res.code == 0 || !strings.Contains(res.err, "keeps no session") {
 		t.Fatalf("shell resume: exit %d %s", res.code, res.err)
 	}
-	if b.Transcript == "" { // opencode: no session file
+	if b.Transcript == "" { // opencode: its sessions are in its SQLite store, not a file
+		r.must("agent", "kill", "mem/a")
+		r.opencode("session", "delete", b.SessionID)
+		if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session of mem/a is gone") {
+			t.Fatalf("gone opencode session: exit %d %s", res.code, res.err)
+		}
 		return b
 	}
 	r.must("agent", "kill", "mem/a")

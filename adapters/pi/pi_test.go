@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestHookMalformedAndPrepare(t *testing.T) {
 		t.Fatalf("argv %q", plan.Argv)
 	}
 	ext, _ := os.ReadFile(plan.Argv[2])
-	if !strings.Contains(string(ext), `const SELF = "/opt/o\"rcr";`) {
+	if !strings.Contains(string(ext), `spawn("/opt/o\"rcr", ["hook", "pi", event]`) {
 		t.Fatalf("extension %s", ext)
 	}
 }
@@ -113,13 +114,18 @@ func TestRealPi(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := clitest.BaseEnv(root, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks, "PI_OFFLINE=1")
+	// A slow agent_start report: the turn's end must still reach orcr after it.
+	env := clitest.BaseEnv(root, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks, "ORCR_HOOKREC_SLOW=agent_start", "PI_OFFLINE=1")
 	run := clitest.Start(t, plan, env, cwd, a, prov.Observe(a), hooks)
 	v := run.Wait(60*time.Second, "turn done via extension hooks", func(v clitest.View) bool {
 		return v.State == wire.StateDone && v.Source == "hook" && v.LastMessage == "I wrote hello.txt."
 	})
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello from orcr\n" {
 		t.Fatalf("tool did not write: %q %v", b, err)
+	}
+	v = run.Wait(10*time.Second, "the slow agent_start report", func(v clitest.View) bool { return slices.Contains(v.Hooks, "agent_start") })
+	if i, j := slices.Index(v.Hooks, "agent_start"), slices.Index(v.Hooks, "agent_end"); i > j || v.State != wire.StateDone {
+		t.Fatalf("reports %v end in %s", v.Hooks, v.State)
 	}
 	if v.Usage.InputTokens != 111 || v.Usage.OutputTokens != 26 || v.Usage.CacheReadTokens != 300 || v.Usage.CacheWriteTokens != 40 || !v.Usage.Priced {
 		t.Fatalf("usage %+v", v.Usage)

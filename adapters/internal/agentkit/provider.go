@@ -2,6 +2,8 @@ package agentkit
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 
 	"orcr/adapters/prices"
@@ -79,4 +81,30 @@ func (b *Base) Detect(ctx context.Context) core.ProviderStatus {
 		st.Notes = append(st.Notes, b.cli.Notes(st.Version)...)
 	}
 	return st
+}
+
+// ReportJS is the JavaScript (valid TypeScript) of a plugin's `report(event, payload)`
+// for pi's extension and opencode's plugin: it runs `self hook provider EVENT` with the
+// payload on stdin, one at a time in the order of the calls. Started together, two
+// hook processes reach the server in either order: a quick turn's end arriving before
+// its start left the agent working for good. A hook that hangs holds the next for at
+// most 5 s; the program's own work never waits on a report.
+func ReportJS(self, provider string) string {
+	selfJSON, _ := json.Marshal(self)
+	provJSON, _ := json.Marshal(provider)
+	return fmt.Sprintf(`let reporting = Promise.resolve();
+const report = (event, payload) => {
+  const body = JSON.stringify(payload);
+  reporting = reporting.then(() => new Promise((resolve) => {
+    const timer = setTimeout(resolve, 5000);
+    const done = () => { clearTimeout(timer); resolve(undefined); };
+    try {
+      const p = spawn(%s, ["hook", %s, event], { stdio: ["pipe", "ignore", "ignore"] });
+      p.on("error", done);
+      p.on("close", done);
+      p.stdin.on("error", () => {});
+      p.stdin.end(body);
+    } catch { done(); }
+  }));
+};`, selfJSON, provJSON)
 }
