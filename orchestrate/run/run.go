@@ -45,10 +45,15 @@ func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature st
 		}
 		if !open {
 			m.State, m.ReadyAt = Ready, now
-			out = append(out, Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s is ready: dispatch it with `orcr run dispatch %s %s` (it starts by itself in 15 minutes)", m.ID, name, m.ID)})
+			out = append(out, Action{Kind: ALead, M: m.ID, Text: readyText(name, m.ID)})
 		}
 	}
 	return r, out, nil
+}
+
+// readyText tells the lead that milestone m of run name can start.
+func readyText(name, m string) string {
+	return fmt.Sprintf("%s is ready: dispatch it with `orcr run dispatch %s %s` (it starts by itself in %d minutes)", m, name, m, int(AutoStartAfter/time.Minute))
 }
 
 func (r *Run) milestone(id string) *Milestone {

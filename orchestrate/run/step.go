@@ -590,7 +590,7 @@ func (s *stepper) advanced(m *Milestone, f Fact) {
 		d := &s.r.Milestones[i]
 		if d.State == Planned && len(s.openDeps(d)) == 0 {
 			s.to(d, Ready)
-			s.emit(Action{Kind: ALead, M: d.ID, Text: fmt.Sprintf("%s is ready: dispatch it with `orcr run dispatch %s %s` (it starts by itself in 15 minutes)", d.ID, s.r.Name, d.ID)})
+			s.emit(Action{Kind: ALead, M: d.ID, Text: readyText(s.r.Name, d.ID)})
 		}
 	}
 }

@@ -94,7 +94,7 @@ func (s *stepper) planEdited(f Fact) {
 		switch {
 		case m.State == Planned && len(open) == 0:
 			s.to(m, Ready)
-			s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s is ready: dispatch it with `orcr run dispatch %s %s` (it starts by itself in 15 minutes)", m.ID, s.r.Name, m.ID)})
+			s.emit(Action{Kind: ALead, M: m.ID, Text: readyText(s.r.Name, m.ID)})
 		case m.State == Ready && m.Coder == "" && len(open) > 0:
 			m.Want = false
 			s.to(m, Planned)
