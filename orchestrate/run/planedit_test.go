@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -89,8 +90,11 @@ Two.
 		t.Fatalf("a refused edit changed the run: %+v", v.Milestones)
 	}
 
-	// A good edit: M3 is new and depends on M1; M2 (not started) is removed.
+	// A good edit: M3 is new and depends on M1; M2 (not started) is removed; the
+	// check changes (taken from here on) and so does the mode (not taken).
+	marker := filepath.Join(t.TempDir(), "edited-check-ran")
 	edited := strings.Replace(plan, "## M2 · Second\ndepends: M1", "## M3 · Third\ndepends: M1", 1)
+	edited = strings.Replace(edited, "check: true\n", "check: touch "+marker+"\nmode: shared\n", 1)
 	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +116,14 @@ Two.
 			texts = append(texts, e.Text)
 		}
 	}
-	if !strings.Contains(texts[0], "refused") || !strings.Contains(texts[1], "M2 removed before it started: dropped") || !strings.Contains(texts[1], "M3 added") {
+	if !strings.Contains(texts[0], "refused") || !strings.Contains(texts[1], "M2 removed before it started: dropped") || !strings.Contains(texts[1], "M3 added") ||
+		!strings.Contains(texts[1], "the check is now `touch "+marker+"`") || !strings.Contains(texts[1], "mode shared not taken") {
 		t.Fatalf("plan-edited events: %q", texts)
 	}
 	v = g.status("edit")
+	if v.Check != "touch "+marker || v.Mode != "worktree" {
+		t.Fatalf("after the edit: check %q mode %q", v.Check, v.Mode)
+	}
 	if len(v.Milestones) != 2 || v.Milestones[1].ID != "M3" || v.Milestones[1].State != "planned" || !strings.Contains(v.Milestones[1].Waits, "M1") {
 		t.Fatalf("milestones after the edit: %+v", v.Milestones)
 	}
@@ -164,5 +172,8 @@ Two.
 	}
 	if files := sh(t, g.repo, "git ls-tree --name-only feature/edit | tr '\n' ' '"); files != "M1.txt M3.txt README.md" {
 		t.Fatalf("tree %q", files)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the edited check did not run: %v", err)
 	}
 }

@@ -87,6 +87,12 @@ func planFact(rec Record) (Fact, []byte, bool) {
 	for _, m := range p.Milestones {
 		f.Plan = append(f.Plan, PlanItem{ID: m.ID, Title: m.Title, Depends: m.Depends, Tier: m.Tier})
 	}
+	if p.Check != "" && p.Check != rec.Check && !rec.CheckFlag {
+		f.Check = p.Check
+	}
+	if p.Mode != "" && p.Mode != rec.Mode {
+		f.Mode = p.Mode
+	}
 	return f, src, true
 }
 

@@ -281,7 +281,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 		lead = plan.Lead
 	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
-		Check: check, CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
+		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return wire.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)

@@ -18,6 +18,9 @@ import (
 //     cannot have been built on it);
 //   - a removed milestone not started is dropped; one under way is held (and no
 //     longer keeps the run from finishing); a merged one stays merged;
+//   - an edited `check:` is the check from here on, unless the run was started with
+//     --check; an edited `mode:` is not taken (worktrees or a shared folder are set
+//     up at start) and the lead hears so;
 //   - an edit that does not parse (a cycle, an unknown key) is refused with the
 //     errors, each naming its line, and the run keeps the plan it had.
 
@@ -101,6 +104,12 @@ func (s *stepper) planEdited(f Fact) {
 		case len(open) > 0 && !notStarted(m) && m.State != Planned && m.State != Merged && m.State != Held && m.State != Failed:
 			s.holdNow(m, "the plan now makes it depend on "+strings.Join(open, ", ")+", which is not merged, but it was started before; `orcr run retry "+s.r.Name+" "+m.ID+"` once that is merged")
 		}
+	}
+	if f.Check != "" {
+		changes = append(changes, "the check is now `"+f.Check+"` (for every check from here on)")
+	}
+	if f.Mode != "" {
+		changes = append(changes, "mode "+f.Mode+" not taken: a run keeps the mode it started with")
 	}
 	if len(changes) == 0 {
 		changes = append(changes, "no change to the milestones")

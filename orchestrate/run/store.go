@@ -45,6 +45,9 @@ type Record struct {
 	PlanFile string `json:"planFile"` // <repo>/.orcr/plans/NAME.md
 	PlanHash string `json:"planHash"` // the approved hash
 	Check    string `json:"check"`    // the check command
+	// CheckFlag says Check came from --check at start: an edit of the plan's
+	// `check:` line does not change it.
+	CheckFlag bool `json:"checkFlag,omitempty"`
 	// CheckTimeoutSeconds bounds one check run (default 10 minutes).
 	CheckTimeoutSeconds int    `json:"checkTimeoutSeconds"`
 	Mode                string `json:"mode"`               // worktree | shared
@@ -201,6 +204,9 @@ func (rs *Runs) Apply(ctx context.Context, name string, f Fact, now time.Time) (
 	}
 	if stepErr == nil {
 		rec.Run = next
+		if f.Kind == FPlanEdited && f.Check != "" {
+			rec.Check = f.Check // the checks from here on run the edited plan's
+		}
 	}
 	rec = withEntry(rec, e)
 	if err := rs.put(ctx, rec); err != nil {

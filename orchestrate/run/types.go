@@ -227,6 +227,11 @@ type Fact struct {
 	TurnAt time.Time  `json:"turnAt,omitzero"`
 	Hash   string     `json:"hash,omitempty"`
 	Plan   []PlanItem `json:"plan,omitempty"`
+	// Check and Mode (plan-edited) are the edited plan's `check:` when the run takes
+	// it (it differs from the run's and no --check was given at start) and its `mode:`
+	// when it differs from the run's (never taken: a run keeps its mode).
+	Check string `json:"check,omitempty"`
+	Mode  string `json:"mode,omitempty"`
 }
 
 // Verdict is what the reviewer said (ParseReview).
