@@ -48,7 +48,7 @@ func fixtureRuns() []wire.RunView {
 		Inbox: []string{"M2 asks: reject the file or skip bad rows?", "M4 failed: out of rounds: check failed 3 times; `orcr run retry csv-import M4 --tier high` or `orcr run hold csv-import M4`"},
 	}
 	done := wire.RunView{Name: "auth", State: "done", Repo: "/src/app", Base: "main", Feature: "feature/auth", Tip: "aa11bb22cc33",
-		Check: "make test", Mode: "shared", Coders: 1, Created: t0.Add(-26 * time.Hour), Seq: 90, Summary: "/src/app/.orcr/runs/auth/summary.md",
+		Check: "make test", Mode: "shared", Coders: 1, Created: t0.Add(-26 * time.Hour), Updated: t0.Add(-25 * time.Hour), Seq: 90, Summary: "/src/app/.orcr/runs/auth/summary.md",
 		Inbox: []string{}, Pool: []wire.RunCoder{},
 		Milestones: []wire.RunMilestone{
 			{ID: "M1", Title: "Session cookie", State: "merged", Tier: "medium", TierNow: "medium", Model: "claude:claude-sonnet-4-5", ElapsedSeconds: 900, EstimateSeconds: 1200},

@@ -202,9 +202,13 @@ func (d *runsDialog) listLines(w, room int) []string {
 	}
 	rows := [][]string{{"NAME", "STATE", "MERGED", "ELAPSED", "STARTED", "WAITING"}}
 	for _, r := range d.runs {
-		el := "-"
-		if r.State == "running" || r.State == "finishing" || r.State == "waiting" {
-			el = core.FormatSpan(d.c.now.Sub(r.Created))
+		// An open run's clock runs; a closed one's stopped when its log last moved.
+		el := core.FormatSpan(d.c.now.Sub(r.Created))
+		if r.State != "running" && r.State != "finishing" && r.State != "waiting" {
+			el = "-"
+			if r.Updated.After(r.Created) {
+				el = core.FormatSpan(r.Updated.Sub(r.Created))
+			}
 		}
 		rows = append(rows, []string{r.Name, r.State, fmt.Sprintf("%d/%d", merged(r), len(r.Milestones)), el,
 			core.FormatAge(d.c.now.Sub(r.Created)) + " ago", core.Dash(attention(r))})

@@ -121,7 +121,9 @@ type RunView struct {
 	// file is as approved).
 	PlanEdit string    `json:"planEdit,omitempty"`
 	Created  time.Time `json:"createdAt"`
-	Seq      uint64    `json:"seq"`
+	// Updated is when the run's log last moved (for a closed run: when it closed).
+	Updated time.Time `json:"updatedAt"`
+	Seq     uint64    `json:"seq"`
 }
 
 // RunMilestone is one milestone of a run.
