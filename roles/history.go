@@ -119,16 +119,11 @@ type histIndex struct {
 	rows []*histRow // newest first
 }
 
-// load fills the index from the kernel's records in one sort.
+// load fills an empty index from the kernel's records (one per id) in one sort.
 func (x *histIndex) load(as []wire.Agent) {
-	if x.byID == nil {
-		x.byID = make(map[string]*histRow, len(as))
-	}
+	x.byID, x.rows = make(map[string]*histRow, len(as)), nil
 	for i := range as {
 		if as[i].State.Terminal() && as[i].EndedAt != nil {
-			if old := x.byID[as[i].ID]; old != nil {
-				x.remove(as[i].ID)
-			}
 			r := newHistRow(Entry(as[i]))
 			x.byID[r.e.ID] = r
 			x.rows = append(x.rows, r)
