@@ -374,7 +374,8 @@ func permissionBlock(tool string, input json.RawMessage) *wire.Blocked {
 const drainBound = time.Second
 
 // drain reads the transcript until it holds the turn's end (the hook's last message,
-// or any ended turn when the hook names none), bounded by drainBound.
+// or any ended turn when the hook names none), bounded by drainBound. A transcript
+// that does not exist is not waited for: the Stop hook's state is news at once.
 func (o *observer) drain(last string) {
 	if o.tail == nil {
 		return
@@ -383,10 +384,14 @@ func (o *observer) drain(last string) {
 	defer cancel()
 	turns := o.tr.TurnEnded
 	for {
-		if _, err := o.tail.Read(ctx, o.tr.Add); errors.Is(err, jsonl.ErrShrunk) {
+		_, err := o.tail.Read(ctx, o.tr.Add)
+		switch {
+		case errors.Is(err, jsonl.ErrShrunk):
 			o.tr = NewTranscript()
 			o.sentTurns, o.sentOpen = 0, false
 			continue
+		case errors.Is(err, fs.ErrNotExist):
+			return // no transcript (yet): nothing to wait for, the hook is the news
 		}
 		if last != "" && strings.TrimSpace(o.tr.LastMessage) == strings.TrimSpace(last) || o.tr.TurnEnded > turns {
 			return
