@@ -34,8 +34,8 @@ type TurnOnSend interface {
 }
 
 // SessionChecker is implemented by providers whose sessions live where no recorded
-// file shows them (opencode keeps them in its SQLite store): before a resume, a wake
-// or a hibernation the kernel asks whether a's session is still there. env is the
+// file shows them (opencode keeps them in its SQLite store): before a resume or a
+// wake the kernel asks whether a's session is still there. env is the
 // environment a pane of a would get. An error the check cannot decide on is not one:
 // the checker returns nil and the CLI's own resume has the last word.
 type SessionChecker interface {

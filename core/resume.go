@@ -30,7 +30,8 @@ func resumable(a wire.Agent) error {
 }
 
 // canResume is resumable plus the provider's own look at the session, when it keeps
-// sessions where no file on the record shows them. It runs without e.mu.
+// sessions where no file on the record shows them (before a resume or a wake). It
+// runs without e.mu.
 func (e *Engine) canResume(ctx context.Context, a wire.Agent) error {
 	if err := resumable(a); err != nil {
 		return err
@@ -112,7 +113,9 @@ func (e *Engine) hibernate(ctx context.Context, rt *agentRT, reason string, stil
 	a := rt.a
 	stop, done := rt.stop, rt.done
 	e.mu.Unlock()
-	if a.PaneID == "" || e.canResume(ctx, a) != nil {
+	// The session is the running program's own, so the provider is not asked (for
+	// opencode that is a process start per agent GC hibernates).
+	if a.PaneID == "" || resumable(a) != nil {
 		return false
 	}
 	screen := ""
