@@ -17,10 +17,10 @@ import (
 // server died in memTable.Put); on a file system turned read-only badger fails to create the
 // next memtable, keeps a nil one and its next write asserts. So no write reaches badger unless
 // the directory can take one right now: the file system is writable, the directory is
-// writable (not immutable), and at least minFree bytes and a few inodes are free. Otherwise the write answers
-// store_unavailable, reads go on, and the next write checks again, so writes resume by
-// themselves once there is room. What remains is a race: space taken between the check and
-// badger's write, minFree bytes of it.
+// writable (not immutable), and at least minFree bytes and a few inodes are free.
+// Otherwise the write answers store_unavailable, reads go on, and the next write checks
+// again, so writes resume by themselves once there is room. What remains is a race:
+// space taken between the check and badger's write, minFree bytes of it.
 
 // minFree is the free space a write needs: a new memtable file (2 × memTableSize), the table
 // its flush builds, compaction's output and one large value.
