@@ -125,9 +125,6 @@ done`}
 // completes with no milestone started twice, one commit per milestone, a log whose
 // seqs are contiguous, and the same tree on feature/NAME as the undisturbed run.
 func TestRunSurvivesKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short skips it: it kills and restarts a real orcr serve 20 times (6–15 s); scripts/test runs it without -short")
-	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is required: %v (apt-get install tmux)", err)
 	}

@@ -62,9 +62,6 @@ func readStamp(t testing.TB, path string) time.Time {
 //   - merged (the advance of feature/NAME) → the next milestone's coder briefed
 //   - wall time minus check time for the whole run, and store growth per milestone.
 func TestRunOverheadTwentyMilestones(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short skips it: a 20-milestone run of real git and real processes takes seconds; scripts/test runs it without -short")
-	}
 	const n = 20
 	g := newRig(t)
 	ctx := context.Background()
