@@ -190,7 +190,6 @@ func TestPiValidate(t *testing.T) {
 // validateRetry runs the validation scenario with provider (or provider:model) on
 // rig r (not yet serving).
 func validateRetry(t *testing.T, r *rig, choice string) {
-	provider, model, _ := strings.Cut(choice, ":")
 	hooks := filepath.Join(r.work, ".orcr", "hooks")
 	os.MkdirAll(hooks, 0o755)
 	// Fails the first time (no marker file yet), passes after.
@@ -205,11 +204,7 @@ exit 1
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	run := []string{"agent", "run", "impl/login", "--provider", provider, "--prompt", "implement login", "--cwd", r.work}
-	if model != "" {
-		run = append(run, "--model", model)
-	}
-	r.must(run...)
+	r.must(r.runArgs("impl/login", choice, "implement login")...)
 	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
 		n := 0
 		for _, h := range a.Hooks {

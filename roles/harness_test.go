@@ -242,3 +242,14 @@ func (r *rig) withOpencode() {
 		"XDG_STATE_HOME="+filepath.Join(r.dir, "state"), "XDG_CACHE_HOME="+filepath.Join(r.dir, "cache"))
 	r.vars = append(r.vars, env...)
 }
+
+// runArgs is `agent run PATH` on provider or provider:model with prompt, in the rig's
+// repository.
+func (r *rig) runArgs(path, choice, prompt string) []string {
+	provider, model, _ := strings.Cut(choice, ":")
+	args := []string{"agent", "run", path, "--provider", provider, "--prompt", prompt, "--cwd", r.work}
+	if model != "" {
+		args = append(args, "--model", model)
+	}
+	return args
+}

@@ -27,13 +27,7 @@ func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
 // the command does.
 func (r *rig) opencode(args ...string) {
 	r.t.Helper()
-	bin := ""
-	for _, kv := range r.vars {
-		if v, ok := strings.CutPrefix(kv, "ORCR_OPENCODE_BIN="); ok {
-			bin = v
-		}
-	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(lastEnv(r.vars, "ORCR_OPENCODE_BIN"), args...)
 	cmd.Env, cmd.Dir = r.vars, r.work
 	if out, err := cmd.CombinedOutput(); err != nil {
 		r.t.Fatalf("opencode %v: %v\n%s", args, err, out)
@@ -88,16 +82,12 @@ func TestOpencodeHibernateAndResume(t *testing.T) {
 // (not yet serving), config.toml holding config beside the GC rule, and returns the
 // resumed record.
 func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) wire.Agent {
-	provider, model, _ := strings.Cut(choice, ":")
-	run := []string{"agent", "run", "mem/a", "--provider", provider, "--prompt", "remember the word PELICAN-42", "--cwd", r.work}
-	if model != "" {
-		run = append(run, "--model", model)
-	}
+	provider, _, _ := strings.Cut(choice, ":")
 	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
 	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
 	r.serve()
 	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must(run...)
+	r.must(r.runArgs("mem/a", choice, "remember the word PELICAN-42")...)
 	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	pid := first.PID
 

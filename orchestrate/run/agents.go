@@ -22,11 +22,12 @@ const (
 	LeadAttempts = 3 // re-sends before the user is told
 )
 
-// planMilestone is milestone id of the plan the run follows: the copy it keeps of
-// the plan as approved or as last edited and taken in (planwatch.go), so an edit
-// the run refused, or one it has not seen yet, changes no brief. A run from before
-// the copy existed reads the plan file. Nil when neither has the milestone.
-func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
+// followed is the plan the run follows: the copy it keeps of the plan as approved or
+// as last edited and taken in (planwatch.go), so an edit the run refused, or one it
+// has not seen yet, changes no brief. A run from before the copy existed reads the
+// plan file. Nil when neither reads as a plan. It reads and parses a file: a caller
+// that needs several milestones reads it once.
+func (s *Service) followed(rec Record) *orchestrate.Plan {
 	b, err := os.ReadFile(PlanCopy(s.o.Home, rec.Run.Name))
 	if err != nil {
 		b, err = os.ReadFile(rec.PlanFile)
@@ -35,6 +36,16 @@ func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
 		return nil
 	}
 	p, _ := orchestrate.Parse(b, orchestrate.Options{})
+	return p
+}
+
+// planMilestone is milestone id of the plan the run follows (nil when it has none).
+func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
+	return planned(s.followed(rec), id)
+}
+
+// planned is milestone id of plan p, nil-safe both ways.
+func planned(p *orchestrate.Plan, id string) *orchestrate.Milestone {
 	if p == nil {
 		return nil
 	}

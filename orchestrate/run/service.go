@@ -422,10 +422,10 @@ func (s *Service) fromCaller(ctx context.Context, op string, p wire.RunCallerPar
 		if m.Coder != "" {
 			with = " with " + m.Coder
 		}
-		return s.milestoneView(rec, m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is %s%s, not with you (%s) any more: your %s was ignored; see `orcr run status %s`",
+		return s.milestoneView(rec, s.followed(rec), m), wire.Errorf(wire.CodeInvalidParams, "%s of run %s is %s%s, not with you (%s) any more: your %s was ignored; see `orcr run status %s`",
 			m.ID, name, m.State, with, who, op, name)
 	}
-	return s.milestoneView(rec, m), nil
+	return s.milestoneView(rec, s.followed(rec), m), nil
 }
 
 // splitRunPath is NAME and WHO of "runs/NAME/WHO".

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/orchestrate"
 )
 
 // view is a run as the API shows it.
@@ -35,8 +36,9 @@ func (s *Service) view(rec Record) wire.RunView {
 	default:
 		v.State = "waiting" // nothing moves without a decision (held, failed)
 	}
+	plan := s.followed(rec) // once for all milestones' estimates
 	for _, m := range r.Milestones {
-		v.Milestones = append(v.Milestones, s.milestoneView(rec, m))
+		v.Milestones = append(v.Milestones, s.milestoneView(rec, plan, m))
 	}
 	for _, c := range r.Coders {
 		if c.Gone {
@@ -52,7 +54,9 @@ func (s *Service) view(rec Record) wire.RunView {
 	return v
 }
 
-func (s *Service) milestoneView(rec Record, m Milestone) wire.RunMilestone {
+// milestoneView is milestone m of rec as clients see it; plan is the plan the run
+// follows (s.followed), for the estimate.
+func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone) wire.RunMilestone {
 	v := wire.RunMilestone{ID: m.ID, Title: m.Title, State: string(m.State), Tier: m.Tier, TierNow: m.TierNow,
 		Coder: m.Coder, Rounds: wire.Rounds(m.Rounds), Question: m.Question, Reason: m.Reason, Commit: m.Commit}
 	who := m.Coder
@@ -67,7 +71,7 @@ func (s *Service) milestoneView(rec Record, m Milestone) wire.RunMilestone {
 		}
 		v.ElapsedSeconds = int(end.Sub(m.StartedAt).Seconds())
 	}
-	if pm := s.planMilestone(rec, m.ID); pm != nil {
+	if pm := planned(plan, m.ID); pm != nil {
 		v.EstimateSeconds = int(pm.Estimate.Seconds())
 	}
 	v.Waits = waits(rec.Run, m, noLead(rec))
@@ -132,6 +136,7 @@ func (s *Service) Summary(rec Record) string {
 	fmt.Fprintf(&b, "# Run %s\n\nfeature/%s from %s, %d %s; check `%s`.\n\n", r.Name, r.Name, rec.Base, len(r.Milestones), ms, rec.Check)
 	b.WriteString("| milestone | state | tier planned | model used | estimate | actual | rounds (check/review/conflict) | building | fixing | review | asking | benched |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	plan := s.followed(rec)
 	for _, m := range r.Milestones {
 		var models []string
 		for _, c := range m.Coders {
@@ -140,7 +145,7 @@ func (s *Service) Summary(rec Record) string {
 			}
 		}
 		est := "-"
-		if pm := s.planMilestone(rec, m.ID); pm != nil && pm.Estimate > 0 {
+		if pm := planned(plan, m.ID); pm != nil && pm.Estimate > 0 {
 			est = pm.Estimate.String()
 		}
 		actual := "-"
