@@ -127,29 +127,14 @@ func (app *app) agentCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "kill", Usage: "stop every running agent matching GLOB", ArgsUsage: "GLOB",
+				Name: "kill", Usage: "stop every running agent matching GLOB (more than one asks first, or needs --yes)", ArgsUsage: "GLOB",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be stopped"},
-					&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "no confirmation (kept for scripts; kill never prompts)"},
+					&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "kill every match without asking (needed when GLOB matches more than one agent and stdin is not a terminal)"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					cl := service(ctx)
-					r, err := cl.Kill(ctx, wire.KillParams{Glob: c.Args().First(), DryRun: c.Bool("dry-run")})
-					if err != nil {
-						return err
-					}
-					if c.Bool("json") {
-						return printJSON(app.out, r)
-					}
-					verb := "killed"
-					if r.DryRun {
-						verb = "would kill"
-					}
-					for _, a := range r.Agents {
-						fmt.Fprintf(app.out, "%s %s (%s, %s)\n", verb, a.Path, shortID(a.ID), a.Provider)
-					}
-					return nil
+					return app.agentKill(ctx, c.Args().First(), c.Bool("dry-run"), c.Bool("yes"), c.Bool("json"))
 				},
 			},
 			{

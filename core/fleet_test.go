@@ -31,6 +31,12 @@ type rig struct {
 // newRig starts an engine on a real badger store and the embedded pty host.
 func newRig(t *testing.T, home string, clk *clock, lim core.Limits, gc core.GCRules) *rig {
 	t.Helper()
+	return newRigOn(t, home, clk, lim, gc, pty.New(pty.Options{}))
+}
+
+// newRigOn is newRig on a host the test configures (a kill grace, say).
+func newRigOn(t *testing.T, home string, clk *clock, lim core.Limits, gc core.GCRules, host core.Host) *rig {
+	t.Helper()
 	if home == "" {
 		home = t.TempDir()
 	}
@@ -41,7 +47,7 @@ func newRig(t *testing.T, home string, clk *clock, lim core.Limits, gc core.GCRu
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
+	eng, err := core.NewEngine(core.Options{Store: st, Host: host, Providers: []core.Provider{shell.New()},
 		Home: home, Socket: home + "/orcr.sock", Limits: lim, GC: gc, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,14 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	if a := agentJSON(t, e, "demo/other"); a.State.Terminal() {
 		t.Fatalf("dry run killed demo/other: %s", a.State)
 	}
-	e.must("agent", "kill", "demo/**")
+	// Two matches and no terminal to ask on: refused until --yes.
+	if r := e.orcr("agent", "kill", "demo/**"); r.code != 1 || !strings.Contains(r.err, "--yes") {
+		t.Fatalf("kill of two agents without --yes: exit %d, stderr %q", r.code, r.err)
+	}
+	if a := agentJSON(t, e, "demo/other"); a.State.Terminal() {
+		t.Fatalf("a refused kill killed demo/other: %s", a.State)
+	}
+	e.must("agent", "kill", "demo/**", "--yes")
 	for _, p := range []string{"demo/hello", "demo/other"} {
 		if a := agentJSON(t, e, p); a.State != wire.StateKilled {
 			t.Fatalf("%s is %s after kill", p, a.State)

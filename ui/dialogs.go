@@ -31,8 +31,12 @@ type (
 	// dryRunAction asks for the live match list of a glob; the result comes back to the
 	// dialog as a dryRunMsg.
 	dryRunAction struct{ glob string }
-	killAction   struct{ glob string }
-	quitAction   struct{ choice QuitChoice }
+	// killAction kills the agents the user confirmed (the dialog's matches of glob).
+	killAction struct {
+		glob   string
+		agents []wire.Agent
+	}
+	quitAction struct{ choice QuitChoice }
 )
 
 // dialogBox frames a dialog's lines, at most w×h, sized to its content.

@@ -260,7 +260,8 @@ func TestKillByGlob(t *testing.T) {
 	}
 	press(m, "enter")
 	_, act = d.Update(key("y"))
-	if act != (killAction{"demo/**"}) {
+	// The action carries the agents the user saw: exactly those are killed.
+	if ka, ok := act.(killAction); !ok || ka.glob != "demo/**" || !reflect.DeepEqual(ka.agents, matches) {
 		t.Fatalf("confirm action = %#v", act)
 	}
 	if cmd := m.updateAction(act); cmd == nil || len(m.dialogs) != 0 {

@@ -60,6 +60,10 @@ type Model struct {
 	// events since it was armed.
 	settleArmed  bool
 	settleEvents int
+
+	// kills are the confirmed kills running in the background, by job id (kill.go).
+	kills   map[int]*killJob
+	killSeq int
 }
 
 // New builds the root model. It does no I/O; Init starts the first calls.
@@ -113,6 +117,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if cmd, ok := m.updateResume(msg); ok {
 		return m, cmd
 	}
+	if cmd, ok := m.updateKills(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
@@ -121,7 +128,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.updateKey(msg)
 	case infoMsg, subscribedMsg, eventsMsg, subEndedMsg, resubscribeMsg:
 		return m, m.updateCore(msg)
-	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg, killedMsg,
+	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg,
 		attachMsg, attachDoneMsg, dryRunMsg, answeredMsg:
 		return m, m.updateResult(msg)
 	case tickMsg:

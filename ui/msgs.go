@@ -57,11 +57,6 @@ type (
 		agents []wire.Agent
 		err    error
 	}
-	killedMsg struct {
-		glob   string
-		agents []wire.Agent
-		err    error
-	}
 	sentMsg struct {
 		target string
 		err    error
@@ -189,15 +184,6 @@ func dryRunCmd(ctx context.Context, svc core.Service, glob string) tea.Cmd {
 		defer cancel()
 		r, err := svc.Kill(ctx, wire.KillParams{Glob: glob, DryRun: true})
 		return dryRunMsg{glob, r.Agents, err}
-	}
-}
-
-func killCmd(ctx context.Context, svc core.Service, glob string) tea.Cmd {
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, callTimeout)
-		defer cancel()
-		r, err := svc.Kill(ctx, wire.KillParams{Glob: glob})
-		return killedMsg{glob, r.Agents, err}
 	}
 }
 

@@ -48,12 +48,15 @@ type statusInfo struct {
 	working    int
 	connected  bool
 	loaded     bool
+	// killing is the progress of background kills (Model.killProgress), "" when none.
+	killing string
 }
 
 func (m *Model) statusInfo() statusInfo {
 	r := m.idx.root.roll
 	return statusInfo{mode: m.opts.Mode, host: m.info.Host, agents: m.idx.len(),
-		blocked: r.groups[gBlocked], working: r.groups[gWorking], connected: m.subOK, loaded: m.loaded}
+		blocked: r.groups[gBlocked], working: r.groups[gWorking], connected: m.subOK, loaded: m.loaded,
+		killing: m.killProgress()}
 }
 
 // View draws the bar in exactly s.w cells.
@@ -75,6 +78,9 @@ func (s *statusModel) View(in statusInfo) string {
 	}
 	if !in.connected {
 		mid += bar.Inherit(st.Error).Render("● offline ")
+	}
+	if in.killing != "" {
+		mid += bar.Inherit(st.Danger).Render(" " + in.killing + "… ")
 	}
 	if s.notice != "" {
 		ns := bar

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"os/exec"
 	"time"
 
@@ -224,7 +223,7 @@ func (m *Model) updateAction(act action) tea.Cmd {
 		return dryRunCmd(m.ctx, m.svc, a.glob)
 	case killAction:
 		m.popDialog()
-		return killCmd(m.ctx, m.svc, a.glob)
+		return m.startKill(a)
 	case resumeAction:
 		return resumeEntryCmd(m.ctx, m.svc, a)
 	case callAction:
@@ -436,15 +435,6 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 			m.status.notify(now, "spawned "+msg.agent.Path, false)
 			return m.afterSelection(before)
 		}
-	case killedMsg:
-		if msg.err != nil {
-			m.status.notify(now, "kill: "+msg.err.Error(), true)
-			return nil
-		}
-		for _, a := range msg.agents {
-			m.upsert(a)
-		}
-		m.status.notify(now, fmt.Sprintf("killed %s matching %s", plural(len(msg.agents), "agent", "agents"), msg.glob), false)
 	case attachMsg:
 		return m.startAttach(msg)
 	case attachDoneMsg:
