@@ -94,6 +94,7 @@ func TestCodexSignInScreenIsSetup(t *testing.T) {
 	}
 	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home)
 	e.serve()
+	t0 := time.Now()
 	r := e.run("agent", "run", "login/x", "--provider", "codex", "--cwd", work, "--prompt", "hello")
 	if r.code != 0 {
 		t.Fatalf("agent run: exit %d: %s", r.code, r.err)
@@ -104,6 +105,7 @@ func TestCodexSignInScreenIsSetup(t *testing.T) {
 	a := e.waitAgent("login/x", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
 	})
+	t.Logf("blocked after %s", time.Since(t0))
 	if !strings.Contains(a.Blocked.Detail, "codex is not signed in: run `CODEX_HOME="+home+" codex login`") || a.StateSource != "screen" {
 		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
 	}
