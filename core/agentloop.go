@@ -190,6 +190,13 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		case <-rt.outputs:
 			now := time.Now()
 			lastOutput = now
+			e.mu.Lock()
+			waited := rt.a.State == wire.StateBlocked
+			e.mu.Unlock()
+			if waited {
+				// A pause spent on a question was the user's, not the agent's rhythm.
+				rhythm.reset()
+			}
 			rhythm.output(now)
 			evaluated = false
 			if now.Sub(lastTransient) >= transientEvery {
