@@ -27,8 +27,9 @@ const (
 // at once; it counts as settled (idle, or done after a turn) only once the screen has
 // been quiet for longer than its usual pause between outputs. A program that prints a
 // line every 2 s is therefore working throughout, not working⇄idle on every line (the
-// fleet once saw 1,487 state events in 30 s that way). Pauses shorter than half the
-// base quiet time are redraws of one burst and are folded into it.
+// fleet once saw 1,487 state events in 30 s that way). Pauses shorter than the base
+// quiet time never let the agent settle: they are one burst (redraws, a silent host's
+// once-a-second reads) and are folded into it.
 type cadence struct {
 	last time.Time
 	gaps [4]struct{ from, to time.Time } // recent pauses: when each began and ended
@@ -38,7 +39,7 @@ type cadence struct {
 // output notes output at now, learning the pause since the previous output.
 func (c *cadence) output(now time.Time) {
 	if !c.last.IsZero() {
-		if g := now.Sub(c.last); g >= quietAfter/2 && g <= settleMax {
+		if g := now.Sub(c.last); g >= quietAfter && g <= settleMax {
 			c.gaps[c.next] = struct{ from, to time.Time }{c.last, now}
 			c.next = (c.next + 1) % len(c.gaps)
 		}
