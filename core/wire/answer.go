@@ -13,7 +13,14 @@ const (
 	BlockedPlan       = "plan"       // a plan waits for approval (claude's plan mode)
 	BlockedLimit      = "limit"      // a usage limit; ResetsAt says until when
 	BlockedDialog     = "dialog"     // a startup dialog (trust this folder, use this API key)
+	// BlockedSetup: the CLI is not set up (not signed in, onboarding unfinished, no
+	// model configured, no connection to its service) and waits for something done
+	// outside orcr; Detail says what to do.
+	BlockedSetup = "setup"
 )
+
+// BlockedKinds lists every Blocked.Kind (the schema names them).
+var BlockedKinds = []string{BlockedPermission, BlockedQuestion, BlockedPlan, BlockedLimit, BlockedDialog, BlockedSetup}
 
 // What choosing an option means (Option.Meaning). --allow, --always and --deny pick
 // by these, never by position.

@@ -34,7 +34,9 @@ func Schema() map[string]any {
 			EventHookRan, EventRoleLimit,
 			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
-		"$defs":      defs,
+		// What a blocked agent's Blocked.kind can be.
+		"blockedKinds": BlockedKinds,
+		"$defs":        defs,
 	}
 }
 
