@@ -9,6 +9,12 @@ import (
 // MaxLine is the longest request line the server accepts (1 MiB, newline excluded).
 const MaxLine = 1 << 20
 
+// MaxAnswer is the largest answer line the server writes (64 MiB). A bigger one is
+// replaced by an answer_too_big error with the request's id: a list of 11,000 records is
+// about 12 MiB, so only a request that should page or filter meets it, and no client
+// needs to hold more than this for one call.
+const MaxAnswer = 64 << 20
+
 // Request is one line from a client.
 type Request struct {
 	ID     string          `json:"id"`
@@ -281,6 +287,8 @@ const (
 	CodeStoreUnavailable = "store_unavailable"
 	// CodeTooManyConnections: the server has its maximum of connections open.
 	CodeTooManyConnections = "too_many_connections"
+	// CodeAnswerTooBig: the answer is over MaxAnswer; page (limit/after) or filter.
+	CodeAnswerTooBig = "answer_too_big"
 )
 
 // Error is an API error: a stable code and a message that says what to do.
