@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/store"
 )
@@ -61,5 +64,111 @@ func TestListOf11000RecordsOverTheSocketCompletes(t *testing.T) {
 	}
 	if len(res.Agents) != n {
 		t.Fatalf("listed %d agents, want %d", len(res.Agents), n)
+	}
+}
+
+// Out of the box the queue had no cap and no memory guard, and every admitted agent was
+// launched at once: a listener firing 10,500 `true` agents left 9,066 starting for 30
+// minutes and 6,725 tmux windows. With no [limits] but one provider cap, a burst on the
+// real tmux host now never has more than core.MaxLaunching agents starting (being
+// launched) at once, every one of them still runs, and `orcr queue` and `orcr doctor` show
+// each cap with where it came from.
+func TestBurstWithDefaultConfigLaunchesWithinTheBound(t *testing.T) {
+	const n = 30
+	e := newTmuxEnv(t)
+	cfgDir := filepath.Join(filepath.Dir(e.home), "config", "orcr")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nclaude = 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.serve()
+	c := e.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := c.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The event stream says exactly when each agent enters and leaves starting; the
+	// most at once is the number of launches in flight.
+	type peak struct{ most, done int }
+	res := make(chan peak, 1)
+	go func() {
+		starting := map[string]bool{}
+		var p peak
+		for ev := range events {
+			if ev.Agent == nil || !strings.HasPrefix(ev.Agent.Path, "burst/") {
+				continue
+			}
+			starting[ev.Agent.ID] = ev.Agent.State == wire.StateStarting
+			cur := 0
+			for _, s := range starting {
+				if s {
+					cur++
+				}
+			}
+			p.most = max(p.most, cur)
+			if ev.Agent.State.Terminal() {
+				p.done++
+			}
+			if p.done == n {
+				break
+			}
+		}
+		res <- p
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Run(ctx, wire.RunParams{Path: fmt.Sprintf("burst/a%02d", i), Argv: []string{"true"}}); err != nil {
+				t.Errorf("run %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var p peak
+	select {
+	case p = <-res:
+	case <-ctx.Done():
+		t.Fatalf("the burst did not finish: %v", ctx.Err())
+	}
+	t.Logf("%d agents; at most %d starting at once", n, p.most)
+	if p.most > core.MaxLaunching {
+		t.Errorf("%d agents were starting at once; the bound is %d", p.most, core.MaxLaunching)
+	}
+
+	var q wire.QueueResult
+	if err := json.Unmarshal([]byte(e.must("queue", "--json")), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Global <= 0 || q.MinFreeMB <= 0 || q.Caps["codex"] <= 0 {
+		t.Errorf("default caps: global %d, min_free_mb %d, codex %d; want all set", q.Global, q.MinFreeMB, q.Caps["codex"])
+	}
+	for name, want := range map[string]string{"global": "default: ", "min_free_mb": "default: ", "codex": "default: ", "claude": "config"} {
+		if !strings.HasPrefix(q.Origins[name], want) {
+			t.Errorf("origin of %s = %q, want %q…", name, q.Origins[name], want)
+		}
+	}
+	if q.Caps["claude"] != 3 {
+		t.Errorf("claude cap %d, want the config's 3", q.Caps["claude"])
+	}
+	out := e.must("queue")
+	for _, want := range []string{"(global) — default: ", " MB (guard ", "claude", "3  ", "config", "launching 0 / "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("orcr queue lacks %q:\n%s", want, out)
+		}
+	}
+	doc := e.must("doctor")
+	t.Logf("queue:\n%s\ndoctor:\n%s", out, doc)
+	if !strings.Contains(doc, "caps     in force") || !strings.Contains(doc, "min_free_mb") || !strings.Contains(doc, "(default: ") {
+		t.Errorf("doctor does not show the caps with their origin:\n%s", doc)
 	}
 }
