@@ -14,17 +14,18 @@ import (
 // came from, which `orcr queue` and `orcr doctor` show. A value in [limits] (or set with
 // `orcr queue caps`) wins, 0 included: 0 still means unlimited when a user writes it.
 
-// Footprint is what one agent of a provider holds in memory, in MB: the resident size of
-// its TUI process tree (the CLI and its Node or Bun runtime) at work on a small repository,
-// rounded up. The numbers are estimates from watching the pinned CLIs under `ps`: claude
-// ≈ 500 MB, codex (a Rust binary beside a Node launcher) ≈ 300, opencode (Bun) ≈ 400, pi
-// (Node) ≈ 200. They only set default caps; a measured fleet can set its own in [limits].
-// A provider absent here (shell, any program) gets no cap of its own: the global cap and
-// the memory guard bound it.
+// Footprint is what one agent of a provider is taken to hold in memory, in MB, to derive
+// its default cap. Measured here (resident size of the pane's process tree, the pinned
+// CLIs idle at their first screen): claude 153 MB, codex 324 MB (5 processes), opencode
+// 732 MB (2), pi 151 MB. A working session holds more (its context, tool output, the
+// programs it runs), so the figures are rounded up: claude 500, codex 400, opencode 800,
+// pi 200. They only set defaults; a fleet that knows better sets [limits]. A provider
+// absent here (shell, any program) gets no cap of its own: the global cap and the memory
+// guard bound it.
 var Footprint = map[string]int{
 	"claude":   500,
-	"codex":    300,
-	"opencode": 400,
+	"codex":    400,
+	"opencode": 800,
 	"pi":       200,
 }
 

@@ -26,7 +26,7 @@ import (
 // SIGHUP to the server reloads them):
 //
 //	[limits]
-//	global = 6          # live agents in all (0 or absent: unlimited)
+//	global = 6          # live agents in all (absent: derived from memory, see caps.go; 0: unlimited)
 //	claude = 3          # per provider (claude, codex, opencode, pi, shell, or any adapter)
 //	min_free_mb = 1500  # hold admission while MemAvailable is below this; re-read every 2 s
 //	aging_seconds = 600 # waiting time worth one priority level (default 600; 0: strict priority)
