@@ -166,6 +166,9 @@ func TestBurstWithDefaultConfigLaunchesWithinTheBound(t *testing.T) {
 			t.Errorf("orcr queue lacks %q:\n%s", want, out)
 		}
 	}
+	if out := e.must("queue", "caps", "--provider", "codex=5"); !strings.Contains(out, "runtime: orcr queue caps") {
+		t.Errorf("a cap set with queue caps does not say so:\n%s", out)
+	}
 	doc := e.must("doctor")
 	t.Logf("queue:\n%s\ndoctor:\n%s", out, doc)
 	if !strings.Contains(doc, "caps     in force") || !strings.Contains(doc, "min_free_mb") || !strings.Contains(doc, "(default: ") {
