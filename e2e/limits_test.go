@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,24 @@ func TestListOf11000RecordsOverTheSocketCompletes(t *testing.T) {
 	}
 	if len(res.Agents) != n {
 		t.Fatalf("listed %d agents, want %d", len(res.Agents), n)
+	}
+	// The CLI pages; a client that asks for everything in one answer gets it too.
+	c := dialRaw(t, e)
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	if _, err := c.Write([]byte(`{"id":"all","method":"agent.list","params":{"all":true}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("one answer of %d records: %v", n, err)
+	}
+	var resp struct {
+		ID     string
+		Result wire.ListResult
+		Error  *wire.Error
+	}
+	if err := json.Unmarshal(line, &resp); err != nil || resp.Error != nil || len(resp.Result.Agents) != n || len(line) <= 4<<20 {
+		t.Fatalf("one answer: %d bytes, %d agents, error %v %v", len(line), len(resp.Result.Agents), resp.Error, err)
 	}
 }
 
