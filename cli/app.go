@@ -73,6 +73,9 @@ type Probe struct {
 	// whether each is logged in; AccountsErr says why the config's accounts are refused.
 	Accounts    []wire.Account `json:"accounts"`
 	AccountsErr string         `json:"accountsError,omitempty"`
+	// Caps are the admission caps serve would start with (config over the machine's
+	// defaults), each with its origin; doctor shows the running server's instead.
+	Caps *wire.QueueResult `json:"caps,omitempty"`
 }
 
 // HostStatus is one host's availability as doctor shows it.

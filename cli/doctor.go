@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 
 	"orcr/config"
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -83,6 +86,16 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	caps, from := r.Caps, "as serve would start"
+	if r.Server != nil {
+		if q, err := service(ctx).Queue(ctx); err == nil {
+			caps, from = &q, "in force"
+			r.Caps = &q
+		}
+	}
+	if caps != nil {
+		printCaps(w, caps, from)
+	}
 	fmt.Fprintln(w, "accounts")
 	if r.AccountsErr != "" {
 		fmt.Fprintf(w, "  ERROR: %s\n", r.AccountsErr)
@@ -105,4 +118,39 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// printCaps shows the admission caps, each with where its value came from: the config,
+// `orcr queue caps`, or how the default was derived from this machine.
+func printCaps(w io.Writer, q *wire.QueueResult, from string) {
+	capStr := func(n int) string {
+		if n <= 0 {
+			return "unlimited"
+		}
+		return fmt.Sprint(n)
+	}
+	origin := func(name string) string {
+		if o := q.Origins[name]; o != "" {
+			return " (" + o + ")"
+		}
+		return ""
+	}
+	fmt.Fprintf(w, "caps     %s ([limits] in the config; `orcr queue caps` at runtime)\n", from)
+	fmt.Fprintf(w, "  global       %s%s\n", capStr(q.Global), origin(core.CapGlobal))
+	names := make([]string, 0, len(q.Caps))
+	for p := range q.Caps {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		fmt.Fprintf(w, "  %-12s %s%s\n", p, capStr(q.Caps[p]), origin(p))
+	}
+	guard := "off"
+	if q.MinFreeMB > 0 {
+		guard = fmt.Sprintf("%d MB free", q.MinFreeMB)
+	}
+	fmt.Fprintf(w, "  min_free_mb  %s%s\n", guard, origin(core.CapMinFree))
+	if q.MaxLaunching > 0 {
+		fmt.Fprintf(w, "  launching    %d at once (the rest of a burst waits queued)\n", q.MaxLaunching)
+	}
 }

@@ -18,6 +18,14 @@ type QueueResult struct {
 	Running   map[string]int `json:"running"`   // live agents per provider
 	Total     int            `json:"total"`     // live agents in all
 	Entries   []QueueEntry   `json:"entries"`   // queued, in admission order
+	// Launching is how many admitted agents are being launched now (their pane made);
+	// admission takes no more while MaxLaunching are.
+	Launching    int `json:"launching"`
+	MaxLaunching int `json:"maxLaunching,omitempty"`
+	// Origins says where each cap's value came from, by cap name ("global",
+	// "min_free_mb", a provider): "config", "runtime: orcr queue caps", or how a default
+	// was derived ("default: 23.5 GiB ÷ 500 MB, within [2, 64]").
+	Origins map[string]string `json:"origins,omitempty"`
 }
 
 // QueueEntry is one queued agent.

@@ -9,6 +9,12 @@ import (
 // MaxLine is the longest request line the server accepts (1 MiB, newline excluded).
 const MaxLine = 1 << 20
 
+// MaxAnswer is the largest answer line the server writes (64 MiB). A bigger one is
+// replaced by an answer_too_big error with the request's id: a list of 11,000 records is
+// about 12 MiB, so only a request that should page or filter meets it, and no client
+// needs to hold more than this for one call.
+const MaxAnswer = 64 << 20
+
 // Request is one line from a client.
 type Request struct {
 	ID     string          `json:"id"`
@@ -128,12 +134,21 @@ type ListParams struct {
 	// Table asks for display rows instead of records (like kubectl's server-side
 	// printing): a terminal client then decodes a few short strings per agent.
 	Table bool `json:"table,omitempty"`
+	// Limit asks for one page of at most this many agents (0: all of them); the
+	// result's next is then the after of the following page. The socket client pages
+	// by itself, so `orcr agent ls` over 100,000 records is many bounded answers.
+	Limit int `json:"limit,omitempty" range:"0,1000000"`
+	// After is the next of the previous page: the list goes on after that agent, in
+	// the list's order (path, then age). Agents added before it since are not listed.
+	After string `json:"after,omitempty"`
 }
 
 // ListResult answers agent.list.
 type ListResult struct {
 	Agents []Agent `json:"agents"`
 	Table  *Table  `json:"table"` // set when ListParams.Table
+	// Next is set when a Limit left agents out: pass it as After for the next page.
+	Next string `json:"next,omitempty"`
 }
 
 // Table is rows for display: the columns of `orcr agent ls`.
@@ -281,6 +296,8 @@ const (
 	CodeStoreUnavailable = "store_unavailable"
 	// CodeTooManyConnections: the server has its maximum of connections open.
 	CodeTooManyConnections = "too_many_connections"
+	// CodeAnswerTooBig: the answer is over MaxAnswer; page (limit/after) or filter.
+	CodeAnswerTooBig = "answer_too_big"
 )
 
 // Error is an API error: a stable code and a message that says what to do.
