@@ -244,7 +244,7 @@ func TestTurnEndedAskedOnceThenTaken(t *testing.T) {
 	g.step(Fact{Kind: FDispatch, M: "M1"})
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "all good"})
 	g.state("M1", Building)
-	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, "orcr run done M1") {
+	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, Bin+" run done M1") {
 		t.Fatalf("%+v", a)
 	}
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Commits: 1, Head: "h"})
@@ -265,7 +265,7 @@ func TestAskAndAnswer(t *testing.T) {
 	}
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "QUESTION: reject the file or skip bad rows?"})
 	g.state("M1", Asking)
-	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "reject the file or skip bad rows?") || !strings.Contains(a.Text, "orcr run answer demo M1") {
+	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "reject the file or skip bad rows?") || !strings.Contains(a.Text, Bin+" run answer demo M1") {
 		t.Fatalf("%+v", a)
 	}
 	if err := g.refused(Fact{Kind: FAnswer, M: "M1", Text: "  "}); err == nil {
