@@ -561,7 +561,7 @@ func reviewMessage(id string, v *Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The review of %s asks for changes:\n", id)
 	if len(v.Blockers) == 0 {
-		b.WriteString("- (the reviewer named no blockers; read its last message with `"+Bin+" agent read` on the reviewer)\n")
+		b.WriteString("- (the reviewer named no blockers; read its last message with `" + Bin + " agent read` on the reviewer)\n")
 	}
 	for _, bl := range v.Blockers {
 		b.WriteString("- " + bl.String() + "\n")
