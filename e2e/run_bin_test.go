@@ -65,3 +65,29 @@ func TestRunLeadWithoutOrcrOnPath(t *testing.T) {
 		t.Fatalf("the coder's brief does not call orcr by its path:\n%s", u)
 	}
 }
+
+// TestDoctorSaysWhetherTheShellFindsOrcr: doctor asks the user's shell as a login
+// shell (how agents' tool shells run) for orcr. Where its login setup leaves orcr off
+// PATH, doctor says runs still work (briefs call orcr by its path) and how to put it
+// on PATH; once the setup does, doctor says where the shell finds it.
+func TestDoctorSaysWhetherTheShellFindsOrcr(t *testing.T) {
+	home := t.TempDir()
+	e := newEnv(t, "SHELL=/bin/sh", "HOME="+home)
+	dir := filepath.Dir(e.bin)
+	profile := filepath.Join(home, ".profile")
+	if err := os.WriteFile(profile, []byte("PATH=/usr/bin:/bin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := e.must("doctor")
+	want := "shell    /bin/sh -l does not find orcr on its PATH — agents' briefs call orcr by its path (ORCR_BIN=" + e.bin + "), so runs still work; " +
+		"to type `orcr` in an agent's shell too, add " + dir + " to PATH in your login setup (~/.profile)"
+	if !strings.Contains(out, want) {
+		t.Fatalf("doctor does not say the shell lacks orcr:\n%s\nwant the line:\n%s", out, want)
+	}
+	if err := os.WriteFile(profile, []byte("PATH="+dir+":/usr/bin:/bin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.must("doctor"); !strings.Contains(out, "shell    /bin/sh -l finds orcr at "+e.bin+"\n") {
+		t.Fatalf("doctor does not say where the shell finds orcr:\n%s", out)
+	}
+}
