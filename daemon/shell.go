@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/cli"
+	"orcr/config"
 )
 
 // probeShell asks the user's shell as a login shell — how the CLIs' tool shells
@@ -25,6 +26,9 @@ func probeShell(ctx context.Context) cli.ShellStatus {
 	}
 	st := cli.ShellStatus{Shell: sh}
 	st.Bin, _ = os.Executable()
+	if strings.Contains(st.Bin, string(filepath.Separator)+"go-build") {
+		st.Bin = filepath.Join(config.Home(), "bin", "orcr") // where serve copies itself (stableSelf)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sh, "-lc", "command -v orcr")
