@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -74,6 +75,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	fmt.Fprintln(w, shellLine(r.Shell))
 	fmt.Fprintln(w, "providers")
 	for _, p := range r.Providers {
 		mark := "found  "
@@ -153,4 +155,33 @@ func printCaps(w io.Writer, q *wire.QueueResult, from string) {
 	if q.MaxLaunching > 0 {
 		fmt.Fprintf(w, "  launching    %d at once (the rest of a burst waits queued)\n", q.MaxLaunching)
 	}
+}
+
+// shellLine says whether the panes' login shell finds orcr and, when it does not,
+// that runs work anyway and how to put orcr on its PATH.
+func shellLine(s ShellStatus) string {
+	sh := s.Shell + " -l"
+	switch {
+	case s.Err != "":
+		return fmt.Sprintf("shell    %s: %s — agents' briefs call orcr by its path (ORCR_BIN=%s), so runs work either way", sh, s.Err, s.Bin)
+	case s.Found && s.Other:
+		return fmt.Sprintf("shell    %s finds orcr at %s (this orcr is %s; agents' briefs call this one, by its path in ORCR_BIN)", sh, s.Path, s.Bin)
+	case s.Found:
+		return fmt.Sprintf("shell    %s finds orcr at %s", sh, s.Path)
+	}
+	return fmt.Sprintf("shell    %s does not find orcr on its PATH — agents' briefs call orcr by its path (ORCR_BIN=%s), so runs still work; "+
+		"to type `orcr` in an agent's shell too, add %s to PATH in your login setup (%s)", sh, s.Bin, filepath.Dir(s.Bin), loginFiles(s.Shell))
+}
+
+// loginFiles names the files a login shell of sh reads, where PATH is set.
+func loginFiles(sh string) string {
+	switch filepath.Base(sh) {
+	case "zsh":
+		return "~/.zprofile or ~/.zshenv"
+	case "bash":
+		return "~/.bash_profile or ~/.profile"
+	case "fish":
+		return "fish_add_path in ~/.config/fish/config.fish"
+	}
+	return "~/.profile"
 }

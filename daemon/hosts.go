@@ -220,5 +220,6 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	} else if l, err := acct.Accounts(ctx); err == nil {
 		p.Accounts = l.Accounts
 	}
+	p.Shell = probeShell(ctx)
 	return p
 }

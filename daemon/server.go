@@ -169,7 +169,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start listeners: %w", err)
 	}
 	s.listen = ls
-	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home,
+	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home, Bin: self,
 		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
 	if err != nil {
 		return nil, err

@@ -140,7 +140,10 @@ type RunMilestone struct {
 	Reason   string `json:"reason"`
 	// Waits says what the milestone waits on, in words ("coder-2", "the reviewer",
 	// "an answer", "M1 to merge", "a free coder").
-	Waits           string `json:"waits"`
+	Waits string `json:"waits"`
+	// Undispatched is set while the milestone is ready and a turn of the lead ended
+	// without dispatching it: what happened and what to do, in one sentence.
+	Undispatched    string `json:"undispatched,omitempty"`
 	ElapsedSeconds  int    `json:"elapsedSeconds"`
 	EstimateSeconds int    `json:"estimateSeconds"`
 	Commit          string `json:"commit"`

@@ -43,6 +43,9 @@ type Options struct {
 	Kernel core.Kernel
 	Agents Agents
 	Home   string // ORCR_HOME: worktrees live under it
+	// Bin is the absolute path of the running orcr: the texts typed into the run's
+	// agents call it ("" leaves them calling "$ORCR_BIN").
+	Bin string
 	// CatalogPath is the user's catalog.toml ("" for the embedded default alone).
 	CatalogPath string
 	// Available reports whether a provider's program is installed; nil: all are.
