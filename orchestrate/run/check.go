@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,53 +29,106 @@ type CheckResult struct {
 	Duration time.Duration
 }
 
+// outputGrace is how long RunCheck keeps reading after a timeout killed the check's
+// process group: enough for the last buffered bytes, not for a process that escaped.
+const outputGrace = 2 * time.Second
+
 // RunCheck runs command with sh -c in dir, bounded by timeout. The command gets its
 // own process group, so a timeout kills everything it started (a test binary, a
 // server it spawned), not just the shell.
+//
+// The check's output goes through a pipe RunCheck owns, not one exec copies from,
+// because a process the check started may leave the group (setsid, a daemon) and
+// keep the pipe open after the shell exited: exec's Wait would then wait for it for
+// ever, the milestone would stay "checking" and the server could not shut down. Here
+// the shell's exit and the end of its output are awaited separately, both bounded by
+// the timeout and by ctx, and the pipe is closed when either ends.
 func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, env []string) (CheckResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("check %q: output pipe: %w", command, err)
+	}
+	defer r.Close()
 	cmd := exec.Command("sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	tail := &tailWriter{max: TailLines}
-	cmd.Stdout, cmd.Stderr = tail, tail
+	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close() // the check's processes hold the only write ends now
+	if err != nil {
 		return CheckResult{}, fmt.Errorf("start check %q: %w", command, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	timedOut := false
+	tail := &tailWriter{max: TailLines}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_, _ = io.Copy(tail, r) // ends at EOF, or when r is closed below
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	killGroup := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+	var werr error
+	timedOut, heldOpen := false, false
 	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err = <-done
-		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
-		if !timedOut {
-			return CheckResult{}, fmt.Errorf("check %q: %w", command, ctx.Err())
+	case werr = <-exited:
+		// The shell is done; its output ends when the last process holding the
+		// pipe does, normally at once.
+		select {
+		case <-read:
+		case <-tctx.Done():
+			killGroup()
+			timedOut, heldOpen = true, true
 		}
+	case <-tctx.Done():
+		killGroup()
+		werr = <-exited // sh itself was in the group: it is dead, Wait returns
+		timedOut = true
+		if ctx.Err() == nil { // shutting down: no grace
+			select {
+			case <-read:
+			case <-time.After(outputGrace):
+				heldOpen = true
+			}
+		}
+	}
+	r.Close()
+	<-read
+	if timedOut && ctx.Err() != nil {
+		return CheckResult{}, fmt.Errorf("check %q: %w", command, ctx.Err())
 	}
 	res := CheckResult{Duration: time.Since(start), Tail: tail.String(), TimedOut: timedOut}
 	var ee *exec.ExitError
 	switch {
 	case timedOut:
 		res.ExitCode = -1
-		res.Tail = strings.TrimRight(res.Tail, "\n") + fmt.Sprintf("\n[orcr: the check did not finish within %s and was stopped]\n", timeout)
-	case err == nil:
+		res.Tail = strings.TrimRight(res.Tail, "\n") + "\n[orcr: " + timeoutText(timeout, heldOpen) + "]\n"
+	case werr == nil:
 		res.OK = true
-	case errors.As(err, &ee):
+	case errors.As(werr, &ee):
 		res.ExitCode = ee.ExitCode()
 	default:
-		return res, fmt.Errorf("check %q: %w", command, err)
+		return res, fmt.Errorf("check %q: %w", command, werr)
 	}
 	return res, nil
+}
+
+// timeoutText says why a check ended at its timeout. heldOpen: its output was still
+// open, by a process that left the check's process group, so killing the group did
+// not end it (it may still run).
+func timeoutText(timeout time.Duration, heldOpen bool) string {
+	if heldOpen {
+		return fmt.Sprintf("check timed out after %s; a process it started kept its output open "+
+			"(make the check wait for what it starts, or send that process's output elsewhere)", timeout)
+	}
+	return fmt.Sprintf("check timed out after %s and was stopped", timeout)
 }
 
 // tailWriter keeps the last max lines written to it (and at most 64 KiB of them, so

@@ -220,11 +220,32 @@ func TestRunCheck(t *testing.T) {
 	// A timeout kills the whole group, also what the check started in the background.
 	start := time.Now()
 	res, err = RunCheck(ctx, dir, "sleep 30 & sleep 30; echo never", 300*time.Millisecond, nil)
-	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "did not finish within 300ms") {
+	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "check timed out after 300ms and was stopped") {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatal("timeout did not stop the check")
+	}
+	// A process that leaves the check's group (setsid, a daemon) and keeps its output
+	// open cannot hold the check past its timeout: it is reported, not waited for.
+	start = time.Now()
+	res, err = RunCheck(ctx, dir, "echo started; setsid sh -c 'sleep 30' & true", 500*time.Millisecond, nil)
+	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "started\n") ||
+		!strings.Contains(res.Tail, "check timed out after 500ms; a process it started kept its output open") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("a forked process held the check for %s", time.Since(start))
+	}
+	// So can it not hold a server that shuts down.
+	sctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	start = time.Now()
+	if _, err := RunCheck(sctx, dir, "setsid sh -c 'sleep 30' & sleep 30", time.Minute, nil); err == nil {
+		t.Fatal("a check cut short by its context reported as a result")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("a forked process held a cancelled check for %s", time.Since(start))
 	}
 	// A cancelled context is an error, not a failed check.
 	cctx, cancel := context.WithCancel(ctx)
