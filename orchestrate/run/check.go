@@ -109,7 +109,7 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 	switch {
 	case timedOut:
 		res.ExitCode = -1
-		res.Tail = strings.TrimRight(res.Tail, "\n") + "\n[orcr: " + timeoutText(timeout, heldOpen) + "]\n"
+		res.Tail = strings.TrimRight(res.Tail, "\n") + "\n" + notePrefix + timeoutText(timeout, heldOpen) + "]\n"
 	case werr == nil:
 		res.OK = true
 	case errors.As(werr, &ee):
@@ -118,6 +118,20 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 		return res, fmt.Errorf("check %q: %w", command, werr)
 	}
 	return res, nil
+}
+
+// notePrefix starts the line RunCheck adds to a check's output to say why it ended.
+const notePrefix = "[orcr: "
+
+// checkNote is the note RunCheck added to a check's output tail ("" when none), so the
+// run log can say why a check failed without the whole tail.
+func checkNote(tail string) string {
+	tail = strings.TrimRight(tail, "\n")
+	last := tail[strings.LastIndexByte(tail, '\n')+1:]
+	if note, ok := strings.CutPrefix(last, notePrefix); ok {
+		return strings.TrimSuffix(note, "]")
+	}
+	return ""
 }
 
 // timeoutText says why a check ended at its timeout. heldOpen: its output was still
