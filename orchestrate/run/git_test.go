@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -252,5 +254,32 @@ func TestRunCheck(t *testing.T) {
 	cancel()
 	if _, err := RunCheck(cctx, dir, "sleep 5", time.Minute, nil); err == nil {
 		t.Fatal("cancelled check reported as a result")
+	}
+}
+
+// TestGitHookCannotHoldTheRun: a hook of the user's repository that leaves a process
+// of its own session holding git's output open (a daemon a post-commit hook starts)
+// made every git command of the run wait for that process — the autopilot stood
+// still. Git's exit decides now, and the commit is not taken for a failure.
+func TestGitHookCannotHoldTheRun(t *testing.T) {
+	repo, g := newRepo(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	sh(t, repo, "printf '#!/bin/sh\\nsetsid sh -c \"exec sleep 60\" &\\necho $! > "+pidFile+"\\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	start := time.Now()
+	if _, err := g.run(context.Background(), nil, "commit", "-q", "--allow-empty", "-m", "hooked"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("git commit took %s: the hook's process held it", d)
+	}
+	if subject := sh(t, repo, "git log -1 --format=%s"); subject != "hooked" {
+		t.Fatalf("last commit %q", subject)
 	}
 }
