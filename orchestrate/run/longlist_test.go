@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +84,28 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 		}
 	}
 
+	// A held milestone's dispatch is refused; asked again and again, the refusal is
+	// logged once.
+	if _, err := g.svc.RunHold(ctx, wire.RunMilestonesParams{Name: "par", Milestones: []string{"M2"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		err = timed("256 × M2 of held M2", func(ctx context.Context) error {
+			_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M2"}, 256)})
+			return err
+		})
+		if !errors.Is(err, wire.ErrInvalidParams) || strings.Count(err.Error(), "cannot dispatch M2") != 1 {
+			t.Fatalf("256 × M2 of held M2: %v", err)
+		}
+	}
+	if n := count("refused", "dispatch", "M2"); n != 1 {
+		var b strings.Builder
+		for _, e := range entries() {
+			fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
+		}
+		t.Fatalf("the same refusal asked 768 times is logged %d times, want once; log:\n%s", n, b.String())
+	}
+
 	// 256 times the same name: one dispatch.
 	err = timed("256 × M1", func(ctx context.Context) error {
 		_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M1"}, 256)})
@@ -93,23 +116,5 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 	}
 	if n := count("fact", "dispatch", "M1"); n != 1 {
 		t.Fatalf("256 × M1 logged %d dispatches, want 1", n)
-	}
-
-	// On a stopped run every dispatch is refused; asked again and again, the
-	// refusal is logged once.
-	if _, err := g.svc.RunStop(ctx, "par"); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		err = timed("256 × M2 on a stopped run", func(ctx context.Context) error {
-			_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M2"}, 256)})
-			return err
-		})
-		if !errors.Is(err, wire.ErrInvalidParams) || strings.Count(err.Error(), "cannot dispatch M2") != 1 {
-			t.Fatalf("256 × M2 on a stopped run: %v", err)
-		}
-	}
-	if n := count("refused", "dispatch", "M2"); n != 1 {
-		t.Fatalf("the same refusal asked 768 times is logged %d times, want once", n)
 	}
 }

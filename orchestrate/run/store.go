@@ -135,18 +135,12 @@ type envelope struct {
 type Runs struct {
 	st orchestrate.Store
 	mu sync.Mutex
-	// refused holds, per run, the refusals logged since the run last changed, so
+	// refused holds, per run, the refusals logged since its last accepted fact, so
 	// the same request refused again is not logged again (a script asking for the
 	// same dispatch in a loop grew a run log by thousands of identical entries).
-	refused map[string]*refusals
-}
-
-// refusals are the refusals of one run logged at seqs up to seq, all after its last
-// accepted entry. Step is pure, so while nothing but refusals was logged, the same
-// fact is refused for the same reason: logging it again records nothing new.
-type refusals struct {
-	seq  uint64
-	keys map[string]bool
+	// Step is pure: while no fact changed the run, the same fact is refused for the
+	// same reason, and logging it again records nothing new.
+	refused map[string]map[string]bool
 }
 
 // maxRefusalKeys bounds one run's remembered refusals; past it a refusal is logged
@@ -154,7 +148,7 @@ type refusals struct {
 const maxRefusalKeys = 1024
 
 // NewRuns returns the runs kept in st.
-func NewRuns(st orchestrate.Store) *Runs { return &Runs{st: st, refused: map[string]*refusals{}} }
+func NewRuns(st orchestrate.Store) *Runs { return &Runs{st: st, refused: map[string]map[string]bool{}} }
 
 // refusalKey is what makes two refusals the same: the fact and the reason.
 func refusalKey(f Fact, why error) string {
@@ -220,19 +214,18 @@ func (rs *Runs) Apply(ctx context.Context, name string, f Fact, now time.Time) (
 	e := Entry{Seq: seq, At: now, Type: EntryFact, Fact: &f, Actions: actions}
 	if stepErr != nil {
 		e = Entry{Seq: seq, At: now, Type: EntryRefused, Fact: &f, Text: stepErr.Error()}
-		rf := rs.refused[name]
-		if rf == nil || rf.seq != rec.Seq {
-			rf = &refusals{keys: map[string]bool{}} // the run moved since: start over
-		}
 		key := refusalKey(f, stepErr)
-		if rf.keys[key] {
-			return rec, nil, stepErr // logged already, and nothing changed since
+		if rs.refused[name][key] {
+			return rec, nil, stepErr // logged already, and the run has not changed since
 		}
-		if len(rf.keys) < maxRefusalKeys {
-			rf.keys[key] = true
+		if rs.refused[name] == nil {
+			rs.refused[name] = map[string]bool{}
 		}
-		rf.seq = seq
-		rs.refused[name] = rf
+		if len(rs.refused[name]) < maxRefusalKeys {
+			rs.refused[name][key] = true
+		}
+	} else {
+		delete(rs.refused, name) // the run changes: what was refused may not be now
 	}
 	if err := rs.append(ctx, name, e); err != nil {
 		return rec, nil, err
