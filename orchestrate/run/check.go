@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,7 +44,8 @@ const outputGrace = 2 * time.Second
 // keep the pipe open after the shell exited: exec's Wait would then wait for it for
 // ever, the milestone would stay "checking" and the server could not shut down. Here
 // the shell's exit and the end of its output are awaited separately, both bounded by
-// the timeout and by ctx, and the pipe is closed when either ends.
+// the timeout and by ctx; past them, what still holds the pipe is killed with its
+// process group (killHolders) and the pipe is closed.
 func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, env []string) (CheckResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
@@ -76,7 +79,7 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 	killGroup := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
 	var werr error
-	timedOut, heldOpen := false, false
+	timedOut, heldOpen, stopped := false, false, false
 	select {
 	case werr = <-exited:
 		// The shell is done; its output ends when the last process holding the
@@ -99,6 +102,19 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 			}
 		}
 	}
+	select {
+	case <-read:
+	default:
+		// What still holds the output left the check's process group: find it by
+		// the pipe it holds and stop it too, so a check that timed out leaves
+		// nothing behind (each round would add a daemon).
+		if stopped = killHolders(r) > 0; stopped {
+			select {
+			case <-read:
+			case <-time.After(outputGrace):
+			}
+		}
+	}
 	r.Close()
 	<-read
 	if timedOut && ctx.Err() != nil {
@@ -109,7 +125,7 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 	switch {
 	case timedOut:
 		res.ExitCode = -1
-		res.Tail = strings.TrimRight(res.Tail, "\n") + "\n" + notePrefix + timeoutText(timeout, heldOpen) + "]\n"
+		res.Tail = strings.TrimRight(res.Tail, "\n") + "\n" + notePrefix + timeoutText(timeout, heldOpen, stopped) + "]\n"
 	case werr == nil:
 		res.OK = true
 	case errors.As(werr, &ee):
@@ -118,6 +134,46 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 		return res, fmt.Errorf("check %q: %w", command, werr)
 	}
 	return res, nil
+}
+
+// killHolders kills the other processes that hold pipe r's inode open — processes a
+// check started that left its process group (setsid) — each with its process group
+// (a daemon's children), unless that group is this server's. It finds them in /proc
+// (without /proc it finds none) and returns how many it killed. Only the check's
+// processes can hold the pipe: both ends are close-on-exec, and the write end went
+// to the check's shell alone.
+func killHolders(r *os.File) int {
+	fi, err := r.Stat() // not r.Fd(), which would make a concurrent Read block for ever
+	if err != nil {
+		return 0
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	want := fmt.Sprintf("pipe:[%d]", st.Ino)
+	self, ownGroup := os.Getpid(), syscall.Getpgrp()
+	procs, _ := os.ReadDir("/proc")
+	n := 0
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); l != want {
+				continue
+			}
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != ownGroup {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			n++
+			break
+		}
+	}
+	return n
 }
 
 // notePrefix starts the line RunCheck adds to a check's output to say why it ended.
@@ -135,14 +191,18 @@ func checkNote(tail string) string {
 }
 
 // timeoutText says why a check ended at its timeout. heldOpen: its output was still
-// open, by a process that left the check's process group, so killing the group did
-// not end it (it may still run).
-func timeoutText(timeout time.Duration, heldOpen bool) string {
-	if heldOpen {
-		return fmt.Sprintf("check timed out after %s; a process it started kept its output open "+
-			"(make the check wait for what it starts, or send that process's output elsewhere)", timeout)
+// open, by a process that left the check's process group; stopped: killHolders found
+// and killed that process.
+func timeoutText(timeout time.Duration, heldOpen, stopped bool) string {
+	if !heldOpen {
+		return fmt.Sprintf("check timed out after %s and was stopped", timeout)
 	}
-	return fmt.Sprintf("check timed out after %s and was stopped", timeout)
+	what := "kept its output open"
+	if stopped {
+		what += " and was stopped"
+	}
+	return fmt.Sprintf("check timed out after %s; a process it started %s "+
+		"(make the check wait for what it starts, or send that process's output elsewhere)", timeout, what)
 }
 
 // tailWriter keeps the last max lines written to it (and at most 64 KiB of them, so

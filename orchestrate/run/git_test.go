@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 var testIdentity = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
@@ -230,25 +233,32 @@ func TestRunCheck(t *testing.T) {
 	}
 	// A process that leaves the check's group (setsid, a daemon) and keeps its output
 	// open cannot hold the check past its timeout: it is reported, not waited for.
+	// It is stopped, with what it started in its own group.
+	pids := filepath.Join(t.TempDir(), "pids")
+	escape := "setsid sh -c 'sleep 30 & echo $! >> " + pids + "; exec sleep 30' & echo $! >> " + pids
 	start = time.Now()
-	res, err = RunCheck(ctx, dir, "echo started; setsid sh -c 'sleep 30' & true", 500*time.Millisecond, nil)
+	res, err = RunCheck(ctx, dir, "echo started; "+escape+"; true", 500*time.Millisecond, nil)
 	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "started\n") ||
-		!strings.Contains(res.Tail, "check timed out after 500ms; a process it started kept its output open") {
+		!strings.Contains(res.Tail, "check timed out after 500ms; a process it started kept its output open and was stopped") {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("a forked process held the check for %s", time.Since(start))
 	}
-	// So can it not hold a server that shuts down.
+	waitGone(t, pids, 2)
+	// Nor can it hold a server that shuts down.
+	pids = filepath.Join(t.TempDir(), "pids")
+	escape = "setsid sh -c 'exec sleep 30' & echo $! >> " + pids
 	sctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer stop()
 	start = time.Now()
-	if _, err := RunCheck(sctx, dir, "setsid sh -c 'sleep 30' & sleep 30", time.Minute, nil); err == nil {
+	if _, err := RunCheck(sctx, dir, escape+"; sleep 30", time.Minute, nil); err == nil {
 		t.Fatal("a check cut short by its context reported as a result")
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("a forked process held a cancelled check for %s", time.Since(start))
 	}
+	waitGone(t, pids, 1)
 	// A cancelled context is an error, not a failed check.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -281,5 +291,43 @@ func TestGitHookCannotHoldTheRun(t *testing.T) {
 	}
 	if subject := sh(t, repo, "git log -1 --format=%s"); subject != "hooked" {
 		t.Fatalf("last commit %q", subject)
+	}
+}
+
+// waitGone waits until the n processes whose pids are in file have ended, and kills
+// them if they do not.
+func waitGone(t *testing.T, file string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != n {
+		t.Fatalf("%d pids in %s, want %d", len(pids), file, n)
+	}
+	alive := func() []int {
+		var out []int
+		for _, pid := range pids {
+			// A zombie has no fd table left; a live process has one.
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/fd/0", pid)); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	if !wait.Until(10*time.Second, func() bool { return len(alive()) == 0 }) {
+		left := alive()
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("processes the check started still run: %v", left)
 	}
 }
