@@ -95,6 +95,14 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
 					prop["minimum"], prop["maximum"] = lo, hi
 				}
+				if n, ok := fieldMaxItems(t.Field(f.Index)); ok {
+					switch f.Type.Kind() {
+					case reflect.Slice:
+						prop["maxItems"] = n
+					case reflect.Map:
+						prop["maxProperties"] = n
+					}
+				}
 				props[f.Name] = prop
 				if f.Required {
 					required = append(required, f.Name)

@@ -325,9 +325,12 @@ func factText(f Fact) string {
 	}
 	switch f.Kind {
 	case FChecked, FFinalCheck:
-		if f.OK {
+		switch note := checkNote(f.Text); {
+		case f.OK:
 			parts = append(parts, "passed")
-		} else {
+		case note != "":
+			parts = append(parts, "failed: "+note)
+		default:
 			parts = append(parts, "failed")
 		}
 	case FDone, FTurnEnded:
