@@ -87,8 +87,13 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					text := strings.Join(c.Args().Tail(), " ")
-					return cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
+					err := cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
+					if wire.CodeOf(err) == wire.CodeAgentBlocked {
+						// Scripts match the stable code, as with agent answer.
+						return fmt.Errorf("%w [%s]", err, wire.CodeAgentBlocked)
+					}
+					return err
 				},
 			},
 			app.agentAnswerCommand(),
