@@ -22,10 +22,11 @@ import (
 // prompt rules — a prompt can appear between the state read and the keys (a tool call
 // the model made while the message was on its way).
 
-// waitsForChoice reports whether an agent in state st blocked on b waits for a choice.
-// Every block does but a usage limit that shows nothing to pick: "continue" after its
-// reset is how such an agent goes on.
-func waitsForChoice(st wire.State, b *wire.Blocked) bool {
+// WaitsForChoice reports whether an agent in state st blocked on b waits for a choice,
+// so text sent to it is refused (the dashboard opens the answer dialog instead). Every
+// block does but a usage limit that shows nothing to pick: "continue" after its reset
+// is how such an agent goes on.
+func WaitsForChoice(st wire.State, b *wire.Blocked) bool {
 	if st != wire.StateBlocked {
 		return false
 	}
@@ -85,7 +86,7 @@ func refuseIfBlocked(e *Engine, rt *agentRT) error {
 	e.mu.Lock()
 	st, b, path := rt.a.State, rt.a.Blocked, rt.a.Path
 	e.mu.Unlock()
-	if waitsForChoice(st, b) {
+	if WaitsForChoice(st, b) {
 		return blockedRefusal(path, b)
 	}
 	return nil
