@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"orcr/core/wire"
 )
@@ -118,4 +119,39 @@ func refuseIfPrompt(ctx context.Context, e *Engine, rt *agentRT, pane string) er
 		return blockedRefusal(path, shown)
 	}
 	return nil
+}
+
+// Sender is what SendWhenFree needs: the kernel's agent.get and agent.send.
+type Sender interface {
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Send(ctx context.Context, p wire.SendParams) error
+}
+
+// SendWhenFree sends p, and when the agent waits on a prompt (agent_blocked) waits
+// until it no longer does — the user answered it — and sends again, until ctx ends.
+// It is for a feature's message that must not be lost and has no turn of its own to
+// wait for (a role's wrap-up, a budget's last word): nothing is typed into the prompt
+// meanwhile. It polls, backing off to a few seconds: a prompt waits for a person.
+func SendWhenFree(ctx context.Context, k Sender, p wire.SendParams) error {
+	delay := 200 * time.Millisecond
+	for {
+		err := k.Send(ctx, p)
+		if wire.CodeOf(err) != wire.CodeAgentBlocked {
+			return err
+		}
+		for {
+			if err := sleepCtx(ctx, delay); err != nil {
+				return fmt.Errorf("waiting for the prompt to be answered: %w", err)
+			}
+			delay = min(2*delay, 5*time.Second)
+			a, err := k.Get(ctx, p.Target)
+			if err != nil {
+				return err
+			}
+			// An ended agent ends the wait: the next send says it is not running.
+			if a.State.Terminal() || !WaitsForChoice(a.State, a.Blocked) {
+				break
+			}
+		}
+	}
 }
