@@ -469,16 +469,44 @@ func TestClaudeSendToPermissionPrompt(t *testing.T) {
 	}
 	found := wait.Until(60*time.Second, func() bool {
 		for _, q := range r.srv.Requests() {
-			if q.Scripted && strings.Contains(string(q.Body), steer) && strings.Contains(string(q.Body), "tool_result") {
+			if q.Scripted && toolResultSays(q.Body, steer) {
 				return true
 			}
 		}
 		return false
 	})
 	if !found {
-		t.Fatalf("the deny reason did not reach the model\nscreen:\n%s", r.must("agent", "read", "cl/rm"))
+		t.Fatalf("the deny reason did not reach the model as the tool call's result\nscreen:\n%s", r.must("agent", "read", "cl/rm"))
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("build/ is gone after the deny: %v", err)
 	}
+}
+
+// toolResultSays reports whether a Messages API request carries a tool_result block
+// whose content holds text: what claude answers the model for a refused tool call.
+func toolResultSays(body []byte, text string) bool {
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	for _, m := range req.Messages {
+		var blocks []map[string]any
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b["type"] != "tool_result" {
+				continue
+			}
+			if c, err := json.Marshal(b["content"]); err == nil && strings.Contains(string(c), text) {
+				return true
+			}
+		}
+	}
+	return false
 }
