@@ -124,9 +124,14 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 		// showing before a second one means the first started a turn that asked
 		// something, so the message went in and nothing more is pressed.
 		if err := refuseIfPrompt(ctx, e, rt, pane); err != nil {
-			if i > 0 && wire.CodeOf(err) == wire.CodeAgentBlocked {
+			we, blocked := err.(*wire.Error)
+			switch {
+			case blocked && we.Code == wire.CodeAgentBlocked && i > 0:
 				e.log.Info("send: a prompt showed after enter; not pressing it again", "agent", id)
 				return nil
+			case blocked && we.Code == wire.CodeAgentBlocked:
+				return &wire.Error{Code: we.Code, Data: we.Data,
+					Message: strings.Replace(we.Message, "nothing was typed", "the text was typed but Enter was not pressed", 1)}
 			}
 			return err
 		}
