@@ -157,7 +157,12 @@ func (s *Service) windDown(id string, grace time.Duration) {
 	if _, err := s.svc.Wait(s.ctx, wire.WaitParams{Glob: id, Until: "settled", TimeoutSeconds: secs}); err != nil {
 		s.log.Warn("budget: wait for the turn to settle", "id", id, "err", err)
 	}
-	if err := s.typeLine(id, WrapUp); err != nil {
+	// An agent waiting on a prompt gets the message once the prompt is answered,
+	// within the grace period; typed into the prompt it would answer it.
+	wctx, cancel := context.WithTimeout(s.ctx, grace)
+	err := core.SendWhenFree(wctx, s.svc, wire.SendParams{Target: id, Text: WrapUp, Enter: true})
+	cancel()
+	if err != nil {
 		s.log.Warn("budget wrap-up message", "id", id, "err", err)
 	}
 	select {
