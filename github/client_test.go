@@ -90,6 +90,45 @@ func TestRepeatedTickIsOneConditionalRequest(t *testing.T) {
 	}
 }
 
+// TestBigPageIsReadWhole: a page of 100 issues with bodies at GitHub's 65,536-character
+// bound in two-byte characters is over 12 MiB. It was cut at 8 MiB by the ETag cache and
+// failed as "malformed" on every call; it must decode whole, and the next call must be
+// answered 304 and replayed from the cache, as for any page.
+func TestBigPageIsReadWhole(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	body := strings.Repeat("é", githubtest.MaxBody)
+	for i := range 100 {
+		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
+	}
+	c := newClient(t, s, "tok")
+	ctx := context.Background()
+	for i, want304 := range []bool{false, true} {
+		s.ResetRequests()
+		got, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if err != nil || len(got) != 100 || pg.NotModified != want304 {
+			t.Fatalf("call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+		for _, is := range got {
+			if is.Body != body {
+				t.Fatalf("call %d: issue #%d has a body of %d bytes, want %d", i+1, is.Number, len(is.Body), len(body))
+			}
+		}
+		if reqs := s.Requests(); len(reqs) != 1 || reqs[0].Conditional != want304 {
+			t.Fatalf("call %d: server saw %+v", i+1, reqs)
+		}
+	}
+	// Larger than the whole cache: streamed to the caller, never cut, and asked for
+	// afresh next time.
+	small := newClient(t, s, "tok", func(o *github.Options) { o.CacheBytes = 1 << 20 })
+	for i := range 2 {
+		got, pg, err := small.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if err != nil || len(got) != 100 || pg.NotModified || got[99].Body != body {
+			t.Fatalf("over the cache, call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+	}
+}
+
 // BenchmarkTickNotModified measures the client's CPU for one steady-state tick (one
 // conditional request answered 304) against a repository of 1,000 open issues.
 func BenchmarkTickNotModified(b *testing.B) {
