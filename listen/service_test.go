@@ -248,7 +248,7 @@ func TestPruneIsBounded(t *testing.T) {
 		}
 	}
 	// Older than hour 5 goes; past 10 per listener the oldest go.
-	n, err := rec.Prune(ctx, t0.Add(5*time.Hour), 10)
+	n, err := rec.Prune(ctx, t0.Add(5*time.Hour), 10, nil)
 	if err != nil || n != 40 {
 		t.Fatalf("pruned %d %v", n, err)
 	}
