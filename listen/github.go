@@ -88,7 +88,10 @@ func (g GitHubSource) Shown(ctx context.Context, _ Cursor) (map[string]bool, err
 	}
 	out := map[string]bool{}
 	for _, repo := range g.Source.Repos {
-		got, _, err := g.Client.ListIssues(ctx, repo, github.IssueQuery{State: "open", Labels: g.Source.Labels})
+		// The poll's own query without since: the URL a cursor-less poll asked for, so
+		// an unchanged repository answers 304 from the client's cache.
+		got, _, err := g.Client.ListIssues(ctx, repo, github.IssueQuery{State: "open", Labels: g.Source.Labels,
+			Sort: "updated", Direction: "asc"})
 		if err != nil {
 			return nil, err
 		}

@@ -74,9 +74,6 @@ type State struct {
 	Failed     int       `json:"failed,omitempty"`
 	LastFailed string    `json:"lastFailed,omitempty"`
 	FailedAt   time.Time `json:"failedAt,omitzero"`
-	// PrunedAt is when the tick last pruned this listener's processed ids against
-	// the source's listing.
-	PrunedAt time.Time `json:"prunedAt,omitzero"`
 }
 
 // Processed marks an event dispatched: it is never dispatched again.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
@@ -53,6 +54,10 @@ func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return wire.Agent{}, f.err
+	}
+	// The kernel's own path rule, so a path it would refuse is refused here too.
+	if err := core.ValidatePath(p.Path); err != nil {
+		return wire.Agent{}, err
 	}
 	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env, Role: p.Role}
 	f.as = append(f.as, a)

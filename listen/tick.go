@@ -92,10 +92,13 @@ type Ticker struct {
 	Logger  *slog.Logger // default: discard
 	// KeepProcessed and MaxProcessed bound the processed ids the source no longer shows
 	// (defaults 30 days and 10,000); PruneEvery is how often a tick prunes them
-	// (default an hour).
+	// (default an hour, and at the first complete poll of a new Ticker: a server start
+	// or an edit).
 	KeepProcessed time.Duration
 	MaxProcessed  int
 	PruneEvery    time.Duration
+
+	prunedAt time.Time
 }
 
 // TickResult says what a tick did.
@@ -489,7 +492,7 @@ func (t *Ticker) prune(ctx context.Context, st *State, res *TickResult, poll Pol
 	if every <= 0 {
 		every = time.Hour
 	}
-	if !st.PrunedAt.IsZero() && now.Sub(st.PrunedAt) < every {
+	if !t.prunedAt.IsZero() && now.Sub(t.prunedAt) < every {
 		return nil
 	}
 	shown := make(map[string]bool, len(poll.Events))
@@ -521,7 +524,7 @@ func (t *Ticker) prune(ctx context.Context, st *State, res *TickResult, poll Pol
 	if err != nil {
 		return err
 	}
-	st.PrunedAt = now
+	t.prunedAt = now
 	res.Pruned = n
 	if n > 0 {
 		t.log().Info("pruned listener ids", "name", t.Listener.Name, "n", n, "shown", len(shown))

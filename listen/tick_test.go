@@ -23,6 +23,9 @@ type memStore struct {
 	mu        sync.Mutex
 	data      map[string]map[string][]byte
 	beforePut func(bucket, key string)
+	// refuse, when set, is asked before each put: an error is the store refusing it
+	// (as the real store answers store_unavailable on a full disk).
+	refuse func(bucket, key string) error
 }
 
 func newMemStore() *memStore { return &memStore{data: map[string]map[string][]byte{}} }
@@ -30,6 +33,11 @@ func newMemStore() *memStore { return &memStore{data: map[string]map[string][]by
 func (m *memStore) Put(_ context.Context, bucket, key string, value []byte) error {
 	if m.beforePut != nil {
 		m.beforePut(bucket, key)
+	}
+	if m.refuse != nil {
+		if err := m.refuse(bucket, key); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
