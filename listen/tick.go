@@ -309,8 +309,8 @@ func (t *Ticker) Tick(ctx context.Context) (TickResult, error) {
 	if len(queue) > 0 && !lim.Allow(now) {
 		st.NextPoll = later(st.NextPoll, lim.NextAt(now))
 	}
-	if err := t.prune(ctx, &st, &res, poll, now); err != nil {
-		return res, err
+	if holdErr == nil {
+		t.prune(ctx, &res, poll, st.Cursor, now)
 	}
 	res.Held, res.NextPoll = len(queue), st.NextPoll
 	return res, t.Records.PutState(ctx, name, st)
@@ -487,13 +487,15 @@ func (t *Ticker) settle(ctx context.Context, st *State, lim *Limiter, held []Hel
 // age, so a stable listing never fires twice: for a shell source the listing is a clean
 // run's whole output; a source that implements Shower says what it could still show; a
 // source that is neither is not pruned here.
-func (t *Ticker) prune(ctx context.Context, st *State, res *TickResult, poll Poll, now time.Time) error {
+// A prune that fails is logged and tried again at the next tick; it never fails the
+// tick (what it would have deleted only costs room).
+func (t *Ticker) prune(ctx context.Context, res *TickResult, poll Poll, cursor Cursor, now time.Time) {
 	every := t.PruneEvery
 	if every <= 0 {
 		every = time.Hour
 	}
 	if !t.prunedAt.IsZero() && now.Sub(t.prunedAt) < every {
-		return nil
+		return
 	}
 	shown := make(map[string]bool, len(poll.Events))
 	for _, e := range poll.Events {
@@ -502,16 +504,16 @@ func (t *Ticker) prune(ctx context.Context, st *State, res *TickResult, poll Pol
 	switch sh, ok := t.Source.(Shower); {
 	case poll.Full:
 	case ok:
-		more, err := sh.Shown(ctx, st.Cursor)
+		more, err := sh.Shown(ctx, cursor)
 		if err != nil {
 			t.log().Warn("listener prune: listing what the source shows", "name", t.Listener.Name, "err", err)
-			return nil // tried again next tick
+			return
 		}
 		for id := range more {
 			shown[id] = true
 		}
 	default:
-		return nil
+		return
 	}
 	keep, maxN := t.KeepProcessed, t.MaxProcessed
 	if keep <= 0 {
@@ -521,15 +523,15 @@ func (t *Ticker) prune(ctx context.Context, st *State, res *TickResult, poll Pol
 		maxN = 10_000
 	}
 	n, err := t.Records.PruneShown(ctx, t.Listener.Name, shown, now.Add(-keep), maxN)
-	if err != nil {
-		return err
-	}
-	t.prunedAt = now
 	res.Pruned = n
 	if n > 0 {
 		t.log().Info("pruned listener ids", "name", t.Listener.Name, "n", n, "shown", len(shown))
 	}
-	return nil
+	if err != nil {
+		t.log().Warn("listener prune", "name", t.Listener.Name, "err", err)
+		return
+	}
+	t.prunedAt = now
 }
 
 // target renders the action's path (or, for a plan, its title) for an event.
