@@ -213,16 +213,15 @@ func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire
 		for _, h := range st.Held {
 			v.HeldIDs = append(v.HeldIDs, h.ID)
 		}
-		held, err := s.rec.Held(ctx, e.name)
+		// The oldest maxHeldIDs are named; Held is the count of them all.
+		held, err := s.rec.held(ctx, e.name, maxHeldIDs)
 		if err != nil {
 			return v, err
 		}
-		// The oldest maxHeldIDs are named; Held is the count of them all.
 		for _, h := range held {
-			if len(v.HeldIDs) >= maxHeldIDs {
-				break
+			if len(v.HeldIDs) < maxHeldIDs {
+				v.HeldIDs = append(v.HeldIDs, h.Event.ID)
 			}
-			v.HeldIDs = append(v.HeldIDs, h.Event.ID)
 		}
 	}
 	return v, nil

@@ -166,6 +166,11 @@ func heldKey(listener string, seq uint64) string {
 // Held lists a listener's held events, oldest first (the keys' fixed-width sequence
 // numbers sort in the order they were held).
 func (r *Records) Held(ctx context.Context, listener string) ([]HeldEvent, error) {
+	return r.held(ctx, listener, 0)
+}
+
+// held lists up to limit held events (0: all).
+func (r *Records) held(ctx context.Context, listener string, limit int) ([]HeldEvent, error) {
 	var out []HeldEvent
 	var derr error
 	prefix := listener + "/"
@@ -184,7 +189,7 @@ func (r *Records) Held(ctx context.Context, listener string) ([]HeldEvent, error
 			return false
 		}
 		out = append(out, HeldEvent{Seq: seq, Event: e})
-		return true
+		return limit <= 0 || len(out) < limit
 	})
 	if err == nil {
 		err = derr

@@ -66,12 +66,14 @@ func (m *memStore) Delete(_ context.Context, bucket, key string) error {
 }
 
 func (m *memStore) Scan(_ context.Context, bucket string, fn func(string, []byte) bool) error {
+	// A snapshot, as core.Store's Scan sees one: fn may write to the store.
 	m.mu.Lock()
 	keys := make([]string, 0, len(m.data[bucket]))
-	for k := range m.data[bucket] {
+	vals := make(map[string][]byte, len(m.data[bucket]))
+	for k, v := range m.data[bucket] {
 		keys = append(keys, k)
+		vals[k] = v
 	}
-	vals := m.data[bucket]
 	m.mu.Unlock()
 	sort.Strings(keys)
 	for _, k := range keys {
