@@ -362,3 +362,28 @@ func TestHeldBoundIsLoud(t *testing.T) {
 		t.Fatalf("recovered: %+v", st)
 	}
 }
+
+// Held events an older version kept in the state itself are moved into their records
+// at the next tick and go out in order, once each.
+func TestLegacyHeldEventsMoveToTheirRecords(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	l := mustParse(t, "old", agentDoc("printf 'c\\nd\\n'", "old/{{id}}", "{{id}}", ""))
+	rec := NewRecords(newMemStore())
+	legacy := State{Held: []Event{withCommonVars(l, Event{ID: "a", Vars: map[string]string{"line": "a"}}),
+		withCommonVars(l, Event{ID: "b", Vars: map[string]string{"line": "b"}})}}
+	if err := rec.PutState(ctx, "old", legacy); err != nil {
+		t.Fatal(err)
+	}
+	ag := newAgents(clock)
+	tk := &Ticker{Listener: l, Records: rec, Source: ShellSource{Command: l.Source.Command}, Dispatcher: ag, Now: clock}
+	res, err := tk.Tick(ctx)
+	if err != nil || res.Dispatched != 4 || res.Held != 0 || strings.Join(ag.order, " ") != "a b c d" {
+		t.Fatalf("tick: %+v %v, order %v", res, err, ag.order)
+	}
+	st, _ := rec.State(ctx, "old")
+	if len(st.Held) != 0 || st.HeldCount != 0 || st.Fires != 4 {
+		t.Fatalf("state %+v", st)
+	}
+}
