@@ -101,7 +101,10 @@ func TestBigPageIsReadWhole(t *testing.T) {
 	for i := range 100 {
 		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
 	}
-	c := newClient(t, s, "tok")
+	// A long timeout: under -race on a loaded machine the fake server's 12.6 MiB
+	// answer (encoded and hashed for its ETag at every request) takes seconds.
+	long := func(o *github.Options) { o.Timeout = 2 * time.Minute }
+	c := newClient(t, s, "tok", long)
 	ctx := context.Background()
 	for i, want304 := range []bool{false, true} {
 		s.ResetRequests()
@@ -119,7 +122,7 @@ func TestBigPageIsReadWhole(t *testing.T) {
 		}
 	}
 	// Larger than the whole cache: streamed to the caller, never cut (and not kept).
-	small := newClient(t, s, "tok", func(o *github.Options) { o.CacheBytes = 1 << 20 })
+	small := newClient(t, s, "tok", long, func(o *github.Options) { o.CacheBytes = 1 << 20 })
 	got, pg, err := small.ListIssues(ctx, "o/r", github.IssueQuery{})
 	if err != nil || len(got) != 100 || pg.NotModified || got[0].Body != body || got[99].Body != body {
 		t.Fatalf("over the cache: %d issues, %+v, %v", len(got), pg, err)

@@ -138,7 +138,9 @@ func TestOneShotSourceRateLimitedDropsNothing(t *testing.T) {
 	cmd := fmt.Sprintf("if [ -f %[1]s ]; then cat %[1]s; rm %[1]s; fi", queue)
 	r.write("jobs", agentDoc(cmd, "jobs/{{id}}", "run {{id}}", "[[rate_limits]]\nmax = 500\nper = \"1s\"\n"))
 	// Held drains to 0 either when all 1,500 went or when the 500 over a cap were lost.
-	l := r.waitListener("jobs", "the queue drains", 60*time.Second, func(l wire.Listener) bool {
+	// (Generous: under -race on a loaded machine 1,500 dispatches through badger take a
+	// while; the test takes seconds otherwise.)
+	l := r.waitListener("jobs", "the queue drains", 3*time.Minute, func(l wire.Listener) bool {
 		return l.Fires >= 1000 && l.Held == 0
 	})
 	counts := r.spawnCounts()
@@ -165,18 +167,18 @@ func TestStableListingFiresOnceAcrossRestart(t *testing.T) {
 	r := newStoreRig(t)
 	const n = 10_500
 	r.write("stable", agentDoc(fmt.Sprintf("seq 1 %d", n), "w/{{id}}", "do {{id}}", ""))
-	r.waitListener("stable", "every line dispatched", 120*time.Second, func(l wire.Listener) bool {
+	r.waitListener("stable", "every line dispatched", 5*time.Minute, func(l wire.Listener) bool {
 		return l.Fires == n && l.Held == 0
 	})
 	r.restart()
 	since := time.Now()
 	// Two polls after the restart: the first prunes (a new ticker prunes at once), the
 	// second would dispatch what the prune forgot.
-	l := r.waitListener("stable", "a poll after the restart", 30*time.Second, func(l wire.Listener) bool {
+	l := r.waitListener("stable", "a poll after the restart", time.Minute, func(l wire.Listener) bool {
 		return l.LastPoll != nil && l.LastPoll.After(since)
 	})
 	first := *l.LastPoll
-	l = r.waitListener("stable", "a second poll after the restart", 30*time.Second, func(l wire.Listener) bool {
+	l = r.waitListener("stable", "a second poll after the restart", time.Minute, func(l wire.Listener) bool {
 		return l.LastPoll != nil && l.LastPoll.After(first)
 	})
 	counts := r.spawnCounts()

@@ -341,6 +341,14 @@ prompt = "Issue #{{number}} {{title}}"
 `)
 	var log logBuf
 	r.tk.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	// A long timeout: under -race on a loaded machine the fake server's 12.6 MiB
+	// answer (encoded and hashed for its ETag at every request) takes seconds.
+	c, err := github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Backoff: time.Millisecond, Timeout: 2 * time.Minute,
+		Now: func() time.Time { return r.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tk.Source = GitHubSource{Client: c, Source: r.tk.Listener.Source, Now: func() time.Time { return r.now }}
 	body := strings.Repeat("é", githubtest.MaxBody)
 	for i := range 100 {
 		r.srv.AddIssue("o/r", githubtest.Issue{Title: "big " + strconv.Itoa(i+1), Body: body, Labels: []string{"orcr"},
