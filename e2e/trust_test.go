@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"orcr/core/wire"
+	"orcr/store"
+)
+
+// call is roundTrip for another goroutine than the test's: it returns what went wrong.
+func (rc *rawConn) call(line string) (wire.Response, error) {
+	var r wire.Response
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := rc.c.Write([]byte(line + "\n")); err != nil {
+		return r, err
+	}
+	resp, err := rc.r.ReadBytes('\n')
+	if err != nil {
+		return r, fmt.Errorf("read response to %.60q: %w", line, err)
+	}
+	return r, json.Unmarshal(resp, &r)
+}
+
+// seedRecords writes n ended agents into the home's store before the server opens it:
+// a server that has run for a while, without spawning n real agents first.
+func seedRecords(t *testing.T, home string, n int) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(home, "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	at := time.Now().Add(-time.Hour).UTC()
+	for i := range n {
+		cost := 0.001
+		a := wire.Agent{ID: uuid.Must(uuid.NewV7()).String(), Path: fmt.Sprintf("old/batch%d/a%03d", i%7, i),
+			Provider: "shell", Argv: []string{"true"}, Cwd: "/", State: wire.StateExited, StateSource: "server",
+			Host: "pty", CreatedAt: at, StateAt: at, Usage: wire.Usage{CostUSD: &cost, OutputTokens: 100}}
+		if err := st.PutAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A budget on 2,040 stars (under the 2,048-byte glob bound) made every agent event
+// re-sum every budget over every record, ~17 ms a match, while admission waited for it
+// under the engine lock: another client's `agent get` waited 253 s, and SIGTERM left the
+// server alive for 24 minutes with its lock held. Now a budget's glob is compiled once,
+// each path is matched once (at spawn, outside the engine lock) and the totals move with
+// each event; shutdown is bounded whatever a feature is doing; and a new server starts.
+func TestLongBudgetGlobDoesNotFreezeTheServer(t *testing.T) {
+	e := newEnv(t)
+	seedRecords(t, e.home, 500)
+	e.serve()
+	stars := strings.Repeat("*", 2040)
+	e.must("budget", "set", stars, "--usd", "5")
+	e.must("agent", "run", "probe/one", "--", "sleep", "300")
+	for i := range 3 {
+		e.must("agent", "run", fmt.Sprintf("live/a%d", i), "--", "sleep", "300")
+	}
+
+	// One client spawns short agents (each a handful of events) while another asks for
+	// an agent; the asker must not wait behind the budgets.
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	spawner := e.raw()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := range 40 {
+			r, err := spawner.call(fmt.Sprintf(`{"id":"s%d","method":"agent.run","params":{"path":"burst/a%d","argv":["sh","-c","exit 0"],"cwd":"/"}}`, i, i))
+			if err == nil && r.Error != nil {
+				err = r.Error
+			}
+			if err != nil {
+				t.Errorf("spawn %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	asker := e.raw()
+	var took []time.Duration
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+		default:
+			start := time.Now()
+			r := asker.roundTrip(fmt.Sprintf(`{"id":"g%d","method":"agent.get","params":{"target":"probe/one"}}`, n))
+			took = append(took, time.Since(start))
+			if r.Error != nil {
+				t.Fatalf("agent get: %+v", r.Error)
+			}
+			continue
+		}
+		break
+	}
+	wg.Wait()
+	slices.Sort(took)
+	t.Logf("%d gets during the spawns: median %v, max %v", len(took), took[len(took)/2], took[len(took)-1])
+	if m := took[len(took)/2]; m > 100*time.Millisecond {
+		t.Errorf("agent get took %v (median of %d) while agents were spawned under the budget; want < 100ms", m, len(took))
+	}
+	out := e.must("budget", "ls")
+	if !strings.Contains(out, "$0.50") {
+		t.Errorf("the budget's total is not the 500 seeded records' $0.50:\n%s", out)
+	}
+
+	// SIGTERM with the budget set and agents running: gone within 5 s, lock released.
+	start := time.Now()
+	if err := e.srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.srv.Exited():
+		t.Logf("SIGTERM: exited in %v", time.Since(start))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("SIGTERM: the server is still running after 5 s")
+	}
+	e.serve()
+	if out := e.must("agent", "ls", "--all"); !strings.Contains(out, "probe/one") {
+		t.Fatalf("the next server lost the agents:\n%s", out)
+	}
+}
