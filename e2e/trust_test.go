@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,12 +100,15 @@ func TestLongBudgetGlobDoesNotFreezeTheServer(t *testing.T) {
 		case <-done:
 		default:
 			start := time.Now()
-			r := asker.roundTrip(fmt.Sprintf(`{"id":"g%d","method":"agent.get","params":{"target":"probe/one"}}`, n))
+			r, err := asker.call(fmt.Sprintf(`{"id":"g%d","method":"agent.get","params":{"target":"probe/one"}}`, n))
 			took = append(took, time.Since(start))
-			if r.Error != nil {
-				t.Fatalf("agent get: %+v", r.Error)
+			if err == nil && r.Error != nil {
+				err = r.Error
 			}
-			continue
+			if err == nil {
+				continue
+			}
+			t.Errorf("agent get: %v", err) // go on: the shutdown below is under test too
 		}
 		break
 	}
@@ -131,5 +137,52 @@ func TestLongBudgetGlobDoesNotFreezeTheServer(t *testing.T) {
 	e.serve()
 	if out := e.must("agent", "ls", "--all"); !strings.Contains(out, "probe/one") {
 		t.Fatalf("the next server lost the agents:\n%s", out)
+	}
+}
+
+// A part of the server that hangs in its Close no longer keeps the process alive: with
+// orcr's tmux server stopped (SIGSTOP), the engine's Close waited on it and SIGTERM left
+// `orcr serve` running for good. Now each part gets a bound, the log names the part and
+// dumps every goroutine, the lock is released, and a new server starts.
+func TestShutdownIsBoundedWhenAPartHangs(t *testing.T) {
+	e := newTmuxEnv(t)
+	e.serve()
+	e.must("agent", "run", "hung/one", "--", "sleep", "300")
+	sock := filepath.Join(e.home, "tmux.sock")
+	out, err := exec.Command("tmux", "-S", sock, "display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		t.Fatalf("tmux pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	t.Cleanup(cont) // before the tmux server is killed (cleanups run last first)
+	start := time.Now()
+	if err := e.srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.srv.Exited():
+		t.Logf("SIGTERM with tmux stopped: exited in %v", time.Since(start))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("SIGTERM with tmux stopped: the server is still running after 5 s")
+	}
+	b, err := os.ReadFile(filepath.Join(e.home, "orcr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := string(b); !strings.Contains(log, "did not close in time") || !strings.Contains(log, "part=engine") ||
+		!strings.Contains(log, "goroutine ") {
+		t.Errorf("the log does not name the part that hung with a goroutine dump:\n%.2000s", log)
+	}
+	cont()
+	e.serve()
+	if out := e.must("agent", "ls"); !strings.Contains(out, "hung/one") {
+		t.Fatalf("the next server lost the agent:\n%s", out)
 	}
 }
