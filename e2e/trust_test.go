@@ -19,6 +19,8 @@ import (
 
 	"orcr/core/wire"
 	"orcr/store"
+	"orcr/testutil/clis"
+	"orcr/testutil/wait"
 )
 
 // call is roundTrip for another goroutine than the test's: it returns what went wrong.
@@ -184,5 +186,91 @@ func TestShutdownIsBoundedWhenAPartHangs(t *testing.T) {
 	e.serve()
 	if out := e.must("agent", "ls"); !strings.Contains(out, "hung/one") {
 		t.Fatalf("the next server lost the agent:\n%s", out)
+	}
+}
+
+// The store's guard checks for room before each write, but another process can take the
+// room between that check and badger's write into a memory-mapped file: the server died of
+// SIGBUS in badger's memtable write. Here dd fills a small tmpfs under the server again and
+// again while two clients spawn agents with large prompts. The server must live through it,
+// answer writes with store_unavailable while the disk is full and reads all along, and
+// write again once the filler is removed.
+func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
+	clis.NeedRoot(t, "mount a tmpfs")
+	e := newEnv(t)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", e.home).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", e.home).Run() })
+	e.serve()
+	e.must("agent", "run", "before/full", "--", "sleep", "300")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	lost := ""                         // the first connection error: the server is gone
+	big := strings.Repeat("p", 40<<10) // a record and an event of 40 KiB each: the memtable fills fast
+	for w := range 2 {
+		rc := e.raw()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := rc.call(fmt.Sprintf(`{"id":"w","method":"agent.run","params":{"path":"w%d/a%d","argv":["true"],"cwd":"/","prompt":%q}}`, w, i, big))
+				if err != nil {
+					mu.Lock()
+					if lost == "" {
+						lost = err.Error()
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	filler := filepath.Join(e.home, "filler")
+	alive := func(when string) {
+		t.Helper()
+		select {
+		case <-e.srv.Exited():
+			close(stop)
+			wg.Wait()
+			t.Fatalf("%s: the server died (%s); its output:\n%s", when, e.srv.Cmd.ProcessState, e.srv.Output())
+		default:
+		}
+	}
+	for round := range 6 {
+		// dd stops at ENOSPC: the disk is then full.
+		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+		r := e.orcr("agent", "run", fmt.Sprintf("full/r%d", round), "--", "true")
+		alive(fmt.Sprintf("round %d, disk full", round))
+		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
+			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s", round, r.code, r.out, r.err)
+		}
+		if out := e.must("agent", "ls"); !strings.Contains(out, "before/full") {
+			t.Fatalf("round %d: reads on a full disk:\n%s", round, out)
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		// Writes resume by themselves, without a restart.
+		wait.For(t, 20*time.Second, "a write after the disk has room again", func() bool {
+			alive(fmt.Sprintf("round %d, room again", round))
+			return e.orcr("agent", "run", fmt.Sprintf("after/r%d", round), "--", "true").code == 0
+		})
+	}
+	close(stop)
+	wg.Wait()
+	alive("the end")
+	if lost != "" {
+		t.Fatalf("a writer lost its connection: %s", lost)
 	}
 }
