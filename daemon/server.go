@@ -210,9 +210,12 @@ func startServer(ctx context.Context) (*server, error) {
 const (
 	closeEach  = 3 * time.Second
 	closeTotal = 4 * time.Second
-	// closeFloor is the least a part gets once the total is spent: a store that is
-	// quick to close still closes (its files need no recovery at the next start).
+	// closeFloor is the least a part gets once the total is spent, and storeFloor the
+	// store's: a store that closes releases badger's directory lock while this process
+	// lives on (a dashboard handing its panes to a new server), and its next open has no
+	// log to replay.
 	closeFloor = 100 * time.Millisecond
+	storeFloor = time.Second
 )
 
 func (s *server) close(ctx context.Context) {
@@ -247,6 +250,7 @@ func (s *server) close(ctx context.Context) {
 		c.do("host", func() { s.host.Shutdown(ctx) })
 	}
 	if s.store != nil {
+		c.floor = storeFloor
 		c.do("store", func() { s.store.Close() })
 	}
 	s.lock.Release()
@@ -256,12 +260,13 @@ func (s *server) close(ctx context.Context) {
 type closer struct {
 	log      *slog.Logger
 	deadline time.Time
+	floor    time.Duration // the least the next part gets (closeFloor when zero)
 	dumped   bool
 }
 
 // do runs fn and waits for it at most closeEach, and no longer than the shutdown's
-// deadline allows (but closeFloor at least). Past that it logs which part hung and, once
-// per shutdown, every goroutine's stack, and goes on.
+// deadline allows (but closeFloor, or the floor set, at least). Past that it logs which
+// part hung and, once per shutdown, every goroutine's stack, and goes on.
 func (c *closer) do(name string, fn func()) {
 	done := make(chan struct{})
 	start := time.Now()
@@ -269,7 +274,7 @@ func (c *closer) do(name string, fn func()) {
 		defer close(done)
 		fn()
 	}()
-	wait := max(min(closeEach, time.Until(c.deadline)), closeFloor)
+	wait := max(min(closeEach, time.Until(c.deadline)), closeFloor, c.floor)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
