@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -189,12 +191,14 @@ func TestShutdownIsBoundedWhenAPartHangs(t *testing.T) {
 	}
 }
 
-// The store's guard checks for room before each write, but another process can take the
-// room between that check and badger's write into a memory-mapped file: the server died of
-// SIGBUS in badger's memtable write. Here dd fills a small tmpfs under the server again and
-// again while two clients spawn agents with large prompts. The server must live through it,
-// answer writes with store_unavailable while the disk is full and reads all along, and
-// write again once the filler is removed.
+// The store's guard checks for room before each write, but badger also writes on its own:
+// a memtable flush or a compaction builds its table into a memory-mapped file created
+// sparse, and when another process has filled the disk meanwhile the first store into an
+// unbacked page is SIGBUS — the server died in table.CreateTable within a few of these
+// rounds. Here dd fills a small tmpfs under the server again and again while two clients
+// spawn agents with large, incompressible prompts (each flush writes a table of 2 MiB). The
+// server must live through it, answer writes with store_unavailable while the disk is full
+// and reads all along, and write again once the fillers are removed.
 func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 	clis.NeedRoot(t, "mount a tmpfs")
 	e := newEnv(t)
@@ -212,7 +216,13 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	lost := ""                         // the first connection error: the server is gone
-	big := strings.Repeat("p", 40<<10) // a record and an event of 40 KiB each: the memtable fills fast
+	// A record and an event of 40 KiB each, and not compressible: the memtable fills fast
+	// and each flush writes a table of its full size, while the disk fills.
+	raw := make([]byte, 30<<10)
+	if _, err := crand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	big := base64.StdEncoding.EncodeToString(raw)
 	for w := range 2 {
 		rc := e.raw()
 		wg.Add(1)
@@ -247,9 +257,25 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		default:
 		}
 	}
-	for round := range 6 {
-		// dd stops at ENOSPC: the disk is then full.
-		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=64k").Run()
+	for round := range 20 {
+		// First leave a little more room than the store's check asks (16 MiB), so writes
+		// go on, then let dd take the rest at once while they do: dd stops at ENOSPC, the
+		// disk is then full, and writes that passed the check meet a full disk.
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(e.home, &st); err != nil {
+			t.Fatal(err)
+		}
+		if room := int64(st.Bavail)*st.Bsize - (16<<20 + 512<<10); room > 0 {
+			f, err := os.Create(filler + "0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Fallocate(int(f.Fd()), 0, 0, room); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4M").Run()
 		r := e.orcr("agent", "run", fmt.Sprintf("full/r%d", round), "--", "true")
 		alive(fmt.Sprintf("round %d, disk full", round))
 		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
@@ -261,6 +287,7 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
 		}
+		os.Remove(filler + "0")
 		// Writes resume by themselves, without a restart.
 		wait.For(t, 20*time.Second, "a write after the disk has room again", func() bool {
 			alive(fmt.Sprintf("round %d, room again", round))
