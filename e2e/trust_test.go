@@ -215,7 +215,7 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	lost := ""                         // the first connection error: the server is gone
+	lost := "" // the first connection error: the server is gone
 	// A record and an event of 40 KiB each, and not compressible: the memtable fills fast
 	// and each flush writes a table of its full size, while the disk fills.
 	raw := make([]byte, 30<<10)
