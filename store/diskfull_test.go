@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,4 +152,45 @@ func TestDiskFilledBetweenCheckAndWrite(t *testing.T) {
 	if log := stderr.String(); !strings.Contains(log, "could not create its next memtable") || !strings.Contains(log, "store reopened") {
 		t.Errorf("the writer's log does not show the lost memtable and the reopen:\n%.3000s", log)
 	}
+}
+
+// A fault in a call made on the caller's goroutine — a read of a mapped page its file no
+// longer backs — is store_unavailable from guarded, not SIGBUS: the store's reads and the
+// reads inside its write transactions run through it.
+func TestFaultInAGuardedCallIsAnError(t *testing.T) {
+	s := openT(t, t.TempDir())
+	f, err := os.Create(filepath.Join(t.TempDir(), "mapped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, 1<<16, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(data)
+	if err := f.Truncate(0); err != nil { // the mapping now reaches past the file's end
+		t.Fatal(err)
+	}
+	var b byte
+	err = s.guarded(func() error {
+		b = data[1<<15]
+		return nil
+	})
+	if !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a read past the mapped file's end: %v (read %d)", err, b)
+	}
+	// Calls that do not fault are untouched, and other panics still panic.
+	if err := s.guarded(func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != "not a fault" {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	s.guarded(func() error { panic("not a fault") })
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,7 +115,8 @@ func (s *Store) update(fn func(txn *badger.Txn) error) error {
 // failure, the store deletes the reserve (room for the flush badger's close waits for and
 // for the new memtable) and reopens badger, with reads waiting for the reopen. Writes are
 // refused until the reserve can be made again, so there is always a reserve to spend.
-// debug.SetPanicOnFault would not help: badger writes its files on its own goroutines.
+// debug.SetPanicOnFault alone would not do: badger writes its files on its own goroutines;
+// it guards the reads made on ours (guarded).
 
 // reserveSize is a memtable file (2 × memTableSize), the table its flush writes, and room.
 const reserveSize = 8 << 20
@@ -143,9 +145,11 @@ func (s *Store) write(fn func(db *badger.DB) error) error {
 	if err := s.readyLocked(); err != nil {
 		return err
 	}
-	s.dbMu.RLock()
-	err := fn(s.db)
-	s.dbMu.RUnlock()
+	err := s.guarded(func() error {
+		s.dbMu.RLock()
+		defer s.dbMu.RUnlock()
+		return fn(s.db)
+	})
 	if err != nil && strings.Contains(err.Error(), errLostMemtable) {
 		s.logger.Error("badger could not create its next memtable (the disk filled after the check); reopening it", "dir", s.dir, "err", err)
 		if rerr := s.reopenLocked(); rerr != nil {
@@ -246,25 +250,33 @@ func (s *Store) reopenLocked() error {
 	return nil
 }
 
-// view is db.View for reads. A read that meets badger without a memtable (a write lost it
-// a moment ago and the reopen has not taken dbMu yet) panics inside badger on a nil
-// memtable; that is answered as store_unavailable, not a dead server.
-func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
+// view is db.View for reads.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
 		return unavailable(s.dir, "it is being reopened after the disk filled")
 	}
+	return s.guarded(func() error { return s.db.View(fn) })
+}
+
+// guarded runs a call into badger on this goroutine so that a fault in it is an error, not
+// a dead server: a read of a mapped table page the file no longer backs (SIGBUS, made a
+// panic by debug.SetPanicOnFault), or a read that meets badger without a memtable (a write
+// lost it a moment ago and the reopen has not taken dbMu yet: a nil dereference inside
+// badger). Both answer store_unavailable and are logged.
+func (s *Store) guarded(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			if _, ok := r.(runtime.Error); !ok {
 				panic(r)
 			}
-			s.logger.Error("store read failed inside badger", "dir", s.dir, "panic", r)
-			err = unavailable(s.dir, fmt.Sprintf("a read failed inside badger: %v", r))
+			s.logger.Error("store call failed inside badger", "dir", s.dir, "panic", r)
+			err = unavailable(s.dir, fmt.Sprintf("a call failed inside badger: %v", r))
 		}
 	}()
-	return s.db.View(fn)
+	return fn()
 }
 
 func (s *Store) classify(err error) error {
