@@ -25,12 +25,13 @@ import (
 // the directory can take one right now: the file system is writable, the directory is
 // writable (not immutable), and at least minFree bytes and a few inodes are free.
 // Otherwise the write answers store_unavailable, reads go on, and the next write checks
-// again, so writes resume by themselves once there is room. What remains is a race:
-// space taken between the check and badger's write, minFree bytes of it.
+// again, so writes resume by themselves once there is room. What remains is a race — space
+// another process takes between the check and badger's write, or before a flush or a
+// compaction badger runs on its own — and what follows update below deals with it.
 
 // minFree is the free space a write needs: a new memtable file (2 × memTableSize), the table
-// its flush builds, compaction's output and one large value.
-// A variable only so that a test can switch the check off (diskfull_test.go).
+// its flush builds, compaction's output and one large value. It is a variable only so that
+// a test can switch the check off (diskfull_test.go).
 var minFree uint64 = 16 << 20
 
 // writeGuard remembers whether the last check failed, so the log says when writes stop and
