@@ -247,15 +247,24 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		}()
 	}
 	filler := filepath.Join(e.home, "filler")
-	alive := func(when string) {
+	// alive fails the test if the server has exited, waiting up to grace for the exit of a
+	// server a client just lost its connection to.
+	alive := func(when string, grace time.Duration) {
 		t.Helper()
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
 		select {
 		case <-e.srv.Exited():
-			close(stop)
-			wg.Wait()
-			t.Fatalf("%s: the server died (%s); its output:\n%s", when, e.srv.Cmd.ProcessState, e.srv.Output())
-		default:
+		case <-timer.C:
+			select {
+			case <-e.srv.Exited():
+			default:
+				return
+			}
 		}
+		close(stop)
+		wg.Wait()
+		t.Fatalf("%s: the server died (%s); its output:\n%.4000s", when, e.srv.Cmd.ProcessState, e.srv.Output())
 	}
 	for round := range 20 {
 		// First leave a little more room than the store's check asks (16 MiB), so writes
@@ -277,12 +286,14 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		}
 		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4M").Run()
 		r := e.orcr("agent", "run", fmt.Sprintf("full/r%d", round), "--", "true")
-		alive(fmt.Sprintf("round %d, disk full", round))
+		alive(fmt.Sprintf("round %d, disk full", round), 0)
 		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
+			alive(fmt.Sprintf("round %d, disk full", round), 5*time.Second)
 			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s", round, r.code, r.out, r.err)
 		}
-		if out := e.must("agent", "ls"); !strings.Contains(out, "before/full") {
-			t.Fatalf("round %d: reads on a full disk:\n%s", round, out)
+		if r := e.orcr("agent", "ls"); r.code != 0 || !strings.Contains(r.out, "before/full") {
+			alive(fmt.Sprintf("round %d, reading on a full disk", round), 5*time.Second)
+			t.Fatalf("round %d: reads on a full disk: exit %d: %s%s", round, r.code, r.out, r.err)
 		}
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
@@ -290,13 +301,13 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		os.Remove(filler + "0")
 		// Writes resume by themselves, without a restart.
 		wait.For(t, 20*time.Second, "a write after the disk has room again", func() bool {
-			alive(fmt.Sprintf("round %d, room again", round))
+			alive(fmt.Sprintf("round %d, room again", round), 0)
 			return e.orcr("agent", "run", fmt.Sprintf("after/r%d", round), "--", "true").code == 0
 		})
 	}
 	close(stop)
 	wg.Wait()
-	alive("the end")
+	alive("the end", 0)
 	if lost != "" {
 		t.Fatalf("a writer lost its connection: %s", lost)
 	}
