@@ -221,6 +221,7 @@ func (s *Store) keepReserve() {
 func (s *Store) reopenLocked() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
+	var wait <-chan time.Time // the first try waits for the close; later ones only look
 	if s.db != nil {
 		os.Remove(s.reservePath())
 		old := s.db
@@ -228,19 +229,29 @@ func (s *Store) reopenLocked() error {
 		done := make(chan error, 1)
 		go func() { done <- old.Close() }()
 		s.closing = done
-	}
-	if s.closing != nil {
 		t := time.NewTimer(closeWait)
 		defer t.Stop()
+		wait = t.C
+	}
+	if s.closing != nil {
+		notYet := errors.New("badger has not closed yet (its last memtable waits for room to be flushed)")
+		var err error
 		select {
-		case err := <-s.closing:
-			if err != nil {
-				s.logger.Warn("close of the store before its reopen", "dir", s.dir, "err", err)
+		case err = <-s.closing:
+		default:
+			if wait == nil {
+				return notYet
 			}
-			s.closing = nil
-		case <-t.C:
-			return errors.New("badger has not closed yet (its last memtable waits for room to be flushed)")
+			select {
+			case err = <-s.closing:
+			case <-wait:
+				return notYet
+			}
 		}
+		if err != nil {
+			s.logger.Warn("close of the store before its reopen", "dir", s.dir, "err", err)
+		}
+		s.closing = nil
 	}
 	db, err := badger.Open(s.opts)
 	if err != nil {
