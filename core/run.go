@@ -47,7 +47,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
 	}
-	if err := e.checkSpawn(ctx, p); err != nil {
+	checked := p
+	checked.Path = path // the checkers see where the agent will live, resolved
+	if err := e.checkSpawn(ctx, checked); err != nil {
 		return wire.Agent{}, err
 	}
 	cwd := p.Cwd
