@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 )
 
@@ -68,6 +69,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	// A {{secret.NAME}} the secrets file lacks fails now, naming it; the values are looked
+	// up again at each launch and kept nowhere.
+	if _, err := secretenv.Resolve(p.Env, e.opts.Secrets); err != nil {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
 	now := e.now()
 	a := wire.Agent{
 		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
@@ -80,6 +86,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	}
 	if parent != nil {
 		a.ParentID, a.ParentPath = parent.ID, parent.Path
+	}
+	if err := keepEnv(e.opts.Home, &a, p.Env); err != nil {
+		return wire.Agent{}, err
 	}
 	rt := &agentRT{a: a}
 	e.mu.Lock()
@@ -147,6 +156,13 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		}
 		a, _ = e.mutate(ctx, rt, func(x *wire.Agent) { x.Cwd = dir }, nil)
 	}
+	// From here a carries the env values (secrets resolved) the record only names.
+	vals, err := envValues(e.opts.Home, e.opts.Secrets, a)
+	if err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("env of %s: %w", a.Path, err))
+		return
+	}
+	a.Env = vals
 	if err := e.beforeLaunch(ctx, a, fresh); err != nil {
 		e.finishFailed(ctx, rt, err)
 		return
