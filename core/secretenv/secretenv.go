@@ -112,11 +112,16 @@ func Load(dir string) (env map[string]string, ok bool, err error) {
 	return env, true, nil
 }
 
-func readNoFollow(path string) ([]byte, error) {
+func openNoFollow(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%s is a symlink; orcr will not follow it: remove it (rm %s)", path, path)
 	}
+	return f, err
+}
+
+func readNoFollow(path string) ([]byte, error) {
+	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, err
 	}
@@ -173,16 +178,21 @@ func LoadSecrets(path string) (map[string]string, error) {
 	if path == "" {
 		return nil, errors.New("an env value names a {{secret.NAME}} but no secrets file is set")
 	}
-	b, err := readNoFollow(path)
+	f, err := openNoFollow(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("an env value names a {{secret.NAME}} but %s does not exist: create it (NAME = \"value\" lines) with mode 0600", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	st, err := os.Lstat(path)
+	defer f.Close()
+	// The checks are on the file opened, not on the name, which could change in between.
+	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file: orcr reads secrets only from a plain file of yours", path)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
 		return nil, fmt.Errorf("%s belongs to uid %d, not to this server's user (uid %d): orcr reads secrets only from your own file; "+
@@ -191,6 +201,10 @@ func LoadSecrets(path string) (map[string]string, error) {
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%s is readable or writable by other users (mode %#o): orcr reads secrets only from a private file; chmod 600 %s",
 			path, st.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFile))
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	var raw map[string]any
 	if _, err := toml.Decode(string(b), &raw); err != nil {
