@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"orcr/core/secretenv"
@@ -26,6 +27,13 @@ func keepEnv(home string, a *wire.Agent, env map[string]string) error {
 	}
 	a.Env = secretenv.Redact(env)
 	return nil
+}
+
+// dropEnv removes what keepEnv wrote for a record that was never stored.
+func dropEnv(home, id string) {
+	if home != "" {
+		_ = os.RemoveAll(filepath.Join(home, "agents", id))
+	}
 }
 
 // storedEnv is a's env with the values keepEnv put aside (secrets still named, unresolved).

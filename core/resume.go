@@ -96,6 +96,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 	e.mu.Lock()
 	if other := e.liveByPathLocked(a.Path); other != nil {
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
 			Message: fmt.Sprintf("%s is %s again (%s); kill it first: orcr agent kill %s", a.Path, other.a.State, other.a.ID, a.Path)}
 	}
@@ -106,6 +107,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		e.mu.Lock()
 		delete(e.agents, a.ID)
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, err
 	}
 	e.enqueue(rt2)

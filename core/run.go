@@ -94,6 +94,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	e.mu.Lock()
 	if other := e.liveByPathLocked(path); other != nil {
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
 			Message: fmt.Sprintf("%s is already %s (%s); pick another path or kill it first: orcr agent kill %s",
 				path, other.a.State, other.a.ID, path)}
@@ -105,6 +106,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		e.mu.Lock()
 		delete(e.agents, a.ID)
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, err
 	}
 	e.enqueue(rt)
