@@ -151,7 +151,7 @@ type Fault struct {
 	Method     string        // "GET", "POST"; "" any
 	Path       string        // prefix of the URL path, e.g. "/repos/o/r/issues"; "" any
 	Times      int           // how many requests it hits; 0: every one until cleared
-	Status     int           // the status to answer (401, 403, 404, 429, 500, 502 …); 0 with Delay or Malformed: the real answer
+	Status     int           // the status to answer (401, 403, 404, 429, 500, 502 …); 0 with Delay, Malformed or NextPage: the real answer
 	RetryAfter time.Duration // sent as retry-after (seconds) with 403/429
 	Delay      time.Duration // wait this long before answering (or until the client gives up)
 	Malformed  bool          // answer 200 with a truncated JSON body
