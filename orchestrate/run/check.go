@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"orcr/core"
 )
 
 // TailLines is how many lines of a failing check's output go back to the coder.
@@ -120,7 +122,7 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 	if timedOut && ctx.Err() != nil {
 		return CheckResult{}, fmt.Errorf("check %q: %w", command, ctx.Err())
 	}
-	res := CheckResult{Duration: time.Since(start), Tail: tail.String(), TimedOut: timedOut}
+	res := CheckResult{Duration: time.Since(start), Tail: core.CleanText(tail.String()), TimedOut: timedOut}
 	var ee *exec.ExitError
 	switch {
 	case timedOut:
