@@ -1,11 +1,16 @@
 package core_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"orcr/core"
+	"orcr/core/wire"
 )
 
 func TestCleanText(t *testing.T) {
@@ -57,4 +62,47 @@ func FuzzCleanText(f *testing.F) {
 			t.Fatalf("CleanText is not idempotent on %q: %q then %q", in, out, again)
 		}
 	})
+}
+
+// TestSendTypesOnlyText: agent.send's text with control bytes in it reaches a program
+// in a real pty as the readable text, not as keystrokes — the shell's line discipline
+// would make \003 a SIGINT (exit 130) and \032 a SIGTSTP. Text of nothing but
+// controls is refused and says how to press keys.
+func TestSendTypesOnlyText(t *testing.T) {
+	r := newRig(t, "", nil, core.Limits{}, core.GCRules{})
+	ctx := context.Background()
+	got := filepath.Join(t.TempDir(), "got")
+	a, err := r.eng.Run(ctx, wire.RunParams{Path: "relay/sh", Cwd: t.TempDir(),
+		Argv: []string{"sh", "-c", `while read -r l; do printf '%s\n' "$l" >> '` + got + `'; done`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shell to run", 20*time.Second, func() bool {
+		g, _ := r.eng.Get(ctx, a.ID)
+		return g.State.Live() && g.PID > 0
+	})
+	err = r.eng.Send(ctx, wire.SendParams{Target: a.ID, Text: "stop \x03 \x1b[31mred\x1b[0m \x1a\x04\x7f\xff end", Enter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the line to arrive, or the program to end", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(got)
+		g, _ := r.eng.Get(ctx, a.ID)
+		return strings.Contains(string(b), "end") || g.State.Terminal()
+	})
+	if g, _ := r.eng.Get(ctx, a.ID); g.State.Terminal() {
+		code := -1
+		if g.ExitCode != nil {
+			code = *g.ExitCode
+		}
+		t.Fatalf("the program ended (%s, exit %d): the text was typed as keystrokes", g.State, code)
+	}
+	b, _ := os.ReadFile(got)
+	if want := "stop  red \uFFFD end\n"; string(b) != want {
+		t.Fatalf("the program read %q, want %q", b, want)
+	}
+	err = r.eng.Send(ctx, wire.SendParams{Target: a.ID, Text: "\x03"})
+	if wire.CodeOf(err) != wire.CodeInvalidParams || !strings.Contains(err.Error(), "--keys") {
+		t.Fatalf("send of only a control: %v, want %s pointing at --keys", err, wire.CodeInvalidParams)
+	}
 }

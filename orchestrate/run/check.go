@@ -29,7 +29,10 @@ type CheckResult struct {
 	OK       bool
 	ExitCode int // -1 when it did not exit by itself (timeout, signal)
 	TimedOut bool
-	Tail     string // the last TailLines lines of stdout and stderr together
+	// Tail is the last TailLines lines of stdout and stderr together, cleaned of
+	// control characters (core.CleanText): it goes to the coder as text and into the
+	// run log, where a raw ESC or Ctrl-C would act on whatever shows it.
+	Tail     string
 	Duration time.Duration
 }
 
