@@ -82,7 +82,9 @@ func (app *app) agentCommand() *cli.Command {
 				Name: "send", Usage: "type TEXT and press enter", ArgsUsage: "TARGET TEXT",
 				Description: "An agent waiting on a prompt (a permission, a question, a plan) gets no text: typed there it\n" +
 					"would answer the prompt. The send is refused with agent_blocked; answer with orcr agent answer\n" +
-					"(--deny --text WHY sends your text as the reason), or press keys yourself with --keys.",
+					"(--deny --text WHY sends your text as the reason), or press keys yourself with --keys.\n" +
+					"TEXT is typed as text only: control characters and escape sequences in it are dropped (a tab\n" +
+					"becomes a space, a carriage return a newline), so pasted logs cannot press keys; name keys with --keys.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "no-enter", Usage: "type without pressing enter"},
 					&cli.StringSliceFlag{Name: "keys", Usage: "named keys to press: enter,esc,tab,up,ctrl-c,…"},

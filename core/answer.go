@@ -369,7 +369,8 @@ func (e *Engine) sendSteps(ctx context.Context, pane string, steps []AnswerStep,
 }
 
 func (e *Engine) sendStep(ctx context.Context, pane string, s AnswerStep, keys *[]string) error {
-	if s.Text != "" {
+	// An answer's text is typed as text only, as agent.send's is (cleantext.go).
+	if s.Text = CleanText(s.Text); s.Text != "" {
 		if err := e.host.SendText(ctx, pane, s.Text); err != nil {
 			return hostErr("send text", err)
 		}

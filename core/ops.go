@@ -200,6 +200,12 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	if err != nil {
 		return err
 	}
+	// Text is typed as text only (cleantext.go): a control byte in it would be a
+	// keystroke — Ctrl-C ends the agent, ESC interrupts it.
+	raw := p.Text
+	if p.Text = CleanText(p.Text); raw != "" && p.Text == "" && !p.Enter && len(p.Keys) == 0 {
+		return wire.Errorf(wire.CodeInvalidParams, "nothing to send: the text has only control characters, which are never typed as text; to press keys, name them with --keys (e.g. --keys ctrl-c)")
+	}
 	e.mu.Lock()
 	hibernated := rt.a.State == wire.StateHibernated
 	e.mu.Unlock()

@@ -73,7 +73,12 @@ func testClaudeSend(t *testing.T, host string) {
 		}
 		return b.String()[:599] + "."
 	}
-	msgs := []string{long(1), long(2), long(3), long(4), long(5), "short one", "first line\nsecond line\nthird line"}
+	// The last one carries what a relayed check output might: colours, a Ctrl-C byte
+	// and a tab. Claude drops the ESC and the Ctrl-C inside a paste but keeps the tab as
+	// four spaces; the model gets the text orcr cleaned (one space for the tab).
+	noisy := "\x1b[31mcolour\x1b[0m and \x03ctrl-c\tend"
+	want := map[string]string{noisy: "colour and ctrl-c end"}
+	msgs := []string{long(1), long(2), long(3), long(4), long(5), "short one", "first line\nsecond line\nthird line", noisy}
 	for i, msg := range msgs {
 		reply := fmt.Sprintf("reply %d", i)
 		srv.Push(modelserver.Turn{Text: reply, Usage: modelserver.Usage{Input: 1, Output: 1}})
@@ -89,8 +94,12 @@ func testClaudeSend(t *testing.T, host string) {
 				got = lastUserMessage(t, r)
 			}
 		}
-		if got != msg {
-			t.Fatalf("message %d: the model got %q, want %q", i, got, msg)
+		w, ok := want[msg]
+		if !ok {
+			w = msg
+		}
+		if got != w {
+			t.Fatalf("message %d: the model got %q, want %q", i, got, w)
 		}
 		t.Logf("%s: message %d (%d bytes) sent in %v", host, i, len(msg), took.Round(time.Millisecond))
 	}
@@ -107,6 +116,24 @@ func testClaudeSend(t *testing.T, host string) {
 	})
 	if got := lastUserMessage(t, modelserver.Conversation(srv.Requests())[len(msgs)+2]); !strings.Contains(got, "steer while working") {
 		t.Fatalf("the steer reached the model as %q", got)
+	}
+	// Typed without Enter (no paste: `--no-enter` types the text as it is), a Ctrl-C
+	// byte would clear claude's input box and an ESC act as Escape; orcr types only
+	// the readable text, and Enter sends it.
+	srv.Push(modelserver.Turn{Text: "typed", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	e.must("agent", "send", "--no-enter", "send/a", "typed \x1b[31mred\x1b[0m and \x03ctrl-c end")
+	if !wait.Until(10*time.Second, func() bool {
+		return strings.Contains(e.must("agent", "read", "send/a"), "ctrl-c end")
+	}) {
+		t.Fatalf("the typed text did not show in claude's input:\n%s", e.must("agent", "read", "send/a"))
+	}
+	e.must("agent", "send", "send/a", "--keys", "enter")
+	e.waitAgent("send/a", 60*time.Second, "the typed text taken", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "typed"
+	})
+	conv := modelserver.Conversation(srv.Requests())
+	if got := lastUserMessage(t, conv[len(conv)-1]); got != "typed red and ctrl-c end" {
+		t.Fatalf("the typed text reached the model as %q", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.home, "orcr.log")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"orcr/core"
 )
 
 // TailLines is how many lines of a failing check's output go back to the coder.
@@ -27,7 +29,10 @@ type CheckResult struct {
 	OK       bool
 	ExitCode int // -1 when it did not exit by itself (timeout, signal)
 	TimedOut bool
-	Tail     string // the last TailLines lines of stdout and stderr together
+	// Tail is the last TailLines lines of stdout and stderr together, cleaned of
+	// control characters (core.CleanText): it goes to the coder as text and into the
+	// run log, where a raw ESC or Ctrl-C would act on whatever shows it.
+	Tail     string
 	Duration time.Duration
 }
 
@@ -120,7 +125,7 @@ func RunCheck(ctx context.Context, dir, command string, timeout time.Duration, e
 	if timedOut && ctx.Err() != nil {
 		return CheckResult{}, fmt.Errorf("check %q: %w", command, ctx.Err())
 	}
-	res := CheckResult{Duration: time.Since(start), Tail: tail.String(), TimedOut: timedOut}
+	res := CheckResult{Duration: time.Since(start), Tail: core.CleanText(tail.String()), TimedOut: timedOut}
 	var ee *exec.ExitError
 	switch {
 	case timedOut:
