@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 func (app *app) agentCommand() *cli.Command {
@@ -157,7 +158,7 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		p.Argv = p.Argv[1:]
 	}
 	if f := c.String("prompt-file"); f != "" {
-		b, err := os.ReadFile(f)
+		b, err := regfile.Read(f)
 		if err != nil {
 			return fmt.Errorf("read prompt file: %w", err)
 		}

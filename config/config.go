@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"orcr/internal/regfile"
+
 	"github.com/BurntSushi/toml"
 )
 
@@ -144,7 +146,7 @@ func DefaultPath() string {
 // Load reads path; a missing file gives the defaults.
 func Load(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}

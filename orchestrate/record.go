@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"orcr/internal/regfile"
 )
 
 // PlanState is where a plan is in its life (DESIGN §8).
@@ -129,7 +131,7 @@ func (f FileState) OK() bool { return !f.Missing && len(f.Errors) == 0 }
 // error of the call: a missing or unreadable file is reported in the FileState, so a
 // plan whose file vanished says so instead of failing whatever looked at it.
 func ReadPlanFile(path string, opts Options) FileState {
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return FileState{Missing: true}
 	}

@@ -11,9 +11,9 @@ package roles
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +25,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -394,15 +395,5 @@ func List(dir string, check Checker) []wire.Role {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, 0, 4096)
-	buf := bytes.NewBuffer(b)
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFile+1)); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return regfile.ReadMax(context.Background(), path, MaxFile)
 }

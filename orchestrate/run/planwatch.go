@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"orcr/internal/regfile"
 	"orcr/orchestrate"
 )
 
@@ -67,7 +68,7 @@ func planFact(rec Record) (Fact, []byte, bool) {
 	if seen == "" {
 		seen = rec.PlanHash
 	}
-	src, err := os.ReadFile(rec.PlanFile)
+	src, err := regfile.Read(rec.PlanFile)
 	if err != nil {
 		if seen == "missing" {
 			return Fact{}, nil, false

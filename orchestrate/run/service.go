@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 	"orcr/orchestrate"
 )
 
@@ -226,7 +226,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if plan.State != orchestrate.PlanApproved {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
 	}
-	src, err := os.ReadFile(plan.File)
+	src, err := regfile.Read(plan.File)
 	if err != nil {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
 	}
