@@ -124,7 +124,11 @@ func (app *app) agentCommand() *cli.Command {
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					return app.agentWait(ctx, c.Args().First(), c.String("until"), c.Duration("timeout"), c.Bool("json"))
+					d, err := positiveDuration(c, "timeout")
+					if err != nil {
+						return err
+					}
+					return app.agentWait(ctx, c.Args().First(), c.String("until"), d, c.Bool("json"))
 				},
 			},
 			{

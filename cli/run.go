@@ -66,8 +66,12 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					checkTimeout, err := positiveDuration(c, "check-timeout")
+					if err != nil {
+						return err
+					}
 					p := wire.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
-						CheckTimeoutSeconds: int(c.Duration("check-timeout").Seconds()), Reviewer: c.String("reviewer"),
+						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
 						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
 						if rest[0] == "--" {
