@@ -68,6 +68,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	if p.Worktree != "" {
+		if err := checkWorktreeName(p.Worktree); err != nil {
+			return wire.Agent{}, err
+		}
+	}
 	now := e.now()
 	a := wire.Agent{
 		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
