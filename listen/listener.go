@@ -497,14 +497,7 @@ func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
 	return out, nil
 }
 
-// readBounded reads a file, refusing one past MaxDocBytes without reading it all.
+// readBounded reads a regular file, refusing one past MaxDocBytes without reading it all.
 func readBounded(path string) ([]byte, error) {
-	b, err := regfile.ReadMax(context.Background(), path, MaxDocBytes)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxDocBytes {
-		return nil, fmt.Errorf("the file is over %d KiB", MaxDocBytes>>10)
-	}
-	return b, nil
+	return regfile.ReadMax(context.Background(), path, MaxDocBytes)
 }
