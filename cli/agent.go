@@ -81,6 +81,9 @@ func (app *app) agentCommand() *cli.Command {
 			},
 			{
 				Name: "send", Usage: "type TEXT and press enter", ArgsUsage: "TARGET TEXT",
+				Description: "An agent waiting on a prompt (a permission, a question, a plan) gets no text: typed there it\n" +
+					"would answer the prompt. The send is refused with agent_blocked; answer with orcr agent answer\n" +
+					"(--deny --text WHY sends your text as the reason), or press keys yourself with --keys.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "no-enter", Usage: "type without pressing enter"},
 					&cli.StringSliceFlag{Name: "keys", Usage: "named keys to press: enter,esc,tab,up,ctrl-c,…"},
@@ -88,8 +91,13 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					text := strings.Join(c.Args().Tail(), " ")
-					return cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
+					err := cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
+					if wire.CodeOf(err) == wire.CodeAgentBlocked {
+						// Scripts match the stable code, as with agent answer.
+						return fmt.Errorf("%w [%s]", err, wire.CodeAgentBlocked)
+					}
+					return err
 				},
 			},
 			app.agentAnswerCommand(),
@@ -199,6 +207,9 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		p.Env[k] = v
 	}
 	cl := service(ctx)
+	if w := loginWarning(ctx, cl, p); w != "" {
+		fmt.Fprintln(app.err, "orcr: warning: "+w)
+	}
 	a, err := cl.Run(ctx, p)
 	if err != nil {
 		return err
@@ -260,4 +271,56 @@ func listTable(ctx context.Context, s core.Service, p wire.ListParams) (*wire.Ta
 		t.Rows = append(t.Rows, core.TableRow(a, now))
 	}
 	return t, nil
+}
+
+// loginWarning is what `agent run` says up front when the server already knows that
+// the provider's login is missing (what `orcr doctor` reports per account), so nobody
+// waits on an agent that sits on its CLI's sign-in screen; the agent is spawned all the
+// same (the login may live where orcr does not look, a keychain). "" when an account
+// is logged in, the run brings its own key, or nothing is known.
+func loginWarning(ctx context.Context, cl core.Service, p wire.RunParams) string {
+	if p.Provider == "" {
+		return ""
+	}
+	for k := range p.Env {
+		if strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_AUTH_TOKEN") || strings.HasSuffix(k, "_OAUTH_TOKEN") {
+			return ""
+		}
+	}
+	r, err := cl.Accounts(ctx)
+	if err != nil {
+		return ""
+	}
+	var first *wire.Account
+	for i, a := range r.Accounts {
+		if a.Provider != p.Provider || p.Account != "" && a.Label != p.Account {
+			continue
+		}
+		if a.LoggedIn || a.PerToken {
+			return ""
+		}
+		if first == nil {
+			first = &r.Accounts[i]
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	why := first.Problem
+	if why == "" {
+		why = "no login found; log in with: " + loginCommand(p.Provider)
+	}
+	return fmt.Sprintf("%s account %s: %s — the agent will likely stop on %s's sign-in screen (blocked: setup); see orcr doctor",
+		p.Provider, first.Label, why, p.Provider)
+}
+
+// loginCommand is how a provider's CLI is logged in.
+func loginCommand(provider string) string {
+	switch provider {
+	case "claude":
+		return "claude /login"
+	case "codex":
+		return "codex login (or set OPENAI_API_KEY)"
+	}
+	return provider + " /login"
 }

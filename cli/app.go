@@ -73,6 +73,25 @@ type Probe struct {
 	// whether each is logged in; AccountsErr says why the config's accounts are refused.
 	Accounts    []wire.Account `json:"accounts"`
 	AccountsErr string         `json:"accountsError,omitempty"`
+	// Caps are the admission caps serve would start with (config over the machine's
+	// defaults), each with its origin; doctor shows the running server's instead.
+	Caps *wire.QueueResult `json:"caps,omitempty"`
+	// Shell is whether the panes' shell finds orcr on its PATH.
+	Shell ShellStatus `json:"shell"`
+}
+
+// ShellStatus is what the user's login shell ($SHELL -l, as agents' tool shells run
+// it) says of `command -v orcr`.
+type ShellStatus struct {
+	Shell string `json:"shell"`
+	// Found: the shell names an orcr, at Path; Other: not this one. Bin is the orcr
+	// that briefs call (ORCR_BIN).
+	Found bool   `json:"found"`
+	Path  string `json:"path,omitempty"`
+	Other bool   `json:"other,omitempty"`
+	Bin   string `json:"bin"`
+	// Err says why the shell could not be asked.
+	Err string `json:"error,omitempty"`
 }
 
 // HostStatus is one host's availability as doctor shows it.

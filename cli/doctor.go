@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"orcr/config"
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -71,6 +75,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	fmt.Fprintln(w, shellLine(r.Shell))
 	fmt.Fprintln(w, "providers")
 	for _, p := range r.Providers {
 		mark := "found  "
@@ -82,6 +87,16 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 			line += " — fix: " + p.Fix
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	caps, from := r.Caps, "as serve would start"
+	if r.Server != nil {
+		if q, err := service(ctx).Queue(ctx); err == nil {
+			caps, from = &q, "in force"
+			r.Caps = &q
+		}
+	}
+	if caps != nil {
+		printCaps(w, caps, from)
 	}
 	fmt.Fprintln(w, "accounts")
 	if r.AccountsErr != "" {
@@ -105,4 +120,68 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// printCaps shows the admission caps, each with where its value came from: the config,
+// `orcr queue caps`, or how the default was derived from this machine.
+func printCaps(w io.Writer, q *wire.QueueResult, from string) {
+	capStr := func(n int) string {
+		if n <= 0 {
+			return "unlimited"
+		}
+		return fmt.Sprint(n)
+	}
+	origin := func(name string) string {
+		if o := q.Origins[name]; o != "" {
+			return " (" + o + ")"
+		}
+		return ""
+	}
+	fmt.Fprintf(w, "caps     %s ([limits] in the config; `orcr queue caps` at runtime)\n", from)
+	fmt.Fprintf(w, "  global       %s%s\n", capStr(q.Global), origin(core.CapGlobal))
+	names := make([]string, 0, len(q.Caps))
+	for p := range q.Caps {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		fmt.Fprintf(w, "  %-12s %s%s\n", p, capStr(q.Caps[p]), origin(p))
+	}
+	guard := "off"
+	if q.MinFreeMB > 0 {
+		guard = fmt.Sprintf("%d MB free", q.MinFreeMB)
+	}
+	fmt.Fprintf(w, "  min_free_mb  %s%s\n", guard, origin(core.CapMinFree))
+	if q.MaxLaunching > 0 {
+		fmt.Fprintf(w, "  launching    %d at once (the rest of a burst waits queued)\n", q.MaxLaunching)
+	}
+}
+
+// shellLine says whether the panes' login shell finds orcr and, when it does not,
+// that runs work anyway and how to put orcr on its PATH.
+func shellLine(s ShellStatus) string {
+	sh := s.Shell + " -l"
+	switch {
+	case s.Err != "":
+		return fmt.Sprintf("shell    %s: %s — agents' briefs call orcr by its path (ORCR_BIN=%s), so runs work either way", sh, s.Err, s.Bin)
+	case s.Found && s.Other:
+		return fmt.Sprintf("shell    %s finds orcr at %s (this orcr is %s; agents' briefs call this one, by its path in ORCR_BIN)", sh, s.Path, s.Bin)
+	case s.Found:
+		return fmt.Sprintf("shell    %s finds orcr at %s", sh, s.Path)
+	}
+	return fmt.Sprintf("shell    %s does not find orcr on its PATH — agents' briefs call orcr by its path (ORCR_BIN=%s), so runs still work; "+
+		"to type `orcr` in an agent's shell too, add %s to PATH in your login setup (%s)", sh, s.Bin, filepath.Dir(s.Bin), loginFiles(s.Shell))
+}
+
+// loginFiles names the files a login shell of sh reads, where PATH is set.
+func loginFiles(sh string) string {
+	switch filepath.Base(sh) {
+	case "zsh":
+		return "~/.zprofile or ~/.zshenv"
+	case "bash":
+		return "~/.bash_profile or ~/.profile"
+	case "fish":
+		return "fish_add_path in ~/.config/fish/config.fish"
+	}
+	return "~/.profile"
 }

@@ -296,6 +296,9 @@ func writeRun(w io.Writer, v wire.RunView, now time.Time) {
 		if m.Question != "" {
 			fmt.Fprintf(w, "%s asks: %s\n", m.ID, m.Question)
 		}
+		if m.Undispatched != "" {
+			fmt.Fprintln(w, m.Undispatched)
+		}
 	}
 	if v.PlanEdit != "" {
 		fmt.Fprintf(w, "plan edited: %s\n", v.PlanEdit)

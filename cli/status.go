@@ -113,16 +113,40 @@ func (app *app) queue(ctx context.Context, asJSON bool) error {
 		}
 		return fmt.Sprint(n)
 	}
-	fmt.Fprintf(app.out, "running %d / %s (global)", q.Total, capStr(q.Global))
-	for _, p := range sortedKeys(q.Running) {
-		fmt.Fprintf(app.out, "  %s %d/%s", p, q.Running[p], capStr(q.Caps[p]))
+	// Each cap says where its value came from (config, orcr queue caps, or how the
+	// default was derived from this machine's memory), so "why only 16?" answers itself.
+	origin := func(name string) string {
+		if o := q.Origins[name]; o != "" {
+			return " — " + o
+		}
+		return ""
 	}
-	fmt.Fprintf(app.out, "\nfree memory %d MB (guard %d MB)\n", q.FreeMB, q.MinFreeMB)
+	fmt.Fprintf(app.out, "running %d / %s (global)%s\n", q.Total, capStr(q.Global), origin(core.CapGlobal))
+	providers := map[string]int{}
+	for p := range q.Caps {
+		providers[p] = 0
+	}
+	for p := range q.Running {
+		providers[p] = 0
+	}
+	tw := newTabWriter(app.out)
+	for _, p := range sortedKeys(providers) {
+		fmt.Fprintf(tw, "  %s\t%d / %s\t%s\n", p, q.Running[p], capStr(q.Caps[p]), strings.TrimPrefix(origin(p), " — "))
+	}
+	tw.Flush()
+	guard := fmt.Sprintf("guard %d MB", q.MinFreeMB)
+	if q.MinFreeMB <= 0 {
+		guard = "no guard"
+	}
+	fmt.Fprintf(app.out, "free memory %d MB (%s)%s\n", q.FreeMB, guard, origin(core.CapMinFree))
+	if q.MaxLaunching > 0 {
+		fmt.Fprintf(app.out, "launching %d / %d at once\n", q.Launching, q.MaxLaunching)
+	}
 	if len(q.Entries) == 0 {
 		fmt.Fprintln(app.out, "queue empty")
 		return nil
 	}
-	tw := newTabWriter(app.out)
+	tw = newTabWriter(app.out)
 	fmt.Fprintln(tw, "POS\tPATH\tPROVIDER\tPRIORITY\tQUEUED\tWAITING FOR")
 	for _, e := range q.Entries {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", e.Pos, e.Path, e.Provider, e.Priority, core.FormatAge(time.Since(e.QueuedAt)), e.Waiting)

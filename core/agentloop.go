@@ -16,7 +16,53 @@ const (
 	quietAfter     = 1200 * time.Millisecond
 	pollEvery      = time.Second
 	transientEvery = 200 * time.Millisecond
+	// settleMax caps the adaptive quiet time (cadence.settle): a program that pauses
+	// longer than this between outputs is idle in between, whatever its rhythm.
+	settleMax = 10 * time.Second
+	// cadenceKeep is how long a pause between outputs counts as the agent's rhythm.
+	cadenceKeep = 30 * time.Second
 )
+
+// cadence is the hysteresis of screen-derived states. Output makes an agent working
+// at once; it counts as settled (idle, or done after a turn) only once the screen has
+// been quiet for longer than its usual pause between outputs. A program that prints a
+// line every 2 s is therefore working throughout, not working⇄idle on every line (the
+// fleet once saw 1,487 state events in 30 s that way). Pauses shorter than the base
+// quiet time never let the agent settle: they are one burst (redraws, a silent host's
+// once-a-second reads) and are folded into it.
+type cadence struct {
+	last time.Time
+	gaps [4]struct{ from, to time.Time } // recent pauses: when each began and ended
+	next int
+}
+
+// output notes output at now, learning the pause since the previous output.
+func (c *cadence) output(now time.Time) {
+	if !c.last.IsZero() {
+		if g := now.Sub(c.last); g >= quietAfter && g <= settleMax {
+			c.gaps[c.next] = struct{ from, to time.Time }{c.last, now}
+			c.next = (c.next + 1) % len(c.gaps)
+		}
+	}
+	c.last = now
+}
+
+// reset forgets the rhythm: a send starts a new turn, whose output owes nothing to
+// the pauses between earlier turns.
+func (c *cadence) reset() { *c = cadence{} }
+
+// settle is how long the screen must be quiet at now before the agent counts as
+// settled: the base quiet time, or twice the longest recent pause, at most settleMax.
+func (c *cadence) settle(now time.Time) time.Duration {
+	d := quietAfter
+	for _, g := range c.gaps {
+		if g.to.IsZero() || now.Sub(g.to) > cadenceKeep {
+			continue
+		}
+		d = max(d, 2*g.to.Sub(g.from))
+	}
+	return min(d, settleMax)
+}
 
 func (e *Engine) startLoop(rt *agentRT) {
 	e.mu.Lock()
@@ -59,6 +105,7 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		lastOutput    time.Time
 		lastScreen    time.Time
 		lastTransient time.Time
+		rhythm        cadence
 		// The first judgement comes once the screen has been still after the start,
 		// so a program that prints nothing still settles.
 		evaluated = false
@@ -132,6 +179,7 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 			// A turn starts with the send: the screen counts as changed now, so the
 			// turn ends only once it has been quiet for quietAfter after it.
 			lastOutput, evaluated = time.Now(), false
+			rhythm.reset()
 			arm(quietAfter)
 			e.mu.Lock()
 			settled := rt.a.State == wire.StateDone || rt.a.State == wire.StateIdle
@@ -143,6 +191,14 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		case <-rt.outputs:
 			now := time.Now()
 			lastOutput = now
+			e.mu.Lock()
+			waited := rt.a.State == wire.StateBlocked
+			e.mu.Unlock()
+			if waited {
+				// A pause spent on a question was the user's, not the agent's rhythm.
+				rhythm.reset()
+			}
+			rhythm.output(now)
 			evaluated = false
 			if now.Sub(lastTransient) >= transientEvery {
 				lastTransient = now
@@ -155,17 +211,18 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 			if now.Sub(lastScreen) >= screenEvery || rt.eager.Load() > 0 {
 				judge(now)
 			}
-			arm(quietAfter)
+			arm(rhythm.settle(now))
 		case now := <-transient.C:
 			trailing = false
 			lastTransient = now
 			announce()
 		case now := <-timer.C:
-			if !evaluated && now.Sub(lastOutput) >= quietAfter {
+			settle := rhythm.settle(now)
+			if !evaluated && now.Sub(lastOutput) >= settle {
 				evaluated = true
 				judge(now)
 			} else if !evaluated {
-				arm(quietAfter - now.Sub(lastOutput))
+				arm(settle - now.Sub(lastOutput))
 			}
 		case <-silent:
 			e.mu.Lock()

@@ -49,6 +49,9 @@ type Limits struct {
 	Provider  map[string]int // provider → cap; absent or 0: unlimited
 	MinFreeMB int            // hold admission while free memory is below this
 	Aging     time.Duration  // waiting time worth one priority level (0: no aging)
+	// Origin says where each cap's value came from, by cap name (CapGlobal, CapMinFree,
+	// a provider): OriginConfig, OriginRuntime or how a default was derived.
+	Origin map[string]string
 }
 
 // Engine is the in-process implementation of Service: it owns the agents, the queue and

@@ -6,9 +6,7 @@ package core
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
-	"strings"
 
 	"orcr/core/wire"
 )
@@ -24,11 +22,19 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 	for k, v := range lim.Provider {
 		res.Caps[k] = v
 	}
+	if len(lim.Origin) > 0 {
+		res.Origins = make(map[string]string, len(lim.Origin))
+		for k, v := range lim.Origin {
+			res.Origins[k] = v
+		}
+	}
 	running, total := e.runningLocked()
 	for k, v := range running {
 		res.Running[k] = v
 	}
 	res.Total = total
+	res.Launching, res.MaxLaunching = e.fl.launching, MaxLaunching
+	slots := MaxLaunching - e.fl.launching
 	pos := 0
 	for _, en := range e.fl.q.items {
 		rt := en.rt
@@ -46,7 +52,10 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 			why = "global cap " + strconv.Itoa(lim.Global) + " reached"
 		case c > 0 && running[rt.a.Provider] >= c:
 			why = rt.a.Provider + " cap " + strconv.Itoa(c) + " reached"
+		case slots <= 0:
+			why = "a launch slot (" + strconv.Itoa(MaxLaunching) + " agents launch at once)"
 		default:
+			slots--
 			// Admission would take this one next: count it so later entries see the
 			// caps as they will be.
 			running[rt.a.Provider]++
@@ -61,22 +70,7 @@ func (e *Engine) Queue(ctx context.Context) (wire.QueueResult, error) {
 }
 
 // FreeMemoryMB reads MemAvailable from /proc/meminfo (-1 when unknown).
-func FreeMemoryMB() int {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "MemAvailable:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.Atoi(f[1])
-				return kb / 1024
-			}
-		}
-	}
-	return -1
-}
+func FreeMemoryMB() int { return meminfoMB("MemAvailable:") }
 
 // Usage reports tokens and cost by provider, model and window.
 func (e *Engine) Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error) {

@@ -91,7 +91,9 @@ type Placer interface {
 
 // SpawnChecker is a Gate that can refuse a spawn outright when it is asked for, before
 // it is queued (an --account label that is not configured). A spawn it would merely
-// hold is not an error.
+// hold is not an error. It is called without the engine's lock, with p.Path resolved
+// (absolute, without the leading "/"), so a gate can do a spawn's slow work there — the
+// budgets match the path against their globs — rather than in Admit.
 type SpawnChecker interface {
 	CheckSpawn(ctx context.Context, p wire.RunParams) error
 }

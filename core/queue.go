@@ -26,10 +26,18 @@ import (
 // SIGHUP to the server reloads them):
 //
 //	[limits]
-//	global = 6          # live agents in all (0 or absent: unlimited)
+//	global = 6          # live agents in all (absent: derived from memory, see caps.go; 0: unlimited)
 //	claude = 3          # per provider (claude, codex, opencode, pi, shell, or any adapter)
 //	min_free_mb = 1500  # hold admission while MemAvailable is below this; re-read every 2 s
 //	aging_seconds = 600 # waiting time worth one priority level (default 600; 0: strict priority)
+
+// MaxLaunching bounds the agents being launched at once. Admission takes no more while
+// this many launches are in flight: the rest of a burst waits queued, with its position,
+// instead of as goroutines on the host (10,500 admitted at once left 4,388 goroutines
+// waiting on tmux, 9,066 agents starting for 30 minutes and the server at 67 % CPU). A
+// launch is a few host round trips, so 8 at once keeps a 2-core machine busy without
+// queueing inside tmux.
+const MaxLaunching = 8
 
 // DefaultAging is what one priority level is worth in waiting time.
 const DefaultAging = 10 * time.Minute
@@ -44,8 +52,11 @@ type fleet struct {
 	inQ    map[*agentRT]struct{} // agents in q.items
 	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
 	loaded bool                  // the first admission loaded the queue from e.agents
-	gc     GCRules
-	pruned uint64 // events up to this seq are known pruned
+	// launching counts admitted agents whose launch (worktree, hooks, the host's new
+	// pane) has not returned; admission keeps it at most MaxLaunching.
+	launching int
+	gc        GCRules
+	pruned    uint64 // events up to this seq are known pruned
 }
 
 // qEntry is one queued agent with its rank inputs copied, so comparisons never read
@@ -111,12 +122,12 @@ func (q *admitQueue) setAging(d time.Duration) {
 	q.dirty = true
 }
 
-// pick chooses the entries to admit given the caps, what runs now and the gates,
-// removes them and every entry that is no longer queued (killed while waiting), and
-// refreshes the positions of the rest. It returns the admitted and the dropped agents,
-// the first gate refusal and the earliest time a gate wants to be asked again. One
-// pass; the caller holds Engine.mu.
-func (q *admitQueue) pick(lim Limits, running map[string]int, total int, gate func(a wire.Agent) (bool, string, time.Time)) (out, dropped []*agentRT, held string, retryAt time.Time) {
+// pick chooses the entries to admit given the caps, what runs now, the free launch
+// slots (negative: no bound) and the gates, removes them and every entry that is no
+// longer queued (killed while waiting), and refreshes the positions of the rest. It
+// returns the admitted and the dropped agents, the first gate refusal and the earliest
+// time a gate wants to be asked again. One pass; the caller holds Engine.mu.
+func (q *admitQueue) pick(lim Limits, running map[string]int, total, slots int, gate func(a wire.Agent) (bool, string, time.Time)) (out, dropped []*agentRT, held string, retryAt time.Time) {
 	keep := q.items[:0]
 	full := map[string]bool{} // providers at their cap
 	globalFull := lim.Global > 0 && total >= lim.Global
@@ -127,7 +138,7 @@ func (q *admitQueue) pick(lim Limits, running map[string]int, total int, gate fu
 			q.dirty = true
 			continue
 		}
-		if globalFull || full[rt.a.Provider] {
+		if globalFull || full[rt.a.Provider] || (slots >= 0 && len(out) >= slots) {
 			keep = append(keep, en)
 			continue
 		}
@@ -261,6 +272,10 @@ func cloneLimits(l Limits) Limits {
 	for k, v := range l.Provider {
 		c.Provider[k] = v
 	}
+	c.Origin = make(map[string]string, len(l.Origin))
+	for k, v := range l.Origin {
+		c.Origin[k] = v
+	}
 	return c
 }
 
@@ -311,9 +326,11 @@ func (e *Engine) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResu
 	l := e.Limits()
 	if p.Global != nil {
 		l.Global = *p.Global
+		l.Origin[CapGlobal] = OriginRuntime
 	}
 	if p.MinFreeMB != nil {
 		l.MinFreeMB = *p.MinFreeMB
+		l.Origin[CapMinFree] = OriginRuntime
 	}
 	if p.AgingSeconds != nil {
 		if *p.AgingSeconds < 0 || *p.AgingSeconds > math.MaxInt32 {
@@ -323,6 +340,7 @@ func (e *Engine) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResu
 	}
 	for k, v := range p.Provider {
 		l.Provider[k] = v
+		l.Origin[k] = OriginRuntime
 	}
 	if err := e.validateLimits(l); err != nil {
 		return wire.QueueResult{}, err
@@ -370,6 +388,13 @@ func (e *Engine) admitLoop() {
 			e.wg.Add(1)
 			go func(rt *agentRT) {
 				defer e.wg.Done()
+				defer func() {
+					// The slot is free: admission may take the next queued agent.
+					e.mu.Lock()
+					e.fl.launching--
+					e.mu.Unlock()
+					e.kickAdmission()
+				}()
 				e.mu.Lock()
 				ok := rt.a.State == wire.StateStarting
 				e.mu.Unlock()
@@ -403,7 +428,7 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		}
 		return ok, why, at
 	}
-	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, gate)
+	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, max(0, MaxLaunching-e.fl.launching), gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
 	}
@@ -428,6 +453,7 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		}
 	}
 	out = started
+	e.fl.launching += len(out)
 	e.mu.Unlock()
 	if held != "" {
 		e.log.Info("admission held", "why", held)

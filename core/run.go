@@ -47,7 +47,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
 	}
-	if err := e.checkSpawn(ctx, p); err != nil {
+	checked := p
+	checked.Path = path // the checkers see where the agent will live, resolved
+	if err := e.checkSpawn(ctx, checked); err != nil {
 		return wire.Agent{}, err
 	}
 	cwd := p.Cwd
@@ -238,7 +240,7 @@ func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
 
 // paneEnv is the clean environment of a pane: the server's own minus nesting
 // variables, plus the agent's account environment, its --env and the orcr lineage
-// contract.
+// contract (with ORCR_BIN, the orcr binary agents are told to call).
 func (e *Engine) paneEnv(a wire.Agent) []string {
 	env := CleanEnv(e.opts.BaseEnv)
 	var extra []string
@@ -253,6 +255,12 @@ func (e *Engine) paneEnv(a wire.Agent) []string {
 	)
 	if e.opts.Home != "" {
 		extra = append(extra, "ORCR_HOME="+e.opts.Home)
+	}
+	if e.opts.Self != "" {
+		// The absolute path of the running orcr: the briefs orcr gives agents call
+		// "$ORCR_BIN", because a CLI's tool shell (a login shell, a sandbox) may not
+		// have orcr on its PATH.
+		extra = append(extra, "ORCR_BIN="+e.opts.Self)
 	}
 	return mergeEnv(env, extra)
 }

@@ -12,21 +12,22 @@ import (
 	"orcr/core"
 )
 
-// configLimits turns config [limits] into queue caps. aging_seconds is the aging step
-// (default core.DefaultAging); every other key but global and min_free_mb is a provider.
+// configLimits turns config [limits] into queue caps: the machine's defaults
+// (core.DefaultLimits: memory ÷ each provider's footprint, a memory guard) with every key
+// the config sets over them, 0 meaning unlimited as written. aging_seconds is the aging
+// step (default core.DefaultAging); every other key but global and min_free_mb is a
+// provider.
 func configLimits(cfg config.Config) core.Limits {
-	caps := cfg.ProviderCaps()
-	aging := core.DefaultAging
-	if v, ok := caps["aging_seconds"]; ok {
-		aging = time.Duration(v) * time.Second
-		delete(caps, "aging_seconds")
+	set := map[string]int{}
+	for k, v := range cfg.Limits {
+		set[k] = v
 	}
-	for k, v := range caps {
-		if v == 0 {
-			delete(caps, k)
-		}
+	l := core.DefaultLimits(core.MemTotalMB())
+	if v, ok := set["aging_seconds"]; ok {
+		l.Aging = time.Duration(v) * time.Second
+		delete(set, "aging_seconds")
 	}
-	return core.Limits{Global: cfg.GlobalCap(), Provider: caps, MinFreeMB: cfg.MinFreeMB(), Aging: aging}
+	return l.Override(set, core.OriginConfig)
 }
 
 // configGC turns config [gc] into rules: absent means the default, "0" turns a rule off.

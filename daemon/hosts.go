@@ -206,6 +206,9 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	for _, pr := range providers(cfg, nil) {
 		p.Providers = append(p.Providers, pr.Detect(ctx))
 	}
+	l := configLimits(cfg)
+	p.Caps = &wire.QueueResult{Global: l.Global, Caps: l.Provider, MinFreeMB: l.MinFreeMB, Origins: l.Origin,
+		MaxLaunching: core.MaxLaunching}
 	p.Accounts = []wire.Account{}
 	opts, err := configAccounts(cfg, nil, nil)
 	var acct *accounts.Service
@@ -217,5 +220,6 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	} else if l, err := acct.Accounts(ctx); err == nil {
 		p.Accounts = l.Accounts
 	}
+	p.Shell = probeShell(ctx)
 	return p
 }

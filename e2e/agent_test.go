@@ -137,13 +137,14 @@ func TestLineageThreeLevels(t *testing.T) {
 		t.Fatalf("edges wrong: child=%+v gc parent=%s/%s great parent=%s/%s", child.ParentID, gc.ParentID, gc.ParentPath, great.ParentID, great.ParentPath)
 	}
 	// The environment contract reached the pane.
-	e.must("agent", "run", "env/show", "--env", "FOO=bar", "--", "sh", "-c", `env | grep -E '^(ORCR_|FOO=)' | sort; exec sleep 300`)
+	e.must("agent", "run", "env/show", "--env", "FOO=bar", "--", "sh", "-c", `env | grep -E '^(ORCR_|FOO=)' | sort; case $ORCR_BIN in /*) [ -x "$ORCR_BIN" ] && echo "ORCR_BIN is executable";; esac; echo env-end; exec sleep 300`)
 	wait.For(t, 10*time.Second, "env printed", func() bool {
 		out := e.orcr("agent", "read", "env/show").out
-		return strings.Contains(out, "ORCR_SOCKET=") && strings.Contains(out, "FOO=bar")
+		return strings.Contains(out, "env-end")
 	})
 	out := e.must("agent", "read", "env/show")
-	for _, want := range []string{"ORCR_ID=", "ORCR_PATH=env/show", "ORCR_PARENT_ID=", "ORCR_PARENT_PATH=", "ORCR_PROVIDER=shell"} {
+	for _, want := range []string{"ORCR_ID=", "ORCR_PATH=env/show", "ORCR_PARENT_ID=", "ORCR_PARENT_PATH=", "ORCR_PROVIDER=shell",
+		"ORCR_BIN is executable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pane env lacks %s:\n%s", want, out)
 		}

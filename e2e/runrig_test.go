@@ -38,7 +38,8 @@ type runRig struct {
 
 const ghRepo = "octo/app"
 
-func newRunRig(t *testing.T, name string) *runRig {
+// extra are more variables of the server's environment (later ones win).
+func newRunRig(t *testing.T, name string, extra ...string) *runRig {
 	t.Helper()
 	ms, err := modelserver.Start()
 	if err != nil {
@@ -53,8 +54,8 @@ func newRunRig(t *testing.T, name string) *runRig {
 	// HOME is empty: claude's Bash sources no user shell setup (a pyenv rehash there
 	// held commands for a minute and dropped orcr from PATH).
 	os.MkdirAll(filepath.Join(dir, "user"), 0o700)
-	r.env = newTmuxEnv(t, append(claude, "HOME="+filepath.Join(dir, "user"), "GH_TOKEN=gh-test-token", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")...)
+	r.env = newTmuxEnv(t, append(append(claude, "HOME="+filepath.Join(dir, "user"), "GH_TOKEN=gh-test-token", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"), extra...)...)
 	cfg := r.configDir()
 	if err := os.MkdirAll(cfg, 0o700); err != nil {
 		t.Fatal(err)

@@ -90,6 +90,52 @@ func TestRepeatedTickIsOneConditionalRequest(t *testing.T) {
 	}
 }
 
+// TestBigPageIsReadWhole: a page of 100 issues with bodies at GitHub's 65,536-character
+// bound in two-byte characters is over 12 MiB. It was cut at 8 MiB by the ETag cache and
+// failed as "malformed" on every call; it must decode whole, and the next call must be
+// answered 304 and replayed from the cache, as for any page.
+func TestBigPageIsReadWhole(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	body := strings.Repeat("é", githubtest.MaxBody)
+	for i := range 100 {
+		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
+	}
+	// A long timeout: under -race on a loaded machine the fake server's 12.6 MiB
+	// answer (encoded and hashed for its ETag at every request) takes seconds.
+	long := func(o *github.Options) { o.Timeout = 2 * time.Minute }
+	c := newClient(t, s, "tok", long)
+	ctx := context.Background()
+	for i, want304 := range []bool{false, true} {
+		s.ResetRequests()
+		got, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if err != nil || len(got) != 100 || pg.NotModified != want304 {
+			t.Fatalf("call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+		for _, is := range got {
+			if is.Body != body {
+				t.Fatalf("call %d: issue #%d has a body of %d bytes, want %d", i+1, is.Number, len(is.Body), len(body))
+			}
+		}
+		if reqs := s.Requests(); len(reqs) != 1 || reqs[0].Conditional != want304 {
+			t.Fatalf("call %d: server saw %+v", i+1, reqs)
+		}
+	}
+	// Larger than the whole cache (a 1.3 MiB page, a 1 MiB cache): streamed to the
+	// caller, never cut, and not kept.
+	s.AddRepo("o/s")
+	for i := range 10 {
+		s.AddIssue("o/s", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
+	}
+	small := newClient(t, s, "tok", long, func(o *github.Options) { o.CacheBytes = 1 << 20 })
+	for i := range 2 {
+		got, pg, err := small.ListIssues(ctx, "o/s", github.IssueQuery{})
+		if err != nil || len(got) != 10 || pg.NotModified || got[0].Body != body || got[9].Body != body {
+			t.Fatalf("over the cache, call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+	}
+}
+
 // BenchmarkTickNotModified measures the client's CPU for one steady-state tick (one
 // conditional request answered 304) against a repository of 1,000 open issues.
 func BenchmarkTickNotModified(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/core"
@@ -475,5 +476,26 @@ func BenchmarkRunViewKeystroke(b *testing.B) {
 		}
 		m.Update(k)
 		_ = m.View()
+	}
+}
+
+// TestRunsUndispatched: a ready milestone the lead's last turn left undispatched is
+// said in the run's view (with what to do) and counted in the list, even with an
+// empty inbox.
+func TestRunsUndispatched(t *testing.T) {
+	runs := fixtureRuns()
+	runs[0].Inbox = []string{}
+	const says = "M6 ready, not dispatched: the lead's turn ended without `orcr run dispatch` (auto-start in 14m; `orcr run dispatch csv-import M6` to start it now)"
+	runs[0].Milestones[5].Undispatched = says
+	m := newTestModel(t, 200, 48, Options{})
+	m.Update(listMsg{agents: runAgents()})
+	press(m, "O")
+	m.Update(runsMsg{runs: runs, at: t0})
+	if s := ansi.Strip(screen(t, m)); !strings.Contains(s, "1 not dispatched") {
+		t.Fatalf("the list does not count the undispatched milestone:\n%s", s)
+	}
+	press(m, "enter")
+	if s := ansi.Strip(screen(t, m)); !strings.Contains(s, says) {
+		t.Fatalf("the run's view does not say M6 was not dispatched:\n%s", s)
 	}
 }

@@ -168,8 +168,11 @@ func merged(r wire.RunView) int {
 
 // attention counts what waits for the user or the lead: questions, failures, holds.
 func attention(r wire.RunView) string {
-	var asking, failed, held int
+	var asking, failed, held, undispatched int
 	for _, m := range r.Milestones {
+		if m.Undispatched != "" {
+			undispatched++
+		}
 		switch m.State {
 		case "asking":
 			asking++
@@ -183,7 +186,7 @@ func attention(r wire.RunView) string {
 	for _, p := range []struct {
 		n    int
 		what string
-	}{{asking, "asking"}, {failed, "failed"}, {held, "held"}} {
+	}{{asking, "asking"}, {failed, "failed"}, {held, "held"}, {undispatched, "not dispatched"}} {
 		if p.n > 0 {
 			out = append(out, strconv.Itoa(p.n)+" "+p.what)
 		}
@@ -336,6 +339,13 @@ func (d *runsDialog) viewLines(r wire.RunView, w, room int) []string {
 		out = append(out, d.detailLines(r, m, w)...)
 	}
 	out = append(out, "", d.poolLine(r))
+	// A ready milestone the lead's last turn left undispatched is said right above
+	// the inbox: an empty inbox would otherwise read as nothing to do.
+	for _, m := range r.Milestones {
+		if m.Undispatched != "" {
+			out = append(out, d.c.p(&st.Blocked, fit(oneLine(m.Undispatched), w)))
+		}
+	}
 	if len(r.Inbox) > 0 {
 		out = append(out, d.c.p(&st.Blocked, fmt.Sprintf("lead's inbox: %d undelivered", len(r.Inbox))))
 		for i, item := range r.Inbox {

@@ -141,9 +141,14 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		o.permHook, o.menuSeen = false, false
 		o.setState(sig, wire.StateDone, "turn finished", nil)
 	case "StopFailure":
-		if h.Error == "rate_limit" {
+		switch h.Error {
+		case "rate_limit":
 			o.limitHit(sig, h.LastAssistantMsg)
-		} else {
+		case "authentication_failed":
+			// The API refused the login: no turn runs until the user signs in again.
+			o.setState(sig, wire.StateBlocked, "setup: not signed in", &wire.Blocked{Kind: wire.BlockedSetup,
+				Question: "not signed in", Detail: setupFix(signInAgain, o.configDirSet())})
+		default:
 			o.setState(sig, wire.StateDone, "turn failed: "+orDefault(h.Error, "unknown error"), nil)
 		}
 	case "Notification":

@@ -91,6 +91,10 @@ func TestHookUsageLimit(t *testing.T) {
 	if s.State != wire.StateDone || !strings.Contains(s.Reason, "overloaded") {
 		t.Fatalf("overloaded is not a limit: %+v", s)
 	}
+	s = mustHook(t, o, "StopFailure", `{"error":"authentication_failed","last_assistant_message":"API Error: 401 · Please run /login"}`)
+	if s.State != wire.StateBlocked || s.Blocked == nil || s.Blocked.Kind != wire.BlockedSetup || !strings.Contains(s.Blocked.Detail, "claude /login") {
+		t.Fatalf("a refused login is setup: %+v", s)
+	}
 }
 
 func TestHookBadInput(t *testing.T) {
@@ -194,5 +198,37 @@ func TestPrepare(t *testing.T) {
 	}
 	if ProjectSlug("/home/u/my_app.v2") != "-home-u-my-app-v2" {
 		t.Fatal("slug")
+	}
+}
+
+// TestSetupScreens: claude's sign-in and first-run screens are blocked on setup with
+// what to do, not working. The "not logged in" and "no connection" screens were
+// captured from claude 2.1.328 started with a config dir holding no login (and, for
+// the latter, no onboarding done and no network); the login-method and theme screens
+// need the network to appear, so their lines are claude's known wording.
+func TestSetupScreens(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "screens", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, c := range []struct{ name, screen, question, fix string }{
+		{"not logged in", read("not-logged-in.txt"), "not signed in", "claude /login"},
+		{"no connection", read("no-connection.txt"), "no connection", "check the network"},
+		{"login method", "Select login method:\n\n❯ 1. Claude account with subscription\n  2. Anthropic Console account\n", "not signed in", "claude /login"},
+		{"theme", "Let's get started.\n\nChoose the text style that looks best with your terminal\n❯ 1. Dark mode ✔\n  2. Light mode\n", "onboarding", "first-run setup"},
+	} {
+		o := testObserver(t, "")
+		o.hooksSeen = true // setup screens are read whatever the hooks said
+		s := o.Screen(core.Screen{Text: c.screen}, 2*time.Second)
+		if s == nil || s.State != wire.StateBlocked || s.Blocked == nil || s.Blocked.Kind != wire.BlockedSetup ||
+			s.Blocked.Question != c.question || !strings.Contains(s.Blocked.Detail, c.fix) || s.Reason != "setup: "+c.question {
+			t.Fatalf("%s: %+v", c.name, s)
+		}
+		if s := o.Screen(core.Screen{Text: c.screen}, 3*time.Second); s != nil {
+			t.Fatalf("%s twice: %+v", c.name, s)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package claude
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,27 +17,56 @@ import (
 type dialogRule struct {
 	name string // what the dialog asks, as shown in "blocked: dialog: …"
 	all  []string
+	// fix, for a setup screen (kind setup): what the user must do, outside orcr or
+	// inside the pane, before claude can work; "%s" is the config dir's assignment.
+	fix string
 }
 
 // dialogs are claude's startup dialogs (2.1.x wording). orcr pre-accepts the trust
 // dialog; the rest are reported so nobody waits on a dialog nobody sees. Their options
-// are read from the menu on screen.
+// are read from the menu on screen. The setup screens (first-run onboarding, sign-in,
+// no connection) are not a question orcr can answer for the user: they are kind setup
+// and say what to do.
 var dialogs = []dialogRule{
-	{"trust folder", []string{"Yes, I trust this folder"}},
-	{"trust folder", []string{"Do you trust the files in this folder"}},
-	{"use API key", []string{"Do you want to use this API key"}},
-	{"bypass permissions warning", []string{"Bypass Permissions mode", "Yes, I accept"}},
-	{"choose theme", []string{"Choose the text style"}},
-	{"login", []string{"Select login method"}},
+	{name: "trust folder", all: []string{"Yes, I trust this folder"}},
+	{name: "trust folder", all: []string{"Do you trust the files in this folder"}},
+	{name: "use API key", all: []string{"Do you want to use this API key"}},
+	{name: "bypass permissions warning", all: []string{"Bypass Permissions mode", "Yes, I accept"}},
+	{name: "onboarding", all: []string{"Choose the text style"},
+		fix: "claude's first-run setup is not done: finish it in the pane (orcr agent attach), or run `%sclaude` once by hand, then run the agent again"},
+	{name: "not signed in", all: []string{"Select login method"},
+		fix: "claude is not signed in: run `%sclaude /login` (or set ANTHROPIC_API_KEY), then orcr agent kill this agent and run it again; or sign in inside it with orcr agent attach"},
+	{name: "not signed in", all: []string{"Not logged in · Please run /login"}, fix: signInAgain},
+	{name: "not signed in", all: []string{"Not logged in · run /login"}, fix: signInAgain},
+	{name: "no connection", all: []string{"Unable to connect to Anthropic services"},
+		fix: "claude cannot reach its API: check the network (or set ANTHROPIC_BASE_URL), then orcr agent kill this agent and run it again"},
+}
+
+// signInAgain is the fix when a message was refused for want of a login.
+const signInAgain = "claude is not signed in: run `%sclaude /login` (or set ANTHROPIC_API_KEY), then send the message again"
+
+// setupFix fills a setup fix with the agent's config dir, so the command it names
+// logs in the account the agent runs on.
+func setupFix(fix, configDir string) string {
+	set := ""
+	if configDir != "" {
+		set = "CLAUDE_CONFIG_DIR=" + configDir + " "
+	}
+	return fmt.Sprintf(fix, set)
 }
 
 var menuQuestionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*(Do you want to [^\n?]*\?)`) })
 
 // dialogPrompt is the startup dialog on screen, if any, with its menu's options.
-func dialogPrompt(text string) *wire.Blocked {
+// configDir is the agent's CLAUDE_CONFIG_DIR ("" for the default), for the fix a
+// setup screen names.
+func dialogPrompt(text, configDir string) *wire.Blocked {
 	for _, d := range dialogs {
 		if containsAll(text, d.all) {
 			b := &wire.Blocked{Kind: wire.BlockedDialog, Detail: d.name, Question: d.name}
+			if d.fix != "" {
+				b.Kind, b.Detail = wire.BlockedSetup, setupFix(d.fix, configDir)
+			}
 			if m := agentkit.ParseMenu(text, true); m != nil {
 				b.Options = m.Options()
 			}
@@ -45,6 +76,18 @@ func dialogPrompt(text string) *wire.Blocked {
 	return nil
 }
 
+// configDirSet is the agent's CLAUDE_CONFIG_DIR when one is set ("" for claude's
+// default), for the command a setup screen's fix names.
+func (o *observer) configDirSet() string {
+	if d := o.p.opts.ConfigDir; d != "" {
+		return d
+	}
+	if d := o.agent.Env["CLAUDE_CONFIG_DIR"]; d != "" {
+		return d
+	}
+	return os.Getenv("CLAUDE_CONFIG_DIR")
+}
+
 // Screen implements core.Observer. Dialogs and prompt menus are always read from the
 // screen: the menu is where the options are, and its going away is often the only
 // sign that a prompt was answered (a "No" interrupts the turn with no hook). "Working"
@@ -52,17 +95,17 @@ func dialogPrompt(text string) *wire.Blocked {
 func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	text := s.Text
 	sig := &core.Signal{Source: "screen"}
-	if d := dialogPrompt(text); d != nil {
-		if o.dialog == d.Detail && sameOptions(o.blocked, d) {
+	if d := dialogPrompt(text, o.configDirSet()); d != nil {
+		if o.dialog == d.Question && sameOptions(o.blocked, d) {
 			return nil
 		}
-		o.dialog = d.Detail
-		o.setState(sig, wire.StateBlocked, "dialog: "+d.Detail, d)
+		o.dialog = d.Question
+		o.setState(sig, wire.StateBlocked, d.Kind+": "+d.Question, d)
 		return sig
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
+		if o.state == wire.StateBlocked && o.blocked != nil && (o.blocked.Kind == wire.BlockedDialog || o.blocked.Kind == wire.BlockedSetup) {
 			st := wire.StateIdle
 			if o.agent.Prompt != "" {
 				st = wire.StateWorking
@@ -126,7 +169,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 // prompt (the tool call, the plan in full); merged says it is that same prompt.
 func (o *observer) mergePrompt(p *wire.Blocked) (*wire.Blocked, bool) {
 	h := o.blocked
-	if o.state != wire.StateBlocked || h == nil || h.Kind == wire.BlockedLimit || h.Kind == wire.BlockedDialog {
+	if o.state != wire.StateBlocked || h == nil || h.Kind == wire.BlockedLimit || h.Kind == wire.BlockedDialog || h.Kind == wire.BlockedSetup {
 		return p, false
 	}
 	if len(h.Options) > 0 && !sameOptions(h, p) {

@@ -252,3 +252,26 @@ func TestShortTurnBetweenReads(t *testing.T) {
 		t.Fatalf("a quiet rollout reported %s", sig.State)
 	}
 }
+
+// TestSignInScreenIsSetup: codex 0.171's sign-in screen (captured from the real CLI
+// started with an empty CODEX_HOME and no key) is blocked on setup, saying what to do,
+// once; leaving it (signed in from an attached terminal) is working again.
+func TestSignInScreenIsSetup(t *testing.T) {
+	home := t.TempDir()
+	o := New(Options{Home: home}).Observe(wire.Agent{ID: "x", Cwd: t.TempDir(), Prompt: "go"}).(*observer)
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", "login.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := o.Screen(core.Screen{Text: string(b)}, 2*time.Second)
+	if s == nil || s.State != wire.StateBlocked || s.Blocked == nil || s.Blocked.Kind != wire.BlockedSetup ||
+		!strings.Contains(s.Blocked.Detail, "CODEX_HOME="+home+" codex login") || s.Reason != "setup: not signed in" {
+		t.Fatalf("sign-in screen: %+v", s)
+	}
+	if s := o.Screen(core.Screen{Text: string(b)}, 0); s != nil {
+		t.Fatalf("the same screen again: %+v", s)
+	}
+	if s := o.Screen(core.Screen{Text: "› Explain this codebase"}, 0); s == nil || s.State != wire.StateWorking {
+		t.Fatalf("after signing in: %+v", s)
+	}
+}

@@ -19,7 +19,34 @@ var (
 		return regexp.MustCompile(`(?s)You[’']ve hit your usage limit[^\n]*(?:\n[^\n]+)?`)
 	})
 	trustText = []string{"Do you trust the contents of this directory", "trust this folder", "Trust this folder"}
+	// signInOthers are the sign-in menu's other entries (0.171, and the API-key entry of
+	// earlier versions), one of which stands beside "Sign in with ChatGPT" on codex's
+	// sign-in screen, shown instead of a session when CODEX_HOME holds no login and no
+	// API key is set. Both are needed, so a conversation that merely quotes one line is
+	// not taken for the screen.
+	signInOthers = []string{"Sign in with Device Code", "Sign in another way", "Provide your own API key"}
 )
+
+// signedOut reports whether text is codex's sign-in screen.
+func signedOut(text string) bool {
+	if !strings.Contains(text, "Sign in with ChatGPT") {
+		return false
+	}
+	for _, t := range signInOthers {
+		if strings.Contains(text, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// signInBlocked is what an agent on the sign-in screen waits for, with what to do:
+// nothing typed into orcr gets codex past it, so the fix is the user's.
+func (o *observer) signInBlocked() *wire.Blocked {
+	return &wire.Blocked{Kind: wire.BlockedSetup, Question: "not signed in",
+		Detail: "codex is not signed in: run `CODEX_HOME=" + o.home + " codex login` (or set OPENAI_API_KEY, or configure a model provider), " +
+			"then orcr agent kill this agent and run it again; or sign in inside it with orcr agent attach"}
+}
 
 // Screen implements core.Observer: approvals, the usage-limit banner and startup
 // dialogs are not in the rollout (codex does not persist them), so the screen is
@@ -27,6 +54,14 @@ var (
 func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	text := s.Text
 	sig := &core.Signal{Source: "screen"}
+	if signedOut(text) {
+		if o.dialog == "not signed in" {
+			return nil
+		}
+		o.dialog = "not signed in"
+		o.setState(sig, wire.StateBlocked, "setup: not signed in", o.signInBlocked())
+		return sig
+	}
 	for _, t := range trustText {
 		if strings.Contains(text, t) {
 			if o.dialog == "trust folder" {
@@ -39,7 +74,7 @@ func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
+		if o.state == wire.StateBlocked && o.blocked != nil && (o.blocked.Kind == wire.BlockedDialog || o.blocked.Kind == wire.BlockedSetup) {
 			o.setState(sig, wire.StateWorking, "dialog dismissed", nil)
 			return sig
 		}

@@ -103,3 +103,37 @@ func TestClaudeThroughOrcr(t *testing.T) {
 	}
 	e.must("agent", "wait", "review/auth", "--until", "exited", "--timeout", "30s")
 }
+
+// TestClaudeNotSignedInIsSetup: the real claude with onboarding done but no login
+// takes the prompt and answers "Not logged in · Please run /login". `agent run` warns
+// up front, and the agent is blocked on setup saying how to log in, not "working" or
+// "done" as if the turn had run.
+func TestClaudeNotSignedInIsSetup(t *testing.T) {
+	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
+	e := newOrcr(t)
+	cfg := filepath.Join(e.dir, "claude-config")
+	work := filepath.Join(e.dir, "work")
+	for _, d := range []string{cfg, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.serve()
+	r := e.run("agent", "run", "login/c", "--provider", "claude", "--cwd", work, "--prompt", "hello")
+	if r.code != 0 {
+		t.Fatalf("agent run: exit %d: %s", r.code, r.err)
+	}
+	if want := "orcr: warning: claude account default: no login found; log in with: claude /login"; !strings.Contains(r.err, want) {
+		t.Fatalf("agent run stderr %q, want a line with %q", r.err, want)
+	}
+	a := e.waitAgent("login/c", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
+	})
+	if !strings.Contains(a.Blocked.Detail, "CLAUDE_CONFIG_DIR="+cfg+" claude /login") {
+		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
+	}
+	e.must("agent", "kill", "login/c")
+}

@@ -77,3 +77,37 @@ func TestCodexThroughOrcr(t *testing.T) {
 	}
 	e.must("agent", "wait", "fix/x", "--until", "exited", "--timeout", "30s")
 }
+
+// TestCodexSignInScreenIsSetup: the real codex with an empty CODEX_HOME and no key
+// shows its sign-in screen and waits there. `agent run` warns up front (the server's
+// accounts know the login is missing) and still spawns; the agent is then blocked on
+// setup, saying what to do, not "working" for as long as nobody looks.
+func TestCodexSignInScreenIsSetup(t *testing.T) {
+	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
+	e := newOrcr(t)
+	home := filepath.Join(e.dir, "codex-home")
+	work := filepath.Join(e.dir, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home)
+	e.serve()
+	t0 := time.Now()
+	r := e.run("agent", "run", "login/x", "--provider", "codex", "--cwd", work, "--prompt", "hello")
+	if r.code != 0 {
+		t.Fatalf("agent run: exit %d: %s", r.code, r.err)
+	}
+	if want := "orcr: warning: codex account default: no login found; log in with: codex login"; !strings.Contains(r.err, want) {
+		t.Fatalf("agent run stderr %q, want a line with %q", r.err, want)
+	}
+	a := e.waitAgent("login/x", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
+	})
+	t.Logf("blocked after %s", time.Since(t0))
+	if !strings.Contains(a.Blocked.Detail, "codex is not signed in: run `CODEX_HOME="+home+" codex login`") || a.StateSource != "screen" {
+		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
+	}
+	e.must("agent", "kill", "login/x")
+}

@@ -63,3 +63,28 @@ func TestPiThroughOrcr(t *testing.T) {
 		t.Fatalf("blocked %+v", a.Blocked)
 	}
 }
+
+// TestPiWithoutModelsIsSetup: the real pi with an empty agent dir and no key warns
+// "No models available. Use /login" and waits; the agent is blocked on setup saying
+// how to log in.
+func TestPiWithoutModelsIsSetup(t *testing.T) {
+	bin := clis.Find(t, "pi", "ORCR_PI_BIN")
+	e := newOrcr(t)
+	cfg := filepath.Join(e.dir, "pi-agent")
+	work := filepath.Join(e.dir, "work")
+	for _, d := range []string{cfg, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vars = append(e.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+cfg, "PI_OFFLINE=1")
+	e.serve()
+	e.must("agent", "run", "pi/nologin", "--provider", "pi", "--cwd", work)
+	a := e.waitAgent("pi/nologin", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
+		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
+	})
+	if !strings.Contains(a.Blocked.Detail, "/login") || a.StateSource != "screen" {
+		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
+	}
+	e.must("agent", "kill", "pi/nologin")
+}

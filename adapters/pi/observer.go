@@ -144,10 +144,24 @@ func (o *observer) finish(sig *core.Signal) *core.Signal {
 	return sig
 }
 
+// noModels is pi's startup warning when no provider is logged in (0.73): it waits at
+// its prompt, and a message sent to it goes nowhere.
+const noModels = "No models available. Use /login"
+
 // Screen implements core.Observer: pi has no permission prompts; the one startup
-// dialog is project trust.
+// dialog is project trust, and the one setup screen the warning that no provider is
+// logged in.
 func (o *observer) Screen(sc core.Screen, quiet time.Duration) *core.Signal {
 	sig := &core.Signal{Source: "screen"}
+	if strings.Contains(sc.Text, noModels) {
+		if o.dialog != "" {
+			return nil
+		}
+		o.dialog = "not signed in"
+		o.set(sig, wire.StateBlocked, "setup: not signed in", &wire.Blocked{Kind: wire.BlockedSetup, Question: "not signed in",
+			Detail: "pi has no model: no provider is logged in; run `pi` and /login (or set a provider's API key, e.g. ANTHROPIC_API_KEY), then orcr agent kill this agent and run it again"})
+		return sig
+	}
 	if strings.Contains(sc.Text, "Trust this project") || strings.Contains(sc.Text, "trust this project") {
 		if o.dialog != "" {
 			return nil
@@ -158,7 +172,7 @@ func (o *observer) Screen(sc core.Screen, quiet time.Duration) *core.Signal {
 	}
 	if o.dialog != "" {
 		o.dialog = ""
-		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedDialog {
+		if o.state == wire.StateBlocked && o.blocked != nil && (o.blocked.Kind == wire.BlockedDialog || o.blocked.Kind == wire.BlockedSetup) {
 			o.set(sig, wire.StateWorking, "dialog dismissed", nil)
 			return sig
 		}

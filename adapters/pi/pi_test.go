@@ -145,3 +145,20 @@ func TestRealPi(t *testing.T) {
 		t.Fatalf("reset %v want %v", v.Blocked.ResetsAt, reset)
 	}
 }
+
+// TestNoModelsScreenIsSetup: pi 0.73's startup warning that no provider is logged in
+// (captured from the real CLI with an empty agent dir) is blocked on setup, once.
+func TestNoModelsScreenIsSetup(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", "no-models.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := New(Options{}).Observe(wire.Agent{ID: "a"})
+	s := o.Screen(core.Screen{Text: string(b)}, 2*time.Second)
+	if s == nil || s.State != wire.StateBlocked || s.Blocked == nil || s.Blocked.Kind != wire.BlockedSetup || !strings.Contains(s.Blocked.Detail, "/login") {
+		t.Fatalf("no models: %+v", s)
+	}
+	if s := o.Screen(core.Screen{Text: string(b)}, 3*time.Second); s != nil {
+		t.Fatalf("twice: %+v", s)
+	}
+}

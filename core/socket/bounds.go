@@ -32,8 +32,9 @@ type Limits struct {
 	// connection at the bound is not read until one finishes, so a client pipelining
 	// thousands of requests makes the server do at most this many at a time.
 	MaxInFlight int
-	// MaxUnread bounds the bytes of answers a connection has not read yet. Past it the
-	// client is not reading: the connection is closed and logged.
+	// MaxUnread bounds the bytes of answers a connection has queued behind the one being
+	// written. Past it the client is not reading: the connection is closed and logged. One
+	// answer alone is never refused by it (only by wire.MaxAnswer, with answer_too_big).
 	MaxUnread int
 }
 
@@ -148,20 +149,29 @@ func (f inflight) acquire(ctx context.Context) bool {
 
 func (f inflight) release() { <-f }
 
-// reserveUnread counts n answer bytes as waiting to be read; past the bound the client is
-// not reading, and the connection is closed.
+// reserveUnread counts n answer bytes as waiting to be read. The bound is on the backlog:
+// the answers queued behind the one being written. An answer with nothing queued ahead of
+// it is always taken, however long (up to maxAnswer): measured per line, the 12 MiB answer
+// to `agent ls --all --json` over 11,000 records could never fit under 4 MiB and the
+// connection of a client that was reading was closed ("connection to orcr server lost:
+// EOF"). Past the bound the client is not reading, and the connection is closed.
 func (cn *conn) reserveUnread(n int) bool {
-	if cn.unread.Add(int64(n)) <= int64(cn.s.lim.MaxUnread) {
+	total := cn.unread.Add(int64(n))
+	backlog := total - cn.writing.Load() // this answer and those queued before it
+	if backlog == int64(n) || backlog <= int64(cn.s.lim.MaxUnread) {
 		return true
 	}
 	cn.unread.Add(-int64(n))
 	cn.closeOnce.Do(func() {
 		cn.s.log.Warn("closing a connection that does not read its answers",
-			"pid", cn.cred.PID, "unread_bytes", cn.unread.Load(), "max", cn.s.lim.MaxUnread)
+			"pid", cn.cred.PID, "unread_bytes", cn.unread.Load(), "backlog_bytes", backlog-int64(n), "max", cn.s.lim.MaxUnread)
 		_ = cn.c.Close()
 	})
 	return false
 }
+
+// maxAnswer is the largest answer line written (wire.MaxAnswer; tests lower it).
+var maxAnswer = wire.MaxAnswer
 
 // idPrefixLen is how much of an over-long request is kept to find its id.
 const idPrefixLen = 4 << 10

@@ -335,21 +335,52 @@ func (c *Client) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 
 // List lists agents.
 func (c *Client) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error) {
-	r, err := invoke(ctx, c, wire.AgentList, p)
-	return r.Agents, err
+	var out []wire.Agent
+	err := c.listPages(ctx, p, func(r wire.ListResult) { out = append(out, r.Agents...) })
+	return out, err
 }
 
 // ListTable lists agents as display rows (the columns of `orcr agent ls`).
 func (c *Client) ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error) {
 	p.Table = true
-	r, err := invoke(ctx, c, wire.AgentList, p)
+	t := &wire.Table{Columns: core.TableColumns}
+	err := c.listPages(ctx, p, func(r wire.ListResult) {
+		if r.Table != nil {
+			t.Columns = r.Table.Columns
+			t.Rows = append(t.Rows, r.Table.Rows...)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if r.Table == nil {
-		return &wire.Table{Columns: core.TableColumns}, nil
+	return t, nil
+}
+
+// listPage is how many agents one answer of a paged list holds: about 1 MB of records,
+// so a list of any length is answers well under the server's bounds.
+const listPage = 2000
+
+// listPages asks for the list a page at a time and hands each page to take. A caller that
+// sets Limit gets that one page.
+func (c *Client) listPages(ctx context.Context, p wire.ListParams, take func(wire.ListResult)) error {
+	one := p.Limit > 0
+	if !one {
+		p.Limit = listPage
 	}
-	return r.Table, nil
+	for {
+		r, err := invoke(ctx, c, wire.AgentList, p)
+		if err != nil {
+			return err
+		}
+		take(r)
+		if one || r.Next == "" {
+			return nil
+		}
+		if r.Next == p.After {
+			return fmt.Errorf("agent.list did not move past %q; list with a glob instead", r.Next)
+		}
+		p.After = r.Next
+	}
 }
 
 // Get returns one agent.

@@ -39,13 +39,17 @@ var handlers = func() map[string]handler {
 		}),
 		serve(wire.AgentList, func(ctx context.Context, s core.Service, p *wire.ListParams) (wire.ListResult, error) {
 			as, err := s.List(ctx, *p)
+			var next string
+			if err == nil {
+				as, next = page(as, p.After, p.Limit)
+			}
 			if as == nil {
 				as = []wire.Agent{}
 			}
 			if p.Table && err == nil {
-				return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now())}, nil
+				return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now()), Next: next}, nil
 			}
-			return wire.ListResult{Agents: as}, err
+			return wire.ListResult{Agents: as, Next: next}, err
 		}),
 		serve(wire.AgentGet, func(ctx context.Context, s core.Service, p *wire.TargetParams) (wire.AgentResult, error) {
 			a, err := s.Get(ctx, p.Target)

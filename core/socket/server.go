@@ -148,6 +148,7 @@ type conn struct {
 	cred core.Caller
 
 	unread    atomic.Int64 // answer bytes encoded but not yet taken by the socket
+	writing   atomic.Int64 // of those, the answer being written now (set under wmu)
 	closeOnce sync.Once
 }
 
@@ -175,6 +176,12 @@ func (cn *conn) reply(id string, result any, err error) {
 			err = &wire.Error{Code: wire.CodeInternal, Message: "encode result: " + merr.Error()}
 		}
 	}
+	if err == nil && len(line) > maxAnswer {
+		err = wire.Errorf(wire.CodeAnswerTooBig,
+			"the answer to request %q is %d MiB, over the %d MiB one answer may be; ask for less: page it (limit and after) or narrow it with a glob",
+			id, len(line)>>20, maxAnswer>>20)
+		line = nil
+	}
 	if err != nil {
 		line, _ = json.Marshal(wire.Response{ID: id, Error: wire.AsError(err)})
 		line = append(line, '\n')
@@ -183,9 +190,11 @@ func (cn *conn) reply(id string, result any, err error) {
 		return
 	}
 	cn.wmu.Lock()
+	cn.writing.Store(int64(len(line)))
 	_, werr := cn.c.Write(line)
-	cn.wmu.Unlock()
 	cn.unread.Add(-int64(len(line)))
+	cn.writing.Store(0)
+	cn.wmu.Unlock()
 	if werr != nil {
 		cn.s.log.Debug("write response", "err", werr)
 	}

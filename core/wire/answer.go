@@ -13,7 +13,14 @@ const (
 	BlockedPlan       = "plan"       // a plan waits for approval (claude's plan mode)
 	BlockedLimit      = "limit"      // a usage limit; ResetsAt says until when
 	BlockedDialog     = "dialog"     // a startup dialog (trust this folder, use this API key)
+	// BlockedSetup: the CLI is not set up (not signed in, onboarding unfinished, no
+	// model configured, no connection to its service) and waits for something done
+	// outside orcr; Detail says what to do.
+	BlockedSetup = "setup"
 )
+
+// BlockedKinds lists every Blocked.Kind (the schema names them).
+var BlockedKinds = []string{BlockedPermission, BlockedQuestion, BlockedPlan, BlockedLimit, BlockedDialog, BlockedSetup}
 
 // What choosing an option means (Option.Meaning). --allow, --always and --deny pick
 // by these, never by position.
@@ -104,4 +111,10 @@ const (
 	CodeSeveralBlocked = "several_blocked"  // a glob matches several blocked agents; use --all
 	CodePromptGone     = "prompt_gone"      // the screen no longer shows the prompt; nothing sent
 	CodeAnswerNotTaken = "answer_not_taken" // sent, but the agent stayed blocked on it
+	// CodeAgentBlocked: agent.send refused text (or Enter) for an agent that waits for
+	// a choice; data carries "blocked" (what it waits for) and "answer" (the command).
+	CodeAgentBlocked = "agent_blocked"
 )
+
+// ErrAgentBlocked matches a send refused because the agent waits for a choice.
+var ErrAgentBlocked = &Error{Code: CodeAgentBlocked}

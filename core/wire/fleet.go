@@ -18,6 +18,14 @@ type QueueResult struct {
 	Running   map[string]int `json:"running"`   // live agents per provider
 	Total     int            `json:"total"`     // live agents in all
 	Entries   []QueueEntry   `json:"entries"`   // queued, in admission order
+	// Launching is how many admitted agents are being launched now (their pane made);
+	// admission takes no more while MaxLaunching are.
+	Launching    int `json:"launching"`
+	MaxLaunching int `json:"maxLaunching,omitempty"`
+	// Origins says where each cap's value came from, by cap name ("global",
+	// "min_free_mb", a provider): "config", "runtime: orcr queue caps", or how a default
+	// was derived ("default: 23.5 GiB ÷ 500 MB, within [2, 64]").
+	Origins map[string]string `json:"origins,omitempty"`
 }
 
 // QueueEntry is one queued agent.
@@ -135,7 +143,7 @@ const CodeNameTaken = "name_taken"
 // last until the server restarts or reloads its config.
 type CapsParams struct {
 	Global       *int           `json:"global,omitempty" range:"0,100000"`
-	Provider     map[string]int `json:"provider,omitempty" range:"0,100000"`
+	Provider     map[string]int `json:"provider,omitempty" range:"0,100000" maxItems:"256"`
 	MinFreeMB    *int           `json:"minFreeMb,omitempty" range:"0,100000000"`
 	AgingSeconds *int           `json:"agingSeconds,omitempty" range:"0,31622400"`
 }
@@ -170,9 +178,9 @@ type ScheduleAddParams struct {
 	Name         string            `json:"name"`
 	EverySeconds int               `json:"everySeconds,omitempty"`
 	Cron         string            `json:"cron,omitempty"`
-	Command      []string          `json:"command"`
+	Command      []string          `json:"command" maxItems:"4096"`
 	Cwd          string            `json:"cwd,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
+	Env          map[string]string `json:"env,omitempty" maxItems:"1024"`
 	MissedPolicy string            `json:"missedPolicy,omitempty"` // skip (default) | run-once
 }
 

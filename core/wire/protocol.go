@@ -9,6 +9,12 @@ import (
 // MaxLine is the longest request line the server accepts (1 MiB, newline excluded).
 const MaxLine = 1 << 20
 
+// MaxAnswer is the largest answer line the server writes (64 MiB). A bigger one is
+// replaced by an answer_too_big error with the request's id: a list of 11,000 records is
+// about 12 MiB, so only a request that should page or filter meets it, and no client
+// needs to hold more than this for one call.
+const MaxAnswer = 64 << 20
+
 // Request is one line from a client.
 type Request struct {
 	ID     string          `json:"id"`
@@ -85,9 +91,9 @@ type RunParams struct {
 	Path     string            `json:"path"`
 	Provider string            `json:"provider,omitempty"` // default "shell"
 	Model    string            `json:"model,omitempty"`
-	Argv     []string          `json:"argv,omitempty"`
+	Argv     []string          `json:"argv,omitempty" maxItems:"4096"`
 	Cwd      string            `json:"cwd,omitempty"`
-	Env      map[string]string `json:"env,omitempty"`
+	Env      map[string]string `json:"env,omitempty" maxItems:"1024"`
 	Prompt   string            `json:"prompt,omitempty"`
 	Priority int               `json:"priority,omitempty" range:"-1000000,1000000"`
 	Keep     bool              `json:"keep,omitempty"`
@@ -95,7 +101,7 @@ type RunParams struct {
 	// Role names a role template ($XDG_CONFIG_HOME/orcr/roles/NAME.toml); Vars fill
 	// its prompt's {{var}}s. Fields given here win over the role's.
 	Role string            `json:"role,omitempty"`
-	Vars map[string]string `json:"vars,omitempty"`
+	Vars map[string]string `json:"vars,omitempty" maxItems:"1024"`
 	// SystemPrompt is appended to the provider's system prompt.
 	SystemPrompt       string  `json:"systemPrompt,omitempty"`
 	MaxTurns           int     `json:"maxTurns,omitempty" range:"0,100000"`
@@ -128,12 +134,21 @@ type ListParams struct {
 	// Table asks for display rows instead of records (like kubectl's server-side
 	// printing): a terminal client then decodes a few short strings per agent.
 	Table bool `json:"table,omitempty"`
+	// Limit asks for one page of at most this many agents (0: all of them); the
+	// result's next is then the after of the following page. The socket client pages
+	// by itself, so `orcr agent ls` over 100,000 records is many bounded answers.
+	Limit int `json:"limit,omitempty" range:"0,1000000"`
+	// After is the next of the previous page: the list goes on after that agent, in
+	// the list's order (path, then age). Agents added before it since are not listed.
+	After string `json:"after,omitempty"`
 }
 
 // ListResult answers agent.list.
 type ListResult struct {
 	Agents []Agent `json:"agents"`
 	Table  *Table  `json:"table"` // set when ListParams.Table
+	// Next is set when a Limit left agents out: pass it as After for the next page.
+	Next string `json:"next,omitempty"`
 }
 
 // Table is rows for display: the columns of `orcr agent ls`.
@@ -152,7 +167,7 @@ type SendParams struct {
 	Target string   `json:"target"`
 	Text   string   `json:"text,omitempty"`
 	Enter  bool     `json:"enter,omitempty"`
-	Keys   []string `json:"keys,omitempty"`
+	Keys   []string `json:"keys,omitempty" maxItems:"4096"`
 }
 
 // ReadParams reads an agent's screen or transcript.
@@ -233,7 +248,7 @@ type ResizeParams struct {
 // seq > After are replayed first, then live ones follow. Paths filters by agent glob.
 type SubscribeParams struct {
 	After uint64   `json:"after,omitempty"`
-	Paths []string `json:"paths,omitempty"`
+	Paths []string `json:"paths,omitempty" maxItems:"256"`
 	// Transient asks for transient events (agent.screen) too.
 	Transient bool `json:"transient,omitempty"`
 }
@@ -281,6 +296,8 @@ const (
 	CodeStoreUnavailable = "store_unavailable"
 	// CodeTooManyConnections: the server has its maximum of connections open.
 	CodeTooManyConnections = "too_many_connections"
+	// CodeAnswerTooBig: the answer is over MaxAnswer; page (limit/after) or filter.
+	CodeAnswerTooBig = "answer_too_big"
 )
 
 // Error is an API error: a stable code and a message that says what to do.

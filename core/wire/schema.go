@@ -34,7 +34,9 @@ func Schema() map[string]any {
 			EventHookRan, EventRoleLimit,
 			EventPlanState, EventPlanEdited},
 		"errorCodes": ErrorCodes,
-		"$defs":      defs,
+		// What a blocked agent's Blocked.kind can be.
+		"blockedKinds": BlockedKinds,
+		"$defs":        defs,
 	}
 }
 
@@ -43,7 +45,7 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
-	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken, CodeAgentBlocked,
 	CodeUnknownRole, CodeBadRole, CodeNoSession,
 	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
 	CodeStoreUnavailable, CodeTooManyConnections}
@@ -97,6 +99,14 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 					}
 					if num["type"] == "integer" || num["type"] == "number" {
 						num["minimum"], num["maximum"] = lo, hi
+					}
+				}
+				if n, ok := fieldMaxItems(t.Field(f.Index)); ok {
+					switch f.Type.Kind() {
+					case reflect.Slice:
+						prop["maxItems"] = n
+					case reflect.Map:
+						prop["maxProperties"] = n
 					}
 				}
 				props[f.Name] = prop

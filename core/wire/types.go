@@ -53,7 +53,7 @@ func (s State) Live() bool {
 
 // Blocked says what a blocked agent waits for (DESIGN §7).
 type Blocked struct {
-	Kind   string `json:"kind"`   // permission | question | plan | limit | dialog (Blocked* constants)
+	Kind   string `json:"kind"`   // permission | question | plan | limit | dialog | setup (Blocked* constants)
 	Detail string `json:"detail"` // one line: "Bash(rm -rf build)", the question, "plan"
 	// Question is the prompt's own line as shown ("Do you want to proceed?").
 	Question string `json:"question"`

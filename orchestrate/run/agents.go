@@ -121,8 +121,8 @@ func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
 	fmt.Fprintf(&b, "You are a coder of orcr run %s, building milestone %s: %s.\n\n", run, m.ID, m.Title)
 	fmt.Fprintf(&b, "Work in %s (branch %s).\n\n", dir, MilestoneBranch(run, m.ID))
 	fmt.Fprintf(&b, "Goal:\n%s\n\nAcceptance:\n%s\n\n", m.Goal.Text, m.Acceptance.Text)
-	fmt.Fprintf(&b, "When it is done: commit everything (`git add -A && git commit -m \"%s: …\"`) and run `orcr run done %s`. A check runs on your commits; its output comes back to you if it fails.\n", m.ID, m.ID)
-	fmt.Fprintf(&b, "If you need a decision you cannot make from the goal: run `orcr run ask %s \"your question\"` and stop; the answer comes back to you.\n", m.ID)
+	fmt.Fprintf(&b, "When it is done: commit everything (`git add -A && git commit -m \"%s: …\"`) and run `%s run done %s`. A check runs on your commits; its output comes back to you if it fails.\n", m.ID, Bin, m.ID)
+	fmt.Fprintf(&b, "If you need a decision you cannot make from the goal: run `%s run ask %s \"your question\"` and stop; the answer comes back to you.\n", Bin, m.ID)
 	if extra != "" {
 		fmt.Fprintf(&b, "\n%s\n", extra)
 	}
@@ -185,7 +185,7 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 		return nil, err
 	}
 	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
-		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", checkPrefix(rec.Check)}, true)}
+		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", s.bin() + " run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
 		p.Argv = rec.CoderArgv
 	}
@@ -248,6 +248,7 @@ func setTime(m map[string]time.Time, k string, t time.Time) map[string]time.Time
 // runAgent starts an agent, waiting out a path still held by the agent just stopped
 // there.
 func (s *Service) runAgent(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
+	p.Prompt = s.toAgent(p.Prompt)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		a, err := s.o.Agents.Run(ctx, p)
@@ -276,15 +277,63 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
 	}
 	now := s.now()
+	prev, hadPrev := rec.Sent[who]
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, now) }); err != nil {
 		return err
 	}
+	busy := false
 	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(text), Enter: true})
+	err = s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	if wire.CodeOf(err) == wire.CodeAgentBlocked {
+		// The agent waits on a prompt and nothing was typed: the message is not the
+		// last one it got, so a turn end before it goes in is not taken for a reply.
+		s.runs.Update(ctx, name, func(r *Record) {
+			if !r.Sent[who].Equal(now) {
+				return
+			}
+			if hadPrev {
+				r.Sent[who] = prev
+			} else {
+				delete(r.Sent, who)
+			}
+		})
+		if busy {
+			s.mu.Lock()
+			if s.busySent[name+"/"+who].Equal(now) {
+				delete(s.busySent, name+"/"+who)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// bin is how a text typed into an agent calls orcr: the absolute path of the
+// running orcr, shell-quoted where it needs it; Bin when it is not known.
+func (s *Service) bin() string {
+	if s.o.Bin == "" {
+		return Bin
+	}
+	return shellWord(s.o.Bin)
+}
+
+// toAgent is text for an agent: its calls of Bin call orcr by its path.
+func (s *Service) toAgent(text string) string { return strings.ReplaceAll(text, Bin, s.bin()) }
+
+// shellWord is p as one shell word: as is when it has only characters no shell
+// treats specially, else in single quotes.
+func shellWord(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r))
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 // flatten puts a message on one line: blank lines become " — ", other breaks spaces.
@@ -396,9 +445,9 @@ func LeadPrompt(rec Record) string {
 	n := rec.Run.Name
 	return fmt.Sprintf(`You are the lead of orcr run %[1]s, which builds the approved plan %[2]s on branch feature/%[1]s.
 An autopilot does everything between your decisions: coders, checks, review, merges. You decide what starts and what happens when something fails or a coder asks.
-Commands: `+"`orcr run dispatch %[1]s M1 M2`"+` starts ready milestones; `+"`orcr run answer %[1]s M1 \"…\"`"+` answers a coder's question; `+"`orcr run retry %[1]s M1 --tier high`"+` retries a failed one; `+"`orcr run hold %[1]s M1`"+` holds one; `+"`orcr run status %[1]s`"+` shows where everything is.
+Commands (call orcr as written here: your shell's PATH may not have it): `+"`%[3]s run dispatch %[1]s M1 M2`"+` starts ready milestones; `+"`%[3]s run answer %[1]s M1 \"…\"`"+` answers a coder's question; `+"`%[3]s run retry %[1]s M1 --tier high`"+` retries a failed one; `+"`%[3]s run hold %[1]s M1`"+` holds one; `+"`%[3]s run status %[1]s`"+` shows where everything is.
 The autopilot sends you what you must hear (ready, merged, asked, failed, all done) in one message at a time. Act on it with those commands, then stop and wait for the next message.
-Now: dispatch the milestones that are ready.`, n, rec.PlanFile)
+Now: dispatch the milestones that are ready.`, n, rec.PlanFile, Bin)
 }
 
 // noLead reports a run whose lead is the user.
@@ -410,7 +459,7 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
-		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", "git log", "git diff"}, true)})
+		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", s.bin() + " run", "git log", "git diff"}, true)})
 	if err != nil {
 		return err
 	}
@@ -433,7 +482,7 @@ func (s *Service) toLead(ctx context.Context, name, text string) error {
 		return err
 	}
 	if noLead(rec) {
-		s.notify(ctx, name, "", text)
+		s.notify(ctx, name, "", forUser(text))
 		return nil
 	}
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Inbox = append(r.Inbox, text) }); err != nil {
@@ -454,6 +503,11 @@ func (s *Service) onLead(ctx context.Context, rec Record, a wire.Agent) {
 			}
 		})
 	case a.State == wire.StateDone || a.State == wire.StateIdle:
+		if a.State == wire.StateDone && a.StateAt.After(rec.Run.LeadTurn) && a.StateAt.After(rec.Sent["lead"]) {
+			// A turn of the lead ended: the run learns whether it left ready work
+			// undispatched (the run's view says so at once).
+			s.apply(ctx, rec.Run.Name, Fact{Kind: FLeadTurn, TurnAt: a.StateAt, Until: rec.Sent["lead"]})
+		}
 		s.deliverLead(ctx, rec.Run.Name)
 	}
 }
@@ -485,7 +539,7 @@ func (s *Service) deliverLead(ctx context.Context, name string) {
 	if err != nil || (a.State != wire.StateDone && a.State != wire.StateIdle) {
 		return
 	}
-	text := "orcr run " + name + ": " + strings.Join(rec.Inbox, " | ") + " — act with `orcr run dispatch|answer|retry|hold " + name + " …`, then stop."
+	text := "orcr run " + name + ": " + forAgent(strings.Join(rec.Inbox, " | ")) + " — act with `" + Bin + " run dispatch|answer|retry|hold " + name + " …`, then stop."
 	tries := 1
 	if rec.LeadSent != nil {
 		tries = rec.LeadSent.Tries + 1
@@ -495,7 +549,13 @@ func (s *Service) deliverLead(ctx context.Context, name string) {
 	}); err != nil {
 		return
 	}
-	if err := s.send(ctx, name, "lead", text); err != nil {
+	if err := s.send(ctx, name, "lead", text); wire.CodeOf(err) == wire.CodeAgentBlocked {
+		// A prompt came up on the lead: the batch was not typed. It stays in the
+		// inbox, not counted as a try, and goes when the lead is done or idle again
+		// (onLead) — a turn the answer starts must not count as taking it up.
+		s.log.Info("runs: the lead waits on a prompt; its messages wait", "run", name, "err", err)
+		s.runs.Update(ctx, name, func(r *Record) { r.LeadSent = rec.LeadSent })
+	} else if err != nil {
 		s.log.Warn("runs: send to the lead", "run", name, "err", err)
 	}
 	rec, _ = s.runs.Get(ctx, name)

@@ -219,3 +219,27 @@ func TestTurnEndAfterABusySend(t *testing.T) {
 		t.Fatalf("coder-2's turn end counted %d times though a new turn took the message up", n)
 	}
 }
+
+// TestTextsCallOrcrByPath: a text typed into an agent calls orcr by the path of the
+// running orcr, one shell word even with a space in it; without a known path it
+// keeps "$ORCR_BIN".
+func TestTextsCallOrcrByPath(t *testing.T) {
+	text := "Fix it, commit, and run `" + Bin + " run done M1`."
+	for bin, want := range map[string]string{
+		"/usr/local/bin/orcr": "`/usr/local/bin/orcr run done M1`",
+		"/home/a b/bin/orcr":  "`'/home/a b/bin/orcr' run done M1`",
+		"/home/it's/bin/orcr": "`'/home/it'\\''s/bin/orcr' run done M1`",
+		"":                    "`\"$ORCR_BIN\" run done M1`",
+	} {
+		s := &Service{o: Options{Bin: bin}}
+		if got := s.toAgent(text); !strings.Contains(got, want) {
+			t.Errorf("bin %q: %q, want %s", bin, got, want)
+		}
+	}
+	if got := forUser("M1 is ready: dispatch it with `" + Bin + " run dispatch csv M1`"); !strings.Contains(got, "`orcr run dispatch csv M1`") {
+		t.Errorf("for the user: %q", got)
+	}
+	if got := forAgent("held: `orcr run retry csv M1` once merged"); !strings.Contains(got, "`"+Bin+" run retry csv M1`") {
+		t.Errorf("for an agent: %q", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"orcr/orchestrate"
@@ -53,8 +54,26 @@ func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature st
 
 // readyText tells the lead that milestone m of run name can start.
 func readyText(name, m string) string {
-	return fmt.Sprintf("%s is ready: dispatch it with `orcr run dispatch %s %s` (it starts by itself in %d minutes)", m, name, m, int(AutoStartAfter/time.Minute))
+	return fmt.Sprintf("%s is ready: dispatch it with `%s run dispatch %s %s` (it starts by itself in %d minutes)", m, Bin, name, m, int(AutoStartAfter/time.Minute))
 }
+
+// Bin is how the texts the run gives its agents call orcr, as Step writes them
+// (and the run's log and inbox keep them): "$ORCR_BIN", the absolute path of the
+// running orcr that every pane carries (DESIGN §4). The CLIs' tool shells may be
+// login shells whose PATH lacks orcr (a lead whose `orcr run dispatch` was "command
+// not found" left its milestones waiting 15 minutes). When a text is typed into an
+// agent, the service writes the path itself in its place (Service.toAgent): claude
+// asks before running a command with a variable in it ("A variable in this command
+// can't be checked before it runs"), which no allow-list can pre-approve.
+const Bin = `"$ORCR_BIN"`
+
+// forUser is text meant for an agent, made for a person at their own shell, where
+// ORCR_BIN is not set: its calls become plain `orcr`.
+func forUser(text string) string { return strings.ReplaceAll(text, Bin+" ", "orcr ") }
+
+// forAgent is text written for a person (a hold's reason, a plan edit's note), made
+// for an agent: its quoted `orcr …` commands call Bin.
+func forAgent(text string) string { return strings.ReplaceAll(text, "`orcr ", "`"+Bin+" ") }
 
 func (r *Run) milestone(id string) *Milestone {
 	for i := range r.Milestones {

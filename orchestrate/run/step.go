@@ -93,7 +93,7 @@ func (s *stepper) to(m *Milestone, st State) {
 	m.State, m.StateAt = st, s.now
 	switch st {
 	case Ready:
-		m.ReadyAt = s.now
+		m.ReadyAt, m.Passed = s.now, time.Time{}
 	case Merged:
 		m.MergedAt = s.now
 	}
@@ -114,6 +114,9 @@ func (s *stepper) apply(f Fact) error {
 		return nil
 	case FPlanEdited:
 		s.planEdited(f)
+		return nil
+	case FLeadTurn:
+		s.leadTurn(f)
 		return nil
 	}
 	m := s.ms(f.M)
@@ -168,6 +171,7 @@ func isRequest(k FactKind) bool {
 func (s *stepper) dispatch(m *Milestone) error {
 	switch m.State {
 	case Ready:
+		s.r.Dispatched = true
 		if m.Want {
 			s.note("%s is dispatched already and waits for a free coder", m.ID)
 			return nil
@@ -182,6 +186,38 @@ func (s *stepper) dispatch(m *Milestone) error {
 		return s.refuse(m, "dispatch", "it is merged; send a follow-up with `orcr run fix "+s.r.Name+" "+m.ID+" \"…\"`")
 	}
 	return s.refuse(m, "dispatch", "it is under way already"+s.byCoder(m))
+}
+
+// leadTurn takes in the end of a turn of the lead. A turn in which no dispatch came,
+// ending while milestones the lead had been told are ready wait undispatched, is a
+// lead that forgot or believes it dispatched (its `run dispatch` failed in its shell:
+// "command not found"): those milestones are marked, so the run's view says so at
+// once and not when the auto-start fires.
+func (s *stepper) leadTurn(f Fact) {
+	if !f.TurnAt.After(s.r.LeadTurn) {
+		s.note("the lead's turn end at %s is taken in already", f.TurnAt.Format(time.RFC3339Nano))
+		return
+	}
+	dispatched := s.r.Dispatched
+	s.r.LeadTurn, s.r.Dispatched = f.TurnAt, false
+	if dispatched || s.r.Stopped || f.Until.IsZero() {
+		return
+	}
+	var passed []string
+	for i := range s.r.Milestones {
+		m := &s.r.Milestones[i]
+		if m.State != Ready || m.Want || !m.Passed.IsZero() || m.ReadyAt.After(f.Until) {
+			continue
+		}
+		m.Passed = f.TurnAt
+		passed = append(passed, m.ID)
+	}
+	if len(passed) == 0 {
+		return
+	}
+	s.emit(Action{Kind: ANotify, M: passed[0], Text: fmt.Sprintf(
+		"run %s: %s ready, not dispatched: the lead's turn ended without `orcr run dispatch` (`orcr run dispatch %s %s` to start now; else %s after ready)",
+		s.r.Name, strings.Join(passed, ", "), s.r.Name, strings.Join(passed, " "), AutoStartAfter)})
 }
 
 func (s *stepper) byCoder(m *Milestone) string {
@@ -327,8 +363,8 @@ func (s *stepper) fromCoder(m *Milestone, f Fact) {
 		if !m.Asked {
 			m.Asked = true
 			s.emit(Action{Kind: ASendCoder, M: m.ID, Coder: m.Coder, Text: fmt.Sprintf(
-				"Your turn ended without `orcr run done %s`. If the work is finished, commit it and run `orcr run done %s`; if you need a decision, run `orcr run ask %s \"your question\"`.",
-				m.ID, m.ID, m.ID)})
+				"Your turn ended without `%[2]s run done %[1]s`. If the work is finished, commit it and run `%[2]s run done %[1]s`; if you need a decision, run `%[2]s run ask %[1]s \"your question\"`.",
+				m.ID, Bin)})
 			return
 		}
 		// Asked once already: what is on the branch is taken as its answer.
@@ -346,7 +382,7 @@ func (s *stepper) ask(m *Milestone, q string) {
 	q = strings.TrimSpace(q)
 	m.Prev, m.Question = m.State, q
 	s.to(m, Asking)
-	s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s asks (%s): %s — answer with `orcr run answer %s %s \"…\"`", m.ID, m.Coder, q, s.r.Name, m.ID)})
+	s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s asks (%s): %s — answer with `%s run answer %s %s \"…\"`", m.ID, m.Coder, q, Bin, s.r.Name, m.ID)})
 }
 
 // question is the question of a last message that starts with QUESTION:.
@@ -365,10 +401,10 @@ func (s *stepper) done(m *Milestone, f Fact, why string) {
 	}
 	switch {
 	case f.Dirty:
-		s.round(m, RoundCheck, fmt.Sprintf("%s has uncommitted changes. Commit everything (`git add -A && git commit -m \"%s: …\"`), then run `orcr run done %s`.", m.ID, m.ID, m.ID))
+		s.round(m, RoundCheck, fmt.Sprintf("%s has uncommitted changes. Commit everything (`git add -A && git commit -m \"%s: …\"`), then run `%s run done %s`.", m.ID, m.ID, Bin, m.ID))
 		return
 	case f.Commits <= 0 || f.Head == "":
-		s.round(m, RoundCheck, fmt.Sprintf("%s has no commits on its branch yet. Do the work, commit it, then run `orcr run done %s`.", m.ID, m.ID))
+		s.round(m, RoundCheck, fmt.Sprintf("%s has no commits on its branch yet. Do the work, commit it, then run `%s run done %s`.", m.ID, Bin, m.ID))
 		return
 	}
 	if why != "" {
@@ -426,7 +462,7 @@ func (s *stepper) coderTrouble(f Fact) {
 		back := m.State
 		if back == Asking {
 			back = m.Prev
-			m.Pending = joinText(m.Pending, "Your predecessor asked: "+m.Question+" (no answer yet; decide or ask again with `orcr run ask`).")
+			m.Pending = joinText(m.Pending, "Your predecessor asked: "+m.Question+" (no answer yet; decide or ask again with `"+Bin+" run ask`).")
 			m.Question = ""
 		}
 		m.Prev, m.Want = back, true
@@ -487,7 +523,7 @@ func checkMessage(id, when, out string) string {
 	if when != "" {
 		when = " " + when
 	}
-	return fmt.Sprintf("The check failed for %s%s. The last lines of its output:\n\n%s\n\nFix it, commit, and run `orcr run done %s`.", id, when, strings.TrimRight(out, "\n"), id)
+	return fmt.Sprintf("The check failed for %s%s. The last lines of its output:\n\n%s\n\nFix it, commit, and run `%s run done %s`.", id, when, strings.TrimRight(out, "\n"), Bin, id)
 }
 
 func (s *stepper) toMerge(m *Milestone) {
@@ -525,12 +561,12 @@ func reviewMessage(id string, v *Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The review of %s asks for changes:\n", id)
 	if len(v.Blockers) == 0 {
-		b.WriteString("- (the reviewer named no blockers; read its last message with `orcr agent read` on the reviewer)\n")
+		b.WriteString("- (the reviewer named no blockers; read its last message with `" + Bin + " agent read` on the reviewer)\n")
 	}
 	for _, bl := range v.Blockers {
 		b.WriteString("- " + bl.String() + "\n")
 	}
-	fmt.Fprintf(&b, "Fix each, commit, and run `orcr run done %s`.", id)
+	fmt.Fprintf(&b, "Fix each, commit, and run `%s run done %s`.", Bin, id)
 	return b.String()
 }
 
@@ -571,8 +607,8 @@ func (s *stepper) conflict(m *Milestone, f Fact) {
 	}
 	s.dequeue(m.ID)
 	s.round(m, RoundConflict, fmt.Sprintf(
-		"Merging the tip of feature/%s into the branch of %s conflicts in: %s. Run `git merge feature/%s` in your worktree, resolve the conflicts, commit, and run `orcr run done %s`.",
-		s.r.Name, m.ID, strings.Join(f.Paths, ", "), s.r.Name, m.ID))
+		"Merging the tip of feature/%s into the branch of %s conflicts in: %s. Run `git merge feature/%s` in your worktree, resolve the conflicts, commit, and run `%s run done %s`.",
+		s.r.Name, m.ID, strings.Join(f.Paths, ", "), s.r.Name, Bin, m.ID))
 }
 
 func (s *stepper) advanced(m *Milestone, f Fact) {
@@ -613,7 +649,7 @@ func (s *stepper) finalCheck(f Fact) {
 	if f.OK {
 		s.r.Finish = "done"
 		s.emit(Action{Kind: ASummary})
-		s.emit(Action{Kind: ALead, Text: fmt.Sprintf("All milestones are merged and the check passes on feature/%s. The summary is written; `orcr run finish %s` pushes it and opens the pull request.", s.r.Name, s.r.Name)})
+		s.emit(Action{Kind: ALead, Text: fmt.Sprintf("All milestones are merged and the check passes on feature/%s. The summary is written; `%s run finish %s` pushes it and opens the pull request.", s.r.Name, Bin, s.r.Name)})
 		s.emit(Action{Kind: ANotify, Text: fmt.Sprintf("run %s is done: `orcr run finish %s`", s.r.Name, s.r.Name)})
 		return
 	}
@@ -655,7 +691,7 @@ func (s *stepper) round(m *Milestone, kind, text string) {
 	m.Reason = fmt.Sprintf("out of %s rounds, also after a round at tier %s", kind, m.TierNow)
 	s.release(m)
 	s.to(m, Failed)
-	s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s failed: %s. Decide: `orcr run retry %s %s --tier T` or `orcr run hold %s %s`", m.ID, m.Reason, s.r.Name, m.ID, s.r.Name, m.ID)})
+	s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s failed: %s. Decide: `%[3]s run retry %[4]s %[1]s --tier T` or `%[3]s run hold %[4]s %[1]s`", m.ID, m.Reason, Bin, s.r.Name)})
 }
 
 func (r *Rounds) of(kind string) (*int, int) {

@@ -244,7 +244,7 @@ func TestTurnEndedAskedOnceThenTaken(t *testing.T) {
 	g.step(Fact{Kind: FDispatch, M: "M1"})
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "all good"})
 	g.state("M1", Building)
-	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, "orcr run done M1") {
+	if a := g.has(ASendCoder, "M1"); !strings.Contains(a.Text, Bin+" run done M1") {
 		t.Fatalf("%+v", a)
 	}
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Commits: 1, Head: "h"})
@@ -265,7 +265,7 @@ func TestAskAndAnswer(t *testing.T) {
 	}
 	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "QUESTION: reject the file or skip bad rows?"})
 	g.state("M1", Asking)
-	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "reject the file or skip bad rows?") || !strings.Contains(a.Text, "orcr run answer demo M1") {
+	if a := g.has(ALead, "M1"); !strings.Contains(a.Text, "reject the file or skip bad rows?") || !strings.Contains(a.Text, Bin+" run answer demo M1") {
 		t.Fatalf("%+v", a)
 	}
 	if err := g.refused(Fact{Kind: FAnswer, M: "M1", Text: "  "}); err == nil {
@@ -556,5 +556,74 @@ func TestFinishAndFollowUp(t *testing.T) {
 	}
 	if m := g.m("A"); m.Spent[Checking] <= 0 || m.Spent[Building] <= 0 {
 		t.Fatalf("time accounting %+v", m.Spent)
+	}
+}
+
+// TestLeadTurnWithoutDispatch: a turn of the lead that ends with no dispatch while
+// milestones it was told are ready wait marks them at once (and tells the user once);
+// a turn that dispatched, a milestone that became ready after the lead was last
+// written to, and a turn end taken in already mark nothing.
+func TestLeadTurnWithoutDispatch(t *testing.T) {
+	g := newRig(t, 1, false, "A::small", "B::small", "C:A:small")
+	told := g.now.Add(time.Second)
+	turn := t0.Add(30 * time.Second)
+	g.step(Fact{Kind: FLeadTurn, TurnAt: turn, Until: told})
+	if a := g.has(ANotify, "A"); !strings.Contains(a.Text, "A, B ready, not dispatched: the lead's turn ended without `orcr run dispatch`") ||
+		!strings.Contains(a.Text, "`orcr run dispatch demo A B` to start now") {
+		t.Fatalf("notify %q", a.Text)
+	}
+	if a, b := g.m("A"), g.m("B"); !a.Passed.Equal(turn) || !b.Passed.Equal(turn) || g.m("C").Passed != (time.Time{}) {
+		t.Fatalf("passed: A %v B %v C %v", a.Passed, b.Passed, g.m("C").Passed)
+	}
+	// The same turn end again (a second event for it) changes nothing.
+	g.step(Fact{Kind: FLeadTurn, TurnAt: turn, Until: told})
+	g.hasNo(ANotify)
+	// A later turn without dispatch does not tell the user again.
+	g.step(Fact{Kind: FLeadTurn, TurnAt: turn.Add(time.Minute), Until: told})
+	g.hasNo(ANotify)
+	// A dispatch in the next turn: that turn marks nothing, and A is on its way.
+	g.step(Fact{Kind: FDispatch, M: "A"})
+	g.state("A", Building)
+	g.step(Fact{Kind: FLeadTurn, TurnAt: turn.Add(2 * time.Minute), Until: told})
+	g.hasNo(ANotify)
+	if g.r.Dispatched {
+		t.Fatal("the turn end did not reset Dispatched")
+	}
+
+	// A milestone that became ready after the lead was last written to is not one
+	// the lead left: it has not heard of it yet.
+	g = newRig(t, 1, false, "A::small")
+	g.step(Fact{Kind: FLeadTurn, TurnAt: t0.Add(time.Minute), Until: t0.Add(-time.Second)})
+	g.hasNo(ANotify)
+	if !g.m("A").Passed.IsZero() {
+		t.Fatal("A marked before the lead heard it is ready")
+	}
+}
+
+// TestUndispatchedView: what the run's view says of a milestone a turn of the lead
+// left undispatched, with the auto-start's time left rounded up to the minute.
+func TestUndispatchedView(t *testing.T) {
+	m := Milestone{ID: "M1", State: Ready, ReadyAt: t0, Passed: t0.Add(30 * time.Second)}
+	w, says := undispatched("csv", m, false, t0.Add(50*time.Second))
+	if want := "M1 ready, not dispatched: the lead's turn ended without `orcr run dispatch` (auto-start in 15m; `orcr run dispatch csv M1` to start it now)"; says != want {
+		t.Fatalf("says %q, want %q", says, want)
+	}
+	if w != "the lead's dispatch: its turn ended without one (auto-start in 15m)" {
+		t.Fatalf("waits %q", w)
+	}
+	if _, says := undispatched("csv", m, false, t0.Add(AutoStartAfter-time.Minute+time.Second)); !strings.Contains(says, "auto-start within a minute") {
+		t.Fatalf("near the auto-start: %q", says)
+	}
+	for name, m := range map[string]Milestone{
+		"dispatched": {ID: "M1", State: Ready, Want: true, ReadyAt: t0, Passed: t0},
+		"not passed": {ID: "M1", State: Ready, ReadyAt: t0},
+		"building":   {ID: "M1", State: Building, ReadyAt: t0, Passed: t0},
+	} {
+		if w, says := undispatched("csv", m, false, t0); w != "" || says != "" {
+			t.Errorf("%s: %q %q", name, w, says)
+		}
+	}
+	if _, says := undispatched("csv", m, true, t0); says != "" {
+		t.Errorf("a run without a lead: %q", says)
 	}
 }

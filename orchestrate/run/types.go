@@ -98,6 +98,9 @@ type Milestone struct {
 	// Removed: taken out of the plan while under way; it is held and no longer
 	// keeps the run from finishing.
 	Removed bool `json:"removed,omitempty"`
+	// Passed is when a turn of the lead ended with no `run dispatch` while the lead
+	// had been told this milestone is ready (zero: none since it became ready).
+	Passed time.Time `json:"passed,omitzero"`
 
 	// Head is the commit of the milestone branch under check, review or merge;
 	// Checked the one whose check passed; MergeHead the milestone branch with the
@@ -156,6 +159,10 @@ type Run struct {
 	PlanHash string `json:"planHash,omitempty"`
 	// PlanNote says what the last edit of the plan did, for `run status`.
 	PlanNote string `json:"planNote,omitempty"`
+	// LeadTurn is the end of the lead's last turn the run took in; Dispatched says
+	// a dispatch came since then.
+	LeadTurn   time.Time `json:"leadTurn,omitzero"`
+	Dispatched bool      `json:"dispatched,omitempty"`
 }
 
 // FactKind names a fact.
@@ -180,6 +187,10 @@ const (
 	FVanished   FactKind = "vanished"    // Coder's agent is gone
 	FLost       FactKind = "lost"        // Coder's agent ended while the server was down: handed on, no bench
 	FCoderFault FactKind = "coder-fault" // Coder could not be started (Text: why)
+
+	// FLeadTurn: the lead's turn ended at TurnAt; Until is when orcr last typed into
+	// it (what was ready by then, the lead had been told).
+	FLeadTurn FactKind = "lead-turn-ended"
 
 	// Outcomes of actions.
 	FChecked    FactKind = "checked"     // a check ran on Head: OK, Text = last lines; Merge for the re-check
@@ -222,8 +233,9 @@ type Fact struct {
 	Tier    string    `json:"tier,omitempty"`
 	Verdict *Verdict  `json:"verdict,omitempty"`
 	Until   time.Time `json:"until,omitzero"`
-	// TurnAt is the instant the coder's turn ended (turn-ended): logged with the
-	// fact, so a turn end is handled exactly once across a crash.
+	// TurnAt is the instant the coder's (turn-ended) or the lead's (lead-turn-ended)
+	// turn ended: logged with the fact, so a turn end is handled exactly once across
+	// a crash.
 	TurnAt time.Time  `json:"turnAt,omitzero"`
 	Hash   string     `json:"hash,omitempty"`
 	Plan   []PlanItem `json:"plan,omitempty"`

@@ -22,6 +22,9 @@ func (s *Service) view(rec Record) wire.RunView {
 	if v.Inbox == nil {
 		v.Inbox = []string{}
 	}
+	for i, t := range v.Inbox {
+		v.Inbox[i] = forUser(t) // read by a person at their own shell
+	}
 	switch {
 	case rec.Finished:
 		v.State = "finished"
@@ -75,7 +78,33 @@ func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone)
 		v.EstimateSeconds = int(pm.Estimate.Seconds())
 	}
 	v.Waits = waits(rec.Run, m, noLead(rec))
+	if w, says := undispatched(rec.Run.Name, m, noLead(rec), s.now()); says != "" {
+		v.Waits, v.Undispatched = w, says
+	}
 	return v
+}
+
+// undispatched is what the view says of ready milestone m that a turn of the lead
+// left undispatched (Passed): what it waits on, and one sentence of what happened and
+// what to do. Both are "" for any other milestone.
+func undispatched(run string, m Milestone, noLead bool, now time.Time) (waits, says string) {
+	if m.State != Ready || m.Want || m.Passed.IsZero() || noLead {
+		return "", ""
+	}
+	in := autoStartIn(m, now)
+	return "the lead's dispatch: its turn ended without one (auto-start " + in + ")",
+		fmt.Sprintf("%s ready, not dispatched: the lead's turn ended without `orcr run dispatch` (auto-start %s; `orcr run dispatch %s %s` to start it now)",
+			m.ID, in, run, m.ID)
+}
+
+// autoStartIn says when ready milestone m starts by itself: "in 14m", rounded up to
+// the minute, or "within a minute".
+func autoStartIn(m Milestone, now time.Time) string {
+	left := m.ReadyAt.Add(AutoStartAfter).Sub(now)
+	if left <= time.Minute {
+		return "within a minute"
+	}
+	return fmt.Sprintf("in %dm", int((left+time.Minute-1)/time.Minute))
 }
 
 // waits says what milestone m waits on, in words.

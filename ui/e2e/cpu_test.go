@@ -26,9 +26,10 @@ func cpuTicks(pid string) (int64, error) {
 }
 
 // BenchmarkDashboardCPU measures the dashboard process's CPU (as % of one core) while
-// 100 agents change state once a second: each prints a line every 2 s, so the shell
-// adapter's screen rules flip it to working, then to idle after 1 s of quiet. The server runs as its own `orcr serve`, so
-// the figure is the dashboard's alone: event handling, preview reads, rendering.
+// 100 agents each print a line every 2 s (50 screen changes a second; the screen
+// hysteresis keeps them working rather than flipping to idle between lines, which once
+// made 50 state events a second). The server runs as its own `orcr serve`, so the
+// figure is the dashboard's alone: event handling, preview reads, rendering.
 // Run it with: go test ./ui/e2e -run XXX -bench DashboardCPU -benchtime 1x
 func BenchmarkDashboardCPU(b *testing.B) {
 	for i := 0; i < b.N; i++ {
