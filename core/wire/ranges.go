@@ -14,18 +14,6 @@ import (
 // CheckRanges applies them to decoded params (the server does, for every method), and the
 // schema publishes them as minimum/maximum.
 
-// The bounds the server and the CLI share. A duration in seconds has a floor of 1 s by its
-// unit (0 means "not set") and a ceiling well inside time.Duration: unchecked,
-// hardTimeoutSeconds 36028797018963973 wrapped to 5 s and killed the agent at once.
-const (
-	MaxTimeoutSeconds = 30 * 24 * 3600 // 30 days: agent timeouts, a run's check
-	MaxCoders         = 64             // a run's coder pool
-	MaxTurns          = 100000
-	MaxUSD            = 1_000_000 // a budget or an agent's budget_usd
-	MaxTokens         = 1_000_000_000_000
-	MaxPriority       = 1_000_000
-)
-
 // The same holds for lists: a field's `maxItems:"N"` tag bounds its length (a slice) or
 // its number of keys (a map). Unbounded, run.dispatch with 100,000 names kept the server
 // busy for minutes, each name a step and a log entry.
@@ -42,6 +30,18 @@ func fieldMaxItems(f reflect.StructField) (n int, ok bool) {
 	}
 	return n, true
 }
+
+// The bounds the server and the CLI share. A duration in seconds has a floor of 1 s by its
+// unit (0 means "not set") and a ceiling well inside time.Duration: unchecked,
+// hardTimeoutSeconds 36028797018963973 wrapped to 5 s and killed the agent at once.
+const (
+	MaxTimeoutSeconds = 30 * 24 * 3600 // 30 days: agent timeouts, a run's check
+	MaxCoders         = 64             // a run's coder pool
+	MaxTurns          = 100000
+	MaxUSD            = 1_000_000 // a budget or an agent's budget_usd
+	MaxTokens         = 1_000_000_000_000
+	MaxPriority       = 1_000_000
+)
 
 // fieldRange parses a range tag.
 func fieldRange(f reflect.StructField) (lo, hi int64, ok bool) {
