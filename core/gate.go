@@ -111,8 +111,14 @@ func (e *Engine) placeLocked(ctx context.Context, a wire.Agent) string {
 }
 
 // agentEnv is the agent's environment beyond the clean base: its account's, then
-// its own --env (which wins).
+// its own --env (which wins), with the values the record only names.
 func (e *Engine) agentEnv(a wire.Agent) map[string]string {
+	if own, err := envValues(e.opts.Home, e.opts.Secrets, a); err != nil {
+		e.log.Warn("agent env values", "id", a.ID, "err", err)
+		a.Env = nil
+	} else {
+		a.Env = own
+	}
 	var env map[string]string
 	for _, g := range e.gates {
 		if p, ok := g.(Placer); ok && a.Account != "" {

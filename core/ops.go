@@ -92,11 +92,19 @@ func (e *Engine) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, err
 		}
 		g = &gl
 	}
+	// A caller gone (its connection closed) is not listed for: thousands of lists
+	// nobody would read held the lock and the CPU from every other client.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	all := e.currentLocked(p.All)
 	e.mu.Unlock()
 	out := all[:0]
-	for _, a := range all {
+	for i, a := range all {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if g != nil && !g.Match(a.Path) {
 			continue
 		}

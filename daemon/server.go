@@ -131,7 +131,7 @@ func startServer(ctx context.Context) (*server, error) {
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
-		Home: home, Socket: sockPath, Self: self,
+		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
 		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
 		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
 	})
@@ -294,6 +294,11 @@ func (c *closer) do(name string, fn func()) {
 		attrs = append(attrs, "goroutines", b.String())
 	}
 	c.log.Error("shutdown: a part did not close in time; going on without it", attrs...)
+}
+
+// secretsPath is secrets.toml beside config.toml (DESIGN §16).
+func secretsPath() string {
+	return filepath.Join(filepath.Dir(config.DefaultPath()), "secrets.toml")
 }
 
 // providers builds the provider adapters.

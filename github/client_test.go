@@ -136,6 +136,44 @@ func TestBigPageIsReadWhole(t *testing.T) {
 	}
 }
 
+// A Link header that loops (page 3's next is page 2) ends the listing with an error that
+// says so, after the pages it could fetch; before, a listing never ended (6,000–8,000
+// requests every 5 s). Once GitHub mends it the next listing reads every page, though
+// page 3 is unchanged and revalidating it from the cache would replay the looping Link;
+// and after that an unchanged listing is all 304s again.
+func TestLinkLoopStops(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	for i := range 250 {
+		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("issue ", i+1)})
+	}
+	c := newClient(t, s, "tok")
+	// The deadline only keeps a broken client from spinning for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s.Fail(githubtest.Fault{Path: "/repos/o/r/issues", Page: 3, NextPage: 2})
+	for range 2 {
+		s.ResetRequests()
+		_, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if !errors.Is(err, github.ErrMalformed) || !strings.Contains(err.Error(), "GitHub's Link header loops at page 3") ||
+			!strings.Contains(err.Error(), "stopped") {
+			t.Fatalf("looping Link: %v", err)
+		}
+		if n := len(s.Requests()); n != 3 || pg.Requests != 3 {
+			t.Fatalf("looping Link: %d requests sent (page says %d), want 3", n, pg.Requests)
+		}
+	}
+	s.ClearFaults()
+	got, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+	if err != nil || len(got) != 250 || pg.Requests != 3 {
+		t.Fatalf("after GitHub mends the Link: %d issues in %d requests, %v", len(got), pg.Requests, err)
+	}
+	got, pg, err = c.ListIssues(ctx, "o/r", github.IssueQuery{})
+	if err != nil || len(got) != 250 || pg.Requests != 3 || !pg.NotModified {
+		t.Fatalf("unchanged listing: %d issues, %+v, %v", len(got), pg, err)
+	}
+}
+
 // BenchmarkTickNotModified measures the client's CPU for one steady-state tick (one
 // conditional request answered 304) against a repository of 1,000 open issues.
 func BenchmarkTickNotModified(b *testing.B) {

@@ -376,3 +376,40 @@ prompt = "Issue #{{number}} {{title}}"
 		t.Fatalf("steady tick's requests %+v", reqs)
 	}
 }
+
+// A Link header that loops is the listener's error, reported like any other GitHub fault,
+// after a bounded number of requests; once GitHub mends it, the listing reads every page
+// again (the looping Link is not replayed from the ETag cache) and new issues fire.
+// Before, a tick never ended: 6,000–8,000 requests every 5 s, and no new issue fired
+// even after GitHub recovered.
+func TestGitHubLinkLoopIsReportedAndRecovers(t *testing.T) {
+	r := newGHRig(t, issuesDoc)
+	r.tk.Listener.RateLimits = nil
+	var cancel context.CancelFunc
+	// The deadline only keeps a tick that never ends from hanging the test.
+	r.ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 150 {
+		r.srv.AddIssue("o/r", githubtest.Issue{Title: "issue " + strconv.Itoa(i), Labels: []string{"orcr"},
+			CreatedAt: r.now.Add(time.Duration(i-150) * time.Minute)})
+	}
+	r.srv.Fail(githubtest.Fault{Path: "/repos/o/r/issues", Page: 2, NextPage: 1})
+	res := r.tick()
+	st, _ := r.rec.State(r.ctx, "gh")
+	if !errors.Is(res.Err, github.ErrMalformed) || !strings.Contains(st.LastError, "Link header loops at page 2") {
+		t.Fatalf("looping Link: %v / %q", res.Err, st.LastError)
+	}
+	if n := len(r.srv.Requests()); n != 2 || res.Dispatched != 0 {
+		t.Fatalf("looping Link: %d requests, %d dispatched; want 2 and none", n, res.Dispatched)
+	}
+	r.srv.ClearFaults()
+	r.now = r.now.Add(time.Hour) // past the back-off
+	if res := r.tick(); res.Err != nil || res.Dispatched != 150 {
+		t.Fatalf("after GitHub mends the Link: %+v", res)
+	}
+	r.now = r.now.Add(time.Second)
+	n := r.srv.AddIssue("o/r", githubtest.Issue{Title: "new work", Labels: []string{"orcr"}})
+	if res := r.tick(); res.Err != nil || res.Dispatched != 1 || r.ag.order[150] != "o/r#"+strconv.Itoa(n) {
+		t.Fatalf("a new issue: %+v", res)
+	}
+}

@@ -78,7 +78,7 @@ type entry struct {
 	ticker  *Ticker
 	next    time.Time // when its next tick is due
 	ticking bool
-	failing bool // the last tick failed (touched only by the tick goroutine)
+	failing bool // the last tick failed (written by the tick goroutine under s.mu: entryCopy copies the entry)
 }
 
 // Service runs listeners; it implements core.ListenerService.
@@ -314,6 +314,10 @@ func (s *Service) runTick(e *entry, tk *Ticker) {
 		e.next = now.Add(tk.Listener.Interval)
 	}
 	_, present := s.ls[name]
+	wasFailing := e.failing
+	if err == nil {
+		e.failing = res.Err != nil
+	}
 	s.mu.Unlock()
 	if !present || s.ctx.Err() != nil {
 		return
@@ -333,11 +337,10 @@ func (s *Service) runTick(e *entry, tk *Ticker) {
 		s.log.Warn("listener failed", "name", name, "err", res.Err, "failures", st.Failures)
 		s.publish(name, wire.EventListenerFailed, rule, map[string]any{"error": res.Err.Error(),
 			"failures": st.Failures, "nextPoll": next, "held": res.Held, "dispatched": res.Dispatched})
-	case res.Polled && (res.New > 0 || res.Dispatched > 0 || res.Held > 0 || res.Failed > 0 || e.failing):
+	case res.Polled && (res.New > 0 || res.Dispatched > 0 || res.Held > 0 || res.Failed > 0 || wasFailing):
 		s.publish(name, wire.EventListenerPolled, rule, map[string]any{"seen": res.Seen, "new": res.New,
 			"dispatched": res.Dispatched, "failed": res.Failed, "held": res.Held, "nextPoll": next})
 	}
-	e.failing = res.Err != nil
 }
 
 // rescan rereads changed files and drops removed ones.

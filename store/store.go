@@ -165,8 +165,14 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "store")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	// Lstat, not MkdirAll alone: a link at dir (dangling or not) is for checkOwned to refuse.
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	if err := checkOwned(dir); err != nil {
+		return nil, err
 	}
 	if err := checkIntact(dir); err != nil {
 		return nil, err
