@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -153,7 +154,7 @@ func New(opts Options) (*Service, error) {
 	if st.Mode != ModeOrdered && st.Mode != ModeDistribute {
 		return nil, fmt.Errorf("accounts: mode %q: use ordered or distribute", st.Mode)
 	}
-	if st.Headroom < 0 || st.Headroom > 1 {
+	if math.IsNaN(st.Headroom) || st.Headroom < 0 || st.Headroom > 1 {
 		return nil, fmt.Errorf("accounts: headroom %v must be between 0 and 1 (0.9 is 90%%)", st.Headroom)
 	}
 	if st.ResumeStagger == 0 {

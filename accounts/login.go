@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"orcr/internal/regfile"
 )
 
 // checkLogin says whether an account bills per token (an API key: no windows),
@@ -71,7 +73,7 @@ func checkLogin(sp Spec, implicit bool, home string) (perToken, loggedIn bool, p
 			return false, true, ""
 		}
 		// A custom model provider in its config.toml brings its own key (env_key).
-		if b, err := os.ReadFile(filepath.Join(dir, "config.toml")); err == nil && strings.Contains(string(b), "model_providers") {
+		if b, err := regfile.Read(filepath.Join(dir, "config.toml")); err == nil && strings.Contains(string(b), "model_providers") {
 			return false, true, ""
 		}
 		if implicit {
@@ -88,7 +90,7 @@ func fileExists(p string) bool {
 }
 
 func jsonHas(path, key string) bool {
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path)
 	if err != nil {
 		return false
 	}

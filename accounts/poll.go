@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // The optional usage-endpoint poller ([accounts] poll = "10m"): one per account with
@@ -152,7 +153,7 @@ func claudeToken(sp Spec) string {
 		h, _ := os.UserHomeDir()
 		dir = filepath.Join(h, ".claude")
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, ".credentials.json"))
+	b, _ := regfile.Read(filepath.Join(dir, ".credentials.json"))
 	_ = json.Unmarshal(b, &c)
 	return c.OAuth.AccessToken
 }
@@ -168,7 +169,7 @@ func codexToken(sp Spec) string {
 		h, _ := os.UserHomeDir()
 		dir = filepath.Join(h, ".codex")
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "auth.json"))
+	b, _ := regfile.Read(filepath.Join(dir, "auth.json"))
 	_ = json.Unmarshal(b, &c)
 	return c.Tokens.AccessToken
 }

@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 func (app *app) agentCommand() *cli.Command {
@@ -133,7 +134,11 @@ func (app *app) agentCommand() *cli.Command {
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					return app.agentWait(ctx, c.Args().First(), c.String("until"), c.Duration("timeout"), c.Bool("json"))
+					d, err := positiveDuration(c, "timeout")
+					if err != nil {
+						return err
+					}
+					return app.agentWait(ctx, c.Args().First(), c.String("until"), d, c.Bool("json"))
 				},
 			},
 			{
@@ -167,7 +172,7 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		p.Argv = p.Argv[1:]
 	}
 	if f := c.String("prompt-file"); f != "" {
-		b, err := os.ReadFile(f)
+		b, err := regfile.Read(f)
 		if err != nil {
 			return fmt.Errorf("read prompt file: %w", err)
 		}

@@ -36,9 +36,11 @@ func (app *app) agentAnswerCommand() *cli.Command {
 			}
 			p := wire.AnswerParams{Target: c.Args().First(), Allow: c.Bool("allow"), Always: c.Bool("always"),
 				Deny: c.Bool("deny"), Option: int(c.Int("option")), Text: c.String("text"), All: c.Bool("all")}
-			if d := c.Duration("timeout"); d > 0 {
-				p.TimeoutSeconds = int((d + 999_999_999) / 1_000_000_000)
+			d, err := positiveDuration(c, "timeout")
+			if err != nil {
+				return err
 			}
+			p.TimeoutSeconds = seconds(d)
 			cl := service(ctx)
 			r, err := cl.Answer(ctx, p)
 			if err != nil {

@@ -76,7 +76,11 @@ func (app *app) queueCapsCommand() *cli.Command {
 				p.MinFreeMB = &v
 			}
 			if c.IsSet("aging") {
-				v := int(c.Duration("aging") / time.Second)
+				d, err := positiveDuration(c, "aging")
+				if err != nil {
+					return err
+				}
+				v := int(d / time.Second)
 				p.AgingSeconds = &v
 			}
 			for _, kv := range c.StringSlice("provider") {

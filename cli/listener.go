@@ -14,6 +14,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // listenerCommand is `orcr listener ls|show|enable|disable|put|rm`.
@@ -74,7 +75,7 @@ func (app *app) listenerCommand() *cli.Command {
 					if f := c.Args().Get(1); f == "-" {
 						b, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
 					} else {
-						b, err = os.ReadFile(f)
+						b, err = regfile.Read(f)
 					}
 					if err != nil {
 						return err

@@ -23,14 +23,14 @@ func (app *app) runCommand() *cli.Command {
 	}
 	ms := func(c *cli.Command) (string, []string, error) {
 		if c.Args().Len() < 2 {
-			return "", nil, fmt.Errorf("%s needs NAME and milestones, e.g. orcr %s csv-import M1 M2", c.FullName(), c.FullName())
+			return "", nil, fmt.Errorf("%s needs NAME and milestones, e.g. %s csv-import M1 M2", c.FullName(), c.FullName())
 		}
 		return c.Args().First(), c.Args().Slice()[1:], nil
 	}
 	text := func(c *cli.Command) (wire.RunTextParams, error) {
 		a := c.Args().Slice()
 		if len(a) < 3 || strings.TrimSpace(strings.Join(a[2:], " ")) == "" {
-			return wire.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. orcr %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
+			return wire.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
 		}
 		return wire.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
 	}
@@ -66,8 +66,12 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					checkTimeout, err := positiveDuration(c, "check-timeout")
+					if err != nil {
+						return err
+					}
 					p := wire.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
-						CheckTimeoutSeconds: int(c.Duration("check-timeout").Seconds()), Reviewer: c.String("reviewer"),
+						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
 						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
 						if rest[0] == "--" {

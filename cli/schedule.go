@@ -74,7 +74,10 @@ func (app *app) scheduleAdd(ctx context.Context, c *cli.Command) error {
 		// the missing field.
 		return fmt.Errorf("schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", args[0], args[0])
 	}
-	every := c.Duration("every")
+	every, err := positiveDuration(c, "every")
+	if err != nil {
+		return err
+	}
 	if every%time.Second != 0 {
 		return fmt.Errorf("--every %s: use whole seconds", every)
 	}

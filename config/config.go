@@ -6,12 +6,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"orcr/internal/regfile"
 
 	"github.com/BurntSushi/toml"
 )
@@ -144,7 +147,7 @@ func DefaultPath() string {
 // Load reads path; a missing file gives the defaults.
 func Load(path string) (Config, error) {
 	var c Config
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}
@@ -197,6 +200,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config: github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
 	}
+	if err := c.validateNumbers(); err != nil {
+		return err
+	}
 	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {
 		if d == "" {
 			continue
@@ -224,3 +230,37 @@ func (c Config) ProviderCaps() map[string]int {
 	}
 	return out
 }
+
+// validateNumbers refuses numbers TOML reads but orcr cannot use: TOML has nan and inf,
+// and headroom = nan reached `orcr account ls` as "json: unsupported value: NaN".
+func (c Config) validateNumbers() error {
+	if h := c.Accounts.Headroom; h != nil && (math.IsNaN(*h) || *h < 0 || *h > 1) {
+		return fmt.Errorf("config: accounts.headroom = %v: give a fraction from 0 to 1 (default 0.9)", *h)
+	}
+	if h := c.Accounts.HoldBelow; h != nil && (*h < 0 || *h > 100) {
+		return fmt.Errorf("config: accounts.hold_below = %d: give a percentage from 0 to 100 (default 5)", *h)
+	}
+	models := make([]string, 0, len(c.Prices))
+	for m := range c.Prices {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		p := c.Prices[m]
+		for key, v := range map[string]float64{"input": p.Input, "output": p.Output, "cache_read": p.CacheRead, "cache_write": p.CacheWrite} {
+			if math.IsNaN(v) || v < 0 || v > maxPrice {
+				return fmt.Errorf("config: prices.%s.%s = %v: give USD per million tokens from 0 to %d", m, key, v, maxPrice)
+			}
+		}
+	}
+	for key, v := range map[string]int{"server.max_connections": c.Server.MaxConnections,
+		"server.max_requests_per_connection": c.Server.MaxInFlight, "server.max_unread_mb": c.Server.MaxUnreadMB} {
+		if v < 0 || v > 1_000_000 {
+			return fmt.Errorf("config: %s = %d: give a number from 0 (the default) to 1000000", key, v)
+		}
+	}
+	return nil
+}
+
+// maxPrice bounds a model's price in USD per million tokens (the dearest today is ~$150).
+const maxPrice = 100_000

@@ -59,3 +59,21 @@ func TestGitHubSection(t *testing.T) {
 		}
 	}
 }
+
+// TOML reads nan and inf; headroom = nan reached `orcr account ls` as "json: unsupported
+// value: NaN". Each number orcr cannot use is refused with its bound.
+func TestBadNumbersRefused(t *testing.T) {
+	for body, want := range map[string]string{
+		"[accounts]\nheadroom = nan\n":     "accounts.headroom = NaN: give a fraction from 0 to 1",
+		"[accounts]\nheadroom = inf\n":     "accounts.headroom = +Inf: give a fraction from 0 to 1",
+		"[accounts]\nheadroom = 1.5\n":     "accounts.headroom = 1.5",
+		"[accounts]\nhold_below = -1\n":    "accounts.hold_below = -1: give a percentage from 0 to 100",
+		"[prices.m]\ninput = nan\n":        "prices.m.input = NaN: give USD per million tokens from 0 to 100000",
+		"[server]\nmax_connections = -5\n": "server.max_connections = -5",
+	} {
+		_, err := Load(write(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}

@@ -71,6 +71,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	if p.Worktree != "" {
+		if err := checkWorktreeName(p.Worktree); err != nil {
+			return wire.Agent{}, err
+		}
+	}
 	// A {{secret.NAME}} the secrets file lacks fails now, naming it; the values are looked
 	// up again at each launch and kept nowhere.
 	if _, err := secretenv.Resolve(p.Env, e.opts.Secrets); err != nil {

@@ -10,14 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"orcr/core/wire"
+	"orcr/internal/gitref"
 )
 
 // addWorktree gives an agent started with --worktree BRANCH its own git worktree under
 // $ORCR_HOME/worktrees/<agent id>, on BRANCH (created from the repository's HEAD when
 // it does not exist yet). It returns the worktree directory, the agent's new cwd.
 func addWorktree(ctx context.Context, home, repoDir, branch, id string) (string, error) {
-	if strings.HasPrefix(branch, "-") || strings.ContainsAny(branch, " \t\n~^:?*[\\") {
-		return "", fmt.Errorf("invalid branch name %q", branch)
+	if err := checkWorktreeName(branch); err != nil {
+		return "", err
 	}
 	top, err := git(ctx, repoDir, "rev-parse", "--show-toplevel")
 	if err != nil {
@@ -33,14 +36,29 @@ func addWorktree(ctx context.Context, home, repoDir, branch, id string) (string,
 	if _, err := git(ctx, top, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
 		_, err = git(ctx, top, "worktree", "add", dir, branch)
 		if err != nil {
-			return "", fmt.Errorf("add worktree for existing branch %s: %w", branch, err)
+			return "", fmt.Errorf("--worktree %s: the branch exists in %s and git could not check it out in a new worktree "+
+				"(is it checked out elsewhere? see `git -C %s worktree list`; pick another name or remove that worktree): %w", branch, top, top, err)
 		}
 		return dir, nil
 	}
 	if _, err := git(ctx, top, "worktree", "add", "-b", branch, dir); err != nil {
-		return "", fmt.Errorf("add worktree on new branch %s: %w", branch, err)
+		return "", fmt.Errorf("--worktree %s: git could not make the branch and its worktree in %s "+
+			"(see `git -C %s worktree list` and `git -C %s branch`; pick another name): %w", branch, top, top, top, err)
 	}
 	return dir, nil
+}
+
+// checkWorktreeName refuses a --worktree branch git cannot use, by git's own rules, when
+// the agent is asked for rather than when its launch runs git.
+func checkWorktreeName(branch string) error {
+	if err := gitref.CheckBranch(branch); err != nil {
+		hint := ""
+		if s := gitref.Suggest(branch); s != "" && gitref.CheckBranch(s) == nil {
+			hint = fmt.Sprintf(", e.g. --worktree %s", s)
+		}
+		return wire.Errorf(wire.CodeInvalidParams, "--worktree %q: git cannot use it as a branch name: %v; pick another name%s", branch, err, hint)
+	}
+	return nil
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -75,7 +77,7 @@ func startServer(ctx context.Context) (*server, error) {
 	home := config.Home()
 	lock, err := socket.AcquireLock(home)
 	if err != nil {
-		return nil, fmt.Errorf("%w; connect to it instead (orcr agent ls), or stop it first", err)
+		return nil, homeErr(home, err)
 	}
 	s := &server{home: home, lock: lock, log: newLogger(home)}
 	ok := false
@@ -468,4 +470,18 @@ func stableSelf(home string) (string, error) {
 		return "", err
 	}
 	return dst, nil
+}
+
+// homeErr says why the home's lock could not be taken and what to do. Only a lock held by
+// another server means "connect to it"; a read-only home said so too, and the user went
+// looking for a server that did not exist.
+func homeErr(home string, err error) error {
+	switch {
+	case errors.Is(err, socket.ErrLocked):
+		return fmt.Errorf("%w; connect to it instead (orcr agent ls), or stop it first", err)
+	case errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("ORCR_HOME %s is not writable (%w): the server keeps its store, socket and log there; "+
+			"make it writable, or point ORCR_HOME at a writable directory (e.g. ORCR_HOME=$HOME/.local/state/orcr)", home, err)
+	}
+	return fmt.Errorf("ORCR_HOME %s: %w", home, err)
 }

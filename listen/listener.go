@@ -8,9 +8,9 @@
 package listen
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"orcr/internal/regfile"
 
 	"github.com/BurntSushi/toml"
 )
@@ -152,7 +154,7 @@ var keysFor = map[string][]string{
 // LoadFile reads and parses a listener file; its name is the file's, without .toml.
 func LoadFile(path string) (Listener, error) {
 	name := strings.TrimSuffix(filepath.Base(path), ".toml")
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path)
 	if err != nil {
 		return Listener{}, &ParseError{Name: name, Path: path, Msg: err.Error()}
 	}
@@ -495,19 +497,7 @@ func LoadDir(dir string, prev map[string]Loaded) (map[string]Loaded, error) {
 	return out, nil
 }
 
-// readBounded reads a file, refusing one past MaxDocBytes without reading it all.
+// readBounded reads a regular file, refusing one past MaxDocBytes without reading it all.
 func readBounded(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, MaxDocBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxDocBytes {
-		return nil, fmt.Errorf("the file is over %d KiB", MaxDocBytes>>10)
-	}
-	return b, nil
+	return regfile.ReadMax(context.Background(), path, MaxDocBytes)
 }

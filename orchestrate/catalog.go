@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"orcr/internal/regfile"
 )
 
 // DefaultFS holds the embedded default catalog.toml.
@@ -144,7 +146,7 @@ func Load(defaults fs.FS, userPath string) (*Catalog, error) {
 	if userPath == "" {
 		return c, nil
 	}
-	user, err := os.ReadFile(userPath)
+	user, err := regfile.Read(userPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"orcr/internal/gitref"
 )
 
 // maxPlanErrors caps how many errors one parse reports: past a few dozen the file is
@@ -218,6 +220,8 @@ func (ps *planParser) title(n int, text string) {
 		ps.errs.add(n, "the title names no plan: `# Plan: NAME`")
 	case !rePlanName.MatchString(name):
 		ps.errs.add(n, "plan name %q: use lower-case letters, digits, '.', '_' and '-'", name)
+	case gitref.CheckBranch(name) != nil:
+		ps.errs.add(n, "plan name %q: git cannot use it in a branch name: %v; pick another name", name, gitref.CheckBranch(name))
 	case ps.p.opts.Name != "" && name != ps.p.opts.Name:
 		ps.errs.add(n, "this is plan %q, but the file belongs to plan %q", name, ps.p.opts.Name)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"text/template"
+
+	"orcr/internal/regfile"
 )
 
 //go:embed templates/plan-lead.md templates/plan-example.md
@@ -64,7 +66,7 @@ func NewLeadPrompt(r Record, c *Catalog) (LeadPrompt, error) {
 // file and line (text/template's own message), never a silent fall back.
 func LoadLeadTemplate(userPath string) (*template.Template, error) {
 	if userPath != "" {
-		b, err := os.ReadFile(userPath)
+		b, err := regfile.Read(userPath)
 		switch {
 		case err == nil:
 			t, err := template.New(userPath).Option("missingkey=error").Parse(string(b))

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"orcr/internal/gitref"
+	"orcr/internal/regfile"
 )
 
 // PlanState is where a plan is in its life (DESIGN §8).
@@ -86,6 +89,15 @@ func ValidPlanName(name string) error {
 	if !rePlanName.MatchString(name) || len(name) > 64 {
 		return fmt.Errorf("plan name %q: use 1 to 64 lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", name)
 	}
+	// The name becomes the branch feature/NAME: git's rules, checked now rather than by
+	// git when the run starts ("x..y", "y.lock" and "z." pass the pattern above).
+	if err := gitref.CheckBranch(name); err != nil {
+		hint := ""
+		if s := gitref.Suggest(name); s != "" && gitref.CheckBranch(s) == nil && rePlanName.MatchString(s) {
+			hint = fmt.Sprintf(", e.g. %q", s)
+		}
+		return fmt.Errorf("plan name %q: git cannot use it in the branch %s: %v; pick another name%s", name, "feature/"+name, err, hint)
+	}
 	return nil
 }
 
@@ -129,7 +141,7 @@ func (f FileState) OK() bool { return !f.Missing && len(f.Errors) == 0 }
 // error of the call: a missing or unreadable file is reported in the FileState, so a
 // plan whose file vanished says so instead of failing whatever looked at it.
 func ReadPlanFile(path string, opts Options) FileState {
-	b, err := os.ReadFile(path)
+	b, err := regfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return FileState{Missing: true}
 	}

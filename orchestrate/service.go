@@ -14,6 +14,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // The plan service (DESIGN §8 "Plan"): the feature beside the kernel that serves
@@ -356,7 +357,7 @@ func (s *Service) stamp(name, path string) {
 // planView is plan.get's answer for r: the record and the file as it is now.
 func planView(r Record, cat *Catalog) wire.PlanGetResult {
 	res := wire.PlanGetResult{Plan: r.Wire(), Milestones: []wire.PlanMilestone{}, Problems: []wire.PlanProblem{}}
-	b, err := os.ReadFile(r.File)
+	b, err := regfile.Read(r.File)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		res.Missing = true

@@ -11,9 +11,10 @@ package roles
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -213,11 +215,14 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		r.Keep = *raw.Keep
 	}
 	if raw.Priority != nil {
+		if n := *raw.Priority; n < -wire.MaxPriority || n > wire.MaxPriority {
+			errs.add(lines["priority"], "priority %d: give a number from %d to %d", n, -wire.MaxPriority, wire.MaxPriority)
+		}
 		r.Priority = *raw.Priority
 	}
 	if raw.BudgetUSD != nil {
-		if *raw.BudgetUSD < 0 {
-			errs.add(lines["budget_usd"], "budget_usd must not be negative")
+		if v := *raw.BudgetUSD; math.IsNaN(v) || v < 0 || v > wire.MaxUSD {
+			errs.add(lines["budget_usd"], "budget_usd %v: give a number from 0 to %d", v, wire.MaxUSD)
 		}
 		r.BudgetUSD = *raw.BudgetUSD
 	}
@@ -233,8 +238,8 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		}
 	}
 	if raw.MaxTurns != nil {
-		if *raw.MaxTurns < 0 {
-			errs.add(lines["max_turns"], "max_turns must not be negative")
+		if n := *raw.MaxTurns; n < 0 || n > wire.MaxTurns {
+			errs.add(lines["max_turns"], "max_turns %d: give a number from 0 to %d", n, wire.MaxTurns)
 		}
 		r.MaxTurns = *raw.MaxTurns
 	}
@@ -260,6 +265,10 @@ func duration(errs *Errors, lines map[string]int, key string, s *string) time.Du
 	d, err := time.ParseDuration(*s)
 	if err != nil || d <= 0 {
 		errs.add(lines[key], "%s %q: use a positive duration such as \"20m\" or \"1h30m\"", key, *s)
+		return 0
+	}
+	if d < time.Second || d > wire.MaxTimeoutSeconds*time.Second {
+		errs.add(lines[key], "%s %q: give 1s to %s", key, *s, wire.MaxTimeoutSeconds*time.Second)
 		return 0
 	}
 	return d
@@ -394,15 +403,5 @@ func List(dir string, check Checker) []wire.Role {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, 0, 4096)
-	buf := bytes.NewBuffer(b)
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFile+1)); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return regfile.ReadMax(context.Background(), path, MaxFile)
 }

@@ -41,6 +41,13 @@ func checkScheduleAdd(p wire.ScheduleAddParams, now time.Time) error {
 // checkCadence is the part of checkScheduleAdd a stored schedule is held to at load.
 func checkCadence(expr string, everySeconds int, spec cron.Schedule, now time.Time) error {
 	if spec != nil {
+		// robfig/cron rounds "@every 0s" up to a second: it fired every second. The
+		// descriptor is held to --every's minimum instead.
+		if d, ok := strings.CutPrefix(strings.TrimSpace(expr), "@every "); ok {
+			if every, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && every < minEvery {
+				return wire.Errorf(wire.CodeInvalidParams, "cron %q is shorter than the %s minimum: use @every %s or longer", expr, minEvery, minEvery)
+			}
+		}
 		if spec.Next(now.Local()).IsZero() {
 			return wire.Errorf(wire.CodeInvalidParams,
 				"cron %q never fires: no date in the next 5 years matches it (e.g. day 31 of a 30-day month); check the day-of-month and month fields", expr)

@@ -38,7 +38,9 @@ func TestScheduleAddRejectsBadInput(t *testing.T) {
 		"schedule name":    func(p *wire.ScheduleAddParams) { p.Name = "Bad Name" },
 		"needs a command":  func(p *wire.ScheduleAddParams) { p.Command = nil },
 		"policy":           func(p *wire.ScheduleAddParams) { p.MissedPolicy = "catch-up" },
-		"absolute":         func(p *wire.ScheduleAddParams) { p.Cwd = "rel/dir" },
+		"shorter than the 1s minimum: use @every 1s": func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 0s" },
+		`"@every 500ms" is shorter`:                  func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 500ms" },
+		"absolute":                                   func(p *wire.ScheduleAddParams) { p.Cwd = "rel/dir" },
 	}
 	for want, mod := range cases {
 		p := addParams("x", "true")

@@ -46,7 +46,9 @@ func checkIntact(dir string) error {
 // damagedOpen turns badger's open errors that mean damage into a DamagedError.
 func damagedOpen(dir string, err error) error {
 	msg := err.Error()
-	for _, sign := range []string{"checksum", "Checksum", "corrupt", "MANIFEST", "manifest", "bad magic"} {
+	// "Invalid datakey id": a value log whose header is garbage (orcr never encrypts, so
+	// any key id there is damage).
+	for _, sign := range []string{"checksum", "Checksum", "corrupt", "MANIFEST", "manifest", "bad magic", "Invalid datakey id"} {
 		if strings.Contains(msg, sign) {
 			return &DamagedError{Dir: dir, Why: msg}
 		}

@@ -97,3 +97,39 @@ func TestZeroedTableBytesAreRefusedAtOpen(t *testing.T) {
 		t.Fatalf("the damaged table is gone: %v", err)
 	}
 }
+
+// A value log with a garbage header said badger's "Invalid datakey id" and nothing else;
+// now it is a DamagedError that says to restore or move the store aside, and the log stays.
+func TestCorruptValueLogIsRefusedWithTheFix(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 50 {
+		if _, err := s.AppendEvent(context.Background(), sampleEvent(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if len(logs) == 0 {
+		t.Fatal("no value log was written")
+	}
+	f, err := os.OpenFile(logs[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Open(dir, nil)
+	var d *DamagedError
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), "looks damaged") || !strings.Contains(err.Error(), "mv "+dir) {
+		t.Fatalf("open with a corrupt value log: %v", err)
+	}
+	if _, err := os.Stat(logs[0]); err != nil {
+		t.Fatalf("the damaged value log is gone: %v", err)
+	}
+}

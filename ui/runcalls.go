@@ -2,14 +2,13 @@ package ui
 
 import (
 	"context"
-	"io"
-	"os"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // How the runs view reaches the server and the root: its messages, the calls behind
@@ -91,13 +90,9 @@ const summaryLimit = 1 << 20
 // loadSummary reads the summary file the run names. The socket is a local one, so the
 // server's path is this machine's.
 func loadSummary(name, path string) callAction {
-	return callAction{func(context.Context, core.Service) tea.Msg {
-		f, err := os.Open(path)
-		if err != nil {
-			return runSummaryMsg{name: name, path: path, err: err}
-		}
-		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, summaryLimit))
+	return callAction{func(ctx context.Context, _ core.Service) tea.Msg {
+		// A regular file only: a FIFO in its place would hold this command forever.
+		b, err := regfile.ReadMax(ctx, path, summaryLimit)
 		return runSummaryMsg{name: name, path: path, text: string(b), err: err}
 	}}
 }

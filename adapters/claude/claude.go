@@ -23,6 +23,7 @@ import (
 	"orcr/adapters/prices"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // Name is the provider name.
@@ -206,7 +207,7 @@ func userStatusLine(configDir, cwd string) string {
 	}
 	cmd := ""
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := regfile.Read(f) // the repo's own .claude/: a FIFO there must not hold the spawn
 		if err != nil {
 			continue
 		}
@@ -226,7 +227,9 @@ func userStatusLine(configDir, cwd string) string {
 // The file is replaced atomically.
 func trustProject(path, cwd string) error {
 	doc := map[string]any{}
-	b, err := os.ReadFile(path)
+	// claude's global config keeps every project's history, so it may pass the config
+	// bound; it is still a regular file read in bounded time.
+	b, err := regfile.ReadMax(context.Background(), path, 256<<20)
 	if err == nil {
 		if err := json.Unmarshal(b, &doc); err != nil {
 			return fmt.Errorf("parse %s: %w", path, err)

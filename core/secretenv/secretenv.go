@@ -113,11 +113,19 @@ func Load(dir string) (env map[string]string, ok bool, err error) {
 }
 
 func openNoFollow(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	// O_NONBLOCK: a FIFO put in the file's place must not hold the spawn in open(2).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, fmt.Errorf("%s is a symlink; orcr will not follow it: remove it (rm %s)", path, path)
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file; make it one (rm %s and write it again)", path, path)
+	}
+	return f, nil
 }
 
 func readNoFollow(path string) ([]byte, error) {

@@ -193,6 +193,11 @@ func responseID(line []byte) (string, bool) {
 
 // call sends one request and decodes the result into out.
 func (c *Client) call(ctx context.Context, method string, params, out any) error {
+	// The server's own range check, applied before sending: a CLI flag out of range is
+	// refused with the same bound, and a NaN says so instead of failing to encode.
+	if err := wire.CheckRanges(method, params); err != nil {
+		return err
+	}
 	conn, err := c.shared(ctx)
 	if err != nil {
 		return err

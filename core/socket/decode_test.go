@@ -117,6 +117,9 @@ func recordClientCalls(t *testing.T) map[string]bool {
 				args = append(args, reflect.ValueOf(io.Reader(strings.NewReader(""))))
 			case reflect.TypeFor[io.Writer]():
 				args = append(args, reflect.ValueOf(io.Writer(io.Discard)))
+			case reflect.TypeFor[wire.ResizeParams]():
+				// The client range-checks before it sends; zero columns never leave it.
+				args = append(args, reflect.ValueOf(wire.ResizeParams{Cols: 80, Rows: 24}))
 			default:
 				args = append(args, reflect.Zero(at))
 			}

@@ -73,7 +73,7 @@ type AccountListResult struct {
 type SelectParams struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model,omitempty"`
-	Priority int    `json:"priority,omitempty"`
+	Priority int    `json:"priority,omitempty" range:"-1000000,1000000"`
 	Account  string `json:"account,omitempty"`
 }
 
@@ -136,8 +136,8 @@ type Budget struct {
 // Tokens is set.
 type BudgetSetParams struct {
 	Glob   string   `json:"glob"`
-	USD    *float64 `json:"usd,omitempty"`
-	Tokens *int64   `json:"tokens,omitempty"`
+	USD    *float64 `json:"usd,omitempty" range:"0,1000000"`
+	Tokens *int64   `json:"tokens,omitempty" range:"0,1000000000000"`
 	Action string   `json:"action,omitempty"` // default "hold"
 	// Role, when set, says a role's budget_usd made this budget for the agent at Glob.
 	Role string `json:"role,omitempty"`

@@ -104,10 +104,10 @@ type RunParams struct {
 	Vars map[string]string `json:"vars,omitempty" maxItems:"1024"`
 	// SystemPrompt is appended to the provider's system prompt.
 	SystemPrompt       string  `json:"systemPrompt,omitempty"`
-	MaxTurns           int     `json:"maxTurns,omitempty"`
-	SoftTimeoutSeconds int     `json:"softTimeoutSeconds,omitempty"`
-	HardTimeoutSeconds int     `json:"hardTimeoutSeconds,omitempty"`
-	BudgetUSD          float64 `json:"budgetUsd,omitempty"`
+	MaxTurns           int     `json:"maxTurns,omitempty" range:"0,100000"`
+	SoftTimeoutSeconds int     `json:"softTimeoutSeconds,omitempty" range:"0,2592000"`
+	HardTimeoutSeconds int     `json:"hardTimeoutSeconds,omitempty" range:"0,2592000"`
+	BudgetUSD          float64 `json:"budgetUsd,omitempty" range:"0,1000000"`
 	// BudgetAction is what reaching BudgetUSD does: "stop" (the default) or "hold".
 	BudgetAction string `json:"budgetAction,omitempty"`
 	// Account pins the agent to one account of its provider (a label); admission

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -30,6 +31,18 @@ func fieldMaxItems(f reflect.StructField) (n int, ok bool) {
 	return n, true
 }
 
+// The bounds the server and the CLI share. A duration in seconds has a floor of 1 s by its
+// unit (0 means "not set") and a ceiling well inside time.Duration: unchecked,
+// hardTimeoutSeconds 36028797018963973 wrapped to 5 s and killed the agent at once.
+const (
+	MaxTimeoutSeconds = 30 * 24 * 3600 // 30 days: agent timeouts, a run's check
+	MaxCoders         = 64             // a run's coder pool
+	MaxTurns          = 100000
+	MaxUSD            = 1_000_000 // a budget or an agent's budget_usd
+	MaxTokens         = 1_000_000_000_000
+	MaxPriority       = 1_000_000
+)
+
 // fieldRange parses a range tag.
 func fieldRange(f reflect.StructField) (lo, hi int64, ok bool) {
 	tag := f.Tag.Get("range")
@@ -45,9 +58,23 @@ func fieldRange(f reflect.StructField) (lo, hi int64, ok bool) {
 	return lo, hi, true
 }
 
-// CheckRanges checks the range-tagged integer fields of the struct p points to (an int, a
-// *int, or a map's int values) and the length of its maxItems-tagged lists, naming the
-// first out of bounds.
+// CheckFloat refuses NaN, ±Inf and a value outside lo..hi, naming what (a param or a
+// flag) and the bound.
+func CheckFloat(method, what string, v, lo, hi float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return Errorf(CodeInvalidParams, "%s: %s is %v: give a finite number from %g to %g", method, what, v, lo, hi)
+	}
+	if v < lo || v > hi {
+		return Errorf(CodeInvalidParams, "%s: %s is %g, out of range: it must be %g to %g", method, what, v, lo, hi)
+	}
+	return nil
+}
+
+// CheckRanges checks the range-tagged number fields of the struct p points to (an int, a
+// *int, a float64, a *float64, or a map's int values) and the length of its
+// maxItems-tagged lists, naming the first out of bounds. A float is never NaN or infinite,
+// tagged or not. The socket server applies it to every request's params and the socket
+// client before it sends, so the CLI refuses what the server would, with the same bound.
 func CheckRanges(method string, p any) error {
 	v := reflect.ValueOf(p)
 	for v.Kind() == reflect.Pointer {
@@ -68,6 +95,20 @@ func CheckRanges(method string, p any) error {
 					method, name, f.Len(), most)
 			}
 		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Float64 {
+			f = f.Elem()
+		}
+		if f.Kind() == reflect.Float64 {
+			lo, hi := -math.MaxFloat64, math.MaxFloat64
+			if l, h, ok := fieldRange(t.Field(i)); ok {
+				lo, hi = float64(l), float64(h)
+			}
+			if err := CheckFloat(method, name, f.Float(), lo, hi); err != nil {
+				return err
+			}
+			continue
+		}
 		lo, hi, ok := fieldRange(t.Field(i))
 		if !ok {
 			continue
@@ -78,7 +119,6 @@ func CheckRanges(method string, p any) error {
 			}
 			return nil
 		}
-		f := v.Field(i)
 		switch f.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Int32:
 			if err := check(f.Int(), name); err != nil {

@@ -137,7 +137,7 @@ type RolePutParams struct {
 // AgentHistoryParams selects finished agents (history.list).
 type AgentHistoryParams struct {
 	Glob         string `json:"glob,omitempty"`
-	SinceSeconds int    `json:"sinceSeconds,omitempty"` // ended at most this long ago (0: all)
+	SinceSeconds int    `json:"sinceSeconds,omitempty" range:"0,315360000"` // ended at most this long ago (0: all)
 	// Text asks for the aligned table as one text instead of entries: at 10,000
 	// agents a terminal client then decodes one string, not 90,000.
 	Text bool `json:"text,omitempty"`

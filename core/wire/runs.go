@@ -49,11 +49,11 @@ var (
 // RunStartParams starts a run (run.start).
 type RunStartParams struct {
 	Name   string `json:"name"`
-	Coders int    `json:"coders,omitempty"` // pool size (default 2; shared mode: 1)
-	Mode   string `json:"mode,omitempty"`   // worktree | shared (default: the plan's)
-	Check  string `json:"check,omitempty"`  // overrides the plan's check command
+	Coders int    `json:"coders,omitempty" range:"0,64"` // pool size (default 2; shared mode: 1)
+	Mode   string `json:"mode,omitempty"`                // worktree | shared (default: the plan's)
+	Check  string `json:"check,omitempty"`               // overrides the plan's check command
 	// CheckTimeoutSeconds bounds one check run (default 600).
-	CheckTimeoutSeconds int `json:"checkTimeoutSeconds,omitempty"`
+	CheckTimeoutSeconds int `json:"checkTimeoutSeconds,omitempty" range:"0,2592000"`
 	// Reviewer is provider[:model] of the reviewer; empty for no review.
 	Reviewer string `json:"reviewer,omitempty"`
 	// Coder, when set, is provider[:model] every coder runs on instead of the

@@ -92,8 +92,14 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 			var required []string
 			for _, f := range fields(t) {
 				prop := schemaOf(f.Type, defs)
-				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
-					prop["minimum"], prop["maximum"] = lo, hi
+				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok {
+					num := prop
+					if alt, ok := prop["anyOf"].([]any); ok { // a pointer: the value or null
+						num, _ = alt[0].(map[string]any)
+					}
+					if num["type"] == "integer" || num["type"] == "number" {
+						num["minimum"], num["maximum"] = lo, hi
+					}
 				}
 				if n, ok := fieldMaxItems(t.Field(f.Index)); ok {
 					switch f.Type.Kind() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 	"orcr/orchestrate"
 )
 
@@ -28,9 +29,9 @@ const (
 // plan file. Nil when neither reads as a plan. It reads and parses a file: a caller
 // that needs several milestones reads it once.
 func (s *Service) followed(rec Record) *orchestrate.Plan {
-	b, err := os.ReadFile(PlanCopy(s.o.Home, rec.Run.Name))
+	b, err := regfile.Read(PlanCopy(s.o.Home, rec.Run.Name))
 	if err != nil {
-		b, err = os.ReadFile(rec.PlanFile)
+		b, err = regfile.Read(rec.PlanFile)
 	}
 	if err != nil {
 		return nil

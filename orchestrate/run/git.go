@@ -402,3 +402,20 @@ func (g Git) Remote(ctx context.Context, name string) string {
 	}
 	return out
 }
+
+// Dirty lists what `git status` shows in the working tree, .orcr/ (orcr's own plans and
+// notes) left out: one "XY path" per change, untracked files included.
+func (g Git) Dirty(ctx context.Context) ([]string, error) {
+	out, err := g.run(ctx, nil, "-c", "core.quotepath=off", "status", "--porcelain=v1", "--untracked-files=all",
+		"--", ".", ":(exclude).orcr")
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			files = append(files, l)
+		}
+	}
+	return files, nil
+}

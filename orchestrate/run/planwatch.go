@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"orcr/internal/regfile"
 	"orcr/orchestrate"
 )
 
@@ -68,7 +69,7 @@ func planFact(rec Record) (Fact, []byte, bool) {
 	if seen == "" {
 		seen = rec.PlanHash
 	}
-	src, err := os.ReadFile(rec.PlanFile)
+	src, err := regfile.Read(rec.PlanFile)
 	if err != nil {
 		if seen == "missing" {
 			return Fact{}, nil, false

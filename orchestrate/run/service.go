@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 	"orcr/orchestrate"
 )
 
@@ -75,6 +75,10 @@ type Service struct {
 	stopped  map[string]bool        // agent ids the autopilot stopped itself
 	// busySent is when a message went to a coder ("run/coder") that was working.
 	busySent map[string]time.Time
+
+	// starting serialises RunStart: two `run start NAME` at once both passed the "exists
+	// already" check and the second failed with git's raw "branch already exists".
+	starting sync.Mutex
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -219,6 +223,8 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if err := orchestrate.ValidPlanName(p.Name); err != nil {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
+	s.starting.Lock()
+	defer s.starting.Unlock()
 	if _, err := s.runs.Get(ctx, p.Name); err == nil {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
 	}
@@ -229,7 +235,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if plan.State != orchestrate.PlanApproved {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
 	}
-	src, err := os.ReadFile(plan.File)
+	src, err := regfile.Read(plan.File)
 	if err != nil {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
 	}
@@ -257,6 +263,11 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if base == "" {
 		if base, _ = g.CurrentBranch(ctx); base == "" {
 			return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s has no branch checked out: name the base with --base", plan.Repo)
+		}
+	}
+	if mode == "shared" {
+		if err := refuseDirty(ctx, g, plan.Repo); err != nil {
+			return wire.RunView{}, err
 		}
 	}
 	baseTip, err := g.Rev(ctx, base)
@@ -520,4 +531,26 @@ func (s *Service) cursor(ctx context.Context) (uint64, error) {
 	var n uint64
 	fmt.Sscan(string(b), &n)
 	return n, nil
+}
+
+// refuseDirty refuses a shared-mode run in a repository with uncommitted changes: the
+// coders work in that very tree, and the first coder's `git add -A` put the user's edited
+// README and an untracked file into M1 on the branch `run finish` pushes. (Worktree mode
+// leaves the user's tree alone, so it needs no such check.)
+func refuseDirty(ctx context.Context, g Git, repo string) error {
+	files, err := g.Dirty(ctx)
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "shared mode needs a clean working tree, and git status failed in %s: %v", repo, err)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	shown := files
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(files)-10))
+	}
+	return wire.Errorf(wire.CodeInvalidParams,
+		"shared mode needs a clean working tree, and %s has uncommitted changes (a coder's `git add -A` would put them in a milestone):\n  %s\n"+
+			"commit or stash them (git stash -u) and start again, or use --mode worktree, which leaves your tree untouched",
+		repo, strings.Join(shown, "\n  "))
 }
