@@ -145,7 +145,15 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 		case "rate_limit":
 			o.limitHit(sig, h.LastAssistantMsg)
 		case "authentication_failed":
-			// The API refused the login: no turn runs until the user signs in again.
+			if strings.Contains(h.LastAssistantMsg, "403") {
+				// claude files a 403 (a key or account refused one request: a model or a
+				// feature it may not use) under the same category, and still tells the user
+				// to /login; the next message can go through, so that turn failed and the
+				// agent is not waiting for a sign-in.
+				o.setState(sig, wire.StateDone, "turn failed: "+h.Error+" (403)", nil)
+				break
+			}
+			// The API refused the login (401): no turn runs until the user signs in again.
 			o.setState(sig, wire.StateBlocked, "setup: not signed in", &wire.Blocked{Kind: wire.BlockedSetup,
 				Question: "not signed in", Detail: setupFix(signInAgain, o.configDirSet())})
 		default:

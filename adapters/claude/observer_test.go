@@ -95,6 +95,10 @@ func TestHookUsageLimit(t *testing.T) {
 	if s.State != wire.StateBlocked || s.Blocked == nil || s.Blocked.Kind != wire.BlockedSetup || !strings.Contains(s.Blocked.Detail, "claude /login") {
 		t.Fatalf("a refused login is setup: %+v", s)
 	}
+	s = mustHook(t, o, "StopFailure", `{"error":"authentication_failed","last_assistant_message":"Please run /login · API Error: 403 scripted: the review turn fails"}`)
+	if s.State != wire.StateDone || s.Blocked != nil || !strings.Contains(s.Reason, "turn failed") {
+		t.Fatalf("a 403 on one request is a failed turn, not a sign-in: %+v", s)
+	}
 }
 
 func TestHookBadInput(t *testing.T) {
