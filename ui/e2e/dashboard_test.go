@@ -110,7 +110,7 @@ func TestDashboard(t *testing.T) {
 	r.keys("Enter")
 	r.waitText(10*time.Second, "kill 2 agents matching demo/**?")
 	r.keys("y")
-	s = r.waitText(20*time.Second, "killed 2 agents matching demo/**")
+	s = r.waitText(20*time.Second, "killed 2 of 2 matching demo/**")
 	s = r.waitScreen("demo agents shown killed", 20*time.Second, func(s string) bool {
 		return strings.Contains(treeLine(s, "one"), "✕") && strings.Contains(treeLine(s, "two"), "✕") &&
 			live(treeLine(s, "three"))
