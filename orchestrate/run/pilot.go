@@ -156,15 +156,11 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case AReview:
 		return nil, s.review(ctx, rec, a)
 	case AMergeIn:
-		cur, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(name))
-		if err != nil {
-			return nil, err
-		}
-		if cur != a.Base {
-			return &Fact{Kind: FMoved, M: a.M, Head: cur}, nil
-		}
-		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
+		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
+		var me *MovedError
 		switch {
+		case errors.As(err, &me):
+			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "merging the feature tip failed: " + err.Error()}, err
 		case len(conflicts) > 0:
