@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 
 // preloadFinished writes n finished agent records (roles, usage, a mix of results)
 // straight into a fresh store.
-func preloadFinished(b *testing.B, home string, n int) {
+func preloadFinished(b testing.TB, home string, n int) {
 	b.Helper()
 	st, err := store.Open(filepath.Join(home, "store"), nil)
 	if err != nil {
@@ -90,5 +91,48 @@ func BenchmarkDashboardHistory10000(b *testing.B) {
 		if len(r.Entries) != 10000 {
 			b.Fatalf("%d entries", len(r.Entries))
 		}
+	}
+}
+
+// TestCLIHistoryPages: `orcr history` over more entries than one page prints one
+// table (the header once, every entry once, newest first), --limit stops after the
+// newest N, and --json gathers every page into one answer.
+func TestCLIHistoryPages(t *testing.T) {
+	home := t.TempDir()
+	const n = 1200 // more than two of the CLI's pages
+	preloadFinished(t, home, n)
+	s := startServer(t, home)
+	orcr := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(s.bin, args...)
+		cmd.Env = s.env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("orcr %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	out := orcr("history")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != n+1 || strings.Count(out, "ENDED") != 1 || !strings.HasPrefix(lines[0], "ENDED") {
+		t.Fatalf("history printed %d lines with %d headers", len(lines), strings.Count(out, "ENDED"))
+	}
+	// In the order of one whole answer.
+	whole, err := s.srv.Client().AgentHistory(context.Background(), wire.AgentHistoryParams{})
+	if err != nil || len(whole.Entries) != n {
+		t.Fatalf("whole history: %d entries, %v", len(whole.Entries), err)
+	}
+	pathAt := strings.Index(lines[0], "PATH")
+	for i, l := range lines[1:] {
+		if path, _, _ := strings.Cut(l[pathAt:], " "); path != whole.Entries[i].Path {
+			t.Fatalf("line %d is %s, want %s", i+1, path, whole.Entries[i].Path)
+		}
+	}
+	if out := orcr("history", "--limit", "10"); strings.Count(out, "\n") != 11 {
+		t.Fatalf("--limit 10 printed:\n%s", out)
+	}
+	var r wire.AgentHistoryResult
+	if err := json.Unmarshal([]byte(orcr("history", "--json", "review/g01/**")), &r); err != nil || len(r.Entries) != n/50 || r.Next != "" {
+		t.Fatalf("--json: %d entries, next %q, %v", len(r.Entries), r.Next, err)
 	}
 }

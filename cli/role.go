@@ -181,6 +181,7 @@ func (app *app) historyCommand() *cli.Command {
 		Name: "history", Usage: "finished agents: role, duration, tokens, cost, result", ArgsUsage: "[GLOB]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "since", Usage: "only those ended within D (e.g. 24h, 7d)"},
+			&cli.IntFlag{Name: "limit", Usage: "only the newest N"},
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
@@ -192,20 +193,71 @@ func (app *app) historyCommand() *cli.Command {
 				}
 				p.SinceSeconds = int(d / time.Second)
 			}
-			r, err := service(ctx).AgentHistory(ctx, p)
-			if err != nil {
+			limit := int(c.Int("limit"))
+			if limit < 0 {
+				return fmt.Errorf("--limit must not be negative")
+			}
+			// The history comes a page at a time and each text page is printed as it
+			// arrives: the first lines show at once, and no answer holds the whole
+			// history (each page is laid out to the whole table's widths).
+			all := []wire.AgentHistoryEntry{}
+			err := historyPages(ctx, service(ctx), p, limit, func(r wire.AgentHistoryResult) error {
+				if c.Bool("json") {
+					all = append(all, r.Entries...)
+					return nil
+				}
+				_, err := io.WriteString(app.out, r.Text)
+				return err
+			})
+			if err != nil || !c.Bool("json") {
 				return err
 			}
-			if c.Bool("json") {
-				if r.Entries == nil {
-					r.Entries = []wire.AgentHistoryEntry{}
-				}
-				return printJSON(app.out, r)
-			}
-			_, err = io.WriteString(app.out, r.Text)
-			return err
+			return printJSON(app.out, wire.AgentHistoryResult{Entries: all})
 		},
 	}
+}
+
+// historyPage is how many entries one history.list answer holds for the CLI: about
+// 100 KB of text, so the first page prints in a few milliseconds at any length.
+const historyPage = 500
+
+// historyPages asks for the history a page at a time (at most limit entries in all
+// when limit > 0) and hands each page to take.
+func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryParams, limit int, take func(wire.AgentHistoryResult) error) error {
+	for {
+		p.Limit = historyPage
+		if limit > 0 {
+			p.Limit = min(historyPage, limit)
+		}
+		r, err := svc.AgentHistory(ctx, p)
+		if err != nil {
+			return err
+		}
+		if err := take(r); err != nil {
+			return err
+		}
+		if limit > 0 {
+			if limit -= len(r.Entries) + historyLines(r.Text); limit <= 0 {
+				return nil
+			}
+		}
+		if r.Next == "" {
+			return nil
+		}
+		if r.Next == p.After {
+			return fmt.Errorf("history.list did not move past %q; narrow it with a GLOB or --since", r.Next)
+		}
+		p.After = r.Next
+	}
+}
+
+// historyLines counts the entries of a text page (its lines but the header).
+func historyLines(text string) int {
+	n := strings.Count(text, "\n")
+	if strings.HasPrefix(text, core.HistoryColumns[0]) {
+		n--
+	}
+	return n
 }
 
 func (app *app) agentResumeCommand() *cli.Command {
