@@ -81,10 +81,15 @@ type Service struct {
 	store core.Store
 	svc   core.Service // set by Start
 
-	mu        sync.Mutex
-	accts     map[string][]*account     // provider → accounts in config order
-	agents    map[string]*agentInfo     // by agent id, from events and placements
-	budgets   map[string]*budget        // by glob
+	mu      sync.Mutex
+	accts   map[string][]*account // provider → accounts in config order
+	agents  map[string]*agentInfo // by agent id, from events and placements
+	budgets map[string]*budget    // by glob
+	// budgetList is budgets in glob order (admission walks it per decision).
+	budgetList []*budget
+	// continued are the records a later resume continues (their usage is in the newer
+	// record's), by id; they count in no budget.
+	continued map[string]bool
 	seq       uint64                    // placement sequence (round-robin)
 	gen       uint64                    // bumped whenever a decision could change
 	live      map[string]map[string]int // provider → account → live agents
@@ -165,7 +170,7 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store,
 		accts: map[string][]*account{}, agents: map[string]*agentInfo{}, budgets: map[string]*budget{},
-		live: map[string]map[string]int{}, wake: make(chan struct{}, 1)}
+		continued: map[string]bool{}, live: map[string]map[string]int{}, wake: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for _, sp := range opts.Accounts {
 		if sp.Label == "" {
@@ -226,11 +231,16 @@ func (s *Service) Start(ctx context.Context, svc core.Service) error {
 	if err != nil {
 		return fmt.Errorf("accounts: subscribe: %w", err)
 	}
+	paths := make([]string, 0, len(agents))
+	for _, a := range agents {
+		paths = append(paths, a.Path)
+	}
+	s.warm(paths...)
 	s.mu.Lock()
 	for _, a := range agents {
 		s.noteAgentLocked(a)
 	}
-	s.recomputeBudgetsLocked()
+	s.reachedLocked()
 	s.mu.Unlock()
 	s.wg.Add(2)
 	go s.follow(ch)
@@ -268,10 +278,11 @@ func (s *Service) onEvent(ev wire.Event) {
 	if ev.Agent == nil {
 		return
 	}
+	s.warm(ev.Agent.Path) // a new agent's path is matched here, once, not under the lock
 	s.mu.Lock()
 	gen := s.gen
 	s.noteAgentLocked(*ev.Agent)
-	reached := s.recomputeBudgetsLocked()
+	reached := s.reachedLocked()
 	changed := s.gen != gen
 	s.mu.Unlock()
 	if changed {
@@ -282,12 +293,22 @@ func (s *Service) onEvent(ev wire.Event) {
 	}
 }
 
-// noteAgentLocked updates what the service knows of one agent.
+// noteAgentLocked updates what the service knows of one agent, and the budgets' totals
+// with it.
 func (s *Service) noteAgentLocked(a wire.Agent) {
 	in := s.agents[a.ID]
 	if in == nil {
 		in = &agentInfo{}
 		s.agents[a.ID] = in
+	} else {
+		s.addLocked(a.ID, in, -1)
+	}
+	defer s.addLocked(a.ID, in, 1)
+	if rf := a.ResumedFrom; rf != "" && rf != a.ID && !s.continued[rf] {
+		if x := s.agents[rf]; x != nil {
+			s.addLocked(rf, x, -1)
+		}
+		s.continued[rf] = true
 	}
 	before := *in
 	in.provider, in.path, in.model = a.Provider, a.Path, a.Model

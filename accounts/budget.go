@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -26,7 +27,11 @@ const WrapUp = "orcr: this subtree's budget is spent. Wrap up now: save your wor
 
 type budget struct {
 	b    wire.Budget
-	glob core.Glob
+	glob core.Glob // compiled once, when the budget is set or loaded
+	// under caches glob.MatchUnder per agent path (guarded by Service.mu). A path never
+	// changes, so each distinct path is matched once — before the lock where it can be
+	// (warm) — and every later event or admission decision is a map lookup.
+	under map[string]bool
 }
 
 type budgetRecord struct {
@@ -34,19 +39,39 @@ type budgetRecord struct {
 	Budget wire.Budget `json:"budget"`
 }
 
-// matches: path or one of its ancestors matches the glob.
-func (b *budget) matches(path string) bool {
-	for p := path; p != ""; {
-		if b.glob.Match(p) {
-			return true
-		}
-		i := strings.LastIndexByte(p, '/')
-		if i < 0 {
-			break
-		}
-		p = p[:i]
+// maxUnderCache bounds a budget's path cache (paths of spawns that were refused add
+// entries too); past it the cache starts again and paths are matched afresh.
+const maxUnderCache = 1 << 16
+
+func newBudget(b wire.Budget, g core.Glob) *budget {
+	return &budget{b: b, glob: g, under: map[string]bool{}}
+}
+
+// underLocked: path or one of its ancestors matches the glob.
+func (b *budget) underLocked(path string) bool {
+	m, ok := b.under[path]
+	if !ok {
+		m = b.glob.MatchUnder(path)
+		b.cacheLocked(path, m)
 	}
-	return false
+	return m
+}
+
+func (b *budget) cacheLocked(path string, m bool) {
+	if len(b.under) >= maxUnderCache {
+		clear(b.under)
+	}
+	b.under[path] = m
+}
+
+// add counts one agent's usage in (sign 1) or out of (sign -1) the budget's totals.
+func (b *budget) add(in *agentInfo, sign int) {
+	b.b.SpentUSD += float64(sign) * in.costUSD
+	b.b.SpentTokens += int64(sign) * in.tokens
+	b.b.Agents += sign
+	if b.b.Agents == 0 {
+		b.b.SpentUSD, b.b.SpentTokens = 0, 0 // no rounding left over from sums taken back
+	}
 }
 
 func (b *budget) spentText() string {
@@ -56,57 +81,92 @@ func (b *budget) spentText() string {
 	return fmt.Sprintf("%d of %d tokens used", b.b.SpentTokens, *b.b.Tokens)
 }
 
-// budgetHoldLocked is the reason a spawn at path is held by a reached budget.
-func (s *Service) budgetHoldLocked(path string) string {
-	if len(s.budgets) == 0 {
-		return ""
+// warm matches paths against every budget that has not seen them yet, without the
+// service's lock — admission waits for that lock while it holds the engine's, so no glob
+// is matched there when it can be helped — and caches the answers.
+func (s *Service) warm(paths ...string) {
+	type job struct {
+		b    *budget
+		path string
 	}
-	for _, g := range s.budgetOrderLocked() {
-		b := s.budgets[g]
-		if b.b.Reached && b.matches(path) {
+	var jobs []job
+	s.mu.Lock()
+	for _, b := range s.budgetList {
+		for _, p := range paths {
+			if _, ok := b.under[p]; !ok {
+				jobs = append(jobs, job{b, p})
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(jobs) == 0 {
+		return
+	}
+	m := make([]bool, len(jobs))
+	for i, j := range jobs {
+		m[i] = j.b.glob.MatchUnder(j.path) // the glob is immutable: no lock needed
+	}
+	s.mu.Lock()
+	for i, j := range jobs {
+		j.b.cacheLocked(j.path, m[i])
+	}
+	s.mu.Unlock()
+}
+
+// budgetHoldLocked is the reason a spawn at path is held by a reached budget. It runs
+// under the engine's lock: a walk over the budgets and a map lookup each.
+func (s *Service) budgetHoldLocked(path string) string {
+	for _, b := range s.budgetList {
+		if b.b.Reached && b.underLocked(path) {
 			return "budget " + b.b.Glob + ": " + b.spentText()
 		}
 	}
 	return ""
 }
 
-func (s *Service) budgetOrderLocked() []string {
-	gs := make([]string, 0, len(s.budgets))
-	for g := range s.budgets {
-		gs = append(gs, g)
+// listBudgetsLocked rebuilds the budgets in glob order after one is set or removed.
+func (s *Service) listBudgetsLocked() {
+	s.budgetList = s.budgetList[:0]
+	for _, b := range s.budgets {
+		s.budgetList = append(s.budgetList, b)
 	}
-	sort.Strings(gs)
-	return gs
+	sort.Slice(s.budgetList, func(i, j int) bool { return s.budgetList[i].b.Glob < s.budgetList[j].b.Glob })
 }
 
-// recomputeBudgetsLocked sums every budget's subtree and returns the budgets that
-// have just reached their bound.
-func (s *Service) recomputeBudgetsLocked() []wire.Budget {
-	var reached []wire.Budget
-	var continued map[string]bool // records a later resume continues
-	for _, in := range s.agents {
-		if in.resumedFrom != "" {
-			if continued == nil {
-				continued = map[string]bool{}
-			}
-			continued[in.resumedFrom] = true
+// countsLocked: agent id's usage is in budget b's totals. A record a later resume
+// continues is not (its usage is inside the newer one's: the session is shared), nor one
+// created before the budget's Since.
+func (s *Service) countsLocked(id string, in *agentInfo, b *budget) bool {
+	return !s.continued[id] && (b.b.Since == nil || !in.created.Before(*b.b.Since)) && b.underLocked(in.path)
+}
+
+// addLocked counts one agent in (sign 1) or out of (-1) every budget it falls under.
+// What it knows of an agent changes between a -1 and a +1, so the totals follow each
+// usage or cost event in O(budgets), never by summing every record again.
+func (s *Service) addLocked(id string, in *agentInfo, sign int) {
+	for _, b := range s.budgetList {
+		if s.countsLocked(id, in, b) {
+			b.add(in, sign)
 		}
 	}
-	for _, g := range s.budgetOrderLocked() {
-		b := s.budgets[g]
-		usd, tok, n := 0.0, int64(0), 0
-		for id, in := range s.agents {
-			if continued[id] || b.b.Since != nil && in.created.Before(*b.b.Since) {
-				continue
-			}
-			if b.matches(in.path) {
-				usd += in.costUSD
-				tok += in.tokens
-				n++
-			}
+}
+
+// totalLocked sums one budget afresh: when it is set or loaded.
+func (s *Service) totalLocked(b *budget) {
+	b.b.SpentUSD, b.b.SpentTokens, b.b.Agents = 0, 0, 0
+	for id, in := range s.agents {
+		if s.countsLocked(id, in, b) {
+			b.add(in, 1)
 		}
-		b.b.SpentUSD, b.b.SpentTokens, b.b.Agents = usd, tok, n
-		hit := (b.b.USD != nil && usd >= *b.b.USD) || (b.b.Tokens != nil && tok >= *b.b.Tokens)
+	}
+}
+
+// reachedLocked marks the budgets whose totals have reached their bound and returns
+// those that just did.
+func (s *Service) reachedLocked() []wire.Budget {
+	var reached []wire.Budget
+	for _, b := range s.budgetList {
+		hit := (b.b.USD != nil && b.b.SpentUSD >= *b.b.USD) || (b.b.Tokens != nil && b.b.SpentTokens >= *b.b.Tokens)
 		if hit && !b.b.Reached {
 			now := s.now().UTC()
 			b.b.Reached, b.b.ReachedAt = true, &now
@@ -135,7 +195,7 @@ func (s *Service) budgetReached(b wire.Budget) {
 	bb := s.budgets[b.Glob]
 	var live []string
 	for id, in := range s.agents {
-		if bb != nil && in.live && bb.matches(in.path) {
+		if bb != nil && in.live && bb.underLocked(in.path) {
 			live = append(live, id)
 		}
 	}
@@ -157,7 +217,12 @@ func (s *Service) windDown(id string, grace time.Duration) {
 	if _, err := s.svc.Wait(s.ctx, wire.WaitParams{Glob: id, Until: "settled", TimeoutSeconds: secs}); err != nil {
 		s.log.Warn("budget: wait for the turn to settle", "id", id, "err", err)
 	}
-	if err := s.typeLine(id, WrapUp); err != nil {
+	// An agent waiting on a prompt gets the message once the prompt is answered,
+	// within the grace period; typed into the prompt it would answer it.
+	wctx, cancel := context.WithTimeout(s.ctx, grace)
+	err := core.SendWhenFree(wctx, s.svc, wire.SendParams{Target: id, Text: WrapUp, Enter: true})
+	cancel()
+	if err != nil {
 		s.log.Warn("budget wrap-up message", "id", id, "err", err)
 	}
 	select {
@@ -202,7 +267,8 @@ func (s *Service) loadBudgetsLocked(ctx context.Context) error {
 			s.log.Warn("accounts: stored budget glob invalid, skipped", "glob", key, "err", err)
 			return true
 		}
-		s.budgets[rec.Budget.Glob] = &budget{b: rec.Budget, glob: g}
+		s.budgets[rec.Budget.Glob] = newBudget(rec.Budget, g)
+		s.listBudgetsLocked()
 		return true
 	})
 }
@@ -229,14 +295,32 @@ func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.B
 	if err != nil {
 		return wire.Budget{}, err
 	}
-	b := &budget{glob: g, b: wire.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC(),
-		Role: p.Role, Since: p.Since}}
+	b := newBudget(wire.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC(),
+		Role: p.Role, Since: p.Since}, g)
+	// Every known path is matched here, before the lock (b is not shared yet); only
+	// agents that appear meanwhile are matched under it.
+	s.mu.Lock()
+	paths := make([]string, 0, len(s.agents))
+	for _, in := range s.agents {
+		paths = append(paths, in.path)
+	}
+	if old := s.budgets[b.b.Glob]; old != nil {
+		maps.Copy(b.under, old.under) // the same glob: the same answers
+	}
+	s.mu.Unlock()
+	for _, p := range paths {
+		if _, ok := b.under[p]; !ok {
+			b.cacheLocked(p, g.MatchUnder(p))
+		}
+	}
 	s.mu.Lock()
 	if old := s.budgets[b.b.Glob]; old != nil {
 		b.b.CreatedAt = old.b.CreatedAt
 	}
 	s.budgets[b.b.Glob] = b
-	reached := s.recomputeBudgetsLocked()
+	s.listBudgetsLocked()
+	s.totalLocked(b)
+	reached := s.reachedLocked()
 	s.gen++
 	out := b.b
 	s.mu.Unlock()
@@ -252,10 +336,9 @@ func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.B
 func (s *Service) Budgets(context.Context) ([]wire.Budget, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recomputeBudgetsLocked()
 	out := []wire.Budget{}
-	for _, g := range s.budgetOrderLocked() {
-		out = append(out, s.budgets[g].b)
+	for _, b := range s.budgetList {
+		out = append(out, b.b)
 	}
 	return out, nil
 }
@@ -271,11 +354,14 @@ func (s *Service) BudgetRemove(ctx context.Context, glob string) error {
 	}
 	if b == nil {
 		var gs []string
-		gs = append(gs, s.budgetOrderLocked()...)
+		for _, b := range s.budgetList {
+			gs = append(gs, b.b.Glob)
+		}
 		s.mu.Unlock()
 		return wire.Errorf(wire.CodeNotFound, "no budget on %q; budgets: %s", glob, strings.Join(gs, ", "))
 	}
 	delete(s.budgets, b.b.Glob)
+	s.listBudgetsLocked()
 	s.gen++
 	s.mu.Unlock()
 	s.kick()

@@ -63,8 +63,9 @@ func (s *Service) Place(_ context.Context, a wire.Agent) string {
 	acct.lastUsed = s.seq
 	in := s.agents[a.ID]
 	if in == nil {
-		in = &agentInfo{provider: a.Provider, path: a.Path, model: a.Model}
+		in = &agentInfo{provider: a.Provider, path: a.Path, model: a.Model, created: a.CreatedAt, resumedFrom: a.ResumedFrom}
 		s.agents[a.ID] = in
+		s.addLocked(a.ID, in, 1)
 	}
 	s.setLiveLocked(in, true, d.Account)
 	s.gen++
@@ -98,7 +99,12 @@ func accountEnv(sp Spec) map[string]string {
 }
 
 // CheckSpawn implements core.SpawnChecker: --account must name a configured account.
+// It also matches the spawn's path against the budgets' globs, here and once, so that
+// Admit (under the engine's lock) only looks the answers up.
 func (s *Service) CheckSpawn(_ context.Context, p wire.RunParams) error {
+	if p.Path != "" {
+		s.warm(p.Path)
+	}
 	if p.Account == "" {
 		return nil
 	}

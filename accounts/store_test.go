@@ -69,7 +69,7 @@ func TestBudgetGate(t *testing.T) {
 	}
 	s.mu.Lock()
 	s.noteAgentLocked(wire.Agent{ID: "a", Path: "review/x/y", Provider: "claude", State: wire.StateDone, Usage: wire.Usage{OutputTokens: 1200}})
-	reached := s.recomputeBudgetsLocked()
+	reached := s.reachedLocked()
 	s.mu.Unlock()
 	if len(reached) != 1 {
 		t.Fatalf("reached %v", reached)

@@ -80,6 +80,9 @@ func (app *app) agentCommand() *cli.Command {
 			},
 			{
 				Name: "send", Usage: "type TEXT and press enter", ArgsUsage: "TARGET TEXT",
+				Description: "An agent waiting on a prompt (a permission, a question, a plan) gets no text: typed there it\n" +
+					"would answer the prompt. The send is refused with agent_blocked; answer with orcr agent answer\n" +
+					"(--deny --text WHY sends your text as the reason), or press keys yourself with --keys.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "no-enter", Usage: "type without pressing enter"},
 					&cli.StringSliceFlag{Name: "keys", Usage: "named keys to press: enter,esc,tab,up,ctrl-c,…"},
@@ -87,8 +90,13 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					text := strings.Join(c.Args().Tail(), " ")
-					return cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
+					err := cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
+					if wire.CodeOf(err) == wire.CodeAgentBlocked {
+						// Scripts match the stable code, as with agent answer.
+						return fmt.Errorf("%w [%s]", err, wire.CodeAgentBlocked)
+					}
+					return err
 				},
 			},
 			app.agentAnswerCommand(),

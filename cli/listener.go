@@ -180,11 +180,20 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 		ids := l.HeldIDs
 		more := ""
 		if len(ids) > 5 {
-			ids, more = ids[:5], fmt.Sprintf(" … %d more", len(l.HeldIDs)-5)
+			// HeldIDs names at most the oldest 100; Held counts them all.
+			ids, more = ids[:5], fmt.Sprintf(" … %d more", max(l.Held, len(l.HeldIDs))-5)
 		}
 		fmt.Fprintf(w, " (%s%s)", strings.Join(ids, ", "), more)
 	}
 	fmt.Fprintln(w)
+	if l.Failed > 0 {
+		// Events set aside for good: recorded with the reason, never retried.
+		at := ""
+		if l.FailedAt != nil {
+			at = ", " + core.FormatSpan(now.Sub(*l.FailedAt)) + " ago"
+		}
+		fmt.Fprintf(w, "failed:     %d event(s), not retried (last%s: %s)\n", l.Failed, at, l.LastFailed)
+	}
 	if l.LastError != "" {
 		at := ""
 		if l.ErrorAt != nil {

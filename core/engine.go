@@ -26,7 +26,10 @@ type Options struct {
 	Home      string // ORCR_HOME
 	Socket    string // the socket path agents get in ORCR_SOCKET
 	Self      string // absolute path of the orcr binary
-	Limits    Limits
+	// Secrets is secrets.toml, where env values naming {{secret.NAME}} are looked up at
+	// launch ("" : such values fail the spawn).
+	Secrets string
+	Limits  Limits
 	// BaseEnv is the environment panes start from (default os.Environ()); nesting
 	// variables are stripped from it (see CleanEnv).
 	BaseEnv []string

@@ -91,7 +91,9 @@ type Placer interface {
 
 // SpawnChecker is a Gate that can refuse a spawn outright when it is asked for, before
 // it is queued (an --account label that is not configured). A spawn it would merely
-// hold is not an error.
+// hold is not an error. It is called without the engine's lock, with p.Path resolved
+// (absolute, without the leading "/"), so a gate can do a spawn's slow work there — the
+// budgets match the path against their globs — rather than in Admit.
 type SpawnChecker interface {
 	CheckSpawn(ctx context.Context, p wire.RunParams) error
 }
@@ -109,8 +111,14 @@ func (e *Engine) placeLocked(ctx context.Context, a wire.Agent) string {
 }
 
 // agentEnv is the agent's environment beyond the clean base: its account's, then
-// its own --env (which wins).
+// its own --env (which wins), with the values the record only names.
 func (e *Engine) agentEnv(a wire.Agent) map[string]string {
+	if own, err := envValues(e.opts.Home, e.opts.Secrets, a); err != nil {
+		e.log.Warn("agent env values", "id", a.ID, "err", err)
+		a.Env = nil
+	} else {
+		a.Env = own
+	}
 	var env map[string]string
 	for _, g := range e.gates {
 		if p, ok := g.(Placer); ok && a.Account != "" {

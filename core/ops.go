@@ -92,11 +92,19 @@ func (e *Engine) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, err
 		}
 		g = &gl
 	}
+	// A caller gone (its connection closed) is not listed for: thousands of lists
+	// nobody would read held the lock and the CPU from every other client.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	all := e.currentLocked(p.All)
 	e.mu.Unlock()
 	out := all[:0]
-	for _, a := range all {
+	for i, a := range all {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if g != nil && !g.Match(a.Path) {
 			continue
 		}
@@ -209,6 +217,15 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	if p.Text == "" && !p.Enter && len(p.Keys) == 0 {
 		return wire.Errorf(wire.CodeInvalidParams, "nothing to send: give text or --keys")
 	}
+	// Text or an Enter into a prompt that waits for a choice would answer it
+	// (sendguard.go): refused on the record now, and on the screen right before
+	// each keystroke.
+	guard := typesIntoPane(p)
+	if guard {
+		if err := refuseIfBlocked(e, rt); err != nil {
+			return err
+		}
+	}
 	keys := p.Keys
 	if p.Enter {
 		keys = append(append([]string{}, keys...), "enter")
@@ -219,11 +236,19 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 		}
 		keys = nil
 	} else if p.Text != "" {
+		if err := refuseIfPrompt(ctx, e, rt, pane); err != nil {
+			return err
+		}
 		if err := e.host.SendText(ctx, pane, p.Text); err != nil {
 			return hostErr("send text", err)
 		}
 	}
 	if len(keys) > 0 {
+		if guard {
+			if err := refuseIfPrompt(ctx, e, rt, pane); err != nil {
+				return err
+			}
+		}
 		if err := e.host.SendKeys(ctx, pane, keys...); err != nil {
 			return hostErr("send keys", err)
 		}

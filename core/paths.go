@@ -139,6 +139,15 @@ func (g Glob) Match(p string) bool {
 	return g.prog.match(p)
 }
 
+// MatchUnder reports whether path p or one of its ancestors is selected: what a rule on a
+// subtree asks (a budget counts an agent under any agent it selects). It costs one match.
+func (g Glob) MatchUnder(p string) bool {
+	if g.literal {
+		return p == g.pattern || strings.HasPrefix(p, g.pattern) && len(p) > len(g.pattern) && p[len(g.pattern)] == '/'
+	}
+	return g.prog.matchUnder(p)
+}
+
 // Literal reports whether the glob has no wildcards.
 func (g Glob) Literal() bool { return g.literal }
 

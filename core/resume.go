@@ -71,6 +71,11 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 	if _, err := os.Stat(old.Cwd); err != nil {
 		return wire.Agent{}, wire.Errorf(wire.CodeNoSession, "the folder of %s is gone (%s)", old.Path, old.Cwd)
 	}
+	// The new record keeps the old one's env values apart, as a spawn does.
+	oldEnv, err := storedEnv(e.opts.Home, old)
+	if err != nil {
+		return wire.Agent{}, wire.Errorf(wire.CodeNoSession, "the env of %s: %v", old.Path, err)
+	}
 	now := e.now()
 	a := wire.Agent{
 		ID: newID(), Path: old.Path, ParentID: old.ParentID, ParentPath: old.ParentPath,
@@ -83,11 +88,15 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
+	if err := keepEnv(e.opts.Home, &a, oldEnv); err != nil {
+		return wire.Agent{}, err
+	}
 	// The worktree is the old one (Cwd): no new worktree is made for a resume.
 	rt2 := &agentRT{a: a}
 	e.mu.Lock()
 	if other := e.liveByPathLocked(a.Path); other != nil {
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
 			Message: fmt.Sprintf("%s is %s again (%s); kill it first: orcr agent kill %s", a.Path, other.a.State, other.a.ID, a.Path)}
 	}
@@ -98,6 +107,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		e.mu.Lock()
 		delete(e.agents, a.ID)
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, err
 	}
 	e.enqueue(rt2)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 )
 
@@ -47,7 +48,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
 			"the shell provider needs a command: orcr agent run %s -- CMD [ARGS…]", p.Path)
 	}
-	if err := e.checkSpawn(ctx, p); err != nil {
+	checked := p
+	checked.Path = path // the checkers see where the agent will live, resolved
+	if err := e.checkSpawn(ctx, checked); err != nil {
 		return wire.Agent{}, err
 	}
 	cwd := p.Cwd
@@ -68,6 +71,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	// A {{secret.NAME}} the secrets file lacks fails now, naming it; the values are looked
+	// up again at each launch and kept nowhere.
+	if _, err := secretenv.Resolve(p.Env, e.opts.Secrets); err != nil {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+	}
 	now := e.now()
 	a := wire.Agent{
 		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
@@ -81,10 +89,14 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	if parent != nil {
 		a.ParentID, a.ParentPath = parent.ID, parent.Path
 	}
+	if err := keepEnv(e.opts.Home, &a, p.Env); err != nil {
+		return wire.Agent{}, err
+	}
 	rt := &agentRT{a: a}
 	e.mu.Lock()
 	if other := e.liveByPathLocked(path); other != nil {
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
 			Message: fmt.Sprintf("%s is already %s (%s); pick another path or kill it first: orcr agent kill %s",
 				path, other.a.State, other.a.ID, path)}
@@ -96,6 +108,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		e.mu.Lock()
 		delete(e.agents, a.ID)
 		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, err
 	}
 	e.enqueue(rt)
@@ -147,6 +160,13 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		}
 		a, _ = e.mutate(ctx, rt, func(x *wire.Agent) { x.Cwd = dir }, nil)
 	}
+	// From here a carries the env values (secrets resolved) the record only names.
+	vals, err := envValues(e.opts.Home, e.opts.Secrets, a)
+	if err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("env of %s: %w", a.Path, err))
+		return
+	}
+	a.Env = vals
 	if err := e.beforeLaunch(ctx, a, fresh); err != nil {
 		e.finishFailed(ctx, rt, err)
 		return

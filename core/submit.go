@@ -86,6 +86,10 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 	onScreen := func() bool { return shown() > already }
 	ps, pastes := e.host.(Paster)
 	pastes = pastes && rule.Paste
+	// Right before the first key: a prompt may have come up since the send began.
+	if err := refuseIfPrompt(ctx, e, rt, pane); err != nil {
+		return err
+	}
 	if pastes {
 		if err := ps.Paste(ctx, pane, text); err != nil {
 			return hostErr("paste text", err)
@@ -114,6 +118,22 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 		k := keys
 		if i > 0 {
 			k = []string{"enter"}
+		}
+		// Enter on a prompt that came up while the text was typed would answer it:
+		// the first is refused (the send says why it went no further); a prompt
+		// showing before a second one means the first started a turn that asked
+		// something, so the message went in and nothing more is pressed.
+		if err := refuseIfPrompt(ctx, e, rt, pane); err != nil {
+			we, blocked := err.(*wire.Error)
+			switch {
+			case blocked && we.Code == wire.CodeAgentBlocked && i > 0:
+				e.log.Info("send: a prompt showed after enter; not pressing it again", "agent", id)
+				return nil
+			case blocked && we.Code == wire.CodeAgentBlocked:
+				return &wire.Error{Code: we.Code, Data: we.Data,
+					Message: strings.Replace(we.Message, "nothing was typed", "the text was typed but Enter was not pressed", 1)}
+			}
+			return err
 		}
 		if err := e.host.SendKeys(ctx, pane, k...); err != nil {
 			return hostErr("send keys", err)

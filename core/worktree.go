@@ -3,11 +3,13 @@ package core
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // addWorktree gives an agent started with --worktree BRANCH its own git worktree under
@@ -45,7 +47,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	// A post-checkout hook may leave a process holding git's output open after git
+	// exited: git's own exit decides, its output is read for 5 s more at most.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
 			msg = err.Error()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -127,7 +129,7 @@ func startServer(ctx context.Context) (*server, error) {
 	provs := providers(cfg, s.log)
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
-		Home: home, Socket: sockPath, Self: self,
+		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
 		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
 		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
 	})
@@ -199,39 +201,102 @@ func startServer(ctx context.Context) (*server, error) {
 	return s, nil
 }
 
+// Shutdown always completes (DESIGN §13): each part of the server gets closeEach to
+// close and all of them closeTotal, then the home's lock is released and the process
+// may exit, so a new `orcr serve` can start. A part that does not finish in time is left
+// running (the process is about to end) with a dump of every goroutine in the log, which
+// says where it was stuck: a budget held the accounts feature for 24 minutes once, the
+// socket already gone and the lock still held.
+const (
+	closeEach  = 3 * time.Second
+	closeTotal = 4 * time.Second
+	// closeFloor is the least a part gets once the total is spent, and storeFloor the
+	// store's: a store that closes releases badger's directory lock while this process
+	// lives on (a dashboard handing its panes to a new server), and its next open has no
+	// log to replay.
+	closeFloor = 100 * time.Millisecond
+	storeFloor = time.Second
+)
+
 func (s *server) close(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	deadline := time.Now().Add(closeTotal)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	c := closer{log: s.log, deadline: deadline}
 	if s.sock != nil {
-		s.sock.Close()
+		c.do("socket server", func() { s.sock.Close() })
 	}
 	if s.runs != nil {
-		s.runs.Close()
+		c.do("runs", s.runs.Close)
 	}
 	if s.plans != nil {
-		s.plans.Close()
+		c.do("plans", s.plans.Close)
 	}
 	if s.listen != nil {
-		s.listen.Close()
+		c.do("listeners", s.listen.Close)
 	}
 	if s.sched != nil {
-		s.sched.Close()
+		c.do("schedules", s.sched.Close)
 	}
 	if s.roles != nil {
-		s.roles.Close()
+		c.do("roles", func() { s.roles.Close() })
 	}
 	if s.acct != nil {
-		s.acct.Close()
+		c.do("accounts", s.acct.Close)
 	}
 	if s.engine != nil {
-		s.engine.Close(ctx)
+		c.do("engine", func() { s.engine.Close(ctx) })
 	} else if s.host != nil {
-		s.host.Shutdown(ctx)
+		c.do("host", func() { s.host.Shutdown(ctx) })
 	}
 	if s.store != nil {
-		s.store.Close()
+		c.floor = storeFloor
+		c.do("store", func() { s.store.Close() })
 	}
 	s.lock.Release()
+}
+
+// closer runs the steps of a shutdown, each with a bound.
+type closer struct {
+	log      *slog.Logger
+	deadline time.Time
+	floor    time.Duration // the least the next part gets (closeFloor when zero)
+	dumped   bool
+}
+
+// do runs fn and waits for it at most closeEach, and no longer than the shutdown's
+// deadline allows (but closeFloor, or the floor set, at least). Past that it logs which
+// part hung and, once per shutdown, every goroutine's stack, and goes on.
+func (c *closer) do(name string, fn func()) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	wait := max(min(closeEach, time.Until(c.deadline)), closeFloor, c.floor)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	attrs := []any{"part", name, "waited", time.Since(start).Round(time.Millisecond)}
+	if !c.dumped {
+		c.dumped = true
+		var b bytes.Buffer
+		if p := pprof.Lookup("goroutine"); p != nil {
+			_ = p.WriteTo(&b, 2)
+		}
+		attrs = append(attrs, "goroutines", b.String())
+	}
+	c.log.Error("shutdown: a part did not close in time; going on without it", attrs...)
+}
+
+// secretsPath is secrets.toml beside config.toml (DESIGN §16).
+func secretsPath() string {
+	return filepath.Join(filepath.Dir(config.DefaultPath()), "secrets.toml")
 }
 
 // providers builds the provider adapters.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 	"orcr/github/githubtest"
 	"orcr/testutil/clis"
@@ -97,7 +98,7 @@ role = "ticketed"
 	as := e.waitAgents("gh/triage/**", 1, 20*time.Second)
 	a := as[0]
 	if a.Role != "triage" || a.Prompt != "Triage acme/app#1 by alice: Crash on start / stack trace (for gh/triage/1)" ||
-		a.Env["TRIAGE"] != "1" || a.Env["ORCR_LISTENER"] != "triage" || a.Provider != "shell" {
+		a.Env["TRIAGE"] != secretenv.Redacted || a.Env["ORCR_LISTENER"] != "triage" || a.Provider != "shell" {
 		t.Fatalf("role agent: role %q provider %s prompt %q env %v", a.Role, a.Provider, a.Prompt, a.Env)
 	}
 	if !strings.Contains(strings.Join(a.RoleNotes, "\n"), "choice 1 of 1 of role triage") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -559,5 +560,44 @@ per = "1h"
 	}
 	if l, _ := e.listener("paced"); l.Held != 3 {
 		t.Fatalf("held %d after restart", l.Held)
+	}
+}
+
+// A poison event through the real server and kernel: a title 17 levels deep is folded
+// into a path the kernel takes; an event whose prompt names a var it lacks is failed
+// alone, shown by listener show with its reason, and the event behind it goes out.
+func TestListenerPoisonEventEndToEnd(t *testing.T) {
+	e := newEnv(t)
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	deep := strings.TrimSuffix(strings.Repeat("Level/", 17), "/")
+	lines := fmt.Sprintf(`{"id":"deep","title":%q,"task":"t1"}`, deep) + "\n" +
+		`{"id":"poison","title":"no task"}` + "\n" +
+		`{"id":"fine","title":"Fine one","task":"t3"}` + "\n"
+	if err := os.WriteFile(events, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.writeListener("poison", `interval = "1s"
+[source]
+type = "shell"
+command = "cat `+events+`"
+[action]
+path = "ev/{{id}}/{{title}}"
+prompt = "do {{task}}"
+`+shellAgent)
+	e.serve()
+	as := e.waitAgents("ev/**", 2, 20*time.Second)
+	folded := "ev/deep/" + strings.TrimSuffix(strings.Repeat("level/", 13), "/") + "/level-level-level-level"
+	if got := paths(as); !slices.Contains(got, folded) || !slices.Contains(got, "ev/fine/fine-one") {
+		t.Fatalf("agents %v, want %s and ev/fine/fine-one", got, folded)
+	}
+	wait.For(t, 20*time.Second, "the poison event failed", func() bool {
+		l, err := e.listener("poison")
+		return err == nil && l.Failed == 1 && l.Fires == 2
+	})
+	out := e.must("listener", "show", "poison")
+	for _, want := range []string{"failed:     1 event(s), not retried (last", `poison: template "do {{task}}": the event has no "task"`, "held:       0", "state:      enabled"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("listener show lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -39,7 +39,9 @@ func count(req *http.Request, notModified bool) {
 // turned back into the 200 it stands for, from the stored body, counted in the call's
 // tally so callers can tell nothing changed. Entries are kept per request
 // URL, least recently used evicted past maxBytes: an evicted URL only costs one
-// unconditional request.
+// unconditional request. One body may take the whole of maxBytes (a page of 100 issues
+// with long bodies is over 10 MiB); a body larger still is streamed to the caller
+// uncached. No body is ever cut: a cut page decodes as "malformed" on every poll.
 type etagCache struct {
 	next     http.RoundTripper
 	maxBytes int
@@ -56,9 +58,6 @@ type cacheEntry struct {
 	link string
 	body []byte
 }
-
-// maxCachedBody bounds one stored body; larger answers are passed through uncached.
-const maxCachedBody = 8 << 20
 
 func newETagCache(next http.RoundTripper, maxBytes int) *etagCache {
 	if next == nil {
@@ -95,15 +94,24 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(cached.body))
 		resp.ContentLength = int64(len(cached.body))
 	case resp.StatusCode == http.StatusOK && resp.Header.Get("ETag") != "":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxCachedBody+1))
-		resp.Body.Close()
+		// A body that fits the whole cache is kept for the 304s to come; a larger one
+		// is handed on as it streams, never cut: the caller decodes all of it, and the
+		// next request for the URL goes out unconditional (it has no stored body).
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.maxBytes)+1))
 		if err != nil {
+			resp.Body.Close()
 			return nil, err
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if len(body) <= maxCachedBody {
-			c.put(&cacheEntry{url: key, etag: resp.Header.Get("ETag"), link: resp.Header.Get("Link"), body: body})
+		if len(body) > c.maxBytes {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+			return resp, nil
 		}
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		c.put(&cacheEntry{url: key, etag: resp.Header.Get("ETag"), link: resp.Header.Get("Link"), body: body})
 	}
 	return resp, nil
 }

@@ -169,7 +169,13 @@ func (c *Client) call(ctx context.Context, op, repo string, idempotent bool, fn 
 
 // listAll pages through a listing: fetch gets one page (1-based) and returns GitHub's
 // response; stop, if set, ends the walk early once a page holds what the caller needs.
-// maxPages bounds the walk (0: 100 pages).
+// maxPages bounds the pages fetched (0: 100); past it the listing ends with what it has,
+// as a caller asking for a few pages wants.
+//
+// Link's next is followed only to a page not fetched yet in this listing: a Link that
+// loops (page 3 → page 2) made 6,000–8,000 requests every 5 s and never ended. A loop is
+// an error, and every page of the listing leaves the ETag cache: a 304 carries no Link,
+// so the cache would replay the looping one even after GitHub mends it.
 func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages int, fetch func(ctx context.Context, page int) ([]T, *gh.Response, error), stop func(page []T) bool) ([]T, Page, error) {
 	if maxPages <= 0 {
 		maxPages = 100
@@ -182,7 +188,12 @@ func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages in
 		return Page{Requests: t.sent, NotModified: t.sent > 0 && t.sent == t.notModified, Rate: c.Rate()}
 	}
 	var all []T
-	for n := 1; n <= maxPages; {
+	// fetched holds the pages asked for: the page number is all that tells one page's URL
+	// from another's within a listing (its other parameters do not change).
+	fetched := map[int]bool{}
+	var urls []string
+	for n := 1; len(fetched) < maxPages; {
+		fetched[n] = true
 		var items []T
 		resp, err := c.call(ctx, op, repo, true, func() (*gh.Response, error) {
 			var r *gh.Response
@@ -190,6 +201,9 @@ func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages in
 			items, r, err = fetch(ctx, n)
 			return r, err
 		})
+		if resp != nil && resp.Request != nil {
+			urls = append(urls, resp.Request.URL.String())
+		}
 		if errors.Is(err, ErrMalformed) && resp != nil && resp.Request != nil {
 			c.cache.forget(resp.Request.URL.String())
 		}
@@ -199,6 +213,15 @@ func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages in
 		all = append(all, items...)
 		if resp.NextPage == 0 || (stop != nil && stop(items)) {
 			break
+		}
+		if fetched[resp.NextPage] {
+			for _, u := range urls {
+				c.cache.forget(u)
+			}
+			pg := page()
+			return all, pg, errorf(ErrMalformed, op, repo,
+				"GitHub's Link header loops at page %d (its next, page %d, was fetched already); stopped after %d requests, and the next call asks again without cached pages",
+				n, resp.NextPage, pg.Requests)
 		}
 		n = resp.NextPage
 	}

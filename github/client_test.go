@@ -90,6 +90,90 @@ func TestRepeatedTickIsOneConditionalRequest(t *testing.T) {
 	}
 }
 
+// TestBigPageIsReadWhole: a page of 100 issues with bodies at GitHub's 65,536-character
+// bound in two-byte characters is over 12 MiB. It was cut at 8 MiB by the ETag cache and
+// failed as "malformed" on every call; it must decode whole, and the next call must be
+// answered 304 and replayed from the cache, as for any page.
+func TestBigPageIsReadWhole(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	body := strings.Repeat("é", githubtest.MaxBody)
+	for i := range 100 {
+		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
+	}
+	// A long timeout: under -race on a loaded machine the fake server's 12.6 MiB
+	// answer (encoded and hashed for its ETag at every request) takes seconds.
+	long := func(o *github.Options) { o.Timeout = 2 * time.Minute }
+	c := newClient(t, s, "tok", long)
+	ctx := context.Background()
+	for i, want304 := range []bool{false, true} {
+		s.ResetRequests()
+		got, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if err != nil || len(got) != 100 || pg.NotModified != want304 {
+			t.Fatalf("call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+		for _, is := range got {
+			if is.Body != body {
+				t.Fatalf("call %d: issue #%d has a body of %d bytes, want %d", i+1, is.Number, len(is.Body), len(body))
+			}
+		}
+		if reqs := s.Requests(); len(reqs) != 1 || reqs[0].Conditional != want304 {
+			t.Fatalf("call %d: server saw %+v", i+1, reqs)
+		}
+	}
+	// Larger than the whole cache (a 1.3 MiB page, a 1 MiB cache): streamed to the
+	// caller, never cut, and not kept.
+	s.AddRepo("o/s")
+	for i := range 10 {
+		s.AddIssue("o/s", githubtest.Issue{Title: fmt.Sprint("big ", i+1), Body: body})
+	}
+	small := newClient(t, s, "tok", long, func(o *github.Options) { o.CacheBytes = 1 << 20 })
+	for i := range 2 {
+		got, pg, err := small.ListIssues(ctx, "o/s", github.IssueQuery{})
+		if err != nil || len(got) != 10 || pg.NotModified || got[0].Body != body || got[9].Body != body {
+			t.Fatalf("over the cache, call %d: %d issues, %+v, %v", i+1, len(got), pg, err)
+		}
+	}
+}
+
+// A Link header that loops (page 3's next is page 2) ends the listing with an error that
+// says so, after the pages it could fetch; before, a listing never ended (6,000–8,000
+// requests every 5 s). Once GitHub mends it the next listing reads every page, though
+// page 3 is unchanged and revalidating it from the cache would replay the looping Link;
+// and after that an unchanged listing is all 304s again.
+func TestLinkLoopStops(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	for i := range 250 {
+		s.AddIssue("o/r", githubtest.Issue{Title: fmt.Sprint("issue ", i+1)})
+	}
+	c := newClient(t, s, "tok")
+	// The deadline only keeps a broken client from spinning for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s.Fail(githubtest.Fault{Path: "/repos/o/r/issues", Page: 3, NextPage: 2})
+	for range 2 {
+		s.ResetRequests()
+		_, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+		if !errors.Is(err, github.ErrMalformed) || !strings.Contains(err.Error(), "GitHub's Link header loops at page 3") ||
+			!strings.Contains(err.Error(), "stopped") {
+			t.Fatalf("looping Link: %v", err)
+		}
+		if n := len(s.Requests()); n != 3 || pg.Requests != 3 {
+			t.Fatalf("looping Link: %d requests sent (page says %d), want 3", n, pg.Requests)
+		}
+	}
+	s.ClearFaults()
+	got, pg, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+	if err != nil || len(got) != 250 || pg.Requests != 3 {
+		t.Fatalf("after GitHub mends the Link: %d issues in %d requests, %v", len(got), pg.Requests, err)
+	}
+	got, pg, err = c.ListIssues(ctx, "o/r", github.IssueQuery{})
+	if err != nil || len(got) != 250 || pg.Requests != 3 || !pg.NotModified {
+		t.Fatalf("unchanged listing: %d issues, %+v, %v", len(got), pg, err)
+	}
+}
+
 // BenchmarkTickNotModified measures the client's CPU for one steady-state tick (one
 // conditional request answered 304) against a repository of 1,000 open issues.
 func BenchmarkTickNotModified(b *testing.B) {

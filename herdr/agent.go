@@ -2,6 +2,7 @@ package herdr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -109,8 +110,9 @@ func (h *Host) IntegrationInstalled(ctx context.Context, provider string) (bool,
 	}
 	cmd := exec.CommandContext(ctx, h.opts.Bin, "integration", "status")
 	cmd.Env = serverEnv(h.opts.Env)
+	cmd.WaitDelay = 2 * time.Second // a server it starts cannot hold the answer by holding stdout
 	out, err := cmd.Output()
-	if err != nil {
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		return false, fmt.Errorf("herdr integration status: %w", err)
 	}
 	return parseIntegrationStatus(string(out), provider), nil

@@ -199,7 +199,8 @@ func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire
 	if v.NextPoll == nil && e.err == nil && !disabled {
 		v.NextPoll = ptr(e.next)
 	}
-	v.Fires, v.Held, v.LastError, v.Failures = st.Fires, len(st.Held), st.LastError, st.Failures
+	v.Fires, v.Held, v.LastError, v.Failures = st.Fires, st.HeldCount+len(st.Held), st.LastError, st.Failures
+	v.Failed, v.LastFailed, v.FailedAt = st.Failed, st.LastFailed, ptr(st.FailedAt)
 	if e.err == nil {
 		now := s.opts.Now()
 		for _, sd := range NewLimiter(e.l.RateLimits, st.Dispatches).Standings(now) {
@@ -212,9 +213,22 @@ func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire
 		for _, h := range st.Held {
 			v.HeldIDs = append(v.HeldIDs, h.ID)
 		}
+		// The oldest maxHeldIDs are named; Held is the count of them all.
+		held, err := s.rec.held(ctx, e.name, maxHeldIDs)
+		if err != nil {
+			return v, err
+		}
+		for _, h := range held {
+			if len(v.HeldIDs) < maxHeldIDs {
+				v.HeldIDs = append(v.HeldIDs, h.Event.ID)
+			}
+		}
 	}
 	return v, nil
 }
+
+// maxHeldIDs bounds the held ids listener.get names (a listener may hold thousands).
+const maxHeldIDs = 100
 
 func actionSummary(a Action) string {
 	if a.IsPlan() {

@@ -31,6 +31,12 @@ const (
 	EnvListenerEvent = "ORCR_LISTENER_EVENT"
 )
 
+// maxPrompt is the longest prompt an agent can be given: it travels as one command-line
+// argument (or, for a shell agent, one environment string), which Linux refuses over
+// 128 KiB; the same bound as roles.MaxArg. A prompt over it is the event's (a long
+// issue body), so it fails that event alone.
+const maxPrompt = 120 << 10
+
 // dispatcher is the service's Dispatcher.
 type dispatcher struct{ s *Service }
 
@@ -47,7 +53,11 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 	if a.Prompt.Text != "" {
 		var err error
 		if prompt, err = a.Prompt.Render(e.Vars); err != nil {
-			return err
+			return Permanent(err)
+		}
+		if len(prompt) > maxPrompt {
+			return Permanent(fmt.Errorf("the prompt this event renders is %d bytes, over the %d-byte limit of one command-line argument; put the long var (e.g. {{body}}) in a file the agent reads, or leave it out of the prompt",
+				len(prompt), maxPrompt))
 		}
 	}
 	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
@@ -70,6 +80,11 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 		}
 	}
 	ag, err := d.s.opts.Agents.Run(ctx, p)
+	if wire.CodeOf(err) == wire.CodeInvalidPath {
+		// The path is the event's (RenderPath makes every rendering valid, so this is
+		// a kernel rule it does not know): no retry makes it valid.
+		return Permanent(err)
+	}
 	if err != nil {
 		return roleError(a.Role, e, err)
 	}
@@ -100,18 +115,18 @@ func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string)
 	a := l.Action
 	req, err := a.Request.Render(e.Vars)
 	if err != nil {
-		return err
+		return Permanent(err)
 	}
 	repo, err := a.Repo.Render(e.Vars)
 	if err != nil {
-		return err
+		return Permanent(err)
 	}
 	if rest, ok := strings.CutPrefix(repo, "~/"); ok {
 		home, _ := os.UserHomeDir()
 		repo = filepath.Join(home, rest)
 	}
 	if !filepath.IsAbs(repo) {
-		return fmt.Errorf("repo %q (from %q) is not an absolute path", repo, a.Repo.Text)
+		return Permanent(fmt.Errorf("repo %q (from %q) is not an absolute path", repo, a.Repo.Text))
 	}
 	p, err := plans.PlanNew(ctx, wire.PlanNewParams{Name: name, Request: req, Repo: filepath.Clean(repo), Lead: a.Lead})
 	if err != nil {

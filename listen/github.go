@@ -3,6 +3,7 @@ package listen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,46 @@ func (g GitHubSource) Poll(ctx context.Context, cursor Cursor) (Poll, error) {
 	}
 	slices.SortStableFunc(all, func(a, b Event) int { return a.At.Compare(b.At) })
 	return Poll{Events: all, Cursor: next}, nil
+}
+
+// Shown is what the source could still show as new beyond a poll's since listing, so
+// pruning never forgets an id that could fire again (Ticker.prune):
+//
+//   - github-issues: every open issue carrying the labels. An issue comes back into the
+//     since listing whenever it is updated (a comment bumps it), so its id is kept as
+//     long as it is open and labelled; this full listing is read at each prune (hourly,
+//     conditional, so an unchanged repository costs 304s). A closed issue's id goes
+//     once it is past the age bound; reopened after that, it is work again and fires.
+//   - github-labels and github-pr-reviews: nothing. Label events are walked by id and
+//     a review's submission time never changes, so nothing behind the cursor comes
+//     back; only the age and count bounds apply.
+//   - github-comments: nothing. A comment comes back only when edited; one edited more
+//     than the age bound (30 days) after it fired fires again.
+func (g GitHubSource) Shown(ctx context.Context, _ Cursor) (map[string]bool, error) {
+	if g.Source.Type != "github-issues" {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, repo := range g.Source.Repos {
+		// The poll's own query without since: the URL a cursor-less poll asked for, so
+		// an unchanged repository answers 304 from the client's cache.
+		got, _, err := g.Client.ListIssues(ctx, repo, github.IssueQuery{State: "open", Labels: g.Source.Labels,
+			Sort: "updated", Direction: "asc"})
+		if err != nil {
+			return nil, err
+		}
+		if len(got) >= 100*100 {
+			// ListIssues stops at 100 pages: a listing that long may be cut, and an id
+			// missing from it may be one the source still shows.
+			return nil, fmt.Errorf("github: %s has %d or more open issues; not pruning against a listing that may be cut", repo, len(got))
+		}
+		for _, is := range got {
+			if !is.PullRequest {
+				out[repo+"#"+strconv.Itoa(is.Number)] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // since is a since-based cursor entry: a time and the ids handled at exactly it.

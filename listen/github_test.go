@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -319,5 +320,96 @@ func TestGitHubFaultsHoldNothingBack(t *testing.T) {
 	r.now = r.now.Add(time.Hour)
 	if res := r.tick(); res.Dispatched != 0 {
 		t.Fatalf("dispatched again: %+v", res)
+	}
+}
+
+// A GitHub page over 8 MiB with an ETag — 100 issues with bodies at GitHub's bound of
+// 65,536 characters, in two-byte characters (12.6 MiB) — was cut at 8 MiB and failed the
+// listener with "malformed response" on every poll. Every issue must be dispatched and
+// the listener must not fail; and the page answered 304 is replayed whole (the first
+// tick's prune asks for the full listing again: the same URL, answered 304).
+func TestGitHubBigPage(t *testing.T) {
+	r := newGHRig(t, `interval = "1m"
+[source]
+type = "github-issues"
+repos = ["o/r"]
+labels = ["orcr"]
+[action]
+path = "gh/{{repo}}/{{number}}"
+role = "implementor"
+prompt = "Issue #{{number}} {{title}}"
+`)
+	var log logBuf
+	r.tk.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	// A long timeout: under -race on a loaded machine the fake server's 12.6 MiB
+	// answer (encoded and hashed for its ETag at every request) takes seconds.
+	c, err := github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Backoff: time.Millisecond, Timeout: 2 * time.Minute,
+		Now: func() time.Time { return r.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tk.Source = GitHubSource{Client: c, Source: r.tk.Listener.Source, Now: func() time.Time { return r.now }}
+	body := strings.Repeat("é", githubtest.MaxBody)
+	for i := range 100 {
+		r.srv.AddIssue("o/r", githubtest.Issue{Title: "big " + strconv.Itoa(i+1), Body: body, Labels: []string{"orcr"},
+			CreatedAt: r.now.Add(time.Duration(i-100) * time.Minute)})
+	}
+	res := r.tick()
+	st, _ := r.rec.State(r.ctx, "gh")
+	if res.Err != nil || res.Dispatched != 100 || st.Failures != 0 || len(r.ag.order) != 100 {
+		t.Fatalf("first tick: %+v, failures %d, last error %q", res, st.Failures, st.LastError)
+	}
+	if reqs := r.srv.Requests(); len(reqs) != 2 || reqs[0].Status != 200 || reqs[1].Status != 304 || reqs[1].Path != reqs[0].Path {
+		t.Fatalf("first tick's requests %+v: want the page, then the same page answered 304", reqs)
+	}
+	if strings.Contains(log.String(), "level=WARN") {
+		t.Fatalf("the 304 replay of the big page failed:\n%s", log.String())
+	}
+	r.tick() // since the newest: that one issue again (since is inclusive), then 304s
+	r.srv.ResetRequests()
+	res = r.tick()
+	st, _ = r.rec.State(r.ctx, "gh")
+	if res.Err != nil || res.Dispatched != 0 || st.Failures != 0 || st.LastError != "" {
+		t.Fatalf("steady tick: %+v, failures %d, last error %q", res, st.Failures, st.LastError)
+	}
+	if reqs := r.srv.Requests(); len(reqs) != 1 || reqs[0].Status != 304 {
+		t.Fatalf("steady tick's requests %+v", reqs)
+	}
+}
+
+// A Link header that loops is the listener's error, reported like any other GitHub fault,
+// after a bounded number of requests; once GitHub mends it, the listing reads every page
+// again (the looping Link is not replayed from the ETag cache) and new issues fire.
+// Before, a tick never ended: 6,000–8,000 requests every 5 s, and no new issue fired
+// even after GitHub recovered.
+func TestGitHubLinkLoopIsReportedAndRecovers(t *testing.T) {
+	r := newGHRig(t, issuesDoc)
+	r.tk.Listener.RateLimits = nil
+	var cancel context.CancelFunc
+	// The deadline only keeps a tick that never ends from hanging the test.
+	r.ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 150 {
+		r.srv.AddIssue("o/r", githubtest.Issue{Title: "issue " + strconv.Itoa(i), Labels: []string{"orcr"},
+			CreatedAt: r.now.Add(time.Duration(i-150) * time.Minute)})
+	}
+	r.srv.Fail(githubtest.Fault{Path: "/repos/o/r/issues", Page: 2, NextPage: 1})
+	res := r.tick()
+	st, _ := r.rec.State(r.ctx, "gh")
+	if !errors.Is(res.Err, github.ErrMalformed) || !strings.Contains(st.LastError, "Link header loops at page 2") {
+		t.Fatalf("looping Link: %v / %q", res.Err, st.LastError)
+	}
+	if n := len(r.srv.Requests()); n != 2 || res.Dispatched != 0 {
+		t.Fatalf("looping Link: %d requests, %d dispatched; want 2 and none", n, res.Dispatched)
+	}
+	r.srv.ClearFaults()
+	r.now = r.now.Add(time.Hour) // past the back-off
+	if res := r.tick(); res.Err != nil || res.Dispatched != 150 {
+		t.Fatalf("after GitHub mends the Link: %+v", res)
+	}
+	r.now = r.now.Add(time.Second)
+	n := r.srv.AddIssue("o/r", githubtest.Issue{Title: "new work", Labels: []string{"orcr"}})
+	if res := r.tick(); res.Err != nil || res.Dispatched != 1 || r.ag.order[150] != "o/r#"+strconv.Itoa(n) {
+		t.Fatalf("a new issue: %+v", res)
 	}
 }

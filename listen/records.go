@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ const (
 	BucketState      = "listen.state"      // <listener> → State
 	BucketProcessed  = "listen.processed"  // <listener>/<id> → Processed
 	BucketDispatches = "listen.dispatches" // <listener>/<id> → Dispatch (intent, before the spawn)
+	BucketHeld       = "listen.held"       // <listener>/<seq, 16 hex digits> → Event, oldest first
 )
 
 // Cursor is a source's position, one entry per repository (or "" for a source
@@ -43,13 +45,17 @@ type Event struct {
 	Vars map[string]string `json:"vars"`
 }
 
-// State is what a listener keeps between ticks. Held events are the ones a tick saw
-// but could not dispatch (a rate limit was full); they are not processed, and the
-// cursor stayed put for them.
+// State is what a listener keeps between ticks. Held events — the ones a tick saw but
+// has not dispatched yet (a rate limit was full, the action failed) — are records of
+// their own in BucketHeld, one per event, so there is no cap on how many are held and
+// a dispatch rewrites no list; HeldCount is their number as the last tick left it.
 type State struct {
-	Disabled   bool        `json:"disabled,omitempty"`
-	Cursor     Cursor      `json:"cursor,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
+	Cursor   Cursor `json:"cursor,omitempty"`
+	// Held is where held events were kept before BucketHeld (up to 1000 in the state
+	// itself); a tick moves any it finds there into the bucket.
 	Held       []Event     `json:"held,omitempty"`
+	HeldCount  int         `json:"heldCount,omitempty"`
 	Dispatches []time.Time `json:"dispatches,omitempty"` // inside the longest rate window
 	Fires      int         `json:"fires"`
 	LastPoll   time.Time   `json:"lastPoll,omitzero"`
@@ -61,6 +67,13 @@ type State struct {
 	// settling a dispatch a crash interrupted counts it exactly once: dispatches of one
 	// listener are sequential, so at most one is ever pending.
 	Counted string `json:"counted,omitempty"`
+	// Failed counts events set aside for good: their dispatch could never succeed (a
+	// path that cannot be made valid, a template naming a var the event lacks). Each
+	// is marked processed with its reason and never retried; LastFailed is the latest,
+	// "<id>: <reason>".
+	Failed     int       `json:"failed,omitempty"`
+	LastFailed string    `json:"lastFailed,omitempty"`
+	FailedAt   time.Time `json:"failedAt,omitzero"`
 }
 
 // Processed marks an event dispatched: it is never dispatched again.
@@ -80,9 +93,11 @@ type Dispatch struct {
 	Plan   bool      `json:"plan,omitempty"` // the action drafts a plan
 }
 
-// MaxHeld bounds the held events kept per listener; past it the oldest new events are
-// not taken from the source this tick (the cursor stays, so none is lost).
-const MaxHeld = 1000
+// HeldEvent is a held event and its place in the listener's queue.
+type HeldEvent struct {
+	Seq   uint64
+	Event Event
+}
 
 // Records reads and writes one store's listener records.
 type Records struct{ s Store }
@@ -140,6 +155,90 @@ func (r *Records) MarkProcessed(ctx context.Context, listener, id string, p Proc
 	}
 	if err := r.s.Delete(ctx, BucketDispatches, eventKey(listener, id)); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		return fmt.Errorf("listener %s dispatch %s: %w", listener, id, err)
+	}
+	return nil
+}
+
+func heldKey(listener string, seq uint64) string {
+	return fmt.Sprintf("%s/%016x", listener, seq)
+}
+
+// Held lists a listener's held events, oldest first (the keys' fixed-width sequence
+// numbers sort in the order they were held).
+func (r *Records) Held(ctx context.Context, listener string) ([]HeldEvent, error) {
+	return r.held(ctx, listener, 0)
+}
+
+// held lists up to limit held events (0: all).
+func (r *Records) held(ctx context.Context, listener string, limit int) ([]HeldEvent, error) {
+	var out []HeldEvent
+	var derr error
+	prefix := listener + "/"
+	err := r.s.Scan(ctx, BucketHeld, func(key string, value []byte) bool {
+		rest, ok := strings.CutPrefix(key, prefix)
+		if !ok {
+			return true
+		}
+		seq, err := strconv.ParseUint(rest, 16, 64)
+		if err != nil {
+			return true // not a held key of this listener ("a/…" under listener "a/b" cannot occur: names hold no '/')
+		}
+		var e Event
+		if derr = json.Unmarshal(value, &e); derr != nil {
+			derr = fmt.Errorf("listener %s held event %s: %w", listener, rest, derr)
+			return false
+		}
+		out = append(out, HeldEvent{Seq: seq, Event: e})
+		return limit <= 0 || len(out) < limit
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listener %s held events: %w", listener, err)
+	}
+	return out, nil
+}
+
+// Hold stores an event as held at seq.
+func (r *Records) Hold(ctx context.Context, listener string, h HeldEvent) error {
+	b, err := json.Marshal(h.Event)
+	if err != nil {
+		return err
+	}
+	if err := r.s.Put(ctx, BucketHeld, heldKey(listener, h.Seq), b); err != nil {
+		return fmt.Errorf("listener %s hold %s: %w", listener, h.Event.ID, err)
+	}
+	return nil
+}
+
+// Unhold drops a held event (dispatched, failed for good, or found processed).
+func (r *Records) Unhold(ctx context.Context, listener string, seq uint64) error {
+	if err := r.s.Delete(ctx, BucketHeld, heldKey(listener, seq)); err != nil && !errors.Is(err, wire.ErrNotFound) {
+		return fmt.Errorf("listener %s unhold: %w", listener, err)
+	}
+	return nil
+}
+
+// DropHeld forgets every held event of a listener (removed, or its source changed).
+func (r *Records) DropHeld(ctx context.Context, listener string) error {
+	return r.dropPrefix(ctx, BucketHeld, listener)
+}
+
+func (r *Records) dropPrefix(ctx context.Context, bucket, listener string) error {
+	var keys []string
+	if err := r.s.Scan(ctx, bucket, func(key string, _ []byte) bool {
+		if strings.HasPrefix(key, listener+"/") {
+			keys = append(keys, key)
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := r.s.Delete(ctx, bucket, k); err != nil && !errors.Is(err, wire.ErrNotFound) {
+			return err
+		}
 	}
 	return nil
 }
@@ -202,20 +301,9 @@ func (r *Records) PruneProcessed(ctx context.Context, listener string, before ti
 
 // Remove deletes every record of a listener (its file was removed).
 func (r *Records) Remove(ctx context.Context, listener string) error {
-	for _, bucket := range []string{BucketProcessed, BucketDispatches} {
-		var keys []string
-		if err := r.s.Scan(ctx, bucket, func(key string, _ []byte) bool {
-			if strings.HasPrefix(key, listener+"/") {
-				keys = append(keys, key)
-			}
-			return true
-		}); err != nil {
+	for _, bucket := range []string{BucketProcessed, BucketDispatches, BucketHeld} {
+		if err := r.dropPrefix(ctx, bucket, listener); err != nil {
 			return err
-		}
-		for _, k := range keys {
-			if err := r.s.Delete(ctx, bucket, k); err != nil {
-				return err
-			}
 		}
 	}
 	if err := r.s.Delete(ctx, BucketState, listener); err != nil && !errors.Is(err, wire.ErrNotFound) {
@@ -224,10 +312,50 @@ func (r *Records) Remove(ctx context.Context, listener string) error {
 	return nil
 }
 
-// Prune bounds every listener's processed marks in one pass over the bucket: marks
-// older than before go, and past keep per listener so do the oldest. It returns how
-// many it deleted.
-func (r *Records) Prune(ctx context.Context, before time.Time, keep int) (int, error) {
+// PruneShown bounds one listener's processed marks without forgetting what its source
+// still shows: a mark whose id is in shown stays whatever its age; of the others, those
+// older than before go, and past keep of them so do the oldest. It returns how many it
+// deleted.
+func (r *Records) PruneShown(ctx context.Context, listener string, shown map[string]bool, before time.Time, keep int) (int, error) {
+	type mark struct {
+		key string
+		at  time.Time
+	}
+	var ms []mark
+	prefix := listener + "/"
+	err := r.s.Scan(ctx, BucketProcessed, func(key string, value []byte) bool {
+		id, ok := strings.CutPrefix(key, prefix)
+		if !ok || shown[id] {
+			return true
+		}
+		var p Processed
+		_ = json.Unmarshal(value, &p) // an unreadable mark has the zero time: it goes first
+		ms = append(ms, mark{key, p.At})
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(ms, func(a, b mark) int { return b.at.Compare(a.at) }) // newest first
+	n := 0
+	for i, m := range ms {
+		if i < keep && !m.at.Before(before) {
+			continue
+		}
+		if err := r.s.Delete(ctx, BucketProcessed, m.key); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Prune bounds the processed marks of listeners that no longer run (removed), in one
+// pass over the bucket: marks older than before go, and past keep per listener so do
+// the oldest. Listeners that run (skip says which) prune their own against their
+// source's listing (PruneShown), so an id the source still shows is never forgotten.
+// It returns how many it deleted.
+func (r *Records) Prune(ctx context.Context, before time.Time, keep int, skip func(listener string) bool) (int, error) {
 	type mark struct {
 		key string
 		at  time.Time
@@ -235,6 +363,9 @@ func (r *Records) Prune(ctx context.Context, before time.Time, keep int) (int, e
 	by := map[string][]mark{}
 	err := r.s.Scan(ctx, BucketProcessed, func(key string, value []byte) bool {
 		name, _, _ := strings.Cut(key, "/")
+		if skip != nil && skip(name) {
+			return true
+		}
 		var p Processed
 		_ = json.Unmarshal(value, &p) // an unreadable mark has the zero time: it goes first
 		by[name] = append(by[name], mark{key, p.At})

@@ -78,7 +78,7 @@ type entry struct {
 	ticker  *Ticker
 	next    time.Time // when its next tick is due
 	ticking bool
-	failing bool // the last tick failed (touched only by the tick goroutine)
+	failing bool // the last tick failed (written by the tick goroutine under s.mu: entryCopy copies the entry)
 }
 
 // Service runs listeners; it implements core.ListenerService.
@@ -220,10 +220,12 @@ func (s *Service) loop() {
 		}
 		if !now.Before(nextPrune) {
 			nextPrune = now.Add(time.Hour)
-			if n, err := s.rec.Prune(s.ctx, now.Add(-s.opts.KeepProcessed), s.opts.MaxProcessed); err != nil {
+			// Listeners that run prune their own ids against their source's listing
+			// (Ticker.prune); this pass bounds only those of listeners that are gone.
+			if n, err := s.rec.Prune(s.ctx, now.Add(-s.opts.KeepProcessed), s.opts.MaxProcessed, s.known); err != nil {
 				s.log.Warn("prune listener ids", "err", err)
 			} else if n > 0 {
-				s.log.Info("pruned listener ids", "n", n)
+				s.log.Info("pruned ids of removed listeners", "n", n)
 			}
 		}
 		wait := nextScan.Sub(now)
@@ -238,6 +240,15 @@ func (s *Service) loop() {
 		}
 		timer.Reset(max(wait, 5*time.Millisecond))
 	}
+}
+
+// known says a listener of that name is loaded (runnable, invalid or disabled): its
+// processed ids are not the removed-listener prune's.
+func (s *Service) known(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ls[name]
+	return ok
 }
 
 // startDue starts the tick of every due, enabled, runnable listener (as far as the
@@ -303,6 +314,10 @@ func (s *Service) runTick(e *entry, tk *Ticker) {
 		e.next = now.Add(tk.Listener.Interval)
 	}
 	_, present := s.ls[name]
+	wasFailing := e.failing
+	if err == nil {
+		e.failing = res.Err != nil
+	}
 	s.mu.Unlock()
 	if !present || s.ctx.Err() != nil {
 		return
@@ -322,11 +337,10 @@ func (s *Service) runTick(e *entry, tk *Ticker) {
 		s.log.Warn("listener failed", "name", name, "err", res.Err, "failures", st.Failures)
 		s.publish(name, wire.EventListenerFailed, rule, map[string]any{"error": res.Err.Error(),
 			"failures": st.Failures, "nextPoll": next, "held": res.Held, "dispatched": res.Dispatched})
-	case res.Polled && (res.New > 0 || res.Dispatched > 0 || res.Held > 0 || e.failing):
+	case res.Polled && (res.New > 0 || res.Dispatched > 0 || res.Held > 0 || res.Failed > 0 || wasFailing):
 		s.publish(name, wire.EventListenerPolled, rule, map[string]any{"seen": res.Seen, "new": res.New,
-			"dispatched": res.Dispatched, "held": res.Held, "nextPoll": next})
+			"dispatched": res.Dispatched, "failed": res.Failed, "held": res.Held, "nextPoll": next})
 	}
-	e.failing = res.Err != nil
 }
 
 // rescan rereads changed files and drops removed ones.
@@ -390,11 +404,15 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 	} else {
 		backoff = nil
 	}
-	tk := &Ticker{Listener: l, Records: s.rec, Source: src, Dispatcher: s.dispatc, Now: s.opts.Now, Backoff: backoff}
+	tk := &Ticker{Listener: l, Records: s.rec, Source: src, Dispatcher: s.dispatc, Now: s.opts.Now, Backoff: backoff,
+		Logger: s.log, KeepProcessed: s.opts.KeepProcessed, MaxProcessed: s.opts.MaxProcessed}
 	if old != nil && old.ticker != nil && old.ticker.Listener.Source.Type != l.Source.Type {
 		if st, err := s.rec.State(ctx, name); err == nil {
-			st.Cursor, st.Held, st.NextPoll = nil, nil, time.Time{}
+			st.Cursor, st.Held, st.HeldCount, st.NextPoll = nil, nil, 0, time.Time{}
 			_ = s.rec.PutState(ctx, name, st)
+		}
+		if err := s.rec.DropHeld(ctx, name); err != nil {
+			s.log.Warn("listener held events", "name", name, "err", err)
 		}
 	}
 	if old != nil && old.ticker != nil {
@@ -426,6 +444,9 @@ func (s *Service) removeLocked(ctx context.Context, name string, e *entry) {
 	if err := s.opts.Store.Delete(ctx, BucketState, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		s.log.Warn("remove listener state", "name", name, "err", err)
 	}
+	if err := s.rec.DropHeld(ctx, name); err != nil {
+		s.log.Warn("remove listener held events", "name", name, "err", err)
+	}
 	s.log.Info("listener removed", "name", name, "origin", e.origin)
 	s.publish(name, wire.EventListenerRemoved, "listener.load", map[string]any{"origin": e.origin})
 }
@@ -443,4 +464,12 @@ func (g lazyGitHub) Poll(ctx context.Context, c Cursor) (Poll, error) {
 		return Poll{}, fmt.Errorf("github: %w", err)
 	}
 	return GitHubSource{Client: cl, Source: g.src, Now: g.now}.Poll(ctx, c)
+}
+
+func (g lazyGitHub) Shown(ctx context.Context, c Cursor) (map[string]bool, error) {
+	cl, err := g.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	return GitHubSource{Client: cl, Source: g.src, Now: g.now}.Shown(ctx, c)
 }

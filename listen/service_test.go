@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
@@ -53,6 +54,10 @@ func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return wire.Agent{}, f.err
+	}
+	// The kernel's own path rule, so a path it would refuse is refused here too.
+	if err := core.ValidatePath(p.Path); err != nil {
+		return wire.Agent{}, err
 	}
 	a := wire.Agent{ID: fmt.Sprint(len(f.as) + 1), Path: p.Path, Provider: p.Provider, Prompt: p.Prompt, Argv: p.Argv, Env: p.Env, Role: p.Role}
 	f.as = append(f.as, a)
@@ -248,7 +253,7 @@ func TestPruneIsBounded(t *testing.T) {
 		}
 	}
 	// Older than hour 5 goes; past 10 per listener the oldest go.
-	n, err := rec.Prune(ctx, t0.Add(5*time.Hour), 10)
+	n, err := rec.Prune(ctx, t0.Add(5*time.Hour), 10, nil)
 	if err != nil || n != 40 {
 		t.Fatalf("pruned %d %v", n, err)
 	}

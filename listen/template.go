@@ -1,6 +1,8 @@
 package listen
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,17 +115,80 @@ func (t Template) Render(vars map[string]string) (string, error) {
 	return t.render(vars, func(s string) string { return s })
 }
 
-// RenderPath fills a path template so the result is an agent path: each value is
-// lowercased and every run of characters outside [a-z0-9._-] becomes one '-', except
-// that '/' in a value (repo = "owner/name") stays a separator.
+// Path bounds (DESIGN §1): segments match [a-z0-9][a-z0-9._-]{0,63}, at most 16.
+const (
+	maxPathDepth   = 16
+	maxSegmentLen  = 64
+	segmentHashLen = 8 // hex digits of a truncated segment's hash
+)
+
+// RenderPath fills a path template so that every event gives a valid agent path, never
+// one the kernel refuses (an event whose path is refused would be held forever):
+//
+//   - each value is slugged: lowercased, every run of characters outside [a-z0-9._-]
+//     becomes one '-', leading and trailing '-' and '.' are trimmed, an empty value is
+//     "x"; a '/' in a value (repo = "owner/name") stays a separator;
+//   - then the whole path is made valid: empty segments ("a//b") are dropped; a segment
+//     that is still not valid (the template's own text: uppercase, a literal glued to a
+//     long value) is slugged the same way; a segment over 64 characters keeps its first
+//     55 and ends in '-' and 8 hex digits of its hash, so two long titles sharing a
+//     prefix still give two paths; past 16 levels the extra segments are joined with
+//     '-' into the 16th (then cut as above).
 func (t Template) RenderPath(vars map[string]string) (string, error) {
-	return t.render(vars, func(s string) string {
+	s, err := t.render(vars, func(s string) string {
 		segs := strings.Split(s, "/")
 		for i, seg := range segs {
-			segs[i] = slug(seg)
+			segs[i] = slugValue(seg)
 		}
 		return strings.Join(segs, "/")
 	})
+	if err != nil {
+		return "", err
+	}
+	return validPath(s), nil
+}
+
+// validPath makes a rendered path valid by the rules RenderPath lists.
+func validPath(p string) string {
+	var segs []string
+	for _, seg := range strings.Split(p, "/") {
+		if seg != "" {
+			segs = append(segs, seg)
+		}
+	}
+	if len(segs) > maxPathDepth {
+		segs = append(segs[:maxPathDepth-1], strings.Join(segs[maxPathDepth-1:], "-"))
+	}
+	for i, seg := range segs {
+		if !validSegment(seg) {
+			seg = slugValue(seg)
+		}
+		if len(seg) > maxSegmentLen {
+			sum := sha256.Sum256([]byte(seg))
+			keep := maxSegmentLen - segmentHashLen - 1
+			seg = strings.TrimRight(seg[:keep], "-.") + "-" + hex.EncodeToString(sum[:])[:segmentHashLen]
+		}
+		segs[i] = seg
+	}
+	if len(segs) == 0 {
+		return "x"
+	}
+	return strings.Join(segs, "/")
+}
+
+// validSegment is DESIGN §1's [a-z0-9][a-z0-9._-]{0,63}.
+func validSegment(s string) bool {
+	if s == "" || len(s) > maxSegmentLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // RenderName fills a plan-name template: the whole result is slugged (lowercase,
@@ -161,6 +226,17 @@ func (t Template) render(vars map[string]string, esc func(string) string) (strin
 }
 
 func slug(s string) string {
+	out := slugValue(s)
+	if len(out) > 64 {
+		out = out[:64]
+	}
+	return out
+}
+
+// slugValue lowercases s and turns every run of characters outside [a-z0-9._-] into
+// one '-', trimming '-' and '.' at both ends and '_' at the start (a segment starts
+// with a letter or digit); "" becomes "x". It does not bound the length.
+func slugValue(s string) string {
 	var b strings.Builder
 	dash := false
 	for _, c := range strings.ToLower(s) {
@@ -172,10 +248,7 @@ func slug(s string) string {
 			dash = true
 		}
 	}
-	out := strings.Trim(b.String(), "-.")
-	if len(out) > 64 {
-		out = out[:64]
-	}
+	out := strings.TrimLeft(strings.Trim(b.String(), "-."), "_.-")
 	if out == "" {
 		out = "x"
 	}

@@ -23,6 +23,9 @@ type memStore struct {
 	mu        sync.Mutex
 	data      map[string]map[string][]byte
 	beforePut func(bucket, key string)
+	// refuse, when set, is asked before each put: an error is the store refusing it
+	// (as the real store answers store_unavailable on a full disk).
+	refuse func(bucket, key string) error
 }
 
 func newMemStore() *memStore { return &memStore{data: map[string]map[string][]byte{}} }
@@ -30,6 +33,11 @@ func newMemStore() *memStore { return &memStore{data: map[string]map[string][]by
 func (m *memStore) Put(_ context.Context, bucket, key string, value []byte) error {
 	if m.beforePut != nil {
 		m.beforePut(bucket, key)
+	}
+	if m.refuse != nil {
+		if err := m.refuse(bucket, key); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -58,12 +66,14 @@ func (m *memStore) Delete(_ context.Context, bucket, key string) error {
 }
 
 func (m *memStore) Scan(_ context.Context, bucket string, fn func(string, []byte) bool) error {
+	// A snapshot, as core.Store's Scan sees one: fn may write to the store.
 	m.mu.Lock()
 	keys := make([]string, 0, len(m.data[bucket]))
-	for k := range m.data[bucket] {
+	vals := make(map[string][]byte, len(m.data[bucket]))
+	for k, v := range m.data[bucket] {
 		keys = append(keys, k)
+		vals[k] = v
 	}
-	vals := m.data[bucket]
 	m.mu.Unlock()
 	sort.Strings(keys)
 	for _, k := range keys {

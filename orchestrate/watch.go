@@ -83,6 +83,10 @@ func (s *Service) onLead(ctx context.Context, r Record, a wire.Agent) {
 		return // an earlier lead of the plan
 	}
 	switch {
+	case a.State == wire.StateWorking && r.Pending != "":
+		// A message still pending has not reached the lead (a prompt refused it,
+		// agent_blocked): this turn is not the one taking it up.
+		return
 	case a.State == wire.StateWorking:
 		old := r
 		next, actions, err := s.plans.Apply(ctx, r.Name, TurnStarted{}, s.now())
@@ -152,6 +156,8 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 		// The kernel's send presses enter once the text shows and again while no
 		// turn starts (core/submit.go), which claude needs for a long message.
 		if err := s.o.Agents.Send(ctx, wire.SendParams{Target: a.ID, Text: flatten(text), Enter: true}); err != nil {
+			// Pending stays; a lead waiting on a prompt (agent_blocked) gets it once
+			// its turn is over (onLead), never typed into the prompt.
 			s.log.Warn("plans: send to lead", "plan", r.Name, "err", err)
 			return r
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
 )
@@ -110,7 +111,7 @@ func roleLimits(t *testing.T, r *rig, choice, argv string) {
 		return a.LastMessage == "No blockers in internal/auth." || a.Limits.WrapUpAt != nil && r.models.Played() >= 1
 	})
 	// The model is what the transcript reports once it answers; the launch asked for sonnet.
-	if a.Provider != provider || !strings.Contains(strings.Join(a.Argv, " "), argv) || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != "1" {
+	if a.Provider != provider || !strings.Contains(strings.Join(a.Argv, " "), argv) || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != secretenv.Redacted {
 		t.Fatalf("agent %s argv %q role %q env %v", a.Provider, a.Argv, a.Role, a.Env)
 	}
 	q, ok := r.requestWith("ROLE-MARKER-7", "SKILL-MARKER-9")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 )
 
@@ -192,6 +193,9 @@ func RunHook(ctx context.Context, script, hook string, attempt int, a wire.Agent
 	cmd.Env = append(os.Environ(), "ORCR_ID="+a.ID, "ORCR_PATH="+a.Path, "ORCR_PROVIDER="+a.Provider,
 		"ORCR_ROLE="+a.Role, "ORCR_HOOK="+hook, fmt.Sprintf("ORCR_ATTEMPT=%d", attempt))
 	for k, v := range a.Env {
+		if v == secretenv.Redacted {
+			continue // the record names it; the value is the launch's alone (core/envkeep.go)
+		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

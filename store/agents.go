@@ -42,7 +42,7 @@ func (s *Store) GetAgent(ctx context.Context, id string) (wire.Agent, error) {
 		return a, err
 	}
 	key := agentKey(id)
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func (s *Store) ListAgents(ctx context.Context) ([]wire.Agent, error) {
 			b.decode()
 		})
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefixAgent
 		opts.PrefetchValues = false

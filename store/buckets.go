@@ -37,7 +37,7 @@ func (s *Store) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 		return nil, err
 	}
 	var out []byte
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(k)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func (s *Store) Scan(ctx context.Context, bucket string, fn func(key string, val
 	if err != nil {
 		return err
 	}
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.view(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = p
 		it := txn.NewIterator(opts)

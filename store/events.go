@@ -88,7 +88,7 @@ func (s *Store) Events(ctx context.Context, after uint64, limit int) ([]wire.Eve
 	if limit > 0 {
 		out = make([]wire.Event, 0, min(limit, 1024))
 	}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefixEvent
 		if limit > 0 && limit < opts.PrefetchSize {
@@ -127,37 +127,37 @@ func (s *Store) PruneEvents(ctx context.Context, upTo uint64) error {
 	if err := ctxErr(ctx, "prune events"); err != nil {
 		return err
 	}
-	if err := s.writable(); err != nil {
-		return err
-	}
-	wb := s.db.NewWriteBatch()
-	defer wb.Cancel()
-	err := s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefixEvent
-		opts.PrefetchValues = false
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		n := 0
-		for it.Rewind(); it.Valid(); it.Next() {
-			seq, ok := seqOfKey(it.Item().Key())
-			if !ok || seq > upTo {
-				break
-			}
-			if n++; n%pruneBatch == 0 {
-				if err := ctx.Err(); err != nil {
+	err := s.write(func(db *badger.DB) error {
+		wb := db.NewWriteBatch()
+		defer wb.Cancel()
+		err := db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = prefixEvent
+			opts.PrefetchValues = false
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			n := 0
+			for it.Rewind(); it.Valid(); it.Next() {
+				seq, ok := seqOfKey(it.Item().Key())
+				if !ok || seq > upTo {
+					break
+				}
+				if n++; n%pruneBatch == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
 					return err
 				}
 			}
-			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
+		return wb.Flush()
 	})
-	if err == nil {
-		err = wb.Flush()
-	}
 	if err != nil {
 		return fmt.Errorf("prune events up to %d: %w", upTo, err)
 	}

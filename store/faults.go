@@ -3,9 +3,15 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -19,12 +25,14 @@ import (
 // the directory can take one right now: the file system is writable, the directory is
 // writable (not immutable), and at least minFree bytes and a few inodes are free.
 // Otherwise the write answers store_unavailable, reads go on, and the next write checks
-// again, so writes resume by themselves once there is room. What remains is a race:
-// space taken between the check and badger's write, minFree bytes of it.
+// again, so writes resume by themselves once there is room. What remains is a race — space
+// another process takes between the check and badger's write, or before a flush or a
+// compaction badger runs on its own — and what follows update below deals with it.
 
 // minFree is the free space a write needs: a new memtable file (2 × memTableSize), the table
-// its flush builds, compaction's output and one large value.
-const minFree = 16 << 20
+// its flush builds, compaction's output and one large value. It is a variable only so that
+// a test can switch the check off (diskfull_test.go).
+var minFree uint64 = 16 << 20
 
 // writeGuard remembers whether the last check failed, so the log says when writes stop and
 // when they resume, not once per refused write.
@@ -95,10 +103,192 @@ func unavailable(dir, why string) error {
 // update is db.Update behind the write check; a write that fails on the file system anyway
 // answers store_unavailable too.
 func (s *Store) update(fn func(txn *badger.Txn) error) error {
+	return s.write(func(db *badger.DB) error { return db.Update(fn) })
+}
+
+// What remains after the check is a race: another process can take the room between the
+// check and badger's write. Every file badger maps is allocated when it is created (orcr's
+// patched copy of ristretto's z.OpenMmapFile, third_party/ristretto), so the race no longer
+// ends in SIGBUS on a sparse page: it is an ENOSPC when badger creates a file. Only one such
+// failure hurts: a memtable rotation that cannot create the next memtable leaves badger
+// without one, and its next write asserts and its next read dereferences nil. So the store
+// keeps a reserve file of reserveSize bytes beside badger's; when a write reports that
+// failure, the store deletes the reserve (room for the flush badger's close waits for and
+// for the new memtable) and reopens badger, with reads waiting for the reopen. Writes are
+// refused until the reserve can be made again, so there is always a reserve to spend.
+// debug.SetPanicOnFault alone would not do: badger writes its files on its own goroutines;
+// it guards the reads made on ours (guarded).
+
+// reserveSize is a memtable file (2 × memTableSize), the table its flush writes, and room.
+const reserveSize = 8 << 20
+
+// reserveName is the reserve's file in the store directory (badger ignores other files).
+const reserveName = "orcr-reserve"
+
+// retryEvery bounds how often a refused write tries to make the reserve or reopen badger
+// again (each try is a file allocation or a whole open).
+const retryEvery = time.Second
+
+// closeWait is how long a reopen waits for badger to close (its close flushes the last
+// memtable, which needs room); past it the store stays unavailable until the close ends.
+const closeWait = 10 * time.Second
+
+// errLostMemtable is how badger reports a memtable rotation that could not create a file.
+const errLostMemtable = "cannot create new mem table"
+
+// write runs fn on the database behind the write check, one write at a time.
+func (s *Store) write(fn func(db *badger.DB) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	if err := s.writable(); err != nil {
 		return err
 	}
-	return s.classify(s.db.Update(fn))
+	if err := s.readyLocked(); err != nil {
+		return err
+	}
+	err := s.guarded(func() error {
+		s.dbMu.RLock()
+		defer s.dbMu.RUnlock()
+		return fn(s.db)
+	})
+	if err != nil && strings.Contains(err.Error(), errLostMemtable) {
+		s.logger.Error("badger could not create its next memtable (the disk filled after the check); reopening it", "dir", s.dir, "err", err)
+		if rerr := s.reopenLocked(); rerr != nil {
+			s.logger.Error("store reopen failed; writes and reads wait for the next try", "dir", s.dir, "err", rerr)
+		}
+	}
+	return s.classify(err)
+}
+
+// readyLocked makes sure a write may reach badger: the database is open (a reopen that
+// failed is tried again) and the reserve exists (it is made again after it was spent).
+// Tries are at most one per retryEvery.
+func (s *Store) readyLocked() error {
+	if s.db != nil && s.hasReserve() {
+		return nil
+	}
+	if time.Since(s.lastTry) < retryEvery {
+		return unavailable(s.dir, "the disk filled during a write; waiting for room again")
+	}
+	s.lastTry = time.Now()
+	if s.db == nil {
+		if err := s.reopenLocked(); err != nil {
+			return unavailable(s.dir, "reopening after the disk filled: "+err.Error())
+		}
+	}
+	if err := s.makeReserve(); err != nil {
+		return unavailable(s.dir, "no room for the store's "+strconv.Itoa(reserveSize>>20)+" MiB reserve: "+err.Error())
+	}
+	return nil
+}
+
+func (s *Store) reservePath() string { return filepath.Join(s.dir, reserveName) }
+
+func (s *Store) hasReserve() bool {
+	st, err := os.Lstat(s.reservePath())
+	return err == nil && st.Mode().IsRegular() && st.Size() >= reserveSize
+}
+
+// makeReserve allocates the reserve file (fallocate: its blocks are taken now).
+func (s *Store) makeReserve() error {
+	f, err := os.OpenFile(s.reservePath(), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	err = syscall.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(s.reservePath())
+		return err
+	}
+	return nil
+}
+
+// keepReserve makes the reserve at Open when there is room; a store opened on a full disk
+// refuses writes until there is.
+func (s *Store) keepReserve() {
+	if s.hasReserve() {
+		return
+	}
+	if err := s.makeReserve(); err != nil {
+		s.logger.Warn("store reserve not made; writes wait for room", "dir", s.dir, "err", err)
+	}
+}
+
+// reopenLocked spends the reserve and reopens badger. Reads wait meanwhile.
+func (s *Store) reopenLocked() error {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	var wait <-chan time.Time // the first try waits for the close; later ones only look
+	if s.db != nil {
+		os.Remove(s.reservePath())
+		old := s.db
+		s.db = nil
+		done := make(chan error, 1)
+		go func() { done <- old.Close() }()
+		s.closing = done
+		t := time.NewTimer(closeWait)
+		defer t.Stop()
+		wait = t.C
+	}
+	if s.closing != nil {
+		notYet := errors.New("badger has not closed yet (its last memtable waits for room to be flushed)")
+		var err error
+		select {
+		case err = <-s.closing:
+		default:
+			if wait == nil {
+				return notYet
+			}
+			select {
+			case err = <-s.closing:
+			case <-wait:
+				return notYet
+			}
+		}
+		if err != nil {
+			s.logger.Warn("close of the store before its reopen", "dir", s.dir, "err", err)
+		}
+		s.closing = nil
+	}
+	db, err := badger.Open(s.opts)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	s.db = db
+	s.logger.Info("store reopened", "dir", s.dir)
+	return nil
+}
+
+// view is db.View for reads.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return unavailable(s.dir, "it is being reopened after the disk filled")
+	}
+	return s.guarded(func() error { return s.db.View(fn) })
+}
+
+// guarded runs a call into badger on this goroutine so that a fault in it is an error, not
+// a dead server: a read of a mapped table page the file no longer backs (SIGBUS, made a
+// panic by debug.SetPanicOnFault), or a read that meets badger without a memtable (a write
+// lost it a moment ago and the reopen has not taken dbMu yet: a nil dereference inside
+// badger). Both answer store_unavailable and are logged.
+func (s *Store) guarded(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); !ok {
+				panic(r)
+			}
+			s.logger.Error("store call failed inside badger", "dir", s.dir, "panic", r)
+			err = unavailable(s.dir, fmt.Sprintf("a call failed inside badger: %v", r))
+		}
+	}()
+	return fn()
 }
 
 func (s *Store) classify(err error) error {

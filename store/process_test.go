@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envRSSChild); dir != "" {
 		os.Exit(rssChild(dir))
 	}
+	if dir := os.Getenv(envDiskChild); dir != "" {
+		os.Exit(diskChild(dir))
+	}
 	if dir := os.Getenv(envWritesChild); dir != "" {
 		os.Exit(writesChild(dir))
 	}

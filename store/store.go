@@ -63,7 +63,15 @@
 //
 // Limits that follow: one transaction holds at most ~300 KiB of inline records (15% of a
 // memtable), which no method here approaches since values of 64 KiB and more go to the
-// value log; one value may be at most 16 MiB (a value-log file).
+// value log; one value may be at most 4 MiB (a value-log file; a request line is at most
+// 1 MiB).
+//
+// # Disk
+//
+// Every file badger maps is allocated when it is created (faults.go), so the store takes
+// its files' full size on disk from the start: the value-log file (2 × valueLogSize), two
+// memtable files (2 × memTableSize each), the discard file (1 MiB), the tables, and the
+// 8 MiB reserve, about 25 MiB for an empty store.
 package store
 
 import (
@@ -82,6 +90,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 
 	"orcr/core"
+	"orcr/core/wire"
 )
 
 var _ core.Store = (*Store)(nil)
@@ -103,9 +112,11 @@ const (
 	// Tables are zstd-compressed (default snappy): agent screens and events are text
 	// that shrinks severalfold, and the tables are mmapped, so their size shows up in
 	// RSS as file pages. Compression needs a block cache for decompressed blocks.
-	blockCacheSize = 2 << 20  // (256 MiB)
-	indexCacheSize = 2 << 20  // (0: every table's index and bloom filter kept in memory)
-	valueLogSize   = 16 << 20 // (1 GiB) per value-log file, mmapped
+	blockCacheSize = 2 << 20 // (256 MiB)
+	indexCacheSize = 2 << 20 // (0: every table's index and bloom filter kept in memory)
+	// valueLogSize (1 GiB) per value-log file, mmapped at twice that and allocated on
+	// disk in full (faults.go): 16 MiB files held 32 MiB each.
+	valueLogSize   = 4 << 20
 	valueThreshold = 64 << 10 // (1 MiB) records below this stay in the LSM beside their key
 	numCompactors  = 2        // (4) badger's minimum when compaction is on
 	numGoroutines  = 2        // (8) badger's stream framework; the machine has few cores
@@ -113,9 +124,19 @@ const (
 
 // Store is the badger-backed core.Store. Its methods are safe for concurrent use.
 type Store struct {
+	// dbMu guards db: every call uses db under it (read-locked); a reopen after badger
+	// lost its memtable to a full disk (faults.go) replaces db under it alone. db is nil
+	// while a reopen has not succeeded.
+	dbMu   sync.RWMutex
 	db     *badger.DB
+	opts   badger.Options
 	dir    string
 	logger *slog.Logger
+	// writeMu serialises writes with the guard's check (faults.go): no write reaches a
+	// badger whose memtable could not be created, nor one while the disk reserve is spent.
+	writeMu sync.Mutex
+	closing chan error // a close of a lost db still under way (guarded by writeMu)
+	lastTry time.Time  // the last attempt at a reopen or at the reserve (guarded by writeMu)
 
 	// appendMu serialises AppendEvent so seqs are assigned and committed in order: a
 	// reader that sees seq N has also been able to see every seq below N.
@@ -144,8 +165,14 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "store")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	// Lstat, not MkdirAll alone: a link at dir (dangling or not) is for checkOwned to refuse.
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	if err := checkOwned(dir); err != nil {
+		return nil, err
 	}
 	if err := checkIntact(dir); err != nil {
 		return nil, err
@@ -164,7 +191,7 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, dir: dir, logger: logger, stop: make(chan struct{})}
+	s := &Store{db: db, opts: opts, dir: dir, logger: logger, stop: make(chan struct{})}
 	if err := s.checkSchema(); err != nil {
 		db.Close()
 		return nil, err
@@ -175,6 +202,7 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		return nil, err
 	}
 	s.lastSeq.Store(last)
+	s.keepReserve()
 	s.wg.Add(1)
 	go s.gcLoop(gcEvery)
 	return s, nil
@@ -236,7 +264,7 @@ func (s *Store) checkSchema() error {
 // (the two agree unless the store predates m/seq; taking both costs one seek).
 func (s *Store) recoverSeq() (uint64, error) {
 	var last uint64
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(keySeq)
 		switch {
 		case errors.Is(err, badger.ErrKeyNotFound):
@@ -287,14 +315,12 @@ func (s *Store) gcLoop(every time.Duration) {
 		case <-t.C:
 		}
 		s.gcRuns.Add(1)
-		if s.writable() != nil {
-			continue // GC rewrites; it waits like every other write
-		}
-		// One call rewrites at most one file; repeat while it finds work.
+		// One call rewrites at most one file; repeat while it finds work. GC rewrites:
+		// it waits for the guard like every other write.
 		for {
-			err := s.db.RunValueLogGC(0.5)
+			err := s.write(func(db *badger.DB) error { return db.RunValueLogGC(0.5) })
 			if err != nil {
-				if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) && !errors.Is(err, wire.ErrStoreUnavailable) {
 					s.logger.Warn("value log gc", "err", err)
 				}
 				break
@@ -314,9 +340,17 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		s.dbMu.Lock()
+		defer s.dbMu.Unlock()
+		if s.db == nil {
+			return
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("close store: %w", err)
 		}
+		s.db = nil
 	})
 	return s.closeErr
 }

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -259,4 +261,52 @@ func answerCmd(ctx context.Context, svc core.Service, p wire.AnswerParams) tea.C
 		res, err := svc.Answer(ctx, p)
 		return answeredMsg{p, res, err}
 	}
+}
+
+// withSteer puts a refused steer into the dialog as the answer's text: on the option
+// that refuses with what to do instead (claude's "No", amended), or as the answer to a
+// question without options. A prompt with no such option shows the options alone.
+func (d *answerDialog) withSteer(text string) *answerDialog {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return d
+	}
+	if len(d.b.Options) == 0 {
+		d.in.SetValue(text)
+		return d
+	}
+	for i, o := range d.b.Options {
+		if o.Meaning == wire.MeaningDeny && o.Text {
+			d.pick, d.typing = i, true
+			d.in.Placeholder = "what to do instead"
+			d.in.SetValue(text)
+			return d
+		}
+	}
+	return d
+}
+
+// steerBlocked opens the answer dialog for an agent a steer was refused for
+// (agent_blocked): the prompt came up after the steer dialog opened. The prompt is
+// the record's, or the one the refusal names when the record has not caught up.
+func (m *Model) steerBlocked(msg sentMsg) tea.Cmd {
+	n, ok := m.idx.byID[msg.target]
+	if !ok || n.agent == nil {
+		return nil
+	}
+	a := *n.agent
+	if !core.WaitsForChoice(a.State, a.Blocked) {
+		var we *wire.Error
+		if !errors.As(msg.err, &we) {
+			return nil
+		}
+		raw, err := json.Marshal(we.Data["blocked"])
+		var b wire.Blocked
+		if err != nil || json.Unmarshal(raw, &b) != nil || b.Kind == "" {
+			return nil
+		}
+		a.Blocked = &b
+	}
+	dw := max(20, min(m.w-8, 70))
+	return m.pushDialog(newAnswerDialog(m.c, &a, dw).withSteer(msg.text))
 }

@@ -159,3 +159,48 @@ func TestAnswerDialogGetsTheOptionsLater(t *testing.T) {
 		t.Fatalf("action = %#v", act)
 	}
 }
+
+// Steering an agent that waits on a prompt opens the answer dialog, not the steer
+// one: text typed into claude's menu would answer it (Enter is "Yes").
+func TestSteerOnBlockedOpensAnswer(t *testing.T) {
+	for _, k := range []string{"s", "S"} {
+		m := newTestModel(t, 100, 30, Options{})
+		press(m, "b", k)
+		if _, ok := topDialog(m).(*answerDialog); !ok || len(m.dialogs) != 1 {
+			t.Fatalf("%s on a blocked agent opened %T (%d dialogs), want the answer dialog", k, topDialog(m), len(m.dialogs))
+		}
+		if !strings.Contains(m.status.notice, "waits for an answer") {
+			t.Fatalf("notice %q", m.status.notice)
+		}
+		v := plain(screen(t, m))
+		if !strings.Contains(v, "Bash(rm -rf build)") || !strings.Contains(v, "4. No") {
+			t.Fatalf("answer dialog lacks the prompt:\n%s", v)
+		}
+	}
+	// A usage limit shows nothing to pick: "continue" is typed as a steer.
+	m := newTestModel(t, 100, 30, Options{})
+	blockedOn(t, m, &wire.Blocked{Kind: wire.BlockedLimit, Detail: "5-hour limit reached"})
+	press(m, "s")
+	if _, ok := topDialog(m).(*steerDialog); !ok {
+		t.Fatalf("steer on a usage limit opened %T, want the steer dialog", topDialog(m))
+	}
+}
+
+// A steer the server refuses with agent_blocked (the prompt came up while it was
+// written) goes on in the answer dialog, the text kept as the "No"'s reason.
+func TestSteerRefusedGoesToAnswer(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	selectPath(t, m, "demo/a")
+	b := permissionPrompt()
+	err := &wire.Error{Code: wire.CodeAgentBlocked, Message: "demo/a waits for an answer to a permission prompt (Bash(rm -rf build))",
+		Data: map[string]any{"blocked": b, "answer": "orcr agent answer demo/a --deny --text \"…\""}}
+	m.Update(sentMsg{target: "0001", err: err, text: "list the files first"})
+	if _, ok := topDialog(m).(*answerDialog); !ok {
+		t.Fatalf("a refused steer opened %T, want the answer dialog", topDialog(m))
+	}
+	act := runDialog(t, topDialog(m), key("enter"))
+	aa, ok := act.(answerAction)
+	if !ok || !reflect.DeepEqual(aa.p, wire.AnswerParams{Target: "0001", Option: 4, Text: "list the files first"}) {
+		t.Fatalf("action = %#v", act)
+	}
+}

@@ -60,6 +60,7 @@ type (
 	sentMsg struct {
 		target string
 		err    error
+		text   string // what was to be typed: a refused steer goes on in the answer dialog
 	}
 	spawnedMsg struct {
 		agent wire.Agent
@@ -191,7 +192,7 @@ func sendCmd(ctx context.Context, svc core.Service, p wire.SendParams) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		return sentMsg{p.Target, svc.Send(ctx, p)}
+		return sentMsg{target: p.Target, err: svc.Send(ctx, p), text: p.Text}
 	}
 }
 

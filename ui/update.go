@@ -6,6 +6,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/themes"
 )
@@ -153,6 +154,12 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		if !a.State.Live() && a.State != wire.StateHibernated { // a send wakes a hibernated agent
 			m.status.notify(m.c.now, a.Path+" is "+string(a.State)+": it cannot take input", true)
 			return nil, true
+		}
+		if core.WaitsForChoice(a.State, a.Blocked) {
+			// Text typed into a prompt would answer it (the server refuses it too):
+			// the steer is an answer here, with the text as its reason.
+			m.status.notify(m.c.now, a.Path+" waits for an answer: steer it through the prompt's options", false)
+			return m.pushDialog(newAnswerDialog(m.c, a, dw)), true
 		}
 		return m.pushDialog(newSteerDialog(m.c, a, t.SteerMulti.Matches(k), dw-4)), true
 	case t.Answer.Matches(k):
@@ -420,6 +427,11 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 	case sentMsg:
 		if msg.err != nil {
 			m.status.notify(now, "send: "+msg.err.Error(), true)
+			if wire.CodeOf(msg.err) == wire.CodeAgentBlocked {
+				// A prompt came up while the steer was being written: it goes on as
+				// that prompt's answer, the text kept.
+				return m.steerBlocked(msg)
+			}
 		} else {
 			m.status.notify(now, "sent", false)
 		}

@@ -327,3 +327,32 @@ func TestBudgetStopWrapsUp(t *testing.T) {
 		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
 	}
 }
+
+// TestBudgetStopLeavesPromptAlone: a stop budget reached while claude waits on
+// `Bash(rm -rf build)` does not type its wrap-up into the prompt (its Enter would be
+// "Yes" and build/ would go): the message waits for an answer that does not come
+// within the grace, and the agent is stopped with build/ intact.
+func TestBudgetStopLeavesPromptAlone(t *testing.T) {
+	e, srv, work := claudeAccountsRig(t, `budget_grace = "3s"`)
+	keep := filepath.Join(work, "build", "keep.o")
+	os.MkdirAll(filepath.Dir(keep), 0o755)
+	os.WriteFile(keep, []byte("obj"), 0o644)
+	e.must("budget", "set", "clean/**", "--tokens", "1000", "--action", "stop")
+	turn := bashTurn("rm -rf build")
+	turn.Usage = modelserver.Usage{Input: 5000, Output: 5000}
+	srv.Push(turn)
+	e.must("agent", "run", "clean/a", "--provider", "claude", "--cwd", work, "--prompt", "remove the build dir",
+		"--", "--permission-mode", "default")
+	a := e.waitAgent("clean/a", 90*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled {
+		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("build/ is gone: the wrap-up answered the permission prompt (%v)", err)
+	}
+	for _, r := range srv.Requests() {
+		if strings.Contains(string(r.Body), "budget is spent. Wrap up now") {
+			t.Fatal("the wrap-up reached the model through the prompt")
+		}
+	}
+}

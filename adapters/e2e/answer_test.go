@@ -427,3 +427,86 @@ func TestCodexPermissionAnswers(t *testing.T) {
 		t.Fatalf("always-allowed command did not run: %v", err)
 	}
 }
+
+// TestClaudeSendToPermissionPrompt: a steering message sent to claude while it waits
+// on `Bash(rm -rf build)` is refused with agent_blocked (before, its text and Enter
+// landed in the menu: the command ran and the text was lost). build/ survives, the
+// prompt stays up, and the message goes as the deny reason through agent answer,
+// reaching the model as the refused tool call's result.
+func TestClaudeSendToPermissionPrompt(t *testing.T) {
+	r := newClaudeAnswerRig(t)
+	keep := r.mkBuild()
+	r.srv.Push(bashTurn("rm -rf build"))
+	r.must("agent", "run", "cl/rm", "--provider", "claude", "--cwd", r.work, "--prompt", "remove the build dir",
+		"--", "--permission-mode", "default")
+	r.blockedOn("cl/rm", wire.BlockedPermission)
+
+	const steer = "please also list the files first"
+	res := r.run("agent", "send", "cl/rm", steer)
+	if res.code == 0 || !strings.Contains(res.err, "["+wire.CodeAgentBlocked+"]") {
+		t.Fatalf("send to a blocked claude: exit %d, want code %s\nstdout %s\nstderr %s", res.code, wire.CodeAgentBlocked, res.out, res.err)
+	}
+	for _, want := range []string{"Bash(rm -rf build)", `orcr agent answer cl/rm --deny --text "…"`} {
+		if !strings.Contains(res.err, want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, res.err)
+		}
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("build/ is gone after the refused send: %v", err)
+	}
+	if a := r.agent("cl/rm"); a.State != wire.StateBlocked {
+		t.Fatalf("after the refused send: %s (%s), want blocked", a.State, a.StateReason)
+	}
+	if scr := r.must("agent", "read", "cl/rm"); !strings.Contains(scr, "Do you want to proceed?") || strings.Contains(scr, steer) {
+		t.Fatalf("the prompt is not on screen as it was:\n%s", scr)
+	}
+
+	// The steer goes as the reason of a "No".
+	r.srv.Push(modelserver.Turn{Text: "Listing first.", Usage: modelserver.Usage{Input: 20, Output: 5}})
+	ans := r.answer("cl/rm", "--deny", "--text", steer)
+	if ans.Answers[0].Option == nil || ans.Answers[0].Option.Meaning != wire.MeaningDeny {
+		t.Fatalf("deny chose %+v", ans.Answers[0].Option)
+	}
+	found := wait.Until(60*time.Second, func() bool {
+		for _, q := range r.srv.Requests() {
+			if q.Scripted && toolResultSays(q.Body, steer) {
+				return true
+			}
+		}
+		return false
+	})
+	if !found {
+		t.Fatalf("the deny reason did not reach the model as the tool call's result\nscreen:\n%s", r.must("agent", "read", "cl/rm"))
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("build/ is gone after the deny: %v", err)
+	}
+}
+
+// toolResultSays reports whether a Messages API request carries a tool_result block
+// whose content holds text: what claude answers the model for a refused tool call.
+func toolResultSays(body []byte, text string) bool {
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	for _, m := range req.Messages {
+		var blocks []map[string]any
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b["type"] != "tool_result" {
+				continue
+			}
+			if c, err := json.Marshal(b["content"]); err == nil && strings.Contains(string(c), text) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -200,6 +200,7 @@ func (p *Provider) CheckSession(ctx context.Context, a wire.Agent, env []string)
 	cmd.Env, cmd.Dir = env, a.Cwd
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &out
+	cmd.WaitDelay = time.Second // a child it leaves behind holding its output cannot hold the check
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && strings.Contains(out.String(), "Session not found") {

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"math"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -148,6 +151,62 @@ func (f inflight) acquire(ctx context.Context) bool {
 }
 
 func (f inflight) release() { <-f }
+
+// hangupEvery is how often a connection waiting for an in-flight slot looks for its
+// client having gone.
+const hangupEvery = 100 * time.Millisecond
+
+// acquireSlot waits for one of the connection's in-flight slots. The connection is not
+// read meanwhile, so its close would show only once a running request finished and the
+// rest of what it sent was read; instead the client is looked for every hangupEvery, and
+// its having gone ends the wait (false), which ends the connection and cancels its
+// requests.
+func (cn *conn) acquireSlot(ctx context.Context, slots inflight) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTicker(hangupEvery)
+	defer t.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if peerGone(cn.c) {
+				return false
+			}
+		}
+	}
+}
+
+// peerGone reports whether the client has closed its end of c for good, or c is closed:
+// Linux flags a Unix stream socket POLLHUP once its peer is closed, even with requests
+// still unread in it, while a peer that only shut its writing side (shutdown SHUT_WR)
+// gives POLLRDHUP alone, and still reads its answers.
+func peerGone(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	err = raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if n, perr := unix.Poll(fds, 0); perr == nil && n > 0 {
+			gone = fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+		}
+	})
+	return err != nil || gone
+}
+
+// heavySlots is how many heavy requests (see handler.heavy) run at once server-wide: as
+// many as there are CPUs to run them, since they are CPU-bound and hold the engine's lock
+// in turn. More at once only split the CPU: 3,200 agent.list at once queued on that lock,
+// and a cancelled one cannot leave a lock's queue.
+func heavySlots() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // reserveUnread counts n answer bytes as waiting to be read. The bound is on the backlog:
 // the answers queued behind the one being written. An answer with nothing queued ahead of

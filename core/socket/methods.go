@@ -25,6 +25,10 @@ type handler struct {
 	// stream serves a streaming method on its connection; it returns true when the
 	// connection is used up.
 	stream func(s *Server, ctx context.Context, cn *conn, id string, p any, r *bufio.Reader) bool
+	// heavy answers take CPU in proportion to the records (agent.list: copy and sort
+	// under the engine's lock, then encode): they run a few at a time server-wide
+	// (Server.heavy), so a burst of them waits where a closed connection's can leave.
+	heavy bool
 }
 
 // handlers holds every declared method's handler, by name. The server dispatches only
@@ -37,7 +41,7 @@ var handlers = func() map[string]handler {
 			a, err := s.Run(ctx, *p)
 			return wire.AgentResult{Agent: a}, err
 		}),
-		serve(wire.AgentList, func(ctx context.Context, s core.Service, p *wire.ListParams) (wire.ListResult, error) {
+		heavy(serve(wire.AgentList, func(ctx context.Context, s core.Service, p *wire.ListParams) (wire.ListResult, error) {
 			as, err := s.List(ctx, *p)
 			var next string
 			if err == nil {
@@ -50,7 +54,7 @@ var handlers = func() map[string]handler {
 				return wire.ListResult{Agents: []wire.Agent{}, Table: tableOf(as, time.Now()), Next: next}, nil
 			}
 			return wire.ListResult{Agents: as, Next: next}, err
-		}),
+		})),
 		serve(wire.AgentGet, func(ctx context.Context, s core.Service, p *wire.TargetParams) (wire.AgentResult, error) {
 			a, err := s.Get(ctx, p.Target)
 			return wire.AgentResult{Agent: a}, err
@@ -221,6 +225,12 @@ func serve[P, R any](m wire.Unary[P, R], h func(ctx context.Context, s core.Serv
 	spec, _ := wire.Method(m.Name)
 	return handler{spec: spec, decode: decoder[P](m.Name),
 		unary: func(ctx context.Context, s core.Service, p any) (any, error) { return h(ctx, s, p.(*P)) }}
+}
+
+// heavy marks a handler heavy.
+func heavy(h handler) handler {
+	h.heavy = true
+	return h
 }
 
 // serveStream builds the handler of a streaming method.

@@ -34,6 +34,7 @@ type Server struct {
 	stop  context.CancelFunc
 
 	lim        Limits // bounds.go
+	heavy      inflight
 	acceptLog  logEvery
 	refusedLog logEvery
 	mem        memLimit
@@ -51,7 +52,7 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel,
-		lim: Limits{}.effective()}
+		lim: Limits{}.effective(), heavy: make(inflight, heavySlots())}
 	s.svc = withLimits{Service: svc, s: s}
 	return s, nil
 }
@@ -159,6 +160,11 @@ func (cn *conn) write(v any) error {
 }
 
 func (cn *conn) reply(id string, result any, err error) {
+	cn.send(encodeAnswer(id, result, err))
+}
+
+// encodeAnswer frames the answer to request id as one line.
+func encodeAnswer(id string, result any, err error) []byte {
 	var line []byte
 	if err == nil {
 		// The result is encoded once and framed by hand: re-encoding a RawMessage
@@ -186,6 +192,11 @@ func (cn *conn) reply(id string, result any, err error) {
 		line, _ = json.Marshal(wire.Response{ID: id, Error: wire.AsError(err)})
 		line = append(line, '\n')
 	}
+	return line
+}
+
+// send writes one answer line whole.
+func (cn *conn) send(line []byte) {
 	if !cn.reserveUnread(len(line)) {
 		return
 	}
@@ -198,6 +209,26 @@ func (cn *conn) reply(id string, result any, err error) {
 	if werr != nil {
 		cn.s.log.Debug("write response", "err", werr)
 	}
+}
+
+// answer runs one unary request and encodes its answer; nil when the connection closed
+// meanwhile, since nobody is left to read it. A heavy request waits for a server-wide
+// slot first, and leaves the wait when its connection closes.
+func (s *Server) answer(ctx context.Context, h handler, id string, params any) []byte {
+	if h.heavy {
+		if !s.heavy.acquire(ctx) {
+			return nil
+		}
+		defer s.heavy.release()
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	res, err := h.unary(ctx, s.svc, params)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return encodeAnswer(id, res, err)
 }
 
 func (s *Server) serveConn(c *net.UnixConn) {
@@ -214,10 +245,21 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		return
 	}
 	cn.cred = core.Caller{PID: pid, UID: uid}
+	// Every request of the connection runs under ctx. When the client has closed its end
+	// (200 connections that each sent 16 heavy lists and closed left another client
+	// waiting 29 s), ctx is cancelled before the requests are waited for: a queued one is
+	// dropped, a running one sees ctx.Done and its answer is not built. A client that only
+	// shut its writing side (nc -N, socat) still reads, so its answers are finished first.
 	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	var readErr error
+	defer func() {
+		if readErr != nil && !errors.Is(readErr, io.EOF) || peerGone(c) {
+			cancel()
+		}
+		wg.Wait()
+		cancel()
+	}()
 	slots := make(inflight, s.lim.MaxInFlight)
 	var r *bufio.Reader
 	var first [1]byte
@@ -234,6 +276,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			n, err := c.Read(first[:])
 			if n == 0 {
 				if err != nil {
+					readErr = err
 					return
 				}
 				continue
@@ -249,6 +292,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			continue
 		}
 		if err != nil {
+			readErr = err
 			return
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -271,15 +315,16 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		}
 		// At MaxInFlight the connection is not read until an answer is done: a client
 		// pipelining thousands of requests gets them answered this many at a time.
-		if !slots.acquire(ctx) {
+		if !cn.acquireSlot(ctx, slots) {
 			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer slots.release()
-			res, err := h.unary(rctx, s.svc, params)
-			cn.reply(req.ID, res, err)
+			if line := s.answer(rctx, h, req.ID, params); line != nil {
+				cn.send(line)
+			}
 		}()
 	}
 }

@@ -111,4 +111,10 @@ const (
 	CodeSeveralBlocked = "several_blocked"  // a glob matches several blocked agents; use --all
 	CodePromptGone     = "prompt_gone"      // the screen no longer shows the prompt; nothing sent
 	CodeAnswerNotTaken = "answer_not_taken" // sent, but the agent stayed blocked on it
+	// CodeAgentBlocked: agent.send refused text (or Enter) for an agent that waits for
+	// a choice; data carries "blocked" (what it waits for) and "answer" (the command).
+	CodeAgentBlocked = "agent_blocked"
 )
+
+// ErrAgentBlocked matches a send refused because the agent waits for a choice.
+var ErrAgentBlocked = &Error{Code: CodeAgentBlocked}

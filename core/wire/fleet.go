@@ -143,7 +143,7 @@ const CodeNameTaken = "name_taken"
 // last until the server restarts or reloads its config.
 type CapsParams struct {
 	Global       *int           `json:"global,omitempty" range:"0,100000"`
-	Provider     map[string]int `json:"provider,omitempty" range:"0,100000"`
+	Provider     map[string]int `json:"provider,omitempty" range:"0,100000" maxItems:"256"`
 	MinFreeMB    *int           `json:"minFreeMb,omitempty" range:"0,100000000"`
 	AgingSeconds *int           `json:"agingSeconds,omitempty" range:"0,31622400"`
 }
@@ -178,9 +178,9 @@ type ScheduleAddParams struct {
 	Name         string            `json:"name"`
 	EverySeconds int               `json:"everySeconds,omitempty"`
 	Cron         string            `json:"cron,omitempty"`
-	Command      []string          `json:"command"`
+	Command      []string          `json:"command" maxItems:"4096"`
 	Cwd          string            `json:"cwd,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
+	Env          map[string]string `json:"env,omitempty" maxItems:"1024"`
 	MissedPolicy string            `json:"missedPolicy,omitempty"` // skip (default) | run-once
 }
 

@@ -54,13 +54,18 @@ type Listener struct {
 	LastError string     `json:"lastError"`
 	ErrorAt   *time.Time `json:"errorAt"`
 	Failures  int        `json:"failures"` // consecutive failed ticks (a poll or an action), backing off
+	// Failed counts events set aside for good (their dispatch could never succeed:
+	// recorded with the reason, not retried); LastFailed is the latest, "<id>: <reason>".
+	Failed     int        `json:"failed"`
+	LastFailed string     `json:"lastFailed,omitempty"`
+	FailedAt   *time.Time `json:"failedAt,omitempty"`
 
 	RateLimits []RateStanding `json:"rateLimits"`
 
 	// Set by listener.get only.
 	Document string            `json:"document,omitempty"`
 	Cursor   map[string]string `json:"cursor,omitempty"`
-	HeldIDs  []string          `json:"heldIds,omitempty"`
+	HeldIDs  []string          `json:"heldIds,omitempty"` // the oldest 100 held; Held counts them all
 }
 
 // RateStanding is where one rate limit stands: "5 per 1h (5 used, next at 21:12)".

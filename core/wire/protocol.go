@@ -91,9 +91,9 @@ type RunParams struct {
 	Path     string            `json:"path"`
 	Provider string            `json:"provider,omitempty"` // default "shell"
 	Model    string            `json:"model,omitempty"`
-	Argv     []string          `json:"argv,omitempty"`
+	Argv     []string          `json:"argv,omitempty" maxItems:"4096"`
 	Cwd      string            `json:"cwd,omitempty"`
-	Env      map[string]string `json:"env,omitempty"`
+	Env      map[string]string `json:"env,omitempty" maxItems:"1024"`
 	Prompt   string            `json:"prompt,omitempty"`
 	Priority int               `json:"priority,omitempty" range:"-1000000,1000000"`
 	Keep     bool              `json:"keep,omitempty"`
@@ -101,7 +101,7 @@ type RunParams struct {
 	// Role names a role template ($XDG_CONFIG_HOME/orcr/roles/NAME.toml); Vars fill
 	// its prompt's {{var}}s. Fields given here win over the role's.
 	Role string            `json:"role,omitempty"`
-	Vars map[string]string `json:"vars,omitempty"`
+	Vars map[string]string `json:"vars,omitempty" maxItems:"1024"`
 	// SystemPrompt is appended to the provider's system prompt.
 	SystemPrompt       string  `json:"systemPrompt,omitempty"`
 	MaxTurns           int     `json:"maxTurns,omitempty"`
@@ -167,7 +167,7 @@ type SendParams struct {
 	Target string   `json:"target"`
 	Text   string   `json:"text,omitempty"`
 	Enter  bool     `json:"enter,omitempty"`
-	Keys   []string `json:"keys,omitempty"`
+	Keys   []string `json:"keys,omitempty" maxItems:"4096"`
 }
 
 // ReadParams reads an agent's screen or transcript.
@@ -248,7 +248,7 @@ type ResizeParams struct {
 // seq > After are replayed first, then live ones follow. Paths filters by agent glob.
 type SubscribeParams struct {
 	After uint64   `json:"after,omitempty"`
-	Paths []string `json:"paths,omitempty"`
+	Paths []string `json:"paths,omitempty" maxItems:"256"`
 	// Transient asks for transient events (agent.screen) too.
 	Transient bool `json:"transient,omitempty"`
 }

@@ -59,7 +59,7 @@ type RunStartParams struct {
 	// Coder, when set, is provider[:model] every coder runs on instead of the
 	// catalog's pick for the tier; CoderArgv is the shell provider's program.
 	Coder     string   `json:"coder,omitempty"`
-	CoderArgv []string `json:"coderArgv,omitempty"`
+	CoderArgv []string `json:"coderArgv,omitempty" maxItems:"4096"`
 	// Lead is provider[:model] of the run's lead (default: the plan's lead); "none"
 	// starts no lead (the user dispatches; ready work starts by itself).
 	Lead string `json:"lead,omitempty"`
@@ -74,8 +74,8 @@ type RunNameParams struct {
 // RunMilestonesParams names milestones of a run (dispatch, hold, retry).
 type RunMilestonesParams struct {
 	Name       string   `json:"name"`
-	Milestones []string `json:"milestones"`
-	Tier       string   `json:"tier,omitempty"` // retry: the tier of the fresh round
+	Milestones []string `json:"milestones" maxItems:"256"` // a name given twice is acted on once
+	Tier       string   `json:"tier,omitempty"`            // retry: the tier of the fresh round
 	Reason     string   `json:"reason,omitempty"`
 }
 

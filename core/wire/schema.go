@@ -45,7 +45,7 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInvalidGlob, CodePathTaken, CodeNotFound, CodeAmbiguous, CodeNotRunning, CodeUnknownProvider,
 	CodeMissingProgram, CodeCallerRefused, CodePermission, CodeHostError, CodeTimeout, CodeVersionMismatch,
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
-	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken,
+	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken, CodeAgentBlocked,
 	CodeUnknownRole, CodeBadRole, CodeNoSession,
 	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
 	CodeStoreUnavailable, CodeTooManyConnections}
@@ -94,6 +94,14 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 				prop := schemaOf(f.Type, defs)
 				if lo, hi, ok := fieldRange(t.Field(f.Index)); ok && prop["type"] == "integer" {
 					prop["minimum"], prop["maximum"] = lo, hi
+				}
+				if n, ok := fieldMaxItems(t.Field(f.Index)); ok {
+					switch f.Type.Kind() {
+					case reflect.Slice:
+						prop["maxItems"] = n
+					case reflect.Map:
+						prop["maxProperties"] = n
+					}
 				}
 				props[f.Name] = prop
 				if f.Required {

@@ -84,7 +84,7 @@ type Agent struct {
 	Model      string            `json:"model"`
 	Argv       []string          `json:"argv"`
 	Cwd        string            `json:"cwd"`
-	Env        map[string]string `json:"env"` // only what the user passed with --env
+	Env        map[string]string `json:"env"` // --env and the role's env: names, each value "<redacted>" (ORCR_* shown)
 	Prompt     string            `json:"prompt"`
 	Priority   int               `json:"priority"`
 	Keep       bool              `json:"keep"`

@@ -20,6 +20,7 @@ type call struct {
 	r      *http.Request
 	login  string
 	header http.Header
+	next   int // a fault's NextPage: the Link's next points there
 }
 
 type handler func(c *call) (int, any)
@@ -151,7 +152,7 @@ func (s *Server) serve(h handler) http.HandlerFunc {
 			return
 		}
 
-		c := &call{s: s, r: r, login: login, header: hdr}
+		c := &call{s: s, r: r, login: login, header: hdr, next: fault.NextPage}
 		status, v := h(c)
 		body, err := json.Marshal(v)
 		if err != nil {
@@ -221,7 +222,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // paginate cuts items to the requested page (per_page default 30, at most 100) and sets
 // the Link header GitHub sends: prev, next, last, first, each the request's own URL
-// with page replaced.
+// with page replaced. A NextPage fault replaces next.
 func paginate[T any](c *call, items []T) []T {
 	q := c.r.URL.Query()
 	per, err := strconv.Atoi(q.Get("per_page"))
@@ -229,10 +230,7 @@ func paginate[T any](c *call, items []T) []T {
 		per = 30
 	}
 	per = min(per, 100)
-	page, err := strconv.Atoi(q.Get("page"))
-	if err != nil || page < 1 {
-		page = 1
-	}
+	page := pageOf(c.r)
 	last := max(1, (len(items)+per-1)/per)
 	link := func(p int, rel string) string {
 		q.Set("page", strconv.Itoa(p))
@@ -243,7 +241,10 @@ func paginate[T any](c *call, items []T) []T {
 	if page > 1 {
 		links = append(links, link(min(page-1, last), "prev"))
 	}
-	if page < last {
+	switch {
+	case c.next > 0:
+		links = append(links, link(c.next, "next"), link(last, "last"))
+	case page < last:
 		links = append(links, link(page+1, "next"), link(last, "last"))
 	}
 	if page > 1 {

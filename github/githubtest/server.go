@@ -12,6 +12,7 @@ package githubtest
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,11 +151,19 @@ type Fault struct {
 	Method     string        // "GET", "POST"; "" any
 	Path       string        // prefix of the URL path, e.g. "/repos/o/r/issues"; "" any
 	Times      int           // how many requests it hits; 0: every one until cleared
-	Status     int           // the status to answer (401, 403, 404, 429, 500, 502 …); 0 with Delay or Malformed: the real answer
+	Status     int           // the status to answer (401, 403, 404, 429, 500, 502 …); 0 with Delay, Malformed or NextPage: the real answer
 	RetryAfter time.Duration // sent as retry-after (seconds) with 403/429
 	Delay      time.Duration // wait this long before answering (or until the client gives up)
 	Malformed  bool          // answer 200 with a truncated JSON body
-	hits       int
+	// Page matches only requests for this page of a listing (the page parameter; absent
+	// is page 1); 0 any.
+	Page int
+	// NextPage answers with the real body but a Link header whose next is this page: a
+	// paginator that loops (page 3 → page 2) when it is one already fetched. The body,
+	// and so the ETag, is unchanged, as on GitHub: once the fault is cleared a client
+	// revalidating the page is answered 304, without the Link.
+	NextPage int
+	hits     int
 }
 
 // Fail installs a fault; the newest matching fault wins.
@@ -180,6 +189,9 @@ func (s *Server) matchFaultLocked(r *http.Request) *Fault {
 		if f.Path != "" && !strings.HasPrefix(r.URL.Path, f.Path) {
 			continue
 		}
+		if f.Page > 0 && f.Page != pageOf(r) {
+			continue
+		}
 		f.hits++
 		if f.Times > 0 && f.hits >= f.Times {
 			s.faults = append(s.faults[:i], s.faults[i+1:]...)
@@ -203,4 +215,13 @@ func (s *Server) userID(login string) int64 {
 	id := int64(len(s.userIDs) + 1)
 	s.userIDs[login] = id
 	return id
+}
+
+// pageOf is the page a listing request asks for: its page parameter, 1 when absent or bad.
+func pageOf(r *http.Request) int {
+	page, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || page < 1 {
+		return 1
+	}
+	return page
 }

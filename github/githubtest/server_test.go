@@ -94,6 +94,35 @@ func TestPaginationFollowsLinkHeaders(t *testing.T) {
 	}
 }
 
+// A NextPage fault serves a Link that loops (page 3's next is page 2) on the page's real
+// body; once cleared, the page's ETag still matches, so a revalidation is a 304 without
+// a Link.
+func TestLoopingLinkFault(t *testing.T) {
+	s := New(t)
+	s.AddRepo("o/r")
+	for i := range 250 {
+		s.AddIssue("o/r", Issue{Title: fmt.Sprint("issue ", i+1)})
+	}
+	page3 := s.URL + "/repos/o/r/issues?per_page=100&page=3"
+	s.Fail(Fault{Path: "/repos/o/r/issues", Page: 3, NextPage: 2})
+	if r, _ := get(t, s.URL+"/repos/o/r/issues?per_page=100&page=2"); !strings.Contains(links(r.Header.Get("Link"))["next"], "page=3") {
+		t.Fatalf("page 2 was hit by a page-3 fault: %s", r.Header.Get("Link"))
+	}
+	r, looped := get(t, page3)
+	if l := links(r.Header.Get("Link")); r.StatusCode != 200 || !strings.Contains(l["next"], "page=2") {
+		t.Fatalf("looping page 3: %d %v", r.StatusCode, l)
+	}
+	etag := r.Header.Get("ETag")
+	s.ClearFaults()
+	r, mended := get(t, page3)
+	if l := links(r.Header.Get("Link")); l["next"] != "" || string(mended) != string(looped) || r.Header.Get("ETag") != etag {
+		t.Fatalf("mended page 3: next %q, same body %v, etag %q → %q", l["next"], string(mended) == string(looped), etag, r.Header.Get("ETag"))
+	}
+	if r, _ = get(t, page3, "If-None-Match", etag); r.StatusCode != 304 || r.Header.Get("Link") != "" {
+		t.Fatalf("revalidation: %d, Link %q", r.StatusCode, r.Header.Get("Link"))
+	}
+}
+
 func TestETagAnswers304WithoutSpendingBudget(t *testing.T) {
 	s := New(t, WithToken("tok", "alice"), WithRateLimit(100))
 	s.AddRepo("o/r")

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The in-memory world. Numbers are shared by issues and pull requests as on GitHub (a
@@ -131,8 +132,22 @@ func (s *Server) at(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Second)
 }
 
+// MaxBody is GitHub's bound on an issue, pull request or comment body: 65,536
+// characters (not bytes: a body of two-byte characters is 128 KiB). A page of 100 such
+// issues is over 10 MiB, which is how big a real page gets.
+const MaxBody = 65536
+
+// checkBody refuses what GitHub would refuse ("body is too long (maximum is 65536
+// characters)"), so a test cannot build a page larger than GitHub serves.
+func checkBody(body string) {
+	if n := utf8.RuneCountInString(body); n > MaxBody {
+		panic(fmt.Sprintf("githubtest: a body of %d characters; GitHub allows %d", n, MaxBody))
+	}
+}
+
 // AddIssue opens an issue and returns its number.
 func (s *Server) AddIssue(full string, in Issue) int {
+	checkBody(in.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.repoLocked(full)
@@ -146,6 +161,7 @@ func (s *Server) AddIssue(full string, in Issue) int {
 
 // AddPR opens a pull request and returns its number.
 func (s *Server) AddPR(full string, in PullRequest) int {
+	checkBody(in.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addPRLocked(s.repoLocked(full), in).number
@@ -169,6 +185,7 @@ func (s *Server) AddComment(full string, n int, user, body string) int64 {
 }
 
 func (s *Server) addCommentLocked(r *repo, n int, user, body string) *comment {
+	checkBody(body)
 	is := r.issue(n)
 	if is == nil {
 		panic(fmt.Sprintf("githubtest: no issue #%d", n))

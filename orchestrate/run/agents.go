@@ -276,15 +276,40 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return wire.Errorf(wire.CodeNotFound, "%s of run %s has no agent", who, name)
 	}
 	now := s.now()
+	prev, hadPrev := rec.Sent[who]
 	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Sent = setTime(r.Sent, who, now) }); err != nil {
 		return err
 	}
+	busy := false
 	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	return s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	err = s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	if wire.CodeOf(err) == wire.CodeAgentBlocked {
+		// The agent waits on a prompt and nothing was typed: the message is not the
+		// last one it got, so a turn end before it goes in is not taken for a reply.
+		s.runs.Update(ctx, name, func(r *Record) {
+			if !r.Sent[who].Equal(now) {
+				return
+			}
+			if hadPrev {
+				r.Sent[who] = prev
+			} else {
+				delete(r.Sent, who)
+			}
+		})
+		if busy {
+			s.mu.Lock()
+			if s.busySent[name+"/"+who].Equal(now) {
+				delete(s.busySent, name+"/"+who)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return err
 }
 
 // bin is how a text typed into an agent calls orcr: the absolute path of the
@@ -523,7 +548,13 @@ func (s *Service) deliverLead(ctx context.Context, name string) {
 	}); err != nil {
 		return
 	}
-	if err := s.send(ctx, name, "lead", text); err != nil {
+	if err := s.send(ctx, name, "lead", text); wire.CodeOf(err) == wire.CodeAgentBlocked {
+		// A prompt came up on the lead: the batch was not typed. It stays in the
+		// inbox, not counted as a try, and goes when the lead is done or idle again
+		// (onLead) — a turn the answer starts must not count as taking it up.
+		s.log.Info("runs: the lead waits on a prompt; its messages wait", "run", name, "err", err)
+		s.runs.Update(ctx, name, func(r *Record) { r.LeadSent = rec.LeadSent })
+	} else if err != nil {
 		s.log.Warn("runs: send to the lead", "run", name, "err", err)
 	}
 	rec, _ = s.runs.Get(ctx, name)

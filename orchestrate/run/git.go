@@ -53,6 +53,9 @@ func (e *GitError) Unwrap() error { return e.Err }
 // operation is worse than a finished one the restart recognises.
 const gitTimeout = 2 * time.Minute
 
+// gitOutputGrace is how long a git command's output is read after git exited.
+const gitOutputGrace = 5 * time.Second
+
 func (g Git) run(ctx context.Context, env []string, args ...string) (string, error) {
 	return g.runIn(ctx, env, "", args...)
 }
@@ -72,8 +75,12 @@ func (g Git) runIn(ctx context.Context, env []string, stdin string, args ...stri
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// A hook of the user's repository (post-commit, post-checkout) may start a
+	// process that keeps git's output open after git exited; its output is not
+	// waited for past gitOutputGrace, and git's own exit decides the result.
+	cmd.WaitDelay = gitOutputGrace
 	gitProcs.Add(1)
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		return out.String(), &GitError{Args: args, Stderr: errb.String(), Err: err}
 	}
 	return strings.TrimSpace(out.String()), nil

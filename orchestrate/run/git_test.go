@@ -3,12 +3,17 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 var testIdentity = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
@@ -224,12 +229,40 @@ func TestRunCheck(t *testing.T) {
 	// A timeout kills the whole group, also what the check started in the background.
 	start := time.Now()
 	res, err = RunCheck(ctx, dir, "sleep 30 & sleep 30; echo never", 300*time.Millisecond, nil)
-	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "did not finish within 300ms") {
+	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "check timed out after 300ms and was stopped") {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatal("timeout did not stop the check")
 	}
+	// A process that leaves the check's group (setsid, a daemon) and keeps its output
+	// open cannot hold the check past its timeout: it is reported, not waited for.
+	// It is stopped, with what it started in its own group.
+	pids := filepath.Join(t.TempDir(), "pids")
+	escape := "setsid sh -c 'sleep 30 & echo $! >> " + pids + "; exec sleep 30' & echo $! >> " + pids
+	start = time.Now()
+	res, err = RunCheck(ctx, dir, "echo started; "+escape+"; true", 500*time.Millisecond, nil)
+	if err != nil || res.OK || !res.TimedOut || !strings.Contains(res.Tail, "started\n") ||
+		!strings.Contains(res.Tail, "check timed out after 500ms; a process it started kept its output open and was stopped") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("a forked process held the check for %s", time.Since(start))
+	}
+	waitGone(t, pids, 2)
+	// Nor can it hold a server that shuts down.
+	pids = filepath.Join(t.TempDir(), "pids")
+	escape = "setsid sh -c 'exec sleep 30' & echo $! >> " + pids
+	sctx, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	start = time.Now()
+	if _, err := RunCheck(sctx, dir, escape+"; sleep 30", time.Minute, nil); err == nil {
+		t.Fatal("a check cut short by its context reported as a result")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("a forked process held a cancelled check for %s", time.Since(start))
+	}
+	waitGone(t, pids, 1)
 	// A cancelled context is an error, not a failed check.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -293,5 +326,70 @@ func TestGitIdentityAndHandOver(t *testing.T) {
 	work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), base)
 	if err != nil || work.Head != tip || work.Commits != 1 || work.Dirty {
 		t.Fatalf("the branch's work is not what the worktree has: %+v %v (tip %s)", work, err, tip)
+	}
+}
+
+// TestGitHookCannotHoldTheRun: a hook of the user's repository that leaves a process
+// of its own session holding git's output open (a daemon a post-commit hook starts)
+// made every git command of the run wait for that process — the autopilot stood
+// still. Git's exit decides now, and the commit is not taken for a failure.
+func TestGitHookCannotHoldTheRun(t *testing.T) {
+	repo, g := newRepo(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	sh(t, repo, "printf '#!/bin/sh\\nsetsid sh -c \"exec sleep 60\" &\\necho $! > "+pidFile+"\\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	start := time.Now()
+	if _, err := g.run(context.Background(), nil, "commit", "-q", "--allow-empty", "-m", "hooked"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("git commit took %s: the hook's process held it", d)
+	}
+	if subject := sh(t, repo, "git log -1 --format=%s"); subject != "hooked" {
+		t.Fatalf("last commit %q", subject)
+	}
+}
+
+// waitGone waits until the n processes whose pids are in file have ended, and kills
+// them if they do not.
+func waitGone(t *testing.T, file string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != n {
+		t.Fatalf("%d pids in %s, want %d", len(pids), file, n)
+	}
+	alive := func() []int {
+		var out []int
+		for _, pid := range pids {
+			// A zombie has no fd table left; a live process has one.
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/fd/0", pid)); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	if !wait.Until(10*time.Second, func() bool { return len(alive()) == 0 }) {
+		left := alive()
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("processes the check started still run: %v", left)
 	}
 }

@@ -110,6 +110,12 @@ func (s *Service) performOne(name string, p Pending) {
 	if ctx.Err() != nil {
 		return // shutting down: it stays pending and is performed after the restart
 	}
+	if p.Action.Kind == ASendCoder && wire.CodeOf(err) == wire.CodeAgentBlocked {
+		// The coder waits on a prompt and nothing was typed: the message stays in
+		// the outbox and goes once the coder is past the prompt (onAgent).
+		s.log.Info("runs: the coder waits on a prompt; its message waits", "run", name, "coder", p.Action.Coder, "err", err)
+		return
+	}
 	if err != nil {
 		s.log.Warn("runs: action", "run", name, "action", p.Action.Kind, "m", p.Action.M, "err", err)
 	}
@@ -330,9 +336,12 @@ func factText(f Fact) string {
 	}
 	switch f.Kind {
 	case FChecked, FFinalCheck:
-		if f.OK {
+		switch note := checkNote(f.Text); {
+		case f.OK:
 			parts = append(parts, "passed")
-		} else {
+		case note != "":
+			parts = append(parts, "failed: "+note)
+		default:
 			parts = append(parts, "failed")
 		}
 	case FDone, FTurnEnded:
@@ -389,6 +398,14 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil || rec.Agents[who] != a.ID {
 		return
+	}
+	if a.State != wire.StateBlocked && a.State.Live() {
+		// Messages a prompt held back (agent_blocked) go now that it is answered.
+		for _, p := range rec.Outbox {
+			if p.Action.Kind == ASendCoder && p.Action.Coder == who {
+				s.perform(name, p)
+			}
+		}
 	}
 	if a.State == wire.StateBlocked && a.Blocked != nil && !(strings.HasPrefix(who, "coder-") && a.Blocked.Kind == wire.BlockedLimit) {
 		// A prompt (or the lead's or reviewer's usage limit) waits for the user, who

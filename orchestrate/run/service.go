@@ -353,17 +353,17 @@ func (s *Service) RunStop(ctx context.Context, name string) (wire.RunView, error
 
 // RunDispatch implements core.RunService.
 func (s *Service) RunDispatch(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
+	return s.each(ctx, wire.MethodRunDispatch, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
 }
 
 // RunHold implements core.RunService.
 func (s *Service) RunHold(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
+	return s.each(ctx, wire.MethodRunHold, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
 }
 
 // RunRetry implements core.RunService.
 func (s *Service) RunRetry(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
+	return s.each(ctx, wire.MethodRunRetry, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
 }
 
 // RunAnswer implements core.RunService.
@@ -441,22 +441,48 @@ func splitRunPath(path string) (name, who string, ok bool) {
 	return name, who, ok && name != "" && who != "" && !strings.Contains(who, "/")
 }
 
-func (s *Service) each(ctx context.Context, p wire.RunMilestonesParams, fact func(m string) Fact) (wire.RunView, error) {
+// each applies fact to every milestone p names, in order, and answers with the run's
+// view once. A name given twice is acted on once (a second dispatch of the same
+// milestone is at best a no-op, at worst a second refusal), and the list is bounded
+// like on the wire, since in-process callers skip the socket's check: a 100,000-name
+// dispatch used to step, log and render the whole run once per name.
+func (s *Service) each(ctx context.Context, method string, p wire.RunMilestonesParams, fact func(m string) Fact) (wire.RunView, error) {
 	if len(p.Milestones) == 0 {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "name the milestones (e.g. M1 M2)")
 	}
-	var v wire.RunView
+	if err := wire.CheckRanges(method, &p); err != nil {
+		return wire.RunView{}, err
+	}
+	var rec Record
 	var errs []string
+	seen := make(map[string]bool, len(p.Milestones))
 	for _, m := range p.Milestones {
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
+		r, err := s.apply(ctx, p.Name, fact(m))
+		if r.Run.Name != "" {
+			rec = r
+		}
+		if err == nil {
+			continue
+		}
+		var re *RefusedError
+		var we *wire.Error
+		if !errors.As(err, &re) && errors.As(err, &we) {
+			return wire.RunView{}, err // no such run, the store down: the same for every name
+		}
+		errs = append(errs, err.Error())
+	}
+	v := s.view(rec)
+	if rec.Run.Name == "" {
 		var err error
-		if v, err = s.request(ctx, p.Name, fact(m)); err != nil {
-			errs = append(errs, err.Error())
+		if v, err = s.RunStatus(ctx, p.Name); err != nil {
+			return wire.RunView{}, err
 		}
 	}
 	if len(errs) > 0 {
-		if v.Name == "" {
-			v, _ = s.RunStatus(ctx, p.Name)
-		}
 		return v, wire.Errorf(wire.CodeInvalidParams, "%s", strings.Join(errs, "\n"))
 	}
 	return v, nil

@@ -192,3 +192,103 @@ func TestReconcile(t *testing.T) {
 		}
 	}
 }
+
+// scanCounter is the real store, counting the scans of each bucket: how a test sees
+// that applying a fact does not read the whole run log.
+type scanCounter struct {
+	*store.Store
+	scans map[string]int
+}
+
+func (s *scanCounter) Scan(ctx context.Context, bucket string, fn func(string, []byte) bool) error {
+	s.scans[bucket]++
+	return s.Store.Scan(ctx, bucket, fn)
+}
+
+// TestApplyReadsOnlyWhatIsNew: with a long log, applying a fact and getting the
+// record read the entries after the record's seq by key and never scan the log (a
+// scan per fact made a long dispatch quadratic: minutes for 100,000 names). A log
+// entry left by a crash is still replayed.
+func TestApplyReadsOnlyWhatIsNew(t *testing.T) {
+	ctx := context.Background()
+	st := &scanCounter{Store: openStore(t, t.TempDir()), scans: map[string]int{}}
+	defer st.Close()
+	rs := NewRuns(st)
+	r := newRun(t, 2, false, "M1::small", "M2:M1:small")
+	if _, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FTick}, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.scans[logPrefix+"demo"]; n != 0 {
+		t.Fatalf("300 applies scanned the run log %d times", n)
+	}
+	rec, err := rs.Get(ctx, "demo")
+	if err != nil || rec.Seq != 301 {
+		t.Fatalf("get: %v seq %d", err, rec.Seq)
+	}
+	if err := rs.append(ctx, "demo", Entry{Seq: 302, At: t0, Type: EntryFact, Fact: &Fact{Kind: FHold, M: "M1", Text: "crash"}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = rs.Get(ctx, "demo")
+	if m, _ := rec.Run.Milestone("M1"); err != nil || rec.Seq != 302 || m.State != Held {
+		t.Fatalf("replay: %v seq %d M1 %s", err, rec.Seq, m.State)
+	}
+	if n := st.scans[logPrefix+"demo"]; n != 0 {
+		t.Fatalf("get scanned the run log %d times", n)
+	}
+}
+
+// TestSameRefusalLoggedOnce: a request refused again while the run has not changed
+// is not logged again (a loop asking for the same dispatch grew the log by one
+// entry per ask); a different refusal is, and so is the same one once the run moved.
+func TestSameRefusalLoggedOnce(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	rs := NewRuns(st)
+	r := newRun(t, 2, false, "M1::small", "M2:M1:small")
+	if _, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	refused := func() int {
+		es, err := rs.Events(ctx, "demo", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.Type == EntryRefused {
+				n++
+			}
+		}
+		return n
+	}
+	for range 50 {
+		if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M2"}, t0); !errors.Is(err, ErrRefused) {
+			t.Fatalf("dispatch of planned M2: %v", err)
+		}
+	}
+	if n := refused(); n != 1 {
+		t.Fatalf("50 identical refusals logged %d times, want once", n)
+	}
+	// Another refusal is logged, and the first is still remembered after it.
+	if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FAnswer, M: "M1", Text: "x"}, t0); err == nil {
+		t.Fatal("answer for a milestone that is not asking accepted")
+	}
+	rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M2"}, t0)
+	if n := refused(); n != 2 {
+		t.Fatalf("refusals logged %d times, want 2", n)
+	}
+	// The run moved: the same request is refused anew and logged anew.
+	if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M1"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M2"}, t0)
+	if n := refused(); n != 3 {
+		t.Fatalf("refusals logged %d times after the run moved, want 3", n)
+	}
+}

@@ -1,0 +1,66 @@
+package secretenv
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRedactKeepsNamesAndOrcrValues(t *testing.T) {
+	got := Redact(map[string]string{"OPENAI_API_KEY": "sk-1", "ORCR_LISTENER": "triage"})
+	if got["OPENAI_API_KEY"] != Redacted || got["ORCR_LISTENER"] != "triage" || !IsRedacted(got) {
+		t.Fatalf("redacted %v", got)
+	}
+	if IsRedacted(map[string]string{"ORCR_LISTENER": "triage"}) {
+		t.Fatal("an env of ORCR_* names only hides nothing")
+	}
+}
+
+func TestSaveLoadNeverFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	if err := os.Symlink(victim, filepath.Join(dir, FileName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("load through a link: %v", err)
+	}
+	if err := Save(dir, map[string]string{"K": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	env, ok, err := Load(dir)
+	if err != nil || !ok || env["K"] != "v" {
+		t.Fatalf("load: %v %v %v", env, ok, err)
+	}
+	if st, _ := os.Lstat(filepath.Join(dir, FileName)); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+}
+
+func TestResolveSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secrets.toml")
+	os.WriteFile(path, []byte("TOKEN = \"s3cret\"\n"), 0o600)
+	got, err := Resolve(map[string]string{"A": "Bearer {{secret.TOKEN}}", "B": "plain"}, path)
+	if err != nil || got["A"] != "Bearer s3cret" || got["B"] != "plain" {
+		t.Fatalf("resolve: %v %v", got, err)
+	}
+	if _, err := Resolve(map[string]string{"A": "{{secret.NOPE}}"}, path); err == nil || !strings.Contains(err.Error(), `"NOPE"`) {
+		t.Fatalf("unknown secret: %v", err)
+	}
+	os.Chmod(path, 0o640)
+	if _, err := Resolve(map[string]string{"A": "{{secret.TOKEN}}"}, path); err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) {
+		t.Fatalf("group-readable secrets: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		os.Chmod(path, 0o600)
+		os.Chown(path, 65534, 65534)
+		if _, err := Resolve(map[string]string{"A": "{{secret.TOKEN}}"}, path); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("secrets of another user: %v", err)
+		}
+	}
+}

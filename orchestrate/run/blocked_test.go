@@ -1,0 +1,73 @@
+package run_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/orchestrate/run"
+	"orcr/testutil/wait"
+)
+
+// TestCoderMessageWaitsForPrompt: the check's failure goes back to a coder that
+// waits on a question ("[y/N]") by then. The message is not typed into it (the
+// question would take it as its answer, and the coder would never hear of the
+// failure): it stays in the outbox and goes once the user has answered, so the coder
+// fixes the milestone and it merges. (It does not answer "turn ended without run
+// done": only the held message can get it going again.)
+func TestCoderMessageWaitsForPrompt(t *testing.T) {
+	g := newRig(t)
+	ctx := context.Background()
+	g.approve("demo", twoMilestones)
+	// The question is on screen before `run done`, so it is up when the check's
+	// message comes.
+	coder := []string{"sh", "-c", `m=$(basename "$PWD")
+echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work"
+printf 'Keep the scratch files? [y/N] '
+` + g.orcr + ` run done "$m" >/dev/null 2>&1
+read -r a; echo "answer:$a"
+while read -r line; do
+  case "$line" in
+    *"check failed"*) touch "ok-$m" && git add -A && git commit -qm "$m: fix" && ` + g.orcr + ` run done "$m" ;;
+  esac
+done`}
+	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+		t.Fatal(err)
+	}
+	path := run.AgentPath("demo", "coder-1")
+	screen := func() string {
+		r, _ := g.svc.Read(ctx, wire.ReadParams{Target: path})
+		return r.Text
+	}
+	wait.For(t, 60*time.Second, "the coder blocked on its question", func() bool {
+		a, err := g.svc.Get(ctx, path)
+		return err == nil && a.State == wire.StateBlocked
+	})
+	// The check ran and failed while the question was up.
+	wait.For(t, 60*time.Second, "M1's failed check", func() bool {
+		for _, m := range g.status("demo").Milestones {
+			if m.ID == "M1" && m.Rounds.Check >= 1 {
+				return true
+			}
+		}
+		return false
+	})
+	if s := screen(); strings.Contains(s, "answer:") || strings.Contains(s, "check failed") {
+		t.Fatalf("the run's message was typed into the question:\n%s", s)
+	}
+	if _, err := g.svc.Answer(ctx, wire.AnswerParams{Target: path, Deny: true}); err != nil {
+		t.Fatal(err)
+	}
+	v := g.waitState("demo", "M1", "merged", 60*time.Second)
+	if r := v.Milestones[0].Rounds; r.Check != 1 {
+		t.Fatalf("M1 should have passed on the fix the held message asked for: rounds %+v", r)
+	}
+	if s := screen(); !strings.Contains(s, "answer:n") {
+		t.Fatalf("the question did not get the user's answer:\n%s", s)
+	}
+}

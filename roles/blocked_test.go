@@ -1,0 +1,38 @@
+package roles_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/wait"
+)
+
+// TestWrapUpWaitsForPrompt: the soft timeout comes while the agent waits on a
+// question. The wrap-up is not typed into it (the question would take it as its
+// answer and the message would be lost); it goes in once the user has answered.
+func TestWrapUpWaitsForPrompt(t *testing.T) {
+	r := newClaudeRig(t)
+	r.role("asker", `providers = ["shell"]
+soft_timeout = "2s"
+hard_timeout = "120s"
+`)
+	r.serve()
+	r.must("agent", "run", "ask/a", "--role", "asker", "--cwd", r.work, "--",
+		"sh", "-c", `printf 'Remove build? [y/N] '; read -r a; echo "answer:$a"; exec cat`)
+	r.waitAgent("ask/a", 30*time.Second, "blocked on its question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
+	r.waitAgent("ask/a", 30*time.Second, "the soft timeout's wrap-up", func(a wire.Agent) bool { return a.Limits.WrapUpAt != nil })
+	// The wrap-up goes right after WrapUpAt is recorded; typed into the question it
+	// shows within milliseconds. Nothing may reach the question for a few seconds.
+	if wait.Until(3*time.Second, func() bool {
+		return strings.Contains(r.must("agent", "read", "ask/a"), "answer:") || r.agent("ask/a").State != wire.StateBlocked
+	}) {
+		t.Fatalf("the wrap-up was typed into the question:\n%s", r.must("agent", "read", "ask/a"))
+	}
+	r.must("agent", "answer", "ask/a", "--deny")
+	r.waitAgent("ask/a", 30*time.Second, "the wrap-up after the answer", func(a wire.Agent) bool {
+		scr := r.must("agent", "read", "ask/a")
+		return strings.Contains(scr, "answer:n") && strings.Contains(scr, "time limit")
+	})
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+)
+
+const envDiskChild = "ORCR_STORE_TEST_DISK_CHILD"
+
+// diskChild writes into a store whose disk the parent fills, with the free-space check
+// off: what happens when another process takes the room between that check and badger's
+// write. It says "ready", waits for "full", writes until writes are refused ("refused"),
+// waits for "freed" and writes until one is accepted ("recovered"). Reads are checked
+// all along.
+func diskChild(dir string) int {
+	minFree = 0
+	ctx := context.Background()
+	s, err := Open(dir, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		fmt.Println("error open:", err)
+		return 1
+	}
+	defer s.Close()
+	if err := s.Put(ctx, "b", "before", []byte("kept")); err != nil {
+		fmt.Println("error put:", err)
+		return 1
+	}
+	read := func() bool {
+		v, err := s.Get(ctx, "b", "before")
+		if err != nil || string(v) != "kept" {
+			fmt.Printf("error read: %q %v\n", v, err)
+			return false
+		}
+		return true
+	}
+	in := bufio.NewScanner(os.Stdin)
+	fmt.Println("ready")
+	if !in.Scan() || in.Text() != "full" {
+		return 1
+	}
+	big := []byte(strings.Repeat("v", 40<<10))
+	refused, accepted := 0, 0
+	for i := 0; refused < 20; i++ {
+		if i > 20000 {
+			fmt.Println("error: writes on a full disk were never refused")
+			return 1
+		}
+		err := s.Put(ctx, "b", fmt.Sprint("full", i), big)
+		switch {
+		case err == nil:
+			accepted++
+			continue
+		case !errors.Is(err, wire.ErrStoreUnavailable):
+			fmt.Println("error put on a full disk:", err)
+			return 1
+		}
+		refused++
+		if !read() {
+			return 1
+		}
+	}
+	fmt.Printf("refused after %d\n", accepted)
+	if !in.Scan() || in.Text() != "freed" {
+		return 1
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		err := s.Put(ctx, "b", fmt.Sprint("after", i), big)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Println("error: writes did not resume:", err)
+			return 1
+		}
+		time.Sleep(50 * time.Millisecond) // a poll: writes resume once badger has its memtable back
+	}
+	if !read() {
+		return 1
+	}
+	fmt.Println("recovered")
+	return 0
+}
+
+// The free-space check before each write cannot see space another process takes right
+// after it: badger then wrote into a sparse memory-mapped file with no block left to back
+// the page, and SIGBUS killed the server. Now every file badger maps is allocated when it is
+// created, so a full disk is an ENOSPC from the allocation (a memtable rotation, here), the
+// write answers store_unavailable, reads go on, and writes resume once there is room.
+func TestDiskFilledBetweenCheckAndWrite(t *testing.T) {
+	mnt := mountTmpfs(t, "64m")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envDiskChild+"="+filepath.Join(mnt, "store"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	expect := func(prefix string) string {
+		t.Helper()
+		if !lines.Scan() {
+			cmd.Wait()
+			t.Fatalf("the writer died waiting for %q (%v):\n%.3000s", prefix, cmd.ProcessState, stderr.String())
+		}
+		if l := lines.Text(); !strings.HasPrefix(l, prefix) {
+			t.Fatalf("writer said %q, want %q", l, prefix)
+		}
+		return lines.Text()
+	}
+	say := func(s string) {
+		if _, err := io.WriteString(stdin, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("ready")
+	filler := fillDisk(t, mnt)
+	say("full")
+	t.Log(expect("refused"))
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	say("freed")
+	expect("recovered")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("writer: %v\n%.3000s", err, stderr.String())
+	}
+	// The disk filled inside a write: badger could not create its next memtable, and the
+	// store gave it one back by reopening it.
+	if log := stderr.String(); !strings.Contains(log, "could not create its next memtable") || !strings.Contains(log, "store reopened") {
+		t.Errorf("the writer's log does not show the lost memtable and the reopen:\n%.3000s", log)
+	}
+}
+
+// A fault in a call made on the caller's goroutine — a read of a mapped page its file no
+// longer backs — is store_unavailable from guarded, not SIGBUS: the store's reads and the
+// reads inside its write transactions run through it.
+func TestFaultInAGuardedCallIsAnError(t *testing.T) {
+	s := openT(t, t.TempDir())
+	f, err := os.Create(filepath.Join(t.TempDir(), "mapped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, 1<<16, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(data)
+	if err := f.Truncate(0); err != nil { // the mapping now reaches past the file's end
+		t.Fatal(err)
+	}
+	var b byte
+	err = s.guarded(func() error {
+		b = data[1<<15]
+		return nil
+	})
+	if !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a read past the mapped file's end: %v (read %d)", err, b)
+	}
+	// Calls that do not fault are untouched, and other panics still panic.
+	if err := s.guarded(func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r != "not a fault" {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	s.guarded(func() error { panic("not a fault") })
+}
