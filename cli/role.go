@@ -217,18 +217,25 @@ func (app *app) historyCommand() *cli.Command {
 	}
 }
 
-// historyPage is how many entries one history.list answer holds for the CLI: about
-// 100 KB of text, so the first page prints in a few milliseconds at any length.
-const historyPage = 500
+// historyPage is how many entries the CLI's first history.list answer holds: about
+// 100 KB of text, so the first lines print in a few milliseconds at any length; the
+// later pages hold historyPageMore (about 1 MB), so a long history costs few round
+// trips (pages of 500 made `orcr history` over 10,000 entries 15 % slower in all).
+const (
+	historyPage     = 500
+	historyPageMore = 5000
+)
 
 // historyPages asks for the history a page at a time (at most limit entries in all
 // when limit > 0) and hands each page to take.
 func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryParams, limit int, take func(wire.AgentHistoryResult) error) error {
+	size := historyPage
 	for {
-		p.Limit = historyPage
+		p.Limit = size
 		if limit > 0 {
-			p.Limit = min(historyPage, limit)
+			p.Limit = min(size, limit)
 		}
+		size = historyPageMore
 		r, err := svc.AgentHistory(ctx, p)
 		if err != nil {
 			return err
