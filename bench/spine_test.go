@@ -33,7 +33,7 @@ type server struct {
 	srv       *serve.Server
 }
 
-func startServer(b *testing.B, home string) *server {
+func startServer(b testing.TB, home string) *server {
 	b.Helper()
 	bin := testbin.Build(b, "orcr")
 	s := &server{bin: bin, home: home}

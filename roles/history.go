@@ -26,9 +26,9 @@ func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (
 		return wire.AgentHistoryResult{}, err
 	}
 	s.mu.Lock()
-	rows := s.hist.match(q)
+	pg := s.hist.match(q)
 	s.mu.Unlock()
-	return q.result(rows), nil
+	return q.result(pg), nil
 }
 
 // Lister is what history reads: the agents, and who asks (for relative globs).
@@ -52,12 +52,14 @@ func HistoryOf(ctx context.Context, k Lister, p wire.AgentHistoryParams) (wire.A
 	return q.result(x.match(q)), nil
 }
 
-// histQuery is a history.list request read once: its glob, window and form.
+// histQuery is a history.list request read once: its glob, window, form and page.
 type histQuery struct {
 	g     *core.Glob
 	now   time.Time
 	since int64 // unix nanoseconds; 0: all
 	text  bool
+	limit int      // entries in one page; 0: all
+	after *histRow // the cursor: the page starts after this (end, id)
 }
 
 func historyQuery(ctx context.Context, k Lister, p wire.AgentHistoryParams) (histQuery, error) {
@@ -81,8 +83,26 @@ func historyQuery(ctx context.Context, k Lister, p wire.AgentHistoryParams) (his
 	if p.SinceSeconds > 0 {
 		q.since = q.now.Add(-time.Duration(p.SinceSeconds) * time.Second).UnixNano()
 	}
+	if p.Limit < 0 {
+		return histQuery{}, wire.Errorf(wire.CodeInvalidParams, "limit must not be negative")
+	}
+	q.limit = p.Limit
+	if p.After != "" {
+		end, id, ok := strings.Cut(p.After, " ")
+		ns, err := strconv.ParseInt(end, 10, 64)
+		if !ok || err != nil || id == "" {
+			return histQuery{}, wire.Errorf(wire.CodeInvalidParams, "after %q is not a history cursor: pass the next of the previous page", p.After)
+		}
+		q.after = &histRow{e: wire.AgentHistoryEntry{ID: id}, end: ns}
+	}
 	return q, nil
 }
+
+// cursor names row for a page's next: "ENDNANOS ID". Like agent.list's, it names an
+// entry rather than a position, so entries added (newer, so before it) since the
+// previous page do not shift the next one, and an entry pruned since is still a
+// place in the order to go on from.
+func cursor(r *histRow) string { return strconv.FormatInt(r.end, 10) + " " + r.e.ID }
 
 // histRow is a finished agent's entry with the cells of its line that do not change
 // with time, rendered once when the agent finishes: at 10,000 agents, rendering every
@@ -117,14 +137,28 @@ func newer(x, y *histRow) int {
 type histIndex struct {
 	byID map[string]*histRow
 	rows []*histRow // newest first
+	// width is the widest cell of each column (but ENDED) of any row put since the
+	// load: pages are laid out to it. It does not shrink when rows go, which only
+	// leaves a column a little wider than it needs.
+	width []int
+}
+
+func (x *histIndex) widen(r *histRow) {
+	if x.width == nil {
+		x.width = make([]int, len(r.width))
+	}
+	for i, n := range r.width {
+		x.width[i] = max(x.width[i], n)
+	}
 }
 
 // load fills an empty index from the kernel's records (one per id) in one sort.
 func (x *histIndex) load(as []wire.Agent) {
-	x.byID, x.rows = make(map[string]*histRow, len(as)), nil
+	x.byID, x.rows, x.width = make(map[string]*histRow, len(as)), nil, nil
 	for i := range as {
 		if as[i].State.Terminal() && as[i].EndedAt != nil {
 			r := newHistRow(Entry(as[i]))
+			x.widen(r)
 			x.byID[r.e.ID] = r
 			x.rows = append(x.rows, r)
 		}
@@ -140,6 +174,7 @@ func (x *histIndex) put(e wire.AgentHistoryEntry) {
 	}
 	x.remove(e.ID)
 	r := newHistRow(e)
+	x.widen(r)
 	i, _ := slices.BinarySearchFunc(x.rows, r, newer)
 	x.rows = slices.Insert(x.rows, i, r)
 	x.byID[e.ID] = r
@@ -156,39 +191,94 @@ func (x *histIndex) remove(id string) {
 	}
 }
 
-// match is the rows q selects, newest first.
-func (x *histIndex) match(q histQuery) []*histRow {
-	out := make([]*histRow, 0, len(x.rows))
-	for _, r := range x.rows {
+// histPage is one answer's rows, the cursor of the next page, and what a page's text
+// needs to line up with the pages before and after it.
+type histPage struct {
+	rows   []*histRow
+	next   string
+	width  []int // the widest cell of each column (but ENDED) in the whole index
+	oldest int64 // the oldest row's end: the longest "ago" of any page
+}
+
+// match is the rows q selects, newest first: one page of them when q has a limit. A
+// page starts by a binary search for its cursor and stops at limit rows, so its cost
+// does not grow with the history's length (but with how many rows a glob skips).
+func (x *histIndex) match(q histQuery) histPage {
+	rows := x.rows
+	if q.after != nil {
+		i, found := slices.BinarySearchFunc(rows, q.after, newer)
+		if found {
+			i++
+		}
+		rows = rows[i:]
+	}
+	n := len(rows)
+	if q.limit > 0 {
+		n = min(n, q.limit+1)
+	}
+	pg := histPage{rows: make([]*histRow, 0, n), width: x.width}
+	if len(x.rows) > 0 {
+		pg.oldest = x.rows[len(x.rows)-1].end
+	}
+	for _, r := range rows {
 		if r.end < q.since {
 			break // older rows only from here
 		}
 		if q.g == nil || q.g.Match(r.e.Path) {
-			out = append(out, r)
+			pg.rows = append(pg.rows, r)
+			if q.limit > 0 && len(pg.rows) > q.limit {
+				pg.rows = pg.rows[:q.limit]
+				pg.next = cursor(pg.rows[q.limit-1])
+				break
+			}
 		}
 	}
-	return out
+	return pg
 }
 
-// result is the answer for rows: their entries, or the aligned table.
-func (q histQuery) result(rows []*histRow) wire.AgentHistoryResult {
+// result is the answer for a page: its entries, or the aligned table. Without a limit
+// the table is as wide as its rows need; a page's is as wide as the whole history's,
+// and only the first has the header, so the pages make one table.
+func (q histQuery) result(pg histPage) wire.AgentHistoryResult {
 	if q.text {
-		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: renderHistory(rows, q.now)}
+		var t histTable
+		if q.limit > 0 {
+			t = histTable{header: q.after == nil, width: pg.width, ago: len(core.FormatAge(q.now.Sub(time.Unix(0, pg.oldest)))) + len(" ago")}
+		} else {
+			t = histTable{header: true}
+		}
+		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: t.render(pg.rows, q.now), Next: pg.next}
 	}
-	out := make([]wire.AgentHistoryEntry, len(rows))
-	for i, r := range rows {
+	out := make([]wire.AgentHistoryEntry, len(pg.rows))
+	for i, r := range pg.rows {
 		out[i] = r.e
 	}
-	return wire.AgentHistoryResult{Entries: out}
+	return wire.AgentHistoryResult{Entries: out, Next: pg.next}
 }
 
-// renderHistory lays the rows out as Align does, from their cached cells; only the
+// histTable is how a text answer is laid out: with the header or not, and at least
+// as wide as width (the cells but ENDED) and ago (ENDED).
+type histTable struct {
+	header bool
+	width  []int
+	ago    int
+}
+
+// render lays the rows out as Align does, from their cached cells; only the
 // ENDED column ("5m ago") is made per call.
-func renderHistory(rows []*histRow, now time.Time) string {
+func (t histTable) render(rows []*histRow, now time.Time) string {
 	cols := core.HistoryColumns
 	w := make([]int, len(cols))
 	for i, c := range cols {
 		w[i] = utf8.RuneCountInString(c)
+	}
+	if t.ago > 0 {
+		// A page: ENDED as wide as the oldest entry's (days), or as "59m ago" (any
+		// seconds, minutes or hours), whichever is wider.
+		w[0] = max(w[0], t.ago, len("59m ago"))
+	}
+	for i, n := range t.width {
+		w[i+1] = max(w[i+1], n)
 	}
 	ago := make([]string, len(rows))
 	size, last := 0, ""
@@ -217,10 +307,12 @@ func renderHistory(rows []*histRow, now time.Time) string {
 			}
 		}
 	}
-	for i, c := range cols {
-		cell(c, utf8.RuneCountInString(c), i)
+	if t.header {
+		for i, c := range cols {
+			cell(c, utf8.RuneCountInString(c), i)
+		}
+		b.WriteByte('\n')
 	}
-	b.WriteByte('\n')
 	for j, r := range rows {
 		cell(ago[j], utf8.RuneCountInString(ago[j]), 0)
 		for i, c := range r.cells {

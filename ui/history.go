@@ -20,16 +20,18 @@ import (
 // --since 24h`) and the server filters, so both surfaces agree on what matches. Enter
 // on an entry whose provider kept a session offers `orcr agent resume`: an optional
 // first message, then agent.resume. Only the visible rows are drawn, so 10,000 entries
-// scroll as fast as ten. Like every dialog it does no I/O: calls go out as callActions.
+// scroll as fast as ten, and they are loaded a page at a time as the selection nears
+// the last one loaded. Like every dialog it does no I/O: calls go out as callActions.
 
 type (
 	// historyMsg is one history.list answer; seq says which request it answers, so a
 	// slow answer to an older filter never replaces a newer one.
 	historyMsg struct {
-		seq  int
-		res  wire.AgentHistoryResult
-		err  error
-		took time.Duration // how long the call took, which paces the refreshes
+		seq   int
+		after string // set when the answer is a page that goes on after the entries shown
+		res   wire.AgentHistoryResult
+		err   error
+		took  time.Duration // how long the call took, which paces the refreshes
 	}
 	// historyTickMsg re-reads the history while the view is open and agents ended.
 	historyTickMsg struct {
@@ -50,6 +52,14 @@ type (
 const (
 	historyRefresh = 3 * time.Second
 	historyShare   = 20
+)
+
+// historyChunk is how many entries one history.list of the view asks for: the first
+// page draws at once at any history length, and the next is asked for when the
+// selection comes within historyAhead pages of the last entry loaded.
+const (
+	historyChunk = 500
+	historyAhead = 2
 )
 
 type historyMode int
@@ -78,6 +88,8 @@ type historyDialog struct {
 	every   time.Duration
 	stale   bool
 	in      textinput.Model // the filter line or the resume message
+	next    string          // the cursor after the last loaded entry ("" when it is the oldest)
+	more    string          // the cursor of the page asked for and not answered yet
 }
 
 func newHistoryDialog(c *common, h int) *historyDialog {
@@ -88,7 +100,7 @@ func newHistoryDialog(c *common, h int) *historyDialog {
 	return d
 }
 
-// openHistory opens the view and asks for the whole history.
+// openHistory opens the view and asks for the first page of the history.
 func (m *Model) openHistory() tea.Cmd {
 	d := newHistoryDialog(m.c, m.h)
 	return tea.Batch(m.pushDialog(d), m.updateAction(d.load()))
@@ -102,17 +114,36 @@ func (d *historyDialog) tick() tea.Cmd {
 	return tea.Tick(d.every, func(time.Time) tea.Msg { return historyTickMsg{d, gen} })
 }
 
-// load asks for the history under the current filter.
+// load asks for the history under the current filter: as many entries as are loaded
+// (a refresh keeps what the user scrolled through), at least a first page.
 func (d *historyDialog) load() action {
 	d.seq++
 	seq, p := d.seq, d.params
-	d.stale = false
+	p.Limit = max(historyChunk, len(d.entries))
+	d.stale, d.more = false, ""
 	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		start := time.Now()
 		r, err := svc.AgentHistory(ctx, p)
-		return historyMsg{seq, r, err, time.Since(start)}
+		return historyMsg{seq, "", r, err, time.Since(start)}
+	}}
+}
+
+// loadMore asks for the page after the loaded entries once the selection comes near
+// their end, unless that page is asked for already or there is none.
+func (d *historyDialog) loadMore() action {
+	if d.next == "" || d.more == d.next || !d.loaded || d.sel < len(d.entries)-historyAhead*d.page() {
+		return nil
+	}
+	seq, p := d.seq, d.params
+	p.Limit, p.After, d.more = historyChunk, d.next, d.next
+	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		start := time.Now()
+		r, err := svc.AgentHistory(ctx, p)
+		return historyMsg{seq, p.After, r, err, time.Since(start)}
 	}}
 }
 
@@ -134,6 +165,9 @@ func (d *historyDialog) current() (wire.AgentHistoryEntry, bool) {
 func (d *historyDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	cmd, act := d.update(msg)
 	d.scrollTo() // the page follows the selection, the list and the lines under it
+	if act == nil {
+		act = d.loadMore()
+	}
 	return cmd, act
 }
 
@@ -170,11 +204,26 @@ func (d *historyDialog) set(msg historyMsg) {
 	if msg.seq != d.seq {
 		return
 	}
+	if msg.after != "" {
+		// A next page: it goes after the entries shown only if they are still the
+		// ones it continues (no refresh replaced them meanwhile).
+		if msg.after != d.more || msg.after != d.next {
+			return
+		}
+		d.more = ""
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render("history: " + oneLine(msg.err.Error()))
+			return
+		}
+		d.entries, d.next = append(d.entries, msg.res.Entries...), msg.res.Next
+		return
+	}
 	d.every = max(historyRefresh, historyShare*msg.took)
 	if msg.err != nil {
 		d.err = msg.err.Error()
 		return
 	}
+	d.next = msg.res.Next
 	id := ""
 	if e, ok := d.current(); ok {
 		id = e.ID
@@ -496,7 +545,11 @@ func (d *historyDialog) hints() string {
 	}
 	pos := ""
 	if n := len(d.entries); n > 0 {
-		pos = fmt.Sprintf("%d/%d · ", d.sel+1, n)
+		more := ""
+		if d.next != "" {
+			more = "+" // more entries than loaded: they come as the selection nears them
+		}
+		pos = fmt.Sprintf("%d/%d%s · ", d.sel+1, n, more)
 	}
 	return pos + fmt.Sprintf("↻ resumable · %s resume · %s filter · %s refresh · %s close",
 		hk.Resume.Label(), hk.Filter.Label(), hk.Refresh.Label(), dk.Cancel.Label())

@@ -385,3 +385,43 @@ func TestRoleShownPerAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryLoadsPagesAsItScrolls: the view holds the first page of a long history;
+// the next is asked for once the selection nears the last entry loaded (once, not per
+// key), goes after the entries, and a page answering entries a refresh replaced since
+// is dropped.
+func TestHistoryLoadsPagesAsItScrolls(t *testing.T) {
+	m, d := openHistory(t, 100, 30, Options{})
+	all := manyHistory(3 * historyChunk)
+	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
+	if d.more != "" {
+		t.Fatal("the next page was asked for with the selection at the top")
+	}
+	if s := plain(screen(t, m)); !strings.Contains(s, fmt.Sprintf("1/%d+", historyChunk)) {
+		t.Fatalf("the count does not say more entries follow:\n%s", s)
+	}
+	press(m, "G")
+	if d.more != "c1" {
+		t.Fatalf("at the last loaded entry the next page was not asked for (more %q)", d.more)
+	}
+	seq := d.seq
+	press(m, "up", "down")
+	if d.more != "c1" || d.seq != seq {
+		t.Fatal("a second key asked again")
+	}
+	m.Update(historyMsg{seq: d.seq, after: "c1", res: wire.AgentHistoryResult{Entries: all[historyChunk : 2*historyChunk], Next: "c2"}})
+	if len(d.entries) != 2*historyChunk || d.next != "c2" || d.more != "" || d.entries[historyChunk].ID != all[historyChunk].ID {
+		t.Fatalf("the page did not go after the entries: %d entries, next %q", len(d.entries), d.next)
+	}
+	press(m, "G")
+	if d.more != "c2" {
+		t.Fatalf("the third page was not asked for (more %q)", d.more)
+	}
+	// A refresh replaces the entries before the page arrives: the page is dropped.
+	press(m, "r")
+	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
+	m.Update(historyMsg{seq: d.seq, after: "c2", res: wire.AgentHistoryResult{Entries: all[2*historyChunk:]}})
+	if len(d.entries) != historyChunk {
+		t.Fatalf("a page for replaced entries was appended: %d entries", len(d.entries))
+	}
+}

@@ -141,6 +141,14 @@ type AgentHistoryParams struct {
 	// Text asks for the aligned table as one text instead of entries: at 10,000
 	// agents a terminal client then decodes one string, not 90,000.
 	Text bool `json:"text,omitempty"`
+	// Limit asks for one page of at most this many entries (0: all of them); the
+	// result's next is then the after of the following page. A text page has the
+	// header only when it is the first, and columns as wide as the whole history's,
+	// so pages printed one after another make one table.
+	Limit int `json:"limit,omitempty" range:"0,1000000"`
+	// After is the next of the previous page: the history goes on after that entry
+	// (older ones). Agents that finished since are not listed.
+	After string `json:"after,omitempty"`
 }
 
 // AgentHistoryEntry is one finished agent.
@@ -166,4 +174,6 @@ type AgentHistoryEntry struct {
 type AgentHistoryResult struct {
 	Entries []AgentHistoryEntry `json:"entries"`
 	Text    string              `json:"text"` // set when AgentHistoryParams.Text
+	// Next is set when a Limit left entries out: pass it as After for the next page.
+	Next string `json:"next,omitempty"`
 }

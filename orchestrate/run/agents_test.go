@@ -243,3 +243,51 @@ func TestTextsCallOrcrByPath(t *testing.T) {
 		t.Errorf("for an agent: %q", got)
 	}
 }
+
+// TestTurnEndAfterDoneReadsNoGit: the turn that called `run done` ends while the
+// milestone is being checked; Step ignores that turn end, so it starts no git process.
+// A turn that ends while the coder works is looked at (the branch's tip and commits).
+func TestTurnEndAfterDoneReadsNoGit(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	fa := &fakeAgents{agents: map[string]wire.Agent{}}
+	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: home, GitEnv: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	defer s.Close()
+	r := newRun(t, 2, false, "M1::small", "M2::small")
+	r.Feature = feat
+	for _, f := range []Fact{{Kind: FDispatch, M: "M1"}, {Kind: FDispatch, M: "M2"}, {Kind: FDone, M: "M1", Coder: "coder-1", Commits: 1, Head: feat}} {
+		if r, _, err = Step(r, f, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, _ := r.Milestone("M1"); m.State != Checking {
+		t.Fatalf("M1 is %s", m.State)
+	}
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared",
+		Agents: map[string]string{"coder-1": "c1", "coder-2": "c2"}}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	before := gitProcs.Load()
+	if _, err := s.apply(ctx, "demo", Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := gitProcs.Load() - before; n != 0 {
+		t.Errorf("the turn end after done started %d git processes, want none", n)
+	}
+	before = gitProcs.Load()
+	if _, err := s.apply(ctx, "demo", Fact{Kind: FTurnEnded, M: "M2", Coder: "coder-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := gitProcs.Load() - before; n == 0 {
+		t.Error("a turn end while the coder works did not look at its branch")
+	}
+}

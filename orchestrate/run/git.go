@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,16 +57,29 @@ const gitTimeout = 2 * time.Minute
 const gitOutputGrace = 5 * time.Second
 
 func (g Git) run(ctx context.Context, env []string, args ...string) (string, error) {
+	return g.runIn(ctx, env, "", args...)
+}
+
+// gitProcs counts the git processes orcr starts: the autopilot's cost per milestone
+// is mostly process starts, and a test holds it to its figure.
+var gitProcs atomic.Int64
+
+// runIn is run with stdin as git's standard input.
+func (g Git) runIn(ctx context.Context, env []string, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.Dir}, args...)...)
 	cmd.Env = append(append(os.Environ(), g.Env...), env...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	// A hook of the user's repository (post-commit, post-checkout) may start a
 	// process that keeps git's output open after git exited; its output is not
 	// waited for past gitOutputGrace, and git's own exit decides the result.
 	cmd.WaitDelay = gitOutputGrace
+	gitProcs.Add(1)
 	if err := cmd.Run(); err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		return out.String(), &GitError{Args: args, Stderr: errb.String(), Err: err}
 	}
@@ -81,6 +96,33 @@ func (g Git) Rev(ctx context.Context, ref string) (string, error) {
 		return "", nil // --quiet: a missing ref fails silently
 	}
 	return out, err
+}
+
+// revs resolves names in one process (`git cat-file --batch-check`), each to the
+// commit it names or to "" when it does not exist: a step that needs several refs
+// reads them together instead of one `rev-parse` each.
+func (g Git) revs(ctx context.Context, names ...string) (map[string]string, error) {
+	var in strings.Builder
+	for _, n := range names {
+		in.WriteString(n + "^{commit}\n")
+	}
+	out, err := g.runIn(ctx, nil, in.String(), "cat-file", "--batch-check=%(objectname)")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("git cat-file: %d answers for %d names", len(lines), len(names))
+	}
+	m := make(map[string]string, len(names))
+	for i, n := range names {
+		if l := strings.TrimSpace(lines[i]); !strings.Contains(l, " ") {
+			m[n] = l
+		} else {
+			m[n] = "" // "NAME missing" (or ambiguous)
+		}
+	}
+	return m, nil
 }
 
 // CurrentBranch is the branch checked out in the repository ("" when detached).
@@ -115,9 +157,6 @@ func (g Git) EnsureWorktree(ctx context.Context, dir, branch, from string) error
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return nil
 	}
-	if _, err := g.EnsureBranch(ctx, branch, from); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
 	}
@@ -129,9 +168,21 @@ func (g Git) EnsureWorktree(ctx context.Context, dir, branch, from string) error
 		_, _ = g.run(ctx, nil, "worktree", "remove", "--force", "--force", tmp)
 		_ = os.RemoveAll(tmp)
 	}
-	_, _ = g.run(ctx, nil, "worktree", "prune") // a worktree removed by hand
-	if _, err := g.run(ctx, nil, "worktree", "add", tmp, branch); err != nil {
-		return err
+	// The usual case, a new branch, takes one process: `worktree add -b` makes the
+	// branch and its checkout together. Anything else (the branch exists, a worktree
+	// removed by hand still holds it) goes the careful way.
+	if _, err := g.run(ctx, nil, "worktree", "add", "-b", branch, tmp, from); err != nil {
+		if _, err := os.Stat(tmp); err == nil {
+			_, _ = g.run(ctx, nil, "worktree", "remove", "--force", "--force", tmp)
+			_ = os.RemoveAll(tmp)
+		}
+		_, _ = g.run(ctx, nil, "worktree", "prune")
+		if _, err := g.EnsureBranch(ctx, branch, from); err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, nil, "worktree", "add", tmp, branch); err != nil {
+			return err
+		}
 	}
 	_, err := g.run(ctx, nil, "worktree", "move", tmp, dir)
 	return err
@@ -186,42 +237,71 @@ type Work struct {
 	Dirty   bool   // uncommitted changes in the worktree (untracked files count)
 }
 
-// WorkOf looks at the worktree dir on branch against base.
+// WorkOf looks at the worktree dir on branch against base, in two processes: one
+// `status --branch` says both the tip checked out and whether the worktree is dirty,
+// and one `rev-list --count` counts the commits.
 func (g Git) WorkOf(ctx context.Context, dir, branch, base string) (Work, error) {
 	var w Work
-	var err error
-	if w.Head, err = g.Rev(ctx, "refs/heads/"+branch); err != nil {
+	st, err := g.at(dir).run(ctx, nil, "status", "--porcelain=v2", "--branch")
+	if err != nil {
 		return w, err
+	}
+	var oid, checkedOut string
+	for _, l := range strings.Split(st, "\n") {
+		switch {
+		case strings.HasPrefix(l, "# branch.oid "):
+			oid = strings.TrimPrefix(l, "# branch.oid ")
+		case strings.HasPrefix(l, "# branch.head "):
+			checkedOut = strings.TrimPrefix(l, "# branch.head ")
+		case l != "" && !strings.HasPrefix(l, "#"):
+			w.Dirty = true
+		}
+	}
+	if checkedOut == branch && oid != "(initial)" {
+		w.Head = oid
+	} else if w.Head, err = g.Rev(ctx, "refs/heads/"+branch); err != nil {
+		return w, err // dir is on another branch (shared mode, switched by hand)
 	}
 	if w.Head == "" {
 		return w, fmt.Errorf("branch %s does not exist", branch)
+	}
+	if w.Head == base {
+		return w, nil
 	}
 	n, err := g.run(ctx, nil, "rev-list", "--count", base+".."+w.Head)
 	if err != nil {
 		return w, err
 	}
 	w.Commits, _ = strconv.Atoi(n)
-	st, err := g.at(dir).run(ctx, nil, "status", "--porcelain")
-	if err != nil {
-		return w, err
-	}
-	w.Dirty = st != ""
 	return w, nil
 }
 
 // MergeIn merges tip into the branch checked out at dir. It returns the branch's new
 // head, or the conflicted paths (the merge is then aborted, so the coder finds a clean
 // worktree and redoes the merge with the message it gets). Merging a tip that is in
-// the branch already returns the head unchanged.
-func (g Git) MergeIn(ctx context.Context, dir, tip, message string) (head string, conflicts []string, err error) {
+// the branch already returns the head unchanged. When feature is not "", the branch
+// feature must still be at tip: a *MovedError says where it is instead, and nothing
+// is merged. The refs are read in one process.
+func (g Git) MergeIn(ctx context.Context, dir, feature, tip, message string) (head string, conflicts []string, err error) {
 	w := g.at(dir)
-	if _, err := w.run(ctx, nil, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
-		// A merge cut short (performed again after a restart): start it over.
+	names := []string{"HEAD", "MERGE_HEAD"}
+	if feature != "" {
+		names = append(names, "refs/heads/"+feature)
+	}
+	refs, err := w.revs(ctx, names...)
+	if err != nil {
+		return "", nil, err
+	}
+	if feature != "" && refs["refs/heads/"+feature] != tip {
+		return "", nil, &MovedError{Branch: feature, Want: tip, Got: refs["refs/heads/"+feature]}
+	}
+	if refs["MERGE_HEAD"] != "" {
+		// A merge cut short (performed again after a restart): start it over. HEAD
+		// does not move during a merge that stopped, so the one read above holds.
 		_, _ = w.run(ctx, nil, "merge", "--abort")
 	}
 	if _, err := w.run(ctx, nil, "merge-base", "--is-ancestor", tip, "HEAD"); err == nil {
-		h, err := w.Rev(ctx, "HEAD")
-		return h, nil, err
+		return refs["HEAD"], nil, nil
 	}
 	_, merr := w.run(ctx, g.identity(ctx), "merge", "--no-ff", "--no-edit", "-m", message, tip)
 	if merr == nil {
@@ -239,15 +319,41 @@ func (g Git) MergeIn(ctx context.Context, dir, tip, message string) (head string
 	return "", strings.Split(out, "\n"), nil
 }
 
-// identity is the committer orcr uses where the repository has none configured.
+// identityTTL is how long a repository's configured identity is trusted: looking it
+// up on every merge cost two processes per milestone, and a user who configures one
+// mid-run sees it used within the minute.
+const identityTTL = time.Minute
+
+type identityEntry struct {
+	env []string
+	at  time.Time
+}
+
+// identities caches identity per repository (and environment).
+var identities sync.Map
+
+// identity is the committer orcr uses where the repository has none configured, read
+// with one `git config --get-regexp` and kept for identityTTL.
 func (g Git) identity(ctx context.Context) []string {
+	key := g.Dir + "\x00" + strings.Join(g.Env, "\x00")
+	if e, ok := identities.Load(key); ok && time.Since(e.(identityEntry).at) < identityTTL {
+		return e.(identityEntry).env
+	}
+	// Exit status 1 is "none configured", which is what the fallback is for.
+	out, _ := g.run(ctx, nil, "config", "--get-regexp", `^user\.(name|email)$`)
+	vals := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), " ")
+		vals[strings.ToLower(k)] = strings.TrimSpace(v)
+	}
 	var env []string
-	if n, _ := g.run(ctx, nil, "config", "user.name"); n == "" {
+	if vals["user.name"] == "" {
 		env = append(env, "GIT_AUTHOR_NAME=orcr", "GIT_COMMITTER_NAME=orcr")
 	}
-	if e, _ := g.run(ctx, nil, "config", "user.email"); e == "" {
+	if vals["user.email"] == "" {
 		env = append(env, "GIT_AUTHOR_EMAIL=orcr@localhost", "GIT_COMMITTER_EMAIL=orcr@localhost")
 	}
+	identities.Store(key, identityEntry{env: env, at: time.Now()})
 	return env
 }
 
@@ -255,13 +361,9 @@ func (g Git) identity(ctx context.Context) []string {
 // becomes on feature: head's tree on parent, with message, dated at. The same
 // arguments give the same commit.
 func (g Git) SquashCommit(ctx context.Context, parent, head, message string, at time.Time) (string, error) {
-	tree, err := g.run(ctx, nil, "rev-parse", head+"^{tree}")
-	if err != nil {
-		return "", err
-	}
 	date := fmt.Sprintf("%d +0000", at.Unix())
-	env := append(g.identity(ctx), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
-	return g.run(ctx, env, "commit-tree", tree, "-p", parent, "-m", message)
+	env := append(slices.Clip(g.identity(ctx)), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	return g.run(ctx, env, "commit-tree", head+"^{tree}", "-p", parent, "-m", message)
 }
 
 // ErrMoved is what Advance returns when the branch is not where the run left it.
@@ -287,25 +389,22 @@ func (g Git) Advance(ctx context.Context, branch, old, head, message string, at 
 	if err != nil {
 		return "", err
 	}
-	cur, err := g.Rev(ctx, "refs/heads/"+branch)
-	if err != nil {
-		return "", err
-	}
-	switch cur {
-	case next:
+	// The compare-and-swap is tried first; only when it fails is the branch read, to
+	// tell an advance that landed before a restart from a branch moved by someone else.
+	_, err = g.run(ctx, nil, "update-ref", "-m", "orcr: "+firstLine(message), "refs/heads/"+branch, next, old)
+	if err == nil {
 		return next, nil
-	case old:
-	default:
+	}
+	cur, rerr := g.Rev(ctx, "refs/heads/"+branch)
+	switch {
+	case rerr != nil:
+		return "", err
+	case cur == next:
+		return next, nil
+	case cur != old:
 		return "", &MovedError{Branch: branch, Want: old, Got: cur}
 	}
-	if _, err := g.run(ctx, nil, "update-ref", "-m", "orcr: "+firstLine(message), "refs/heads/"+branch, next, old); err != nil {
-		cur, rerr := g.Rev(ctx, "refs/heads/"+branch)
-		if rerr == nil && cur != old && cur != next {
-			return "", &MovedError{Branch: branch, Want: old, Got: cur}
-		}
-		return "", err
-	}
-	return next, nil
+	return "", err
 }
 
 // CommitMessage is a milestone's commit on the feature branch: "M1: title", the goal

@@ -77,7 +77,7 @@ func TestGitMilestoneLifecycle(t *testing.T) {
 	}
 
 	// M1 merges: the feature tip is in its branch already.
-	h1, conflicts, err := g.MergeIn(ctx, w1, feat, "merge")
+	h1, conflicts, err := g.MergeIn(ctx, w1, FeatureBranch("demo"), feat, "merge")
 	if err != nil || conflicts != nil || h1 != work.Head {
 		t.Fatalf("merge-in %s %v %v", h1, conflicts, err)
 	}
@@ -99,7 +99,7 @@ func TestGitMilestoneLifecycle(t *testing.T) {
 	}
 
 	// M2 merges the new tip in: no conflict (different files), a new head to re-check.
-	h2, conflicts, err := g.MergeIn(ctx, w2, f1, "Merge feature/demo into M2")
+	h2, conflicts, err := g.MergeIn(ctx, w2, FeatureBranch("demo"), f1, "Merge feature/demo into M2")
 	if err != nil || conflicts != nil || h2 == "" {
 		t.Fatalf("merge-in M2 %s %v %v", h2, conflicts, err)
 	}
@@ -126,6 +126,10 @@ func TestGitMilestoneLifecycle(t *testing.T) {
 	}
 	if cur, _ := g.Rev(ctx, "feature/demo"); cur != f1 {
 		t.Fatal("a refused advance moved the branch")
+	}
+	// A merge-in of a tip the feature branch has left says where it is instead.
+	if _, _, err := g.MergeIn(ctx, w2, FeatureBranch("demo"), f2, "merge"); !errors.As(err, &me) || me.Got != f1 {
+		t.Fatalf("merge-in of a moved tip: %v", err)
 	}
 
 	// Cleanup keeps only the feature branch.
@@ -160,7 +164,7 @@ func TestGitConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, conflicts, err := g.MergeIn(ctx, w2, f1, "merge")
+	head, conflicts, err := g.MergeIn(ctx, w2, FeatureBranch("demo"), f1, "merge")
 	if err != nil || head != "" || strings.Join(conflicts, ",") != "a.txt,b.txt" {
 		t.Fatalf("conflict %q %v %v", head, conflicts, err)
 	}
@@ -170,7 +174,7 @@ func TestGitConflict(t *testing.T) {
 	}
 	// The coder resolves it as the message says; the merge then goes through.
 	sh(t, w2, "git merge feature/demo >/dev/null 2>&1; echo both > a.txt && echo xy > b.txt && git add -A && git commit -qm 'M2: merge feature/demo'")
-	head, conflicts, err = g.MergeIn(ctx, w2, f1, "merge")
+	head, conflicts, err = g.MergeIn(ctx, w2, FeatureBranch("demo"), f1, "merge")
 	if err != nil || conflicts != nil || head == "" {
 		t.Fatalf("after resolving %q %v %v", head, conflicts, err)
 	}
@@ -264,6 +268,64 @@ func TestRunCheck(t *testing.T) {
 	cancel()
 	if _, err := RunCheck(cctx, dir, "sleep 5", time.Minute, nil); err == nil {
 		t.Fatal("cancelled check reported as a result")
+	}
+}
+
+// TestGitIdentityAndHandOver covers the paths the batched git work takes off the
+// usual one: a repository without an identity gets orcr's (read once, not per
+// commit), and a worktree for a branch that exists already (a hand-over after the old
+// worktree was removed by hand) checks that branch out instead of making a new one.
+func TestGitIdentityAndHandOver(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sh(t, dir, "git init -q -b main && echo base > a.txt && git add -A && git commit -qm base")
+	g := Git{Dir: dir, Env: []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}}
+	base, _ := g.Rev(ctx, "main")
+	before := gitProcs.Load()
+	c1, err := g.SquashCommit(ctx, base, base, "one\n", time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := g.SquashCommit(ctx, base, base, "two\n", time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := gitProcs.Load() - before; n != 3 {
+		t.Errorf("two squash commits took %d git processes, want 3 (the identity read once)", n)
+	}
+	for _, c := range []string{c1, c2} {
+		if who := sh(t, dir, "git log -1 --format='%an <%ae>' "+c); who != "orcr <orcr@localhost>" {
+			t.Errorf("committer %q, want orcr's", who)
+		}
+	}
+	// The repository's own identity wins where it has one.
+	sh(t, dir, "git config user.name Ann && git config user.email ann@example.com")
+	g2 := Git{Dir: dir, Env: append([]string{"X=1"}, g.Env...)} // another cache entry
+	c3, err := g2.SquashCommit(ctx, base, base, "three\n", time.Unix(1e9, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who := sh(t, dir, "git log -1 --format='%an <%ae>' "+c3); who != "Ann <ann@example.com>" {
+		t.Errorf("committer %q, want the repository's", who)
+	}
+
+	// Hand-over: M1's branch has work, its worktree was removed by hand.
+	home := t.TempDir()
+	w := WorktreeDir(home, "demo", "M1")
+	if err := g.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), base); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, w, "echo one > m1.txt && git add -A && git commit -qm M1")
+	tip, _ := g.Rev(ctx, MilestoneBranch("demo", "M1"))
+	if err := os.RemoveAll(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), base); err != nil {
+		t.Fatalf("worktree for an existing branch: %v", err)
+	}
+	work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), base)
+	if err != nil || work.Head != tip || work.Commits != 1 || work.Dirty {
+		t.Fatalf("the branch's work is not what the worktree has: %+v %v (tip %s)", work, err, tip)
 	}
 }
 

@@ -25,7 +25,7 @@ func (s *Service) apply(ctx context.Context, name string, f Fact) (Record, error
 		if f.M == "" {
 			f.M = rec.Run.CoderOf(f.Coder)
 		}
-		if m, ok := rec.Run.Milestone(f.M); ok && m.Coder == f.Coder {
+		if m, ok := rec.Run.Milestone(f.M); ok && m.Coder == f.Coder && readsWork(m, f.Kind) {
 			w, err := s.git(rec.Repo).WorkOf(ctx, s.workDir(rec, f.M), MilestoneBranch(name, f.M), rec.Run.Feature)
 			if err == nil {
 				f.Head, f.Commits, f.Dirty = w.Head, w.Commits, w.Dirty
@@ -42,6 +42,15 @@ func (s *Service) apply(ctx context.Context, name string, f Fact) (Record, error
 	s.perform(name, added...)
 	s.schedule(rec)
 	return rec, nil
+}
+
+// readsWork says whether Step takes what git says about the branch from a coder's
+// fact: the turn that called `run done` ends while the milestone is being checked,
+// and Step ignores it, so it costs no git processes (it cost a status and a rev-list
+// per milestone).
+func readsWork(m Milestone, k FactKind) bool {
+	working := m.State == Building || m.State == Fixing
+	return working || k == FDone && m.State == Asking
 }
 
 func errText(err error) string {
@@ -162,15 +171,11 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case AReview:
 		return nil, s.review(ctx, rec, a)
 	case AMergeIn:
-		cur, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(name))
-		if err != nil {
-			return nil, err
-		}
-		if cur != a.Base {
-			return &Fact{Kind: FMoved, M: a.M, Head: cur}, nil
-		}
-		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
+		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
+		var me *MovedError
 		switch {
+		case errors.As(err, &me):
+			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "merging the feature tip failed: " + err.Error()}, err
 		case len(conflicts) > 0:
