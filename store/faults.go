@@ -137,11 +137,15 @@ const closeWait = 10 * time.Second
 // errLostMemtable is how badger reports a memtable rotation that could not create a file.
 const errLostMemtable = "cannot create new mem table"
 
-// A write can also hang inside badger: when its flushes cannot get room (a table cannot be
-// created, or level 0 is full and compaction cannot write), badger's write goroutine waits
-// for a free memtable slot and never answers the commit. Every later write then waited for
-// the write slot, and every read too, since badger's read timestamp waits for all earlier
-// commits: `orcr agent run` hung on a full disk. So no wait is unbounded. A write waits for
+// A write can also hang inside badger. Under a burst of writes the flush queue fills (a flush
+// compresses a whole memtable), and badger's write goroutine waits in ensureRoomForWrite for
+// a flush to finish; if the disk fills then, the flush fails to create its table and retries
+// forever, and the commit is never answered. Every later write waited for the write slot,
+// and every read too, since a read timestamp waits for all earlier commits: `orcr agent run`
+// hung on a full disk (the stack: PutAgentEvent in request.Wait, doWrites in
+// ensureRoomForWrite's flushCond.Wait, the flusher in CreateTable, reads in
+// oracle.readTs). Level 0 full while compaction cannot write stalls flushes the same way.
+// So no wait is unbounded. A write waits for
 // the slot and for badger in steps of stuckCheck; at each step the disk is checked, and on a
 // disk that cannot take a write it gives up: a waiting write answers store_unavailable, and
 // the write inside badger first spends the reserve (room for the flush it waits for) and,
@@ -226,7 +230,7 @@ func (s *Store) write(ctx context.Context, fn func(db *badger.DB) error) error {
 		select {
 		case err = <-done:
 		case <-t.C:
-			return unavailable(s.dir, "badger did not answer a write within "+writeCap.String())
+			return unavailable(s.dir, "badger did not answer a write; it is being reopened")
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", unavailable(s.dir, "the disk filled during a write"), err)
