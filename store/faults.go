@@ -154,18 +154,23 @@ const errLostMemtable = "cannot create new mem table"
 // With room on the disk a slow badger is waited for up to writeCap.
 
 // stuckCheck is how often a waiting write looks at the disk.
-const stuckCheck = 2 * time.Second
+const stuckCheck = time.Second
 
 // writeCap bounds a write's wait for badger even while the disk has room.
 const writeCap = 30 * time.Second
 
-// lockWrite takes the write slot, giving up with store_unavailable when the disk cannot take
-// a write (the slot's holder is then stuck on it), after writeCap, or when ctx ends.
+// lockWrite takes the write slot, giving up with store_unavailable at once while a reopen
+// holds it, once the disk cannot take a write (the slot's holder is then stuck on it),
+// after writeCap, or when ctx ends. Callers may hold their own locks (the engine's) while
+// they write, so a write waiting here must not wait for a reopen.
 func (s *Store) lockWrite(ctx context.Context) error {
 	t := time.NewTicker(stuckCheck)
 	defer t.Stop()
 	start := time.Now()
 	for {
+		if s.reopening.Load() {
+			return unavailable(s.dir, "it is being reopened after the disk filled during a write")
+		}
 		select {
 		case s.writeSlot <- struct{}{}:
 			select {
@@ -278,8 +283,10 @@ func (s *Store) await(done <-chan error) (err error, answered bool) {
 // slot: writes wait for it (and answer on their own when the disk is full); reads wait for
 // it up to readWait.
 func (s *Store) reopenLater() {
+	s.reopening.Store(true)
 	go func() {
 		defer s.unlockWrite()
+		defer s.reopening.Store(false)
 		if err := s.reopenLocked(closeWait); err != nil {
 			s.logger.Error("store reopen failed; writes and reads wait for the next try", "dir", s.dir, "err", err)
 		}
@@ -409,7 +416,7 @@ func (s *Store) reopenLocked(wait time.Duration) error {
 }
 
 // readWait bounds how long a read waits for a reopen under way.
-const readWait = 5 * time.Second
+const readWait = 3 * time.Second
 
 // view is db.View for reads. While badger is being reopened it waits up to readWait.
 func (s *Store) view(fn func(txn *badger.Txn) error) error {

@@ -138,6 +138,7 @@ type Store struct {
 	writeSlot chan struct{}
 	closing   chan error    // a close of a lost db still under way (guarded by writeSlot)
 	reopened  chan struct{} // closed when a reopen under way ends; nil when none is (guarded by dbMu)
+	reopening atomic.Bool   // a reopen holds writeSlot: writes answer at once instead of waiting
 	lastTry   time.Time     // the last attempt at a reopen or at the reserve (guarded by writeSlot)
 
 	// appendMu serialises AppendEvent so seqs are assigned and committed in order: a
