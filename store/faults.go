@@ -145,13 +145,13 @@ const errLostMemtable = "cannot create new mem table"
 // hung on a full disk (the stack: PutAgentEvent in request.Wait, doWrites in
 // ensureRoomForWrite's flushCond.Wait, the flusher in CreateTable, reads in
 // oracle.readTs). Level 0 full while compaction cannot write stalls flushes the same way.
-// So no wait is unbounded. A write waits for
-// the slot and for badger in steps of stuckCheck; at each step the disk is checked, and on a
-// disk that cannot take a write it gives up: a waiting write answers store_unavailable, and
-// the write inside badger first spends the reserve (room for the flush it waits for) and,
-// if badger still does not answer, has the store reopen badger, whose close answers the
-// stuck commit (so it is never applied after the caller was told it failed) and frees reads.
-// With room on the disk a slow badger is waited for up to writeCap.
+// So no wait is unbounded. A write waits for the slot and for badger in steps of stuckCheck;
+// at each step the disk is checked, and on a disk that cannot take a write it gives up: a
+// waiting write answers store_unavailable, and the write inside badger first spends the
+// reserve (room for the flush it waits for) and, if badger still does not answer, has the
+// store reopen badger, whose close answers the stuck commit (so it is never applied after
+// the caller was told it failed) and frees reads. With room on the disk a slow badger is
+// waited for up to writeCap.
 
 // stuckCheck is how often a waiting write looks at the disk.
 const stuckCheck = time.Second
