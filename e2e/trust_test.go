@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -223,6 +224,23 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := base64.StdEncoding.EncodeToString(raw)
+	// stacks ends a server that did not answer in time with SIGQUIT and returns the
+	// goroutine dump Go prints on it: where the hung call waits is the diagnosis.
+	stacks := func() string {
+		t.Helper()
+		if err := e.srv.Cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+			return "SIGQUIT: " + err.Error()
+		}
+		select {
+		case <-e.srv.Exited():
+		case <-time.After(15 * time.Second):
+		}
+		out := e.srv.Output()
+		if i := strings.Index(out, "SIGQUIT"); i >= 0 {
+			return out[i:]
+		}
+		return out
+	}
 	for w := range 2 {
 		rc := e.raw()
 		wg.Add(1)
@@ -239,6 +257,11 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 					mu.Lock()
 					if lost == "" {
 						lost = err.Error()
+						// A call that timed out is a hang: where the server waits is the
+						// diagnosis (this ends the server, and the test with it).
+						if errors.Is(err, os.ErrDeadlineExceeded) {
+							lost += "\nthe server's goroutines:\n" + stacks()
+						}
 					}
 					mu.Unlock()
 					return
@@ -264,6 +287,9 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		}
 		close(stop)
 		wg.Wait()
+		if lost != "" {
+			t.Fatalf("%s: a writer lost its connection: %s", when, lost)
+		}
 		t.Fatalf("%s: the server died (%s); its output:\n%.4000s", when, e.srv.Cmd.ProcessState, e.srv.Output())
 	}
 	for round := range 20 {
@@ -289,11 +315,13 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		alive(fmt.Sprintf("round %d, disk full", round), 0)
 		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
 			alive(fmt.Sprintf("round %d, disk full", round), 5*time.Second)
-			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s", round, r.code, r.out, r.err)
+			close(stop)
+			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.code, r.out, r.err, stacks())
 		}
 		if r := e.orcr("agent", "ls"); r.code != 0 || !strings.Contains(r.out, "before/full") {
 			alive(fmt.Sprintf("round %d, reading on a full disk", round), 5*time.Second)
-			t.Fatalf("round %d: reads on a full disk: exit %d: %s%s", round, r.code, r.out, r.err)
+			close(stop)
+			t.Fatalf("round %d: reads on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.code, r.out, r.err, stacks())
 		}
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)

@@ -27,7 +27,7 @@ func (s *Store) PutAgent(ctx context.Context, a wire.Agent) error {
 	if err != nil {
 		return err
 	}
-	if err := s.update(func(txn *badger.Txn) error {
+	if err := s.update(ctx, func(txn *badger.Txn) error {
 		return txn.Set(agentKey(a.ID), val)
 	}); err != nil {
 		return fmt.Errorf("put agent %s: %w", a.ID, err)
@@ -152,7 +152,7 @@ func (s *Store) DeleteAgent(ctx context.Context, id string) error {
 	if err := ctxErr(ctx, "delete agent"); err != nil {
 		return err
 	}
-	if err := s.update(func(txn *badger.Txn) error {
+	if err := s.update(ctx, func(txn *badger.Txn) error {
 		return txn.Delete(agentKey(id))
 	}); err != nil {
 		return fmt.Errorf("delete agent %s: %w", id, err)

@@ -21,7 +21,7 @@ func (s *Store) Put(ctx context.Context, bucket, key string, value []byte) error
 	}
 	// badger keeps the slice until the commit; copy so the caller may reuse its buffer.
 	v := append([]byte(nil), value...)
-	if err := s.update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
+	if err := s.update(ctx, func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
 		return fmt.Errorf("put %s/%s: %w", bucket, key, err)
 	}
 	return nil
@@ -63,7 +63,7 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.update(func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
+	if err := s.update(ctx, func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
 		return fmt.Errorf("delete %s/%s: %w", bucket, key, err)
 	}
 	return nil

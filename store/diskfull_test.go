@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
 
 	"orcr/core/wire"
 )
@@ -193,4 +196,124 @@ func TestFaultInAGuardedCallIsAnError(t *testing.T) {
 		}
 	}()
 	s.guarded(func() error { panic("not a fault") })
+}
+
+// result runs f on its own goroutine and returns its error, or fails the test when f has
+// not returned within d: a store call that hangs.
+func result(t *testing.T, what string, d time.Duration, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return within(t, what, d, done)
+}
+
+func within(t *testing.T, what string, d time.Duration, done <-chan error) error {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		t.Fatalf("%s: no answer within %s", what, d)
+		return nil
+	}
+}
+
+// A write can hang inside badger: its write goroutine waits for a free memtable slot while
+// flushes wait for level 0 to drain, and compaction cannot drain it (here it is switched
+// off; on a full disk it cannot create its tables). The commit was never answered, the
+// write held the store's write lock, and `orcr agent run` on a full disk hung behind it
+// (TestServerLivesThroughDiskFilledDuringWrites). Now the stuck write and every later one
+// answer store_unavailable within seconds once the disk has no room, and reads answer too.
+func TestWriteStuckInsideBadgerAnswersOnAFullDisk(t *testing.T) {
+	mnt := mountTmpfs(t, "128m")
+	s, err := open(filepath.Join(mnt, "store"), nil, time.Hour, func(o badger.Options) badger.Options {
+		return o.WithNumCompactors(0).WithNumLevelZeroTables(1).WithNumLevelZeroTablesStall(2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { result(t, "closing the store", 30*time.Second, s.Close) })
+	ctx := context.Background()
+	if err := s.Put(ctx, "b", "before", []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 40<<10)
+	if _, err := crand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	// Write until a write does not come back: level 0 has its two tables, a third flush
+	// waits for it, the flush queue is full, and badger's write goroutine waits for room.
+	var stuck chan error
+	for i := 0; stuck == nil; i++ {
+		if i > 2000 {
+			t.Fatal("badger never stalled")
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Put(ctx, "b", fmt.Sprint("k", i), big) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("write %d before the stall: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			stuck = done
+		}
+	}
+	filler := fillDisk(t, mnt)
+	// A write waiting for the stuck one, and the stuck one, answer store_unavailable.
+	later := make(chan error, 1)
+	go func() { later <- s.Put(ctx, "b", "later", big) }()
+	if err := within(t, "the write stuck inside badger", 20*time.Second, stuck); !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("the write stuck inside badger: %v, want store_unavailable", err)
+	}
+	if err := within(t, "a write behind the stuck one", 20*time.Second, later); !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a write behind the stuck one: %v, want store_unavailable", err)
+	}
+	if err := result(t, "a new write", 20*time.Second, func() error { return s.Put(ctx, "b", "new", big) }); !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a new write on the full disk: %v, want store_unavailable", err)
+	}
+	// Reads answer (badger is being reopened: the value, or store_unavailable while it is).
+	if err := result(t, "a read", 20*time.Second, func() error {
+		v, err := s.Get(ctx, "b", "before")
+		if err == nil && string(v) != "kept" {
+			return fmt.Errorf("read %q", v)
+		}
+		return err
+	}); err != nil && !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a read on the full disk: %v", err)
+	}
+	// Badger's close, which answered the stuck write, now waits for compaction to drain level
+	// 0 before it can flush, which it never does here, so this store stays unavailable; with
+	// compaction on, room ends the close, the store reopens and writes resume
+	// (TestServerLivesThroughDiskFilledDuringWrites). The store's Close does not wait for it.
+	os.Remove(filler)
+	if err := result(t, "closing the store", 30*time.Second, s.Close); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}
+
+// A read that met badger without a memtable (the disk filled in a write a moment before)
+// faulted inside txn.NewIterator, which had already counted the iterator; db.View's
+// deferred Discard then panicked "Unclosed iterator" while the fault unwound, guarded saw
+// that panic, not a runtime error, and re-raised it: the server died
+// (TestServerLivesThroughDiskFilledDuringWrites, in the plans poller's Scan). A fault with
+// an iterator open is an error like any other fault.
+func TestFaultWithAnIteratorOpenIsAnError(t *testing.T) {
+	s := openT(t, t.TempDir())
+	var m map[string]int
+	err := s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		_ = it
+		m["fault"]++ // a runtime error before the iterator is closed, as in NewIterator
+		return nil
+	})
+	if !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a fault with an iterator open: %v", err)
+	}
+	// The store reads on.
+	if _, err := s.Get(context.Background(), "b", "missing"); !errors.Is(err, wire.ErrNotFound) {
+		t.Fatalf("a read after the fault: %v", err)
+	}
 }

@@ -27,7 +27,7 @@ func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, erro
 	if err != nil {
 		return wire.Event{}, err
 	}
-	if err := s.update(func(txn *badger.Txn) error {
+	if err := s.update(ctx, func(txn *badger.Txn) error {
 		if err := txn.Set(eventKey(seq), val); err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (
 	if err != nil {
 		return wire.Event{}, err
 	}
-	if err := s.update(func(txn *badger.Txn) error {
+	if err := s.update(ctx, func(txn *badger.Txn) error {
 		if err := txn.Set(agentKey(a.ID), aval); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (s *Store) PruneEvents(ctx context.Context, upTo uint64) error {
 	if err := ctxErr(ctx, "prune events"); err != nil {
 		return err
 	}
-	err := s.write(func(db *badger.DB) error {
+	err := s.write(ctx, func(db *badger.DB) error {
 		wb := db.NewWriteBatch()
 		defer wb.Cancel()
 		err := db.View(func(txn *badger.Txn) error {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -102,8 +103,8 @@ func unavailable(dir, why string) error {
 
 // update is db.Update behind the write check; a write that fails on the file system anyway
 // answers store_unavailable too.
-func (s *Store) update(fn func(txn *badger.Txn) error) error {
-	return s.write(func(db *badger.DB) error { return db.Update(fn) })
+func (s *Store) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	return s.write(ctx, func(db *badger.DB) error { return db.Update(fn) })
 }
 
 // What remains after the check is a race: another process can take the room between the
@@ -136,28 +137,160 @@ const closeWait = 10 * time.Second
 // errLostMemtable is how badger reports a memtable rotation that could not create a file.
 const errLostMemtable = "cannot create new mem table"
 
-// write runs fn on the database behind the write check, one write at a time.
-func (s *Store) write(fn func(db *badger.DB) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+// A write can also hang inside badger. Under a burst of writes the flush queue fills (a flush
+// compresses a whole memtable), and badger's write goroutine waits in ensureRoomForWrite for
+// a flush to finish; if the disk fills then, the flush fails to create its table and retries
+// forever, and the commit is never answered. Every later write waited for the write slot,
+// and every read too, since a read timestamp waits for all earlier commits: `orcr agent run`
+// hung on a full disk (the stack: PutAgentEvent in request.Wait, doWrites in
+// ensureRoomForWrite's flushCond.Wait, the flusher in CreateTable, reads in
+// oracle.readTs). Level 0 full while compaction cannot write stalls flushes the same way.
+// So no wait is unbounded. A write waits for the slot and for badger in steps of stuckCheck;
+// at each step the disk is checked, and on a disk that cannot take a write it gives up: a
+// waiting write answers store_unavailable, and the write inside badger first spends the
+// reserve (room for the flush it waits for) and, if badger still does not answer, has the
+// store reopen badger, whose close answers the stuck commit (so it is never applied after
+// the caller was told it failed) and frees reads. With room on the disk a slow badger is
+// waited for up to writeCap.
+
+// stuckCheck is how often a waiting write looks at the disk.
+const stuckCheck = time.Second
+
+// writeCap bounds a write's wait for badger even while the disk has room.
+const writeCap = 30 * time.Second
+
+// lockWrite takes the write slot, giving up with store_unavailable at once while a reopen
+// holds it, once the disk cannot take a write (the slot's holder is then stuck on it),
+// after writeCap, or when ctx ends. Callers may hold their own locks (the engine's) while
+// they write, so a write waiting here must not wait for a reopen.
+func (s *Store) lockWrite(ctx context.Context) error {
+	t := time.NewTicker(stuckCheck)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		if s.reopening.Load() {
+			return unavailable(s.dir, "it is being reopened after the disk filled during a write")
+		}
+		select {
+		case s.writeSlot <- struct{}{}:
+			select {
+			case <-s.stop:
+				<-s.writeSlot
+				return errClosed
+			default:
+			}
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the store: %w", ctx.Err())
+		case <-s.stop:
+			return errClosed
+		case <-t.C:
+		}
+		if err := s.writable(); err != nil {
+			return err
+		}
+		if time.Since(start) > writeCap {
+			return unavailable(s.dir, fmt.Sprintf("another write has waited for badger for over %s", writeCap))
+		}
+	}
+}
+
+func (s *Store) unlockWrite() { <-s.writeSlot }
+
+var errClosed = errors.New("the store is closed")
+
+// write runs fn on the database behind the write check, one write at a time, and answers
+// within a bound (see above).
+func (s *Store) write(ctx context.Context, fn func(db *badger.DB) error) error {
+	if err := s.lockWrite(ctx); err != nil {
+		return err
+	}
+	held := true
+	defer func() {
+		if held {
+			s.unlockWrite()
+		}
+	}()
 	if err := s.writable(); err != nil {
 		return err
 	}
 	if err := s.readyLocked(); err != nil {
 		return err
 	}
-	err := s.guarded(func() error {
-		s.dbMu.RLock()
-		defer s.dbMu.RUnlock()
-		return fn(s.db)
-	})
+	// The slot keeps db from being replaced (reopens hold it), so fn does not need dbMu; it
+	// must not hold it either, or a reopen of a stuck badger would wait for fn.
+	db := s.db
+	done := make(chan error, 1)
+	go func() { done <- s.guarded(func() error { return fn(db) }) }()
+	err, answered := s.await(done)
+	if !answered {
+		s.logger.Error("badger has not answered a write and the disk has no room for it; reopening it", "dir", s.dir)
+		held = false
+		s.detachLocked()
+		s.reopenLater()
+		// The close answers the stuck commit at once (badger fails writes waiting for room
+		// when it closes); wait for that answer so the caller is told what happened.
+		t := time.NewTimer(stuckCheck)
+		defer t.Stop()
+		select {
+		case err = <-done:
+		case <-t.C:
+			return unavailable(s.dir, "badger did not answer a write; it is being reopened")
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", unavailable(s.dir, "the disk filled during a write"), err)
+		}
+		return nil
+	}
 	if err != nil && strings.Contains(err.Error(), errLostMemtable) {
 		s.logger.Error("badger could not create its next memtable (the disk filled after the check); reopening it", "dir", s.dir, "err", err)
-		if rerr := s.reopenLocked(); rerr != nil {
-			s.logger.Error("store reopen failed; writes and reads wait for the next try", "dir", s.dir, "err", rerr)
-		}
+		held = false
+		s.detachLocked()
+		s.reopenLater()
 	}
 	return s.classify(err)
+}
+
+// await waits for a write inside badger. It gives up (answered false) once the disk cannot
+// take a write and spending the reserve did not help within stuckCheck, or after writeCap.
+func (s *Store) await(done <-chan error) (err error, answered bool) {
+	t := time.NewTicker(stuckCheck)
+	defer t.Stop()
+	start := time.Now()
+	spent := false
+	for {
+		select {
+		case err := <-done:
+			return err, true
+		case <-t.C:
+		}
+		why := s.cannotWrite()
+		switch {
+		case time.Since(start) > writeCap:
+			return nil, false
+		case why == "":
+		case !spent && s.hasReserve():
+			spent = true
+			s.logger.Error("a write waits inside badger on a full disk; spending the reserve so its flush has room", "dir", s.dir, "why", why)
+			os.Remove(s.reservePath())
+		default:
+			return nil, false
+		}
+	}
+}
+
+// reopenLater finishes a reopen on its own goroutine, which takes over the caller's write
+// slot: writes wait for it (and answer on their own when the disk is full); reads wait for
+// it up to readWait.
+func (s *Store) reopenLater() {
+	s.reopening.Store(true)
+	go func() {
+		defer s.unlockWrite()
+		defer s.reopening.Store(false)
+		if err := s.reopenLocked(closeWait); err != nil {
+			s.logger.Error("store reopen failed; writes and reads wait for the next try", "dir", s.dir, "err", err)
+		}
+	}()
 }
 
 // readyLocked makes sure a write may reach badger: the database is open (a reopen that
@@ -172,7 +305,7 @@ func (s *Store) readyLocked() error {
 	}
 	s.lastTry = time.Now()
 	if s.db == nil {
-		if err := s.reopenLocked(); err != nil {
+		if err := s.reopenLocked(0); err != nil {
 			return unavailable(s.dir, "reopening after the disk filled: "+err.Error())
 		}
 	}
@@ -217,35 +350,53 @@ func (s *Store) keepReserve() {
 	}
 }
 
-// reopenLocked spends the reserve and reopens badger. Reads wait meanwhile.
-func (s *Store) reopenLocked() error {
+// detachLocked takes badger out of use to reopen it: it spends the reserve (room for the
+// flush badger's close waits for) and starts the close. The close comes before dbMu: it
+// answers a commit stuck in badger, and reads waiting for that commit (a read timestamp
+// waits for every earlier commit) hold dbMu's read lock until then. A read that meets the
+// closing badger is caught by guarded. Reads that come after wait for reopenLocked.
+func (s *Store) detachLocked() {
+	old := s.db
+	if old == nil {
+		return
+	}
+	os.Remove(s.reservePath())
+	done := make(chan error, 1)
+	go func() { done <- old.Close() }()
+	s.closing = done
 	s.dbMu.Lock()
-	defer s.dbMu.Unlock()
-	var wait <-chan time.Time // the first try waits for the close; later ones only look
-	if s.db != nil {
-		os.Remove(s.reservePath())
-		old := s.db
-		s.db = nil
-		done := make(chan error, 1)
-		go func() { done <- old.Close() }()
-		s.closing = done
-		t := time.NewTimer(closeWait)
-		defer t.Stop()
-		wait = t.C
+	s.db = nil
+	s.reopened = make(chan struct{})
+	s.dbMu.Unlock()
+}
+
+// reopenLocked opens badger again once the detached one has closed, waiting up to wait for
+// that close (0: only look). Reads waiting for the reopen are let go when it ends, either way.
+func (s *Store) reopenLocked(wait time.Duration) error {
+	defer func() {
+		s.dbMu.Lock()
+		if s.reopened != nil {
+			close(s.reopened)
+			s.reopened = nil
+		}
+		s.dbMu.Unlock()
+	}()
+	select {
+	case <-s.stop: // Close has taken or is taking the database down
+		return errClosed
+	default:
 	}
 	if s.closing != nil {
-		notYet := errors.New("badger has not closed yet (its last memtable waits for room to be flushed)")
 		var err error
 		select {
 		case err = <-s.closing:
 		default:
-			if wait == nil {
-				return notYet
-			}
+			t := time.NewTimer(wait)
+			defer t.Stop()
 			select {
 			case err = <-s.closing:
-			case <-wait:
-				return notYet
+			case <-t.C:
+				return errors.New("badger has not closed yet (its last memtable waits for room to be flushed)")
 			}
 		}
 		if err != nil {
@@ -257,19 +408,36 @@ func (s *Store) reopenLocked() error {
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
+	s.dbMu.Lock()
 	s.db = db
+	s.dbMu.Unlock()
 	s.logger.Info("store reopened", "dir", s.dir)
 	return nil
 }
 
-// view is db.View for reads.
+// readWait bounds how long a read waits for a reopen under way.
+const readWait = 3 * time.Second
+
+// view is db.View for reads. While badger is being reopened it waits up to readWait.
 func (s *Store) view(fn func(txn *badger.Txn) error) error {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db == nil {
-		return unavailable(s.dir, "it is being reopened after the disk filled")
+	for try := 0; ; try++ {
+		s.dbMu.RLock()
+		if db := s.db; db != nil {
+			defer s.dbMu.RUnlock()
+			return s.guarded(func() error { return db.View(fn) })
+		}
+		reopened := s.reopened
+		s.dbMu.RUnlock()
+		if reopened == nil || try > 0 {
+			return unavailable(s.dir, "it is being reopened after the disk filled")
+		}
+		t := time.NewTimer(readWait)
+		select {
+		case <-reopened:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	return s.guarded(func() error { return s.db.View(fn) })
 }
 
 // guarded runs a call into badger on this goroutine so that a fault in it is an error, not
@@ -277,11 +445,16 @@ func (s *Store) view(fn func(txn *badger.Txn) error) error {
 // panic by debug.SetPanicOnFault), or a read that meets badger without a memtable (a write
 // lost it a moment ago and the reopen has not taken dbMu yet: a nil dereference inside
 // badger). Both answer store_unavailable and are logged.
+//
+// A fault inside txn.NewIterator (badger without a memtable) leaves the iterator counted
+// but never made, so the deferred Discard of db.View panics with unclosedIterator while the
+// fault unwinds, and that panic is the one recovered; the store's own code closes every
+// iterator it makes, so that panic means a fault too.
 func (s *Store) guarded(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(runtime.Error); !ok {
+			if _, ok := r.(runtime.Error); !ok && r != unclosedIterator {
 				panic(r)
 			}
 			s.logger.Error("store call failed inside badger", "dir", s.dir, "panic", r)
@@ -290,6 +463,9 @@ func (s *Store) guarded(fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// unclosedIterator is badger's panic in Txn.Discard (txn.go) with an iterator still open.
+const unclosedIterator = "Unclosed iterator at time of Txn.Discard."
 
 func (s *Store) classify(err error) error {
 	if err == nil {

@@ -132,11 +132,14 @@ type Store struct {
 	opts   badger.Options
 	dir    string
 	logger *slog.Logger
-	// writeMu serialises writes with the guard's check (faults.go): no write reaches a
-	// badger whose memtable could not be created, nor one while the disk reserve is spent.
-	writeMu sync.Mutex
-	closing chan error // a close of a lost db still under way (guarded by writeMu)
-	lastTry time.Time  // the last attempt at a reopen or at the reserve (guarded by writeMu)
+	// writeSlot (one token) serialises writes with the guard's check (faults.go): no write
+	// reaches a badger whose memtable could not be created, nor one while the disk reserve
+	// is spent. It is a channel, not a mutex, so that a wait for it is bounded.
+	writeSlot chan struct{}
+	closing   chan error    // a close of a lost db still under way (guarded by writeSlot)
+	reopened  chan struct{} // closed when a reopen under way ends; nil when none is (guarded by dbMu)
+	reopening atomic.Bool   // a reopen holds writeSlot: writes answer at once instead of waiting
+	lastTry   time.Time     // the last attempt at a reopen or at the reserve (guarded by writeSlot)
 
 	// appendMu serialises AppendEvent so seqs are assigned and committed in order: a
 	// reader that sees seq N has also been able to see every seq below N.
@@ -191,7 +194,7 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, dir: dir, logger: logger, stop: make(chan struct{})}
+	s := &Store{db: db, opts: opts, dir: dir, logger: logger, stop: make(chan struct{}), writeSlot: make(chan struct{}, 1)}
 	if err := s.checkSchema(); err != nil {
 		db.Close()
 		return nil, err
@@ -318,7 +321,7 @@ func (s *Store) gcLoop(every time.Duration) {
 		// One call rewrites at most one file; repeat while it finds work. GC rewrites:
 		// it waits for the guard like every other write.
 		for {
-			err := s.write(func(db *badger.DB) error { return db.RunValueLogGC(0.5) })
+			err := s.write(context.Background(), func(db *badger.DB) error { return db.RunValueLogGC(0.5) })
 			if err != nil {
 				if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) && !errors.Is(err, wire.ErrStoreUnavailable) {
 					s.logger.Warn("value log gc", "err", err)
@@ -340,8 +343,16 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
+		// A reopen under way holds the slot for at most closeWait and an open; a write stuck
+		// inside badger holds it until badger answers, which its close makes it do.
+		t := time.NewTimer(closeWait + stuckCheck)
+		defer t.Stop()
+		select {
+		case s.writeSlot <- struct{}{}:
+			defer s.unlockWrite()
+		case <-t.C:
+			s.logger.Warn("closing the store while a write is still inside badger", "dir", s.dir)
+		}
 		s.dbMu.Lock()
 		defer s.dbMu.Unlock()
 		if s.db == nil {
