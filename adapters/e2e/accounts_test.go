@@ -290,7 +290,7 @@ func TestAccountsBadInput(t *testing.T) {
 	if a := e.agent("w/a"); a.State != wire.StateQueued {
 		t.Fatalf("spawn on a missing account is %s, want queued", a.State)
 	}
-	if r := e.run("budget", "set", "x/**", "--usd", "-1"); r.code == 0 || !strings.Contains(r.err, "positive") {
+	if r := e.run("budget", "set", "x/**", "--usd", "-1"); r.code == 0 || !strings.Contains(r.err, "out of range: it must be 0 to") {
 		t.Fatalf("negative budget: %d %s", r.code, r.err)
 	}
 	e.stop()
