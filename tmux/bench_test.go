@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,6 +253,13 @@ func floodFile(b *testing.B, size int) string {
 	return path
 }
 
+// childTicks is the CPU of this process's waited-for children, in clock ticks.
+func childTicks() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return (ru.Utime.Nano() + ru.Stime.Nano()) / 1e7
+}
+
 // floodScript prints the file and then wakes `tmux wait-for orcr-flood` on the pane's
 // own server (tmux sets TMUX in the pane), so both runs end the same way.
 const floodScript = `cat "$1"; tmux wait-for -S orcr-flood; exec sleep 600`
@@ -287,8 +295,10 @@ func readEvery(stop <-chan struct{}, read func()) chan struct{} {
 
 // BenchmarkFlood50MBVsRawTmux prints 50 MB into one pane through the host and into one
 // window of a raw tmux server with no client attached, and reports both wall times and
-// the CPU used (tmux server, plus this process and the control client for the host)
-// and the ratios host/raw. Run alone:
+// the CPU used and the ratios host/raw. CPU is the tmux server's plus the finished
+// child processes' (the raw run's capture-pane readers, both runs' wait-for), and for
+// the host also this process's and the control client's. The reads-10ms variant reads
+// the screen every 10 ms during the flood: Host.Read, or a `tmux capture-pane` process. Run alone:
 // go test ./tmux -run '^$' -bench Flood50MB -benchtime 1x
 func BenchmarkFlood50MBVsRawTmux(b *testing.B) {
 	for _, reads := range []bool{false, true} {
@@ -319,7 +329,7 @@ func benchFlood(b *testing.B, reads bool) {
 			for range h.Events() {
 			}
 		}()
-		c0 := cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server)
+		c0 := cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server) + childTicks()
 		t0 := time.Now()
 		info, err := h.Launch(ctx, core.LaunchSpec{Name: "bench/flood", Argv: []string{"sh", "-c", floodScript, "sh", path}, Env: baseEnv(), Cwd: os.TempDir()})
 		if err != nil {
@@ -336,7 +346,7 @@ func benchFlood(b *testing.B, reads bool) {
 			<-done
 		}
 		hostWall += time.Since(t0)
-		hostCPU += cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server) - c0
+		hostCPU += cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server) + childTicks() - c0
 		_ = h.Shutdown(ctx)
 		<-drained
 
@@ -348,7 +358,7 @@ func benchFlood(b *testing.B, reads bool) {
 			b.Fatalf("start raw server: %v %s", err, out)
 		}
 		server = strconv.Itoa(serverPID(b, sock))
-		c0 = cpuTicks(b, server)
+		c0 = cpuTicks(b, server) + childTicks()
 		t0 = time.Now()
 		nw := exec.Command("tmux", "-S", sock, "new-window", "-d", "-P", "-F", "#{pane_id}", "sh", "-c", floodScript, "sh", path)
 		nw.Env = append(clientEnv(), "PATH="+os.Getenv("PATH"))
@@ -372,7 +382,7 @@ func benchFlood(b *testing.B, reads bool) {
 			<-done
 		}
 		rawWall += time.Since(t0)
-		rawCPU += cpuTicks(b, server) - c0
+		rawCPU += cpuTicks(b, server) + childTicks() - c0
 	}
 	n := float64(b.N)
 	b.ReportMetric(hostWall.Seconds()/n, "host-s")
