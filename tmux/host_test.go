@@ -458,12 +458,13 @@ func TestFloodNotStreamedToControlClient(t *testing.T) {
 	}
 }
 
-// TestOutputEventsWhilePrinting checks that a pane printing a line every 100 ms keeps
-// producing PaneOutput events for as long as it prints, not only at its first output.
+// TestOutputEventsWhilePrinting checks that a pane printing 40 KB every 100 ms (enough
+// to be paused for the control client each time) keeps producing PaneOutput events for
+// as long as it prints, not only at its first output.
 func TestOutputEventsWhilePrinting(t *testing.T) {
 	h := newTestHost(t, testSocket(t))
 	defer h.Shutdown(context.Background())
-	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 30 ]; do echo line $i; i=$((i+1)); sleep 0.1; done; echo printing-''done; exec cat`)
+	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 30 ]; do yes line $i | head -c 40000; i=$((i+1)); sleep 0.1; done; echo printing-''done; exec cat`)
 	var first, last time.Time
 	n := 0
 	waitFor(t, "printing-done", func() bool {

@@ -23,7 +23,7 @@ func (h *Host) notify(line []byte) {
 		// before Launch has recorded its pane, and the placeholder never writes.
 		pane := string(rest)
 		h.events.output(pane)
-		h.pacer.output(pane)
+		h.pacer.output(pane, len(line))
 	case bytes.HasPrefix(line, []byte("%subscription-changed "+deadSub+" ")):
 		h.onDeadChanged(string(line))
 	case bytes.HasPrefix(line, []byte("%window-close ")), bytes.HasPrefix(line, []byte("%unlinked-window-close ")):

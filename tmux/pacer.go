@@ -11,35 +11,63 @@ import (
 // quiet, so one sample per resumeAfter loses nothing it uses.
 const resumeAfter = 200 * time.Millisecond
 
+// pauseBytes is how much output a pane may send the control client within resumeAfter
+// before it is paused. Below it (a spinner, a status line, a few lines of log) a pause
+// and a continue cost more than the bytes they save: 50 panes redrawing a line every
+// 20 ms took 2.85 % of a core with every pane paused against 2.10 % without.
+const pauseBytes = 16 << 10
+
 // pacer keeps pane output from crossing the control client. The host only needs to
 // know that a pane printed, never what (reads go through capture-pane), yet a client
 // in control mode receives every byte as an escaped %output line, and tmux stops
 // reading a pane while the client has a backlog: a 50 MB flood took 3.4× as long and
 // 3.9× the CPU of raw tmux. So the first %output of a pane pauses it for this client
 // (`refresh-client -A %P:pause`, which tmux treats as "not listening", so the pane is
-// read at full speed) and resumeAfter later it is continued; output after that sends
-// one more %output, which marks the pane again. An idle pane is never paused, so its
-// first output is seen at once. The reader goroutine never calls tmux: it hands the
+// read at full speed) once it sent pauseBytes within resumeAfter, and resumeAfter later
+// it is continued; output after that sends more %output, which marks the pane again.
+// An idle pane is never paused, so its first output is seen at once. The reader goroutine never calls tmux: it hands the
 // pane to the pacer's goroutine, which writes the commands.
 type pacer struct {
 	mu      sync.Mutex
-	paused  map[string]time.Time // pane → when it was paused (or queued to be)
-	pending []string             // panes to pause
+	panes   map[string]*paced // panes with recent output
+	pending []string          // panes to pause
 	wake    chan struct{}
 }
 
-func newPacer() *pacer {
-	return &pacer{paused: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+// paced is one pane's recent output.
+type paced struct {
+	since  time.Time // start of the window bytes counts, or when the pane was paused
+	bytes  int
+	paused bool // paused, or queued to be
 }
 
-// output notes an %output of pane; it runs on the reader goroutine and never blocks.
-func (p *pacer) output(pane string) {
+func newPacer() *pacer {
+	return &pacer{panes: map[string]*paced{}, wake: make(chan struct{}, 1)}
+}
+
+// output notes an %output line of n bytes from pane; it runs on the reader goroutine
+// and never blocks.
+func (p *pacer) output(pane string, n int) {
+	now := time.Now()
 	p.mu.Lock()
-	if _, ok := p.paused[pane]; ok {
+	r := p.panes[pane]
+	if r == nil {
+		r = &paced{since: now}
+		p.panes[pane] = r
+	}
+	if r.paused {
 		p.mu.Unlock()
 		return
 	}
-	p.paused[pane] = time.Now()
+	if now.Sub(r.since) > resumeAfter {
+		r.since, r.bytes = now, 0
+	}
+	r.bytes += n
+	if r.bytes < pauseBytes {
+		p.mu.Unlock()
+		return
+	}
+	r.since, r.paused = now, true
 	p.pending = append(p.pending, pane)
 	p.mu.Unlock()
 	select {
@@ -51,22 +79,29 @@ func (p *pacer) output(pane string) {
 // reset forgets every pause: a new control client starts with every pane unpaused.
 func (p *pacer) reset() {
 	p.mu.Lock()
-	p.paused = map[string]time.Time{}
+	p.panes = map[string]*paced{}
 	p.pending = nil
 	p.mu.Unlock()
 }
 
 // due takes the panes to pause now and the panes whose pause is over, and says when
-// the next pause ends (zero when none is paused).
+// the next pause ends (zero when none is paused). Panes quiet for a while are
+// forgotten, so the table holds only panes printing now.
 func (p *pacer) due(now time.Time) (pause, resume []string, next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pause, p.pending = p.pending, nil
-	for pane, at := range p.paused {
-		end := at.Add(resumeAfter)
+	for pane, r := range p.panes {
+		end := r.since.Add(resumeAfter)
+		if !r.paused {
+			if now.Sub(r.since) > time.Second {
+				delete(p.panes, pane)
+			}
+			continue
+		}
 		if !end.After(now) {
 			resume = append(resume, pane)
-			delete(p.paused, pane)
+			delete(p.panes, pane)
 			continue
 		}
 		if next.IsZero() || end.Before(next) {
