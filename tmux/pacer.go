@@ -21,12 +21,12 @@ const pauseBytes = 16 << 10
 // know that a pane printed, never what (reads go through capture-pane), yet a client
 // in control mode receives every byte as an escaped %output line, and tmux stops
 // reading a pane while the client has a backlog: a 50 MB flood took 3.4× as long and
-// 3.9× the CPU of raw tmux. So the first %output of a pane pauses it for this client
-// (`refresh-client -A %P:pause`, which tmux treats as "not listening", so the pane is
-// read at full speed) once it sent pauseBytes within resumeAfter, and resumeAfter later
-// it is continued; output after that sends more %output, which marks the pane again.
-// An idle pane is never paused, so its first output is seen at once. The reader goroutine never calls tmux: it hands the
-// pane to the pacer's goroutine, which writes the commands.
+// 3.9× the CPU of raw tmux. So a pane that sent pauseBytes within resumeAfter is paused
+// for this client (`refresh-client -A %P:pause`, which tmux treats as "not listening",
+// so the pane is read at full speed) and continued resumeAfter later; output after
+// that sends more %output, which marks the pane again. An idle pane is never paused,
+// so its first output is seen at once. The reader goroutine never calls tmux: it hands
+// the pane to the pacer's goroutine, which writes the commands.
 type pacer struct {
 	mu      sync.Mutex
 	panes   map[string]*paced // panes with recent output
@@ -52,6 +52,9 @@ func (p *pacer) output(pane string, n int) {
 	p.mu.Lock()
 	r := p.panes[pane]
 	if r == nil {
+		if len(p.panes) >= 256 {
+			p.sweepLocked(now)
+		}
 		r = &paced{since: now}
 		p.panes[pane] = r
 	}
@@ -85,18 +88,15 @@ func (p *pacer) reset() {
 }
 
 // due takes the panes to pause now and the panes whose pause is over, and says when
-// the next pause ends (zero when none is paused). Panes quiet for a while are
-// forgotten, so the table holds only panes printing now.
+// the next pause ends (zero when none is paused).
 func (p *pacer) due(now time.Time) (pause, resume []string, next time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pause, p.pending = p.pending, nil
+	p.sweepLocked(now)
 	for pane, r := range p.panes {
 		end := r.since.Add(resumeAfter)
 		if !r.paused {
-			if now.Sub(r.since) > time.Second {
-				delete(p.panes, pane)
-			}
 			continue
 		}
 		if !end.After(now) {
@@ -109,6 +109,16 @@ func (p *pacer) due(now time.Time) (pause, resume []string, next time.Time) {
 		}
 	}
 	return pause, resume, next
+}
+
+// sweepLocked forgets panes that are not paused and printed nothing for a second
+// (closed panes among them), so the table holds only panes printing now.
+func (p *pacer) sweepLocked(now time.Time) {
+	for pane, r := range p.panes {
+		if !r.paused && now.Sub(r.since) > time.Second {
+			delete(p.panes, pane)
+		}
+	}
 }
 
 // pace owns the pacer's goroutine: it sends the pauses and continues on the current
