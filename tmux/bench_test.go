@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,7 +170,7 @@ loop:
 }
 
 // cpuTicks is utime+stime of /proc/<pid>/stat in clock ticks.
-func cpuTicks(t *testing.T, pid string) int64 {
+func cpuTicks(t testing.TB, pid string) int64 {
 	t.Helper()
 	data, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
@@ -182,7 +184,7 @@ func cpuTicks(t *testing.T, pid string) int64 {
 }
 
 // serverPID asks the server for its pid.
-func serverPID(t *testing.T, sock string) int {
+func serverPID(t testing.TB, sock string) int {
 	t.Helper()
 	cmd := exec.Command("tmux", "-S", sock, "display-message", "-p", "#{pid}")
 	cmd.Env = clientEnv()
@@ -231,4 +233,162 @@ loop:
 	self1, srv1 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
 	t.Logf("host CPU: %.2f%% of one core; tmux server CPU: %.2f%%; %d output events in %.0f s (%.1f/s per pane)",
 		100*float64(self1-self0)/100/wall, 100*float64(srv1-srv0)/100/wall, events, wall, float64(events)/wall/50)
+}
+
+// floodFile writes size bytes of plain text lines, 10 to 290 columns, so some wrap.
+func floodFile(b *testing.B, size int) string {
+	b.Helper()
+	var sb strings.Builder
+	sb.Grow(size + 512)
+	for i := 0; sb.Len() < size; i++ {
+		for n := 10 + (i*37)%280; n > 0; n-- {
+			sb.WriteByte(byte('a' + (i+n)%26))
+		}
+		sb.WriteByte('\n')
+	}
+	path := filepath.Join(b.TempDir(), "flood.txt")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// childTicks is the CPU of this process's waited-for children, in clock ticks.
+func childTicks() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return (ru.Utime.Nano() + ru.Stime.Nano()) / 1e7
+}
+
+// floodScript prints the file and then wakes `tmux wait-for orcr-flood` on the pane's
+// own server (tmux sets TMUX in the pane), so both runs end the same way.
+const floodScript = `cat "$1"; tmux wait-for -S orcr-flood; exec sleep 600`
+
+// waitFlood blocks until the pane on sock has printed everything.
+func waitFlood(b *testing.B, sock string) {
+	b.Helper()
+	cmd := exec.Command("tmux", "-S", sock, "wait-for", "orcr-flood")
+	cmd.Env = clientEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("wait for the flood: %v %s", err, out)
+	}
+}
+
+// readEvery reads the screen every 10 ms with read until stop is closed.
+func readEvery(stop <-chan struct{}, read func()) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				read()
+			}
+		}
+	}()
+	return done
+}
+
+// BenchmarkFlood50MBVsRawTmux prints 50 MB into one pane through the host and into one
+// window of a raw tmux server with no client attached, and reports both wall times and
+// the CPU used and the ratios host/raw. CPU is the tmux server's plus the finished
+// child processes' (the raw run's capture-pane readers, both runs' wait-for), and for
+// the host also this process's and the control client's. The reads-10ms variant reads
+// the screen every 10 ms during the flood: Host.Read, or a `tmux capture-pane` process. Run alone:
+// go test ./tmux -run '^$' -bench Flood50MB -benchtime 1x
+func BenchmarkFlood50MBVsRawTmux(b *testing.B) {
+	for _, reads := range []bool{false, true} {
+		name := "no-reads"
+		if reads {
+			name = "reads-10ms"
+		}
+		b.Run(name, func(b *testing.B) { benchFlood(b, reads) })
+	}
+}
+
+func benchFlood(b *testing.B, reads bool) {
+	path := floodFile(b, 50<<20)
+	var hostWall, rawWall time.Duration
+	var hostCPU, rawCPU int64
+	for b.Loop() {
+		// Host: a fresh server and the control client.
+		sock := testSocket(b)
+		h := newTestHost(b, sock)
+		ctx := context.Background()
+		h.mu.Lock()
+		client := strconv.Itoa(h.c.cmd.Process.Pid)
+		h.mu.Unlock()
+		server := strconv.Itoa(serverPID(b, sock))
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			for range h.Events() {
+			}
+		}()
+		c0 := cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server) + childTicks()
+		t0 := time.Now()
+		info, err := h.Launch(ctx, core.LaunchSpec{Name: "bench/flood", Argv: []string{"sh", "-c", floodScript, "sh", path}, Env: baseEnv(), Cwd: os.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var done chan struct{}
+		if reads {
+			done = readEvery(stop, func() { _, _ = h.Read(ctx, info.ID, core.ReadOpts{}) })
+		}
+		waitFlood(b, sock)
+		close(stop)
+		if done != nil {
+			<-done
+		}
+		hostWall += time.Since(t0)
+		hostCPU += cpuTicks(b, "self") + cpuTicks(b, client) + cpuTicks(b, server) + childTicks() - c0
+		_ = h.Shutdown(ctx)
+		<-drained
+
+		// Raw: a fresh server started the same way; reads are capture-pane processes.
+		sock = testSocket(b)
+		start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "orcr", "-x", "200", "-y", "50", "tail", "-f", "/dev/null")
+		start.Env = clientEnv()
+		if out, err := start.CombinedOutput(); err != nil {
+			b.Fatalf("start raw server: %v %s", err, out)
+		}
+		server = strconv.Itoa(serverPID(b, sock))
+		c0 = cpuTicks(b, server) + childTicks()
+		t0 = time.Now()
+		nw := exec.Command("tmux", "-S", sock, "new-window", "-d", "-P", "-F", "#{pane_id}", "sh", "-c", floodScript, "sh", path)
+		nw.Env = append(clientEnv(), "PATH="+os.Getenv("PATH"))
+		out, err := nw.Output()
+		if err != nil {
+			b.Fatalf("raw new-window: %v", err)
+		}
+		pane := strings.TrimSpace(string(out))
+		stop = make(chan struct{})
+		done = nil
+		if reads {
+			done = readEvery(stop, func() {
+				cmd := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", pane)
+				cmd.Env = clientEnv()
+				_ = cmd.Run()
+			})
+		}
+		waitFlood(b, sock)
+		close(stop)
+		if done != nil {
+			<-done
+		}
+		rawWall += time.Since(t0)
+		rawCPU += cpuTicks(b, server) + childTicks() - c0
+	}
+	n := float64(b.N)
+	b.ReportMetric(hostWall.Seconds()/n, "host-s")
+	b.ReportMetric(rawWall.Seconds()/n, "raw-s")
+	b.ReportMetric(float64(hostWall)/float64(rawWall), "wall-ratio")
+	b.ReportMetric(float64(hostCPU)/100/n, "host-cpu-s")
+	b.ReportMetric(float64(rawCPU)/100/n, "raw-cpu-s")
+	b.ReportMetric(float64(hostCPU)/float64(max(rawCPU, 1)), "cpu-ratio")
 }

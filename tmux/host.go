@@ -3,7 +3,7 @@
 // window (named by its path) of the session "orcr". All commands and notifications go
 // through one long-lived control-mode client (`tmux -C attach`): commands are
 // pipelined and their %begin/%end replies matched in order; %output marks panes as
-// active, a pidfd per pane process (exitwatch.go) and a format subscription on
+// active (and pauses the pane's output for the client for a moment, pacer.go), a pidfd per pane process (exitwatch.go) and a format subscription on
 // #{pane_dead} report exits, and %window-close reports panes closed from outside. No
 // tmux process is forked per call or per poll.
 package tmux
@@ -67,6 +67,7 @@ type Host struct {
 	socket string
 	log    *slog.Logger
 	events *eventQueue
+	pacer  *pacer // keeps pane output from crossing the control client (pacer.go)
 
 	connMu sync.Mutex // serializes connecting
 
@@ -115,6 +116,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h := &Host{
 		bin: path, socket: opts.Socket, log: log,
 		events:   newEventQueue(),
+		pacer:    newPacer(),
 		panes:    map[string]*paneState{},
 		windows:  map[string]string{},
 		unreaped: map[string]bool{},
@@ -127,8 +129,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		_ = h.Shutdown(ctx)
 		return nil, err
 	}
-	h.wg.Add(1)
+	h.wg.Add(2)
 	go h.reaper()
+	go h.pace()
 	return h, nil
 }
 
@@ -204,6 +207,8 @@ func (h *Host) conn(ctx context.Context) (*control, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A new client has no pane paused.
+	h.pacer.reset()
 	c, err = startControl(ctx, h.bin, h.socket, session, h.notify)
 	if err != nil {
 		return nil, fmt.Errorf("tmux: attach control client: %w", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -409,4 +410,83 @@ func TestServerKill9Recovers(t *testing.T) {
 	if newPID := serverPID(t, sock); newPID == pid {
 		t.Errorf("server pid unchanged: %d", pid)
 	}
+}
+
+// serverWritten is how many bytes the tmux server has written (wchar of its
+// /proc/PID/io). A control client hands its stdout to the server, so everything orcr's
+// control client receives is written by the server itself; nothing else it writes is
+// large.
+func serverWritten(t *testing.T, sock string) int64 {
+	t.Helper()
+	pid := serverPID(t, sock)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if n, ok := strings.CutPrefix(l, "wchar: "); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				t.Fatalf("wchar %q: %v", l, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no wchar in /proc/%d/io", pid)
+	return 0
+}
+
+// TestFloodNotStreamedToControlClient floods a pane with 20 MB and checks that the
+// pane's bytes do not cross the control client: the host only needs to know that a
+// pane printed, and every byte sent as %output cost CPU twice and slowed the pane.
+func TestFloodNotStreamedToControlClient(t *testing.T) {
+	sock := testSocket(t)
+	h := newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	go func() {
+		for range h.Events() {
+		}
+	}()
+	before := serverWritten(t, sock)
+	const size = 20 << 20
+	info := launch(t, h, "sh", "-c", fmt.Sprintf(`yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c %d; echo flood-''done; exec cat`, size))
+	waitText(t, h, info.ID, "flood-done")
+	written := serverWritten(t, sock) - before
+	t.Logf("the tmux server wrote %d bytes for a %d-byte flood", written, size)
+	if written > size/10 {
+		t.Errorf("the control client received %d bytes for a %d-byte flood, want at most %d: pane output is streamed to it", written, size, size/10)
+	}
+}
+
+// TestOutputEventsWhilePrinting checks that a pane printing 40 KB every 100 ms (enough
+// to be paused for the control client each time) keeps producing PaneOutput events for
+// as long as it prints, not only at its first output.
+func TestOutputEventsWhilePrinting(t *testing.T) {
+	h := newTestHost(t, testSocket(t))
+	defer h.Shutdown(context.Background())
+	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 30 ]; do yes line $i | head -c 40000; i=$((i+1)); sleep 0.1; done; echo printing-''done; exec cat`)
+	var first, last time.Time
+	n := 0
+	waitFor(t, "printing-done", func() bool {
+		for {
+			select {
+			case ev := <-h.Events():
+				if ev.Pane == info.ID && ev.Kind == core.PaneOutput {
+					if first.IsZero() {
+						first = ev.At
+					}
+					last = ev.At
+					n++
+				}
+			default:
+				s, err := h.Read(ctxT(t), info.ID, core.ReadOpts{})
+				return err == nil && strings.Contains(s.Text, "printing-done")
+			}
+		}
+	})
+	// The loop prints for about 3 s; the events must span most of it.
+	if span := last.Sub(first); n < 5 || span < 2*time.Second {
+		t.Errorf("%d PaneOutput events spanning %v while the pane printed for ~3 s, want ≥ 5 spanning ≥ 2 s", n, span)
+	}
+	t.Logf("%d output events spanning %v", n, last.Sub(first))
 }

@@ -21,7 +21,9 @@ func (h *Host) notify(line []byte) {
 		}
 		// Every pane of the session is reported: a fast program's output can arrive
 		// before Launch has recorded its pane, and the placeholder never writes.
-		h.events.output(string(rest))
+		pane := string(rest)
+		h.events.output(pane)
+		h.pacer.output(pane, len(line))
 	case bytes.HasPrefix(line, []byte("%subscription-changed "+deadSub+" ")):
 		h.onDeadChanged(string(line))
 	case bytes.HasPrefix(line, []byte("%window-close ")), bytes.HasPrefix(line, []byte("%unlinked-window-close ")):
