@@ -369,7 +369,7 @@ func Serve(ctx context.Context, stderr io.Writer) error {
 		// it allocates is short-lived (requests, screens, events), so collecting at
 		// +50 % instead of +100 % keeps the resident size ~5 MB lower for a cost of a
 		// few more sub-millisecond collections (BenchmarkServerRSS1000). GOGC overrides.
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(serverGCPercent)
 	}
 	s, err := startServer(ctx)
 	if err != nil {
@@ -394,26 +394,41 @@ func Serve(ctx context.Context, stderr io.Writer) error {
 	return nil
 }
 
-// The server's soft memory limit: the floor, or the live heap plus the headroom when
-// that is more. A fixed 64 MiB was right for 1,000 records (~20 MB live) but with
-// 10,000 (~50 MB live) it left no room: every history.list (a few MB of short-lived
-// buffers) started a full collection, and `orcr history` took 29 ms instead of 17.
+// The server's soft memory limit: the floor, or twice the live heap plus the goroutine
+// stacks when that is more, re-read every memLimitEvery. A fixed 64 MiB was right for
+// 1,000 records (~20 MB live) but with 10,000 (~50 MB live) every history.list started a
+// full collection. The live heap plus a fixed 44 MiB was not enough either: with 100
+// embedded-pty panes (~650 MB live) it sat below the collector's own target (live × 1.5
+// at GOGC=50), so each collection ended above the limit and the next began at once
+// (24 % of the time in GC, 89 % of idle CPU samples marking). Twice the live heap keeps
+// the limit above that target: it only bites when the heap grows by more than the whole
+// live heap between two reads, which is what it is for (badger's write bursts). Stacks
+// are not heap but count against the limit (10,000 idle connections' stacks alone once
+// filled 64 MiB), so they are added. The re-read is cheap (no collection, no pause), so
+// it is frequent: a heap that grows fast (100 panes started at once) is caught within
+// seconds, not half a minute.
 const (
 	memLimitFloor    = 64 << 20
 	memLimitHeadroom = 44 << 20
-	memLimitEvery    = 30 * time.Second
+	memLimitEvery    = 5 * time.Second
+	// serverGCPercent is the server's GOGC (see Serve).
+	serverGCPercent = 50
 )
 
 // followMemLimit moves the soft limit with the live heap, now and every
-// memLimitEvery, until ctx ends. Reading the metric costs no collection.
+// memLimitEvery, until ctx ends. Reading the metrics costs no collection.
 func followMemLimit(ctx context.Context) {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	t := time.NewTicker(memLimitEvery)
 	defer t.Stop()
 	for {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
-			debug.SetMemoryLimit(memLimit(sample[0].Value.Uint64()))
+			var stacks uint64
+			if sample[1].Value.Kind() == metrics.KindUint64 {
+				stacks = sample[1].Value.Uint64()
+			}
+			debug.SetMemoryLimit(memLimit(sample[0].Value.Uint64(), stacks))
 		}
 		select {
 		case <-ctx.Done():
@@ -423,9 +438,10 @@ func followMemLimit(ctx context.Context) {
 	}
 }
 
-// memLimit is the soft limit for a live heap of live bytes.
-func memLimit(live uint64) int64 {
-	return max(memLimitFloor, int64(live)+memLimitHeadroom)
+// memLimit is the soft limit for a live heap of live bytes and stacks of stacks bytes.
+func memLimit(live, stacks uint64) int64 {
+	l, st := int64(live), int64(stacks)
+	return max(memLimitFloor, l+max(memLimitHeadroom, l)+st)
 }
 
 // stableSelf is the orcr binary that agents' hooks call back. Under `go run .` the

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
@@ -114,6 +116,7 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	// The emulator's scrollback only holds what one write scrolls off (a chunk of at
 	// most 8 KiB is at most 8 Ki lines); history keeps the real scrollback as text.
 	emu.SetScrollbackSize(16 * 1024)
+	shrinkParser(emu, parserDataSize)
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
 		h:         h,
@@ -418,4 +421,31 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 		}
 		close(p.gone)
 	})
+}
+
+// parserDataSize is the room the emulator's parser keeps for the payload of one OSC,
+// DCS, APC, PM or SOS string. vt.NewEmulator sets 4 MiB, which every pane held for
+// good (100 idle panes: ~400 MB of live heap) although what panes use (titles, OSC 8
+// hyperlinks, colour queries) fits in a few hundred bytes. A longer string is cut at
+// this size: its handler sees the first 4 KiB (a title or URL truncated; an OSC 52
+// clipboard or image payload, which the host does not act on, incomplete) and the
+// bytes after the terminator are parsed as usual.
+const parserDataSize = 4 << 10
+
+// shrinkParser sets the data buffer of emu's parser to size bytes and reports whether
+// it could. vt offers no option for it and keeps the parser unexported, so the field
+// is reached by name; if a later vt renames or retypes it, nothing is changed (the pane
+// works as before, with the big buffer) and TestIdlePaneHeap fails.
+func shrinkParser(emu *vt.Emulator, size int) bool {
+	f := reflect.ValueOf(emu).Elem().FieldByName("parser")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*ansi.Parser]() {
+		return false
+	}
+	// The field is unexported, so reflect cannot read it; its address can.
+	parser := *(**ansi.Parser)(unsafe.Pointer(f.UnsafeAddr()))
+	if parser == nil {
+		return false
+	}
+	parser.SetDataSize(size)
+	return true
 }

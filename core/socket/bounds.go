@@ -295,22 +295,29 @@ func (w withLimits) Info(ctx context.Context) (wire.InfoResult, error) {
 const connMemory = 8 << 10
 
 // memLimit follows the connection count in steps, so the limit is not reset per accept.
+// The server moves the limit too (with its live heap, daemon.followMemLimit), so the
+// base is whatever limit was set since this last set one: a base read once at the first
+// connection put a 66 MiB limit back under a 1.3 GB live-heap limit whenever the
+// connection count crossed a step, and the collector then ran back to back.
 type memLimit struct {
 	mu   sync.Mutex
-	base int64 // the limit without connections; 0 when none was set
+	base int64 // the limit without connections; 0 when none was read yet, -1 when none is set
+	last int64 // the limit this last set
 	set  int   // connections the current limit allows for
 }
 
 func (m *memLimit) follow(conns int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.base == 0 {
-		cur := debug.SetMemoryLimit(-1)
+	cur := debug.SetMemoryLimit(-1)
+	if m.base == 0 || cur != m.last {
+		// First call, or another owner set the limit since: that is the new base.
 		if cur == math.MaxInt64 {
 			m.base = -1 // no limit: nothing to follow
 		} else {
 			m.base = cur
 		}
+		m.set = -1
 	}
 	if m.base < 0 {
 		return
@@ -320,5 +327,6 @@ func (m *memLimit) follow(conns int) {
 		return
 	}
 	m.set = step
-	debug.SetMemoryLimit(m.base + int64(step)*connMemory)
+	m.last = m.base + int64(step)*connMemory
+	debug.SetMemoryLimit(m.last)
 }

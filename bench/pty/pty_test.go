@@ -1,0 +1,136 @@
+// Package pty holds the whole-program benchmark of orcr on its embedded pty host: 100
+// idle agents on a real `orcr serve`, and what they cost the server in memory and CPU.
+// Run with: ORCR_LONG=1 go test ./bench/pty/ -run '^$' -bench . -benchtime 1x
+package pty
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/socket"
+	"orcr/core/wire"
+	"orcr/testutil/serve"
+	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
+)
+
+// BenchmarkServerIdlePty100 (ORCR_LONG=1) starts 100 idle shell agents on the pty host
+// and reports the server's resident memory and CPU over 60 s, in total and per agent
+// against the server before the agents (targets: ≤ 0.2 MB and ≤ 0.01 % of a core per
+// agent).
+func BenchmarkServerIdlePty100(b *testing.B) {
+	if os.Getenv("ORCR_LONG") != "1" {
+		b.Skip("set ORCR_LONG=1 to measure the server's idle CPU over 60 s")
+	}
+	const n = 100
+	const window = 60 * time.Second // the measurement windows themselves, not waits for a condition
+	for b.Loop() {
+		srv := startServer(b)
+		pid := srv.PID()
+		rss0, cpu0 := idle(b, pid, window)
+		c, err := socket.Dial(context.Background(), socket.SocketPath(srv.Home), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range n {
+			if _, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("idle/a%d", j),
+				Argv: []string{"sh", "-c", "echo idle; exec sleep 600"}, Cwd: "/tmp"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wait.For(b, time.Minute, "every agent to print", func() bool {
+			for j := range n {
+				r, err := c.Read(context.Background(), wire.ReadParams{Target: fmt.Sprintf("idle/a%d", j)})
+				if err != nil || !strings.Contains(r.Text, "idle") {
+					return false
+				}
+			}
+			return true
+		})
+		c.Close()
+		rss1, cpu1 := idle(b, pid, window)
+		b.ReportMetric(rss0/1024, "rss0-MB")
+		b.ReportMetric(rss1/1024, "rss-MB")
+		b.ReportMetric((rss1-rss0)/1024/n, "MB/agent")
+		b.ReportMetric(cpu0, "cpu0-%")
+		b.ReportMetric(cpu1, "cpu-%")
+		b.ReportMetric((cpu1-cpu0)/n, "cpu-%/agent")
+	}
+}
+
+// idle measures pid over window: its resident size at the end (KiB) and the CPU it
+// used (% of one core).
+func idle(b *testing.B, pid int, window time.Duration) (rssKB, cpu float64) {
+	t0, c0 := time.Now(), cpuTicks(b, pid)
+	time.Sleep(window)
+	wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, pid)
+	return float64(procStatus(b, pid, "VmRSS:")), 100 * float64(c1-c0) / 100 / wall
+}
+
+// startServer starts `orcr serve` on the pty host with its own home.
+func startServer(b *testing.B) *serve.Server {
+	home, err := os.MkdirTemp("", "orcr-bp-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(home) })
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ORCR_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "GO") {
+			env = append(env, kv)
+		}
+	}
+	cfgDir := filepath.Join(home, "cfg", "orcr")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	env = append(env, "ORCR_HOME="+home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
+	srv := serve.Start(b, serve.Options{Bin: testbin.Build(b, "orcr"), Env: env})
+	info, err := srv.Client().Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info.Host != "pty" {
+		b.Fatalf("orcr serve runs on host %q (%s), not pty", info.Host, info.HostWhy)
+	}
+	return srv
+}
+
+// cpuTicks is utime+stime of a process in clock ticks (USER_HZ = 100).
+func cpuTicks(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+// procStatus is a kB field of /proc/pid/status.
+func procStatus(b *testing.B, pid int, field string) int {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, field) {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	b.Fatal("no " + field)
+	return 0
+}
