@@ -77,8 +77,10 @@ func (r *rig) serve() {
 			for i, q := range r.models.Requests() {
 				r.t.Logf("model request %d %s %s scripted=%v last user %q", i, q.At.Format("15:04:05.000"), q.Path, q.Scripted, lastUserText(r.t, q))
 			}
+			// OpenCode's own log (withOpencode) says where a launch spent its time.
 			logs, _ := filepath.Glob(filepath.Join(r.dir, "orcr-home", "*.log"))
-			for _, l := range logs {
+			oc, _ := filepath.Glob(filepath.Join(r.dir, "data", "opencode", "log", "*.log"))
+			for _, l := range append(logs, oc...) {
 				b, _ := os.ReadFile(l)
 				r.t.Logf("%s:\n%s", l, b)
 			}
@@ -238,6 +240,7 @@ func (r *rig) withOpencode() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	clis.OpencodeConfigHome(r.t, filepath.Join(r.dir, "config"))
 	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
 		"XDG_STATE_HOME="+filepath.Join(r.dir, "state"), "XDG_CACHE_HOME="+filepath.Join(r.dir, "cache"))
 	r.vars = append(r.vars, env...)

@@ -14,6 +14,7 @@ import (
 	"orcr/adapters/internal/clitest"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 )
 
@@ -198,7 +199,8 @@ func TestPrepareSystemPromptAndResume(t *testing.T) {
 
 // TestRealOpenCode runs opencode-ai 1.x against the scripted server. The provider
 // SDK it needs (@ai-sdk/anthropic) is bundled in the binary, so a fresh cache dir
-// works with nothing downloaded.
+// works with nothing downloaded; the @opencode-ai/plugin package opencode installs
+// into its config dir comes from install-clis.sh's seed (clis.OpencodeConfigHome).
 func TestRealOpenCode(t *testing.T) {
 	bin := clitest.CLI(t, "opencode", "ORCR_OPENCODE_BIN")
 	self := clitest.HookRec(t)
@@ -217,6 +219,7 @@ func TestRealOpenCode(t *testing.T) {
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 11, Output: 6}},
 	)
 	cache := filepath.Join(root, "cache")
+	clis.OpencodeConfigHome(t, filepath.Join(root, "config"))
 	ocEnv, err := modelserver.WriteOpencodeConfig(filepath.Join(root, "opencode-config"), srv.URL)
 	if err != nil {
 		t.Fatal(err)
