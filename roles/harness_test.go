@@ -143,8 +143,12 @@ func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(w
 	var a wire.Agent
 	if !wait.Until(d, func() bool { a = r.agent(target); return cond(a) }) {
 		scr := r.run("agent", "read", target).out
-		r.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q hooks=%+v\nscreen:\n%s",
-			d, what, a.State, a.StateSource, a.StateReason, a.Hooks, scr)
+		started := "-"
+		if a.StartedAt != nil {
+			started = a.StartedAt.UTC().Format("15:04:05.000")
+		}
+		r.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q started=%s hooks=%+v\nscreen:\n%s",
+			d, what, a.State, a.StateSource, a.StateReason, started, a.Hooks, scr)
 	}
 	return a
 }
