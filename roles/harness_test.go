@@ -236,7 +236,9 @@ func (r *rig) withCodex() string {
 
 // withOpencode adds the real opencode CLI to the rig, its config pointed at the same
 // scripted model server (model modelserver.OpencodeModel) and its data (the SQLite
-// session db) in the rig's own folders. Call it before serve.
+// session db) in the rig's own folders, its plugin package seeded and the npm
+// registry one that never answers (so a launch that would download fails the test).
+// Call it before serve.
 func (r *rig) withOpencode() {
 	r.t.Helper()
 	bin := clis.Find(r.t, "opencode", "ORCR_OPENCODE_BIN")
@@ -245,7 +247,7 @@ func (r *rig) withOpencode() {
 		r.t.Fatal(err)
 	}
 	clis.OpencodeConfigHome(r.t, filepath.Join(r.dir, "config"))
-	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
+	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, clis.StalledRegistry(r.t), "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
 		"XDG_STATE_HOME="+filepath.Join(r.dir, "state"), "XDG_CACHE_HOME="+filepath.Join(r.dir, "cache"))
 	r.vars = append(r.vars, env...)
 }

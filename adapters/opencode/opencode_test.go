@@ -224,7 +224,7 @@ func TestRealOpenCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := clitest.BaseEnv(root, append(ocEnv, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks,
+	env := clitest.BaseEnv(root, append(ocEnv, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks, clis.StalledRegistry(t),
 		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_DATA_HOME="+filepath.Join(root, "data"),
 		"XDG_STATE_HOME="+filepath.Join(root, "state"), "XDG_CACHE_HOME="+cache,
 		`OPENCODE_CONFIG_CONTENT={"permission":{"edit":"allow","bash":"allow"}}`)...)

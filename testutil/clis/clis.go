@@ -7,9 +7,11 @@ package clis
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -121,4 +123,40 @@ func ScriptedClaude(t testing.TB, dir, url string) []string {
 	}
 	return []string{"ORCR_CLAUDE_BIN=" + bin, "CLAUDE_CONFIG_DIR=" + cfg, "ANTHROPIC_BASE_URL=" + url,
 		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}
+
+// StalledRegistry returns npm_config_registry=URL for the environment of a CLI that
+// must not fetch packages at run time: URL is a local listener that accepts
+// connections and never answers, as a slow registry looks. A test that reaches it
+// waits (opencode without OpencodeConfigHome's seed stalls before its first model
+// request) instead of passing by the luck of a fast network. Connections close at
+// the end of the test.
+func StalledRegistry(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "npm_config_registry=http://" + ln.Addr().String() + "/"
 }
