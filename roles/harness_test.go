@@ -77,8 +77,10 @@ func (r *rig) serve() {
 			for i, q := range r.models.Requests() {
 				r.t.Logf("model request %d %s %s scripted=%v last user %q", i, q.At.Format("15:04:05.000"), q.Path, q.Scripted, lastUserText(r.t, q))
 			}
+			// OpenCode's own log (withOpencode) says where a launch spent its time.
 			logs, _ := filepath.Glob(filepath.Join(r.dir, "orcr-home", "*.log"))
-			for _, l := range logs {
+			oc, _ := filepath.Glob(filepath.Join(r.dir, "data", "opencode", "log", "*.log"))
+			for _, l := range append(logs, oc...) {
 				b, _ := os.ReadFile(l)
 				r.t.Logf("%s:\n%s", l, b)
 			}
@@ -141,8 +143,12 @@ func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(w
 	var a wire.Agent
 	if !wait.Until(d, func() bool { a = r.agent(target); return cond(a) }) {
 		scr := r.run("agent", "read", target).out
-		r.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q hooks=%+v\nscreen:\n%s",
-			d, what, a.State, a.StateSource, a.StateReason, a.Hooks, scr)
+		started := "-"
+		if a.StartedAt != nil {
+			started = a.StartedAt.UTC().Format("15:04:05.000")
+		}
+		r.t.Fatalf("timed out after %v waiting for %s: state=%s/%s %q started=%s hooks=%+v\nscreen:\n%s",
+			d, what, a.State, a.StateSource, a.StateReason, started, a.Hooks, scr)
 	}
 	return a
 }
@@ -230,7 +236,9 @@ func (r *rig) withCodex() string {
 
 // withOpencode adds the real opencode CLI to the rig, its config pointed at the same
 // scripted model server (model modelserver.OpencodeModel) and its data (the SQLite
-// session db) in the rig's own folders. Call it before serve.
+// session db) in the rig's own folders, its plugin package seeded and the npm
+// registry one that never answers (so a launch that would download fails the test).
+// Call it before serve.
 func (r *rig) withOpencode() {
 	r.t.Helper()
 	bin := clis.Find(r.t, "opencode", "ORCR_OPENCODE_BIN")
@@ -238,7 +246,8 @@ func (r *rig) withOpencode() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
+	clis.OpencodeConfigHome(r.t, filepath.Join(r.dir, "config"))
+	r.vars = append(r.vars, "ORCR_OPENCODE_BIN="+bin, clis.StalledRegistry(r.t), "XDG_DATA_HOME="+filepath.Join(r.dir, "data"),
 		"XDG_STATE_HOME="+filepath.Join(r.dir, "state"), "XDG_CACHE_HOME="+filepath.Join(r.dir, "cache"))
 	r.vars = append(r.vars, env...)
 }

@@ -45,5 +45,21 @@ for pin in "${PINS[@]}"; do
 		exit 1
 	fi
 	[ "$VERBOSE" = 1 ] && echo "$name $version $dir/node_modules/.bin/$bin"
+	[ "$name" = opencode ] && OPENCODE_VERSION=$version
 done
+
+# OpenCode npm-installs @opencode-ai/plugin (its own version) into every config dir
+# that lacks it before it loads plugins: 10-20 s of registry download per test with a
+# fresh XDG_CONFIG_HOME. Install it once here; testutil/clis.OpencodeConfigHome links
+# it into each test's config dir.
+seed="$CACHE/opencode-config"
+if [ "$(installed_version "$seed" @opencode-ai/plugin)" != "$OPENCODE_VERSION" ]; then
+	mkdir -p "$seed"
+	printf '{\n  "dependencies": {\n    "@opencode-ai/plugin": "%s"\n  }\n}\n' "$OPENCODE_VERSION" >"$seed/package.json"
+	if ! out=$(cd "$seed" && npm install --no-audit --no-fund --no-progress --loglevel=error 2>&1); then
+		printf 'install-clis: npm install @opencode-ai/plugin@%s failed:\n%s\n' "$OPENCODE_VERSION" "$out" >&2
+		exit 1
+	fi
+fi
+[ "$VERBOSE" = 1 ] && echo "opencode-config $OPENCODE_VERSION $seed/node_modules"
 exit 0

@@ -14,6 +14,7 @@ import (
 	"orcr/adapters/internal/clitest"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 )
 
@@ -198,7 +199,8 @@ func TestPrepareSystemPromptAndResume(t *testing.T) {
 
 // TestRealOpenCode runs opencode-ai 1.x against the scripted server. The provider
 // SDK it needs (@ai-sdk/anthropic) is bundled in the binary, so a fresh cache dir
-// works with nothing downloaded.
+// works with nothing downloaded; the @opencode-ai/plugin package opencode installs
+// into its config dir comes from install-clis.sh's seed (clis.OpencodeConfigHome).
 func TestRealOpenCode(t *testing.T) {
 	bin := clitest.CLI(t, "opencode", "ORCR_OPENCODE_BIN")
 	self := clitest.HookRec(t)
@@ -217,11 +219,12 @@ func TestRealOpenCode(t *testing.T) {
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 11, Output: 6}},
 	)
 	cache := filepath.Join(root, "cache")
+	clis.OpencodeConfigHome(t, filepath.Join(root, "config"))
 	ocEnv, err := modelserver.WriteOpencodeConfig(filepath.Join(root, "opencode-config"), srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := clitest.BaseEnv(root, append(ocEnv, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks,
+	env := clitest.BaseEnv(root, append(ocEnv, "ORCR_ID=agent-1", "ORCR_HOOKREC="+hooks, clis.StalledRegistry(t),
 		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_DATA_HOME="+filepath.Join(root, "data"),
 		"XDG_STATE_HOME="+filepath.Join(root, "state"), "XDG_CACHE_HOME="+cache,
 		`OPENCODE_CONFIG_CONTENT={"permission":{"edit":"allow","bash":"allow"}}`)...)
