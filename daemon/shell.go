@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"orcr/cli"
@@ -32,6 +33,12 @@ func probeShell(ctx context.Context) cli.ShellStatus {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sh, "-lc", "command -v orcr")
+	// A login setup that hangs may leave children holding the output pipe (pyenv's
+	// rehash waits a minute for a stale lock): the whole group is killed at the
+	// timeout and the pipe given up a second later, so doctor answers in ~6 s.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	// A login setup may print (a greeting, a version manager's notes): the answer is
 	// the last line.
