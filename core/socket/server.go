@@ -151,6 +151,10 @@ type conn struct {
 	unread    atomic.Int64 // answer bytes encoded but not yet taken by the socket
 	writing   atomic.Int64 // of those, the answer being written now (set under wmu)
 	closeOnce sync.Once
+	// heavy is the connection's one turn at the server-wide heavy slots: a client that
+	// pipelines heavy requests holds at most one of them, so another client's list waits
+	// for one running list, not for the flood queued ahead of it.
+	heavy inflight
 }
 
 func (cn *conn) write(v any) error {
@@ -212,10 +216,14 @@ func (cn *conn) send(line []byte) {
 }
 
 // answer runs one unary request and encodes its answer; nil when the connection closed
-// meanwhile, since nobody is left to read it. A heavy request waits for a server-wide
-// slot first, and leaves the wait when its connection closes.
-func (s *Server) answer(ctx context.Context, h handler, id string, params any) []byte {
+// meanwhile, since nobody is left to read it. A heavy request waits for its connection's
+// turn and then a server-wide slot, and leaves either wait when its connection closes.
+func (s *Server) answer(ctx context.Context, cn *conn, h handler, id string, params any) []byte {
 	if h.heavy {
+		if !cn.heavy.acquire(ctx) {
+			return nil
+		}
+		defer cn.heavy.release()
 		if !s.heavy.acquire(ctx) {
 			return nil
 		}
@@ -232,7 +240,7 @@ func (s *Server) answer(ctx context.Context, h handler, id string, params any) [
 }
 
 func (s *Server) serveConn(c *net.UnixConn) {
-	cn := &conn{s: s, c: c, enc: json.NewEncoder(c)}
+	cn := &conn{s: s, c: c, enc: json.NewEncoder(c), heavy: make(inflight, 1)}
 	uid, pid, err := peerCred(c)
 	if err != nil {
 		cn.reply("", nil, wire.Errorf(wire.CodePermission, "cannot read peer credentials: %v", err))
@@ -322,7 +330,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		go func() {
 			defer wg.Done()
 			defer slots.release()
-			if line := s.answer(rctx, h, req.ID, params); line != nil {
+			if line := s.answer(rctx, cn, h, req.ID, params); line != nil {
 				cn.send(line)
 			}
 		}()
