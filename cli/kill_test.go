@@ -115,9 +115,16 @@ func runOnTerminal(t *testing.T, r *rig, question, answer string, args ...string
 	case <-time.After(60 * time.Second):
 		t.Fatalf("orcr %v did not end after the answer %q; the terminal shows:\n%s", args, answer, screen.String())
 	}
+	// Close the terminal's end and read ours to its end (EIO once drained) before
+	// closing it: closed at once, what orcr wrote last ("nothing was killed") could be
+	// dropped unread.
 	tty.Close()
-	ptmx.Close()
-	<-copied
+	select {
+	case <-copied:
+	case <-time.After(10 * time.Second):
+		ptmx.Close()
+		<-copied
+	}
 	return c, out.String(), screen.String()
 }
 
