@@ -19,31 +19,14 @@ import (
 	"orcr/testutil/wait"
 )
 
-const guardPlanBody = `request: one part
-check: true
-
-## M1 · One
-depends: -
-tier: small
-
-### Goal
-Write M1.txt.
-
-### Acceptance
-- [ ] M1.txt
-`
-
 // TestSpecialFilesRefused swaps a running run's plan for a link to /dev/zero and then
 // for a FIFO, and the config for both plus SIGHUP, under a bound on the server's address
 // space. Before, /dev/zero was read until the server was OOM-killed and a FIFO parked an
 // OS thread per `run status` (300 calls: 311 threads). Now each is refused with the
 // reason, the server lives, and its thread count does not grow with the calls.
 func TestSpecialFilesRefused(t *testing.T) {
-	ident := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	e := newEnv(t, ident...)
-	repo := t.TempDir()
-	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init && echo .orcr >> .git/info/exclude")
-	seedPlansText(t, e.home, repo, guardPlanBody, "g")
+	e, repo := newRepoEnv(t)
+	seedPlansText(t, e.home, repo, oneMilestoneBody, "g")
 	e.serve()
 	t.Cleanup(func() { stopAgentProcs(t, e, "runs/**") })
 	pid := e.srv.Cmd.Process.Pid

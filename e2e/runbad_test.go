@@ -54,10 +54,8 @@ done`}
 // with uncommitted changes, feature/NAME moved by hand during the run, a stale done
 // from a coder the work was taken from, and the plan edited into a cycle.
 func TestRunBadInputMessages(t *testing.T) {
-	ident := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	e := newEnv(t, ident...)
-	repo := t.TempDir()
-	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init && echo .orcr >> .git/info/exclude")
+	e, repo := newRepoEnv(t)
+	ident := gitIdent
 	seedPlansText(t, e.home, repo, badPlanBody, "bad")
 	log := filepath.Join(t.TempDir(), "coder.log")
 	e.serve()

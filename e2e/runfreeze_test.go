@@ -35,10 +35,7 @@ Write M1.txt.
 // never completed. Now the milestone leaves checking at the timeout saying why, and a
 // server stopped while such a check runs exits within 5 s.
 func TestForkingCheckNeitherHangsTheRunNorTheServer(t *testing.T) {
-	ident := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	e := newEnv(t, ident...)
-	repo := t.TempDir()
-	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init && echo .orcr >> .git/info/exclude")
+	e, repo := newRepoEnv(t)
 	seedPlansText(t, e.home, repo, oneMilestoneBody, "short", "long")
 	// The escaped processes record their pids, so the test can end them.
 	pids := filepath.Join(t.TempDir(), "pids")

@@ -432,6 +432,19 @@ func seedPlansText(t *testing.T, home, repo, body string, names ...string) {
 	}
 }
 
+// gitIdent is the git identity the run tests commit with.
+var gitIdent = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
+
+// newRepoEnv is an env whose server commits as gitIdent, and a repository on main with
+// one commit whose .orcr is excluded, for a run's plan.
+func newRepoEnv(t *testing.T) (*env, string) {
+	t.Helper()
+	e := newEnv(t, gitIdent...)
+	repo := t.TempDir()
+	gitSh(t, repo, gitIdent, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init && echo .orcr >> .git/info/exclude")
+	return e, repo
+}
+
 func gitSh(t *testing.T, dir string, env []string, script string) string {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)

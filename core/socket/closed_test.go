@@ -37,26 +37,7 @@ func TestClosedConnectionsRequestsAreCancelled(t *testing.T) {
 	// The server's goroutines with no connection open (the client holds none of its own).
 	base := runtime.NumGoroutine()
 
-	heavy := strings.Repeat(`{"id":"l","method":"agent.list","params":{"full":true,"all":true}}`+"\n", perConn)
-	cs := make([]net.Conn, 0, conns)
-	for range conns {
-		c, err := net.Dial("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-		if _, err := c.Write([]byte(heavy)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Once the first answer comes the server is at work on the others: they close.
-	_ = cs[0].SetReadDeadline(time.Now().Add(time.Minute))
-	if _, err := cs[0].Read(make([]byte, 1)); err != nil {
-		t.Fatalf("no answer to the heavy lists: %v", err)
-	}
-	for _, c := range cs {
-		c.Close()
-	}
+	floodAndClose(t, path, conns, perConn)
 	took := get()
 	t.Logf("agent.get: %s after the connections closed, %s on an idle server", took, idle)
 	if took > 5*time.Second {
@@ -84,25 +65,7 @@ func TestQueuedRequestsOfAClosedConnectionAreDropped(t *testing.T) {
 	}
 	c0.Close()
 	base := runtime.NumGoroutine()
-	heavy := strings.Repeat(`{"id":"l","method":"agent.list","params":{"full":true,"all":true}}`+"\n", perConn)
-	cs := make([]net.Conn, 0, conns)
-	for range conns {
-		c, err := net.Dial("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-		if _, err := c.Write([]byte(heavy)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = cs[0].SetReadDeadline(time.Now().Add(time.Minute))
-	if _, err := cs[0].Read(make([]byte, 1)); err != nil {
-		t.Fatalf("no answer to the heavy lists: %v", err)
-	}
-	for _, c := range cs {
-		c.Close()
-	}
+	floodAndClose(t, path, conns, perConn)
 	wait.For(t, 20*time.Second, "the server's goroutines back to their count before the connections", func() bool {
 		return runtime.NumGoroutine() <= base+2
 	})
@@ -130,5 +93,30 @@ func TestHalfClosedConnectionIsStillAnswered(t *testing.T) {
 		if err != nil || !strings.Contains(string(line), `"fired/a00049"`) {
 			t.Fatalf("answer %d after the client shut its writing side: %.80q, %v", i, line, err)
 		}
+	}
+}
+
+// floodAndClose opens conns connections that each pipeline perConn heavy lists and
+// closes them all once the first answer comes, when the server is at work on the others.
+func floodAndClose(t *testing.T, path string, conns, perConn int) {
+	t.Helper()
+	heavy := strings.Repeat(`{"id":"l","method":"agent.list","params":{"full":true,"all":true}}`+"\n", perConn)
+	cs := make([]net.Conn, 0, conns)
+	for range conns {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+		if _, err := c.Write([]byte(heavy)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = cs[0].SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := cs[0].Read(make([]byte, 1)); err != nil {
+		t.Fatalf("no answer to the heavy lists: %v", err)
+	}
+	for _, c := range cs {
+		c.Close()
 	}
 }
