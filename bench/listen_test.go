@@ -14,6 +14,7 @@ import (
 	"orcr/github/githubtest"
 	"orcr/listen"
 	"orcr/store"
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 )
 
@@ -21,7 +22,7 @@ import (
 // with server CPU read from /proc.
 
 func procCPU(b *testing.B, pid int) time.Duration {
-	return time.Duration(cpuTicks(b, pid)) * 10 * time.Millisecond // USER_HZ = 100
+	return time.Duration(proc.CPUTicks(b, pid)) * 10 * time.Millisecond // USER_HZ = 100
 }
 
 func writeListenerFiles(b *testing.B, home string, files map[string]string, apiURL string) {
@@ -187,18 +188,4 @@ command = "true"
 		b.ReportMetric(float64(not304), "non-304")
 		s.srv.Stop()
 	}
-}
-
-// cpuTicks is utime+stime of a process in clock ticks (USER_HZ = 100).
-func cpuTicks(b *testing.B, pid int) int64 {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
 }

@@ -15,6 +15,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
@@ -67,9 +68,9 @@ func BenchmarkServerIdlePty100(b *testing.B) {
 // idle measures pid over window: its resident size at the end (KiB) and the CPU it
 // used (% of one core).
 func idle(b *testing.B, pid int, window time.Duration) (rssKB, cpu float64) {
-	t0, c0 := time.Now(), cpuTicks(b, pid)
+	t0, c0 := time.Now(), proc.CPUTicks(b, pid)
 	time.Sleep(window)
-	wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, pid)
+	wall, c1 := time.Since(t0).Seconds(), proc.CPUTicks(b, pid)
 	return float64(procStatus(b, pid, "VmRSS:")), 100 * float64(c1-c0) / 100 / wall
 }
 
@@ -103,20 +104,6 @@ func startServer(b *testing.B) *serve.Server {
 		b.Fatalf("orcr serve runs on host %q (%s), not pty", info.Host, info.HostWhy)
 	}
 	return srv
-}
-
-// cpuTicks is utime+stime of a process in clock ticks (USER_HZ = 100).
-func cpuTicks(b *testing.B, pid int) int64 {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
 }
 
 // procStatus is a kB field of /proc/pid/status.

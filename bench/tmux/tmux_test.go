@@ -12,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
@@ -176,25 +176,11 @@ func BenchmarkServerIdleCPU100(b *testing.B) {
 		wait.For(b, 30*time.Second, "the last agent to start", func() bool {
 			return strings.Contains(s.run(b, "agent", "read", "idle/a99"), "idle")
 		})
-		t0, c0 := time.Now(), cpuTicks(b, s.srv.PID())
+		t0, c0 := time.Now(), proc.CPUTicks(b, s.srv.PID())
 		time.Sleep(60 * time.Second) // the measurement window itself, not a wait for a condition
-		wall, c1 := time.Since(t0).Seconds(), cpuTicks(b, s.srv.PID())
+		wall, c1 := time.Since(t0).Seconds(), proc.CPUTicks(b, s.srv.PID())
 		b.ReportMetric(100*float64(c1-c0)/100/wall, "cpu-%")
 	}
-}
-
-// cpuTicks is utime+stime of a process in clock ticks (USER_HZ = 100).
-func cpuTicks(b *testing.B, pid int) int64 {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
 }
 
 // BenchmarkSpawn100APIVsRawTmux spawns 100 shell agents through the socket API (one

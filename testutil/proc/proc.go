@@ -3,8 +3,13 @@
 package proc
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -23,4 +28,19 @@ func StopWaited(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}
+}
+
+// CPUTicks is utime+stime of process pid in clock ticks (USER_HZ = 100), for benchmarks
+// that measure a server's CPU over a window.
+func CPUTicks(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
 }
