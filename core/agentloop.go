@@ -190,14 +190,18 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 			close(ack)
 		case <-rt.outputs:
 			now := time.Now()
-			lastOutput = now
-			e.mu.Lock()
-			waited := rt.a.State == wire.StateBlocked
-			e.mu.Unlock()
-			if waited {
-				// A pause spent on a question was the user's, not the agent's rhythm.
-				rhythm.reset()
+			if now.Sub(lastOutput) >= quietAfter {
+				// Only a pause this long can teach a rhythm, so only then is the state
+				// looked at (a flood's outputs take no engine lock here): a pause spent
+				// on a question was the user's, not the agent's rhythm.
+				e.mu.Lock()
+				waited := rt.a.State == wire.StateBlocked
+				e.mu.Unlock()
+				if waited {
+					rhythm.reset()
+				}
 			}
+			lastOutput = now
 			rhythm.output(now)
 			evaluated = false
 			if now.Sub(lastTransient) >= transientEvery {
