@@ -435,6 +435,7 @@ func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
 	if _, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Reviewing = "" }); err != nil {
 		return
 	}
+	faultPoint(FaultReviewed)
 	s.apply(ctx, rec.Run.Name, Fact{Kind: FReviewed, M: m, Head: head, Verdict: &v})
 }
 

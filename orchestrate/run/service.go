@@ -281,6 +281,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if err != nil {
 		return wire.RunView{}, err
 	}
+	faultPoint(FaultBranch)
 	now := s.now()
 	r, initial, err := New(p.Name, pl, p.Coders, p.Reviewer != "", feature, now)
 	if err != nil {
