@@ -17,7 +17,7 @@ import (
 func (s *Service) view(rec Record) wire.RunView {
 	r := rec.Run
 	v := wire.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
-		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Inbox),
+		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Run.Inbox),
 		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []wire.RunMilestone{}, Pool: []wire.RunCoder{}}
 	if v.Inbox == nil {
 		v.Inbox = []string{}
