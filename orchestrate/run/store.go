@@ -63,6 +63,10 @@ type Record struct {
 	// Sent holds, per agent, when orcr last typed into it: a turn end from before
 	// that is not an answer to it.
 	Sent map[string]time.Time `json:"sent,omitempty"`
+	// OldInbox and OldLeadSent are where a record written before the inbox moved
+	// into the run (Run.Inbox) kept it; get moves them there.
+	OldInbox    []string  `json:"inbox,omitempty"`
+	OldLeadSent *LeadSend `json:"leadSent,omitempty"`
 	// Reviewing is the review the reviewer agent Agents["reviewer"] is on:
 	// "M1@<head>", written with the agent's id in one write, so a verdict is never
 	// taken for another review's.
@@ -363,6 +367,12 @@ func (rs *Runs) get(ctx context.Context, name string) (Record, error) {
 		return Record{}, fmt.Errorf("run %s: record version %d, this orcr reads version %d: upgrade orcr", name, env.V, recordVersion)
 	}
 	rec := *env.Rec
+	if !rec.Run.Lead && rec.Lead != "" && rec.Lead != "none" {
+		// A record from before the lead's inbox was Step's: its run has a lead.
+		rec.Run.Lead = true
+		rec.Run.Inbox, rec.Run.LeadSent = rec.OldInbox, rec.OldLeadSent
+		rec.OldInbox, rec.OldLeadSent = nil, nil
+	}
 	// Replay what the log has beyond the record (a crash between append and put).
 	tail, err := rs.entriesAfter(ctx, name, rec.Seq)
 	if err != nil {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -293,4 +294,33 @@ func TestSameRefusalLoggedOnce(t *testing.T) {
 	if n := refused(); n != 3 {
 		t.Fatalf("refusals logged %d times after the run moved, want 3", n)
 	}
+}
+
+// TestOldRecordKeepsItsLead: a record written before the lead's inbox moved into the
+// run keeps its lead and what waited in the inbox.
+func TestOldRecordKeepsItsLead(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	r := newRun(t, 1, false, "M1::small")
+	b := []byte(`{"v":1,"rec":{"run":` + string(mustJSON(t, r)) + `,"lead":"claude","inbox":["M1 is ready"],"leadSent":{"n":1,"tries":2}}}`)
+	if err := st.Put(ctx, RunsBucket, "demo", b); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRuns(st).Get(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Run.Lead || len(rec.Run.Inbox) != 1 || rec.Run.LeadSent == nil || rec.Run.LeadSent.Tries != 2 {
+		t.Fatalf("old record: lead %v inbox %q sent %+v", rec.Run.Lead, rec.Run.Inbox, rec.Run.LeadSent)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
