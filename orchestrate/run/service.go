@@ -306,7 +306,11 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if err != nil || baseTip == "" {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
 	}
-	if tip, _ := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name)); tip != "" {
+	existing, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name))
+	if err != nil {
+		return wire.RunView{}, fmt.Errorf("run %s: look for %s in %s: %w", p.Name, FeatureBranch(p.Name), plan.Repo, err)
+	}
+	if existing != "" {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s exists already in %s: delete it or pick another plan name", FeatureBranch(p.Name), plan.Repo)
 	}
 	lead := p.Lead

@@ -540,7 +540,7 @@ func (s *stepper) reviewed(m *Milestone, f Fact) {
 		// A verdict is the end of one turn of the reviewer: seen again (its event
 		// replayed after a restart), it is not applied again.
 		if !f.TurnAt.After(s.r.ReviewTurn) {
-			s.note("the review of %s ending at %s is taken in already", m.ID, f.TurnAt.Format(time.RFC3339Nano))
+			s.note("review of %s ending at %s ignored: taken in already", m.ID, f.TurnAt.Format(time.RFC3339Nano))
 			return
 		}
 		s.r.ReviewTurn = f.TurnAt
