@@ -148,6 +148,11 @@ func (s *Service) performOne(name string, p Pending) {
 			s.log.Warn("runs: outcome", "run", name, "fact", outcome.Kind, "err", aerr)
 		}
 	}
+	if err != nil && p.Action.Kind == ABranch {
+		// Nothing of the run can start without its branch: the action stays in the
+		// outbox and the next server performs it again.
+		return
+	}
 	if _, derr := s.runs.Did(ctx, name, p, errText(err), s.now()); derr != nil {
 		s.log.Warn("runs: record action", "run", name, "err", derr)
 	}

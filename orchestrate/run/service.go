@@ -351,7 +351,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 		return wire.RunView{}, err
 	}
 	if rec.Run.Feature == "" {
-		return s.view(rec), fmt.Errorf("run %s: create %s at %s: see `orcr run events %s`", p.Name, FeatureBranch(p.Name), short(baseTip), p.Name)
+		return s.view(rec), fmt.Errorf("run %s: %s could not be created at %s (the server's log says why); the run waits for it: fix the repository and restart the server (`orcr serve`), which creates it", p.Name, FeatureBranch(p.Name), short(baseTip))
 	}
 	for _, pe := range rec.Outbox {
 		s.perform(p.Name, pe)
