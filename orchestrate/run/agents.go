@@ -292,7 +292,7 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 	if wire.CodeOf(err) == wire.CodeAgentBlocked {
 		// The agent waits on a prompt and nothing was typed: the message is not the
 		// last one it got, so a turn end before it goes in is not taken for a reply.
-		s.runs.Update(ctx, name, func(r *Record) {
+		if _, uerr := s.runs.Update(ctx, name, func(r *Record) {
 			if !r.Sent[who].Equal(now) {
 				return
 			}
@@ -301,7 +301,9 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 			} else {
 				delete(r.Sent, who)
 			}
-		})
+		}); uerr != nil {
+			s.log.Warn("runs: take back the send time", "run", name, "agent", who, "err", uerr)
+		}
 		if busy {
 			s.mu.Lock()
 			if s.busySent[name+"/"+who].Equal(now) {
@@ -390,52 +392,83 @@ func ReviewPrompt(run, dir, base string, m Milestone, pm *orchestrate.Milestone)
 
 func short40(h string) string { return h }
 
-func (s *Service) review(ctx context.Context, rec Record, a Action) error {
+// review starts a fresh reviewer on milestone a.M at a.Head. The reviewer's agent
+// id and the review it is on are recorded in one write after it started, so the
+// end of a turn of the reviewer before (of another review) is never taken for this
+// one's verdict. Performed again after a restart, it finds the reviewer it started
+// and, when that one's turn ended while no server watched, returns its verdict.
+func (s *Service) review(ctx context.Context, rec Record, a Action) (*Fact, error) {
 	name := rec.Run.Name
 	m, _ := rec.Run.Milestone(a.M)
 	dir := ReviewDir(s.o.Home, name)
 	if err := s.git(rec.Repo).ReviewCheckout(ctx, dir, a.Head); err != nil {
-		return err
+		return nil, err
 	}
 	text := ReviewPrompt(name, dir, rec.Run.Feature, m, s.planMilestone(rec, a.M))
-	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Reviewing = a.M + "@" + a.Head }); err != nil {
-		return err
-	}
+	review := a.M + "@" + a.Head
 	// Each review is a fresh reviewer agent, so the last message read at its turn's
 	// end is this review's: a live reviewer's earlier verdict stays its last message
 	// through a turn that says nothing, and silence is never approval.
-	if old, err := s.o.Agents.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
-		if old.Prompt == text && old.State != wire.StateDone && old.State != wire.StateIdle {
-			return nil // this review is under way (the action is performed again after a restart)
+	if old, ok := s.coderAgent(ctx, rec, "reviewer"); ok && old.State.Live() {
+		if old.Prompt == s.toAgent(text) && (rec.Agents["reviewer"] != old.ID || rec.Reviewing == review) && a.Text != "retry" {
+			// This review is under way or done: the action is performed again after
+			// a restart (the server may have died before it recorded the agent).
+			if rec.Agents["reviewer"] != old.ID || rec.Reviewing != review {
+				if err := s.recordReviewer(ctx, name, old.ID, review, old.CreatedAt); err != nil {
+					return nil, err
+				}
+			}
+			if old.State == wire.StateDone && old.StateAt.After(rec.Run.ReviewTurn) {
+				v := ParseReview(old.LastMessage)
+				return &Fact{Kind: FReviewed, M: a.M, Head: a.Head, Verdict: &v, TurnAt: old.StateAt}, nil
+			}
+			return nil, nil
 		}
-		s.stopAgent(ctx, rec, "reviewer")
+		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
 		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.runs.Update(ctx, name, func(r *Record) {
+	return nil, s.recordReviewer(ctx, name, ag.ID, review, s.now())
+}
+
+// recordReviewer records agent id as the reviewer, on review ("M1@<head>"), its
+// prompt typed at sent.
+func (s *Service) recordReviewer(ctx context.Context, name, id, review string, sent time.Time) error {
+	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
 			r.Agents = map[string]string{}
 		}
-		r.Agents["reviewer"] = ag.ID
-		r.Sent = setTime(r.Sent, "reviewer", s.now())
+		r.Agents["reviewer"] = id
+		r.Reviewing = review
+		r.Sent = setTime(r.Sent, "reviewer", sent)
 	})
 	return err
 }
 
-func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
-	if a.State != wire.StateDone || rec.Reviewing == "" || !a.StateAt.After(rec.Sent["reviewer"]) {
-		return
+// reviewFact is the verdict in the reviewer's turn end a, when it is one the run
+// has not taken in: the reviewer on the run's review is done after its prompt.
+func reviewFact(rec Record, a wire.Agent) (Fact, bool) {
+	if a.State != wire.StateDone || rec.Reviewing == "" || a.ID != rec.Agents["reviewer"] ||
+		!a.StateAt.After(rec.Sent["reviewer"]) || !a.StateAt.After(rec.Run.ReviewTurn) {
+		return Fact{}, false
 	}
 	m, head, _ := strings.Cut(rec.Reviewing, "@")
 	v := ParseReview(a.LastMessage)
-	if _, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Reviewing = "" }); err != nil {
-		return
+	return Fact{Kind: FReviewed, M: m, Head: head, Verdict: &v, TurnAt: a.StateAt}, true
+}
+
+// onReviewer feeds the reviewer's verdict. The fact carries the turn's end, so Step
+// applies it once however often it is fed (the event again after a restart, or
+// resume finding the reviewer done); nothing is forgotten before it is logged.
+func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
+	if f, ok := reviewFact(rec, a); ok {
+		faultPoint(FaultReviewed)
+		s.feed(ctx, rec.Run.Name, f)
 	}
-	s.apply(ctx, rec.Run.Name, Fact{Kind: FReviewed, M: m, Head: head, Verdict: &v})
 }
 
 // ---- the lead ----
@@ -453,9 +486,17 @@ Now: dispatch the milestones that are ready.`, n, rec.PlanFile, Bin)
 // noLead reports a run whose lead is the user.
 func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
 
+// startLead starts the lead (AStartLead). Performed again after a restart, it finds
+// the lead it started (the server may have died before it recorded the id).
 func (s *Service) startLead(ctx context.Context, rec Record) error {
 	if noLead(rec) {
 		return nil
+	}
+	if old, ok := s.coderAgent(ctx, rec, "lead"); ok && old.State.Live() {
+		if rec.Agents["lead"] == old.ID {
+			return nil
+		}
+		return s.recordAgent(ctx, rec.Run.Name, "lead", old.ID, old.CreatedAt)
 	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
@@ -463,101 +504,62 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.runs.Update(ctx, rec.Run.Name, func(r *Record) {
+	return s.recordAgent(ctx, rec.Run.Name, "lead", ag.ID, s.now())
+}
+
+// recordAgent records agent id as the run's agent who, typed into at sent.
+func (s *Service) recordAgent(ctx context.Context, name, who, id string, sent time.Time) error {
+	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
 			r.Agents = map[string]string{}
 		}
-		r.Agents["lead"] = ag.ID
-		r.Sent = setTime(r.Sent, "lead", s.now())
+		r.Agents[who] = id
+		r.Sent = setTime(r.Sent, who, sent)
 	})
 	return err
 }
 
-// toLead puts text in the lead's inbox and delivers when the lead is idle.
-// A run without a lead (`--lead none`) has the user in its place: the text is a
-// run.notify for them instead of an inbox nobody reads.
-func (s *Service) toLead(ctx context.Context, name, text string) error {
-	rec, err := s.runs.Get(ctx, name)
-	if err != nil {
-		return err
+// leadFacts are the facts of the lead's state a (step_lead.go): its turn started
+// (a batch sent before is taken up), its turn ended (the run learns whether it left
+// ready work undispatched), or it waits for input. A state the run knows already
+// feeds nothing.
+func leadFacts(rec Record, a wire.Agent) []Fact {
+	r := rec.Run
+	switch {
+	case a.State == wire.StateWorking:
+		if r.LeadIdle || r.LeadSent != nil && !a.StateAt.Before(r.LeadSent.At) {
+			return []Fact{{Kind: FLeadWorking, TurnAt: a.StateAt}}
+		}
+	case a.State == wire.StateDone && a.StateAt.After(r.LeadTurn) && a.StateAt.After(rec.Sent["lead"]):
+		return []Fact{{Kind: FLeadTurn, TurnAt: a.StateAt, Until: rec.Sent["lead"]}}
+	case (a.State == wire.StateDone || a.State == wire.StateIdle) && !r.LeadIdle:
+		return []Fact{{Kind: FLeadIdle, TurnAt: a.StateAt}}
 	}
-	if noLead(rec) {
-		s.notify(ctx, name, "", forUser(text))
-		return nil
-	}
-	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Inbox = append(r.Inbox, text) }); err != nil {
-		return err
-	}
-	s.deliverLead(ctx, name)
 	return nil
 }
 
 func (s *Service) onLead(ctx context.Context, rec Record, a wire.Agent) {
-	switch {
-	case a.State == wire.StateWorking && rec.LeadSent != nil && !a.StateAt.Before(rec.LeadSent.At):
-		// Its next turn started: the batch got through.
-		s.runs.Update(ctx, rec.Run.Name, func(r *Record) {
-			if r.LeadSent != nil {
-				r.Inbox = append([]string(nil), r.Inbox[min(r.LeadSent.N, len(r.Inbox)):]...)
-				r.LeadSent = nil
-			}
-		})
-	case a.State == wire.StateDone || a.State == wire.StateIdle:
-		if a.State == wire.StateDone && a.StateAt.After(rec.Run.LeadTurn) && a.StateAt.After(rec.Sent["lead"]) {
-			// A turn of the lead ended: the run learns whether it left ready work
-			// undispatched (the run's view says so at once).
-			s.apply(ctx, rec.Run.Name, Fact{Kind: FLeadTurn, TurnAt: a.StateAt, Until: rec.Sent["lead"]})
-		}
-		s.deliverLead(ctx, rec.Run.Name)
+	for _, f := range leadFacts(rec, a) {
+		s.feed(ctx, rec.Run.Name, f)
 	}
 }
 
-// deliverLead sends the whole inbox as one message when the lead is idle: first when
-// it is there, again every LeadResend while it is not taken up, LeadAttempts times,
-// then the user is told.
-func (s *Service) deliverLead(ctx context.Context, name string) {
-	rec, err := s.runs.Get(ctx, name)
-	if err != nil || len(rec.Inbox) == 0 || rec.Agents["lead"] == "" {
-		return
+// deliver types the inbox batch into the lead (ADeliver). A batch that cannot be
+// typed — a prompt came up on the lead, or it is not idle after all — comes back
+// as FLeadUnsent: not counted as a try, it goes when the lead is idle again.
+func (s *Service) deliver(ctx context.Context, rec Record, a Action) (*Fact, error) {
+	unsent := &Fact{Kind: FLeadUnsent, Until: a.Until}
+	id := rec.Agents["lead"]
+	if id == "" {
+		return unsent, fmt.Errorf("run %s has no lead agent", rec.Run.Name)
 	}
-	now := s.now()
-	if ls := rec.LeadSent; ls != nil {
-		if now.Before(ls.At.Add(LeadResend)) || ls.Told {
-			return
-		}
-		if ls.Tries > LeadAttempts {
-			s.runs.Update(ctx, name, func(r *Record) {
-				if r.LeadSent != nil {
-					r.LeadSent.Told = true
-				}
-			})
-			s.notify(ctx, name, "", fmt.Sprintf("the lead of run %s has not taken up %d messages after %d re-sends: look at it with `orcr agent attach runs/%s/lead`", name, len(rec.Inbox), LeadAttempts, name))
-			return
-		}
+	if ag, err := s.o.Agents.Get(ctx, id); err != nil || ag.State != wire.StateDone && ag.State != wire.StateIdle {
+		return unsent, err
 	}
-	a, err := s.o.Agents.Get(ctx, rec.Agents["lead"])
-	if err != nil || (a.State != wire.StateDone && a.State != wire.StateIdle) {
-		return
+	err := s.send(ctx, rec.Run.Name, "lead", a.Text)
+	if wire.CodeOf(err) == wire.CodeAgentBlocked {
+		s.log.Info("runs: the lead waits on a prompt; its messages wait", "run", rec.Run.Name, "err", err)
+		return unsent, nil
 	}
-	text := "orcr run " + name + ": " + forAgent(strings.Join(rec.Inbox, " | ")) + " — act with `" + Bin + " run dispatch|answer|retry|hold " + name + " …`, then stop."
-	tries := 1
-	if rec.LeadSent != nil {
-		tries = rec.LeadSent.Tries + 1
-	}
-	if _, err := s.runs.Update(ctx, name, func(r *Record) {
-		r.LeadSent = &LeadSend{N: len(rec.Inbox), At: now, Tries: tries}
-	}); err != nil {
-		return
-	}
-	if err := s.send(ctx, name, "lead", text); wire.CodeOf(err) == wire.CodeAgentBlocked {
-		// A prompt came up on the lead: the batch was not typed. It stays in the
-		// inbox, not counted as a try, and goes when the lead is done or idle again
-		// (onLead) — a turn the answer starts must not count as taking it up.
-		s.log.Info("runs: the lead waits on a prompt; its messages wait", "run", name, "err", err)
-		s.runs.Update(ctx, name, func(r *Record) { r.LeadSent = rec.LeadSent })
-	} else if err != nil {
-		s.log.Warn("runs: send to the lead", "run", name, "err", err)
-	}
-	rec, _ = s.runs.Get(ctx, name)
-	s.schedule(rec)
+	return nil, err
 }

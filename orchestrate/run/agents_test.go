@@ -116,7 +116,7 @@ func TestEachReviewIsAFreshReviewer(t *testing.T) {
 	fa.agents["old"] = wire.Agent{ID: "old", Path: AgentPath("demo", "reviewer"), State: wire.StateDone, LastMessage: "VERDICT: approve"}
 	rec, _ = s.runs.Update(ctx, "demo", func(r *Record) { r.Agents = map[string]string{"reviewer": "old"} })
 
-	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
+	if _, err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _ = s.runs.Get(ctx, "demo")
@@ -128,17 +128,25 @@ func TestEachReviewIsAFreshReviewer(t *testing.T) {
 		t.Fatalf("fresh reviewer %+v", a)
 	}
 	// Performed again while that review is under way: nothing new.
-	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
+	if _, err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fa.calls) != 2 {
 		t.Fatalf("the review under way was restarted: %q", fa.calls)
 	}
-	// Its turn ended without a verdict: the retry is a fresh agent again.
+	// Its turn ended while no server watched: performed again, the review returns
+	// that turn's verdict (with the turn's end, so Step takes it in once).
 	a := fa.agents[fresh]
-	a.State = wire.StateDone
+	a.State, a.StateAt, a.LastMessage = wire.StateDone, time.Now(), "VERDICT: changes"
 	fa.agents[fresh] = a
-	if err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head, Text: "retry"}); err != nil {
+	f, err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head})
+	if err != nil || f == nil || f.Kind != FReviewed || f.M != "M2" || f.Verdict.Decision != "changes" || !f.TurnAt.Equal(a.StateAt) || len(fa.calls) != 2 {
+		t.Fatalf("a finished review performed again: %+v, %v, calls %q", f, err, fa.calls)
+	}
+	// Its turn ended without a verdict: the retry is a fresh agent again.
+	a.LastMessage = ""
+	fa.agents[fresh] = a
+	if _, err := s.review(ctx, rec, Action{Kind: AReview, M: "M2", Head: head, Text: "retry"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(fa.calls[2:], ", "); got != "kill "+fresh+", run runs/demo/reviewer" {

@@ -53,6 +53,14 @@ func readsWork(m Milestone, k FactKind) bool {
 	return working || k == FDone && m.State == Asking
 }
 
+// feed applies fact f to run name for the autopilot, which has nobody to answer:
+// a failure (the store, a refusal) is logged.
+func (s *Service) feed(ctx context.Context, name string, f Fact) {
+	if _, err := s.apply(ctx, name, f); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: fact", "run", name, "fact", f.Kind, "err", err)
+	}
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -99,6 +107,22 @@ func (s *Service) perform(name string, ps ...Pending) {
 	}()
 }
 
+// performNow performs pending action p on the caller's goroutine (unless it is
+// being performed already).
+func (s *Service) performNow(name string, p Pending) {
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	k := name + "/" + p.Ref()
+	s.mu.Lock()
+	busy := s.inflight[k]
+	s.inflight[k] = true
+	s.mu.Unlock()
+	if !busy {
+		s.performOne(name, p)
+	}
+}
+
 func (s *Service) performOne(name string, p Pending) {
 	ctx := s.ctx
 	defer func() {
@@ -123,6 +147,11 @@ func (s *Service) performOne(name string, p Pending) {
 		if _, aerr := s.apply(ctx, name, *outcome); aerr != nil {
 			s.log.Warn("runs: outcome", "run", name, "fact", outcome.Kind, "err", aerr)
 		}
+	}
+	if err != nil && p.Action.Kind == ABranch {
+		// Nothing of the run can start without its branch: the action stays in the
+		// outbox and the next server performs it again.
+		return
 	}
 	if _, derr := s.runs.Did(ctx, name, p, errText(err), s.now()); derr != nil {
 		s.log.Warn("runs: record action", "run", name, "err", derr)
@@ -169,7 +198,7 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		return &Fact{Kind: FChecked, M: a.M, Head: a.Head, Merge: a.Merge, OK: res.OK, Text: res.Tail}, nil
 	case AReview:
-		return nil, s.review(ctx, rec, a)
+		return s.review(ctx, rec, a)
 	case AMergeIn:
 		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
 		var me *MovedError
@@ -193,8 +222,16 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
 		}
 		return &Fact{Kind: FAdvanced, M: a.M, Head: tip}, nil
-	case ALead:
-		return nil, s.toLead(ctx, name, a.Text)
+	case ABranch:
+		tip, err := g.EnsureBranch(ctx, FeatureBranch(name), a.Head)
+		if err != nil {
+			return nil, err
+		}
+		return &Fact{Kind: FBranched, Head: tip}, nil
+	case AStartLead:
+		return nil, s.startLead(ctx, rec)
+	case ADeliver:
+		return s.deliver(ctx, rec, a)
 	case ANotify:
 		s.notify(ctx, name, a.M, a.Text)
 	case AFinalCheck:
@@ -242,16 +279,11 @@ func (s *Service) commitMessage(rec Record, m Milestone) string {
 	return CommitMessage(m.ID, title, goal)
 }
 
-// schedule arms run rec's tick at its next wake (bench ends, auto-start, a lead
-// re-send).
+// schedule arms run rec's one clock for its first timer (timer.go): when it rings,
+// FTick lets Step fire what is due.
 func (s *Service) schedule(rec Record) {
 	now := s.now()
 	at := rec.Run.NextWake(now)
-	if ls := rec.LeadSent; ls != nil && !ls.Told {
-		if t := ls.At.Add(LeadResend); at.IsZero() || t.Before(at) {
-			at = t
-		}
-	}
 	name := rec.Run.Name
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,10 +304,7 @@ func (s *Service) schedule(rec Record) {
 		}
 		s.wg.Add(1)
 		defer s.wg.Done()
-		if _, err := s.apply(s.ctx, name, Fact{Kind: FTick}); err != nil {
-			s.log.Warn("runs: tick", "run", name, "err", err)
-		}
-		s.deliverLead(s.ctx, name)
+		s.feed(s.ctx, name, Fact{Kind: FTick})
 	})
 }
 
@@ -435,7 +464,7 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 			return
 		}
 		if m := rec.Run.CoderOf(who); m != "" {
-			s.apply(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage, TurnAt: a.StateAt})
+			s.feed(ctx, name, Fact{Kind: FTurnEnded, M: m, Coder: who, Text: a.LastMessage, TurnAt: a.StateAt})
 		} else {
 			s.noteTurn(ctx, name, who, a.StateAt)
 		}
@@ -444,7 +473,7 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 		if a.Blocked.ResetsAt != nil {
 			f.Until = *a.Blocked.ResetsAt
 		}
-		s.apply(ctx, name, f)
+		s.feed(ctx, name, f)
 	case a.State.Terminal():
 		if s.stoppedByUs(a.ID) || briefPending(rec, who) {
 			// Stopped by the autopilot: a brief to come replaces it (the record of
@@ -452,7 +481,7 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 			return
 		}
 		if rec.Run.CoderOf(who) != "" {
-			s.apply(ctx, name, Fact{Kind: FVanished, Coder: who})
+			s.feed(ctx, name, Fact{Kind: FVanished, Coder: who})
 		}
 	}
 }
@@ -498,12 +527,9 @@ func (s *Service) settling(ctx context.Context, name, who string, a wire.Agent) 
 
 // noteTurn records the instant of a handled turn end of agent who.
 func (s *Service) noteTurn(ctx context.Context, name, who string, at time.Time) {
-	s.runs.Update(ctx, name, func(r *Record) {
-		if r.Turns == nil {
-			r.Turns = map[string]time.Time{}
-		}
-		r.Turns[who] = at
-	})
+	if _, err := s.runs.Update(ctx, name, func(r *Record) { r.Turns = setTime(r.Turns, who, at) }); err != nil && ctx.Err() == nil {
+		s.log.Warn("runs: record a turn end", "run", name, "agent", who, "err", err)
+	}
 }
 
 func (s *Service) coderLock(name, who string) *sync.Mutex {

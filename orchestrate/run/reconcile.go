@@ -46,6 +46,9 @@ func Reconcile(rec Record, o Observed, turns map[string]time.Time) []Fact {
 		}
 		return true
 	}
+	if r.Feature == "" {
+		return nil // feature/NAME is not created yet (its action is pending): nothing started
+	}
 	if o.Feature == "" {
 		for _, m := range r.Milestones {
 			if m.State != Merged && m.State != Held && m.State != Failed {

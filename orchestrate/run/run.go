@@ -24,32 +24,43 @@ func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature st
 	if p.Mode == "shared" {
 		r.MaxCoders = 1 // one coder in the repo's folder, one milestone at a time
 	}
-	var out []Action
 	for _, pm := range p.Milestones {
-		m := Milestone{ID: pm.ID, Title: pm.Title, Depends: slices.Clone(pm.Depends), Tier: pm.Tier, TierNow: pm.Tier,
-			State: Planned, StateAt: now}
+		st := Planned
 		if pm.State == string(Merged) {
-			m.State = Merged // a plan resumed by a new run: what is merged stays merged
+			st = Merged // a plan resumed by a new run: what is merged stays merged
 		}
-		r.Milestones = append(r.Milestones, m)
+		r.Milestones = append(r.Milestones, Milestone{ID: pm.ID, Title: pm.Title, Depends: slices.Clone(pm.Depends), Tier: pm.Tier, TierNow: pm.Tier,
+			State: st, StateAt: now})
 	}
-	for i := range r.Milestones {
-		m := &r.Milestones[i]
-		if m.State != Planned {
-			continue
-		}
-		open := false
-		for _, d := range m.Depends {
-			if dm := r.milestone(d); dm == nil || dm.State != Merged {
-				open = true
-			}
-		}
-		if !open {
-			m.State, m.ReadyAt = Ready, now
-			out = append(out, Action{Kind: ALead, M: m.ID, Text: readyText(name, m.ID)})
+	s := &stepper{r: r, now: now}
+	for i := range s.r.Milestones {
+		m := &s.r.Milestones[i]
+		if m.State == Planned && len(s.openDeps(m)) == 0 {
+			s.to(m, Ready)
+			s.emit(Action{Kind: ALead, M: m.ID, Text: readyText(name, m.ID)})
 		}
 	}
-	return r, out, nil
+	return s.r, s.out, s.err
+}
+
+// Begin is the run a server starts for an approved plan: New, whose first actions
+// create feature/NAME at base (the base branch's tip, read before the run's record
+// is stored: the branch is created after the record, so a crash in between leaves a
+// run whose restart creates it) and start the lead (lead: the run has one). No
+// coder is given work before the branch exists.
+func Begin(name string, p *orchestrate.Plan, coders int, reviewer, lead bool, base string, now time.Time) (Run, []Action, error) {
+	r, out, err := New(name, p, coders, reviewer, "", now)
+	if err != nil {
+		return Run{}, nil, err
+	}
+	r.Lead = lead
+	first := []Action{{Kind: ABranch, Head: base}}
+	if lead {
+		first = append(first, Action{Kind: AStartLead})
+	}
+	s := &stepper{r: r, now: now, out: append(first, out...)}
+	s.inbox()
+	return s.r, s.out, nil
 }
 
 // readyText tells the lead that milestone m of run name can start.
@@ -115,38 +126,26 @@ func (r Run) clone() Run {
 	c.Coders = slices.Clone(r.Coders)
 	c.MergeQueue = slices.Clone(r.MergeQueue)
 	c.ReviewQueue = slices.Clone(r.ReviewQueue)
+	c.Inbox = slices.Clone(r.Inbox)
+	c.Timers = slices.Clone(r.Timers)
+	if r.LeadSent != nil {
+		ls := *r.LeadSent
+		c.LeadSent = &ls
+	}
 	return c
 }
 
-// NextWake is when a tick next changes something after now: ready work starts by
-// itself, or a bench ends while work waits for a coder. Zero when nothing waits on
-// time.
+// NextWake is when the run's first timer comes due (timer.go), not before now;
+// zero when no timer is set.
 func (r Run) NextWake(now time.Time) time.Time {
 	var at time.Time
-	earlier := func(t time.Time) {
-		if t.Before(now) {
-			t = now
-		}
-		if at.IsZero() || t.Before(at) {
-			at = t
+	for _, t := range r.Timers {
+		if at.IsZero() || t.At.Before(at) {
+			at = t.At
 		}
 	}
-	if r.Stopped {
-		return at
-	}
-	waiting := false
-	for _, m := range r.Milestones {
-		if m.State == Ready && !m.Want && !m.ReadyAt.IsZero() {
-			earlier(m.ReadyAt.Add(AutoStartAfter))
-		}
-		if m.Want && m.Coder == "" {
-			waiting = true
-		}
-	}
-	for _, c := range r.Coders {
-		if waiting && !c.Gone && c.BenchedUntil.After(now) {
-			earlier(c.BenchedUntil)
-		}
+	if !at.IsZero() && at.Before(now) {
+		at = now
 	}
 	return at
 }

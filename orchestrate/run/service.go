@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -156,19 +157,40 @@ func (s *Service) Close() {
 
 // resume brings rec up to date with git and the agents, then performs its outbox.
 func (s *Service) resume(ctx context.Context, rec Record) {
-	obs := s.observe(ctx, rec)
-	for _, f := range Reconcile(rec, obs, rec.Turns) {
-		if f.Kind == FTurnEnded {
-			if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
-				f.Text = a.LastMessage
+	name := rec.Run.Name
+	obs, err := s.observe(ctx, rec)
+	if err != nil {
+		// Guessing from refs that could not be read would hold every milestone.
+		s.log.Warn("runs: resume: read the refs", "run", name, "err", err)
+	} else {
+		for _, f := range Reconcile(rec, obs, rec.Turns) {
+			if f.Kind == FTurnEnded {
+				if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
+					f.Text = a.LastMessage
+				}
 			}
-		}
-		if _, err := s.apply(ctx, rec.Run.Name, f); err != nil {
-			s.log.Warn("runs: reconcile", "run", rec.Run.Name, "fact", f.Kind, "err", err)
+			s.feed(ctx, name, f)
 		}
 	}
-	rec, err := s.runs.Get(ctx, rec.Run.Name)
+	// What the lead and the reviewer did while no server watched (their events may
+	// be gone): Step takes in each turn once.
+	for _, who := range []string{"lead", "reviewer"} {
+		if rec, err = s.runs.Get(ctx, name); err != nil || rec.Agents[who] == "" {
+			continue
+		}
+		a, err := s.o.Agents.Get(ctx, rec.Agents[who])
+		if err != nil {
+			continue
+		}
+		if who == "lead" {
+			s.onLead(ctx, rec, a)
+		} else {
+			s.onReviewer(ctx, rec, a)
+		}
+	}
+	rec, err = s.runs.Get(ctx, name)
 	if err != nil {
+		s.log.Warn("runs: resume", "run", name, "err", err)
 		return
 	}
 	for _, p := range rec.Outbox {
@@ -178,11 +200,17 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 }
 
 // observe reads the refs and the coders' agents for Reconcile.
-func (s *Service) observe(ctx context.Context, rec Record) Observed {
+func (s *Service) observe(ctx context.Context, rec Record) (Observed, error) {
 	g := s.git(rec.Repo)
 	o := Observed{Branches: map[string]string{}, Agents: map[string]AgentSeen{}}
-	o.Feature, _ = g.Rev(ctx, "refs/heads/"+FeatureBranch(rec.Run.Name))
-	brs, _ := g.Branches(ctx, "orcr/"+rec.Run.Name+"/")
+	var err error
+	if o.Feature, err = g.Rev(ctx, "refs/heads/"+FeatureBranch(rec.Run.Name)); err != nil {
+		return o, err
+	}
+	brs, err := g.Branches(ctx, "orcr/"+rec.Run.Name+"/")
+	if err != nil {
+		return o, err
+	}
 	for b, sha := range brs {
 		o.Branches[strings.TrimPrefix(b, "orcr/"+rec.Run.Name+"/")] = sha
 	}
@@ -209,11 +237,15 @@ func (s *Service) observe(ctx context.Context, rec Record) Observed {
 		m, _ := rec.Run.Milestone(h)
 		for _, p := range rec.Outbox {
 			if p.Action.Kind == AAdvance && p.Action.M == h {
-				o.Advance, _ = g.SquashCommit(ctx, p.Action.Base, p.Action.Head, s.commitMessage(rec, m), p.At)
+				if o.Advance, err = g.SquashCommit(ctx, p.Action.Base, p.Action.Head, s.commitMessage(rec, m), p.At); err != nil {
+					// Not knowing the commit the advance makes, a moved ref is taken
+					// for a hand's move (held with the reason), never for the advance.
+					s.log.Warn("runs: resume: the pending advance's commit", "run", rec.Run.Name, "m", h, "err", err)
+				}
 			}
 		}
 	}
-	return o
+	return o, nil
 }
 
 // ---- the API ----
@@ -274,15 +306,19 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if err != nil || baseTip == "" {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
 	}
-	if tip, _ := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name)); tip != "" {
+	existing, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name))
+	if err != nil {
+		return wire.RunView{}, fmt.Errorf("run %s: look for %s in %s: %w", p.Name, FeatureBranch(p.Name), plan.Repo, err)
+	}
+	if existing != "" {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s exists already in %s: delete it or pick another plan name", FeatureBranch(p.Name), plan.Repo)
 	}
-	feature, err := g.EnsureBranch(ctx, FeatureBranch(p.Name), baseTip)
-	if err != nil {
-		return wire.RunView{}, err
+	lead := p.Lead
+	if lead == "" {
+		lead = plan.Lead
 	}
 	now := s.now()
-	r, initial, err := New(p.Name, pl, p.Coders, p.Reviewer != "", feature, now)
+	r, initial, err := Begin(p.Name, pl, p.Coders, p.Reviewer != "", lead != "" && lead != "none", baseTip, now)
 	if err != nil {
 		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
@@ -290,25 +326,33 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	if timeout <= 0 {
 		timeout = int(DefaultCheckTimeout / time.Second)
 	}
-	lead := p.Lead
-	if lead == "" {
-		lead = plan.Lead
-	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
 		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return wire.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
 	}
+	// The record first: its outbox holds the branch's creation and the lead's start,
+	// so a crash from here on leaves a run whose restart performs them.
 	rec, err = s.runs.Create(ctx, rec, initial, now)
 	if err != nil {
 		return wire.RunView{}, err
 	}
 	s.publishEntry(ctx, rec.Run.Name, Entry{Seq: 1, At: now, Type: EntryStart, Text: "feature/" + p.Name + " from " + base})
-	if err := s.startLead(ctx, rec); err != nil {
-		s.log.Warn("runs: start lead", "run", p.Name, "err", err)
+	faultPoint(FaultBranch)
+	// The branch now, before the answer: `run start` returns a run whose branch
+	// exists (or says why it does not).
+	for _, pe := range rec.Outbox {
+		if pe.Action.Kind == ABranch {
+			s.performNow(p.Name, pe)
+		}
 	}
-	rec, _ = s.runs.Get(ctx, p.Name)
+	if rec, err = s.runs.Get(ctx, p.Name); err != nil {
+		return wire.RunView{}, err
+	}
+	if rec.Run.Feature == "" {
+		return s.view(rec), fmt.Errorf("run %s: %s could not be created at %s (the server's log says why); the run waits for it: fix the repository and restart the server (`orcr serve`), which creates it", p.Name, FeatureBranch(p.Name), short(baseTip))
+	}
 	for _, pe := range rec.Outbox {
 		s.perform(p.Name, pe)
 	}
@@ -528,8 +572,10 @@ func (s *Service) cursor(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("runs: read cursor: %w", err)
 	}
-	var n uint64
-	fmt.Sscan(string(b), &n)
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("runs: read cursor %q: %w", b, err)
+	}
 	return n, nil
 }
 

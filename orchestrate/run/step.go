@@ -31,6 +31,7 @@ type stepper struct {
 	r   Run
 	now time.Time
 	out []Action
+	err error // a move the state machine refuses (machine.go)
 }
 
 // Step applies fact f to run r at instant now and returns the new run and the actions
@@ -41,12 +42,19 @@ type stepper struct {
 // ignored with an ANote saying so.
 func Step(r Run, f Fact, now time.Time) (Run, []Action, error) {
 	s := &stepper{r: r.clone(), now: now}
+	s.migrateTimers()
 	if err := s.apply(f); err != nil {
 		return r, nil, err
 	}
+	s.fire()
 	s.assign()
 	s.drain(r)
 	s.finish()
+	s.inbox()
+	s.deliver()
+	if s.err != nil {
+		return r, nil, s.err
+	}
 	return s.r, s.out, nil
 }
 
@@ -79,26 +87,6 @@ func (s *stepper) coder(name string) *Coder {
 	return nil
 }
 
-// to moves m to state st, accounting the time spent in the state it leaves.
-func (s *stepper) to(m *Milestone, st State) {
-	if m.State == st {
-		return
-	}
-	if !m.StateAt.IsZero() && s.now.After(m.StateAt) {
-		if m.Spent == nil {
-			m.Spent = map[State]float64{}
-		}
-		m.Spent[m.State] += s.now.Sub(m.StateAt).Seconds()
-	}
-	m.State, m.StateAt = st, s.now
-	switch st {
-	case Ready:
-		m.ReadyAt, m.Passed = s.now, time.Time{}
-	case Merged:
-		m.MergedAt = s.now
-	}
-}
-
 func (s *stepper) apply(f Fact) error {
 	switch f.Kind {
 	case FTick:
@@ -116,7 +104,20 @@ func (s *stepper) apply(f Fact) error {
 		s.planEdited(f)
 		return nil
 	case FLeadTurn:
+		s.r.LeadIdle = true
 		s.leadTurn(f)
+		return nil
+	case FLeadWorking:
+		s.leadWorking(f)
+		return nil
+	case FLeadIdle:
+		s.r.LeadIdle = true
+		return nil
+	case FLeadUnsent:
+		s.leadUnsent(f)
+		return nil
+	case FBranched:
+		s.branched(f)
 		return nil
 	}
 	m := s.ms(f.M)
@@ -177,6 +178,7 @@ func (s *stepper) dispatch(m *Milestone) error {
 			return nil
 		}
 		m.Want = true
+		s.cancel(TimerAutoStart, m.ID)
 		return nil
 	case Planned:
 		return s.refuse(m, "dispatch", "it waits for "+strings.Join(s.openDeps(m), ", ")+" to merge")
@@ -450,6 +452,7 @@ func (s *stepper) coderTrouble(f Fact) {
 		c.Gone = true
 	}
 	if f.Kind != FLost {
+		s.after(TimerBenchEnd, c.Name, c.BenchedUntil)
 		s.emit(Action{Kind: ABenchCoder, Coder: c.Name, Until: c.BenchedUntil, Text: string(f.Kind)})
 	}
 	c.M = ""
@@ -533,6 +536,15 @@ func (s *stepper) toMerge(m *Milestone) {
 }
 
 func (s *stepper) reviewed(m *Milestone, f Fact) {
+	if !f.TurnAt.IsZero() {
+		// A verdict is the end of one turn of the reviewer: seen again (its event
+		// replayed after a restart), it is not applied again.
+		if !f.TurnAt.After(s.r.ReviewTurn) {
+			s.note("review of %s ending at %s ignored: taken in already", m.ID, f.TurnAt.Format(time.RFC3339Nano))
+			return
+		}
+		s.r.ReviewTurn = f.TurnAt
+	}
 	if m.State != Reviewing || !s.first(s.r.ReviewQueue, m.ID) || f.Head != m.Checked {
 		s.note("review of %s at %s ignored: not the review under way", m.ID, short(f.Head))
 		return
@@ -629,6 +641,15 @@ func (s *stepper) advanced(m *Milestone, f Fact) {
 			s.emit(Action{Kind: ALead, M: d.ID, Text: readyText(s.r.Name, d.ID)})
 		}
 	}
+}
+
+// branched takes in feature/NAME, created at the run's start.
+func (s *stepper) branched(f Fact) {
+	if s.r.Feature != "" || f.Head == "" {
+		s.note("feature/%s is created already", s.r.Name)
+		return
+	}
+	s.r.Feature = f.Head
 }
 
 func (s *stepper) moved(m *Milestone, f Fact) {
@@ -754,12 +775,11 @@ func (s *stepper) assign() {
 	if s.r.Stopped {
 		return
 	}
+	if s.r.Feature == "" {
+		return // feature/NAME is not created yet: work starts from its tip
+	}
 	for i := range s.r.Milestones {
 		m := &s.r.Milestones[i]
-		if m.State == Ready && !m.Want && !m.ReadyAt.IsZero() && !s.now.Before(m.ReadyAt.Add(AutoStartAfter)) {
-			m.Want = true
-			s.note("%s started by itself: ready for %s and not dispatched", m.ID, AutoStartAfter)
-		}
 		if !m.Want || m.Coder != "" {
 			continue
 		}

@@ -60,14 +60,16 @@ type Record struct {
 	CoderArgv []string `json:"coderArgv,omitempty"`
 	Lead      string   `json:"lead,omitempty"`
 
-	// Inbox is what the lead must hear and has not been delivered; LeadSent the
-	// batch on its way (delivered when the lead's next turn starts).
-	Inbox    []string  `json:"inbox,omitempty"`
-	LeadSent *LeadSend `json:"leadSent,omitempty"`
 	// Sent holds, per agent, when orcr last typed into it: a turn end from before
 	// that is not an answer to it.
 	Sent map[string]time.Time `json:"sent,omitempty"`
-	// Reviewing is the review the reviewer is on: "M1@<head>".
+	// OldInbox and OldLeadSent are where a record written before the inbox moved
+	// into the run (Run.Inbox) kept it; get moves them there.
+	OldInbox    []string  `json:"inbox,omitempty"`
+	OldLeadSent *LeadSend `json:"leadSent,omitempty"`
+	// Reviewing is the review the reviewer agent Agents["reviewer"] is on:
+	// "M1@<head>", written with the agent's id in one write, so a verdict is never
+	// taken for another review's.
 	Reviewing string `json:"reviewing,omitempty"`
 	Summary   string `json:"summary,omitempty"` // the summary file, once written
 	Finished  bool   `json:"finished,omitempty"`
@@ -84,14 +86,6 @@ type Record struct {
 	Outbox  []Pending `json:"outbox,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
-}
-
-// LeadSend is a batch sent to the lead and not yet seen taken up.
-type LeadSend struct {
-	N     int       `json:"n"` // how many inbox entries it carried
-	At    time.Time `json:"at"`
-	Tries int       `json:"tries"`
-	Told  bool      `json:"told,omitempty"` // the user was told it did not get through
 }
 
 // Pending is an action asked for and not yet performed: entry Seq's I-th action.
@@ -182,6 +176,9 @@ func withEntry(rec Record, e Entry) Record {
 	rec.Seq, rec.Updated = e.Seq, e.At
 	rec.Outbox = slices.Clone(rec.Outbox)
 	for i, a := range e.Actions {
+		if a.Kind == ALead || a.Kind == ANote {
+			continue // records of the step, nothing to perform
+		}
 		rec.Outbox = append(rec.Outbox, Pending{Seq: e.Seq, I: i, At: e.At, Action: a})
 	}
 	if e.Type == EntryDid {
@@ -243,7 +240,13 @@ func (rs *Runs) Apply(ctx context.Context, name string, f Fact, now time.Time) (
 	if stepErr != nil {
 		return rec, nil, stepErr
 	}
-	return rec, rec.Outbox[len(rec.Outbox)-len(actions):], nil
+	var added []Pending
+	for _, p := range rec.Outbox {
+		if p.Seq == seq {
+			added = append(added, p)
+		}
+	}
+	return rec, added, nil
 }
 
 // Did records that pending action p was performed (errText: how it failed, if it did).
@@ -364,6 +367,12 @@ func (rs *Runs) get(ctx context.Context, name string) (Record, error) {
 		return Record{}, fmt.Errorf("run %s: record version %d, this orcr reads version %d: upgrade orcr", name, env.V, recordVersion)
 	}
 	rec := *env.Rec
+	if !rec.Run.Lead && rec.Lead != "" && rec.Lead != "none" {
+		// A record from before the lead's inbox was Step's: its run has a lead.
+		rec.Run.Lead = true
+		rec.Run.Inbox, rec.Run.LeadSent = rec.OldInbox, rec.OldLeadSent
+		rec.OldInbox, rec.OldLeadSent = nil, nil
+	}
 	// Replay what the log has beyond the record (a crash between append and put).
 	tail, err := rs.entriesAfter(ctx, name, rec.Seq)
 	if err != nil {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -27,23 +28,25 @@ func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
 	rs := NewRuns(st)
 	r := newRun(t, 2, false, "M1::small", "M2:M1:small")
 	_, initial, _ := Step(r, Fact{Kind: FTick}, t0) // nothing: just a valid action list
-	rec, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"}, append(initial, Action{Kind: ALead, M: "M1", Text: "M1 is ready"}), t0)
+	rec, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"}, append(initial, Action{Kind: ALead, M: "M1", Text: "M1 is ready"}, Action{Kind: ANotify, Text: "run demo started"}), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Outbox) != 1 || rec.Seq != 1 {
+	// The lead's entry is a record of the step (Step put it in the inbox): only the
+	// notification is a side effect to perform.
+	if len(rec.Outbox) != 1 || rec.Outbox[0].Action.Kind != ANotify || rec.Seq != 1 {
 		t.Fatalf("created %+v", rec)
 	}
 	if _, err := rs.Create(ctx, Record{Run: r}, nil, t0); !errors.Is(err, ErrRunExists) {
 		t.Fatalf("second create: %v", err)
 	}
-	// Performing the lead's inbox entry is recorded as done.
+	// Performing the notification is recorded as done.
 	rec, err = rs.Did(ctx, "demo", rec.Outbox[0], "", t0)
 	if err != nil || len(rec.Outbox) != 0 {
 		t.Fatalf("did: %v %+v", err, rec.Outbox)
 	}
 	// Doing it twice (a restart re-performed it) records nothing more.
-	if rec2, _ := rs.Did(ctx, "demo", Pending{Seq: 1, I: 0}, "", t0); rec2.Seq != rec.Seq {
+	if rec2, _ := rs.Did(ctx, "demo", Pending{Seq: 1, I: 1}, "", t0); rec2.Seq != rec.Seq {
 		t.Fatal("second did logged")
 	}
 	rec, added, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M1"}, t0.Add(time.Second))
@@ -291,4 +294,33 @@ func TestSameRefusalLoggedOnce(t *testing.T) {
 	if n := refused(); n != 3 {
 		t.Fatalf("refusals logged %d times after the run moved, want 3", n)
 	}
+}
+
+// TestOldRecordKeepsItsLead: a record written before the lead's inbox moved into the
+// run keeps its lead and what waited in the inbox.
+func TestOldRecordKeepsItsLead(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	r := newRun(t, 1, false, "M1::small")
+	b := []byte(`{"v":1,"rec":{"run":` + string(mustJSON(t, r)) + `,"lead":"claude","inbox":["M1 is ready"],"leadSent":{"n":1,"tries":2}}}`)
+	if err := st.Put(ctx, RunsBucket, "demo", b); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := NewRuns(st).Get(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Run.Lead || len(rec.Run.Inbox) != 1 || rec.Run.LeadSent == nil || rec.Run.LeadSent.Tries != 2 {
+		t.Fatalf("old record: lead %v inbox %q sent %+v", rec.Run.Lead, rec.Run.Inbox, rec.Run.LeadSent)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -163,6 +163,29 @@ type Run struct {
 	// a dispatch came since then.
 	LeadTurn   time.Time `json:"leadTurn,omitzero"`
 	Dispatched bool      `json:"dispatched,omitempty"`
+
+	// Lead says the run has a lead agent; without one (`--lead none`) what the lead
+	// would hear goes to the user as a notification.
+	Lead bool `json:"lead,omitempty"`
+	// Inbox is what the lead must hear and has not taken up; LeadSent the batch on
+	// its way (taken up when the lead's next turn starts); LeadIdle says the lead's
+	// turn ended (or it never started one) and nothing was typed into it since.
+	Inbox    []string  `json:"inbox,omitempty"`
+	LeadSent *LeadSend `json:"leadSent,omitempty"`
+	LeadIdle bool      `json:"leadIdle,omitempty"`
+	// ReviewTurn is the end of the reviewer's last turn the run took in, so a
+	// verdict seen twice (its event again after a restart) is applied once.
+	ReviewTurn time.Time `json:"reviewTurn,omitzero"`
+	// Timers are the run's timed rules waiting for their instant (timer.go).
+	Timers []Timer `json:"timers,omitempty"`
+}
+
+// LeadSend is a batch sent to the lead and not yet seen taken up.
+type LeadSend struct {
+	N     int       `json:"n"` // how many inbox entries it carried
+	At    time.Time `json:"at"`
+	Tries int       `json:"tries"`
+	Told  bool      `json:"told,omitempty"` // the user was told it did not get through
 }
 
 // FactKind names a fact.
@@ -206,8 +229,14 @@ const (
 	// not (the run keeps the plan it had).
 	FPlanEdited FactKind = "plan-edited"
 
-	// FTick lets time pass: benches expire, ready work starts by itself.
+	// FTick lets time pass: the timers due fire (timer.go).
 	FTick FactKind = "tick"
+
+	// The run's own bookkeeping.
+	FBranched    FactKind = "branched"     // feature/NAME was created at Head
+	FLeadWorking FactKind = "lead-working" // the lead's turn started at TurnAt (a batch sent before is taken up)
+	FLeadIdle    FactKind = "lead-idle"    // the lead waits for input with no turn end to take in
+	FLeadUnsent  FactKind = "lead-unsent"  // the batch was not typed (a prompt is up on the lead; Until: the try before)
 )
 
 // PlanItem is one milestone of an edited plan, as the run takes it in.
@@ -281,7 +310,10 @@ const (
 	AReview     ActionKind = "review"      // ask the reviewer about M at Head
 	AMergeIn    ActionKind = "merge-in"    // merge feature tip Base into M's branch at Head
 	AAdvance    ActionKind = "advance"     // move feature/NAME from Base to one squash commit of M's Head
-	ALead       ActionKind = "lead"        // an inbox entry for the lead (Text)
+	ALead       ActionKind = "lead"        // the lead must hear Text: Step puts it in the inbox (a record, nothing to perform)
+	ABranch     ActionKind = "branch"      // create feature/NAME at Head (the base's tip at start)
+	AStartLead  ActionKind = "start-lead"  // start the lead agent
+	ADeliver    ActionKind = "deliver"     // type the inbox batch Text into the lead
 	ANotify     ActionKind = "notify"      // tell the user (Text)
 	ANote       ActionKind = "note"        // nothing to do; Text goes to the event log (an ignored fact)
 	AFinalCheck ActionKind = "final-check" // run the check on feature/NAME

@@ -17,7 +17,7 @@ import (
 func (s *Service) view(rec Record) wire.RunView {
 	r := rec.Run
 	v := wire.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
-		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Inbox),
+		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Run.Inbox),
 		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []wire.RunMilestone{}, Pool: []wire.RunCoder{}}
 	if v.Inbox == nil {
 		v.Inbox = []string{}
@@ -241,8 +241,10 @@ func (s *Service) RunFinish(ctx context.Context, name string) (wire.RunFinishRes
 	}
 	res.Done = append(res.Done, "stopped the run's agents")
 	if rec.Summary == "" && rec.Run.Finish != "" {
-		if err := s.writeSummary(ctx, rec); err == nil {
-			rec, _ = s.runs.Get(ctx, name)
+		if err := s.writeSummary(ctx, rec); err != nil {
+			res.NotDone = append(res.NotDone, "write the summary: "+err.Error())
+		} else if next, err := s.runs.Get(ctx, name); err == nil {
+			rec = next
 		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(s.o.Home, "worktrees", "runs", name, "*"))
@@ -257,7 +259,10 @@ func (s *Service) RunFinish(ctx context.Context, name string) (wire.RunFinishRes
 			g.run(ctx, nil, "checkout", "--quiet", FeatureBranch(name))
 		}
 	}
-	brs, _ := g.Branches(ctx, "orcr/"+name+"/")
+	brs, err := g.Branches(ctx, "orcr/"+name+"/")
+	if err != nil {
+		res.NotDone = append(res.NotDone, "list the milestone branches: "+err.Error())
+	}
 	for b := range brs {
 		if err := g.DeleteBranch(ctx, b); err != nil {
 			res.NotDone = append(res.NotDone, "delete branch "+b+": "+err.Error())
