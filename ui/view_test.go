@@ -36,6 +36,12 @@ var viewStates = []struct {
 		press(m, "G", "pgdown", "up", "space")
 		return m
 	}},
+	{"theme_switched", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		withPreview(m)
+		press(m, "T")
+		return m
+	}},
 	{"preview_scrolled", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		withPreview(m)
