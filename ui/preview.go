@@ -111,8 +111,9 @@ func (p previewModel) View() string {
 	room := bh - len(body)
 	if p.id == a.ID && room > 0 {
 		all := p.text(a)
-		// Update keeps the scroll in range; this bound only matters for a model
-		// drawn before Update saw its latest size.
+		// Update bounds the scroll when a key moves it and when the size or the
+		// screen changes; a header grown since (a new snapshot) is allowed for here,
+		// on View's copy.
 		end := len(all) - min(p.scroll, max(0, len(all)-room))
 		start := max(0, end-room)
 		for _, l := range all[start:end] {
