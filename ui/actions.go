@@ -17,6 +17,7 @@ import (
 // steerDialog types a message into the selected agent: one line (enter sends) or
 // multi-line (enter is a newline, the send-multi key sends).
 type steerDialog struct {
+	size
 	c     *common
 	id    string
 	path  string
@@ -75,7 +76,7 @@ func (d *steerDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	return cmd, nil
 }
 
-func (d *steerDialog) View(w, h int) string {
+func (d steerDialog) View() string {
 	st := &d.c.styles
 	hint := d.c.keys.Dialog.Submit.Label() + " send"
 	view := d.in.View()
@@ -86,7 +87,7 @@ func (d *steerDialog) View(w, h int) string {
 	lines := []string{st.Muted.Render("to " + d.path), ""}
 	lines = append(lines, strings.Split(view, "\n")...)
 	lines = append(lines, "", st.Subtle.Render(hint+" · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
-	return dialogBox(d.c, "steer", lines, w, h, 64)
+	return dialogBox(d.c, "steer", lines, d.width, d.height, 64)
 }
 
 // ---- spawn ----

@@ -22,23 +22,25 @@ import (
 // nothing by position itself; an option that takes text (claude's "Tell Claude what to
 // change", "No" with what to do instead) opens a line for it first.
 type answerDialog struct {
+	size
 	c      *common
 	id     string
 	path   string
 	b      wire.Blocked
 	pick   int // option under the cursor
 	scroll int // first shown line of the text
-	page   int // text lines the last View had room for
+	page   int // text lines there is room for (layout)
 	typing bool
 	in     textinput.Model
-	w      int
+	prefW  int // the box's preferred width
+	boxW   int // its width in the room it has (layout)
 }
 
 // answerAction asks the root to send an answer.
 type answerAction struct{ p wire.AnswerParams }
 
 func newAnswerDialog(c *common, a *wire.Agent, w int) *answerDialog {
-	d := &answerDialog{c: c, id: a.ID, path: a.Path, w: w}
+	d := &answerDialog{c: c, id: a.ID, path: a.Path, prefW: w}
 	if a.Blocked != nil {
 		d.b = *a.Blocked
 	}
@@ -63,6 +65,7 @@ func (d *answerDialog) follow(a wire.Agent) {
 	d.b = *a.Blocked
 	d.typing = false
 	d.in.Blur()
+	d.layout()
 }
 
 func (d *answerDialog) Init() tea.Cmd {
@@ -73,7 +76,7 @@ func (d *answerDialog) Init() tea.Cmd {
 }
 
 // textLines is the question or plan wrapped to the dialog's width.
-func (d *answerDialog) textLines() []string {
+func (d answerDialog) textLines() []string {
 	text := d.b.Text
 	if text == "" {
 		text = d.b.Question
@@ -81,10 +84,33 @@ func (d *answerDialog) textLines() []string {
 	if text == "" || text == d.b.Detail {
 		return nil
 	}
-	return strings.Split(ansi.Wrap(text, max(10, d.w-6), " "), "\n")
+	return strings.Split(ansi.Wrap(text, max(10, d.boxW-6), " "), "\n")
 }
 
+func (d *answerDialog) SetSize(w, h int) {
+	d.size.SetSize(w, h)
+	d.layout()
+}
+
+// layout fits the box to the room, gives the text the lines the head and the foot
+// leave (the page pgup/pgdn move by) and keeps the scroll within the text.
+func (d *answerDialog) layout() {
+	d.boxW = min(d.width, max(d.prefW, 40))
+	head, text, foot := d.parts()
+	d.page = d.textRoom(len(head), len(foot))
+	d.scroll = min(d.scroll, max(0, len(text)-d.page))
+}
+
+// textRoom is how many lines the text gets between a head and a foot of these sizes.
+func (d answerDialog) textRoom(head, foot int) int { return max(1, d.height-4-head-foot-1) }
+
 func (d *answerDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	cmd, act := d.update(msg)
+	d.layout()
+	return cmd, act
+}
+
+func (d *answerDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	k, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		if d.typing {
@@ -160,15 +186,40 @@ func (d *answerDialog) choose(i int, text string) action {
 	return answerAction{wire.AnswerParams{Target: d.id, Option: i + 1, Text: text}}
 }
 
-func (d *answerDialog) View(w, h int) string {
+func (d answerDialog) View() string {
 	st := &d.c.styles
-	d.w = min(w, max(d.w, 40))
-	inner := max(10, d.w-4)
-	head := []string{st.Muted.Render(d.path+" · ") + st.Blocked.Render(d.b.Kind)}
+	head, text, foot := d.parts()
+	// The text gets whatever room the header, options and hints leave.
+	room := d.textRoom(len(head), len(foot))
+	var body []string
+	if len(text) > 0 {
+		top := min(d.scroll, max(0, len(text)-room))
+		shown := text[top:]
+		more := len(shown) > room
+		if more {
+			shown = shown[:max(0, room-1)]
+		}
+		body = append(body, "")
+		for _, l := range shown {
+			body = append(body, st.Text.Render(l))
+		}
+		if more {
+			body = append(body, st.Subtle.Render("↓ "+strconv.Itoa(len(text)-top-len(shown))+" more lines"))
+		}
+	}
+	lines := append(append(head, body...), foot...)
+	return dialogBox(d.c, "answer", lines, d.width, d.height, d.boxW)
+}
+
+// parts are the dialog's lines: the head (agent, kind, detail), the question or plan
+// wrapped, and the foot (question, options, the answer line, hints).
+func (d answerDialog) parts() (head, text, foot []string) {
+	st := &d.c.styles
+	inner := max(10, d.boxW-4)
+	head = []string{st.Muted.Render(d.path+" · ") + st.Blocked.Render(d.b.Kind)}
 	if d.b.Detail != "" {
 		head = append(head, st.Bold.Render(ansi.Truncate(oneLine(d.b.Detail), inner, "…")))
 	}
-	var foot []string
 	if d.b.Question != "" && d.b.Question != d.b.Detail && d.b.Text != "" {
 		foot = append(foot, "", st.Text.Render(ansi.Truncate(d.b.Question, inner, "…")))
 	}
@@ -198,32 +249,12 @@ func (d *answerDialog) View(w, h int) string {
 	if d.typing {
 		hint = "enter send · " + d.c.keys.Dialog.Cancel.Label() + " back"
 	}
-	text := d.textLines()
+	text = d.textLines()
 	if len(text) > 0 {
 		hint += " · pgup/pgdn scroll"
 	}
 	foot = append(foot, "", st.Subtle.Render(hint+" · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
-	// The text gets whatever room the header, options and hints leave.
-	room := max(1, h-4-len(head)-len(foot)-1)
-	d.page = room
-	var body []string
-	if len(text) > 0 {
-		d.scroll = min(d.scroll, max(0, len(text)-room))
-		shown := text[d.scroll:]
-		more := len(shown) > room
-		if more {
-			shown = shown[:max(0, room-1)]
-		}
-		body = append(body, "")
-		for _, l := range shown {
-			body = append(body, st.Text.Render(l))
-		}
-		if more {
-			body = append(body, st.Subtle.Render("↓ "+strconv.Itoa(len(text)-d.scroll-len(shown))+" more lines"))
-		}
-	}
-	lines := append(append(head, body...), foot...)
-	return dialogBox(d.c, "answer", lines, w, h, d.w)
+	return head, text, foot
 }
 
 // answeredMsg is the server's verdict on an answer.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -66,31 +67,41 @@ func (c *common) paneFrame(title string, body []string, w, h int, focused bool) 
 type paint struct{ pre, post string }
 
 // p paints a single-line string with the style at st (a field of c.styles). The
-// sequences are taken once per theme from lipgloss itself, so they are exactly what
-// Render would produce.
+// sequences were taken from lipgloss itself when the theme was set, so they are exactly
+// what Render would produce; p only reads them, so drawing changes nothing.
 func (c *common) p(st *lipgloss.Style, s string) string {
 	if s == "" {
 		return ""
 	}
 	pt, ok := c.paints[st]
 	if !ok {
-		const mark = "\x00"
-		r := st.Render(mark)
-		i := strings.Index(r, mark)
-		if i < 0 {
-			return st.Render(s)
-		}
-		pt = paint{r[:i], r[i+len(mark):]}
-		if c.paints == nil {
-			c.paints = map[*lipgloss.Style]paint{}
-		}
-		c.paints[st] = pt
+		return st.Render(s) // not a field of c.styles
 	}
 	return pt.pre + s + pt.post
 }
 
-// setStyles switches theme and forgets the painted sequences of the old one.
+// setStyles switches theme and takes the painted sequences of every style in it.
 func (c *common) setStyles(s themes.Styles) {
 	c.styles = s
-	c.paints = nil
+	c.paints = paintsOf(&c.styles)
+}
+
+// paintsOf reduces each lipgloss.Style field of st to its paint, keyed by the field's
+// address (the key p is called with). A style that does not wrap its text in a prefix
+// and a suffix (none today) is left out, and p renders it in full.
+func paintsOf(st *themes.Styles) map[*lipgloss.Style]paint {
+	out := map[*lipgloss.Style]paint{}
+	v := reflect.ValueOf(st).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f, ok := v.Field(i).Addr().Interface().(*lipgloss.Style)
+		if !ok {
+			continue
+		}
+		const mark = "\x00"
+		r := f.Render(mark)
+		if j := strings.Index(r, mark); j >= 0 {
+			out[f] = paint{r[:j], r[j+len(mark):]}
+		}
+	}
+	return out
 }

@@ -18,9 +18,18 @@ type dialog interface {
 	Init() tea.Cmd
 	// Update handles a message; a non-nil action tells the root what the user chose.
 	Update(msg tea.Msg) (tea.Cmd, action)
-	// View draws the dialog box within w×h cells.
-	View(w, h int) string
+	// SetSize gives the dialog the cells it may draw in. The root calls it when the
+	// dialog opens and on every resize; a dialog that scrolls lays itself out here and
+	// in Update.
+	SetSize(w, h int)
+	// View draws the dialog box within its size. It changes nothing.
+	View() string
 }
+
+// size is a dialog's room on the screen, as the root last gave it (SetSize).
+type size struct{ width, height int }
+
+func (s *size) SetSize(w, h int) { s.width, s.height = w, h }
 
 // Actions a dialog can return.
 type (
@@ -79,16 +88,17 @@ func huhTheme(c *common) huh.Theme {
 
 // formDialog hosts a huh form. done turns the completed form into an action.
 type formDialog struct {
+	size
 	c     *common
 	title string
 	form  *huh.Form
 	done  func() action
-	w     int
+	formW int
 }
 
 func newFormDialog(c *common, title string, w int, done func() action, groups ...*huh.Group) *formDialog {
 	f := huh.NewForm(groups...).WithTheme(huhTheme(c)).WithShowHelp(false).WithWidth(w)
-	return &formDialog{c: c, title: title, form: f, done: done, w: w}
+	return &formDialog{c: c, title: title, form: f, done: done, formW: w}
 }
 
 func (d *formDialog) Init() tea.Cmd { return d.form.Init() }
@@ -98,7 +108,7 @@ func (d *formDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 		return nil, closeAction{}
 	}
 	if ws, ok := msg.(tea.WindowSizeMsg); ok {
-		msg = tea.WindowSizeMsg{Width: d.w, Height: ws.Height}
+		msg = tea.WindowSizeMsg{Width: d.formW, Height: ws.Height}
 	}
 	m, cmd := d.form.Update(msg)
 	if f, ok := m.(*huh.Form); ok {
@@ -113,14 +123,15 @@ func (d *formDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	return cmd, nil
 }
 
-func (d *formDialog) View(w, h int) string {
+func (d formDialog) View() string {
+	w, h := d.width, d.height
 	view := strings.TrimRight(d.form.View(), "\n")
 	lines := strings.Split(view, "\n")
 	if len(lines) > h-5 {
 		lines = lines[:max(0, h-5)]
 	}
 	lines = append(lines, "", d.c.styles.Subtle.Render("enter next/submit · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
-	return dialogBox(d.c, d.title, lines, w, h, d.w+4)
+	return dialogBox(d.c, d.title, lines, w, h, d.formW+4)
 }
 
 // ---- help ----
@@ -128,11 +139,17 @@ func (d *formDialog) View(w, h int) string {
 // helpDialog lists the active bindings, generated from the key map itself, in as many
 // columns as fit; up/down scroll when even that is too tall.
 type helpDialog struct {
+	size
 	c      *common
 	scroll int
 }
 
 func (d *helpDialog) Init() tea.Cmd { return nil }
+
+func (d *helpDialog) SetSize(w, h int) {
+	d.size.SetSize(w, h)
+	d.scroll = min(d.scroll, d.maxScroll())
+}
 
 func (d *helpDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	if k, ok := msg.(tea.KeyPressMsg); ok {
@@ -140,7 +157,7 @@ func (d *helpDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 		case d.c.keys.Dialog.Cancel.Matches(k) || d.c.keys.Global.Help.Matches(k) || k.String() == "q":
 			return nil, closeAction{}
 		case d.c.keys.Panel.Down.Matches(k) || d.c.keys.Tree.Down.Matches(k):
-			d.scroll++
+			d.scroll = min(d.scroll+1, d.maxScroll())
 		case d.c.keys.Panel.Up.Matches(k) || d.c.keys.Tree.Up.Matches(k):
 			d.scroll = max(0, d.scroll-1)
 		}
@@ -148,7 +165,31 @@ func (d *helpDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	return nil, nil
 }
 
-func (d *helpDialog) View(w, h int) string {
+// room is how many lines of bindings fit.
+func (d helpDialog) room() int { return max(1, d.height-5) }
+
+// maxScroll is how far the bindings scroll: the lines beyond the room.
+func (d helpDialog) maxScroll() int {
+	lines, _ := d.lines()
+	return max(0, len(lines)-d.room())
+}
+
+func (d helpDialog) View() string {
+	st := &d.c.styles
+	lines, ncols := d.lines()
+	room := d.room()
+	lines = lines[min(d.scroll, max(0, len(lines)-room)):]
+	if len(lines) > room {
+		lines = append(lines[:room-1], st.Subtle.Render("↓ more"))
+	}
+	return dialogBox(d.c, "keys — "+d.c.keys.Name, lines, d.width, d.height, ncols*(helpColW+2)+2)
+}
+
+// helpColW is the width of a column of bindings.
+const helpColW = 35
+
+// lines lays the bindings out in as many columns as fit (ncols).
+func (d helpDialog) lines() (lines []string, ncols int) {
 	st := &d.c.styles
 	var all []string
 	for i, s := range d.c.keys.Sections() {
@@ -166,31 +207,23 @@ func (d *helpDialog) View(w, h int) string {
 			all = append(all, ks.Render(fit(b.Label(), 11))+" "+st.KeyDesc.Render(desc))
 		}
 	}
-	const colW = 35
-	ncols := max(1, min(3, (w-2)/(colW+2)))
+	ncols = max(1, min(3, (d.width-2)/(helpColW+2)))
 	rows := (len(all) + ncols - 1) / ncols
-	lines := make([]string, rows)
+	lines = make([]string, rows)
 	for i, l := range all {
-		r, c := i%rows, i/rows
-		if c < ncols-1 {
-			l = fit(l, colW) + "  "
+		if i/rows < ncols-1 {
+			l = fit(l, helpColW) + "  "
 		}
-		_ = c
-		lines[r] += l
+		lines[i%rows] += l
 	}
-	room := max(1, h-5)
-	d.scroll = min(d.scroll, max(0, len(lines)-room))
-	lines = lines[d.scroll:]
-	if len(lines) > room {
-		lines = append(lines[:room-1], st.Subtle.Render("↓ more"))
-	}
-	return dialogBox(d.c, "keys — "+d.c.keys.Name, lines, w, h, ncols*(colW+2)+2)
+	return lines, ncols
 }
 
 // ---- quit ----
 
 // quitDialog asks what to do with agents on the embedded host when the dashboard exits.
 type quitDialog struct {
+	size
 	c    *common
 	live int
 	pick int
@@ -237,7 +270,7 @@ func (d *quitDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	return nil, nil
 }
 
-func (d *quitDialog) View(w, h int) string {
+func (d quitDialog) View() string {
 	st := &d.c.styles
 	lines := []string{st.Text.Render(plural(d.live, "agent", "agents") + " still run on the embedded host."), ""}
 	for i, c := range quitChoices {
@@ -251,7 +284,7 @@ func (d *quitDialog) View(w, h int) string {
 		}
 		lines = append(lines, mark+ks.Render(c.key)+" "+st.Text.Render(c.label))
 	}
-	return dialogBox(d.c, "quit", lines, w, h, 60)
+	return dialogBox(d.c, "quit", lines, d.width, d.height, 60)
 }
 
 func plural(n int, one, many string) string {

@@ -12,63 +12,15 @@ import (
 )
 
 // runDialog feeds keys to a dialog and runs the commands it returns (form internals,
-// never service calls: dialogs do no I/O), feeding their messages back, until it returns
-// an action. Commands that do not answer at once (cursor blinks) are dropped.
+// never service calls: dialogs do no I/O) to their end, feeding their messages back,
+// until it returns an action (see doCmd: only timers and blinks are not run).
 func runDialog(t *testing.T, d dialog, keys ...tea.Msg) action {
 	t.Helper()
-	queue := []tea.Msg{}
-	var run func(cmd tea.Cmd)
-	run = func(cmd tea.Cmd) {
-		if cmd == nil {
-			return
-		}
-		ch := make(chan tea.Msg, 1)
-		go func() { ch <- cmd() }()
-		select {
-		case msg := <-ch:
-			if b, ok := msg.(tea.BatchMsg); ok {
-				for _, c := range b {
-					run(c)
-				}
-				return
-			}
-			if v := reflect.ValueOf(msg); v.IsValid() && v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
-				for i := 0; i < v.Len(); i++ {
-					run(v.Index(i).Interface().(tea.Cmd))
-				}
-				return
-			}
-			if msg != nil {
-				queue = append(queue, msg)
-			}
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	run(d.Init())
-	step := func(msg tea.Msg) action {
-		cmd, act := d.Update(msg)
-		if act != nil {
-			return act
-		}
-		run(cmd)
-		for len(queue) > 0 {
-			m := queue[0]
-			queue = queue[1:]
-			cmd, act := d.Update(m)
-			if act != nil {
-				return act
-			}
-			run(cmd)
-		}
-		return nil
-	}
-	for len(queue) > 0 {
-		m := queue[0]
-		queue = queue[1:]
-		d.Update(m)
+	for _, msg := range doCmd(t, d.Init()) {
+		feed(t, msg, d.Update)
 	}
 	for _, k := range keys {
-		if act := step(k); act != nil {
+		if act := feed(t, k, d.Update); act != nil {
 			return act
 		}
 	}

@@ -72,6 +72,7 @@ const (
 
 // historyDialog is the history view.
 type historyDialog struct {
+	size
 	c       *common
 	mode    historyMode
 	entries []wire.AgentHistoryEntry
@@ -82,7 +83,6 @@ type historyDialog struct {
 	notice  string
 	sel     int
 	offset  int // first shown entry
-	h       int // the terminal's height: the view is drawn h-2 rows high
 	seq     int // the newest history.list asked for
 	gen     int // refresh chain generation
 	every   time.Duration
@@ -92,8 +92,8 @@ type historyDialog struct {
 	more    string          // the cursor of the page asked for and not answered yet
 }
 
-func newHistoryDialog(c *common, h int) *historyDialog {
-	d := &historyDialog{c: c, h: h, every: historyRefresh}
+func newHistoryDialog(c *common) *historyDialog {
+	d := &historyDialog{c: c, every: historyRefresh}
 	d.in = textinput.New()
 	d.in.Prompt = "› "
 	d.in.SetWidth(72) // the line is cut to the view's width when drawn
@@ -102,7 +102,7 @@ func newHistoryDialog(c *common, h int) *historyDialog {
 
 // openHistory opens the view and asks for the first page of the history.
 func (m *Model) openHistory() tea.Cmd {
-	d := newHistoryDialog(m.c, m.h)
+	d := newHistoryDialog(m.c)
 	return tea.Batch(m.pushDialog(d), m.updateAction(d.load()))
 }
 
@@ -155,11 +155,16 @@ func (d *historyDialog) follow(a wire.Agent) {
 	}
 }
 
-func (d *historyDialog) current() (wire.AgentHistoryEntry, bool) {
+func (d historyDialog) current() (wire.AgentHistoryEntry, bool) {
 	if d.sel < 0 || d.sel >= len(d.entries) {
 		return wire.AgentHistoryEntry{}, false
 	}
 	return d.entries[d.sel], true
+}
+
+func (d *historyDialog) SetSize(w, h int) {
+	d.size.SetSize(w, h)
+	d.scrollTo()
 }
 
 func (d *historyDialog) Update(msg tea.Msg) (tea.Cmd, action) {
@@ -173,8 +178,6 @@ func (d *historyDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 
 func (d *historyDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	switch msg := msg.(type) {
-	case tea.WindowSizeMsg:
-		d.h = msg.Height
 	case historyMsg:
 		d.set(msg)
 	case historyTickMsg:
@@ -289,8 +292,8 @@ func (d *historyDialog) move(n int) {
 
 // page is how many entries the view has room for: its height less the frame, the
 // blank first line, the header, the hints and the lines shown under the entries.
-func (d *historyDialog) page() int {
-	room := d.h - 2 - 6
+func (d historyDialog) page() int {
+	room := d.height - 6
 	if d.notice != "" {
 		room -= 2
 	}
@@ -420,7 +423,8 @@ func layoutHistory(w int) historyCols {
 	return c
 }
 
-func (d *historyDialog) View(w, h int) string {
+func (d historyDialog) View() string {
+	w, h := d.width, d.height
 	st := &d.c.styles
 	inner := w - 4
 	title := "history"
@@ -465,7 +469,7 @@ func (d *historyDialog) View(w, h int) string {
 }
 
 // rows is the header and the page of entries from offset.
-func (d *historyDialog) rows(w int) []string {
+func (d historyDialog) rows(w int) []string {
 	c := d.c
 	st := &c.styles
 	cols := layoutHistory(w)
@@ -524,7 +528,7 @@ func (d *historyDialog) rows(w int) []string {
 
 // resultStyle colours a result as the tree colours the state: failures (and non-zero
 // exits) as lost, kills as exited, a clean end as done.
-func (d *historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
+func (d historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
 	switch {
 	case e.State == wire.StateFailed || e.State == wire.StateLost ||
 		e.State == wire.StateExited && e.Result != "exit 0" && strings.HasPrefix(e.Result, "exit "):
@@ -535,7 +539,7 @@ func (d *historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
 	return d.c.groupStylePtr(gExited)
 }
 
-func (d *historyDialog) hints() string {
+func (d historyDialog) hints() string {
 	hk, dk := d.c.keys.History, d.c.keys.Dialog
 	switch d.mode {
 	case historyFilter:

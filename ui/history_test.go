@@ -245,7 +245,7 @@ func TestHistoryRefreshesWhenAgentsEnd(t *testing.T) {
 	if d.seq != seq {
 		t.Fatal("an old tick drove a read")
 	}
-	other := newHistoryDialog(m.c, m.h)
+	other := newHistoryDialog(m.c)
 	m.Update(historyTickMsg{other, d.gen}) // a closed view's tick
 	if d.seq != seq {
 		t.Fatal("another view's tick drove a read")

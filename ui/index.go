@@ -269,42 +269,56 @@ func (x *index) setFolded(n *node, folded bool) {
 
 // rows returns the visible rows, rebuilding them only when the shape changed.
 func (x *index) rows() []*node {
-	if !x.dirty {
-		return x.flat
+	if x.dirty {
+		x.flat = x.build(x.flat[:0])
+		x.dirty = false
 	}
-	x.flat = x.flat[:0]
+	return x.flat
+}
+
+// visible is rows for View: the kept rows, or when the shape changed since they were
+// built (Update lays out after every message, so it has not) a fresh list that is not
+// kept — drawing changes nothing.
+func (x *index) visible() []*node {
+	if x.dirty {
+		return x.build(nil)
+	}
+	return x.flat
+}
+
+// build appends the visible rows to flat.
+func (x *index) build(flat []*node) []*node {
 	if x.filter == "" {
 		var walk func(n *node)
 		walk = func(n *node) {
 			for _, c := range n.children {
-				x.flat = append(x.flat, c)
+				flat = append(flat, c)
 				if !c.folded {
 					walk(c)
 				}
 			}
 		}
 		walk(&x.root)
-	} else {
-		// A filter shows every match with its ancestors, folded or not.
-		var walk func(n *node) bool
-		walk = func(n *node) bool {
-			any := false
-			for _, c := range n.children {
-				at := len(x.flat)
-				x.flat = append(x.flat, c)
-				sub := walk(c)
-				if !sub && !x.matches(c) {
-					x.flat = x.flat[:at]
-					continue
-				}
-				any = true
-			}
-			return any
-		}
-		walk(&x.root)
+		return flat
 	}
-	x.dirty = false
-	return x.flat
+	// A filter shows every match with its ancestors, folded or not.
+	var walk func(n *node) bool
+	walk = func(n *node) bool {
+		any := false
+		for _, c := range n.children {
+			at := len(flat)
+			flat = append(flat, c)
+			sub := walk(c)
+			if !sub && !x.matches(c) {
+				flat = flat[:at]
+				continue
+			}
+			any = true
+		}
+		return any
+	}
+	walk(&x.root)
+	return flat
 }
 
 // nextBlocked finds the first blocked agent after path in tree order (wrapping), using

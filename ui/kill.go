@@ -18,6 +18,7 @@ import (
 // killDialog selects agents by glob, shows the live list of matches (a dry-run kill per
 // change, at most one in flight), and kills only after an explicit confirmation key.
 type killDialog struct {
+	size
 	c       *common
 	in      textinput.Model
 	matches []wire.Agent
@@ -87,7 +88,7 @@ func (d *killDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	return cmd, d.query()
 }
 
-func (d *killDialog) View(w, h int) string {
+func (d killDialog) View() string {
 	st := &d.c.styles
 	lines := []string{d.in.View(), ""}
 	switch {
@@ -101,7 +102,7 @@ func (d *killDialog) View(w, h int) string {
 		lines = append(lines, st.Muted.Render("no live agent matches"))
 	default:
 		lines = append(lines, st.Text.Render(fmt.Sprintf("%s match:", plural(len(d.matches), "agent", "agents"))))
-		room := max(1, h-12)
+		room := max(1, d.height-12)
 		for i, a := range d.matches {
 			if i == room && len(d.matches) > room+1 {
 				lines = append(lines, st.Muted.Render(fmt.Sprintf("  … and %d more", len(d.matches)-room)))
@@ -117,7 +118,7 @@ func (d *killDialog) View(w, h int) string {
 	} else {
 		lines = append(lines, st.Subtle.Render(d.c.keys.Dialog.Submit.Label()+" review kill · "+d.c.keys.Dialog.Cancel.Label()+" cancel"))
 	}
-	return dialogBox(d.c, "kill by glob", lines, w, h, 64)
+	return dialogBox(d.c, "kill by glob", lines, d.width, d.height, 64)
 }
 
 // A confirmed kill runs in the background: the dialog closes at once, each agent is

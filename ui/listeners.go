@@ -77,21 +77,15 @@ type listenersView struct {
 	loaded bool
 	err    string
 	sel    int
-	// selLine and selEnd are the selected listener's first and last line in the last
-	// render, so the panel can scroll to keep it in view.
-	selLine, selEnd int
 }
 
-// render is lines, noting where the selected listener is.
-func (v *listenersView) render(c *common, w int) []string { return v.lines(c, w) }
-
-// follow returns a scroll offset (from s) that shows the selected listener in h lines.
-func (v *listenersView) follow(s, h int) int {
-	if v.selEnd >= s+h {
-		s = v.selEnd - h + 1
+// follow returns a scroll offset (from s) that shows lines first..last in h lines.
+func follow(s, h, first, last int) int {
+	if last >= s+h {
+		s = last - h + 1
 	}
-	if v.selLine < s {
-		s = v.selLine
+	if first < s {
+		s = first
 	}
 	return max(0, s)
 }
@@ -134,31 +128,33 @@ func (v *listenersView) key(c *common, k tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, true
 }
 
-func (v *listenersView) lines(c *common, w int) []string {
+// lines draws the listeners, and says which lines the selected one takes (first < 0
+// when none is shown), so the panel can scroll to keep it in view.
+func (v listenersView) lines(c *common, w int) (out []string, first, last int) {
 	st := &c.styles
 	if v.err != "" {
-		return []string{st.Error.Render(oneLine(v.err))}
+		return []string{st.Error.Render(oneLine(v.err))}, -1, -1
 	}
 	if !v.loaded {
-		return []string{st.Muted.Render("loading…")}
+		return []string{st.Muted.Render("loading…")}, -1, -1
 	}
 	if len(v.ls) == 0 {
-		return []string{st.Muted.Render("no listeners (~/.config/orcr/listeners/NAME.toml)")}
+		return []string{st.Muted.Render("no listeners (~/.config/orcr/listeners/NAME.toml)")}, -1, -1
 	}
-	var out []string
+	first, last = -1, -1
 	for i, l := range v.ls {
 		start := len(out)
 		out = append(out, v.listenerLines(c, w, l, i == v.sel)...)
 		if i == v.sel {
-			v.selLine, v.selEnd = start, len(out)-1
+			first, last = start, len(out)-1
 		}
 	}
 	out = append(out, "", st.Muted.Render("↑/↓ select · e enable/disable"))
-	return out
+	return out, first, last
 }
 
 // listenerLines is one listener: its head row, then its polls, limits and error.
-func (v *listenersView) listenerLines(c *common, w int, l wire.Listener, selected bool) []string {
+func (v listenersView) listenerLines(c *common, w int, l wire.Listener, selected bool) []string {
 	st := &c.styles
 	row := core.ListenerRow(l, c.now)
 	stateSt := st.Done

@@ -77,7 +77,8 @@ func New(ctx context.Context, svc core.Service, opts Options) (*Model, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &common{styles: styles, keys: km, now: time.Now(), log: log}
+	c := &common{keys: km, now: time.Now(), log: log}
+	c.setStyles(styles)
 	idx := newIndex()
 	m := &Model{ctx: ctx, cancel: cancel, svc: svc, opts: opts, c: c, idx: idx,
 		tree: newTree(c, idx), preview: newPreview(c), panel: newPanel(c), status: newStatus(c),
@@ -106,43 +107,58 @@ func (m *Model) Init() tea.Cmd {
 		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), listenersCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
 }
 
-// Update routes by message family; each family has its own handler.
+// Update routes by message family; each family has its own handler. Once the message
+// is handled the panes are laid out again (layout), so View only draws.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	m.layout()
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	if cmd, ok := m.updateListeners(msg); ok {
-		return m, cmd
+		return cmd
 	}
 	if cmd, ok := m.updateRuns(msg); ok {
-		return m, cmd
+		return cmd
 	}
 	if cmd, ok := m.updateResume(msg); ok {
-		return m, cmd
+		return cmd
 	}
 	if cmd, ok := m.updateKills(msg); ok {
-		return m, cmd
+		return cmd
 	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
-		return m, m.toDialog(msg)
+		return m.toDialog(msg)
 	case tea.KeyPressMsg:
-		return m, m.updateKey(msg)
+		return m.updateKey(msg)
 	case infoMsg, subscribedMsg, eventsMsg, subEndedMsg, resubscribeMsg:
-		return m, m.updateCore(msg)
+		return m.updateCore(msg)
 	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg,
 		attachMsg, attachDoneMsg, dryRunMsg, answeredMsg:
-		return m, m.updateResult(msg)
+		return m.updateResult(msg)
 	case tickMsg:
 		m.c.now = time.Time(msg)
 		m.status.expire(m.c.now)
-		return m, tickCmd()
+		return tickCmd()
 	case settleMsg:
-		return m, m.onSettle()
+		return m.onSettle()
 	case refreshMsg:
-		return m, tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
+		return tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
 			listenersCmd(m.ctx, m.svc), refreshCmd())
 	}
 	// Anything else (cursor blinks, form internals) belongs to the top dialog.
-	return m, m.toDialog(msg)
+	return m.toDialog(msg)
+}
+
+// layout brings what the panes show in line with the state after a message: the tree
+// re-finds its selection and window (rows may have been rebuilt), and the preview
+// follows the selection. It runs after every message, so View never has to.
+func (m *Model) layout() {
+	m.tree.sync()
+	m.syncPreview()
 }
 
 // toDialog hands a message to the top dialog and acts on what it returns.
@@ -154,10 +170,15 @@ func (m *Model) toDialog(msg tea.Msg) tea.Cmd {
 	return tea.Batch(cmd, m.updateAction(act))
 }
 
+// pushDialog opens d on top of the stack, sized to the screen before it first draws.
 func (m *Model) pushDialog(d dialog) tea.Cmd {
 	m.dialogs = append(m.dialogs, d)
+	d.SetSize(m.dialogRoom())
 	return d.Init()
 }
+
+// dialogRoom is the room a dialog has: the screen less a margin.
+func (m *Model) dialogRoom() (w, h int) { return m.w - 4, m.h - 2 }
 
 func (m *Model) popDialog() {
 	if len(m.dialogs) > 0 {
@@ -198,33 +219,34 @@ func (m *Model) resize(w, h int) {
 	m.preview.SetSize(rightW, previewH)
 	m.panel.SetSize(rightW, mainH-previewH)
 	m.status.SetSize(w, 1)
-	m.tree.sync()
+	for _, d := range m.dialogs {
+		d.SetSize(m.dialogRoom())
+	}
 }
 
 // minW and minH are the smallest sizes the layout is drawn for.
 const minW, minH = 40, 10
 
-// View composes the panes, the status bar, and the top dialog.
-func (m *Model) View() tea.View {
+// View composes the panes, the status bar, and the top dialog. It works on a copy of
+// the root and changes nothing: what it draws was laid out by Update (layout, SetSize).
+func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	v.WindowTitle = m.windowTitle()
 	return v
 }
 
-func (m *Model) render() string {
+func (m Model) render() string {
 	if m.w == 0 || m.h == 0 {
 		return ""
 	}
 	if m.w < minW || m.h < minH {
 		return blankWith(fit(" orcr needs at least 40×10", m.w), m.w, m.h)
 	}
-	m.syncPreview()
 	right := m.preview.View() + "\n" + m.panel.View()
 	out := hjoin(m.tree.View(), right) + "\n" + m.status.View(m.statusInfo())
 	if len(m.dialogs) > 0 {
-		box := m.dialogs[len(m.dialogs)-1].View(m.w-4, m.h-2)
-		out = overlay(out, box, m.w)
+		out = overlay(out, m.dialogs[len(m.dialogs)-1].View(), m.w)
 	}
 	return out
 }
@@ -237,7 +259,8 @@ func blankWith(first string, w, h int) string {
 	return strings.Join(lines, "\n")
 }
 
-// syncPreview points the preview at the selected agent's latest snapshot.
+// syncPreview points the preview at the selected agent's latest snapshot (Update's
+// layout and afterSelection call it).
 func (m *Model) syncPreview() {
 	m.preview.setAgent(m.tree.selected())
 	m.preview.node = m.tree.sel

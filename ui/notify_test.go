@@ -10,36 +10,14 @@ import (
 	"orcr/core/wire"
 )
 
-// rings reports whether running cmd (and the batches it returns) prints the bell. Each
-// command runs on its own goroutine; one that calls the (nil) service panics there and
-// yields nothing.
+// rings reports whether running cmd prints the bell. Every command runs to its end (see
+// doCmdNoService); one that calls the (nil) service yields nothing.
 func rings(t *testing.T, cmd tea.Cmd) bool {
 	t.Helper()
-	if cmd == nil {
-		return false
-	}
-	ch := make(chan tea.Msg, 1)
-	go func() {
-		defer func() {
-			if recover() != nil {
-				ch <- nil
-			}
-		}()
-		ch <- cmd()
-	}()
-	select {
-	case msg := <-ch:
-		switch msg := msg.(type) {
-		case tea.BatchMsg:
-			for _, c := range msg {
-				if rings(t, c) {
-					return true
-				}
-			}
-		case tea.RawMsg:
-			return msg.Msg == "\a"
+	for _, msg := range doCmdNoService(t, cmd) {
+		if raw, ok := msg.(tea.RawMsg); ok && raw.Msg == "\a" {
+			return true
 		}
-	case <-time.After(2 * time.Second): // a tick; not the bell
 	}
 	return false
 }

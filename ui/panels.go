@@ -50,7 +50,10 @@ func newPanel(c *common) *panelModel {
 }
 
 // SetSize sets the pane's outer size.
-func (p *panelModel) SetSize(w, h int) { p.w, p.h = w, h }
+func (p *panelModel) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.scroll[p.tab] = p.top()
+}
 
 // Update switches tabs and scrolls.
 func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
@@ -58,6 +61,10 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 	if !ok {
 		return nil
 	}
+	// The lines may have changed since the last key (a refresh, new events): scroll
+	// from where the pane shows them, and keep the result in range.
+	p.scroll[p.tab] = p.top()
+	defer func() { p.scroll[p.tab] = p.top() }()
 	if p.tab == tabListeners {
 		if cmd, ok := p.listeners.key(p.c, k); ok {
 			return cmd
@@ -77,30 +84,45 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// View draws the tab strip as the frame title and the active view's lines.
-func (p *panelModel) View() string {
+// lines is the active tab's body, and where its selection is (the listeners tab has
+// one; first < 0 elsewhere).
+func (p panelModel) lines() (lines []string, first, last int) {
 	inner := p.w - 2
-	var lines []string
 	switch p.tab {
 	case tabQueue:
 		lines = p.queue.lines(p.c, inner)
 	case tabUsage:
-		p.usage.waiting = p.queue.q.Entries
-		lines = p.usage.lines(p.c, inner)
+		lines = p.usage.lines(p.c, inner, p.queue.q.Entries)
 	case tabSchedules:
 		lines = p.schedules.lines(p.c, inner)
 	case tabEvents:
 		lines = p.events.lines(p.c, inner)
 	case tabListeners:
-		lines = p.listeners.render(p.c, inner)
+		return p.listeners.lines(p.c, inner)
 	}
+	return lines, -1, -1
+}
+
+// top is the first line the active tab shows: its scroll, moved to show the selected
+// listener, within the lines there are.
+func (p panelModel) top() int {
+	lines, first, last := p.lines()
+	return p.window(len(lines), first, last)
+}
+
+func (p panelModel) window(n, first, last int) int {
 	bh := max(0, p.h-2)
-	if p.tab == tabListeners {
-		p.scroll[p.tab] = p.listeners.follow(p.scroll[p.tab], bh)
+	s := p.scroll[p.tab]
+	if first >= 0 {
+		s = follow(s, bh, first, last)
 	}
-	s := min(p.scroll[p.tab], max(0, len(lines)-bh))
-	p.scroll[p.tab] = s
-	lines = lines[s:]
+	return min(s, max(0, n-bh))
+}
+
+// View draws the tab strip as the frame title and the active view's lines.
+func (p panelModel) View() string {
+	lines, first, last := p.lines()
+	lines = lines[p.window(len(lines), first, last):]
 	var tabs []string
 	for t := panelTab(0); t < nTabs; t++ {
 		if t == p.tab {
@@ -198,10 +220,9 @@ func (v queueView) lines(c *common, w int) []string {
 // ---- usage ----
 
 type usageView struct {
-	u       wire.UsageResult
-	waiting []wire.QueueEntry // the queue, for what each window holds
-	loaded  bool
-	err     string
+	u      wire.UsageResult
+	loaded bool
+	err    string
 }
 
 func (v *usageView) set(u wire.UsageResult, err error) {
@@ -212,7 +233,8 @@ func (v *usageView) set(u wire.UsageResult, err error) {
 	v.u, v.loaded, v.err = u, true, ""
 }
 
-func (v usageView) lines(c *common, w int) []string {
+// lines draws the usage by provider; waiting is the queue, for what each window holds.
+func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 	st := &c.styles
 	if v.err != "" {
 		return []string{st.Error.Render(oneLine(v.err))}
@@ -254,7 +276,7 @@ func (v usageView) lines(c *common, w int) []string {
 	for _, n := range names {
 		p := byP[n]
 		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
-		out = append(out, readingLines(c, p.readings, gw, v.waiting)...)
+		out = append(out, readingLines(c, p.readings, gw, waiting)...)
 	}
 	return out
 }
@@ -336,7 +358,7 @@ func (v *eventsView) add(e wire.Event) {
 	v.next = (v.next + 1) % v.max
 }
 
-func (v *eventsView) newest(n int) []wire.Event {
+func (v eventsView) newest(n int) []wire.Event {
 	out := make([]wire.Event, 0, min(n, len(v.ring)))
 	for i := 0; i < len(v.ring) && len(out) < n; i++ {
 		j := (v.next - 1 - i + 2*len(v.ring)) % len(v.ring)

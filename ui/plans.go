@@ -81,6 +81,7 @@ const (
 
 // plansDialog is the plans view.
 type plansDialog struct {
+	size
 	c       *common
 	mode    planMode
 	plans   []wire.Plan
@@ -90,7 +91,7 @@ type plansDialog struct {
 	notice  string
 	sel     int
 	scroll  int // first shown line in planView
-	page    int // lines the last view had room for
+	page    int // lines there is room for in planView (layout)
 	gen     int // refresh chain generation
 
 	form     *huh.Form
@@ -119,7 +120,7 @@ func (d *plansDialog) current() (wire.Plan, wire.PlanGetResult, bool) {
 	return p, d.details[p.Name], true
 }
 
-func (d *plansDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+func (d *plansDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	switch msg := msg.(type) {
 	case plansMsg:
 		d.setPlans(msg)
@@ -279,7 +280,8 @@ func newPlanForm(c *common, p wire.Plan, decision, reason *string) *huh.Form {
 	).WithTheme(huhTheme(c)).WithShowHelp(false).WithWidth(64)
 }
 
-func (d *plansDialog) View(w, h int) string {
+func (d plansDialog) View() string {
+	w, h := d.width, d.height
 	var lines []string
 	title := "plans"
 	switch {
@@ -292,7 +294,7 @@ func (d *plansDialog) View(w, h int) string {
 	case d.mode == planView:
 		p, det, _ := d.current()
 		title = "plan " + p.Name
-		lines = d.viewLines(p, det, w-4, h-4)
+		lines = d.viewLines(p, det, w-4)
 	case d.mode == planForm:
 		p, _, _ := d.current()
 		title = "approve or reject " + p.Name
@@ -313,7 +315,7 @@ func (d *plansDialog) View(w, h int) string {
 	return d.c.frame(&d.c.styles.DialogBorder, &d.c.styles.DialogTitle, title, body, w, h)
 }
 
-func (d *plansDialog) hints() string {
+func (d plansDialog) hints() string {
 	km, dk := d.c.keys.Plans, d.c.keys.Dialog
 	switch d.mode {
 	case planList:

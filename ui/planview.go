@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -16,8 +17,34 @@ import (
 // rendered from its Markdown with line numbers, so a problem's "line 7" is found at a
 // glance.
 
+func (d *plansDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	cmd, act := d.update(msg)
+	d.layout()
+	return cmd, act
+}
+
+func (d *plansDialog) SetSize(w, h int) {
+	d.size.SetSize(w, h)
+	d.layout()
+}
+
+// layout gives the open plan the lines under its summary (the page pgup/pgdn move by)
+// and keeps the scroll within the file.
+func (d *plansDialog) layout() {
+	if d.mode != planView {
+		return
+	}
+	p, det, _ := d.current()
+	head, body := d.viewParts(p, det, d.width-4)
+	d.page = d.viewPage(len(head))
+	d.scroll = min(d.scroll, max(0, len(body)-d.page))
+}
+
+// viewPage is how many lines of the file fit under a summary of head lines.
+func (d plansDialog) viewPage(head int) int { return max(1, d.height-4-head-3) }
+
 // listLines is the list mode: one row per plan, then the selected plan's milestones.
-func (d *plansDialog) listLines(w int) []string {
+func (d plansDialog) listLines(w int) []string {
 	st := &d.c.styles
 	if len(d.plans) == 0 {
 		return []string{st.Muted.Render(`no plans; start one with orcr plan new NAME "request" --repo DIR`)}
@@ -155,9 +182,18 @@ func planColumns(rows [][]string, w int, paint func(r, col int, cell string) str
 
 // viewLines is the plan mode: the record's summary, the problems, then the file
 // rendered with line numbers, scrolled.
-func (d *plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w, h int) []string {
+func (d plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w int) []string {
+	head, body := d.viewParts(p, det, w)
+	page := d.viewPage(len(head))
+	body = body[min(d.scroll, max(0, len(body)-page)):]
+	return append(head, body...)
+}
+
+// viewParts is the plan's summary and problems (head) and its file rendered to width
+// w (body).
+func (d plansDialog) viewParts(p wire.Plan, det wire.PlanGetResult, w int) (head, body []string) {
 	st := &d.c.styles
-	head := []string{
+	head = []string{
 		d.c.p(planStateStyle(d.c, p.State), p.State) + d.c.p(&st.Muted, fmt.Sprintf(" · lead %s on %s · round %d · %s", p.LeadPath, p.Lead, p.Rounds, p.File)),
 	}
 	if p.ApprovedHash != "" {
@@ -169,7 +205,6 @@ func (d *plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w, h int) [
 	}
 	head = append(head, problemLines(d.c, p, det, w)...)
 	head = append(head, "")
-	var body []string
 	switch {
 	case det.Missing:
 		body = []string{st.Muted.Render("the lead has not written the file yet")}
@@ -178,10 +213,7 @@ func (d *plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w, h int) [
 	default:
 		body = renderPlan(d.c, det.Source, det.Problems, w)
 	}
-	d.page = max(1, h-len(head)-3)
-	d.scroll = min(d.scroll, max(0, len(body)-d.page))
-	body = body[d.scroll:]
-	return append(head, body...)
+	return head, body
 }
 
 // renderPlan draws plan Markdown: headings in the accent, keys muted, check boxes as

@@ -30,7 +30,10 @@ type previewModel struct {
 func newPreview(c *common) *previewModel { return &previewModel{c: c} }
 
 // SetSize sets the pane's outer size.
-func (p *previewModel) SetSize(w, h int) { p.w, p.h = w, h }
+func (p *previewModel) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.clampScroll()
+}
 
 // screenLines is how many lines of screen text the pane can show; the root asks the
 // service for that many.
@@ -51,6 +54,29 @@ func (p *previewModel) setScreen(id string, r wire.ReadResult, err error) {
 		return
 	}
 	p.id, p.screen, p.live, p.err = id, sanitize(r.Text), r.Live, ""
+	p.clampScroll()
+}
+
+// maxScroll is how far the screen text scrolls up: its lines beyond the room the
+// header leaves. ok is false while no screen text is shown; nothing bounds the scroll
+// then.
+func (p previewModel) maxScroll() (n int, ok bool) {
+	a := p.agent
+	if a == nil || p.id != a.ID {
+		return 0, false
+	}
+	room := p.h - 2 - len(p.head(a))
+	if room <= 0 {
+		return 0, false
+	}
+	return max(0, len(p.text(a))-room), true
+}
+
+// clampScroll keeps the scroll within what there is to show.
+func (p *previewModel) clampScroll() {
+	if n, ok := p.maxScroll(); ok {
+		p.scroll = min(p.scroll, n)
+	}
 }
 
 // Update scrolls the screen text when the preview has focus.
@@ -59,9 +85,13 @@ func (p *previewModel) Update(msg tea.Msg) tea.Cmd {
 	if !ok {
 		return nil
 	}
+	// The text may have changed since the last key (a new screen, a taller header):
+	// scroll from where the pane shows it.
+	p.clampScroll()
 	switch km := p.c.keys.Panel; {
 	case km.Up.Matches(k):
 		p.scroll++
+		p.clampScroll()
 	case km.Down.Matches(k):
 		p.scroll = max(0, p.scroll-1)
 	}
@@ -69,7 +99,7 @@ func (p *previewModel) Update(msg tea.Msg) tea.Cmd {
 }
 
 // View draws the header lines then as much screen text as fits.
-func (p *previewModel) View() string {
+func (p previewModel) View() string {
 	st := &p.c.styles
 	inner := p.w - 2
 	bh := p.h - 2
@@ -77,6 +107,41 @@ func (p *previewModel) View() string {
 	if a == nil {
 		return p.c.paneFrame("preview", p.summary(), p.w, p.h, p.focus)
 	}
+	body := p.head(a)
+	room := bh - len(body)
+	if p.id == a.ID && room > 0 {
+		all := p.text(a)
+		// Update bounds the scroll when a key moves it and when the size or the
+		// screen changes; a header grown since (a new snapshot) is allowed for here,
+		// on View's copy.
+		end := len(all) - min(p.scroll, max(0, len(all)-room))
+		start := max(0, end-room)
+		for _, l := range all[start:end] {
+			body = append(body, st.Text.Render(fit(l, inner)))
+		}
+	}
+	title := a.Path
+	if p.id == a.ID && !p.live && p.screen != "" {
+		title += " (last screen)"
+	}
+	return p.c.paneFrame(title, body, p.w, p.h, p.focus)
+}
+
+// text is a's screen text as lines: the last read, or the screen kept in its record.
+func (p previewModel) text(a *wire.Agent) []string {
+	text := p.screen
+	if text == "" && a.LastScreen != "" {
+		text = sanitize(a.LastScreen)
+	}
+	return lastLines(text, 1<<20)
+}
+
+// head is what the preview says above the screen text — state and why, what a is
+// blocked on, its last message, usage — at most half the pane, then the separator.
+func (p previewModel) head(a *wire.Agent) []string {
+	st := &p.c.styles
+	inner := p.w - 2
+	bh := p.h - 2
 	var head []string
 	ss := p.c.agentStyle(a)
 	line := ss.Render(glyph(a.State)+" "+string(a.State)) + st.Muted.Render("  "+a.Provider)
@@ -138,27 +203,7 @@ func (p *previewModel) View() string {
 	if len(head) > bh/2 {
 		head = head[:max(1, bh/2)]
 	}
-	body := append(head, sep)
-	room := bh - len(body)
-	if p.id == a.ID && room > 0 {
-		text := p.screen
-		if text == "" && a.LastScreen != "" {
-			text = sanitize(a.LastScreen)
-		}
-		all := lastLines(text, 1<<20)
-		maxScroll := max(0, len(all)-room)
-		p.scroll = min(p.scroll, maxScroll)
-		end := len(all) - p.scroll
-		start := max(0, end-room)
-		for _, l := range all[start:end] {
-			body = append(body, st.Text.Render(fit(l, inner)))
-		}
-	}
-	title := a.Path
-	if p.id == a.ID && !p.live && p.screen != "" {
-		title += " (last screen)"
-	}
-	return p.c.paneFrame(title, body, p.w, p.h, p.focus)
+	return append(head, sep)
 }
 
 // oneLine folds text onto one line for a header.
@@ -167,7 +212,7 @@ func oneLine(s string) string {
 }
 
 // summary describes the selected inner node when it is not itself an agent.
-func (p *previewModel) summary() []string {
+func (p previewModel) summary() []string {
 	st := &p.c.styles
 	n := p.node
 	if n == nil {

@@ -37,6 +37,7 @@ const (
 
 // runsDialog is the runs view.
 type runsDialog struct {
+	size
 	c *common
 	// agentAt finds the agent at a tree path (the root's index), for the coders' states.
 	agentAt func(path string) *wire.Agent
@@ -55,7 +56,7 @@ type runsDialog struct {
 	summary runSummaryMsg
 
 	scroll int // first shown line of the summary
-	page   int // summary lines the last view had room for
+	page   int // summary lines there is room for (layout)
 
 	inFlight, dirty bool
 
@@ -138,7 +139,7 @@ func (d *runsDialog) addLog(es []wire.RunEntry) {
 	}
 }
 
-func (d *runsDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+func (d *runsDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	switch msg := msg.(type) {
 	case runsMsg:
 		return nil, d.setRuns(msg)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -191,42 +190,12 @@ func (r *runRecorder) RunDispatch(_ context.Context, p wire.RunMilestonesParams)
 	return r.after(p.Name, p.Milestones[0], "building")
 }
 
-// settle runs cmd and the commands its messages lead to, feeding each message to m,
-// until nothing more answers at once (ticks and blinks are dropped).
+// settle runs cmd and the commands its messages lead to, each to its end, feeding each
+// message to m, until nothing is left (see doCmd: only timers and blinks are not run).
 func settle(t testing.TB, m *Model, cmd tea.Cmd) {
 	t.Helper()
-	queue := []tea.Cmd{cmd}
-	for n := 0; len(queue) > 0; n++ {
-		if n > 200 {
-			t.Fatal("commands never settle")
-		}
-		c := queue[0]
-		queue = queue[1:]
-		if c == nil {
-			continue
-		}
-		ch := make(chan tea.Msg, 1)
-		go func() { ch <- c() }()
-		var msg tea.Msg
-		select {
-		case msg = <-ch:
-		case <-time.After(50 * time.Millisecond):
-			continue
-		}
-		if b, ok := msg.(tea.BatchMsg); ok {
-			queue = append(queue, b...)
-			continue
-		}
-		if v := reflect.ValueOf(msg); v.IsValid() && v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
-			for i := 0; i < v.Len(); i++ {
-				queue = append(queue, v.Index(i).Interface().(tea.Cmd))
-			}
-			continue
-		}
-		if msg != nil {
-			_, next := m.Update(msg)
-			queue = append(queue, next)
-		}
+	for _, msg := range doCmd(t, cmd) {
+		feedModel(t, m, msg)
 	}
 }
 

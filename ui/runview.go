@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
@@ -18,13 +19,43 @@ import (
 // Round limits (DESIGN §8): checks ≤ 3 rounds, review ≤ 2, conflict ≤ 2.
 const checkRounds, reviewRounds, conflictRounds = 3, 2, 2
 
-func (d *runsDialog) View(w, h int) string {
-	st := &d.c.styles
-	iw := w - 4
-	room := max(1, h-5) // frame, the blank first line, the blank and the hints at the end
+func (d *runsDialog) Update(msg tea.Msg) (tea.Cmd, action) {
+	cmd, act := d.update(msg)
+	d.layout()
+	return cmd, act
+}
+
+func (d *runsDialog) SetSize(w, h int) {
+	d.size.SetSize(w, h)
+	d.layout()
+}
+
+// layout gives the summary the lines the view has for it (the page pgup/pgdn move by)
+// and keeps its scroll within them.
+func (d *runsDialog) layout() {
+	if d.mode != runSummary {
+		return
+	}
+	head, body := d.summaryParts(d.width - 4)
+	d.page = max(1, d.room()-len(head))
+	d.scroll = min(d.scroll, max(0, len(body)-d.page))
+}
+
+// room is how many lines the mode's body gets: the height less the frame, the blank
+// first line, the blank and the hints at the end, and the notice.
+func (d runsDialog) room() int {
+	room := max(1, d.height-5)
 	if d.notice != "" {
 		room = max(1, room-2)
 	}
+	return room
+}
+
+func (d runsDialog) View() string {
+	w, h := d.width, d.height
+	st := &d.c.styles
+	iw := w - 4
+	room := d.room()
 	var lines []string
 	title := "runs"
 	r, ok := d.current()
@@ -65,7 +96,7 @@ func (d *runsDialog) View(w, h int) string {
 	return d.c.frame(&st.DialogBorder, &st.DialogTitle, title, body, w, h)
 }
 
-func (d *runsDialog) hints() string {
+func (d runsDialog) hints() string {
 	km, dk := d.c.keys.Runs, d.c.keys.Dialog
 	switch d.mode {
 	case runList:
@@ -123,7 +154,7 @@ func milestoneGlyph(c *common, state string) (string, *lipglossStyle) {
 
 // elapsed is a milestone's time so far: the server's figure, counted on from when the
 // view read it while the milestone is under way, so the clock moves between events.
-func (d *runsDialog) elapsed(m wire.RunMilestone) int {
+func (d runsDialog) elapsed(m wire.RunMilestone) int {
 	sec := m.ElapsedSeconds
 	switch m.State {
 	case "planned", "ready", "merged":
@@ -136,7 +167,7 @@ func (d *runsDialog) elapsed(m wire.RunMilestone) int {
 }
 
 // timeCell is "elapsed / estimate", or "-" before the start.
-func (d *runsDialog) timeCell(m wire.RunMilestone) string {
+func (d runsDialog) timeCell(m wire.RunMilestone) string {
 	e := d.elapsed(m)
 	if e <= 0 && m.EstimateSeconds <= 0 {
 		return "-"
@@ -198,7 +229,7 @@ func attention(r wire.RunView) string {
 }
 
 // listLines is the list mode: one row per run, then the selected run's milestones.
-func (d *runsDialog) listLines(w, room int) []string {
+func (d runsDialog) listLines(w, room int) []string {
 	st := &d.c.styles
 	if len(d.runs) == 0 {
 		return []string{st.Muted.Render("no runs; start one with orcr run start NAME once its plan is approved (P)")}
@@ -255,7 +286,7 @@ func capCell(s string, n int) string {
 
 // paintMilestones lays out milestone rows (the first column the glyph and id, the
 // second the state) in the milestones' state colours.
-func (d *runsDialog) paintMilestones(rows [][]string, ms []wire.RunMilestone, w int) []string {
+func (d runsDialog) paintMilestones(rows [][]string, ms []wire.RunMilestone, w int) []string {
 	st := &d.c.styles
 	return planColumns(rows, w, func(row, col int, cell string) string {
 		if row == 0 {
@@ -276,7 +307,7 @@ func (d *runsDialog) paintMilestones(rows [][]string, ms []wire.RunMilestone, w 
 }
 
 // headLine is a run's state and where its work goes.
-func (d *runsDialog) headLine(r wire.RunView) string {
+func (d runsDialog) headLine(r wire.RunView) string {
 	st := &d.c.styles
 	tip := r.Tip
 	if len(tip) > 10 {
@@ -293,7 +324,7 @@ func (d *runsDialog) headLine(r wire.RunView) string {
 // viewLines is the run mode: the head line, the milestone rows (scrolled to keep the
 // selection in view), the selected milestone in full, the pool, the lead's inbox and
 // as much of the log's tail as fits.
-func (d *runsDialog) viewLines(r wire.RunView, w, room int) []string {
+func (d runsDialog) viewLines(r wire.RunView, w, room int) []string {
 	st := &d.c.styles
 	out := []string{d.headLine(r), ""}
 	// Narrow, the title and the coder give way (the selected milestone's lines below
@@ -380,7 +411,7 @@ func squeeze(lines []string, room int) []string {
 }
 
 // detailLines is the selected milestone in full.
-func (d *runsDialog) detailLines(r wire.RunView, m wire.RunMilestone, w int) []string {
+func (d runsDialog) detailLines(r wire.RunView, m wire.RunMilestone, w int) []string {
 	st := &d.c.styles
 	g, gs := milestoneGlyph(d.c, m.State)
 	out := []string{d.c.p(gs, g+" "+m.ID) + " " + d.c.p(&st.Bold, oneLine(m.Title)) + " " + d.c.p(gs, m.State)}
@@ -414,7 +445,7 @@ func (d *runsDialog) detailLines(r wire.RunView, m wire.RunMilestone, w int) []s
 }
 
 // poolLine is the run's coders: tier, model, what each works on or how long it rests.
-func (d *runsDialog) poolLine(r wire.RunView) string {
+func (d runsDialog) poolLine(r wire.RunView) string {
 	st := &d.c.styles
 	if len(r.Pool) == 0 {
 		return d.c.p(&st.Muted, "coders: none started yet")
@@ -436,7 +467,7 @@ func (d *runsDialog) poolLine(r wire.RunView) string {
 }
 
 // logLines is the newest n entries of the open run's log, oldest first.
-func (d *runsDialog) logLines(w, n int) []string {
+func (d runsDialog) logLines(w, n int) []string {
 	st := &d.c.styles
 	es := d.log[max(0, len(d.log)-n):]
 	out := make([]string, 0, len(es))
@@ -454,11 +485,18 @@ func (d *runsDialog) logLines(w, n int) []string {
 
 // summaryLines is the summary mode: the file rendered (headings, aligned tables),
 // scrolled.
-func (d *runsDialog) summaryLines(w, room int) []string {
+func (d runsDialog) summaryLines(w, room int) []string {
+	head, body := d.summaryParts(w)
+	page := max(1, room-len(head))
+	body = body[min(d.scroll, max(0, len(body)-page)):]
+	return append(head, body...)
+}
+
+// summaryParts is the summary's path and its file rendered to width w.
+func (d runsDialog) summaryParts(w int) (head, body []string) {
 	st := &d.c.styles
 	s := d.summary
-	head := []string{d.c.p(&st.Muted, core.Dash(s.path)), ""}
-	var body []string
+	head = []string{d.c.p(&st.Muted, core.Dash(s.path)), ""}
 	switch {
 	case s.err != nil:
 		body = []string{st.Error.Render(oneLine(s.err.Error()))}
@@ -467,10 +505,7 @@ func (d *runsDialog) summaryLines(w, room int) []string {
 	default:
 		body = renderSummary(d.c, s.text, w)
 	}
-	d.page = max(1, room-len(head))
-	d.scroll = min(d.scroll, max(0, len(body)-d.page))
-	body = body[d.scroll:]
-	return append(head, body...)
+	return head, body
 }
 
 // renderSummary draws summary Markdown: headings in the accent, tables as aligned

@@ -60,7 +60,7 @@ func (m *Model) statusInfo() statusInfo {
 }
 
 // View draws the bar in exactly s.w cells.
-func (s *statusModel) View(in statusInfo) string {
+func (s statusModel) View(in statusInfo) string {
 	st := &s.c.styles
 	bar := st.StatusBar
 	left := st.StatusMode.Render(" " + in.mode + " ")

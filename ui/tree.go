@@ -49,15 +49,21 @@ func (t *treeModel) selected() *wire.Agent {
 	return t.sel.agent
 }
 
-// sync re-finds the selection after the rows were rebuilt.
+// sync re-finds the selection after the rows were rebuilt, and keeps the cursor in the
+// window.
 func (t *treeModel) sync() {
 	wasDirty := t.idx.dirty
-	rows := t.idx.rows()
+	t.follow(t.idx.rows(), wasDirty)
+}
+
+// follow puts the cursor on the selected node among rows (rebuilt says they may have
+// moved) and scrolls the window to show it.
+func (t *treeModel) follow(rows []*node, rebuilt bool) {
 	if len(rows) == 0 {
 		t.cursor, t.offset, t.sel = 0, 0, nil
 		return
 	}
-	if wasDirty || t.cursor < 0 || t.cursor >= len(rows) || rows[t.cursor] != t.sel {
+	if rebuilt || t.cursor < 0 || t.cursor >= len(rows) || rows[t.cursor] != t.sel {
 		found := false
 		if t.sel != nil {
 			for i, n := range rows {
@@ -72,10 +78,11 @@ func (t *treeModel) sync() {
 		}
 		t.sel = rows[t.cursor]
 	}
-	t.scroll()
+	t.scroll(len(rows))
 }
 
-func (t *treeModel) scroll() {
+// scroll moves the window of n rows so the cursor is in it.
+func (t *treeModel) scroll(n int) {
 	h := t.bodyHeight()
 	if h <= 0 {
 		return
@@ -86,7 +93,6 @@ func (t *treeModel) scroll() {
 	if t.cursor >= t.offset+h {
 		t.offset = t.cursor - h + 1
 	}
-	n := len(t.idx.rows())
 	t.offset = max(0, min(t.offset, n-h))
 }
 
@@ -97,7 +103,7 @@ func (t *treeModel) move(d int) {
 	}
 	t.cursor = min(max(t.cursor+d, 0), len(rows)-1)
 	t.sel = rows[t.cursor]
-	t.scroll()
+	t.scroll(len(rows))
 }
 
 func (t *treeModel) selectNode(n *node) {
@@ -206,11 +212,13 @@ func layoutColumns(w int) columns {
 	return c
 }
 
-// View draws the visible window of rows inside a frame.
-func (t *treeModel) View() string {
-	t.sync()
+// View draws the visible window of rows inside a frame. Update has laid the tree out
+// (Model.layout); View works on a copy, so following the selection here, should the
+// rows have changed since, moves only the copy's cursor.
+func (t treeModel) View() string {
+	rows := t.idx.visible()
+	t.follow(rows, t.idx.dirty)
 	inner := t.w - 2
-	rows := t.idx.rows()
 	bh := t.bodyHeight()
 	body := make([]string, 0, t.h)
 	if t.filtering || t.idx.filter != "" {
@@ -242,7 +250,7 @@ func (t *treeModel) View() string {
 
 // row renders one node in exactly w cells. Widths are computed on plain text and only
 // then painted, so no styled string is measured.
-func (t *treeModel) row(n *node, w int, cols columns, selected bool) string {
+func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 	c := t.c
 	st := &c.styles
 	fold := "  "

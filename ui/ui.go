@@ -3,7 +3,9 @@
 // queue/usage/schedules/events panel, status bar). It sees the engine only through
 // core.Service, so it works the same in-process and against a remote `orcr serve`.
 // Update never does I/O: every Service call runs in a command that returns a typed
-// message, and core events arrive through one re-arming subscription command.
+// message, and core events arrive through one re-arming subscription command. View
+// never changes state: layout happens in Update and SetSize. README.md says how the
+// pieces fit and how tests drive them.
 package ui
 
 import (
