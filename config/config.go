@@ -1,22 +1,23 @@
 // Package config reads orcr's config.toml ($XDG_CONFIG_HOME/orcr/config.toml, or
-// $ORCR_CONFIG) into typed settings. A file that does not parse is an error naming
-// the line, so a server refuses to start on it rather than guessing.
+// $ORCR_CONFIG) into typed settings. A file that does not parse, or has a key orcr does
+// not know, is an error naming the file and the line, so a server refuses to start on it
+// rather than guessing.
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"orcr/internal/regfile"
-
-	"github.com/BurntSushi/toml"
+	"orcr/internal/strictfile"
 )
 
 // Config is the whole file. Zero values mean defaults.
@@ -144,30 +145,17 @@ func DefaultPath() string {
 	return filepath.Join(dir, "orcr", "config.toml")
 }
 
-// Load reads path; a missing file gives the defaults.
+// Load reads path; a missing file gives the defaults. The file is read by the one strict
+// loader: a key orcr does not know, a value of the wrong type or a syntax error is an
+// error naming the file and the line ("config.toml:3: unknown key …").
 func Load(path string) (Config, error) {
 	var c Config
-	b, err := regfile.Read(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
+	_, err := strictfile.Load(context.Background(), path, regfile.MaxConfig, &c)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("read config: %w", err)
-	}
-	md, err := toml.Decode(string(b), &c)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return c, fmt.Errorf("config %s line %d: %s", path, pe.Position.Line, pe.Message)
-		}
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		var keys []string
-		for _, k := range und {
-			keys = append(keys, k.String())
-		}
-		return c, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		return c, err
 	}
 	c.Path = path
 	return c, c.Validate()
