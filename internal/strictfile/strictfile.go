@@ -115,6 +115,10 @@ func (d *Doc) Err() error {
 	return d.errs
 }
 
+// Key writes a key's parts as Doc.Line takes them, quoting a part TOML would quote:
+// Key("tiers", name, "coding").
+func Key(parts ...string) string { return toml.Key(parts).String() }
+
 // Load reads the file at path — a regular file (symlinks followed), at most max bytes
 // (0: regfile.MaxConfig), within regfile.Timeout — and decodes it into v like Decode. A
 // missing file's error satisfies errors.Is(err, fs.ErrNotExist), so a caller can take
