@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strconv"
@@ -44,6 +45,8 @@ func (e *Error) Error() string {
 	switch {
 	case e.File != "" && e.Line > 0:
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "" && strings.HasPrefix(e.Msg, e.File+" "):
+		return e.Msg // a refused read names the file already: "FILE is larger than 4 MiB …"
 	case e.File != "":
 		return e.File + ": " + e.Msg
 	case e.Line > 0:
@@ -134,19 +137,14 @@ func Load(ctx context.Context, path string, max int64, v any) (*Doc, error) {
 	return Decode(path, src, v)
 }
 
-// readMsg drops the path regfile puts first: Error names the file already.
+// readMsg is a read error as the user reads it: regfile's refusals name the file first
+// ("FILE is not a regular file …"); an open error is its cause alone ("permission denied").
 func readMsg(path string, err error) string {
-	s := err.Error()
-	if rest, ok := strings.CutPrefix(s, path+": "); ok {
-		return rest
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err.Error()
 	}
-	if rest, ok := strings.CutPrefix(s, path+" "); ok {
-		return rest
-	}
-	if rest, ok := strings.CutPrefix(s, "open "+path+": "); ok {
-		return rest
-	}
-	return s
+	return err.Error()
 }
 
 // Decode decodes src (file names it in errors) into v, a pointer to a struct or a map.

@@ -140,7 +140,7 @@ func TestLoad(t *testing.T) {
 	}
 	big := write("big.toml", "name = \""+strings.Repeat("x", 100)+"\"\n")
 	_, err := Load(context.Background(), big, 64, &v)
-	if !errors.Is(err, regfile.ErrTooLarge) || !strings.HasPrefix(err.Error(), big+": is larger than 64 bytes") {
+	if !errors.Is(err, regfile.ErrTooLarge) || !strings.HasPrefix(err.Error(), big+" is larger than 64 bytes") {
 		t.Fatalf("a file over the bound: %v", err)
 	}
 	fifo := filepath.Join(dir, "fifo.toml")
@@ -149,7 +149,7 @@ func TestLoad(t *testing.T) {
 	}
 	for _, p := range []string{fifo, dir} {
 		_, err := Load(context.Background(), p, 0, &v)
-		if !errors.Is(err, regfile.ErrNotRegular) || !strings.HasPrefix(err.Error(), p+": ") {
+		if !errors.Is(err, regfile.ErrNotRegular) || !strings.HasPrefix(err.Error(), p+" is not a regular file (it is a") {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
