@@ -192,12 +192,31 @@ func FuzzStrictLoad(f *testing.F) {
 		if !errors.As(err, &es) || len(es) == 0 {
 			t.Fatalf("not Errors: %T %v", err, err)
 		}
+		src := strings.Split(string(doc), "\n")
 		for _, e := range es {
 			if e.File != "f.toml" || e.Line < 0 || e.Line > lines || e.Msg == "" {
 				t.Fatalf("bad error %+v for\n%q", e, doc)
+			}
+			// An unknown key is named at a line that holds it (when its name is bare, so
+			// the file spells it as the message does).
+			if name, ok := unknownName(e.Msg); ok && e.Line > 0 && !strings.Contains(src[e.Line-1], name) {
+				t.Fatalf("%s: line %d is %q\n%q", e.Msg, e.Line, src[e.Line-1], doc)
 			}
 		}
 		var m map[string]any
 		Decode("f.toml", doc, &m)
 	})
+}
+
+// unknownName is the bare key an "unknown key" message names.
+func unknownName(msg string) (string, bool) {
+	rest, ok := strings.CutPrefix(msg, `unknown key "`)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, `"`)
+	if !ok || name == "" || strings.ContainsAny(name, `\'"`) {
+		return "", false
+	}
+	return name, true
 }
