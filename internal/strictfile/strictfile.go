@@ -155,7 +155,11 @@ func readMsg(path string, err error) string {
 func Decode(file string, src []byte, v any) (*Doc, error) {
 	md, err := toml.Decode(string(src), v)
 	if err != nil {
-		return nil, Errors{decodeError(file, err)}
+		e, have := decodeError(file, err)
+		if have != "" {
+			refineLine(src, e, have)
+		}
+		return nil, Errors{e}
 	}
 	d := &Doc{File: file, md: md, ix: scan(src)}
 	t := reflect.TypeOf(v)
@@ -263,17 +267,19 @@ func lookup(m map[string]any, name string) (any, bool) {
 // decodeError turns what BurntSushi/toml returns into an *Error with a line: syntax errors
 // come as toml.ParseError, type mismatches as plain errors reading
 // "toml: line N (last key "k"): …".
-func decodeError(file string, err error) *Error {
+//
+// have is the type the document's value has, for a type mismatch ("" otherwise).
+func decodeError(file string, err error) (e *Error, have string) {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		msg := pe.Message
 		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
 			msg = pe.LastKey + ": " + msg
 		}
-		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg, Err: err}
+		return &Error{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: msg, Err: err}, ""
 	}
 	s := strings.TrimPrefix(err.Error(), "toml: ")
-	e := &Error{File: file, Msg: s, Err: err}
+	e = &Error{File: file, Msg: s, Err: err}
 	if rest, ok := strings.CutPrefix(s, "line "); ok {
 		n, after, _ := strings.Cut(rest, " ")
 		if line, aerr := strconv.Atoi(n); aerr == nil {
@@ -286,34 +292,76 @@ func decodeError(file string, err error) *Error {
 			s = strings.TrimPrefix(rest[len(q):], "): ")
 		}
 	}
-	e.Msg = typeMsg(e.Key, s)
-	return e
+	e.Msg, have = typeMsg(e.Key, s)
+	return e, have
+}
+
+// refineLine puts a type mismatch inside an array of tables at the element that has it:
+// the decoder names the key without its index, at the line of its last occurrence, so
+// "[[item]] v = "x"" followed by "[[item]] v = 2" was blamed on the second.
+func refineLine(src []byte, e *Error, have string) {
+	occ := scan(src).occurrences[e.Key]
+	if len(occ) < 2 {
+		return
+	}
+	var raw map[string]any
+	if _, err := toml.Decode(string(src), &raw); err != nil {
+		return
+	}
+	for _, o := range occ {
+		if v, ok := valueAt(raw, o.path); ok && strings.ReplaceAll(fmt.Sprintf("%T", v), "interface {}", "any") == have {
+			e.Line, e.Key = o.line, o.path.String()
+			return
+		}
+	}
+}
+
+// valueAt is the raw value at p, walking tables by name and arrays by index.
+func valueAt(v any, p path) (any, bool) {
+	for _, s := range p {
+		if s.isIdx {
+			rv := reflect.ValueOf(v)
+			if rv.Kind() != reflect.Slice || s.index >= rv.Len() {
+				return nil, false
+			}
+			v = rv.Index(s.index).Interface()
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[s.name]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // typeMsg rewrites the decoder's type mismatches ("incompatible types: TOML value has type
 // string; destination has type integer") into what a person fixes: "priority is a string;
 // give an integer".
-func typeMsg(key, s string) string {
-	var have, want string
+func typeMsg(key, s string) (msg, have string) {
+	var want string
 	if rest, ok := strings.CutPrefix(s, "incompatible types: TOML value has type "); ok {
 		have, want, ok = strings.Cut(rest, "; destination has type ")
 		if !ok {
-			return prefixKey(key, s)
+			return prefixKey(key, s), ""
 		}
 	} else if rest, ok := strings.CutPrefix(s, "type mismatch for "); ok {
 		_, have, ok = strings.Cut(rest, ": expected table but found ")
 		if !ok {
-			return prefixKey(key, s)
+			return prefixKey(key, s), ""
 		}
 		want = "map"
 	} else {
-		return prefixKey(key, s)
+		return prefixKey(key, s), ""
 	}
 	name := key
 	if name == "" {
 		name = "the value"
 	}
-	return fmt.Sprintf("%s is %s; give %s", name, tomlKind(have), goKind(want))
+	return fmt.Sprintf("%s is %s; give %s", name, tomlKind(have), goKind(want)), have
 }
 
 func prefixKey(key, s string) string {

@@ -64,6 +64,8 @@ func TestDecode(t *testing.T) {
 			[]string{`f.toml:3: n is a string; give an integer`}},
 		{"type mismatch in a table", "[table]\na = 5\n",
 			[]string{`f.toml:2: table.a is an integer; give a string in quotes`}},
+		{"type mismatch in the first of an array of tables", "[[item]]\nid = \"a\"\nv = \"x\"\n[[item]]\nid = \"b\"\nv = 2\n",
+			[]string{`f.toml:3: item.v is a string; give an integer`}},
 		{"a value where a table goes", "table = 3\n",
 			[]string{`f.toml:1: table is an integer; give a table`}},
 		{"syntax error", "name = \"x\"\nn = = 2\n", []string{`f.toml:2: `}},
