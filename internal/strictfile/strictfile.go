@@ -170,8 +170,9 @@ func Decode(file string, src []byte, v any) (*Doc, error) {
 			d.checkRequired(t, raw, nil)
 		}
 	}
-	if err := d.Err(); err != nil {
-		return d, err
+	if d.Err() != nil {
+		// A copy: the caller may go on adding to the Doc.
+		return d, slices.Clone(d.errs)
 	}
 	return d, nil
 }
