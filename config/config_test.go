@@ -42,10 +42,12 @@ func TestLoadMissingIsDefault(t *testing.T) {
 // in the middle of the message.
 func TestLoadErrorsNameTheLine(t *testing.T) {
 	for body, want := range map[string]string{
-		"[ui]\ntheme = dark\n":                            ":2: ui.theme: expected value but found \"dark\"",
-		"host = \"tmux\"\n[ui]\nthme = \"dark\"\n":        `:3: unknown key "thme" in [ui] (known: theme, keymap)`,
-		"[providers.claude]\nbin = \"c\"\nbinn = \"x\"\n": `:3: unknown key "binn" in [providers.claude] (known: bin)`,
-		"\n[limits]\nglobal = \"six\"\n":                  ":3: limits.global is a string; give an integer",
+		"[ui]\ntheme = dark\n":                                 ":2: ui.theme: expected value but found \"dark\"",
+		"host = \"tmux\"\n[ui]\nthme = \"dark\"\n":             `:3: unknown key "thme" in [ui] (known: theme, keymap)`,
+		"[providers.claude]\nbin = \"c\"\nbinn = \"x\"\n":      `:3: unknown key "binn" in [providers.claude] (known: bin)`,
+		"\n[limits]\nglobal = \"six\"\n":                       ":3: limits.global is a string; give an integer",
+		"[gc]\nexited_grace = \"1m\"\nidle_after = \"soon\"\n": `:3: gc.idle_after = "soon" is not a duration`,
+		"[prices.\"claude-opus-4.1\"]\ninput = -1\n":           ":2: prices.claude-opus-4.1.input = -1: give USD per million tokens",
 	} {
 		p := write(t, body)
 		_, err := Load(p)
