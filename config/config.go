@@ -1,22 +1,23 @@
 // Package config reads orcr's config.toml ($XDG_CONFIG_HOME/orcr/config.toml, or
-// $ORCR_CONFIG) into typed settings. A file that does not parse is an error naming
-// the line, so a server refuses to start on it rather than guessing.
+// $ORCR_CONFIG) into typed settings. A file that does not parse, or has a key orcr does
+// not know, is an error naming the file and the line, so a server refuses to start on it
+// rather than guessing.
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"orcr/internal/regfile"
-
-	"github.com/BurntSushi/toml"
+	"orcr/internal/strictfile"
 )
 
 // Config is the whole file. Zero values mean defaults.
@@ -144,33 +145,38 @@ func DefaultPath() string {
 	return filepath.Join(dir, "orcr", "config.toml")
 }
 
-// Load reads path; a missing file gives the defaults.
+// Load reads path; a missing file gives the defaults. The file is read by the one strict
+// loader: a key orcr does not know, a value of the wrong type or a syntax error is an
+// error naming the file and the line ("config.toml:3: unknown key …").
 func Load(path string) (Config, error) {
 	var c Config
-	b, err := regfile.Read(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
+	doc, err := strictfile.Load(context.Background(), path, regfile.MaxConfig, &c)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, nil
 	}
 	if err != nil {
-		return c, fmt.Errorf("read config: %w", err)
-	}
-	md, err := toml.Decode(string(b), &c)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return c, fmt.Errorf("config %s line %d: %s", path, pe.Position.Line, pe.Message)
-		}
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		var keys []string
-		for _, k := range und {
-			keys = append(keys, k.String())
-		}
-		return c, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		return c, err
 	}
 	c.Path = path
-	return c, c.Validate()
+	var ve *valueError
+	if err := c.Validate(); errors.As(err, &ve) {
+		// A value that parses but makes no sense is named at its line too.
+		doc.Add(ve.key, "%s", ve.msg)
+		return c, doc.Err()
+	} else if err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// valueError is a value Validate refuses, with the key it is under so Load can name the
+// line; alone it reads "config: msg".
+type valueError struct{ key, msg string }
+
+func (e *valueError) Error() string { return "config: " + e.msg }
+
+func bad(key, format string, args ...any) error {
+	return &valueError{key: key, msg: fmt.Sprintf(format, args...)}
 }
 
 // Validate checks values that parse but make no sense.
@@ -178,7 +184,7 @@ func (c Config) Validate() error {
 	switch c.Host {
 	case "", "auto", "herdr", "tmux", "pty":
 	default:
-		return fmt.Errorf("config: host %q: use auto, herdr, tmux or pty", c.Host)
+		return bad("host", "host %q: use auto, herdr, tmux or pty", c.Host)
 	}
 	var names []string
 	for k := range c.Limits {
@@ -187,17 +193,17 @@ func (c Config) Validate() error {
 	sort.Strings(names)
 	for _, k := range names {
 		if c.Limits[k] < 0 {
-			return fmt.Errorf("config: limits.%s = %d must not be negative", k, c.Limits[k])
+			return bad(strictfile.Key("limits", k), "limits.%s = %d must not be negative", k, c.Limits[k])
 		}
 	}
 	switch c.GC.IdleAction {
 	case "", "stop", "hibernate":
 	default:
-		return fmt.Errorf("config: gc.idle_action = %q: use \"stop\" or \"hibernate\"", c.GC.IdleAction)
+		return bad("gc.idle_action", "gc.idle_action = %q: use \"stop\" or \"hibernate\"", c.GC.IdleAction)
 	}
 	if u := c.GitHub.APIURL; u != "" {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return fmt.Errorf("config: github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
+			return bad("github.api_url", "github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
 	}
 	if err := c.validateNumbers(); err != nil {
@@ -208,7 +214,7 @@ func (c Config) Validate() error {
 			continue
 		}
 		if _, err := time.ParseDuration(d); err != nil {
-			return fmt.Errorf("config: %s = %q is not a duration (e.g. \"10m\", \"24h\")", name, d)
+			return bad(name, "%s = %q is not a duration (e.g. \"10m\", \"24h\")", name, d)
 		}
 	}
 	return nil
@@ -235,10 +241,10 @@ func (c Config) ProviderCaps() map[string]int {
 // and headroom = nan reached `orcr account ls` as "json: unsupported value: NaN".
 func (c Config) validateNumbers() error {
 	if h := c.Accounts.Headroom; h != nil && (math.IsNaN(*h) || *h < 0 || *h > 1) {
-		return fmt.Errorf("config: accounts.headroom = %v: give a fraction from 0 to 1 (default 0.9)", *h)
+		return bad("accounts.headroom", "accounts.headroom = %v: give a fraction from 0 to 1 (default 0.9)", *h)
 	}
 	if h := c.Accounts.HoldBelow; h != nil && (*h < 0 || *h > 100) {
-		return fmt.Errorf("config: accounts.hold_below = %d: give a percentage from 0 to 100 (default 5)", *h)
+		return bad("accounts.hold_below", "accounts.hold_below = %d: give a percentage from 0 to 100 (default 5)", *h)
 	}
 	models := make([]string, 0, len(c.Prices))
 	for m := range c.Prices {
@@ -249,14 +255,14 @@ func (c Config) validateNumbers() error {
 		p := c.Prices[m]
 		for key, v := range map[string]float64{"input": p.Input, "output": p.Output, "cache_read": p.CacheRead, "cache_write": p.CacheWrite} {
 			if math.IsNaN(v) || v < 0 || v > maxPrice {
-				return fmt.Errorf("config: prices.%s.%s = %v: give USD per million tokens from 0 to %d", m, key, v, maxPrice)
+				return bad(strictfile.Key("prices", m, key), "prices.%s.%s = %v: give USD per million tokens from 0 to %d", m, key, v, maxPrice)
 			}
 		}
 	}
 	for key, v := range map[string]int{"server.max_connections": c.Server.MaxConnections,
 		"server.max_requests_per_connection": c.Server.MaxInFlight, "server.max_unread_mb": c.Server.MaxUnreadMB} {
 		if v < 0 || v > 1_000_000 {
-			return fmt.Errorf("config: %s = %d: give a number from 0 (the default) to 1000000", key, v)
+			return bad(key, "%s = %d: give a number from 0 (the default) to 1000000", key, v)
 		}
 	}
 	return nil

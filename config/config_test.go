@@ -36,10 +36,24 @@ func TestLoadMissingIsDefault(t *testing.T) {
 	}
 }
 
+// TestLoadErrorsNameTheLine: every problem the file has names its file and line, in the
+// form editors link to. Before the one strict loader an unknown key was named with no line
+// ("config X: unknown keys: ui.thme") and a type mismatch said "toml: line 3 (last key …)"
+// in the middle of the message.
 func TestLoadErrorsNameTheLine(t *testing.T) {
-	_, err := Load(write(t, "[ui]\ntheme = dark\n"))
-	if err == nil || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("want line 2 in error, got %v", err)
+	for body, want := range map[string]string{
+		"[ui]\ntheme = dark\n":                                 ":2: ui.theme: expected value but found \"dark\"",
+		"host = \"tmux\"\n[ui]\nthme = \"dark\"\n":             `:3: unknown key "thme" in [ui] (known: theme, keymap)`,
+		"[providers.claude]\nbin = \"c\"\nbinn = \"x\"\n":      `:3: unknown key "binn" in [providers.claude] (known: bin)`,
+		"\n[limits]\nglobal = \"six\"\n":                       ":3: limits.global is a string; give an integer",
+		"[gc]\nexited_grace = \"1m\"\nidle_after = \"soon\"\n": `:3: gc.idle_after = "soon" is not a duration`,
+		"[prices.\"claude-opus-4.1\"]\ninput = -1\n":           ":2: prices.claude-opus-4.1.input = -1: give USD per million tokens",
+	} {
+		p := write(t, body)
+		_, err := Load(p)
+		if err == nil || !strings.HasPrefix(err.Error(), p+want) {
+			t.Errorf("%q: got %v, want %s%s", body, err, p, want)
+		}
 	}
 	for _, bad := range []string{"host = \"screen\"\n", "[limits]\nglobal = -1\n", "[gc]\nidle_after = \"soon\"\n", "bogus = 1\n"} {
 		if _, err := Load(write(t, bad)); err == nil {

@@ -13,15 +13,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"orcr/internal/regfile"
-
-	"github.com/BurntSushi/toml"
+	"orcr/internal/strictfile"
 )
 
 // Listener is one parsed listener file.
@@ -94,7 +91,10 @@ type ParseError struct {
 	Path string
 	Line int
 	Msg  string
+	Err  error // the strict loader's *strictfile.Error, when it found the problem
 }
+
+func (e *ParseError) Unwrap() error { return e.Err }
 
 func (e *ParseError) Error() string {
 	where := "listener " + e.Name
@@ -106,8 +106,6 @@ func (e *ParseError) Error() string {
 	}
 	return where + ": " + e.Msg
 }
-
-var tomlLineRE = regexp.MustCompile(`^line (\d+) `)
 
 type fileDoc struct {
 	Interval string `toml:"interval"`
@@ -178,34 +176,24 @@ func Parse(name string, data []byte) (Listener, error) {
 		return fail(line, "%s", msg)
 	}
 	var doc fileDoc
-	md, err := toml.Decode(string(data), &doc)
+	md, err := strictfile.Decode("", data, &doc)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return fail(pe.Position.Line, "%s", pe.Message)
+		// A listener is refused on its first problem; the loader sorts them by line.
+		var se *strictfile.Error
+		if errors.As(err, &se) {
+			return Listener{}, &ParseError{Name: name, Line: se.Line, Msg: se.Msg, Err: se}
 		}
-		// Type mismatches come as plain errors reading "toml: line N (last key …): …".
-		msg := strings.TrimPrefix(err.Error(), "toml: ")
-		if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return fail(n, "%s", msg[len(m[0]):])
-		}
-		return fail(0, "%s", msg)
-	}
-	lines := indexLines(string(data))
-	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0].String()
-		return fail(lines.lineAnyIndex(k), "unknown key %q", k)
+		return fail(0, "%v", err)
 	}
 
 	l := Listener{Name: name, Interval: DefaultInterval}
 	if doc.Interval != "" {
 		d, err := ParsePeriod(doc.Interval)
 		if err != nil {
-			return fail(lines.line("interval"), "interval: %v", err)
+			return fail(md.Line("interval"), "interval: %v", err)
 		}
 		if d < MinInterval {
-			return fail(lines.line("interval"), "interval %s is under the minimum of %s", doc.Interval, MinInterval)
+			return fail(md.Line("interval"), "interval %s is under the minimum of %s", doc.Interval, MinInterval)
 		}
 		l.Interval = d
 	}
@@ -214,77 +202,77 @@ func Parse(name string, data []byte) (Listener, error) {
 	allowed, ok := keysFor[src.Type]
 	switch {
 	case src.Type == "" && !md.IsDefined("source", "type"):
-		return fail(lines.line("source"), "[source] needs type = one of %s", strings.Join(SourceTypes(), ", "))
+		return fail(md.Line("source"), "[source] needs type = one of %s", strings.Join(SourceTypes(), ", "))
 	case !ok:
-		return fail(lines.line("source.type"), "unknown source type %q: use one of %s", src.Type, strings.Join(SourceTypes(), ", "))
+		return fail(md.Line("source.type"), "unknown source type %q: use one of %s", src.Type, strings.Join(SourceTypes(), ", "))
 	}
 	for _, k := range []string{"repos", "trigger", "authorized_users", "labels", "states", "command", "timeout"} {
 		if md.IsDefined("source", k) && !slices.Contains(allowed, k) {
-			return fail(lines.line("source."+k), "%s does not apply to a %s source (it reads %s)", k, src.Type, strings.Join(allowed, ", "))
+			return fail(md.Line("source."+k), "%s does not apply to a %s source (it reads %s)", k, src.Type, strings.Join(allowed, ", "))
 		}
 	}
 	l.Source = Source{Type: src.Type, Trigger: src.Trigger, AuthorizedUsers: src.AuthorizedUsers,
 		Labels: src.Labels, Command: src.Command}
 	if src.Type == "shell" {
 		if strings.TrimSpace(src.Command) == "" {
-			return fail(lines.line("source"), "a shell source needs command = \"…\"")
+			return fail(md.Line("source"), "a shell source needs command = \"…\"")
 		}
 		l.Source.Timeout = min(l.Interval, time.Minute)
 		if src.Timeout != "" {
 			d, err := ParsePeriod(src.Timeout)
 			if err != nil || d > MaxShellTimeout {
-				return fail(lines.line("source.timeout"), "timeout %q: a period up to %s, e.g. \"30s\"", src.Timeout, FormatPeriod(MaxShellTimeout))
+				return fail(md.Line("source.timeout"), "timeout %q: a period up to %s, e.g. \"30s\"", src.Timeout, FormatPeriod(MaxShellTimeout))
 			}
 			l.Source.Timeout = d
 		}
 	} else {
 		if len(src.Repos) == 0 {
-			return fail(lines.line("source"), "a %s source needs repos = [\"owner/name\"]", src.Type)
+			return fail(md.Line("source"), "a %s source needs repos = [\"owner/name\"]", src.Type)
 		}
 		for _, r := range src.Repos {
 			o, n, ok := strings.Cut(r, "/")
 			if !ok || o == "" || n == "" || strings.ContainsAny(n, "/ ") || strings.ContainsAny(o, " ") {
-				return fail(lines.line("source.repos"), "repo %q: write owner/name", r)
+				return fail(md.Line("source.repos"), "repo %q: write owner/name", r)
 			}
 			l.Source.Repos = append(l.Source.Repos, r)
 		}
 	}
 	if src.Type == "github-comments" && strings.TrimSpace(src.Trigger) == "" && md.IsDefined("source", "trigger") {
-		return fail(lines.line("source.trigger"), "trigger is empty: leave it out to fire on every comment")
+		return fail(md.Line("source.trigger"), "trigger is empty: leave it out to fire on every comment")
 	}
 	for _, st := range src.States {
 		up := strings.ToUpper(st)
 		if !slices.Contains([]string{"APPROVED", "CHANGES_REQUESTED", "COMMENTED"}, up) {
-			return fail(lines.line("source.states"), "review state %q: use approved, changes_requested or commented", st)
+			return fail(md.Line("source.states"), "review state %q: use approved, changes_requested or commented", st)
 		}
 		l.Source.States = append(l.Source.States, up)
 	}
 
-	if err := l.parseAction(doc, md, lines); err != nil {
+	if err := l.parseAction(doc, md); err != nil {
 		return Listener{}, err
 	}
 
 	for i, rl := range doc.RateLimits {
-		key := "rate_limits." + fmt.Sprint(i)
+		key := fmt.Sprintf("rate_limits[%d]", i)
 		if rl.Max <= 0 || rl.Max > 1_000_000 {
-			return fail(lines.line(key+".max"), "rate_limits max = %d: it must be 1 or more (leave the limit out for none)", rl.Max)
+			return fail(md.Line(key+".max"), "rate_limits max = %d: it must be 1 or more (leave the limit out for none)", rl.Max)
 		}
 		if rl.Per == "" {
-			return fail(lines.line(key), "rate_limits entry needs per = \"1h\" (or \"90m\", \"day\" …)")
+			return fail(md.Line(key), "rate_limits entry needs per = \"1h\" (or \"90m\", \"day\" …)")
 		}
 		d, err := ParsePeriod(rl.Per)
 		if err != nil {
-			return fail(lines.line(key+".per"), "rate_limits per: %v", err)
+			return fail(md.Line(key+".per"), "rate_limits per: %v", err)
 		}
 		if d < time.Second {
-			return fail(lines.line(key+".per"), "rate_limits per %q is under a second", rl.Per)
+			return fail(md.Line(key+".per"), "rate_limits per %q is under a second", rl.Per)
 		}
 		l.RateLimits = append(l.RateLimits, RateLimit{Max: int(rl.Max), Per: d, Text: rl.Per})
 	}
 	return l, nil
 }
 
-func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) error {
+func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	fail := func(line int, format string, a ...any) error {
 		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -299,48 +287,48 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 	tmpl := func(key, text string) (Template, error) {
 		t, err := ParseTemplate(text, known)
 		if err != nil {
-			return Template{}, fail(lines.line("action."+key), "%s: %v", key, err)
+			return Template{}, fail(md.Line("action."+key), "%s: %v", key, err)
 		}
 		return t, nil
 	}
 	var err error
 	if a.Plan != "" {
-		return l.parsePlan(doc, md, lines, tmpl)
+		return l.parsePlan(doc, md, tmpl)
 	}
 	for _, k := range []string{"request", "repo", "lead"} {
 		if md.IsDefined("action", k) {
-			return fail(lines.line("action."+k), "%s belongs to drafting a plan (plan = \"…\"); an agent gets path and prompt", k)
+			return fail(md.Line("action."+k), "%s belongs to drafting a plan (plan = \"…\"); an agent gets path and prompt", k)
 		}
 	}
 	if a.Path == "" {
-		return fail(lines.line("action"), "[action] needs path = \"…\" (e.g. \"gh/{{repo}}/{{number}}\") or plan = \"…\"")
+		return fail(md.Line("action"), "[action] needs path = \"…\" (e.g. \"gh/{{repo}}/{{number}}\") or plan = \"…\"")
 	}
 	if a.Prompt == "" && a.Role == "" {
-		return fail(lines.line("action"), "[action] needs prompt = \"…\" (or a role, whose prompt template the event's vars fill)")
+		return fail(md.Line("action"), "[action] needs prompt = \"…\" (or a role, whose prompt template the event's vars fill)")
 	}
 	if a.Role != "" && (a.Provider != "" || a.Model != "") {
 		k := "provider"
 		if a.Provider == "" {
 			k = "model"
 		}
-		return fail(lines.line("action."+k), "give role or provider/model, not both")
+		return fail(md.Line("action."+k), "give role or provider/model, not both")
 	}
 	if a.Role == "" && a.Provider == "" {
-		return fail(lines.line("action"), "[action] needs role = \"…\" or provider = \"…\"")
+		return fail(md.Line("action"), "[action] needs role = \"…\" or provider = \"…\"")
 	}
 	if a.Provider == "shell" && strings.TrimSpace(a.Command) == "" {
-		return fail(lines.line("action"), "a shell agent needs command = \"…\" (run with sh -c; the event's vars are in its environment as ORCR_EVENT_NAME)")
+		return fail(md.Line("action"), "a shell agent needs command = \"…\" (run with sh -c; the event's vars are in its environment as ORCR_EVENT_NAME)")
 	}
 	if a.Command != "" && a.Provider != "shell" && a.Role == "" {
 		// With a role the provider is the role's choice; command is for a role whose
 		// chain is shell.
-		return fail(lines.line("action.command"), "command belongs to provider = \"shell\" (or a role whose provider is shell); other agents get the prompt")
+		return fail(md.Line("action.command"), "command belongs to provider = \"shell\" (or a role whose provider is shell); other agents get the prompt")
 	}
 	if a.Role != "" && ValidateName(a.Role) != nil {
-		return fail(lines.line("action.role"), "role %q: a role file's name, [a-z0-9] then [a-z0-9._-] (see orcr role ls)", a.Role)
+		return fail(md.Line("action.role"), "role %q: a role file's name, [a-z0-9] then [a-z0-9._-] (see orcr role ls)", a.Role)
 	}
 	if a.Priority < -1000 || a.Priority > 1000 {
-		return fail(lines.line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
+		return fail(md.Line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
 	}
 	if l.Action.Path, err = tmpl("path", a.Path); err != nil {
 		return err
@@ -359,7 +347,7 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 			cwd = filepath.Join(home, rest)
 		}
 		if !filepath.IsAbs(cwd) {
-			return fail(lines.line("action.cwd"), "cwd %q: give an absolute path (or ~/…)", a.Cwd)
+			return fail(md.Line("action.cwd"), "cwd %q: give an absolute path (or ~/…)", a.Cwd)
 		}
 		l.Action.Cwd = filepath.Clean(cwd)
 	}
@@ -367,14 +355,14 @@ func (l *Listener) parseAction(doc fileDoc, md toml.MetaData, lines keyLines) er
 }
 
 // parsePlan reads an action that drafts a plan: plan (the name), request, repo, lead.
-func (l *Listener) parsePlan(doc fileDoc, md toml.MetaData, lines keyLines, tmpl func(key, text string) (Template, error)) error {
+func (l *Listener) parsePlan(doc fileDoc, md *strictfile.Doc, tmpl func(key, text string) (Template, error)) error {
 	fail := func(line int, format string, a ...any) error {
 		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
 	}
 	a := doc.Action
 	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
 		if md.IsDefined("action", k) {
-			return fail(lines.line("action."+k), "an action with plan drafts a plan (plan, request, repo, lead); %s belongs to spawning an agent", k)
+			return fail(md.Line("action."+k), "an action with plan drafts a plan (plan, request, repo, lead); %s belongs to spawning an agent", k)
 		}
 	}
 	var err error
@@ -385,16 +373,16 @@ func (l *Listener) parsePlan(doc fileDoc, md toml.MetaData, lines keyLines, tmpl
 	if !md.IsDefined("action", "request") {
 		req = defaultRequest(l.Source.Type)
 	} else if strings.TrimSpace(req) == "" {
-		return fail(lines.line("action.request"), "request is empty: say what the plan is for, e.g. \"{{title}}: {{body}}\" (or leave it out)")
+		return fail(md.Line("action.request"), "request is empty: say what the plan is for, e.g. \"{{title}}: {{body}}\" (or leave it out)")
 	}
 	if l.Action.Request, err = tmpl("request", req); err != nil {
 		return err
 	}
 	if strings.TrimSpace(a.Repo) == "" {
-		return fail(lines.line("action"), "a plan needs repo = \"…\": the local checkout it is for (absolute or ~/…, e.g. \"~/src/{{repo}}\")")
+		return fail(md.Line("action"), "a plan needs repo = \"…\": the local checkout it is for (absolute or ~/…, e.g. \"~/src/{{repo}}\")")
 	}
 	if !strings.HasPrefix(a.Repo, "/") && !strings.HasPrefix(a.Repo, "~/") {
-		return fail(lines.line("action.repo"), "repo %q: give an absolute path (or ~/…) to a local checkout", a.Repo)
+		return fail(md.Line("action.repo"), "repo %q: give an absolute path (or ~/…) to a local checkout", a.Repo)
 	}
 	if l.Action.Repo, err = tmpl("repo", a.Repo); err != nil {
 		return err
@@ -402,7 +390,7 @@ func (l *Listener) parsePlan(doc fileDoc, md toml.MetaData, lines keyLines, tmpl
 	if a.Lead != "" {
 		provider, model, hasModel := strings.Cut(a.Lead, ":")
 		if !validVarName(provider) || hasModel && (model == "" || strings.ContainsAny(model, " \t\n")) {
-			return fail(lines.line("action.lead"), "lead %q: write \"provider\" or \"provider:model\", e.g. \"claude:opus\"", a.Lead)
+			return fail(md.Line("action.lead"), "lead %q: write \"provider\" or \"provider:model\", e.g. \"claude:opus\"", a.Lead)
 		}
 		l.Action.Lead = a.Lead
 	}

@@ -119,9 +119,12 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 	}{
 		{"unknown source type", base("type = \"gitlab\"\nrepos = [\"o/r\"]", spawn, ""), 3, `unknown source type "gitlab"`},
 		{"no source type", base("repos = [\"o/r\"]", spawn, ""), 2, "needs type"},
-		{"unknown key in source", base(gh+"\nlabelz = [\"x\"]", spawn, ""), 5, `unknown key "source.labelz"`},
+		{"unknown key in source", base(gh+"\nlabelz = [\"x\"]", spawn, ""), 5, `unknown key "labelz" in [source] (known: type, repos,`},
 		{"unknown top-level key", "intervall = \"2m\"\n" + base(gh, spawn, ""), 1, `unknown key "intervall"`},
-		{"unknown key in rate_limits", base(gh, spawn, "[[rate_limits]]\nmax = 1\nper = \"1h\"\n[[rate_limits]]\nmax = 2\nper = \"day\"\nburst = 3"), 15, `unknown key "rate_limits.burst"`},
+		{"unknown key in rate_limits", base(gh, spawn, "[[rate_limits]]\nmax = 1\nper = \"1h\"\n[[rate_limits]]\nmax = 2\nper = \"day\"\nburst = 3"), 15, `unknown key "burst" in [[rate_limits]] (known: max, per)`},
+		// The line scan before the one strict loader read keys inside a multi-line prompt as
+		// keys, so this was blamed on line 9, inside the prompt.
+		{"unknown key after a multi-line prompt", base(gh, "path = \"gh/{{repo}}/{{number}}\"\nrole = \"r\"\nprompt = \"\"\"\nrol = 1\n\"\"\"\nrol = \"x\"", ""), 11, `unknown key "rol" in [action]`},
 		{"key of another type", base(gh+"\ntrigger = \"@orcr\"", spawn, ""), 5, "trigger does not apply to a github-issues source"},
 		{"command on github", base(gh+"\ncommand = \"x\"", spawn, ""), 5, "command does not apply"},
 		{"max zero", base(gh, spawn, "[[rate_limits]]\nmax = 0\nper = \"1h\""), 10, "max = 0"},

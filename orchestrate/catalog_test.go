@@ -236,6 +236,10 @@ func TestUserCatalogErrors(t *testing.T) {
 		{"tier minimum out of range", "\n[tiers.small]\ncoding = 0\n", []string{":3: tier small: coding = 0"}},
 		{"unknown key in tier", "[tiers.small]\ncodng = 3\n", []string{`:2: unknown key "codng" in [tiers.small]`}},
 		{"unknown table", "[models]\nx = 1\n", []string{`:1: unknown key "models"`}},
+		// Before the one strict loader a type mismatch had no file:line ("…catalog.toml: toml:
+		// line 4 (last key …): incompatible types…") and a key in an inline table no line at all.
+		{"wrong type", "[[model]]\nprovider = \"claude\"\nid = \"claude-opus-5\"\nspeed = \"fast\"\n", []string{`:4: model.speed is a string; give an integer`}},
+		{"unknown key in an inline tier", "tiers = { small = { coding = 3, codng = 3 } }\n", []string{`:1: unknown key "codng" in [tiers.small]`}},
 		{"unknown provider", "[[model]]\nprovider = \"claud\"\nid = \"x\"\n", []string{`:2: unknown provider "claud"`}},
 		{"new model incomplete", "\n\n[[model]]\nprovider = \"pi\"\nid = \"x/y\"\ncoding = 3\n", []string{":3: model pi:x/y is new, so it needs every rating and its context; missing: reasoning, architecture"}},
 		{"disable an unknown model", "[[model]]\nprovider = \"codex\"\nid = \"gpt-55\"\ndisabled = true\n", []string{":4: model codex:gpt-55 is not in the catalog, so there is nothing to disable"}},

@@ -8,7 +8,7 @@ import (
 )
 
 // LineError is one problem in a file a person or a lead wrote, at the line it is on
-// (1-based; 0 when no line can be named, e.g. a key BurntSushi/toml reports without one).
+// (1-based; 0 when no line can be named).
 // It prints as "file:line: msg", the form editors and terminals link to.
 type LineError struct {
 	File string

@@ -13,10 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"orcr/core/secretenv"
 	"orcr/core/wire"
+	"orcr/internal/strictfile"
 )
 
 // Per-repo hooks (DESIGN §12): .orcr/hooks/NAME.sh in the agent's folder (or, for a
@@ -53,43 +52,28 @@ type rawRepoConfig struct {
 func LoadRepoConfig(repo string) (RepoConfig, error) {
 	c := RepoConfig{MaxRetries: DefaultMaxRetries, Timeout: DefaultHookTimeout}
 	file := filepath.Join(repo, ".orcr", "config.toml")
-	src, err := readBounded(file)
+	var raw rawRepoConfig
+	doc, err := strictfile.Load(context.Background(), file, MaxFile, &raw)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
-	if err != nil {
+	if doc == nil {
 		return c, err
-	}
-	errs := &Errors{File: file}
-	lines := keyLines(src)
-	var raw rawRepoConfig
-	md, err := toml.Decode(string(src), &raw)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			errs.add(pe.Position.Line, "%s", pe.Message)
-		} else {
-			errs.add(0, "%v", err)
-		}
-		return c, errs
-	}
-	for _, k := range md.Undecoded() {
-		errs.add(lines[k[0]], "unknown key %q (known: max_retries, [hooks] timeout)", k.String())
 	}
 	if raw.MaxRetries != nil {
 		if *raw.MaxRetries < 0 || *raw.MaxRetries > 100 {
-			errs.add(lines["max_retries"], "max_retries must be 0…100")
+			doc.Add("max_retries", "max_retries must be 0…100")
 		}
 		c.MaxRetries = *raw.MaxRetries
 	}
 	if raw.Hooks.Timeout != nil {
 		d, err := time.ParseDuration(*raw.Hooks.Timeout)
 		if err != nil || d <= 0 {
-			errs.add(lines["hooks"], "hooks.timeout %q: use a positive duration such as \"5m\"", *raw.Hooks.Timeout)
+			doc.Add("hooks.timeout", "hooks.timeout %q: use a positive duration such as \"5m\"", *raw.Hooks.Timeout)
 		}
 		c.Timeout = d
 	}
-	return c, errs.err()
+	return c, doc.Err()
 }
 
 // RepoOf finds the folder whose .orcr/ serves an agent working in cwd: cwd itself,

@@ -98,4 +98,16 @@ func TestRepoConfig(t *testing.T) {
 	if _, err = roles.LoadRepoConfig(repo); err == nil || !strings.Contains(err.Error(), `config.toml:2: unknown key "retries"`) {
 		t.Fatalf("unknown key: %v", err)
 	}
+	// A key inside [hooks] is named at its own line (it was blamed on the [hooks] header),
+	// and a value of the wrong type names its line too (it had none).
+	for body, want := range map[string]string{
+		"[hooks]\ntimeout = \"30s\"\ntimout = \"1m\"\n": `config.toml:3: unknown key "timout" in [hooks] (known: timeout)`,
+		"\nmax_retries = \"2\"\n":                       `config.toml:2: max_retries is a string; give an integer`,
+		"[hooks]\n\ntimeout = \"soon\"\n":               `config.toml:3: hooks.timeout "soon": use a positive duration`,
+	} {
+		os.WriteFile(filepath.Join(repo, ".orcr", "config.toml"), []byte(body), 0o644)
+		if _, err = roles.LoadRepoConfig(repo); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %s", body, err, want)
+		}
+	}
 }

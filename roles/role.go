@@ -9,8 +9,6 @@
 package roles
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,10 +21,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"orcr/core/wire"
 	"orcr/internal/regfile"
+	"orcr/internal/strictfile"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -88,92 +85,48 @@ func (c Choice) String() string {
 	return c.Provider + ":" + c.Model
 }
 
-// Errors is every problem of one file, each with its line.
-type Errors struct {
-	File string
-	List []LineError
-}
-
-// LineError is one problem at a line (0: the file as a whole).
-type LineError struct {
-	Line int
-	Msg  string
-}
-
-func (e *Errors) Error() string {
-	var b strings.Builder
-	for i, le := range e.List {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if le.Line > 0 {
-			fmt.Fprintf(&b, "%s:%d: %s", e.File, le.Line, le.Msg)
-		} else {
-			fmt.Fprintf(&b, "%s: %s", e.File, le.Msg)
-		}
-	}
-	return b.String()
-}
-
-func (e *Errors) add(line int, format string, args ...any) {
-	e.List = append(e.List, LineError{Line: line, Msg: fmt.Sprintf(format, args...)})
-}
-
-func (e *Errors) err() error {
-	if len(e.List) == 0 {
-		return nil
-	}
-	return e
-}
-
 // Checker decides whether a provider:model names something orcr can run.
 type Checker func(provider, model string) error
 
 // Parse reads one role file's text. name is the role's name (the file's base name),
 // file is used in messages. check validates each provider:model (nil: no check).
-// Skill files must exist and be readable; template variables are collected.
+// Skill files must exist and be readable; template variables are collected. Every
+// problem is reported at once, each at its line (strictfile.Errors).
 func Parse(name, file string, src []byte, check Checker) (*Role, error) {
-	errs := &Errors{File: file}
 	if len(src) > MaxFile {
-		errs.add(0, "file is %d bytes, over the %d-byte limit", len(src), MaxFile)
-		return nil, errs
+		return nil, strictfile.Errors{{File: file, Msg: fmt.Sprintf("file is %d bytes, over the %d-byte limit", len(src), MaxFile)}}
 	}
-	lines := keyLines(src)
 	var raw rawRole
-	md, err := toml.Decode(string(src), &raw)
-	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			errs.add(pe.Position.Line, "%s", pe.Message)
-		} else {
-			errs.add(0, "%v", err)
-		}
-		return nil, errs
+	doc, err := strictfile.Decode(file, src, &raw)
+	if doc == nil {
+		return nil, err
 	}
-	for _, k := range md.Undecoded() {
-		top := k[0]
-		errs.add(lines[top], "unknown key %q (known: %s)", k.String(), strings.Join(knownKeys, ", "))
+	lines := map[string]int{}
+	for _, k := range knownKeys {
+		if doc.IsDefined(k) {
+			lines[k] = doc.Line(k)
+		}
 	}
 	r := &Role{Name: name, File: file, Lines: lines, Env: raw.Env, Skills: raw.Skills}
 	if len(raw.Providers) == 0 {
-		errs.add(lines["providers"], `providers is required: a list of "provider:model" in fallback order, e.g. providers = ["claude:sonnet"]`)
+		doc.Add("providers", `providers is required: a list of "provider:model" in fallback order, e.g. providers = ["claude:sonnet"]`)
 	}
 	seen := map[string]bool{}
 	for _, s := range raw.Providers {
 		p, m, _ := strings.Cut(strings.TrimSpace(s), ":")
 		c := Choice{Provider: p, Model: m}
 		if p == "" {
-			errs.add(lines["providers"], "providers: %q names no provider", s)
+			doc.Add("providers", "providers: %q names no provider", s)
 			continue
 		}
 		if seen[c.String()] {
-			errs.add(lines["providers"], "providers: %q listed twice", s)
+			doc.Add("providers", "providers: %q listed twice", s)
 			continue
 		}
 		seen[c.String()] = true
 		if check != nil {
 			if err := check(p, m); err != nil {
-				errs.add(lines["providers"], "providers: %q: %v", s, err)
+				doc.Add("providers", "providers: %q: %v", s, err)
 				continue
 			}
 		}
@@ -182,7 +135,7 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 	if raw.Prompt != nil {
 		r.Prompt = *raw.Prompt
 		if err := checkTemplate(r.Prompt); err != nil {
-			errs.add(lines["prompt"], "prompt: %v", err)
+			doc.Add("prompt", "prompt: %v", err)
 		}
 	}
 	if raw.SystemPrompt != nil {
@@ -193,22 +146,22 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
-			errs.add(lines["skills"], "skills: %s: no such file", sk)
+			doc.Add("skills", "skills: %s: no such file", sk)
 		case st.IsDir():
-			errs.add(lines["skills"], "skills: %s is a directory, not a file", sk)
+			doc.Add("skills", "skills: %s is a directory, not a file", sk)
 		case st.Size() > MaxFile:
-			errs.add(lines["skills"], "skills: %s is %d bytes, over the %d-byte limit", sk, st.Size(), MaxFile)
+			doc.Add("skills", "skills: %s is %d bytes, over the %d-byte limit", sk, st.Size(), MaxFile)
 		}
 	}
 	for k := range raw.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			errs.add(lines["env"], "env: invalid name %q", k)
+			doc.Add("env", "env: invalid name %q", k)
 		}
 	}
 	if raw.Worktree != nil {
 		r.Worktree = *raw.Worktree
 		if err := checkTemplate(r.Worktree); err != nil {
-			errs.add(lines["worktree"], "worktree: %v", err)
+			doc.Add("worktree", "worktree: %v", err)
 		}
 	}
 	if raw.Keep != nil {
@@ -216,13 +169,13 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 	}
 	if raw.Priority != nil {
 		if n := *raw.Priority; n < -wire.MaxPriority || n > wire.MaxPriority {
-			errs.add(lines["priority"], "priority %d: give a number from %d to %d", n, -wire.MaxPriority, wire.MaxPriority)
+			doc.Add("priority", "priority %d: give a number from %d to %d", n, -wire.MaxPriority, wire.MaxPriority)
 		}
 		r.Priority = *raw.Priority
 	}
 	if raw.BudgetUSD != nil {
 		if v := *raw.BudgetUSD; math.IsNaN(v) || v < 0 || v > wire.MaxUSD {
-			errs.add(lines["budget_usd"], "budget_usd %v: give a number from 0 to %d", v, wire.MaxUSD)
+			doc.Add("budget_usd", "budget_usd %v: give a number from 0 to %d", v, wire.MaxUSD)
 		}
 		r.BudgetUSD = *raw.BudgetUSD
 	}
@@ -231,25 +184,25 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		case BudgetStop, BudgetHold:
 			r.BudgetAction = *raw.BudgetAction
 		default:
-			errs.add(lines["budget_action"], "budget_action %q: use stop (wrap up, then stop) or hold (new spawns under the path wait)", *raw.BudgetAction)
+			doc.Add("budget_action", "budget_action %q: use stop (wrap up, then stop) or hold (new spawns under the path wait)", *raw.BudgetAction)
 		}
 		if r.BudgetUSD <= 0 {
-			errs.add(lines["budget_action"], "budget_action needs budget_usd")
+			doc.Add("budget_action", "budget_action needs budget_usd")
 		}
 	}
 	if raw.MaxTurns != nil {
 		if n := *raw.MaxTurns; n < 0 || n > wire.MaxTurns {
-			errs.add(lines["max_turns"], "max_turns %d: give a number from 0 to %d", n, wire.MaxTurns)
+			doc.Add("max_turns", "max_turns %d: give a number from 0 to %d", n, wire.MaxTurns)
 		}
 		r.MaxTurns = *raw.MaxTurns
 	}
-	r.SoftTimeout = duration(errs, lines, "soft_timeout", raw.SoftTimeout)
-	r.HardTimeout = duration(errs, lines, "hard_timeout", raw.HardTimeout)
+	r.SoftTimeout = duration(doc, "soft_timeout", raw.SoftTimeout)
+	r.HardTimeout = duration(doc, "hard_timeout", raw.HardTimeout)
 	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
-		errs.add(lines["soft_timeout"], "soft_timeout %s must be shorter than hard_timeout %s (the wrap-up comes before the stop)",
+		doc.Add("soft_timeout", "soft_timeout %s must be shorter than hard_timeout %s (the wrap-up comes before the stop)",
 			r.SoftTimeout, r.HardTimeout)
 	}
-	if err := errs.err(); err != nil {
+	if err := doc.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -258,63 +211,20 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
 	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout"}
 
-func duration(errs *Errors, lines map[string]int, key string, s *string) time.Duration {
+func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {
 		return 0
 	}
 	d, err := time.ParseDuration(*s)
 	if err != nil || d <= 0 {
-		errs.add(lines[key], "%s %q: use a positive duration such as \"20m\" or \"1h30m\"", key, *s)
+		doc.Add(key, "%s %q: use a positive duration such as \"20m\" or \"1h30m\"", key, *s)
 		return 0
 	}
 	if d < time.Second || d > wire.MaxTimeoutSeconds*time.Second {
-		errs.add(lines[key], "%s %q: give 1s to %s", key, *s, wire.MaxTimeoutSeconds*time.Second)
+		doc.Add(key, "%s %q: give 1s to %s", key, *s, wire.MaxTimeoutSeconds*time.Second)
 		return 0
 	}
 	return d
-}
-
-// keyLines finds the line of each top-level key (and of [env]) by a line scan, since
-// the TOML decoder keeps positions private. Role files are flat, so this suffices.
-func keyLines(src []byte) map[string]int {
-	out := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 64<<10), MaxFile+1)
-	n, table, multi := 0, "", ""
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if multi != "" {
-			if strings.Count(line, multi)%2 == 1 {
-				multi = ""
-			}
-			continue
-		}
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if strings.HasPrefix(line, "[") {
-			table = strings.Trim(strings.TrimSpace(strings.Trim(line, "[]")), `"'`)
-			if _, ok := out[table]; !ok {
-				out[table] = n
-			}
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || table != "" {
-			continue
-		}
-		k = strings.Trim(strings.TrimSpace(k), `"'`)
-		if _, dup := out[k]; !dup {
-			out[k] = n
-		}
-		for _, d := range []string{`"""`, `'''`} {
-			if strings.Count(v, d)%2 == 1 {
-				multi = d
-			}
-		}
-	}
-	return out
 }
 
 // ExpandHome turns a leading ~/ into the user's home.

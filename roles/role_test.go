@@ -80,7 +80,9 @@ func TestBadRolesNameTheLine(t *testing.T) {
 		{"syntax", "providers = [\"claude\"\nprompt = 1", `reviewer.toml:2:`},
 		{"bad budget action", "providers = [\"claude\"]\nbudget_usd = 2\nbudget_action = \"pause\"", `reviewer.toml:3: budget_action "pause": use stop`},
 		{"budget action alone", "providers = [\"claude\"]\nbudget_action = \"hold\"", `reviewer.toml:2: budget_action needs budget_usd`},
-		{"wrong type", "providers = [\"claude\"]\nmax_turns = \"30\"", `reviewer.toml`},
+		// Before the one strict loader this read "reviewer.toml: toml: line 2 (last key …)".
+		{"wrong type", "providers = [\"claude\"]\nmax_turns = \"30\"", `reviewer.toml:2: max_turns is a string; give an integer`},
+		{"unknown key in a table", "providers = [\"claude\"]\n[env]\nA = \"1\"\n[limits]\nturns = 3", `reviewer.toml:4: unknown key "limits"`},
 	}
 	_ = sk
 	for _, c := range cases {

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/BurntSushi/toml"
+	"orcr/internal/strictfile"
 )
 
 // Redacted stands for every value in a record's env.
@@ -210,21 +210,22 @@ func LoadSecrets(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("%s is readable or writable by other users (mode %#o): orcr reads secrets only from a private file; chmod 600 %s",
 			path, st.Mode().Perm(), path)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxFile))
+	// One byte past the bound tells a file over it from one at it: a longer file is
+	// refused, never cut (a cut file silently lost the secrets past the cut).
+	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	var raw map[string]any
-	if _, err := toml.Decode(string(b), &raw); err != nil {
-		return nil, fmt.Errorf("secrets %s: %w", path, err)
+	if len(b) > maxFile {
+		return nil, fmt.Errorf("%s is larger than %d MiB; orcr reads no more, so shorten it", path, maxFile>>20)
 	}
-	out := make(map[string]string, len(raw))
-	for k, v := range raw {
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("secrets %s: %s must be a string (%s = \"value\")", path, k, k)
-		}
-		out[k] = s
+	// The one strict loader: a value that is not a string is named at its line.
+	var out map[string]string
+	if _, err := strictfile.Decode(path, b, &out); err != nil {
+		return nil, fmt.Errorf("secrets (NAME = \"value\" lines): %w", err)
+	}
+	if out == nil {
+		out = map[string]string{}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package secretenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,26 @@ func TestResolveSecrets(t *testing.T) {
 		if _, err := Resolve(map[string]string{"A": "{{secret.TOKEN}}"}, path); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
 			t.Fatalf("secrets of another user: %v", err)
 		}
+	}
+}
+
+// TestSecretsFileErrors: the secrets file is read by the one strict loader, so a value that
+// is not a string names its line (it said "secrets FILE: N must be a string", no line), and a
+// file past the bound is refused (it was cut at 1 MiB, so a secret past the cut was reported
+// as missing from a file that has it).
+func TestSecretsFileErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secrets.toml")
+	os.WriteFile(path, []byte("TOKEN = \"s3cret\"\nPORT = 8080\n"), 0o600)
+	if _, err := LoadSecrets(path); err == nil || !strings.Contains(err.Error(), path+":2: PORT is an integer; give a string in quotes") {
+		t.Fatalf("a number: %v", err)
+	}
+	var b strings.Builder
+	for i := 0; b.Len() <= maxFile; i++ {
+		fmt.Fprintf(&b, "PAD%d = \"%s\"\n", i, strings.Repeat("x", 100))
+	}
+	b.WriteString("TOKEN = \"s3cret\"\n")
+	os.WriteFile(path, []byte(b.String()), 0o600)
+	if _, err := Resolve(map[string]string{"A": "{{secret.TOKEN}}"}, path); err == nil || !strings.Contains(err.Error(), "is larger than 1 MiB") {
+		t.Fatalf("a file over the bound: %v", err)
 	}
 }
