@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"orcr/core/wire"
+	acctapi "orcr/accounts/api"
 )
 
 // account ls, budget set/ls/rm, usage --select/--history (DESIGN §10).
@@ -38,7 +38,7 @@ func (app *app) accountCommand() *cli.Command {
 }
 
 // accountLine is one account: "claude/work  5h 63% (resets 14:10)  weekly 41%  weekly opus 97% ▲".
-func accountLine(a wire.Account) string {
+func accountLine(a acctapi.Account) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-16s", a.Provider+"/"+a.Label)
 	switch {
@@ -77,7 +77,7 @@ func accountLine(a wire.Account) string {
 	return b.String()
 }
 
-func (app *app) usageSelect(ctx context.Context, p wire.SelectParams, asJSON bool) error {
+func (app *app) usageSelect(ctx context.Context, p acctapi.SelectParams, asJSON bool) error {
 	r, err := service(ctx).Select(ctx, p)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (app *app) usageSelect(ctx context.Context, p wire.SelectParams, asJSON boo
 	return nil
 }
 
-func (app *app) usageHistory(ctx context.Context, p wire.HistoryParams, asJSON bool) error {
+func (app *app) usageHistory(ctx context.Context, p acctapi.HistoryParams, asJSON bool) error {
 	r, err := service(ctx).History(ctx, p)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (app *app) budgetCommand() *cli.Command {
 				if c.Args().Len() != 1 {
 					return fmt.Errorf("budget set needs one GLOB, e.g. orcr budget set 'review/**' --usd 5")
 				}
-				p := wire.BudgetSetParams{Glob: c.Args().First(), Action: c.String("action")}
+				p := acctapi.BudgetSetParams{Glob: c.Args().First(), Action: c.String("action")}
 				if c.IsSet("usd") {
 					v := c.Float("usd")
 					p.USD = &v
@@ -154,7 +154,7 @@ func (app *app) budgetCommand() *cli.Command {
 					return err
 				}
 				if c.Bool("json") {
-					return printJSON(app.out, wire.BudgetResult{Budget: b})
+					return printJSON(app.out, acctapi.BudgetResult{Budget: b})
 				}
 				fmt.Fprintln(app.out, budgetLine(b))
 				return nil
@@ -168,7 +168,7 @@ func (app *app) budgetCommand() *cli.Command {
 					return err
 				}
 				if c.Bool("json") {
-					return printJSON(app.out, wire.BudgetListResult{Budgets: bs})
+					return printJSON(app.out, acctapi.BudgetListResult{Budgets: bs})
 				}
 				if len(bs) == 0 {
 					fmt.Fprintln(app.out, "no budgets")
@@ -190,7 +190,7 @@ func (app *app) budgetCommand() *cli.Command {
 	}
 }
 
-func budgetLine(b wire.Budget) string {
+func budgetLine(b acctapi.Budget) string {
 	var bound string
 	if b.USD != nil {
 		bound = fmt.Sprintf("$%.2f of $%.2f", b.SpentUSD, *b.USD)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
@@ -293,7 +294,7 @@ func loginWarning(ctx context.Context, cl core.Service, p wire.RunParams) string
 	if err != nil {
 		return ""
 	}
-	var first *wire.Account
+	var first *acctapi.Account
 	for i, a := range r.Accounts {
 		if a.Provider != p.Provider || p.Account != "" && a.Label != p.Account {
 			continue

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	acctapi "orcr/accounts/api"
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
@@ -71,8 +72,8 @@ type Probe struct {
 	Providers []core.ProviderStatus `json:"providers"`
 	// Accounts are the configured accounts (or each provider's implicit one) and
 	// whether each is logged in; AccountsErr says why the config's accounts are refused.
-	Accounts    []wire.Account `json:"accounts"`
-	AccountsErr string         `json:"accountsError,omitempty"`
+	Accounts    []acctapi.Account `json:"accounts"`
+	AccountsErr string            `json:"accountsError,omitempty"`
 	// Caps are the admission caps serve would start with (config over the machine's
 	// defaults), each with its origin; doctor shows the running server's instead.
 	Caps *wire.QueueResult `json:"caps,omitempty"`
@@ -235,10 +236,10 @@ func NewApp(o Options) *cli.Command {
 			Action: func(ctx context.Context, c *cli.Command) error {
 				switch {
 				case c.Bool("select"):
-					return app.usageSelect(ctx, wire.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
+					return app.usageSelect(ctx, acctapi.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
 						Priority: int(c.Int("priority")), Account: c.String("account")}, c.Bool("json"))
 				case c.Bool("history"):
-					return app.usageHistory(ctx, wire.HistoryParams{Provider: c.String("provider"), Account: c.String("account")}, c.Bool("json"))
+					return app.usageHistory(ctx, acctapi.HistoryParams{Provider: c.String("provider"), Account: c.String("account")}, c.Bool("json"))
 				}
 				return app.usage(ctx, c.String("provider"), c.Bool("json"))
 			},

@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core"
-	"orcr/core/wire"
 	"orcr/internal/regfile"
+	listenapi "orcr/listen/api"
 )
 
 // listenerCommand is `orcr listener ls|show|enable|disable|put|rm`.
@@ -36,7 +36,7 @@ func (app *app) listenerCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return printJSON(app.out, wire.ListenerResult{Listener: l})
+				return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 			}
 			fmt.Fprintf(app.out, "listener %s %s\n", name, l.State)
 			return nil
@@ -80,12 +80,12 @@ func (app *app) listenerCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					l, err := service(ctx).ListenerPut(ctx, wire.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
+					l, err := service(ctx).ListenerPut(ctx, listenapi.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.ListenerResult{Listener: l})
+						return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 					}
 					fmt.Fprintf(app.out, "listener %s: %s, %s\n", l.Name, l.Source, l.State)
 					return nil
@@ -116,9 +116,9 @@ func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
 	}
 	if asJSON {
 		if ls == nil {
-			ls = []wire.Listener{}
+			ls = []listenapi.Listener{}
 		}
-		return printJSON(app.out, wire.ListenerListResult{Listeners: ls})
+		return printJSON(app.out, listenapi.ListenerListResult{Listeners: ls})
 	}
 	if len(ls) == 0 {
 		fmt.Fprintln(app.out, "no listeners — add a file to ~/.config/orcr/listeners/NAME.toml (see orcr listener --help)")
@@ -139,7 +139,7 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 		return err
 	}
 	if asJSON {
-		return printJSON(app.out, wire.ListenerResult{Listener: l})
+		return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 	}
 	now := time.Now()
 	w := app.out

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core"
-	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // catalogCommand is `orcr catalog`.
@@ -75,7 +75,7 @@ func (app *app) planCommand() *cli.Command {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.PlanResult{Plan: p})
+						return printJSON(app.out, planapi.PlanResult{Plan: p})
 					}
 					fmt.Fprintf(app.out, "plan %s approved (sha256 %s); a later edit of %s is recorded as an event\n", p.Name, p.ApprovedHash, p.File)
 					return nil
@@ -88,12 +88,12 @@ func (app *app) planCommand() *cli.Command {
 					if c.Args().Len() != 2 {
 						return fmt.Errorf(`usage: orcr plan reject NAME "reason" (the reason goes to the lead)`)
 					}
-					p, err := service(ctx).PlanReject(ctx, wire.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
+					p, err := service(ctx).PlanReject(ctx, planapi.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.PlanResult{Plan: p})
+						return printJSON(app.out, planapi.PlanResult{Plan: p})
 					}
 					fmt.Fprintf(app.out, "plan %s rejected; the reason went to %s for round %d\n", p.Name, p.LeadPath, p.Rounds)
 					return nil
@@ -122,12 +122,12 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return fmt.Errorf("repo: %w", err)
 	}
-	p, err := service(ctx).PlanNew(ctx, wire.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
+	p, err := service(ctx).PlanNew(ctx, planapi.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(app.out, wire.PlanResult{Plan: p})
+		return printJSON(app.out, planapi.PlanResult{Plan: p})
 	}
 	if p.Lead == "none" {
 		fmt.Fprintf(app.out, "plan %s: %s from %s (no lead)\n", p.Name, p.State, p.File)
@@ -146,9 +146,9 @@ func (app *app) planLs(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("json") {
 		if ps == nil {
-			ps = []wire.Plan{}
+			ps = []planapi.Plan{}
 		}
-		return printJSON(app.out, wire.PlanListResult{Plans: ps})
+		return printJSON(app.out, planapi.PlanListResult{Plans: ps})
 	}
 	if len(ps) == 0 {
 		fmt.Fprintln(app.out, `no plans; start one with orcr plan new NAME "request"`)
@@ -181,7 +181,7 @@ func (app *app) planShow(ctx context.Context, c *cli.Command) error {
 
 // WritePlan prints plan.get's answer as `orcr plan show` does: the record, the
 // problems by line, then one row per milestone.
-func WritePlan(w io.Writer, res wire.PlanGetResult) {
+func WritePlan(w io.Writer, res planapi.PlanGetResult) {
 	p := res.Plan
 	bw := newTabWriter(w)
 	fmt.Fprintf(bw, "plan:\t%s\n", p.Name)
@@ -250,7 +250,7 @@ func (app *app) planEdit(ctx context.Context, c *cli.Command) error {
 	return app.editOutcome(before, after)
 }
 
-func (app *app) editOutcome(before, after wire.PlanGetResult) error {
+func (app *app) editOutcome(before, after planapi.PlanGetResult) error {
 	p := after.Plan
 	if len(after.Problems) > 0 {
 		for _, pr := range after.Problems {

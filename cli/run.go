@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // runCommand is `orcr run …` (DESIGN §8): start, watch and steer orchestration runs.
@@ -27,19 +27,19 @@ func (app *app) runCommand() *cli.Command {
 		}
 		return c.Args().First(), c.Args().Slice()[1:], nil
 	}
-	text := func(c *cli.Command) (wire.RunTextParams, error) {
+	text := func(c *cli.Command) (runapi.RunTextParams, error) {
 		a := c.Args().Slice()
 		if len(a) < 3 || strings.TrimSpace(strings.Join(a[2:], " ")) == "" {
-			return wire.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
+			return runapi.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
 		}
-		return wire.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
+		return runapi.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
 	}
-	show := func(ctx context.Context, c *cli.Command, v wire.RunView, err error) error {
+	show := func(ctx context.Context, c *cli.Command, v runapi.RunView, err error) error {
 		if err != nil {
 			return err
 		}
 		if c.Bool("json") {
-			return printJSON(app.out, wire.RunResult{Run: v})
+			return printJSON(app.out, runapi.RunResult{Run: v})
 		}
 		writeRun(app.out, v, time.Now())
 		return nil
@@ -70,7 +70,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					p := wire.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
+					p := runapi.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
 						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
 						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
@@ -93,7 +93,7 @@ func (app *app) runCommand() *cli.Command {
 							return err
 						}
 						if c.Bool("json") {
-							return printJSON(app.out, wire.RunListResult{Runs: rs})
+							return printJSON(app.out, runapi.RunListResult{Runs: rs})
 						}
 						if len(rs) == 0 {
 							fmt.Fprintln(app.out, "no runs; start one with `orcr run start NAME` once its plan is approved")
@@ -121,12 +121,12 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					es, err := service(ctx).RunEvents(ctx, wire.RunEventsParams{Name: n, After: c.Uint64("after")})
+					es, err := service(ctx).RunEvents(ctx, runapi.RunEventsParams{Name: n, After: c.Uint64("after")})
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.RunEventsResult{Entries: es})
+						return printJSON(app.out, runapi.RunEventsResult{Entries: es})
 					}
 					tw := tabwriter.NewWriter(app.out, 0, 0, 2, ' ', 0)
 					for _, e := range es {
@@ -176,7 +176,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunDispatch(ctx, wire.RunMilestonesParams{Name: n, Milestones: m})
+					v, err := service(ctx).RunDispatch(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m})
 					return show(ctx, c, v, err)
 				},
 			},
@@ -188,7 +188,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunHold(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					v, err := service(ctx).RunHold(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
 					return show(ctx, c, v, err)
 				},
 			},
@@ -200,7 +200,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunRetry(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					v, err := service(ctx).RunRetry(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
 					return show(ctx, c, v, err)
 				},
 			},
@@ -232,7 +232,7 @@ func (app *app) runCommand() *cli.Command {
 					if c.Args().Len() != 1 {
 						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
 					}
-					m, err := service(ctx).RunDone(ctx, wire.RunCallerParams{Milestone: c.Args().First()})
+					m, err := service(ctx).RunDone(ctx, runapi.RunCallerParams{Milestone: c.Args().First()})
 					if err != nil {
 						return err
 					}
@@ -247,7 +247,7 @@ func (app *app) runCommand() *cli.Command {
 					if len(a) < 2 {
 						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
 					}
-					m, err := service(ctx).RunAsk(ctx, wire.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+					m, err := service(ctx).RunAsk(ctx, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
 					if err != nil {
 						return err
 					}
@@ -268,7 +268,7 @@ func firstLineOf(s string) string {
 }
 
 // writeRun prints a run: a header, then one row per milestone.
-func writeRun(w io.Writer, v wire.RunView, now time.Time) {
+func writeRun(w io.Writer, v runapi.RunView, now time.Time) {
 	fmt.Fprintf(w, "run %s: %s — %s at %s, from %s; check %q; %d coders", v.Name, v.State, v.Feature, shortSHA(v.Tip), v.Base, v.Check, v.Coders)
 	if v.Reviewer != "" {
 		fmt.Fprintf(w, ", reviewer %s", v.Reviewer)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	roleapi "orcr/roles/api"
 )
 
 // Display formatting shared by every surface (CLI tables, `orcr top`, `orcr usage`,
@@ -249,7 +251,7 @@ func FormatSpan(d time.Duration) string {
 
 // ListenerRow is a listener's line in `orcr listener ls` and the dashboard: NAME
 // SOURCE LAST-POLL NEXT FIRED HELD STATE.
-func ListenerRow(l wire.Listener, now time.Time) []string {
+func ListenerRow(l listenapi.Listener, now time.Time) []string {
 	last, next := "never", "-"
 	if l.LastPoll != nil {
 		last = FormatSpan(now.Sub(*l.LastPoll)) + " ago"
@@ -272,7 +274,7 @@ var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DUR
 
 // HistoryRow is a finished agent's line in `orcr history` and the dashboard's history
 // view, as the columns of HistoryColumns.
-func HistoryRow(e wire.AgentHistoryEntry, now time.Time) []string {
+func HistoryRow(e roleapi.AgentHistoryEntry, now time.Time) []string {
 	tokens := "-"
 	if e.Tokens > 0 {
 		tokens = HumanCount(e.Tokens)

@@ -10,7 +10,13 @@ import (
 	"context"
 	"io"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
+	runapi "orcr/orchestrate/run/api"
+	roleapi "orcr/roles/api"
+	schedapi "orcr/schedule/api"
 )
 
 // Service is the one surface of orcr. The server's composition (Composed: the
@@ -119,79 +125,79 @@ type GCService interface {
 
 // ScheduleService manages durable schedules (package schedule implements it).
 type ScheduleService interface {
-	Schedules(ctx context.Context) ([]wire.Schedule, error)
-	ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error)
+	Schedules(ctx context.Context) ([]schedapi.Schedule, error)
+	ScheduleAdd(ctx context.Context, p schedapi.ScheduleAddParams) (schedapi.Schedule, error)
 	ScheduleRemove(ctx context.Context, name string) error
-	ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error)
-	ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error)
+	ScheduleRun(ctx context.Context, p schedapi.ScheduleRunParams) (schedapi.ScheduleRun, error)
+	ScheduleRuns(ctx context.Context, name string) ([]schedapi.ScheduleRun, error)
 }
 
 // RoleService reads and writes role templates and lists finished agents (package
 // roles implements it, DESIGN §12).
 type RoleService interface {
-	Roles(ctx context.Context) ([]wire.Role, error)
-	RoleGet(ctx context.Context, name string) (wire.RoleResult, error)
-	RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error)
+	Roles(ctx context.Context) ([]roleapi.Role, error)
+	RoleGet(ctx context.Context, name string) (roleapi.RoleResult, error)
+	RolePut(ctx context.Context, p roleapi.RolePutParams) (roleapi.RoleResult, error)
 	// AgentHistory lists finished agents (orcr history).
-	AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error)
+	AgentHistory(ctx context.Context, p roleapi.AgentHistoryParams) (roleapi.AgentHistoryResult, error)
 }
 
 // AccountService shows accounts, usage windows and budgets (package accounts
 // implements it, DESIGN §10).
 type AccountService interface {
-	Accounts(ctx context.Context) (wire.AccountListResult, error)
+	Accounts(ctx context.Context) (acctapi.AccountListResult, error)
 	// Select says which account a spawn now would get, and why.
-	Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error)
+	Select(ctx context.Context, p acctapi.SelectParams) (acctapi.SelectResult, error)
 	// History is one record per past window at its peak.
-	History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error)
-	Budgets(ctx context.Context) ([]wire.Budget, error)
-	BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error)
+	History(ctx context.Context, p acctapi.HistoryParams) (acctapi.HistoryResult, error)
+	Budgets(ctx context.Context) ([]acctapi.Budget, error)
+	BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acctapi.Budget, error)
 	BudgetRemove(ctx context.Context, glob string) error
 }
 
 // PlanService runs plans: a lead agent writes a Markdown plan, the user approves or
 // rejects it (package orchestrate implements it).
 type PlanService interface {
-	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
-	Plans(ctx context.Context) ([]wire.Plan, error)
+	PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error)
+	Plans(ctx context.Context) ([]planapi.Plan, error)
 	// PlanGet re-reads the plan's file, so what it returns is the file as it is now.
-	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
-	PlanApprove(ctx context.Context, name string) (wire.Plan, error)
-	PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error)
+	PlanGet(ctx context.Context, name string) (planapi.PlanGetResult, error)
+	PlanApprove(ctx context.Context, name string) (planapi.Plan, error)
+	PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error)
 }
 
 // CatalogService shows the model catalog (package orchestrate implements it).
 type CatalogService interface {
-	Catalog(ctx context.Context) (wire.CatalogResult, error)
+	Catalog(ctx context.Context) (planapi.CatalogResult, error)
 }
 
 // ListenerService runs listeners (package listen implements it): files under the
 // config dir and documents written through the API.
 type ListenerService interface {
-	Listeners(ctx context.Context) ([]wire.Listener, error)
-	ListenerGet(ctx context.Context, name string) (wire.Listener, error)
-	ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error)
+	Listeners(ctx context.Context) ([]listenapi.Listener, error)
+	ListenerGet(ctx context.Context, name string) (listenapi.Listener, error)
+	ListenerPut(ctx context.Context, p listenapi.ListenerPutParams) (listenapi.Listener, error)
 	ListenerRemove(ctx context.Context, name string) error
-	ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error)
+	ListenerEnable(ctx context.Context, name string, enabled bool) (listenapi.Listener, error)
 }
 
 // RunService runs orchestration runs (package orchestrate/run implements it).
 type RunService interface {
-	RunStart(ctx context.Context, p wire.RunStartParams) (wire.RunView, error)
-	Runs(ctx context.Context) ([]wire.RunView, error)
-	RunStatus(ctx context.Context, name string) (wire.RunView, error)
-	RunEvents(ctx context.Context, p wire.RunEventsParams) ([]wire.RunEntry, error)
-	RunStop(ctx context.Context, name string) (wire.RunView, error)
-	RunFinish(ctx context.Context, name string) (wire.RunFinishResult, error)
-	RunDispatch(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
-	RunHold(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
-	RunRetry(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error)
-	RunAnswer(ctx context.Context, p wire.RunTextParams) (wire.RunView, error)
-	RunFix(ctx context.Context, p wire.RunTextParams) (wire.RunView, error)
+	RunStart(ctx context.Context, p runapi.RunStartParams) (runapi.RunView, error)
+	Runs(ctx context.Context) ([]runapi.RunView, error)
+	RunStatus(ctx context.Context, name string) (runapi.RunView, error)
+	RunEvents(ctx context.Context, p runapi.RunEventsParams) ([]runapi.RunEntry, error)
+	RunStop(ctx context.Context, name string) (runapi.RunView, error)
+	RunFinish(ctx context.Context, name string) (runapi.RunFinishResult, error)
+	RunDispatch(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error)
+	RunHold(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error)
+	RunRetry(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error)
+	RunAnswer(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error)
+	RunFix(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error)
 	// RunDone and RunAsk come from inside a coder's pane: the run and the coder are
 	// the verified caller's.
-	RunDone(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error)
-	RunAsk(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error)
+	RunDone(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error)
+	RunAsk(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error)
 }
 
 // Kernel is what the kernel offers the feature packages built beside it (schedule,

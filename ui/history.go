@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 // The history view (DESIGN §12 "History"): finished agents as `orcr history` lists
@@ -29,7 +30,7 @@ type (
 	historyMsg struct {
 		seq   int
 		after string // set when the answer is a page that goes on after the entries shown
-		res   wire.AgentHistoryResult
+		res   roleapi.AgentHistoryResult
 		err   error
 		took  time.Duration // how long the call took, which paces the refreshes
 	}
@@ -40,7 +41,7 @@ type (
 	}
 	// resumedMsg answers a resume from the history view: the new record, or why not.
 	resumedMsg struct {
-		from  wire.AgentHistoryEntry
+		from  roleapi.AgentHistoryEntry
 		agent wire.Agent
 		err   error
 	}
@@ -74,9 +75,9 @@ const (
 type historyDialog struct {
 	c       *common
 	mode    historyMode
-	entries []wire.AgentHistoryEntry
-	params  wire.AgentHistoryParams // the filter the entries answer
-	filter  string                  // that filter as typed
+	entries []roleapi.AgentHistoryEntry
+	params  roleapi.AgentHistoryParams // the filter the entries answer
+	filter  string                     // that filter as typed
 	loaded  bool
 	err     string
 	notice  string
@@ -155,9 +156,9 @@ func (d *historyDialog) follow(a wire.Agent) {
 	}
 }
 
-func (d *historyDialog) current() (wire.AgentHistoryEntry, bool) {
+func (d *historyDialog) current() (roleapi.AgentHistoryEntry, bool) {
 	if d.sel < 0 || d.sel >= len(d.entries) {
-		return wire.AgentHistoryEntry{}, false
+		return roleapi.AgentHistoryEntry{}, false
 	}
 	return d.entries[d.sel], true
 }
@@ -354,14 +355,14 @@ func (d *historyDialog) submit() (tea.Cmd, action) {
 
 // resumeAction asks the root for agent.resume of an entry (resumeEntryCmd).
 type resumeAction struct {
-	from wire.AgentHistoryEntry
+	from roleapi.AgentHistoryEntry
 	p    wire.ResumeParams
 }
 
 // parseHistoryFilter reads the filter line as `orcr history` reads its arguments: an
 // optional GLOB and --since D (D a Go duration or Nd).
-func parseHistoryFilter(s string) (wire.AgentHistoryParams, error) {
-	var p wire.AgentHistoryParams
+func parseHistoryFilter(s string) (roleapi.AgentHistoryParams, error) {
+	var p roleapi.AgentHistoryParams
 	words, err := splitWords(s)
 	if err != nil {
 		return p, err
@@ -524,7 +525,7 @@ func (d *historyDialog) rows(w int) []string {
 
 // resultStyle colours a result as the tree colours the state: failures (and non-zero
 // exits) as lost, kills as exited, a clean end as done.
-func (d *historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
+func (d *historyDialog) resultStyle(e *roleapi.AgentHistoryEntry) *lipgloss.Style {
 	switch {
 	case e.State == wire.StateFailed || e.State == wire.StateLost ||
 		e.State == wire.StateExited && e.Result != "exit 0" && strings.HasPrefix(e.Result, "exit "):

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
-	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 )
 
 // The listeners tab of the side panel (DESIGN §11): each listener's state, last and
@@ -20,7 +20,7 @@ import (
 
 type (
 	listenersMsg struct {
-		ls  []wire.Listener
+		ls  []listenapi.Listener
 		err error
 	}
 	// listenerToggleMsg asks the root model to enable or disable a listener.
@@ -29,7 +29,7 @@ type (
 		enable bool
 	}
 	listenerToggledMsg struct {
-		l   wire.Listener
+		l   listenapi.Listener
 		err error
 	}
 )
@@ -73,7 +73,7 @@ func (m *Model) updateListeners(msg tea.Msg) (tea.Cmd, bool) {
 }
 
 type listenersView struct {
-	ls     []wire.Listener
+	ls     []listenapi.Listener
 	loaded bool
 	err    string
 	sel    int
@@ -96,7 +96,7 @@ func (v *listenersView) follow(s, h int) int {
 	return max(0, s)
 }
 
-func (v *listenersView) set(ls []wire.Listener, err error) {
+func (v *listenersView) set(ls []listenapi.Listener, err error) {
 	if err != nil {
 		v.err = err.Error()
 		return
@@ -105,7 +105,7 @@ func (v *listenersView) set(ls []wire.Listener, err error) {
 	v.sel = min(v.sel, max(0, len(ls)-1))
 }
 
-func (v *listenersView) replace(l wire.Listener) {
+func (v *listenersView) replace(l listenapi.Listener) {
 	for i := range v.ls {
 		if v.ls[i].Name == l.Name {
 			v.ls[i] = l
@@ -158,7 +158,7 @@ func (v *listenersView) lines(c *common, w int) []string {
 }
 
 // listenerLines is one listener: its head row, then its polls, limits and error.
-func (v *listenersView) listenerLines(c *common, w int, l wire.Listener, selected bool) []string {
+func (v *listenersView) listenerLines(c *common, w int, l listenapi.Listener, selected bool) []string {
 	st := &c.styles
 	row := core.ListenerRow(l, c.now)
 	stateSt := st.Done

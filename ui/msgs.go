@@ -8,6 +8,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // Every Service call happens in a command built here. Commands capture the values they
@@ -49,7 +50,7 @@ type (
 		err error
 	}
 	schedulesMsg struct {
-		s   []wire.Schedule
+		s   []schedapi.Schedule
 		err error
 	}
 	dryRunMsg struct {

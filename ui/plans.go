@@ -10,7 +10,7 @@ import (
 	"charm.land/huh/v2"
 
 	"orcr/core"
-	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // The plans view (DESIGN §8 "Plan"): a dialog over the dashboard with three modes —
@@ -28,14 +28,14 @@ type callAction struct {
 type (
 	// plansMsg is the list of plans with each plan's file as it is now.
 	plansMsg struct {
-		plans   []wire.Plan
-		details map[string]wire.PlanGetResult
+		plans   []planapi.Plan
+		details map[string]planapi.PlanGetResult
 		err     error
 	}
 	// planDecidedMsg answers an approve or a reject.
 	planDecidedMsg struct {
 		verb string
-		plan wire.Plan
+		plan planapi.Plan
 		err  error
 	}
 	// planEditedMsg says the editor on a plan's file exited.
@@ -53,7 +53,7 @@ func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
 	if err != nil {
 		return plansMsg{err: err}
 	}
-	details := make(map[string]wire.PlanGetResult, len(ps))
+	details := make(map[string]planapi.PlanGetResult, len(ps))
 	for _, p := range ps {
 		if d, err := svc.PlanGet(ctx, p.Name); err == nil {
 			details[p.Name] = d
@@ -83,8 +83,8 @@ const (
 type plansDialog struct {
 	c       *common
 	mode    planMode
-	plans   []wire.Plan
-	details map[string]wire.PlanGetResult
+	plans   []planapi.Plan
+	details map[string]planapi.PlanGetResult
 	loaded  bool
 	err     string
 	notice  string
@@ -99,7 +99,7 @@ type plansDialog struct {
 }
 
 func newPlansDialog(c *common) *plansDialog {
-	return &plansDialog{c: c, details: map[string]wire.PlanGetResult{}}
+	return &plansDialog{c: c, details: map[string]planapi.PlanGetResult{}}
 }
 
 func (d *plansDialog) Init() tea.Cmd { return d.tick() }
@@ -111,9 +111,9 @@ func (d *plansDialog) tick() tea.Cmd {
 }
 
 // current is the selected plan, if any.
-func (d *plansDialog) current() (wire.Plan, wire.PlanGetResult, bool) {
+func (d *plansDialog) current() (planapi.Plan, planapi.PlanGetResult, bool) {
 	if d.sel < 0 || d.sel >= len(d.plans) {
-		return wire.Plan{}, wire.PlanGetResult{}, false
+		return planapi.Plan{}, planapi.PlanGetResult{}, false
 	}
 	p := d.plans[d.sel]
 	return p, d.details[p.Name], true
@@ -220,7 +220,7 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 }
 
 // openForm shows the approval form for p with decision preselected.
-func (d *plansDialog) openForm(p wire.Plan, decision string) tea.Cmd {
+func (d *plansDialog) openForm(p planapi.Plan, decision string) tea.Cmd {
 	d.mode, d.decision, d.reason, d.notice = planForm, decision, "", ""
 	d.form = newPlanForm(d.c, p, &d.decision, &d.reason)
 	return d.form.Init()
@@ -251,14 +251,14 @@ func decide(name, decision, reason string) action {
 		}}
 	}
 	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
-		p, err := svc.PlanReject(ctx, wire.PlanRejectParams{Name: name, Reason: reason})
+		p, err := svc.PlanReject(ctx, planapi.PlanRejectParams{Name: name, Reason: reason})
 		return planDecidedMsg{verb: "rejected; the reason went to its lead", plan: p, err: err}
 	}}
 }
 
 // newPlanForm is the approval form: approve, or reject with the reason the lead
 // redrafts from (asked only for a rejection, and required).
-func newPlanForm(c *common, p wire.Plan, decision, reason *string) *huh.Form {
+func newPlanForm(c *common, p planapi.Plan, decision, reason *string) *huh.Form {
 	title := fmt.Sprintf("Plan %s (%s)", p.Name, p.State)
 	return huh.NewForm(
 		huh.NewGroup(

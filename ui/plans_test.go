@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/core"
-	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 const fixturePlanSource = `# Plan: csv-import
@@ -43,19 +43,19 @@ CSV rows parse into the row type.
 
 // fixturePlans is a drafted plan with its file, and one still drafting.
 func fixturePlans() plansMsg {
-	drafted := wire.Plan{Name: "csv-import", Request: "import CSV files into the contacts table", State: "drafted",
+	drafted := planapi.Plan{Name: "csv-import", Request: "import CSV files into the contacts table", State: "drafted",
 		Lead: "claude:claude-opus-5", LeadPath: "plans/csv-import/lead", File: "/src/app/.orcr/plans/csv-import.md",
 		Rounds: 1, CreatedAt: t0.Add(-2 * time.Minute)}
-	drafting := wire.Plan{Name: "auth", Request: "session cookies", State: "drafting", Lead: "codex:gpt-5.5",
+	drafting := planapi.Plan{Name: "auth", Request: "session cookies", State: "drafting", Lead: "codex:gpt-5.5",
 		LeadPath: "plans/auth/lead", File: "/src/app/.orcr/plans/auth.md", Rounds: 1, CreatedAt: t0.Add(-30 * time.Second)}
-	det := wire.PlanGetResult{Plan: drafted, Check: "go test ./...", Mode: "worktree", Source: fixturePlanSource,
-		Milestones: []wire.PlanMilestone{
+	det := planapi.PlanGetResult{Plan: drafted, Check: "go test ./...", Mode: "worktree", Source: fixturePlanSource,
+		Milestones: []planapi.PlanMilestone{
 			{ID: "M1", Title: "Shared types for the importer", Depends: []string{}, Tier: "high", EstimateSeconds: 1200, ModelWhy: "the contract M2 and M3 build on"},
 			{ID: "M2", Title: "CSV parser", Depends: []string{"M1"}, Tier: "medium", EstimateSeconds: 1800},
 		}}
-	missing := wire.PlanGetResult{Plan: drafting, Missing: true,
-		Problems: []wire.PlanProblem{{Code: "unreadable", Message: "/src/app/.orcr/plans/auth.md does not exist: the lead has not written it yet, or it was deleted"}}}
-	return plansMsg{plans: []wire.Plan{drafting, drafted}, details: map[string]wire.PlanGetResult{"csv-import": det, "auth": missing}}
+	missing := planapi.PlanGetResult{Plan: drafting, Missing: true,
+		Problems: []planapi.PlanProblem{{Code: "unreadable", Message: "/src/app/.orcr/plans/auth.md does not exist: the lead has not written it yet, or it was deleted"}}}
+	return plansMsg{plans: []planapi.Plan{drafting, drafted}, details: map[string]planapi.PlanGetResult{"csv-import": det, "auth": missing}}
 }
 
 // openPlans opens the plans view on the fixture with csv-import selected.
@@ -98,14 +98,14 @@ type planRecorder struct {
 	approved, rejected, reason string
 }
 
-func (r *planRecorder) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+func (r *planRecorder) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
 	r.approved = name
-	return wire.Plan{Name: name, State: "approved"}, nil
+	return planapi.Plan{Name: name, State: "approved"}, nil
 }
 
-func (r *planRecorder) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+func (r *planRecorder) PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error) {
 	r.rejected, r.reason = p.Name, p.Reason
-	return wire.Plan{Name: p.Name, State: "rejected"}, nil
+	return planapi.Plan{Name: p.Name, State: "rejected"}, nil
 }
 
 // decided runs the call an action asks for against svc and feeds its answer back.

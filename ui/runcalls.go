@@ -9,6 +9,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // How the runs view reaches the server and the root: its messages, the calls behind
@@ -20,14 +21,14 @@ import (
 type (
 	// runsMsg is every run, read at at (elapsed times count on from there).
 	runsMsg struct {
-		runs []wire.RunView
+		runs []runapi.RunView
 		at   time.Time
 		err  error
 	}
 	// runLogMsg is the tail of one run's log.
 	runLogMsg struct {
 		name    string
-		entries []wire.RunEntry
+		entries []runapi.RunEntry
 		err     error
 	}
 	// runSummaryMsg is a run's summary file as read.
@@ -38,7 +39,7 @@ type (
 	// runActedMsg answers answer, hold, retry and dispatch.
 	runActedMsg struct {
 		verb, name, m string
-		run           wire.RunView
+		run           runapi.RunView
 		err           error
 	}
 )
@@ -79,7 +80,7 @@ func loadRunLog(name string, seq uint64) callAction {
 	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		es, err := svc.RunEvents(ctx, wire.RunEventsParams{Name: name, After: seq - min(seq, runLogKeep), Limit: runLogKeep})
+		es, err := svc.RunEvents(ctx, runapi.RunEventsParams{Name: name, After: seq - min(seq, runLogKeep), Limit: runLogKeep})
 		return runLogMsg{name, es, err}
 	}}
 }
@@ -98,7 +99,7 @@ func loadSummary(name, path string) callAction {
 }
 
 // runAct is the call behind an action on a milestone.
-func runAct(verb, name, m string, fn func(ctx context.Context, svc core.Service) (wire.RunView, error)) callAction {
+func runAct(verb, name, m string, fn func(ctx context.Context, svc core.Service) (runapi.RunView, error)) callAction {
 	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
@@ -184,7 +185,7 @@ func (m *Model) updateRuns(msg tea.Msg) (tea.Cmd, bool) {
 // bar what a run needs the user for (run.notify) as it happens.
 func (m *Model) followRuns(evs []wire.Event) tea.Cmd {
 	for _, ev := range evs {
-		if ev.Event == wire.EventRunNotify && ev.Seq > m.info.LastSeq {
+		if ev.Event == runapi.EventRunNotify && ev.Seq > m.info.LastSeq {
 			who := dataString(ev.Data, "run")
 			if ms := dataString(ev.Data, "m"); ms != "" {
 				who += " " + ms

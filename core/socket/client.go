@@ -15,8 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core"
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
+	roleapi "orcr/roles/api"
+	schedapi "orcr/schedule/api"
 )
 
 // Client implements core.Service over the socket. Unary calls share one connection,
@@ -303,7 +308,7 @@ func decodeResponse(resp wire.Response, out any) error {
 
 // invoke makes one call of a declared unary method: the declaration types the params
 // and the result, so a client call cannot disagree with the server's handler.
-func invoke[P, R any](ctx context.Context, c *Client, m wire.Unary[P, R], p P) (R, error) {
+func invoke[P, R any](ctx context.Context, c *Client, m wire.Method[P, R], p P) (R, error) {
 	var r R
 	var params any = p
 	if _, none := params.(wire.Empty); none {
@@ -448,71 +453,71 @@ func (c *Client) GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error)
 }
 
 // Schedules lists schedules.
-func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
-	r, err := invoke(ctx, c, wire.ScheduleList, wire.Empty{})
+func (c *Client) Schedules(ctx context.Context) ([]schedapi.Schedule, error) {
+	r, err := invoke(ctx, c, schedapi.ScheduleList, wire.Empty{})
 	return r.Schedules, err
 }
 
 // ScheduleAdd creates a schedule.
-func (c *Client) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
-	r, err := invoke(ctx, c, wire.ScheduleAdd, p)
+func (c *Client) ScheduleAdd(ctx context.Context, p schedapi.ScheduleAddParams) (schedapi.Schedule, error) {
+	r, err := invoke(ctx, c, schedapi.ScheduleAdd, p)
 	return r.Schedule, err
 }
 
 // ScheduleRemove deletes a schedule.
 func (c *Client) ScheduleRemove(ctx context.Context, name string) error {
-	_, err := invoke(ctx, c, wire.ScheduleRemove, wire.ScheduleNameParams{Name: name})
+	_, err := invoke(ctx, c, schedapi.ScheduleRemove, schedapi.ScheduleNameParams{Name: name})
 	return err
 }
 
 // ScheduleRun runs a schedule now.
-func (c *Client) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
-	r, err := invoke(ctx, c, wire.ScheduleRunNow, p)
+func (c *Client) ScheduleRun(ctx context.Context, p schedapi.ScheduleRunParams) (schedapi.ScheduleRun, error) {
+	r, err := invoke(ctx, c, schedapi.ScheduleRunNow, p)
 	return r.Run, err
 }
 
 // ScheduleRuns returns a schedule's run history.
-func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
-	r, err := invoke(ctx, c, wire.ScheduleRuns, wire.ScheduleNameParams{Name: name})
+func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]schedapi.ScheduleRun, error) {
+	r, err := invoke(ctx, c, schedapi.ScheduleRuns, schedapi.ScheduleNameParams{Name: name})
 	return r.Runs, err
 }
 
 // Accounts lists accounts with their windows.
-func (c *Client) Accounts(ctx context.Context) (wire.AccountListResult, error) {
-	return invoke(ctx, c, wire.AccountList, wire.Empty{})
+func (c *Client) Accounts(ctx context.Context) (acctapi.AccountListResult, error) {
+	return invoke(ctx, c, acctapi.AccountList, wire.Empty{})
 }
 
 // Select says which account a spawn now would get.
-func (c *Client) Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error) {
-	return invoke(ctx, c, wire.UsageSelect, p)
+func (c *Client) Select(ctx context.Context, p acctapi.SelectParams) (acctapi.SelectResult, error) {
+	return invoke(ctx, c, acctapi.UsageSelect, p)
 }
 
 // History returns past windows at their peaks.
-func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
-	return invoke(ctx, c, wire.UsageHistory, p)
+func (c *Client) History(ctx context.Context, p acctapi.HistoryParams) (acctapi.HistoryResult, error) {
+	return invoke(ctx, c, acctapi.UsageHistory, p)
 }
 
 // Budgets lists budgets.
-func (c *Client) Budgets(ctx context.Context) ([]wire.Budget, error) {
-	r, err := invoke(ctx, c, wire.BudgetList, wire.Empty{})
+func (c *Client) Budgets(ctx context.Context) ([]acctapi.Budget, error) {
+	r, err := invoke(ctx, c, acctapi.BudgetList, wire.Empty{})
 	return r.Budgets, err
 }
 
 // BudgetSet creates or replaces a budget.
-func (c *Client) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error) {
-	r, err := invoke(ctx, c, wire.BudgetSet, p)
+func (c *Client) BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acctapi.Budget, error) {
+	r, err := invoke(ctx, c, acctapi.BudgetSet, p)
 	return r.Budget, err
 }
 
 // BudgetRemove removes a budget.
 func (c *Client) BudgetRemove(ctx context.Context, glob string) error {
-	_, err := invoke(ctx, c, wire.BudgetRemove, wire.BudgetGlobParams{Glob: glob})
+	_, err := invoke(ctx, c, acctapi.BudgetRemove, acctapi.BudgetGlobParams{Glob: glob})
 	return err
 }
 
 // openStream opens a dedicated connection for a declared streaming method, sends the
 // request and decodes its result; the lines of type S follow on the returned decoder.
-func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Streaming[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {
+func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Stream[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {
 	var r R
 	conn, dec, err := c.streamConn(ctx, m.Name, p, &r)
 	return conn, dec, r, err
@@ -664,24 +669,24 @@ type Resizer interface {
 }
 
 // Roles lists role templates.
-func (c *Client) Roles(ctx context.Context) ([]wire.Role, error) {
-	r, err := invoke(ctx, c, wire.RoleList, wire.Empty{})
+func (c *Client) Roles(ctx context.Context) ([]roleapi.Role, error) {
+	r, err := invoke(ctx, c, roleapi.RoleList, wire.Empty{})
 	return r.Roles, err
 }
 
 // RoleGet returns one role and its file's text.
-func (c *Client) RoleGet(ctx context.Context, name string) (wire.RoleResult, error) {
-	return invoke(ctx, c, wire.RoleGet, wire.RoleNameParams{Name: name})
+func (c *Client) RoleGet(ctx context.Context, name string) (roleapi.RoleResult, error) {
+	return invoke(ctx, c, roleapi.RoleGet, roleapi.RoleNameParams{Name: name})
 }
 
 // RolePut writes a role file.
-func (c *Client) RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error) {
-	return invoke(ctx, c, wire.RolePut, p)
+func (c *Client) RolePut(ctx context.Context, p roleapi.RolePutParams) (roleapi.RoleResult, error) {
+	return invoke(ctx, c, roleapi.RolePut, p)
 }
 
 // AgentHistory lists finished agents.
-func (c *Client) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
-	return invoke(ctx, c, wire.AgentHistory, p)
+func (c *Client) AgentHistory(ctx context.Context, p roleapi.AgentHistoryParams) (roleapi.AgentHistoryResult, error) {
+	return invoke(ctx, c, roleapi.AgentHistory, p)
 }
 
 // Resume brings an ended or hibernated agent back by its session.
@@ -691,65 +696,65 @@ func (c *Client) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 }
 
 // PlanNew starts a plan.
-func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanNew, p)
+func (c *Client) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {
+	r, err := invoke(ctx, c, planapi.PlanNew, p)
 	return r.Plan, err
 }
 
 // Plans lists every plan.
-func (c *Client) Plans(ctx context.Context) ([]wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanList, wire.Empty{})
+func (c *Client) Plans(ctx context.Context) ([]planapi.Plan, error) {
+	r, err := invoke(ctx, c, planapi.PlanList, wire.Empty{})
 	return r.Plans, err
 }
 
 // PlanGet returns one plan and its file as it is now.
-func (c *Client) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
-	return invoke(ctx, c, wire.PlanGet, wire.PlanNameParams{Name: name})
+func (c *Client) PlanGet(ctx context.Context, name string) (planapi.PlanGetResult, error) {
+	return invoke(ctx, c, planapi.PlanGet, planapi.PlanNameParams{Name: name})
 }
 
 // PlanApprove approves a drafted plan.
-func (c *Client) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanApprove, wire.PlanNameParams{Name: name})
+func (c *Client) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
+	r, err := invoke(ctx, c, planapi.PlanApprove, planapi.PlanNameParams{Name: name})
 	return r.Plan, err
 }
 
 // PlanReject rejects a drafted plan with a reason.
-func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanReject, p)
+func (c *Client) PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error) {
+	r, err := invoke(ctx, c, planapi.PlanReject, p)
 	return r.Plan, err
 }
 
 // Catalog returns the model catalog.
-func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
-	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
+func (c *Client) Catalog(ctx context.Context) (planapi.CatalogResult, error) {
+	return invoke(ctx, c, planapi.CatalogGet, wire.Empty{})
 }
 
 // Listeners lists listeners.
-func (c *Client) Listeners(ctx context.Context) ([]wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerList, wire.Empty{})
+func (c *Client) Listeners(ctx context.Context) ([]listenapi.Listener, error) {
+	r, err := invoke(ctx, c, listenapi.ListenerList, wire.Empty{})
 	return r.Listeners, err
 }
 
 // ListenerGet returns one listener in full.
-func (c *Client) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerGet, wire.ListenerNameParams{Name: name})
+func (c *Client) ListenerGet(ctx context.Context, name string) (listenapi.Listener, error) {
+	r, err := invoke(ctx, c, listenapi.ListenerGet, listenapi.ListenerNameParams{Name: name})
 	return r.Listener, err
 }
 
 // ListenerPut writes a listener document.
-func (c *Client) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerPut, p)
+func (c *Client) ListenerPut(ctx context.Context, p listenapi.ListenerPutParams) (listenapi.Listener, error) {
+	r, err := invoke(ctx, c, listenapi.ListenerPut, p)
 	return r.Listener, err
 }
 
 // ListenerRemove removes a listener written through the API.
 func (c *Client) ListenerRemove(ctx context.Context, name string) error {
-	_, err := invoke(ctx, c, wire.ListenerRemove, wire.ListenerNameParams{Name: name})
+	_, err := invoke(ctx, c, listenapi.ListenerRemove, listenapi.ListenerNameParams{Name: name})
 	return err
 }
 
 // ListenerEnable enables or disables a listener.
-func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerEnable, wire.ListenerEnableParams{Name: name, Enabled: &enabled})
+func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (listenapi.Listener, error) {
+	r, err := invoke(ctx, c, listenapi.ListenerEnable, listenapi.ListenerEnableParams{Name: name, Enabled: &enabled})
 	return r.Listener, err
 }

@@ -10,8 +10,13 @@ import (
 	"strings"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core"
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
+	roleapi "orcr/roles/api"
+	schedapi "orcr/schedule/api"
 )
 
 // handler is the server side of one method declared in wire's method table: how its
@@ -99,114 +104,114 @@ var handlers = func() map[string]handler {
 		serve(wire.GCRun, func(ctx context.Context, s core.Service, p *wire.GCParams) (wire.GCResult, error) {
 			return s.GC(ctx, *p)
 		}),
-		serve(wire.ScheduleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.ScheduleListResult, error) {
+		serve(schedapi.ScheduleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (schedapi.ScheduleListResult, error) {
 			ss, err := s.Schedules(ctx)
-			return wire.ScheduleListResult{Schedules: ss}, err
+			return schedapi.ScheduleListResult{Schedules: ss}, err
 		}),
-		serve(wire.ScheduleAdd, func(ctx context.Context, s core.Service, p *wire.ScheduleAddParams) (wire.ScheduleResult, error) {
+		serve(schedapi.ScheduleAdd, func(ctx context.Context, s core.Service, p *schedapi.ScheduleAddParams) (schedapi.ScheduleResult, error) {
 			sc, err := s.ScheduleAdd(ctx, *p)
-			return wire.ScheduleResult{Schedule: sc}, err
+			return schedapi.ScheduleResult{Schedule: sc}, err
 		}),
-		serve(wire.ScheduleRemove, func(ctx context.Context, s core.Service, p *wire.ScheduleNameParams) (wire.Empty, error) {
+		serve(schedapi.ScheduleRemove, func(ctx context.Context, s core.Service, p *schedapi.ScheduleNameParams) (wire.Empty, error) {
 			return wire.Empty{}, s.ScheduleRemove(ctx, p.Name)
 		}),
-		serve(wire.ScheduleRunNow, func(ctx context.Context, s core.Service, p *wire.ScheduleRunParams) (wire.ScheduleRunResult, error) {
+		serve(schedapi.ScheduleRunNow, func(ctx context.Context, s core.Service, p *schedapi.ScheduleRunParams) (schedapi.ScheduleRunResult, error) {
 			r, err := s.ScheduleRun(ctx, *p)
-			return wire.ScheduleRunResult{Run: r}, err
+			return schedapi.ScheduleRunResult{Run: r}, err
 		}),
-		serve(wire.ScheduleRuns, func(ctx context.Context, s core.Service, p *wire.ScheduleNameParams) (wire.ScheduleRunsResult, error) {
+		serve(schedapi.ScheduleRuns, func(ctx context.Context, s core.Service, p *schedapi.ScheduleNameParams) (schedapi.ScheduleRunsResult, error) {
 			rs, err := s.ScheduleRuns(ctx, p.Name)
-			return wire.ScheduleRunsResult{Runs: rs}, err
+			return schedapi.ScheduleRunsResult{Runs: rs}, err
 		}),
 		serve(wire.AgentResume, func(ctx context.Context, s core.Service, p *wire.ResumeParams) (wire.AgentResult, error) {
 			a, err := s.Resume(ctx, *p)
 			return wire.AgentResult{Agent: a}, err
 		}),
-		serve(wire.RoleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.RoleListResult, error) {
+		serve(roleapi.RoleList, func(ctx context.Context, s core.Service, _ *wire.Empty) (roleapi.RoleListResult, error) {
 			rs, err := s.Roles(ctx)
 			if rs == nil {
-				rs = []wire.Role{}
+				rs = []roleapi.Role{}
 			}
-			return wire.RoleListResult{Roles: rs}, err
+			return roleapi.RoleListResult{Roles: rs}, err
 		}),
-		serve(wire.RoleGet, func(ctx context.Context, s core.Service, p *wire.RoleNameParams) (wire.RoleResult, error) {
+		serve(roleapi.RoleGet, func(ctx context.Context, s core.Service, p *roleapi.RoleNameParams) (roleapi.RoleResult, error) {
 			return s.RoleGet(ctx, p.Name)
 		}),
-		serve(wire.RolePut, func(ctx context.Context, s core.Service, p *wire.RolePutParams) (wire.RoleResult, error) {
+		serve(roleapi.RolePut, func(ctx context.Context, s core.Service, p *roleapi.RolePutParams) (roleapi.RoleResult, error) {
 			return s.RolePut(ctx, *p)
 		}),
-		serve(wire.AgentHistory, func(ctx context.Context, s core.Service, p *wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+		serve(roleapi.AgentHistory, func(ctx context.Context, s core.Service, p *roleapi.AgentHistoryParams) (roleapi.AgentHistoryResult, error) {
 			return s.AgentHistory(ctx, *p)
 		}),
-		serve(wire.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.AccountListResult, error) {
+		serve(acctapi.AccountList, func(ctx context.Context, s core.Service, _ *wire.Empty) (acctapi.AccountListResult, error) {
 			return s.Accounts(ctx)
 		}),
-		serve(wire.UsageSelect, func(ctx context.Context, s core.Service, p *wire.SelectParams) (wire.SelectResult, error) {
+		serve(acctapi.UsageSelect, func(ctx context.Context, s core.Service, p *acctapi.SelectParams) (acctapi.SelectResult, error) {
 			return s.Select(ctx, *p)
 		}),
-		serve(wire.UsageHistory, func(ctx context.Context, s core.Service, p *wire.HistoryParams) (wire.HistoryResult, error) {
+		serve(acctapi.UsageHistory, func(ctx context.Context, s core.Service, p *acctapi.HistoryParams) (acctapi.HistoryResult, error) {
 			return s.History(ctx, *p)
 		}),
-		serve(wire.BudgetList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.BudgetListResult, error) {
+		serve(acctapi.BudgetList, func(ctx context.Context, s core.Service, _ *wire.Empty) (acctapi.BudgetListResult, error) {
 			bs, err := s.Budgets(ctx)
-			return wire.BudgetListResult{Budgets: bs}, err
+			return acctapi.BudgetListResult{Budgets: bs}, err
 		}),
-		serve(wire.BudgetSet, func(ctx context.Context, s core.Service, p *wire.BudgetSetParams) (wire.BudgetResult, error) {
+		serve(acctapi.BudgetSet, func(ctx context.Context, s core.Service, p *acctapi.BudgetSetParams) (acctapi.BudgetResult, error) {
 			b, err := s.BudgetSet(ctx, *p)
-			return wire.BudgetResult{Budget: b}, err
+			return acctapi.BudgetResult{Budget: b}, err
 		}),
-		serve(wire.BudgetRemove, func(ctx context.Context, s core.Service, p *wire.BudgetGlobParams) (wire.Empty, error) {
+		serve(acctapi.BudgetRemove, func(ctx context.Context, s core.Service, p *acctapi.BudgetGlobParams) (wire.Empty, error) {
 			return wire.Empty{}, s.BudgetRemove(ctx, p.Glob)
 		}),
-		serve(wire.PlanNew, func(ctx context.Context, s core.Service, p *wire.PlanNewParams) (wire.PlanResult, error) {
+		serve(planapi.PlanNew, func(ctx context.Context, s core.Service, p *planapi.PlanNewParams) (planapi.PlanResult, error) {
 			pl, err := s.PlanNew(ctx, *p)
-			return wire.PlanResult{Plan: pl}, err
+			return planapi.PlanResult{Plan: pl}, err
 		}),
-		serve(wire.PlanList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.PlanListResult, error) {
+		serve(planapi.PlanList, func(ctx context.Context, s core.Service, _ *wire.Empty) (planapi.PlanListResult, error) {
 			ps, err := s.Plans(ctx)
 			if ps == nil {
-				ps = []wire.Plan{}
+				ps = []planapi.Plan{}
 			}
-			return wire.PlanListResult{Plans: ps}, err
+			return planapi.PlanListResult{Plans: ps}, err
 		}),
-		serve(wire.PlanGet, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanGetResult, error) {
+		serve(planapi.PlanGet, func(ctx context.Context, s core.Service, p *planapi.PlanNameParams) (planapi.PlanGetResult, error) {
 			return s.PlanGet(ctx, p.Name)
 		}),
-		serve(wire.PlanApprove, func(ctx context.Context, s core.Service, p *wire.PlanNameParams) (wire.PlanResult, error) {
+		serve(planapi.PlanApprove, func(ctx context.Context, s core.Service, p *planapi.PlanNameParams) (planapi.PlanResult, error) {
 			pl, err := s.PlanApprove(ctx, p.Name)
-			return wire.PlanResult{Plan: pl}, err
+			return planapi.PlanResult{Plan: pl}, err
 		}),
-		serve(wire.PlanReject, func(ctx context.Context, s core.Service, p *wire.PlanRejectParams) (wire.PlanResult, error) {
+		serve(planapi.PlanReject, func(ctx context.Context, s core.Service, p *planapi.PlanRejectParams) (planapi.PlanResult, error) {
 			pl, err := s.PlanReject(ctx, *p)
-			return wire.PlanResult{Plan: pl}, err
+			return planapi.PlanResult{Plan: pl}, err
 		}),
-		serve(wire.CatalogGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.CatalogResult, error) {
+		serve(planapi.CatalogGet, func(ctx context.Context, s core.Service, _ *wire.Empty) (planapi.CatalogResult, error) {
 			return s.Catalog(ctx)
 		}),
-		serve(wire.ListenerList, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.ListenerListResult, error) {
+		serve(listenapi.ListenerList, func(ctx context.Context, s core.Service, _ *wire.Empty) (listenapi.ListenerListResult, error) {
 			ls, err := s.Listeners(ctx)
 			if ls == nil {
-				ls = []wire.Listener{}
+				ls = []listenapi.Listener{}
 			}
-			return wire.ListenerListResult{Listeners: ls}, err
+			return listenapi.ListenerListResult{Listeners: ls}, err
 		}),
-		serve(wire.ListenerGet, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.ListenerResult, error) {
+		serve(listenapi.ListenerGet, func(ctx context.Context, s core.Service, p *listenapi.ListenerNameParams) (listenapi.ListenerResult, error) {
 			l, err := s.ListenerGet(ctx, p.Name)
-			return wire.ListenerResult{Listener: l}, err
+			return listenapi.ListenerResult{Listener: l}, err
 		}),
-		serve(wire.ListenerPut, func(ctx context.Context, s core.Service, p *wire.ListenerPutParams) (wire.ListenerResult, error) {
+		serve(listenapi.ListenerPut, func(ctx context.Context, s core.Service, p *listenapi.ListenerPutParams) (listenapi.ListenerResult, error) {
 			l, err := s.ListenerPut(ctx, *p)
-			return wire.ListenerResult{Listener: l}, err
+			return listenapi.ListenerResult{Listener: l}, err
 		}),
-		serve(wire.ListenerRemove, func(ctx context.Context, s core.Service, p *wire.ListenerNameParams) (wire.Empty, error) {
+		serve(listenapi.ListenerRemove, func(ctx context.Context, s core.Service, p *listenapi.ListenerNameParams) (wire.Empty, error) {
 			return wire.Empty{}, s.ListenerRemove(ctx, p.Name)
 		}),
-		serve(wire.ListenerEnable, func(ctx context.Context, s core.Service, p *wire.ListenerEnableParams) (wire.ListenerResult, error) {
+		serve(listenapi.ListenerEnable, func(ctx context.Context, s core.Service, p *listenapi.ListenerEnableParams) (listenapi.ListenerResult, error) {
 			if p.Enabled == nil {
-				return wire.ListenerResult{}, wire.Errorf(wire.CodeInvalidParams, "listener.enable: missing required param \"enabled\" (true or false)")
+				return listenapi.ListenerResult{}, wire.Errorf(wire.CodeInvalidParams, "listener.enable: missing required param \"enabled\" (true or false)")
 			}
 			l, err := s.ListenerEnable(ctx, p.Name, *p.Enabled)
-			return wire.ListenerResult{Listener: l}, err
+			return listenapi.ListenerResult{Listener: l}, err
 		}),
 	}
 	table = append(table, runHandlers...)
@@ -221,8 +226,8 @@ var handlers = func() map[string]handler {
 }()
 
 // serve builds the handler of a unary method; the declaration types h.
-func serve[P, R any](m wire.Unary[P, R], h func(ctx context.Context, s core.Service, p *P) (R, error)) handler {
-	spec, _ := wire.Method(m.Name)
+func serve[P, R any](m wire.Method[P, R], h func(ctx context.Context, s core.Service, p *P) (R, error)) handler {
+	spec, _ := wire.Lookup(m.Name)
 	return handler{spec: spec, decode: decoder[P](m.Name),
 		unary: func(ctx context.Context, s core.Service, p any) (any, error) { return h(ctx, s, p.(*P)) }}
 }
@@ -234,8 +239,8 @@ func heavy(h handler) handler {
 }
 
 // serveStream builds the handler of a streaming method.
-func serveStream[P, R, S any](m wire.Streaming[P, R, S], h func(s *Server, ctx context.Context, cn *conn, id string, p *P, r *bufio.Reader) bool) handler {
-	spec, _ := wire.Method(m.Name)
+func serveStream[P, R, S any](m wire.Stream[P, R, S], h func(s *Server, ctx context.Context, cn *conn, id string, p *P, r *bufio.Reader) bool) handler {
+	spec, _ := wire.Lookup(m.Name)
 	return handler{spec: spec, decode: decoder[P](m.Name),
 		stream: func(s *Server, ctx context.Context, cn *conn, id string, p any, r *bufio.Reader) bool {
 			return h(s, ctx, cn, id, p.(*P), r)
