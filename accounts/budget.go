@@ -274,7 +274,7 @@ func (s *Service) loadBudgetsLocked(ctx context.Context) error {
 	})
 }
 
-// BudgetSet implements core.AccountService.
+// BudgetSet serves its socket method (methods.go).
 func (s *Service) BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acctapi.Budget, error) {
 	if (p.USD == nil) == (p.Tokens == nil) {
 		return acctapi.Budget{}, wire.Errorf(wire.CodeInvalidParams, "a budget needs exactly one of --usd and --tokens")
@@ -333,7 +333,7 @@ func (s *Service) BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acc
 	return out, nil
 }
 
-// Budgets implements core.AccountService.
+// Budgets serves its socket method (methods.go).
 func (s *Service) Budgets(context.Context) ([]acctapi.Budget, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +344,7 @@ func (s *Service) Budgets(context.Context) ([]acctapi.Budget, error) {
 	return out, nil
 }
 
-// BudgetRemove implements core.AccountService; held spawns are admitted again.
+// BudgetRemove serves its socket method (methods.go); held spawns are admitted again.
 func (s *Service) BudgetRemove(ctx context.Context, glob string) error {
 	s.mu.Lock()
 	b := s.budgets[glob]

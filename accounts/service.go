@@ -21,7 +21,7 @@ func (s *Service) providerOrderLocked() []string {
 	return ps
 }
 
-// Accounts implements core.AccountService.
+// Accounts serves its socket method (methods.go).
 func (s *Service) Accounts(ctx context.Context) (acctapi.AccountListResult, error) {
 	// What each window holds now is read off the queue's reasons, which this gate wrote.
 	var waiting []string
@@ -83,7 +83,7 @@ func (s *Service) Accounts(ctx context.Context) (acctapi.AccountListResult, erro
 	return res, nil
 }
 
-// Select implements core.AccountService: the decision a spawn now would get.
+// Select serves its socket method (methods.go): the decision a spawn now would get.
 func (s *Service) Select(ctx context.Context, p acctapi.SelectParams) (acctapi.SelectResult, error) {
 	if p.Provider == "" {
 		return acctapi.SelectResult{}, wire.Errorf(wire.CodeInvalidParams, "--select needs --provider")
@@ -100,7 +100,7 @@ func (s *Service) Select(ctx context.Context, p acctapi.SelectParams) (acctapi.S
 	return acctapi.SelectResult{Account: d.Account, Reason: d.Reason, RetryAt: d.RetryAt, Accounts: d.Choices}, nil
 }
 
-// History implements core.AccountService: every series' windows at their peaks,
+// History serves its socket method (methods.go): every series' windows at their peaks,
 // newest first.
 func (s *Service) History(_ context.Context, p acctapi.HistoryParams) (acctapi.HistoryResult, error) {
 	s.mu.Lock()

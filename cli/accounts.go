@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	acctapi "orcr/accounts/api"
+	"orcr/core/wire"
 )
 
 // account ls, budget set/ls/rm, usage --select/--history (DESIGN §10).
@@ -21,7 +22,7 @@ func (app *app) accountCommand() *cli.Command {
 			Name: "ls", Usage: "accounts with each window's use, reset and what it holds",
 			Flags: []cli.Flag{jsonFlag()},
 			Action: func(ctx context.Context, c *cli.Command) error {
-				r, err := service(ctx).Accounts(ctx)
+				r, err := wire.Call(ctx, service(ctx), acctapi.AccountList, wire.Empty{})
 				if err != nil {
 					return err
 				}
@@ -78,7 +79,7 @@ func accountLine(a acctapi.Account) string {
 }
 
 func (app *app) usageSelect(ctx context.Context, p acctapi.SelectParams, asJSON bool) error {
-	r, err := service(ctx).Select(ctx, p)
+	r, err := wire.Call(ctx, service(ctx), acctapi.UsageSelect, p)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (app *app) usageSelect(ctx context.Context, p acctapi.SelectParams, asJSON 
 }
 
 func (app *app) usageHistory(ctx context.Context, p acctapi.HistoryParams, asJSON bool) error {
-	r, err := service(ctx).History(ctx, p)
+	r, err := wire.Call(ctx, service(ctx), acctapi.UsageHistory, p)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,8 @@ func (app *app) budgetCommand() *cli.Command {
 					v := int64(c.Int("tokens"))
 					p.Tokens = &v
 				}
-				b, err := service(ctx).BudgetSet(ctx, p)
+				bRes, err := wire.Call(ctx, service(ctx), acctapi.BudgetSet, p)
+				b := bRes.Budget
 				if err != nil {
 					return err
 				}
@@ -163,7 +165,8 @@ func (app *app) budgetCommand() *cli.Command {
 			Name: "ls", Usage: "budgets and what their subtrees spent",
 			Flags: []cli.Flag{jsonFlag()},
 			Action: func(ctx context.Context, c *cli.Command) error {
-				bs, err := service(ctx).Budgets(ctx)
+				bsRes, err := wire.Call(ctx, service(ctx), acctapi.BudgetList, wire.Empty{})
+				bs := bsRes.Budgets
 				if err != nil {
 					return err
 				}
@@ -184,7 +187,7 @@ func (app *app) budgetCommand() *cli.Command {
 				if c.Args().Len() != 1 {
 					return fmt.Errorf("budget rm needs one GLOB (see orcr budget ls)")
 				}
-				return service(ctx).BudgetRemove(ctx, c.Args().First())
+				return wire.Do(ctx, service(ctx), acctapi.BudgetRemove, acctapi.BudgetGlobParams{Glob: c.Args().First()})
 			},
 		}},
 	}

@@ -1,6 +1,6 @@
 // Package cli is orcr's command line: the urfave/cli command tree, its output
 // formatting and attach. It is a thin client: every command reaches the server through
-// core.Service (the socket client, or an engine a test hands it), and it imports no
+// wire.Transport (the socket client, or an engine a test hands it), and it imports no
 // store, host or adapter package. What only the server's own process can do (serve,
 // the dashboard hosting a server in-process, doctor's look at the machine, the body of
 // `orcr hook`) it gets from the daemon as the Daemon funcs main passes in.
@@ -39,7 +39,7 @@ type Options struct {
 	// (ORCR_SOCKET, else $ORCR_HOME/orcr.sock) as the agent named by ORCR_ID; a test
 	// may hand in an engine instead. A returned Service that is an io.Closer is
 	// closed when the command ends.
-	Connect func(ctx context.Context) (core.Service, error)
+	Connect func(ctx context.Context) (wire.Transport, error)
 	// Daemon provides what runs in the server's own process.
 	Daemon Daemon
 }
@@ -166,7 +166,7 @@ func isWaitState(s string) bool {
 type app struct {
 	in       io.Reader
 	out, err io.Writer
-	connect  func(ctx context.Context) (core.Service, error)
+	connect  func(ctx context.Context) (wire.Transport, error)
 	daemon   Daemon
 }
 
@@ -371,6 +371,6 @@ func SocketPath() string {
 }
 
 // dialSocket connects to the running server as the agent named by ORCR_ID, if any.
-func dialSocket(ctx context.Context) (core.Service, error) {
+func dialSocket(ctx context.Context) (wire.Transport, error) {
 	return socket.Dial(ctx, SocketPath(), os.Getenv("ORCR_ID"))
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 
-	"github.com/urfave/cli/v3"
+	"orcr/core/wire"
 
-	"orcr/core"
+	"github.com/urfave/cli/v3"
 )
 
 // Every command that talks to the server gets its Service the same way: a Before hook
@@ -68,7 +68,7 @@ func (app *app) disconnect(ctx context.Context, c *cli.Command) error {
 }
 
 // service is the Service the command's Before hook put on ctx (nil without one).
-func service(ctx context.Context) core.Service {
-	s, _ := ctx.Value(serviceKey{}).(core.Service)
+func service(ctx context.Context) wire.Transport {
+	s, _ := ctx.Value(serviceKey{}).(wire.Transport)
 	return s
 }

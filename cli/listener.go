@@ -13,8 +13,10 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core"
+	"orcr/core/wire"
 	"orcr/internal/regfile"
 	listenapi "orcr/listen/api"
+	"orcr/rows"
 )
 
 // listenerCommand is `orcr listener ls|show|enable|disable|put|rm`.
@@ -31,7 +33,8 @@ func (app *app) listenerCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := service(ctx).ListenerEnable(ctx, name, on)
+			lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerEnable, listenapi.ListenerEnableParams{Name: name, Enabled: &on})
+			l := lRes.Listener
 			if err != nil {
 				return err
 			}
@@ -80,7 +83,8 @@ func (app *app) listenerCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					l, err := service(ctx).ListenerPut(ctx, listenapi.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
+					lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerPut, listenapi.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
+					l := lRes.Listener
 					if err != nil {
 						return err
 					}
@@ -98,7 +102,7 @@ func (app *app) listenerCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if err := service(ctx).ListenerRemove(ctx, name); err != nil {
+					if err := wire.Do(ctx, service(ctx), listenapi.ListenerRemove, listenapi.ListenerNameParams{Name: name}); err != nil {
 						return err
 					}
 					fmt.Fprintf(app.out, "removed listener %s\n", name)
@@ -110,7 +114,8 @@ func (app *app) listenerCommand() *cli.Command {
 }
 
 func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
-	ls, err := service(ctx).Listeners(ctx)
+	lsRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerList, wire.Empty{})
+	ls := lsRes.Listeners
 	if err != nil {
 		return err
 	}
@@ -128,13 +133,14 @@ func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
 	fmt.Fprintln(tw, "NAME\tSOURCE\tLAST POLL\tNEXT\tFIRED\tHELD\tSTATE")
 	now := time.Now()
 	for _, l := range ls {
-		fmt.Fprintln(tw, strings.Join(core.ListenerRow(l, now), "\t"))
+		fmt.Fprintln(tw, strings.Join(rows.Listener(l, now), "\t"))
 	}
 	return tw.Flush()
 }
 
 func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) error {
-	l, err := service(ctx).ListenerGet(ctx, name)
+	lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerGet, listenapi.ListenerNameParams{Name: name})
+	l := lRes.Listener
 	if err != nil {
 		return err
 	}
@@ -143,7 +149,7 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 	}
 	now := time.Now()
 	w := app.out
-	row := core.ListenerRow(l, now)
+	row := rows.Listener(l, now)
 	fmt.Fprintf(w, "name:       %s\n", l.Name)
 	from := "written through the API"
 	if l.Origin == "file" {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core"
+	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
 )
 
@@ -22,7 +23,7 @@ func (app *app) catalogCommand() *cli.Command {
 		Usage: "models, ratings, the tier each qualifies for, premium marked",
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			res, err := service(ctx).Catalog(ctx)
+			res, err := wire.Call(ctx, service(ctx), planapi.CatalogGet, wire.Empty{})
 			if err != nil {
 				return err
 			}
@@ -70,7 +71,8 @@ func (app *app) planCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					p, err := service(ctx).PlanApprove(ctx, name)
+					pRes, err := wire.Call(ctx, service(ctx), planapi.PlanApprove, planapi.PlanNameParams{Name: name})
+					p := pRes.Plan
 					if err != nil {
 						return err
 					}
@@ -88,7 +90,8 @@ func (app *app) planCommand() *cli.Command {
 					if c.Args().Len() != 2 {
 						return fmt.Errorf(`usage: orcr plan reject NAME "reason" (the reason goes to the lead)`)
 					}
-					p, err := service(ctx).PlanReject(ctx, planapi.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
+					pRes, err := wire.Call(ctx, service(ctx), planapi.PlanReject, planapi.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
+					p := pRes.Plan
 					if err != nil {
 						return err
 					}
@@ -122,7 +125,8 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return fmt.Errorf("repo: %w", err)
 	}
-	p, err := service(ctx).PlanNew(ctx, planapi.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
+	pRes, err := wire.Call(ctx, service(ctx), planapi.PlanNew, planapi.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
+	p := pRes.Plan
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,8 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 }
 
 func (app *app) planLs(ctx context.Context, c *cli.Command) error {
-	ps, err := service(ctx).Plans(ctx)
+	psRes, err := wire.Call(ctx, service(ctx), planapi.PlanList, wire.Empty{})
+	ps := psRes.Plans
 	if err != nil {
 		return err
 	}
@@ -168,7 +173,7 @@ func (app *app) planShow(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	res, err := service(ctx).PlanGet(ctx, name)
+	res, err := wire.Call(ctx, service(ctx), planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}
@@ -231,7 +236,7 @@ func (app *app) planEdit(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	svc := service(ctx)
-	before, err := svc.PlanGet(ctx, name)
+	before, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}
@@ -243,7 +248,7 @@ func (app *app) planEdit(ctx context.Context, c *cli.Command) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("editor %s: %w", strings.Join(cmd.Args, " "), err)
 	}
-	after, err := svc.PlanGet(ctx, name)
+	after, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // Roles and history (DESIGN §12).
@@ -25,7 +26,8 @@ func (app *app) roleCommand() *cli.Command {
 			{
 				Name: "ls", Usage: "list roles", Flags: []cli.Flag{jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					rs, err := service(ctx).Roles(ctx)
+					rsRes, err := wire.Call(ctx, service(ctx), roleapi.RoleList, wire.Empty{})
+					rs := rsRes.Roles
 					if err != nil {
 						return err
 					}
@@ -53,7 +55,7 @@ func (app *app) roleCommand() *cli.Command {
 					if c.Args().First() == "" {
 						return fmt.Errorf("role show needs a NAME; list them with: orcr role ls")
 					}
-					r, err := service(ctx).RoleGet(ctx, c.Args().First())
+					r, err := wire.Call(ctx, service(ctx), roleapi.RoleGet, roleapi.RoleNameParams{Name: c.Args().First()})
 					if err != nil {
 						return err
 					}
@@ -229,7 +231,7 @@ const (
 
 // historyPages asks for the history a page at a time (at most limit entries in all
 // when limit > 0) and hands each page to take.
-func historyPages(ctx context.Context, svc core.Service, p roleapi.AgentHistoryParams, limit int, take func(roleapi.AgentHistoryResult) error) error {
+func historyPages(ctx context.Context, svc wire.Transport, p roleapi.AgentHistoryParams, limit int, take func(roleapi.AgentHistoryResult) error) error {
 	size := historyPage
 	for {
 		p.Limit = size
@@ -237,7 +239,7 @@ func historyPages(ctx context.Context, svc core.Service, p roleapi.AgentHistoryP
 			p.Limit = min(size, limit)
 		}
 		size = historyPageMore
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		if err != nil {
 			return err
 		}
@@ -262,7 +264,7 @@ func historyPages(ctx context.Context, svc core.Service, p roleapi.AgentHistoryP
 // historyLines counts the entries of a text page (its lines but the header).
 func historyLines(text string) int {
 	n := strings.Count(text, "\n")
-	if strings.HasPrefix(text, core.HistoryColumns[0]) {
+	if strings.HasPrefix(text, rows.HistoryColumns[0]) {
 		n--
 	}
 	return n
@@ -276,7 +278,8 @@ func (app *app) agentResumeCommand() *cli.Command {
 			if c.Args().First() == "" {
 				return fmt.Errorf("agent resume needs a TARGET: an id, an id prefix or a path")
 			}
-			a, err := service(ctx).Resume(ctx, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			aRes, err := wire.Call(ctx, service(ctx), wire.AgentResume, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			a := aRes.Agent
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"orcr/core/wire"
 	runapi "orcr/orchestrate/run/api"
 )
 
@@ -79,7 +80,8 @@ func (app *app) runCommand() *cli.Command {
 						}
 						p.CoderArgv = rest
 					}
-					v, err := service(ctx).RunStart(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStartM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -88,7 +90,8 @@ func (app *app) runCommand() *cli.Command {
 				Flags: []cli.Flag{jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					if c.Args().Len() == 0 {
-						rs, err := service(ctx).Runs(ctx)
+						rsRes, err := wire.Call(ctx, service(ctx), runapi.RunListM, wire.Empty{})
+						rs := rsRes.Runs
 						if err != nil {
 							return err
 						}
@@ -109,7 +112,8 @@ func (app *app) runCommand() *cli.Command {
 						}
 						return nil
 					}
-					v, err := service(ctx).RunStatus(ctx, c.Args().First())
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStatusM, runapi.RunNameParams{Name: c.Args().First()})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -121,7 +125,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					es, err := service(ctx).RunEvents(ctx, runapi.RunEventsParams{Name: n, After: c.Uint64("after")})
+					esRes, err := wire.Call(ctx, service(ctx), runapi.RunEventsM, runapi.RunEventsParams{Name: n, After: c.Uint64("after")})
+					es := esRes.Entries
 					if err != nil {
 						return err
 					}
@@ -142,7 +147,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunStop(ctx, n)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStopM, runapi.RunNameParams{Name: n})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -153,7 +159,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					res, err := service(ctx).RunFinish(ctx, n)
+					res, err := wire.Call(ctx, service(ctx), runapi.RunFinishM, runapi.RunNameParams{Name: n})
 					if err != nil {
 						return err
 					}
@@ -176,7 +182,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunDispatch(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunDispatchM, runapi.RunMilestonesParams{Name: n, Milestones: m})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -188,7 +195,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunHold(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -200,7 +208,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunRetry(ctx, runapi.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunRetryM, runapi.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -211,7 +220,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunAnswer(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunAnswerM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -222,7 +232,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunFix(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunFixM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -232,7 +243,7 @@ func (app *app) runCommand() *cli.Command {
 					if c.Args().Len() != 1 {
 						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
 					}
-					m, err := service(ctx).RunDone(ctx, runapi.RunCallerParams{Milestone: c.Args().First()})
+					m, err := wire.Call(ctx, service(ctx), runapi.RunDoneM, runapi.RunCallerParams{Milestone: c.Args().First()})
 					if err != nil {
 						return err
 					}
@@ -247,7 +258,7 @@ func (app *app) runCommand() *cli.Command {
 					if len(a) < 2 {
 						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
 					}
-					m, err := service(ctx).RunAsk(ctx, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+					m, err := wire.Call(ctx, service(ctx), runapi.RunAskM, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
 					if err != nil {
 						return err
 					}

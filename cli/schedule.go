@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"orcr/core/wire"
 	schedapi "orcr/schedule/api"
 )
 
@@ -36,7 +37,7 @@ func (app *app) scheduleCommand() *cli.Command {
 				Name: "rm", Usage: "remove a schedule and its history", ArgsUsage: "NAME",
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
-					if err := cl.ScheduleRemove(ctx, c.Args().First()); err != nil {
+					if err := wire.Do(ctx, cl, schedapi.ScheduleRemove, schedapi.ScheduleNameParams{Name: c.Args().First()}); err != nil {
 						return err
 					}
 					fmt.Fprintf(app.out, "removed schedule %s\n", c.Args().First())
@@ -92,8 +93,9 @@ func (app *app) scheduleAdd(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	cl := service(ctx)
-	s, err := cl.ScheduleAdd(ctx, schedapi.ScheduleAddParams{Name: args[0], EverySeconds: int(every / time.Second),
+	sRes, err := wire.Call(ctx, cl, schedapi.ScheduleAdd, schedapi.ScheduleAddParams{Name: args[0], EverySeconds: int(every / time.Second),
 		Cron: c.String("cron"), Command: cmd, Cwd: cwd, Env: env, MissedPolicy: c.String("missed")})
+	s := sRes.Schedule
 	if err != nil {
 		return err
 	}
@@ -141,7 +143,8 @@ func runSummary(r *schedapi.ScheduleRun) string {
 
 func (app *app) scheduleLs(ctx context.Context, asJSON bool) error {
 	cl := service(ctx)
-	ss, err := cl.Schedules(ctx)
+	ssRes, err := wire.Call(ctx, cl, schedapi.ScheduleList, wire.Empty{})
+	ss := ssRes.Schedules
 	if err != nil {
 		return err
 	}
@@ -166,7 +169,8 @@ func (app *app) scheduleLs(ctx context.Context, asJSON bool) error {
 
 func (app *app) scheduleRunNow(ctx context.Context, name string, wait, asJSON bool) error {
 	cl := service(ctx)
-	r, err := cl.ScheduleRun(ctx, schedapi.ScheduleRunParams{Name: name, Wait: wait})
+	rRes, err := wire.Call(ctx, cl, schedapi.ScheduleRunNow, schedapi.ScheduleRunParams{Name: name, Wait: wait})
+	r := rRes.Run
 	if err != nil {
 		return err
 	}
@@ -195,7 +199,8 @@ func (app *app) scheduleRunNow(ctx context.Context, name string, wait, asJSON bo
 
 func (app *app) scheduleRuns(ctx context.Context, name string, asJSON bool) error {
 	cl := service(ctx)
-	rs, err := cl.ScheduleRuns(ctx, name)
+	rsRes, err := wire.Call(ctx, cl, schedapi.ScheduleRuns, schedapi.ScheduleNameParams{Name: name})
+	rs := rsRes.Runs
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"orcr/accounts"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"orcr/accounts"
 
 	acctapi "orcr/accounts/api"
 	"orcr/cli"

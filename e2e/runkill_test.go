@@ -20,6 +20,7 @@ import (
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
 )
 
@@ -285,8 +286,8 @@ type testLead struct {
 	e          *env
 	name       string
 	view       runapi.RunView
-	dispatched bool           // the last step dispatched something
-	c          *socket.Client // kept while the server lives, so a poll is quick
+	dispatched bool              // the last step dispatched something
+	c          *apiclient.Client // kept while the server lives, so a poll is quick
 }
 
 // step reads the run's status and dispatches the milestones that wait for the lead;
@@ -296,7 +297,7 @@ func (l *testLead) step() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if l.c == nil {
-		c, err := socket.Dial(ctx, socket.SocketPath(l.e.home), "")
+		c, err := apiclient.Dial(ctx, socket.SocketPath(l.e.home), "")
 		if err != nil {
 			return ""
 		}

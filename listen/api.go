@@ -13,7 +13,7 @@ import (
 	listenapi "orcr/listen/api"
 )
 
-// The service's API (core.ListenerService) and its dispatcher.
+// The service's API (served by methods.go) and its dispatcher.
 
 // Listeners lists every listener, runnable or not, by name.
 func (s *Service) Listeners(ctx context.Context) ([]listenapi.Listener, error) {

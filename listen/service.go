@@ -82,7 +82,7 @@ type entry struct {
 	failing bool // the last tick failed (written by the tick goroutine under s.mu: entryCopy copies the entry)
 }
 
-// Service runs listeners; it implements core.ListenerService.
+// Service runs listeners; it serves its socket method (methods.go).
 type Service struct {
 	opts    ServiceOptions
 	rec     *Records

@@ -56,7 +56,7 @@ type ServiceOptions struct {
 	Poll time.Duration
 }
 
-// Service implements core.PlanService and core.CatalogService.
+// Service serves plan.* and catalog.get (methods.go).
 type Service struct {
 	o     ServiceOptions
 	plans *Plans
@@ -69,10 +69,7 @@ type Service struct {
 	wg     sync.WaitGroup
 }
 
-var (
-	_ core.PlanService    = (*Service)(nil)
-	_ core.CatalogService = (*Service)(nil)
-)
+var ()
 
 // NewService builds the plan service; Start begins watching.
 func NewService(o ServiceOptions) (*Service, error) {
@@ -132,7 +129,7 @@ func (s *Service) Close() {
 	s.wg.Wait()
 }
 
-// PlanNew implements core.PlanService: it records the plan, then starts its lead.
+// PlanNew serves its socket method (methods.go): it records the plan, then starts its lead.
 func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {
 	if err := ValidPlanName(p.Name); err != nil {
 		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
@@ -208,7 +205,7 @@ func (s *Service) planFromFile(ctx context.Context, p planapi.PlanNewParams, rep
 	return r.Wire(), nil
 }
 
-// Plans implements core.PlanService.
+// Plans serves its socket method (methods.go).
 func (s *Service) Plans(ctx context.Context) ([]planapi.Plan, error) {
 	recs, err := s.plans.List(ctx)
 	if err != nil {
@@ -221,7 +218,7 @@ func (s *Service) Plans(ctx context.Context) ([]planapi.Plan, error) {
 	return out, nil
 }
 
-// PlanGet implements core.PlanService. It looks at the file first, so an edit made
+// PlanGet serves its socket method (methods.go). It looks at the file first, so an edit made
 // a moment ago (orcr plan edit) is seen and recorded before the answer.
 func (s *Service) PlanGet(ctx context.Context, name string) (planapi.PlanGetResult, error) {
 	r, err := s.plans.Get(ctx, name)
@@ -235,7 +232,7 @@ func (s *Service) PlanGet(ctx context.Context, name string) (planapi.PlanGetResu
 	return planView(r, cat), nil
 }
 
-// PlanApprove implements core.PlanService: the file as it is now is what is approved.
+// PlanApprove serves its socket method (methods.go): the file as it is now is what is approved.
 func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
 	cat, _ := s.catalog()
 	var file FileState
@@ -252,7 +249,7 @@ func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, e
 	return r.Wire(), nil
 }
 
-// PlanReject implements core.PlanService: the reason goes to the lead.
+// PlanReject serves its socket method (methods.go): the reason goes to the lead.
 func (s *Service) PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error) {
 	old, _ := s.plans.Get(ctx, p.Name)
 	r, actions, err := s.plans.Apply(ctx, p.Name, Reject{Reason: p.Reason}, s.now())
@@ -278,7 +275,7 @@ func requestError(err error, file FileState) error {
 	return wire.Errorf(wire.CodeInvalidParams, "%v", err)
 }
 
-// Catalog implements core.CatalogService.
+// Catalog serves its socket method (methods.go).
 func (s *Service) Catalog(ctx context.Context) (planapi.CatalogResult, error) {
 	c, err := s.catalog()
 	if err != nil {

@@ -13,11 +13,15 @@ import (
 	roleapi "orcr/roles/api"
 )
 
-// Kernel is what the roles feature needs of the kernel: its service (send, stop,
-// events), events of its own, and the record fields it owns (hook runs, counters).
+// Kernel is what the roles feature needs of the kernel: its agents and events, events
+// of its own, and the record fields it owns (hook runs, counters).
 type Kernel interface {
-	core.KernelService
 	core.Kernel
+	core.Sender
+	Info(ctx context.Context) (wire.InfoResult, error)
+	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
 	Amend(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error)
 	StopAgent(ctx context.Context, id, reason string) error
 }
@@ -34,7 +38,7 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
+// Service serves role.* and history.list (methods.go), runs the per-repo hooks
 // (core.LaunchHook) and enforces agents' limits and validation.
 type Service struct {
 	opts  Options
@@ -55,8 +59,7 @@ type Service struct {
 }
 
 var (
-	_ core.RoleService = (*Service)(nil)
-	_ core.LaunchHook  = (*Service)(nil)
+	_ core.LaunchHook = (*Service)(nil)
 )
 
 // New builds the service; Start binds it to the kernel and begins watching agents.

@@ -72,8 +72,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Service holds the loaded schedules and fires them; it implements
-// core.ScheduleService. Its mutex is never held across a run.
+// Service holds the loaded schedules and fires them and serves schedule.*
+// (methods.go). Its mutex is never held across a run.
 type Service struct {
 	opts  Options
 	store core.Store
@@ -88,8 +88,6 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
-
-var _ core.ScheduleService = (*Service)(nil)
 
 // New builds the service; Start loads the schedules and starts firing them.
 func New(opts Options) (*Service, error) {

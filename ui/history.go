@@ -13,6 +13,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // The history view (DESIGN §12 "History"): finished agents as `orcr history` lists
@@ -122,11 +123,11 @@ func (d *historyDialog) load() action {
 	seq, p := d.seq, d.params
 	p.Limit = max(historyChunk, len(d.entries))
 	d.stale, d.more = false, ""
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		return historyMsg{seq, "", r, err, time.Since(start)}
 	}}
 }
@@ -139,11 +140,11 @@ func (d *historyDialog) loadMore() action {
 	}
 	seq, p := d.seq, d.params
 	p.Limit, p.After, d.more = historyChunk, d.next, d.next
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		return historyMsg{seq, p.After, r, err, time.Since(start)}
 	}}
 }
@@ -482,7 +483,7 @@ func (d *historyDialog) rows(w int) []string {
 		}
 		b.WriteByte(' ')
 	}
-	hc := core.HistoryColumns
+	hc := rows.HistoryColumns
 	hb.WriteString("  ")
 	cell(&hb, hc[0], cols.ended, false)
 	cell(&hb, hc[1], cols.path, false)
@@ -498,7 +499,7 @@ func (d *historyDialog) rows(w int) []string {
 	end := min(len(d.entries), d.offset+d.page())
 	for i := d.offset; i < end; i++ {
 		e := &d.entries[i]
-		r := core.HistoryRow(*e, c.now)
+		r := rows.History(*e, c.now)
 		var left, right strings.Builder
 		cell(&left, r[0], cols.ended, false)
 		cell(&left, r[1], cols.path, false)

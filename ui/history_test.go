@@ -9,9 +9,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
+	"orcr/rows"
 	"orcr/themes"
 )
 
@@ -84,7 +84,7 @@ func TestHistoryListsLikeTheCLI(t *testing.T) {
 	// Newest first, each with role, duration, tokens, cost and result as core.HistoryRow has them.
 	var last int
 	for _, e := range fixtureHistory() {
-		r := core.HistoryRow(e, t0)
+		r := rows.History(e, t0)
 		i := strings.Index(s, e.Path)
 		if i < last {
 			t.Fatalf("%s not after the entry before it:\n%s", e.Path, s)

@@ -9,8 +9,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"orcr/core"
+	"orcr/core/wire"
 	listenapi "orcr/listen/api"
+	"orcr/rows"
 )
 
 // The listeners tab of the side panel (DESIGN §11): each listener's state, last and
@@ -34,20 +35,22 @@ type (
 	}
 )
 
-func listenersCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func listenersCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		ls, err := svc.Listeners(ctx)
+		lsRes, err := wire.Call(ctx, svc, listenapi.ListenerList, wire.Empty{})
+		ls := lsRes.Listeners
 		return listenersMsg{ls, err}
 	}
 }
 
-func listenerEnableCmd(ctx context.Context, svc core.Service, name string, on bool) tea.Cmd {
+func listenerEnableCmd(ctx context.Context, svc wire.Transport, name string, on bool) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		l, err := svc.ListenerEnable(ctx, name, on)
+		lRes, err := wire.Call(ctx, svc, listenapi.ListenerEnable, listenapi.ListenerEnableParams{Name: name, Enabled: &on})
+		l := lRes.Listener
 		return listenerToggledMsg{l, err}
 	}
 }
@@ -160,7 +163,7 @@ func (v *listenersView) lines(c *common, w int) []string {
 // listenerLines is one listener: its head row, then its polls, limits and error.
 func (v *listenersView) listenerLines(c *common, w int, l listenapi.Listener, selected bool) []string {
 	st := &c.styles
-	row := core.ListenerRow(l, c.now)
+	row := rows.Listener(l, c.now)
 	stateSt := st.Done
 	switch {
 	case l.State == "invalid" || l.Failures > 0:

@@ -10,6 +10,7 @@ import (
 	"charm.land/huh/v2"
 
 	"orcr/core"
+	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
 )
 
@@ -22,7 +23,7 @@ import (
 // callAction asks the root to run fn as a command with its context and service; a
 // dialog that needs the server returns one instead of holding the service.
 type callAction struct {
-	fn func(ctx context.Context, svc core.Service) tea.Msg
+	fn func(ctx context.Context, svc wire.Transport) tea.Msg
 }
 
 type (
@@ -48,14 +49,15 @@ type (
 )
 
 // loadPlans is the call behind the view: every plan, and each one's file.
-func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
-	ps, err := svc.Plans(ctx)
+func loadPlans(ctx context.Context, svc wire.Transport) tea.Msg {
+	psRes, err := wire.Call(ctx, svc, planapi.PlanList, wire.Empty{})
+	ps := psRes.Plans
 	if err != nil {
 		return plansMsg{err: err}
 	}
 	details := make(map[string]planapi.PlanGetResult, len(ps))
 	for _, p := range ps {
-		if d, err := svc.PlanGet(ctx, p.Name); err == nil {
+		if d, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: p.Name}); err == nil {
 			details[p.Name] = d
 		}
 	}
@@ -63,7 +65,7 @@ func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
 }
 
 // plansCmd loads the plans (the root runs it when it opens the view).
-func plansCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func plansCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg { return loadPlans(ctx, svc) }
 }
 
@@ -245,13 +247,15 @@ func (d *plansDialog) updateForm(msg tea.Msg) (tea.Cmd, action) {
 // decide is the call an approval form's answer makes.
 func decide(name, decision, reason string) action {
 	if decision == "approve" {
-		return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
-			p, err := svc.PlanApprove(ctx, name)
+		return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
+			pRes, err := wire.Call(ctx, svc, planapi.PlanApprove, planapi.PlanNameParams{Name: name})
+			p := pRes.Plan
 			return planDecidedMsg{verb: "approved", plan: p, err: err}
 		}}
 	}
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
-		p, err := svc.PlanReject(ctx, planapi.PlanRejectParams{Name: name, Reason: reason})
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
+		pRes, err := wire.Call(ctx, svc, planapi.PlanReject, planapi.PlanRejectParams{Name: name, Reason: reason})
+		p := pRes.Plan
 		return planDecidedMsg{verb: "rejected; the reason went to its lead", plan: p, err: err}
 	}}
 }

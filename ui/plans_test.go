@@ -9,7 +9,8 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
+	"orcr/core/socket"
+	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
 )
 
@@ -94,8 +95,25 @@ func TestGoldenPlans(t *testing.T) {
 // planRecorder is the Service the plan view's calls reach in tests: it records
 // approve and reject (anything else is not expected and panics on the nil embed).
 type planRecorder struct {
-	core.Service
 	approved, rejected, reason string
+}
+
+// transport serves the recorder's methods in-process.
+func (r *planRecorder) transport(t testing.TB) wire.Transport {
+	ip, err := socket.NewInProcess([]wire.Handler{
+		wire.Handle(planapi.PlanApprove, func(ctx context.Context, p *planapi.PlanNameParams) (planapi.PlanResult, error) {
+			pl, err := r.PlanApprove(ctx, p.Name)
+			return planapi.PlanResult{Plan: pl}, err
+		}),
+		wire.Handle(planapi.PlanReject, func(ctx context.Context, p *planapi.PlanRejectParams) (planapi.PlanResult, error) {
+			pl, err := r.PlanReject(ctx, *p)
+			return planapi.PlanResult{Plan: pl}, err
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
 
 func (r *planRecorder) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
@@ -115,7 +133,7 @@ func decided(t *testing.T, d *plansDialog, act action, svc *planRecorder) {
 	if !ok {
 		t.Fatalf("action = %#v, want a call", act)
 	}
-	d.Update(ca.fn(context.Background(), svc))
+	d.Update(ca.fn(context.Background(), svc.transport(t)))
 }
 
 // TestPlanFormDecides: the form's answers become the calls — approve, and reject with

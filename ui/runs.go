@@ -339,8 +339,8 @@ func (d *runsDialog) milestoneKey(k tea.KeyPressMsg) (tea.Cmd, action) {
 			d.notice = fmt.Sprintf("%s is %s: only a ready milestone is dispatched", id, ms.State)
 			return nil, nil
 		}
-		return nil, runAct("dispatched", name, id, func(ctx context.Context, svc core.Service) (runapi.RunView, error) {
-			return svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}})
+		return nil, runAct("dispatched", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunDispatchM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}})
 		})
 	case km.Coder.Matches(k):
 		coder := ms.Coder
@@ -383,16 +383,16 @@ func (d *runsDialog) submit() action {
 	name, id, text, tier := d.open, d.formM, strings.TrimSpace(d.text), d.tier
 	switch d.formVerb {
 	case "answer":
-		return runAct("answered", name, id, func(ctx context.Context, svc core.Service) (runapi.RunView, error) {
-			return svc.RunAnswer(ctx, runapi.RunTextParams{Name: name, Milestone: id, Text: text})
+		return runAct("answered", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunAnswerM, runapi.RunTextParams{Name: name, Milestone: id, Text: text})
 		})
 	case "hold":
-		return runAct("held", name, id, func(ctx context.Context, svc core.Service) (runapi.RunView, error) {
-			return svc.RunHold(ctx, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Reason: text})
+		return runAct("held", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunHoldM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Reason: text})
 		})
 	case "retry":
-		return runAct("retried", name, id, func(ctx context.Context, svc core.Service) (runapi.RunView, error) {
-			return svc.RunRetry(ctx, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Tier: tier})
+		return runAct("retried", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunRetryM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Tier: tier})
 		})
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
+	"orcr/core/socket"
 	"orcr/core/wire"
 	runapi "orcr/orchestrate/run/api"
 	"orcr/themes"
@@ -140,12 +140,43 @@ func TestGoldenRuns(t *testing.T) {
 // runRecorder is the Service behind the runs view in tests: it serves the fixture and
 // records the calls that act (anything else panics on the nil embed).
 type runRecorder struct {
-	core.Service
 	mu                    sync.Mutex
 	runs                  int
 	answer                runapi.RunTextParams
 	hold, retry, dispatch runapi.RunMilestonesParams
 	fail                  error
+}
+
+// transport serves the recorder's methods in-process, as the dashboard's calls reach
+// them (any other method is unknown).
+func (r *runRecorder) transport(t testing.TB) wire.Transport {
+	res := func(v runapi.RunView, err error) (runapi.RunResult, error) { return runapi.RunResult{Run: v}, err }
+	ip, err := socket.NewInProcess([]wire.Handler{
+		wire.Handle(runapi.RunListM, func(ctx context.Context, _ *wire.Empty) (runapi.RunListResult, error) {
+			rs, err := r.Runs(ctx)
+			return runapi.RunListResult{Runs: rs}, err
+		}),
+		wire.Handle(runapi.RunEventsM, func(ctx context.Context, p *runapi.RunEventsParams) (runapi.RunEventsResult, error) {
+			es, err := r.RunEvents(ctx, *p)
+			return runapi.RunEventsResult{Entries: es}, err
+		}),
+		wire.Handle(runapi.RunAnswerM, func(ctx context.Context, p *runapi.RunTextParams) (runapi.RunResult, error) {
+			return res(r.RunAnswer(ctx, *p))
+		}),
+		wire.Handle(runapi.RunHoldM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunHold(ctx, *p))
+		}),
+		wire.Handle(runapi.RunRetryM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunRetry(ctx, *p))
+		}),
+		wire.Handle(runapi.RunDispatchM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunDispatch(ctx, *p))
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
 
 func (r *runRecorder) Runs(context.Context) ([]runapi.RunView, error) {
@@ -247,7 +278,7 @@ func pressSettle(t testing.TB, m *Model, keys ...string) {
 func TestRunsActions(t *testing.T) {
 	rec := &runRecorder{}
 	m := newTestModel(t, 120, 40, Options{})
-	m.svc = rec
+	m.svc = rec.transport(t)
 	pressSettle(t, m, "O")
 	if rec.runs != 1 || !strings.Contains(plain(screen(t, m)), "csv-import") {
 		t.Fatalf("opening read the runs %d times:\n%s", rec.runs, plain(screen(t, m)))
@@ -328,7 +359,7 @@ func TestRunsCoderInTree(t *testing.T) {
 func TestRunsFollowEvents(t *testing.T) {
 	rec := &runRecorder{}
 	m := newTestModel(t, 120, 40, Options{})
-	m.svc = rec
+	m.svc = rec.transport(t)
 	pressSettle(t, m, "O", "enter")
 	rec.runs = 0
 	ev := func(seq uint64, kind string) wire.Event {

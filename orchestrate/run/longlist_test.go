@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/socket"
 	"orcr/core/wire"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/testutil/apiclient"
 )
 
 // TestLongMilestoneListsAnsweredPromptly: run.dispatch with 1,000 names took 87 s and
@@ -28,7 +28,7 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "par", Coders: 1, Coder: "shell", CoderArgv: idle, Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := socket.Dial(ctx, filepath.Join(g.home, "orcr.sock"), "")
+	c, err := apiclient.Dial(ctx, filepath.Join(g.home, "orcr.sock"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ type Options struct {
 	PlanPoll time.Duration
 }
 
-// Service implements core.RunService.
+// Service serves its socket method (methods.go).
 type Service struct {
 	o    Options
 	runs *Runs
@@ -85,8 +85,6 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
-
-var _ core.RunService = (*Service)(nil)
 
 // NewService builds the autopilot; Start resumes the runs in the store.
 func NewService(o Options) (*Service, error) {
@@ -219,7 +217,7 @@ func (s *Service) observe(ctx context.Context, rec Record) Observed {
 
 // ---- the API ----
 
-// RunStart implements core.RunService.
+// RunStart serves its socket method (methods.go).
 func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi.RunView, error) {
 	if err := orchestrate.ValidPlanName(p.Name); err != nil {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
@@ -317,7 +315,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	return s.view(rec), nil
 }
 
-// Runs implements core.RunService.
+// Runs serves its socket method (methods.go).
 func (s *Service) Runs(ctx context.Context) ([]runapi.RunView, error) {
 	recs, err := s.runs.List(ctx)
 	if err != nil {
@@ -330,7 +328,7 @@ func (s *Service) Runs(ctx context.Context) ([]runapi.RunView, error) {
 	return out, nil
 }
 
-// RunStatus implements core.RunService.
+// RunStatus serves its socket method (methods.go).
 func (s *Service) RunStatus(ctx context.Context, name string) (runapi.RunView, error) {
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
@@ -342,7 +340,7 @@ func (s *Service) RunStatus(ctx context.Context, name string) (runapi.RunView, e
 	return s.view(rec), nil
 }
 
-// RunEvents implements core.RunService.
+// RunEvents serves its socket method (methods.go).
 func (s *Service) RunEvents(ctx context.Context, p runapi.RunEventsParams) ([]runapi.RunEntry, error) {
 	if _, err := s.runs.Get(ctx, p.Name); err != nil {
 		return nil, err
@@ -358,42 +356,42 @@ func (s *Service) RunEvents(ctx context.Context, p runapi.RunEventsParams) ([]ru
 	return out, nil
 }
 
-// RunStop implements core.RunService.
+// RunStop serves its socket method (methods.go).
 func (s *Service) RunStop(ctx context.Context, name string) (runapi.RunView, error) {
 	return s.request(ctx, name, Fact{Kind: FStop})
 }
 
-// RunDispatch implements core.RunService.
+// RunDispatch serves its socket method (methods.go).
 func (s *Service) RunDispatch(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	return s.each(ctx, runapi.MethodRunDispatch, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
 }
 
-// RunHold implements core.RunService.
+// RunHold serves its socket method (methods.go).
 func (s *Service) RunHold(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	return s.each(ctx, runapi.MethodRunHold, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
 }
 
-// RunRetry implements core.RunService.
+// RunRetry serves its socket method (methods.go).
 func (s *Service) RunRetry(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	return s.each(ctx, runapi.MethodRunRetry, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
 }
 
-// RunAnswer implements core.RunService.
+// RunAnswer serves its socket method (methods.go).
 func (s *Service) RunAnswer(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error) {
 	return s.request(ctx, p.Name, Fact{Kind: FAnswer, M: p.Milestone, Text: p.Text})
 }
 
-// RunFix implements core.RunService.
+// RunFix serves its socket method (methods.go).
 func (s *Service) RunFix(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error) {
 	return s.request(ctx, p.Name, Fact{Kind: FFollowUp, M: p.Milestone, Text: p.Text})
 }
 
-// RunDone implements core.RunService: the caller must be a coder of a run.
+// RunDone serves its socket method (methods.go): the caller must be a coder of a run.
 func (s *Service) RunDone(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error) {
 	return s.fromCaller(ctx, "done", p, func(coder string) Fact { return Fact{Kind: FDone, M: p.Milestone, Coder: coder} })
 }
 
-// RunAsk implements core.RunService.
+// RunAsk serves its socket method (methods.go).
 func (s *Service) RunAsk(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error) {
 	if strings.TrimSpace(p.Text) == "" {
 		return runapi.RunMilestone{}, wire.Errorf(wire.CodeInvalidParams, "run ask %s: say what you need decided", p.Milestone)

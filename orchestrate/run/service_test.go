@@ -18,8 +18,10 @@ import (
 	runapi "orcr/orchestrate/run/api"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
+	"slices"
 )
 
 // rig is a server's worth of kernel, socket and autopilot on a real badger store and
@@ -34,7 +36,7 @@ type rig struct {
 	eng   *core.Engine
 	runs  *run.Service
 	sock  *socket.Server
-	svc   core.Service
+	svc   *apiclient.Client
 	ident []string
 }
 
@@ -85,8 +87,13 @@ func (g *rig) start() {
 	if err := rs.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	g.svc = core.Composed{KernelService: eng, RunService: rs}
-	sock, err := socket.Listen(sockPath, g.svc, nil)
+	methods := slices.Concat(core.KernelMethods(eng), rs.Methods())
+	ip, err := socket.NewInProcess(methods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.svc = apiclient.Over(ip)
+	sock, err := socket.Listen(sockPath, methods, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func (s *Service) writeSummary(ctx context.Context, rec Record) error {
 	return err
 }
 
-// RunFinish implements core.RunService: the run's agents stop, its worktrees and
+// RunFinish serves its socket method (methods.go): the run's agents stop, its worktrees and
 // refs go (only feature/NAME stays), the branch is pushed when the repository has a
 // remote, and a pull request is opened through GitHub with the summary as its body.
 // What it did not do it says, with why.

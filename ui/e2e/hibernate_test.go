@@ -141,7 +141,12 @@ func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(w
 	}
 	defer c.Close()
 	var a wire.Agent
-	if !wait.Until(d, func() bool { a, err = c.Get(context.Background(), target); return err == nil && cond(a) }) {
+	if !wait.Until(d, func() bool {
+		var r wire.AgentResult
+		r, err = wire.Call(context.Background(), c, wire.AgentGet, wire.TargetParams{Target: target})
+		a = r.Agent
+		return err == nil && cond(a)
+	}) {
 		r.t.Fatalf("timed out after %v waiting for %s: %s/%s %q (%v)", d, what, a.State, a.StateSource, a.StateReason, err)
 	}
 	return a
