@@ -35,9 +35,9 @@ const (
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Connect returns the Service the commands use. Nil dials the server's socket
+	// Connect returns the transport the commands use. Nil dials the server's socket
 	// (ORCR_SOCKET, else $ORCR_HOME/orcr.sock) as the agent named by ORCR_ID; a test
-	// may hand in an engine instead. A returned Service that is an io.Closer is
+	// may hand in the in-process transport over an engine instead. A returned transport that is an io.Closer is
 	// closed when the command ends.
 	Connect func(ctx context.Context) (wire.Transport, error)
 	// Daemon provides what runs in the server's own process.
@@ -170,7 +170,7 @@ type app struct {
 	daemon   Daemon
 }
 
-// NewApp builds the command tree. Tests call it with their own streams and Service.
+// NewApp builds the command tree. Tests call it with their own streams and transport.
 func NewApp(o Options) *cli.Command {
 	app := &app{in: o.Stdin, out: o.Stdout, err: o.Stderr, connect: o.Connect, daemon: o.Daemon}
 	if app.in == nil {

@@ -8,7 +8,7 @@ import (
 
 // TestCLIIsAThinClient fails when package cli comes to depend, directly or through
 // another package, on the store, a host or a provider adapter (or on the daemon that
-// wires them): the command line reaches all of that only through core.Service.
+// wires them): the command line reaches all of that only through a wire.Transport.
 func TestCLIIsAThinClient(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "orcr/cli").CombinedOutput()
 	if err != nil {

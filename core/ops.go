@@ -15,11 +15,6 @@ import (
 
 var _ Kernel = (*Engine)(nil)
 
-// Ping answers server.ping.
-func (e *Engine) Ping(context.Context) (wire.PingResult, error) {
-	return wire.PingResult{Pong: true, Version: wire.Version}, nil
-}
-
 // Info describes the server.
 func (e *Engine) Info(context.Context) (wire.InfoResult, error) {
 	e.mu.Lock()

@@ -10,7 +10,7 @@ import (
 	schedapi "orcr/schedule/api"
 )
 
-// Every Service call happens in a command built here. Commands capture the values they
+// Every call happens in a command built here. Commands capture the values they
 // need (the service, a context, ids, params), never the model, and return one typed message.
 
 type (

@@ -2,7 +2,7 @@
 // layout and a dialog stack, and the panes it lays out (agent tree, preview, the
 // queue/usage/schedules/events panel, status bar). It sees the engine only through
 // wire.Transport, so it works the same in-process and against a remote `orcr serve`.
-// Update never does I/O: every Service call runs in a command that returns a typed
+// Update never does I/O: every call runs in a command that returns a typed
 // message, and core events arrive through one re-arming subscription command.
 package ui
 
