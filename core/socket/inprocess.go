@@ -33,6 +33,10 @@ func NewInProcess(handlers ...[]wire.Handler) (*InProcess, error) {
 	return &InProcess{table: t}, nil
 }
 
+// WholeAnswers says a list comes in one answer here: nothing is encoded, so nothing
+// bounds an answer's size (wire.WholeAnswers).
+func (ip *InProcess) WholeAnswers() bool { return true }
+
 func (ip *InProcess) handler(method string) (wire.Handler, error) {
 	h, ok := ip.table[method]
 	if !ok {
