@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -135,7 +135,7 @@ func historyRow(screen, text string) string {
 // cond holds.
 func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
 	r.t.Helper()
-	c, err := socket.Dial(context.Background(), filepath.Join(r.home, "orcr.sock"), "")
+	c, err := apiclient.Dial(context.Background(), filepath.Join(r.home, "orcr.sock"), "")
 	if err != nil {
 		r.t.Fatal(err)
 	}
