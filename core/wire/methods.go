@@ -38,6 +38,7 @@ var Methods []MethodSpec
 
 // Declare declares a unary method; call it once per method, in a package-level var.
 func Declare[P, R any](name, desc string) Method[P, R] {
+	mustBeNew(name)
 	var p P
 	var r R
 	Methods = append(Methods, MethodSpec{Name: name, Description: desc, Params: p, Result: r})
@@ -46,11 +47,20 @@ func Declare[P, R any](name, desc string) Method[P, R] {
 
 // DeclareStream declares a streaming method.
 func DeclareStream[P, R, S any](name, desc string) Stream[P, R, S] {
+	mustBeNew(name)
 	var p P
 	var r R
 	var s S
 	Methods = append(Methods, MethodSpec{Name: name, Description: desc, Params: p, Result: r, Stream: s})
 	return Stream[P, R, S]{Name: name}
+}
+
+// mustBeNew panics on a second declaration of one name: two packages declaring a
+// method would each believe it theirs, and the schema would show one.
+func mustBeNew(name string) {
+	if _, dup := Lookup(name); dup {
+		panic("wire: method " + name + " declared twice")
+	}
 }
 
 // events are the feature event names the api packages declared (DeclareEvents), listed
