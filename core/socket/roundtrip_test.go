@@ -179,3 +179,76 @@ func fill(v reflect.Value, seed string, f reflect.StructField, depth int) {
 		}
 	}
 }
+
+// TestStreamsThroughBothTransports opens a streaming method through each transport: the
+// result, then lines both ways (the client's frame reaches the handler, the handler's
+// lines reach the client in order), then the end of the stream when the handler ends.
+func TestStreamsThroughBothTransports(t *testing.T) {
+	spec, _ := wire.Lookup(wire.MethodAgentAttach)
+	h := wire.HandleStream(wire.AgentAttach, func(ctx context.Context, p *wire.AttachParams, c wire.StreamConn) bool {
+		c.Reply(wire.AttachResult{Stream: true, Agent: wire.Agent{ID: p.Target}}, nil)
+		line, err := c.ReadLine()
+		if err != nil {
+			return true
+		}
+		var f wire.AttachFrame
+		if json.Unmarshal(line, &f) != nil {
+			return true
+		}
+		for i := range 3 {
+			if c.Send(wire.AttachFrame{Data: append(append([]byte(nil), f.Data...), byte('0'+i))}) != nil {
+				return true
+			}
+		}
+		c.Send(wire.AttachFrame{Closed: true})
+		return true
+	})
+	if h.Spec().Name != spec.Name {
+		t.Fatalf("handler for %s", h.Spec().Name)
+	}
+	path := filepath.Join(t.TempDir(), "st.sock")
+	srv, err := Listen(path, []wire.Handler{h}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ip, err := NewInProcess([]wire.Handler{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []struct {
+		name string
+		t    wire.Transport
+	}{{"socket", cl}, {"in-process", ip}} {
+		r, lines, err := wire.Open(ctx, tr.t, wire.AgentAttach, wire.AttachParams{Target: "a1"})
+		if err != nil || !r.Stream || r.Agent.ID != "a1" {
+			t.Fatalf("%s: open: %+v %v", tr.name, r, err)
+		}
+		if err := lines.Send(wire.AttachFrame{Data: []byte("x")}); err != nil {
+			t.Fatalf("%s: send: %v", tr.name, err)
+		}
+		var got []string
+		for {
+			f, err := lines.Recv()
+			if err != nil {
+				t.Fatalf("%s: recv after %q: %v", tr.name, got, err)
+			}
+			if f.Closed {
+				break
+			}
+			got = append(got, string(f.Data))
+		}
+		if strings.Join(got, ",") != "x0,x1,x2" {
+			t.Errorf("%s: lines %q, want x0,x1,x2", tr.name, got)
+		}
+		lines.Close()
+	}
+}

@@ -34,7 +34,9 @@ type Handler interface {
 type StreamConn interface {
 	// Reply answers the request with its result, or with err.
 	Reply(result any, err error)
-	// Send writes one line of the stream (an S) after the reply.
+	// Send writes one line of the stream (an S) after the reply. The line is the
+	// receiver's once sent: the in-process transport hands the value itself over (the
+	// socket encodes it at once), so a handler must not change it afterwards.
 	Send(line any) error
 	// ReadLine reads the next line the client sent, at most MaxLine bytes; a longer
 	// one ends the stream with an error. io.EOF when the client closed its side.
