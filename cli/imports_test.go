@@ -14,7 +14,7 @@ func TestCLIIsAThinClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps orcr/cli: %v\n%s", err, out)
 	}
-	forbidden := []string{"orcr/store", "orcr/tmux", "orcr/pty", "orcr/herdr", "orcr/adapters", "orcr/daemon",
+	forbidden := []string{"orcr/store", "orcr/tmux", "orcr/pty", "orcr/herdr", "orcr/adapters", "orcr/daemon", "orcr/testutil",
 		"github.com/dgraph-io/badger"}
 	var deps int
 	for _, dep := range strings.Fields(string(out)) {
