@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"orcr/accounts"
-
 	acctapi "orcr/accounts/api"
 	"orcr/cli"
 	"orcr/config"
