@@ -4,7 +4,7 @@
 // budgets on any subtree. It is a feature beside the kernel: it plugs into admission
 // as a core.Gate (a core.Placer and core.SpawnChecker too), keeps its own store
 // buckets, and learns what happens from the kernel's event stream (readings, agents'
-// usage and states) through core.Service, like any other client.
+// usage and states) through Agents, the kernel's agent operations.
 package accounts
 
 import (
@@ -74,13 +74,13 @@ type Options struct {
 	HomeDir string
 }
 
-// Service is the accounts feature: the gate and core.AccountService.
+// Service is the accounts feature: the gate and its socket methods (methods.go).
 type Service struct {
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
 	store core.Store
-	svc   core.Service // set by Start
+	svc   Agents // set by Start
 
 	mu      sync.Mutex
 	accts   map[string][]*account // provider → accounts in config order
@@ -105,9 +105,8 @@ type Service struct {
 }
 
 var (
-	_ core.AccountService = (*Service)(nil)
-	_ core.Placer         = (*Service)(nil)
-	_ core.SpawnChecker   = (*Service)(nil)
+	_ core.Placer       = (*Service)(nil)
+	_ core.SpawnChecker = (*Service)(nil)
 )
 
 // account is one account's state. Guarded by Service.mu.
@@ -212,8 +211,20 @@ func (s *Service) newAccount(sp Spec, implicit bool) *account {
 // before it).
 func (s *Service) SetKernel(k core.Kernel) { s.opts.Kernel = k }
 
+// Agents is what the feature asks of the kernel's agents: it lists and follows them,
+// and stops or warns the ones a budget catches (*core.Engine is one).
+type Agents interface {
+	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
+	Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error)
+	Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error)
+	Send(ctx context.Context, p wire.SendParams) error
+	Queue(ctx context.Context) (wire.QueueResult, error)
+}
+
 // Start loads readings and budgets and follows the kernel's events through svc.
-func (s *Service) Start(ctx context.Context, svc core.Service) error {
+func (s *Service) Start(ctx context.Context, svc Agents) error {
 	s.svc = svc
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.load(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core"
 	"orcr/core/wire"
 )
@@ -26,7 +27,7 @@ const bucketBudgets = "budgets"
 const WrapUp = "orcr: this subtree's budget is spent. Wrap up now: save your work and summarise where you stopped; you will be stopped shortly."
 
 type budget struct {
-	b    wire.Budget
+	b    acctapi.Budget
 	glob core.Glob // compiled once, when the budget is set or loaded
 	// under caches glob.MatchUnder per agent path (guarded by Service.mu). A path never
 	// changes, so each distinct path is matched once — before the lock where it can be
@@ -35,15 +36,15 @@ type budget struct {
 }
 
 type budgetRecord struct {
-	V      int         `json:"v"`
-	Budget wire.Budget `json:"budget"`
+	V      int            `json:"v"`
+	Budget acctapi.Budget `json:"budget"`
 }
 
 // maxUnderCache bounds a budget's path cache (paths of spawns that were refused add
 // entries too); past it the cache starts again and paths are matched afresh.
 const maxUnderCache = 1 << 16
 
-func newBudget(b wire.Budget, g core.Glob) *budget {
+func newBudget(b acctapi.Budget, g core.Glob) *budget {
 	return &budget{b: b, glob: g, under: map[string]bool{}}
 }
 
@@ -163,8 +164,8 @@ func (s *Service) totalLocked(b *budget) {
 
 // reachedLocked marks the budgets whose totals have reached their bound and returns
 // those that just did.
-func (s *Service) reachedLocked() []wire.Budget {
-	var reached []wire.Budget
+func (s *Service) reachedLocked() []acctapi.Budget {
+	var reached []acctapi.Budget
 	for _, b := range s.budgetList {
 		hit := (b.b.USD != nil && b.b.SpentUSD >= *b.b.USD) || (b.b.Tokens != nil && b.b.SpentTokens >= *b.b.Tokens)
 		if hit && !b.b.Reached {
@@ -179,12 +180,12 @@ func (s *Service) reachedLocked() []wire.Budget {
 
 // budgetReached stores the reached budget, says so in an event and, for stop, winds
 // its live agents down. It runs without the lock.
-func (s *Service) budgetReached(b wire.Budget) {
+func (s *Service) budgetReached(b acctapi.Budget) {
 	s.saveBudget(b)
 	if k, ok := s.svc.(interface {
 		Publish(context.Context, wire.Event) (wire.Event, error)
 	}); ok {
-		k.Publish(s.ctx, wire.Event{Event: wire.EventBudgetReached, At: s.now(),
+		k.Publish(s.ctx, wire.Event{Event: acctapi.EventBudgetReached, At: s.now(),
 			Data: map[string]any{"glob": b.Glob, "action": b.Action, "spent": b.SpentUSD}})
 	}
 	s.log.Info("budget reached", "glob", b.Glob, "action", b.Action, "usd", b.SpentUSD, "tokens", b.SpentTokens)
@@ -243,7 +244,7 @@ func (s *Service) typeLine(id, text string) error {
 	return s.svc.Send(s.ctx, wire.SendParams{Target: id, Text: text, Enter: true})
 }
 
-func (s *Service) saveBudget(b wire.Budget) {
+func (s *Service) saveBudget(b acctapi.Budget) {
 	if s.store == nil {
 		return
 	}
@@ -273,29 +274,29 @@ func (s *Service) loadBudgetsLocked(ctx context.Context) error {
 	})
 }
 
-// BudgetSet implements core.AccountService.
-func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error) {
+// BudgetSet serves its socket method (methods.go).
+func (s *Service) BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acctapi.Budget, error) {
 	if (p.USD == nil) == (p.Tokens == nil) {
-		return wire.Budget{}, wire.Errorf(wire.CodeInvalidParams, "a budget needs exactly one of --usd and --tokens")
+		return acctapi.Budget{}, wire.Errorf(wire.CodeInvalidParams, "a budget needs exactly one of --usd and --tokens")
 	}
 	if p.USD != nil && (*p.USD <= 0 || math.IsNaN(*p.USD) || math.IsInf(*p.USD, 0)) {
-		return wire.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--usd %v must be a positive amount", *p.USD)
+		return acctapi.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--usd %v must be a positive amount", *p.USD)
 	}
 	if p.Tokens != nil && *p.Tokens <= 0 {
-		return wire.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--tokens %d must be positive", *p.Tokens)
+		return acctapi.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--tokens %d must be positive", *p.Tokens)
 	}
 	switch p.Action {
 	case "":
 		p.Action = "hold"
 	case "hold", "stop":
 	default:
-		return wire.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--action %q: use hold or stop", p.Action)
+		return acctapi.Budget{}, wire.Errorf(wire.CodeInvalidParams, "--action %q: use hold or stop", p.Action)
 	}
 	g, err := core.ParseGlob("", p.Glob)
 	if err != nil {
-		return wire.Budget{}, err
+		return acctapi.Budget{}, err
 	}
-	b := newBudget(wire.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC(),
+	b := newBudget(acctapi.Budget{Glob: g.String(), USD: p.USD, Tokens: p.Tokens, Action: p.Action, CreatedAt: s.now().UTC(),
 		Role: p.Role, Since: p.Since}, g)
 	// Every known path is matched here, before the lock (b is not shared yet); only
 	// agents that appear meanwhile are matched under it.
@@ -332,18 +333,18 @@ func (s *Service) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.B
 	return out, nil
 }
 
-// Budgets implements core.AccountService.
-func (s *Service) Budgets(context.Context) ([]wire.Budget, error) {
+// Budgets serves its socket method (methods.go).
+func (s *Service) Budgets(context.Context) ([]acctapi.Budget, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []wire.Budget{}
+	out := []acctapi.Budget{}
 	for _, b := range s.budgetList {
 		out = append(out, b.b)
 	}
 	return out, nil
 }
 
-// BudgetRemove implements core.AccountService; held spawns are admitted again.
+// BudgetRemove serves its socket method (methods.go); held spawns are admitted again.
 func (s *Service) BudgetRemove(ctx context.Context, glob string) error {
 	s.mu.Lock()
 	b := s.budgets[glob]

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core"
 	"orcr/core/wire"
 )
@@ -43,7 +44,7 @@ func TestBudgetTotalsFollowEvents(t *testing.T) {
 				s.BudgetRemove(ctx, g)
 				break
 			}
-			p := wire.BudgetSetParams{Glob: g, USD: &usd}
+			p := acctapi.BudgetSetParams{Glob: g, USD: &usd}
 			if rng.Intn(2) == 0 {
 				p.Since = &since
 			}
@@ -74,7 +75,7 @@ func TestBudgetTotalsFollowEvents(t *testing.T) {
 }
 
 // rescan is the old way: every record, each path and its ancestors matched.
-func rescan(t *testing.T, b wire.Budget, agents map[string]wire.Agent) (float64, int64, int) {
+func rescan(t *testing.T, b acctapi.Budget, agents map[string]wire.Agent) (float64, int64, int) {
 	g := newTestGlob(t, b.Glob)
 	continued := map[string]bool{}
 	for _, a := range agents {

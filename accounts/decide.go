@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"orcr/core/wire"
+	acctapi "orcr/accounts/api"
 )
 
 // The admission decision, pure: which account of a provider a queued agent would run
@@ -66,7 +66,7 @@ type Decision struct {
 	Account string // "" when the work waits
 	Reason  string // why it waits (the first account's reason), or why this account
 	RetryAt time.Time
-	Choices []wire.Choice
+	Choices []acctapi.Choice
 }
 
 // applies says whether window w counts for work of family f: an all-models window
@@ -144,7 +144,7 @@ func Decide(v View, r Request) Decision {
 			continue
 		}
 		ok, why, retry, load := judge(&v, a, r)
-		d.Choices = append(d.Choices, wire.Choice{Account: a.Label, OK: ok, Why: why})
+		d.Choices = append(d.Choices, acctapi.Choice{Account: a.Label, OK: ok, Why: why})
 		if !ok {
 			if d.Reason == "" {
 				d.Reason = why

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -158,7 +159,7 @@ func TestClockJumpAndHistory(t *testing.T) {
 		r := t0.Add(time.Duration(i+2) * 5 * time.Hour)
 		obs(r.Add(-time.Hour), float64(i%100), r)
 	}
-	h, _ := s.History(nil, wire.HistoryParams{})
+	h, _ := s.History(nil, acctapi.HistoryParams{})
 	if len(h.Peaks) != historyMax {
 		t.Fatalf("%d history records, want %d", len(h.Peaks), historyMax)
 	}
@@ -190,7 +191,7 @@ func TestMissingConfigDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, _ := s.Select(nil, wire.SelectParams{Provider: "claude"})
+	sel, _ := s.Select(nil, acctapi.SelectParams{Provider: "claude"})
 	if sel.Account != "b" || !strings.Contains(sel.Accounts[0].Why, "CLAUDE_CONFIG_DIR=/nonexistent/x claude /login") {
 		t.Fatalf("select %+v", sel)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -47,7 +48,7 @@ func TestBudgetSinceAndResume(t *testing.T) {
 	s.noteAgentLocked(wire.Agent{ID: "old", Path: "impl/a", Provider: "claude", State: wire.StateKilled, CreatedAt: t0, Usage: wire.Usage{CostUSD: cost(3)}})
 	s.mu.Unlock()
 	usd, since := 1.0, t0.Add(time.Minute)
-	if _, err := s.BudgetSet(ctx, wire.BudgetSetParams{Glob: "impl/a", USD: &usd, Action: "stop", Role: "impl", Since: &since}); err != nil {
+	if _, err := s.BudgetSet(ctx, acctapi.BudgetSetParams{Glob: "impl/a", USD: &usd, Action: "stop", Role: "impl", Since: &since}); err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -35,13 +36,13 @@ type sample struct {
 type series struct {
 	cur     wire.LimitReading
 	samples []sample
-	peaks   []wire.WindowPeak // oldest first
+	peaks   []acctapi.WindowPeak // oldest first
 }
 
 type seriesRecord struct {
-	V     int               `json:"v"`
-	Cur   wire.LimitReading `json:"cur"`
-	Peaks []wire.WindowPeak `json:"peaks"`
+	V     int                  `json:"v"`
+	Cur   wire.LimitReading    `json:"cur"`
+	Peaks []acctapi.WindowPeak `json:"peaks"`
 }
 
 // windowSpan is a window's length, used when a limit hit does not say when it resets.
@@ -148,7 +149,7 @@ func (se *series) add(r wire.LimitReading) {
 	newWindow := n == 0 || sameWindow(se.peaks[n-1].ResetsAt, r.ResetsAt) == false
 	if newWindow {
 		se.samples = nil
-		se.peaks = append(se.peaks, wire.WindowPeak{Provider: r.Provider, Account: r.Account,
+		se.peaks = append(se.peaks, acctapi.WindowPeak{Provider: r.Provider, Account: r.Account,
 			Window: r.Window, Family: r.Family, ResetsAt: r.ResetsAt, PeakPct: r.UsedPct, PeakAt: r.ObservedAt})
 		if len(se.peaks) > historyMax {
 			se.peaks = append(se.peaks[:0], se.peaks[len(se.peaks)-historyMax:]...)
@@ -204,7 +205,7 @@ func (s *Service) persist(r wire.LimitReading) {
 	var rec seriesRecord
 	if a := s.accountLocked(r.Provider, r.Account); a != nil {
 		if se := a.series[seriesKey{r.Window, r.Family}]; se != nil {
-			rec = seriesRecord{V: 1, Cur: se.cur, Peaks: append([]wire.WindowPeak(nil), se.peaks...)}
+			rec = seriesRecord{V: 1, Cur: se.cur, Peaks: append([]acctapi.WindowPeak(nil), se.peaks...)}
 		}
 	}
 	s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -112,7 +113,7 @@ func (s *Service) resume(id string) {
 	s.log.Info("accounts: resumed after reset", "id", id, "account", acct)
 	if s.opts.Kernel != nil {
 		a, err := s.svc.Get(s.ctx, id)
-		ev := wire.Event{Event: wire.EventAccountResumed, At: s.now(), Data: map[string]any{"account": acct}}
+		ev := wire.Event{Event: acctapi.EventAccountResumed, At: s.now(), Data: map[string]any{"account": acct}}
 		if err == nil {
 			a.LastScreen = ""
 			ev.Agent = &a

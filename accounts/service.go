@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -20,8 +21,8 @@ func (s *Service) providerOrderLocked() []string {
 	return ps
 }
 
-// Accounts implements core.AccountService.
-func (s *Service) Accounts(ctx context.Context) (wire.AccountListResult, error) {
+// Accounts serves its socket method (methods.go).
+func (s *Service) Accounts(ctx context.Context) (acctapi.AccountListResult, error) {
 	// What each window holds now is read off the queue's reasons, which this gate wrote.
 	var waiting []string
 	if s.svc != nil {
@@ -34,20 +35,20 @@ func (s *Service) Accounts(ctx context.Context) (wire.AccountListResult, error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.opts.Settings
-	res := wire.AccountListResult{Mode: st.Mode, Headroom: st.Headroom, Accounts: []wire.Account{}}
+	res := acctapi.AccountListResult{Mode: st.Mode, Headroom: st.Headroom, Accounts: []acctapi.Account{}}
 	now := s.now()
 	for _, p := range s.providerOrderLocked() {
 		live := s.liveLocked(p)
 		for _, a := range s.accts[p] {
-			wa := wire.Account{Provider: p, Label: a.spec.Label, Implicit: a.implicit, ConfigDir: a.spec.ConfigDir,
+			wa := acctapi.Account{Provider: p, Label: a.spec.Label, Implicit: a.implicit, ConfigDir: a.spec.ConfigDir,
 				Home: a.spec.Home, PerToken: a.perToken, LoggedIn: a.loggedIn, Problem: a.problem,
-				Live: live[a.spec.Label], Windows: []wire.Window{}}
+				Live: live[a.spec.Label], Windows: []acctapi.Window{}}
 			for k := range a.spec.Env {
 				wa.EnvKeys = append(wa.EnvKeys, k)
 			}
 			sort.Strings(wa.EnvKeys)
 			for k, se := range a.series {
-				w := wire.Window{Window: k.window, Family: k.family, UsedPct: se.cur.UsedPct, ResetsAt: se.cur.ResetsAt,
+				w := acctapi.Window{Window: k.window, Family: k.family, UsedPct: se.cur.UsedPct, ResetsAt: se.cur.ResetsAt,
 					ObservedAt: se.cur.ObservedAt, BurnPctPerHour: se.burn(), State: "ok"}
 				if w.ResetsAt != nil && !w.ResetsAt.After(now) {
 					w.UsedPct, w.State = 0, "reset"
@@ -82,29 +83,29 @@ func (s *Service) Accounts(ctx context.Context) (wire.AccountListResult, error) 
 	return res, nil
 }
 
-// Select implements core.AccountService: the decision a spawn now would get.
-func (s *Service) Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error) {
+// Select serves its socket method (methods.go): the decision a spawn now would get.
+func (s *Service) Select(ctx context.Context, p acctapi.SelectParams) (acctapi.SelectResult, error) {
 	if p.Provider == "" {
-		return wire.SelectResult{}, wire.Errorf(wire.CodeInvalidParams, "--select needs --provider")
+		return acctapi.SelectResult{}, wire.Errorf(wire.CodeInvalidParams, "--select needs --provider")
 	}
 	if err := s.CheckSpawn(ctx, wire.RunParams{Provider: p.Provider, Account: p.Account}); err != nil {
-		return wire.SelectResult{}, err
+		return acctapi.SelectResult{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.accts[p.Provider]) == 0 {
-		return wire.SelectResult{Reason: p.Provider + " has no accounts: every spawn runs on the user's own setup", Accounts: []wire.Choice{}}, nil
+		return acctapi.SelectResult{Reason: p.Provider + " has no accounts: every spawn runs on the user's own setup", Accounts: []acctapi.Choice{}}, nil
 	}
 	d := Decide(s.viewLocked(p.Provider, s.now()), Request{Family: Family(p.Model), Priority: p.Priority, Pin: p.Account})
-	return wire.SelectResult{Account: d.Account, Reason: d.Reason, RetryAt: d.RetryAt, Accounts: d.Choices}, nil
+	return acctapi.SelectResult{Account: d.Account, Reason: d.Reason, RetryAt: d.RetryAt, Accounts: d.Choices}, nil
 }
 
-// History implements core.AccountService: every series' windows at their peaks,
+// History serves its socket method (methods.go): every series' windows at their peaks,
 // newest first.
-func (s *Service) History(_ context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
+func (s *Service) History(_ context.Context, p acctapi.HistoryParams) (acctapi.HistoryResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := wire.HistoryResult{Peaks: []wire.WindowPeak{}}
+	res := acctapi.HistoryResult{Peaks: []acctapi.WindowPeak{}}
 	for _, prov := range s.providerOrderLocked() {
 		if p.Provider != "" && prov != p.Provider {
 			continue

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/store"
 )
@@ -31,7 +32,7 @@ func TestStoredAcrossRestart(t *testing.T) {
 	}
 	s.Observe(wire.LimitReading{Provider: "claude", Account: "work", Window: "weekly", Family: "opus", UsedPct: 97, ResetsAt: at(time.Hour), ObservedAt: t0})
 	usd := 5.0
-	if _, err := s.BudgetSet(context.Background(), wire.BudgetSetParams{Glob: "review/**", USD: &usd, Action: "stop"}); err != nil {
+	if _, err := s.BudgetSet(context.Background(), acctapi.BudgetSetParams{Glob: "review/**", USD: &usd, Action: "stop"}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -64,7 +65,7 @@ func TestBudgetGate(t *testing.T) {
 	s := newTestService(t, ModeOrdered, "work")
 	tok := int64(1000)
 	ctx := context.Background()
-	if _, err := s.BudgetSet(ctx, wire.BudgetSetParams{Glob: "review", Tokens: &tok}); err != nil {
+	if _, err := s.BudgetSet(ctx, acctapi.BudgetSetParams{Glob: "review", Tokens: &tok}); err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
@@ -86,7 +87,7 @@ func TestBudgetGate(t *testing.T) {
 	if ok, _, _ := s.Admit(ctx, wire.Agent{ID: "b", Path: "review/z", Provider: "claude"}); !ok {
 		t.Fatal("still held after the budget was removed")
 	}
-	for _, p := range []wire.BudgetSetParams{{Glob: "x"}, {Glob: "x", Tokens: &tok, Action: "explode"}} {
+	for _, p := range []acctapi.BudgetSetParams{{Glob: "x"}, {Glob: "x", Tokens: &tok, Action: "explode"}} {
 		if _, err := s.BudgetSet(ctx, p); err == nil {
 			t.Fatalf("budget %+v accepted", p)
 		}

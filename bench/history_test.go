@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 	"orcr/store"
 )
 
@@ -106,7 +107,7 @@ func BenchmarkDashboardHistory10000(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := c.AgentHistory(ctx, wire.AgentHistoryParams{Limit: 500})
+		r, err := c.AgentHistory(ctx, roleapi.AgentHistoryParams{Limit: 500})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func BenchmarkHistoryWhole10000(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := c.AgentHistory(ctx, wire.AgentHistoryParams{})
+		r, err := c.AgentHistory(ctx, roleapi.AgentHistoryParams{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestCLIHistoryPages(t *testing.T) {
 		t.Fatalf("history printed %d lines with %d headers", len(lines), strings.Count(out, "ENDED"))
 	}
 	// In the order of one whole answer.
-	whole, err := s.srv.Client().AgentHistory(context.Background(), wire.AgentHistoryParams{})
+	whole, err := s.srv.Client().AgentHistory(context.Background(), roleapi.AgentHistoryParams{})
 	if err != nil || len(whole.Entries) != n {
 		t.Fatalf("whole history: %d entries, %v", len(whole.Entries), err)
 	}
@@ -172,7 +173,7 @@ func TestCLIHistoryPages(t *testing.T) {
 	if out := orcr("history", "--limit", "10"); strings.Count(out, "\n") != 11 {
 		t.Fatalf("--limit 10 printed:\n%s", out)
 	}
-	var r wire.AgentHistoryResult
+	var r roleapi.AgentHistoryResult
 	if err := json.Unmarshal([]byte(orcr("history", "--json", "review/g01/**")), &r); err != nil || len(r.Entries) != n/50 || r.Next != "" {
 		t.Fatalf("--json: %d entries, next %q, %v", len(r.Entries), r.Next, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
 )
 
@@ -45,7 +46,7 @@ func BenchmarkHookToEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	srv, err := socket.Listen(socket.SocketPath(home), core.Composed{KernelService: eng}, nil) // the kernel alone: no schedules here
+	srv, err := socket.Listen(socket.SocketPath(home), core.KernelMethods(eng), nil) // the kernel alone: no schedules here
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func BenchmarkHookToEvent(b *testing.B) {
 	}) {
 		b.Fatalf("agent did not start: %+v", got)
 	}
-	c, err := socket.Dial(ctx, socket.SocketPath(home), "")
+	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
 	if err != nil {
 		b.Fatal(err)
 	}

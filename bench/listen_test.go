@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/wire"
 	"orcr/github/githubtest"
 	"orcr/listen"
+	listenapi "orcr/listen/api"
 	"orcr/store"
 	"orcr/testutil/proc"
 	"orcr/testutil/wait"
@@ -42,7 +42,7 @@ func writeListenerFiles(b *testing.B, home string, files map[string]string, apiU
 	}
 }
 
-func listenerOf(b *testing.B, s *server, name string) wire.Listener {
+func listenerOf(b *testing.B, s *server, name string) listenapi.Listener {
 	b.Helper()
 	c := s.srv.Client()
 	l, err := c.ListenerGet(context.Background(), name)
@@ -94,7 +94,7 @@ command = "true"
 		s := startServer(b, home)
 		// Settle: the first poll reads all ten pages, the next re-reads the newest
 		// issue once (since is inclusive); from then on every tick is one 304.
-		var l wire.Listener
+		var l listenapi.Listener
 		wait.For(b, 30*time.Second, "three polls", func() bool {
 			l = listenerOf(b, s, "big")
 			return l.LastPoll != nil && len(gh.Requests()) >= 12

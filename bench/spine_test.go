@@ -22,6 +22,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
@@ -77,7 +78,7 @@ func BenchmarkSocketGetVsPing(b *testing.B) {
 	home := b.TempDir()
 	preload(b, home, 1000)
 	startServer(b, home)
-	c, err := socket.Dial(context.Background(), socket.SocketPath(home), "")
+	c, err := apiclient.Dial(context.Background(), socket.SocketPath(home), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func BenchmarkServerRSS1000(b *testing.B) {
 	home := b.TempDir()
 	preload(b, home, 1000)
 	s := startServer(b, home)
-	c, err := socket.Dial(context.Background(), socket.SocketPath(home), "")
+	c, err := apiclient.Dial(context.Background(), socket.SocketPath(home), "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,13 +192,13 @@ func BenchmarkEventDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(ctx)
-	srv, err := socket.Listen(socket.SocketPath(home), core.Composed{KernelService: eng}, nil) // the kernel alone: no schedules here
+	srv, err := socket.Listen(socket.SocketPath(home), core.KernelMethods(eng), nil) // the kernel alone: no schedules here
 	if err != nil {
 		b.Fatal(err)
 	}
 	go srv.Serve()
 	defer srv.Close()
-	c, err := socket.Dial(ctx, socket.SocketPath(home), "")
+	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
 	if err != nil {
 		b.Fatal(err)
 	}

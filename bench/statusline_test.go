@@ -18,8 +18,10 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
+	"slices"
 )
 
 // BenchmarkStatusLineToBar measures a usage reading from claude's status line to the
@@ -62,13 +64,12 @@ func BenchmarkStatusLineToBar(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	svc := core.Composed{KernelService: eng, AccountService: acct}
 	acct.SetKernel(eng)
-	if err := acct.Start(ctx, svc); err != nil {
+	if err := acct.Start(ctx, eng); err != nil {
 		b.Fatal(err)
 	}
 	defer acct.Close()
-	srv, err := socket.Listen(socket.SocketPath(home), svc, nil)
+	srv, err := socket.Listen(socket.SocketPath(home), slices.Concat(core.KernelMethods(eng), acct.Methods()), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func BenchmarkStatusLineToBar(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	c, err := socket.Dial(ctx, socket.SocketPath(home), "")
+	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -21,7 +22,7 @@ func (app *app) accountCommand() *cli.Command {
 			Name: "ls", Usage: "accounts with each window's use, reset and what it holds",
 			Flags: []cli.Flag{jsonFlag()},
 			Action: func(ctx context.Context, c *cli.Command) error {
-				r, err := service(ctx).Accounts(ctx)
+				r, err := wire.Call(ctx, service(ctx), acctapi.AccountList, wire.Empty{})
 				if err != nil {
 					return err
 				}
@@ -38,7 +39,7 @@ func (app *app) accountCommand() *cli.Command {
 }
 
 // accountLine is one account: "claude/work  5h 63% (resets 14:10)  weekly 41%  weekly opus 97% ▲".
-func accountLine(a wire.Account) string {
+func accountLine(a acctapi.Account) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-16s", a.Provider+"/"+a.Label)
 	switch {
@@ -77,8 +78,8 @@ func accountLine(a wire.Account) string {
 	return b.String()
 }
 
-func (app *app) usageSelect(ctx context.Context, p wire.SelectParams, asJSON bool) error {
-	r, err := service(ctx).Select(ctx, p)
+func (app *app) usageSelect(ctx context.Context, p acctapi.SelectParams, asJSON bool) error {
+	r, err := wire.Call(ctx, service(ctx), acctapi.UsageSelect, p)
 	if err != nil {
 		return err
 	}
@@ -104,8 +105,8 @@ func (app *app) usageSelect(ctx context.Context, p wire.SelectParams, asJSON boo
 	return nil
 }
 
-func (app *app) usageHistory(ctx context.Context, p wire.HistoryParams, asJSON bool) error {
-	r, err := service(ctx).History(ctx, p)
+func (app *app) usageHistory(ctx context.Context, p acctapi.HistoryParams, asJSON bool) error {
+	r, err := wire.Call(ctx, service(ctx), acctapi.UsageHistory, p)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func (app *app) budgetCommand() *cli.Command {
 				if c.Args().Len() != 1 {
 					return fmt.Errorf("budget set needs one GLOB, e.g. orcr budget set 'review/**' --usd 5")
 				}
-				p := wire.BudgetSetParams{Glob: c.Args().First(), Action: c.String("action")}
+				p := acctapi.BudgetSetParams{Glob: c.Args().First(), Action: c.String("action")}
 				if c.IsSet("usd") {
 					v := c.Float("usd")
 					p.USD = &v
@@ -149,12 +150,13 @@ func (app *app) budgetCommand() *cli.Command {
 					v := int64(c.Int("tokens"))
 					p.Tokens = &v
 				}
-				b, err := service(ctx).BudgetSet(ctx, p)
+				bRes, err := wire.Call(ctx, service(ctx), acctapi.BudgetSet, p)
+				b := bRes.Budget
 				if err != nil {
 					return err
 				}
 				if c.Bool("json") {
-					return printJSON(app.out, wire.BudgetResult{Budget: b})
+					return printJSON(app.out, acctapi.BudgetResult{Budget: b})
 				}
 				fmt.Fprintln(app.out, budgetLine(b))
 				return nil
@@ -163,12 +165,13 @@ func (app *app) budgetCommand() *cli.Command {
 			Name: "ls", Usage: "budgets and what their subtrees spent",
 			Flags: []cli.Flag{jsonFlag()},
 			Action: func(ctx context.Context, c *cli.Command) error {
-				bs, err := service(ctx).Budgets(ctx)
+				bsRes, err := wire.Call(ctx, service(ctx), acctapi.BudgetList, wire.Empty{})
+				bs := bsRes.Budgets
 				if err != nil {
 					return err
 				}
 				if c.Bool("json") {
-					return printJSON(app.out, wire.BudgetListResult{Budgets: bs})
+					return printJSON(app.out, acctapi.BudgetListResult{Budgets: bs})
 				}
 				if len(bs) == 0 {
 					fmt.Fprintln(app.out, "no budgets")
@@ -184,13 +187,13 @@ func (app *app) budgetCommand() *cli.Command {
 				if c.Args().Len() != 1 {
 					return fmt.Errorf("budget rm needs one GLOB (see orcr budget ls)")
 				}
-				return service(ctx).BudgetRemove(ctx, c.Args().First())
+				return wire.Do(ctx, service(ctx), acctapi.BudgetRemove, acctapi.BudgetGlobParams{Glob: c.Args().First()})
 			},
 		}},
 	}
 }
 
-func budgetLine(b wire.Budget) string {
+func budgetLine(b acctapi.Budget) string {
 	var bound string
 	if b.USD != nil {
 		bound = fmt.Sprintf("$%.2f of $%.2f", b.SpentUSD, *b.USD)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"orcr/core"
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
 )
@@ -46,7 +46,7 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					if c.Bool("json") {
-						as, err := cl.List(ctx, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+						as, err := wire.ListAgents(ctx, cl, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
 						if err != nil {
 							return err
 						}
@@ -68,7 +68,8 @@ func (app *app) agentCommand() *cli.Command {
 				Flags: []cli.Flag{jsonFlag(), &cli.BoolFlag{Name: "explain", Usage: "say which signal decided the state, and how the role resolved"}},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
-					a, err := cl.Get(ctx, c.Args().First())
+					aRes, err := wire.Call(ctx, cl, wire.AgentGet, wire.TargetParams{Target: c.Args().First()})
+					a := aRes.Agent
 					if err != nil {
 						return err
 					}
@@ -93,7 +94,7 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					text := strings.Join(c.Args().Tail(), " ")
-					err := cl.Send(ctx, wire.SendParams{Target: c.Args().First(), Text: text,
+					err := wire.Do(ctx, cl, wire.AgentSend, wire.SendParams{Target: c.Args().First(), Text: text,
 						Enter: !c.Bool("no-enter") && text != "", Keys: c.StringSlice("keys")})
 					if wire.CodeOf(err) == wire.CodeAgentBlocked {
 						// Scripts match the stable code, as with agent answer.
@@ -114,7 +115,7 @@ func (app *app) agentCommand() *cli.Command {
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
-					r, err := cl.Read(ctx, wire.ReadParams{Target: c.Args().First(), Lines: int(c.Int("lines")),
+					r, err := wire.Call(ctx, cl, wire.AgentRead, wire.ReadParams{Target: c.Args().First(), Lines: int(c.Int("lines")),
 						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript")})
 					if err != nil {
 						return err
@@ -212,7 +213,8 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 	if w := loginWarning(ctx, cl, p); w != "" {
 		fmt.Fprintln(app.err, "orcr: warning: "+w)
 	}
-	a, err := cl.Run(ctx, p)
+	aRes, err := wire.Call(ctx, cl, wire.AgentRun, p)
+	a := aRes.Agent
 	if err != nil {
 		return err
 	}
@@ -232,7 +234,7 @@ func (app *app) agentWait(ctx context.Context, glob, until string, timeout time.
 	if timeout > 0 {
 		secs = int((timeout + time.Second - 1) / time.Second)
 	}
-	r, err := cl.Wait(ctx, wire.WaitParams{Glob: glob, Until: until, TimeoutSeconds: secs})
+	r, err := wire.Call(ctx, cl, wire.AgentWait, wire.WaitParams{Glob: glob, Until: until, TimeoutSeconds: secs})
 	if err != nil {
 		return err
 	}
@@ -251,28 +253,10 @@ func (app *app) agentWait(ctx context.Context, glob, until string, timeout time.
 	return nil
 }
 
-// tableLister is a Service that renders `agent ls` rows itself: the socket client asks
-// the server for display rows, which are a fraction of the agents' JSON at 1,000 agents.
-type tableLister interface {
-	ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error)
-}
-
-// listTable is `agent ls`'s table, from the server's rows when the Service offers them
-// and rendered here from the agents otherwise (an in-process engine).
-func listTable(ctx context.Context, s core.Service, p wire.ListParams) (*wire.Table, error) {
-	if tl, ok := s.(tableLister); ok {
-		return tl.ListTable(ctx, p)
-	}
-	as, err := s.List(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	t := &wire.Table{Columns: core.TableColumns, Rows: make([][]string, 0, len(as))}
-	for _, a := range as {
-		t.Rows = append(t.Rows, core.TableRow(a, now))
-	}
-	return t, nil
+// listTable is `agent ls`'s table: the server renders the rows (like kubectl's
+// server-side printing), a fraction of the agents' JSON at 1,000 agents.
+func listTable(ctx context.Context, s wire.Transport, p wire.ListParams) (*wire.Table, error) {
+	return wire.ListTable(ctx, s, p)
 }
 
 // loginWarning is what `agent run` says up front when the server already knows that
@@ -280,7 +264,7 @@ func listTable(ctx context.Context, s core.Service, p wire.ListParams) (*wire.Ta
 // waits on an agent that sits on its CLI's sign-in screen; the agent is spawned all the
 // same (the login may live where orcr does not look, a keychain). "" when an account
 // is logged in, the run brings its own key, or nothing is known.
-func loginWarning(ctx context.Context, cl core.Service, p wire.RunParams) string {
+func loginWarning(ctx context.Context, cl wire.Transport, p wire.RunParams) string {
 	if p.Provider == "" {
 		return ""
 	}
@@ -289,11 +273,11 @@ func loginWarning(ctx context.Context, cl core.Service, p wire.RunParams) string
 			return ""
 		}
 	}
-	r, err := cl.Accounts(ctx)
+	r, err := wire.Call(ctx, cl, acctapi.AccountList, wire.Empty{})
 	if err != nil {
 		return ""
 	}
-	var first *wire.Account
+	var first *acctapi.Account
 	for i, a := range r.Accounts {
 		if a.Provider != p.Provider || p.Account != "" && a.Label != p.Account {
 			continue

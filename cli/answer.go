@@ -42,7 +42,7 @@ func (app *app) agentAnswerCommand() *cli.Command {
 			}
 			p.TimeoutSeconds = seconds(d)
 			cl := service(ctx)
-			r, err := cl.Answer(ctx, p)
+			r, err := wire.Call(ctx, cl, wire.AgentAnswer, p)
 			if err != nil {
 				// Scripts match the stable code; it goes with the message.
 				if code := wire.CodeOf(err); code != wire.CodeInternal {

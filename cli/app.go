@@ -1,6 +1,6 @@
 // Package cli is orcr's command line: the urfave/cli command tree, its output
 // formatting and attach. It is a thin client: every command reaches the server through
-// core.Service (the socket client, or an engine a test hands it), and it imports no
+// wire.Transport (the socket client, or an engine a test hands it), and it imports no
 // store, host or adapter package. What only the server's own process can do (serve,
 // the dashboard hosting a server in-process, doctor's look at the machine, the body of
 // `orcr hook`) it gets from the daemon as the Daemon funcs main passes in.
@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	acctapi "orcr/accounts/api"
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
@@ -34,11 +35,11 @@ const (
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Connect returns the Service the commands use. Nil dials the server's socket
+	// Connect returns the transport the commands use. Nil dials the server's socket
 	// (ORCR_SOCKET, else $ORCR_HOME/orcr.sock) as the agent named by ORCR_ID; a test
-	// may hand in an engine instead. A returned Service that is an io.Closer is
+	// may hand in the in-process transport over an engine instead. A returned transport that is an io.Closer is
 	// closed when the command ends.
-	Connect func(ctx context.Context) (core.Service, error)
+	Connect func(ctx context.Context) (wire.Transport, error)
 	// Daemon provides what runs in the server's own process.
 	Daemon Daemon
 }
@@ -71,8 +72,8 @@ type Probe struct {
 	Providers []core.ProviderStatus `json:"providers"`
 	// Accounts are the configured accounts (or each provider's implicit one) and
 	// whether each is logged in; AccountsErr says why the config's accounts are refused.
-	Accounts    []wire.Account `json:"accounts"`
-	AccountsErr string         `json:"accountsError,omitempty"`
+	Accounts    []acctapi.Account `json:"accounts"`
+	AccountsErr string            `json:"accountsError,omitempty"`
 	// Caps are the admission caps serve would start with (config over the machine's
 	// defaults), each with its origin; doctor shows the running server's instead.
 	Caps *wire.QueueResult `json:"caps,omitempty"`
@@ -165,11 +166,11 @@ func isWaitState(s string) bool {
 type app struct {
 	in       io.Reader
 	out, err io.Writer
-	connect  func(ctx context.Context) (core.Service, error)
+	connect  func(ctx context.Context) (wire.Transport, error)
 	daemon   Daemon
 }
 
-// NewApp builds the command tree. Tests call it with their own streams and Service.
+// NewApp builds the command tree. Tests call it with their own streams and transport.
 func NewApp(o Options) *cli.Command {
 	app := &app{in: o.Stdin, out: o.Stdout, err: o.Stderr, connect: o.Connect, daemon: o.Daemon}
 	if app.in == nil {
@@ -235,10 +236,10 @@ func NewApp(o Options) *cli.Command {
 			Action: func(ctx context.Context, c *cli.Command) error {
 				switch {
 				case c.Bool("select"):
-					return app.usageSelect(ctx, wire.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
+					return app.usageSelect(ctx, acctapi.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
 						Priority: int(c.Int("priority")), Account: c.String("account")}, c.Bool("json"))
 				case c.Bool("history"):
-					return app.usageHistory(ctx, wire.HistoryParams{Provider: c.String("provider"), Account: c.String("account")}, c.Bool("json"))
+					return app.usageHistory(ctx, acctapi.HistoryParams{Provider: c.String("provider"), Account: c.String("account")}, c.Bool("json"))
 				}
 				return app.usage(ctx, c.String("provider"), c.Bool("json"))
 			},
@@ -370,6 +371,6 @@ func SocketPath() string {
 }
 
 // dialSocket connects to the running server as the agent named by ORCR_ID, if any.
-func dialSocket(ctx context.Context) (core.Service, error) {
+func dialSocket(ctx context.Context) (wire.Transport, error) {
 	return socket.Dial(ctx, SocketPath(), os.Getenv("ORCR_ID"))
 }

@@ -19,7 +19,7 @@ import (
 // with ctrl-] to detach.
 func (app *app) agentAttach(ctx context.Context, target string) error {
 	cl := service(ctx)
-	r, err := cl.Attach(ctx, wire.AttachParams{Target: target})
+	r, err := wire.Attach(ctx, cl, wire.AttachParams{Target: target})
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (app *app) agentAttach(ctx context.Context, target string) error {
 	}
 	fmt.Fprintf(app.err, "attached to %s — press ctrl-] to detach\r\n", r.Agent.Path)
 	in := newDetachReader(ctx, os.Stdin, 0x1d)
-	err = cl.AttachStream(in.ctx, wire.AttachParams{Target: r.Agent.ID, Cols: cols, Rows: rows}, in, app.out)
+	err = wire.AttachStream(in.ctx, cl, wire.AttachParams{Target: r.Agent.ID, Cols: cols, Rows: rows}, in, app.out)
 	// Undo the modes the program may have switched on (alternate screen, hidden cursor,
 	// application keys, mouse reporting, bracketed paste, styles) before the shell returns.
 	fmt.Fprint(app.out, "\x1b[?1049l\x1b[?25h\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[0m")

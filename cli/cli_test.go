@@ -14,6 +14,7 @@ import (
 	"orcr/adapters/shell"
 	"orcr/cli"
 	"orcr/core"
+	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/orchestrate"
 	"orcr/pty"
@@ -27,7 +28,7 @@ import (
 type rig struct {
 	eng   *core.Engine
 	st    *store.Store
-	svc   core.Service
+	svc   wire.Transport
 	dials atomic.Int32
 }
 
@@ -64,7 +65,11 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(plans.Close)
-	return &rig{eng: eng, st: st, svc: core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans}}
+	ip, err := socket.NewInProcess(core.KernelMethods(eng), sched.Methods(), plans.Methods())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{eng: eng, st: st, svc: ip}
 }
 
 // run runs one invocation of orcr with args and returns its exit code and output.
@@ -73,7 +78,7 @@ func (r *rig) run(t *testing.T, stdin string, args ...string) (int, string, stri
 	var out, errb bytes.Buffer
 	code := cli.Run(context.Background(), append([]string{"orcr"}, args...), cli.Options{
 		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-		Connect: func(context.Context) (core.Service, error) {
+		Connect: func(context.Context) (wire.Transport, error) {
 			r.dials.Add(1)
 			return r.svc, nil
 		},
@@ -139,7 +144,7 @@ func TestNoServer(t *testing.T) {
 	var errb, out bytes.Buffer
 	notRunning := &wire.Error{Code: wire.CodeUnavailable, Message: "orcr server not running — start it with `orcr serve`"}
 	o := cli.Options{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		Connect: func(context.Context) (core.Service, error) { return nil, notRunning }}
+		Connect: func(context.Context) (wire.Transport, error) { return nil, notRunning }}
 	if code := cli.Run(context.Background(), []string{"orcr", "agent", "ls"}, o); code != cli.ExitError {
 		t.Fatalf("agent ls without a server: exit %d", code)
 	}
@@ -176,7 +181,7 @@ func TestExitCodes(t *testing.T) {
 // "Incorrect Usage" and a help page on stderr), and --version / version answer.
 func TestUsageErrorsAreOneLine(t *testing.T) {
 	var out, errb bytes.Buffer
-	app := cli.NewApp(cli.Options{Stdout: &out, Stderr: &errb, Connect: func(context.Context) (core.Service, error) {
+	app := cli.NewApp(cli.Options{Stdout: &out, Stderr: &errb, Connect: func(context.Context) (wire.Transport, error) {
 		return nil, errors.New("no server in this test")
 	}})
 	err := app.Run(context.Background(), []string{"orcr", "agent", "ls", "--bogus"})

@@ -4,22 +4,22 @@ import (
 	"context"
 	"io"
 
-	"github.com/urfave/cli/v3"
+	"orcr/core/wire"
 
-	"orcr/core"
+	"github.com/urfave/cli/v3"
 )
 
-// Every command that talks to the server gets its Service the same way: a Before hook
-// dials once per invocation and puts the Service on the command's context, the
+// Every command that talks to the server gets its transport the same way: a Before hook
+// dials once per invocation and puts the transport on the command's context, the
 // command's After closes it, and the action takes it with service(ctx). A command
-// group and its subcommand may both carry the hook; the second finds the Service
+// group and its subcommand may both carry the hook; the second finds the transport
 // already there, so `queue caps` (which then prints the queue) still dials once.
 
 type serviceKey struct{}
 
 // needsServer gives cmd and every command under it that has an action before as its
 // Before hook (a group without one keeps showing its help with no server running),
-// and cmd the After that closes the Service.
+// and cmd the After that closes the transport.
 func (app *app) needsServer(cmd *cli.Command, before cli.BeforeFunc) {
 	cmd.After = app.disconnect
 	var walk func(c *cli.Command)
@@ -58,7 +58,7 @@ func (app *app) mayConnect(ctx context.Context, c *cli.Command) (context.Context
 	return ctx, nil
 }
 
-// disconnect closes the Service the Before hook opened. It runs as the outermost
+// disconnect closes the transport the Before hook opened. It runs as the outermost
 // client command's After, which sees the context its subcommands' Before returned.
 func (app *app) disconnect(ctx context.Context, c *cli.Command) error {
 	if cl, ok := service(ctx).(io.Closer); ok {
@@ -67,8 +67,8 @@ func (app *app) disconnect(ctx context.Context, c *cli.Command) error {
 	return nil
 }
 
-// service is the Service the command's Before hook put on ctx (nil without one).
-func service(ctx context.Context) core.Service {
-	s, _ := ctx.Value(serviceKey{}).(core.Service)
+// service is the transport the command's Before hook put on ctx (nil without one).
+func service(ctx context.Context) wire.Transport {
+	s, _ := ctx.Value(serviceKey{}).(wire.Transport)
 	return s
 }

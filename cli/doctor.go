@@ -32,7 +32,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		r.ConfigErr = cfgErr.Error()
 	}
 	if cl := service(ctx); cl != nil {
-		if info, err := cl.Info(ctx); err == nil {
+		if info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{}); err == nil {
 			r.Server = &info
 		}
 	}
@@ -90,7 +90,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	caps, from := r.Caps, "as serve would start"
 	if r.Server != nil {
-		if q, err := service(ctx).Queue(ctx); err == nil {
+		if q, err := wire.Call(ctx, service(ctx), wire.QueueGet, wire.Empty{}); err == nil {
 			caps, from = &q, "in force"
 			r.Caps = &q
 		}

@@ -20,7 +20,7 @@ func (app *app) gcCommand() *cli.Command {
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "say what would be collected and by which rule"}, jsonFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			cl := service(ctx)
-			r, err := cl.GC(ctx, wire.GCParams{DryRun: c.Bool("dry-run")})
+			r, err := wire.Call(ctx, cl, wire.GCRun, wire.GCParams{DryRun: c.Bool("dry-run")})
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (app *app) queueCapsCommand() *cli.Command {
 			if p.Global == nil && p.MinFreeMB == nil && p.AgingSeconds == nil && p.Provider == nil {
 				return fmt.Errorf("nothing to change: give --global, --provider, --min-free-mb or --aging")
 			}
-			if _, err := service(ctx).SetCaps(ctx, p); err != nil {
+			if _, err := wire.Call(ctx, service(ctx), wire.QueueCaps, p); err != nil {
 				return err
 			}
 			return app.queue(ctx, c.Bool("json"))

@@ -24,6 +24,6 @@ func (app *app) hook(ctx context.Context, provider, event string) error {
 		if c, ok := s.(io.Closer); ok {
 			defer c.Close()
 		}
-		return s.Hook(ctx, p)
+		return wire.Do(ctx, s, wire.HookReport, p)
 	})
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -34,13 +33,13 @@ func (app *app) agentKill(ctx context.Context, glob string, dryRun, yes, asJSON 
 	}
 	cl := service(ctx)
 	if dryRun || yes {
-		r, err := cl.Kill(ctx, wire.KillParams{Glob: glob, DryRun: dryRun})
+		r, err := wire.Call(ctx, cl, wire.AgentKill, wire.KillParams{Glob: glob, DryRun: dryRun})
 		if err != nil {
 			return err
 		}
 		return app.printKilled(r, asJSON)
 	}
-	m, err := cl.Kill(ctx, wire.KillParams{Glob: glob, DryRun: true})
+	m, err := wire.Call(ctx, cl, wire.AgentKill, wire.KillParams{Glob: glob, DryRun: true})
 	if err != nil {
 		return err
 	}
@@ -63,7 +62,7 @@ func (app *app) agentKill(ctx context.Context, glob string, dryRun, yes, asJSON 
 // killEach kills the agents by id, killParallel at a time, printing each as it ends so
 // a slow fleet shows progress. An agent that ended on its own meanwhile is reported and
 // is no failure; any other error makes the command fail after the rest were tried.
-func (app *app) killEach(ctx context.Context, cl core.Service, targets []wire.Agent, asJSON bool) error {
+func (app *app) killEach(ctx context.Context, cl wire.Transport, targets []wire.Agent, asJSON bool) error {
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
@@ -75,7 +74,7 @@ func (app *app) killEach(ctx context.Context, cl core.Service, targets []wire.Ag
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r, err := cl.Kill(ctx, wire.KillParams{Glob: a.ID})
+			r, err := wire.Call(ctx, cl, wire.AgentKill, wire.KillParams{Glob: a.ID})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -14,7 +14,6 @@ import (
 
 	"orcr/adapters/hook"
 	"orcr/cli"
-	"orcr/core"
 	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
@@ -52,7 +51,8 @@ func states(t *testing.T, r *rig, paths ...string) map[string]wire.State {
 	t.Helper()
 	out := map[string]wire.State{}
 	for _, p := range paths {
-		a, err := r.svc.Get(context.Background(), p)
+		aRes, err := wire.Call(context.Background(), r.svc, wire.AgentGet, wire.TargetParams{Target: p})
+		a := aRes.Agent
 		if err != nil {
 			t.Fatalf("get %s: %v", p, err)
 		}
@@ -101,7 +101,7 @@ func runOnTerminal(t *testing.T, r *rig, question, answer string, args ...string
 	go func() {
 		code <- cli.Run(context.Background(), append([]string{"orcr"}, args...), cli.Options{
 			Stdin: tty, Stdout: &out, Stderr: tty,
-			Connect: func(context.Context) (core.Service, error) { return r.svc, nil },
+			Connect: func(context.Context) (wire.Transport, error) { return r.svc, nil },
 			Daemon:  cli.Daemon{Hook: hook.Run},
 		})
 	}()
@@ -182,7 +182,7 @@ func TestKillGlobWithoutTerminalNeedsYes(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := cli.Run(context.Background(), append([]string{"orcr"}, args...), cli.Options{
 			Stdin: pr, Stdout: &out, Stderr: &errb,
-			Connect: func(context.Context) (core.Service, error) { return r.svc, nil },
+			Connect: func(context.Context) (wire.Transport, error) { return r.svc, nil },
 		})
 		return code, out.String(), errb.String()
 	}

@@ -15,6 +15,8 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
+	listenapi "orcr/listen/api"
+	"orcr/rows"
 )
 
 // listenerCommand is `orcr listener ls|show|enable|disable|put|rm`.
@@ -31,12 +33,13 @@ func (app *app) listenerCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			l, err := service(ctx).ListenerEnable(ctx, name, on)
+			lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerEnable, listenapi.ListenerEnableParams{Name: name, Enabled: &on})
+			l := lRes.Listener
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				return printJSON(app.out, wire.ListenerResult{Listener: l})
+				return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 			}
 			fmt.Fprintf(app.out, "listener %s %s\n", name, l.State)
 			return nil
@@ -80,12 +83,13 @@ func (app *app) listenerCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					l, err := service(ctx).ListenerPut(ctx, wire.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
+					lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerPut, listenapi.ListenerPutParams{Name: c.Args().First(), Document: string(b)})
+					l := lRes.Listener
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.ListenerResult{Listener: l})
+						return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 					}
 					fmt.Fprintf(app.out, "listener %s: %s, %s\n", l.Name, l.Source, l.State)
 					return nil
@@ -98,7 +102,7 @@ func (app *app) listenerCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if err := service(ctx).ListenerRemove(ctx, name); err != nil {
+					if err := wire.Do(ctx, service(ctx), listenapi.ListenerRemove, listenapi.ListenerNameParams{Name: name}); err != nil {
 						return err
 					}
 					fmt.Fprintf(app.out, "removed listener %s\n", name)
@@ -110,15 +114,16 @@ func (app *app) listenerCommand() *cli.Command {
 }
 
 func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
-	ls, err := service(ctx).Listeners(ctx)
+	lsRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerList, wire.Empty{})
+	ls := lsRes.Listeners
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		if ls == nil {
-			ls = []wire.Listener{}
+			ls = []listenapi.Listener{}
 		}
-		return printJSON(app.out, wire.ListenerListResult{Listeners: ls})
+		return printJSON(app.out, listenapi.ListenerListResult{Listeners: ls})
 	}
 	if len(ls) == 0 {
 		fmt.Fprintln(app.out, "no listeners — add a file to ~/.config/orcr/listeners/NAME.toml (see orcr listener --help)")
@@ -128,22 +133,23 @@ func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
 	fmt.Fprintln(tw, "NAME\tSOURCE\tLAST POLL\tNEXT\tFIRED\tHELD\tSTATE")
 	now := time.Now()
 	for _, l := range ls {
-		fmt.Fprintln(tw, strings.Join(core.ListenerRow(l, now), "\t"))
+		fmt.Fprintln(tw, strings.Join(rows.Listener(l, now), "\t"))
 	}
 	return tw.Flush()
 }
 
 func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) error {
-	l, err := service(ctx).ListenerGet(ctx, name)
+	lRes, err := wire.Call(ctx, service(ctx), listenapi.ListenerGet, listenapi.ListenerNameParams{Name: name})
+	l := lRes.Listener
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return printJSON(app.out, wire.ListenerResult{Listener: l})
+		return printJSON(app.out, listenapi.ListenerResult{Listener: l})
 	}
 	now := time.Now()
 	w := app.out
-	row := core.ListenerRow(l, now)
+	row := rows.Listener(l, now)
 	fmt.Fprintf(w, "name:       %s\n", l.Name)
 	from := "written through the API"
 	if l.Origin == "file" {

@@ -13,6 +13,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // catalogCommand is `orcr catalog`.
@@ -22,7 +23,7 @@ func (app *app) catalogCommand() *cli.Command {
 		Usage: "models, ratings, the tier each qualifies for, premium marked",
 		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			res, err := service(ctx).Catalog(ctx)
+			res, err := wire.Call(ctx, service(ctx), planapi.CatalogGet, wire.Empty{})
 			if err != nil {
 				return err
 			}
@@ -70,12 +71,13 @@ func (app *app) planCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					p, err := service(ctx).PlanApprove(ctx, name)
+					pRes, err := wire.Call(ctx, service(ctx), planapi.PlanApprove, planapi.PlanNameParams{Name: name})
+					p := pRes.Plan
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.PlanResult{Plan: p})
+						return printJSON(app.out, planapi.PlanResult{Plan: p})
 					}
 					fmt.Fprintf(app.out, "plan %s approved (sha256 %s); a later edit of %s is recorded as an event\n", p.Name, p.ApprovedHash, p.File)
 					return nil
@@ -88,12 +90,13 @@ func (app *app) planCommand() *cli.Command {
 					if c.Args().Len() != 2 {
 						return fmt.Errorf(`usage: orcr plan reject NAME "reason" (the reason goes to the lead)`)
 					}
-					p, err := service(ctx).PlanReject(ctx, wire.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
+					pRes, err := wire.Call(ctx, service(ctx), planapi.PlanReject, planapi.PlanRejectParams{Name: c.Args().Get(0), Reason: c.Args().Get(1)})
+					p := pRes.Plan
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.PlanResult{Plan: p})
+						return printJSON(app.out, planapi.PlanResult{Plan: p})
 					}
 					fmt.Fprintf(app.out, "plan %s rejected; the reason went to %s for round %d\n", p.Name, p.LeadPath, p.Rounds)
 					return nil
@@ -122,12 +125,13 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return fmt.Errorf("repo: %w", err)
 	}
-	p, err := service(ctx).PlanNew(ctx, wire.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
+	pRes, err := wire.Call(ctx, service(ctx), planapi.PlanNew, planapi.PlanNewParams{Name: c.Args().Get(0), Request: c.Args().Get(1), Repo: repo, Lead: c.String("lead")})
+	p := pRes.Plan
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(app.out, wire.PlanResult{Plan: p})
+		return printJSON(app.out, planapi.PlanResult{Plan: p})
 	}
 	if p.Lead == "none" {
 		fmt.Fprintf(app.out, "plan %s: %s from %s (no lead)\n", p.Name, p.State, p.File)
@@ -140,15 +144,16 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 }
 
 func (app *app) planLs(ctx context.Context, c *cli.Command) error {
-	ps, err := service(ctx).Plans(ctx)
+	psRes, err := wire.Call(ctx, service(ctx), planapi.PlanList, wire.Empty{})
+	ps := psRes.Plans
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
 		if ps == nil {
-			ps = []wire.Plan{}
+			ps = []planapi.Plan{}
 		}
-		return printJSON(app.out, wire.PlanListResult{Plans: ps})
+		return printJSON(app.out, planapi.PlanListResult{Plans: ps})
 	}
 	if len(ps) == 0 {
 		fmt.Fprintln(app.out, `no plans; start one with orcr plan new NAME "request"`)
@@ -168,7 +173,7 @@ func (app *app) planShow(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	res, err := service(ctx).PlanGet(ctx, name)
+	res, err := wire.Call(ctx, service(ctx), planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}
@@ -181,7 +186,7 @@ func (app *app) planShow(ctx context.Context, c *cli.Command) error {
 
 // WritePlan prints plan.get's answer as `orcr plan show` does: the record, the
 // problems by line, then one row per milestone.
-func WritePlan(w io.Writer, res wire.PlanGetResult) {
+func WritePlan(w io.Writer, res planapi.PlanGetResult) {
 	p := res.Plan
 	bw := newTabWriter(w)
 	fmt.Fprintf(bw, "plan:\t%s\n", p.Name)
@@ -231,7 +236,7 @@ func (app *app) planEdit(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	svc := service(ctx)
-	before, err := svc.PlanGet(ctx, name)
+	before, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}
@@ -243,14 +248,14 @@ func (app *app) planEdit(ctx context.Context, c *cli.Command) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("editor %s: %w", strings.Join(cmd.Args, " "), err)
 	}
-	after, err := svc.PlanGet(ctx, name)
+	after, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: name})
 	if err != nil {
 		return err
 	}
 	return app.editOutcome(before, after)
 }
 
-func (app *app) editOutcome(before, after wire.PlanGetResult) error {
+func (app *app) editOutcome(before, after planapi.PlanGetResult) error {
 	p := after.Plan
 	if len(after.Problems) > 0 {
 		for _, pr := range after.Problems {

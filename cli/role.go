@@ -12,6 +12,8 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // Roles and history (DESIGN §12).
@@ -24,15 +26,16 @@ func (app *app) roleCommand() *cli.Command {
 			{
 				Name: "ls", Usage: "list roles", Flags: []cli.Flag{jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
-					rs, err := service(ctx).Roles(ctx)
+					rsRes, err := wire.Call(ctx, service(ctx), roleapi.RoleList, wire.Empty{})
+					rs := rsRes.Roles
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
 						if rs == nil {
-							rs = []wire.Role{}
+							rs = []roleapi.Role{}
 						}
-						return printJSON(app.out, wire.RoleListResult{Roles: rs})
+						return printJSON(app.out, roleapi.RoleListResult{Roles: rs})
 					}
 					if len(rs) == 0 {
 						_, err := fmt.Fprintln(app.out, "no roles; write one as $XDG_CONFIG_HOME/orcr/roles/NAME.toml (providers = [\"claude:sonnet\"], prompt = \"…\")")
@@ -52,7 +55,7 @@ func (app *app) roleCommand() *cli.Command {
 					if c.Args().First() == "" {
 						return fmt.Errorf("role show needs a NAME; list them with: orcr role ls")
 					}
-					r, err := service(ctx).RoleGet(ctx, c.Args().First())
+					r, err := wire.Call(ctx, service(ctx), roleapi.RoleGet, roleapi.RoleNameParams{Name: c.Args().First()})
 					if err != nil {
 						return err
 					}
@@ -68,7 +71,7 @@ func (app *app) roleCommand() *cli.Command {
 }
 
 // roleSummary is `role ls`'s line: the chain, budget and timeouts.
-func roleSummary(r wire.Role) string {
+func roleSummary(r roleapi.Role) string {
 	if r.Error != "" {
 		first, _, _ := strings.Cut(r.Error, "\n")
 		return "BROKEN: " + first
@@ -95,7 +98,7 @@ func shortDur(secs int) string {
 	return strings.TrimSuffix(s, "0m")
 }
 
-func printRole(w io.Writer, r wire.Role) {
+func printRole(w io.Writer, r roleapi.Role) {
 	tw := newTabWriter(w)
 	src := func(k string) string { return r.Sources[k] }
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\t(%s)\n", k, v, src(k)) }
@@ -185,7 +188,7 @@ func (app *app) historyCommand() *cli.Command {
 			jsonFlag(),
 		},
 		Action: func(ctx context.Context, c *cli.Command) error {
-			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
+			p := roleapi.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
 				d, err := core.ParseSince(s)
 				if err != nil {
@@ -200,8 +203,8 @@ func (app *app) historyCommand() *cli.Command {
 			// The history comes a page at a time and each text page is printed as it
 			// arrives: the first lines show at once, and no answer holds the whole
 			// history (each page is laid out to the whole table's widths).
-			all := []wire.AgentHistoryEntry{}
-			err := historyPages(ctx, service(ctx), p, limit, func(r wire.AgentHistoryResult) error {
+			all := []roleapi.AgentHistoryEntry{}
+			err := historyPages(ctx, service(ctx), p, limit, func(r roleapi.AgentHistoryResult) error {
 				if c.Bool("json") {
 					all = append(all, r.Entries...)
 					return nil
@@ -212,7 +215,7 @@ func (app *app) historyCommand() *cli.Command {
 			if err != nil || !c.Bool("json") {
 				return err
 			}
-			return printJSON(app.out, wire.AgentHistoryResult{Entries: all})
+			return printJSON(app.out, roleapi.AgentHistoryResult{Entries: all})
 		},
 	}
 }
@@ -228,7 +231,7 @@ const (
 
 // historyPages asks for the history a page at a time (at most limit entries in all
 // when limit > 0) and hands each page to take.
-func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryParams, limit int, take func(wire.AgentHistoryResult) error) error {
+func historyPages(ctx context.Context, svc wire.Transport, p roleapi.AgentHistoryParams, limit int, take func(roleapi.AgentHistoryResult) error) error {
 	size := historyPage
 	for {
 		p.Limit = size
@@ -236,7 +239,7 @@ func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryPara
 			p.Limit = min(size, limit)
 		}
 		size = historyPageMore
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		if err != nil {
 			return err
 		}
@@ -261,7 +264,7 @@ func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryPara
 // historyLines counts the entries of a text page (its lines but the header).
 func historyLines(text string) int {
 	n := strings.Count(text, "\n")
-	if strings.HasPrefix(text, core.HistoryColumns[0]) {
+	if strings.HasPrefix(text, rows.HistoryColumns[0]) {
 		n--
 	}
 	return n
@@ -275,7 +278,8 @@ func (app *app) agentResumeCommand() *cli.Command {
 			if c.Args().First() == "" {
 				return fmt.Errorf("agent resume needs a TARGET: an id, an id prefix or a path")
 			}
-			a, err := service(ctx).Resume(ctx, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			aRes, err := wire.Call(ctx, service(ctx), wire.AgentResume, wire.ResumeParams{Target: c.Args().First(), Prompt: c.String("prompt")})
+			a := aRes.Agent
 			if err != nil {
 				return err
 			}

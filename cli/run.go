@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // runCommand is `orcr run …` (DESIGN §8): start, watch and steer orchestration runs.
@@ -27,19 +28,19 @@ func (app *app) runCommand() *cli.Command {
 		}
 		return c.Args().First(), c.Args().Slice()[1:], nil
 	}
-	text := func(c *cli.Command) (wire.RunTextParams, error) {
+	text := func(c *cli.Command) (runapi.RunTextParams, error) {
 		a := c.Args().Slice()
 		if len(a) < 3 || strings.TrimSpace(strings.Join(a[2:], " ")) == "" {
-			return wire.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
+			return runapi.RunTextParams{}, fmt.Errorf("%s needs NAME, a milestone and the text, e.g. %s csv-import M2 \"skip empty rows\"", c.FullName(), c.FullName())
 		}
-		return wire.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
+		return runapi.RunTextParams{Name: a[0], Milestone: a[1], Text: strings.Join(a[2:], " ")}, nil
 	}
-	show := func(ctx context.Context, c *cli.Command, v wire.RunView, err error) error {
+	show := func(ctx context.Context, c *cli.Command, v runapi.RunView, err error) error {
 		if err != nil {
 			return err
 		}
 		if c.Bool("json") {
-			return printJSON(app.out, wire.RunResult{Run: v})
+			return printJSON(app.out, runapi.RunResult{Run: v})
 		}
 		writeRun(app.out, v, time.Now())
 		return nil
@@ -70,7 +71,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					p := wire.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
+					p := runapi.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
 						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
 						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
@@ -79,7 +80,8 @@ func (app *app) runCommand() *cli.Command {
 						}
 						p.CoderArgv = rest
 					}
-					v, err := service(ctx).RunStart(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStartM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -88,12 +90,13 @@ func (app *app) runCommand() *cli.Command {
 				Flags: []cli.Flag{jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					if c.Args().Len() == 0 {
-						rs, err := service(ctx).Runs(ctx)
+						rsRes, err := wire.Call(ctx, service(ctx), runapi.RunListM, wire.Empty{})
+						rs := rsRes.Runs
 						if err != nil {
 							return err
 						}
 						if c.Bool("json") {
-							return printJSON(app.out, wire.RunListResult{Runs: rs})
+							return printJSON(app.out, runapi.RunListResult{Runs: rs})
 						}
 						if len(rs) == 0 {
 							fmt.Fprintln(app.out, "no runs; start one with `orcr run start NAME` once its plan is approved")
@@ -109,7 +112,8 @@ func (app *app) runCommand() *cli.Command {
 						}
 						return nil
 					}
-					v, err := service(ctx).RunStatus(ctx, c.Args().First())
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStatusM, runapi.RunNameParams{Name: c.Args().First()})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -121,12 +125,13 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					es, err := service(ctx).RunEvents(ctx, wire.RunEventsParams{Name: n, After: c.Uint64("after")})
+					esRes, err := wire.Call(ctx, service(ctx), runapi.RunEventsM, runapi.RunEventsParams{Name: n, After: c.Uint64("after")})
+					es := esRes.Entries
 					if err != nil {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, wire.RunEventsResult{Entries: es})
+						return printJSON(app.out, runapi.RunEventsResult{Entries: es})
 					}
 					tw := tabwriter.NewWriter(app.out, 0, 0, 2, ' ', 0)
 					for _, e := range es {
@@ -142,7 +147,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunStop(ctx, n)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunStopM, runapi.RunNameParams{Name: n})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -153,7 +159,7 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					res, err := service(ctx).RunFinish(ctx, n)
+					res, err := wire.Call(ctx, service(ctx), runapi.RunFinishM, runapi.RunNameParams{Name: n})
 					if err != nil {
 						return err
 					}
@@ -176,7 +182,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunDispatch(ctx, wire.RunMilestonesParams{Name: n, Milestones: m})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunDispatchM, runapi.RunMilestonesParams{Name: n, Milestones: m})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -188,7 +195,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunHold(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -200,7 +208,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunRetry(ctx, wire.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunRetryM, runapi.RunMilestonesParams{Name: n, Milestones: m, Tier: c.String("tier")})
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -211,7 +220,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunAnswer(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunAnswerM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -222,7 +232,8 @@ func (app *app) runCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					v, err := service(ctx).RunFix(ctx, p)
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunFixM, p)
+					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
 			},
@@ -232,7 +243,7 @@ func (app *app) runCommand() *cli.Command {
 					if c.Args().Len() != 1 {
 						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
 					}
-					m, err := service(ctx).RunDone(ctx, wire.RunCallerParams{Milestone: c.Args().First()})
+					m, err := wire.Call(ctx, service(ctx), runapi.RunDoneM, runapi.RunCallerParams{Milestone: c.Args().First()})
 					if err != nil {
 						return err
 					}
@@ -247,7 +258,7 @@ func (app *app) runCommand() *cli.Command {
 					if len(a) < 2 {
 						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
 					}
-					m, err := service(ctx).RunAsk(ctx, wire.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+					m, err := wire.Call(ctx, service(ctx), runapi.RunAskM, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
 					if err != nil {
 						return err
 					}
@@ -268,7 +279,7 @@ func firstLineOf(s string) string {
 }
 
 // writeRun prints a run: a header, then one row per milestone.
-func writeRun(w io.Writer, v wire.RunView, now time.Time) {
+func writeRun(w io.Writer, v runapi.RunView, now time.Time) {
 	fmt.Fprintf(w, "run %s: %s — %s at %s, from %s; check %q; %d coders", v.Name, v.State, v.Feature, shortSHA(v.Tip), v.Base, v.Check, v.Coders)
 	if v.Reviewer != "" {
 		fmt.Fprintf(w, ", reviewer %s", v.Reviewer)

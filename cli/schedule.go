@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // scheduleCommand is `orcr schedule add|ls|rm|run|runs`.
@@ -36,7 +37,7 @@ func (app *app) scheduleCommand() *cli.Command {
 				Name: "rm", Usage: "remove a schedule and its history", ArgsUsage: "NAME",
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
-					if err := cl.ScheduleRemove(ctx, c.Args().First()); err != nil {
+					if err := wire.Do(ctx, cl, schedapi.ScheduleRemove, schedapi.ScheduleNameParams{Name: c.Args().First()}); err != nil {
 						return err
 					}
 					fmt.Fprintf(app.out, "removed schedule %s\n", c.Args().First())
@@ -92,19 +93,20 @@ func (app *app) scheduleAdd(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	cl := service(ctx)
-	s, err := cl.ScheduleAdd(ctx, wire.ScheduleAddParams{Name: args[0], EverySeconds: int(every / time.Second),
+	sRes, err := wire.Call(ctx, cl, schedapi.ScheduleAdd, schedapi.ScheduleAddParams{Name: args[0], EverySeconds: int(every / time.Second),
 		Cron: c.String("cron"), Command: cmd, Cwd: cwd, Env: env, MissedPolicy: c.String("missed")})
+	s := sRes.Schedule
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(app.out, wire.ScheduleResult{Schedule: s})
+		return printJSON(app.out, schedapi.ScheduleResult{Schedule: s})
 	}
 	fmt.Fprintf(app.out, "schedule %s: %s, next %s\n", s.Name, cadence(s), when(s.NextAt))
 	return nil
 }
 
-func cadence(s wire.Schedule) string {
+func cadence(s schedapi.Schedule) string {
 	if s.EverySeconds > 0 {
 		return "every " + (time.Duration(s.EverySeconds) * time.Second).String()
 	}
@@ -119,7 +121,7 @@ func when(t *time.Time) string {
 }
 
 // runSummary is "2026-… exit 0", "2026-… running" or "2026-… failed: why".
-func runSummary(r *wire.ScheduleRun) string {
+func runSummary(r *schedapi.ScheduleRun) string {
 	if r == nil {
 		return "never"
 	}
@@ -141,15 +143,16 @@ func runSummary(r *wire.ScheduleRun) string {
 
 func (app *app) scheduleLs(ctx context.Context, asJSON bool) error {
 	cl := service(ctx)
-	ss, err := cl.Schedules(ctx)
+	ssRes, err := wire.Call(ctx, cl, schedapi.ScheduleList, wire.Empty{})
+	ss := ssRes.Schedules
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		if ss == nil {
-			ss = []wire.Schedule{}
+			ss = []schedapi.Schedule{}
 		}
-		return printJSON(app.out, wire.ScheduleListResult{Schedules: ss})
+		return printJSON(app.out, schedapi.ScheduleListResult{Schedules: ss})
 	}
 	if len(ss) == 0 {
 		fmt.Fprintln(app.out, "no schedules — add one with: orcr schedule add NAME --every 10m -- CMD")
@@ -166,12 +169,13 @@ func (app *app) scheduleLs(ctx context.Context, asJSON bool) error {
 
 func (app *app) scheduleRunNow(ctx context.Context, name string, wait, asJSON bool) error {
 	cl := service(ctx)
-	r, err := cl.ScheduleRun(ctx, wire.ScheduleRunParams{Name: name, Wait: wait})
+	rRes, err := wire.Call(ctx, cl, schedapi.ScheduleRunNow, schedapi.ScheduleRunParams{Name: name, Wait: wait})
+	r := rRes.Run
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return printJSON(app.out, wire.ScheduleRunResult{Run: r})
+		return printJSON(app.out, schedapi.ScheduleRunResult{Run: r})
 	}
 	if !wait {
 		fmt.Fprintf(app.out, "schedule %s started at %s\n", name, when(&r.StartedAt))
@@ -195,15 +199,16 @@ func (app *app) scheduleRunNow(ctx context.Context, name string, wait, asJSON bo
 
 func (app *app) scheduleRuns(ctx context.Context, name string, asJSON bool) error {
 	cl := service(ctx)
-	rs, err := cl.ScheduleRuns(ctx, name)
+	rsRes, err := wire.Call(ctx, cl, schedapi.ScheduleRuns, schedapi.ScheduleNameParams{Name: name})
+	rs := rsRes.Runs
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		if rs == nil {
-			rs = []wire.ScheduleRun{}
+			rs = []schedapi.ScheduleRun{}
 		}
-		return printJSON(app.out, wire.ScheduleRunsResult{Runs: rs})
+		return printJSON(app.out, schedapi.ScheduleRunsResult{Runs: rs})
 	}
 	tw := newTabWriter(app.out)
 	fmt.Fprintln(tw, "STARTED\tTRIGGER\tTOOK\tRESULT")

@@ -14,7 +14,7 @@ import (
 func (app *app) top(ctx context.Context, once bool) error {
 	cl := service(ctx)
 	draw := func(prev int) (int, error) {
-		as, err := cl.List(ctx, wire.ListParams{})
+		as, err := wire.ListAgents(ctx, cl, wire.ListParams{})
 		if err != nil {
 			return prev, err
 		}
@@ -33,11 +33,11 @@ func (app *app) top(ctx context.Context, once bool) error {
 	if err != nil || once {
 		return err
 	}
-	info, err := cl.Info(ctx)
+	info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{})
 	if err != nil {
 		return err
 	}
-	ch, err := cl.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq})
+	ch, err := wire.Subscribe(ctx, cl, wire.SubscribeParams{After: info.LastSeq})
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func treeLines(as []wire.Agent, now time.Time) []string {
 
 func (app *app) queue(ctx context.Context, asJSON bool) error {
 	cl := service(ctx)
-	q, err := cl.Queue(ctx)
+	q, err := wire.Call(ctx, cl, wire.QueueGet, wire.Empty{})
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (app *app) queue(ctx context.Context, asJSON bool) error {
 
 func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 	cl := service(ctx)
-	u, err := cl.Usage(ctx, wire.UsageParams{Provider: provider})
+	u, err := wire.Call(ctx, cl, wire.UsageGet, wire.UsageParams{Provider: provider})
 	if err != nil {
 		return err
 	}

@@ -13,15 +13,7 @@ import (
 	"orcr/core/wire"
 )
 
-var (
-	_ KernelService = (*Engine)(nil)
-	_ Kernel        = (*Engine)(nil)
-)
-
-// Ping answers server.ping.
-func (e *Engine) Ping(context.Context) (wire.PingResult, error) {
-	return wire.PingResult{Pong: true, Version: wire.Version}, nil
-}
+var _ Kernel = (*Engine)(nil)
 
 // Info describes the server.
 func (e *Engine) Info(context.Context) (wire.InfoResult, error) {

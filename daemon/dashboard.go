@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"orcr/config"
-	"orcr/core"
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/ui"
@@ -45,8 +44,14 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 	opts.Mode = "in-process"
 	opts.Logger = s.log
 	opts.EmbeddedHost = s.host.Name() == "pty"
-	ictx := core.WithCaller(ctx, core.Caller{InProcess: true})
-	choice, err := ui.Run(ictx, s.svc, opts)
+	// The dashboard calls the server's own handlers in-process, as the caller
+	// InProcess (nothing to verify); the socket serves the same table to other shells.
+	ip, err := socket.NewInProcess(s.methods)
+	if err != nil {
+		s.close(context.Background())
+		return err
+	}
+	choice, err := ui.Run(ctx, ip, opts)
 	if err == nil && choice == ui.QuitKeepInBackground {
 		res, err := handOff(context.Background(), s) // closes s
 		if err != nil {

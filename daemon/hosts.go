@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"orcr/accounts"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
+	"orcr/accounts"
+	acctapi "orcr/accounts/api"
 	"orcr/cli"
 	"orcr/config"
 	"orcr/core"
@@ -209,7 +210,7 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	l := configLimits(cfg)
 	p.Caps = &wire.QueueResult{Global: l.Global, Caps: l.Provider, MinFreeMB: l.MinFreeMB, Origins: l.Origin,
 		MaxLaunching: core.MaxLaunching}
-	p.Accounts = []wire.Account{}
+	p.Accounts = []acctapi.Account{}
 	opts, err := configAccounts(cfg, nil, nil)
 	var acct *accounts.Service
 	if err == nil {

@@ -11,8 +11,6 @@ import (
 	"orcr/listen"
 )
 
-var _ core.ListenerService = (*listen.Service)(nil)
-
 // startListeners builds the listener service over the store, the kernel (agents, with
 // roles resolved by its resolver) and the plan service.
 func startListeners(ctx context.Context, st listen.Store, eng *core.Engine, plans listen.Plans, gh *githubClients, log *slog.Logger) (*listen.Service, error) {

@@ -29,6 +29,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/socket"
+	"orcr/core/wire"
 	"orcr/listen"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
@@ -65,11 +66,12 @@ type server struct {
 	listen *listen.Service
 	github *githubClients // the listeners' GitHub client, remade on a reload
 	runs   *run.Service
-	svc    core.Service // the engine and the feature services, composed
-	sock   *socket.Server
-	host   core.Host
-	log    *slog.Logger
-	done   chan error
+	// methods are every socket method's handler: the kernel's and each feature's.
+	methods []wire.Handler
+	sock    *socket.Server
+	host    core.Host
+	log     *slog.Logger
+	done    chan error
 }
 
 // startServer takes the home's lock and brings up everything the server owns.
@@ -182,14 +184,13 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("start runs: %w", err)
 	}
 	s.runs = runs
-	s.svc = core.Composed{KernelService: eng, ScheduleService: sched, PlanService: plans, CatalogService: plans,
-		ListenerService: ls, AccountService: acct, RoleService: rs, RunService: runs}
 	acct.SetKernel(eng)
-	if err := acct.Start(ctx, s.svc); err != nil {
+	if err := acct.Start(ctx, eng); err != nil {
 		return nil, fmt.Errorf("start accounts: %w", err)
 	}
 	s.acct = acct
-	sock, err := socket.Listen(sockPath, s.svc, s.log)
+	s.methods = serverMethods(eng, sched, rs, acct, plans, ls, runs)
+	sock, err := socket.Listen(sockPath, s.methods, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +202,19 @@ func startServer(ctx context.Context) (*server, error) {
 	s.log.Info("server started", "home", home, "host", host.Name(), "why", why, "pid", os.Getpid())
 	ok = true
 	return s, nil
+}
+
+// methodSet is a feature's side of core.Feature that the socket needs: its handlers.
+type methodSet interface{ Methods() []wire.Handler }
+
+// serverMethods are every socket method the server serves: the kernel's, then each
+// feature's. TestEveryDeclaredMethodIsServed holds them to the declarations.
+func serverMethods(eng *core.Engine, features ...methodSet) []wire.Handler {
+	hs := core.KernelMethods(eng)
+	for _, f := range features {
+		hs = append(hs, f.Methods()...)
+	}
+	return hs
 }
 
 // Shutdown always completes (DESIGN §13): each part of the server gets closeEach to

@@ -11,6 +11,8 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
+	schedapi "orcr/schedule/api"
 )
 
 // rawConn speaks the socket protocol by hand, as a client in another language would.
@@ -134,9 +136,9 @@ func TestSchemaMatchesServer(t *testing.T) {
 	}
 	// Each read-only method answers with exactly the result type the schema names.
 	rc := e.raw()
-	for _, m := range []string{wire.MethodPing, wire.MethodInfo, wire.MethodQueue, wire.MethodUsage, wire.MethodScheduleList, wire.MethodAgentList,
-		wire.MethodPlanList, wire.MethodCatalogGet} {
-		spec, _ := wire.Method(m)
+	for _, m := range []string{wire.MethodPing, wire.MethodInfo, wire.MethodQueue, wire.MethodUsage, schedapi.MethodScheduleList, wire.MethodAgentList,
+		planapi.MethodPlanList, planapi.MethodCatalogGet} {
+		spec, _ := wire.Lookup(m)
 		r := rc.roundTrip(`{"id":"s","method":"` + m + `"}`)
 		if r.Error != nil {
 			t.Fatalf("%s: %+v", m, r.Error)

@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -41,7 +41,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := func() string {
-		es, _ := e.client().RunEvents(context.Background(), wire.RunEventsParams{Name: "g"})
+		es, _ := e.client().RunEvents(context.Background(), runapi.RunEventsParams{Name: "g"})
 		var b strings.Builder
 		for _, en := range es {
 			b.WriteString(en.Kind + " " + en.Text + "\n")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"orcr/core/socket"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
@@ -105,9 +106,9 @@ func (e *env) must(args ...string) string {
 }
 
 // client dials the server as a Go client.
-func (e *env) client() *socket.Client {
+func (e *env) client() *apiclient.Client {
 	e.t.Helper()
-	c, err := socket.Dial(context.Background(), socket.SocketPath(e.home), "")
+	c, err := apiclient.Dial(context.Background(), socket.SocketPath(e.home), "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

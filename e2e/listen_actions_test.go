@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"orcr/core/secretenv"
-	"orcr/core/wire"
 	"orcr/github/githubtest"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -34,9 +35,9 @@ func (e *env) writeRole(name, doc string) {
 	}
 }
 
-func (e *env) waitListener(name, what string, within time.Duration, cond func(wire.Listener) bool) wire.Listener {
+func (e *env) waitListener(name, what string, within time.Duration, cond func(listenapi.Listener) bool) listenapi.Listener {
 	e.t.Helper()
-	var l wire.Listener
+	var l listenapi.Listener
 	wait.For(e.t, within, name+": "+what, func() bool {
 		var err error
 		l, err = e.listener(name)
@@ -109,7 +110,7 @@ role = "ticketed"
 		return strings.Contains(e.orcr("agent", "read", "gh/triage/1").out, "Crash on start")
 	})
 
-	l := e.waitListener("ticketed", "the missing var recorded", 20*time.Second, func(l wire.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
+	l := e.waitListener("ticketed", "the missing var recorded", 20*time.Second, func(l listenapi.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
 	if !strings.Contains(l.LastError, "ticket not given") || !strings.Contains(l.LastError, "this listener's events carry") ||
 		!strings.Contains(l.LastError, "{{number}}") {
 		t.Fatalf("ticketed last error %q", l.LastError)
@@ -117,7 +118,7 @@ role = "ticketed"
 
 	e.polledAfter("mention", start)
 	gh.AddComment("acme/app", 1, "bob", "@orcr have a look")
-	l = e.waitListener("mention", "backing off", 30*time.Second, func(l wire.Listener) bool { return l.Failures >= 3 && l.Held == 1 })
+	l = e.waitListener("mention", "backing off", 30*time.Second, func(l listenapi.Listener) bool { return l.Failures >= 3 && l.Held == 1 })
 	if !strings.Contains(l.LastError, `no role "reviewer"`) || l.NextPoll == nil || l.ErrorAt == nil ||
 		l.NextPoll.Sub(*l.ErrorAt) < 3*time.Second {
 		t.Fatalf("mention: %q, next %v after error %v (failures %d)", l.LastError, l.NextPoll, l.ErrorAt, l.Failures)
@@ -141,7 +142,7 @@ role = "ticketed"
 	e.kill9()
 	e.serve()
 	cid := gh.AddComment("acme/app", 1, "carol", "@orcr and this")
-	l = e.waitListener("mention", "both held", 30*time.Second, func(l wire.Listener) bool { return l.Held == 2 })
+	l = e.waitListener("mention", "both held", 30*time.Second, func(l listenapi.Listener) bool { return l.Held == 2 })
 	if l.Failures < 3 || l.Fires != 0 {
 		t.Fatalf("after a restart: failures %d fires %d", l.Failures, l.Fires)
 	}
@@ -161,7 +162,7 @@ system_prompt = "Answer briefly."
 	if got := prompts[fmt.Sprintf("gh/mention/1-%d", cid)]; got != "carol asked on #1: @orcr and this" {
 		t.Fatalf("mention prompts %v", prompts)
 	}
-	l = e.waitListener("mention", "recovered", 20*time.Second, func(l wire.Listener) bool {
+	l = e.waitListener("mention", "recovered", 20*time.Second, func(l listenapi.Listener) bool {
 		return l.Fires == 2 && l.Held == 0 && l.Failures == 0 && l.LastError == ""
 	})
 	e.polledAfter("mention", time.Now())
@@ -194,7 +195,7 @@ path = "gh/{{number}}"
 prompt = "{{title}}"
 `+shellAgent)
 	e.serve()
-	l := e.waitListener("issues", "401", 20*time.Second, func(l wire.Listener) bool {
+	l := e.waitListener("issues", "401", 20*time.Second, func(l listenapi.Listener) bool {
 		return l.Failures == 1 && strings.Contains(l.LastError, "unauthorized (401)")
 	})
 	if time.Until(*l.NextPoll) < 50*time.Minute {
@@ -212,7 +213,7 @@ prompt = "{{title}}"
 	if as[0].Prompt != "First" {
 		t.Fatalf("prompt %q", as[0].Prompt)
 	}
-	e.waitListener("issues", "recovered", 10*time.Second, func(l wire.Listener) bool { return l.Failures == 0 && l.LastError == "" })
+	e.waitListener("issues", "recovered", 10*time.Second, func(l listenapi.Listener) bool { return l.Failures == 0 && l.LastError == "" })
 
 	// Another api_url (and its token): the client is made anew against it. The
 	// listener is not failing, so it polls at its interval: make it due by editing
@@ -292,7 +293,7 @@ lead = "claude:claude-opus-5"
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 
-	var p wire.PlanGetResult
+	var p planapi.PlanGetResult
 	wait.For(t, 150*time.Second, "the plan drafted", func() bool {
 		r := e.orcr("plan", "show", "import-csv", "--json")
 		return r.code == 0 && json.Unmarshal([]byte(r.out), &p) == nil && p.Plan.State == "drafted"
@@ -318,7 +319,7 @@ lead = "claude:claude-opus-5"
 	// no second lead.
 	played := srv.Played()
 	gh.AddIssue("acme/app", githubtest.Issue{Title: "Import CSV", Body: "again", User: "bob", Labels: []string{"plan"}})
-	l = e.waitListener("planner", "the duplicate held", 30*time.Second, func(l wire.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
+	l = e.waitListener("planner", "the duplicate held", 30*time.Second, func(l listenapi.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
 	if !strings.Contains(l.LastError, "plan import-csv exists already for another request") || l.Fires != 1 {
 		t.Fatalf("duplicate: %+v", l)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/github/githubtest"
+	listenapi "orcr/listen/api"
 	"orcr/testutil/wait"
 )
 
@@ -54,7 +55,7 @@ func (e *env) writeConfig(doc string) {
 	}
 }
 
-func (e *env) listener(name string) (wire.Listener, error) {
+func (e *env) listener(name string) (listenapi.Listener, error) {
 	return e.client().ListenerGet(context.Background(), name)
 }
 
@@ -91,9 +92,9 @@ func paths(as []wire.Agent) []string {
 }
 
 // polled waits until the listener has polled after t (its baseline, for history sources).
-func (e *env) polledAfter(name string, t time.Time) wire.Listener {
+func (e *env) polledAfter(name string, t time.Time) listenapi.Listener {
 	e.t.Helper()
-	var l wire.Listener
+	var l listenapi.Listener
 	wait.For(e.t, 20*time.Second, name+" polls", func() bool {
 		var err error
 		l, err = e.listener(name)
@@ -348,7 +349,7 @@ func TestListenerAPIAndBadInput(t *testing.T) {
 	c := e.client()
 	ctx := context.Background()
 	// A document that does not parse is refused with its line; nothing is stored.
-	_, err := c.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: "interval = \"1s\"\n[source]\ntype = \"rss\"\n"})
+	_, err := c.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: "interval = \"1s\"\n[source]\ntype = \"rss\"\n"})
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "unknown source type") {
 		t.Fatalf("bad source type: %v", err)
 	}
@@ -359,7 +360,7 @@ func TestListenerAPIAndBadInput(t *testing.T) {
 		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                                                                    "a plan needs repo",
 		"[source]\ntype = \"github-issues\"\nrepos = [\"o/r\"]\n[action]\nplan = \"{{nope}}\"\nrepo = \"/src\"\n":                                                          "line 5: plan",
 	} {
-		if _, err := c.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: doc}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := c.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: doc}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("document %q: %v, want %q", doc, err, want)
 		}
 	}
@@ -367,7 +368,7 @@ func TestListenerAPIAndBadInput(t *testing.T) {
 		t.Fatal("a refused document was stored")
 	}
 	// A good one runs, survives a restart, and is removed through the API.
-	l, err := c.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: "interval = \"1s\"\n[source]\ntype = \"shell\"\ncommand = \"echo one\"\n[action]\npath = \"api/{{id}}\"\nprompt = \"p {{id}}\"\n" + shellAgent})
+	l, err := c.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: "interval = \"1s\"\n[source]\ntype = \"shell\"\ncommand = \"echo one\"\n[action]\npath = \"api/{{id}}\"\nprompt = \"p {{id}}\"\n" + shellAgent})
 	if err != nil || l.Origin != "api" {
 		t.Fatalf("put: %v %+v", err, l)
 	}
@@ -445,9 +446,9 @@ prompt = "{{title}}"
 	gh.Fail(githubtest.Fault{Status: 502})
 	e.serve()
 	var last time.Time
-	expect := func(what, want string) wire.Listener {
+	expect := func(what, want string) listenapi.Listener {
 		t.Helper()
-		var l wire.Listener
+		var l listenapi.Listener
 		wait.For(t, 40*time.Second, what, func() bool {
 			var err error
 			l, err = e.listener("flaky")
@@ -501,11 +502,11 @@ prompt = "{{title}}"
 		if ev.Data["name"] == "flaky" {
 			seen[ev.Event] = true
 		}
-		if seen[wire.EventListenerFailed] && seen[wire.EventListenerDispatched] && seen[wire.EventListenerPolled] && seen[wire.EventListenerLoaded] {
+		if seen[listenapi.EventListenerFailed] && seen[listenapi.EventListenerDispatched] && seen[listenapi.EventListenerPolled] && seen[listenapi.EventListenerLoaded] {
 			break
 		}
 	}
-	for _, k := range []string{wire.EventListenerLoaded, wire.EventListenerFailed, wire.EventListenerDispatched, wire.EventListenerPolled} {
+	for _, k := range []string{listenapi.EventListenerLoaded, listenapi.EventListenerFailed, listenapi.EventListenerDispatched, listenapi.EventListenerPolled} {
 		if !seen[k] {
 			t.Fatalf("no %s event (saw %v)", k, seen)
 		}
@@ -529,7 +530,7 @@ per = "1h"
 `)
 	e.serve()
 	e.waitAgents("paced/**", 2, 15*time.Second)
-	var l wire.Listener
+	var l listenapi.Listener
 	wait.For(t, 15*time.Second, "held 3", func() bool {
 		var err error
 		l, err = e.listener("paced")

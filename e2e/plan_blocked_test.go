@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -45,7 +46,7 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": planV1}}}, Usage: u},
 		modelserver.Turn{Text: "The plan is written.", Usage: u})
 	e.must("plan", "new", "csv", "import CSV files into the contacts table", "--repo", repo, "--lead", "claude:claude-opus-5")
-	waitPlan(t, e, 150*time.Second, "first draft", func(r wire.PlanGetResult) bool { return r.Plan.State == "drafted" })
+	waitPlan(t, e, 150*time.Second, "first draft", func(r planapi.PlanGetResult) bool { return r.Plan.State == "drafted" })
 
 	// The lead goes on to something that asks.
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": "rm -rf ../build", "description": "clean"}}}, Usage: u})

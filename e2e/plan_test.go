@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -147,7 +148,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if !strings.Contains(e.must("agent", "ls", "plans/**"), "plans/csv/lead") {
 		t.Fatal("the lead is not an agent at plans/csv/lead")
 	}
-	p := waitPlan(t, e, 150*time.Second, "first draft", func(r wire.PlanGetResult) bool { return r.Plan.State == "drafted" })
+	p := waitPlan(t, e, 150*time.Second, "first draft", func(r planapi.PlanGetResult) bool { return r.Plan.State == "drafted" })
 	if len(p.Milestones) != 1 || p.Milestones[0].Title != "Importer" {
 		t.Fatalf("milestones %+v", p.Milestones)
 	}
@@ -165,7 +166,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	srv.Push(read, write(planBroken), said("Redrafted."), read, write(planV2), said("Fixed."))
 	before := len(srv.Requests())
 	e.must("plan", "reject", "csv", reason)
-	p = waitPlan(t, e, 200*time.Second, "the fixed redraft", func(r wire.PlanGetResult) bool {
+	p = waitPlan(t, e, 200*time.Second, "the fixed redraft", func(r planapi.PlanGetResult) bool {
 		return r.Plan.State == "drafted" && len(r.Milestones) == 3
 	})
 	reqs := modelserver.Conversation(srv.Requests()[before:])
@@ -193,7 +194,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	}
 
 	// 3. Approve: the hash of the file is recorded.
-	var approved wire.PlanResult
+	var approved planapi.PlanResult
 	if err := json.Unmarshal([]byte(e.must("plan", "approve", "csv", "--json")), &approved); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.out, "changed after approval") {
 		t.Fatalf("plan edit: %d\n%s\n%s", r.code, r.out, r.err)
 	}
-	wait.For(t, 10*time.Second, "plan.edited event", func() bool { return events.has(wire.EventPlanEdited) })
+	wait.For(t, 10*time.Second, "plan.edited event", func() bool { return events.has(planapi.EventPlanEdited) })
 	p = getPlan(t, e)
 	if p.Plan.ApprovedHash != approved.Plan.ApprovedHash || p.Plan.FileHash == p.Plan.ApprovedHash || p.Milestones[0].EstimateSeconds != 25*60 {
 		t.Fatalf("after the edit: %+v", p.Plan)
@@ -280,7 +281,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	e.leadPIDs = append(e.leadPIDs, agentPID(t, e, "plans/csv/lead"))
 	e.kill9()
 	e.serve()
-	p := waitPlan(t, e, 30*time.Second, "drafted after the restart", func(r wire.PlanGetResult) bool { return r.Plan.State == "drafted" })
+	p := waitPlan(t, e, 30*time.Second, "drafted after the restart", func(r planapi.PlanGetResult) bool { return r.Plan.State == "drafted" })
 	if len(p.Milestones) != 1 || p.Plan.File != file {
 		t.Fatalf("after the restart: %+v", p)
 	}
@@ -299,7 +300,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	// The file back, then a rejection: the lead ended with the old server, so a new
 	// lead starts at the same path with the prompt, the earlier draft and the reason.
 	os.WriteFile(file, []byte(planV1), 0o644)
-	waitPlan(t, e, 10*time.Second, "the file back", func(r wire.PlanGetResult) bool { return !r.Missing && len(r.Problems) == 0 })
+	waitPlan(t, e, 10*time.Second, "the file back", func(r planapi.PlanGetResult) bool { return !r.Missing && len(r.Problems) == 0 })
 	old := getPlan(t, e).Plan.LeadID
 	reason := "split M2: parser and sink are independent"
 	// (The old lead's request is logged when its held answer ends, so requests are
@@ -309,7 +310,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": planV2}}}},
 		modelserver.Turn{Text: "Redrafted."})
 	e.must("plan", "reject", "csv", reason)
-	p = waitPlan(t, e, 120*time.Second, "the new lead's draft", func(r wire.PlanGetResult) bool {
+	p = waitPlan(t, e, 120*time.Second, "the new lead's draft", func(r planapi.PlanGetResult) bool {
 		return r.Plan.State == "drafted" && len(r.Milestones) == 3
 	})
 	if p.Plan.LeadID == old || p.Plan.LeadPath != "plans/csv/lead" {
@@ -436,18 +437,18 @@ func descendants(pids []int) []int {
 	return out
 }
 
-func getPlan(t *testing.T, e *env) wire.PlanGetResult {
+func getPlan(t *testing.T, e *env) planapi.PlanGetResult {
 	t.Helper()
-	var r wire.PlanGetResult
+	var r planapi.PlanGetResult
 	if err := json.Unmarshal([]byte(e.must("plan", "show", "csv", "--json")), &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(wire.PlanGetResult) bool) wire.PlanGetResult {
+func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(planapi.PlanGetResult) bool) planapi.PlanGetResult {
 	t.Helper()
-	var last wire.PlanGetResult
+	var last planapi.PlanGetResult
 	deadline := time.Now().Add(d)
 	for last = getPlan(t, e); !cond(last); last = getPlan(t, e) {
 		if time.Now().Before(deadline) {
@@ -542,7 +543,7 @@ func (pe *planEvents) hasState(state string) bool {
 	pe.mu.Lock()
 	defer pe.mu.Unlock()
 	for _, ev := range pe.evs {
-		if ev.Event == wire.EventPlanState && ev.Data["state"] == state {
+		if ev.Event == planapi.EventPlanState && ev.Data["state"] == state {
 			return true
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -263,7 +263,7 @@ func TestRunUsageLimitHandsOn(t *testing.T) {
 		t.Fatalf("the next coder's first request lacks the brief or the hand-on:\n%s", u)
 	}
 	v := r.status()
-	if got := r.milestone(v, "M1"); got.Rounds != (wire.Rounds{}) {
+	if got := r.milestone(v, "M1"); got.Rounds != (runapi.Rounds{}) {
 		t.Fatalf("M1 rounds %+v: a usage limit is not a failed round", got.Rounds)
 	}
 	var bench *time.Time

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
+	schedapi "orcr/schedule/api"
 	"orcr/testutil/wait"
 )
 
@@ -84,9 +86,9 @@ func TestForkingCheckNeitherHangsTheRunNorTheServer(t *testing.T) {
 	}
 }
 
-func runView(t *testing.T, e *env, name string) wire.RunView {
+func runView(t *testing.T, e *env, name string) runapi.RunView {
 	t.Helper()
-	var r wire.RunResult
+	var r runapi.RunResult
 	if err := json.Unmarshal([]byte(e.must("run", "status", name, "--json")), &r); err != nil {
 		t.Fatalf("run status --json: %v", err)
 	}
@@ -113,13 +115,13 @@ func TestLongListsAreBounded(t *testing.T) {
 		params map[string]any
 		bound  string
 	}{
-		{wire.MethodRunDispatch, map[string]any{"name": "r", "milestones": slices.Repeat([]string{"M1"}, 100_000)}, "milestones has 100000 items, more than the 256"},
-		{wire.MethodRunHold, map[string]any{"name": "r", "milestones": many(257)}, "more than the 256"},
+		{runapi.MethodRunDispatch, map[string]any{"name": "r", "milestones": slices.Repeat([]string{"M1"}, 100_000)}, "milestones has 100000 items, more than the 256"},
+		{runapi.MethodRunHold, map[string]any{"name": "r", "milestones": many(257)}, "more than the 256"},
 		{wire.MethodEventsSubscribe, map[string]any{"paths": many(257)}, "paths has 257 items, more than the 256"},
 		{wire.MethodAgentSend, map[string]any{"target": "w", "keys": many(4097)}, "more than the 4096"},
 		{wire.MethodAgentRun, map[string]any{"path": "w", "argv": many(4097)}, "argv has 4097 items"},
 		{wire.MethodAgentRun, map[string]any{"path": "w", "argv": []string{"true"}, "env": keys(1025, "v")}, "env has 1025 items"},
-		{wire.MethodScheduleAdd, map[string]any{"name": "s", "everySeconds": 60, "command": many(4097)}, "command has 4097 items"},
+		{schedapi.MethodScheduleAdd, map[string]any{"name": "s", "everySeconds": 60, "command": many(4097)}, "command has 4097 items"},
 		{wire.MethodQueueCaps, map[string]any{"provider": keys(257, 1)}, "provider has 257 items"},
 	} {
 		b, err := json.Marshal(map[string]any{"id": strconv.Itoa(i), "method": c.method, "params": c.params})

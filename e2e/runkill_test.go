@@ -18,7 +18,9 @@ import (
 	"orcr/core/wire"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
 )
 
@@ -259,7 +261,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 		}
 	}
 	// The log: contiguous seqs from 1, and every milestone advanced exactly once.
-	es, err := e.client().RunEvents(context.Background(), wire.RunEventsParams{Name: "crash"})
+	es, err := e.client().RunEvents(context.Background(), runapi.RunEventsParams{Name: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,9 +285,9 @@ func TestRunSurvivesKill9(t *testing.T) {
 type testLead struct {
 	e          *env
 	name       string
-	view       wire.RunView
-	dispatched bool           // the last step dispatched something
-	c          *socket.Client // kept while the server lives, so a poll is quick
+	view       runapi.RunView
+	dispatched bool              // the last step dispatched something
+	c          *apiclient.Client // kept while the server lives, so a poll is quick
 }
 
 // step reads the run's status and dispatches the milestones that wait for the lead;
@@ -295,7 +297,7 @@ func (l *testLead) step() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if l.c == nil {
-		c, err := socket.Dial(ctx, socket.SocketPath(l.e.home), "")
+		c, err := apiclient.Dial(ctx, socket.SocketPath(l.e.home), "")
 		if err != nil {
 			return ""
 		}
@@ -316,7 +318,7 @@ func (l *testLead) step() string {
 		}
 	}
 	if len(ready) > 0 {
-		if v2, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: l.name, Milestones: ready}); err == nil {
+		if v2, err := c.RunDispatch(ctx, runapi.RunMilestonesParams{Name: l.name, Milestones: ready}); err == nil {
 			l.view, l.dispatched = v2, true
 		}
 	}
@@ -333,7 +335,7 @@ func (l *testLead) drop() {
 
 // merging reports a milestone whose merge is under way.
 func (l *testLead) merging() bool {
-	return slices.ContainsFunc(l.view.Milestones, func(m wire.RunMilestone) bool {
+	return slices.ContainsFunc(l.view.Milestones, func(m runapi.RunMilestone) bool {
 		return m.State == "merging" && m.Waits == "the merge"
 	})
 }

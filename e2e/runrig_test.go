@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/wire"
 	"orcr/github/githubtest"
+	planapi "orcr/orchestrate/api"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -225,7 +226,7 @@ func (r *runRig) approvePlan(plan string) {
 
 func waitPlanState(t *testing.T, e *env, name, state string, d time.Duration) {
 	t.Helper()
-	var got wire.PlanGetResult
+	var got planapi.PlanGetResult
 	if !wait.Until(d, func() bool {
 		json.Unmarshal([]byte(e.orcr("plan", "show", name, "--json").out), &got)
 		return got.Plan.State == state || got.Plan.State == "failed"
@@ -234,7 +235,7 @@ func waitPlanState(t *testing.T, e *env, name, state string, d time.Duration) {
 	}
 }
 
-func (r *runRig) status() wire.RunView {
+func (r *runRig) status() runapi.RunView {
 	v, err := r.client().RunStatus(context.Background(), r.name)
 	if err != nil {
 		r.t.Fatal(err)
@@ -242,28 +243,28 @@ func (r *runRig) status() wire.RunView {
 	return v
 }
 
-func (r *runRig) milestone(v wire.RunView, id string) wire.RunMilestone {
+func (r *runRig) milestone(v runapi.RunView, id string) runapi.RunMilestone {
 	for _, m := range v.Milestones {
 		if m.ID == id {
 			return m
 		}
 	}
 	r.t.Fatalf("no milestone %s in %+v", id, v.Milestones)
-	return wire.RunMilestone{}
+	return runapi.RunMilestone{}
 }
 
 // waitState waits until milestone m is in state; the failure shows the run's log.
-func (r *runRig) waitState(m, state string, d time.Duration) wire.RunMilestone {
+func (r *runRig) waitState(m, state string, d time.Duration) runapi.RunMilestone {
 	r.t.Helper()
-	var got wire.RunMilestone
+	var got runapi.RunMilestone
 	if !wait.Until(d, func() bool { got = r.milestone(r.status(), m); return got.State == state }) {
 		r.t.Fatalf("%s never became %s in %v (it is %s, waits for %s)", m, state, d, got.State, got.Waits)
 	}
 	return got
 }
 
-func (r *runRig) events() []wire.RunEntry {
-	es, err := r.client().RunEvents(context.Background(), wire.RunEventsParams{Name: r.name})
+func (r *runRig) events() []runapi.RunEntry {
+	es, err := r.client().RunEvents(context.Background(), runapi.RunEventsParams{Name: r.name})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func (r *runRig) dump() {
 		return
 	}
 	var b strings.Builder
-	es, _ := r.client().RunEvents(context.Background(), wire.RunEventsParams{Name: r.name})
+	es, _ := r.client().RunEvents(context.Background(), runapi.RunEventsParams{Name: r.name})
 	for _, e := range es {
 		fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
 	}

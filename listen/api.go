@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 )
 
-// The service's API (core.ListenerService) and its dispatcher.
+// The service's API (served by methods.go) and its dispatcher.
 
 // Listeners lists every listener, runnable or not, by name.
-func (s *Service) Listeners(ctx context.Context) ([]wire.Listener, error) {
+func (s *Service) Listeners(ctx context.Context) ([]listenapi.Listener, error) {
 	s.mu.Lock()
 	es := make([]entry, 0, len(s.ls))
 	for _, e := range s.ls {
@@ -24,7 +25,7 @@ func (s *Service) Listeners(ctx context.Context) ([]wire.Listener, error) {
 	disabled := maps.Clone(s.disabled)
 	s.mu.Unlock()
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
-	out := make([]wire.Listener, 0, len(es))
+	out := make([]listenapi.Listener, 0, len(es))
 	for i := range es {
 		v, err := s.view(ctx, &es[i], disabled[es[i].name], false)
 		if err != nil {
@@ -46,34 +47,34 @@ func (s *Service) entryCopy(name string) (entry, bool, error) {
 }
 
 // ListenerGet returns one listener with its document, cursors and held events.
-func (s *Service) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
+func (s *Service) ListenerGet(ctx context.Context, name string) (listenapi.Listener, error) {
 	e, disabled, err := s.entryCopy(name)
 	if err != nil {
-		return wire.Listener{}, err
+		return listenapi.Listener{}, err
 	}
 	return s.view(ctx, &e, disabled, true)
 }
 
 // ListenerPut stores a document written through the API and runs it. One that does not
 // parse is refused with its line (nothing is stored); a name held by a file is refused.
-func (s *Service) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
+func (s *Service) ListenerPut(ctx context.Context, p listenapi.ListenerPutParams) (listenapi.Listener, error) {
 	if err := ValidateName(p.Name); err != nil {
-		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return listenapi.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	l, err := Parse(p.Name, []byte(p.Document))
 	if err != nil {
-		return wire.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return listenapi.Listener{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	s.mu.Lock()
 	if e := s.ls[p.Name]; e != nil && e.origin == "file" {
 		s.mu.Unlock()
-		return wire.Listener{}, &wire.Error{Code: wire.CodeNameTaken,
+		return listenapi.Listener{}, &wire.Error{Code: wire.CodeNameTaken,
 			Message: fmt.Sprintf("listener %s comes from the file %s; edit that file, or pick another name", p.Name, e.file)}
 	}
 	b, _ := json.Marshal(apiDoc{Document: p.Document, UpdatedAt: s.opts.Now().UTC()})
 	if err := s.opts.Store.Put(ctx, BucketDocs, p.Name, b); err != nil {
 		s.mu.Unlock()
-		return wire.Listener{}, fmt.Errorf("store listener %s: %w", p.Name, err)
+		return listenapi.Listener{}, fmt.Errorf("store listener %s: %w", p.Name, err)
 	}
 	s.setLocked(ctx, p.Name, "api", "", p.Document, l, nil)
 	s.mu.Unlock()
@@ -101,11 +102,11 @@ func (s *Service) ListenerRemove(ctx context.Context, name string) error {
 
 // ListenerEnable enables or disables a listener; the setting is stored and survives
 // restarts and edits of its file.
-func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
+func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool) (listenapi.Listener, error) {
 	s.mu.Lock()
 	if _, ok := s.ls[name]; !ok {
 		s.mu.Unlock()
-		return wire.Listener{}, wire.Errorf(wire.CodeNotFound, "no listener named %q; see orcr listener ls", name)
+		return listenapi.Listener{}, wire.Errorf(wire.CodeNotFound, "no listener named %q; see orcr listener ls", name)
 	}
 	var err error
 	if enabled {
@@ -118,7 +119,7 @@ func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool)
 	}
 	if err != nil {
 		s.mu.Unlock()
-		return wire.Listener{}, fmt.Errorf("listener %s: %w", name, err)
+		return listenapi.Listener{}, fmt.Errorf("listener %s: %w", name, err)
 	}
 	s.disabled[name] = !enabled
 	if enabled {
@@ -167,9 +168,9 @@ func (s *Service) retryNowLocked(ctx context.Context, name string) {
 }
 
 // view is a listener as the API shows it.
-func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire.Listener, error) {
-	v := wire.Listener{Name: e.name, Origin: e.origin, File: e.file, State: "enabled",
-		Repos: []string{}, RateLimits: []wire.RateStanding{}}
+func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (listenapi.Listener, error) {
+	v := listenapi.Listener{Name: e.name, Origin: e.origin, File: e.file, State: "enabled",
+		Repos: []string{}, RateLimits: []listenapi.RateStanding{}}
 	if disabled {
 		v.State = "disabled"
 	}
@@ -204,7 +205,7 @@ func (s *Service) view(ctx context.Context, e *entry, disabled, full bool) (wire
 	if e.err == nil {
 		now := s.opts.Now()
 		for _, sd := range NewLimiter(e.l.RateLimits, st.Dispatches).Standings(now) {
-			rs := wire.RateStanding{Max: sd.Max, Per: sd.Text, Used: sd.Used, NextAt: ptr(sd.NextAt), Text: sd.String()}
+			rs := listenapi.RateStanding{Max: sd.Max, Per: sd.Text, Used: sd.Used, NextAt: ptr(sd.NextAt), Text: sd.String()}
 			v.RateLimits = append(v.RateLimits, rs)
 		}
 	}

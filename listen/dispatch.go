@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
 )
 
 // Carrying out an event's action: spawn its agent through the kernel's agent service
@@ -20,8 +22,8 @@ import (
 
 // Plans is the part of the plan service a plan action uses.
 type Plans interface {
-	PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error)
-	PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error)
+	PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error)
+	PlanGet(ctx context.Context, name string) (planapi.PlanGetResult, error)
 }
 
 // Env names set on every agent a listener spawns: how Done recognises, after a
@@ -88,7 +90,7 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 	if err != nil {
 		return roleError(a.Role, e, err)
 	}
-	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
+	d.s.publish(l.Name, listenapi.EventListenerDispatched, "listener."+l.Source.Type,
 		map[string]any{"event": e.ID, "target": target, "agentId": ag.ID})
 	return nil
 }
@@ -128,7 +130,7 @@ func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string)
 	if !filepath.IsAbs(repo) {
 		return Permanent(fmt.Errorf("repo %q (from %q) is not an absolute path", repo, a.Repo.Text))
 	}
-	p, err := plans.PlanNew(ctx, wire.PlanNewParams{Name: name, Request: req, Repo: filepath.Clean(repo), Lead: a.Lead})
+	p, err := plans.PlanNew(ctx, planapi.PlanNewParams{Name: name, Request: req, Repo: filepath.Clean(repo), Lead: a.Lead})
 	if err != nil {
 		if wire.CodeOf(err) != wire.CodeNameTaken {
 			return err
@@ -143,7 +145,7 @@ func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string)
 		}
 		p = old.Plan
 	}
-	d.s.publish(l.Name, wire.EventListenerDispatched, "listener."+l.Source.Type,
+	d.s.publish(l.Name, listenapi.EventListenerDispatched, "listener."+l.Source.Type,
 		map[string]any{"event": e.ID, "target": name, "plan": name, "leadPath": p.LeadPath})
 	return nil
 }

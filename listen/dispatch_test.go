@@ -8,42 +8,44 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
+	planapi "orcr/orchestrate/api"
 	"orcr/testutil/wait"
 )
 
 // fakePlans keeps plans as the plan service would: one per name, a taken name refused.
 type fakePlans struct {
 	mu    sync.Mutex
-	plans map[string]wire.Plan
+	plans map[string]planapi.Plan
 	news  int
 }
 
-func newFakePlans() *fakePlans { return &fakePlans{plans: map[string]wire.Plan{}} }
+func newFakePlans() *fakePlans { return &fakePlans{plans: map[string]planapi.Plan{}} }
 
-func (f *fakePlans) PlanNew(_ context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+func (f *fakePlans) PlanNew(_ context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.news++
 	if old, ok := f.plans[p.Name]; ok {
-		return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "plan %s exists already (%s): pick another name", p.Name, old.State)
+		return planapi.Plan{}, wire.Errorf(wire.CodeNameTaken, "plan %s exists already (%s): pick another name", p.Name, old.State)
 	}
-	pl := wire.Plan{Name: p.Name, Request: p.Request, Repo: p.Repo, Lead: p.Lead, LeadPath: "plans/" + p.Name + "/lead",
+	pl := planapi.Plan{Name: p.Name, Request: p.Request, Repo: p.Repo, Lead: p.Lead, LeadPath: "plans/" + p.Name + "/lead",
 		State: "drafting", CreatedAt: time.Now()}
 	f.plans[p.Name] = pl
 	return pl, nil
 }
 
-func (f *fakePlans) PlanGet(_ context.Context, name string) (wire.PlanGetResult, error) {
+func (f *fakePlans) PlanGet(_ context.Context, name string) (planapi.PlanGetResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.plans[name]
 	if !ok {
-		return wire.PlanGetResult{}, wire.Errorf(wire.CodeNotFound, "no plan named %s", name)
+		return planapi.PlanGetResult{}, wire.Errorf(wire.CodeNotFound, "no plan named %s", name)
 	}
-	return wire.PlanGetResult{Plan: p}, nil
+	return planapi.PlanGetResult{Plan: p}, nil
 }
 
-func (f *fakePlans) get(name string) (wire.Plan, bool) {
+func (f *fakePlans) get(name string) (planapi.Plan, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.plans[name]
@@ -56,9 +58,9 @@ func (f *fakePlans) count() int {
 	return len(f.plans)
 }
 
-func (r *svcRig) waitListener(what, name string, cond func(wire.Listener) bool) wire.Listener {
+func (r *svcRig) waitListener(what, name string, cond func(listenapi.Listener) bool) listenapi.Listener {
 	r.t.Helper()
-	var l wire.Listener
+	var l listenapi.Listener
 	wait.For(r.t, 10*time.Second, what, func() bool {
 		var err error
 		l, err = r.get(name)
@@ -121,7 +123,7 @@ command = "echo M1"
 path = "more/{{id}}"
 role = "triage"
 `)
-	l := r.waitListener("more held", "more", func(l wire.Listener) bool { return l.Held == 1 && l.Failures >= 2 })
+	l := r.waitListener("more held", "more", func(l listenapi.Listener) bool { return l.Held == 1 && l.Failures >= 2 })
 	if !strings.Contains(l.LastError, "ticket not given") || !strings.Contains(l.LastError, "this listener's events carry {{id}}, {{line}}, {{listener}}, {{source}}") {
 		t.Fatalf("last error %q", l.LastError)
 	}
@@ -131,7 +133,9 @@ role = "triage"
 	r.ag.mu.Lock()
 	r.ag.err = nil
 	r.ag.mu.Unlock()
-	r.waitListener("more recovers", "more", func(l wire.Listener) bool { return l.Held == 0 && l.Fires == 1 && l.Failures == 0 && l.LastError == "" })
+	r.waitListener("more recovers", "more", func(l listenapi.Listener) bool {
+		return l.Held == 0 && l.Fires == 1 && l.Failures == 0 && l.LastError == ""
+	})
 }
 
 // A plan action drafts a plan through the plan service: the name from its template
@@ -140,7 +144,7 @@ role = "triage"
 // the plan of this very event, found existing, counts as done, not as a second plan.
 func TestServicePlanAction(t *testing.T) {
 	r := newSvcRig(t)
-	r.plans.plans["old-work-o"] = wire.Plan{Name: "old-work-o", Request: "old work (o)", State: "drafted", CreatedAt: time.Now().Add(-time.Hour)}
+	r.plans.plans["old-work-o"] = planapi.Plan{Name: "old-work-o", Request: "old work (o)", State: "drafted", CreatedAt: time.Now().Add(-time.Hour)}
 	doc := func(name string) string {
 		return `interval = "1s"
 [source]
@@ -154,7 +158,7 @@ lead = "claude:opus"
 `
 	}
 	r.write("plans", doc("{{title}}"))
-	l := r.waitListener("b held", "plans", func(l wire.Listener) bool { return l.Fires == 1 && l.Held == 2 && l.Failures >= 1 })
+	l := r.waitListener("b held", "plans", func(l listenapi.Listener) bool { return l.Fires == 1 && l.Held == 2 && l.Failures >= 1 })
 	p, ok := r.plans.get("import-csv-files")
 	if !ok || p.Request != "Import CSV files (a)" || p.Repo != "/src/app-a" || p.Lead != "claude:opus" {
 		t.Fatalf("plan %+v (%v)", p, ok)
@@ -162,13 +166,15 @@ lead = "claude:opus"
 	if !strings.Contains(l.LastError, "dispatch b: plan import-csv-files exists already for another request") || !strings.Contains(l.Action, "plan {{title}}") {
 		t.Fatalf("listener %+v", l)
 	}
-	if r.k.count(wire.EventListenerDispatched, "plans") != 1 {
-		t.Fatalf("dispatched events %d", r.k.count(wire.EventListenerDispatched, "plans"))
+	if r.k.count(listenapi.EventListenerDispatched, "plans") != 1 {
+		t.Fatalf("dispatched events %d", r.k.count(listenapi.EventListenerDispatched, "plans"))
 	}
 	// The template fixed: b goes out under its own name; o's plan exists with o's
 	// request, so it is done without a second plan.
 	r.write("plans", doc("{{title}}-{{id}}"))
-	r.waitListener("all out", "plans", func(l wire.Listener) bool { return l.Fires == 3 && l.Held == 0 && l.Failures == 0 && l.LastError == "" })
+	r.waitListener("all out", "plans", func(l listenapi.Listener) bool {
+		return l.Fires == 3 && l.Held == 0 && l.Failures == 0 && l.LastError == ""
+	})
 	if p, ok := r.plans.get("import-csv-files-b"); !ok || p.Request != "Import CSV files (b)" || p.Repo != "/src/app-b" {
 		t.Fatalf("plan b %+v (%v)", p, ok)
 	}
@@ -202,7 +208,7 @@ func TestEnableRetriesAFailingListenerNow(t *testing.T) {
 	r.ag.err = wire.Errorf(wire.CodeUnknownRole, "no role \"triage\"")
 	r.ag.mu.Unlock()
 	r.write("slow", strings.Replace(shellDoc("echo one", "p"), `interval = "1s"`, `interval = "1h"`, 1))
-	l := r.waitListener("slow fails", "slow", func(l wire.Listener) bool { return l.Failures == 1 && l.Held == 1 })
+	l := r.waitListener("slow fails", "slow", func(l listenapi.Listener) bool { return l.Failures == 1 && l.Held == 1 })
 	if l.NextPoll == nil || time.Until(*l.NextPoll) < 50*time.Minute {
 		t.Fatalf("next poll %v, want an hour away", l.NextPoll)
 	}
@@ -212,17 +218,17 @@ func TestEnableRetriesAFailingListenerNow(t *testing.T) {
 	if _, err := r.svc.ListenerEnable(context.Background(), "slow", true); err != nil {
 		t.Fatal(err)
 	}
-	r.waitListener("slow retried", "slow", func(l wire.Listener) bool { return l.Fires == 1 && l.Failures == 0 && l.Held == 0 })
+	r.waitListener("slow retried", "slow", func(l listenapi.Listener) bool { return l.Fires == 1 && l.Failures == 0 && l.Held == 0 })
 
 	// Editing a failing listener's file (most likely the fix) retries it at once too.
 	r.ag.mu.Lock()
 	r.ag.err = wire.Errorf(wire.CodeUnknownRole, "no role \"triage\"")
 	r.ag.mu.Unlock()
 	r.write("slow2", strings.Replace(shellDoc("echo two", "p"), `interval = "1s"`, `interval = "1h"`, 1))
-	r.waitListener("slow2 fails", "slow2", func(l wire.Listener) bool { return l.Failures == 1 && l.Held == 1 })
+	r.waitListener("slow2 fails", "slow2", func(l listenapi.Listener) bool { return l.Failures == 1 && l.Held == 1 })
 	r.ag.mu.Lock()
 	r.ag.err = nil
 	r.ag.mu.Unlock()
 	r.write("slow2", strings.Replace(shellDoc("echo two", "q"), `interval = "1s"`, `interval = "1h"`, 1))
-	r.waitListener("slow2 retried after the edit", "slow2", func(l wire.Listener) bool { return l.Fires == 1 && l.Failures == 0 })
+	r.waitListener("slow2 retried after the edit", "slow2", func(l listenapi.Listener) bool { return l.Fires == 1 && l.Failures == 0 })
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 	"orcr/store"
 	"orcr/testutil/wait"
 )
@@ -97,9 +97,9 @@ func (r *storeRig) write(name, doc string) {
 	}
 }
 
-func (r *storeRig) waitListener(name, what string, within time.Duration, cond func(wire.Listener) bool) wire.Listener {
+func (r *storeRig) waitListener(name, what string, within time.Duration, cond func(listenapi.Listener) bool) listenapi.Listener {
 	r.t.Helper()
-	var l wire.Listener
+	var l listenapi.Listener
 	wait.For(r.t, within, what, func() bool {
 		var err error
 		l, err = r.svc.ListenerGet(context.Background(), name)
@@ -140,7 +140,7 @@ func TestOneShotSourceRateLimitedDropsNothing(t *testing.T) {
 	// Held drains to 0 either when all 1,500 went or when the 500 over a cap were lost.
 	// (Generous: under -race on a loaded machine 1,500 dispatches through badger take a
 	// while; the test takes seconds otherwise.)
-	l := r.waitListener("jobs", "the queue drains", 3*time.Minute, func(l wire.Listener) bool {
+	l := r.waitListener("jobs", "the queue drains", 3*time.Minute, func(l listenapi.Listener) bool {
 		return l.Fires >= 1000 && l.Held == 0
 	})
 	counts := r.spawnCounts()
@@ -167,18 +167,18 @@ func TestStableListingFiresOnceAcrossRestart(t *testing.T) {
 	r := newStoreRig(t)
 	const n = 10_500
 	r.write("stable", agentDoc(fmt.Sprintf("seq 1 %d", n), "w/{{id}}", "do {{id}}", ""))
-	r.waitListener("stable", "every line dispatched", 5*time.Minute, func(l wire.Listener) bool {
+	r.waitListener("stable", "every line dispatched", 5*time.Minute, func(l listenapi.Listener) bool {
 		return l.Fires == n && l.Held == 0
 	})
 	r.restart()
 	since := time.Now()
 	// Two polls after the restart: the first prunes (a new ticker prunes at once), the
 	// second would dispatch what the prune forgot.
-	l := r.waitListener("stable", "a poll after the restart", time.Minute, func(l wire.Listener) bool {
+	l := r.waitListener("stable", "a poll after the restart", time.Minute, func(l listenapi.Listener) bool {
 		return l.LastPoll != nil && l.LastPoll.After(since)
 	})
 	first := *l.LastPoll
-	l = r.waitListener("stable", "a second poll after the restart", time.Minute, func(l wire.Listener) bool {
+	l = r.waitListener("stable", "a second poll after the restart", time.Minute, func(l listenapi.Listener) bool {
 		return l.LastPoll != nil && l.LastPoll.After(first)
 	})
 	counts := r.spawnCounts()
@@ -272,7 +272,7 @@ func TestPoisonEventFailsAloneAndTheRestGoOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.write("p", agentDoc("cat "+src, "ev/{{id}}/{{title}}", "do {{task}}", ""))
-	l := r.waitListener("p", "three dispatched, one failed", 30*time.Second, func(l wire.Listener) bool {
+	l := r.waitListener("p", "three dispatched, one failed", 30*time.Second, func(l listenapi.Listener) bool {
 		return l.Fires == 3 && l.Failed == 1
 	})
 	if l.Held != 0 || l.Failures != 0 || !strings.HasPrefix(l.LastFailed, `poison: `) ||
@@ -299,7 +299,7 @@ func TestPoisonEventFailsAloneAndTheRestGoOn(t *testing.T) {
 	}
 	// Not retried: polls go on, the poison stays failed once.
 	polled := *l.LastPoll
-	l = r.waitListener("p", "another poll", 30*time.Second, func(l wire.Listener) bool {
+	l = r.waitListener("p", "another poll", 30*time.Second, func(l listenapi.Listener) bool {
 		return l.LastPoll.After(polled)
 	})
 	if l.Fires != 3 || l.Failed != 1 || len(r.ag.paths()) != 3 {

@@ -13,6 +13,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/github"
+	listenapi "orcr/listen/api"
 )
 
 // The listener service (DESIGN §11): listener files under Dir, hot-reloaded, and
@@ -81,7 +82,7 @@ type entry struct {
 	failing bool // the last tick failed (written by the tick goroutine under s.mu: entryCopy copies the entry)
 }
 
-// Service runs listeners; it implements core.ListenerService.
+// Service runs listeners; it serves its socket method (methods.go).
 type Service struct {
 	opts    ServiceOptions
 	rec     *Records
@@ -325,20 +326,20 @@ func (s *Service) runTick(e *entry, tk *Ticker) {
 	rule := "listener." + tk.Listener.Source.Type
 	if err != nil {
 		s.log.Error("listener tick", "name", name, "err", err)
-		s.publish(name, wire.EventListenerFailed, rule, map[string]any{"error": err.Error()})
+		s.publish(name, listenapi.EventListenerFailed, rule, map[string]any{"error": err.Error()})
 		return
 	}
 	next := res.NextPoll.UTC().Format(time.RFC3339)
 	switch {
 	case res.Skipped == "at a rate ceiling":
-		s.publish(name, wire.EventListenerCeiling, rule, map[string]any{"held": res.Held, "nextPoll": next})
+		s.publish(name, listenapi.EventListenerCeiling, rule, map[string]any{"held": res.Held, "nextPoll": next})
 	case res.Err != nil:
 		st, _ := s.rec.State(s.ctx, name)
 		s.log.Warn("listener failed", "name", name, "err", res.Err, "failures", st.Failures)
-		s.publish(name, wire.EventListenerFailed, rule, map[string]any{"error": res.Err.Error(),
+		s.publish(name, listenapi.EventListenerFailed, rule, map[string]any{"error": res.Err.Error(),
 			"failures": st.Failures, "nextPoll": next, "held": res.Held, "dispatched": res.Dispatched})
 	case res.Polled && (res.New > 0 || res.Dispatched > 0 || res.Held > 0 || res.Failed > 0 || wasFailing):
-		s.publish(name, wire.EventListenerPolled, rule, map[string]any{"seen": res.Seen, "new": res.New,
+		s.publish(name, listenapi.EventListenerPolled, rule, map[string]any{"seen": res.Seen, "new": res.New,
 			"dispatched": res.Dispatched, "failed": res.Failed, "held": res.Held, "nextPoll": next})
 	}
 }
@@ -387,7 +388,7 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 	if err != nil {
 		e.ticker = nil
 		s.log.Warn("listener invalid", "name", name, "err", err)
-		s.publish(name, wire.EventListenerInvalid, "listener.load", map[string]any{"origin": origin, "error": err.Error()})
+		s.publish(name, listenapi.EventListenerInvalid, "listener.load", map[string]any{"origin": origin, "error": err.Error()})
 		s.kick()
 		return
 	}
@@ -432,7 +433,7 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 	}
 	e.ticker, e.next = tk, time.Time{}
 	s.log.Info("listener loaded", "name", name, "origin", origin, "source", l.Source.Type)
-	s.publish(name, wire.EventListenerLoaded, "listener.load", map[string]any{"origin": origin, "source": l.Source.Type})
+	s.publish(name, listenapi.EventListenerLoaded, "listener.load", map[string]any{"origin": origin, "source": l.Source.Type})
 	s.kick()
 }
 
@@ -448,7 +449,7 @@ func (s *Service) removeLocked(ctx context.Context, name string, e *entry) {
 		s.log.Warn("remove listener held events", "name", name, "err", err)
 	}
 	s.log.Info("listener removed", "name", name, "origin", e.origin)
-	s.publish(name, wire.EventListenerRemoved, "listener.load", map[string]any{"origin": e.origin})
+	s.publish(name, listenapi.EventListenerRemoved, "listener.load", map[string]any{"origin": e.origin})
 }
 
 // lazyGitHub is a github source whose client is made at its first poll.

@@ -13,6 +13,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 	"orcr/testutil/wait"
 )
 
@@ -126,7 +127,7 @@ func (r *svcRig) write(name, doc string) {
 	}
 }
 
-func (r *svcRig) get(name string) (wire.Listener, error) {
+func (r *svcRig) get(name string) (listenapi.Listener, error) {
 	return r.svc.ListenerGet(context.Background(), name)
 }
 
@@ -156,7 +157,7 @@ func TestServiceHotReload(t *testing.T) {
 		return err == nil && l.State == "invalid" && strings.Contains(l.Error, "line 3")
 	})
 	wait.For(t, 5*time.Second, "b dispatches", func() bool { return len(r.ag.paths()) == 3 })
-	if r.k.count(wire.EventListenerInvalid, "a") != 1 || r.k.count(wire.EventListenerDispatched, "b") != 1 {
+	if r.k.count(listenapi.EventListenerInvalid, "a") != 1 || r.k.count(listenapi.EventListenerDispatched, "b") != 1 {
 		t.Fatalf("events %+v", r.k.evs)
 	}
 	// Removed.
@@ -164,7 +165,7 @@ func TestServiceHotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.For(t, 5*time.Second, "a removed", func() bool { _, err := r.get("a"); return err != nil })
-	if r.k.count(wire.EventListenerRemoved, "a") != 1 {
+	if r.k.count(listenapi.EventListenerRemoved, "a") != 1 {
 		t.Fatal("no removed event")
 	}
 }
@@ -178,7 +179,7 @@ func TestServiceAPIDocuments(t *testing.T) {
 		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nrole = \"x\"\n":     "line 7: an action with plan",
 		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n": "needs command",
 	} {
-		_, err := r.svc.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: doc})
+		_, err := r.svc.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: doc})
 		var we *wire.Error
 		if !errors.As(err, &we) || we.Code != wire.CodeInvalidParams || !strings.Contains(err.Error(), want) {
 			t.Fatalf("put %q: %v, want %q", doc, err, want)
@@ -186,13 +187,13 @@ func TestServiceAPIDocuments(t *testing.T) {
 	}
 	r.write("file", shellDoc("true", "x"))
 	wait.For(t, 5*time.Second, "file loads", func() bool { _, err := r.get("file"); return err == nil })
-	if _, err := r.svc.ListenerPut(ctx, wire.ListenerPutParams{Name: "file", Document: shellDoc("true", "x")}); err == nil {
+	if _, err := r.svc.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "file", Document: shellDoc("true", "x")}); err == nil {
 		t.Fatal("put over a file's listener")
 	}
 	if err := r.svc.ListenerRemove(ctx, "file"); err == nil || !strings.Contains(err.Error(), "delete the file") {
 		t.Fatalf("remove a file's listener: %v", err)
 	}
-	l, err := r.svc.ListenerPut(ctx, wire.ListenerPutParams{Name: "api", Document: shellDoc("echo z", "z")})
+	l, err := r.svc.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: shellDoc("echo z", "z")})
 	if err != nil || l.Origin != "api" || l.State != "enabled" {
 		t.Fatalf("put: %v %+v", err, l)
 	}

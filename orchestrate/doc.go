@@ -4,6 +4,6 @@
 // pure state machine and their store bucket, and the lead's prompt template.
 //
 // It is library code: it starts no agents and reads no sockets. The daemon wires it to
-// the kernel through core.Service and hands it the real store through the small Store
+// the kernel (core.Kernel and its agent operations) and hands it the real store through the small Store
 // interface below, so everything here is testable without a server.
 package orchestrate

@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // repoRoot is the top folder of the git repository dir is in; the plan lives there
@@ -118,27 +119,27 @@ func (s *Service) startLead(ctx context.Context, r Record, prompt string) (Recor
 }
 
 // Wire is the record as the API shows it.
-func (r Record) Wire() wire.Plan {
-	p := wire.Plan{Name: r.Name, Request: r.Request, Repo: r.Repo, File: r.File, LeadID: r.LeadID,
+func (r Record) Wire() planapi.Plan {
+	p := planapi.Plan{Name: r.Name, Request: r.Request, Repo: r.Repo, File: r.File, LeadID: r.LeadID,
 		LeadPath: r.LeadPath, Lead: r.Lead, State: string(r.State), Rounds: r.Rounds, FixRounds: r.FixRounds,
 		Reason: r.Reason, FileHash: r.FileHash, ApprovedHash: r.ApprovedHash, Errors: slices.Clone(r.Errors),
-		CreatedAt: r.Created, UpdatedAt: r.Updated, Events: make([]wire.PlanEvent, len(r.Events))}
+		CreatedAt: r.Created, UpdatedAt: r.Updated, Events: make([]planapi.PlanEvent, len(r.Events))}
 	if p.Errors == nil {
 		p.Errors = []string{}
 	}
 	for i, e := range r.Events {
-		p.Events[i] = wire.PlanEvent{At: e.At, Kind: e.Kind, Text: e.Text}
+		p.Events[i] = planapi.PlanEvent{At: e.At, Kind: e.Kind, Text: e.Text}
 	}
 	return p
 }
 
 // Wire is the milestone as the API shows it.
-func (m *Milestone) Wire() wire.PlanMilestone {
-	w := wire.PlanMilestone{ID: m.ID, Title: m.Title, Line: m.Line, Depends: nonNil(m.Depends), Tier: m.Tier,
+func (m *Milestone) Wire() planapi.PlanMilestone {
+	w := planapi.PlanMilestone{ID: m.ID, Title: m.Title, Line: m.Line, Depends: nonNil(m.Depends), Tier: m.Tier,
 		Needs: nonNil(m.Needs), ModelWhy: m.ModelWhy, EstimateSeconds: int(m.Estimate.Seconds()), Model: m.Model,
-		State: m.State, Goal: m.Goal.Text, Acceptance: m.Acceptance.Text, Checks: make([]wire.PlanCheck, len(m.Checks))}
+		State: m.State, Goal: m.Goal.Text, Acceptance: m.Acceptance.Text, Checks: make([]planapi.PlanCheck, len(m.Checks))}
 	for i, c := range m.Checks {
-		w.Checks[i] = wire.PlanCheck{Line: c.Line, Done: c.Done, Text: c.Text}
+		w.Checks[i] = planapi.PlanCheck{Line: c.Line, Done: c.Done, Text: c.Text}
 	}
 	return w
 }

@@ -15,6 +15,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
+	planapi "orcr/orchestrate/api"
 )
 
 // The plan service (DESIGN §8 "Plan"): the feature beside the kernel that serves
@@ -55,7 +56,7 @@ type ServiceOptions struct {
 	Poll time.Duration
 }
 
-// Service implements core.PlanService and core.CatalogService.
+// Service serves plan.* and catalog.get (methods.go).
 type Service struct {
 	o     ServiceOptions
 	plans *Plans
@@ -68,10 +69,7 @@ type Service struct {
 	wg     sync.WaitGroup
 }
 
-var (
-	_ core.PlanService    = (*Service)(nil)
-	_ core.CatalogService = (*Service)(nil)
-)
+var ()
 
 // NewService builds the plan service; Start begins watching.
 func NewService(o ServiceOptions) (*Service, error) {
@@ -131,49 +129,49 @@ func (s *Service) Close() {
 	s.wg.Wait()
 }
 
-// PlanNew implements core.PlanService: it records the plan, then starts its lead.
-func (s *Service) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
+// PlanNew serves its socket method (methods.go): it records the plan, then starts its lead.
+func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {
 	if err := ValidPlanName(p.Name); err != nil {
-		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	repo, err := repoRoot(ctx, p.Repo)
 	if err != nil {
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	if old, err := s.plans.Get(ctx, p.Name); err == nil {
-		return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "plan %s exists already (%s, %s): pick another name",
+		return planapi.Plan{}, wire.Errorf(wire.CodeNameTaken, "plan %s exists already (%s, %s): pick another name",
 			p.Name, old.State, old.File)
 	}
 	cat, err := s.catalog()
 	if err != nil {
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	if p.Lead == LeadNone {
 		return s.planFromFile(ctx, p, repo, cat)
 	}
 	lead, err := s.pickLead(ctx, cat, p.Lead)
 	if err != nil {
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	r, err := NewRecord(p.Name, p.Request, repo, lead, s.now())
 	if err != nil {
-		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	prompt, err := s.leadPrompt(r, cat)
 	if err != nil {
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	if err := s.plans.Create(ctx, r); err != nil {
 		if errors.Is(err, ErrPlanExists) {
-			return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
+			return planapi.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
 		}
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	r, err = s.startLead(ctx, r, prompt)
 	if err != nil {
 		// Nothing started: the name is free again.
 		_ = s.plans.Delete(ctx, p.Name)
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	s.publish(ctx, Record{Name: r.Name}, r, "")
 	return r.Wire(), nil
@@ -181,51 +179,51 @@ func (s *Service) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan,
 
 // planFromFile records a plan a person wrote (`--lead none`): no lead starts; the file
 // must exist and parse, and the plan is drafted at once, ready to approve.
-func (s *Service) planFromFile(ctx context.Context, p wire.PlanNewParams, repo string, cat *Catalog) (wire.Plan, error) {
+func (s *Service) planFromFile(ctx context.Context, p planapi.PlanNewParams, repo string, cat *Catalog) (planapi.Plan, error) {
 	r, err := NewRecord(p.Name, p.Request, repo, LeadNone, s.now())
 	if err != nil {
-		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	f := ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
 	switch {
 	case f.Missing:
-		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams,
+		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams,
 			"plan %s has no lead, so its file must be there: write %s first (or give a lead: --lead claude)", p.Name, r.File)
 	case !f.OK():
-		return wire.Plan{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %s does not parse:\n%s", p.Name, r.File, strings.Join(f.Errors, "\n"))
+		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %s does not parse:\n%s", p.Name, r.File, strings.Join(f.Errors, "\n"))
 	}
 	r.State, r.FileHash = PlanDrafted, f.Hash
 	r.event(s.now(), "drafted", fmt.Sprintf("%d milestones, written by hand (no lead)", f.Milestones))
 	if err := s.plans.Create(ctx, r); err != nil {
 		if errors.Is(err, ErrPlanExists) {
-			return wire.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
+			return planapi.Plan{}, wire.Errorf(wire.CodeNameTaken, "%v", err)
 		}
-		return wire.Plan{}, err
+		return planapi.Plan{}, err
 	}
 	s.stamp(r.Name, r.File)
 	s.publish(ctx, Record{Name: r.Name}, r, "")
 	return r.Wire(), nil
 }
 
-// Plans implements core.PlanService.
-func (s *Service) Plans(ctx context.Context) ([]wire.Plan, error) {
+// Plans serves its socket method (methods.go).
+func (s *Service) Plans(ctx context.Context) ([]planapi.Plan, error) {
 	recs, err := s.plans.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]wire.Plan, len(recs))
+	out := make([]planapi.Plan, len(recs))
 	for i, r := range recs {
 		out[i] = r.Wire()
 	}
 	return out, nil
 }
 
-// PlanGet implements core.PlanService. It looks at the file first, so an edit made
+// PlanGet serves its socket method (methods.go). It looks at the file first, so an edit made
 // a moment ago (orcr plan edit) is seen and recorded before the answer.
-func (s *Service) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
+func (s *Service) PlanGet(ctx context.Context, name string) (planapi.PlanGetResult, error) {
 	r, err := s.plans.Get(ctx, name)
 	if err != nil {
-		return wire.PlanGetResult{}, err
+		return planapi.PlanGetResult{}, err
 	}
 	if r.State != PlanDrafting && r.State != PlanRejected {
 		r = s.checkFile(ctx, r)
@@ -234,8 +232,8 @@ func (s *Service) PlanGet(ctx context.Context, name string) (wire.PlanGetResult,
 	return planView(r, cat), nil
 }
 
-// PlanApprove implements core.PlanService: the file as it is now is what is approved.
-func (s *Service) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
+// PlanApprove serves its socket method (methods.go): the file as it is now is what is approved.
+func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
 	cat, _ := s.catalog()
 	var file FileState
 	old, _ := s.plans.Get(ctx, name)
@@ -244,19 +242,19 @@ func (s *Service) PlanApprove(ctx context.Context, name string) (wire.Plan, erro
 		return Step(r, Approve{File: file}, s.now())
 	})
 	if err != nil {
-		return wire.Plan{}, requestError(err, file)
+		return planapi.Plan{}, requestError(err, file)
 	}
 	s.stamp(r.Name, r.File)
 	s.publish(ctx, old, r, "")
 	return r.Wire(), nil
 }
 
-// PlanReject implements core.PlanService: the reason goes to the lead.
-func (s *Service) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+// PlanReject serves its socket method (methods.go): the reason goes to the lead.
+func (s *Service) PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error) {
 	old, _ := s.plans.Get(ctx, p.Name)
 	r, actions, err := s.plans.Apply(ctx, p.Name, Reject{Reason: p.Reason}, s.now())
 	if err != nil {
-		return wire.Plan{}, requestError(err, FileState{})
+		return planapi.Plan{}, requestError(err, FileState{})
 	}
 	s.publish(ctx, old, r, "")
 	r = s.act(ctx, r, actions)
@@ -277,19 +275,19 @@ func requestError(err error, file FileState) error {
 	return wire.Errorf(wire.CodeInvalidParams, "%v", err)
 }
 
-// Catalog implements core.CatalogService.
-func (s *Service) Catalog(ctx context.Context) (wire.CatalogResult, error) {
+// Catalog serves its socket method (methods.go).
+func (s *Service) Catalog(ctx context.Context) (planapi.CatalogResult, error) {
 	c, err := s.catalog()
 	if err != nil {
-		return wire.CatalogResult{}, err
+		return planapi.CatalogResult{}, err
 	}
 	var table bytes.Buffer
 	if err := WriteTable(&table, c); err != nil {
-		return wire.CatalogResult{}, err
+		return planapi.CatalogResult{}, err
 	}
-	res := wire.CatalogResult{Table: table.String(), Models: make([]wire.CatalogModel, len(c.Models))}
+	res := planapi.CatalogResult{Table: table.String(), Models: make([]planapi.CatalogModel, len(c.Models))}
 	for i, m := range c.Models {
-		res.Models[i] = wire.CatalogModel{Provider: m.Provider, ID: m.ID, Reasoning: m.Reasoning, Coding: m.Coding,
+		res.Models[i] = planapi.CatalogModel{Provider: m.Provider, ID: m.ID, Reasoning: m.Reasoning, Coding: m.Coding,
 			Architecture: m.Architecture, InstructionFollowing: m.InstructionFollowing, ToolUse: m.ToolUse,
 			Planning: m.Planning, Speed: m.Speed, Context: m.Context, Premium: m.Premium, Tier: c.Qualifies(m)}
 	}
@@ -300,7 +298,7 @@ func (s *Service) Catalog(ctx context.Context) (wire.CatalogResult, error) {
 				min[ratingKeys[i]] = v
 			}
 		}
-		res.Tiers = append(res.Tiers, wire.CatalogTier{Name: t.Name, Min: min, MinContext: t.MinContext})
+		res.Tiers = append(res.Tiers, planapi.CatalogTier{Name: t.Name, Min: min, MinContext: t.MinContext})
 	}
 	return res, nil
 }
@@ -355,17 +353,17 @@ func (s *Service) stamp(name, path string) {
 }
 
 // planView is plan.get's answer for r: the record and the file as it is now.
-func planView(r Record, cat *Catalog) wire.PlanGetResult {
-	res := wire.PlanGetResult{Plan: r.Wire(), Milestones: []wire.PlanMilestone{}, Problems: []wire.PlanProblem{}}
+func planView(r Record, cat *Catalog) planapi.PlanGetResult {
+	res := planapi.PlanGetResult{Plan: r.Wire(), Milestones: []planapi.PlanMilestone{}, Problems: []planapi.PlanProblem{}}
 	b, err := regfile.Read(r.File)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		res.Missing = true
-		res.Problems = append(res.Problems, wire.PlanProblem{Code: CodeUnreadable,
+		res.Problems = append(res.Problems, planapi.PlanProblem{Code: CodeUnreadable,
 			Message: fmt.Sprintf("%s does not exist: the lead has not written it yet, or it was deleted", r.File)})
 		return res
 	case err != nil:
-		res.Problems = append(res.Problems, wire.PlanProblem{Code: CodeUnreadable, Message: fmt.Sprintf("cannot read %s: %v", r.File, err)})
+		res.Problems = append(res.Problems, planapi.PlanProblem{Code: CodeUnreadable, Message: fmt.Sprintf("cannot read %s: %v", r.File, err)})
 		return res
 	}
 	if len(b) <= maxSource {
@@ -376,7 +374,7 @@ func planView(r Record, cat *Catalog) wire.PlanGetResult {
 	var es Errors
 	if errors.As(perr, &es) {
 		for _, e := range es {
-			res.Problems = append(res.Problems, wire.PlanProblem{Line: e.Line, Code: e.Code, Message: e.Error()})
+			res.Problems = append(res.Problems, planapi.PlanProblem{Line: e.Line, Code: e.Code, Message: e.Error()})
 		}
 	}
 	for _, m := range p.Milestones {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // What the plan service watches: its leads' state changes (a turn that ends reads the
@@ -280,11 +281,11 @@ func (s *Service) publish(ctx context.Context, old, next Record, notify string) 
 	if notify != "" {
 		data["notify"] = notify
 	}
-	kind := wire.EventPlanState
+	kind := planapi.EventPlanState
 	switch {
 	case old.State == next.State && (last.Kind == "edited" || last.Kind == "missing" || last.Kind == "restored" ||
 		(last.Kind == "invalid" && next.State != PlanDrafting)):
-		kind = wire.EventPlanEdited
+		kind = planapi.EventPlanEdited
 		data["hash"], data["approvedHash"] = next.FileHash, next.ApprovedHash
 	default:
 		data["from"] = string(old.State)

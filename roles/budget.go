@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 )
 
@@ -18,8 +19,8 @@ import (
 
 // Budgets is what a role's budget needs of the accounts feature.
 type Budgets interface {
-	Budgets(ctx context.Context) ([]wire.Budget, error)
-	BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error)
+	Budgets(ctx context.Context) ([]acctapi.Budget, error)
+	BudgetSet(ctx context.Context, p acctapi.BudgetSetParams) (acctapi.Budget, error)
 	BudgetRemove(ctx context.Context, glob string) error
 }
 
@@ -30,17 +31,17 @@ const (
 )
 
 // budgetOn is the budget set on glob, if any.
-func (s *Service) budgetOn(ctx context.Context, glob string) (wire.Budget, bool) {
+func (s *Service) budgetOn(ctx context.Context, glob string) (acctapi.Budget, bool) {
 	bs, err := s.opts.Budgets.Budgets(ctx)
 	if err != nil {
-		return wire.Budget{}, false
+		return acctapi.Budget{}, false
 	}
 	for _, b := range bs {
 		if b.Glob == glob {
 			return b, true
 		}
 	}
-	return wire.Budget{}, false
+	return acctapi.Budget{}, false
 }
 
 // spawned sets a new agent's role budget. A budget the user set on the same path
@@ -59,7 +60,7 @@ func (s *Service) spawned(ctx context.Context, a wire.Agent) {
 		action = BudgetStop
 	}
 	usd, since := l.BudgetUSD, a.CreatedAt
-	if _, err := s.opts.Budgets.BudgetSet(ctx, wire.BudgetSetParams{Glob: a.Path, USD: &usd, Action: action,
+	if _, err := s.opts.Budgets.BudgetSet(ctx, acctapi.BudgetSetParams{Glob: a.Path, USD: &usd, Action: action,
 		Role: a.Role, Since: &since}); err != nil {
 		s.log.Warn("roles: set the role's budget", "id", a.ID, "path", a.Path, "err", err)
 		s.note(ctx, a.ID, fmt.Sprintf("budget: could not set the role's $%g on %s (%v); the role enforces it itself", usd, a.Path, err))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -60,7 +61,7 @@ func TestRoleBudget(t *testing.T) {
 	r.waitAgent("spend/a", 90*time.Second, "the second agent's turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Cheap."
 	})
-	var bs wire.BudgetListResult
+	var bs acctapi.BudgetListResult
 	if !wait.Until(10*time.Second, func() bool {
 		json.Unmarshal([]byte(r.must("budget", "ls", "--json")), &bs)
 		return len(bs.Budgets) == 1 && bs.Budgets[0].Agents == 1 && bs.Budgets[0].SpentUSD > 0

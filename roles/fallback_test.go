@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -51,7 +52,7 @@ prompt = "Implement {{what}}."
 		t.Fatalf("first codex agent on account %q", a.Account)
 	}
 	if !wait.Until(30*time.Second, func() bool {
-		var l wire.AccountListResult
+		var l acctapi.AccountListResult
 		json.Unmarshal([]byte(r.must("account", "ls", "--json")), &l)
 		for _, ac := range l.Accounts {
 			for _, w := range ac.Windows {

@@ -11,10 +11,12 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
+	fmtrows "orcr/rows"
 )
 
 // AgentHistory lists finished agents (terminal records GC has not pruned), newest first.
-func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+func (s *Service) AgentHistory(ctx context.Context, p roleapi.AgentHistoryParams) (roleapi.AgentHistoryResult, error) {
 	s.mu.Lock()
 	started := s.started
 	s.mu.Unlock()
@@ -23,7 +25,7 @@ func (s *Service) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (
 	}
 	q, err := historyQuery(ctx, s.k, p)
 	if err != nil {
-		return wire.AgentHistoryResult{}, err
+		return roleapi.AgentHistoryResult{}, err
 	}
 	s.mu.Lock()
 	pg := s.hist.match(q)
@@ -38,14 +40,14 @@ type Lister interface {
 }
 
 // HistoryOf is history.list over k's agents.
-func HistoryOf(ctx context.Context, k Lister, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
+func HistoryOf(ctx context.Context, k Lister, p roleapi.AgentHistoryParams) (roleapi.AgentHistoryResult, error) {
 	q, err := historyQuery(ctx, k, p)
 	if err != nil {
-		return wire.AgentHistoryResult{}, err
+		return roleapi.AgentHistoryResult{}, err
 	}
 	as, err := k.List(ctx, wire.ListParams{All: true})
 	if err != nil {
-		return wire.AgentHistoryResult{}, err
+		return roleapi.AgentHistoryResult{}, err
 	}
 	var x histIndex
 	x.load(as)
@@ -62,7 +64,7 @@ type histQuery struct {
 	after *histRow // the cursor: the page starts after this (end, id)
 }
 
-func historyQuery(ctx context.Context, k Lister, p wire.AgentHistoryParams) (histQuery, error) {
+func historyQuery(ctx context.Context, k Lister, p roleapi.AgentHistoryParams) (histQuery, error) {
 	if p.SinceSeconds < 0 {
 		return histQuery{}, wire.Errorf(wire.CodeInvalidParams, "--since must not be negative")
 	}
@@ -93,7 +95,7 @@ func historyQuery(ctx context.Context, k Lister, p wire.AgentHistoryParams) (his
 		if !ok || err != nil || id == "" {
 			return histQuery{}, wire.Errorf(wire.CodeInvalidParams, "after %q is not a history cursor: pass the next of the previous page", p.After)
 		}
-		q.after = &histRow{e: wire.AgentHistoryEntry{ID: id}, end: ns}
+		q.after = &histRow{e: roleapi.AgentHistoryEntry{ID: id}, end: ns}
 	}
 	return q, nil
 }
@@ -108,14 +110,14 @@ func cursor(r *histRow) string { return strconv.FormatInt(r.end, 10) + " " + r.e
 // with time, rendered once when the agent finishes: at 10,000 agents, rendering every
 // row on every call (and the garbage it made) was most of `orcr history`.
 type histRow struct {
-	e     wire.AgentHistoryEntry
+	e     roleapi.AgentHistoryEntry
 	end   int64
 	cells []string // core.HistoryRow without its first (ENDED) column
 	width []int    // rune counts of cells
 }
 
-func newHistRow(e wire.AgentHistoryEntry) *histRow {
-	cells := core.HistoryRow(e, e.EndedAt)[1:]
+func newHistRow(e roleapi.AgentHistoryEntry) *histRow {
+	cells := fmtrows.History(e, e.EndedAt)[1:]
 	r := &histRow{e: e, end: e.EndedAt.UnixNano(), cells: cells, width: make([]int, len(cells))}
 	for i, c := range cells {
 		r.width[i] = utf8.RuneCountInString(c)
@@ -168,7 +170,7 @@ func (x *histIndex) load(as []wire.Agent) {
 
 // put adds or replaces one entry (an agent that finished just now sorts first, so
 // the insertion is a short search and a move of pointers).
-func (x *histIndex) put(e wire.AgentHistoryEntry) {
+func (x *histIndex) put(e roleapi.AgentHistoryEntry) {
 	if x.byID == nil {
 		x.byID = map[string]*histRow{}
 	}
@@ -239,7 +241,7 @@ func (x *histIndex) match(q histQuery) histPage {
 // result is the answer for a page: its entries, or the aligned table. Without a limit
 // the table is as wide as its rows need; a page's is as wide as the whole history's,
 // and only the first has the header, so the pages make one table.
-func (q histQuery) result(pg histPage) wire.AgentHistoryResult {
+func (q histQuery) result(pg histPage) roleapi.AgentHistoryResult {
 	if q.text {
 		var t histTable
 		if q.limit > 0 {
@@ -247,13 +249,13 @@ func (q histQuery) result(pg histPage) wire.AgentHistoryResult {
 		} else {
 			t = histTable{header: true}
 		}
-		return wire.AgentHistoryResult{Entries: []wire.AgentHistoryEntry{}, Text: t.render(pg.rows, q.now), Next: pg.next}
+		return roleapi.AgentHistoryResult{Entries: []roleapi.AgentHistoryEntry{}, Text: t.render(pg.rows, q.now), Next: pg.next}
 	}
-	out := make([]wire.AgentHistoryEntry, len(pg.rows))
+	out := make([]roleapi.AgentHistoryEntry, len(pg.rows))
 	for i, r := range pg.rows {
 		out[i] = r.e
 	}
-	return wire.AgentHistoryResult{Entries: out, Next: pg.next}
+	return roleapi.AgentHistoryResult{Entries: out, Next: pg.next}
 }
 
 // histTable is how a text answer is laid out: with the header or not, and at least
@@ -267,7 +269,7 @@ type histTable struct {
 // render lays the rows out as Align does, from their cached cells; only the
 // ENDED column ("5m ago") is made per call.
 func (t histTable) render(rows []*histRow, now time.Time) string {
-	cols := core.HistoryColumns
+	cols := fmtrows.HistoryColumns
 	w := make([]int, len(cols))
 	for i, c := range cols {
 		w[i] = utf8.RuneCountInString(c)
@@ -324,8 +326,8 @@ func (t histTable) render(rows []*histRow, now time.Time) string {
 }
 
 // Entry is a finished agent's history line.
-func Entry(a wire.Agent) wire.AgentHistoryEntry {
-	e := wire.AgentHistoryEntry{ID: a.ID, Path: a.Path, Role: a.Role, Provider: a.Provider, Model: a.Model, State: a.State,
+func Entry(a wire.Agent) roleapi.AgentHistoryEntry {
+	e := roleapi.AgentHistoryEntry{ID: a.ID, Path: a.Path, Role: a.Role, Provider: a.Provider, Model: a.Model, State: a.State,
 		Result: result(a), Tokens: a.Usage.InputTokens + a.Usage.OutputTokens + a.Usage.CacheReadTokens + a.Usage.CacheWriteTokens,
 		CostUSD: a.Usage.CostUSD, ResumedFrom: a.ResumedFrom, Resumable: a.Provider != "shell" && a.SessionID != ""}
 	if a.EndedAt != nil {

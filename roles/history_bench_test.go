@@ -10,6 +10,8 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // listKernel serves a fixed agent list; the rest of the kernel is not needed here.
@@ -43,7 +45,7 @@ func TestHistoryFiltersAndSorts(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
 	as[3].EndedAt = &old
 	k := listKernel{agents: as}
-	r, err := HistoryOf(context.Background(), k, wire.AgentHistoryParams{Glob: "review/**", SinceSeconds: 24 * 3600})
+	r, err := HistoryOf(context.Background(), k, roleapi.AgentHistoryParams{Glob: "review/**", SinceSeconds: 24 * 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestHistoryFiltersAndSorts(t *testing.T) {
 	if strings.Join(paths, " ") != "review/g04/a0004 review/g01/a0001 review/g00/a0000" || r.Entries[2].Result != "exit 0" || r.Entries[2].DurationSeconds != 30 {
 		t.Fatalf("history %v %+v", paths, r.Entries)
 	}
-	r, _ = HistoryOf(context.Background(), k, wire.AgentHistoryParams{Text: true})
+	r, _ = HistoryOf(context.Background(), k, roleapi.AgentHistoryParams{Text: true})
 	if lines := strings.Split(strings.TrimSpace(r.Text), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "ENDED") {
 		t.Fatalf("text:\n%s", r.Text)
 	}
@@ -118,8 +120,8 @@ func TestHistoryIndexKeepsOrder(t *testing.T) {
 
 func TestHistoryFormatsLikeTheKernel(t *testing.T) {
 	for _, n := range []int64{0, 999, 1000, 12345, 4_100_000} {
-		e := wire.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
-		row := core.HistoryRow(e, time.Now())
+		e := roleapi.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
+		row := rows.History(e, time.Now())
 		want := "-"
 		if n > 0 {
 			want = core.HumanCount(n)

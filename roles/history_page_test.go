@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core"
-	"orcr/core/wire"
+	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // TestHistoryPages: history.list in pages of a limit walks the same entries, in the
@@ -19,13 +19,13 @@ func TestHistoryPages(t *testing.T) {
 	old := time.Now().Add(-40 * 24 * time.Hour) // a wider ENDED ("40d ago") at the end
 	as[249].EndedAt = &old
 	k := listKernel{agents: as}
-	whole, err := HistoryOf(ctx, k, wire.AgentHistoryParams{})
+	whole, err := HistoryOf(ctx, k, roleapi.AgentHistoryParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var x histIndex
 	x.load(as)
-	ask := func(p wire.AgentHistoryParams) wire.AgentHistoryResult {
+	ask := func(p roleapi.AgentHistoryParams) roleapi.AgentHistoryResult {
 		t.Helper()
 		q, err := historyQuery(ctx, k, p)
 		if err != nil {
@@ -35,7 +35,7 @@ func TestHistoryPages(t *testing.T) {
 	}
 	var ids []string
 	pages := 0
-	for p := (wire.AgentHistoryParams{Limit: 40}); ; {
+	for p := (roleapi.AgentHistoryParams{Limit: 40}); ; {
 		r := ask(p)
 		if len(r.Entries) > 40 {
 			t.Fatalf("a page of %d entries for a limit of 40", len(r.Entries))
@@ -48,7 +48,7 @@ func TestHistoryPages(t *testing.T) {
 			// Between pages: an agent finishes (it sorts first, before the cursor) and
 			// the entry the cursor names is pruned.
 			now := time.Now()
-			x.put(wire.AgentHistoryEntry{ID: "new", Path: "late", EndedAt: now})
+			x.put(roleapi.AgentHistoryEntry{ID: "new", Path: "late", EndedAt: now})
 			_, id, _ := strings.Cut(r.Next, " ")
 			x.remove(id)
 			ids = ids[:len(ids)-1] // it is not listed by the whole answer either, below
@@ -69,7 +69,7 @@ func TestHistoryPages(t *testing.T) {
 
 	// Text pages: the header once, every column starting where the header's does.
 	var text strings.Builder
-	for p := (wire.AgentHistoryParams{Text: true, Limit: 60, Glob: "review/**"}); ; {
+	for p := (roleapi.AgentHistoryParams{Text: true, Limit: 60, Glob: "review/**"}); ; {
 		r := ask(p)
 		text.WriteString(r.Text)
 		if r.Next == "" {
@@ -82,7 +82,7 @@ func TestHistoryPages(t *testing.T) {
 		t.Fatalf("%d lines, %d headers:\n%.400s", len(lines), strings.Count(text.String(), "ENDED"), text.String())
 	}
 	var starts []int
-	for _, c := range core.HistoryColumns[1:] {
+	for _, c := range rows.HistoryColumns[1:] {
 		starts = append(starts, strings.Index(lines[0], c))
 	}
 	for _, l := range lines[1:] {
@@ -92,7 +92,7 @@ func TestHistoryPages(t *testing.T) {
 			}
 		}
 	}
-	if _, err := historyQuery(ctx, k, wire.AgentHistoryParams{After: "nonsense"}); err == nil {
+	if _, err := historyQuery(ctx, k, roleapi.AgentHistoryParams{After: "nonsense"}); err == nil {
 		t.Fatal("a cursor that is not one was taken")
 	}
 }

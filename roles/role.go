@@ -24,6 +24,7 @@ import (
 	"orcr/core/wire"
 	"orcr/internal/regfile"
 	"orcr/internal/strictfile"
+	roleapi "orcr/roles/api"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -238,8 +239,8 @@ func ExpandHome(p string) string {
 }
 
 // Wire is the role as the API shows it, with where each value came from.
-func (r *Role) Wire() wire.Role {
-	w := wire.Role{Name: r.Name, File: r.File, Prompt: r.Prompt, SystemPrompt: r.SystemPrompt,
+func (r *Role) Wire() roleapi.Role {
+	w := roleapi.Role{Name: r.Name, File: r.File, Prompt: r.Prompt, SystemPrompt: r.SystemPrompt,
 		Skills: append([]string{}, r.Skills...), Env: r.Env, Worktree: r.Worktree, Keep: r.Keep, Priority: r.Priority,
 		BudgetUSD: r.BudgetUSD, BudgetAction: r.BudgetAction, MaxTurns: r.MaxTurns, SoftTimeoutSeconds: int(r.SoftTimeout / time.Second),
 		HardTimeoutSeconds: int(r.HardTimeout / time.Second), Vars: templateVars(r.Prompt + " " + r.Worktree),
@@ -293,9 +294,9 @@ func Load(dir, name string, check Checker) (*Role, []byte, error) {
 
 // List reads every role file in dir, sorted by name; a broken one is listed with its
 // error.
-func List(dir string, check Checker) []wire.Role {
+func List(dir string, check Checker) []roleapi.Role {
 	ents, _ := os.ReadDir(dir)
-	var out []wire.Role
+	var out []roleapi.Role
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".toml")
 		if !ok || e.IsDir() || !ValidName(name) {
@@ -303,7 +304,7 @@ func List(dir string, check Checker) []wire.Role {
 		}
 		r, _, err := Load(dir, name, check)
 		if err != nil {
-			out = append(out, wire.Role{Name: name, File: filepath.Join(dir, e.Name()), Error: err.Error()})
+			out = append(out, roleapi.Role{Name: name, File: filepath.Join(dir, e.Name()), Error: err.Error()})
 			continue
 		}
 		out = append(out, r.Wire())

@@ -10,13 +10,18 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
-// Kernel is what the roles feature needs of the kernel: its service (send, stop,
-// events), events of its own, and the record fields it owns (hook runs, counters).
+// Kernel is what the roles feature needs of the kernel: its agents and events, events
+// of its own, and the record fields it owns (hook runs, counters).
 type Kernel interface {
-	core.KernelService
 	core.Kernel
+	core.Sender
+	Info(ctx context.Context) (wire.InfoResult, error)
+	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
+	Get(ctx context.Context, target string) (wire.Agent, error)
+	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
 	Amend(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error)
 	StopAgent(ctx context.Context, id, reason string) error
 }
@@ -33,7 +38,7 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
+// Service serves role.* and history.list (methods.go), runs the per-repo hooks
 // (core.LaunchHook) and enforces agents' limits and validation.
 type Service struct {
 	opts  Options
@@ -54,8 +59,7 @@ type Service struct {
 }
 
 var (
-	_ core.RoleService = (*Service)(nil)
-	_ core.LaunchHook  = (*Service)(nil)
+	_ core.LaunchHook = (*Service)(nil)
 )
 
 // New builds the service; Start binds it to the kernel and begins watching agents.
@@ -76,40 +80,40 @@ func (s *Service) Resolver() *Resolver {
 }
 
 // Roles lists the role files.
-func (s *Service) Roles(context.Context) ([]wire.Role, error) {
+func (s *Service) Roles(context.Context) ([]roleapi.Role, error) {
 	return List(s.opts.Dir, s.opts.Check), nil
 }
 
 // RoleGet returns one role with its file's text.
-func (s *Service) RoleGet(_ context.Context, name string) (wire.RoleResult, error) {
+func (s *Service) RoleGet(_ context.Context, name string) (roleapi.RoleResult, error) {
 	r, src, err := Load(s.opts.Dir, name, s.opts.Check)
 	if err != nil {
-		return wire.RoleResult{}, err
+		return roleapi.RoleResult{}, err
 	}
-	return wire.RoleResult{Role: r.Wire(), Text: string(src)}, nil
+	return roleapi.RoleResult{Role: r.Wire(), Text: string(src)}, nil
 }
 
 // RolePut checks a role's text and writes it to its file atomically.
-func (s *Service) RolePut(_ context.Context, p wire.RolePutParams) (wire.RoleResult, error) {
+func (s *Service) RolePut(_ context.Context, p roleapi.RolePutParams) (roleapi.RoleResult, error) {
 	if !ValidName(p.Name) {
-		return wire.RoleResult{}, wire.Errorf(wire.CodeInvalidParams, "invalid role name %q: use [a-z0-9][a-z0-9._-]*", p.Name)
+		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInvalidParams, "invalid role name %q: use [a-z0-9][a-z0-9._-]*", p.Name)
 	}
 	file := filepath.Join(s.opts.Dir, p.Name+".toml")
 	r, err := Parse(p.Name, file, []byte(p.Text), s.opts.Check)
 	if err != nil {
-		return wire.RoleResult{}, wire.Errorf(wire.CodeBadRole, "role %s refused:\n%v", p.Name, err)
+		return roleapi.RoleResult{}, wire.Errorf(wire.CodeBadRole, "role %s refused:\n%v", p.Name, err)
 	}
 	if err := os.MkdirAll(s.opts.Dir, 0o700); err != nil {
-		return wire.RoleResult{}, wire.Errorf(wire.CodeInternal, "roles dir: %v", err)
+		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInternal, "roles dir: %v", err)
 	}
 	tmp := file + ".orcr-tmp"
 	if err := os.WriteFile(tmp, []byte(p.Text), 0o600); err != nil {
-		return wire.RoleResult{}, wire.Errorf(wire.CodeInternal, "write role: %v", err)
+		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInternal, "write role: %v", err)
 	}
 	if err := os.Rename(tmp, file); err != nil {
-		return wire.RoleResult{}, wire.Errorf(wire.CodeInternal, "write role: %v", err)
+		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInternal, "write role: %v", err)
 	}
-	return wire.RoleResult{Role: r.Wire(), Text: p.Text}, nil
+	return roleapi.RoleResult{Role: r.Wire(), Text: p.Text}, nil
 }
 
 // Start watches agents: the live ones now, and every change from here on.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 // The watcher: for every agent it sees the state changes of, it counts finished
@@ -193,7 +194,7 @@ func (s *Service) stop(ctx context.Context, a wire.Agent, limit, reason string) 
 
 func (s *Service) limitEvent(ctx context.Context, a wire.Agent, limit, action string) {
 	a.LastScreen = ""
-	if _, err := s.k.Publish(ctx, wire.Event{Event: wire.EventRoleLimit, Agent: &a,
+	if _, err := s.k.Publish(ctx, wire.Event{Event: roleapi.EventRoleLimit, Agent: &a,
 		Data: map[string]any{"limit": limit, "action": action}}); err != nil {
 		s.log.Warn("roles: publish", "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // maxEvery bounds --every: past it time.Duration would overflow (18446744075 s wrapped to a
@@ -19,7 +20,7 @@ const maxEvery = 366 * 24 * time.Hour
 // ~680 times a second), an --every past maxEvery, and env names agent.run refuses.
 // It runs before ScheduleAdd's own checks, so an overflowing --every is named as such rather
 // than wrapped into a value they accept.
-func checkScheduleAdd(p wire.ScheduleAddParams, now time.Time) error {
+func checkScheduleAdd(p schedapi.ScheduleAddParams, now time.Time) error {
 	var spec cron.Schedule
 	if p.Cron != "" {
 		var err error

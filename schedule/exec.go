@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // execSchedule runs a schedule's command directly (no shell unless the command is one)
 // in its captured cwd and environment, and returns the finished run.
-func (s *Service) exec(ctx context.Context, sc wire.Schedule, run wire.ScheduleRun) wire.ScheduleRun {
+func (s *Service) exec(ctx context.Context, sc schedapi.Schedule, run schedapi.ScheduleRun) schedapi.ScheduleRun {
 	env := make([]string, 0, len(sc.Env)+2)
 	for k, v := range sc.Env {
 		env = append(env, k+"="+v)
@@ -27,7 +27,7 @@ func (s *Service) exec(ctx context.Context, sc wire.Schedule, run wire.ScheduleR
 	if s.opts.Home != "" {
 		env = append(env, "ORCR_HOME="+s.opts.Home)
 	}
-	end := func(r wire.ScheduleRun) wire.ScheduleRun {
+	end := func(r schedapi.ScheduleRun) schedapi.ScheduleRun {
 		t := s.now()
 		r.EndedAt = &t
 		return r

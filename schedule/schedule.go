@@ -20,6 +20,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // Durable schedules (DESIGN §7). A schedule is stored in bucket "schedules" under its
@@ -54,10 +55,10 @@ var cronFields = []string{"minute", "hour", "day-of-month", "month", "day-of-wee
 
 // schedRecord is the stored form of a schedule.
 type schedRecord struct {
-	V        int           `json:"v"`
-	Schedule wire.Schedule `json:"schedule"`
+	V        int               `json:"v"`
+	Schedule schedapi.Schedule `json:"schedule"`
 	// Claim is the run started and not yet recorded as ended.
-	Claim *wire.ScheduleRun `json:"claim,omitempty"`
+	Claim *schedapi.ScheduleRun `json:"claim,omitempty"`
 }
 
 // Options configure a Service. Store and Kernel are required.
@@ -71,8 +72,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Service holds the loaded schedules and fires them; it implements
-// core.ScheduleService. Its mutex is never held across a run.
+// Service holds the loaded schedules and fires them and serves schedule.*
+// (methods.go). Its mutex is never held across a run.
 type Service struct {
 	opts  Options
 	store core.Store
@@ -87,8 +88,6 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
-
-var _ core.ScheduleService = (*Service)(nil)
 
 // New builds the service; Start loads the schedules and starts firing them.
 func New(opts Options) (*Service, error) {
@@ -134,7 +133,7 @@ type schedRT struct {
 	running bool
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the current run is recorded
-	result  wire.ScheduleRun
+	result  schedapi.ScheduleRun
 }
 
 func (s *Service) kick() {
@@ -250,7 +249,7 @@ func (s *Service) load(ctx context.Context) error {
 			default:
 				next := rt.nextAfter(now)
 				if n != nil {
-					s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.missed=skip",
+					s.k.Publish(ctx, wire.Event{Event: schedapi.EventScheduleMissed, Rule: "schedule.missed=skip",
 						Data: map[string]any{"name": r.Schedule.Name, "dueAt": n.Format(time.RFC3339), "nextAt": next.Format(time.RFC3339)}})
 				}
 				rt.rec.Schedule.NextAt = &next
@@ -316,7 +315,7 @@ func (s *Service) fireDue(ctx context.Context) time.Time {
 				if err := s.putSchedule(ctx, rt.rec); err != nil {
 					s.log.Error("advance schedule", "name", n, "err", err)
 				}
-				s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleMissed, Rule: "schedule.overlap",
+				s.k.Publish(ctx, wire.Event{Event: schedapi.EventScheduleMissed, Rule: "schedule.overlap",
 					Data: map[string]any{"name": n, "dueAt": due.Format(time.RFC3339), "reason": "the previous run is still going"}})
 			} else if _, err := s.startRunLocked(ctx, rt, trigger, &due, true); err != nil {
 				s.log.Error("start schedule run", "name", n, "err", err)
@@ -336,7 +335,7 @@ func (s *Service) fireDue(ctx context.Context) time.Time {
 // caller holds the scheduler's mutex.
 func (s *Service) startRunLocked(ctx context.Context, rt *schedRT, trigger string, due *time.Time, advance bool) (chan struct{}, error) {
 	now := s.now()
-	run := wire.ScheduleRun{StartedAt: now, Trigger: trigger, DueAt: due}
+	run := schedapi.ScheduleRun{StartedAt: now, Trigger: trigger, DueAt: due}
 	rec := rt.rec
 	if advance {
 		next := rt.nextAfter(now)
@@ -351,7 +350,7 @@ func (s *Service) startRunLocked(ctx context.Context, rt *schedRT, trigger strin
 	rctx, cancel := context.WithCancel(s.ctx)
 	rt.running, rt.cancel, rt.done = true, cancel, make(chan struct{})
 	name := rec.Schedule.Name
-	s.k.Publish(ctx, wire.Event{Event: wire.EventScheduleFired, Rule: "schedule." + trigger,
+	s.k.Publish(ctx, wire.Event{Event: schedapi.EventScheduleFired, Rule: "schedule." + trigger,
 		Data: map[string]any{"name": name, "trigger": trigger}})
 	sched := rec.Schedule
 	done := rt.done
@@ -374,7 +373,7 @@ func (s *Service) startRunLocked(ctx context.Context, rt *schedRT, trigger strin
 			data["exitCode"] = *res.ExitCode
 		}
 		if s.ctx.Err() == nil {
-			s.k.Publish(context.Background(), wire.Event{Event: wire.EventScheduleFinished, Rule: "schedule." + trigger, Data: data})
+			s.k.Publish(context.Background(), wire.Event{Event: schedapi.EventScheduleFinished, Rule: "schedule." + trigger, Data: data})
 		}
 		s.kick()
 	}()
@@ -382,7 +381,7 @@ func (s *Service) startRunLocked(ctx context.Context, rt *schedRT, trigger strin
 }
 
 // finishRun stores a finished run in the history and clears the claim.
-func (s *Service) finishRun(ctx context.Context, rt *schedRT, run wire.ScheduleRun) error {
+func (s *Service) finishRun(ctx context.Context, rt *schedRT, run schedapi.ScheduleRun) error {
 	name := rt.rec.Schedule.Name
 	b, err := json.Marshal(run)
 	if err != nil {
@@ -409,9 +408,9 @@ func (s *Service) finishRun(ctx context.Context, rt *schedRT, run wire.ScheduleR
 }
 
 // Schedules lists the durable schedules, by name.
-func (s *Service) Schedules(ctx context.Context) ([]wire.Schedule, error) {
+func (s *Service) Schedules(ctx context.Context) ([]schedapi.Schedule, error) {
 	s.mu.Lock()
-	out := make([]wire.Schedule, 0, len(s.byName))
+	out := make([]schedapi.Schedule, 0, len(s.byName))
 	for _, rt := range s.byName {
 		out = append(out, rt.rec.Schedule)
 	}
@@ -421,33 +420,33 @@ func (s *Service) Schedules(ctx context.Context) ([]wire.Schedule, error) {
 }
 
 // ScheduleAdd validates and stores a new schedule.
-func (s *Service) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
+func (s *Service) ScheduleAdd(ctx context.Context, p schedapi.ScheduleAddParams) (schedapi.Schedule, error) {
 	if !scheduleName().MatchString(p.Name) {
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams,
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams,
 			"schedule name %q: use 1-64 of a-z 0-9 . _ - starting with a letter or digit", p.Name)
 	}
 	if len(p.Command) == 0 || p.Command[0] == "" {
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", p.Name, p.Name)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a command: orcr schedule add %s --every 10m -- CMD [ARGS…]", p.Name, p.Name)
 	}
 	if err := checkScheduleAdd(p, s.now()); err != nil {
-		return wire.Schedule{}, err
+		return schedapi.Schedule{}, err
 	}
 	rt := &schedRT{}
 	switch {
 	case p.EverySeconds != 0 && p.Cron != "":
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "give --every or --cron, not both")
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "give --every or --cron, not both")
 	case p.Cron != "":
 		spec, err := parseCron(p.Cron)
 		if err != nil {
-			return wire.Schedule{}, err
+			return schedapi.Schedule{}, err
 		}
 		rt.spec = spec
 	case p.EverySeconds < 0:
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "--every must be positive, got %ds", p.EverySeconds)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "--every must be positive, got %ds", p.EverySeconds)
 	case p.EverySeconds == 0:
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "give a cadence: --every D (e.g. 10m) or --cron EXPR")
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "give a cadence: --every D (e.g. 10m) or --cron EXPR")
 	case time.Duration(p.EverySeconds)*time.Second < minEvery:
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "--every must be at least %s", minEvery)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "--every must be at least %s", minEvery)
 	}
 	policy := p.MissedPolicy
 	switch policy {
@@ -455,34 +454,34 @@ func (s *Service) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wi
 		policy = "skip"
 	case "skip", "run-once":
 	default:
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "missed-run policy %q: use skip or run-once", policy)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "missed-run policy %q: use skip or run-once", policy)
 	}
 	cwd := p.Cwd
 	if cwd == "" {
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a working directory (cwd)", p.Name)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s needs a working directory (cwd)", p.Name)
 	}
 	if !strings.HasPrefix(cwd, "/") {
-		return wire.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
+		return schedapi.Schedule{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
 	}
 	owner := "user"
 	if parent, err := s.k.CallerAgent(ctx); err != nil {
-		return wire.Schedule{}, err
+		return schedapi.Schedule{}, err
 	} else if parent != nil {
 		owner = parent.Path
 	}
 	now := s.now()
-	rt.rec = schedRecord{Schedule: wire.Schedule{Name: p.Name, EverySeconds: p.EverySeconds, Cron: p.Cron,
+	rt.rec = schedRecord{Schedule: schedapi.Schedule{Name: p.Name, EverySeconds: p.EverySeconds, Cron: p.Cron,
 		Command: p.Command, Cwd: cwd, Env: scheduleEnv(p.Env), MissedPolicy: policy, Owner: owner, CreatedAt: now}}
 	next := rt.nextAfter(now)
 	rt.rec.Schedule.NextAt = &next
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.byName[p.Name]; ok {
-		return wire.Schedule{}, &wire.Error{Code: wire.CodeNameTaken,
+		return schedapi.Schedule{}, &wire.Error{Code: wire.CodeNameTaken,
 			Message: fmt.Sprintf("a schedule named %q exists already; remove it first (orcr schedule rm %s) or pick another name", p.Name, p.Name)}
 	}
 	if err := s.putSchedule(ctx, rt.rec); err != nil {
-		return wire.Schedule{}, err
+		return schedapi.Schedule{}, err
 	}
 	s.byName[p.Name] = rt
 	s.kick()
@@ -542,21 +541,21 @@ func (s *Service) ScheduleRemove(ctx context.Context, name string) error {
 
 // ScheduleRun runs a schedule now, outside its cadence. With Wait it returns the
 // finished run.
-func (s *Service) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
+func (s *Service) ScheduleRun(ctx context.Context, p schedapi.ScheduleRunParams) (schedapi.ScheduleRun, error) {
 	s.mu.Lock()
 	rt, err := s.byNameLocked(p.Name)
 	if err != nil {
 		s.mu.Unlock()
-		return wire.ScheduleRun{}, err
+		return schedapi.ScheduleRun{}, err
 	}
 	if rt.running {
 		s.mu.Unlock()
-		return wire.ScheduleRun{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s is running already (since %s)", p.Name, rt.rec.Schedule.LastRun.StartedAt.Format(time.RFC3339))
+		return schedapi.ScheduleRun{}, wire.Errorf(wire.CodeInvalidParams, "schedule %s is running already (since %s)", p.Name, rt.rec.Schedule.LastRun.StartedAt.Format(time.RFC3339))
 	}
 	done, err := s.startRunLocked(ctx, rt, "manual", nil, false)
 	if err != nil {
 		s.mu.Unlock()
-		return wire.ScheduleRun{}, err
+		return schedapi.ScheduleRun{}, err
 	}
 	started := *rt.rec.Claim
 	s.mu.Unlock()
@@ -574,16 +573,16 @@ func (s *Service) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wi
 }
 
 // ScheduleRuns returns a schedule's stored run history, oldest first.
-func (s *Service) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
+func (s *Service) ScheduleRuns(ctx context.Context, name string) ([]schedapi.ScheduleRun, error) {
 	s.mu.Lock()
 	_, err := s.byNameLocked(name)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	out := []wire.ScheduleRun{}
+	out := []schedapi.ScheduleRun{}
 	err = s.store.Scan(ctx, schedRunPrefix+name, func(_ string, v []byte) bool {
-		var r wire.ScheduleRun
+		var r schedapi.ScheduleRun
 		if json.Unmarshal(v, &r) == nil {
 			out = append(out, r)
 		}

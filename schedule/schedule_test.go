@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
-func addParams(name string, cmd ...string) wire.ScheduleAddParams {
-	return wire.ScheduleAddParams{Name: name, EverySeconds: 3600, Command: cmd, Cwd: "/",
+func addParams(name string, cmd ...string) schedapi.ScheduleAddParams {
+	return schedapi.ScheduleAddParams{Name: name, EverySeconds: 3600, Command: cmd, Cwd: "/",
 		Env: map[string]string{"PATH": os.Getenv("PATH")}}
 }
 
@@ -28,19 +29,19 @@ func TestScheduleAddRejectsBadInput(t *testing.T) {
 	if wire.CodeOf(err) != wire.CodeNameTaken {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	cases := map[string]func(p *wire.ScheduleAddParams){
-		"hour field":       func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 25 * * *" },
-		"day-of-week":      func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 3 * * mon-funday" },
-		"want 5 fields":    func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 3 *" },
-		"not both":         func(p *wire.ScheduleAddParams) { p.Cron = "0 3 * * *" },
-		"give a cadence":   func(p *wire.ScheduleAddParams) { p.EverySeconds = 0 },
-		"must be positive": func(p *wire.ScheduleAddParams) { p.EverySeconds = -5 },
-		"schedule name":    func(p *wire.ScheduleAddParams) { p.Name = "Bad Name" },
-		"needs a command":  func(p *wire.ScheduleAddParams) { p.Command = nil },
-		"policy":           func(p *wire.ScheduleAddParams) { p.MissedPolicy = "catch-up" },
-		"shorter than the 1s minimum: use @every 1s": func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 0s" },
-		`"@every 500ms" is shorter`:                  func(p *wire.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 500ms" },
-		"absolute":                                   func(p *wire.ScheduleAddParams) { p.Cwd = "rel/dir" },
+	cases := map[string]func(p *schedapi.ScheduleAddParams){
+		"hour field":       func(p *schedapi.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 25 * * *" },
+		"day-of-week":      func(p *schedapi.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 3 * * mon-funday" },
+		"want 5 fields":    func(p *schedapi.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "0 3 *" },
+		"not both":         func(p *schedapi.ScheduleAddParams) { p.Cron = "0 3 * * *" },
+		"give a cadence":   func(p *schedapi.ScheduleAddParams) { p.EverySeconds = 0 },
+		"must be positive": func(p *schedapi.ScheduleAddParams) { p.EverySeconds = -5 },
+		"schedule name":    func(p *schedapi.ScheduleAddParams) { p.Name = "Bad Name" },
+		"needs a command":  func(p *schedapi.ScheduleAddParams) { p.Command = nil },
+		"policy":           func(p *schedapi.ScheduleAddParams) { p.MissedPolicy = "catch-up" },
+		"shorter than the 1s minimum: use @every 1s": func(p *schedapi.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 0s" },
+		`"@every 500ms" is shorter`:                  func(p *schedapi.ScheduleAddParams) { p.EverySeconds, p.Cron = 0, "@every 500ms" },
+		"absolute":                                   func(p *schedapi.ScheduleAddParams) { p.Cwd = "rel/dir" },
 	}
 	for want, mod := range cases {
 		p := addParams("x", "true")
@@ -55,7 +56,7 @@ func TestScheduleAddRejectsBadInput(t *testing.T) {
 	}
 }
 
-func runsOf(t *testing.T, r *rig, name string) []wire.ScheduleRun {
+func runsOf(t *testing.T, r *rig, name string) []schedapi.ScheduleRun {
 	t.Helper()
 	rs, err := r.sched.ScheduleRuns(context.Background(), name)
 	if err != nil {
@@ -93,7 +94,7 @@ func TestScheduleRunsCommandWithCapturedEnvAndSurvivesMissingCommand(t *testing.
 		}
 	}
 	// A manual run waits and reports; removing the schedule drops it and its history.
-	mr, err := r.sched.ScheduleRun(ctx, wire.ScheduleRunParams{Name: "env", Wait: true})
+	mr, err := r.sched.ScheduleRun(ctx, schedapi.ScheduleRunParams{Name: "env", Wait: true})
 	if err != nil || mr.Trigger != "manual" || mr.EndedAt == nil || mr.ExitCode == nil {
 		t.Fatalf("manual run: %+v %v", mr, err)
 	}
@@ -141,7 +142,7 @@ func TestScheduleMissedPoliciesAfterRestart(t *testing.T) {
 	}
 	found := false
 	for _, ev := range mustEvents(t, r2) {
-		if ev.Event == wire.EventScheduleMissed && ev.Data["name"] == "skipper" {
+		if ev.Event == schedapi.EventScheduleMissed && ev.Data["name"] == "skipper" {
 			found = true
 		}
 	}

@@ -285,11 +285,11 @@ func (m answeredMsg) notice() string {
 // the state to leave blocked.
 const answerCallTimeout = callTimeout + 5*time.Second
 
-func answerCmd(ctx context.Context, svc core.Service, p wire.AnswerParams) tea.Cmd {
+func answerCmd(ctx context.Context, svc wire.Transport, p wire.AnswerParams) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, answerCallTimeout)
 		defer cancel()
-		res, err := svc.Answer(ctx, p)
+		res, err := wire.Call(ctx, svc, wire.AgentAnswer, p)
 		return answeredMsg{p, res, err}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 func benchModel(b *testing.B, n int) *Model {
@@ -84,7 +85,7 @@ func BenchmarkHistoryKeystroke10000(b *testing.B) {
 	m := benchModel(b, 10_000)
 	m.Update(key("H"))
 	d := m.dialogs[len(m.dialogs)-1].(*historyDialog)
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: manyHistory(10_000)}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: manyHistory(10_000)}})
 	m.View()
 	down, up := key("down"), key("up")
 	b.ReportAllocs()

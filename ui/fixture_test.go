@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // t0 is the fixed clock of every test, so ages and golden files are stable.
@@ -69,12 +70,12 @@ func fixtureUsage() wire.UsageResult {
 	}
 }
 
-func fixtureSchedules() []wire.Schedule {
+func fixtureSchedules() []schedapi.Schedule {
 	next := t0.Add(4 * time.Minute)
 	code := 0
 	end := t0.Add(-time.Minute)
-	return []wire.Schedule{
-		{Name: "nightly-review", Cron: "0 3 * * *", NextAt: &next, LastRun: &wire.ScheduleRun{StartedAt: t0.Add(-2 * time.Minute), EndedAt: &end, ExitCode: &code}},
+	return []schedapi.Schedule{
+		{Name: "nightly-review", Cron: "0 3 * * *", NextAt: &next, LastRun: &schedapi.ScheduleRun{StartedAt: t0.Add(-2 * time.Minute), EndedAt: &end, ExitCode: &code}},
 		{Name: "triage", EverySeconds: 600, NextAt: &next},
 	}
 }

@@ -12,6 +12,9 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
+	roleapi "orcr/roles/api"
+	"orcr/rows"
 )
 
 // The history view (DESIGN §12 "History"): finished agents as `orcr history` lists
@@ -29,7 +32,7 @@ type (
 	historyMsg struct {
 		seq   int
 		after string // set when the answer is a page that goes on after the entries shown
-		res   wire.AgentHistoryResult
+		res   roleapi.AgentHistoryResult
 		err   error
 		took  time.Duration // how long the call took, which paces the refreshes
 	}
@@ -40,7 +43,7 @@ type (
 	}
 	// resumedMsg answers a resume from the history view: the new record, or why not.
 	resumedMsg struct {
-		from  wire.AgentHistoryEntry
+		from  roleapi.AgentHistoryEntry
 		agent wire.Agent
 		err   error
 	}
@@ -75,9 +78,9 @@ type historyDialog struct {
 	size
 	c       *common
 	mode    historyMode
-	entries []wire.AgentHistoryEntry
-	params  wire.AgentHistoryParams // the filter the entries answer
-	filter  string                  // that filter as typed
+	entries []roleapi.AgentHistoryEntry
+	params  roleapi.AgentHistoryParams // the filter the entries answer
+	filter  string                     // that filter as typed
 	loaded  bool
 	err     string
 	notice  string
@@ -121,11 +124,11 @@ func (d *historyDialog) load() action {
 	seq, p := d.seq, d.params
 	p.Limit = max(historyChunk, len(d.entries))
 	d.stale, d.more = false, ""
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		return historyMsg{seq, "", r, err, time.Since(start)}
 	}}
 }
@@ -138,11 +141,11 @@ func (d *historyDialog) loadMore() action {
 	}
 	seq, p := d.seq, d.params
 	p.Limit, p.After, d.more = historyChunk, d.next, d.next
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 		start := time.Now()
-		r, err := svc.AgentHistory(ctx, p)
+		r, err := wire.Call(ctx, svc, roleapi.AgentHistory, p)
 		return historyMsg{seq, p.After, r, err, time.Since(start)}
 	}}
 }
@@ -155,9 +158,9 @@ func (d *historyDialog) follow(a wire.Agent) {
 	}
 }
 
-func (d historyDialog) current() (wire.AgentHistoryEntry, bool) {
+func (d historyDialog) current() (roleapi.AgentHistoryEntry, bool) {
 	if d.sel < 0 || d.sel >= len(d.entries) {
-		return wire.AgentHistoryEntry{}, false
+		return roleapi.AgentHistoryEntry{}, false
 	}
 	return d.entries[d.sel], true
 }
@@ -357,14 +360,14 @@ func (d *historyDialog) submit() (tea.Cmd, action) {
 
 // resumeAction asks the root for agent.resume of an entry (resumeEntryCmd).
 type resumeAction struct {
-	from wire.AgentHistoryEntry
+	from roleapi.AgentHistoryEntry
 	p    wire.ResumeParams
 }
 
 // parseHistoryFilter reads the filter line as `orcr history` reads its arguments: an
 // optional GLOB and --since D (D a Go duration or Nd).
-func parseHistoryFilter(s string) (wire.AgentHistoryParams, error) {
-	var p wire.AgentHistoryParams
+func parseHistoryFilter(s string) (roleapi.AgentHistoryParams, error) {
+	var p roleapi.AgentHistoryParams
 	words, err := splitWords(s)
 	if err != nil {
 		return p, err
@@ -485,7 +488,7 @@ func (d historyDialog) rows(w int) []string {
 		}
 		b.WriteByte(' ')
 	}
-	hc := core.HistoryColumns
+	hc := rows.HistoryColumns
 	hb.WriteString("  ")
 	cell(&hb, hc[0], cols.ended, false)
 	cell(&hb, hc[1], cols.path, false)
@@ -501,7 +504,7 @@ func (d historyDialog) rows(w int) []string {
 	end := min(len(d.entries), d.offset+d.page())
 	for i := d.offset; i < end; i++ {
 		e := &d.entries[i]
-		r := core.HistoryRow(*e, c.now)
+		r := rows.History(*e, c.now)
 		var left, right strings.Builder
 		cell(&left, r[0], cols.ended, false)
 		cell(&left, r[1], cols.path, false)
@@ -528,7 +531,7 @@ func (d historyDialog) rows(w int) []string {
 
 // resultStyle colours a result as the tree colours the state: failures (and non-zero
 // exits) as lost, kills as exited, a clean end as done.
-func (d historyDialog) resultStyle(e *wire.AgentHistoryEntry) *lipgloss.Style {
+func (d historyDialog) resultStyle(e *roleapi.AgentHistoryEntry) *lipgloss.Style {
 	switch {
 	case e.State == wire.StateFailed || e.State == wire.StateLost ||
 		e.State == wire.StateExited && e.Result != "exit 0" && strings.HasPrefix(e.Result, "exit "):

@@ -9,16 +9,17 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
+	"orcr/rows"
 	"orcr/themes"
 )
 
 // fixtureHistory is what history.list answers for a small fleet, newest first: a
 // reviewer with a role and a cost, a resumed one, a killed one, a failure, a shell.
-func fixtureHistory() []wire.AgentHistoryEntry {
+func fixtureHistory() []roleapi.AgentHistoryEntry {
 	code0, code1 := "exit 0", "exit 1"
-	return []wire.AgentHistoryEntry{
+	return []roleapi.AgentHistoryEntry{
 		{ID: "0101", Path: "audit/auth", Role: "reviewer", Provider: "claude", Model: "sonnet", State: wire.StateExited,
 			Result: code0, EndedAt: t0.Add(-2 * time.Minute), DurationSeconds: 754, Tokens: 48_200, CostUSD: cost(0.61), Resumable: true},
 		{ID: "0102", Path: "audit/api", Role: "reviewer", Provider: "codex", Model: "gpt-5.5", State: wire.StateKilled,
@@ -40,7 +41,7 @@ func openHistory(t testing.TB, w, h int, opts Options) (*Model, *historyDialog) 
 	if !ok {
 		t.Fatal("H opened no history view")
 	}
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: fixtureHistory()}})
 	return m, d
 }
 
@@ -83,7 +84,7 @@ func TestHistoryListsLikeTheCLI(t *testing.T) {
 	// Newest first, each with role, duration, tokens, cost and result as core.HistoryRow has them.
 	var last int
 	for _, e := range fixtureHistory() {
-		r := core.HistoryRow(e, t0)
+		r := rows.History(e, t0)
 		i := strings.Index(s, e.Path)
 		if i < last {
 			t.Fatalf("%s not after the entry before it:\n%s", e.Path, s)
@@ -104,7 +105,7 @@ func TestHistoryListsLikeTheCLI(t *testing.T) {
 	}
 	// An answer to an older request (a filter since changed) is dropped.
 	d.seq++
-	m.Update(historyMsg{seq: d.seq - 1, res: wire.AgentHistoryResult{}})
+	m.Update(historyMsg{seq: d.seq - 1, res: roleapi.AgentHistoryResult{}})
 	if len(d.entries) != 4 {
 		t.Fatal("a stale answer replaced the list")
 	}
@@ -132,10 +133,10 @@ func TestHistoryFilter(t *testing.T) {
 		t.Fatal("typing the filter asked the server already")
 	}
 	press(m, "enter")
-	if d.params != (wire.AgentHistoryParams{Glob: "audit/**", SinceSeconds: 86400}) || d.seq != before+1 || d.mode != historyList {
+	if d.params != (roleapi.AgentHistoryParams{Glob: "audit/**", SinceSeconds: 86400}) || d.seq != before+1 || d.mode != historyList {
 		t.Fatalf("filter applied as %+v (seq %d, mode %d)", d.params, d.seq, d.mode)
 	}
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()[:2]}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: fixtureHistory()[:2]}})
 	s := plain(screen(t, m))
 	if !strings.Contains(s, "history · audit/** --since 24h") || strings.Contains(s, "impl/parser") {
 		t.Fatalf("filtered view:\n%s", s)
@@ -148,7 +149,7 @@ func TestHistoryFilter(t *testing.T) {
 		t.Fatalf("bad filter:\n%s", s)
 	}
 	// Nothing matching says so.
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{}})
 	if s := plain(screen(t, m)); !strings.Contains(s, "no finished agents match audit/** --since 24h") {
 		t.Fatalf("empty view:\n%s", s)
 	}
@@ -157,18 +158,18 @@ func TestHistoryFilter(t *testing.T) {
 func TestParseHistoryFilter(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want wire.AgentHistoryParams
+		want roleapi.AgentHistoryParams
 		err  string
 	}{
-		{"", wire.AgentHistoryParams{}, ""},
-		{"review/**", wire.AgentHistoryParams{Glob: "review/**"}, ""},
-		{"--since 7d", wire.AgentHistoryParams{SinceSeconds: 7 * 86400}, ""},
-		{"--since=90m 'a b/**'", wire.AgentHistoryParams{Glob: "a b/**", SinceSeconds: 5400}, ""},
-		{"--since", wire.AgentHistoryParams{}, "needs a duration"},
-		{"--since -1h", wire.AgentHistoryParams{}, "use a duration"},
-		{"a/** b/**", wire.AgentHistoryParams{}, "one glob at most"},
-		{"--json", wire.AgentHistoryParams{}, "unknown flag --json"},
-		{"$HOME", wire.AgentHistoryParams{}, "sh -c"},
+		{"", roleapi.AgentHistoryParams{}, ""},
+		{"review/**", roleapi.AgentHistoryParams{Glob: "review/**"}, ""},
+		{"--since 7d", roleapi.AgentHistoryParams{SinceSeconds: 7 * 86400}, ""},
+		{"--since=90m 'a b/**'", roleapi.AgentHistoryParams{Glob: "a b/**", SinceSeconds: 5400}, ""},
+		{"--since", roleapi.AgentHistoryParams{}, "needs a duration"},
+		{"--since -1h", roleapi.AgentHistoryParams{}, "use a duration"},
+		{"a/** b/**", roleapi.AgentHistoryParams{}, "one glob at most"},
+		{"--json", roleapi.AgentHistoryParams{}, "unknown flag --json"},
+		{"$HOME", roleapi.AgentHistoryParams{}, "sh -c"},
 	} {
 		got, err := parseHistoryFilter(c.in)
 		if c.err != "" {
@@ -255,11 +256,11 @@ func TestHistoryRefreshesWhenAgentsEnd(t *testing.T) {
 		t.Fatalf("no re-read after an agent ended (seq %d→%d)", seq, d.seq)
 	}
 	// A slow read spaces the refreshes out; a fast one keeps the floor.
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()}, took: 400 * time.Millisecond})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: fixtureHistory()}, took: 400 * time.Millisecond})
 	if d.every != 8*time.Second {
 		t.Fatalf("refresh every %v after a 400 ms read", d.every)
 	}
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: fixtureHistory()}, took: time.Millisecond})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: fixtureHistory()}, took: time.Millisecond})
 	if d.every != historyRefresh {
 		t.Fatalf("refresh every %v after a 1 ms read", d.every)
 	}
@@ -269,7 +270,7 @@ func TestHistoryRefreshesWhenAgentsEnd(t *testing.T) {
 // last one is reachable.
 func TestHistoryScrollsLongLists(t *testing.T) {
 	m, d := openHistory(t, 100, 30, Options{})
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: manyHistory(10_000)}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: manyHistory(10_000)}})
 	press(m, "G")
 	s := plain(screen(t, m))
 	if !strings.Contains(s, "10000/10000") || !strings.Contains(s, "done/a09999") {
@@ -288,10 +289,10 @@ func TestHistoryScrollsLongLists(t *testing.T) {
 	}
 }
 
-func manyHistory(n int) []wire.AgentHistoryEntry {
-	out := make([]wire.AgentHistoryEntry, n)
+func manyHistory(n int) []roleapi.AgentHistoryEntry {
+	out := make([]roleapi.AgentHistoryEntry, n)
 	for i := range out {
-		out[i] = wire.AgentHistoryEntry{ID: fmt.Sprintf("h%05d", i), Path: fmt.Sprintf("done/a%05d", i), Role: "reviewer",
+		out[i] = roleapi.AgentHistoryEntry{ID: fmt.Sprintf("h%05d", i), Path: fmt.Sprintf("done/a%05d", i), Role: "reviewer",
 			Provider: "claude", Model: "sonnet", State: wire.StateExited, Result: "exit 0", EndedAt: t0.Add(-time.Duration(i) * time.Minute),
 			DurationSeconds: i, Tokens: int64(i * 100), CostUSD: cost(float64(i) / 100), Resumable: i%2 == 0}
 	}
@@ -393,7 +394,7 @@ func TestRoleShownPerAgent(t *testing.T) {
 func TestHistoryLoadsPagesAsItScrolls(t *testing.T) {
 	m, d := openHistory(t, 100, 30, Options{})
 	all := manyHistory(3 * historyChunk)
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
 	if d.more != "" {
 		t.Fatal("the next page was asked for with the selection at the top")
 	}
@@ -409,7 +410,7 @@ func TestHistoryLoadsPagesAsItScrolls(t *testing.T) {
 	if d.more != "c1" || d.seq != seq {
 		t.Fatal("a second key asked again")
 	}
-	m.Update(historyMsg{seq: d.seq, after: "c1", res: wire.AgentHistoryResult{Entries: all[historyChunk : 2*historyChunk], Next: "c2"}})
+	m.Update(historyMsg{seq: d.seq, after: "c1", res: roleapi.AgentHistoryResult{Entries: all[historyChunk : 2*historyChunk], Next: "c2"}})
 	if len(d.entries) != 2*historyChunk || d.next != "c2" || d.more != "" || d.entries[historyChunk].ID != all[historyChunk].ID {
 		t.Fatalf("the page did not go after the entries: %d entries, next %q", len(d.entries), d.next)
 	}
@@ -419,8 +420,8 @@ func TestHistoryLoadsPagesAsItScrolls(t *testing.T) {
 	}
 	// A refresh replaces the entries before the page arrives: the page is dropped.
 	press(m, "r")
-	m.Update(historyMsg{seq: d.seq, res: wire.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
-	m.Update(historyMsg{seq: d.seq, after: "c2", res: wire.AgentHistoryResult{Entries: all[2*historyChunk:]}})
+	m.Update(historyMsg{seq: d.seq, res: roleapi.AgentHistoryResult{Entries: all[:historyChunk], Next: "c1"}})
+	m.Update(historyMsg{seq: d.seq, after: "c2", res: roleapi.AgentHistoryResult{Entries: all[2*historyChunk:]}})
 	if len(d.entries) != historyChunk {
 		t.Fatalf("a page for replaced entries was appended: %d entries", len(d.entries))
 	}

@@ -11,7 +11,6 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -157,11 +156,11 @@ type killProgressMsg struct {
 	err    error
 }
 
-func killAgentCmd(ctx context.Context, svc core.Service, job int, a wire.Agent) tea.Cmd {
+func killAgentCmd(ctx context.Context, svc wire.Transport, job int, a wire.Agent) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, killAgentTimeout)
 		defer cancel()
-		r, err := svc.Kill(ctx, wire.KillParams{Glob: a.ID})
+		r, err := wire.Call(ctx, svc, wire.AgentKill, wire.KillParams{Glob: a.ID})
 		return killProgressMsg{job: job, target: a, agents: r.Agents, err: err}
 	}
 }

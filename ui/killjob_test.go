@@ -12,6 +12,7 @@ import (
 
 	"orcr/adapters/shell"
 	"orcr/core"
+	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
@@ -136,7 +137,11 @@ func TestKillRunsInBackgroundWithProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m, err := New(ctx, core.Composed{KernelService: eng}, Options{Mode: "in-process"})
+	ip, err := socket.NewInProcess(core.KernelMethods(eng))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(ctx, ip, Options{Mode: "in-process"})
 	if err != nil {
 		t.Fatal(err)
 	}

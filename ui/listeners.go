@@ -9,8 +9,10 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"orcr/core"
 	"orcr/core/wire"
+
+	listenapi "orcr/listen/api"
+	"orcr/rows"
 )
 
 // The listeners tab of the side panel (DESIGN §11): each listener's state, last and
@@ -20,7 +22,7 @@ import (
 
 type (
 	listenersMsg struct {
-		ls  []wire.Listener
+		ls  []listenapi.Listener
 		err error
 	}
 	// listenerToggleMsg asks the root model to enable or disable a listener.
@@ -29,25 +31,27 @@ type (
 		enable bool
 	}
 	listenerToggledMsg struct {
-		l   wire.Listener
+		l   listenapi.Listener
 		err error
 	}
 )
 
-func listenersCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func listenersCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		ls, err := svc.Listeners(ctx)
+		lsRes, err := wire.Call(ctx, svc, listenapi.ListenerList, wire.Empty{})
+		ls := lsRes.Listeners
 		return listenersMsg{ls, err}
 	}
 }
 
-func listenerEnableCmd(ctx context.Context, svc core.Service, name string, on bool) tea.Cmd {
+func listenerEnableCmd(ctx context.Context, svc wire.Transport, name string, on bool) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		l, err := svc.ListenerEnable(ctx, name, on)
+		lRes, err := wire.Call(ctx, svc, listenapi.ListenerEnable, listenapi.ListenerEnableParams{Name: name, Enabled: &on})
+		l := lRes.Listener
 		return listenerToggledMsg{l, err}
 	}
 }
@@ -73,7 +77,7 @@ func (m *Model) updateListeners(msg tea.Msg) (tea.Cmd, bool) {
 }
 
 type listenersView struct {
-	ls     []wire.Listener
+	ls     []listenapi.Listener
 	loaded bool
 	err    string
 	sel    int
@@ -90,7 +94,7 @@ func follow(s, h, first, last int) int {
 	return max(0, s)
 }
 
-func (v *listenersView) set(ls []wire.Listener, err error) {
+func (v *listenersView) set(ls []listenapi.Listener, err error) {
 	if err != nil {
 		v.err = err.Error()
 		return
@@ -99,7 +103,7 @@ func (v *listenersView) set(ls []wire.Listener, err error) {
 	v.sel = min(v.sel, max(0, len(ls)-1))
 }
 
-func (v *listenersView) replace(l wire.Listener) {
+func (v *listenersView) replace(l listenapi.Listener) {
 	for i := range v.ls {
 		if v.ls[i].Name == l.Name {
 			v.ls[i] = l
@@ -154,9 +158,9 @@ func (v listenersView) lines(c *common, w int) (out []string, first, last int) {
 }
 
 // listenerLines is one listener: its head row, then its polls, limits and error.
-func (v listenersView) listenerLines(c *common, w int, l wire.Listener, selected bool) []string {
+func (v listenersView) listenerLines(c *common, w int, l listenapi.Listener, selected bool) []string {
 	st := &c.styles
-	row := core.ListenerRow(l, c.now)
+	row := rows.Listener(l, c.now)
 	stateSt := st.Done
 	switch {
 	case l.State == "invalid" || l.Failures > 0:

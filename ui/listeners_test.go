@@ -8,12 +8,12 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 )
 
-func fixtureListeners() []wire.Listener {
+func fixtureListeners() []listenapi.Listener {
 	at := func(d time.Duration) *time.Time { t := t0.Add(d); return &t }
-	return []wire.Listener{
+	return []listenapi.Listener{
 		{Name: "broken", Origin: "file", State: "invalid", Repos: []string{},
 			Error: "listener broken (~/.config/orcr/listeners/broken.toml) line 7: prompt: unknown variable {{nope}}"},
 		{Name: "nightly", Origin: "api", Source: "shell", State: "disabled", Fires: 12, LastPoll: at(-3 * time.Hour)},
@@ -22,7 +22,7 @@ func fixtureListeners() []wire.Listener {
 			LastError: "github: repo acme/secret not visible to this token (404)"},
 		{Name: "triage", Origin: "file", Source: "github-comments", State: "enabled", Fires: 3,
 			LastPoll: at(-40 * time.Second), NextPoll: at(80 * time.Second), Held: 2,
-			RateLimits: []wire.RateStanding{{Max: 5, Per: "1h", Used: 5, NextAt: at(72 * time.Minute), Text: "5 per 1h (5 used, next at 13:12)"},
+			RateLimits: []listenapi.RateStanding{{Max: 5, Per: "1h", Used: 5, NextAt: at(72 * time.Minute), Text: "5 per 1h (5 used, next at 13:12)"},
 				{Max: 20, Per: "day", Used: 9, Text: "20 per day (9 used)"}}},
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"orcr/core"
 	"orcr/core/wire"
 	"orcr/themes"
 )
@@ -28,7 +27,7 @@ const (
 type Model struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	svc    core.Service
+	svc    wire.Transport
 	opts   Options
 	c      *common
 
@@ -67,7 +66,7 @@ type Model struct {
 }
 
 // New builds the root model. It does no I/O; Init starts the first calls.
-func New(ctx context.Context, svc core.Service, opts Options) (*Model, error) {
+func New(ctx context.Context, svc wire.Transport, opts Options) (*Model, error) {
 	styles, km, err := resolveLook(opts)
 	if err != nil {
 		return nil, err

@@ -6,11 +6,11 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"orcr/core"
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
-// Every Service call happens in a command built here. Commands capture the values they
+// Every call happens in a command built here. Commands capture the values they
 // need (the service, a context, ids, params), never the model, and return one typed message.
 
 type (
@@ -49,7 +49,7 @@ type (
 		err error
 	}
 	schedulesMsg struct {
-		s   []wire.Schedule
+		s   []schedapi.Schedule
 		err error
 	}
 	dryRunMsg struct {
@@ -83,27 +83,27 @@ type (
 // instead of a spinner forever.
 const callTimeout = 10 * time.Second
 
-func infoCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func infoCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		i, err := svc.Info(ctx)
+		i, err := wire.Call(ctx, svc, wire.Info, wire.Empty{})
 		return infoMsg{i, err}
 	}
 }
 
-func listCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func listCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		a, err := svc.List(ctx, wire.ListParams{All: true})
+		a, err := wire.ListAgents(ctx, svc, wire.ListParams{All: true})
 		return listMsg{a, err}
 	}
 }
 
-func subscribeCmd(ctx context.Context, svc core.Service, after uint64) tea.Cmd {
+func subscribeCmd(ctx context.Context, svc wire.Transport, after uint64) tea.Cmd {
 	return func() tea.Msg {
-		ch, err := svc.Subscribe(ctx, wire.SubscribeParams{After: after, Transient: true})
+		ch, err := wire.Subscribe(ctx, svc, wire.SubscribeParams{After: after, Transient: true})
 		return subscribedMsg{ch, after, err}
 	}
 }
@@ -143,73 +143,75 @@ func waitEvents(ch <-chan wire.Event) tea.Cmd {
 	}
 }
 
-func readCmd(ctx context.Context, svc core.Service, id string, lines int) tea.Cmd {
+func readCmd(ctx context.Context, svc wire.Transport, id string, lines int) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		r, err := svc.Read(ctx, wire.ReadParams{Target: id, Lines: lines})
+		r, err := wire.Call(ctx, svc, wire.AgentRead, wire.ReadParams{Target: id, Lines: lines})
 		return readMsg{id, r, err}
 	}
 }
 
-func queueCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func queueCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		q, err := svc.Queue(ctx)
+		q, err := wire.Call(ctx, svc, wire.QueueGet, wire.Empty{})
 		return queueMsg{q, err}
 	}
 }
 
-func usageCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func usageCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		u, err := svc.Usage(ctx, wire.UsageParams{})
+		u, err := wire.Call(ctx, svc, wire.UsageGet, wire.UsageParams{})
 		return usageMsg{u, err}
 	}
 }
 
-func schedulesCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func schedulesCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		s, err := svc.Schedules(ctx)
+		sRes, err := wire.Call(ctx, svc, schedapi.ScheduleList, wire.Empty{})
+		s := sRes.Schedules
 		return schedulesMsg{s, err}
 	}
 }
 
-func dryRunCmd(ctx context.Context, svc core.Service, glob string) tea.Cmd {
+func dryRunCmd(ctx context.Context, svc wire.Transport, glob string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		r, err := svc.Kill(ctx, wire.KillParams{Glob: glob, DryRun: true})
+		r, err := wire.Call(ctx, svc, wire.AgentKill, wire.KillParams{Glob: glob, DryRun: true})
 		return dryRunMsg{glob, r.Agents, err}
 	}
 }
 
-func sendCmd(ctx context.Context, svc core.Service, p wire.SendParams) tea.Cmd {
+func sendCmd(ctx context.Context, svc wire.Transport, p wire.SendParams) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		return sentMsg{target: p.Target, err: svc.Send(ctx, p), text: p.Text}
+		return sentMsg{target: p.Target, err: wire.Do(ctx, svc, wire.AgentSend, p), text: p.Text}
 	}
 }
 
-func runCmd(ctx context.Context, svc core.Service, p wire.RunParams) tea.Cmd {
+func runCmd(ctx context.Context, svc wire.Transport, p wire.RunParams) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		a, err := svc.Run(ctx, p)
+		aRes, err := wire.Call(ctx, svc, wire.AgentRun, p)
+		a := aRes.Agent
 		return spawnedMsg{a, err}
 	}
 }
 
-func attachCmd(ctx context.Context, svc core.Service, id string, cols, rows int) tea.Cmd {
+func attachCmd(ctx context.Context, svc wire.Transport, id string, cols, rows int) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		r, err := svc.Attach(ctx, wire.AttachParams{Target: id, Cols: cols, Rows: rows})
+		r, err := wire.Attach(ctx, svc, wire.AttachParams{Target: id, Cols: cols, Rows: rows})
 		return attachMsg{id, r, err}
 	}
 }

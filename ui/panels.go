@@ -10,6 +10,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 )
 
 // The side panel shows one of five small views, switched with the panel tab keys. Each
@@ -284,12 +285,12 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 // ---- schedules ----
 
 type schedulesView struct {
-	s      []wire.Schedule
+	s      []schedapi.Schedule
 	loaded bool
 	err    string
 }
 
-func (v *schedulesView) set(s []wire.Schedule, err error) {
+func (v *schedulesView) set(s []schedapi.Schedule, err error) {
 	if err != nil {
 		v.err = err.Error()
 		return

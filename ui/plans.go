@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 // The plans view (DESIGN §8 "Plan"): a dialog over the dashboard with three modes —
@@ -22,20 +23,20 @@ import (
 // callAction asks the root to run fn as a command with its context and service; a
 // dialog that needs the server returns one instead of holding the service.
 type callAction struct {
-	fn func(ctx context.Context, svc core.Service) tea.Msg
+	fn func(ctx context.Context, svc wire.Transport) tea.Msg
 }
 
 type (
 	// plansMsg is the list of plans with each plan's file as it is now.
 	plansMsg struct {
-		plans   []wire.Plan
-		details map[string]wire.PlanGetResult
+		plans   []planapi.Plan
+		details map[string]planapi.PlanGetResult
 		err     error
 	}
 	// planDecidedMsg answers an approve or a reject.
 	planDecidedMsg struct {
 		verb string
-		plan wire.Plan
+		plan planapi.Plan
 		err  error
 	}
 	// planEditedMsg says the editor on a plan's file exited.
@@ -48,14 +49,15 @@ type (
 )
 
 // loadPlans is the call behind the view: every plan, and each one's file.
-func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
-	ps, err := svc.Plans(ctx)
+func loadPlans(ctx context.Context, svc wire.Transport) tea.Msg {
+	psRes, err := wire.Call(ctx, svc, planapi.PlanList, wire.Empty{})
+	ps := psRes.Plans
 	if err != nil {
 		return plansMsg{err: err}
 	}
-	details := make(map[string]wire.PlanGetResult, len(ps))
+	details := make(map[string]planapi.PlanGetResult, len(ps))
 	for _, p := range ps {
-		if d, err := svc.PlanGet(ctx, p.Name); err == nil {
+		if d, err := wire.Call(ctx, svc, planapi.PlanGet, planapi.PlanNameParams{Name: p.Name}); err == nil {
 			details[p.Name] = d
 		}
 	}
@@ -63,7 +65,7 @@ func loadPlans(ctx context.Context, svc core.Service) tea.Msg {
 }
 
 // plansCmd loads the plans (the root runs it when it opens the view).
-func plansCmd(ctx context.Context, svc core.Service) tea.Cmd {
+func plansCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
 	return func() tea.Msg { return loadPlans(ctx, svc) }
 }
 
@@ -84,8 +86,8 @@ type plansDialog struct {
 	size
 	c       *common
 	mode    planMode
-	plans   []wire.Plan
-	details map[string]wire.PlanGetResult
+	plans   []planapi.Plan
+	details map[string]planapi.PlanGetResult
 	loaded  bool
 	err     string
 	notice  string
@@ -100,7 +102,7 @@ type plansDialog struct {
 }
 
 func newPlansDialog(c *common) *plansDialog {
-	return &plansDialog{c: c, details: map[string]wire.PlanGetResult{}}
+	return &plansDialog{c: c, details: map[string]planapi.PlanGetResult{}}
 }
 
 func (d *plansDialog) Init() tea.Cmd { return d.tick() }
@@ -112,9 +114,9 @@ func (d *plansDialog) tick() tea.Cmd {
 }
 
 // current is the selected plan, if any.
-func (d *plansDialog) current() (wire.Plan, wire.PlanGetResult, bool) {
+func (d *plansDialog) current() (planapi.Plan, planapi.PlanGetResult, bool) {
 	if d.sel < 0 || d.sel >= len(d.plans) {
-		return wire.Plan{}, wire.PlanGetResult{}, false
+		return planapi.Plan{}, planapi.PlanGetResult{}, false
 	}
 	p := d.plans[d.sel]
 	return p, d.details[p.Name], true
@@ -221,7 +223,7 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 }
 
 // openForm shows the approval form for p with decision preselected.
-func (d *plansDialog) openForm(p wire.Plan, decision string) tea.Cmd {
+func (d *plansDialog) openForm(p planapi.Plan, decision string) tea.Cmd {
 	d.mode, d.decision, d.reason, d.notice = planForm, decision, "", ""
 	d.form = newPlanForm(d.c, p, &d.decision, &d.reason)
 	return d.form.Init()
@@ -246,20 +248,22 @@ func (d *plansDialog) updateForm(msg tea.Msg) (tea.Cmd, action) {
 // decide is the call an approval form's answer makes.
 func decide(name, decision, reason string) action {
 	if decision == "approve" {
-		return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
-			p, err := svc.PlanApprove(ctx, name)
+		return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
+			pRes, err := wire.Call(ctx, svc, planapi.PlanApprove, planapi.PlanNameParams{Name: name})
+			p := pRes.Plan
 			return planDecidedMsg{verb: "approved", plan: p, err: err}
 		}}
 	}
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
-		p, err := svc.PlanReject(ctx, wire.PlanRejectParams{Name: name, Reason: reason})
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
+		pRes, err := wire.Call(ctx, svc, planapi.PlanReject, planapi.PlanRejectParams{Name: name, Reason: reason})
+		p := pRes.Plan
 		return planDecidedMsg{verb: "rejected; the reason went to its lead", plan: p, err: err}
 	}}
 }
 
 // newPlanForm is the approval form: approve, or reject with the reason the lead
 // redrafts from (asked only for a rejection, and required).
-func newPlanForm(c *common, p wire.Plan, decision, reason *string) *huh.Form {
+func newPlanForm(c *common, p planapi.Plan, decision, reason *string) *huh.Form {
 	title := fmt.Sprintf("Plan %s (%s)", p.Name, p.State)
 	return huh.NewForm(
 		huh.NewGroup(

@@ -9,8 +9,9 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
+	"orcr/core/socket"
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 )
 
 const fixturePlanSource = `# Plan: csv-import
@@ -43,19 +44,19 @@ CSV rows parse into the row type.
 
 // fixturePlans is a drafted plan with its file, and one still drafting.
 func fixturePlans() plansMsg {
-	drafted := wire.Plan{Name: "csv-import", Request: "import CSV files into the contacts table", State: "drafted",
+	drafted := planapi.Plan{Name: "csv-import", Request: "import CSV files into the contacts table", State: "drafted",
 		Lead: "claude:claude-opus-5", LeadPath: "plans/csv-import/lead", File: "/src/app/.orcr/plans/csv-import.md",
 		Rounds: 1, CreatedAt: t0.Add(-2 * time.Minute)}
-	drafting := wire.Plan{Name: "auth", Request: "session cookies", State: "drafting", Lead: "codex:gpt-5.5",
+	drafting := planapi.Plan{Name: "auth", Request: "session cookies", State: "drafting", Lead: "codex:gpt-5.5",
 		LeadPath: "plans/auth/lead", File: "/src/app/.orcr/plans/auth.md", Rounds: 1, CreatedAt: t0.Add(-30 * time.Second)}
-	det := wire.PlanGetResult{Plan: drafted, Check: "go test ./...", Mode: "worktree", Source: fixturePlanSource,
-		Milestones: []wire.PlanMilestone{
+	det := planapi.PlanGetResult{Plan: drafted, Check: "go test ./...", Mode: "worktree", Source: fixturePlanSource,
+		Milestones: []planapi.PlanMilestone{
 			{ID: "M1", Title: "Shared types for the importer", Depends: []string{}, Tier: "high", EstimateSeconds: 1200, ModelWhy: "the contract M2 and M3 build on"},
 			{ID: "M2", Title: "CSV parser", Depends: []string{"M1"}, Tier: "medium", EstimateSeconds: 1800},
 		}}
-	missing := wire.PlanGetResult{Plan: drafting, Missing: true,
-		Problems: []wire.PlanProblem{{Code: "unreadable", Message: "/src/app/.orcr/plans/auth.md does not exist: the lead has not written it yet, or it was deleted"}}}
-	return plansMsg{plans: []wire.Plan{drafting, drafted}, details: map[string]wire.PlanGetResult{"csv-import": det, "auth": missing}}
+	missing := planapi.PlanGetResult{Plan: drafting, Missing: true,
+		Problems: []planapi.PlanProblem{{Code: "unreadable", Message: "/src/app/.orcr/plans/auth.md does not exist: the lead has not written it yet, or it was deleted"}}}
+	return plansMsg{plans: []planapi.Plan{drafting, drafted}, details: map[string]planapi.PlanGetResult{"csv-import": det, "auth": missing}}
 }
 
 // openPlans opens the plans view on the fixture with csv-import selected.
@@ -94,18 +95,35 @@ func TestGoldenPlans(t *testing.T) {
 // planRecorder is the Service the plan view's calls reach in tests: it records
 // approve and reject (anything else is not expected and panics on the nil embed).
 type planRecorder struct {
-	core.Service
 	approved, rejected, reason string
 }
 
-func (r *planRecorder) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
-	r.approved = name
-	return wire.Plan{Name: name, State: "approved"}, nil
+// transport serves the recorder's methods in-process.
+func (r *planRecorder) transport(t testing.TB) wire.Transport {
+	ip, err := socket.NewInProcess([]wire.Handler{
+		wire.Handle(planapi.PlanApprove, func(ctx context.Context, p *planapi.PlanNameParams) (planapi.PlanResult, error) {
+			pl, err := r.PlanApprove(ctx, p.Name)
+			return planapi.PlanResult{Plan: pl}, err
+		}),
+		wire.Handle(planapi.PlanReject, func(ctx context.Context, p *planapi.PlanRejectParams) (planapi.PlanResult, error) {
+			pl, err := r.PlanReject(ctx, *p)
+			return planapi.PlanResult{Plan: pl}, err
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
 
-func (r *planRecorder) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
+func (r *planRecorder) PlanApprove(ctx context.Context, name string) (planapi.Plan, error) {
+	r.approved = name
+	return planapi.Plan{Name: name, State: "approved"}, nil
+}
+
+func (r *planRecorder) PlanReject(ctx context.Context, p planapi.PlanRejectParams) (planapi.Plan, error) {
 	r.rejected, r.reason = p.Name, p.Reason
-	return wire.Plan{Name: p.Name, State: "rejected"}, nil
+	return planapi.Plan{Name: p.Name, State: "rejected"}, nil
 }
 
 // decided runs the call an action asks for against svc and feeds its answer back.
@@ -115,7 +133,7 @@ func decided(t *testing.T, d *plansDialog, act action, svc *planRecorder) {
 	if !ok {
 		t.Fatalf("action = %#v, want a call", act)
 	}
-	d.Update(ca.fn(context.Background(), svc))
+	d.Update(ca.fn(context.Background(), svc.transport(t)))
 }
 
 // TestPlanFormDecides: the form's answers become the calls — approve, and reject with

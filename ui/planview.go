@@ -10,7 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
-	"orcr/core/wire"
+
+	planapi "orcr/orchestrate/api"
 )
 
 // Drawing the plans view: the list with the selected plan's milestones, and one plan
@@ -102,7 +103,7 @@ func planStateStyle(c *common, state string) *lipglossStyle {
 }
 
 // problemLines says what is wrong with the plan's file, by line.
-func problemLines(c *common, p wire.Plan, det wire.PlanGetResult, w int) []string {
+func problemLines(c *common, p planapi.Plan, det planapi.PlanGetResult, w int) []string {
 	st := &c.styles
 	var out []string
 	if p.State == "rejected" || (p.Reason != "" && p.State == "drafting") {
@@ -115,7 +116,7 @@ func problemLines(c *common, p wire.Plan, det wire.PlanGetResult, w int) []strin
 }
 
 // milestoneLines is the milestone table: id, title, depends, tier, estimate, why.
-func milestoneLines(c *common, ms []wire.PlanMilestone, w int) []string {
+func milestoneLines(c *common, ms []planapi.PlanMilestone, w int) []string {
 	st := &c.styles
 	rows := [][]string{{"ID", "TITLE", "DEPENDS", "TIER", "ESTIMATE", "MODEL-WHY"}}
 	for _, m := range ms {
@@ -182,7 +183,7 @@ func planColumns(rows [][]string, w int, paint func(r, col int, cell string) str
 
 // viewLines is the plan mode: the record's summary, the problems, then the file
 // rendered with line numbers, scrolled.
-func (d plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w int) []string {
+func (d plansDialog) viewLines(p planapi.Plan, det planapi.PlanGetResult, w int) []string {
 	head, body := d.viewParts(p, det, w)
 	page := d.viewPage(len(head))
 	body = body[min(d.scroll, max(0, len(body)-page)):]
@@ -191,7 +192,7 @@ func (d plansDialog) viewLines(p wire.Plan, det wire.PlanGetResult, w int) []str
 
 // viewParts is the plan's summary and problems (head) and its file rendered to width
 // w (body).
-func (d plansDialog) viewParts(p wire.Plan, det wire.PlanGetResult, w int) (head, body []string) {
+func (d plansDialog) viewParts(p planapi.Plan, det planapi.PlanGetResult, w int) (head, body []string) {
 	st := &d.c.styles
 	head = []string{
 		d.c.p(planStateStyle(d.c, p.State), p.State) + d.c.p(&st.Muted, fmt.Sprintf(" · lead %s on %s · round %d · %s", p.LeadPath, p.Lead, p.Rounds, p.File)),
@@ -219,7 +220,7 @@ func (d plansDialog) viewParts(p wire.Plan, det wire.PlanGetResult, w int) (head
 // renderPlan draws plan Markdown: headings in the accent, keys muted, check boxes as
 // boxes, code and comments subdued, each line under its number (marked where a
 // problem is), wrapped to w.
-func renderPlan(c *common, src string, problems []wire.PlanProblem, w int) []string {
+func renderPlan(c *common, src string, problems []planapi.PlanProblem, w int) []string {
 	st := &c.styles
 	bad := map[int]bool{}
 	for _, p := range problems {

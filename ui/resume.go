@@ -20,22 +20,23 @@ type wokenMsg struct {
 }
 
 // resumeCmd wakes a hibernated agent (enter on it).
-func resumeCmd(ctx context.Context, svc core.Service, a wire.Agent) tea.Cmd {
+func resumeCmd(ctx context.Context, svc wire.Transport, a wire.Agent) tea.Cmd {
 	id, path := a.ID, a.Path
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		_, err := svc.Resume(ctx, wire.ResumeParams{Target: id})
+		_, err := wire.Call(ctx, svc, wire.AgentResume, wire.ResumeParams{Target: id})
 		return wokenMsg{path, err}
 	}
 }
 
 // resumeEntryCmd resumes an ended agent from the history view.
-func resumeEntryCmd(ctx context.Context, svc core.Service, a resumeAction) tea.Cmd {
+func resumeEntryCmd(ctx context.Context, svc wire.Transport, a resumeAction) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		ag, err := svc.Resume(ctx, a.p)
+		agRes, err := wire.Call(ctx, svc, wire.AgentResume, a.p)
+		ag := agRes.Agent
 		return resumedMsg{a.from, ag, err}
 	}
 }

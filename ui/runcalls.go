@@ -6,9 +6,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"orcr/core"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // How the runs view reaches the server and the root: its messages, the calls behind
@@ -20,14 +20,14 @@ import (
 type (
 	// runsMsg is every run, read at at (elapsed times count on from there).
 	runsMsg struct {
-		runs []wire.RunView
+		runs []runapi.RunView
 		at   time.Time
 		err  error
 	}
 	// runLogMsg is the tail of one run's log.
 	runLogMsg struct {
 		name    string
-		entries []wire.RunEntry
+		entries []runapi.RunEntry
 		err     error
 	}
 	// runSummaryMsg is a run's summary file as read.
@@ -38,7 +38,7 @@ type (
 	// runActedMsg answers answer, hold, retry and dispatch.
 	runActedMsg struct {
 		verb, name, m string
-		run           wire.RunView
+		run           runapi.RunView
 		err           error
 	}
 )
@@ -67,19 +67,21 @@ func (a runCoderAction) apply(m *Model) tea.Cmd {
 // runLogKeep is how many log entries the view keeps for the open run.
 const runLogKeep = 200
 
-func loadRuns(ctx context.Context, svc core.Service) tea.Msg {
+func loadRuns(ctx context.Context, svc wire.Transport) tea.Msg {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	rs, err := svc.Runs(ctx)
+	rsRes, err := wire.Call(ctx, svc, runapi.RunListM, wire.Empty{})
+	rs := rsRes.Runs
 	return runsMsg{runs: rs, at: time.Now(), err: err}
 }
 
 // loadRunLog reads the newest entries of a run's log; seq is the run's latest.
 func loadRunLog(name string, seq uint64) callAction {
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		es, err := svc.RunEvents(ctx, wire.RunEventsParams{Name: name, After: seq - min(seq, runLogKeep), Limit: runLogKeep})
+		esRes, err := wire.Call(ctx, svc, runapi.RunEventsM, runapi.RunEventsParams{Name: name, After: seq - min(seq, runLogKeep), Limit: runLogKeep})
+		es := esRes.Entries
 		return runLogMsg{name, es, err}
 	}}
 }
@@ -90,7 +92,7 @@ const summaryLimit = 1 << 20
 // loadSummary reads the summary file the run names. The socket is a local one, so the
 // server's path is this machine's.
 func loadSummary(name, path string) callAction {
-	return callAction{func(ctx context.Context, _ core.Service) tea.Msg {
+	return callAction{func(ctx context.Context, _ wire.Transport) tea.Msg {
 		// A regular file only: a FIFO in its place would hold this command forever.
 		b, err := regfile.ReadMax(ctx, path, summaryLimit)
 		return runSummaryMsg{name: name, path: path, text: string(b), err: err}
@@ -98,12 +100,12 @@ func loadSummary(name, path string) callAction {
 }
 
 // runAct is the call behind an action on a milestone.
-func runAct(verb, name, m string, fn func(ctx context.Context, svc core.Service) (wire.RunView, error)) callAction {
-	return callAction{func(ctx context.Context, svc core.Service) tea.Msg {
+func runAct(verb, name, m string, fn func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error)) callAction {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		v, err := fn(ctx, svc)
-		return runActedMsg{verb: verb, name: name, m: m, run: v, err: err}
+		r, err := fn(ctx, svc)
+		return runActedMsg{verb: verb, name: name, m: m, run: r.Run, err: err}
 	}}
 }
 
@@ -184,7 +186,7 @@ func (m *Model) updateRuns(msg tea.Msg) (tea.Cmd, bool) {
 // bar what a run needs the user for (run.notify) as it happens.
 func (m *Model) followRuns(evs []wire.Event) tea.Cmd {
 	for _, ev := range evs {
-		if ev.Event == wire.EventRunNotify && ev.Seq > m.info.LastSeq {
+		if ev.Event == runapi.EventRunNotify && ev.Seq > m.info.LastSeq {
 			who := dataString(ev.Data, "run")
 			if ms := dataString(ev.Data, "m"); ms != "" {
 				who += " " + ms

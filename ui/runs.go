@@ -13,6 +13,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // The runs view (DESIGN §8 "Run"): a dialog over the dashboard, reached like the plans
@@ -43,7 +44,7 @@ type runsDialog struct {
 	agentAt func(path string) *wire.Agent
 
 	mode   runMode
-	runs   []wire.RunView
+	runs   []runapi.RunView
 	at     time.Time // when runs was read
 	loaded bool
 	err    string
@@ -52,7 +53,7 @@ type runsDialog struct {
 	open   string // the run shown in the view and summary modes
 	msel   int    // selected milestone
 
-	log     []wire.RunEntry // the open run's newest entries, by seq
+	log     []runapi.RunEntry // the open run's newest entries, by seq
 	summary runSummaryMsg
 
 	scroll int // first shown line of the summary
@@ -84,26 +85,26 @@ func (d *runsDialog) reload() action {
 }
 
 // current is the selected run in the list, or the open one in the other modes.
-func (d *runsDialog) current() (wire.RunView, bool) {
+func (d *runsDialog) current() (runapi.RunView, bool) {
 	if d.mode != runList {
 		for _, r := range d.runs {
 			if r.Name == d.open {
 				return r, true
 			}
 		}
-		return wire.RunView{}, false
+		return runapi.RunView{}, false
 	}
 	if d.sel < 0 || d.sel >= len(d.runs) {
-		return wire.RunView{}, false
+		return runapi.RunView{}, false
 	}
 	return d.runs[d.sel], true
 }
 
 // milestone is the selected milestone of the open run.
-func (d *runsDialog) milestone() (wire.RunView, wire.RunMilestone, bool) {
+func (d *runsDialog) milestone() (runapi.RunView, runapi.RunMilestone, bool) {
 	r, ok := d.current()
 	if !ok || d.mode == runList || d.msel < 0 || d.msel >= len(r.Milestones) {
-		return r, wire.RunMilestone{}, false
+		return r, runapi.RunMilestone{}, false
 	}
 	return r, r.Milestones[d.msel], true
 }
@@ -113,12 +114,12 @@ func (d *runsDialog) milestone() (wire.RunView, wire.RunMilestone, bool) {
 func (d *runsDialog) followEvents(evs []wire.Event) action {
 	changed := false
 	for _, ev := range evs {
-		if ev.Event != wire.EventRun && ev.Event != wire.EventRunNotify {
+		if ev.Event != runapi.EventRun && ev.Event != runapi.EventRunNotify {
 			continue
 		}
 		changed = true
-		if ev.Event == wire.EventRun && dataString(ev.Data, "run") == d.open && d.open != "" {
-			d.addLog([]wire.RunEntry{{Seq: dataSeq(ev.Data["seq"]), At: ev.At, Type: dataString(ev.Data, "type"),
+		if ev.Event == runapi.EventRun && dataString(ev.Data, "run") == d.open && d.open != "" {
+			d.addLog([]runapi.RunEntry{{Seq: dataSeq(ev.Data["seq"]), At: ev.At, Type: dataString(ev.Data, "type"),
 				Kind: dataString(ev.Data, "kind"), M: dataString(ev.Data, "m"), Text: dataString(ev.Data, "text")}})
 		}
 	}
@@ -130,10 +131,10 @@ func (d *runsDialog) followEvents(evs []wire.Event) action {
 
 // addLog merges entries into the log by seq (a read and live events can overlap and
 // arrive in either order) and keeps the newest runLogKeep.
-func (d *runsDialog) addLog(es []wire.RunEntry) {
+func (d *runsDialog) addLog(es []runapi.RunEntry) {
 	d.log = append(d.log, es...)
-	slices.SortStableFunc(d.log, func(a, b wire.RunEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	d.log = slices.CompactFunc(d.log, func(a, b wire.RunEntry) bool { return a.Seq == b.Seq })
+	slices.SortStableFunc(d.log, func(a, b runapi.RunEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	d.log = slices.CompactFunc(d.log, func(a, b runapi.RunEntry) bool { return a.Seq == b.Seq })
 	if len(d.log) > runLogKeep {
 		d.log = d.log[len(d.log)-runLogKeep:]
 	}
@@ -339,8 +340,8 @@ func (d *runsDialog) milestoneKey(k tea.KeyPressMsg) (tea.Cmd, action) {
 			d.notice = fmt.Sprintf("%s is %s: only a ready milestone is dispatched", id, ms.State)
 			return nil, nil
 		}
-		return nil, runAct("dispatched", name, id, func(ctx context.Context, svc core.Service) (wire.RunView, error) {
-			return svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: name, Milestones: []string{id}})
+		return nil, runAct("dispatched", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunDispatchM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}})
 		})
 	case km.Coder.Matches(k):
 		coder := ms.Coder
@@ -357,7 +358,7 @@ func (d *runsDialog) milestoneKey(k tea.KeyPressMsg) (tea.Cmd, action) {
 func coderPath(run, coder string) string { return "runs/" + run + "/" + coder }
 
 // openForm shows the form of verb for milestone ms.
-func (d *runsDialog) openForm(verb string, ms wire.RunMilestone) tea.Cmd {
+func (d *runsDialog) openForm(verb string, ms runapi.RunMilestone) tea.Cmd {
 	d.mode, d.formVerb, d.formM, d.text, d.tier, d.notice = runForm, verb, ms.ID, "", "", ""
 	d.form = newRunForm(d.c, verb, ms, &d.text, &d.tier)
 	return d.form.Init()
@@ -383,16 +384,16 @@ func (d *runsDialog) submit() action {
 	name, id, text, tier := d.open, d.formM, strings.TrimSpace(d.text), d.tier
 	switch d.formVerb {
 	case "answer":
-		return runAct("answered", name, id, func(ctx context.Context, svc core.Service) (wire.RunView, error) {
-			return svc.RunAnswer(ctx, wire.RunTextParams{Name: name, Milestone: id, Text: text})
+		return runAct("answered", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunAnswerM, runapi.RunTextParams{Name: name, Milestone: id, Text: text})
 		})
 	case "hold":
-		return runAct("held", name, id, func(ctx context.Context, svc core.Service) (wire.RunView, error) {
-			return svc.RunHold(ctx, wire.RunMilestonesParams{Name: name, Milestones: []string{id}, Reason: text})
+		return runAct("held", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunHoldM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Reason: text})
 		})
 	case "retry":
-		return runAct("retried", name, id, func(ctx context.Context, svc core.Service) (wire.RunView, error) {
-			return svc.RunRetry(ctx, wire.RunMilestonesParams{Name: name, Milestones: []string{id}, Tier: tier})
+		return runAct("retried", name, id, func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunRetryM, runapi.RunMilestonesParams{Name: name, Milestones: []string{id}, Tier: tier})
 		})
 	}
 	return nil
@@ -400,7 +401,7 @@ func (d *runsDialog) submit() action {
 
 // newRunForm is the form of an action on a milestone: the answer (required), the
 // reason for a hold (optional; submitting is the confirmation), or the tier of a retry.
-func newRunForm(c *common, verb string, ms wire.RunMilestone, text, tier *string) *huh.Form {
+func newRunForm(c *common, verb string, ms runapi.RunMilestone, text, tier *string) *huh.Form {
 	var field huh.Field
 	switch verb {
 	case "answer":

@@ -14,50 +14,51 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
-	"orcr/core"
+	"orcr/core/socket"
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/themes"
 )
 
 // fixtureRuns is a run under way with a milestone in most states (merged, asking,
 // building one tier up, failed, planned, ready), a pool with a benched coder and two
 // messages waiting for the lead; and a finished run with its summary.
-func fixtureRuns() []wire.RunView {
+func fixtureRuns() []runapi.RunView {
 	bench := t0.Add(40 * time.Minute)
-	csv := wire.RunView{Name: "csv-import", State: "running", Repo: "/src/app", Base: "main", Feature: "feature/csv-import",
+	csv := runapi.RunView{Name: "csv-import", State: "running", Repo: "/src/app", Base: "main", Feature: "feature/csv-import",
 		Tip: "3f2a9c1d0b7e55aa", Check: "go test ./...", Mode: "worktree", Reviewer: "claude:claude-sonnet-4-5", Coders: 3,
 		Created: t0.Add(-50 * time.Minute), Seq: 42,
-		Milestones: []wire.RunMilestone{
+		Milestones: []runapi.RunMilestone{
 			{ID: "M1", Title: "Shared types for the importer", State: "merged", Tier: "high", TierNow: "high", Coder: "", Model: "claude:claude-opus-4-1",
-				Rounds: wire.Rounds{Check: 1}, ElapsedSeconds: 1500, EstimateSeconds: 1200, Commit: "9d8c7b6a5f"},
+				Rounds: runapi.Rounds{Check: 1}, ElapsedSeconds: 1500, EstimateSeconds: 1200, Commit: "9d8c7b6a5f"},
 			{ID: "M2", Title: "CSV parser", State: "asking", Tier: "medium", TierNow: "medium", Coder: "coder-1", Model: "claude:claude-sonnet-4-5",
 				Question: "reject the file or skip bad rows?", Waits: "an answer (`orcr run answer csv-import M2 …`)", ElapsedSeconds: 600, EstimateSeconds: 1800},
 			{ID: "M3", Title: "Row sink writing to the contacts table", State: "building", Tier: "small", TierNow: "medium", Coder: "coder-2", Model: "codex:gpt-5-codex",
-				Rounds: wire.Rounds{Check: 2, Review: 1}, Waits: "coder-2", ElapsedSeconds: 2400, EstimateSeconds: 900},
+				Rounds: runapi.Rounds{Check: 2, Review: 1}, Waits: "coder-2", ElapsedSeconds: 2400, EstimateSeconds: 900},
 			{ID: "M4", Title: "Import command", State: "failed", Tier: "high", TierNow: "high", Model: "claude:claude-opus-4-1",
-				Rounds: wire.Rounds{Check: 3, Conflict: 2}, Reason: "out of rounds: check failed 3 times", Waits: "you or the lead: out of rounds: check failed 3 times",
+				Rounds: runapi.Rounds{Check: 3, Conflict: 2}, Reason: "out of rounds: check failed 3 times", Waits: "you or the lead: out of rounds: check failed 3 times",
 				ElapsedSeconds: 700, EstimateSeconds: 600},
 			{ID: "M5", Title: "Docs", State: "planned", Tier: "small", TierNow: "small", Waits: "M4 to merge", EstimateSeconds: 300},
 			{ID: "M6", Title: "Benchmarks", State: "ready", Tier: "small", TierNow: "small", Waits: "the lead's dispatch (or 15m0s after ready)"},
 		},
-		Pool: []wire.RunCoder{
+		Pool: []runapi.RunCoder{
 			{Name: "coder-1", Tier: "medium", Model: "claude:claude-sonnet-4-5", Milestone: "M2"},
 			{Name: "coder-2", Tier: "medium", Model: "codex:gpt-5-codex", Milestone: "M3"},
 			{Name: "coder-3", Tier: "high", Model: "claude:claude-opus-4-1", BenchedUntil: &bench},
 		},
 		Inbox: []string{"M2 asks: reject the file or skip bad rows?", "M4 failed: out of rounds: check failed 3 times; `orcr run retry csv-import M4 --tier high` or `orcr run hold csv-import M4`"},
 	}
-	done := wire.RunView{Name: "auth", State: "done", Repo: "/src/app", Base: "main", Feature: "feature/auth", Tip: "aa11bb22cc33",
+	done := runapi.RunView{Name: "auth", State: "done", Repo: "/src/app", Base: "main", Feature: "feature/auth", Tip: "aa11bb22cc33",
 		Check: "make test", Mode: "shared", Coders: 1, Created: t0.Add(-26 * time.Hour), Updated: t0.Add(-25 * time.Hour), Seq: 90, Summary: "/src/app/.orcr/runs/auth/summary.md",
-		Inbox: []string{}, Pool: []wire.RunCoder{},
-		Milestones: []wire.RunMilestone{
+		Inbox: []string{}, Pool: []runapi.RunCoder{},
+		Milestones: []runapi.RunMilestone{
 			{ID: "M1", Title: "Session cookie", State: "merged", Tier: "medium", TierNow: "medium", Model: "claude:claude-sonnet-4-5", ElapsedSeconds: 900, EstimateSeconds: 1200},
 		}}
-	return []wire.RunView{csv, done}
+	return []runapi.RunView{csv, done}
 }
 
-func fixtureRunLog() []wire.RunEntry {
-	return []wire.RunEntry{
+func fixtureRunLog() []runapi.RunEntry {
+	return []runapi.RunEntry{
 		{Seq: 39, At: t0.Add(-6 * time.Minute), Type: "fact", Kind: "checked", M: "M3", Text: "check failed (round 2)"},
 		{Seq: 40, At: t0.Add(-4 * time.Minute), Type: "did", Kind: "send", M: "M3", Text: "the check output went to coder-2"},
 		{Seq: 41, At: t0.Add(-2 * time.Minute), Type: "fact", Kind: "asked", M: "M2", Text: "reject the file or skip bad rows?"},
@@ -138,28 +139,59 @@ func TestGoldenRuns(t *testing.T) {
 // runRecorder is the Service behind the runs view in tests: it serves the fixture and
 // records the calls that act (anything else panics on the nil embed).
 type runRecorder struct {
-	core.Service
 	mu                    sync.Mutex
 	runs                  int
-	answer                wire.RunTextParams
-	hold, retry, dispatch wire.RunMilestonesParams
+	answer                runapi.RunTextParams
+	hold, retry, dispatch runapi.RunMilestonesParams
 	fail                  error
 }
 
-func (r *runRecorder) Runs(context.Context) ([]wire.RunView, error) {
+// transport serves the recorder's methods in-process, as the dashboard's calls reach
+// them (any other method is unknown).
+func (r *runRecorder) transport(t testing.TB) wire.Transport {
+	res := func(v runapi.RunView, err error) (runapi.RunResult, error) { return runapi.RunResult{Run: v}, err }
+	ip, err := socket.NewInProcess([]wire.Handler{
+		wire.Handle(runapi.RunListM, func(ctx context.Context, _ *wire.Empty) (runapi.RunListResult, error) {
+			rs, err := r.Runs(ctx)
+			return runapi.RunListResult{Runs: rs}, err
+		}),
+		wire.Handle(runapi.RunEventsM, func(ctx context.Context, p *runapi.RunEventsParams) (runapi.RunEventsResult, error) {
+			es, err := r.RunEvents(ctx, *p)
+			return runapi.RunEventsResult{Entries: es}, err
+		}),
+		wire.Handle(runapi.RunAnswerM, func(ctx context.Context, p *runapi.RunTextParams) (runapi.RunResult, error) {
+			return res(r.RunAnswer(ctx, *p))
+		}),
+		wire.Handle(runapi.RunHoldM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunHold(ctx, *p))
+		}),
+		wire.Handle(runapi.RunRetryM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunRetry(ctx, *p))
+		}),
+		wire.Handle(runapi.RunDispatchM, func(ctx context.Context, p *runapi.RunMilestonesParams) (runapi.RunResult, error) {
+			return res(r.RunDispatch(ctx, *p))
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+func (r *runRecorder) Runs(context.Context) ([]runapi.RunView, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.runs++
 	return fixtureRuns(), nil
 }
 
-func (r *runRecorder) RunEvents(_ context.Context, p wire.RunEventsParams) ([]wire.RunEntry, error) {
+func (r *runRecorder) RunEvents(_ context.Context, p runapi.RunEventsParams) ([]runapi.RunEntry, error) {
 	return fixtureRunLog(), nil
 }
 
-func (r *runRecorder) after(name, m, state string) (wire.RunView, error) {
+func (r *runRecorder) after(name, m, state string) (runapi.RunView, error) {
 	if r.fail != nil {
-		return wire.RunView{}, r.fail
+		return runapi.RunView{}, r.fail
 	}
 	v := fixtureRuns()[0]
 	for i := range v.Milestones {
@@ -170,22 +202,22 @@ func (r *runRecorder) after(name, m, state string) (wire.RunView, error) {
 	return v, nil
 }
 
-func (r *runRecorder) RunAnswer(_ context.Context, p wire.RunTextParams) (wire.RunView, error) {
+func (r *runRecorder) RunAnswer(_ context.Context, p runapi.RunTextParams) (runapi.RunView, error) {
 	r.answer = p
 	return r.after(p.Name, p.Milestone, "building")
 }
 
-func (r *runRecorder) RunHold(_ context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+func (r *runRecorder) RunHold(_ context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	r.hold = p
 	return r.after(p.Name, p.Milestones[0], "held")
 }
 
-func (r *runRecorder) RunRetry(_ context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+func (r *runRecorder) RunRetry(_ context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	r.retry = p
 	return r.after(p.Name, p.Milestones[0], "ready")
 }
 
-func (r *runRecorder) RunDispatch(_ context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
+func (r *runRecorder) RunDispatch(_ context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
 	r.dispatch = p
 	return r.after(p.Name, p.Milestones[0], "building")
 }
@@ -215,7 +247,7 @@ func pressSettle(t testing.TB, m *Model, keys ...string) {
 func TestRunsActions(t *testing.T) {
 	rec := &runRecorder{}
 	m := newTestModel(t, 120, 40, Options{})
-	m.svc = rec
+	m.svc = rec.transport(t)
 	pressSettle(t, m, "O")
 	if rec.runs != 1 || !strings.Contains(plain(screen(t, m)), "csv-import") {
 		t.Fatalf("opening read the runs %d times:\n%s", rec.runs, plain(screen(t, m)))
@@ -223,7 +255,7 @@ func TestRunsActions(t *testing.T) {
 	pressSettle(t, m, "enter", "down", "a")
 	typeText(m, "skip bad rows and count them")
 	pressSettle(t, m, "enter")
-	if rec.answer != (wire.RunTextParams{Name: "csv-import", Milestone: "M2", Text: "skip bad rows and count them"}) {
+	if rec.answer != (runapi.RunTextParams{Name: "csv-import", Milestone: "M2", Text: "skip bad rows and count them"}) {
 		t.Fatalf("answer %+v", rec.answer)
 	}
 	if !strings.Contains(m.status.notice, "answered M2 of csv-import: now building") {
@@ -296,11 +328,11 @@ func TestRunsCoderInTree(t *testing.T) {
 func TestRunsFollowEvents(t *testing.T) {
 	rec := &runRecorder{}
 	m := newTestModel(t, 120, 40, Options{})
-	m.svc = rec
+	m.svc = rec.transport(t)
 	pressSettle(t, m, "O", "enter")
 	rec.runs = 0
 	ev := func(seq uint64, kind string) wire.Event {
-		return wire.Event{Event: wire.EventRun, Seq: 100 + seq, At: t0, Data: map[string]any{"run": "csv-import", "seq": float64(seq), "type": "fact", "kind": kind, "m": "M6", "text": kind + " text"}}
+		return wire.Event{Event: runapi.EventRun, Seq: 100 + seq, At: t0, Data: map[string]any{"run": "csv-import", "seq": float64(seq), "type": "fact", "kind": kind, "m": "M6", "text": kind + " text"}}
 	}
 	_, first := m.Update(eventsMsg{events: []wire.Event{ev(43, "dispatch")}})
 	_, second := m.Update(eventsMsg{events: []wire.Event{ev(44, "spawned"), ev(45, "briefed")}})
@@ -326,7 +358,7 @@ func TestRunsFollowEvents(t *testing.T) {
 	if rec.runs != 2 {
 		t.Fatal("an agent event re-read the runs")
 	}
-	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventRunNotify, Seq: 201, At: t0, Data: map[string]any{"run": "csv-import", "m": "M2", "text": "the lead has not taken its inbox after 3 sends"}}}})
+	m.Update(eventsMsg{events: []wire.Event{{Event: runapi.EventRunNotify, Seq: 201, At: t0, Data: map[string]any{"run": "csv-import", "m": "M2", "text": "the lead has not taken its inbox after 3 sends"}}}})
 	if !strings.Contains(m.status.notice, "run csv-import M2: the lead has not taken its inbox") {
 		t.Fatalf("status %q", m.status.notice)
 	}
@@ -427,12 +459,12 @@ func BenchmarkRunViewKeystroke(b *testing.B) {
 		ms.ID = fmt.Sprintf("M%d", len(run.Milestones)+1)
 		run.Milestones = append(run.Milestones, ms)
 	}
-	var log []wire.RunEntry
+	var log []runapi.RunEntry
 	for i := 0; i < runLogKeep; i++ {
-		log = append(log, wire.RunEntry{Seq: uint64(i + 1), At: t0, Type: "fact", Kind: "checked", M: "M3", Text: "check failed"})
+		log = append(log, runapi.RunEntry{Seq: uint64(i + 1), At: t0, Type: "fact", Kind: "checked", M: "M3", Text: "check failed"})
 	}
 	m.Update(key("O"))
-	m.Update(runsMsg{runs: []wire.RunView{run}, at: t0})
+	m.Update(runsMsg{runs: []runapi.RunView{run}, at: t0})
 	m.Update(key("enter"))
 	m.Update(runLogMsg{name: run.Name, entries: log})
 	down, up := key("down"), key("up")

@@ -10,7 +10,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
-	"orcr/core/wire"
+
+	runapi "orcr/orchestrate/run/api"
 )
 
 // Drawing the runs view: the list, one run (header, milestone rows, the selected
@@ -154,7 +155,7 @@ func milestoneGlyph(c *common, state string) (string, *lipglossStyle) {
 
 // elapsed is a milestone's time so far: the server's figure, counted on from when the
 // view read it while the milestone is under way, so the clock moves between events.
-func (d runsDialog) elapsed(m wire.RunMilestone) int {
+func (d runsDialog) elapsed(m runapi.RunMilestone) int {
 	sec := m.ElapsedSeconds
 	switch m.State {
 	case "planned", "ready", "merged":
@@ -167,7 +168,7 @@ func (d runsDialog) elapsed(m wire.RunMilestone) int {
 }
 
 // timeCell is "elapsed / estimate", or "-" before the start.
-func (d runsDialog) timeCell(m wire.RunMilestone) string {
+func (d runsDialog) timeCell(m runapi.RunMilestone) string {
 	e := d.elapsed(m)
 	if e <= 0 && m.EstimateSeconds <= 0 {
 		return "-"
@@ -180,14 +181,14 @@ func (d runsDialog) timeCell(m wire.RunMilestone) string {
 }
 
 // tierCell is the planned tier, with the tier working on it now when they differ.
-func tierCell(m wire.RunMilestone) string {
+func tierCell(m runapi.RunMilestone) string {
 	if m.TierNow != "" && m.TierNow != m.Tier {
 		return m.Tier + "→" + m.TierNow
 	}
 	return m.Tier
 }
 
-func merged(r wire.RunView) int {
+func merged(r runapi.RunView) int {
 	n := 0
 	for _, m := range r.Milestones {
 		if m.State == "merged" {
@@ -198,7 +199,7 @@ func merged(r wire.RunView) int {
 }
 
 // attention counts what waits for the user or the lead: questions, failures, holds.
-func attention(r wire.RunView) string {
+func attention(r runapi.RunView) string {
 	var asking, failed, held, undispatched int
 	for _, m := range r.Milestones {
 		if m.Undispatched != "" {
@@ -286,7 +287,7 @@ func capCell(s string, n int) string {
 
 // paintMilestones lays out milestone rows (the first column the glyph and id, the
 // second the state) in the milestones' state colours.
-func (d runsDialog) paintMilestones(rows [][]string, ms []wire.RunMilestone, w int) []string {
+func (d runsDialog) paintMilestones(rows [][]string, ms []runapi.RunMilestone, w int) []string {
 	st := &d.c.styles
 	return planColumns(rows, w, func(row, col int, cell string) string {
 		if row == 0 {
@@ -307,7 +308,7 @@ func (d runsDialog) paintMilestones(rows [][]string, ms []wire.RunMilestone, w i
 }
 
 // headLine is a run's state and where its work goes.
-func (d runsDialog) headLine(r wire.RunView) string {
+func (d runsDialog) headLine(r runapi.RunView) string {
 	st := &d.c.styles
 	tip := r.Tip
 	if len(tip) > 10 {
@@ -324,7 +325,7 @@ func (d runsDialog) headLine(r wire.RunView) string {
 // viewLines is the run mode: the head line, the milestone rows (scrolled to keep the
 // selection in view), the selected milestone in full, the pool, the lead's inbox and
 // as much of the log's tail as fits.
-func (d runsDialog) viewLines(r wire.RunView, w, room int) []string {
+func (d runsDialog) viewLines(r runapi.RunView, w, room int) []string {
 	st := &d.c.styles
 	out := []string{d.headLine(r), ""}
 	// Narrow, the title and the coder give way (the selected milestone's lines below
@@ -411,7 +412,7 @@ func squeeze(lines []string, room int) []string {
 }
 
 // detailLines is the selected milestone in full.
-func (d runsDialog) detailLines(r wire.RunView, m wire.RunMilestone, w int) []string {
+func (d runsDialog) detailLines(r runapi.RunView, m runapi.RunMilestone, w int) []string {
 	st := &d.c.styles
 	g, gs := milestoneGlyph(d.c, m.State)
 	out := []string{d.c.p(gs, g+" "+m.ID) + " " + d.c.p(&st.Bold, oneLine(m.Title)) + " " + d.c.p(gs, m.State)}
@@ -445,7 +446,7 @@ func (d runsDialog) detailLines(r wire.RunView, m wire.RunMilestone, w int) []st
 }
 
 // poolLine is the run's coders: tier, model, what each works on or how long it rests.
-func (d runsDialog) poolLine(r wire.RunView) string {
+func (d runsDialog) poolLine(r runapi.RunView) string {
 	st := &d.c.styles
 	if len(r.Pool) == 0 {
 		return d.c.p(&st.Muted, "coders: none started yet")

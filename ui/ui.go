@@ -1,8 +1,8 @@
 // Package ui is orcr's full-screen dashboard: a bubbletea root model that owns focus,
 // layout and a dialog stack, and the panes it lays out (agent tree, preview, the
 // queue/usage/schedules/events panel, status bar). It sees the engine only through
-// core.Service, so it works the same in-process and against a remote `orcr serve`.
-// Update never does I/O: every Service call runs in a command that returns a typed
+// wire.Transport, so it works the same in-process and against a remote `orcr serve`.
+// Update never does I/O: every call runs in a command that returns a typed
 // message, and core events arrive through one re-arming subscription command. View
 // never changes state: layout happens in Update and SetSize. README.md says how the
 // pieces fit and how tests drive them.
@@ -17,7 +17,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"orcr/core"
+	"orcr/core/wire"
 	"orcr/keymaps"
 	"orcr/themes"
 )
@@ -58,7 +58,7 @@ func (q QuitChoice) String() string {
 
 // Run shows the dashboard until the user quits or ctx ends. After a plain quit while
 // agents keep running it prints one line on stderr saying so and how to get back.
-func Run(ctx context.Context, svc core.Service, opts Options) (QuitChoice, error) {
+func Run(ctx context.Context, svc wire.Transport, opts Options) (QuitChoice, error) {
 	m, err := New(ctx, svc, opts)
 	if err != nil {
 		return QuitPlain, err

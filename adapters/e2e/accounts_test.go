@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
@@ -59,16 +60,16 @@ func limitHeaders(fiveH, weekly float64, reset time.Time) map[string]string {
 	}
 }
 
-func (e *orcrEnv) accounts() wire.AccountListResult {
+func (e *orcrEnv) accounts() acctapi.AccountListResult {
 	e.t.Helper()
-	var r wire.AccountListResult
+	var r acctapi.AccountListResult
 	if err := json.Unmarshal([]byte(e.must("account", "ls", "--json")), &r); err != nil {
 		e.t.Fatal(err)
 	}
 	return r
 }
 
-func window(r wire.AccountListResult, label, win, fam string) *wire.Window {
+func window(r acctapi.AccountListResult, label, win, fam string) *acctapi.Window {
 	for _, a := range r.Accounts {
 		if a.Provider == "claude" && a.Label == label {
 			for i := range a.Windows {
@@ -94,7 +95,7 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 	if a.Account != "work" {
 		t.Fatalf("first agent on %q, want work (ordered: the first account)", a.Account)
 	}
-	var w *wire.Window
+	var w *acctapi.Window
 	if !wait.Until(30*time.Second, func() bool { w = window(e.accounts(), "work", "5h", ""); return w != nil && w.UsedPct == 95 }) {
 		t.Fatalf("no 5h reading of 95%% on work from the status line: %s", e.must("account", "ls"))
 	}
@@ -239,7 +240,7 @@ wire_api = "responses"
 	if a.Account != "main" || !strings.HasPrefix(a.Transcript, home) {
 		t.Fatalf("account %q transcript %q", a.Account, a.Transcript)
 	}
-	var five, week *wire.Window
+	var five, week *acctapi.Window
 	if !wait.Until(30*time.Second, func() bool {
 		l := e.accounts()
 		for _, ac := range l.Accounts {

@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/modelserver"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		// the hook's mark file: neither side adds polling delay.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		c, err := socket.Dial(ctx, socket.SocketPath(e.home), "")
+		c, err := apiclient.Dial(ctx, socket.SocketPath(e.home), "")
 		if err != nil {
 			b.Fatal(err)
 		}

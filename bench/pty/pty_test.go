@@ -15,6 +15,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
@@ -35,7 +36,7 @@ func BenchmarkServerIdlePty100(b *testing.B) {
 		srv := startServer(b)
 		pid := srv.PID()
 		rss0, cpu0 := idle(b, pid, window)
-		c, err := socket.Dial(context.Background(), socket.SocketPath(srv.Home), "")
+		c, err := apiclient.Dial(context.Background(), socket.SocketPath(srv.Home), "")
 		if err != nil {
 			b.Fatal(err)
 		}

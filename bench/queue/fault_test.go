@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 )
 
 // follower streams events across server restarts, resuming from the last seq it saw,
@@ -25,7 +26,7 @@ type follower struct {
 
 func (f *follower) run(ctx context.Context, sock string) {
 	for ctx.Err() == nil {
-		cl, err := socket.Dial(ctx, sock, "")
+		cl, err := apiclient.Dial(ctx, sock, "")
 		if err != nil {
 			time.Sleep(20 * time.Millisecond)
 			continue
@@ -56,13 +57,13 @@ func (f *follower) run(ctx context.Context, sock string) {
 // ambiguous: the agent is looked up by path before it is submitted again.
 func submit(ctx context.Context, sock string, n int, starts string, jobTime time.Duration) (map[string]string, error) {
 	ids := map[string]string{} // path → id
-	cl, err := socket.Dial(ctx, sock, "")
+	cl, err := apiclient.Dial(ctx, sock, "")
 	for err != nil {
 		if ctx.Err() != nil {
 			return ids, ctx.Err()
 		}
 		time.Sleep(20 * time.Millisecond)
-		cl, err = socket.Dial(ctx, sock, "")
+		cl, err = apiclient.Dial(ctx, sock, "")
 	}
 	defer cl.Close()
 	for i := 0; i < n; {

@@ -17,6 +17,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
@@ -125,9 +126,9 @@ func (s *server) run(args ...string) (string, error) {
 	return string(out), err
 }
 
-func (s *server) dial(ctx context.Context) *socket.Client {
+func (s *server) dial(ctx context.Context) *apiclient.Client {
 	s.t.Helper()
-	cl, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
+	cl, err := apiclient.Dial(ctx, socket.SocketPath(s.home), "")
 	if err != nil {
 		s.t.Fatal(err)
 	}

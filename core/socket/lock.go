@@ -1,7 +1,10 @@
-// Package socket carries core.Service over orcr's Unix socket: a Server that serves any
-// Service as newline-delimited JSON, and a Client that implements core.Service by
-// talking to it, so the dashboard and CLI cannot tell in-process from remote. It also
-// owns the per-home lock that keeps two servers off one ORCR_HOME.
+// Package socket carries declared methods over orcr's Unix socket: a Server that serves
+// a table of handlers (wire.Handler: the kernel's and each feature's) as
+// newline-delimited JSON, generic over the declarations; a Client, the socket
+// wire.Transport; and InProcess, the transport over the same table that the dashboard
+// hosting the server uses, so callers cannot tell in-process from remote. It holds no
+// method of its own. It also owns the per-home lock that keeps two servers off one
+// ORCR_HOME.
 package socket
 
 import (

@@ -20,12 +20,13 @@ import (
 	"orcr/core/wire"
 )
 
-// Server serves a core.Service on a Unix socket.
+// Server serves declared methods on a Unix socket: the handlers it is given (the
+// kernel's and each feature's), dispatched by method name.
 type Server struct {
-	svc  core.Service
-	log  *slog.Logger
-	path string
-	ln   *net.UnixListener
+	table wire.Handlers
+	log   *slog.Logger
+	path  string
+	ln    *net.UnixListener
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -42,9 +43,13 @@ type Server struct {
 
 // Listen creates the socket at path (mode 0600), replacing a stale one. The caller must
 // hold the home's Lock, which is what makes removing a leftover socket safe.
-func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
+func Listen(path string, handlers []wire.Handler, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	table, err := wire.NewHandlers(handlers)
+	if err != nil {
+		return nil, fmt.Errorf("socket server: %w", err)
 	}
 	ln, err := listenAt(path)
 	if err != nil {
@@ -53,7 +58,7 @@ func Listen(path string, svc core.Service, log *slog.Logger) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{log: log, path: path, ln: ln, conns: map[net.Conn]struct{}{}, ctx: ctx, stop: cancel,
 		lim: Limits{}.effective(), heavy: make(inflight, heavySlots())}
-	s.svc = withLimits{Service: svc, s: s}
+	s.table = withLimits(table, s)
 	return s, nil
 }
 
@@ -218,8 +223,8 @@ func (cn *conn) send(line []byte) {
 // answer runs one unary request and encodes its answer; nil when the connection closed
 // meanwhile, since nobody is left to read it. A heavy request waits for its connection's
 // turn and then a server-wide slot, and leaves either wait when its connection closes.
-func (s *Server) answer(ctx context.Context, cn *conn, h handler, id string, params any) []byte {
-	if h.heavy {
+func (s *Server) answer(ctx context.Context, cn *conn, h wire.Handler, id string, params any) []byte {
+	if h.Heavy() {
 		if !cn.heavy.acquire(ctx) {
 			return nil
 		}
@@ -232,7 +237,7 @@ func (s *Server) answer(ctx context.Context, cn *conn, h handler, id string, par
 	if ctx.Err() != nil {
 		return nil
 	}
-	res, err := h.unary(ctx, s.svc, params)
+	res, err := h.Serve(ctx, params)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -306,7 +311,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		req, params, err := parseRequest(line)
+		req, params, h, err := parseRequest(s.table, line)
 		if err != nil {
 			cn.reply(req.ID, nil, err)
 			continue
@@ -314,9 +319,8 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		caller := cn.cred
 		caller.ClaimedID = req.Caller
 		rctx := core.WithCaller(ctx, caller)
-		h := handlers[req.Method]
-		if h.stream != nil {
-			if h.stream(s, rctx, cn, req.ID, params, r) {
+		if h.Spec().Stream != nil {
+			if h.ServeStream(rctx, params, &streamConn{cn: cn, id: req.ID, r: r}) {
 				return // r may still be read by the stream's goroutines: not pooled
 			}
 			continue
@@ -342,27 +346,27 @@ var errLineTooLong = errors.New("line too long")
 // readers are the request readers connections borrow while they have bytes to read.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
-// parseRequest decodes one request line and its params. On error the returned
-// request still carries the id when it could be read.
-func parseRequest(line []byte) (wire.Request, any, error) {
+// parseRequest decodes one request line and its params and finds its handler in table.
+// On error the returned request still carries the id when it could be read.
+func parseRequest(table wire.Handlers, line []byte) (wire.Request, any, wire.Handler, error) {
 	var req wire.Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return wire.Request{}, nil, wire.Errorf(wire.CodeBadRequest,
+		return wire.Request{}, nil, nil, wire.Errorf(wire.CodeBadRequest,
 			"malformed request: %v; send one JSON object per line: {\"id\":\"1\",\"method\":\"server.ping\"}", err)
 	}
 	if req.Method == "" {
-		return req, nil, wire.Errorf(wire.CodeBadRequest, "request has no method; see `orcr api schema`")
+		return req, nil, nil, wire.Errorf(wire.CodeBadRequest, "request has no method; see `orcr api schema`")
 	}
 	if req.Version != 0 && req.Version != wire.Version {
-		return req, nil, wire.Errorf(wire.CodeVersionMismatch,
+		return req, nil, nil, wire.Errorf(wire.CodeVersionMismatch,
 			"client speaks protocol %d, this server %d; use the orcr binary the server runs, or restart the server with yours", req.Version, wire.Version)
 	}
-	h, ok := handlers[req.Method]
+	h, ok := table[req.Method]
 	if !ok {
-		return req, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)
+		return req, nil, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)
 	}
-	params, err := h.decode(req.Params)
-	return req, params, err
+	params, err := h.Decode(req.Params)
+	return req, params, h, err
 }
 
 // readLine reads one newline-terminated line of at most wire.MaxLine bytes. A longer
@@ -402,89 +406,25 @@ func readLineOf(r *bufio.Reader, drain bool) ([]byte, error) {
 	}
 }
 
-func (s *Server) streamEvents(ctx context.Context, cn *conn, id string, p *wire.SubscribeParams, r *bufio.Reader) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch, err := s.svc.Subscribe(ctx, *p)
-	if err != nil {
-		cn.reply(id, nil, err)
-		return
-	}
-	info, _ := s.svc.Info(ctx)
-	cn.reply(id, wire.SubscribeResult{Subscribed: true, LastSeq: info.LastSeq}, nil)
-	// The client never sends on a stream; EOF means it went away.
-	go func() {
-		_, _ = io.Copy(io.Discard, r)
-		cancel()
-	}()
-	for ev := range ch {
-		if err := cn.write(ev); err != nil {
-			return
-		}
-	}
+// streamConn is a streaming method's connection as its handler sees it.
+type streamConn struct {
+	cn *conn
+	id string
+	r  *bufio.Reader
 }
 
-// attach answers agent.attach. For a stream attach it turns the connection into an
-// AttachFrame stream and returns true when the connection is used up.
-func (s *Server) attach(ctx context.Context, cn *conn, id string, p *wire.AttachParams, r *bufio.Reader) bool {
-	res, err := s.svc.Attach(ctx, *p)
-	if err != nil || !res.Stream {
-		cn.reply(id, res, err)
-		return false
-	}
-	cn.reply(id, res, nil)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	go func() {
-		defer pw.Close()
-		for {
-			// Frames are lines bounded like requests: a 400 MiB frame without a newline
-			// was buffered whole by a JSON decoder.
-			line, err := readLineOf(r, false)
-			if errors.Is(err, errLineTooLong) {
-				s.log.Warn("attach frame over the line bound; ending the attach", "pid", cn.cred.PID, "max", wire.MaxLine)
-				cancel()
-				return
-			}
-			var f wire.AttachFrame
-			if err == nil {
-				err = json.Unmarshal(line, &f)
-			}
-			if err == nil && wire.CheckRanges("attach frame", &f) != nil {
-				continue // a resize to 100000 columns is dropped, the attach goes on
-			}
-			if err != nil {
-				cancel()
-				return
-			}
-			if f.Cols > 0 && f.Rows > 0 {
-				_ = s.svc.Resize(ctx, wire.ResizeParams{Target: res.Agent.ID, Cols: f.Cols, Rows: f.Rows})
-			}
-			if len(f.Data) > 0 {
-				if _, err := pw.Write(f.Data); err != nil {
-					return
-				}
-			}
-		}
-	}()
-	out := frameWriter{cn: cn}
-	err = s.svc.AttachStream(ctx, wire.AttachParams{Target: res.Agent.ID, Cols: p.Cols, Rows: p.Rows}, pr, out)
-	_ = cn.write(wire.AttachFrame{Closed: true})
-	if err != nil {
-		s.log.Debug("attach stream ended", "err", err)
-	}
-	return true
-}
+func (c *streamConn) Reply(result any, err error) { c.cn.reply(c.id, result, err) }
+func (c *streamConn) Send(line any) error         { return c.cn.write(line) }
 
-type frameWriter struct{ cn *conn }
-
-func (w frameWriter) Write(b []byte) (int, error) {
-	data := append([]byte(nil), b...)
-	if err := w.cn.write(wire.AttachFrame{Data: data}); err != nil {
-		return 0, err
+// ReadLine reads one line the client sent, bounded like a request; an over-long one is
+// not read to its end (a frame that never ends must not be buffered) and ends the stream.
+func (c *streamConn) ReadLine() ([]byte, error) {
+	line, err := readLineOf(c.r, false)
+	if errors.Is(err, errLineTooLong) {
+		c.cn.s.log.Warn("stream line over the line bound; ending the stream", "pid", c.cn.cred.PID, "max", wire.MaxLine)
+		return nil, fmt.Errorf("stream line over %d bytes", wire.MaxLine)
 	}
-	return len(b), nil
+	return line, err
 }
 
 func peerCred(c *net.UnixConn) (uid, pid int, err error) {
@@ -504,14 +444,4 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 		return 0, 0, serr
 	}
 	return int(cred.Uid), int(cred.Pid), nil
-}
-
-// tableOf projects agents to display rows on the server, so a terminal client
-// decodes a few short strings per agent instead of whole records.
-func tableOf(as []wire.Agent, now time.Time) *wire.Table {
-	t := &wire.Table{Columns: core.TableColumns, Rows: make([][]string, 0, len(as))}
-	for _, a := range as {
-		t.Rows = append(t.Rows, core.TableRow(a, now))
-	}
-	return t
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Schema returns the JSON Schema (draft 2020-12) of every method and event.
+// Schema returns the JSON Schema (draft 2020-12) of every declared method and event:
+// the kernel's and those of the api packages linked into the program.
 func Schema() map[string]any {
 	defs := map[string]any{}
 	methods := map[string]any{}
@@ -29,15 +30,21 @@ func Schema() map[string]any {
 		"request":     schemaOf(reflect.TypeOf(Request{}), defs),
 		"response":    schemaOf(reflect.TypeOf(Response{}), defs),
 		"methods":     methods,
-		"events": []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
-			EventGCCollected, EventEventsPruned, EventScheduleFired, EventScheduleFinished, EventScheduleMissed,
-			EventHookRan, EventRoleLimit,
-			EventPlanState, EventPlanEdited},
-		"errorCodes": ErrorCodes,
+		"events":      allEvents(),
+		"errorCodes":  ErrorCodes,
 		// What a blocked agent's Blocked.kind can be.
 		"blockedKinds": BlockedKinds,
 		"$defs":        defs,
 	}
+}
+
+// kernelEvents are the kernel's events as the schema lists them; each feature's
+// follow (DeclareEvents).
+var kernelEvents = []string{EventAgentSpawned, EventAgentState, EventAgentUpdated, EventAgentKilled, EventAgentRemoved, EventAgentScreen,
+	EventGCCollected, EventEventsPruned, EventHookRan}
+
+func allEvents() []string {
+	return append(append([]string{}, kernelEvents...), events...)
 }
 
 // ErrorCodes lists every stable error code.

@@ -13,6 +13,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -79,10 +80,10 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	procsBefore := run.GitProcs()
 	cpuBefore := cpuTime(t)
 	start := time.Now()
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "chain", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "chain", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "chain", Milestones: []string{"M1"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "chain", Milestones: []string{"M1"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The lead's part: dispatch each milestone as soon as the run says it is ready.
@@ -91,8 +92,8 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	for next <= n {
 		select {
 		case ev := <-evs:
-			if ev.Event == wire.EventRun && ev.Data["kind"] == "advanced" {
-				if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "chain", Milestones: []string{fmt.Sprintf("M%d", next)}}); err != nil {
+			if ev.Event == runapi.EventRun && ev.Data["kind"] == "advanced" {
+				if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "chain", Milestones: []string{fmt.Sprintf("M%d", next)}}); err != nil {
 					t.Fatal(err)
 				}
 				next++
@@ -106,7 +107,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	procs := run.GitProcs() - procsBefore
 	cpu := cpuTime(t) - cpuBefore
 
-	es, err := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "chain"})
+	es, err := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "chain"})
 	if err != nil {
 		t.Fatal(err)
 	}

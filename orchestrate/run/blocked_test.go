@@ -8,6 +8,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -33,10 +34,10 @@ while read -r line; do
     *"check failed"*) touch "ok-$m" && git add -A && git commit -qm "$m: fix" && ` + g.orcr + ` run done "$m" ;;
   esac
 done`}
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
 		t.Fatal(err)
 	}
 	path := run.AgentPath("demo", "coder-1")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // TestSharedModeRefusesADirtyTree: with an edited README and an untracked file, `run
@@ -25,7 +26,7 @@ func TestSharedModeRefusesADirtyTree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(g.repo, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := wire.RunStartParams{Name: "demo", Mode: "shared", Coder: "shell", CoderArgv: []string{"sh", "-c", "cat >/dev/null"}, Lead: "none"}
+	p := runapi.RunStartParams{Name: "demo", Mode: "shared", Coder: "shell", CoderArgv: []string{"sh", "-c", "cat >/dev/null"}, Lead: "none"}
 	_, err := g.svc.RunStart(ctx, p)
 	for _, want := range []string{"shared mode needs a clean working tree", "M README.md", "?? notes.txt", "git stash -u", "--mode worktree"} {
 		if wire.CodeOf(err) != wire.CodeInvalidParams || err == nil || !strings.Contains(err.Error(), want) {
@@ -51,7 +52,7 @@ func TestConcurrentRunStartSaysExists(t *testing.T) {
 	g := newRig(t)
 	ctx := context.Background()
 	g.approve("demo", twoMilestones)
-	p := wire.RunStartParams{Name: "demo", Coder: "shell", CoderArgv: []string{"sh", "-c", "cat >/dev/null"}, Lead: "none"}
+	p := runapi.RunStartParams{Name: "demo", Coder: "shell", CoderArgv: []string{"sh", "-c", "cat >/dev/null"}, Lead: "none"}
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {

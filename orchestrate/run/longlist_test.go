@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/socket"
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
+	"orcr/testutil/apiclient"
 )
 
 // TestLongMilestoneListsAnsweredPromptly: run.dispatch with 1,000 names took 87 s and
@@ -24,16 +25,16 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 	ctx := context.Background()
 	g.approve("par", parallelPlan(3))
 	idle := []string{"sh", "-c", "cat >/dev/null"} // a coder that never reports
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "par", Coders: 1, Coder: "shell", CoderArgv: idle, Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "par", Coders: 1, Coder: "shell", CoderArgv: idle, Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := socket.Dial(ctx, filepath.Join(g.home, "orcr.sock"), "")
+	c, err := apiclient.Dial(ctx, filepath.Join(g.home, "orcr.sock"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	entries := func() []wire.RunEntry {
-		es, err := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "par"})
+	entries := func() []runapi.RunEntry {
+		es, err := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "par"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,12 +70,12 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 	}
 
 	err = timed("100,000 names over the socket", func(ctx context.Context) error {
-		_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M1"}, 100_000)})
+		_, err := c.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M1"}, 100_000)})
 		return err
 	})
 	refusedBound("100,000 names over the socket", err)
 	err = timed("1,000 names in-process", func(ctx context.Context) error {
-		_, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M3"}, 1_000)})
+		_, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M3"}, 1_000)})
 		return err
 	})
 	refusedBound("1,000 names in-process", err)
@@ -86,12 +87,12 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 
 	// A held milestone's dispatch is refused; asked again and again, the refusal is
 	// logged once.
-	if _, err := g.svc.RunHold(ctx, wire.RunMilestonesParams{Name: "par", Milestones: []string{"M2"}}); err != nil {
+	if _, err := g.svc.RunHold(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: []string{"M2"}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
 		err = timed("256 × M2 of held M2", func(ctx context.Context) error {
-			_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M2"}, 256)})
+			_, err := c.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M2"}, 256)})
 			return err
 		})
 		if !errors.Is(err, wire.ErrInvalidParams) || strings.Count(err.Error(), "cannot dispatch M2") != 1 {
@@ -108,7 +109,7 @@ func TestLongMilestoneListsAnsweredPromptly(t *testing.T) {
 
 	// 256 times the same name: one dispatch.
 	err = timed("256 × M1", func(ctx context.Context) error {
-		_, err := c.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M1"}, 256)})
+		_, err := c.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: slices.Repeat([]string{"M1"}, 256)})
 		return err
 	})
 	if err != nil {

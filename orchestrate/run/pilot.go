@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // apply stamps a coder's fact with what git says about its branch, logs and steps it
@@ -312,20 +313,20 @@ func (s *Service) schedule(rec Record) {
 func (s *Service) publishEntry(ctx context.Context, name string, e Entry) {
 	v := entryView(e)
 	data := map[string]any{"run": name, "seq": v.Seq, "type": v.Type, "kind": v.Kind, "m": v.M, "text": v.Text}
-	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: wire.EventRun, At: e.At, Data: data}); err != nil && ctx.Err() == nil {
+	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: runapi.EventRun, At: e.At, Data: data}); err != nil && ctx.Err() == nil {
 		s.log.Warn("runs: publish", "run", name, "err", err)
 	}
 }
 
 func (s *Service) notify(ctx context.Context, name, m, text string) {
 	data := map[string]any{"run": name, "m": m, "text": text}
-	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: wire.EventRunNotify, At: s.now(), Data: data}); err != nil && ctx.Err() == nil {
+	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: runapi.EventRunNotify, At: s.now(), Data: data}); err != nil && ctx.Err() == nil {
 		s.log.Warn("runs: notify", "run", name, "err", err)
 	}
 }
 
-func entryView(e Entry) wire.RunEntry {
-	v := wire.RunEntry{Seq: e.Seq, At: e.At, Type: e.Type, Text: e.Text}
+func entryView(e Entry) runapi.RunEntry {
+	v := runapi.RunEntry{Seq: e.Seq, At: e.At, Type: e.Type, Text: e.Text}
 	switch {
 	case e.Fact != nil:
 		v.Kind, v.M = string(e.Fact.Kind), e.Fact.M

@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/orchestrate"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -50,10 +51,10 @@ Two.
 	g.approve("edit", plan)
 	// The coders wait for a line before they work, so the edits land mid-run.
 	coder := []string{"sh", "-c", `m=$(basename "$PWD"); while read -r l; do [ "$l" = go ] && break; done; echo "$m" > "$m.txt" && git add -A && git commit -qm "$m" && ` + g.orcr + ` run done "$m"; exec cat`}
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "edit", Coders: 2, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "edit", Coders: 2, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "edit", Milestones: []string{"M1"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "edit", Milestones: []string{"M1"}}); err != nil {
 		t.Fatal(err)
 	}
 	g.waitState("edit", "M1", "building", 10*time.Second)
@@ -69,7 +70,7 @@ Two.
 	var told []string
 	go func() {
 		for ev := range evs {
-			if ev.Event == wire.EventRunNotify {
+			if ev.Event == runapi.EventRunNotify {
 				mu.Lock()
 				told = append(told, fmt.Sprint(ev.Data["text"]))
 				mu.Unlock()
@@ -99,9 +100,9 @@ Two.
 		t.Fatal(err)
 	}
 	// The poll finds it without anyone asking (here: well within its 2 s).
-	var es []wire.RunEntry
+	var es []runapi.RunEntry
 	wait.For(t, 10*time.Second, "the poll to take in the edit", func() bool {
-		es, _ = g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "edit"})
+		es, _ = g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "edit"})
 		n := 0
 		for _, e := range es {
 			if e.Kind == "plan-edited" {
@@ -158,12 +159,12 @@ Two.
 	goOn("M1")
 	g.waitState("edit", "M1", "merged", 30*time.Second)
 	g.waitState("edit", "M3", "ready", 5*time.Second)
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "edit", Milestones: []string{"M3"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "edit", Milestones: []string{"M3"}}); err != nil {
 		t.Fatal(err)
 	}
 	goOn("M3")
 	if !wait.Until(30*time.Second, func() bool { return g.status("edit").State == "done" }) {
-		es, _ := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "edit"})
+		es, _ := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "edit"})
 		var b strings.Builder
 		for _, e := range es {
 			b.WriteString(e.Kind + " " + e.M + " " + firstLine(e.Text) + "\n")

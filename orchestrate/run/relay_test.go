@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -44,10 +45,10 @@ func TestCheckOutputWithControlBytesReachesTheCoderAsText(t *testing.T) {
 	argv := coderScript(g.orcr)
 	argv[2] = strings.Replace(argv[2], `*"check failed"*) `, `*"check failed"*) printf '%s\n' "$line" >> '`+got+`'; `, 1)
 	g.approve("noisy", noisyCheck)
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "noisy", Coders: 1, Coder: "shell", CoderArgv: argv, Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "noisy", Coders: 1, Coder: "shell", CoderArgv: argv, Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "noisy", Milestones: []string{"M1"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "noisy", Milestones: []string{"M1"}}); err != nil {
 		t.Fatal(err)
 	}
 	// On a coder killed by the message the run never merges: fail as soon as the
@@ -100,7 +101,7 @@ func TestCheckOutputWithControlBytesReachesTheCoderAsText(t *testing.T) {
 	if !strings.Contains(log.String(), "boom") {
 		t.Fatalf("the run log lacks the check's output:\n%s", log.String())
 	}
-	es, err := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "noisy"})
+	es, err := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "noisy"})
 	if err != nil {
 		t.Fatal(err)
 	}

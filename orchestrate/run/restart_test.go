@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
 
@@ -33,14 +33,14 @@ func TestRunSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
 	g.approve("par", parallelPlan(n))
 	stamps := t.TempDir()
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "par", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "par", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
 		t.Fatal(err)
 	}
 	var ms []string
 	for i := 1; i <= n; i++ {
 		ms = append(ms, fmt.Sprintf("M%d", i))
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "par", Milestones: ms}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "par", Milestones: ms}); err != nil {
 		t.Fatal(err)
 	}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
@@ -55,7 +55,7 @@ func TestRunSurvivesRestarts(t *testing.T) {
 	ok := wait.Until(90*time.Second, func() bool { return g.status("par").State == "done" })
 	v := g.status("par")
 	if !ok {
-		es, _ := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "par"})
+		es, _ := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "par"})
 		var b strings.Builder
 		for _, e := range es {
 			fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))

@@ -12,8 +12,10 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
 	"orcr/internal/regfile"
 	"orcr/orchestrate"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // The autopilot (DESIGN §8): the feature beside the kernel that serves run.*. It keeps
@@ -63,7 +65,7 @@ type Options struct {
 	PlanPoll time.Duration
 }
 
-// Service implements core.RunService.
+// Service serves its socket method (methods.go).
 type Service struct {
 	o    Options
 	runs *Runs
@@ -85,8 +87,6 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
-
-var _ core.RunService = (*Service)(nil)
 
 // NewService builds the autopilot; Start resumes the runs in the store.
 func NewService(o Options) (*Service, error) {
@@ -250,40 +250,40 @@ func (s *Service) observe(ctx context.Context, rec Record) (Observed, error) {
 
 // ---- the API ----
 
-// RunStart implements core.RunService.
-func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.RunView, error) {
+// RunStart serves its socket method (methods.go).
+func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi.RunView, error) {
 	if err := orchestrate.ValidPlanName(p.Name); err != nil {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	s.starting.Lock()
 	defer s.starting.Unlock()
 	if _, err := s.runs.Get(ctx, p.Name); err == nil {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
 	}
 	plan, err := orchestrate.NewPlans(s.o.Store).Get(ctx, p.Name)
 	if err != nil {
-		return wire.RunView{}, err
+		return runapi.RunView{}, err
 	}
 	if plan.State != orchestrate.PlanApproved {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
 	}
 	src, err := regfile.Read(plan.File)
 	if err != nil {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
 	}
 	if h := orchestrate.HashBytes(src); h != plan.ApprovedHash {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s changed after it was approved (%s): approve the new version first", p.Name, plan.File)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s changed after it was approved (%s): approve the new version first", p.Name, plan.File)
 	}
 	pl, err := orchestrate.Parse(src, orchestrate.Options{File: plan.File, Name: p.Name})
 	if err != nil {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %v", p.Name, err)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %v", p.Name, err)
 	}
 	mode := pl.Mode
 	if p.Mode != "" {
 		mode = p.Mode
 	}
 	if mode != "worktree" && mode != "shared" {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "mode %q: use worktree or shared", mode)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "mode %q: use worktree or shared", mode)
 	}
 	pl.Mode = mode
 	check := pl.Check
@@ -294,24 +294,24 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	base := p.Base
 	if base == "" {
 		if base, _ = g.CurrentBranch(ctx); base == "" {
-			return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s has no branch checked out: name the base with --base", plan.Repo)
+			return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s has no branch checked out: name the base with --base", plan.Repo)
 		}
 	}
 	if mode == "shared" {
 		if err := refuseDirty(ctx, g, plan.Repo); err != nil {
-			return wire.RunView{}, err
+			return runapi.RunView{}, err
 		}
 	}
 	baseTip, err := g.Rev(ctx, base)
 	if err != nil || baseTip == "" {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
 	}
 	existing, err := g.Rev(ctx, "refs/heads/"+FeatureBranch(p.Name))
 	if err != nil {
-		return wire.RunView{}, fmt.Errorf("run %s: look for %s in %s: %w", p.Name, FeatureBranch(p.Name), plan.Repo, err)
+		return runapi.RunView{}, fmt.Errorf("run %s: look for %s in %s: %w", p.Name, FeatureBranch(p.Name), plan.Repo, err)
 	}
 	if existing != "" {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s exists already in %s: delete it or pick another plan name", FeatureBranch(p.Name), plan.Repo)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s exists already in %s: delete it or pick another plan name", FeatureBranch(p.Name), plan.Repo)
 	}
 	lead := p.Lead
 	if lead == "" {
@@ -320,7 +320,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	now := s.now()
 	r, initial, err := Begin(p.Name, pl, p.Coders, p.Reviewer != "", lead != "" && lead != "none", baseTip, now)
 	if err != nil {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	timeout := p.CheckTimeoutSeconds
 	if timeout <= 0 {
@@ -330,13 +330,13 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
 	if err := s.keepPlan(p.Name, src); err != nil {
-		return wire.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
+		return runapi.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
 	}
 	// The record first: its outbox holds the branch's creation and the lead's start,
 	// so a crash from here on leaves a run whose restart performs them.
 	rec, err = s.runs.Create(ctx, rec, initial, now)
 	if err != nil {
-		return wire.RunView{}, err
+		return runapi.RunView{}, err
 	}
 	s.publishEntry(ctx, rec.Run.Name, Entry{Seq: 1, At: now, Type: EntryStart, Text: "feature/" + p.Name + " from " + base})
 	faultPoint(FaultBranch)
@@ -348,7 +348,7 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 		}
 	}
 	if rec, err = s.runs.Get(ctx, p.Name); err != nil {
-		return wire.RunView{}, err
+		return runapi.RunView{}, err
 	}
 	if rec.Run.Feature == "" {
 		return s.view(rec), fmt.Errorf("run %s: %s could not be created at %s (the server's log says why); the run waits for it: fix the repository and restart the server (`orcr serve`), which creates it", p.Name, FeatureBranch(p.Name), short(baseTip))
@@ -360,24 +360,24 @@ func (s *Service) RunStart(ctx context.Context, p wire.RunStartParams) (wire.Run
 	return s.view(rec), nil
 }
 
-// Runs implements core.RunService.
-func (s *Service) Runs(ctx context.Context) ([]wire.RunView, error) {
+// Runs serves its socket method (methods.go).
+func (s *Service) Runs(ctx context.Context) ([]runapi.RunView, error) {
 	recs, err := s.runs.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]wire.RunView, len(recs))
+	out := make([]runapi.RunView, len(recs))
 	for i, r := range recs {
 		out[i] = s.view(r)
 	}
 	return out, nil
 }
 
-// RunStatus implements core.RunService.
-func (s *Service) RunStatus(ctx context.Context, name string) (wire.RunView, error) {
+// RunStatus serves its socket method (methods.go).
+func (s *Service) RunStatus(ctx context.Context, name string) (runapi.RunView, error) {
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
-		return wire.RunView{}, err
+		return runapi.RunView{}, err
 	}
 	if next, changed := s.checkPlan(ctx, rec); changed {
 		rec = next // an edit a moment ago is in the answer
@@ -385,8 +385,8 @@ func (s *Service) RunStatus(ctx context.Context, name string) (wire.RunView, err
 	return s.view(rec), nil
 }
 
-// RunEvents implements core.RunService.
-func (s *Service) RunEvents(ctx context.Context, p wire.RunEventsParams) ([]wire.RunEntry, error) {
+// RunEvents serves its socket method (methods.go).
+func (s *Service) RunEvents(ctx context.Context, p runapi.RunEventsParams) ([]runapi.RunEntry, error) {
 	if _, err := s.runs.Get(ctx, p.Name); err != nil {
 		return nil, err
 	}
@@ -394,83 +394,83 @@ func (s *Service) RunEvents(ctx context.Context, p wire.RunEventsParams) ([]wire
 	if err != nil {
 		return nil, err
 	}
-	out := make([]wire.RunEntry, 0, len(es))
+	out := make([]runapi.RunEntry, 0, len(es))
 	for _, e := range es {
 		out = append(out, entryView(e))
 	}
 	return out, nil
 }
 
-// RunStop implements core.RunService.
-func (s *Service) RunStop(ctx context.Context, name string) (wire.RunView, error) {
+// RunStop serves its socket method (methods.go).
+func (s *Service) RunStop(ctx context.Context, name string) (runapi.RunView, error) {
 	return s.request(ctx, name, Fact{Kind: FStop})
 }
 
-// RunDispatch implements core.RunService.
-func (s *Service) RunDispatch(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, wire.MethodRunDispatch, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
+// RunDispatch serves its socket method (methods.go).
+func (s *Service) RunDispatch(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
+	return s.each(ctx, runapi.MethodRunDispatch, p, func(m string) Fact { return Fact{Kind: FDispatch, M: m} })
 }
 
-// RunHold implements core.RunService.
-func (s *Service) RunHold(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, wire.MethodRunHold, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
+// RunHold serves its socket method (methods.go).
+func (s *Service) RunHold(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
+	return s.each(ctx, runapi.MethodRunHold, p, func(m string) Fact { return Fact{Kind: FHold, M: m, Text: p.Reason} })
 }
 
-// RunRetry implements core.RunService.
-func (s *Service) RunRetry(ctx context.Context, p wire.RunMilestonesParams) (wire.RunView, error) {
-	return s.each(ctx, wire.MethodRunRetry, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
+// RunRetry serves its socket method (methods.go).
+func (s *Service) RunRetry(ctx context.Context, p runapi.RunMilestonesParams) (runapi.RunView, error) {
+	return s.each(ctx, runapi.MethodRunRetry, p, func(m string) Fact { return Fact{Kind: FRetry, M: m, Tier: p.Tier} })
 }
 
-// RunAnswer implements core.RunService.
-func (s *Service) RunAnswer(ctx context.Context, p wire.RunTextParams) (wire.RunView, error) {
+// RunAnswer serves its socket method (methods.go).
+func (s *Service) RunAnswer(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error) {
 	return s.request(ctx, p.Name, Fact{Kind: FAnswer, M: p.Milestone, Text: p.Text})
 }
 
-// RunFix implements core.RunService.
-func (s *Service) RunFix(ctx context.Context, p wire.RunTextParams) (wire.RunView, error) {
+// RunFix serves its socket method (methods.go).
+func (s *Service) RunFix(ctx context.Context, p runapi.RunTextParams) (runapi.RunView, error) {
 	return s.request(ctx, p.Name, Fact{Kind: FFollowUp, M: p.Milestone, Text: p.Text})
 }
 
-// RunDone implements core.RunService: the caller must be a coder of a run.
-func (s *Service) RunDone(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error) {
+// RunDone serves its socket method (methods.go): the caller must be a coder of a run.
+func (s *Service) RunDone(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error) {
 	return s.fromCaller(ctx, "done", p, func(coder string) Fact { return Fact{Kind: FDone, M: p.Milestone, Coder: coder} })
 }
 
-// RunAsk implements core.RunService.
-func (s *Service) RunAsk(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error) {
+// RunAsk serves its socket method (methods.go).
+func (s *Service) RunAsk(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error) {
 	if strings.TrimSpace(p.Text) == "" {
-		return wire.RunMilestone{}, wire.Errorf(wire.CodeInvalidParams, "run ask %s: say what you need decided", p.Milestone)
+		return runapi.RunMilestone{}, wire.Errorf(wire.CodeInvalidParams, "run ask %s: say what you need decided", p.Milestone)
 	}
 	return s.fromCaller(ctx, "ask", p, func(coder string) Fact { return Fact{Kind: FAsk, M: p.Milestone, Coder: coder, Text: p.Text} })
 }
 
-func (s *Service) fromCaller(ctx context.Context, op string, p wire.RunCallerParams, fact func(coder string) Fact) (wire.RunMilestone, error) {
+func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerParams, fact func(coder string) Fact) (runapi.RunMilestone, error) {
 	a, err := s.o.Kernel.CallerAgent(ctx)
 	if err != nil {
-		return wire.RunMilestone{}, err
+		return runapi.RunMilestone{}, err
 	}
 	name, who, ok := splitRunPath("")
 	if a != nil {
 		name, who, ok = splitRunPath(a.Path)
 	}
 	if a == nil || !ok || !strings.HasPrefix(who, "coder-") {
-		return wire.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused,
+		return runapi.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused,
 			"`orcr run %s` works only inside a run's coder pane (an agent runs/NAME/coder-N); from elsewhere use `orcr run status`", op)
 	}
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
-		return wire.RunMilestone{}, err
+		return runapi.RunMilestone{}, err
 	}
 	if rec.Agents[who] != a.ID {
-		return wire.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused, "%s is not the current agent of %s in run %s", a.ID, who, name)
+		return runapi.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused, "%s is not the current agent of %s in run %s", a.ID, who, name)
 	}
 	if _, ok := rec.Run.Milestone(p.Milestone); !ok {
-		return wire.RunMilestone{}, wire.Errorf(wire.CodeNotFound, "run %s has no milestone %q", name, p.Milestone)
+		return runapi.RunMilestone{}, wire.Errorf(wire.CodeNotFound, "run %s has no milestone %q", name, p.Milestone)
 	}
 	f := fact(who)
 	rec, err = s.apply(ctx, name, f)
 	if err != nil {
-		return wire.RunMilestone{}, err
+		return runapi.RunMilestone{}, err
 	}
 	m, _ := rec.Run.Milestone(p.Milestone)
 	if m.Coder != who {
@@ -501,12 +501,12 @@ func splitRunPath(path string) (name, who string, ok bool) {
 // milestone is at best a no-op, at worst a second refusal), and the list is bounded
 // like on the wire, since in-process callers skip the socket's check: a 100,000-name
 // dispatch used to step, log and render the whole run once per name.
-func (s *Service) each(ctx context.Context, method string, p wire.RunMilestonesParams, fact func(m string) Fact) (wire.RunView, error) {
+func (s *Service) each(ctx context.Context, method string, p runapi.RunMilestonesParams, fact func(m string) Fact) (runapi.RunView, error) {
 	if len(p.Milestones) == 0 {
-		return wire.RunView{}, wire.Errorf(wire.CodeInvalidParams, "name the milestones (e.g. M1 M2)")
+		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "name the milestones (e.g. M1 M2)")
 	}
 	if err := wire.CheckRanges(method, &p); err != nil {
-		return wire.RunView{}, err
+		return runapi.RunView{}, err
 	}
 	var rec Record
 	var errs []string
@@ -526,7 +526,7 @@ func (s *Service) each(ctx context.Context, method string, p wire.RunMilestonesP
 		var re *RefusedError
 		var we *wire.Error
 		if !errors.As(err, &re) && errors.As(err, &we) {
-			return wire.RunView{}, err // no such run, the store down: the same for every name
+			return runapi.RunView{}, err // no such run, the store down: the same for every name
 		}
 		errs = append(errs, err.Error())
 	}
@@ -534,7 +534,7 @@ func (s *Service) each(ctx context.Context, method string, p wire.RunMilestonesP
 	if rec.Run.Name == "" {
 		var err error
 		if v, err = s.RunStatus(ctx, p.Name); err != nil {
-			return wire.RunView{}, err
+			return runapi.RunView{}, err
 		}
 	}
 	if len(errs) > 0 {
@@ -545,7 +545,7 @@ func (s *Service) each(ctx context.Context, method string, p wire.RunMilestonesP
 
 // request applies a request of the user or the lead; a refusal is the error, with a
 // code the CLI turns into its message.
-func (s *Service) request(ctx context.Context, name string, f Fact) (wire.RunView, error) {
+func (s *Service) request(ctx context.Context, name string, f Fact) (runapi.RunView, error) {
 	rec, err := s.apply(ctx, name, f)
 	if err != nil {
 		var re *RefusedError
@@ -554,7 +554,7 @@ func (s *Service) request(ctx context.Context, name string, f Fact) (wire.RunVie
 		}
 		var we *wire.Error
 		if errors.As(err, &we) {
-			return wire.RunView{}, err
+			return runapi.RunView{}, err
 		}
 		return s.view(rec), wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}

@@ -13,13 +13,15 @@ import (
 	"orcr/adapters/shell"
 	"orcr/core"
 	"orcr/core/socket"
-	"orcr/core/wire"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
+	runapi "orcr/orchestrate/run/api"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
+	"slices"
 )
 
 // rig is a server's worth of kernel, socket and autopilot on a real badger store and
@@ -34,7 +36,7 @@ type rig struct {
 	eng   *core.Engine
 	runs  *run.Service
 	sock  *socket.Server
-	svc   core.Service
+	svc   *apiclient.Client
 	ident []string
 }
 
@@ -85,8 +87,13 @@ func (g *rig) start() {
 	if err := rs.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	g.svc = core.Composed{KernelService: eng, RunService: rs}
-	sock, err := socket.Listen(sockPath, g.svc, nil)
+	methods := slices.Concat(core.KernelMethods(eng), rs.Methods())
+	ip, err := socket.NewInProcess(methods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.svc = apiclient.Over(ip)
+	sock, err := socket.Listen(sockPath, methods, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +146,7 @@ func (g *rig) approve(name, text string) {
 	}
 }
 
-func (g *rig) status(name string) wire.RunView {
+func (g *rig) status(name string) runapi.RunView {
 	v, err := g.svc.RunStatus(context.Background(), name)
 	if err != nil {
 		g.t.Fatal(err)
@@ -147,9 +154,9 @@ func (g *rig) status(name string) wire.RunView {
 	return v
 }
 
-func (g *rig) waitState(name, m, state string, d time.Duration) wire.RunView {
+func (g *rig) waitState(name, m, state string, d time.Duration) runapi.RunView {
 	g.t.Helper()
-	var v wire.RunView
+	var v runapi.RunView
 	ok := wait.Until(d, func() bool {
 		v = g.status(name)
 		for _, x := range v.Milestones {
@@ -160,7 +167,7 @@ func (g *rig) waitState(name, m, state string, d time.Duration) wire.RunView {
 		return false
 	})
 	if !ok {
-		es, _ := g.svc.RunEvents(context.Background(), wire.RunEventsParams{Name: name})
+		es, _ := g.svc.RunEvents(context.Background(), runapi.RunEventsParams{Name: name})
 		var b strings.Builder
 		for _, e := range es {
 			fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
@@ -221,10 +228,10 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 	g := newRig(t)
 	ctx := context.Background()
 	g.approve("demo", twoMilestones)
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err == nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err == nil {
 		t.Fatal("dispatch before start accepted")
 	}
-	v, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "demo", Coders: 2, Coder: "shell", CoderArgv: coderScript(g.orcr), Lead: "none"})
+	v, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo", Coders: 2, Coder: "shell", CoderArgv: coderScript(g.orcr), Lead: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,13 +242,13 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 	if v = g.status("demo"); len(v.Inbox) != 0 || !strings.Contains(v.Milestones[0].Waits, "your dispatch: `orcr run dispatch demo M1`") {
 		t.Fatalf("no-lead run: inbox %q, M1 waits on %q", v.Inbox, v.Milestones[0].Waits)
 	}
-	if _, err := g.svc.RunStart(ctx, wire.RunStartParams{Name: "demo"}); err == nil {
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo"}); err == nil {
 		t.Fatal("second start accepted")
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M2"}}); err == nil || !strings.Contains(err.Error(), "waits for M1") {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M2"}}); err == nil || !strings.Contains(err.Error(), "waits for M1") {
 		t.Fatalf("dispatch of planned M2: %v", err)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
 		t.Fatal(err)
 	}
 	g.waitState("demo", "M1", "merged", 60*time.Second)
@@ -249,7 +256,7 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 	if r := v.Milestones[0].Rounds; r.Check != 1 {
 		t.Fatalf("M1 should have passed in round 2: rounds %+v", r)
 	}
-	if _, err := g.svc.RunDispatch(ctx, wire.RunMilestonesParams{Name: "demo", Milestones: []string{"M2"}}); err != nil {
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M2"}}); err != nil {
 		t.Fatal(err)
 	}
 	g.waitState("demo", "M2", "merged", 60*time.Second)
@@ -265,7 +272,7 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 		t.Fatalf("tree %q", files)
 	}
 	// The check output reached the coder (the fix came from its message).
-	es, _ := g.svc.RunEvents(ctx, wire.RunEventsParams{Name: "demo"})
+	es, _ := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "demo"})
 	var kinds []string
 	for _, e := range es {
 		if e.Type == "fact" {

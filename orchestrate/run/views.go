@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"orcr/core/wire"
+
 	"orcr/orchestrate"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // view is a run as the API shows it.
-func (s *Service) view(rec Record) wire.RunView {
+func (s *Service) view(rec Record) runapi.RunView {
 	r := rec.Run
-	v := wire.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
+	v := runapi.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
 		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Run.Inbox),
-		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []wire.RunMilestone{}, Pool: []wire.RunCoder{}}
+		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []runapi.RunMilestone{}, Pool: []runapi.RunCoder{}}
 	if v.Inbox == nil {
 		v.Inbox = []string{}
 	}
@@ -47,7 +49,7 @@ func (s *Service) view(rec Record) wire.RunView {
 		if c.Gone {
 			continue
 		}
-		rc := wire.RunCoder{Name: c.Name, Tier: c.Tier, Model: rec.Models[c.Name], Milestone: c.M}
+		rc := runapi.RunCoder{Name: c.Name, Tier: c.Tier, Model: rec.Models[c.Name], Milestone: c.M}
 		if c.BenchedUntil.After(s.now()) {
 			t := c.BenchedUntil
 			rc.BenchedUntil = &t
@@ -59,9 +61,9 @@ func (s *Service) view(rec Record) wire.RunView {
 
 // milestoneView is milestone m of rec as clients see it; plan is the plan the run
 // follows (s.followed), for the estimate.
-func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone) wire.RunMilestone {
-	v := wire.RunMilestone{ID: m.ID, Title: m.Title, State: string(m.State), Tier: m.Tier, TierNow: m.TierNow,
-		Coder: m.Coder, Rounds: wire.Rounds(m.Rounds), Question: m.Question, Reason: m.Reason, Commit: m.Commit}
+func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone) runapi.RunMilestone {
+	v := runapi.RunMilestone{ID: m.ID, Title: m.Title, State: string(m.State), Tier: m.Tier, TierNow: m.TierNow,
+		Coder: m.Coder, Rounds: runapi.Rounds(m.Rounds), Question: m.Question, Reason: m.Reason, Commit: m.Commit}
 	who := m.Coder
 	if who == "" {
 		who = m.Author
@@ -219,20 +221,20 @@ func (s *Service) writeSummary(ctx context.Context, rec Record) error {
 	return err
 }
 
-// RunFinish implements core.RunService: the run's agents stop, its worktrees and
+// RunFinish serves its socket method (methods.go): the run's agents stop, its worktrees and
 // refs go (only feature/NAME stays), the branch is pushed when the repository has a
 // remote, and a pull request is opened through GitHub with the summary as its body.
 // What it did not do it says, with why.
-func (s *Service) RunFinish(ctx context.Context, name string) (wire.RunFinishResult, error) {
+func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishResult, error) {
 	rec, err := s.runs.Get(ctx, name)
 	if err != nil {
-		return wire.RunFinishResult{}, err
+		return runapi.RunFinishResult{}, err
 	}
 	if rec.Run.Open() || rec.Run.Finish == "checking" {
-		return wire.RunFinishResult{Run: s.view(rec)}, wire.Errorf(wire.CodeInvalidParams,
+		return runapi.RunFinishResult{Run: s.view(rec)}, wire.Errorf(wire.CodeInvalidParams,
 			"run %s is still under way (%s); finish it when all milestones are merged, or `orcr run stop %s` first", name, s.view(rec).State, name)
 	}
-	res := wire.RunFinishResult{Done: []string{}, NotDone: []string{}}
+	res := runapi.RunFinishResult{Done: []string{}, NotDone: []string{}}
 	g := s.git(rec.Repo)
 	for who, id := range rec.Agents {
 		if a, err := s.o.Agents.Get(ctx, id); err == nil && !a.State.Terminal() {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"orcr/core/socket"
+	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
@@ -103,7 +105,7 @@ func Start(t testing.TB, o Options) *Server {
 		defer c.Close()
 		// Up means answering, not only accepting: a connect can land in the backlog
 		// of a socket the starting server is still setting up.
-		if _, err := c.Ping(ctx); err != nil {
+		if _, err := wire.CheckPing(wire.Call(ctx, c, wire.Ping, wire.Empty{})); err != nil {
 			lastErr = err
 			return false
 		}
@@ -154,9 +156,9 @@ func (s *Server) Kill9() {
 }
 
 // Client dials the server as a Go client, closed when the test ends.
-func (s *Server) Client() *socket.Client {
+func (s *Server) Client() *apiclient.Client {
 	s.t.Helper()
-	c, err := socket.Dial(context.Background(), s.Socket, "")
+	c, err := apiclient.Dial(context.Background(), s.Socket, "")
 	if err != nil {
 		s.t.Fatalf("serve: dial %s: %v", s.Socket, err)
 	}

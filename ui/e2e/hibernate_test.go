@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/testutil/apiclient"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -135,13 +135,18 @@ func historyRow(screen, text string) string {
 // cond holds.
 func (r *rig) waitAgent(target string, d time.Duration, what string, cond func(wire.Agent) bool) wire.Agent {
 	r.t.Helper()
-	c, err := socket.Dial(context.Background(), filepath.Join(r.home, "orcr.sock"), "")
+	c, err := apiclient.Dial(context.Background(), filepath.Join(r.home, "orcr.sock"), "")
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	defer c.Close()
 	var a wire.Agent
-	if !wait.Until(d, func() bool { a, err = c.Get(context.Background(), target); return err == nil && cond(a) }) {
+	if !wait.Until(d, func() bool {
+		var r wire.AgentResult
+		r, err = wire.Call(context.Background(), c, wire.AgentGet, wire.TargetParams{Target: target})
+		a = r.Agent
+		return err == nil && cond(a)
+	}) {
 		r.t.Fatalf("timed out after %v waiting for %s: %s/%s %q (%v)", d, what, a.State, a.StateSource, a.StateReason, err)
 	}
 	return a

@@ -1,6 +1,10 @@
-package wire
+package api
 
-import "time"
+import (
+	"time"
+
+	"orcr/core/wire"
+)
 
 // Methods of listeners (DESIGN §11).
 const (
@@ -104,3 +108,12 @@ type ListenerEnableParams struct {
 	Name    string `json:"name"`
 	Enabled *bool  `json:"enabled"`
 }
+
+// The API, one declaration per method.
+var (
+	ListenerList   = wire.Declare[wire.Empty, ListenerListResult](MethodListenerList, "Listeners with their state, last and next poll, fires, held events and rate limits.")
+	ListenerGet    = wire.Declare[ListenerNameParams, ListenerResult](MethodListenerGet, "One listener with its document, cursors and held events.")
+	ListenerPut    = wire.Declare[ListenerPutParams, ListenerResult](MethodListenerPut, "Write a listener document (TOML) through the API; refused with the line when it does not parse.")
+	ListenerRemove = wire.Declare[ListenerNameParams, wire.Empty](MethodListenerRemove, "Remove a listener written through the API.")
+	ListenerEnable = wire.Declare[ListenerEnableParams, ListenerResult](MethodListenerEnable, "Enable or disable a listener.")
+)

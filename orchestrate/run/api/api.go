@@ -1,8 +1,10 @@
-package wire
+package api
 
-import "time"
+import (
+	"time"
 
-// Orchestration runs (DESIGN §8 "Run"): the run.* methods and their types.
+	"orcr/core/wire"
+)
 
 // Run methods.
 const (
@@ -29,21 +31,21 @@ const (
 	EventRunNotify = "run.notify"
 )
 
-// The run API, declared after the kernel's and the schedules' methods.
+// The run API, one declaration per method.
 var (
-	RunStartM    = unary[RunStartParams, RunResult](MethodRunStart, "Start the run of an approved plan: feature/NAME from the base branch, the lead, the autopilot.")
-	RunListM     = unary[Empty, RunListResult](MethodRunList, "Every run, newest state.")
-	RunStatusM   = unary[RunNameParams, RunResult](MethodRunStatus, "One run: per milestone its state, coder and model, rounds and time; what waits on whom.")
-	RunEventsM   = unary[RunEventsParams, RunEventsResult](MethodRunEvents, "A run's stored event log after a cursor.")
-	RunStopM     = unary[RunNameParams, RunResult](MethodRunStop, "Stop a run: every open milestone is held, its coders stopped.")
-	RunFinishM   = unary[RunNameParams, RunFinishResult](MethodRunFinish, "Remove the run's worktrees and refs but feature/NAME, push it, open the pull request.")
-	RunDispatchM = unary[RunMilestonesParams, RunResult](MethodRunDispatch, "Start ready milestones.")
-	RunHoldM     = unary[RunMilestonesParams, RunResult](MethodRunHold, "Hold milestones (their coders are freed).")
-	RunRetryM    = unary[RunMilestonesParams, RunResult](MethodRunRetry, "A fresh start of held or failed milestones, optionally at another tier.")
-	RunAnswerM   = unary[RunTextParams, RunResult](MethodRunAnswer, "Answer the question of a milestone's coder.")
-	RunFixM      = unary[RunTextParams, RunResult](MethodRunFix, "A follow-up job for a merged milestone, checked and reviewed.")
-	RunDoneM     = unary[RunCallerParams, RunMilestone](MethodRunDone, "From a coder's pane: the milestone is committed and ready for its check.")
-	RunAskM      = unary[RunCallerParams, RunMilestone](MethodRunAsk, "From a coder's pane: a question that pauses the milestone and wakes the lead.")
+	RunStartM    = wire.Declare[RunStartParams, RunResult](MethodRunStart, "Start the run of an approved plan: feature/NAME from the base branch, the lead, the autopilot.")
+	RunListM     = wire.Declare[wire.Empty, RunListResult](MethodRunList, "Every run, newest state.")
+	RunStatusM   = wire.Declare[RunNameParams, RunResult](MethodRunStatus, "One run: per milestone its state, coder and model, rounds and time; what waits on whom.")
+	RunEventsM   = wire.Declare[RunEventsParams, RunEventsResult](MethodRunEvents, "A run's stored event log after a cursor.")
+	RunStopM     = wire.Declare[RunNameParams, RunResult](MethodRunStop, "Stop a run: every open milestone is held, its coders stopped.")
+	RunFinishM   = wire.Declare[RunNameParams, RunFinishResult](MethodRunFinish, "Remove the run's worktrees and refs but feature/NAME, push it, open the pull request.")
+	RunDispatchM = wire.Declare[RunMilestonesParams, RunResult](MethodRunDispatch, "Start ready milestones.")
+	RunHoldM     = wire.Declare[RunMilestonesParams, RunResult](MethodRunHold, "Hold milestones (their coders are freed).")
+	RunRetryM    = wire.Declare[RunMilestonesParams, RunResult](MethodRunRetry, "A fresh start of held or failed milestones, optionally at another tier.")
+	RunAnswerM   = wire.Declare[RunTextParams, RunResult](MethodRunAnswer, "Answer the question of a milestone's coder.")
+	RunFixM      = wire.Declare[RunTextParams, RunResult](MethodRunFix, "A follow-up job for a merged milestone, checked and reviewed.")
+	RunDoneM     = wire.Declare[RunCallerParams, RunMilestone](MethodRunDone, "From a coder's pane: the milestone is committed and ready for its check.")
+	RunAskM      = wire.Declare[RunCallerParams, RunMilestone](MethodRunAsk, "From a coder's pane: a question that pauses the milestone and wakes the lead.")
 )
 
 // RunStartParams starts a run (run.start).
