@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/internal/regfile"
@@ -107,7 +108,7 @@ func (e *ParseError) Error() string {
 	return where + ": " + e.Msg
 }
 
-var tomlLineRE = regexp.MustCompile(`^line (\d+) `)
+var tomlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^line (\d+) `) })
 
 type fileDoc struct {
 	Interval string `toml:"interval"`
@@ -186,7 +187,7 @@ func Parse(name string, data []byte) (Listener, error) {
 		}
 		// Type mismatches come as plain errors reading "toml: line N (last key …): …".
 		msg := strings.TrimPrefix(err.Error(), "toml: ")
-		if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
+		if m := tomlLineRE().FindStringSubmatch(msg); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return fail(n, "%s", msg[len(m[0]):])
 		}

@@ -27,7 +27,7 @@ import (
 func TestMethodTable(t *testing.T) {
 	schema := wire.Schema()["methods"].(map[string]any)
 	for _, m := range wire.Methods {
-		h, ok := handlers[m.Name]
+		h, ok := handlers()[m.Name]
 		switch {
 		case !ok:
 			t.Errorf("%s is declared but the server has no handler", m.Name)
@@ -40,8 +40,8 @@ func TestMethodTable(t *testing.T) {
 			t.Errorf("%s is declared but missing from the schema", m.Name)
 		}
 	}
-	if len(handlers) != len(wire.Methods) {
-		t.Errorf("%d handlers for %d declared methods", len(handlers), len(wire.Methods))
+	if len(handlers()) != len(wire.Methods) {
+		t.Errorf("%d handlers for %d declared methods", len(handlers()), len(wire.Methods))
 	}
 	// The client: call every core.Service method of a Client against a recorder that
 	// notes the method of each request and checks that the server's decoder takes its

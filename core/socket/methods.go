@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/core"
@@ -32,8 +33,9 @@ type handler struct {
 }
 
 // handlers holds every declared method's handler, by name. The server dispatches only
-// through it; TestMethodTable checks it against wire.Methods.
-var handlers = func() map[string]handler {
+// through it; TestMethodTable checks it against wire.Methods. It is built on first use,
+// not at init: a CLI process links this package for the client and never serves.
+var handlers = sync.OnceValue(func() map[string]handler {
 	table := []handler{
 		serve(wire.Ping, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.PingResult, error) { return s.Ping(ctx) }),
 		serve(wire.Info, func(ctx context.Context, s core.Service, _ *wire.Empty) (wire.InfoResult, error) { return s.Info(ctx) }),
@@ -218,7 +220,7 @@ var handlers = func() map[string]handler {
 		m[h.spec.Name] = h
 	}
 	return m
-}()
+})
 
 // serve builds the handler of a unary method; the declaration types h.
 func serve[P, R any](m wire.Unary[P, R], h func(ctx context.Context, s core.Service, p *P) (R, error)) handler {

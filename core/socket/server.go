@@ -314,7 +314,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		caller := cn.cred
 		caller.ClaimedID = req.Caller
 		rctx := core.WithCaller(ctx, caller)
-		h := handlers[req.Method]
+		h := handlers()[req.Method]
 		if h.stream != nil {
 			if h.stream(s, rctx, cn, req.ID, params, r) {
 				return // r may still be read by the stream's goroutines: not pooled
@@ -357,7 +357,7 @@ func parseRequest(line []byte) (wire.Request, any, error) {
 		return req, nil, wire.Errorf(wire.CodeVersionMismatch,
 			"client speaks protocol %d, this server %d; use the orcr binary the server runs, or restart the server with yours", req.Version, wire.Version)
 	}
-	h, ok := handlers[req.Method]
+	h, ok := handlers()[req.Method]
 	if !ok {
 		return req, nil, wire.Errorf(wire.CodeUnknownMethod, "unknown method %q; see `orcr api schema`", req.Method)
 	}
