@@ -128,6 +128,8 @@ func plainByte(c byte) bool { return c >= 0x20 && c < 0x7f || c == '\r' || c == 
 // attached streams. The caller holds p.mu, which feed may release and take again between
 // pieces; the history is drained when it returns.
 func (p *pane) feed(b []byte) {
+	p.unpackScreens()
+	p.armPack()
 	f := &p.fast
 	rows := p.emu.Height()
 	start := 0

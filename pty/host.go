@@ -60,6 +60,9 @@ type Options struct {
 	// IDFloor makes new pane ids start above it (pass the exporting host's LastID, so
 	// the ids of its ended panes, still on agent records, are not given out again).
 	IDFloor int64
+	// PackAfter is how long a pane's output must be quiet before its screens are
+	// packed (pack.go), default 5 s; negative never packs.
+	PackAfter time.Duration
 }
 
 // outputInterval is the shortest gap between two PaneOutput events of one pane.
