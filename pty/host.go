@@ -81,6 +81,8 @@ type Host struct {
 
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
 
+	release releaser // hands memory packing let go back to the OS (pack.go)
+
 	mu       sync.Mutex
 	panes    map[string]*pane
 	shutdown bool

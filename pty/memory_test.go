@@ -97,3 +97,32 @@ func TestIdlePaneIsPacked(t *testing.T) {
 	}
 	waitText(t, h, ids[3], 0, "idle3 ready\nmore\nmore")
 }
+
+// The memory packing lets go is handed back without waiting for the runtime's
+// two-minute collection: an idle server allocates next to nothing, so the dead cells
+// of 100 freshly idle agents stayed in the heap (and the RSS) for up to two minutes.
+// The test never collects itself; the heap in use must fall by the host's doing.
+func TestPackedMemoryIsReturned(t *testing.T) {
+	const n = 10 // 400x100 panes: 8.9 MB of cells each, past the host's 64 MiB batch
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.HeapInuse
+	h := newHost(t, pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond})
+	var ids []string
+	for i := range n {
+		info := launch(t, h, "sh", "-c", fmt.Sprintf("echo big%d; exec cat", i))
+		waitText(t, h, info.ID, 0, fmt.Sprintf("big%d", i))
+		ids = append(ids, info.ID)
+	}
+	waitFor(t, "the heap in use to fall back once every pane is packed", func() (bool, string) {
+		for _, id := range ids {
+			if !pty.Packed(h, id) {
+				return false, id + " is not packed"
+			}
+		}
+		runtime.ReadMemStats(&m)
+		grown := int64(m.HeapInuse) - int64(before)
+		return grown < 20<<20, fmt.Sprintf("heap in use %d MiB above the start (the panes' cells were %d MiB)", grown>>20, n*2*400*100*112>>20)
+	})
+}

@@ -3,7 +3,9 @@ package pty
 import (
 	"image/color"
 	"reflect"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -38,9 +40,10 @@ type cellRun struct {
 
 // packed is a pane's two screens while packed.
 type packed struct {
-	bufs [2]*uv.Buffer  // the emptied buffers, refilled by unpack
-	rows [2][][]cellRun // per screen, per row; a nil row is blank (all uv.EmptyCell)
-	cols int
+	bufs  [2]*uv.Buffer  // the emptied buffers, refilled by unpack
+	rows  [2][][]cellRun // per screen, per row; a nil row is blank (all uv.EmptyCell)
+	cols  int
+	freed int // bytes of cells packing let go, less what the runs take
 }
 
 // screenBuffers finds the cell buffers of emu's main and alternate screens. vt keeps
@@ -95,9 +98,11 @@ func pack(emu *vt.Emulator) *packed {
 		cells += len(b.Lines) * pk.cols
 		pk.rows[i] = rows
 	}
-	if cost > cells*int(unsafe.Sizeof(uv.Cell{}))/4 {
+	size := cells * int(unsafe.Sizeof(uv.Cell{}))
+	if cost > size/4 {
 		return nil
 	}
+	pk.freed = size - cost
 	for _, b := range bufs {
 		b.Lines = nil
 	}
@@ -266,7 +271,50 @@ func (p *pane) packQuiet() {
 		p.packTimer.Reset(left)
 		return
 	}
-	p.packed = pack(p.emu)
+	if p.packed = pack(p.emu); p.packed != nil {
+		p.h.release.add(p.h, p.packed.freed)
+	}
+}
+
+// Memory that packing lets go is garbage only until the next collection, and an idle
+// server allocates next to nothing, so that collection came from the runtime's
+// two-minute timer: 100 freshly idle agents kept ~180 MB of dead cells and the RSS
+// they had for up to two minutes. Once packing has let go of releaseAfter bytes, the
+// host has the runtime collect and hand the memory back to the OS, at most once per
+// releaseEvery (one collection of a small live heap: tens of milliseconds of CPU).
+const (
+	releaseAfter = 64 << 20
+	releaseEvery = 30 * time.Second
+)
+
+// releaser batches the host's memory returns after packing.
+type releaser struct {
+	freed   atomic.Int64
+	running atomic.Bool
+	last    atomic.Int64 // unix nanoseconds of the last return
+}
+
+// add counts n bytes let go and starts a return once enough have been.
+func (r *releaser) add(h *Host, n int) {
+	if r.freed.Add(int64(n)) < releaseAfter || !r.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.running.Store(false)
+		// Panes that went quiet together pack within moments of each other: wait a
+		// little (and out the rest of releaseEvery) so one collection takes them all.
+		wait := max(time.Second, releaseEvery-time.Since(time.Unix(0, r.last.Load())))
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		r.freed.Store(0)
+		debug.FreeOSMemory()
+		r.last.Store(time.Now().UnixNano())
+	}()
 }
 
 // unpackScreens gives the emulator its cells back before anything that needs them
