@@ -46,17 +46,26 @@ type packed struct {
 	freed int // bytes of cells packing let go, less what the runs take
 }
 
-// screenBuffers finds the cell buffers of emu's main and alternate screens. vt keeps
-// them unexported, so they are reached by field name (as shrinkParser reaches the
-// parser); if a later vt renames or retypes them, it reports false and panes are
-// simply never packed (TestIdlePaneIsPacked then fails).
-func screenBuffers(emu *vt.Emulator) ([2]*uv.Buffer, bool) {
-	var out [2]*uv.Buffer
+// screens finds emu's main and alternate screens. vt keeps them unexported, so they
+// are reached by field name (as shrinkParser reaches the parser); if a later vt renames
+// or retypes them, it reports nil and panes are simply never packed
+// (TestIdlePaneIsPacked then fails).
+func screens(emu *vt.Emulator) *[2]vt.Screen {
 	f := reflect.ValueOf(emu).Elem().FieldByName("scrs")
 	if !f.IsValid() || f.Type() != reflect.TypeFor[[2]vt.Screen]() {
+		return nil
+	}
+	return (*[2]vt.Screen)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// screenBuffers finds the cell buffers of emu's main and alternate screens, reached
+// by field name like the screens.
+func screenBuffers(emu *vt.Emulator) ([2]*uv.Buffer, bool) {
+	var out [2]*uv.Buffer
+	scrs := screens(emu)
+	if scrs == nil {
 		return out, false
 	}
-	scrs := (*[2]vt.Screen)(unsafe.Pointer(f.UnsafeAddr()))
 	for i := range scrs {
 		bf := reflect.ValueOf(&scrs[i]).Elem().FieldByName("buf")
 		if !bf.IsValid() || bf.Type() != reflect.TypeFor[*uv.RenderBuffer]() {
@@ -69,6 +78,28 @@ func screenBuffers(emu *vt.Emulator) ([2]*uv.Buffer, bool) {
 		out[i] = rb.Buffer
 	}
 	return out, true
+}
+
+// emulatorScrollback is the size of the emulator's own scrollback: it only holds what
+// one write scrolls off (the history drains it after every piece of at most slowPiece,
+// 8 KiB, so at most 8 Ki lines); history keeps the real scrollback as text.
+const emulatorScrollback = 16 * 1024
+
+// trimScrollback gives emu's main screen an empty scrollback that grows only as lines
+// scroll off, and the alternate screen none. vt's own starts with room for 1,000 lines
+// on each screen (48 KiB a pane) and keeps the room of its busiest write (and the
+// cells of the lines it held) after the history drains it; the alternate screen's is
+// never read (vt.Emulator.Scrollback is the main screen's). The caller has drained it.
+func trimScrollback(emu *vt.Emulator) {
+	scrs := screens(emu)
+	if scrs == nil {
+		emu.SetScrollbackSize(emulatorScrollback)
+		return
+	}
+	sb := vt.NewScrollback(1)
+	sb.SetMaxLines(emulatorScrollback)
+	scrs[0].SetScrollback(sb)
+	scrs[1].SetScrollback(nil)
 }
 
 // pack packs emu's screens and empties its cell buffers, or returns nil (having
@@ -105,6 +136,9 @@ func pack(emu *vt.Emulator) *packed {
 	pk.freed = size - cost
 	for _, b := range bufs {
 		b.Lines = nil
+	}
+	if sb := emu.Scrollback(); sb != nil && sb.Len() == 0 {
+		trimScrollback(emu)
 	}
 	return pk
 }

@@ -118,9 +118,7 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 // of cols×rows; the caller starts its goroutines.
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
 	emu := vt.NewEmulator(cols, rows)
-	// The emulator's scrollback only holds what one write scrolls off (a chunk of at
-	// most 8 KiB is at most 8 Ki lines); history keeps the real scrollback as text.
-	emu.SetScrollbackSize(16 * 1024)
+	trimScrollback(emu) // pack.go
 	shrinkParser(emu, parserDataSize)
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
@@ -185,15 +183,16 @@ func (p *pane) readLoop() {
 	defer close(p.readDone)
 	// Large reads: a flood costs one lock and one fast-path check per 64 KiB (flood.go);
 	// feed lets readers in between the pieces it hands the emulator.
-	buf := make([]byte, 64*1024)
+	var small [readSmall]byte
 	for {
-		n, err := p.readChunk(buf)
-		if n > 0 {
+		out, done, err := p.readChunk(small[:])
+		if len(out) > 0 {
 			p.mu.Lock()
-			p.feed(buf[:n])
+			p.feed(out)
 			p.mu.Unlock()
 			p.h.activity(p)
 		}
+		done()
 		if err != nil {
 			return
 		}
