@@ -11,8 +11,9 @@
 // pane per 50 ms. Close and Shutdown stop a pane's goroutines before they return;
 // Shutdown closes the Events channel last.
 //
-// State: each pane's screen lives in its emulator and its scrollback in a ring of text
-// lines (history.go), both behind the pane's mutex; nothing is persisted, and a pane's
+// State: each pane's screen lives in its emulator (packed into runs of cells while its
+// output is quiet, pack.go) and its scrollback in a ring of text lines (history.go),
+// all behind the pane's mutex; nothing is persisted, and a pane's
 // last screen stays readable after its program exits until the pane is closed. The
 // pty master is switched to non-blocking mode (proc.go) so writes honour deadlines
 // and Close interrupts a blocked read.
