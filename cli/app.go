@@ -105,8 +105,10 @@ type HostStatus struct {
 
 // Run runs the command line with args (os.Args) and returns the process exit code.
 func Run(ctx context.Context, args []string, o Options) int {
-	err := NewApp(o).Run(ctx, normalizeArgs(args))
-	return ExitCode(err, o.Stderr)
+	args = normalizeArgs(args)
+	root := NewApp(o)
+	pruneTo(root, args)
+	return ExitCode(root.Run(ctx, args), o.Stderr)
 }
 
 // ExitCode prints err (if any) and maps it to the exit codes of DESIGN §3.

@@ -52,13 +52,15 @@ func orDefault(s, d string) string {
 	return s
 }
 
-var reRemote = regexp.MustCompile(`^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)(?::\d+)?[:/](.+?)(?:\.git)?/?$`)
+var reRemote = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)(?::\d+)?[:/](.+?)(?:\.git)?/?$`)
+})
 
 // githubRepo is "owner/name" of a remote URL on the GitHub that apiURL serves
 // (github.com for the default; the API's host otherwise, so a test server's bare
 // remote named after it counts too).
 func githubRepo(remote, apiURL string) (string, bool) {
-	m := reRemote.FindStringSubmatch(remote)
+	m := reRemote().FindStringSubmatch(remote)
 	if m == nil {
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/internal/gitref"
@@ -16,8 +17,10 @@ import (
 const maxPlanErrors = 30
 
 var (
-	reMilestone = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]*)[ \t]*(?:·|—|–|-|:)[ \t]*(.*)$`)
-	rePlanName  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	reMilestone = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_-]*)[ \t]*(?:·|—|–|-|:)[ \t]*(.*)$`)
+	})
+	rePlanName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 )
 
 // Parse reads a plan. It always returns a plan (what could be read, for display and for
@@ -218,7 +221,7 @@ func (ps *planParser) title(n int, text string) {
 		ps.errs.add(n, "the title must read `# Plan: NAME`, not %q", "# "+text)
 	case name == "":
 		ps.errs.add(n, "the title names no plan: `# Plan: NAME`")
-	case !rePlanName.MatchString(name):
+	case !rePlanName().MatchString(name):
 		ps.errs.add(n, "plan name %q: use lower-case letters, digits, '.', '_' and '-'", name)
 	case gitref.CheckBranch(name) != nil:
 		ps.errs.add(n, "plan name %q: git cannot use it in a branch name: %v; pick another name", name, gitref.CheckBranch(name))
@@ -237,7 +240,7 @@ func (ps *planParser) milestone(n int, text string) {
 	}
 	m := &Milestone{Line: n}
 	ps.cur, ps.zone = m, zoneKeys
-	sm := reMilestone.FindStringSubmatch(text)
+	sm := reMilestone().FindStringSubmatch(text)
 	if sm == nil {
 		ps.errs.add(n, "a milestone heading reads `## M1 · Title` (an id of letters, digits, '-', '_', then · or - and a title), not %q", "## "+text)
 		m.ID = text

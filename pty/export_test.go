@@ -7,3 +7,14 @@ func UsePidfd(on bool) (restore func()) {
 	pidfdDisabled = !on
 	return func() { pidfdDisabled = old }
 }
+
+// Packed reports whether pane id has its screens packed (pack.go).
+func Packed(h *Host, id string) bool {
+	p, err := h.pane(id)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.packed != nil
+}

@@ -41,7 +41,8 @@ func (r *refTerm) write(b []byte) {
 }
 
 func testPane(cols, rows int) *pane {
-	return newPane(&Host{opts: Options{Scrollback: 1 << 20}}, "t", "t", 0, nil, cols, rows)
+	// Never packed: the tests read the emulator's cells directly, however long they run.
+	return newPane(&Host{opts: Options{Scrollback: 1 << 20, PackAfter: -1}}, "t", "t", 0, nil, cols, rows)
 }
 
 // floodInput builds output a program might write: plain lines of every length around the

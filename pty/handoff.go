@@ -106,6 +106,7 @@ func (p *pane) export() Handoff {
 	}
 	<-p.replyDone
 	p.mu.Lock()
+	p.unpackScreens()
 	hf := Handoff{ID: p.id, Name: p.name, PID: p.pid, Cols: p.emu.Width(), Rows: p.emu.Height(),
 		Screen: p.redraw(), History: p.hist.tail(len(p.hist.lines))}
 	p.mu.Unlock()

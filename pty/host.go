@@ -11,8 +11,9 @@
 // pane per 50 ms. Close and Shutdown stop a pane's goroutines before they return;
 // Shutdown closes the Events channel last.
 //
-// State: each pane's screen lives in its emulator and its scrollback in a ring of text
-// lines (history.go), both behind the pane's mutex; nothing is persisted, and a pane's
+// State: each pane's screen lives in its emulator (packed into runs of cells while its
+// output is quiet, pack.go) and its scrollback in a ring of text lines (history.go),
+// all behind the pane's mutex; nothing is persisted, and a pane's
 // last screen stays readable after its program exits until the pane is closed. The
 // pty master is switched to non-blocking mode (proc.go) so writes honour deadlines
 // and Close interrupts a blocked read.
@@ -60,6 +61,9 @@ type Options struct {
 	// IDFloor makes new pane ids start above it (pass the exporting host's LastID, so
 	// the ids of its ended panes, still on agent records, are not given out again).
 	IDFloor int64
+	// PackAfter is how long a pane's output must be quiet before its screens are
+	// packed (pack.go), default 5 s; negative never packs.
+	PackAfter time.Duration
 }
 
 // outputInterval is the shortest gap between two PaneOutput events of one pane.
@@ -77,6 +81,8 @@ type Host struct {
 	nextID atomic.Int64
 
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
+
+	release releaser // hands memory packing let go back to the OS (pack.go)
 
 	mu       sync.Mutex
 	panes    map[string]*pane

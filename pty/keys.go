@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // keyTable maps key names to the bytes a terminal in normal (not application) cursor
 // mode sends for them. It is the one table of named keys; KeyBytes and KeyNames read it.
-var keyTable = func() map[string]string {
+// It is built on first use, not at init: every orcr process links this package.
+var keyTable = sync.OnceValue(func() map[string]string {
 	m := map[string]string{
 		"enter":     "\r",
 		"esc":       "\x1b",
@@ -45,7 +47,7 @@ var keyTable = func() map[string]string {
 		m["ctrl-"+string(c)] = string(rune(c - 'a' + 1))
 	}
 	return m
-}()
+})
 
 // keyAliases are other spellings people type for the same keys.
 var keyAliases = map[string]string{
@@ -68,7 +70,7 @@ func KeyBytes(name string) ([]byte, error) {
 	if a, ok := keyAliases[n]; ok {
 		n = a
 	}
-	if b, ok := keyTable[n]; ok {
+	if b, ok := keyTable()[n]; ok {
 		return []byte(b), nil
 	}
 	return nil, fmt.Errorf("unknown key %q; valid keys: %s", name, strings.Join(KeyNames(), ", "))
@@ -76,8 +78,8 @@ func KeyBytes(name string) ([]byte, error) {
 
 // KeyNames returns the canonical key names KeyBytes accepts, sorted.
 func KeyNames() []string {
-	names := make([]string, 0, len(keyTable))
-	for n := range keyTable {
+	names := make([]string, 0, len(keyTable()))
+	for n := range keyTable() {
 		names = append(names, n)
 	}
 	slices.Sort(names)

@@ -1,13 +1,16 @@
 package pty_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	uv "github.com/charmbracelet/ultraviolet"
 
+	"orcr/core"
 	"orcr/pty"
 )
 
@@ -46,4 +49,80 @@ func TestIdlePaneHeap(t *testing.T) {
 		t.Errorf("an idle 200x50 pane holds %.0f KiB of heap; its screens need %.0f KiB and the rest should be under 1 MiB",
 			per/1024, screens/1024)
 	}
+}
+
+// An idle pane holds memory in proportion to what it shows: once its output has been
+// quiet for PackAfter its two screens of cells (2.2 MB at 200x50) are packed into runs,
+// so 100 idle agents add ≤ 20 MB to the server, not 220 MB. Reads of a packed pane
+// answer from the runs; output unpacks it and lands on the screen it had.
+func TestIdlePaneIsPacked(t *testing.T) {
+	const n = 20
+	h := newHost(t, pty.Options{Cols: 200, Rows: 50, PackAfter: 100 * time.Millisecond})
+	before := liveHeap()
+	var ids []string
+	for i := range n {
+		info := launch(t, h, "sh", "-c", fmt.Sprintf("printf '\\033[1;32midle%d\\033[0m ready\\n'; exec cat", i))
+		waitText(t, h, info.ID, 0, fmt.Sprintf("idle%d ready", i))
+		ids = append(ids, info.ID)
+	}
+	waitFor(t, "every idle pane to be packed", func() (bool, string) {
+		for _, id := range ids {
+			if !pty.Packed(h, id) {
+				return false, id + " is not packed"
+			}
+		}
+		return true, ""
+	})
+	// Signed: garbage of earlier tests collected meanwhile can leave the heap smaller.
+	per := float64(int64(liveHeap())-int64(before)) / n
+	t.Logf("live heap per idle packed 200x50 pane: %.0f KiB", per/1024)
+	if per > 200<<10 {
+		t.Errorf("an idle 200x50 pane holds %.0f KiB of heap; packed it should hold under 200 KiB (100 agents ≤ 20 MB)", per/1024)
+	}
+	// A read of a packed pane is the screen it showed, and leaves it packed.
+	scr, err := h.Read(context.Background(), ids[3], core.ReadOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scr.Text != "idle3 ready" || scr.Cols != 200 || scr.Rows != 50 || scr.CursorY != 1 {
+		t.Errorf("packed pane reads %q (%dx%d, cursor row %d), want \"idle3 ready\" on 200x50 with the cursor on row 1",
+			scr.Text, scr.Cols, scr.Rows, scr.CursorY)
+	}
+	if !pty.Packed(h, ids[3]) {
+		t.Error("a read unpacked the pane")
+	}
+	// Output unpacks it: the new line lands below the old one.
+	if err := h.SendText(context.Background(), ids[3], "more\r"); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, h, ids[3], 0, "idle3 ready\nmore\nmore")
+}
+
+// The memory packing lets go is handed back without waiting for the runtime's
+// two-minute collection: an idle server allocates next to nothing, so the dead cells
+// of 100 freshly idle agents stayed in the heap (and the RSS) for up to two minutes.
+// The test never collects itself; the heap in use must fall by the host's doing.
+func TestPackedMemoryIsReturned(t *testing.T) {
+	const n = 10 // 400x100 panes: 8.9 MB of cells each, past the host's 64 MiB batch
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.HeapInuse
+	h := newHost(t, pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond})
+	var ids []string
+	for i := range n {
+		info := launch(t, h, "sh", "-c", fmt.Sprintf("echo big%d; exec cat", i))
+		waitText(t, h, info.ID, 0, fmt.Sprintf("big%d", i))
+		ids = append(ids, info.ID)
+	}
+	waitFor(t, "the heap in use to fall back once every pane is packed", func() (bool, string) {
+		for _, id := range ids {
+			if !pty.Packed(h, id) {
+				return false, id + " is not packed"
+			}
+		}
+		runtime.ReadMemStats(&m)
+		grown := int64(m.HeapInuse) - int64(before)
+		return grown < 20<<20, fmt.Sprintf("heap in use %d MiB above the start (the panes' cells were %d MiB)", grown>>20, n*2*400*100*112>>20)
+	})
 }

@@ -48,6 +48,11 @@ type pane struct {
 	streams map[*stream]struct{}
 	modes   modeTracker
 	fast    fastState // what feed knows of the emulator (flood.go)
+	// packed holds the screens' cells while the pane is quiet (pack.go); the emulator's
+	// own buffers are empty then. packTimer fires PackAfter after lastOut.
+	packed    *packed
+	packTimer *time.Timer
+	lastOut   time.Time
 
 	writeMu sync.Mutex     // serializes writes to ptmx and their deadlines
 	replies chan []byte    // the emulator's answers to terminal queries, to the pty
@@ -113,9 +118,7 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 // of cols×rows; the caller starts its goroutines.
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
 	emu := vt.NewEmulator(cols, rows)
-	// The emulator's scrollback only holds what one write scrolls off (a chunk of at
-	// most 8 KiB is at most 8 Ki lines); history keeps the real scrollback as text.
-	emu.SetScrollbackSize(16 * 1024)
+	trimScrollback(emu) // pack.go
 	shrinkParser(emu, parserDataSize)
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
@@ -167,6 +170,9 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 		return false
 	})
 	p.fast.reset()
+	p.mu.Lock()
+	p.armPack() // a pane that never prints packs too
+	p.mu.Unlock()
 	return p
 }
 
@@ -177,15 +183,16 @@ func (p *pane) readLoop() {
 	defer close(p.readDone)
 	// Large reads: a flood costs one lock and one fast-path check per 64 KiB (flood.go);
 	// feed lets readers in between the pieces it hands the emulator.
-	buf := make([]byte, 64*1024)
+	var small [readSmall]byte
 	for {
-		n, err := p.readChunk(buf)
-		if n > 0 {
+		out, done, err := p.readChunk(small[:])
+		if len(out) > 0 {
 			p.mu.Lock()
-			p.feed(buf[:n])
+			p.feed(out)
 			p.mu.Unlock()
 			p.h.activity(p)
 		}
+		done()
 		if err != nil {
 			return
 		}
@@ -324,7 +331,18 @@ func (p *pane) read(lines int) core.Screen {
 	if lines > 0 && !p.emu.IsAltScreen() {
 		history = p.hist.tail(lines)
 	}
-	out := append(history, screenLines(p.emu)...)
+	var screen []string
+	if pk := p.packed; pk != nil {
+		scr := 0
+		if p.emu.IsAltScreen() {
+			scr = 1
+		}
+		screen = pk.lines(scr)
+		cols, rows = pk.cols, len(screen)
+	} else {
+		screen = screenLines(p.emu)
+	}
+	out := append(history, screen...)
 	p.mu.Unlock()
 
 	for len(out) > 0 && out[len(out)-1] == "" {
@@ -375,6 +393,7 @@ func screenLines(emu *vt.Emulator) []string {
 // for the new size lands on a screen of that size.
 func (p *pane) resize(cols, rows int) error {
 	p.mu.Lock()
+	p.unpackScreens()
 	p.emu.Resize(cols, rows)
 	p.fast.region = [2]bool{} // a resize resets the scroll regions
 	p.hist.drain(p.emu)

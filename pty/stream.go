@@ -176,6 +176,7 @@ func (p *pane) copyInput(ctx context.Context, r io.Reader) error {
 // its own position (so no autowrap or scrolling can shift it), then the cursor. The
 // caller holds p.mu.
 func (p *pane) redraw() string {
+	p.unpackScreens()
 	var b strings.Builder
 	b.WriteString(p.modes.sequence())
 	b.WriteString("\x1b[0m\x1b[H\x1b[2J")

@@ -41,24 +41,25 @@ func quoteFormat(s string) string {
 // command line.
 var paneIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^%[0-9]+$`) })
 
-// keyNames maps core.Host key names to tmux key names.
-var keyNames = map[string]string{
-	"enter": "Enter", "esc": "Escape", "tab": "Tab", "backspace": "BSpace",
-	"up": "Up", "down": "Down", "left": "Left", "right": "Right",
-	"home": "Home", "end": "End", "pgup": "PPage", "pgdn": "NPage", "space": "Space",
-}
-
-func init() {
+// keyNames maps core.Host key names to tmux key names. It is built on first use, not
+// at init: every orcr process links this package, and most never press a key.
+var keyNames = sync.OnceValue(func() map[string]string {
+	m := map[string]string{
+		"enter": "Enter", "esc": "Escape", "tab": "Tab", "backspace": "BSpace",
+		"up": "Up", "down": "Down", "left": "Left", "right": "Right",
+		"home": "Home", "end": "End", "pgup": "PPage", "pgdn": "NPage", "space": "Space",
+	}
 	for c := 'a'; c <= 'z'; c++ {
-		keyNames["ctrl-"+string(c)] = "C-" + string(c)
+		m["ctrl-"+string(c)] = "C-" + string(c)
 	}
 	for i := 1; i <= 12; i++ {
-		keyNames[fmt.Sprintf("f%d", i)] = fmt.Sprintf("F%d", i)
+		m[fmt.Sprintf("f%d", i)] = fmt.Sprintf("F%d", i)
 	}
-}
+	return m
+})
 
 // tmuxKey returns the tmux name of a core key name.
 func tmuxKey(name string) (string, bool) {
-	k, ok := keyNames[strings.ToLower(name)]
+	k, ok := keyNames()[strings.ToLower(name)]
 	return k, ok
 }

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"orcr/internal/strictfile"
@@ -137,13 +138,13 @@ func readNoFollow(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxFile))
 }
 
-var secretRef = regexp.MustCompile(`\{\{\s*secret\.([A-Za-z0-9_.-]+)\s*\}\}`)
+var secretRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{\s*secret\.([A-Za-z0-9_.-]+)\s*\}\}`) })
 
 // Names returns the secret names env's values refer to, sorted.
 func Names(env map[string]string) []string {
 	seen := map[string]bool{}
 	for _, v := range env {
-		for _, m := range secretRef.FindAllStringSubmatch(v, -1) {
+		for _, m := range secretRef().FindAllStringSubmatch(v, -1) {
 			seen[m[1]] = true
 		}
 	}
@@ -173,8 +174,8 @@ func Resolve(env map[string]string, path string) (map[string]string, error) {
 	}
 	out := maps.Clone(env)
 	for k, v := range out {
-		out[k] = secretRef.ReplaceAllStringFunc(v, func(ref string) string {
-			return secrets[secretRef.FindStringSubmatch(ref)[1]]
+		out[k] = secretRef().ReplaceAllStringFunc(v, func(ref string) string {
+			return secrets[secretRef().FindStringSubmatch(ref)[1]]
 		})
 	}
 	return out, nil

@@ -1,0 +1,301 @@
+// Package cli holds the whole-program benchmarks of the command line's start-up: `orcr
+// agent get` against minclient (the smallest Go program that makes the same request),
+// and a spawn loop of `orcr agent run` ×100 against a raw loop of `tmux new-window`
+// ×100, each pair interleaved in the same run so load on the machine hits both alike.
+// Run with: go test ./bench/cli/ -run '^$' -bench . -benchtime 1x
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/testutil/serve"
+	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
+)
+
+// server is a real `orcr serve` on the tmux host with its own ORCR_HOME.
+type server struct {
+	bin, home string
+	env       []string
+	srv       *serve.Server
+}
+
+// shortDir is a temp dir short enough for unix sockets inside it.
+func shortDir(b *testing.B) string {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "orcr-bc-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// killTmux stops the tmux server on sock at cleanup.
+func killTmux(b *testing.B, sock string) {
+	b.Cleanup(func() {
+		cmd := exec.Command("tmux", "-S", sock, "kill-server")
+		cmd.Env = []string{"LANG=C.UTF-8"}
+		_ = cmd.Run()
+	})
+}
+
+func startServer(b *testing.B) *server {
+	b.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Skip("tmux is not installed")
+	}
+	home := shortDir(b)
+	s := &server{bin: testbin.Build(b, "orcr"), home: home}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ORCR_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "TMUX") &&
+			!strings.HasPrefix(kv, "GODEBUG=") {
+			s.env = append(s.env, kv)
+		}
+	}
+	cfgDir := filepath.Join(home, "cfg", "orcr")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	s.env = append(s.env, "ORCR_HOME="+home, "ORCR_HOST=tmux", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
+	killTmux(b, filepath.Join(home, "tmux.sock"))
+	s.srv = serve.Start(b, serve.Options{Bin: s.bin, Env: s.env})
+	return s
+}
+
+// call makes one request on the server's socket with a hand-written client (the
+// benchmark measures the CLI, so it does not lean on the socket package's client) and
+// decodes the result into out.
+func (s *server) call(b *testing.B, method string, params, out any) {
+	b.Helper()
+	conn, err := net.Dial("unix", s.srv.Socket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	req, err := json.Marshal(map[string]any{"id": "1", "method": method, "params": params})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.Write(append(req, '\n')); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	var resp struct {
+		Result json.RawMessage  `json:"result"`
+		Error  *json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		b.Fatal(err)
+	}
+	if resp.Error != nil {
+		b.Fatalf("%s: %s", method, *resp.Error)
+	}
+	if err := json.Unmarshal(resp.Result, out); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// sample is what one process run cost.
+type sample struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	minflt int64         // minor page faults
+}
+
+// runProc runs bin with args and env and measures it; stdout must contain want.
+func runProc(b *testing.B, env []string, want string, bin string, args ...string) sample {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	wall := time.Since(t0)
+	if err != nil {
+		b.Fatalf("%s %v: %v\n%s", bin, args, err, errb.String())
+	}
+	if !strings.Contains(out.String(), want) {
+		b.Fatalf("%s %v printed %q, want %q in it", bin, args, out.String(), want)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), minflt: ru.Minflt}
+}
+
+// medians are the medians of each field of ss.
+func medians(ss []sample) sample {
+	pick := func(f func(sample) int64) int64 {
+		vs := make([]int64, len(ss))
+		for i, s := range ss {
+			vs[i] = f(s)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	return sample{
+		wall:   time.Duration(pick(func(s sample) int64 { return int64(s.wall) })),
+		cpu:    time.Duration(pick(func(s sample) int64 { return int64(s.cpu) })),
+		minflt: pick(func(s sample) int64 { return s.minflt }),
+	}
+}
+
+// initTrace runs bin with GODEBUG=inittrace=1 and sums what its package
+// initialisation cost: packages with init work, allocations, and clock time.
+func initTrace(b *testing.B, env []string, bin string, args ...string) (pkgs, allocs int, ms float64) {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(slices.Clone(env), "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = cmd.Run() // the trace is on stderr whatever the command's outcome
+	// init orcr/core/socket @4.8 ms, 0.28 ms clock, 54008 bytes, 291 allocs
+	for _, line := range strings.Split(errb.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 11 || f[0] != "init" {
+			continue
+		}
+		pkgs++
+		if v, err := strconv.ParseFloat(f[4], 64); err == nil {
+			ms += v
+		}
+		if v, err := strconv.Atoi(f[9]); err == nil {
+			allocs += v
+		}
+	}
+	return pkgs, allocs, ms
+}
+
+// BenchmarkAgentGetVsMinimalClient runs `orcr agent get` and minclient on one agent,
+// alternately, 100 times each per iteration, and reports the medians of wall time, CPU
+// and page faults, their ratios (target: wall ≤ 2×), and what `orcr agent get`'s
+// package initialisation costs (GODEBUG=inittrace=1).
+func BenchmarkAgentGetVsMinimalClient(b *testing.B) {
+	s := startServer(b)
+	min := testbin.Build(b, "orcr/bench/cli/minclient")
+	var run struct {
+		ID string `json:"id"`
+	}
+	s.call(b, "agent.run", map[string]any{"path": "bench/get", "argv": []string{"sleep", "600"}, "cwd": "/tmp"}, &run)
+	wait.For(b, 15*time.Second, "the agent to be recorded", func() bool {
+		var got struct {
+			Agents []json.RawMessage `json:"agents"`
+		}
+		s.call(b, "agent.list", map[string]any{"glob": "bench/get"}, &got)
+		return len(got.Agents) == 1
+	})
+	var orcr, floor []sample
+	for b.Loop() {
+		for range 100 {
+			orcr = append(orcr, runProc(b, s.env, "bench/get", s.bin, "agent", "get", "bench/get"))
+			floor = append(floor, runProc(b, s.env, "bench/get", min, "bench/get"))
+		}
+	}
+	b.StopTimer()
+	o, f := medians(orcr), medians(floor)
+	b.ReportMetric(float64(o.wall.Microseconds())/1000, "orcr-ms")
+	b.ReportMetric(float64(f.wall.Microseconds())/1000, "min-ms")
+	b.ReportMetric(float64(o.wall)/float64(f.wall), "wall-ratio")
+	b.ReportMetric(float64(o.cpu)/float64(max(f.cpu, time.Millisecond)), "cpu-ratio")
+	b.ReportMetric(float64(o.minflt), "orcr-faults")
+	b.ReportMetric(float64(f.minflt), "min-faults")
+	pkgs, allocs, ms := initTrace(b, s.env, s.bin, "agent", "get", "bench/get")
+	b.ReportMetric(float64(pkgs), "init-pkgs")
+	b.ReportMetric(float64(allocs), "init-allocs")
+	b.ReportMetric(ms, "init-ms")
+}
+
+// BenchmarkSpawn100VsRawTmuxInterleaved spawns 100 shell agents with `orcr agent run`
+// (one process each, as a user's script would) and then 100 windows with a raw shell
+// loop of `tmux new-window` on a fresh tmux server, three rounds per iteration, and
+// reports the totals and their ratio (target ≤ 1.2).
+func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
+	const n, rounds = 100, 3
+	s := startServer(b)
+	var orcrTotal, rawTotal time.Duration
+	var r int
+	for b.Loop() {
+		for range rounds {
+			r++
+			t0 := time.Now()
+			for j := range n {
+				runProc(b, s.env, "queued", s.bin, "agent", "run", fmt.Sprintf("bench/r%d/a%d", r, j), "--", "sleep", "600")
+			}
+			// `agent run` returns once the agent is queued; the raw loop's windows exist
+			// when it ends, so the clock stops when all of orcr's panes exist too.
+			s.waitLaunched(b, fmt.Sprintf("bench/r%d/**", r), n)
+			orcrTotal += time.Since(t0)
+			rawTotal += rawSpawn(b, n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(orcrTotal.Milliseconds())/float64(r), "orcr-ms")
+	b.ReportMetric(float64(rawTotal.Milliseconds())/float64(r), "raw-ms")
+	b.ReportMetric(float64(orcrTotal)/float64(rawTotal), "ratio")
+}
+
+// waitLaunched polls the server until n agents matching glob have a pane.
+func (s *server) waitLaunched(b *testing.B, glob string, n int) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var got struct {
+			Agents []struct {
+				PaneID string `json:"paneId"`
+			} `json:"agents"`
+		}
+		s.call(b, "agent.list", map[string]any{"glob": glob}, &got)
+		launched := 0
+		for _, a := range got.Agents {
+			if a.PaneID != "" {
+				launched++
+			}
+		}
+		if launched == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d agents launched after a minute", launched, n)
+		}
+		time.Sleep(time.Millisecond) // a poll interval, bounded by the deadline above
+	}
+}
+
+// rawSpawn is the floor of the spawn loop: a shell loop of n `tmux new-window` on a
+// fresh tmux server, timed from the loop's start to its end.
+func rawSpawn(b *testing.B, n int) time.Duration {
+	b.Helper()
+	sock := filepath.Join(shortDir(b), "raw.sock")
+	killTmux(b, sock)
+	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
+	start.Env = []string{"LANG=C.UTF-8"}
+	if out, err := start.CombinedOutput(); err != nil {
+		b.Fatalf("start raw tmux: %v %s", err, out)
+	}
+	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 600 || exit 1; i=$((i+1)); done`, n), "sh", sock)
+	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
+	t0 := time.Now()
+	if out, err := loop.CombinedOutput(); err != nil {
+		b.Fatalf("raw loop: %v %s", err, out)
+	}
+	return time.Since(t0)
+}

@@ -1,0 +1,363 @@
+package pty
+
+import (
+	"image/color"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/vt"
+)
+
+// A pane's emulator keeps two screens (main and alternate) as arrays of cells, 112
+// bytes each whatever they show: a 200x50 pane holds 2.2 MB even when it shows one
+// line and waits for a key, so 100 idle agents held 220 MB of the server. A pane whose
+// output has been quiet for a while has its screens packed instead: each row as runs
+// of cells that share a style (one byte per cell for plain ASCII text), a blank row as
+// nothing. Everything else the emulator knows (cursor, modes, scroll region, saved
+// cursor, charsets) stays in it untouched, so unpacking gives back the very same cells
+// and the emulator carries on as if nothing happened. Reads of a packed pane are
+// answered from the runs; output, a resize or an attach unpacks it first.
+
+// defaultPackAfter is how long a pane's output must be quiet before its screens are
+// packed (Options.PackAfter). Agents waiting for input are quiet for minutes; one that
+// works prints at least every few seconds (a spinner, a timer), so working panes stay
+// unpacked and pay no packing churn.
+const defaultPackAfter = 5 * time.Second
+
+// cellRun is a stretch of one row's cells: a text run (text != "") is one cell per
+// byte of text, each an ASCII character of width 1 with cell's style and link; a
+// repeat run is n copies of cell.
+type cellRun struct {
+	cell uv.Cell
+	text string
+	n    int
+}
+
+// packed is a pane's two screens while packed.
+type packed struct {
+	bufs  [2]*uv.Buffer  // the emptied buffers, refilled by unpack
+	rows  [2][][]cellRun // per screen, per row; a nil row is blank (all uv.EmptyCell)
+	cols  int
+	freed int // bytes of cells packing let go, less what the runs take
+}
+
+// screens finds emu's main and alternate screens. vt keeps them unexported, so they
+// are reached by field name (as shrinkParser reaches the parser); if a later vt renames
+// or retypes them, it reports nil and panes are simply never packed
+// (TestIdlePaneIsPacked then fails).
+func screens(emu *vt.Emulator) *[2]vt.Screen {
+	f := reflect.ValueOf(emu).Elem().FieldByName("scrs")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[[2]vt.Screen]() {
+		return nil
+	}
+	return (*[2]vt.Screen)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// screenBuffers finds the cell buffers of emu's main and alternate screens, reached
+// by field name like the screens.
+func screenBuffers(emu *vt.Emulator) ([2]*uv.Buffer, bool) {
+	var out [2]*uv.Buffer
+	scrs := screens(emu)
+	if scrs == nil {
+		return out, false
+	}
+	for i := range scrs {
+		bf := reflect.ValueOf(&scrs[i]).Elem().FieldByName("buf")
+		if !bf.IsValid() || bf.Type() != reflect.TypeFor[*uv.RenderBuffer]() {
+			return out, false
+		}
+		rb := *(**uv.RenderBuffer)(unsafe.Pointer(bf.UnsafeAddr()))
+		if rb == nil || rb.Buffer == nil {
+			return out, false
+		}
+		out[i] = rb.Buffer
+	}
+	return out, true
+}
+
+// emulatorScrollback is the size of the emulator's own scrollback: it only holds what
+// one write scrolls off (the history drains it after every piece of at most slowPiece,
+// 8 KiB, so at most 8 Ki lines); history keeps the real scrollback as text.
+const emulatorScrollback = 16 * 1024
+
+// trimScrollback gives emu's main screen an empty scrollback that grows only as lines
+// scroll off, and the alternate screen none. vt's own starts with room for 1,000 lines
+// on each screen (48 KiB a pane) and keeps the room of its busiest write (and the
+// cells of the lines it held) after the history drains it; the alternate screen's is
+// never read (vt.Emulator.Scrollback is the main screen's). The caller has drained it.
+func trimScrollback(emu *vt.Emulator) {
+	scrs := screens(emu)
+	if scrs == nil {
+		emu.SetScrollbackSize(emulatorScrollback)
+		return
+	}
+	sb := vt.NewScrollback(1)
+	sb.SetMaxLines(emulatorScrollback)
+	scrs[0].SetScrollback(sb)
+	scrs[1].SetScrollback(nil)
+}
+
+// pack packs emu's screens and empties its cell buffers, or returns nil (having
+// changed nothing) when they cannot be reached or would not pack smaller than a
+// quarter of their cells (a screen of every cell in its own colour stays as it is).
+func pack(emu *vt.Emulator) *packed {
+	bufs, ok := screenBuffers(emu)
+	if !ok {
+		return nil
+	}
+	pk := &packed{bufs: bufs, cols: bufs[0].Width()}
+	cells, cost := 0, 0
+	for i, b := range bufs {
+		if b.Width() != pk.cols {
+			return nil
+		}
+		rows := make([][]cellRun, len(b.Lines))
+		for y, line := range b.Lines {
+			if len(line) != pk.cols {
+				return nil
+			}
+			rows[y] = packLine(line)
+			for _, r := range rows[y] {
+				cost += int(unsafe.Sizeof(r)) + len(r.text)
+			}
+		}
+		cells += len(b.Lines) * pk.cols
+		pk.rows[i] = rows
+	}
+	size := cells * int(unsafe.Sizeof(uv.Cell{}))
+	if cost > size/4 {
+		return nil
+	}
+	pk.freed = size - cost
+	for _, b := range bufs {
+		b.Lines = nil
+	}
+	if sb := emu.Scrollback(); sb != nil && sb.Len() == 0 {
+		trimScrollback(emu)
+	}
+	return pk
+}
+
+// unpack refills the buffers pack emptied with the cells they held.
+func (pk *packed) unpack() {
+	for i, b := range pk.bufs {
+		lines := make([]uv.Line, len(pk.rows[i]))
+		for y, runs := range pk.rows[i] {
+			line := make(uv.Line, pk.cols)
+			x := 0
+			for _, r := range runs {
+				if r.text != "" {
+					for k := range len(r.text) {
+						line[x] = r.cell
+						line[x].Content = r.text[k : k+1]
+						x++
+					}
+					continue
+				}
+				for range r.n {
+					line[x] = r.cell
+					x++
+				}
+			}
+			for ; x < len(line); x++ {
+				line[x] = uv.EmptyCell
+			}
+			lines[y] = line
+		}
+		b.Lines = lines
+	}
+}
+
+// packLine packs one row; a row of nothing but blank cells packs to nil.
+func packLine(line uv.Line) []cellRun {
+	end := len(line)
+	for end > 0 && line[end-1] == uv.EmptyCell {
+		end--
+	}
+	if end == 0 {
+		return nil
+	}
+	var runs []cellRun
+	for x := 0; x < end; {
+		c := &line[x]
+		j := x + 1
+		if asciiCell(c) {
+			for j < end && asciiCell(&line[j]) && sameAttrs(c, &line[j]) {
+				j++
+			}
+			var b strings.Builder
+			b.Grow(j - x)
+			for k := x; k < j; k++ {
+				b.WriteString(line[k].Content)
+			}
+			runs = append(runs, cellRun{cell: *c, text: b.String()})
+		} else {
+			for j < end && line[j].Content == c.Content && sameAttrs(c, &line[j]) {
+				j++
+			}
+			runs = append(runs, cellRun{cell: *c, n: j - x})
+		}
+		x = j
+	}
+	return runs
+}
+
+// asciiCell reports whether c is one printable ASCII character of width 1.
+func asciiCell(c *uv.Cell) bool {
+	return len(c.Content) == 1 && c.Width == 1 && c.Content[0] >= 0x20 && c.Content[0] < 0x7f
+}
+
+// sameAttrs reports whether a and b differ at most in their content.
+func sameAttrs(a, b *uv.Cell) bool {
+	return a.Width == b.Width && a.Link == b.Link && a.Style.Attrs == b.Style.Attrs &&
+		a.Style.Underline == b.Style.Underline && sameColor(a.Style.Fg, b.Style.Fg) &&
+		sameColor(a.Style.Bg, b.Style.Bg) && sameColor(a.Style.UnderlineColor, b.Style.UnderlineColor)
+}
+
+// sameColor reports whether a and b are the same colour value, of the same type (so
+// the redraw of a packed pane writes the same sequences as before).
+func sameColor(a, b color.Color) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
+
+// lines returns the text of every row of screen scr, as screenLines does for an
+// unpacked emulator.
+func (pk *packed) lines(scr int) []string {
+	rows := pk.rows[scr]
+	out := make([]string, len(rows))
+	var b strings.Builder
+	for y, runs := range rows {
+		b.Reset()
+		end := 0
+		for _, r := range runs {
+			if r.text != "" {
+				b.WriteString(r.text)
+				if t := strings.TrimRight(r.text, " "); t != "" {
+					end = b.Len() - (len(r.text) - len(t))
+				}
+				continue
+			}
+			c := &r.cell
+			if c.Width == 0 && c.Content == "" {
+				continue // the second column of a wide character
+			}
+			for range r.n {
+				switch c.Content {
+				case "", " ":
+					b.WriteByte(' ')
+				default:
+					b.WriteString(c.Content)
+					end = b.Len()
+				}
+			}
+		}
+		out[y] = b.String()[:end]
+	}
+	return out
+}
+
+// armPack (re)starts the pane's quiet timer after output or an unpack. The caller
+// holds p.mu.
+func (p *pane) armPack() {
+	d := p.h.opts.PackAfter
+	if d < 0 {
+		return
+	}
+	if d == 0 {
+		d = defaultPackAfter
+	}
+	p.lastOut = time.Now()
+	if p.packTimer == nil {
+		p.packTimer = time.AfterFunc(d, p.packQuiet)
+		return
+	}
+	p.packTimer.Reset(d)
+}
+
+// packQuiet packs the pane's screens once its output has been quiet for PackAfter.
+func (p *pane) packQuiet() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gone:
+		return
+	default:
+	}
+	d := p.h.opts.PackAfter
+	if d == 0 {
+		d = defaultPackAfter
+	}
+	if p.packed != nil {
+		return
+	}
+	// Output that came while this call waited for the lock re-armed the timer; the
+	// pane is not quiet yet.
+	if left := d - time.Since(p.lastOut); left > 0 {
+		p.packTimer.Reset(left)
+		return
+	}
+	if p.packed = pack(p.emu); p.packed != nil {
+		p.h.release.add(p.h, p.packed.freed)
+	}
+}
+
+// Memory that packing lets go is garbage only until the next collection, and an idle
+// server allocates next to nothing, so that collection came from the runtime's
+// two-minute timer: 100 freshly idle agents kept ~180 MB of dead cells and the RSS
+// they had for up to two minutes. Once packing has let go of releaseAfter bytes, the
+// host has the runtime collect and hand the memory back to the OS, at most once per
+// releaseEvery (one collection of a small live heap: tens of milliseconds of CPU).
+const (
+	releaseAfter = 64 << 20
+	releaseEvery = 30 * time.Second
+)
+
+// releaser batches the host's memory returns after packing.
+type releaser struct {
+	freed   atomic.Int64
+	running atomic.Bool
+	last    atomic.Int64 // unix nanoseconds of the last return
+}
+
+// add counts n bytes let go and starts a return once enough have been.
+func (r *releaser) add(h *Host, n int) {
+	if r.freed.Add(int64(n)) < releaseAfter || !r.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.running.Store(false)
+		// Panes that went quiet together pack within moments of each other: wait a
+		// little (and out the rest of releaseEvery) so one collection takes them all.
+		wait := max(time.Second, releaseEvery-time.Since(time.Unix(0, r.last.Load())))
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-h.done:
+			return
+		}
+		r.freed.Store(0)
+		debug.FreeOSMemory()
+		r.last.Store(time.Now().UnixNano())
+	}()
+}
+
+// unpackScreens gives the emulator its cells back before anything that needs them
+// (output, a resize, a redraw). The caller holds p.mu.
+func (p *pane) unpackScreens() {
+	if p.packed == nil {
+		return
+	}
+	p.packed.unpack()
+	p.packed = nil
+	p.armPack()
+}
