@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"orcr/cli"
-	"orcr/core"
+	"orcr/core/wire"
 )
 
 // TestLeafCommandSetsUpOnlyItsPath counts what one `orcr agent get X` costs the
@@ -17,7 +17,7 @@ import (
 func TestLeafCommandSetsUpOnlyItsPath(t *testing.T) {
 	refused := errors.New("no server in this test")
 	o := cli.Options{Stdin: eofReader{}, Stdout: io.Discard, Stderr: io.Discard,
-		Connect: func(context.Context) (core.Service, error) { return nil, refused }}
+		Connect: func(context.Context) (wire.Transport, error) { return nil, refused }}
 	allocs := testing.AllocsPerRun(20, func() {
 		if code := cli.Run(context.Background(), []string{"orcr", "agent", "get", "x"}, o); code != cli.ExitError {
 			t.Fatalf("exit %d, want %d", code, cli.ExitError)
