@@ -13,10 +13,7 @@ import (
 	"orcr/core/wire"
 )
 
-var (
-	_ KernelService = (*Engine)(nil)
-	_ Kernel        = (*Engine)(nil)
-)
+var _ KernelService = (*Engine)(nil)
 
 // Ping answers server.ping.
 func (e *Engine) Ping(context.Context) (wire.PingResult, error) {

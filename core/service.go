@@ -194,19 +194,6 @@ type RunService interface {
 	RunAsk(ctx context.Context, p wire.RunCallerParams) (wire.RunMilestone, error)
 }
 
-// Kernel is what the kernel offers the feature packages built beside it (schedule,
-// and later accounts, listeners, runs), besides the Service they may call.
-type Kernel interface {
-	// Publish stores an event and delivers it to subscribers.
-	Publish(ctx context.Context, ev wire.Event) (wire.Event, error)
-	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
-	// for a root caller (a claim that does not verify is an error).
-	CallerAgent(ctx context.Context) (*wire.Agent, error)
-	// Readmit asks admission to look at the queue again: a gate's facts changed (a
-	// window reset, a budget removed) without a run or an end to wake it.
-	Readmit()
-}
-
 // Caller is who is calling, as the socket server established it.
 type Caller struct {
 	// ClaimedID is the ORCR_ID the caller says it runs inside ("" for none). The engine

@@ -201,11 +201,11 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 // coder moved to another milestone, the recorded one is its ended predecessor).
 func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.Agent, bool) {
 	if id := rec.Agents[who]; id != "" {
-		if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Live() {
+		if a, err := s.k.Get(ctx, id); err == nil && a.State.Live() {
 			return a, true
 		}
 	}
-	a, err := s.o.Agents.Get(ctx, AgentPath(rec.Run.Name, who))
+	a, err := s.k.Get(ctx, AgentPath(rec.Run.Name, who))
 	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
 }
 
@@ -251,7 +251,7 @@ func (s *Service) runAgent(ctx context.Context, p wire.RunParams) (wire.Agent, e
 	p.Prompt = s.toAgent(p.Prompt)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		a, err := s.o.Agents.Run(ctx, p)
+		a, err := s.k.Run(ctx, p)
 		if err == nil || !errors.Is(err, wire.ErrPathTaken) || time.Now().After(deadline) {
 			return a, err
 		}
@@ -282,13 +282,13 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return err
 	}
 	busy := false
-	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+	if a, err := s.k.Get(ctx, id); err == nil && a.State == wire.StateWorking {
 		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	err = s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
 	if wire.CodeOf(err) == wire.CodeAgentBlocked {
 		// The agent waits on a prompt and nothing was typed: the message is not the
 		// last one it got, so a turn end before it goes in is not taken for a reply.
@@ -356,13 +356,13 @@ func (s *Service) stopID(ctx context.Context, name, id string) {
 	if id == "" {
 		return
 	}
-	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Terminal() {
+	if a, err := s.k.Get(ctx, id); err == nil && a.State.Terminal() {
 		return
 	}
 	s.mu.Lock()
 	s.stopped[id] = true
 	s.mu.Unlock()
-	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
+	if _, err := s.k.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
 		s.log.Warn("runs: stop agent", "run", name, "id", id, "err", err)
 	}
 }
@@ -404,7 +404,7 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) error {
 	// Each review is a fresh reviewer agent, so the last message read at its turn's
 	// end is this review's: a live reviewer's earlier verdict stays its last message
 	// through a turn that says nothing, and silence is never approval.
-	if old, err := s.o.Agents.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
+	if old, err := s.k.Get(ctx, rec.Agents["reviewer"]); err == nil && rec.Agents["reviewer"] != "" && old.State.Live() {
 		if old.Prompt == text && old.State != wire.StateDone && old.State != wire.StateIdle {
 			return nil // this review is under way (the action is performed again after a restart)
 		}
@@ -535,7 +535,7 @@ func (s *Service) deliverLead(ctx context.Context, name string) {
 			return
 		}
 	}
-	a, err := s.o.Agents.Get(ctx, rec.Agents["lead"])
+	a, err := s.k.Get(ctx, rec.Agents["lead"])
 	if err != nil || (a.State != wire.StateDone && a.State != wire.StateIdle) {
 		return
 	}
