@@ -72,9 +72,9 @@ type Options struct {
 
 // Service is the accounts feature: the gate and core.AccountService.
 type Service struct {
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
 	// store and k are set by Start: the feature's buckets, and the kernel that wakes
 	// admission when a gate fact changes, publishes this feature's events and drives
 	// agents (a budget's wrap-up and stop, a resume after a reset).

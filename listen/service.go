@@ -34,7 +34,7 @@ type ServiceOptions struct {
 	Dir string // listener files; default DefaultDir()
 	// GitHub returns the shared GitHub client (built on first use: resolving a token
 	// may run gh). Its error fails the polls of github sources, recorded on each.
-	GitHub func(ctx context.Context) (*github.Client, error)
+	GitHub   func(ctx context.Context) (*github.Client, error)
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Rescan   time.Duration // how often Dir is rescanned (default 5 s)

@@ -138,4 +138,3 @@ func (s *Service) RolePut(_ context.Context, p wire.RolePutParams) (wire.RoleRes
 	}
 	return wire.RoleResult{Role: r.Wire(), Text: p.Text}, nil
 }
-
