@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 // Roles and history (DESIGN §12).
@@ -261,7 +262,7 @@ func historyPages(ctx context.Context, svc core.Service, p wire.AgentHistoryPara
 // historyLines counts the entries of a text page (its lines but the header).
 func historyLines(text string) int {
 	n := strings.Count(text, "\n")
-	if strings.HasPrefix(text, core.HistoryColumns[0]) {
+	if strings.HasPrefix(text, roleapi.HistoryColumns[0]) {
 		n--
 	}
 	return n

@@ -247,48 +247,6 @@ func FormatSpan(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
-// ListenerRow is a listener's line in `orcr listener ls` and the dashboard: NAME
-// SOURCE LAST-POLL NEXT FIRED HELD STATE.
-func ListenerRow(l wire.Listener, now time.Time) []string {
-	last, next := "never", "-"
-	if l.LastPoll != nil {
-		last = FormatSpan(now.Sub(*l.LastPoll)) + " ago"
-	}
-	if l.NextPoll != nil && l.State == "enabled" {
-		next = "now"
-		if d := l.NextPoll.Sub(now); d >= time.Second {
-			next = FormatSpan(d)
-		}
-	}
-	state := l.State
-	if state == "enabled" && l.LastError != "" && l.Failures > 0 {
-		state = fmt.Sprintf("failing (%d)", l.Failures)
-	}
-	return []string{l.Name, Dash(l.Source), last, next, fmt.Sprint(l.Fires), fmt.Sprint(l.Held), state}
-}
-
-// HistoryColumns are the columns of `orcr history`.
-var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DURATION", "TOKENS", "COST", "RESULT"}
-
-// HistoryRow is a finished agent's line in `orcr history` and the dashboard's history
-// view, as the columns of HistoryColumns.
-func HistoryRow(e wire.AgentHistoryEntry, now time.Time) []string {
-	tokens := "-"
-	if e.Tokens > 0 {
-		tokens = HumanCount(e.Tokens)
-	}
-	cost := "-"
-	if e.CostUSD != nil {
-		cost = "$" + strconv.FormatFloat(*e.CostUSD, 'f', 2, 64)
-	}
-	res := e.Result
-	if len(res) > 60 {
-		res = res[:57] + "..."
-	}
-	return []string{FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, Dash(e.Role), e.Provider, Dash(e.Model),
-		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
-}
-
 // ParseSince reads a --since value: a Go duration or a number of days ("7d").
 func ParseSince(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {

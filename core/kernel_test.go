@@ -209,3 +209,14 @@ func TestFeatureNamesAndFailures(t *testing.T) {
 		}
 	}
 }
+
+// server.info names the providers the server runs, so clients offer those (the
+// dashboard's spawn form) instead of a list of their own.
+func TestInfoNamesTheProviders(t *testing.T) {
+	eng, stop := startEngine(t, t.TempDir())
+	defer stop()
+	info, err := eng.Info(context.Background())
+	if err != nil || strings.Join(info.Providers, ",") != "shell" {
+		t.Fatalf("info providers: %v, %v; want the engine's one provider, shell", info.Providers, err)
+	}
+}

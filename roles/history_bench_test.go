@@ -10,6 +10,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 // listKernel serves a fixed agent list; the rest of the kernel is not needed here.
@@ -119,7 +120,7 @@ func TestHistoryIndexKeepsOrder(t *testing.T) {
 func TestHistoryFormatsLikeTheKernel(t *testing.T) {
 	for _, n := range []int64{0, 999, 1000, 12345, 4_100_000} {
 		e := wire.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
-		row := core.HistoryRow(e, time.Now())
+		row := roleapi.HistoryRow(e, time.Now())
 		want := "-"
 		if n > 0 {
 			want = core.HumanCount(n)

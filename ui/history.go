@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	roleapi "orcr/roles/api"
 )
 
 // The history view (DESIGN §12 "History"): finished agents as `orcr history` lists
@@ -481,7 +482,7 @@ func (d *historyDialog) rows(w int) []string {
 		}
 		b.WriteByte(' ')
 	}
-	hc := core.HistoryColumns
+	hc := roleapi.HistoryColumns
 	hb.WriteString("  ")
 	cell(&hb, hc[0], cols.ended, false)
 	cell(&hb, hc[1], cols.path, false)
@@ -497,7 +498,7 @@ func (d *historyDialog) rows(w int) []string {
 	end := min(len(d.entries), d.offset+d.page())
 	for i := d.offset; i < end; i++ {
 		e := &d.entries[i]
-		r := core.HistoryRow(*e, c.now)
+		r := roleapi.HistoryRow(*e, c.now)
 		var left, right strings.Builder
 		cell(&left, r[0], cols.ended, false)
 		cell(&left, r[1], cols.path, false)

@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 )
 
 // The listeners tab of the side panel (DESIGN §11): each listener's state, last and
@@ -160,7 +161,7 @@ func (v *listenersView) lines(c *common, w int) []string {
 // listenerLines is one listener: its head row, then its polls, limits and error.
 func (v *listenersView) listenerLines(c *common, w int, l wire.Listener, selected bool) []string {
 	st := &c.styles
-	row := core.ListenerRow(l, c.now)
+	row := listenapi.Row(l, c.now)
 	stateSt := st.Done
 	switch {
 	case l.State == "invalid" || l.Failures > 0:

@@ -1,0 +1,33 @@
+// Package api is what the clients (cli, ui) know of the roles feature (DESIGN §12)
+// beside the wire: how a finished agent is shown in the history.
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// HistoryColumns are the columns of `orcr history`.
+var HistoryColumns = []string{"ENDED", "PATH", "ROLE", "PROVIDER", "MODEL", "DURATION", "TOKENS", "COST", "RESULT"}
+
+// HistoryRow is a finished agent's line in `orcr history` and the dashboard's history
+// view, as the columns of HistoryColumns.
+func HistoryRow(e wire.AgentHistoryEntry, now time.Time) []string {
+	tokens := "-"
+	if e.Tokens > 0 {
+		tokens = core.HumanCount(e.Tokens)
+	}
+	cost := "-"
+	if e.CostUSD != nil {
+		cost = "$" + strconv.FormatFloat(*e.CostUSD, 'f', 2, 64)
+	}
+	res := e.Result
+	if len(res) > 60 {
+		res = res[:57] + "..."
+	}
+	return []string{core.FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, core.Dash(e.Role), e.Provider, core.Dash(e.Model),
+		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
+}
