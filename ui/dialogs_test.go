@@ -188,7 +188,7 @@ func TestSpawnFormOffersTheServersProviders(t *testing.T) {
 	press(m, "n")
 	msgs := textKeys("demo/p")
 	msgs = append(msgs, key("enter"), key("right"), key("enter")) // provider: the next after the first
-	msgs = append(msgs, key("enter"), key("enter"))              // model, cwd
+	msgs = append(msgs, key("enter"), key("enter"))               // model, cwd
 	msgs = append(msgs, textKeys("true")...)
 	msgs = append(msgs, key("enter"), key("enter"))
 	ra, ok := runDialog(t, m.dialogs[0], msgs...).(runAction)
