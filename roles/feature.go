@@ -37,7 +37,6 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	}
 	s.k = k
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	close(s.bound)
 	k.SetResolver(s.Resolver())
 	k.AddLaunchHook(s)
 	ch, err := k.Subscribe(s.ctx, wire.SubscribeParams{After: k.LastSeq()})

@@ -24,10 +24,9 @@ type Options struct {
 // Service serves role.* and history.list (core.RoleService), runs the per-repo hooks
 // (core.LaunchHook) and enforces agents' limits and validation.
 type Service struct {
-	opts  Options
-	k     core.Kernel   // set by Start
-	bound chan struct{} // closed once k is set
-	log   *slog.Logger
+	opts Options
+	k    core.Kernel // set by Start
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	watched map[string]*watch // agent id → its limits and validation state
@@ -55,7 +54,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, bound: make(chan struct{})}
+	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}}
 }
 
 // Resolver is the agent.run resolver over the same directory and checker; it asks
