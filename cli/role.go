@@ -188,7 +188,7 @@ func (app *app) historyCommand() *cli.Command {
 		Action: func(ctx context.Context, c *cli.Command) error {
 			p := wire.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
-				d, err := core.ParseSince(s)
+				d, err := roleapi.ParseSince(s)
 				if err != nil {
 					return err
 				}

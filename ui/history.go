@@ -381,7 +381,7 @@ func parseHistoryFilter(s string) (wire.AgentHistoryParams, error) {
 			return p, fmt.Errorf("unknown flag %s: the filter takes GLOB and --since D", w)
 		}
 		if isSince {
-			d, err := core.ParseSince(since)
+			d, err := roleapi.ParseSince(since)
 			if err != nil {
 				return p, err
 			}

@@ -3,7 +3,9 @@
 package api
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"orcr/core"
@@ -30,4 +32,20 @@ func HistoryRow(e wire.AgentHistoryEntry, now time.Time) []string {
 	}
 	return []string{core.FormatAge(now.Sub(e.EndedAt)) + " ago", e.Path, core.Dash(e.Role), e.Provider, core.Dash(e.Model),
 		(time.Duration(e.DurationSeconds) * time.Second).String(), tokens, cost, res}
+}
+
+// ParseSince reads the --since of `orcr history` (and the dashboard's history filter):
+// a Go duration or a number of days ("7d").
+func ParseSince(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && days > 0 && fmt.Sprint(days) == n {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--since %q: use a duration such as 24h, 90m or 7d", s)
+	}
+	return d, nil
 }
