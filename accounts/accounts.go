@@ -4,7 +4,7 @@
 // budgets on any subtree. It is a feature beside the kernel: it plugs into admission
 // as a core.Gate (a core.Placer and core.SpawnChecker too), keeps its own store
 // buckets, and learns what happens from the kernel's event stream (readings, agents'
-// usage and states) through Agents, the kernel's agent operations.
+// usage and states) through the core.Kernel its Start gets, like any other feature.
 package accounts
 
 import (
@@ -60,12 +60,8 @@ const (
 // whose CLIs report usage windows.
 var WindowProviders = []string{"claude", "codex", "opencode", "pi"}
 
-// Options configure a Service.
+// Options configure a Service; Start hands it the kernel and its buckets.
 type Options struct {
-	Store core.Store
-	// Kernel wakes admission when a gate fact changes and publishes this feature's
-	// events; set before Start (the gate is built before the engine).
-	Kernel   core.Kernel
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Settings Settings
@@ -76,11 +72,14 @@ type Options struct {
 
 // Service is the accounts feature: the gate and its socket methods (methods.go).
 type Service struct {
-	opts  Options
-	log   *slog.Logger
-	now   func() time.Time
-	store core.Store
-	svc   Agents // set by Start
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+	// store and k are set by Start: the feature's buckets, and the kernel that wakes
+	// admission when a gate fact changes, publishes this feature's events and drives
+	// agents (a budget's wrap-up and stop, a resume after a reset).
+	store core.Buckets
+	k     core.Kernel
 
 	mu      sync.Mutex
 	accts   map[string][]*account // provider → accounts in config order
@@ -168,7 +167,7 @@ func New(opts Options) (*Service, error) {
 	if opts.HomeDir == "" {
 		opts.HomeDir, _ = os.UserHomeDir()
 	}
-	s := &Service{opts: opts, log: opts.Logger, now: opts.Now, store: opts.Store,
+	s := &Service{opts: opts, log: opts.Logger, now: opts.Now,
 		accts: map[string][]*account{}, agents: map[string]*agentInfo{}, budgets: map[string]*budget{},
 		continued: map[string]bool{}, live: map[string]map[string]int{}, wake: make(chan struct{}, 1)}
 	seen := map[string]bool{}
@@ -205,68 +204,6 @@ func (s *Service) newAccount(sp Spec, implicit bool) *account {
 	a := &account{spec: sp, implicit: implicit, series: map[seriesKey]*series{}}
 	a.perToken, a.loggedIn, a.problem = checkLogin(sp, implicit, s.opts.HomeDir)
 	return a
-}
-
-// SetKernel hands the service the kernel once the engine exists (the gate is built
-// before it).
-func (s *Service) SetKernel(k core.Kernel) { s.opts.Kernel = k }
-
-// Agents is what the feature asks of the kernel's agents: it lists and follows them,
-// and stops or warns the ones a budget catches (*core.Engine is one).
-type Agents interface {
-	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
-	Get(ctx context.Context, target string) (wire.Agent, error)
-	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
-	Wait(ctx context.Context, p wire.WaitParams) (wire.WaitResult, error)
-	Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error)
-	Send(ctx context.Context, p wire.SendParams) error
-	Queue(ctx context.Context) (wire.QueueResult, error)
-}
-
-// Start loads readings and budgets and follows the kernel's events through svc.
-func (s *Service) Start(ctx context.Context, svc Agents) error {
-	s.svc = svc
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.load(ctx); err != nil {
-		return err
-	}
-	// The cursor first, then the records: what changes in between is replayed.
-	var after uint64
-	if s.store != nil {
-		after = s.store.LastSeq()
-	}
-	agents, err := svc.List(ctx, wire.ListParams{All: true})
-	if err != nil {
-		return fmt.Errorf("accounts: list agents: %w", err)
-	}
-	ch, err := svc.Subscribe(s.ctx, wire.SubscribeParams{After: after})
-	if err != nil {
-		return fmt.Errorf("accounts: subscribe: %w", err)
-	}
-	paths := make([]string, 0, len(agents))
-	for _, a := range agents {
-		paths = append(paths, a.Path)
-	}
-	s.warm(paths...)
-	s.mu.Lock()
-	for _, a := range agents {
-		s.noteAgentLocked(a)
-	}
-	s.reachedLocked()
-	s.mu.Unlock()
-	s.wg.Add(2)
-	go s.follow(ch)
-	go s.resumeLoop()
-	s.startPollers()
-	return nil
-}
-
-// Close stops the service's goroutines.
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.wg.Wait()
 }
 
 // follow applies the kernel's events.
@@ -345,8 +282,8 @@ func (s *Service) noteAgentLocked(a wire.Agent) {
 
 // kick wakes the resume loop and admission: something a decision rests on changed.
 func (s *Service) kick() {
-	if s.opts.Kernel != nil {
-		s.opts.Kernel.Readmit()
+	if s.k != nil {
+		s.k.Readmit()
 	}
 	select {
 	case s.wake <- struct{}{}:

@@ -182,11 +182,11 @@ func (s *Service) reachedLocked() []acctapi.Budget {
 // its live agents down. It runs without the lock.
 func (s *Service) budgetReached(b acctapi.Budget) {
 	s.saveBudget(b)
-	if k, ok := s.svc.(interface {
-		Publish(context.Context, wire.Event) (wire.Event, error)
-	}); ok {
-		k.Publish(s.ctx, wire.Event{Event: acctapi.EventBudgetReached, At: s.now(),
-			Data: map[string]any{"glob": b.Glob, "action": b.Action, "spent": b.SpentUSD}})
+	if s.k != nil {
+		if _, err := s.k.Publish(s.ctx, wire.Event{Event: acctapi.EventBudgetReached, At: s.now(),
+			Data: map[string]any{"glob": b.Glob, "action": b.Action, "spent": b.SpentUSD}}); err != nil {
+			s.log.Warn("budget: publish reached", "glob", b.Glob, "err", err)
+		}
 	}
 	s.log.Info("budget reached", "glob", b.Glob, "action", b.Action, "usd", b.SpentUSD, "tokens", b.SpentTokens)
 	if b.Action != "stop" {
@@ -215,13 +215,13 @@ func (s *Service) budgetReached(b acctapi.Budget) {
 func (s *Service) windDown(id string, grace time.Duration) {
 	defer s.wg.Done()
 	secs := max(1, int(grace/time.Second))
-	if _, err := s.svc.Wait(s.ctx, wire.WaitParams{Glob: id, Until: "settled", TimeoutSeconds: secs}); err != nil {
+	if _, err := s.k.Wait(s.ctx, wire.WaitParams{Glob: id, Until: "settled", TimeoutSeconds: secs}); err != nil {
 		s.log.Warn("budget: wait for the turn to settle", "id", id, "err", err)
 	}
 	// An agent waiting on a prompt gets the message once the prompt is answered,
 	// within the grace period; typed into the prompt it would answer it.
 	wctx, cancel := context.WithTimeout(s.ctx, grace)
-	err := core.SendWhenFree(wctx, s.svc, wire.SendParams{Target: id, Text: WrapUp, Enter: true})
+	err := core.SendWhenFree(wctx, s.k, wire.SendParams{Target: id, Text: WrapUp, Enter: true})
 	cancel()
 	if err != nil {
 		s.log.Warn("budget wrap-up message", "id", id, "err", err)
@@ -231,7 +231,7 @@ func (s *Service) windDown(id string, grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	if _, err := s.svc.Kill(s.ctx, wire.KillParams{Glob: id}); err != nil {
+	if _, err := s.k.Kill(s.ctx, wire.KillParams{Glob: id}); err != nil {
 		s.log.Warn("budget stop", "id", id, "err", err)
 	}
 }
@@ -241,7 +241,7 @@ func (s *Service) windDown(id string, grace time.Duration) {
 // turn starts (core/submit.go): claude 2.1.328 garbles keys typed while it redraws
 // after a turn and keeps an Enter that follows a burst of text as a newline.
 func (s *Service) typeLine(id, text string) error {
-	return s.svc.Send(s.ctx, wire.SendParams{Target: id, Text: text, Enter: true})
+	return s.k.Send(s.ctx, wire.SendParams{Target: id, Text: text, Enter: true})
 }
 
 func (s *Service) saveBudget(b acctapi.Budget) {

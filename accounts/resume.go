@@ -111,14 +111,14 @@ func (s *Service) resume(id string) {
 		return
 	}
 	s.log.Info("accounts: resumed after reset", "id", id, "account", acct)
-	if s.opts.Kernel != nil {
-		a, err := s.svc.Get(s.ctx, id)
+	if s.k != nil {
+		a, err := s.k.Get(s.ctx, id)
 		ev := wire.Event{Event: acctapi.EventAccountResumed, At: s.now(), Data: map[string]any{"account": acct}}
 		if err == nil {
 			a.LastScreen = ""
 			ev.Agent = &a
 		}
-		if _, err := s.opts.Kernel.Publish(s.ctx, ev); err != nil {
+		if _, err := s.k.Publish(s.ctx, ev); err != nil {
 			s.log.Warn("accounts: publish resume", "err", err)
 		}
 	}

@@ -25,8 +25,8 @@ func (s *Service) providerOrderLocked() []string {
 func (s *Service) Accounts(ctx context.Context) (acctapi.AccountListResult, error) {
 	// What each window holds now is read off the queue's reasons, which this gate wrote.
 	var waiting []string
-	if s.svc != nil {
-		if q, err := s.svc.Queue(ctx); err == nil {
+	if s.k != nil {
+		if q, err := s.k.Queue(ctx); err == nil {
 			for _, e := range q.Entries {
 				waiting = append(waiting, e.Waiting)
 			}

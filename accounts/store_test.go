@@ -12,6 +12,7 @@ import (
 	"time"
 
 	acctapi "orcr/accounts/api"
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/store"
 )
@@ -24,12 +25,13 @@ func TestStoredAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Store: st, Now: func() time.Time { return t0 }, Settings: Settings{Policy: Policy{Headroom: 0.9, HoldBelow: 5}},
+	opts := Options{Now: func() time.Time { return t0 }, Settings: Settings{Policy: Policy{Headroom: 0.9, HoldBelow: 5}},
 		Accounts: []Spec{{Provider: "claude", Label: "work", Env: map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "t"}}}}
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.store = core.FeatureBuckets(st, Name)
 	s.Observe(wire.LimitReading{Provider: "claude", Account: "work", Window: "weekly", Family: "opus", UsedPct: 97, ResetsAt: at(time.Hour), ObservedAt: t0})
 	usd := 5.0
 	if _, err := s.BudgetSet(context.Background(), acctapi.BudgetSetParams{Glob: "review/**", USD: &usd, Action: "stop"}); err != nil {
@@ -41,8 +43,8 @@ func TestStoredAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	opts.Store = st
 	s2, _ := New(opts)
+	s2.store = core.FeatureBuckets(st, Name)
 	if err := s2.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

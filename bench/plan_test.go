@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/orchestrate"
 	"orcr/store"
 )
@@ -55,7 +56,7 @@ func BenchmarkPlanShow50(b *testing.B) {
 		b.Fatal(err)
 	}
 	r.State = orchestrate.PlanDrafted
-	if err := orchestrate.NewPlans(st).Create(context.Background(), r); err != nil {
+	if err := orchestrate.NewPlans(core.FeatureBuckets(st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 		b.Fatal(err)
 	}
 	st.Close()

@@ -49,26 +49,22 @@ func BenchmarkStatusLineToBar(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	acct, err := accounts.New(accounts.Options{Store: st})
+	acct, err := accounts.New(accounts.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Home: home,
-		Socket: socket.SocketPath(home), Logger: slog.New(slog.DiscardHandler), Self: bin, Gates: []core.Gate{acct},
+		Socket: socket.SocketPath(home), Logger: slog.New(slog.DiscardHandler), Self: bin,
 		Providers: []core.Provider{claude.New(claude.Options{Bin: fake, ConfigDir: filepath.Join(home, "cc")})}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := core.WithCaller(context.Background(), core.Caller{InProcess: true})
-	if err := eng.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
 	defer eng.Close(context.Background())
-	acct.SetKernel(eng)
-	if err := acct.Start(ctx, eng); err != nil {
+	defer acct.Close()
+	if err := eng.Start(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
-	defer acct.Close()
 	srv, err := socket.Listen(socket.SocketPath(home), slices.Concat(core.KernelMethods(eng), acct.Methods()), nil)
 	if err != nil {
 		b.Fatal(err)

@@ -44,27 +44,25 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Start(context.Background()); err != nil {
+	sched, err := schedule.New(schedule.Options{Home: home, Socket: home + "/orcr.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		plans.Close()
+		sched.Close()
 		eng.Close(ctx)
 		st.Close()
 	})
-	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Home: home, Socket: home + "/orcr.sock"})
-	if err != nil {
+	if err := eng.Start(context.Background(), sched, plans); err != nil {
 		t.Fatal(err)
 	}
-	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := plans.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(plans.Close)
 	ip, err := socket.NewInProcess(core.KernelMethods(eng), sched.Methods(), plans.Methods())
 	if err != nil {
 		t.Fatal(err)

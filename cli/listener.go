@@ -16,7 +16,6 @@ import (
 	"orcr/core/wire"
 	"orcr/internal/regfile"
 	listenapi "orcr/listen/api"
-	"orcr/rows"
 )
 
 // listenerCommand is `orcr listener ls|show|enable|disable|put|rm`.
@@ -133,7 +132,7 @@ func (app *app) listenerLs(ctx context.Context, asJSON bool) error {
 	fmt.Fprintln(tw, "NAME\tSOURCE\tLAST POLL\tNEXT\tFIRED\tHELD\tSTATE")
 	now := time.Now()
 	for _, l := range ls {
-		fmt.Fprintln(tw, strings.Join(rows.Listener(l, now), "\t"))
+		fmt.Fprintln(tw, strings.Join(listenapi.Row(l, now), "\t"))
 	}
 	return tw.Flush()
 }
@@ -149,7 +148,7 @@ func (app *app) listenerShow(ctx context.Context, name string, asJSON bool) erro
 	}
 	now := time.Now()
 	w := app.out
-	row := rows.Listener(l, now)
+	row := listenapi.Row(l, now)
 	fmt.Fprintf(w, "name:       %s\n", l.Name)
 	from := "written through the API"
 	if l.Origin == "file" {

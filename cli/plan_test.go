@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/orchestrate"
 )
 
@@ -53,7 +54,7 @@ func TestPlanCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.State = orchestrate.PlanDrafted
-	if err := orchestrate.NewPlans(r.st).Create(context.Background(), rec); err != nil {
+	if err := orchestrate.NewPlans(core.FeatureBuckets(r.st, orchestrate.Name)).Create(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Dir(rec.File), 0o755)

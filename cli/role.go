@@ -10,10 +10,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"orcr/core"
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
-	"orcr/rows"
 )
 
 // Roles and history (DESIGN §12).
@@ -190,7 +188,7 @@ func (app *app) historyCommand() *cli.Command {
 		Action: func(ctx context.Context, c *cli.Command) error {
 			p := roleapi.AgentHistoryParams{Glob: c.Args().First(), Text: !c.Bool("json")}
 			if s := c.String("since"); s != "" {
-				d, err := core.ParseSince(s)
+				d, err := roleapi.ParseSince(s)
 				if err != nil {
 					return err
 				}
@@ -264,7 +262,7 @@ func historyPages(ctx context.Context, svc wire.Transport, p roleapi.AgentHistor
 // historyLines counts the entries of a text page (its lines but the header).
 func historyLines(text string) int {
 	n := strings.Count(text, "\n")
-	if strings.HasPrefix(text, rows.HistoryColumns[0]) {
+	if strings.HasPrefix(text, roleapi.HistoryColumns[0]) {
 		n--
 	}
 	return n

@@ -33,13 +33,6 @@ type Options struct {
 	// BaseEnv is the environment panes start from (default os.Environ()); nesting
 	// variables are stripped from it (see CleanEnv).
 	BaseEnv []string
-	// Gates are admission conditions beyond the caps, asked after the memory guard
-	// (see Gate).
-	Gates []Gate
-	// Resolver shapes run requests before they are queued (roles); LaunchHooks run
-	// before each launch (per-repo hooks). See extend.go.
-	Resolver    RunResolver
-	LaunchHooks []LaunchHook
 	// GC are the lifecycle collection rules; the zero value means DefaultGCRules.
 	GC GCRules
 	// Now is the clock (tests); default time.Now.
@@ -77,12 +70,14 @@ type Engine struct {
 
 	admitWake chan struct{}
 	mem       *memoryGate // the first gate
-	gates     []Gate      // the memory guard, then Options.Gates
-	fl        fleet       // queue and GC (core/queue.go, gc.go)
-	ready     readyCache  // providers' Detect results (extend.go)
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// ext holds what features plug in: the gates after the memory guard, the run
+	// resolver, the launch hooks and the registry (kernel.go).
+	ext    extensions
+	fl     fleet      // queue and GC (core/queue.go, gc.go)
+	ready  readyCache // providers' Detect results (extend.go)
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // agentRT is the runtime side of one agent record. a is guarded by Engine.mu.
@@ -142,15 +137,20 @@ func NewEngine(opts Options) (*Engine, error) {
 		e.providers[p.Name()] = p
 	}
 	e.mem = &memoryGate{e: e}
-	e.gates = append([]Gate{e.mem}, opts.Gates...)
+	e.ext.hooks.Store(&hooks{gates: []Gate{e.mem}})
 	return e, nil
 }
 
 func (e *Engine) now() time.Time { return e.opts.Now().UTC() }
 
 // Start loads the store, reconciles live panes with the host (re-adopting them or
-// marking them lost), and starts the admission and host-event loops.
-func (e *Engine) Start(ctx context.Context) error {
+// marking them lost), starts the host-event loop, then starts the features in order,
+// each with its own Kernel, and only then the admission loop. So an agent queued
+// before a restart is admitted after every feature had its Start to register its
+// gate, resolver and launch hooks: none passes a gate that is not there yet. A
+// feature that fails to start is an error; the caller closes the features (every
+// one of them: Close must be safe on a feature whose Start did not run).
+func (e *Engine) Start(ctx context.Context, features ...Feature) error {
 	e.started = e.now()
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	all, err := e.store.ListAgents(ctx)
@@ -170,8 +170,12 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	e.startFleet()
-	e.wg.Add(2)
+	e.wg.Add(1)
 	go e.hostEventLoop()
+	if err := startFeatures(ctx, e, features); err != nil {
+		return err
+	}
+	e.wg.Add(1)
 	go e.admitLoop()
 	e.kickAdmission()
 	return nil
@@ -386,15 +390,8 @@ func newID() string {
 }
 
 // Publish stores an event and delivers it to subscribers. Owners inside the server
-// (GC, and features through core.Kernel) use it for events that are not agent state
+// (GC; features through their Kernel) use it for events that are not agent state
 // changes.
 func (e *Engine) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
 	return e.broker.publish(ctx, ev)
 }
-
-// Readmit implements Kernel: admission runs again.
-func (e *Engine) Readmit() { e.kickAdmission() }
-
-// CallerAgent returns the verified agent the caller of ctx runs inside (nil for a
-// root caller); see callerAgent.
-func (e *Engine) CallerAgent(ctx context.Context) (*wire.Agent, error) { return e.callerAgent(ctx) }

@@ -11,8 +11,8 @@ import (
 
 // Extension points for features that shape an agent before it runs (roles, §12):
 // a resolver that turns a templated run request into a concrete one before it is
-// queued, and hooks that run before each launch. Both are optional; the daemon wires
-// the roles feature into them.
+// queued, and hooks that run before each launch. Both are optional; a feature
+// registers them through its Kernel in Start (roles does).
 
 // RunResolver turns a run request into the one that is queued: a role's providers,
 // prompt, system prompt and limits filled in. It runs in agent.run before anything is
@@ -40,22 +40,13 @@ type readyCache struct {
 	ok map[string]error
 }
 
-// ProviderReady says whether provider can start now: it is known, its program is
-// found (Detect, cached for readyFresh) and the host has its integration.
-func (e *Engine) ProviderReady(ctx context.Context, provider string) error {
-	prov, ok := e.providers[provider]
-	if !ok {
-		return wire.Errorf(wire.CodeUnknownProvider, "unknown provider %q", provider)
-	}
-	if ic, ok := e.host.(IntegrationChecker); ok && provider != "shell" {
-		if err := ic.RequireIntegration(ctx, provider); err != nil {
-			return err
-		}
-	}
-	c := &e.ready
+// check says whether prov's program is found, asking its Detect at most once per
+// readyFresh.
+func (c *readyCache) check(ctx context.Context, prov Provider) error {
+	name := prov.Name()
 	c.mu.Lock()
-	if at, ok := c.at[provider]; ok && time.Since(at) < readyFresh {
-		err := c.ok[provider]
+	if at, ok := c.at[name]; ok && time.Since(at) < readyFresh {
+		err := c.ok[name]
 		c.mu.Unlock()
 		return err
 	}
@@ -63,65 +54,35 @@ func (e *Engine) ProviderReady(ctx context.Context, provider string) error {
 	st := prov.Detect(ctx)
 	var err error
 	if !st.Found {
-		err = fmt.Errorf("%s not found", provider)
+		err = fmt.Errorf("%s not found", name)
 		if st.Fix != "" {
-			err = fmt.Errorf("%s not found; install it with: %s", provider, st.Fix)
+			err = fmt.Errorf("%s not found; install it with: %s", name, st.Fix)
 		}
 	}
 	c.mu.Lock()
 	if c.at == nil {
 		c.at, c.ok = map[string]time.Time{}, map[string]error{}
 	}
-	c.at[provider], c.ok[provider] = time.Now(), err
+	c.at[name], c.ok[name] = time.Now(), err
 	c.mu.Unlock()
 	return err
 }
 
-// Amend lets a feature change the fields it owns on an agent's record (hook runs,
-// limit counters) and announces the change as agent.updated. fn must not change the
-// state: states move only through the kernel's rules.
-func (e *Engine) Amend(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error) {
-	e.mu.Lock()
-	rt := e.agents[id]
-	e.mu.Unlock()
-	if rt == nil {
-		return wire.Agent{}, wire.Errorf(wire.CodeNotFound, "no agent %s", id)
-	}
-	a, _, err := e.change(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
-		st, src, why := a.State, a.StateSource, a.StateReason
-		fn(&a)
-		a.State, a.StateSource, a.StateReason = st, src, why
-		return a, &wire.Event{Event: wire.EventAgentUpdated}, true
-	})
-	return a, err
-}
-
-// StopAgent kills one agent with a reason the record keeps (a role's hard timeout).
-func (e *Engine) StopAgent(ctx context.Context, id, reason string) error {
-	e.mu.Lock()
-	rt := e.agents[id]
-	e.mu.Unlock()
-	if rt == nil {
-		return wire.Errorf(wire.CodeNotFound, "no agent %s", id)
-	}
-	e.killOne(ctx, rt, reason, func(a wire.Agent) bool { return !a.State.Terminal() })
-	return nil
-}
-
 // resolveRun applies the resolver, if any.
 func (e *Engine) resolveRun(ctx context.Context, p wire.RunParams) (wire.RunParams, []string, error) {
-	if e.opts.Resolver == nil {
+	r := e.ext.load().resolver
+	if r == nil {
 		if p.Role != "" {
 			return p, nil, wire.Errorf(wire.CodeUnknownRole, "roles are not available on this server")
 		}
 		return p, nil, nil
 	}
-	return e.opts.Resolver.Resolve(ctx, p, func(provider string) error { return e.ProviderReady(ctx, provider) })
+	return r.Resolve(ctx, p, func(provider string) error { return providerReady(ctx, e, provider) })
 }
 
 // beforeLaunch runs the launch hooks in order; the first error wins.
 func (e *Engine) beforeLaunch(ctx context.Context, a wire.Agent, newWorktree bool) error {
-	for _, h := range e.opts.LaunchHooks {
+	for _, h := range e.ext.load().launch {
 		if err := h.BeforeLaunch(ctx, a, newWorktree); err != nil {
 			return err
 		}

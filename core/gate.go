@@ -9,7 +9,7 @@ import (
 )
 
 // Gate is a condition of admission beyond the caps: the memory guard is the first;
-// accounts (usage windows) and budgets plug in the same way (Options.Gates). The
+// accounts (usage windows) and budgets plug in the same way (Kernel.AddGate). The
 // admission loop asks every gate, in order, about each queued agent the caps would
 // let start; the first that says no holds that agent — only that one: work another
 // gate-holder would not touch (another provider, model or path) keeps going.
@@ -66,7 +66,7 @@ func (g *memoryGate) freeLocked() int {
 
 // gateLocked asks every gate about a, in order; the first refusal wins.
 func (e *Engine) gateLocked(ctx context.Context, a wire.Agent) (bool, string, time.Time) {
-	for _, g := range e.gates {
+	for _, g := range e.ext.load().gates {
 		if ok, why, at := g.Admit(ctx, a); !ok {
 			return false, why, at
 		}
@@ -100,7 +100,7 @@ type SpawnChecker interface {
 
 // placeLocked asks the placers about an admitted agent; the first non-empty account wins.
 func (e *Engine) placeLocked(ctx context.Context, a wire.Agent) string {
-	for _, g := range e.gates {
+	for _, g := range e.ext.load().gates {
 		if p, ok := g.(Placer); ok {
 			if acct := p.Place(ctx, a); acct != "" {
 				return acct
@@ -120,7 +120,7 @@ func (e *Engine) agentEnv(a wire.Agent) map[string]string {
 		a.Env = own
 	}
 	var env map[string]string
-	for _, g := range e.gates {
+	for _, g := range e.ext.load().gates {
 		if p, ok := g.(Placer); ok && a.Account != "" {
 			for k, v := range p.AccountEnv(a) {
 				if env == nil {
@@ -141,7 +141,7 @@ func (e *Engine) agentEnv(a wire.Agent) map[string]string {
 
 // checkSpawn asks the gates that check spawns.
 func (e *Engine) checkSpawn(ctx context.Context, p wire.RunParams) error {
-	for _, g := range e.gates {
+	for _, g := range e.ext.load().gates {
 		if c, ok := g.(SpawnChecker); ok {
 			if err := c.CheckSpawn(ctx, p); err != nil {
 				return err

@@ -13,8 +13,6 @@ import (
 	"orcr/core/wire"
 )
 
-var _ Kernel = (*Engine)(nil)
-
 // Info describes the server.
 func (e *Engine) Info(context.Context) (wire.InfoResult, error) {
 	e.mu.Lock()
@@ -22,7 +20,7 @@ func (e *Engine) Info(context.Context) (wire.InfoResult, error) {
 	e.mu.Unlock()
 	return wire.InfoResult{Version: wire.Version, PID: os.Getpid(), Home: e.opts.Home, Socket: e.opts.Socket,
 		Host: e.host.Name(), HostWhy: e.opts.HostWhy, StartedAt: e.started.Format(time.RFC3339),
-		Agents: n, LastSeq: e.store.LastSeq()}, nil
+		Agents: n, LastSeq: e.store.LastSeq(), Providers: e.providerNames()}, nil
 }
 
 // scope returns the caller agent's path ("" for none) for resolving relative paths.

@@ -8,22 +8,7 @@ package core
 
 import (
 	"context"
-
-	"orcr/core/wire"
 )
-
-// Kernel is what the kernel offers the feature packages built beside it (schedule,
-// accounts, listeners, runs, roles).
-type Kernel interface {
-	// Publish stores an event and delivers it to subscribers.
-	Publish(ctx context.Context, ev wire.Event) (wire.Event, error)
-	// CallerAgent returns the verified agent the caller of ctx runs inside, or nil
-	// for a root caller (a claim that does not verify is an error).
-	CallerAgent(ctx context.Context) (*wire.Agent, error)
-	// Readmit asks admission to look at the queue again: a gate's facts changed (a
-	// window reset, a budget removed) without a run or an end to wake it.
-	Readmit()
-}
 
 // Caller is who is calling, as the socket server established it.
 type Caller struct {

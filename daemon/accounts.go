@@ -7,11 +7,10 @@ import (
 
 	"orcr/accounts"
 	"orcr/config"
-	"orcr/core"
 )
 
 // configAccounts turns config [accounts] into the accounts service's options.
-func configAccounts(cfg config.Config, st core.Store, log *slog.Logger) (accounts.Options, error) {
+func configAccounts(cfg config.Config, log *slog.Logger) (accounts.Options, error) {
 	a := cfg.Accounts
 	set := accounts.Settings{Policy: accounts.Policy{Mode: a.Mode, Headroom: accounts.DefaultHeadroom, HoldBelow: accounts.DefaultHoldBelow}}
 	if a.Headroom != nil {
@@ -42,7 +41,7 @@ func configAccounts(cfg config.Config, st core.Store, log *slog.Logger) (account
 	}
 	// Config order within a provider matters (ordered mode); map order across providers does not.
 	sortSpecs(specs)
-	return accounts.Options{Store: st, Logger: log, Settings: set, Accounts: specs}, nil
+	return accounts.Options{Logger: log, Settings: set, Accounts: specs}, nil
 }
 
 func sortSpecs(specs []accounts.Spec) {

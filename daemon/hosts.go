@@ -211,7 +211,7 @@ func Probe(ctx context.Context, cfg config.Config) cli.Probe {
 	p.Caps = &wire.QueueResult{Global: l.Global, Caps: l.Provider, MinFreeMB: l.MinFreeMB, Origins: l.Origin,
 		MaxLaunching: core.MaxLaunching}
 	p.Accounts = []acctapi.Account{}
-	opts, err := configAccounts(cfg, nil, nil)
+	opts, err := configAccounts(cfg, nil)
 	var acct *accounts.Service
 	if err == nil {
 		acct, err = accounts.New(opts)

@@ -6,24 +6,8 @@ import (
 	"sync"
 
 	"orcr/config"
-	"orcr/core"
 	"orcr/github"
-	"orcr/listen"
 )
-
-// startListeners builds the listener service over the store, the kernel (agents, with
-// roles resolved by its resolver) and the plan service.
-func startListeners(ctx context.Context, st listen.Store, eng *core.Engine, plans listen.Plans, gh *githubClients, log *slog.Logger) (*listen.Service, error) {
-	svc, err := listen.NewService(listen.ServiceOptions{Store: st, Kernel: eng, Agents: eng, Plans: plans,
-		GitHub: gh.get, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.Start(ctx); err != nil {
-		return nil, err
-	}
-	return svc, nil
-}
 
 // githubClients is the listeners' GitHub client, made from config [github] at the
 // first github poll (resolving the token may run `gh auth token`, which must not slow

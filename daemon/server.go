@@ -53,19 +53,19 @@ func newLogger(home string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// server is a running orcr server: lock, store, host, engine and socket.
+// server is a running orcr server: lock, store, host, engine, the features and the
+// socket.
 type server struct {
 	home   string
 	lock   *socket.Lock
 	store  *store.Store
 	engine *core.Engine
-	sched  *schedule.Service
-	roles  *roles.Service
-	acct   *accounts.Service
-	plans  *orchestrate.Service
+	// features are started in this order and closed in reverse (see startServer).
+	features []core.Feature
+	// listen and github are what a config reload (SIGHUP) changes of the features:
+	// the listeners' GitHub client is remade and a failing github listener retried.
 	listen *listen.Service
 	github *githubClients // the listeners' GitHub client, remade on a reload
-	runs   *run.Service
 	// methods are every socket method's handler: the kernel's and each feature's.
 	methods []wire.Handler
 	sock    *socket.Server
@@ -121,7 +121,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, fmt.Errorf("find own binary: %w", err)
 	}
 	sockPath := socket.SocketPath(home)
-	aopts, err := configAccounts(cfg, st, s.log)
+	aopts, err := configAccounts(cfg, s.log)
 	if err != nil {
 		return nil, err
 	}
@@ -129,13 +129,38 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	rs := roles.New(roles.Options{Check: roles.CatalogChecker(catalog(s.log)), Accounts: acct, Budgets: acct, Logger: s.log})
+	rs := roles.New(roles.Options{Logger: s.log})
+	sched, err := schedule.New(schedule.Options{Logger: s.log, Home: home, Socket: sockPath})
+	if err != nil {
+		return nil, err
+	}
 	provs := providers(cfg, s.log)
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Detect: detector(provs),
+		CatalogPath: orchestrate.DefaultUserCatalogPath(), TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.github = newGitHubClients(cfg.GitHub, s.log)
+	ls, err := listen.NewService(listen.ServiceOptions{GitHub: s.github.get, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.listen = ls
+	runs, err := run.NewService(run.Options{Home: home, Bin: self, CatalogPath: orchestrate.DefaultUserCatalogPath(),
+		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	// The features, in the order they start (and the reverse of their close). Each
+	// finds the others through the kernel's registry when it needs them, so the order
+	// matters only for what runs inside a Start: roles first, so a listener or
+	// schedule that spawns while starting has the role resolver. Admission opens
+	// once all of them started (core.Engine.Start).
+	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
-		Limits: configLimits(cfg), GC: configGC(cfg), Gates: []core.Gate{acct},
-		Resolver: rs.Resolver(), LaunchHooks: []core.LaunchHook{rs},
+		Limits: configLimits(cfg), GC: configGC(cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -143,53 +168,11 @@ func startServer(ctx context.Context) (*server, error) {
 	if err := eng.ApplyLimits(configLimits(cfg)); err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	if err := eng.Start(ctx); err != nil {
+	s.engine = eng
+	if err := eng.Start(ctx, s.features...); err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
-	s.engine = eng
-	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Logger: s.log, Home: home, Socket: sockPath})
-	if err != nil {
-		return nil, err
-	}
-	if err := sched.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start schedules: %w", err)
-	}
-	s.sched = sched
-	if err := rs.Start(ctx, eng); err != nil {
-		return nil, fmt.Errorf("start roles: %w", err)
-	}
-	s.roles = rs
-	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Store: st, Kernel: eng, Agents: eng,
-		Detect: detector(provs), CatalogPath: orchestrate.DefaultUserCatalogPath(),
-		TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
-	if err != nil {
-		return nil, err
-	}
-	if err := plans.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start plans: %w", err)
-	}
-	s.plans = plans
-	s.github = newGitHubClients(cfg.GitHub, s.log)
-	ls, err := startListeners(ctx, st, eng, plans, s.github, s.log)
-	if err != nil {
-		return nil, fmt.Errorf("start listeners: %w", err)
-	}
-	s.listen = ls
-	runs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: home, Bin: self,
-		CatalogPath: orchestrate.DefaultUserCatalogPath(), Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
-	if err != nil {
-		return nil, err
-	}
-	if err := runs.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start runs: %w", err)
-	}
-	s.runs = runs
-	acct.SetKernel(eng)
-	if err := acct.Start(ctx, eng); err != nil {
-		return nil, fmt.Errorf("start accounts: %w", err)
-	}
-	s.acct = acct
-	s.methods = serverMethods(eng, sched, rs, acct, plans, ls, runs)
+	s.methods = serverMethods(eng, s.features...)
 	sock, err := socket.Listen(sockPath, s.methods, s.log)
 	if err != nil {
 		return nil, err
@@ -204,12 +187,9 @@ func startServer(ctx context.Context) (*server, error) {
 	return s, nil
 }
 
-// methodSet is a feature's side of core.Feature that the socket needs: its handlers.
-type methodSet interface{ Methods() []wire.Handler }
-
 // serverMethods are every socket method the server serves: the kernel's, then each
 // feature's. TestEveryDeclaredMethodIsServed holds them to the declarations.
-func serverMethods(eng *core.Engine, features ...methodSet) []wire.Handler {
+func serverMethods(eng *core.Engine, features ...core.Feature) []wire.Handler {
 	hs := core.KernelMethods(eng)
 	for _, f := range features {
 		hs = append(hs, f.Methods()...)
@@ -242,23 +222,13 @@ func (s *server) close(ctx context.Context) {
 	if s.sock != nil {
 		c.do("socket server", func() { s.sock.Close() })
 	}
-	if s.runs != nil {
-		c.do("runs", s.runs.Close)
-	}
-	if s.plans != nil {
-		c.do("plans", s.plans.Close)
-	}
-	if s.listen != nil {
-		c.do("listeners", s.listen.Close)
-	}
-	if s.sched != nil {
-		c.do("schedules", s.sched.Close)
-	}
-	if s.roles != nil {
-		c.do("roles", func() { s.roles.Close() })
-	}
-	if s.acct != nil {
-		c.do("accounts", s.acct.Close)
+	for i := len(s.features) - 1; i >= 0; i-- {
+		f := s.features[i]
+		c.do(f.Name(), func() {
+			if err := f.Close(); err != nil {
+				s.log.Warn("shutdown: close a feature", "feature", f.Name(), "err", err)
+			}
+		})
 	}
 	if s.engine != nil {
 		c.do("engine", func() { s.engine.Close(ctx) })
@@ -325,17 +295,6 @@ func providers(cfg config.Config, log *slog.Logger) []core.Provider {
 		pi.New(pi.Options{Bin: cfg.Providers["pi"].Bin, Logger: log, Prices: table}),
 		opencode.New(opencode.Options{Bin: cfg.Providers["opencode"].Bin, Logger: log, Prices: table}),
 	}
-}
-
-// catalog is the model catalog roles check their models against: the embedded one
-// with the user's overrides, or the embedded one alone when the user's does not load.
-func catalog(log *slog.Logger) *orchestrate.Catalog {
-	c, err := orchestrate.Load(orchestrate.DefaultFS, orchestrate.DefaultUserCatalogPath())
-	if err != nil {
-		log.Warn("user catalog ignored for role checks", "err", err)
-		return orchestrate.Default()
-	}
-	return c
 }
 
 // detector reports a provider's program as its adapter finds it; the plan service

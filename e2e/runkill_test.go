@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/orchestrate"
@@ -361,7 +362,8 @@ func what(t *testing.T, home, repo, name string) string {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	b, err := st.Get(ctx, run.RunsBucket, name)
+	runs := core.FeatureBuckets(st, run.Name)
+	b, err := runs.Get(ctx, run.RunsBucket, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +375,7 @@ func what(t *testing.T, home, repo, name string) string {
 	}
 	rec := env.Rec
 	var tail int
-	if err := st.Scan(ctx, "runlog."+name, func(k string, _ []byte) bool {
+	if err := runs.Scan(ctx, "runlog."+name, func(k string, _ []byte) bool {
 		if k > fmt.Sprintf("%020d", rec.Seq) {
 			tail++
 		}
@@ -428,7 +430,7 @@ func seedPlansText(t *testing.T, home, repo, body string, names ...string) {
 			t.Fatal(err)
 		}
 		r.State, r.ApprovedHash, r.FileHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(text)), orchestrate.HashBytes([]byte(text))
-		if err := orchestrate.NewPlans(st).Create(context.Background(), r); err != nil {
+		if err := orchestrate.NewPlans(core.FeatureBuckets(st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 	}

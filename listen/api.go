@@ -72,7 +72,7 @@ func (s *Service) ListenerPut(ctx context.Context, p listenapi.ListenerPutParams
 			Message: fmt.Sprintf("listener %s comes from the file %s; edit that file, or pick another name", p.Name, e.file)}
 	}
 	b, _ := json.Marshal(apiDoc{Document: p.Document, UpdatedAt: s.opts.Now().UTC()})
-	if err := s.opts.Store.Put(ctx, BucketDocs, p.Name, b); err != nil {
+	if err := s.st.Put(ctx, BucketDocs, p.Name, b); err != nil {
 		s.mu.Unlock()
 		return listenapi.Listener{}, fmt.Errorf("store listener %s: %w", p.Name, err)
 	}
@@ -93,7 +93,7 @@ func (s *Service) ListenerRemove(ctx context.Context, name string) error {
 	if e.origin == "file" {
 		return wire.Errorf(wire.CodeInvalidParams, "listener %s comes from the file %s; delete the file to remove it (or disable it: orcr listener disable %s)", name, e.file, name)
 	}
-	if err := s.opts.Store.Delete(ctx, BucketDocs, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
+	if err := s.st.Delete(ctx, BucketDocs, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		return fmt.Errorf("remove listener %s: %w", name, err)
 	}
 	s.removeLocked(ctx, name, e)
@@ -110,12 +110,12 @@ func (s *Service) ListenerEnable(ctx context.Context, name string, enabled bool)
 	}
 	var err error
 	if enabled {
-		err = s.opts.Store.Delete(ctx, BucketDisabled, name)
+		err = s.st.Delete(ctx, BucketDisabled, name)
 		if errors.Is(err, wire.ErrNotFound) {
 			err = nil
 		}
 	} else {
-		err = s.opts.Store.Put(ctx, BucketDisabled, name, []byte("1"))
+		err = s.st.Put(ctx, BucketDisabled, name, []byte("1"))
 	}
 	if err != nil {
 		s.mu.Unlock()

@@ -81,7 +81,7 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 			env["ORCR_EVENT_"+strings.ToUpper(k)] = e.Vars[k]
 		}
 	}
-	ag, err := d.s.opts.Agents.Run(ctx, p)
+	ag, err := d.s.k.Run(ctx, p)
 	if wire.CodeOf(err) == wire.CodeInvalidPath {
 		// The path is the event's (RenderPath makes every rendering valid, so this is
 		// a kernel rule it does not know): no retry makes it valid.
@@ -110,7 +110,7 @@ func roleError(role string, e Event, err error) error {
 }
 
 func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string) error {
-	plans := d.s.opts.Plans
+	plans := d.s.plans()
 	if plans == nil {
 		return errors.New("this server runs no plan service")
 	}
@@ -155,10 +155,11 @@ func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string)
 // dispatch began.
 func (d *dispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
 	if dp.Plan {
-		if d.s.opts.Plans == nil {
+		plans := d.s.plans()
+		if plans == nil {
 			return false, nil
 		}
-		r, err := d.s.opts.Plans.PlanGet(ctx, dp.Target)
+		r, err := plans.PlanGet(ctx, dp.Target)
 		if wire.CodeOf(err) == wire.CodeNotFound {
 			return false, nil
 		}
@@ -167,7 +168,7 @@ func (d *dispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
 		}
 		return !r.Plan.CreatedAt.Before(dp.At.Add(-time.Second)), nil
 	}
-	as, err := d.s.opts.Agents.List(ctx, wire.ListParams{Glob: dp.Target, All: true})
+	as, err := d.s.k.List(ctx, wire.ListParams{Glob: dp.Target, All: true})
 	if err != nil {
 		if wire.CodeOf(err) == wire.CodeNotFound {
 			return false, nil

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	listenapi "orcr/listen/api"
 	"orcr/store"
 	"orcr/testutil/wait"
@@ -65,15 +66,15 @@ func (r *storeRig) start() {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { st.Close() })
-	svc, err := NewService(ServiceOptions{Store: st, Kernel: r.k, Agents: r.ag, Dir: r.dir, Rescan: 20 * time.Millisecond,
+	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(r.log, nil))})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := svc.Start(context.Background()); err != nil {
+	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, st: core.FeatureBuckets(st, Name)}); err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Cleanup(svc.Close) // runs before the store's close
+	r.t.Cleanup(func() { svc.Close() }) // runs before the store's close
 	r.st, r.svc = st, svc
 }
 

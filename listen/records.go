@@ -10,18 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
-// Store is the part of the server's store a listener needs: core.Store's generic
-// buckets, so the daemon passes its store as it is. Get reports a missing key as
-// wire.ErrNotFound.
-type Store interface {
-	Put(ctx context.Context, bucket, key string, value []byte) error
-	Get(ctx context.Context, bucket, key string) ([]byte, error)
-	Delete(ctx context.Context, bucket, key string) error
-	Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error
-}
+// Store is where a listener's records live: the listeners feature's buckets
+// (core.Kernel.Buckets). Get reports a missing key as wire.ErrNotFound.
+type Store = core.Buckets
 
 // Buckets. Keys of the per-event buckets are "<listener>/<event id>"; listener names
 // hold no '/', so one listener's records are one key prefix.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/github"
 	listenapi "orcr/listen/api"
@@ -28,30 +29,13 @@ const (
 	BucketDisabled = "listen.disabled" // <listener> → "1"
 )
 
-// Kernel is the part of the kernel the service uses: event publishing.
-type Kernel interface {
-	Publish(ctx context.Context, ev wire.Event) (wire.Event, error)
-}
-
-// Agents is the part of the Service a dispatch uses to spawn an agent and to check,
-// after a restart, whether one it began took effect.
-type Agents interface {
-	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
-	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
-}
-
-// ServiceOptions configure a Service. Store, Kernel and Agents are required.
+// ServiceOptions configure a Service; Start hands it the kernel (events, agents, the
+// plans feature through the registry) and its buckets.
 type ServiceOptions struct {
-	Store  Store
-	Kernel Kernel
-	Agents Agents
-	Dir    string // listener files; default DefaultDir()
+	Dir string // listener files; default DefaultDir()
 	// GitHub returns the shared GitHub client (built on first use: resolving a token
 	// may run gh). Its error fails the polls of github sources, recorded on each.
-	GitHub func(ctx context.Context) (*github.Client, error)
-	// Plans drafts the plans of listeners whose action is plan = …; nil refuses them
-	// at dispatch (held, with the error).
-	Plans    Plans
+	GitHub   func(ctx context.Context) (*github.Client, error)
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Rescan   time.Duration // how often Dir is rescanned (default 5 s)
@@ -85,7 +69,9 @@ type entry struct {
 // Service runs listeners; it serves its socket method (methods.go).
 type Service struct {
 	opts    ServiceOptions
-	rec     *Records
+	k       core.Kernel // set by Start
+	st      Store       // the feature's buckets, set by Start
+	rec     *Records    // over st, set by Start
 	log     *slog.Logger
 	dispatc *dispatcher
 
@@ -103,9 +89,6 @@ type Service struct {
 
 // NewService builds the service; Start loads the listeners and starts the loop.
 func NewService(o ServiceOptions) (*Service, error) {
-	if o.Store == nil || o.Kernel == nil || o.Agents == nil {
-		return nil, errors.New("listeners need a store, the kernel and the agent service")
-	}
 	if o.Dir == "" {
 		o.Dir = DefaultDir()
 	}
@@ -132,17 +115,17 @@ func NewService(o ServiceOptions) (*Service, error) {
 			return nil, errors.New("no GitHub client configured")
 		}
 	}
-	s := &Service{opts: o, rec: NewRecords(o.Store), log: o.Logger, ls: map[string]*entry{},
+	s := &Service{opts: o, log: o.Logger, ls: map[string]*entry{},
 		files: map[string]Loaded{}, disabled: map[string]bool{}, wake: make(chan struct{}, 1),
 		sem: make(chan struct{}, o.MaxTicks)}
 	s.dispatc = &dispatcher{s: s}
 	return s, nil
 }
 
-// Start loads the stored documents and the files, and starts the loop.
-func (s *Service) Start(ctx context.Context) error {
+// start loads the stored documents and the files, and starts the loop.
+func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.opts.Store.Scan(ctx, BucketDisabled, func(k string, _ []byte) bool {
+	if err := s.st.Scan(ctx, BucketDisabled, func(k string, _ []byte) bool {
 		s.disabled[k] = true
 		return true
 	}); err != nil {
@@ -152,7 +135,7 @@ func (s *Service) Start(ctx context.Context) error {
 		name string
 		doc  apiDoc
 	}
-	if err := s.opts.Store.Scan(ctx, BucketDocs, func(k string, v []byte) bool {
+	if err := s.st.Scan(ctx, BucketDocs, func(k string, v []byte) bool {
 		var d apiDoc
 		if json.Unmarshal(v, &d) == nil {
 			docs = append(docs, struct {
@@ -176,15 +159,6 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the loop and waits for ticks in progress (a tick's context ends, so a
-// shell command is killed and a request abandoned; what the tick had stored stays).
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.wg.Wait()
-}
-
 func (s *Service) kick() {
 	select {
 	case s.wake <- struct{}{}:
@@ -194,7 +168,7 @@ func (s *Service) kick() {
 
 func (s *Service) publish(name, kind, rule string, data map[string]any) {
 	data["name"] = name
-	if _, err := s.opts.Kernel.Publish(context.Background(), wire.Event{Event: kind, Rule: rule, Data: data}); err != nil {
+	if _, err := s.k.Publish(context.Background(), wire.Event{Event: kind, Rule: rule, Data: data}); err != nil {
 		s.log.Warn("listener event", "name", name, "event", kind, "err", err)
 	}
 }
@@ -442,7 +416,7 @@ func (s *Service) setLocked(ctx context.Context, name, origin, file, doc string,
 // it already did.
 func (s *Service) removeLocked(ctx context.Context, name string, e *entry) {
 	delete(s.ls, name)
-	if err := s.opts.Store.Delete(ctx, BucketState, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
+	if err := s.st.Delete(ctx, BucketState, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
 		s.log.Warn("remove listener state", "name", name, "err", err)
 	}
 	if err := s.rec.DropHeld(ctx, name); err != nil {

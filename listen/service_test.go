@@ -42,6 +42,38 @@ func (k *fakeKernel) count(kind, name string) int {
 	return n
 }
 
+// testKernel is the kernel a listener service gets in these tests: the fakes above
+// and below for what it uses (events, agents, plans), and its buckets. The other
+// methods of core.Kernel are nil: the service must not call them.
+type testKernel struct {
+	core.Kernel
+	k     *fakeKernel
+	ag    *fakeAgents
+	plans Plans // nil: no plans feature
+	st    Store
+}
+
+func (t testKernel) Publish(ctx context.Context, ev wire.Event) (wire.Event, error) {
+	return t.k.Publish(ctx, ev)
+}
+
+func (t testKernel) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
+	return t.ag.Run(ctx, p)
+}
+
+func (t testKernel) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error) {
+	return t.ag.List(ctx, p)
+}
+
+func (t testKernel) Buckets() core.Buckets { return t.st }
+
+func (t testKernel) Lookup(name string) (any, bool) {
+	if name != PlansCapability || t.plans == nil {
+		return nil, false
+	}
+	return t.plans, true
+}
+
 // fakeAgents keeps the agents Run was asked for, as the kernel would.
 type fakeAgents struct {
 	mu     sync.Mutex
@@ -105,15 +137,15 @@ func newSvcRig(t *testing.T) *svcRig {
 }
 
 func (r *svcRig) start() {
-	svc, err := NewService(ServiceOptions{Store: r.st, Kernel: r.k, Agents: r.ag, Plans: r.plans, Dir: r.dir, Rescan: 20 * time.Millisecond})
+	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: 20 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := svc.Start(context.Background()); err != nil {
+	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, plans: r.plans, st: r.st}); err != nil {
 		r.t.Fatal(err)
 	}
 	r.svc = svc
-	r.t.Cleanup(svc.Close)
+	r.t.Cleanup(func() { svc.Close() })
 }
 
 func (r *svcRig) write(name, doc string) {

@@ -281,3 +281,12 @@ func (c *Catalog) Lookup(ref string) (Model, error) {
 func (c *Catalog) index(provider, id string) int {
 	return slices.IndexFunc(c.Models, func(m Model) bool { return m.Provider == provider && m.ID == id })
 }
+
+// Knows says whether the catalog lists ref (provider:model); a nil catalog lists nothing.
+func (c *Catalog) Knows(ref string) bool {
+	if c == nil {
+		return false
+	}
+	_, err := c.Lookup(ref)
+	return err == nil
+}

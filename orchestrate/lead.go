@@ -107,7 +107,7 @@ func leadArgv(provider string) []string {
 // startLead starts r's lead at its path with prompt and records the agent.
 func (s *Service) startLead(ctx context.Context, r Record, prompt string) (Record, error) {
 	provider, model, _ := strings.Cut(r.Lead, ":")
-	a, err := s.o.Agents.Run(ctx, wire.RunParams{Path: r.LeadPath, Provider: provider, Model: model,
+	a, err := s.k.Run(ctx, wire.RunParams{Path: r.LeadPath, Provider: provider, Model: model,
 		Cwd: r.Repo, Prompt: prompt, Argv: leadArgv(provider)})
 	if err != nil {
 		return r, fmt.Errorf("start the lead of plan %s: %w", r.Name, err)

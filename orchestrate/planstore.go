@@ -9,18 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
-// Store is the part of the server's store orchestrate needs: generic buckets, stored
-// as k/<bucket>/<key>. core.Store has these methods, so the daemon hands it over as is.
+// Store is where plan records live: the plans feature's buckets (core.Kernel.Buckets).
 // Get of a missing key returns an error matching wire.ErrNotFound.
-type Store interface {
-	Put(ctx context.Context, bucket, key string, value []byte) error
-	Get(ctx context.Context, bucket, key string) ([]byte, error)
-	Delete(ctx context.Context, bucket, key string) error
-	Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error
-}
+type Store = core.Buckets
 
 // PlansBucket is the bucket plan records live in, keyed by plan name.
 const PlansBucket = "plans"

@@ -14,32 +14,21 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
 	"orcr/internal/regfile"
 	planapi "orcr/orchestrate/api"
 )
 
 // The plan service (DESIGN §8 "Plan"): the feature beside the kernel that serves
 // plan.* and catalog.get. It keeps plan records in its own bucket (Plans), starts
-// each plan's lead as a normal agent through the kernel's AgentService, watches the
+// each plan's lead as a normal agent through the kernel, watches the
 // lead's events and the plan file, and steps the pure state machine (Step) with what
 // it sees. Every step is stored before its side effect (a message to the lead is the
 // record's Pending until sent), so a restarted server re-derives everything from the
 // store and the lead agents' states.
 
-// Agents is the part of the kernel's Service the plan service drives.
-type Agents interface {
-	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
-	Get(ctx context.Context, target string) (wire.Agent, error)
-	Send(ctx context.Context, p wire.SendParams) error
-	Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, error)
-	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
-}
-
-// ServiceOptions configure a Service. Store, Kernel and Agents are required.
+// ServiceOptions configure a Service; Start hands it the kernel and its buckets.
 type ServiceOptions struct {
-	Store  Store
-	Kernel core.Kernel
-	Agents Agents
 	// Detect reports whether a provider's program is installed (and how to install
 	// it); nil counts every provider as installed.
 	Detect func(ctx context.Context, provider string) core.ProviderStatus
@@ -59,7 +48,9 @@ type ServiceOptions struct {
 // Service serves plan.* and catalog.get (methods.go).
 type Service struct {
 	o     ServiceOptions
-	plans *Plans
+	k     core.Kernel  // set by Start
+	st    core.Buckets // the feature's buckets, set by Start
+	plans *Plans       // over st, set by Start
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -73,9 +64,6 @@ var ()
 
 // NewService builds the plan service; Start begins watching.
 func NewService(o ServiceOptions) (*Service, error) {
-	if o.Store == nil || o.Kernel == nil || o.Agents == nil {
-		return nil, errors.New("plans need a store, the kernel and its agents")
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,49 +73,10 @@ func NewService(o ServiceOptions) (*Service, error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
-	return &Service{o: o, plans: NewPlans(o.Store), log: o.Logger, stamps: map[string]fileStamp{}}, nil
+	return &Service{o: o, log: o.Logger, stamps: map[string]fileStamp{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
-
-// Start re-derives every plan from the store and its lead's state (a turn that ended
-// while the server was down is handled now, a message that was not sent is sent),
-// then follows the leads' events and the plan files until Close.
-func (s *Service) Start(ctx context.Context) error {
-	cursor, err := s.cursor(ctx)
-	if err != nil {
-		return err
-	}
-	// Subscribe before reconciling, so nothing that happens in between is missed;
-	// handling a turn end twice is harmless (LeadTurnAt).
-	wctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	evs, err := s.o.Agents.Subscribe(wctx, wire.SubscribeParams{After: cursor, Paths: []string{"plans/*/lead"}})
-	if err != nil {
-		cancel()
-		return fmt.Errorf("plans: subscribe: %w", err)
-	}
-	recs, err := s.plans.List(ctx)
-	if err != nil {
-		cancel()
-		return err
-	}
-	for _, r := range recs {
-		s.reconcile(ctx, r)
-	}
-	s.wg.Add(2)
-	go s.followLeads(wctx, evs)
-	go s.pollFiles(wctx)
-	return nil
-}
-
-// Close stops watching and waits for the watchers.
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.wg.Wait()
-}
 
 // PlanNew serves its socket method (methods.go): it records the plan, then starts its lead.
 func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {

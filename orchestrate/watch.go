@@ -21,7 +21,7 @@ import (
 const cursorBucket = "planwatch"
 
 func (s *Service) cursor(ctx context.Context) (uint64, error) {
-	b, err := s.o.Store.Get(ctx, cursorBucket, "seq")
+	b, err := s.st.Get(ctx, cursorBucket, "seq")
 	if errors.Is(err, wire.ErrNotFound) {
 		return 0, nil
 	}
@@ -45,7 +45,7 @@ func (s *Service) followLeads(ctx context.Context, evs <-chan wire.Event) {
 		if r, err := s.plans.Get(ctx, name); err == nil {
 			s.onLead(ctx, r, *ev.Agent)
 		}
-		if err := s.o.Store.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {
+		if err := s.st.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {
 			s.log.Warn("plans: store cursor", "err", err)
 		}
 	}
@@ -68,7 +68,7 @@ func (s *Service) reconcile(ctx context.Context, r Record) {
 		s.deliver(ctx, r, r.Pending)
 		return
 	}
-	a, err := s.o.Agents.Get(ctx, r.LeadID)
+	a, err := s.k.Get(ctx, r.LeadID)
 	if err != nil {
 		if r.Pending != "" {
 			s.deliver(ctx, r, r.Pending) // the lead is gone: a new one takes the message
@@ -149,14 +149,14 @@ func (s *Service) act(ctx context.Context, r Record, actions []Action) Record {
 // with no lead starts the lead with its prompt alone. A lead that cannot take input
 // yet (queued, starting) keeps the message pending until its next state.
 func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
-	a, err := s.o.Agents.Get(ctx, r.LeadID)
+	a, err := s.k.Get(ctx, r.LeadID)
 	switch {
 	case r.LeadID != "" && err == nil && (a.State == wire.StateQueued || a.State == wire.StateStarting):
 		return r
 	case r.LeadID != "" && err == nil && a.State.Live():
 		// The kernel's send presses enter once the text shows and again while no
 		// turn starts (core/submit.go), which claude needs for a long message.
-		if err := s.o.Agents.Send(ctx, wire.SendParams{Target: a.ID, Text: flatten(text), Enter: true}); err != nil {
+		if err := s.k.Send(ctx, wire.SendParams{Target: a.ID, Text: flatten(text), Enter: true}); err != nil {
 			// Pending stays; a lead waiting on a prompt (agent_blocked) gets it once
 			// its turn is over (onLead), never typed into the prompt.
 			s.log.Warn("plans: send to lead", "plan", r.Name, "err", err)
@@ -290,7 +290,7 @@ func (s *Service) publish(ctx context.Context, old, next Record, notify string) 
 	default:
 		data["from"] = string(old.State)
 	}
-	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: kind, At: s.now(), Rule: "plan." + last.Kind, Data: data}); err != nil {
+	if _, err := s.k.Publish(ctx, wire.Event{Event: kind, At: s.now(), Rule: "plan." + last.Kind, Data: data}); err != nil {
 		s.log.Warn("plans: publish", "plan", next.Name, "err", err)
 	}
 }

@@ -31,8 +31,8 @@ const (
 )
 
 // budgetOn is the budget set on glob, if any.
-func (s *Service) budgetOn(ctx context.Context, glob string) (acctapi.Budget, bool) {
-	bs, err := s.opts.Budgets.Budgets(ctx)
+func (s *Service) budgetOn(ctx context.Context, bud Budgets, glob string) (acctapi.Budget, bool) {
+	bs, err := bud.Budgets(ctx)
 	if err != nil {
 		return acctapi.Budget{}, false
 	}
@@ -48,10 +48,11 @@ func (s *Service) budgetOn(ctx context.Context, glob string) (acctapi.Budget, bo
 // wins: it is left as it is, and the record's notes say so.
 func (s *Service) spawned(ctx context.Context, a wire.Agent) {
 	l := a.Limits
-	if s.opts.Budgets == nil || l.BudgetUSD <= 0 || a.ResumedFrom != "" {
+	bud := s.accounts()
+	if bud == nil || l.BudgetUSD <= 0 || a.ResumedFrom != "" {
 		return
 	}
-	if b, ok := s.budgetOn(ctx, a.Path); ok && b.Role == "" {
+	if b, ok := s.budgetOn(ctx, bud, a.Path); ok && b.Role == "" {
 		s.note(ctx, a.ID, fmt.Sprintf("budget: the budget set on %s (%s) applies, not the role's $%g", a.Path, b.Action, l.BudgetUSD))
 		return
 	}
@@ -60,7 +61,7 @@ func (s *Service) spawned(ctx context.Context, a wire.Agent) {
 		action = BudgetStop
 	}
 	usd, since := l.BudgetUSD, a.CreatedAt
-	if _, err := s.opts.Budgets.BudgetSet(ctx, acctapi.BudgetSetParams{Glob: a.Path, USD: &usd, Action: action,
+	if _, err := bud.BudgetSet(ctx, acctapi.BudgetSetParams{Glob: a.Path, USD: &usd, Action: action,
 		Role: a.Role, Since: &since}); err != nil {
 		s.log.Warn("roles: set the role's budget", "id", a.ID, "path", a.Path, "err", err)
 		s.note(ctx, a.ID, fmt.Sprintf("budget: could not set the role's $%g on %s (%v); the role enforces it itself", usd, a.Path, err))
@@ -71,10 +72,11 @@ func (s *Service) spawned(ctx context.Context, a wire.Agent) {
 
 // removed drops a role's budget once no record is left at its path.
 func (s *Service) removed(ctx context.Context, a wire.Agent) {
-	if s.opts.Budgets == nil {
+	bud := s.accounts()
+	if bud == nil {
 		return
 	}
-	b, ok := s.budgetOn(ctx, a.Path)
+	b, ok := s.budgetOn(ctx, bud, a.Path)
 	if !ok || b.Role == "" {
 		return
 	}
@@ -85,17 +87,18 @@ func (s *Service) removed(ctx context.Context, a wire.Agent) {
 			}
 		}
 	}
-	if err := s.opts.Budgets.BudgetRemove(ctx, a.Path); err != nil {
+	if err := bud.BudgetRemove(ctx, a.Path); err != nil {
 		s.log.Warn("roles: remove the role's budget", "path", a.Path, "err", err)
 	}
 }
 
 // delegated says whether a's budget is the accounts feature's to enforce.
 func (s *Service) delegated(ctx context.Context, a wire.Agent) bool {
-	if s.opts.Budgets == nil {
+	bud := s.accounts()
+	if bud == nil {
 		return false
 	}
-	_, ok := s.budgetOn(ctx, a.Path) // the role's, or the user's that spawned left in place
+	_, ok := s.budgetOn(ctx, bud, a.Path) // the role's, or the user's that spawned left in place
 	return ok
 }
 

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"orcr/orchestrate"
 )
 
 // Providers a role may name: the ones orcr runs.
@@ -23,12 +21,18 @@ var (
 	slashModelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:-]*$`) })
 )
 
+// Catalog is the model catalog as roles asks it: does it list provider:model? The
+// plans feature provides it (CatalogCapability); roles imports no feature.
+type Catalog interface {
+	Knows(ref string) bool
+}
+
 // CatalogChecker checks a provider:model against the model catalog, accepting also
 // what each provider's --model takes beyond it: claude's aliases and claude-… ids,
 // codex's gpt-…/o…/codex-… ids, and vendor/model ids for opencode and pi. So a role
 // may name a model newer than the catalog, but not a typo of a provider or a model
 // of another provider's family.
-func CatalogChecker(cat *orchestrate.Catalog) Checker {
+func CatalogChecker(cat Catalog) Checker {
 	return func(provider, model string) error {
 		if !slices.Contains(Providers, provider) {
 			return fmt.Errorf("unknown provider %q; known: %s", provider, strings.Join(Providers, ", "))
@@ -39,10 +43,8 @@ func CatalogChecker(cat *orchestrate.Catalog) Checker {
 		if provider == "shell" {
 			return fmt.Errorf("the shell provider takes no model")
 		}
-		if cat != nil {
-			if _, err := cat.Lookup(provider + ":" + model); err == nil {
-				return nil
-			}
+		if cat != nil && cat.Knows(provider+":"+model) {
+			return nil
 		}
 		ok := false
 		switch provider {

@@ -11,8 +11,8 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
 	roleapi "orcr/roles/api"
-	fmtrows "orcr/rows"
 )
 
 // AgentHistory lists finished agents (terminal records GC has not pruned), newest first.
@@ -117,7 +117,7 @@ type histRow struct {
 }
 
 func newHistRow(e roleapi.AgentHistoryEntry) *histRow {
-	cells := fmtrows.History(e, e.EndedAt)[1:]
+	cells := roleapi.HistoryRow(e, e.EndedAt)[1:]
 	r := &histRow{e: e, end: e.EndedAt.UnixNano(), cells: cells, width: make([]int, len(cells))}
 	for i, c := range cells {
 		r.width[i] = utf8.RuneCountInString(c)
@@ -269,7 +269,7 @@ type histTable struct {
 // render lays the rows out as Align does, from their cached cells; only the
 // ENDED column ("5m ago") is made per call.
 func (t histTable) render(rows []*histRow, now time.Time) string {
-	cols := fmtrows.HistoryColumns
+	cols := roleapi.HistoryColumns
 	w := make([]int, len(cols))
 	for i, c := range cols {
 		w[i] = utf8.RuneCountInString(c)

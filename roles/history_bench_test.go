@@ -10,8 +10,8 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
 	roleapi "orcr/roles/api"
-	"orcr/rows"
 )
 
 // listKernel serves a fixed agent list; the rest of the kernel is not needed here.
@@ -121,7 +121,7 @@ func TestHistoryIndexKeepsOrder(t *testing.T) {
 func TestHistoryFormatsLikeTheKernel(t *testing.T) {
 	for _, n := range []int64{0, 999, 1000, 12345, 4_100_000} {
 		e := roleapi.AgentHistoryEntry{Tokens: n, EndedAt: time.Now().Add(-90 * time.Minute)}
-		row := rows.History(e, time.Now())
+		row := roleapi.HistoryRow(e, time.Now())
 		want := "-"
 		if n > 0 {
 			want = core.HumanCount(n)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	roleapi "orcr/roles/api"
-	"orcr/rows"
 )
 
 // TestHistoryPages: history.list in pages of a limit walks the same entries, in the
@@ -82,7 +81,7 @@ func TestHistoryPages(t *testing.T) {
 		t.Fatalf("%d lines, %d headers:\n%.400s", len(lines), strings.Count(text.String(), "ENDED"), text.String())
 	}
 	var starts []int
-	for _, c := range rows.HistoryColumns[1:] {
+	for _, c := range roleapi.HistoryColumns[1:] {
 		starts = append(starts, strings.Index(lines[0], c))
 	}
 	for _, l := range lines[1:] {

@@ -2,7 +2,6 @@ package roles
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,41 +9,26 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+
 	roleapi "orcr/roles/api"
 )
-
-// Kernel is what the roles feature needs of the kernel: its agents and events, events
-// of its own, and the record fields it owns (hook runs, counters).
-type Kernel interface {
-	core.Kernel
-	core.Sender
-	Info(ctx context.Context) (wire.InfoResult, error)
-	List(ctx context.Context, p wire.ListParams) ([]wire.Agent, error)
-	Get(ctx context.Context, target string) (wire.Agent, error)
-	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
-	Amend(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error)
-	StopAgent(ctx context.Context, id, reason string) error
-}
 
 // Options configure a Service.
 type Options struct {
 	// Dir is the roles directory (default Dir()).
-	Dir   string
-	Check Checker
-	// Accounts lets the fallback skip a provider whose every account is held.
-	Accounts Accounts
-	// Budgets, when set, takes a role's budget_usd as a budget on its agent's path.
-	Budgets Budgets
-	Logger  *slog.Logger
+	Dir string
+	// Check validates provider:model pairs; nil checks them against the model
+	// catalog the plans feature provides (CatalogChecker over Catalog "catalog").
+	Check  Checker
+	Logger *slog.Logger
 }
 
 // Service serves role.* and history.list (methods.go), runs the per-repo hooks
 // (core.LaunchHook) and enforces agents' limits and validation.
 type Service struct {
-	opts  Options
-	k     Kernel        // set by Start
-	bound chan struct{} // closed once k is set
-	log   *slog.Logger
+	opts Options
+	k    core.Kernel // set by Start
+	log  *slog.Logger
 
 	mu      sync.Mutex
 	watched map[string]*watch // agent id → its limits and validation state
@@ -62,8 +46,8 @@ var (
 	_ core.LaunchHook = (*Service)(nil)
 )
 
-// New builds the service; Start binds it to the kernel and begins watching agents.
-// It is built before the kernel, which takes its resolver and launch hook.
+// New builds the service; Start binds it to the kernel, registers its resolver and
+// launch hook, and begins watching agents.
 func New(opts Options) *Service {
 	if opts.Dir == "" {
 		opts.Dir = Dir()
@@ -71,22 +55,61 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}, bound: make(chan struct{})}
+	return &Service{opts: opts, log: opts.Logger, watched: map[string]*watch{}}
 }
 
-// Resolver is the agent.run resolver over the same directory and checker.
+// Resolver is the agent.run resolver over the same directory and checker; it asks
+// the accounts feature, when there is one, which providers are held.
 func (s *Service) Resolver() *Resolver {
-	return &Resolver{Dir: s.opts.Dir, Check: s.opts.Check, Accounts: s.opts.Accounts}
+	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}}
+}
+
+// check is Options.Check, or the model catalog's check.
+func (s *Service) check(provider, model string) error {
+	if s.opts.Check != nil {
+		return s.opts.Check(provider, model)
+	}
+	var cat Catalog
+	if s.k != nil {
+		cat, _ = core.Lookup[Catalog](s.k, CatalogCapability)
+	}
+	return CatalogChecker(cat)(provider, model)
+}
+
+// accounts is the accounts feature's budgets and held providers, when the server has
+// that feature (it provides itself as "accounts"); nil otherwise.
+func (s *Service) accounts() accountsFeature {
+	if s.k == nil {
+		return nil
+	}
+	a, _ := core.Lookup[accountsFeature](s.k, AccountsCapability)
+	return a
+}
+
+// accountsFeature is what roles asks of the accounts feature.
+type accountsFeature interface {
+	Accounts
+	Budgets
+}
+
+// heldAccounts asks the accounts feature, looked up at each ask, which providers are held.
+type heldAccounts struct{ s *Service }
+
+func (h heldAccounts) Held(provider, model string, priority int, pin string) string {
+	if a := h.s.accounts(); a != nil {
+		return a.Held(provider, model, priority, pin)
+	}
+	return ""
 }
 
 // Roles lists the role files.
 func (s *Service) Roles(context.Context) ([]roleapi.Role, error) {
-	return List(s.opts.Dir, s.opts.Check), nil
+	return List(s.opts.Dir, s.check), nil
 }
 
 // RoleGet returns one role with its file's text.
 func (s *Service) RoleGet(_ context.Context, name string) (roleapi.RoleResult, error) {
-	r, src, err := Load(s.opts.Dir, name, s.opts.Check)
+	r, src, err := Load(s.opts.Dir, name, s.check)
 	if err != nil {
 		return roleapi.RoleResult{}, err
 	}
@@ -99,7 +122,7 @@ func (s *Service) RolePut(_ context.Context, p roleapi.RolePutParams) (roleapi.R
 		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInvalidParams, "invalid role name %q: use [a-z0-9][a-z0-9._-]*", p.Name)
 	}
 	file := filepath.Join(s.opts.Dir, p.Name+".toml")
-	r, err := Parse(p.Name, file, []byte(p.Text), s.opts.Check)
+	r, err := Parse(p.Name, file, []byte(p.Text), s.check)
 	if err != nil {
 		return roleapi.RoleResult{}, wire.Errorf(wire.CodeBadRole, "role %s refused:\n%v", p.Name, err)
 	}
@@ -114,68 +137,4 @@ func (s *Service) RolePut(_ context.Context, p roleapi.RolePutParams) (roleapi.R
 		return roleapi.RoleResult{}, wire.Errorf(wire.CodeInternal, "write role: %v", err)
 	}
 	return roleapi.RoleResult{Role: r.Wire(), Text: p.Text}, nil
-}
-
-// Start watches agents: the live ones now, and every change from here on.
-func (s *Service) Start(ctx context.Context, k Kernel) error {
-	if k == nil {
-		return errors.New("roles need the kernel")
-	}
-	s.k = k
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	close(s.bound)
-	info, err := s.k.Info(ctx)
-	if err != nil {
-		return err
-	}
-	ch, err := s.k.Subscribe(s.ctx, wire.SubscribeParams{After: info.LastSeq})
-	if err != nil {
-		return err
-	}
-	as, err := s.k.List(ctx, wire.ListParams{All: true})
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.hist.load(as)
-	s.started = true
-	s.mu.Unlock()
-	for _, a := range as {
-		if !a.State.Terminal() {
-			s.observe(a, nil)
-		}
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for ev := range ch {
-			switch {
-			case ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated):
-				s.observe(*ev.Agent, &ev)
-			case ev.Agent != nil && ev.Event == wire.EventAgentSpawned:
-				a := *ev.Agent
-				s.spawn(func(ctx context.Context) { s.spawned(ctx, a) })
-			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:
-				s.mu.Lock()
-				s.hist.remove(ev.Agent.ID)
-				s.mu.Unlock()
-				a := *ev.Agent
-				s.spawn(func(ctx context.Context) { s.removed(ctx, a) })
-			}
-		}
-	}()
-	return nil
-}
-
-// Close stops watching and waits for hook runs in progress.
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.mu.Lock()
-	for _, w := range s.watched {
-		w.stopTimers()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
 }

@@ -301,13 +301,9 @@ func (s *Service) record(ctx context.Context, id string, run wire.HookRun) wire.
 }
 
 // BeforeLaunch runs init.sh (for a new worktree) and before.sh; a failure fails the
-// launch with the script's output (core.LaunchHook).
+// launch with the script's output (core.LaunchHook). Start registers it after binding
+// the kernel, so no launch reaches it before.
 func (s *Service) BeforeLaunch(ctx context.Context, a wire.Agent, newWorktree bool) error {
-	select { // launches can begin while the server starts, before Start bound the kernel
-	case <-s.bound:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	repo := RepoOf(ctx, a.Cwd)
 	if repo == "" {
 		return nil

@@ -44,14 +44,11 @@ func newRig(t *testing.T, home string, clk *clock) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	sched, err := schedule.New(schedule.Options{Store: st, Kernel: eng, Home: home, Socket: home + "/orcr.sock", Now: clk.now})
+	sched, err := schedule.New(schedule.Options{Home: home, Socket: home + "/orcr.sock", Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sched.Start(context.Background()); err != nil {
+	if err := eng.Start(context.Background(), sched); err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{eng: eng, sched: sched, store: st, clk: clk, home: home}

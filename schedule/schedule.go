@@ -1,7 +1,8 @@
 // Package schedule runs durable schedules (DESIGN §7): commands the server runs on a
 // cadence, each run recorded, never double-fired by a restart. It is a feature beside
 // the kernel, not part of it: it keeps its own store buckets and lock, and reaches
-// the kernel only through core.Kernel (events, the verified caller).
+// the kernel only through the core.Kernel Start hands it (events, the verified caller,
+// its own buckets).
 package schedule
 
 import (
@@ -61,10 +62,8 @@ type schedRecord struct {
 	Claim *schedapi.ScheduleRun `json:"claim,omitempty"`
 }
 
-// Options configure a Service. Store and Kernel are required.
+// Options configure a Service; Start hands it the kernel and its buckets.
 type Options struct {
-	Store  core.Store
-	Kernel core.Kernel
 	Logger *slog.Logger
 	Home   string // ORCR_HOME, set for the commands
 	Socket string // the server socket, ORCR_SOCKET of the commands
@@ -76,8 +75,8 @@ type Options struct {
 // (methods.go). Its mutex is never held across a run.
 type Service struct {
 	opts  Options
-	store core.Store
-	k     core.Kernel
+	store core.Buckets // set by Start
+	k     core.Kernel  // set by Start
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -91,37 +90,14 @@ type Service struct {
 
 // New builds the service; Start loads the schedules and starts firing them.
 func New(opts Options) (*Service, error) {
-	if opts.Store == nil || opts.Kernel == nil {
-		return nil, errors.New("schedules need a store and the kernel")
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Service{opts: opts, store: opts.Store, k: opts.Kernel, log: opts.Logger,
+	return &Service{opts: opts, log: opts.Logger,
 		byName: map[string]*schedRT{}, wake: make(chan struct{}, 1)}, nil
-}
-
-// Start loads the schedules (settling claims a crash left and applying the missed-run
-// policy) and starts the loop that fires them.
-func (s *Service) Start(ctx context.Context) error {
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.load(ctx); err != nil {
-		return err
-	}
-	s.wg.Add(1)
-	go s.loop()
-	return nil
-}
-
-// Close stops the loop and every run in progress, and waits for them.
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.wg.Wait()
 }
 
 func (s *Service) now() time.Time { return s.opts.Now().UTC() }

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
+	"orcr/schedule"
 	schedapi "orcr/schedule/api"
 )
 
@@ -172,7 +174,8 @@ func TestScheduleClaimLeftByCrashIsNotRerun(t *testing.T) {
 	r.stop()
 	// Write what the server stores just before it starts a run, as a crash leaves it.
 	st := openStore(t, home)
-	raw, err := st.Get(ctx, "schedules", "job")
+	b := core.FeatureBuckets(st, schedule.Name)
+	raw, err := b.Get(ctx, "schedules", "job")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,7 @@ func TestScheduleClaimLeftByCrashIsNotRerun(t *testing.T) {
 	started := time.Now().UTC().Add(-time.Second)
 	rec["claim"] = map[string]any{"startedAt": started, "trigger": "schedule"}
 	raw, _ = json.Marshal(rec)
-	if err := st.Put(ctx, "schedules", "job", raw); err != nil {
+	if err := b.Put(ctx, "schedules", "job", raw); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -214,7 +217,8 @@ func TestStoredScheduleThatCannotBeDueIsNotRun(t *testing.T) {
 	}
 	r.stop()
 	st := openStore(t, home)
-	raw, err := st.Get(ctx, "schedules", "template")
+	bk := core.FeatureBuckets(st, schedule.Name)
+	raw, err := bk.Get(ctx, "schedules", "template")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +234,11 @@ func TestStoredScheduleThatCannotBeDueIsNotRun(t *testing.T) {
 		s["name"], s["nextAt"] = name, "0001-01-01T00:00:00Z"
 		set(s)
 		b, _ := json.Marshal(rec)
-		if err := st.Put(ctx, "schedules", name, b); err != nil {
+		if err := bk.Put(ctx, "schedules", name, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Delete(ctx, "schedules", "template"); err != nil {
+	if err := bk.Delete(ctx, "schedules", "template"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -12,7 +12,7 @@ import (
 
 // Versions this build writes and reads (see the package comment).
 const (
-	schemaVersion = 1
+	schemaVersion = 2
 	agentVersion  = 1
 	eventVersion  = 1
 )

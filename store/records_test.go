@@ -174,13 +174,13 @@ func TestUnknownRecordVersion(t *testing.T) {
 	}
 
 	// A whole store laid out by a newer schema is refused at Open.
-	raw(keySchema, "2")
+	raw(keySchema, "3")
 	s.Close()
 	if s2, err := Open(dir, nil); !errors.Is(err, ErrUnknownVersion) {
 		if s2 != nil {
 			s2.Close()
 		}
-		t.Fatalf("Open of a schema-2 store = %v, want ErrUnknownVersion", err)
+		t.Fatalf("Open of a schema-3 store = %v, want ErrUnknownVersion", err)
 	}
 }
 

@@ -10,10 +10,12 @@
 //	a/<agent id>                 one agent: {"v":1,"agent":{…wire.Agent…}}
 //	e/<8-byte big-endian seq>    one event: {"v":1,"event":{…wire.Event…}}; big-endian so
 //	                             byte order is seq order and Events is a forward scan
-//	k/<bucket>/<key>             generic records of other owners (schedules, queue, usage,
-//	                             plans); the value is the owner's bytes, stored as given, and
-//	                             the owner versions its own encoding. Bucket names may not
-//	                             contain "/", so bucket "a" never sees the keys of "ab" or "a/b".
+//	k/<bucket>/<key>             generic records of other owners; the value is the owner's
+//	                             bytes, stored as given, and the owner versions its own
+//	                             encoding. Bucket names may not contain "/", so bucket "a"
+//	                             never sees the keys of "ab" or "a/b". A feature's buckets are
+//	                             named "<feature>:<bucket>" (core.NamespacedBucket: schema 2,
+//	                             migrate.go); the kernel's own ("limits") have no namespace.
 //	m/seq                        8-byte big-endian high-water mark of event seqs, written in
 //	                             the same transaction as every event, so PruneEvents can
 //	                             delete every event and a restart still never reuses a seq
@@ -25,7 +27,8 @@
 // version 1 and reads version 1; a record with a newer version (written by a newer orcr)
 // is reported as a *VersionError (errors.Is(err, ErrUnknownVersion)) naming the key and the
 // versions, never decoded into a half-filled struct. The same applies to m/schema on Open:
-// a store laid out by a newer schema is refused before anything is read or written.
+// a store laid out by a newer schema is refused before anything is read or written, and
+// one laid out by schema 1 is moved to schema 2 once (migrate.go).
 // A future version 2 adds a decoder for it and keeps reading 1.
 //
 // # What survives a crash
@@ -236,11 +239,13 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithDetectConflicts(false)
 }
 
-// checkSchema refuses a store laid out by a newer orcr and stamps a new one.
+// checkSchema refuses a store laid out by a newer orcr, stamps a new one, and moves a
+// schema-1 store's feature records to their namespaces (migrate.go).
 func (s *Store) checkSchema() error {
-	// db.Update, not s.update: an existing store writes nothing here, so a full disk must
-	// not keep the server from starting and serving reads.
-	return s.db.Update(func(txn *badger.Txn) error {
+	v1 := false
+	// db.Update, not s.update: an existing store of this schema writes nothing here, so
+	// a full disk must not keep the server from starting and serving reads.
+	err := s.db.Update(func(txn *badger.Txn) error {
 		item, err := txn.Get(keySchema)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return txn.Set(keySchema, []byte(strconv.Itoa(schemaVersion)))
@@ -256,11 +261,19 @@ func (s *Store) checkSchema() error {
 		if err != nil {
 			return fmt.Errorf("read store schema %q: %w", raw, err)
 		}
+		if v == 1 {
+			v1 = true
+			return nil
+		}
 		if v != schemaVersion {
 			return &VersionError{Key: string(keySchema), Got: v, Want: schemaVersion}
 		}
 		return nil
 	})
+	if err != nil || !v1 {
+		return err
+	}
+	return s.migrateV1()
 }
 
 // recoverSeq finds the highest seq ever assigned: the larger of m/seq and the last e/ key

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/textarea"
@@ -92,15 +93,21 @@ func (d steerDialog) View() string {
 
 // ---- spawn ----
 
-// spawnProviders are offered in the spawn form.
-var spawnProviders = []string{"claude", "codex", "opencode", "pi", "shell"}
-
-func newSpawnDialog(c *common, under string, w int) *formDialog {
+// newSpawnDialog is the spawn form. providers are the server's (server.info): the
+// form offers what that server runs, claude first when it is there; before the
+// server's info arrives it offers the shell alone.
+func newSpawnDialog(c *common, under string, w int, providers []string) *formDialog {
 	var path, provider, model, cwd, command, prompt string
 	if under != "" {
 		path = under + "/"
 	}
-	provider = "claude"
+	if len(providers) == 0 {
+		providers = []string{"shell"}
+	}
+	provider = providers[0]
+	if slices.Contains(providers, "claude") {
+		provider = "claude"
+	}
 	form := newFormDialog(c, "spawn agent", min(w, 70), func() action {
 		argv, _ := splitWords(command) // the field validates it
 		p := wire.RunParams{Path: strings.TrimSpace(path), Provider: provider, Model: strings.TrimSpace(model),
@@ -108,7 +115,7 @@ func newSpawnDialog(c *common, under string, w int) *formDialog {
 		return runAction{p}
 	}, huh.NewGroup(
 		huh.NewInput().Title("path     ").Inline(true).Placeholder("review/auth").Value(&path).Validate(validPath),
-		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(spawnProviders...)...).Value(&provider),
+		huh.NewSelect[string]().Title("provider ").Inline(true).Options(huh.NewOptions(providers...)...).Value(&provider),
 		huh.NewInput().Title("model    ").Inline(true).Placeholder("provider default").Value(&model),
 		huh.NewInput().Title("cwd      ").Inline(true).Placeholder("server's cwd").Value(&cwd),
 		huh.NewInput().Title("command  ").Inline(true).Placeholder("argv as in sh: the program for shell, else extra flags").Value(&command).

@@ -131,6 +131,24 @@ func TestSpawnForm(t *testing.T) {
 	}
 }
 
+// TestSpawnFormOffersTheServersProviders: the form offers the providers the server
+// says it runs (server.info), not a list of the dashboard's own: on a server with pi
+// and shell only, pi is the first choice and shell the next.
+func TestSpawnFormOffersTheServersProviders(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "tmux", LastSeq: 10, Providers: []string{"pi", "shell"}}})
+	press(m, "n")
+	msgs := textKeys("demo/p")
+	msgs = append(msgs, key("enter"), key("right"), key("enter")) // provider: the next after the first
+	msgs = append(msgs, key("enter"), key("enter"))               // model, cwd
+	msgs = append(msgs, textKeys("true")...)
+	msgs = append(msgs, key("enter"), key("enter"))
+	ra, ok := runDialog(t, m.dialogs[0], msgs...).(runAction)
+	if !ok || ra.p.Provider != "shell" {
+		t.Fatalf("run params = %#v; want the server's second provider, shell", ra.p)
+	}
+}
+
 // TestSpawnFormQuotedCommand: the command field splits like a shell, so a quoted
 // script reaches the server as one argument; an unterminated quote keeps the form open
 // with the reason instead of spawning something else.

@@ -95,7 +95,8 @@ func newTestModel(t testing.TB, w, h int, opts Options) *Model {
 	t.Cleanup(m.Close)
 	m.c.now = t0
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "tmux", LastSeq: 10}})
+	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "tmux", LastSeq: 10,
+		Providers: []string{"claude", "codex", "opencode", "pi", "shell"}}})
 	m.Update(subscribedMsg{ch: make(chan wire.Event)})
 	m.Update(listMsg{agents: fixture()})
 	m.Update(queueMsg{q: fixtureQueue()})

@@ -10,11 +10,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"orcr/core"
 	"orcr/core/wire"
-
 	roleapi "orcr/roles/api"
-	"orcr/rows"
 )
 
 // The history view (DESIGN §12 "History"): finished agents as `orcr history` lists
@@ -386,7 +383,7 @@ func parseHistoryFilter(s string) (roleapi.AgentHistoryParams, error) {
 			return p, fmt.Errorf("unknown flag %s: the filter takes GLOB and --since D", w)
 		}
 		if isSince {
-			d, err := core.ParseSince(since)
+			d, err := roleapi.ParseSince(since)
 			if err != nil {
 				return p, err
 			}
@@ -488,7 +485,7 @@ func (d historyDialog) rows(w int) []string {
 		}
 		b.WriteByte(' ')
 	}
-	hc := rows.HistoryColumns
+	hc := roleapi.HistoryColumns
 	hb.WriteString("  ")
 	cell(&hb, hc[0], cols.ended, false)
 	cell(&hb, hc[1], cols.path, false)
@@ -504,7 +501,7 @@ func (d historyDialog) rows(w int) []string {
 	end := min(len(d.entries), d.offset+d.page())
 	for i := d.offset; i < end; i++ {
 		e := &d.entries[i]
-		r := rows.History(*e, c.now)
+		r := roleapi.HistoryRow(*e, c.now)
 		var left, right strings.Builder
 		cell(&left, r[0], cols.ended, false)
 		cell(&left, r[1], cols.path, false)

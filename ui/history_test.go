@@ -11,7 +11,6 @@ import (
 
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
-	"orcr/rows"
 	"orcr/themes"
 )
 
@@ -84,7 +83,7 @@ func TestHistoryListsLikeTheCLI(t *testing.T) {
 	// Newest first, each with role, duration, tokens, cost and result as core.HistoryRow has them.
 	var last int
 	for _, e := range fixtureHistory() {
-		r := rows.History(e, t0)
+		r := roleapi.HistoryRow(e, t0)
 		i := strings.Index(s, e.Path)
 		if i < last {
 			t.Fatalf("%s not after the entry before it:\n%s", e.Path, s)

@@ -10,9 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core/wire"
-
 	listenapi "orcr/listen/api"
-	"orcr/rows"
 )
 
 // The listeners tab of the side panel (DESIGN §11): each listener's state, last and
@@ -160,7 +158,7 @@ func (v listenersView) lines(c *common, w int) (out []string, first, last int) {
 // listenerLines is one listener: its head row, then its polls, limits and error.
 func (v listenersView) listenerLines(c *common, w int, l listenapi.Listener, selected bool) []string {
 	st := &c.styles
-	row := rows.Listener(l, c.now)
+	row := listenapi.Row(l, c.now)
 	stateSt := st.Done
 	switch {
 	case l.State == "invalid" || l.Failures > 0:

@@ -120,7 +120,7 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 				}
 			}
 		}
-		return m.pushDialog(newSpawnDialog(m.c, under, dw)), true
+		return m.pushDialog(newSpawnDialog(m.c, under, dw, m.info.Providers)), true
 	case t.NextBlocked.Matches(k):
 		return m.nextBlocked(), true
 	case t.Answer.Matches(k) && m.idx.root.roll.groups[gBlocked] == 0:

@@ -74,6 +74,9 @@ type InfoResult struct {
 	StartedAt string `json:"startedAt"`
 	Agents    int    `json:"agents"`
 	LastSeq   uint64 `json:"lastSeq"`
+	// Providers are the providers this server runs (agent.run's provider), sorted:
+	// what a client offers instead of a list of its own.
+	Providers []string `json:"providers"`
 	// Limits are the socket's bounds in force (set by the socket server, absent in-process).
 	Limits *ServerLimits `json:"limits,omitempty"`
 }

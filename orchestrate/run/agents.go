@@ -201,11 +201,11 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 // coder moved to another milestone, the recorded one is its ended predecessor).
 func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.Agent, bool) {
 	if id := rec.Agents[who]; id != "" {
-		if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Live() {
+		if a, err := s.k.Get(ctx, id); err == nil && a.State.Live() {
 			return a, true
 		}
 	}
-	a, err := s.o.Agents.Get(ctx, AgentPath(rec.Run.Name, who))
+	a, err := s.k.Get(ctx, AgentPath(rec.Run.Name, who))
 	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
 }
 
@@ -251,7 +251,7 @@ func (s *Service) runAgent(ctx context.Context, p wire.RunParams) (wire.Agent, e
 	p.Prompt = s.toAgent(p.Prompt)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		a, err := s.o.Agents.Run(ctx, p)
+		a, err := s.k.Run(ctx, p)
 		if err == nil || !errors.Is(err, wire.ErrPathTaken) || time.Now().After(deadline) {
 			return a, err
 		}
@@ -282,13 +282,13 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return err
 	}
 	busy := false
-	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+	if a, err := s.k.Get(ctx, id); err == nil && a.State == wire.StateWorking {
 		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	err = s.o.Agents.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
 	if wire.CodeOf(err) == wire.CodeAgentBlocked {
 		// The agent waits on a prompt and nothing was typed: the message is not the
 		// last one it got, so a turn end before it goes in is not taken for a reply.
@@ -358,13 +358,13 @@ func (s *Service) stopID(ctx context.Context, name, id string) {
 	if id == "" {
 		return
 	}
-	if a, err := s.o.Agents.Get(ctx, id); err == nil && a.State.Terminal() {
+	if a, err := s.k.Get(ctx, id); err == nil && a.State.Terminal() {
 		return
 	}
 	s.mu.Lock()
 	s.stopped[id] = true
 	s.mu.Unlock()
-	if _, err := s.o.Agents.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
+	if _, err := s.k.Kill(ctx, wire.KillParams{Glob: id}); err != nil {
 		s.log.Warn("runs: stop agent", "run", name, "id", id, "err", err)
 	}
 }
@@ -553,7 +553,7 @@ func (s *Service) deliver(ctx context.Context, rec Record, a Action) (*Fact, err
 	if id == "" {
 		return unsent, fmt.Errorf("run %s has no lead agent", rec.Run.Name)
 	}
-	if ag, err := s.o.Agents.Get(ctx, id); err != nil || ag.State != wire.StateDone && ag.State != wire.StateIdle {
+	if ag, err := s.k.Get(ctx, id); err != nil || ag.State != wire.StateDone && ag.State != wire.StateIdle {
 		return unsent, err
 	}
 	err := s.send(ctx, rec.Run.Name, "lead", a.Text)

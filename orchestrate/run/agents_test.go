@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
@@ -88,11 +89,40 @@ func (f *fakeAgents) Subscribe(context.Context, wire.SubscribeParams) (<-chan wi
 	return nil, nil
 }
 
-type fakeKernel struct{}
+// fakeKernel is the kernel these tests give the autopilot: fakeAgents for the
+// agents, events dropped, and the feature's buckets on a real store. The other
+// methods of core.Kernel are nil: the code under test must not call them.
+type fakeKernel struct {
+	core.Kernel
+	fa *fakeAgents
+	st core.Buckets
+}
 
 func (fakeKernel) Publish(_ context.Context, ev wire.Event) (wire.Event, error) { return ev, nil }
 func (fakeKernel) CallerAgent(context.Context) (*wire.Agent, error)             { return nil, nil }
 func (fakeKernel) Readmit()                                                     {}
+func (k fakeKernel) Buckets() core.Buckets                                      { return k.st }
+func (k fakeKernel) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
+	return k.fa.Run(ctx, p)
+}
+func (k fakeKernel) Get(ctx context.Context, id string) (wire.Agent, error) { return k.fa.Get(ctx, id) }
+func (k fakeKernel) Send(ctx context.Context, p wire.SendParams) error      { return k.fa.Send(ctx, p) }
+func (k fakeKernel) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error) {
+	return k.fa.Kill(ctx, p)
+}
+
+// newFakeService is a Service over fa and a real store in a temporary directory,
+// bound as Start binds it but with nothing started.
+func newFakeService(t *testing.T, fa *fakeAgents, home string) *Service {
+	t.Helper()
+	s, err := NewService(Options{Home: home, GitEnv: testIdentity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := core.FeatureBuckets(openStore(t, t.TempDir()), Name)
+	s.k, s.st, s.runs = fakeKernel{fa: fa, st: st}, st, NewRuns(st)
+	return s
+}
 
 // TestEachReviewIsAFreshReviewer: a review goes to a new reviewer agent, never typed
 // into the one that gave the last verdict — whose last message stays that verdict
@@ -103,10 +133,7 @@ func TestEachReviewIsAFreshReviewer(t *testing.T) {
 	repo, g := newRepo(t)
 	head, _ := g.Rev(ctx, "HEAD")
 	fa := &fakeAgents{agents: map[string]wire.Agent{}}
-	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: t.TempDir(), GitEnv: testIdentity})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeService(t, fa, t.TempDir())
 	r := newRun(t, 2, true, "M1::small", "M2::small")
 	rec, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Reviewer: "claude", Check: "true"}, nil, t0)
 	if err != nil {
@@ -164,14 +191,12 @@ func TestTurnEndAfterABusySend(t *testing.T) {
 	TurnSettle = 100 * time.Millisecond
 	ctx := context.Background()
 	fa := &fakeAgents{agents: map[string]wire.Agent{}}
-	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: t.TempDir(), GitEnv: testIdentity})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeService(t, fa, t.TempDir())
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.Close()
 	// Two coders, each in a check-fix round (their done had no commits).
 	r := newRun(t, 2, false, "M1::small", "M2::small")
+	var err error
 	for _, f := range []Fact{{Kind: FDispatch, M: "M1"}, {Kind: FDispatch, M: "M2"},
 		{Kind: FDone, M: "M1", Coder: "coder-1"}, {Kind: FDone, M: "M2", Coder: "coder-2"}} {
 		if r, _, err = Step(r, f, t0); err != nil {
@@ -264,10 +289,7 @@ func TestTurnEndAfterDoneReadsNoGit(t *testing.T) {
 	}
 	home := t.TempDir()
 	fa := &fakeAgents{agents: map[string]wire.Agent{}}
-	s, err := NewService(Options{Store: openStore(t, t.TempDir()), Kernel: fakeKernel{}, Agents: fa, Home: home, GitEnv: testIdentity})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeService(t, fa, home)
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	defer s.Close()
 	r := newRun(t, 2, false, "M1::small", "M2::small")

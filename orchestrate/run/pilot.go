@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+
 	runapi "orcr/orchestrate/run/api"
 )
 
@@ -313,14 +314,14 @@ func (s *Service) schedule(rec Record) {
 func (s *Service) publishEntry(ctx context.Context, name string, e Entry) {
 	v := entryView(e)
 	data := map[string]any{"run": name, "seq": v.Seq, "type": v.Type, "kind": v.Kind, "m": v.M, "text": v.Text}
-	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: runapi.EventRun, At: e.At, Data: data}); err != nil && ctx.Err() == nil {
+	if _, err := s.k.Publish(ctx, wire.Event{Event: runapi.EventRun, At: e.At, Data: data}); err != nil && ctx.Err() == nil {
 		s.log.Warn("runs: publish", "run", name, "err", err)
 	}
 }
 
 func (s *Service) notify(ctx context.Context, name, m, text string) {
 	data := map[string]any{"run": name, "m": m, "text": text}
-	if _, err := s.o.Kernel.Publish(ctx, wire.Event{Event: runapi.EventRunNotify, At: s.now(), Data: data}); err != nil && ctx.Err() == nil {
+	if _, err := s.k.Publish(ctx, wire.Event{Event: runapi.EventRunNotify, At: s.now(), Data: data}); err != nil && ctx.Err() == nil {
 		s.log.Warn("runs: notify", "run", name, "err", err)
 	}
 }
@@ -417,7 +418,7 @@ func (s *Service) follow(evs <-chan wire.Event) {
 			}
 		}
 		if ev.Seq > 0 {
-			if err := s.o.Store.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {
+			if err := s.st.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {
 				s.log.Warn("runs: store cursor", "err", err)
 			}
 		}
@@ -516,7 +517,7 @@ func (s *Service) settling(ctx context.Context, name, who string, a wire.Agent) 
 			return // after a restart Reconcile finds the idle coder
 		case <-time.After(TurnSettle):
 		}
-		now, err := s.o.Agents.Get(s.ctx, a.ID)
+		now, err := s.k.Get(s.ctx, a.ID)
 		rec, rerr := s.runs.Get(s.ctx, name)
 		if err != nil || rerr != nil || now.State != wire.StateDone || !now.StateAt.Equal(a.StateAt) {
 			return // a new turn took the message up; its own end is handled

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
@@ -83,7 +84,7 @@ func TestCheckOutputWithControlBytesReachesTheCoderAsText(t *testing.T) {
 	}
 	// The run's own log (the facts with the check's tail, the messages sent) and its
 	// events view carry no control either.
-	raw, err := run.NewRuns(g.st).Events(ctx, "noisy", 0, 0)
+	raw, err := run.NewRuns(core.FeatureBuckets(g.st, run.Name)).Events(ctx, "noisy", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

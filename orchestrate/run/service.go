@@ -23,15 +23,6 @@ import (
 // agents through the kernel's AgentService, follows their events, and performs what
 // Step asks for. It spends no model on waiting: between facts it sleeps.
 
-// Agents is the part of the kernel's Service the autopilot drives.
-type Agents interface {
-	Run(ctx context.Context, p wire.RunParams) (wire.Agent, error)
-	Get(ctx context.Context, target string) (wire.Agent, error)
-	Send(ctx context.Context, p wire.SendParams) error
-	Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, error)
-	Subscribe(ctx context.Context, p wire.SubscribeParams) (<-chan wire.Event, error)
-}
-
 // PullRequest is what finish asks the GitHub side to open.
 type PullRequest struct {
 	Repo        string // the repository's folder
@@ -40,12 +31,10 @@ type PullRequest struct {
 	Title, Body string
 }
 
-// Options configure a Service. Store, Kernel, Agents and Home are required.
+// Options configure a Service; Home is required. Start hands it the kernel and its
+// buckets.
 type Options struct {
-	Store  orchestrate.Store
-	Kernel core.Kernel
-	Agents Agents
-	Home   string // ORCR_HOME: worktrees live under it
+	Home string // ORCR_HOME: worktrees live under it
 	// Bin is the absolute path of the running orcr: the texts typed into the run's
 	// agents call it ("" leaves them calling "$ORCR_BIN").
 	Bin string
@@ -68,7 +57,9 @@ type Options struct {
 // Service serves its socket method (methods.go).
 type Service struct {
 	o    Options
-	runs *Runs
+	k    core.Kernel  // set by Start
+	st   core.Buckets // the feature's buckets, set by Start
+	runs *Runs        // over st, set by Start
 	log  *slog.Logger
 
 	mu       sync.Mutex
@@ -90,8 +81,8 @@ type Service struct {
 
 // NewService builds the autopilot; Start resumes the runs in the store.
 func NewService(o Options) (*Service, error) {
-	if o.Store == nil || o.Kernel == nil || o.Agents == nil || o.Home == "" {
-		return nil, errors.New("runs need a store, the kernel, its agents and the home")
+	if o.Home == "" {
+		return nil, errors.New("runs need the home")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -102,7 +93,7 @@ func NewService(o Options) (*Service, error) {
 	if o.PlanPoll <= 0 {
 		o.PlanPoll = 2 * time.Second
 	}
-	return &Service{o: o, runs: NewRuns(o.Store), log: o.Logger, inflight: map[string]bool{},
+	return &Service{o: o, log: o.Logger, inflight: map[string]bool{},
 		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{},
 		busySent: map[string]time.Time{}}, nil
 }
@@ -110,50 +101,6 @@ func NewService(o Options) (*Service, error) {
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
 
 func (s *Service) git(dir string) Git { return Git{Dir: dir, Env: s.o.GitEnv} }
-
-// Start subscribes to the run agents' events, then re-derives every open run from the
-// store, the git refs and the agents (Reconcile), and performs what was pending.
-func (s *Service) Start(ctx context.Context) error {
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	cursor, err := s.cursor(ctx)
-	if err != nil {
-		return err
-	}
-	evs, err := s.o.Agents.Subscribe(s.ctx, wire.SubscribeParams{After: cursor, Paths: []string{"runs/**"}})
-	if err != nil {
-		s.cancel()
-		return fmt.Errorf("runs: subscribe: %w", err)
-	}
-	recs, err := s.runs.List(ctx)
-	if err != nil {
-		s.cancel()
-		return err
-	}
-	for _, rec := range recs {
-		if rec.Run.Stopped || rec.Run.Finish == "done" && len(rec.Outbox) == 0 {
-			continue
-		}
-		s.resume(ctx, rec)
-	}
-	s.wg.Add(2)
-	go s.follow(evs)
-	go s.pollPlans()
-	return nil
-}
-
-// Close stops the autopilot and waits for the actions under way (a check is
-// stopped; it runs again after the restart).
-func (s *Service) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-	s.mu.Lock()
-	for _, t := range s.timers {
-		t.Stop()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
 
 // resume brings rec up to date with git and the agents, then performs its outbox.
 func (s *Service) resume(ctx context.Context, rec Record) {
@@ -165,7 +112,7 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 	} else {
 		for _, f := range Reconcile(rec, obs, rec.Turns) {
 			if f.Kind == FTurnEnded {
-				if a, err := s.o.Agents.Get(ctx, rec.Agents[f.Coder]); err == nil {
+				if a, err := s.k.Get(ctx, rec.Agents[f.Coder]); err == nil {
 					f.Text = a.LastMessage
 				}
 			}
@@ -178,7 +125,7 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 		if rec, err = s.runs.Get(ctx, name); err != nil || rec.Agents[who] == "" {
 			continue
 		}
-		a, err := s.o.Agents.Get(ctx, rec.Agents[who])
+		a, err := s.k.Get(ctx, rec.Agents[who])
 		if err != nil {
 			continue
 		}
@@ -225,7 +172,7 @@ func (s *Service) observe(ctx context.Context, rec Record) (Observed, error) {
 		if c.Gone {
 			continue
 		}
-		a, err := s.o.Agents.Get(ctx, rec.Agents[c.Name])
+		a, err := s.k.Get(ctx, rec.Agents[c.Name])
 		if err != nil || rec.Agents[c.Name] == "" {
 			o.Agents[c.Name] = AgentSeen{}
 			continue
@@ -260,11 +207,16 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	if _, err := s.runs.Get(ctx, p.Name); err == nil {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
 	}
-	plan, err := orchestrate.NewPlans(s.o.Store).Get(ctx, p.Name)
+	plans, ok := core.Lookup[Plans](s.k, PlansCapability)
+	if !ok {
+		return runapi.RunView{}, wire.Errorf(wire.CodeInternal, "runs need the plans feature, and this server has none")
+	}
+	got, err := plans.PlanGet(ctx, p.Name)
 	if err != nil {
 		return runapi.RunView{}, err
 	}
-	if plan.State != orchestrate.PlanApproved {
+	plan := got.Plan
+	if plan.State != string(orchestrate.PlanApproved) {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
 	}
 	src, err := regfile.Read(plan.File)
@@ -445,7 +397,7 @@ func (s *Service) RunAsk(ctx context.Context, p runapi.RunCallerParams) (runapi.
 }
 
 func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerParams, fact func(coder string) Fact) (runapi.RunMilestone, error) {
-	a, err := s.o.Kernel.CallerAgent(ctx)
+	a, err := s.k.CallerAgent(ctx)
 	if err != nil {
 		return runapi.RunMilestone{}, err
 	}
@@ -565,7 +517,7 @@ func (s *Service) request(ctx context.Context, name string, f Fact) (runapi.RunV
 const cursorBucket = "runwatch"
 
 func (s *Service) cursor(ctx context.Context) (uint64, error) {
-	b, err := s.o.Store.Get(ctx, cursorBucket, "seq")
+	b, err := s.st.Get(ctx, cursorBucket, "seq")
 	if errors.Is(err, wire.ErrNotFound) {
 		return 0, nil
 	}

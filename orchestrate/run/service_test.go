@@ -28,16 +28,18 @@ import (
 // the embedded pty host, wired as the daemon wires them, with the real orcr binary for
 // the coders' `orcr run done` and a real git repository.
 type rig struct {
-	t     *testing.T
-	home  string
-	repo  string
-	orcr  string
-	st    *store.Store
-	eng   *core.Engine
-	runs  *run.Service
-	sock  *socket.Server
-	svc   *apiclient.Client
-	ident []string
+	t    *testing.T
+	home string
+	repo string
+	orcr string
+	st   *store.Store
+	eng  *core.Engine
+	runs *run.Service
+	// features are the plans and the runs, started in this order.
+	features []core.Feature
+	sock     *socket.Server
+	svc      *apiclient.Client
+	ident    []string
 }
 
 var identity = []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
@@ -77,17 +79,19 @@ func (g *rig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := run.NewService(run.Options{Store: st, Kernel: eng, Agents: eng, Home: g.home, GitEnv: g.ident})
+	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.Start(context.Background()); err != nil {
+	rs, err := run.NewService(run.Options{Home: g.home, GitEnv: g.ident})
+	if err != nil {
 		t.Fatal(err)
 	}
-	methods := slices.Concat(core.KernelMethods(eng), rs.Methods())
+	if err := eng.Start(context.Background(), plans, rs); err != nil {
+		t.Fatal(err)
+	}
+	g.features = []core.Feature{plans, rs}
+	methods := slices.Concat(core.KernelMethods(eng), plans.Methods(), rs.Methods())
 	ip, err := socket.NewInProcess(methods)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +113,9 @@ func (g *rig) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	g.sock.Close()
-	g.runs.Close()
+	for i := len(g.features) - 1; i >= 0; i-- {
+		g.features[i].Close()
+	}
 	g.eng.Close(ctx)
 	g.st.Close()
 	g.eng = nil
@@ -141,7 +147,7 @@ func (g *rig) approve(name, text string) {
 		t.Fatal(err)
 	}
 	r.State, r.ApprovedHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(text))
-	if err := orchestrate.NewPlans(g.st).Create(context.Background(), r); err != nil {
+	if err := orchestrate.NewPlans(core.FeatureBuckets(g.st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 }

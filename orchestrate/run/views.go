@@ -237,7 +237,7 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 	res := runapi.RunFinishResult{Done: []string{}, NotDone: []string{}}
 	g := s.git(rec.Repo)
 	for who, id := range rec.Agents {
-		if a, err := s.o.Agents.Get(ctx, id); err == nil && !a.State.Terminal() {
+		if a, err := s.k.Get(ctx, id); err == nil && !a.State.Terminal() {
 			s.stopAgent(ctx, rec, who)
 		}
 	}

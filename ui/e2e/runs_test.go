@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/orchestrate"
 	"orcr/store"
 )
@@ -65,7 +66,7 @@ func seedApprovedPlan(t *testing.T, home, repo string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := orchestrate.NewPlans(st).Create(context.Background(), rec); err != nil {
+	if err := orchestrate.NewPlans(core.FeatureBuckets(st, orchestrate.Name)).Create(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
 }

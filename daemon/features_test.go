@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"go/build"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// featureRoots are the feature packages (DESIGN §5: each a room that plugs into the
+// kernel); a package belongs to the feature whose root is the longest prefix of its
+// import path.
+var featureRoots = []string{"orcr/schedule", "orcr/accounts", "orcr/listen", "orcr/orchestrate", "orcr/orchestrate/run", "orcr/roles"}
+
+// allowedCrossImports are the exceptions, each with why: orchestrate/run (runs) is built
+// on orchestrate's plan and catalog library (Parse, Plan, the catalog's Load), which
+// both features share; the plans' records themselves runs reads through the registry
+// (run.PlansCapability), never through orchestrate's store.
+var allowedCrossImports = map[string]string{
+	"orcr/orchestrate/run → orcr/orchestrate": "the plan and catalog library",
+}
+
+func featureOf(pkg string) string {
+	best := ""
+	for _, r := range featureRoots {
+		if (pkg == r || strings.HasPrefix(pkg, r+"/")) && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// A feature never imports another feature (DESIGN §5): where one needs another it
+// asks through the kernel's registry (core.Lookup), typed by an interface of its own.
+// Only a feature's api subpackage (wire types and method declarations) may be
+// imported by another. Test files are not counted: a test may start another feature
+// beside the one it tests.
+func TestFeaturesImportNoOtherFeature(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]string{} // import path → directory
+	for _, r := range featureRoots {
+		dir := filepath.Join(root, strings.TrimPrefix(r, "orcr/"))
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			rel, _ := filepath.Rel(root, path)
+			pkgs["orcr/"+filepath.ToSlash(rel)] = path
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	checked := 0
+	for _, pkg := range slices.Sorted(maps.Keys(pkgs)) {
+		p, err := build.Default.ImportDir(pkgs[pkg], 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				continue
+			}
+			t.Fatalf("%s: %v", pkg, err)
+		}
+		checked++
+		from := featureOf(pkg)
+		for _, imp := range p.Imports {
+			to := featureOf(imp)
+			if to == "" || to == from || strings.HasSuffix(imp, "/api") || strings.Contains(imp, "/api/") {
+				continue
+			}
+			if _, ok := allowedCrossImports[from+" → "+to]; ok {
+				continue
+			}
+			t.Errorf("%s imports %s: feature %s must not import feature %s; provide what it needs through the kernel's registry (core.Kernel.Provide, core.Lookup)",
+				pkg, imp, from, to)
+		}
+	}
+	if checked < len(featureRoots) {
+		t.Fatalf("checked %d packages of %d features: the walk found too few", checked, len(featureRoots))
+	}
+}
