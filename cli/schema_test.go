@@ -15,7 +15,8 @@ import (
 
 // TestSchemaIsTheSameDocument holds `orcr api schema` to the document main printed
 // before the methods moved into the features' api packages (testdata, saved from
-// 4e79e35): scripts and clients in other languages generate from it, so a method,
+// 4e79e35, plus server.info's providers, added since): scripts and clients in other
+// languages generate from it, so a method,
 // param, result, event or error code must not change by moving code. The events list
 // is compared as a set: the kernel's come first, then each feature's in the order Go
 // initialises the api packages.
