@@ -42,9 +42,13 @@ type Model struct {
 	w, h      int
 	themeName string
 
-	info      wire.InfoResult
-	lastSeq   uint64
-	subOK     bool
+	info    wire.InfoResult
+	lastSeq uint64
+	subOK   bool
+	// conn is the server connection's state as the bar shows it; lostAt is when a
+	// connected dashboard lost its server (connection.go).
+	conn      connState
+	lostAt    time.Time
 	loaded    bool
 	quit      QuitChoice
 	quitting  bool
@@ -243,7 +247,11 @@ func (m Model) render() string {
 		return blankWith(fit(" orcr needs at least 40×10", m.w), m.w, m.h)
 	}
 	right := m.preview.View() + "\n" + m.panel.View()
-	out := hjoin(m.tree.View(), right) + "\n" + m.status.View(m.statusInfo())
+	tree := m.tree.View()
+	if m.conn == connLost {
+		tree = m.dim(tree) // what it shows is the last thing the server said
+	}
+	out := hjoin(tree, right) + "\n" + m.status.View(m.statusInfo())
 	if len(m.dialogs) > 0 {
 		out = overlay(out, m.dialogs[len(m.dialogs)-1].View(), m.w)
 	}

@@ -251,37 +251,39 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case infoMsg:
 		if msg.err != nil {
-			m.status.notify(m.c.now, "server: "+msg.err.Error(), true)
-			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+			return m.connFailed("server", msg.err)
 		}
 		m.info = msg.info
-		if m.lastSeq == 0 {
+		switch {
+		case m.lastSeq == 0:
 			// Replay the recent past so the event log is not empty on start. Replayed
 			// snapshots older than what List returns are ignored (see upsert), and a
 			// replayed spawn of a pruned agent is followed by its removal.
 			m.lastSeq = msg.info.LastSeq - min(msg.info.LastSeq, replayEvents)
+		case m.lastSeq > msg.info.LastSeq:
+			// A server started afresh numbers its events anew: follow it from its
+			// start (the list read on reconnect brings the agents up to date).
+			m.lastSeq = msg.info.LastSeq
 		}
 		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
 	case resubscribeMsg:
-		if m.info.PID == 0 && m.info.Version == 0 {
+		if m.conn == connLost || (m.info.PID == 0 && m.info.Version == 0) {
+			// The server went away: the one that answers now may be another process,
+			// so its info is read again before subscribing.
 			return infoCmd(m.ctx, m.svc)
 		}
 		return tea.Batch(subscribeCmd(m.ctx, m.svc, m.lastSeq), listCmd(m.ctx, m.svc))
 	case subscribedMsg:
 		if msg.err != nil {
-			m.subOK = false
-			m.status.notify(m.c.now, "events: "+msg.err.Error(), true)
-			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+			return m.connFailed("events", msg.err)
 		}
-		m.subOK = true
-		return waitEvents(msg.ch)
+		return tea.Batch(m.connUp(), waitEvents(msg.ch))
 	case subEndedMsg:
 		m.subOK = false
 		if m.ctx.Err() != nil || m.quitting {
 			return nil
 		}
-		m.status.notify(m.c.now, "event stream ended; reconnecting", true)
-		return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+		return m.connFailed("events", nil)
 	case eventsMsg:
 		return tea.Batch(m.applyEvents(msg.events), waitEvents(msg.ch))
 	}
@@ -397,7 +399,9 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case listMsg:
 		if msg.err != nil {
-			m.status.notify(now, "list: "+msg.err.Error(), true)
+			if m.conn != connLost { // while lost the badge says it; no raw dial error
+				m.status.notify(now, "list: "+shortErr(msg.err), true)
+			}
 			return nil
 		}
 		before := m.selectedID()
