@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"orcr/config"
 	"orcr/core/socket"
@@ -25,22 +26,69 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 	opts := ui.Options{Theme: cfg.UI.Theme, UserThemes: cfg.Themes, Keymap: cfg.UI.Keymap,
 		KeyOverrides: cfg.Keys, Self: self}
 
-	if cl, err := socket.Dial(ctx, socket.SocketPath(config.Home()), ""); err == nil {
-		defer cl.Close()
-		opts.Mode = "connected"
-		opts.Logger = newLogger(config.Home())
-		_, err := ui.Run(ctx, cl, opts)
-		return err
-	} else if !errors.Is(err, wire.ErrUnavailable) {
-		return err
+	for {
+		cl, err := dialServer(ctx, config.Home(), serverStartWait, stderr)
+		if err != nil {
+			return err
+		}
+		if cl != nil {
+			defer cl.Close()
+			opts.Mode = "connected"
+			opts.Logger = newLogger(config.Home())
+			_, err := ui.Run(ctx, cl, opts)
+			return err
+		}
+		s, err := startServer(ctx)
+		if errors.Is(err, socket.ErrLocked) {
+			continue // an `orcr serve` took the home between the dial and the lock: wait for it
+		}
+		if err != nil {
+			return err
+		}
+		return runInProcess(ctx, s, opts, stderr)
 	}
-	if socket.Held(config.Home()) {
-		return fmt.Errorf("a server holds %s but does not answer on its socket; check `orcr doctor` or stop it", config.Home())
+}
+
+// serverStartWait is how long the dashboard waits for a server that holds the home
+// but does not answer yet (it is opening its store and reconciling its panes).
+const serverStartWait = 60 * time.Second
+
+// dialServer connects to the home's server. With no server at all it returns nil (the
+// dashboard then hosts one); a server still starting — it holds the home's lock but
+// its socket does not answer yet — is waited for, saying so once on stderr, for up to
+// wait.
+func dialServer(ctx context.Context, home string, wait time.Duration, stderr io.Writer) (*socket.Client, error) {
+	start := time.Now()
+	said := false
+	for {
+		cl, err := socket.Dial(ctx, socket.SocketPath(home), "")
+		if err == nil {
+			return cl, nil
+		}
+		if !errors.Is(err, wire.ErrUnavailable) {
+			return nil, err
+		}
+		if !socket.Held(home) {
+			return nil, nil
+		}
+		if time.Since(start) > wait {
+			return nil, fmt.Errorf("a server holds %s but has not answered on its socket for %s; check `orcr doctor` or stop it", home, wait)
+		}
+		if !said {
+			fmt.Fprintf(stderr, "orcr: waiting for the orcr server starting on %s (ctrl+c to stop waiting)\n", home)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	s, err := startServer(ctx)
-	if err != nil {
-		return err
-	}
+}
+
+// runInProcess runs the dashboard over a server it hosts, and on quit either hands its
+// agents to a background server or closes it.
+func runInProcess(ctx context.Context, s *server, opts ui.Options, stderr io.Writer) error {
 	opts.Mode = "in-process"
 	opts.Logger = s.log
 	opts.EmbeddedHost = s.host.Name() == "pty"
