@@ -149,8 +149,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	case settleMsg:
 		return m.onSettle()
 	case refreshMsg:
-		return tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
+		cmd := tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
 			listenersCmd(m.ctx, m.svc), refreshCmd())
+		// An open runs view is read again too: a coder's model and a milestone's
+		// clock change in the run's record without a run event of their own.
+		if d := m.runsView(); d != nil && m.conn != connLost {
+			cmd = tea.Batch(cmd, m.updateAction(d.reload()))
+		}
+		return cmd
 	}
 	// Anything else (cursor blinks, form internals) belongs to the top dialog.
 	return m.toDialog(msg)

@@ -155,6 +155,22 @@ func (d *plansDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	return nil, nil
 }
 
+// followEvents reloads the plans when one of them changed (a plan's state or file) or
+// its lead moved, so a drafted plan shows the moment it is drafted, not at the next
+// refresh.
+func (d *plansDialog) followEvents(evs []wire.Event) action {
+	if d.mode == planForm {
+		return nil
+	}
+	for _, ev := range evs {
+		if ev.Event == planapi.EventPlanState || ev.Event == planapi.EventPlanEdited ||
+			(ev.Agent != nil && strings.HasPrefix(ev.Agent.Path, "plans/")) {
+			return callAction{loadPlans}
+		}
+	}
+	return nil
+}
+
 func (d *plansDialog) setPlans(msg plansMsg) {
 	if msg.err != nil {
 		d.err = msg.err.Error()
