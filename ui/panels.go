@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -246,6 +247,7 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 	type prov struct {
 		readings []wire.LimitReading
 		usage    core.Total
+		accounts []string // the accounts agents ran on, from the usage rows
 	}
 	byP := map[string]*prov{}
 	get := func(p string) *prov {
@@ -258,7 +260,11 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 		if r.Window != "total" && r.Window != "" {
 			continue
 		}
-		get(r.Provider).usage.Add(core.TotalOf(r.Usage))
+		p := get(r.Provider)
+		p.usage.Add(core.TotalOf(r.Usage))
+		if r.Account != "" && !slices.Contains(p.accounts, r.Account) {
+			p.accounts = append(p.accounts, r.Account)
+		}
 	}
 	for _, r := range v.u.Readings {
 		p := get(r.Provider)
@@ -278,6 +284,25 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 		p := byP[n]
 		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
 		out = append(out, readingLines(c, p.readings, gw, waiting)...)
+		out = append(out, unread(c, p.readings, p.accounts)...)
+	}
+	return out
+}
+
+// unread says "no readings yet" for each account agents ran on that has no limit
+// reading (its CLI has not reported one), or once for a provider with no reading at
+// all, so an empty gauge is not mistaken for an unused one.
+func unread(c *common, rs []wire.LimitReading, accounts []string) []string {
+	st := &c.styles
+	if len(rs) == 0 && len(accounts) == 0 {
+		return []string{"  " + st.Muted.Render("no readings yet")}
+	}
+	var out []string
+	sort.Strings(accounts)
+	for _, a := range accounts {
+		if !slices.ContainsFunc(rs, func(r wire.LimitReading) bool { return r.Account == a }) {
+			out = append(out, "  "+st.Bold.Render(a)+st.Muted.Render("  no readings yet"))
+		}
 	}
 	return out
 }
