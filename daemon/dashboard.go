@@ -105,14 +105,24 @@ func runInProcess(ctx context.Context, s *server, opts ui.Options, stderr io.Wri
 		if err != nil {
 			return fmt.Errorf("keep agents running: %w", err)
 		}
-		what := "agents keep"
-		if res.Panes == 1 {
-			what = "agent keeps"
-		}
-		fmt.Fprintf(stderr, "orcr: %d %s running under a background orcr serve (pid %d) on %s; `orcr` reconnects, `orcr agent ls` lists them\n",
-			res.Panes, what, res.PID, res.Socket)
+		fmt.Fprintln(stderr, keptText(res, opts.EmbeddedHost))
 		return nil
 	}
 	s.close(context.Background())
 	return err
+}
+
+// keptText is the line printed once a quitting dashboard has handed its server's work
+// to a background orcr serve.
+func keptText(res handedOff, embedded bool) string {
+	if embedded {
+		what := "agents keep"
+		if res.Panes == 1 {
+			what = "agent keeps"
+		}
+		return fmt.Sprintf("orcr: %d %s running under a background orcr serve (pid %d) on %s; `orcr` reconnects, `orcr agent ls` lists them",
+			res.Panes, what, res.PID, res.Socket)
+	}
+	return fmt.Sprintf("orcr: a background orcr serve (pid %d) on %s keeps the agents, listeners, schedules and runs going; `orcr` reconnects, `kill %d` stops it",
+		res.PID, res.Socket, res.PID)
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"os/exec"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -192,22 +193,43 @@ func (m *Model) nextBlocked() tea.Cmd {
 	return m.afterSelection(before)
 }
 
-// askQuit quits, or asks first when agents live on the embedded host.
+// askQuit quits, or asks first when quitting would stop something: a dashboard that
+// hosts the server in-process takes the server's listeners, schedules and runs'
+// autopilots down with it (and the agents too on the embedded host), so it says what
+// stops and offers to keep it all running under a background orcr serve.
 func (m *Model) askQuit() tea.Cmd {
-	if m.opts.EmbeddedHost {
-		live := 0
-		for _, n := range m.idx.byID {
-			if a := n.agent; a != nil && a.State.Live() && (a.Host == "pty" || a.Host == "") {
-				live++
-			}
-		}
-		if live > 0 {
-			return m.pushDialog(&quitDialog{c: m.c, live: live})
+	if m.opts.Mode == "in-process" {
+		if q := m.quitStops(); q.any() {
+			return m.pushDialog(&quitDialog{c: m.c, stops: q})
 		}
 	}
 	m.quit, m.quitting = QuitPlain, true
 	m.farewell = m.farewellText()
 	return tea.Quit
+}
+
+// quitStops counts what ends with an in-process server: agents on the embedded host,
+// listeners and schedules (as the panel last read them), and the runs whose autopilot
+// is running (those with a live agent under runs/NAME/).
+func (m *Model) quitStops() quitStops {
+	q := quitStops{host: m.info.Host, listeners: len(m.panel.listeners.ls), schedules: len(m.panel.schedules.s)}
+	runs := map[string]bool{}
+	for _, n := range m.idx.byID {
+		a := n.agent
+		if a == nil || !a.State.Live() {
+			continue
+		}
+		if m.opts.EmbeddedHost && (a.Host == "pty" || a.Host == "") {
+			q.agents++
+		}
+		if rest, ok := strings.CutPrefix(a.Path, "runs/"); ok {
+			if name, _, ok := strings.Cut(rest, "/"); ok {
+				runs[name] = true
+			}
+		}
+	}
+	q.runs = len(runs)
+	return q
 }
 
 // updateAction turns a dialog's action into commands.
@@ -239,6 +261,9 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case quitAction:
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true
+		if a.choice == QuitPlain {
+			m.farewell = m.farewellText()
+		}
 		return tea.Quit
 	case rootAction:
 		return a.apply(m)
