@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	"orcr/config"
@@ -24,7 +26,7 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 	}
 	self, _ := os.Executable()
 	opts := ui.Options{Theme: cfg.UI.Theme, UserThemes: cfg.Themes, Keymap: cfg.UI.Keymap,
-		KeyOverrides: cfg.Keys, Self: self}
+		KeyOverrides: cfg.Keys, Self: self, Notify: notifyOptions(cfg.Notify, os.Getenv, exec.LookPath)}
 
 	for {
 		cl, err := dialServer(ctx, config.Home(), serverStartWait, stderr)
@@ -125,4 +127,30 @@ func keptText(res handedOff, embedded bool) string {
 	}
 	return fmt.Sprintf("orcr: a background orcr serve (pid %d) on %s keeps the agents, listeners, schedules and runs going; `orcr` reconnects, `kill %d` stops it",
 		res.PID, res.Socket, res.PID)
+}
+
+// notifyOptions turns [notify] into the dashboard's options, choosing how a desktop
+// notification reaches the user: notify-send when it is installed and a desktop
+// session is there to show it, else the terminal's own sequence — OSC 777 on the
+// terminals known to take it (VTE, foot, urxvt, WezTerm), OSC 9 on the rest.
+func notifyOptions(n config.Notify, getenv func(string) string, lookPath func(string) (string, error)) ui.NotifyOptions {
+	o := ui.NotifyOptions{Off: map[string]bool{}, NoBell: !config.On(n.Bell), NoDesktop: !config.On(n.Desktop), OSC: n.OSC}
+	for k, on := range n.Kinds() {
+		if !on {
+			o.Off[k] = true
+		}
+	}
+	if getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != "" || getenv("DBUS_SESSION_BUS_ADDRESS") != "" {
+		if p, err := lookPath("notify-send"); err == nil {
+			o.NotifySend = p
+		}
+	}
+	if o.OSC == "" {
+		o.OSC = "9"
+		term := getenv("TERM")
+		if getenv("VTE_VERSION") != "" || getenv("TERM_PROGRAM") == "WezTerm" || strings.HasPrefix(term, "foot") || strings.Contains(term, "rxvt") {
+			o.OSC = "777"
+		}
+	}
+	return o
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"orcr/config"
 	"orcr/core/socket"
 	"orcr/testutil/wait"
 )
@@ -96,5 +98,29 @@ func TestDashboardWaitsForStartingServer(t *testing.T) {
 	_, err = dialServer(t.Context(), home, 200*time.Millisecond, &syncBuffer{})
 	if err == nil || !strings.Contains(err.Error(), "has not answered") {
 		t.Fatalf("a holder that never answers: %v", err)
+	}
+}
+
+// TestNotifyOptions: [notify] switches reach the dashboard; notify-send is used only
+// with a desktop session to show it; the terminal's sequence follows the terminal
+// unless [notify] osc names one.
+func TestNotifyOptions(t *testing.T) {
+	off := false
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	found := func(string) (string, error) { return "/usr/bin/notify-send", nil }
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+
+	o := notifyOptions(config.Notify{Bell: &off, PlanDrafted: &off}, env(map[string]string{"DISPLAY": ":0"}), found)
+	if !o.NoBell || o.NoDesktop || !o.Off["plan_drafted"] || o.Off["blocked"] || o.NotifySend != "/usr/bin/notify-send" || o.OSC != "9" {
+		t.Fatalf("with a desktop: %+v", o)
+	}
+	if o := notifyOptions(config.Notify{}, env(map[string]string{}), found); o.NotifySend != "" {
+		t.Fatalf("notify-send used over ssh: %+v", o)
+	}
+	if o := notifyOptions(config.Notify{}, env(map[string]string{"DISPLAY": ":0", "VTE_VERSION": "7600"}), missing); o.NotifySend != "" || o.OSC != "777" {
+		t.Fatalf("VTE without notify-send: %+v", o)
+	}
+	if o := notifyOptions(config.Notify{OSC: "9"}, env(map[string]string{"TERM": "foot"}), missing); o.OSC != "9" {
+		t.Fatalf("osc from the config: %+v", o)
 	}
 }

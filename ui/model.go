@@ -47,8 +47,10 @@ type Model struct {
 	subOK   bool
 	// conn is the server connection's state as the bar shows it; lostAt is when a
 	// connected dashboard lost its server (connection.go).
-	conn      connState
-	lostAt    time.Time
+	conn   connState
+	lostAt time.Time
+	// toldSeq is the last event sequence number told (tell.go): nothing is told twice.
+	toldSeq   uint64
 	loaded    bool
 	quit      QuitChoice
 	quitting  bool
@@ -148,6 +150,12 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tickCmd()
 	case settleMsg:
 		return m.onSettle()
+	case notifyFailedMsg:
+		// The desktop has no notification service after all: say it once in the log
+		// and use the terminal's notification from now on.
+		m.c.log.Warn("dashboard: desktop notification", "error", msg.err)
+		m.opts.Notify.NotifySend = ""
+		return nil
 	case refreshMsg:
 		cmd := tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
 			listenersCmd(m.ctx, m.svc), refreshCmd())

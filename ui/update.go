@@ -289,6 +289,7 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 			// A server started afresh numbers its events anew: follow it from its
 			// start (the list read on reconnect brings the agents up to date).
 			m.lastSeq = msg.info.LastSeq
+			m.toldSeq = min(m.toldSeq, msg.info.LastSeq)
 		}
 		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
 	case resubscribeMsg:
@@ -321,6 +322,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	before := m.selectedID()
 	var cmd tea.Cmd
 	var newlyBlocked []string
+	var tells []telling
 	for _, ev := range evs {
 		if ev.Seq > m.lastSeq {
 			m.lastSeq = ev.Seq
@@ -349,6 +351,9 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 				if blocked {
 					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+					if !m.opts.Notify.Off[NotifyBlocked] && ev.Seq > m.toldSeq {
+						tells = append(tells, blockedTelling(*ev.Agent))
+					}
 				}
 				for _, d := range m.dialogs {
 					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
@@ -357,11 +362,18 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 			}
 		}
+		if t, ok := m.tellingOf(ev); ok {
+			tells = append(tells, t)
+		}
 		if ev.Seq > 0 {
 			m.panel.events.add(ev)
 		}
 	}
-	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked), m.followRuns(evs))
+	for _, ev := range evs {
+		m.toldSeq = max(m.toldSeq, ev.Seq)
+	}
+	m.announceBlocked(newlyBlocked)
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.tell(tells), m.followRuns(evs))
 	m.syncPreview()
 	return cmd
 }
