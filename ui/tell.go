@@ -64,11 +64,12 @@ func (m *Model) tellingOf(ev wire.Event) (telling, bool) {
 		t = telling{NotifyPlanDrafted, "plan " + name + " is drafted", "review it: orcr plan show " + name}
 	case runapi.EventRunNotify:
 		kind := NotifyRunAsks
-		text := dataString(ev.Data, "text")
+		run := dataString(ev.Data, "run")
+		text := strings.TrimPrefix(dataString(ev.Data, "text"), "run "+run+": ")
 		if strings.Contains(text, "fail") {
 			kind = NotifyRunFailed
 		}
-		t = telling{kind, "run " + strings.TrimSpace(dataString(ev.Data, "run")+" "+dataString(ev.Data, "m")), text}
+		t = telling{kind, "run " + strings.TrimSpace(run+" "+dataString(ev.Data, "m")), text}
 	case runapi.EventRun:
 		if dataString(ev.Data, "type") != "fact" || dataString(ev.Data, "kind") != "ask" {
 			return t, false

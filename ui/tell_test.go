@@ -44,7 +44,7 @@ func TestTellKinds(t *testing.T) {
 	}{
 		{tellEvents(100)[0], NotifyPlanDrafted, "\x1b]9;orcr: plan csv-import is drafted: review it: orcr plan show csv-import\a"},
 		{tellEvents(100)[1], NotifyRunAsks, "\x1b]9;orcr: run csv-import M2 asks: skip bad rows?\a"},
-		{tellEvents(100)[2], NotifyRunFailed, "\x1b]9;orcr: run csv-import: run csv-import: the check fails on feature/csv-import after all merges\a"},
+		{tellEvents(100)[2], NotifyRunFailed, "\x1b]9;orcr: run csv-import: the check fails on feature/csv-import after all merges\a"},
 	} {
 		m := newTestModel(t, 120, 40, Options{})
 		got := raws(t, m.applyEvents([]wire.Event{c.ev}))
