@@ -26,7 +26,8 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 	}
 	self, _ := os.Executable()
 	opts := ui.Options{Theme: cfg.UI.Theme, UserThemes: cfg.Themes, Keymap: cfg.UI.Keymap,
-		KeyOverrides: cfg.Keys, Self: self, Notify: notifyOptions(cfg.Notify, os.Getenv, exec.LookPath)}
+		KeyOverrides: cfg.Keys, Self: self, Notify: notifyOptions(cfg.Notify, os.Getenv, exec.LookPath),
+		InTmux: os.Getenv("TMUX") != ""}
 
 	for {
 		cl, err := dialServer(ctx, config.Home(), serverStartWait, stderr)

@@ -37,6 +37,9 @@ type Options struct {
 	// Notify says how the dashboard tells about blocked agents, drafted plans and runs
 	// that ask or fail (config [notify]; tell.go).
 	Notify NotifyOptions
+	// InTmux is true when the dashboard runs inside the user's own tmux ($TMUX): the
+	// hint before attaching to orcr's tmux then says to press the prefix twice.
+	InTmux bool
 }
 
 // QuitChoice is what the user chose on quit.

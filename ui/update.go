@@ -525,5 +525,6 @@ func (m *Model) startAttach(msg attachMsg) tea.Cmd {
 	}
 	m.attaching = true
 	id := msg.id
-	return tea.ExecProcess(c, func(err error) tea.Msg { return attachDoneMsg{id, err} })
+	hc := &hintedCmd{Cmd: c, hint: attachHint(msg.res.Agent.Path, msg.res.Argv, m.opts.InTmux)}
+	return tea.Exec(hc, func(err error) tea.Msg { return attachDoneMsg{id, err} })
 }
