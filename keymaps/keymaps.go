@@ -72,6 +72,7 @@ type Tree struct {
 	Filter, ClearFilter, NextBlocked        Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
+	Restart, Fork                           Binding
 }
 
 // Panel bindings act on the side panel (queue, usage, schedules, events) and the preview.
@@ -175,6 +176,8 @@ func DefaultHistory() History {
 func DefaultTree() Tree {
 	kill := b("tree.kill", "kill by glob", "K")
 	kill.Destructive = true
+	restart := b("tree.restart", "restart with the same spec (asks)", "ctrl+r")
+	restart.Destructive = true
 	return Tree{
 		Up:          b("tree.up", "up", "up", "k"),
 		Down:        b("tree.down", "down", "down", "j"),
@@ -194,6 +197,8 @@ func DefaultTree() Tree {
 		Answer:      b("tree.answer", "answer blocked", "r"),
 		Spawn:       b("tree.spawn", "spawn agent", "n"),
 		Kill:        kill,
+		Restart:     restart,
+		Fork:        b("tree.fork", "fork: same spec, new path", "F"),
 	}
 }
 

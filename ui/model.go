@@ -150,6 +150,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tickCmd()
 	case settleMsg:
 		return m.onSettle()
+	case againMsg:
+		return m.updateAgain(msg)
 	case notifyFailedMsg:
 		// The desktop has no notification service after all: say it once in the log
 		// and use the terminal's notification from now on.

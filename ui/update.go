@@ -141,6 +141,10 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, false
 	}
 	switch {
+	case t.Restart.Matches(k):
+		return m.pushDialog(newAgainDialog(m.c, *a, false, "", dw)), true
+	case t.Fork.Matches(k):
+		return m.pushDialog(newAgainDialog(m.c, *a, true, m.forkPath(a.Path), dw-4)), true
 	case t.Attach.Matches(k):
 		if a.State == wire.StateHibernated {
 			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)

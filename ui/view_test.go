@@ -83,6 +83,23 @@ var viewStates = []struct {
 		press(m, "q", "down")
 		return m
 	}},
+	{"fork", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		selectPath(t, m, "demo/a")
+		press(m, "F")
+		return m
+	}},
+	{"restart", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		selectPath(t, m, "demo/a")
+		press(m, "ctrl+r")
+		return m
+	}},
+	{"offline", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{Mode: "connected"})
+		m.Update(subEndedMsg{})
+		return m
+	}},
 	{"spawn", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		press(m, "n")
