@@ -88,11 +88,13 @@ type Dialog struct {
 // Plans bindings act in the plans view: the list, a plan, its approval form.
 type Plans struct {
 	Open, Approve, Reject, Edit, Refresh Binding
+	StartRun                             Binding
 }
 
 // Runs bindings act in the runs view: the list, a run's milestones, its summary.
 type Runs struct {
 	Open, Answer, Hold, Retry, Dispatch, Coder, Summary, Refresh Binding
+	Stop, Finish                                                 Binding
 }
 
 // History bindings act in the history view: finished agents, filtered like `orcr
@@ -135,6 +137,8 @@ func DefaultGlobal() Global {
 // milestone's coder, so it goes through a form (retry undoes it).
 func DefaultRuns() Runs {
 	hold := b("runs.hold", "hold milestone (form)", "h")
+	stop := b("runs.stop", "stop run: hold everything open (asks)", "X")
+	stop.Destructive = true
 	hold.Destructive = true
 	return Runs{
 		Open:     b("runs.open", "open run", "enter"),
@@ -145,6 +149,8 @@ func DefaultRuns() Runs {
 		Coder:    b("runs.coder", "milestone's coder in tree", "c"),
 		Summary:  b("runs.summary", "summary", "s"),
 		Refresh:  b("runs.refresh", "refresh", "ctrl+r"),
+		Stop:     stop,
+		Finish:   b("runs.finish", "finish run: push, open the PR (asks)", "f"),
 	}
 }
 
@@ -154,11 +160,12 @@ func DefaultPlans() Plans {
 	approve := b("plans.approve", "approve (form)", "A")
 	approve.Destructive = true
 	return Plans{
-		Open:    b("plans.open", "open plan", "enter"),
-		Approve: approve,
-		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
-		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
-		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
+		Open:     b("plans.open", "open plan", "enter"),
+		Approve:  approve,
+		Reject:   b("plans.reject", "reject with a reason (form)", "R"),
+		Edit:     b("plans.edit", "edit in $EDITOR", "e"),
+		Refresh:  b("plans.refresh", "refresh", "ctrl+r"),
+		StartRun: b("plans.start_run", "start the run of an approved plan", "s"),
 	}
 }
 

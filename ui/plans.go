@@ -12,6 +12,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // The plans view (DESIGN §8 "Plan"): a dialog over the dashboard with three modes —
@@ -47,6 +48,24 @@ type (
 	// planTickMsg re-reads the plans while the view is open.
 	planTickMsg struct{ gen int }
 )
+
+// runStartedMsg answers the start of a plan's run.
+type runStartedMsg struct {
+	name string
+	run  runapi.RunView
+	err  error
+}
+
+// startRunCall starts the run of approved plan name with the plan's defaults (as
+// `orcr run start NAME` does).
+func startRunCall(name string) func(context.Context, wire.Transport) tea.Msg {
+	return func(ctx context.Context, svc wire.Transport) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout*3) // it makes a branch and spawns the lead
+		defer cancel()
+		res, err := wire.Call(ctx, svc, runapi.RunStartM, runapi.RunStartParams{Name: name})
+		return runStartedMsg{name, res.Run, err}
+	}
+}
 
 // loadPlans is the call behind the view: every plan, and each one's file.
 func loadPlans(ctx context.Context, svc wire.Transport) tea.Msg {
@@ -137,6 +156,13 @@ func (d *plansDialog) update(msg tea.Msg) (tea.Cmd, action) {
 			d.notice = d.c.styles.Error.Render(oneLine(msg.err.Error()))
 		} else {
 			d.notice = fmt.Sprintf("plan %s %s", msg.plan.Name, msg.verb)
+		}
+		return nil, callAction{loadPlans}
+	case runStartedMsg:
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render(oneLine("start run " + msg.name + ": " + msg.err.Error()))
+		} else {
+			d.notice = fmt.Sprintf("run %s started (%s): O shows it", msg.name, msg.run.State)
 		}
 		return nil, callAction{loadPlans}
 	case planEditedMsg:
@@ -231,6 +257,13 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 		return d.openForm(p, "approve"), nil
 	case km.Reject.Matches(k):
 		return d.openForm(p, "reject"), nil
+	case km.StartRun.Matches(k):
+		if p.State != "approved" {
+			d.notice = d.c.styles.Error.Render(fmt.Sprintf("plan %s is %s: a run starts from an approved plan (%s approves)", p.Name, p.State, km.Approve.Label()))
+			return nil, nil
+		}
+		d.notice = "starting the run of " + p.Name + "…"
+		return nil, callAction{startRunCall(p.Name)}
 	case km.Edit.Matches(k):
 		name := p.Name
 		return tea.ExecProcess(core.EditorCommand(p.File), func(err error) tea.Msg { return planEditedMsg{name, err} }), nil
