@@ -152,6 +152,15 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.onSettle()
 	case againMsg:
 		return m.updateAgain(msg)
+	case queueCancelMsg:
+		return queueCancelCmd(m.ctx, m.svc, msg)
+	case queueCancelledMsg:
+		if msg.err != nil {
+			m.status.notify(m.c.now, "cancel "+msg.path+": "+msg.err.Error(), true)
+		} else {
+			m.status.notify(m.c.now, "cancelled "+msg.path+" (it was queued)", false)
+		}
+		return queueCmd(m.ctx, m.svc)
 	case notifyFailedMsg:
 		// The desktop has no notification service after all: say it once in the log
 		// and use the terminal's notification from now on.

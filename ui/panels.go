@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -72,6 +73,11 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 	}
+	if p.tab == tabQueue {
+		if cmd, ok := p.queue.key(p.c, k); ok {
+			return cmd
+		}
+	}
 	km := p.c.keys.Panel
 	switch {
 	case km.NextTab.Matches(k):
@@ -93,6 +99,12 @@ func (p panelModel) lines() (lines []string, first, last int) {
 	switch p.tab {
 	case tabQueue:
 		lines = p.queue.lines(p.c, inner)
+		if n := len(p.queue.q.Entries); n > 0 && p.focus {
+			// The entries are the last lines; the selected one is kept in view.
+			at := len(lines) - n + min(p.queue.sel, n-1)
+			lines[at] = p.c.styles.Selected.Render(fit(ansi.Strip(lines[at]), inner))
+			return lines, at, at
+		}
 	case tabUsage:
 		lines = p.usage.lines(p.c, inner, p.queue.q.Entries)
 	case tabSchedules:
@@ -164,6 +176,33 @@ type queueView struct {
 	q      wire.QueueResult
 	loaded bool
 	err    string
+	sel    int // the selected entry (x cancels it)
+}
+
+// queueCancelMsg asks the root to cancel a queued agent (agent.kill of its id: it
+// never started, so nothing runs to stop).
+type queueCancelMsg struct{ id, path string }
+
+// key moves the selection over the queued entries and cancels the selected one.
+func (v *queueView) key(c *common, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	n := len(v.q.Entries)
+	if n == 0 {
+		return nil, false
+	}
+	km := c.keys.Panel
+	switch {
+	case km.Up.Matches(k):
+		v.sel = max(0, min(v.sel, n-1)-1)
+	case km.Down.Matches(k):
+		v.sel = min(n-1, v.sel+1)
+	case k.String() == "x":
+		e := v.q.Entries[min(v.sel, n-1)]
+		msg := queueCancelMsg{id: e.AgentID, path: e.Path}
+		return func() tea.Msg { return msg }, true
+	default:
+		return nil, false
+	}
+	return nil, true
 }
 
 func (v *queueView) set(q wire.QueueResult, err error) {
