@@ -88,7 +88,7 @@ type Dialog struct {
 // Plans bindings act in the plans view: the list, a plan, its approval form.
 type Plans struct {
 	Open, Approve, Reject, Edit, Refresh Binding
-	StartRun                             Binding
+	StartRun, New                        Binding
 }
 
 // Runs bindings act in the runs view: the list, a run's milestones, its summary.
@@ -166,6 +166,7 @@ func DefaultPlans() Plans {
 		Edit:     b("plans.edit", "edit in $EDITOR", "e"),
 		Refresh:  b("plans.refresh", "refresh", "ctrl+r"),
 		StartRun: b("plans.start_run", "start the run of an approved plan", "s"),
+		New:      b("plans.new", "start a plan (form): its lead drafts it", "n"),
 	}
 }
 

@@ -2,9 +2,12 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/core/socket"
 	"orcr/core/wire"
@@ -99,5 +102,67 @@ func TestPlanStartRunKey(t *testing.T) {
 	pressSettle(t, m, "s")
 	if strings.Join(rc.calls, ",") != "start csv-import" || !strings.Contains(d.notice, "run csv-import started (running)") {
 		t.Fatalf("calls %v notice %q", rc.calls, d.notice)
+	}
+}
+
+// TestPlanNewKey: n in the plans view opens the new-plan form (the selected plan's
+// repository offered); its answers become plan.new; esc leaves it without a call.
+func TestPlanNewKey(t *testing.T) {
+	var got []planapi.PlanNewParams
+	ip, err := socket.NewInProcess([]wire.Handler{
+		wire.Handle(planapi.PlanNew, func(_ context.Context, p *planapi.PlanNewParams) (planapi.PlanResult, error) {
+			got = append(got, *p)
+			return planapi.PlanResult{Plan: planapi.Plan{Name: p.Name, State: "drafting"}}, nil
+		}),
+		wire.Handle(planapi.PlanList, func(context.Context, *wire.Empty) (planapi.PlanListResult, error) {
+			return planapi.PlanListResult{}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := openPlans(t, 120, 40)
+	m.svc = ip
+	d := m.dialogs[0].(*plansDialog)
+	press(m, "n", "esc")
+	if d.mode != planList || d.newPlan || len(got) != 0 {
+		t.Fatalf("esc: mode %v newPlan %v calls %v", d.mode, d.newPlan, got)
+	}
+	pressSettle(t, m, "n")
+	if !strings.Contains(plain(screen(t, m)), "start a plan") {
+		t.Fatalf("no new-plan form:\n%s", plain(screen(t, m)))
+	}
+	d.newRepo = ""
+	for _, r := range "csv2" {
+		pressSettle(t, m, string(r))
+	}
+	pressSettle(t, m, "enter")
+	for _, r := range "/src/app" {
+		pressSettle(t, m, string(r))
+	}
+	pressSettle(t, m, "enter")
+	for _, r := range "import more CSV" {
+		if r == ' ' {
+			pressSettle(t, m, "space")
+			continue
+		}
+		pressSettle(t, m, string(r))
+	}
+	pressSettle(t, m, "enter")
+	if len(got) != 1 || got[0] != (planapi.PlanNewParams{Name: "csv2", Repo: "/src/app", Request: "import more CSV"}) {
+		t.Fatalf("plan.new got %+v (mode %v)\n%s", got, d.mode, plain(screen(t, m)))
+	}
+	if !strings.Contains(d.notice, "plan csv2 started") {
+		t.Fatalf("notice %q", d.notice)
+	}
+}
+
+func TestGoldenPlanNew(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {200, 50}} {
+		t.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(t *testing.T) {
+			m := openPlans(t, sz[0], sz[1])
+			press(m, "n")
+			golden.RequireEqual(t, screen(t, m))
+		})
 	}
 }

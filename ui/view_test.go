@@ -95,6 +95,11 @@ var viewStates = []struct {
 		press(m, "ctrl+r")
 		return m
 	}},
+	{"plan_new", func(t *testing.T) *Model {
+		m := openPlans(t, 100, 30)
+		press(m, "n")
+		return m
+	}},
 	{"offline", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{Mode: "connected"})
 		m.Update(subEndedMsg{})
