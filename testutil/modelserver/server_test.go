@@ -200,3 +200,18 @@ func TestRouteHoldsUntilPushed(t *testing.T) {
 		t.Fatal("Close hangs on a held request")
 	}
 }
+
+// TestLastUser: the last user message's text, from a Messages API body (typed text
+// and tool results, without claude's own reminders) and from a Responses API body.
+func TestLastUser(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"second"}]}`, "second"},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>be brief</system-reminder>"},{"type":"text","text":"typed"},{"type":"tool_result","content":"ran"}]}]}`, "typed\nran"},
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"to codex"}]},{"role":"assistant","content":"ok"}]}`, "to codex"},
+		{`{"messages":[]}`, ""},
+	} {
+		if got := (Request{Body: []byte(c.body)}).LastUser(); got != c.want {
+			t.Errorf("LastUser of %s = %q, want %q", c.body, got, c.want)
+		}
+	}
+}
