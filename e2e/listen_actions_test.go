@@ -306,7 +306,7 @@ lead = "claude:claude-opus-5"
 		t.Fatalf("the lead did not write the plan: %q", b)
 	}
 	reqs := modelserver.Conversation(srv.Requests())
-	if len(reqs) == 0 || !strings.Contains(lastUserText(t, reqs[0]), "into the contacts table") {
+	if len(reqs) == 0 || !strings.Contains(reqs[0].LastUser(), "into the contacts table") {
 		t.Fatal("the issue is not in the lead's first request")
 	}
 	l, _ := e.listener("planner")

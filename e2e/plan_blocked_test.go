@@ -80,7 +80,7 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 	e.must("agent", "answer", "plans/csv/lead", "--deny")
 	if !wait.Until(90*time.Second, func() bool {
 		for _, q := range modelserver.Conversation(srv.Requests()[before:]) {
-			if strings.Contains(lastUserText(t, q), reason) {
+			if strings.Contains(q.LastUser(), reason) {
 				return true
 			}
 		}

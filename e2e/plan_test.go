@@ -172,11 +172,11 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if len(reqs) < 6 {
 		t.Fatalf("%d conversation requests after the rejection", len(reqs))
 	}
-	if !strings.Contains(lastUserText(t, reqs[0]), reason) {
-		t.Fatalf("the reason is not in the model's next request:\n%s", lastUserText(t, reqs[0]))
+	if !strings.Contains(reqs[0].LastUser(), reason) {
+		t.Fatalf("the reason is not in the model's next request:\n%s", reqs[0].LastUser())
 	}
 	// reqs[3] is the request after the broken draft's turn ended: the fix message.
-	fix := lastUserText(t, reqs[3])
+	fix := reqs[3].LastUser()
 	for _, want := range []string{"csv.md:7: unknown tier", "csv.md:8: unknown key \"owner\""} {
 		if !strings.Contains(fix, want) {
 			t.Fatalf("the errors (%q) are not in the model's next request:\n%s", want, fix)
@@ -324,7 +324,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	if len(reqs) == 0 {
 		t.Fatal("the new lead asked the model nothing")
 	}
-	first := lastUserText(t, reqs[0])
+	first := reqs[0].LastUser()
 	if !strings.Contains(first, reason) || !strings.Contains(first, "A draft of this plan is in "+file) || !strings.Contains(first, `You are the lead of plan "csv"`) {
 		t.Fatalf("the new lead's first request lacks the prompt, the draft or the reason:\n...%s", first[max(0, len(first)-600):])
 	}
@@ -458,43 +458,6 @@ func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(wire
 		t.Fatalf("timed out waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
 	}
 	return last
-}
-
-// lastUserText is the text of the last user message of a Messages API request.
-func lastUserText(t *testing.T, r modelserver.Request) string {
-	t.Helper()
-	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := r.JSON(&body); err != nil {
-		t.Fatal(err)
-	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		m := body.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			return s
-		}
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		json.Unmarshal(m.Content, &blocks)
-		var b strings.Builder
-		for _, bl := range blocks {
-			if bl.Type == "text" {
-				b.WriteString(bl.Text + "\n")
-			}
-		}
-		return b.String()
-	}
-	return ""
 }
 
 // planEvents collects the plan (or other) events the server publishes.

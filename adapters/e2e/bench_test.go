@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"orcr/testutil/clis"
+	"orcr/testutil/rig"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		// the hook's mark file: neither side adds polling delay.
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		c, err := socket.Dial(ctx, socket.SocketPath(e.home), "")
+		c, err := socket.Dial(ctx, socket.SocketPath(e.Home), "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			name := fmt.Sprintf("bench/a%d", i)
 			start := time.Now()
-			e.must("agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi")
+			e.Must("agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi")
 			timeout := time.After(60 * time.Second)
 		wait:
 			for {
@@ -75,7 +76,7 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 				}
 			}
 			total += time.Since(start)
-			e.must("agent", "kill", name, "--yes")
+			e.Must("agent", "kill", name, "--yes")
 		}
 		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
 	})
@@ -118,8 +119,8 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 }
 
 // newOrcrB is a served orcr for a benchmark.
-func newOrcrB(b *testing.B, extra ...string) *orcrEnv {
-	e := newOrcr(b, extra...)
-	e.serve()
+func newOrcrB(b *testing.B, extra ...string) *rig.Rig {
+	e := rig.New(b, extra...)
+	e.Serve()
 	return e
 }
