@@ -43,6 +43,23 @@ func Until(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
+// Every polls cond every interval (back to back for 0), without Until's growing
+// delay, until it holds or timeout (scaled) passes, and reports whether it held: for
+// a wait that is itself measured (a latency, the moment to kill) or that must keep
+// a steady pressure (reads racing a stream).
+func Every(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(Scale(timeout))
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+}
+
 // Scale is d multiplied by $ORCR_TEST_WAIT_SCALE, for a deadline that is not a wait
 // (a command's context, a read's timeout) and for a failure message naming the time
 // a wait really had. A missing, unreadable or non-positive factor counts as 1.

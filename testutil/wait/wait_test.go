@@ -63,3 +63,21 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+
+// TestEveryScalesAndPollsSteadily: Every does not back off (at interval 0 it checks
+// back to back, where Until would check about five times in 50 ms), and its deadline
+// scales like Until's.
+func TestEveryScalesAndPollsSteadily(t *testing.T) {
+	n := 0
+	if Every(50*time.Millisecond, 0, func() bool { n++; return false }) {
+		t.Fatal("Every reported a condition that never held")
+	}
+	if n < 100 {
+		t.Fatalf("%d checks in 50 ms at interval 0, want them back to back", n)
+	}
+	t.Setenv(ScaleEnv, "10")
+	start := time.Now()
+	if !Every(50*time.Millisecond, time.Millisecond, func() bool { return time.Since(start) > 150*time.Millisecond }) {
+		t.Fatalf("with %s=10 a 50 ms Every did not last 500 ms", ScaleEnv)
+	}
+}
