@@ -280,11 +280,7 @@ func TestStaleTmuxControlClientsAreClosedAtStart(t *testing.T) {
 		e.must("agent", "ls")
 		// Control clients the dead server left: at most ours, once the server has looked.
 		var cs []string
-		deadline := time.Now().Add(10 * time.Second)
-		for cs = controlClients(t, e); len(cs) != 1 && time.Now().Before(deadline); cs = controlClients(t, e) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if len(cs) != 1 {
+		if !wait.Until(10*time.Second, func() bool { cs = controlClients(t, e); return len(cs) == 1 }) {
 			out, _ := exec.Command("ps", "-o", "pid,ppid,stat,args", "-p", strings.Join(cs, ",")).Output()
 			t.Fatalf("after kill %d: control clients %v, want only the new server's:\n%s", i+1, cs, out)
 		}

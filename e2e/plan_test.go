@@ -448,14 +448,9 @@ func getPlan(t *testing.T, e *env) wire.PlanGetResult {
 func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(wire.PlanGetResult) bool) wire.PlanGetResult {
 	t.Helper()
 	var last wire.PlanGetResult
-	deadline := time.Now().Add(d)
-	for last = getPlan(t, e); !cond(last); last = getPlan(t, e) {
-		if time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
+	if !wait.Until(d, func() bool { last = getPlan(t, e); return cond(last) }) {
 		screen := e.orcr("agent", "read", "plans/csv/lead").out
-		t.Fatalf("timed out waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
+		t.Fatalf("timed out after %s waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", wait.Scale(d), what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
 	}
 	return last
 }

@@ -176,7 +176,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 		target := max(uint64(targets[kills]+2), lead.view.Seq+1)
 		at := time.Now().Add(time.Duration(rnd.IntN(1500)) * time.Millisecond)
 		state, why := "", ""
-		ok := pollEvery(30*time.Second, 5*time.Millisecond, func() bool {
+		ok := wait.Every(30*time.Second, 5*time.Millisecond, func() bool {
 			state = lead.step()
 			switch {
 			case state == "done":
@@ -192,11 +192,13 @@ func TestRunSurvivesKill9(t *testing.T) {
 				why = "dispatch"
 				return true
 			case kind == "advance" && lead.merging():
-				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-					if b, err := os.ReadFile(refFile); err == nil && strings.TrimSpace(string(b)) != lead.view.Tip {
-						why = "advance"
-						return true
-					}
+				// Back to back: the kill must land right after the ref moves.
+				if wait.Every(2*time.Second, 0, func() bool {
+					b, err := os.ReadFile(refFile)
+					return err == nil && strings.TrimSpace(string(b)) != lead.view.Tip
+				}) {
+					why = "advance"
+					return true
 				}
 			}
 			return false
@@ -471,17 +473,4 @@ func runDump(e *env, name string) string {
 		}
 	}
 	return b.String()
-}
-
-// pollEvery checks cond every interval until it holds or d passes; unlike wait.Until
-// it does not back off, so a kill comes within an interval of its moment.
-func pollEvery(d, interval time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
 }

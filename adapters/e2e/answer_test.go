@@ -330,21 +330,17 @@ func TestShellQuestionAnswers(t *testing.T) {
 	}
 	r.answer("s/q1", "--text", "yes")
 	e.WaitAgent("s/q1", 10*time.Second, "the answer typed", func(a wire.Agent) bool { return a.State != wire.StateBlocked })
-	wait := func(p, want string) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(e.Must("agent", "read", p), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never showed %q:\n%s", p, want, e.Must("agent", "read", p))
-			}
-			time.Sleep(50 * time.Millisecond)
+	shows := func(p, want string) {
+		if !wait.Until(10*time.Second, func() bool { return strings.Contains(e.Must("agent", "read", p), want) }) {
+			t.Fatalf("%s never showed %q:\n%s", p, want, e.Must("agent", "read", p))
 		}
 	}
-	wait("s/q1", "got yes")
+	shows("s/q1", "got yes")
 	res := r.answer("s/*", "--deny", "--all")
 	if len(res.Answers) != 1 || res.Answers[0].Agent.Path != "s/q2" {
 		t.Fatalf("--all answered %+v", res.Answers)
 	}
-	wait("s/q2", "got n")
+	shows("s/q2", "got n")
 	r.refused(wire.CodeNotBlocked, "s/q2", "--allow")
 	r.refused(wire.CodeNotFound, "nope/*", "--allow")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"orcr/testutil/wait"
 	"strings"
 	"testing"
 	"time"
@@ -184,14 +185,11 @@ func TestRouteHoldsUntilPushed(t *testing.T) {
 	seq := s.seq
 	s.mu.Unlock()
 	go func() { http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(req("/w/c", "never"))) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	wait.For(t, 5*time.Second, "the held request to arrive", func() bool {
 		s.mu.Lock()
-		in := s.seq > seq
-		s.mu.Unlock()
-		if in || time.Now().After(deadline) {
-			break
-		}
-	}
+		defer s.mu.Unlock()
+		return s.seq > seq
+	})
 	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	select {
