@@ -161,31 +161,13 @@ func roleLimits(t *testing.T, r *rig, choice, argv string) {
 
 // TestClaudeValidate: a repository's validate.sh fails on the agent's first "done",
 // its output goes back to the agent and arrives in the next model request, and the
-// retry passes; the record keeps both attempts and after.sh runs once.
+// retry passes; the record keeps both attempts and after.sh runs once. The hooks do
+// not depend on the provider, and what does (each CLI's "done" and a turn typed into
+// it) is tested once per provider where it lives: adapters/e2e's Through-orcr tests
+// (codex, pi), adapters/opencode's TestRealOpenCode and the wrap-up of this package's
+// TestOpencodeRole. So claude alone runs it here.
 func TestClaudeValidate(t *testing.T) {
 	validateRetry(t, newClaudeRig(t), "claude")
-}
-
-// TestCodexValidate is the same through the real codex CLI, the validation output
-// typed into its TUI.
-func TestCodexValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.Codex()
-	validateRetry(t, r, "codex")
-}
-
-// TestOpencodeValidate is the same through the real opencode CLI.
-func TestOpencodeValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.Opencode()
-	validateRetry(t, r, "opencode:"+modelserver.OpencodeModel)
-}
-
-// TestPiValidate is the same through the real pi CLI.
-func TestPiValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.Pi()
-	validateRetry(t, r, "pi:"+modelserver.PiModel)
 }
 
 // validateRetry runs the validation scenario with provider (or provider:model) on
