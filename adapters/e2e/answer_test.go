@@ -34,41 +34,6 @@ func newClaudeAnswerRig(t testing.TB) *answerRig {
 	return &answerRig{e}
 }
 
-// TestClaudeAnswers runs the answer scenarios on one claude installation on tmux (one
-// orcr server, one tmux server, one model server), each subtest with its own agent:
-// what they test is the answer, and starting the installation once per scenario only
-// cost time. The scenario that restarts the server runs last (Rig.For).
-func TestClaudeAnswers(t *testing.T) {
-	r := newClaudeAnswerRig(t)
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T, *answerRig)
-	}{
-		{"EditDenyEndsTurn", claudeEditDenyEndsTurn},
-		{"PlanAnswers", claudePlanAnswers},
-		{"SendToPermissionPrompt", claudeSendToPermissionPrompt},
-		// Last: it restarts the server, and its "always allow" stays in the project.
-		{"PermissionAnswers", claudePermissionAnswers},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			sub := r.sub(t)
-			c.run(t, sub)
-			// Its claude goes, so the next scenario's runs beside no idle CLI.
-			sub.Must("agent", "kill", "**", "--yes")
-		})
-	}
-}
-
-// sub is the rig for one subtest of TestClaudeAnswers. A turn an earlier subtest
-// scripted and no agent took would answer this one's agent, so it fails instead.
-func (r *answerRig) sub(t *testing.T) *answerRig {
-	t.Helper()
-	if n := r.Models.Remaining(); n != 0 {
-		t.Fatalf("%d scripted turns left unplayed by an earlier subtest", n)
-	}
-	return &answerRig{r.For(t)}
-}
-
 // newTmuxOrcr is an orcr installation on its own tmux server. At the end (after
 // every server the test started has stopped, before its directories are removed)
 // the tmux server is killed and the test waits until every process it left is gone.
@@ -186,10 +151,11 @@ func optionLabels(b *wire.Blocked) string {
 	return strings.Join(out, " | ")
 }
 
-// claudeEditDenyEndsTurn: a "No" to claude's Write prompt leaves the file
+// TestClaudeEditDenyEndsTurn: a "No" to claude's Write prompt leaves the file
 // unwritten and the agent done — claude reports that turn end with no hook and no
 // "Interrupted" line, so a run waiting on the agent would otherwise wait forever.
-func claudeEditDenyEndsTurn(t *testing.T, r *answerRig) {
+func TestClaudeEditDenyEndsTurn(t *testing.T) {
+	r := newClaudeAnswerRig(t)
 	file := filepath.Join(r.Work, "x.txt")
 	r.Models.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
 		Usage: modelserver.Usage{Input: 100, Output: 10}})
@@ -203,10 +169,11 @@ func claudeEditDenyEndsTurn(t *testing.T, r *answerRig) {
 	}
 }
 
-// claudePermissionAnswers: claude 2.1.328's four-option Bash prompt, answered by
+// TestClaudePermissionAnswers: claude 2.1.328's four-option Bash prompt, answered by
 // meaning — deny (the command does not run), a server restart while the prompt is up
 // (blocked again, same options), allow, always — with the bad inputs refused.
-func claudePermissionAnswers(t *testing.T, r *answerRig) {
+func TestClaudePermissionAnswers(t *testing.T) {
+	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
 	r.Models.Push(bashTurn("rm -rf build"))
 	r.Must("agent", "run", "perm/a", "--provider", "claude", "--cwd", r.Work, "--prompt", "remove the build dir",
@@ -290,10 +257,11 @@ func claudePermissionAnswers(t *testing.T, r *answerRig) {
 	}
 }
 
-// claudePlanAnswers: a plan waiting for approval is blocked kind plan with the
+// TestClaudePlanAnswers: a plan waiting for approval is blocked kind plan with the
 // plan text; rejecting with feedback gets the feedback into the model's next request;
 // approving lets claude go on.
-func claudePlanAnswers(t *testing.T, r *answerRig) {
+func TestClaudePlanAnswers(t *testing.T) {
+	r := newClaudeAnswerRig(t)
 	plan := "# Split the parser\n\n1. Move tokens into a lexer.\n2. Keep the old API as a thin wrapper."
 	u := modelserver.Usage{Input: 50, Output: 10}
 	r.Models.Push(modelserver.ClaudePlan(plan, u), modelserver.ClaudeExitPlan(u))
@@ -433,12 +401,13 @@ func TestCodexPermissionAnswers(t *testing.T) {
 	}
 }
 
-// claudeSendToPermissionPrompt: a steering message sent to claude while it waits
+// TestClaudeSendToPermissionPrompt: a steering message sent to claude while it waits
 // on `Bash(rm -rf build)` is refused with agent_blocked (before, its text and Enter
 // landed in the menu: the command ran and the text was lost). build/ survives, the
 // prompt stays up, and the message goes as the deny reason through agent answer,
 // reaching the model as the refused tool call's result.
-func claudeSendToPermissionPrompt(t *testing.T, r *answerRig) {
+func TestClaudeSendToPermissionPrompt(t *testing.T) {
+	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
 	r.Models.Push(bashTurn("rm -rf build"))
 	r.Must("agent", "run", "cl/rm", "--provider", "claude", "--cwd", r.Work, "--prompt", "remove the build dir",

@@ -72,16 +72,6 @@ func New(t testing.TB, extra ...string) *Rig {
 	return r
 }
 
-// For is the rig seen from a subtest t: the same installation, server and model
-// server, with failures reported to t, so a package's tests of one behaviour can share
-// one rig (and the CLIs' start) through t.Run. Serve from a subtest ties the new
-// server to that subtest: a subtest that restarts the server (Stop, Serve) runs last.
-func (r *Rig) For(t testing.TB) *Rig {
-	c := *r
-	c.T = t
-	return &c
-}
-
 // OnlyAdded hides every agent CLI the test does not add (Claude, Codex, Pi, Opencode):
 // PATH holds only the system folders and the install cache is an empty folder, so a
 // provider the test left out is missing, as on a machine without it. Call it before
