@@ -106,7 +106,7 @@ role = "ticketed"
 	}
 	// The agent runs with the event in its environment (its command prints the title).
 	wait.For(t, 20*time.Second, "the agent prints the title", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "gh/triage/1").out, "Crash on start")
+		return strings.Contains(e.orcr("agent", "read", "gh/triage/1").Out, "Crash on start")
 	})
 
 	l := e.waitListener("ticketed", "the missing var recorded", 20*time.Second, func(l wire.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
@@ -295,7 +295,7 @@ lead = "claude:claude-opus-5"
 	var p wire.PlanGetResult
 	wait.For(t, 150*time.Second, "the plan drafted", func() bool {
 		r := e.orcr("plan", "show", "import-csv", "--json")
-		return r.code == 0 && json.Unmarshal([]byte(r.out), &p) == nil && p.Plan.State == "drafted"
+		return r.Code == 0 && json.Unmarshal([]byte(r.Out), &p) == nil && p.Plan.State == "drafted"
 	})
 	if !strings.HasPrefix(p.Plan.Request, "Import CSV\n\ninto the contacts table\n\n(http") ||
 		!strings.HasSuffix(p.Plan.Request, "/acme/app/issues/1)") || p.Plan.Repo != repo || p.Plan.Lead != "claude:claude-opus-5" ||

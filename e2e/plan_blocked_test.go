@@ -62,7 +62,7 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 		return a.State == wire.StateBlocked && a.Blocked != nil && len(a.Blocked.Options) > 0
 	}) {
 		a := lead()
-		t.Fatalf("the lead never asked: %s (%s) blocked %+v; screen:\n%s", a.State, a.StateReason, a.Blocked, e.orcr("agent", "read", "plans/csv/lead").out)
+		t.Fatalf("the lead never asked: %s (%s) blocked %+v; screen:\n%s", a.State, a.StateReason, a.Blocked, e.orcr("agent", "read", "plans/csv/lead").Out)
 	}
 
 	reason := "split M1: parser and sink are independent"
@@ -86,7 +86,7 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 		}
 		return false
 	}) {
-		t.Fatalf("the reason never reached the model; screen:\n%s", e.orcr("agent", "read", "plans/csv/lead").out)
+		t.Fatalf("the reason never reached the model; screen:\n%s", e.orcr("agent", "read", "plans/csv/lead").Out)
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("build/ is gone: %v", err)

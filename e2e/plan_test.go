@@ -202,15 +202,15 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if approved.Plan.State != "approved" || approved.Plan.ApprovedHash != hex.EncodeToString(sum[:]) {
 		t.Fatalf("approved %+v, file sha256 %x", approved.Plan, sum)
 	}
-	if r := e.orcr("plan", "reject", "csv", "too late"); r.code != 1 || !strings.Contains(r.err, "approved") {
-		t.Fatalf("reject after approve: %d %s", r.code, r.err)
+	if r := e.orcr("plan", "reject", "csv", "too late"); r.Code != 1 || !strings.Contains(r.Err, "approved") {
+		t.Fatalf("reject after approve: %d %s", r.Code, r.Err)
 	}
 
 	// 4. An edit after approval (through `orcr plan edit` with a scripted editor) is
 	// an event; the approved hash stays.
 	r := e.orcrEnv([]string{"EDITOR=sed -i s/estimate:\\ 20m/estimate:\\ 25m/"}, "plan", "edit", "csv")
-	if r.code != 0 || !strings.Contains(r.out, "changed after approval") {
-		t.Fatalf("plan edit: %d\n%s\n%s", r.code, r.out, r.err)
+	if r.Code != 0 || !strings.Contains(r.Out, "changed after approval") {
+		t.Fatalf("plan edit: %d\n%s\n%s", r.Code, r.Out, r.Err)
 	}
 	wait.For(t, 10*time.Second, "plan.edited event", func() bool { return events.has(wire.EventPlanEdited) })
 	p = getPlan(t, e)
@@ -289,8 +289,8 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	if !p.Missing || p.Plan.State != "drafted" || len(p.Problems) != 1 || p.Problems[0].Code != "unreadable" {
 		t.Fatalf("deleted file: missing %v state %s problems %+v", p.Missing, p.Plan.State, p.Problems)
 	}
-	if r := e.orcr("plan", "approve", "csv"); r.code != 1 || !strings.Contains(r.err, "does not exist") {
-		t.Fatalf("approve without a file: %d %s", r.code, r.err)
+	if r := e.orcr("plan", "approve", "csv"); r.Code != 1 || !strings.Contains(r.Err, "does not exist") {
+		t.Fatalf("approve without a file: %d %s", r.Code, r.Err)
 	}
 	if !strings.Contains(e.must("plan", "ls"), "drafted") {
 		t.Fatal("plan ls after the file was deleted")
@@ -346,28 +346,28 @@ func TestPlanBadInput(t *testing.T) {
 	plain := filepath.Join(dir, "plain")
 	os.MkdirAll(plain, 0o755)
 	r := e.orcr("plan", "new", "x", "do it", "--repo", plain)
-	if r.code != 1 || !strings.Contains(r.err, "is not inside a git repository") || !strings.Contains(r.err, "git init") {
-		t.Fatalf("outside a repo: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "is not inside a git repository") || !strings.Contains(r.Err, "git init") {
+		t.Fatalf("outside a repo: %d %s", r.Code, r.Err)
 	}
 	repo := filepath.Join(dir, "repo")
 	os.MkdirAll(repo, 0o755)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
 	r = e.orcr("plan", "new", "x", "do it", "--repo", repo, "--lead", "codex")
-	if r.code != 2 || !strings.Contains(r.err, "npm install -g @openai/codex") {
-		t.Fatalf("missing lead provider: %d %s", r.code, r.err)
+	if r.Code != 2 || !strings.Contains(r.Err, "npm install -g @openai/codex") {
+		t.Fatalf("missing lead provider: %d %s", r.Code, r.Err)
 	}
 	r = e.orcr("plan", "new", "x", "do it", "--repo", repo, "--lead", "nobody")
-	if r.code != 1 || !strings.Contains(r.err, "provider \"nobody\"") {
-		t.Fatalf("unknown lead provider: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "provider \"nobody\"") {
+		t.Fatalf("unknown lead provider: %d %s", r.Code, r.Err)
 	}
 	r = e.orcr("plan", "show", "nope")
-	if r.code != 1 || !strings.Contains(r.err, "no plan named nope") {
-		t.Fatalf("unknown plan: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "no plan named nope") {
+		t.Fatalf("unknown plan: %d %s", r.Code, r.Err)
 	}
 	var res map[string]any
 	r = e.orcr("catalog", "--json")
-	if r.code != 0 || json.Unmarshal([]byte(r.out), &res) != nil || res["table"] == nil {
-		t.Fatalf("catalog --json: %d %s", r.code, r.err)
+	if r.Code != 0 || json.Unmarshal([]byte(r.Out), &res) != nil || res["table"] == nil {
+		t.Fatalf("catalog --json: %d %s", r.Code, r.Err)
 	}
 }
 
@@ -388,7 +388,7 @@ func stopAgentProcs(t *testing.T, e *env, globs ...string) {
 	if e.srv != nil {
 		for _, g := range globs {
 			var res wire.ListResult
-			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").out), &res)
+			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").Out), &res)
 			for _, a := range res.Agents {
 				if a.PID > 0 {
 					pids = append(pids, a.PID)
@@ -449,7 +449,7 @@ func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(wire
 	t.Helper()
 	var last wire.PlanGetResult
 	if !wait.Until(d, func() bool { last = getPlan(t, e); return cond(last) }) {
-		screen := e.orcr("agent", "read", "plans/csv/lead").out
+		screen := e.orcr("agent", "read", "plans/csv/lead").Out
 		t.Fatalf("timed out after %s waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", wait.Scale(d), what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
 	}
 	return last
@@ -541,14 +541,14 @@ func TestPlanWrittenByHand(t *testing.T) {
 	os.MkdirAll(filepath.Join(repo, ".orcr", "plans"), 0o755)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
 	r := e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
-	if r.code != 1 || !strings.Contains(r.err, "write "+filepath.Join(repo, ".orcr", "plans", "hand.md")+" first") {
-		t.Fatalf("missing file: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "write "+filepath.Join(repo, ".orcr", "plans", "hand.md")+" first") {
+		t.Fatalf("missing file: %d %s", r.Code, r.Err)
 	}
 	file := filepath.Join(repo, ".orcr", "plans", "hand.md")
 	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: M9\ntier: small\n\n### Goal\nx\n"), 0o644)
 	r = e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
-	if r.code != 1 || !strings.Contains(r.err, "hand.md:6: milestone M1 depends on M9") {
-		t.Fatalf("broken file: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "hand.md:6: milestone M1 depends on M9") {
+		t.Fatalf("broken file: %d %s", r.Code, r.Err)
 	}
 	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: -\ntier: small\n\n### Goal\nx\n\n### Acceptance\n- [ ] y\n"), 0o644)
 	out := e.must("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
@@ -559,8 +559,8 @@ func TestPlanWrittenByHand(t *testing.T) {
 		t.Fatalf("a lead started:\n%s", ls)
 	}
 	r = e.orcr("plan", "reject", "hand", "redo it")
-	if r.code != 1 || !strings.Contains(r.err, "no lead to redraft") {
-		t.Fatalf("reject: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "no lead to redraft") {
+		t.Fatalf("reject: %d %s", r.Code, r.Err)
 	}
 	if out := e.must("plan", "approve", "hand"); !strings.Contains(out, "plan hand approved") {
 		t.Fatalf("approve: %s", out)

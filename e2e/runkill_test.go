@@ -463,13 +463,13 @@ func gitSh(t *testing.T, dir string, env []string, script string) string {
 // their screens.
 func runDump(e *env, name string) string {
 	var b strings.Builder
-	b.WriteString(e.orcr("run", "status", name).out + "\n" + e.orcr("run", "events", name).out + "\n")
-	b.WriteString(e.orcr("agent", "ls", "runs/"+name+"/**").out)
+	b.WriteString(e.orcr("run", "status", name).Out + "\n" + e.orcr("run", "events", name).Out + "\n")
+	b.WriteString(e.orcr("agent", "ls", "runs/"+name+"/**").Out)
 	var ls wire.ListResult
-	if json.Unmarshal([]byte(e.orcr("agent", "ls", "runs/"+name+"/**", "--json").out), &ls) == nil {
+	if json.Unmarshal([]byte(e.orcr("agent", "ls", "runs/"+name+"/**", "--json").Out), &ls) == nil {
 		for _, a := range ls.Agents {
 			fmt.Fprintf(&b, "--- %s %s %s (%s: %s) at %s\n%s\n", a.Path, a.ID, a.State, a.StateSource, a.StateReason,
-				a.StateAt.Format("15:04:05.000"), strings.TrimSpace(e.orcr("agent", "read", a.ID).out))
+				a.StateAt.Format("15:04:05.000"), strings.TrimSpace(e.orcr("agent", "read", a.ID).Out))
 		}
 	}
 	return b.String()

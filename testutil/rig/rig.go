@@ -180,11 +180,21 @@ type Result struct {
 // Run runs `orcr args…` in Work on the rig's environment.
 func (r *Rig) Run(args ...string) Result {
 	r.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(150*time.Second))
+	return Exec(r.T, 150*time.Second, r.Bin, r.Vars, r.Work, args...)
+}
+
+// Exec runs bin args… on env in dir (empty: the test's own) within timeout (scaled,
+// then the program is killed) and returns what it printed and its exit code. It
+// fails t only when the program could not be run at all: an exit code is for the
+// caller to judge. Harnesses that keep their own environment (e2e/) run the CLI
+// through it too.
+func Exec(t testing.TB, timeout time.Duration, bin string, env []string, dir string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(timeout))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.Bin, args...)
-	cmd.Env = r.Vars
-	cmd.Dir = r.Work
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -193,7 +203,7 @@ func (r *Rig) Run(args ...string) Result {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		r.T.Fatalf("run orcr %v: %v", args, err)
+		t.Fatalf("run %s %v: %v", filepath.Base(bin), args, err)
 	}
 	return Result{out.String(), errb.String(), code}
 }
