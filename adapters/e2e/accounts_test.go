@@ -23,9 +23,7 @@ func claudeAccountsRig(t *testing.T, extra ...string) (*rig.Rig, *modelserver.Se
 	e := rig.New(t)
 	var accts strings.Builder
 	for _, l := range []string{"work", "spare"} {
-		dir := filepath.Join(e.Dir, "claude-"+l)
-		os.MkdirAll(dir, 0o700)
-		os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+		dir := clis.ClaudeConfig(t, filepath.Join(e.Dir, "claude-"+l))
 		// CLAUDE_CODE_OAUTH_TOKEN is subscription-style auth: claude then shows the
 		// windows in its status line (agent-clis.md §8).
 		fmt.Fprintf(&accts, "[[accounts.claude]]\nlabel = %q\nconfig_dir = %q\nenv = { CLAUDE_CODE_OAUTH_TOKEN = \"tok-%s\" }\n", l, dir, l)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"orcr/testutil/clis"
 	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
@@ -91,36 +90,4 @@ func TestClaudeThroughOrcr(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Must("agent", "wait", "review/auth", "--until", "exited", "--timeout", "30s")
-}
-
-// TestClaudeNotSignedInIsSetup: the real claude with onboarding done but no login
-// takes the prompt and answers "Not logged in · Please run /login". `agent run` warns
-// up front, and the agent is blocked on setup saying how to log in, not "working" or
-// "done" as if the turn had run.
-func TestClaudeNotSignedInIsSetup(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	e := rig.New(t)
-	// Onboarded as Rig.Claude does, but with no model server nor token: not logged in.
-	cfg := filepath.Join(e.Dir, "claude-config")
-	if err := os.MkdirAll(cfg, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	e.Vars = append(e.Vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	e.Serve()
-	r := e.Run("agent", "run", "login/c", "--provider", "claude", "--cwd", e.Work, "--prompt", "hello")
-	if r.Code != 0 {
-		t.Fatalf("agent run: exit %d: %s", r.Code, r.Err)
-	}
-	if want := "orcr: warning: claude account default: no login found; log in with: claude /login"; !strings.Contains(r.Err, want) {
-		t.Fatalf("agent run stderr %q, want a line with %q", r.Err, want)
-	}
-	a := e.WaitAgent("login/c", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
-	})
-	if !strings.Contains(a.Blocked.Detail, "CLAUDE_CONFIG_DIR="+cfg+" claude /login") {
-		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
-	}
-	e.Must("agent", "kill", "login/c")
 }

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"orcr/testutil/clis"
 	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
@@ -71,36 +70,4 @@ func TestCodexThroughOrcr(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Must("agent", "wait", "fix/x", "--until", "exited", "--timeout", "30s")
-}
-
-// TestCodexSignInScreenIsSetup: the real codex with an empty CODEX_HOME and no key
-// shows its sign-in screen and waits there. `agent run` warns up front (the server's
-// accounts know the login is missing) and still spawns; the agent is then blocked on
-// setup, saying what to do, not "working" for as long as nobody looks.
-func TestCodexSignInScreenIsSetup(t *testing.T) {
-	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
-	e := rig.New(t)
-	// An empty CODEX_HOME, not Rig.Codex's: no provider, no key.
-	home := filepath.Join(e.Dir, "codex-home")
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.Vars = append(e.Vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home)
-	e.Serve()
-	t0 := time.Now()
-	r := e.Run("agent", "run", "login/x", "--provider", "codex", "--cwd", e.Work, "--prompt", "hello")
-	if r.Code != 0 {
-		t.Fatalf("agent run: exit %d: %s", r.Code, r.Err)
-	}
-	if want := "orcr: warning: codex account default: no login found; log in with: codex login"; !strings.Contains(r.Err, want) {
-		t.Fatalf("agent run stderr %q, want a line with %q", r.Err, want)
-	}
-	a := e.WaitAgent("login/x", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
-	})
-	t.Logf("blocked after %s", time.Since(t0))
-	if !strings.Contains(a.Blocked.Detail, "codex is not signed in: run `CODEX_HOME="+home+" codex login`") || a.StateSource != "screen" {
-		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
-	}
-	e.Must("agent", "kill", "login/x")
 }

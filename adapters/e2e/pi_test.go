@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"orcr/testutil/clis"
 	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
@@ -52,27 +51,4 @@ func TestPiThroughOrcr(t *testing.T) {
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v", a.Blocked)
 	}
-}
-
-// TestPiWithoutModelsIsSetup: the real pi with an empty agent dir and no key warns
-// "No models available. Use /login" and waits; the agent is blocked on setup saying
-// how to log in.
-func TestPiWithoutModelsIsSetup(t *testing.T) {
-	bin := clis.Find(t, "pi", "ORCR_PI_BIN")
-	e := rig.New(t)
-	// An empty agent dir, not Rig.Pi's: no models.
-	cfg := filepath.Join(e.Dir, "pi-agent")
-	if err := os.MkdirAll(cfg, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	e.Vars = append(e.Vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+cfg, "PI_OFFLINE=1")
-	e.Serve()
-	e.Must("agent", "run", "pi/nologin", "--provider", "pi", "--cwd", e.Work)
-	a := e.WaitAgent("pi/nologin", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
-	})
-	if !strings.Contains(a.Blocked.Detail, "/login") || a.StateSource != "screen" {
-		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
-	}
-	e.Must("agent", "kill", "pi/nologin")
 }
