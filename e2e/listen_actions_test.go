@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,7 +13,6 @@ import (
 	"orcr/core/secretenv"
 	"orcr/core/wire"
 	"orcr/github/githubtest"
-	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -252,27 +250,10 @@ prompt = "{{title}}"
 // drafted). A second issue whose name template gives the same plan name is held with
 // the error, and no second lead starts.
 func TestListenerPlanActionEndToEnd(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	e, srv, _, repo := claudeLeadEnv(t)
 	gh := githubtest.New(t, githubtest.WithToken("tok-e2e", "orcr-bot"))
 	gh.AddRepo("acme/app")
 	gh.AddIssue("acme/app", githubtest.Issue{Title: "Import CSV", Body: "into the contacts table", User: "alice", Labels: []string{"plan"}})
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.writeConfig(fmt.Sprintf("[github]\napi_url = %q\ntoken = \"tok-e2e\"\n", gh.URL))
 	e.writeListener("planner", fmt.Sprintf(`interval = "1s"
 [source]
@@ -289,8 +270,7 @@ lead = "claude:claude-opus-5"
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": draft}}},
 		Usage: modelserver.Usage{Input: 100, Output: 20}},
 		modelserver.Turn{Text: "The plan is written.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e.serveWithLeads()
 
 	var p wire.PlanGetResult
 	wait.For(t, 150*time.Second, "the plan drafted", func() bool {

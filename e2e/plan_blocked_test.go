@@ -3,14 +3,12 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
-	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -20,26 +18,12 @@ import (
 // "Yes": build/ went and the reason was lost); it stays pending, and reaches the model
 // once the user has answered the prompt and the lead's turn is over.
 func TestPlanRejectWhileLeadAsks(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
+	e, srv, dir, repo := claudeLeadEnv(t)
 	// Outside the repository: acceptEdits lets a removal inside it run unasked.
 	keep := filepath.Join(dir, "build", "keep.o")
 	os.MkdirAll(filepath.Dir(keep), 0o755)
 	os.WriteFile(keep, []byte("obj"), 0o644)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	e := newEnv(t, claude...)
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e.serveWithLeads()
 	u := modelserver.Usage{Input: 10, Output: 5}
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": planV1}}}, Usage: u},

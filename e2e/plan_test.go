@@ -105,22 +105,8 @@ Rows land in the contacts table.
 // (by line) must reach the model's next request; approval records the file's hash; an
 // edit after approval is a plan.edited event; a kill -9 loses nothing.
 func TestPlanWithRealClaude(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	e := newEnv(t, claude...)
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e, srv, _, repo := claudeLeadEnv(t)
+	e.serveWithLeads()
 	events := collectPlanEvents(t, e)
 
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
@@ -247,18 +233,8 @@ func TestPlanWithRealClaude(t *testing.T) {
 // the embedded host the lead died with the server, so its turn is over) and the file
 // the lead wrote makes it drafted. Deleting the file then is reported, not a crash.
 func TestPlanRestartWhileDrafting(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
+	e, srv, _, repo := claudeLeadEnv(t)
 	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	exec.Command("git", "-C", repo, "init", "-q").Run()
-	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
@@ -380,6 +356,35 @@ func agentPID(t *testing.T, e *env, target string) int {
 // stopLeads ends every lead process the test's servers started and waits until they
 // are gone, so none still writes into the test's folders while they are removed.
 func stopLeads(t *testing.T, e *env) { stopAgentProcs(t, e, "plans/**") }
+
+// claudeLeadEnv is an orcr installation (not yet serving) whose leads are the real
+// claude against a new scripted model server, with an empty git repository dir/app
+// (symlinks resolved) to plan in.
+func claudeLeadEnv(t *testing.T) (e *env, srv *modelserver.Server, dir, repo string) {
+	t.Helper()
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
+	repo = filepath.Join(dir, "app")
+	os.MkdirAll(repo, 0o755)
+	repo, _ = filepath.EvalSymlinks(repo)
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	return newEnv(t, claude...), srv, dir, repo
+}
+
+// serveWithLeads serves e and, when the test ends, stops the leads' processes while
+// the server still answers (stopLeads asks it for them).
+func (e *env) serveWithLeads() {
+	e.t.Helper()
+	e.serve()
+	e.t.Cleanup(func() { stopLeads(e.t, e) })
+}
 
 // stopAgentProcs ends the processes of the agents matching globs (each pane's program
 // and what it started) and those e.leadPIDs names, and waits until they are gone.
