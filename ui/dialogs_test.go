@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -13,17 +14,35 @@ import (
 
 // runDialog feeds keys to a dialog and runs the commands it returns (form internals,
 // never service calls: dialogs do no I/O), feeding their messages back, until it returns
-// an action. Commands that do not answer at once (cursor blinks) are dropped.
+// an action. A command waiting on a timer (a cursor blink, a tick) is left waiting:
+// the dialog runs in a synctest bubble, where synctest.Wait returns once every
+// command has either answered or is blocked for good, so a command that is slow to
+// be scheduled on a loaded machine is waited for, never dropped for taking longer
+// than a fixed time.
 func runDialog(t *testing.T, d dialog, keys ...tea.Msg) action {
 	t.Helper()
+	var act action
+	synctest.Test(t, func(t *testing.T) {
+		act = runDialogInBubble(d, keys...)
+		// The commands left waiting on a timer end once it fires: an hour passes at
+		// once in the bubble's clock.
+		time.Sleep(time.Hour)
+	})
+	return act
+}
+
+func runDialogInBubble(d dialog, keys ...tea.Msg) action {
 	queue := []tea.Msg{}
 	var run func(cmd tea.Cmd)
 	run = func(cmd tea.Cmd) {
 		if cmd == nil {
 			return
 		}
+		// Buffered: a timer's command left waiting can still answer and exit when the
+		// bubble ends.
 		ch := make(chan tea.Msg, 1)
 		go func() { ch <- cmd() }()
+		synctest.Wait()
 		select {
 		case msg := <-ch:
 			if b, ok := msg.(tea.BatchMsg); ok {
@@ -41,7 +60,7 @@ func runDialog(t *testing.T, d dialog, keys ...tea.Msg) action {
 			if msg != nil {
 				queue = append(queue, msg)
 			}
-		case <-time.After(20 * time.Millisecond):
+		default: // blocked on a timer
 		}
 	}
 	run(d.Init())
