@@ -147,7 +147,7 @@ func readCmd(ctx context.Context, svc wire.Transport, id string, lines int) tea.
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		r, err := wire.Call(ctx, svc, wire.AgentRead, wire.ReadParams{Target: id, Lines: lines})
+		r, err := wire.Call(ctx, svc, wire.AgentRead, wire.ReadParams{Target: id, Lines: lines, ANSI: true})
 		return readMsg{id, r, err}
 	}
 }

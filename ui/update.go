@@ -64,6 +64,9 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 		m.tree.Update(k)
 	case focusPreview:
 		m.preview.Update(k)
+		if m.preview.wantsMore() {
+			return m.requestRead(m.selectedID())
+		}
 	case focusPanel:
 		if cmd := m.panel.Update(k); cmd != nil {
 			return cmd
