@@ -72,6 +72,8 @@ type Tree struct {
 	Filter, ClearFilter, NextBlocked        Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
+	// Diff shows the selected agent's worktree diff against its base.
+	Diff Binding
 }
 
 // Panel bindings act on the side panel (queue, usage, schedules, events) and the preview.
@@ -196,6 +198,7 @@ func DefaultTree() Tree {
 		Answer:      b("tree.answer", "answer blocked", "r"),
 		Spawn:       b("tree.spawn", "spawn agent", "n"),
 		Kill:        kill,
+		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }
 
@@ -291,7 +294,7 @@ func (k *KeyMap) areas() []struct {
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
-			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},

@@ -171,6 +171,8 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			return nil, true
 		}
 		return m.pushDialog(newAnswerDialog(m.c, a, dw)), true
+	case t.Diff.Matches(k):
+		return m.openDiff(a), true
 	}
 	return nil, false
 }
