@@ -306,8 +306,8 @@ func BenchmarkPreviewColour200x50(b *testing.B) {
 	id := m.selectedID()
 	var sb strings.Builder
 	for i := range 50 {
-		for j := range 8 {
-			fmt.Fprintf(&sb, "\x1b[38;5;%dm%s\x1b[48;2;%d;20;30m%s\x1b[m", (i+j)%256, strings.Repeat("x", 12), j*20, strings.Repeat(" ", 8)[:j%8])
+		for j := range 11 { // 11 runs of 18 cells: a full 200-column row
+			fmt.Fprintf(&sb, "\x1b[38;5;%dm%s\x1b[48;2;%d;20;30m%s\x1b[m", (i+j)%256, strings.Repeat("x", 12), j*20, "      ")
 		}
 		sb.WriteString("\n")
 	}
@@ -317,5 +317,20 @@ func BenchmarkPreviewColour200x50(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		m.preview.setScreen(id, wire.ReadResult{Text: text, Live: true}, nil)
 		_ = m.preview.View()
+	}
+}
+
+// BenchmarkFrameColour200x50 is the whole dashboard's frame at 200×50 around that
+// preview: the read's answer through Update, then View.
+func BenchmarkFrameColour200x50(b *testing.B) {
+	m := benchModel(b, 100)
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	id := m.selectedID()
+	text := strings.Repeat(strings.Repeat("\x1b[38;5;208mxxxxxxxxxxxx\x1b[48;2;60;20;30m      \x1b[m", 11)+"\n", 50)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m.Update(readMsg{id: id, res: wire.ReadResult{Text: text, Live: true}})
+		_ = m.View()
 	}
 }
