@@ -70,7 +70,8 @@ func (p *previewModel) setAgent(a *wire.Agent) {
 }
 
 // setScreen stores a read result for agent id.
-func (p *previewModel) setScreen(id string, r wire.ReadResult, err error) {
+// asked is how many lines the read asked for (0: the current depth).
+func (p *previewModel) setScreen(id string, r wire.ReadResult, err error, asked int) {
 	if err != nil {
 		p.err = err.Error()
 		return
@@ -79,10 +80,17 @@ func (p *previewModel) setScreen(id string, r wire.ReadResult, err error) {
 	p.screen = sanitizeSGR(r.Text)
 	p.styled = strings.IndexByte(p.screen, 0x1b) >= 0
 	p.lines = carrySGR(lastLines(p.screen, 1<<20))
-	// Fewer lines than asked for: the agent has no more scrollback; stop asking.
-	p.exhausted = p.depth > 0 && len(p.lines) < p.depth
-	if p.want > 0 {
-		p.scroll, p.want = p.want, 0
+	if asked == 0 {
+		asked = p.screenLines()
+	}
+	// An answer to a read as deep as the preview wants: fewer lines than asked for
+	// means the agent has no more scrollback (stop asking), and the scroll a key
+	// asked for can be reached now. A late answer to a shallower read decides neither.
+	if p.depth > 0 && asked >= p.depth {
+		p.exhausted = len(p.lines) < asked
+		if p.want > 0 {
+			p.scroll, p.want = p.want, 0
+		}
 	}
 	p.clampScroll()
 }

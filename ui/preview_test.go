@@ -160,7 +160,14 @@ func TestPreviewScrollbackPages(t *testing.T) {
 			m.readInFlight, m.preview.screenLines(), small)
 	}
 	deep := m.preview.screenLines()
-	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: numbered(300-deep+1, 300), Live: true}})
+	// A late answer to the shallower read asked before the key is not the end of the
+	// scrollback: the preview still asks for more.
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: numbered(300-small+1, 300), Live: true}, lines: small})
+	if m.preview.exhausted || m.preview.screenLines() != deep {
+		t.Fatalf("a late shallow answer ended the scrollback (exhausted %v, asks %d lines, want %d)",
+			m.preview.exhausted, m.preview.screenLines(), deep)
+	}
+	m.Update(readMsg{id: "0001", res: wire.ReadResult{Text: numbered(300-deep+1, 300), Live: true}, lines: deep})
 	if m.preview.scroll != m.preview.page() {
 		t.Fatalf("after the deeper read the scroll is %d, want a page (%d)", m.preview.scroll, m.preview.page())
 	}
@@ -315,7 +322,7 @@ func BenchmarkPreviewColour200x50(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		m.preview.setScreen(id, wire.ReadResult{Text: text, Live: true}, nil)
+		m.preview.setScreen(id, wire.ReadResult{Text: text, Live: true}, nil, 0)
 		_ = m.preview.View()
 	}
 }

@@ -414,7 +414,7 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 	case readMsg:
 		m.readInFlight = false
 		if msg.id == m.readWant {
-			m.preview.setScreen(msg.id, msg.res, msg.err)
+			m.preview.setScreen(msg.id, msg.res, msg.err, msg.lines)
 		}
 		if m.readDirty || msg.id != m.readWant {
 			return m.requestRead(m.readWant)
