@@ -105,18 +105,20 @@ func (app *app) agentCommand() *cli.Command {
 			},
 			app.agentAnswerCommand(),
 			app.agentResumeCommand(),
+			app.agentDiffCommand(),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "lines", Usage: "last N lines including scrollback"},
 					&cli.BoolFlag{Name: "last-message", Usage: "the assistant's last message"},
 					&cli.BoolFlag{Name: "transcript", Usage: "the native transcript"},
+					&cli.BoolFlag{Name: "ansi", Usage: "keep the screen's colours (SGR sequences)"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					r, err := wire.Call(ctx, cl, wire.AgentRead, wire.ReadParams{Target: c.Args().First(), Lines: int(c.Int("lines")),
-						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript")})
+						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript"), ANSI: c.Bool("ansi")})
 					if err != nil {
 						return err
 					}

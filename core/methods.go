@@ -40,6 +40,13 @@ func KernelMethods(e *Engine) []wire.Handler {
 		wire.Handle(wire.AgentRead, func(ctx context.Context, p *wire.ReadParams) (wire.ReadResult, error) {
 			return e.Read(ctx, *p)
 		}),
+		wire.Handle(wire.AgentDiff, func(ctx context.Context, p *wire.DiffParams) (wire.DiffResult, error) {
+			a, err := e.Get(ctx, p.Target)
+			if err != nil {
+				return wire.DiffResult{}, err
+			}
+			return agentDiff(ctx, a, p.MaxBytes)
+		}),
 		wire.Handle(wire.AgentWait, func(ctx context.Context, p *wire.WaitParams) (wire.WaitResult, error) {
 			return e.Wait(ctx, *p)
 		}),

@@ -72,11 +72,15 @@ type Tree struct {
 	Filter, ClearFilter, NextBlocked        Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
+	// Diff shows the selected agent's worktree diff against its base.
+	Diff Binding
 }
 
 // Panel bindings act on the side panel (queue, usage, schedules, events) and the preview.
 type Panel struct {
 	Up, Down, NextTab, PrevTab Binding
+	// PageUp and PageDown scroll the preview a page, through the agent's scrollback.
+	PageUp, PageDown Binding
 }
 
 // Dialog bindings work inside dialogs.
@@ -194,16 +198,19 @@ func DefaultTree() Tree {
 		Answer:      b("tree.answer", "answer blocked", "r"),
 		Spawn:       b("tree.spawn", "spawn agent", "n"),
 		Kill:        kill,
+		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }
 
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:      b("panel.up", "scroll up", "up", "k"),
-		Down:    b("panel.down", "scroll down", "down", "j"),
-		NextTab: b("panel.next_tab", "next panel tab", "]"),
-		PrevTab: b("panel.prev_tab", "previous panel tab", "["),
+		Up:       b("panel.up", "scroll up", "up", "k"),
+		Down:     b("panel.down", "scroll down", "down", "j"),
+		NextTab:  b("panel.next_tab", "next panel tab", "]"),
+		PrevTab:  b("panel.prev_tab", "previous panel tab", "["),
+		PageUp:   b("panel.page_up", "page up (preview: scrollback)", "pgup"),
+		PageDown: b("panel.page_down", "page down", "pgdown"),
 	}
 }
 
@@ -287,8 +294,8 @@ func (k *KeyMap) areas() []struct {
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
-			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
-		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
+		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 		{"Runs", []*Binding{&r.Open, &r.Answer, &r.Hold, &r.Retry, &r.Dispatch, &r.Coder, &r.Summary, &r.Refresh}},

@@ -52,6 +52,26 @@ var viewStates = []struct {
 		}
 		return m
 	}},
+	{"preview_colour_scrollback", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		withPreview(m)
+		m.Update(readMsg{id: "0007", res: wire.ReadResult{Live: true, Text: colourScreen(80)}})
+		press(m, "tab", "pgup", "pgup")
+		m.Update(readMsg{id: "0007", res: wire.ReadResult{Live: true, Text: colourScreen(200)}})
+		press(m, "pgup")
+		return m
+	}},
+	{"diff", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		withPreview(m)
+		press(m, "D")
+		d := m.dialogs[len(m.dialogs)-1].(*diffDialog)
+		m.Update(diffMsg{d: d, seq: d.seq, res: sampleDiff()})
+		for range 100 {
+			press(m, "down")
+		}
+		return m
+	}},
 	{"panel_tabs", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		for i := range 20 {

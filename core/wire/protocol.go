@@ -179,6 +179,12 @@ type ReadParams struct {
 	Lines       int    `json:"lines,omitempty" range:"0,100000"` // last N lines of screen+scrollback
 	LastMessage bool   `json:"lastMessage,omitempty"`
 	Transcript  bool   `json:"transcript,omitempty"`
+	// ANSI asks for the screen with its styles: each line carries SGR sequences for its
+	// colours and attributes (tmux capture-pane -e; the pty host renders its cells; herdr
+	// reads with format ansi). Scrollback lines may come plain where a host keeps them as
+	// text (pty), and the last screen of an ended agent is always plain. A client must
+	// sanitise the text before drawing it: it is the agent's output.
+	ANSI bool `json:"ansi,omitempty"`
 }
 
 // ReadResult answers agent.read.
