@@ -51,6 +51,9 @@ func TestRunReviewerVerdictSurvivesKill9(t *testing.T) {
 	r.must("run", "dispatch", "solo", "M1")
 	r.crashed(150 * time.Second)
 	r.serve()
+	// The reviewer's claude outlives the killed server that started it: it is ended
+	// (the restarted server knows its pid) before the test's directories are removed.
+	t.Cleanup(func() { stopAgentProcs(t, r.env, "runs/**") })
 	r.waitState("M1", "merged", 90*time.Second)
 	applied := 0
 	for _, e := range r.events() {
