@@ -202,7 +202,7 @@ func NewApp(o Options) *cli.Command {
 				return app.serve(ctx)
 			}
 			if c.Args().Len() > 0 {
-				return fmt.Errorf("unknown command %q; see `orcr --help`", c.Args().First())
+				return unknownCommand(c, c.Args().First())
 			}
 			if app.daemon.Dashboard == nil {
 				return notBuiltIn("the dashboard")
@@ -303,6 +303,7 @@ func NewApp(o Options) *cli.Command {
 	)
 	root.Version = version()
 	quietUsageErrors(root)
+	mindArgs(root)
 	return root
 }
 

@@ -198,8 +198,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 func TestRunUsageHintsNameTheCommandOnce(t *testing.T) {
 	r := newRig(t)
 	for args, want := range map[string]string{
-		"run dispatch x":  "orcr run dispatch needs NAME and milestones, e.g. orcr run dispatch csv-import M1 M2",
-		"run answer x M1": `orcr run answer needs NAME, a milestone and the text, e.g. orcr run answer csv-import M2 "skip empty rows"`,
+		"run dispatch x":  "orcr: missing M; usage: orcr run dispatch NAME M…",
+		"run answer x M1": `orcr: missing TEXT; usage: orcr run answer NAME M TEXT`,
 	} {
 		code, _, errOut := r.run(t, "", strings.Fields(args)...)
 		if code == 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "orcr orcr") {
