@@ -236,6 +236,9 @@ func NewApp(o Options) *cli.Command {
 				&cli.StringFlag{Name: "account", Usage: "with --select or --history: one account"},
 				&cli.BoolFlag{Name: "history", Usage: "one row per past window at its peak"}},
 			Action: func(ctx context.Context, c *cli.Command) error {
+				if err := checkProvider(ctx, service(ctx), c.String("provider")); err != nil {
+					return err
+				}
 				switch {
 				case c.Bool("select"):
 					return app.usageSelect(ctx, acctapi.SelectParams{Provider: c.String("provider"), Model: c.String("model"),

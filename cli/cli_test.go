@@ -32,12 +32,19 @@ type rig struct {
 	dials atomic.Int32
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, seed ...wire.Agent) *rig {
 	t.Helper()
 	home := t.TempDir()
 	st, err := store.Open(home+"/store", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Seeded records are what an earlier server left in the store: ended agents of
+	// any provider, with their usage, loaded by the engine as on a restart.
+	for _, a := range seed {
+		if err := st.PutAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
 		Home: home, Socket: home + "/orcr.sock"})

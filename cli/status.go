@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,14 +165,7 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 	if asJSON {
 		return printJSON(app.out, u)
 	}
-	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
-	for _, r := range u.Rows {
-		c := core.FormatUsageCost(r.Usage)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Account), core.Dash(r.Model), r.Window, r.Agents,
-			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
-	}
-	tw.Flush()
+	printUsageRows(app.out, u.Rows, provider == "shell")
 	for _, rd := range u.Readings {
 		name := rd.Provider
 		if rd.Account != "" {
@@ -190,4 +185,67 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 		fmt.Fprintln(app.out, s)
 	}
 	return nil
+}
+
+// printUsageRows prints one row per provider, account and model: the totals, then
+// what of them fell in the 5h and weekly windows. The report's rows are one per
+// window, and printed as they come the same numbers stood three times over whenever
+// every agent was recent. Shell agents use no tokens: their rows are left out unless
+// asked for by --provider shell.
+func printUsageRows(w io.Writer, rows []wire.UsageRow, shell bool) {
+	type key struct{ provider, account, model string }
+	var order []key
+	byWindow := map[key]map[string]wire.UsageRow{}
+	for _, r := range rows {
+		if r.Provider == "shell" && !shell {
+			continue
+		}
+		k := key{r.Provider, r.Account, r.Model}
+		if byWindow[k] == nil {
+			byWindow[k] = map[string]wire.UsageRow{}
+			order = append(order, k)
+		}
+		byWindow[k][r.Window] = r
+	}
+	if len(order) == 0 {
+		fmt.Fprintln(w, "no token use yet")
+		return
+	}
+	window := func(r wire.UsageRow, ok bool) string {
+		if !ok || r.Agents == 0 {
+			return "-"
+		}
+		t := core.TotalOf(r.Usage)
+		if c := t.Cost(); c != "-" && c != "unpriced" {
+			return t.Tokens() + " " + c
+		}
+		return t.Tokens()
+	}
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST\t5H\tWEEKLY")
+	for _, k := range order {
+		ws := byWindow[k]
+		r := ws["total"]
+		h5, ok5 := ws["5h"]
+		wk, okw := ws["weekly"]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", k.provider, core.Dash(k.account), core.Dash(k.model), r.Agents,
+			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens),
+			core.HumanCount(r.Usage.CacheWriteTokens), core.FormatUsageCost(r.Usage), window(h5, ok5), window(wk, okw))
+	}
+	tw.Flush()
+}
+
+// checkProvider refuses a provider the server does not run, naming the ones it does.
+func checkProvider(ctx context.Context, cl wire.Transport, provider string) error {
+	if provider == "" {
+		return nil
+	}
+	info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{})
+	if err != nil {
+		return err
+	}
+	if len(info.Providers) == 0 || slices.Contains(info.Providers, provider) {
+		return nil
+	}
+	return fmt.Errorf("--provider %s: no such provider; this server runs %s", provider, strings.Join(info.Providers, ", "))
 }
