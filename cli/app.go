@@ -214,10 +214,14 @@ func NewApp(o Options) *cli.Command {
 	clients := []*cli.Command{
 		app.agentCommand(),
 		{
-			Name:   "top",
-			Usage:  "live agent tree in the terminal (no full screen)",
-			Flags:  []cli.Flag{&cli.BoolFlag{Name: "once", Usage: "print the tree once and exit"}},
-			Action: func(ctx context.Context, c *cli.Command) error { return app.top(ctx, c.Bool("once")) },
+			Name:      "top",
+			Usage:     "live agent tree in the terminal, redrawn in place (no full screen); ended agents are counted, not shown",
+			ArgsUsage: "[GLOB]",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "once", Usage: "print the tree once and exit"},
+				&cli.BoolFlag{Name: "ended", Usage: "show ended agents too (exited, killed, failed, lost)"}},
+			Action: func(ctx context.Context, c *cli.Command) error {
+				return app.top(ctx, topOptions{glob: c.Args().First(), once: c.Bool("once"), ended: c.Bool("ended")})
+			},
 		},
 		{
 			Name:     "queue",
