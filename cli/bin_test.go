@@ -86,7 +86,10 @@ func (tt *term) tmux(args ...string) string {
 	return string(out)
 }
 
-func (tt *term) keys(keys ...string) { tt.t.Helper(); tt.tmux(append([]string{"send-keys", "-t", "0"}, keys...)...) }
+func (tt *term) keys(keys ...string) {
+	tt.t.Helper()
+	tt.tmux(append([]string{"send-keys", "-t", "0"}, keys...)...)
+}
 
 // screen is the window's text; colored keeps the escape sequences of its colours.
 func (tt *term) screen() string  { return tt.tmux("capture-pane", "-p", "-t", "0") }
