@@ -299,6 +299,8 @@ func NewApp(o Options) *cli.Command {
 				return app.hook(ctx, c.Args().Get(0), c.Args().Get(1))
 			},
 		},
+		app.completionCommand(),
+		app.completeCommand(o),
 		&cli.Command{
 			Name:  "version",
 			Usage: "print orcr's version",

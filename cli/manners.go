@@ -23,6 +23,7 @@ var argOverrides = map[string]argSpec{
 	"orcr agent send": {1, -1},
 	"orcr run start":  {1, -1},
 	"orcr hook":       {0, -1},
+	"orcr __complete": {0, -1},
 }
 
 // specOf reads a command's ArgsUsage: a bare word is one required argument, a word in
