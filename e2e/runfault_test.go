@@ -94,8 +94,8 @@ func TestRunStartSurvivesKill9BeforeTheBranch(t *testing.T) {
 	e.orcr(append([]string{"run", "start", "br", "--coder", "shell", "--lead", "none", "--"}, killCoder(e.bin, starts)...)...)
 	e.crashed(60 * time.Second)
 	e.serve()
-	if res := e.orcr("run", "status", "br"); res.code != 0 {
-		t.Fatalf("after the restart there is no run br: %s%s(feature/br: %s)", res.out, res.err,
+	if res := e.orcr("run", "status", "br"); res.Code != 0 {
+		t.Fatalf("after the restart there is no run br: %s%s(feature/br: %s)", res.Out, res.Err,
 			gitSh(t, repo, nil, "git branch --list 'feature/*'"))
 	}
 	lead := &testLead{e: e, name: "br"}

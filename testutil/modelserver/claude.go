@@ -76,25 +76,35 @@ func ClaudeCwd(r Request) string {
 	return ""
 }
 
-// LastUser is the text of the last user message of a Messages API request: typed
+// LastUser is the text of the last user message of a request, of the Messages API
+// ("messages": claude, pi, opencode) or the Responses API ("input": codex): typed
 // text, text blocks and the content of tool results (what the CLI sent back after
-// running a tool), one per line.
+// running a tool), one per line, without the <system-reminder> blocks claude adds of
+// its own. Tests look in it for what orcr typed or sent.
 func (r Request) LastUser() string {
 	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []message       `json:"messages"`
+		Input    json.RawMessage `json:"input"`
 	}
 	if r.JSON(&body) != nil {
 		return ""
 	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		if m := body.Messages[i]; m.Role == "user" {
+	msgs := body.Messages
+	if len(msgs) == 0 && len(body.Input) > 0 {
+		_ = json.Unmarshal(body.Input, &msgs)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == "user" {
 			return contentText(m.Content)
 		}
 	}
 	return ""
+}
+
+// message is one message of a request's conversation.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
 }
 
 // contentText flattens a message's content (a string or blocks) into its text.
@@ -112,8 +122,10 @@ func contentText(raw json.RawMessage) string {
 	var out []string
 	for _, b := range blocks {
 		switch b.Type {
-		case "text":
-			out = append(out, b.Text)
+		case "text", "input_text":
+			if !strings.HasPrefix(b.Text, "<system-reminder>") {
+				out = append(out, b.Text)
+			}
 		case "tool_result":
 			if len(b.Content) > 0 {
 				out = append(out, contentText(b.Content))
