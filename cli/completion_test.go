@@ -28,7 +28,7 @@ import (
 // the candidates it offers.
 func shellComplete(t *testing.T, e *binEnv, sh, line string) []string {
 	t.Helper()
-	script := filepath.Join(e.dir, "orcr."+sh)
+	script := filepath.Join(e.Dir, "orcr."+sh)
 	if err := os.WriteFile(script, []byte(e.must("completion", sh)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ _files() { print -- "(files)" }; source "$1"; words=(${=2}); [[ "$2" == *" " ]] 
 		prog = []string{"fish", "--no-config", "-c", `source $argv[1]; complete -C"$argv[2]"`, script, line}
 	}
 	cmd := exec.Command(prog[0], prog[1:]...)
-	cmd.Env = e.vars
+	cmd.Env = e.Vars
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
