@@ -131,6 +131,10 @@ type ListParams struct {
 	// All includes every record, also ones superseded by a newer agent on the same
 	// path; by default only the newest record per path is listed.
 	All bool `json:"all,omitempty"`
+	// States keeps only agents in one of these states (empty: every state), before
+	// paging, so `orcr agent ls --state blocked` over thousands of agents is one
+	// short answer.
+	States []State `json:"states,omitempty" maxItems:"32"`
 	// Full includes each agent's lastScreen, which is left out by default to keep
 	// listings of thousands of agents small (agent.get and agent.read return it).
 	Full bool `json:"full,omitempty"`
