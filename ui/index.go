@@ -152,6 +152,7 @@ type index struct {
 	showEnded bool
 	sort      sortKey
 	best      *node // the best-scoring match of the last rebuild, nil without words
+	matched   int   // how many agents matched in the last rebuild, for the finder's line
 	// pinned is the selected node: it stays in the rows when it ends, so an agent that
 	// exits under the cursor keeps its row and preview until the selection moves on.
 	pinned *node
@@ -337,10 +338,10 @@ func (x *index) setSort(s sortKey) {
 	}
 }
 
-// hidesEnded says whether ended agents are left out: unless shown with `.`, or asked
-// for by a status or a state: word.
+// hidesEnded says whether ended agents are left out: unless shown with `.`, or a status
+// or a state: word chooses the agents (needs-me includes the failed ones).
 func (x *index) hidesEnded() bool {
-	return !x.showEnded && x.status != statusEnded && !x.q.hasState()
+	return !x.showEnded && x.status == statusAll && !x.q.hasState()
 }
 
 // searching says whether rows are chosen agent by agent (words, a status, a state),
@@ -408,12 +409,13 @@ func (x *index) rows() []*node {
 // visible is rows for View: the kept rows, or when the shape changed since they were
 // built (Update lays out after every message, so it has not) a fresh list that is not
 // kept — drawing changes nothing.
-func (x *index) visible() []*node {
+func (x *index) visible() ([]*node, int) {
 	if x.dirty {
-		cp := *x // build sets best and sort keys on nodes; the copy keeps best to itself
-		return cp.build(nil)
+		cp := *x // build sets best and matched; the copy keeps them to itself
+		rows := cp.build(nil)
+		return rows, cp.matched
 	}
-	return x.flat
+	return x.flat, x.matched
 }
 
 // build appends the visible rows to flat. It sets best, which is why View calls it only
@@ -422,7 +424,7 @@ func (x *index) build(flat []*node) []*node {
 	if x.sort != sortPath {
 		x.computeKeys(&x.root)
 	}
-	x.best = nil
+	x.best, x.matched = nil, 0
 	if !x.searching() {
 		// Folds hold; a subtree of ended agents only is skipped whole when they are
 		// hidden, which the roll-ups say without walking it.
@@ -452,8 +454,11 @@ func (x *index) build(flat []*node) []*node {
 			flat = append(flat, c)
 			sub := walk(c)
 			score, ok := x.matches(c)
-			if ok && (x.best == nil || score > bestScore) {
-				x.best, bestScore = c, score
+			if ok {
+				x.matched++
+				if x.best == nil || score > bestScore {
+					x.best, bestScore = c, score
+				}
 			}
 			if !sub && !ok {
 				flat = flat[:at]

@@ -286,13 +286,13 @@ func (t treeModel) wants() wants {
 // (Model.layout); View works on a copy, so following the selection here, should the
 // rows have changed since, moves only the copy's cursor.
 func (t treeModel) View() string {
-	rows := t.idx.visible()
+	rows, matched := t.idx.visible()
 	t.follow(rows, t.idx.dirty)
 	inner := t.w - 2
 	bh := t.bodyHeight()
 	body := make([]string, 0, t.h)
 	if t.findLine() {
-		body = append(body, t.findView(rows, inner))
+		body = append(body, t.findView(matched, inner))
 	}
 	cols := layoutColumns(inner, t.wants())
 	body = append(body, t.header(inner, cols))
@@ -334,7 +334,7 @@ func (t treeModel) title(w int) string {
 
 // findView is the finder's line: the text with a cursor while typing, then the status
 // and how many agents match, or what is wrong with a state: word.
-func (t treeModel) findView(rows []*node, w int) string {
+func (t treeModel) findView(n, w int) string {
 	st := &t.c.styles
 	cur := ""
 	if t.filtering {
@@ -354,16 +354,13 @@ func (t treeModel) findView(rows []*node, w int) string {
 		names = append(names, "needs-me", "ended", "live")
 		info = fmt.Sprintf("unknown state %q: %s", t.idx.q.bad, strings.Join(names, ", "))
 	default:
-		n := 0
-		for _, r := range rows {
-			if _, ok := t.idx.matches(r); ok {
-				n++
-			}
-		}
 		info = fmt.Sprintf("%d %s", n, map[bool]string{true: "match", false: "matches"}[n == 1])
 		if t.idx.status != statusAll {
 			info = t.idx.status.String() + " · " + info
 		}
+	}
+	if !t.filtering && text == "" {
+		return t.c.p(&st.Subtle, fit(" "+info, w)) // a status alone: no finder text to show
 	}
 	head := "/ " + text + cur
 	if width(head) > w {
