@@ -358,7 +358,7 @@ func TestHelpListsFinderKeys(t *testing.T) {
 	m := newTestModel(t, 200, 50, Options{})
 	press(m, "?")
 	s := plain(screen(t, m))
-	for _, want := range []string{"find (fuzzy; glob; state:blocked)", "status: all/needs-me/working/ended", "show/hide ended agents", "sort: path/age/cost/state"} {
+	for _, want := range []string{"find: fuzzy, state:X", "status filter (cycle)", "show/hide ended agents", "sort order (cycle)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("help lacks %q:\n%s", want, s)
 		}
