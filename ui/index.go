@@ -131,6 +131,7 @@ type node struct {
 	folded   bool
 	roll     rollup  // this node and everything below it
 	hay      string  // what the finder searches, lowercased (haystack)
+	ended    bool    // the agent has ended (kept here: a search reads it for every node)
 	key      float64 // the sort key, set on rebuild when not sorting by path
 }
 
@@ -218,7 +219,7 @@ func (x *index) setAgent(n *node, a *wire.Agent) {
 	x.measure(n, n.agent, -1)
 	x.measure(n, a, +1)
 	n.agent = a
-	n.hay = ""
+	n.hay, n.ended = "", ended(a)
 	if a != nil {
 		n.hay = haystack(a)
 	}
@@ -228,9 +229,21 @@ func (x *index) setAgent(n *node, a *wire.Agent) {
 	}
 	// The shape depends on the agent's fields when anything filters, hides or sorts by
 	// them; unfiltered, path-sorted, a state change leaves the rows as they are.
-	if x.filtered() || x.sort != sortPath || old.ended != d.ended || old.agents != d.agents {
+	if x.searching() || old.ended != d.ended || old.agents != d.agents || x.sortMoves(old, d) {
 		x.dirty = true
 	}
+}
+
+// sortMoves says whether an agent's change from old to d can move rows in the chosen
+// order: its state group for state, its cost for cost (ages do not change).
+func (x *index) sortMoves(old, d rollup) bool {
+	switch x.sort {
+	case sortState:
+		return old.groups != d.groups
+	case sortCost:
+		return old.usage.USD != d.usage.USD
+	}
+	return false
 }
 
 // measure counts (sign +1) or uncounts (-1) the widths of what a's row shows.
@@ -251,12 +264,6 @@ func modelLabel(a *wire.Agent) string {
 		return strings.TrimSuffix("@"+a.Account+" "+a.Model, " ")
 	}
 	return a.Model
-}
-
-// filtered says whether rows are chosen by more than folds: finder words, a status, or
-// ended agents hidden.
-func (x *index) filtered() bool {
-	return !x.q.empty() || x.status != statusAll || !x.showEnded
 }
 
 // ensure finds or creates the node for path and its ancestors.
@@ -349,9 +356,15 @@ func (x *index) hidesEnded() bool {
 func (x *index) searching() bool { return !x.q.empty() || x.status != statusAll }
 
 // matches scores an agent's node against the finder, the status and the ended rule.
-func (x *index) matches(n *node) (int, bool) {
+func (x *index) matches(n *node) (int, bool) { return x.matchesHiding(n, x.hidesEnded()) }
+
+// matchesHiding is matches with hidesEnded worked out once by the caller.
+func (x *index) matchesHiding(n *node, hide bool) (int, bool) {
 	a := n.agent
-	if a == nil || !inStatus(a, x.status) || !x.q.stateOK(a) || x.hidesEnded() && ended(a) && n != x.pinned {
+	if a == nil || hide && n.ended && n != x.pinned {
+		return 0, false
+	}
+	if x.status != statusAll && !inStatus(a, x.status) || !x.q.stateOK(a) {
 		return 0, false
 	}
 	return x.q.match(n)
@@ -445,7 +458,7 @@ func (x *index) build(flat []*node) []*node {
 		return flat
 	}
 	// A search shows every match with its ancestors, folded or not.
-	bestScore := 0
+	bestScore, hide := 0, x.hidesEnded()
 	var walk func(n *node) bool
 	walk = func(n *node) bool {
 		any := false
@@ -453,7 +466,7 @@ func (x *index) build(flat []*node) []*node {
 			at := len(flat)
 			flat = append(flat, c)
 			sub := walk(c)
-			score, ok := x.matches(c)
+			score, ok := x.matchesHiding(c, hide)
 			if ok {
 				x.matched++
 				if x.best == nil || score > bestScore {
