@@ -111,6 +111,11 @@ func TestDashboard(t *testing.T) {
 	r.waitText(10*time.Second, "kill 2 agents matching demo/**?")
 	r.keys("y")
 	s = r.waitText(20*time.Second, "killed 2 of 2 matching demo/**")
+	// Ended agents leave the tree (the title counts them); `.` shows them.
+	r.waitScreen("the killed agents hidden", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "2 ended hidden") && treeLine(s, "one") == "" && treeLine(s, "two") == ""
+	})
+	r.keys(".")
 	s = r.waitScreen("demo agents shown killed", 20*time.Second, func(s string) bool {
 		return strings.Contains(treeLine(s, "one"), "✕") && strings.Contains(treeLine(s, "two"), "✕") &&
 			live(treeLine(s, "three"))
@@ -154,6 +159,8 @@ func TestDashboard(t *testing.T) {
 
 	// Restart: the tree comes back from the store.
 	r.start()
+	r.waitText(20*time.Second, "agents 4", "every agent has ended — press . to show them")
+	r.keys(".")
 	s = r.waitScreen("the tree after restart", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "agents 4") && treeLine(s, "one") != "" && treeLine(s, "three") != "" && treeLine(s, "four") != ""
 	})
