@@ -95,33 +95,41 @@ func parseQuery(s string) query {
 	return q
 }
 
+// addStates reads a state: value: names separated by commas, each a state or a status
+// (needs-me, ended, live), or the start of one, so the tree narrows while the name is
+// being typed ("state:bl" is blocked). An empty value constrains nothing yet.
 func (q *query) addStates(v string) {
-	if q.states == nil {
-		q.states = map[wire.State]bool{}
-	}
 	for _, name := range strings.Split(v, ",") {
-		switch name {
-		case "":
-		case "needs-me", "needsme":
-			q.statuses = append(q.statuses, statusNeedsMe)
-		case "ended":
-			q.statuses = append(q.statuses, statusEnded)
-		case "live":
+		if name == "" {
+			continue
+		}
+		if q.states == nil {
+			q.states = map[wire.State]bool{}
+		}
+		known := false
+		for _, st := range allStates {
+			if strings.HasPrefix(string(st), name) {
+				q.states[st], known = true, true
+			}
+		}
+		for _, g := range []struct {
+			name string
+			s    statusFilter
+		}{{"needs-me", statusNeedsMe}, {"ended", statusEnded}} {
+			if strings.HasPrefix(g.name, name) {
+				q.statuses, known = append(q.statuses, g.s), true
+			}
+		}
+		if strings.HasPrefix("live", name) {
 			for _, st := range allStates {
 				if st.Live() {
 					q.states[st] = true
 				}
 			}
-		default:
-			known := false
-			for _, st := range allStates {
-				if string(st) == name {
-					q.states[st], known = true, true
-				}
-			}
-			if !known && q.bad == "" {
-				q.bad = name
-			}
+			known = true
+		}
+		if !known && q.bad == "" {
+			q.bad = name
 		}
 	}
 }

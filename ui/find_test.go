@@ -364,3 +364,18 @@ func TestHelpListsFinderKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestFindStatePrefix: a state: value narrows while it is typed: empty it constrains
+// nothing, "bl" is blocked.
+func TestFindStatePrefix(t *testing.T) {
+	m := newTestModel(t, 120, 30, Options{})
+	all := rowPaths(m)
+	m.idx.setFilter("state:")
+	if got := rowPaths(m); got != all {
+		t.Fatalf("state: alone: %s", got)
+	}
+	m.idx.setFilter("state:bl")
+	if got := rowPaths(m); got != "review review/auth review/auth/security" {
+		t.Fatalf("state:bl: %s", got)
+	}
+}
