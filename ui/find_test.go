@@ -379,3 +379,17 @@ func TestFindStatePrefix(t *testing.T) {
 		t.Fatalf("state:bl: %s", got)
 	}
 }
+
+// TestJumpClearsWhatHidesTheTarget: b while a status hides every blocked agent clears
+// the status and lands on the blocked agent.
+func TestJumpClearsWhatHidesTheTarget(t *testing.T) {
+	m := newTestModel(t, 120, 30, Options{})
+	press(m, "f", "f") // working
+	press(m, "b")
+	if a := m.tree.selected(); a == nil || a.Path != "review/auth/security" || m.idx.status != statusAll {
+		t.Fatalf("b under a status: sel %+v, status %s", a, m.idx.status)
+	}
+	if m.tree.sel != m.idx.rows()[m.tree.cursor] {
+		t.Fatal("the cursor is not on the selection")
+	}
+}

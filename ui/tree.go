@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,8 +122,15 @@ func (t *treeModel) move(d int) {
 	t.scroll(len(rows))
 }
 
+// selectNode selects n, unfolding its ancestors; when the finder or a status hides it,
+// they are cleared, so a jump (next blocked, a spawn, a run's coder) lands on it.
 func (t *treeModel) selectNode(n *node) {
 	t.idx.reveal(n)
+	if t.idx.searching() && !slices.Contains(t.idx.rows(), n) {
+		t.idx.setFilter("")
+		t.idx.setStatus(statusAll)
+		t.filterIn = ""
+	}
 	t.sel = n
 	t.cursor = -1
 	t.sync()
