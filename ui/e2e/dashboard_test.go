@@ -47,12 +47,12 @@ func TestDashboard(t *testing.T) {
 		return len(lines) == 48 && len([]rune(lines[0])) == 160 && strings.HasSuffix(lines[46], "╯")
 	})
 
-	// Select ops/three with the filter, see its live screen in the preview, attach.
+	// Find ops/three fuzzily (the finder selects its best match as it is typed), see
+	// its live screen in the preview, attach.
 	r.keys("/")
-	r.typeText("three")
+	r.typeText("opthr")
 	r.keys("Enter")
-	r.waitText(10*time.Second, "/ three")
-	r.keys("Down", "Down")
+	r.waitText(10*time.Second, "/ opthr  1 match")
 	r.waitText(10*time.Second, "─ ops/three ", "three>")
 	r.keys("Enter")
 	r.waitScreen("the attached agent's own screen", 15*time.Second, func(s string) bool {
@@ -62,7 +62,7 @@ func TestDashboard(t *testing.T) {
 	r.keys("Enter")
 	r.waitText(10*time.Second, "attached-ok")
 	r.keys("C-]")
-	r.waitText(15*time.Second, "─ ops/three ", "detached", "/ three")
+	r.waitText(15*time.Second, "─ ops/three ", "detached", "/ opthr")
 	// Steer: one line typed into the agent; its answer shows in the live preview.
 	r.keys("s")
 	r.waitText(10*time.Second, "steer", "to ops/three")
@@ -74,7 +74,7 @@ func TestDashboard(t *testing.T) {
 
 	r.keys("Escape") // clear the filter
 	r.waitScreen("filter cleared", 10*time.Second, func(s string) bool {
-		return treeLine(s, "one") != "" && !strings.Contains(s, "/ three")
+		return treeLine(s, "one") != "" && !strings.Contains(s, "/ opthr")
 	})
 
 	// Spawn through the form: path, provider (shell), command.
