@@ -266,13 +266,15 @@ func (app *app) agentWait(ctx context.Context, glob, until string, timeout time.
 // stateGroups are the names `--state` takes beside the states themselves: the
 // dashboard's filters (needs-me, working, ended) and live, what is not ended.
 var stateGroups = map[string][]wire.State{
-	"ended":    {wire.StateExited, wire.StateKilled, wire.StateFailed, wire.StateLost},
-	"live":     {wire.StateQueued, wire.StateStarting, wire.StateIdle, wire.StateWorking, wire.StateBlocked, wire.StateDone, wire.StateHibernated},
-	"needs-me": {wire.StateBlocked},
+	"ended": {wire.StateExited, wire.StateKilled, wire.StateFailed, wire.StateLost},
+	"live":  {wire.StateQueued, wire.StateStarting, wire.StateIdle, wire.StateWorking, wire.StateBlocked, wire.StateDone, wire.StateHibernated},
+	// needs-me is the dashboard's `f` filter of that name (ui/find.go), the same states.
+	// (Its "working" filter is not a group here: `working` names the state itself.)
+	"needs-me": {wire.StateBlocked, wire.StateDone, wire.StateFailed, wire.StateLost},
 }
 
 const stateHelp = "queued, starting, idle, working, blocked, done, exited, killed, failed, lost, hibernated, " +
-	"or ended (exited, killed, failed, lost), live (the rest), needs-me (blocked)"
+	"or ended (exited, killed, failed, lost), live (the rest), needs-me (blocked, done, failed, lost)"
 
 // parseStates reads --state values (each may hold several, comma-separated) into the
 // states the server filters on; nil when none were given.

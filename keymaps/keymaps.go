@@ -70,6 +70,7 @@ type Tree struct {
 	Up, Down, PageUp, PageDown, Top, Bottom Binding
 	Expand, Collapse, Toggle                Binding
 	Filter, ClearFilter, NextBlocked        Binding
+	Status, Ended, Sort                     Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
 	// Diff shows the selected agent's worktree diff against its base.
@@ -189,8 +190,11 @@ func DefaultTree() Tree {
 		Expand:      b("tree.expand", "expand", "right"),
 		Collapse:    b("tree.collapse", "collapse", "left"),
 		Toggle:      b("tree.toggle", "fold/unfold", "space"),
-		Filter:      b("tree.filter", "filter (text or glob)", "/"),
-		ClearFilter: b("tree.clear_filter", "clear filter", "esc"),
+		Filter:      b("tree.filter", "find: fuzzy, state:X", "/"),
+		ClearFilter: b("tree.clear_filter", "clear finder and status", "esc"),
+		Status:      b("tree.status", "status filter (cycle)", "f"),
+		Ended:       b("tree.ended", "show/hide ended agents", "."),
+		Sort:        b("tree.sort", "sort order (cycle)", ">"),
 		NextBlocked: b("tree.next_blocked", "next blocked", "b"),
 		Attach:      b("tree.attach", "attach", "enter", "a"),
 		Steer:       b("tree.steer", "steer (one line)", "s"),
@@ -293,7 +297,7 @@ func (k *KeyMap) areas() []struct {
 	}{
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
-			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
+			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},

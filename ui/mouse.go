@@ -109,7 +109,7 @@ func (m *Model) clickTree(y int) tea.Cmd {
 	if i < 0 || i >= m.tree.bodyHeight() {
 		return nil
 	}
-	rows := m.idx.visible()
+	rows, _ := m.idx.visible()
 	i += m.tree.offset
 	if i >= len(rows) {
 		return nil

@@ -30,6 +30,19 @@ var viewStates = []struct {
 		typeText(m, "auth")
 		return m
 	}},
+	{"tree_find", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		m.Update(listMsg{agents: manyAgents(300)})
+		press(m, "/")
+		typeText(m, "ag12 state:blocked")
+		return m
+	}},
+	{"tree_status_sorted", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		m.Update(listMsg{agents: manyAgents(300)})
+		press(m, "f", ">", ">", ".", "G")
+		return m
+	}},
 	{"tree_many", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		m.Update(listMsg{agents: manyAgents(300)})
