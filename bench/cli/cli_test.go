@@ -11,9 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,7 +194,7 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			// when it ends, so the clock stops when all of orcr's panes exist too.
 			s.waitLaunched(b, fmt.Sprintf("bench/r%d/**", r), n)
 			orcrTotal += time.Since(t0)
-			rawTotal += rawSpawn(b, n)
+			rawTotal += serve.RawTmuxSpawn(b, n, nil)
 		}
 	}
 	b.StopTimer()
@@ -230,24 +228,4 @@ func (s *server) waitLaunched(b *testing.B, glob string, n int) {
 		}
 		time.Sleep(time.Millisecond) // a poll interval, bounded by the deadline above
 	}
-}
-
-// rawSpawn is the floor of the spawn loop: a shell loop of n `tmux new-window` on a
-// fresh tmux server, timed from the loop's start to its end.
-func rawSpawn(b *testing.B, n int) time.Duration {
-	b.Helper()
-	sock := filepath.Join(serve.ShortDir(b, "orcr-raw-"), "raw.sock")
-	serve.KillTmux(b, sock)
-	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-	start.Env = []string{"LANG=C.UTF-8"}
-	if out, err := start.CombinedOutput(); err != nil {
-		b.Fatalf("start raw tmux: %v %s", err, out)
-	}
-	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 600 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-	t0 := time.Now()
-	if out, err := loop.CombinedOutput(); err != nil {
-		b.Fatalf("raw loop: %v %s", err, out)
-	}
-	return time.Since(t0)
 }

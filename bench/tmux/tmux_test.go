@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +52,8 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 		orcrTotal += time.Since(t0)
 		b.StopTimer()
 
-		rawTotal += rawSpawn(b, n)
+		// The timer runs again from the raw loop's start on: b.Loop requires it running.
+		rawTotal += serve.RawTmuxSpawn(b, n, b.StartTimer)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
 }
@@ -160,7 +160,8 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		b.StopTimer()
 		c.Close()
 
-		rawTotal += rawSpawn(b, n)
+		// The timer runs again from the raw loop's start on: b.Loop requires it running.
+		rawTotal += serve.RawTmuxSpawn(b, n, b.StartTimer)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
 }
@@ -191,27 +192,6 @@ func waitLaunched(b *testing.B, s *server, glob string, n int) {
 	}) {
 		b.Fatalf("%d of %d agents launched within %s", launched, n, wait.Scale(time.Minute))
 	}
-}
-
-// rawSpawn is the baseline of the spawn benchmarks: a shell loop of n `tmux new-window`
-// on a fresh tmux server. It is called with the timer stopped, times only the loop and
-// leaves the timer running (b.Loop requires it).
-func rawSpawn(b *testing.B, n int) time.Duration {
-	sock := filepath.Join(serve.ShortDir(b, "orcr-raw-"), "raw.sock")
-	serve.KillTmux(b, sock)
-	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-	start.Env = []string{"LANG=C.UTF-8"}
-	if out, err := start.CombinedOutput(); err != nil {
-		b.Fatalf("start raw tmux: %v %s", err, out)
-	}
-	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-	b.StartTimer()
-	t0 := time.Now()
-	if out, err := loop.CombinedOutput(); err != nil {
-		b.Fatalf("raw loop: %v %s", err, out)
-	}
-	return time.Since(t0)
 }
 
 func reportSpawn(b *testing.B, orcrTotal, rawTotal time.Duration) {

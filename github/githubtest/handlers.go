@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -112,9 +113,9 @@ func listIssues(c *call) (int, any) {
 // sortByKey orders a listing by key, ties by id, as GitHub's listings are stable.
 func sortByKey[T any](items []T, asc bool, key, id func(T) int64) {
 	slices.SortStableFunc(items, func(a, b T) int {
-		d := cmpInt(key(a), key(b))
+		d := cmp.Compare(key(a), key(b))
 		if d == 0 {
-			d = cmpInt(id(a), id(b))
+			d = cmp.Compare(id(a), id(b))
 		}
 		if !asc {
 			d = -d
@@ -148,16 +149,6 @@ func hasLabels(have, want []string) bool {
 		}
 	}
 	return true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func getIssue(c *call) (int, any) {

@@ -2,11 +2,13 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"orcr/testutil/testbin"
 )
@@ -64,6 +66,31 @@ func StartBench(tb testing.TB, host string, drop ...string) *Bench {
 		tb.Fatalf("orcr serve runs on host %q (%s), not %s", info.Host, info.HostWhy, host)
 	}
 	return bn
+}
+
+// RawTmuxSpawn is the floor the spawn benchmarks compare orcr with: a shell loop of n
+// `tmux new-window` on a fresh tmux server, timed from the loop's start to its end.
+// started (if set) is called just before the loop, for a benchmark to start its timer
+// on the loop alone.
+func RawTmuxSpawn(tb testing.TB, n int, started func()) time.Duration {
+	tb.Helper()
+	sock := filepath.Join(ShortDir(tb, "orcr-raw-"), "raw.sock")
+	KillTmux(tb, sock)
+	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
+	start.Env = []string{"LANG=C.UTF-8"}
+	if out, err := start.CombinedOutput(); err != nil {
+		tb.Fatalf("start raw tmux: %v %s", err, out)
+	}
+	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 600 || exit 1; i=$((i+1)); done`, n), "sh", sock)
+	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
+	if started != nil {
+		started()
+	}
+	t0 := time.Now()
+	if out, err := loop.CombinedOutput(); err != nil {
+		tb.Fatalf("raw loop: %v %s", err, out)
+	}
+	return time.Since(t0)
 }
 
 // ShortDir is a temp dir short enough for unix sockets inside it (t.TempDir's are
