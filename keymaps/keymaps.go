@@ -351,25 +351,22 @@ func (k *KeyMap) Apply(overrides map[string][]string) error {
 // Validate reports keys bound twice within an area, or shadowing a global binding.
 // The dialog area is checked on its own, since dialogs take keys before anything else.
 func (k *KeyMap) Validate() error {
-	areas := k.areas()
 	global := map[string]string{}
-	for _, p := range areas[0].ptrs {
-		for _, key := range p.Keys {
-			if prev, ok := global[key]; ok {
-				return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
-			}
-			global[key] = p.Action
+	for i, a := range k.areas() {
+		// The first area is the global one: its keys are both its own "seen" and what
+		// every other area (but dialogs) must not shadow.
+		seen := global
+		if i > 0 {
+			seen = map[string]string{}
 		}
-	}
-	for _, a := range areas[1:] {
-		seen := map[string]string{}
 		for _, p := range a.ptrs {
 			for _, key := range p.Keys {
-				if prev, ok := seen[key]; ok {
-					return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
+				prev, ok := seen[key]
+				if !ok && i > 0 && a.title != "Dialogs" {
+					prev, ok = global[key]
 				}
-				if g, ok := global[key]; ok && a.title != "Dialogs" {
-					return fmt.Errorf("keys: %q bound to both %s and %s", key, g, p.Action)
+				if ok {
+					return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
 				}
 				seen[key] = p.Action
 			}

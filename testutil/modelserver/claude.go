@@ -16,14 +16,7 @@ var planFileRE = sync.OnceValue(func() *regexp.Regexp {
 // ExitPlanMode tool takes no arguments and shows that file for approval. It returns ""
 // when the request names none.
 func ClaudePlanFile(r Request) string {
-	var body struct {
-		System   json.RawMessage `json:"system"`
-		Messages json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &body) != nil {
-		return ""
-	}
-	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+	for _, raw := range claudePromptParts(r) {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			s = string(raw)
@@ -33,6 +26,19 @@ func ClaudePlanFile(r Request) string {
 		}
 	}
 	return ""
+}
+
+// claudePromptParts is a claude request's system prompt and its messages, where claude
+// names its plan file and working directory; nil for a body it cannot read.
+func claudePromptParts(r Request) []json.RawMessage {
+	var body struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return nil
+	}
+	return []json.RawMessage{body.System, body.Messages}
 }
 
 // ClaudePlan is a turn that writes plan to the plan file named in the request and
@@ -61,14 +67,7 @@ var cwdRE = sync.OnceValue(func() *regexp.Regexp {
 // system message), "" when the request names none: the key to route the requests of
 // several claude agents sharing one server (Route).
 func ClaudeCwd(r Request) string {
-	var body struct {
-		System   json.RawMessage `json:"system"`
-		Messages json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &body) != nil {
-		return ""
-	}
-	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+	for _, raw := range claudePromptParts(r) {
 		if m := cwdRE().FindSubmatch(raw); m != nil {
 			return string(m[1])
 		}
