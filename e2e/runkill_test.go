@@ -20,6 +20,7 @@ import (
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/planning"
 	"orcr/store"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
@@ -431,7 +432,7 @@ func seedPlansText(t *testing.T, home, repo, body string, names ...string) {
 		if err := os.WriteFile(r.File, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r.State, r.ApprovedHash, r.FileHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(text)), orchestrate.HashBytes([]byte(text))
+		r.State, r.ApprovedHash, r.FileHash = orchestrate.PlanApproved, planning.HashBytes([]byte(text)), planning.HashBytes([]byte(text))
 		if err := orchestrate.NewPlans(core.FeatureBuckets(st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}

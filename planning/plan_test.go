@@ -1,4 +1,4 @@
-package orchestrate_test
+package planning_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 func readPlan(t *testing.T, name string) []byte {
@@ -21,9 +21,9 @@ func readPlan(t *testing.T, name string) []byte {
 	return b
 }
 
-func mustParse(t *testing.T, src []byte) *orchestrate.Plan {
+func mustParse(t *testing.T, src []byte) *planning.Plan {
 	t.Helper()
-	p, err := orchestrate.Parse(src, orchestrate.Options{Catalog: orchestrate.Default()})
+	p, err := planning.Parse(src, planning.Options{Catalog: planning.Default()})
 	if err != nil {
 		t.Fatalf("parse:\n%v", err)
 	}
@@ -64,7 +64,7 @@ func TestRoundTripHandEdited(t *testing.T) {
 			if !bytes.Equal(p.Bytes(), src) {
 				t.Fatal("an unchanged plan did not serialize byte-identical")
 			}
-			if p.Hash() != orchestrate.HashBytes(src) {
+			if p.Hash() != planning.HashBytes(src) {
 				t.Fatal("hash is not of the file's bytes")
 			}
 		})
@@ -157,7 +157,7 @@ func TestEditsAreTargetedLineChanges(t *testing.T) {
 	if m := p.Milestone("M1"); m.Checks[0].Done || !m.Checks[2].Done {
 		t.Errorf("checks after edit %+v", m.Checks)
 	}
-	if _, err := orchestrate.Parse(p.Bytes(), orchestrate.Options{Catalog: orchestrate.Default()}); err != nil {
+	if _, err := planning.Parse(p.Bytes(), planning.Options{Catalog: planning.Default()}); err != nil {
 		t.Fatalf("edited plan no longer parses: %v", err)
 	}
 
@@ -193,7 +193,7 @@ func TestOrderAndReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := func(ms []*orchestrate.Milestone) []string {
+	ids := func(ms []*planning.Milestone) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.ID)

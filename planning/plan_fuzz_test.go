@@ -1,4 +1,4 @@
-package orchestrate_test
+package planning_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 func FuzzParsePlan(f *testing.F) {
@@ -26,22 +26,22 @@ func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte("# Plan: x\n```\n## M1 · a\n"))
 	f.Add([]byte("<!--\n# Plan: x\n"))
 	f.Add([]byte(plan50()))
-	cat := orchestrate.Default()
+	cat := planning.Default()
 	f.Fuzz(func(t *testing.T, src []byte) {
-		opts := orchestrate.Options{Catalog: cat}
-		p, err := orchestrate.Parse(src, opts)
+		opts := planning.Options{Catalog: cat}
+		p, err := planning.Parse(src, opts)
 		if p == nil {
 			t.Fatal("Parse returned no plan")
 		}
 		if !bytes.Equal(p.Bytes(), src) {
 			t.Fatal("Bytes differs from the parsed source")
 		}
-		again, err2 := orchestrate.Parse(p.Bytes(), opts)
+		again, err2 := planning.Parse(p.Bytes(), opts)
 		if fmt.Sprint(err) != fmt.Sprint(err2) || !slices.Equal(milestoneIDs(p), milestoneIDs(again)) {
 			t.Fatalf("parse(serialize(parse(x))) differs:\n%v\n---\n%v", err, err2)
 		}
 		if err != nil {
-			if _, ok := err.(orchestrate.Errors); !ok {
+			if _, ok := err.(planning.Errors); !ok {
 				t.Fatalf("error of type %T", err)
 			}
 			return
@@ -65,7 +65,7 @@ func FuzzParsePlan(f *testing.F) {
 		if err := p.SetState(m.ID, "ready"); err != nil {
 			t.Fatal(err)
 		}
-		edited, err := orchestrate.Parse(p.Bytes(), opts)
+		edited, err := planning.Parse(p.Bytes(), opts)
 		if err != nil {
 			t.Fatalf("SetState broke the plan:\n%v\n%q", err, p.Bytes())
 		}
@@ -91,7 +91,7 @@ func FuzzParsePlan(f *testing.F) {
 	})
 }
 
-func milestoneIDs(p *orchestrate.Plan) []string {
+func milestoneIDs(p *planning.Plan) []string {
 	var out []string
 	for _, m := range p.Milestones {
 		out = append(out, m.ID)
@@ -104,7 +104,7 @@ func milestoneIDs(p *orchestrate.Plan) []string {
 func plan50() string {
 	var b strings.Builder
 	b.WriteString("# Plan: big\nrequest: a large change in fifty steps\ncheck: go test ./...\nmode: worktree\n")
-	tiers := orchestrate.TierNames
+	tiers := planning.TierNames
 	for i := 1; i <= 50; i++ {
 		deps := "-"
 		switch {
@@ -123,14 +123,14 @@ func plan50() string {
 
 func BenchmarkParsePlan50(b *testing.B) {
 	src := []byte(plan50())
-	cat := orchestrate.Default()
-	if p, err := orchestrate.Parse(src, orchestrate.Options{Catalog: cat}); err != nil || len(p.Milestones) != 50 {
+	cat := planning.Default()
+	if p, err := planning.Parse(src, planning.Options{Catalog: cat}); err != nil || len(p.Milestones) != 50 {
 		b.Fatalf("%v", err)
 	}
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := orchestrate.Parse(src, orchestrate.Options{Catalog: cat}); err != nil {
+		if _, err := planning.Parse(src, planning.Options{Catalog: cat}); err != nil {
 			b.Fatal(err)
 		}
 	}

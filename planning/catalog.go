@@ -1,4 +1,4 @@
-package orchestrate
+package planning
 
 import (
 	"cmp"
@@ -71,6 +71,18 @@ func (r *Ratings) field(key string) *int {
 	return nil
 }
 
+// ByKey returns the ratings above 0 by their TOML key: a tier's minimums as catalog.get
+// shows them.
+func (r Ratings) ByKey() map[string]int {
+	out := map[string]int{}
+	for i, v := range r.values() {
+		if v > 0 {
+			out[ratingKeys[i]] = v
+		}
+	}
+	return out
+}
+
 func (r Ratings) values() []int {
 	return []int{r.Reasoning, r.Coding, r.Architecture, r.InstructionFollowing, r.ToolUse, r.Planning, r.Speed}
 }
@@ -126,7 +138,7 @@ func DefaultUserCatalogPath() string {
 func Default() *Catalog {
 	c, err := Load(DefaultFS, "")
 	if err != nil {
-		panic(fmt.Sprintf("orchestrate: embedded catalog: %v", err))
+		panic(fmt.Sprintf("planning: embedded catalog: %v", err))
 	}
 	return c
 }

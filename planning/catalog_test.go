@@ -1,4 +1,4 @@
-package orchestrate_test
+package planning_test
 
 import (
 	"bytes"
@@ -12,10 +12,10 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/adapters/prices"
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
-func refs(ms []orchestrate.Model) []string {
+func refs(ms []planning.Model) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Ref()
@@ -23,7 +23,7 @@ func refs(ms []orchestrate.Model) []string {
 	return out
 }
 
-func mustModel(t *testing.T, c *orchestrate.Catalog, ref string) orchestrate.Model {
+func mustModel(t *testing.T, c *planning.Catalog, ref string) planning.Model {
 	t.Helper()
 	m, err := c.Lookup(ref)
 	if err != nil {
@@ -33,9 +33,9 @@ func mustModel(t *testing.T, c *orchestrate.Catalog, ref string) orchestrate.Mod
 }
 
 func TestDefaultCatalogCoversProvidersAndIsPriced(t *testing.T) {
-	c := orchestrate.Default()
+	c := planning.Default()
 	table := prices.Default()
-	for _, p := range orchestrate.KnownProviders {
+	for _, p := range planning.KnownProviders {
 		n := 0
 		for _, m := range c.Models {
 			if m.Provider == p {
@@ -61,7 +61,7 @@ func TestDefaultCatalogCoversProvidersAndIsPriced(t *testing.T) {
 }
 
 func TestQualifies(t *testing.T) {
-	c := orchestrate.Default()
+	c := planning.Default()
 	for ref, want := range map[string]string{
 		"claude:claude-opus-5":       "high",
 		"claude:claude-opus-5-5":     "high",
@@ -74,14 +74,14 @@ func TestQualifies(t *testing.T) {
 			t.Errorf("%s qualifies for %q, want %q", ref, got, want)
 		}
 	}
-	weak := orchestrate.Model{Provider: "claude", ID: "x", Ratings: orchestrate.Ratings{Reasoning: 1, Coding: 1, Architecture: 1, InstructionFollowing: 1, ToolUse: 1, Planning: 1, Speed: 5}, Context: 1000}
+	weak := planning.Model{Provider: "claude", ID: "x", Ratings: planning.Ratings{Reasoning: 1, Coding: 1, Architecture: 1, InstructionFollowing: 1, ToolUse: 1, Planning: 1, Speed: 5}, Context: 1000}
 	if got := c.Qualifies(weak); got != "" {
 		t.Errorf("a model rated 1 qualifies for %q", got)
 	}
 }
 
 func TestPick(t *testing.T) {
-	c := orchestrate.Default()
+	c := planning.Default()
 	all := func(string) bool { return true }
 	only := func(ps ...string) func(string) bool {
 		return func(p string) bool { return slices.Contains(ps, p) }
@@ -108,7 +108,7 @@ func TestPick(t *testing.T) {
 	if len(small) < 4 || small[0] != "claude:claude-haiku-4-5" || small[1] != "opencode:anthropic/claude-haiku-4-5" {
 		t.Fatalf("small: %v", small)
 	}
-	level := func(ref string) int { return slices.Index(orchestrate.TierNames, c.Qualifies(mustModel(t, c, ref))) }
+	level := func(ref string) int { return slices.Index(planning.TierNames, c.Qualifies(mustModel(t, c, ref))) }
 	for i := 1; i < len(small); i++ {
 		if level(small[i]) < level(small[i-1]) {
 			t.Errorf("small: %s (a %s model) after %s", small[i], c.Qualifies(mustModel(t, c, small[i])), small[i-1])
@@ -123,7 +123,7 @@ func TestPick(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	c := orchestrate.Default()
+	c := planning.Default()
 	if m := mustModel(t, c, "claude-opus-5"); m.Provider != "claude" {
 		t.Errorf("bare id: %+v", m)
 	}
@@ -176,11 +176,11 @@ planning = 3
 speed = 5
 context = 131072
 `)
-	c, err := orchestrate.Load(orchestrate.DefaultFS, p)
+	c, err := planning.Load(planning.DefaultFS, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := orchestrate.Default()
+	def := planning.Default()
 	s := mustModel(t, c, "claude:claude-sonnet-5")
 	ds := mustModel(t, def, "claude:claude-sonnet-5")
 	want := ds
@@ -200,7 +200,7 @@ context = 131072
 	}
 	med, _ := c.Tier("medium")
 	// A tier table replaces the minimums: reasoning etc. are no longer required.
-	if med.Min != (orchestrate.Ratings{Coding: 5}) {
+	if med.Min != (planning.Ratings{Coding: 5}) {
 		t.Errorf("medium tier %+v", med)
 	}
 	high, _ := c.Tier("high")
@@ -214,11 +214,11 @@ context = 131072
 }
 
 func TestUserCatalogMissingIsDefault(t *testing.T) {
-	c, err := orchestrate.Load(orchestrate.DefaultFS, filepath.Join(t.TempDir(), "none.toml"))
+	c, err := planning.Load(planning.DefaultFS, filepath.Join(t.TempDir(), "none.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Models) != len(orchestrate.Default().Models) {
+	if len(c.Models) != len(planning.Default().Models) {
 		t.Fatal("a missing user file changed the catalog")
 	}
 }
@@ -250,7 +250,7 @@ func TestUserCatalogErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeUser(t, tc.body)
-			_, err := orchestrate.Load(orchestrate.DefaultFS, p)
+			_, err := planning.Load(planning.DefaultFS, p)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -270,7 +270,7 @@ func TestUserCatalogErrors(t *testing.T) {
 
 func TestDefaultCatalogMustBeComplete(t *testing.T) {
 	fsys := fstest.MapFS{"catalog.toml": {Data: []byte("[tiers.small]\ncoding = 3\n[[model]]\nprovider = \"claude\"\nid = \"x\"\n")}}
-	_, err := orchestrate.Load(fsys, "")
+	_, err := planning.Load(fsys, "")
 	if err == nil || !strings.Contains(err.Error(), `tier "medium" is not defined`) || !strings.Contains(err.Error(), "catalog.toml:3: model claude:x is new") {
 		t.Fatalf("err = %v", err)
 	}
@@ -278,7 +278,7 @@ func TestDefaultCatalogMustBeComplete(t *testing.T) {
 
 func TestCatalogTable(t *testing.T) {
 	var b bytes.Buffer
-	if err := orchestrate.WriteTable(&b, orchestrate.Default()); err != nil {
+	if err := planning.WriteTable(&b, planning.Default()); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(b.String(), "\n") {
