@@ -148,13 +148,7 @@ func claudeToken(sp Spec) string {
 			AccessToken string `json:"accessToken"`
 		} `json:"claudeAiOauth"`
 	}
-	dir := sp.ConfigDir
-	if dir == "" {
-		h, _ := os.UserHomeDir()
-		dir = filepath.Join(h, ".claude")
-	}
-	b, _ := regfile.Read(filepath.Join(dir, ".credentials.json"))
-	_ = json.Unmarshal(b, &c)
+	readCredentials(sp.ConfigDir, ".claude", ".credentials.json", &c)
 	return c.OAuth.AccessToken
 }
 
@@ -164,14 +158,20 @@ func codexToken(sp Spec) string {
 			AccessToken string `json:"access_token"`
 		} `json:"tokens"`
 	}
-	dir := sp.Home
+	readCredentials(sp.Home, ".codex", "auth.json", &c)
+	return c.Tokens.AccessToken
+}
+
+// readCredentials decodes a CLI's credentials file, file in dir (default ~/home), into
+// v. A missing or unreadable file leaves v empty: the account then has no token, and
+// its poll reports that rather than failing here.
+func readCredentials(dir, home, file string, v any) {
 	if dir == "" {
 		h, _ := os.UserHomeDir()
-		dir = filepath.Join(h, ".codex")
+		dir = filepath.Join(h, home)
 	}
-	b, _ := regfile.Read(filepath.Join(dir, "auth.json"))
-	_ = json.Unmarshal(b, &c)
-	return c.Tokens.AccessToken
+	b, _ := regfile.Read(filepath.Join(dir, file))
+	_ = json.Unmarshal(b, v)
 }
 
 // parseUsage maps an endpoint's answer to readings; parts it cannot read are left out.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -14,35 +13,24 @@ import (
 
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
-	"orcr/store"
 )
 
 // preloadFinished writes n finished agent records (roles, usage, a mix of results)
 // straight into a fresh store.
 func preloadFinished(b testing.TB, home string, n int) {
 	b.Helper()
-	st, err := store.Open(filepath.Join(home, "store"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	now := time.Now().UTC().Add(-time.Hour)
-	for i := 0; i < n; i++ {
+	putAgents(b, home, n, func(i int) wire.Agent {
 		code := i % 3
 		cost := float64(i%100) / 100
 		start := now.Add(-time.Duration(i) * time.Second)
 		end := start.Add(time.Duration(30+i%600) * time.Second)
-		a := wire.Agent{ID: fmt.Sprintf("0190%04x-0000-7000-8000-%012x", i, i), Path: fmt.Sprintf("review/g%02d/a%04d", i%50, i),
+		return wire.Agent{ID: fmt.Sprintf("0190%04x-0000-7000-8000-%012x", i, i), Path: fmt.Sprintf("review/g%02d/a%04d", i%50, i),
 			Provider: "claude", Model: "claude-sonnet-5", Role: "reviewer", Cwd: "/tmp", State: wire.StateExited, ExitCode: &code,
 			StateSource: "host", StateReason: "process exited", Host: "pty", LastScreen: strings.Repeat("some output line\n", 20),
 			Usage:     wire.Usage{InputTokens: 1200, OutputTokens: 300, CacheReadTokens: 9000, CostUSD: &cost, Priced: true},
 			CreatedAt: start, StartedAt: &start, StateAt: end, EndedAt: &end, UpdatedAt: end}
-		if err := st.PutAgent(context.Background(), a); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := st.Close(); err != nil {
-		b.Fatal(err)
-	}
+	})
 }
 
 // BenchmarkCLIHistory10000 runs `orcr history` as a whole process against a server

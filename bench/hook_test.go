@@ -15,7 +15,6 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
-	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
 )
 
@@ -46,12 +45,8 @@ func BenchmarkHookToEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	srv, err := socket.Listen(socket.SocketPath(home), core.KernelMethods(eng), nil) // the kernel alone: no schedules here
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve()
-	defer srv.Close()
+	c, stop := serveSocket(b, home, core.KernelMethods(eng)) // the kernel alone: no schedules here
+	defer stop()
 	a, err := eng.Run(ctx, wire.RunParams{Path: "bench/hook", Provider: "claude", Cwd: home})
 	if err != nil {
 		b.Fatal(err)
@@ -63,11 +58,6 @@ func BenchmarkHookToEvent(b *testing.B) {
 	}) {
 		b.Fatalf("agent did not start: %+v", got)
 	}
-	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := c.Subscribe(sctx, wire.SubscribeParams{After: eng.LastSeq(), Paths: []string{"bench/**"}})

@@ -52,24 +52,14 @@ func startServer(b testing.TB, home string) *server {
 // had run them before.
 func preload(b *testing.B, home string, n int) {
 	b.Helper()
-	st, err := store.Open(filepath.Join(home, "store"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	now := time.Now().UTC().Add(-time.Hour)
-	for i := 0; i < n; i++ {
+	putAgents(b, home, n, func(i int) wire.Agent {
 		code := 0
-		a := wire.Agent{ID: fmt.Sprintf("0190%04x-0000-7000-8000-%012x", i, i), Path: fmt.Sprintf("fleet/g%02d/a%04d", i%50, i),
+		return wire.Agent{ID: fmt.Sprintf("0190%04x-0000-7000-8000-%012x", i, i), Path: fmt.Sprintf("fleet/g%02d/a%04d", i%50, i),
 			Provider: "shell", Argv: []string{"sh", "-c", "work"}, Cwd: "/tmp", State: wire.StateExited, ExitCode: &code,
 			StateSource: "host", StateReason: "process exited with code 0", Host: "pty", PaneID: "p" + strconv.Itoa(i),
 			LastScreen: strings.Repeat("some output line\n", 20), CreatedAt: now, StateAt: now, UpdatedAt: now}
-		if err := st.PutAgent(context.Background(), a); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := st.Close(); err != nil {
-		b.Fatal(err)
-	}
+	})
 }
 
 // BenchmarkSocketGetVsPing measures agent.get against a bare ping on the same socket
@@ -192,17 +182,8 @@ func BenchmarkEventDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer eng.Close(ctx)
-	srv, err := socket.Listen(socket.SocketPath(home), core.KernelMethods(eng), nil) // the kernel alone: no schedules here
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve()
-	defer srv.Close()
-	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c, stop := serveSocket(b, home, core.KernelMethods(eng)) // the kernel alone: no schedules here
+	defer stop()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := c.Subscribe(sctx, wire.SubscribeParams{After: eng.LastSeq()})
@@ -235,4 +216,39 @@ func BenchmarkEventDelivery(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// serveSocket serves handlers on home's socket and dials it as a Go client. stop
+// closes the client and the socket, for the caller to defer before its engine closes.
+func serveSocket(b *testing.B, home string, handlers []wire.Handler) (c *apiclient.Client, stop func()) {
+	b.Helper()
+	srv, err := socket.Listen(socket.SocketPath(home), handlers, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve()
+	c, err = apiclient.Dial(context.Background(), socket.SocketPath(home), "")
+	if err != nil {
+		srv.Close()
+		b.Fatal(err)
+	}
+	return c, func() { c.Close(); srv.Close() }
+}
+
+// putAgents writes the n agent records agent(i) makes straight into home's fresh
+// store, as if the server had run them before.
+func putAgents(b testing.TB, home string, n int, agent func(i int) wire.Agent) {
+	b.Helper()
+	st, err := store.Open(filepath.Join(home, "store"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := st.PutAgent(context.Background(), agent(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -18,7 +18,6 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
-	"orcr/testutil/apiclient"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 	"slices"
@@ -65,12 +64,8 @@ func BenchmarkStatusLineToBar(b *testing.B) {
 	if err := eng.Start(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := socket.Listen(socket.SocketPath(home), slices.Concat(core.KernelMethods(eng), acct.Methods()), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve()
-	defer srv.Close()
+	c, stop := serveSocket(b, home, slices.Concat(core.KernelMethods(eng), acct.Methods()))
+	defer stop()
 	a, err := eng.Run(ctx, wire.RunParams{Path: "bench/status", Provider: "claude", Cwd: home})
 	if err != nil {
 		b.Fatal(err)
@@ -87,11 +82,6 @@ func BenchmarkStatusLineToBar(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	c, err := apiclient.Dial(ctx, socket.SocketPath(home), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := c.Subscribe(sctx, wire.SubscribeParams{After: eng.LastSeq()})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,12 +42,19 @@ func (app *app) agentCommand() *cli.Command {
 				Action: func(ctx context.Context, c *cli.Command) error { return app.agentRun(ctx, c) },
 			},
 			{
-				Name: "ls", Usage: "list agents", ArgsUsage: "[GLOB]",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every record, also superseded ones"}, jsonFlag()},
+				Name: "ls", Usage: "list agents (ended ones too; --state live hides them)", ArgsUsage: "[GLOB]",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every record, also superseded ones"},
+					&cli.StringSliceFlag{Name: "state", Usage: "only agents in these states, comma-separated: " + stateHelp},
+					jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
+					states, err := parseStates(c.StringSlice("state"))
+					if err != nil {
+						return err
+					}
+					p := wire.ListParams{Glob: c.Args().First(), All: c.Bool("all"), States: states}
 					if c.Bool("json") {
-						as, err := wire.ListAgents(ctx, cl, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+						as, err := wire.ListAgents(ctx, cl, p)
 						if err != nil {
 							return err
 						}
@@ -55,7 +63,7 @@ func (app *app) agentCommand() *cli.Command {
 						}
 						return printJSON(app.out, wire.ListResult{Agents: as})
 					}
-					t, err := listTable(ctx, cl, wire.ListParams{Glob: c.Args().First(), All: c.Bool("all")})
+					t, err := listTable(ctx, cl, p)
 					if err != nil {
 						return err
 					}
@@ -105,18 +113,20 @@ func (app *app) agentCommand() *cli.Command {
 			},
 			app.agentAnswerCommand(),
 			app.agentResumeCommand(),
+			app.agentDiffCommand(),
 			{
 				Name: "read", Usage: "screen text, last message or transcript", ArgsUsage: "TARGET",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "lines", Usage: "last N lines including scrollback"},
 					&cli.BoolFlag{Name: "last-message", Usage: "the assistant's last message"},
 					&cli.BoolFlag{Name: "transcript", Usage: "the native transcript"},
+					&cli.BoolFlag{Name: "ansi", Usage: "keep the screen's colours (SGR sequences)"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
 					r, err := wire.Call(ctx, cl, wire.AgentRead, wire.ReadParams{Target: c.Args().First(), Lines: int(c.Int("lines")),
-						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript")})
+						LastMessage: c.Bool("last-message"), Transcript: c.Bool("transcript"), ANSI: c.Bool("ansi")})
 					if err != nil {
 						return err
 					}
@@ -251,6 +261,47 @@ func (app *app) agentWait(ctx context.Context, glob, until string, timeout time.
 		return exitErr{code: ExitTimeout, msg: fmt.Sprintf("timed out after %s waiting for %s to be %s", timeout, glob, until)}
 	}
 	return nil
+}
+
+// stateGroups are the names `--state` takes beside the states themselves: the
+// dashboard's filters (needs-me, working, ended) and live, what is not ended.
+var stateGroups = map[string][]wire.State{
+	"ended": {wire.StateExited, wire.StateKilled, wire.StateFailed, wire.StateLost},
+	"live":  {wire.StateQueued, wire.StateStarting, wire.StateIdle, wire.StateWorking, wire.StateBlocked, wire.StateDone, wire.StateHibernated},
+	// needs-me is the dashboard's `f` filter of that name (ui/find.go), the same states.
+	// (Its "working" filter is not a group here: `working` names the state itself.)
+	"needs-me": {wire.StateBlocked, wire.StateDone, wire.StateFailed, wire.StateLost},
+}
+
+const stateHelp = "queued, starting, idle, working, blocked, done, exited, killed, failed, lost, hibernated, " +
+	"or ended (exited, killed, failed, lost), live (the rest), needs-me (blocked, done, failed, lost)"
+
+// parseStates reads --state values (each may hold several, comma-separated) into the
+// states the server filters on; nil when none were given.
+func parseStates(vals []string) ([]wire.State, error) {
+	var out []wire.State
+	add := func(s wire.State) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, v := range vals {
+		for _, w := range strings.Split(v, ",") {
+			w = strings.ToLower(strings.TrimSpace(w))
+			switch {
+			case w == "":
+			case stateGroups[w] != nil:
+				for _, s := range stateGroups[w] {
+					add(s)
+				}
+			case slices.Contains(wire.AllStates, wire.State(w)):
+				add(wire.State(w))
+			default:
+				return nil, fmt.Errorf("--state %s: not a state; use %s", w, stateHelp)
+			}
+		}
+	}
+	return out, nil
 }
 
 // listTable is `agent ls`'s table: the server renders the rows (like kubectl's

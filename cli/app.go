@@ -202,7 +202,7 @@ func NewApp(o Options) *cli.Command {
 				return app.serve(ctx)
 			}
 			if c.Args().Len() > 0 {
-				return fmt.Errorf("unknown command %q; see `orcr --help`", c.Args().First())
+				return unknownCommand(c, c.Args().First())
 			}
 			if app.daemon.Dashboard == nil {
 				return notBuiltIn("the dashboard")
@@ -214,10 +214,14 @@ func NewApp(o Options) *cli.Command {
 	clients := []*cli.Command{
 		app.agentCommand(),
 		{
-			Name:   "top",
-			Usage:  "live agent tree in the terminal (no full screen)",
-			Flags:  []cli.Flag{&cli.BoolFlag{Name: "once", Usage: "print the tree once and exit"}},
-			Action: func(ctx context.Context, c *cli.Command) error { return app.top(ctx, c.Bool("once")) },
+			Name:      "top",
+			Usage:     "live agent tree in the terminal, redrawn in place (no full screen); ended agents are counted, not shown",
+			ArgsUsage: "[GLOB]",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "once", Usage: "print the tree once and exit"},
+				&cli.BoolFlag{Name: "ended", Usage: "show ended agents too (exited, killed, failed, lost)"}},
+			Action: func(ctx context.Context, c *cli.Command) error {
+				return app.top(ctx, topOptions{glob: c.Args().First(), once: c.Bool("once"), ended: c.Bool("ended")})
+			},
 		},
 		{
 			Name:     "queue",
@@ -236,6 +240,9 @@ func NewApp(o Options) *cli.Command {
 				&cli.StringFlag{Name: "account", Usage: "with --select or --history: one account"},
 				&cli.BoolFlag{Name: "history", Usage: "one row per past window at its peak"}},
 			Action: func(ctx context.Context, c *cli.Command) error {
+				if err := checkProvider(ctx, service(ctx), c.String("provider")); err != nil {
+					return err
+				}
 				switch {
 				case c.Bool("select"):
 					return app.usageSelect(ctx, acctapi.SelectParams{Provider: c.String("provider"), Model: c.String("model"),
@@ -292,6 +299,8 @@ func NewApp(o Options) *cli.Command {
 				return app.hook(ctx, c.Args().Get(0), c.Args().Get(1))
 			},
 		},
+		app.completionCommand(),
+		app.completeCommand(o),
 		&cli.Command{
 			Name:  "version",
 			Usage: "print orcr's version",
@@ -303,6 +312,7 @@ func NewApp(o Options) *cli.Command {
 	)
 	root.Version = version()
 	quietUsageErrors(root)
+	mindArgs(root)
 	return root
 }
 

@@ -32,12 +32,19 @@ type rig struct {
 	dials atomic.Int32
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, seed ...wire.Agent) *rig {
 	t.Helper()
 	home := t.TempDir()
 	st, err := store.Open(home+"/store", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Seeded records are what an earlier server left in the store: ended agents of
+	// any provider, with their usage, loaded by the engine as on a restart.
+	for _, a := range seed {
+		if err := st.PutAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
 		Home: home, Socket: home + "/orcr.sock"})
@@ -198,8 +205,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 func TestRunUsageHintsNameTheCommandOnce(t *testing.T) {
 	r := newRig(t)
 	for args, want := range map[string]string{
-		"run dispatch x":  "orcr run dispatch needs NAME and milestones, e.g. orcr run dispatch csv-import M1 M2",
-		"run answer x M1": `orcr run answer needs NAME, a milestone and the text, e.g. orcr run answer csv-import M2 "skip empty rows"`,
+		"run dispatch x":  "orcr: missing M; usage: orcr run dispatch NAME M…",
+		"run answer x M1": `orcr: missing TEXT; usage: orcr run answer NAME M TEXT`,
 	} {
 		code, _, errOut := r.run(t, "", strings.Fields(args)...)
 		if code == 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "orcr orcr") {

@@ -64,30 +64,28 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	} else {
 		fmt.Fprintf(w, "host     %s — %s\n", r.Host, r.HostWhy)
 	}
+	// Each section's rows are a table: the names, found/missing and versions each
+	// start in one column whatever their lengths.
+	tw := newTabWriter(w)
 	for _, h := range r.Hosts {
-		mark := "found  "
-		if !h.Found {
-			mark = "missing"
-		}
-		line := fmt.Sprintf("  %-6s %s %s", h.Name, mark, h.Detail)
+		detail := h.Detail
 		if !h.Found && h.Fix != "" {
-			line += " — fix: " + h.Fix
+			detail += " — fix: " + h.Fix
 		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.Name, foundMark(h.Found), detail)
 	}
+	tw.Flush()
 	fmt.Fprintln(w, shellLine(r.Shell))
 	fmt.Fprintln(w, "providers")
+	tw = newTabWriter(w)
 	for _, p := range r.Providers {
-		mark := "found  "
-		if !p.Found {
-			mark = "missing"
-		}
-		line := fmt.Sprintf("  %-8s %s %s %s", p.Name, mark, p.Version, strings.Join(p.Notes, "; "))
+		notes := strings.Join(p.Notes, "; ")
 		if p.Fix != "" {
-			line += " — fix: " + p.Fix
+			notes += " — fix: " + p.Fix
 		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", p.Name, foundMark(p.Found), core.Dash(p.Version), strings.TrimPrefix(notes, " — "))
 	}
+	tw.Flush()
 	caps, from := r.Caps, "as serve would start"
 	if r.Server != nil {
 		if q, err := wire.Call(ctx, service(ctx), wire.QueueGet, wire.Empty{}); err == nil {
@@ -102,24 +100,32 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	if r.AccountsErr != "" {
 		fmt.Fprintf(w, "  ERROR: %s\n", r.AccountsErr)
 	}
+	tw = newTabWriter(w)
 	for _, a := range r.Accounts {
-		line := fmt.Sprintf("  %-8s %-10s", a.Provider, a.Label)
+		var line string
 		switch {
 		case a.Problem != "":
-			line += " NOT USABLE: " + a.Problem
+			line = "NOT USABLE: " + a.Problem
 		case a.PerToken:
-			line += " per-token (API key)"
+			line = "per-token (API key)"
 		case a.LoggedIn:
-			line += " logged in"
+			line = "logged in"
 		default:
-			line += " login not found (the implicit account: the CLI's own login decides)"
+			line = "login not found (the implicit account: the CLI's own login decides)"
 		}
 		if a.Implicit {
 			line += " [implicit]"
 		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.Provider, a.Label, line)
 	}
-	return nil
+	return tw.Flush()
+}
+
+func foundMark(found bool) string {
+	if found {
+		return "found"
+	}
+	return "missing"
 }
 
 // printCaps shows the admission caps, each with where its value came from: the config,
@@ -138,23 +144,25 @@ func printCaps(w io.Writer, q *wire.QueueResult, from string) {
 		return ""
 	}
 	fmt.Fprintf(w, "caps     %s ([limits] in the config; `orcr queue caps` at runtime)\n", from)
-	fmt.Fprintf(w, "  global       %s%s\n", capStr(q.Global), origin(core.CapGlobal))
+	tw := newTabWriter(w)
+	fmt.Fprintf(tw, "  global\t%s%s\n", capStr(q.Global), origin(core.CapGlobal))
 	names := make([]string, 0, len(q.Caps))
 	for p := range q.Caps {
 		names = append(names, p)
 	}
 	sort.Strings(names)
 	for _, p := range names {
-		fmt.Fprintf(w, "  %-12s %s%s\n", p, capStr(q.Caps[p]), origin(p))
+		fmt.Fprintf(tw, "  %s\t%s%s\n", p, capStr(q.Caps[p]), origin(p))
 	}
 	guard := "off"
 	if q.MinFreeMB > 0 {
 		guard = fmt.Sprintf("%d MB free", q.MinFreeMB)
 	}
-	fmt.Fprintf(w, "  min_free_mb  %s%s\n", guard, origin(core.CapMinFree))
+	fmt.Fprintf(tw, "  min_free_mb\t%s%s\n", guard, origin(core.CapMinFree))
 	if q.MaxLaunching > 0 {
-		fmt.Fprintf(w, "  launching    %d at once (the rest of a burst waits queued)\n", q.MaxLaunching)
+		fmt.Fprintf(tw, "  launching\t%d at once (the rest of a burst waits queued)\n", q.MaxLaunching)
 	}
+	tw.Flush()
 }
 
 // shellLine says whether the panes' login shell finds orcr and, when it does not,

@@ -3,100 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
 )
-
-// top prints the live agent tree, redrawing in place on every event.
-func (app *app) top(ctx context.Context, once bool) error {
-	cl := service(ctx)
-	draw := func(prev int) (int, error) {
-		as, err := wire.ListAgents(ctx, cl, wire.ListParams{})
-		if err != nil {
-			return prev, err
-		}
-		lines := treeLines(as, time.Now())
-		var b strings.Builder
-		if prev > 0 {
-			fmt.Fprintf(&b, "\x1b[%dA\x1b[J", prev)
-		}
-		for _, l := range lines {
-			b.WriteString(l + "\n")
-		}
-		_, err = app.out.Write([]byte(b.String()))
-		return len(lines), err
-	}
-	n, err := draw(0)
-	if err != nil || once {
-		return err
-	}
-	info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{})
-	if err != nil {
-		return err
-	}
-	ch, err := wire.Subscribe(ctx, cl, wire.SubscribeParams{After: info.LastSeq})
-	if err != nil {
-		return err
-	}
-	tick := time.NewTicker(5 * time.Second) // ages advance even when nothing happens
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-ch:
-			if !ok {
-				return fmt.Errorf("event stream ended: the server stopped")
-			}
-			// Coalesce bursts: drain what is already there before redrawing.
-			for drained := false; !drained; {
-				select {
-				case <-ch:
-				default:
-					drained = true
-				}
-			}
-		case <-tick.C:
-		}
-		if n, err = draw(n); err != nil {
-			return err
-		}
-	}
-}
-
-// treeLines renders agents as an indented path tree.
-func treeLines(as []wire.Agent, now time.Time) []string {
-	if len(as) == 0 {
-		return []string{"no agents — start one with: orcr agent run demo/hello -- sh"}
-	}
-	byPath := map[string]wire.Agent{}
-	for _, a := range as {
-		byPath[a.Path] = a
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, a := range as { // as is sorted by path
-		segs := strings.Split(a.Path, "/")
-		for i := range segs {
-			p := strings.Join(segs[:i+1], "/")
-			if seen[p] {
-				continue
-			}
-			seen[p] = true
-			indent := strings.Repeat("  ", i)
-			if ag, ok := byPath[p]; ok {
-				out = append(out, fmt.Sprintf("%s%s  %s%s  %s  %s  %s  %s", indent, segs[i], ag.State, exitSuffix(ag), ag.Provider,
-					core.FormatAge(now.Sub(ag.CreatedAt)), core.FormatTokens(ag.Usage), core.FormatCost(ag)))
-			} else {
-				out = append(out, indent+segs[i]+"/")
-			}
-		}
-	}
-	return out
-}
 
 func (app *app) queue(ctx context.Context, asJSON bool) error {
 	cl := service(ctx)
@@ -163,14 +77,7 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 	if asJSON {
 		return printJSON(app.out, u)
 	}
-	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tWINDOW\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST")
-	for _, r := range u.Rows {
-		c := core.FormatUsageCost(r.Usage)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\n", r.Provider, core.Dash(r.Account), core.Dash(r.Model), r.Window, r.Agents,
-			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens), core.HumanCount(r.Usage.CacheWriteTokens), c)
-	}
-	tw.Flush()
+	printUsageRows(app.out, u.Rows, provider == "shell")
 	for _, rd := range u.Readings {
 		name := rd.Provider
 		if rd.Account != "" {
@@ -190,4 +97,67 @@ func (app *app) usage(ctx context.Context, provider string, asJSON bool) error {
 		fmt.Fprintln(app.out, s)
 	}
 	return nil
+}
+
+// printUsageRows prints one row per provider, account and model: the totals, then
+// what of them fell in the 5h and weekly windows. The report's rows are one per
+// window, and printed as they come the same numbers stood three times over whenever
+// every agent was recent. Shell agents use no tokens: their rows are left out unless
+// asked for by --provider shell.
+func printUsageRows(w io.Writer, rows []wire.UsageRow, shell bool) {
+	type key struct{ provider, account, model string }
+	var order []key
+	byWindow := map[key]map[string]wire.UsageRow{}
+	for _, r := range rows {
+		if r.Provider == "shell" && !shell {
+			continue
+		}
+		k := key{r.Provider, r.Account, r.Model}
+		if byWindow[k] == nil {
+			byWindow[k] = map[string]wire.UsageRow{}
+			order = append(order, k)
+		}
+		byWindow[k][r.Window] = r
+	}
+	if len(order) == 0 {
+		fmt.Fprintln(w, "no token use yet")
+		return
+	}
+	window := func(r wire.UsageRow, ok bool) string {
+		if !ok || r.Agents == 0 {
+			return "-"
+		}
+		t := core.TotalOf(r.Usage)
+		if c := t.Cost(); c != "-" && c != "unpriced" {
+			return t.Tokens() + " " + c
+		}
+		return t.Tokens()
+	}
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "PROVIDER\tACCOUNT\tMODEL\tAGENTS\tIN\tOUT\tCACHE R/W\tCOST\t5H\tWEEKLY")
+	for _, k := range order {
+		ws := byWindow[k]
+		r := ws["total"]
+		h5, ok5 := ws["5h"]
+		wk, okw := ws["weekly"]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", k.provider, core.Dash(k.account), core.Dash(k.model), r.Agents,
+			core.HumanCount(r.Usage.InputTokens), core.HumanCount(r.Usage.OutputTokens), core.HumanCount(r.Usage.CacheReadTokens),
+			core.HumanCount(r.Usage.CacheWriteTokens), core.FormatUsageCost(r.Usage), window(h5, ok5), window(wk, okw))
+	}
+	tw.Flush()
+}
+
+// checkProvider refuses a provider the server does not run, naming the ones it does.
+func checkProvider(ctx context.Context, cl wire.Transport, provider string) error {
+	if provider == "" {
+		return nil
+	}
+	info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{})
+	if err != nil {
+		return err
+	}
+	if len(info.Providers) == 0 || slices.Contains(info.Providers, provider) {
+		return nil
+	}
+	return fmt.Errorf("--provider %s: no such provider; this server runs %s", provider, strings.Join(info.Providers, ", "))
 }

@@ -9,6 +9,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // TestCadencedOutputStaysWorking: a program that prints a line every 2 s for 20 s, in
@@ -28,7 +29,7 @@ func TestCadencedOutputStaysWorking(t *testing.T) {
 	var moves []string
 	flips := 0 // moves between working and idle/done
 	settledAfterEnd := false
-	deadline := time.After(90 * time.Second)
+	deadline := time.After(wait.Scale(90 * time.Second))
 	for !settledAfterEnd {
 		select {
 		case ev := <-sub:

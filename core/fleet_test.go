@@ -13,6 +13,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/store"
+	"orcr/testutil/wait"
 )
 
 // clock is real time plus a jump the test controls.
@@ -73,13 +74,7 @@ func (r *rig) stop() {
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, d, what, cond)
 }
 
 func TestQueueHoldsOnMemoryThenAdmitsInOrderWithinCap(t *testing.T) {
@@ -122,7 +117,7 @@ func TestQueueHoldsOnMemoryThenAdmitsInOrderWithinCap(t *testing.T) {
 	var started []string
 	live, maxLive := 0, 0
 	ended := 0
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(wait.Scale(30 * time.Second))
 	for ended < 5 {
 		select {
 		case ev := <-sub:

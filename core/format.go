@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"orcr/core/wire"
@@ -15,8 +16,9 @@ import (
 // "$0.12", "unpriced" when tokens were used on a model without a price, and "-" when
 // nothing was used. Never "$0.00" for an unknown price.
 
-// TableColumns are the columns of `orcr agent ls`.
-var TableColumns = []string{"PATH", "STATE", "PROVIDER", "MODEL", "AGE", "TOKENS", "COST", "ID"}
+// TableColumns are the columns of `orcr agent ls`. WAITS-ON, free text of any
+// length, comes last so the fixed columns stay aligned and in their places.
+var TableColumns = []string{"PATH", "STATE", "PROVIDER", "MODEL", "AGE", "TOKENS", "COST", "ID", "WAITS-ON"}
 
 // TableRow renders one agent as the columns of TableColumns.
 func TableRow(a wire.Agent, now time.Time) []string {
@@ -26,7 +28,36 @@ func TableRow(a wire.Agent, now time.Time) []string {
 	}
 	state += ExitSuffix(a)
 	return []string{a.Path, state, a.Provider, Dash(a.Model), FormatAge(now.Sub(a.CreatedAt)),
-		FormatTokens(a.Usage), FormatCost(a), ShortID(a.ID)}
+		FormatTokens(a.Usage), FormatCost(a), ShortID(a.ID), Dash(WaitsOn(a))}
+}
+
+// WaitsOn is what a blocked agent waits for, on one line of at most 60 characters:
+// "permission: Bash(rm -rf build)", "question: Proceed? [y/N]", "limit: resets 15:04
+// UTC"; "" for an agent that waits on nobody.
+func WaitsOn(a wire.Agent) string {
+	b := a.Blocked
+	if a.State != wire.StateBlocked || b == nil {
+		return ""
+	}
+	what := b.Detail
+	if what == "" {
+		what = b.Question
+	}
+	if b.ResetsAt != nil {
+		what = strings.TrimSpace(what + " resets " + b.ResetsAt.UTC().Format("15:04 UTC"))
+	}
+	what = strings.Join(strings.Fields(what), " ")
+	if r := []rune(what); len(r) > 60 {
+		what = string(r[:59]) + "…"
+	}
+	kind := b.Kind
+	if kind == "" {
+		kind = "input"
+	}
+	if what == "" {
+		return kind
+	}
+	return kind + ": " + what
 }
 
 // ExitSuffix is " (exit N)" for agents with an exit code.

@@ -9,6 +9,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 func gcActions(res wire.GCResult) map[string]string {
@@ -141,7 +142,7 @@ func TestGCEventsNameTheirRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(wait.Scale(10 * time.Second))
 	for len(seen) < 2 {
 		select {
 		case ev := <-sub:

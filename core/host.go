@@ -21,7 +21,7 @@ type Host interface {
 	// home, end, pgup, pgdn, space, ctrl-a … ctrl-z, f1 … f12.
 	SendKeys(ctx context.Context, pane string, keys ...string) error
 	// Read returns the rendered screen; with Lines > 0 the last Lines lines of
-	// scrollback plus screen.
+	// scrollback plus screen; with ANSI its styles as SGR sequences in the text.
 	Read(ctx context.Context, pane string, opts ReadOpts) (Screen, error)
 	Resize(ctx context.Context, pane string, cols, rows int) error
 	// Close kills the pane's process (if alive) and removes the pane.
@@ -63,7 +63,8 @@ type PaneInfo struct {
 
 // ReadOpts selects what Read returns.
 type ReadOpts struct {
-	Lines int // >0: last N lines including scrollback
+	Lines int  // >0: last N lines including scrollback
+	ANSI  bool // lines carry SGR sequences for their styles (wire.ReadParams.ANSI)
 }
 
 // Screen is a rendered screen.

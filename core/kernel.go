@@ -83,8 +83,9 @@ func Lookup[T any](k Kernel, name string) (T, bool) {
 	return t, ok
 }
 
-// featureName is what a feature may be called: it is its buckets' namespace.
-var featureName = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,31}$`)
+// featureName is what a feature may be called: it is its buckets' namespace. It is
+// compiled on first use: a CLI process links core and never starts a feature.
+var featureName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9.-]{0,31}$`) })
 
 // extensions is what features plug into the engine: the admission hooks and the
 // registry. The hooks are an immutable snapshot swapped whole, so admission reads
@@ -250,7 +251,7 @@ func startFeatures(ctx context.Context, e *Engine, features []Feature) error {
 	seen := map[string]bool{}
 	for _, f := range features {
 		n := f.Name()
-		if !featureName.MatchString(n) {
+		if !featureName().MatchString(n) {
 			return fmt.Errorf("feature name %q: use [a-z][a-z0-9.-]*, at most 32 characters", n)
 		}
 		if seen[n] {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"orcr/core/wire"
@@ -46,6 +48,13 @@ func KernelMethods(e *Engine) []wire.Handler {
 		wire.Handle(wire.AgentRead, func(ctx context.Context, p *wire.ReadParams) (wire.ReadResult, error) {
 			return e.Read(ctx, *p)
 		}),
+		wire.Handle(wire.AgentDiff, func(ctx context.Context, p *wire.DiffParams) (wire.DiffResult, error) {
+			a, err := e.Get(ctx, p.Target)
+			if err != nil {
+				return wire.DiffResult{}, err
+			}
+			return agentDiff(ctx, a, p.MaxBytes)
+		}),
 		wire.Handle(wire.AgentWait, func(ctx context.Context, p *wire.WaitParams) (wire.WaitResult, error) {
 			return e.Wait(ctx, *p)
 		}),
@@ -86,6 +95,9 @@ func KernelMethods(e *Engine) []wire.Handler {
 func listAgents(ctx context.Context, e *Engine, p *wire.ListParams) (wire.ListResult, error) {
 	as, err := e.List(ctx, *p)
 	var next string
+	if err == nil && len(p.States) > 0 {
+		as, err = inStates(as, p.States)
+	}
 	if err == nil {
 		as, next = page(as, p.After, p.Limit)
 	}
@@ -101,6 +113,27 @@ func listAgents(ctx context.Context, e *Engine, p *wire.ListParams) (wire.ListRe
 		return wire.ListResult{Agents: []wire.Agent{}, Table: t, Next: next}, nil
 	}
 	return wire.ListResult{Agents: as, Next: next}, err
+}
+
+// inStates keeps the agents in one of states (in place), refusing a state that does
+// not exist with the list of those that do.
+func inStates(as []wire.Agent, states []wire.State) ([]wire.Agent, error) {
+	for _, s := range states {
+		if !slices.Contains(wire.AllStates, s) {
+			names := make([]string, len(wire.AllStates))
+			for i, x := range wire.AllStates {
+				names[i] = string(x)
+			}
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown state %q; the states are %s", s, strings.Join(names, ", "))
+		}
+	}
+	out := as[:0:0]
+	for _, a := range as {
+		if slices.Contains(states, a.State) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // serveEvents answers events.subscribe and streams the events until the client goes.

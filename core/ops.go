@@ -316,7 +316,7 @@ func (e *Engine) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, 
 		return wire.ReadResult{Text: string(b), Live: a.State.Live()}, nil
 	}
 	if a.PaneID != "" && !a.State.Terminal() {
-		scr, err := e.host.Read(ctx, a.PaneID, ReadOpts{Lines: p.Lines})
+		scr, err := e.host.Read(ctx, a.PaneID, ReadOpts{Lines: p.Lines, ANSI: p.ANSI})
 		if err == nil {
 			return wire.ReadResult{Text: scr.Text, Cols: scr.Cols, Rows: scr.Rows, Live: true}, nil
 		}

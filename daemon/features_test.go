@@ -15,14 +15,6 @@ import (
 // import path.
 var featureRoots = []string{"orcr/schedule", "orcr/accounts", "orcr/listen", "orcr/orchestrate", "orcr/orchestrate/run", "orcr/roles"}
 
-// allowedCrossImports are the exceptions, each with why: orchestrate/run (runs) is built
-// on orchestrate's plan and catalog library (Parse, Plan, the catalog's Load), which
-// both features share; the plans' records themselves runs reads through the registry
-// (run.PlansCapability), never through orchestrate's store.
-var allowedCrossImports = map[string]string{
-	"orcr/orchestrate/run → orcr/orchestrate": "the plan and catalog library",
-}
-
 func featureOf(pkg string) string {
 	best := ""
 	for _, r := range featureRoots {
@@ -77,14 +69,38 @@ func TestFeaturesImportNoOtherFeature(t *testing.T) {
 			if to == "" || to == from || strings.HasSuffix(imp, "/api") || strings.Contains(imp, "/api/") {
 				continue
 			}
-			if _, ok := allowedCrossImports[from+" → "+to]; ok {
-				continue
-			}
 			t.Errorf("%s imports %s: feature %s must not import feature %s; provide what it needs through the kernel's registry (core.Kernel.Provide, core.Lookup)",
 				pkg, imp, from, to)
 		}
 	}
 	if checked < len(featureRoots) {
 		t.Fatalf("checked %d packages of %d features: the walk found too few", checked, len(featureRoots))
+	}
+}
+
+// sharedLibraries are the library packages features share: planning (the model catalog
+// and the plan file format), used by plans and runs alike. A library imports no feature
+// package at all, its api included, so that any feature may import it without reaching
+// into another.
+var sharedLibraries = []string{"orcr/planning"}
+
+func TestSharedLibrariesImportNoFeature(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range sharedLibraries {
+		p, err := build.Default.ImportDir(filepath.Join(root, strings.TrimPrefix(lib, "orcr/")), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", lib, err)
+		}
+		if featureOf(lib) != "" {
+			t.Errorf("%s lies inside feature %s: a shared library lives outside every feature", lib, featureOf(lib))
+		}
+		for _, imp := range p.Imports {
+			if f := featureOf(imp); f != "" {
+				t.Errorf("%s imports %s: a shared library must not import feature %s (move what it needs into the library)", lib, imp, f)
+			}
+		}
 	}
 }

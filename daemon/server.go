@@ -33,6 +33,7 @@ import (
 	"orcr/listen"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
+	"orcr/planning"
 	"orcr/pty"
 	"orcr/roles"
 	"orcr/schedule"
@@ -136,7 +137,7 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	provs := providers(cfg, s.log)
 	plans, err := orchestrate.NewService(orchestrate.ServiceOptions{Detect: detector(provs),
-		CatalogPath: orchestrate.DefaultUserCatalogPath(), TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
+		CatalogPath: planning.DefaultUserCatalogPath(), TemplatePath: orchestrate.DefaultLeadTemplatePath(), Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +147,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	s.listen = ls
-	runs, err := run.NewService(run.Options{Home: home, Bin: self, CatalogPath: orchestrate.DefaultUserCatalogPath(),
+	runs, err := run.NewService(run.Options{Home: home, Bin: self, CatalogPath: planning.DefaultUserCatalogPath(),
 		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	e.serve()
 	e.must("agent", "run", "demo/hello", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
 	wait.For(t, 10*time.Second, "greeting on screen", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "demo/hello").out, "I am demo/hello")
+		return strings.Contains(e.orcr("agent", "read", "demo/hello").Out, "I am demo/hello")
 	})
 	ls := e.must("agent", "ls")
 	if !strings.Contains(ls, "demo/hello") || !strings.Contains(ls, "shell") {
@@ -48,7 +48,7 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	e.must("agent", "wait", "demo/hello", "--until", "idle", "--timeout", "10s")
 	e.must("agent", "send", "demo/hello", "ping")
 	wait.For(t, 10*time.Second, "cat echoes ping", func() bool {
-		out := e.orcr("agent", "read", "demo/hello", "--lines", "5").out
+		out := e.orcr("agent", "read", "demo/hello", "--lines", "5").Out
 		return strings.Count(out, "ping") >= 2 // the tty's echo and cat's copy
 	})
 	// After input the turn ends in done, not idle.
@@ -57,8 +57,8 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 	// A wait that cannot be met times out with exit 3.
 	start := time.Now()
 	r := e.orcr("agent", "wait", "demo/hello", "--until", "exited", "--timeout", "1s")
-	if r.code != 3 {
-		t.Fatalf("wait timeout: exit %d, want 3 (%s)", r.code, r.err)
+	if r.Code != 3 {
+		t.Fatalf("wait timeout: exit %d, want 3 (%s)", r.Code, r.Err)
 	}
 	if time.Since(start) > 8*time.Second {
 		t.Fatalf("wait --timeout 1s took %s", time.Since(start))
@@ -74,8 +74,8 @@ func TestSpawnReadSendWaitKill(t *testing.T) {
 		t.Fatalf("dry run killed demo/other: %s", a.State)
 	}
 	// Two matches and no terminal to ask on: refused until --yes.
-	if r := e.orcr("agent", "kill", "demo/**"); r.code != 1 || !strings.Contains(r.err, "--yes") {
-		t.Fatalf("kill of two agents without --yes: exit %d, stderr %q", r.code, r.err)
+	if r := e.orcr("agent", "kill", "demo/**"); r.Code != 1 || !strings.Contains(r.Err, "--yes") {
+		t.Fatalf("kill of two agents without --yes: exit %d, stderr %q", r.Code, r.Err)
 	}
 	if a := agentJSON(t, e, "demo/other"); a.State.Terminal() {
 		t.Fatalf("a refused kill killed demo/other: %s", a.State)
@@ -139,7 +139,7 @@ func TestLineageThreeLevels(t *testing.T) {
 	// The environment contract reached the pane.
 	e.must("agent", "run", "env/show", "--env", "FOO=bar", "--", "sh", "-c", `env | grep -E '^(ORCR_|FOO=)' | sort; case $ORCR_BIN in /*) [ -x "$ORCR_BIN" ] && echo "ORCR_BIN is executable";; esac; echo env-end; exec sleep 300`)
 	wait.For(t, 10*time.Second, "env printed", func() bool {
-		out := e.orcr("agent", "read", "env/show").out
+		out := e.orcr("agent", "read", "env/show").Out
 		return strings.Contains(out, "env-end")
 	})
 	out := e.must("agent", "read", "env/show")
@@ -157,17 +157,17 @@ func TestSpoofedIdentityRefused(t *testing.T) {
 	e.must("agent", "run", "victim", "--", "sleep", "300")
 	id := agentJSON(t, e, "victim").ID
 	r := e.orcrEnv([]string{"ORCR_ID=" + id}, "agent", "run", "evil", "--", "sleep", "1")
-	if r.code == 0 || !strings.Contains(r.err, "does not run inside that agent's pane") {
-		t.Fatalf("spoofed run accepted: exit %d %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "does not run inside that agent's pane") {
+		t.Fatalf("spoofed run accepted: exit %d %s", r.Code, r.Err)
 	}
 	r = e.orcrEnv([]string{"ORCR_ID=0190aaaa-0000-7000-8000-000000000000"}, "agent", "ls")
-	if r.code != 0 {
+	if r.Code != 0 {
 		// ls does not resolve paths against the caller, so an unknown id is not consulted.
-		t.Logf("ls with unknown ORCR_ID: %s", r.err)
+		t.Logf("ls with unknown ORCR_ID: %s", r.Err)
 	}
 	r = e.orcrEnv([]string{"ORCR_ID=0190aaaa-0000-7000-8000-000000000000"}, "agent", "run", "x", "--", "true")
-	if r.code == 0 || !strings.Contains(r.err, "names no agent") {
-		t.Fatalf("unknown ORCR_ID accepted: exit %d %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "names no agent") {
+		t.Fatalf("unknown ORCR_ID accepted: exit %d %s", r.Code, r.Err)
 	}
 	if as := lsJSON(t, e, "evil"); len(as) != 0 {
 		t.Fatalf("spoofed agent was created: %+v", as)
@@ -277,12 +277,12 @@ func TestEventCursorResume(t *testing.T) {
 func TestServerNotRunningAndSecondServer(t *testing.T) {
 	e := newEnv(t)
 	r := e.orcr("agent", "ls")
-	if r.code != 1 || !strings.Contains(r.err, "orcr serve") {
-		t.Fatalf("no server: exit %d %q", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "orcr serve") {
+		t.Fatalf("no server: exit %d %q", r.Code, r.Err)
 	}
 	e.serve()
 	r = e.orcr("serve")
-	if r.code == 0 || !strings.Contains(r.err, "another orcr server is running") {
-		t.Fatalf("second server: exit %d %q", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "another orcr server is running") {
+		t.Fatalf("second server: exit %d %q", r.Code, r.Err)
 	}
 }

@@ -50,7 +50,7 @@ func TestAttachAndDetachEmbedded(t *testing.T) {
 	e.serve()
 	e.must("agent", "run", "demo/hello", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
 	wait.For(t, 10*time.Second, "agent output", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "demo/hello").out, "I am demo/hello")
+		return strings.Contains(e.orcr("agent", "read", "demo/hello").Out, "I am demo/hello")
 	})
 	term := newTerm(t, e)
 	term.keys("orcr agent attach demo/hello", "Enter")
@@ -60,7 +60,7 @@ func TestAttachAndDetachEmbedded(t *testing.T) {
 	})
 	term.keys("typed-through-attach", "Enter")
 	wait.For(t, 10*time.Second, "input reaches the program", func() bool {
-		return strings.Count(e.orcr("agent", "read", "demo/hello").out, "typed-through-attach") >= 2
+		return strings.Count(e.orcr("agent", "read", "demo/hello").Out, "typed-through-attach") >= 2
 	})
 	term.keys("C-]")
 	wait.For(t, 10*time.Second, "detached back to the shell", func() bool {

@@ -96,12 +96,12 @@ func TestMalformedRequests(t *testing.T) {
 	}
 	// The messages say what to do.
 	r := e.orcr("agent", "run", "taken/one", "--", "true")
-	if r.code != 1 || !strings.Contains(r.err, "orcr agent kill taken/one") {
-		t.Fatalf("path taken message: %q", r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "orcr agent kill taken/one") {
+		t.Fatalf("path taken message: %q", r.Err)
 	}
 	r = e.orcr("agent", "read", "no/such")
-	if r.code != 1 || !strings.Contains(r.err, "orcr agent ls") {
-		t.Fatalf("not found message: %q", r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "orcr agent ls") {
+		t.Fatalf("not found message: %q", r.Err)
 	}
 }
 

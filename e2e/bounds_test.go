@@ -105,7 +105,7 @@ func TestConnectionsPastTheFileLimitAreRefusedNotFatal(t *testing.T) {
 		c.Close()
 	}
 	wait.For(t, 10*time.Second, "a CLI call after the idle connections close", func() bool {
-		return e.orcr("agent", "ls").code == 0
+		return e.orcr("agent", "ls").Code == 0
 	})
 	out := e.must("doctor")
 	if !strings.Contains(out, "connections open") || !strings.Contains(out, "requests at once") {
@@ -131,7 +131,7 @@ func TestNeverReadingClientCannotGrowTheServer(t *testing.T) {
 	e.serve()
 	e.must("agent", "run", "big", "--", "sh", "-c", "seq 1 20000 | sed 's/$/ some text to make the line longer than a number/'; echo seq-done; exec cat")
 	wait.For(t, 20*time.Second, "the output", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "big").out, "seq-done")
+		return strings.Contains(e.orcr("agent", "read", "big").Out, "seq-done")
 	})
 	pid := e.srv.PID()
 	before := rssKB(t, pid)
@@ -269,8 +269,8 @@ func TestOverlongRequestFromTheCLIFailsAtOnce(t *testing.T) {
 	}
 	start := time.Now()
 	r := e.orcr("agent", "run", "huge", "--prompt-file", big, "--", "cat")
-	if r.code == 0 || !strings.Contains(r.err, "1 MiB") || strings.Contains(r.err, "--prompt-file") {
-		t.Fatalf("over-long request: exit %d: %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "1 MiB") || strings.Contains(r.Err, "--prompt-file") {
+		t.Fatalf("over-long request: exit %d: %s", r.Code, r.Err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %v", d)
@@ -384,7 +384,7 @@ func TestAcceptOutOfFilesBacksOffAndRecovers(t *testing.T) {
 		c.Close()
 	}
 	wait.For(t, 10*time.Second, "a CLI call once descriptors are free", func() bool {
-		return e.orcr("agent", "ls").code == 0
+		return e.orcr("agent", "ls").Code == 0
 	})
 	t.Logf("%d connections opened before the server stopped accepting", len(conns))
 }

@@ -50,12 +50,12 @@ func TestStoreOfAnotherUserWithPlantedLockIsRefused(t *testing.T) {
 	refused := func(step string, want ...string) {
 		t.Helper()
 		r := e.orcr("serve")
-		if r.code == 0 {
-			t.Fatalf("%s: serve started (exit 0): %s", step, r.err)
+		if r.Code == 0 {
+			t.Fatalf("%s: serve started (exit 0): %s", step, r.Err)
 		}
 		for _, w := range want {
-			if !strings.Contains(r.err, w) {
-				t.Fatalf("%s: serve's error lacks %q:\n%s", step, w, r.err)
+			if !strings.Contains(r.Err, w) {
+				t.Fatalf("%s: serve's error lacks %q:\n%s", step, w, r.Err)
 			}
 		}
 		untouched(step)

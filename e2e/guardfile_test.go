@@ -54,8 +54,8 @@ func TestSpecialFilesRefused(t *testing.T) {
 		t.Fatalf("a plan linked to /dev/zero was not refused; events:\n%s\nserver:\n%s", events(), e.srv.Output())
 	}
 	r := e.orcr("plan", "show", "g")
-	if !strings.Contains(r.out+r.err, "not a regular file") {
-		t.Fatalf("plan show of a /dev/zero plan: exit %d\n%s%s", r.code, r.out, r.err)
+	if !strings.Contains(r.Out+r.Err, "not a regular file") {
+		t.Fatalf("plan show of a /dev/zero plan: exit %d\n%s%s", r.Code, r.Out, r.Err)
 	}
 	alive(t, e)
 

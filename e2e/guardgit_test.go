@@ -28,8 +28,8 @@ func TestGitNamesRefusedUpFront(t *testing.T) {
 		{[]string{"agent", "run", "w", "--cwd", repo, "--worktree", "fix/x.lock", "--", "true"}, `a part ends with ".lock" ("x.lock")`},
 	} {
 		r := e.orcr(c.args...)
-		if r.code == 0 || !strings.Contains(r.err, c.want) {
-			t.Errorf("orcr %s: exit %d, %q, want %q", strings.Join(c.args, " "), r.code, r.err, c.want)
+		if r.Code == 0 || !strings.Contains(r.Err, c.want) {
+			t.Errorf("orcr %s: exit %d, %q, want %q", strings.Join(c.args, " "), r.Code, r.Err, c.want)
 		}
 	}
 	if out := e.must("agent", "ls", "--all"); strings.Contains(out, " w ") || strings.Contains(out, "\nw") {
@@ -59,7 +59,7 @@ func TestReadOnlyHomeSaysSo(t *testing.T) {
 	}
 	r := e.orcrEnv([]string{"ORCR_HOME=" + home}, "serve")
 	want := "ORCR_HOME " + home + " is not writable"
-	if r.code == 0 || !strings.Contains(r.err, want) || !strings.Contains(r.err, "point ORCR_HOME at a writable directory") || strings.Contains(r.err, "connect to it instead") {
-		t.Fatalf("serve on a read-only home: exit %d, %q, want %q", r.code, r.err, want)
+	if r.Code == 0 || !strings.Contains(r.Err, want) || !strings.Contains(r.Err, "point ORCR_HOME at a writable directory") || strings.Contains(r.Err, "connect to it instead") {
+		t.Fatalf("serve on a read-only home: exit %d, %q, want %q", r.Code, r.Err, want)
 	}
 }

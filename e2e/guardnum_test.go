@@ -47,8 +47,8 @@ func TestBadNumbersAreRefusedWithTheirBound(t *testing.T) {
 		{[]string{"agent", "answer", "w", "--allow", "--timeout", "-1s"}, "--timeout -1s: give a positive duration"},
 	} {
 		r := e.orcr(c.args...)
-		if r.code == 0 || !strings.Contains(r.err, c.want) {
-			t.Errorf("orcr %s: exit %d, %q, want %q", strings.Join(c.args, " "), r.code, r.err, c.want)
+		if r.Code == 0 || !strings.Contains(r.Err, c.want) {
+			t.Errorf("orcr %s: exit %d, %q, want %q", strings.Join(c.args, " "), r.Code, r.Err, c.want)
 		}
 	}
 	if out := e.must("schedule", "ls"); strings.Contains(out, "z") {

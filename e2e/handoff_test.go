@@ -30,8 +30,8 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	e.must("agent", "run", "demo/kept", "--", "sh", "-c", `echo "kept $ORCR_PATH"; exec cat`)
 	e.must("agent", "run", "demo/ends", "--", "sh", "-c", `echo "ends soon"; exec cat`)
 	wait.For(t, 10*time.Second, "the agents' output", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "demo/kept").out, "kept demo/kept") &&
-			strings.Contains(e.orcr("agent", "read", "demo/ends").out, "ends soon")
+		return strings.Contains(e.orcr("agent", "read", "demo/kept").Out, "kept demo/kept") &&
+			strings.Contains(e.orcr("agent", "read", "demo/ends").Out, "ends soon")
 	})
 	kept, ends := agentJSON(t, e, "demo/kept"), agentJSON(t, e, "demo/ends")
 	if kept.PID == 0 || ends.PID == 0 {
@@ -77,7 +77,7 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	}
 	e.must("agent", "send", "demo/kept", "sent-after-handoff")
 	wait.For(t, 10*time.Second, "the typed line echoed twice (tty and cat)", func() bool {
-		return strings.Count(e.orcr("agent", "read", "demo/kept").out, "sent-after-handoff") >= 2
+		return strings.Count(e.orcr("agent", "read", "demo/kept").Out, "sent-after-handoff") >= 2
 	})
 
 	// Attach from the terminal the dashboard left.
@@ -87,7 +87,7 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	})
 	term.keys("typed-in-attach", "Enter")
 	wait.For(t, 10*time.Second, "attach input reaching the program", func() bool {
-		return strings.Count(e.orcr("agent", "read", "demo/kept").out, "typed-in-attach") >= 2
+		return strings.Count(e.orcr("agent", "read", "demo/kept").Out, "typed-in-attach") >= 2
 	})
 	term.keys("C-]")
 	wait.For(t, 10*time.Second, "detached", func() bool {

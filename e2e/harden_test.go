@@ -23,8 +23,8 @@ func TestScheduleThatCouldNeverBeDueIsRefused(t *testing.T) {
 	e := newEnv(t)
 	e.serve()
 	r := e.orcr("schedule", "add", "never", "--cron", "0 0 31 4 *", "--", "true")
-	if r.code == 0 || !strings.Contains(r.err, "never fires") {
-		t.Fatalf("cron 0 0 31 4 *: exit %d\n%s%s", r.code, r.out, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "never fires") {
+		t.Fatalf("cron 0 0 31 4 *: exit %d\n%s%s", r.Code, r.Out, r.Err)
 	}
 	rc := e.raw()
 	for _, c := range []struct{ params, want string }{
@@ -60,14 +60,14 @@ func TestDeletedSocketIsRecreated(t *testing.T) {
 			}
 		}
 		r := e.orcr("serve")
-		if r.code == 0 || !strings.Contains(r.err, fmt.Sprintf("pid %d", e.srv.PID())) {
-			t.Fatalf("second serve with the socket gone: exit %d: %s", r.code, r.err)
+		if r.Code == 0 || !strings.Contains(r.Err, fmt.Sprintf("pid %d", e.srv.PID())) {
+			t.Fatalf("second serve with the socket gone: exit %d: %s", r.Code, r.Err)
 		}
-		if _, err := os.Lstat(sock); err != nil && !strings.Contains(r.err, "recreates it") {
-			t.Errorf("second serve does not say the socket comes back: %s", r.err)
+		if _, err := os.Lstat(sock); err != nil && !strings.Contains(r.Err, "recreates it") {
+			t.Errorf("second serve does not say the socket comes back: %s", r.Err)
 		}
 		wait.For(t, 10*time.Second, "the socket to be recreated", func() bool {
-			return e.orcr("agent", "ls").code == 0
+			return e.orcr("agent", "ls").Code == 0
 		})
 		if out := e.must("agent", "ls"); !strings.Contains(out, "keep/me") {
 			t.Fatalf("agents after the socket came back:\n%s", out)
@@ -108,8 +108,8 @@ func TestHostileHomeIsRefusedAndLinksNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.orcr("serve")
-	if r.code == 0 || !strings.Contains(r.err, "belongs to uid 65534") || !strings.Contains(r.err, "chown -R 0 "+e.home) {
-		t.Fatalf("serve in a home owned by uid 65534: exit %d: %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "belongs to uid 65534") || !strings.Contains(r.Err, "chown -R 0 "+e.home) {
+		t.Fatalf("serve in a home owned by uid 65534: exit %d: %s", r.Code, r.Err)
 	}
 	untouched()
 	// Owned by us but with the links in place: refused, naming the link.
@@ -117,8 +117,8 @@ func TestHostileHomeIsRefusedAndLinksNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.orcr("serve")
-	if r.code == 0 || !strings.Contains(r.err, "is a symlink") || !strings.Contains(r.err, "rm "+e.home) {
-		t.Fatalf("serve with planted links: exit %d: %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "is a symlink") || !strings.Contains(r.Err, "rm "+e.home) {
+		t.Fatalf("serve with planted links: exit %d: %s", r.Code, r.Err)
 	}
 	untouched()
 	for name := range victims {
@@ -158,8 +158,8 @@ func TestServerOnFullDiskRefusesWritesAndRecovers(t *testing.T) {
 	f.Close()
 	for i := range 20 {
 		r := e.orcr("agent", "run", fmt.Sprintf("during/full%d", i), "--", "sleep", "300")
-		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
-			t.Fatalf("agent run on a full disk: exit %d: %s%s", r.code, r.out, r.err)
+		if r.Code == 0 || !strings.Contains(r.Err, "store cannot write") {
+			t.Fatalf("agent run on a full disk: exit %d: %s%s", r.Code, r.Out, r.Err)
 		}
 	}
 	if out := e.must("agent", "ls"); !strings.Contains(out, "before/full") {
@@ -242,8 +242,8 @@ func TestServerRefusesStoreWithoutManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.orcr("serve")
-	if r.code == 0 || !strings.Contains(r.err, "looks damaged") || !strings.Contains(r.err, "mv "+dir+" "+dir+".damaged") {
-		t.Fatalf("serve without MANIFEST: exit %d: %s", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "looks damaged") || !strings.Contains(r.Err, "mv "+dir+" "+dir+".damaged") {
+		t.Fatalf("serve without MANIFEST: exit %d: %s", r.Code, r.Err)
 	}
 	if after, _ := filepath.Glob(filepath.Join(dir, "*.sst")); len(after) != len(tables) {
 		t.Fatalf("table files %d before, %d after", len(tables), len(after))
@@ -280,11 +280,7 @@ func TestStaleTmuxControlClientsAreClosedAtStart(t *testing.T) {
 		e.must("agent", "ls")
 		// Control clients the dead server left: at most ours, once the server has looked.
 		var cs []string
-		deadline := time.Now().Add(10 * time.Second)
-		for cs = controlClients(t, e); len(cs) != 1 && time.Now().Before(deadline); cs = controlClients(t, e) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if len(cs) != 1 {
+		if !wait.Until(10*time.Second, func() bool { cs = controlClients(t, e); return len(cs) == 1 }) {
 			out, _ := exec.Command("ps", "-o", "pid,ppid,stat,args", "-p", strings.Join(cs, ",")).Output()
 			t.Fatalf("after kill %d: control clients %v, want only the new server's:\n%s", i+1, cs, out)
 		}

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"orcr/core/socket"
 	"orcr/testutil/apiclient"
+	"orcr/testutil/rig"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 )
@@ -65,44 +63,25 @@ func (e *env) kill9() {
 	e.srv = nil
 }
 
-type result struct {
-	out, err string
-	code     int
-}
-
 // orcr runs the CLI with args and returns its output and exit code.
-func (e *env) orcr(args ...string) result {
+func (e *env) orcr(args ...string) rig.Result {
 	e.t.Helper()
 	return e.orcrEnv(nil, args...)
 }
 
-func (e *env) orcrEnv(extra []string, args ...string) result {
+func (e *env) orcrEnv(extra []string, args ...string) rig.Result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.bin, args...)
-	cmd.Env = append(append([]string{}, e.vars...), extra...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("run orcr %v: %v", args, err)
-	}
-	return result{out: out.String(), err: errb.String(), code: code}
+	return rig.Exec(e.t, 60*time.Second, e.bin, append(append([]string{}, e.vars...), extra...), "", args...)
 }
 
 // must runs the CLI and fails the test unless it exits 0.
 func (e *env) must(args ...string) string {
 	e.t.Helper()
 	r := e.orcr(args...)
-	if r.code != 0 {
-		e.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.out, r.err)
+	if r.Code != 0 {
+		e.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Out, r.Err)
 	}
-	return r.out
+	return r.Out
 }
 
 // client dials the server as a Go client.

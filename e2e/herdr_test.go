@@ -33,7 +33,7 @@ func TestHerdrAgentsSurviveServerKill9(t *testing.T) {
 	}
 	e.must("agent", "run", "h/a", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
 	wait.For(t, 15*time.Second, "greeting", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "h/a").out, "I am h/a")
+		return strings.Contains(e.orcr("agent", "read", "h/a").Out, "I am h/a")
 	})
 	before := agentJSON(t, e, "h/a")
 	if before.Host != "herdr" || !strings.Contains(before.PaneID, ":") {
@@ -47,7 +47,7 @@ func TestHerdrAgentsSurviveServerKill9(t *testing.T) {
 	}
 	e.must("agent", "send", "h/a", "after-restart")
 	wait.For(t, 15*time.Second, "input after restart", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "h/a").out, "after-restart")
+		return strings.Contains(e.orcr("agent", "read", "h/a").Out, "after-restart")
 	})
 	e.must("agent", "send", "h/a", "--no-enter", "--keys", "ctrl-d")
 	out := e.must("agent", "wait", "h/a", "--until", "exited", "--timeout", "15s")
@@ -63,15 +63,15 @@ func TestHerdrMissingIntegrationFailsFast(t *testing.T) {
 	e := newHerdrEnv(t)
 	e.serve()
 	r := e.orcr("agent", "run", "h/c", "--provider", "claude", "--prompt", "hi")
-	if r.code != 2 || !strings.Contains(r.err, "herdr integration install claude") {
-		t.Fatalf("claude without integration: exit %d %q", r.code, r.err)
+	if r.Code != 2 || !strings.Contains(r.Err, "herdr integration install claude") {
+		t.Fatalf("claude without integration: exit %d %q", r.Code, r.Err)
 	}
 }
 
 func TestExplicitMissingHostExits2(t *testing.T) {
 	e := newEnv(t, "ORCR_HOST=herdr", "ORCR_HERDR_BIN=/nonexistent/herdr")
 	r := e.orcr("serve")
-	if r.code != 2 || !strings.Contains(r.err, "herdr") {
-		t.Fatalf("missing herdr: exit %d %q", r.code, r.err)
+	if r.Code != 2 || !strings.Contains(r.Err, "herdr") {
+		t.Fatalf("missing herdr: exit %d %q", r.Code, r.Err)
 	}
 }

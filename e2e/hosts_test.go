@@ -53,8 +53,8 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 					t.Fatalf("doctor: host %q, error %q; want a refusal naming %s", doc.Host, doc.HostError, c.refuse)
 				}
 				r := e.orcr("serve")
-				if r.code != 2 || !strings.Contains(r.err, doc.HostError) {
-					t.Fatalf("serve: exit %d %q; want exit 2 with doctor's %q", r.code, r.err, doc.HostError)
+				if r.Code != 2 || !strings.Contains(r.Err, doc.HostError) {
+					t.Fatalf("serve: exit %d %q; want exit 2 with doctor's %q", r.Code, r.Err, doc.HostError)
 				}
 				return
 			}

@@ -53,14 +53,14 @@ func TestListOf11000RecordsOverTheSocketCompletes(t *testing.T) {
 	seedFinished(t, e.home, n)
 	e.serve()
 	r := e.orcr("agent", "ls", "--all", "--json")
-	if r.code != 0 {
-		t.Fatalf("agent ls --all --json: exit %d: %s", r.code, r.err)
+	if r.Code != 0 {
+		t.Fatalf("agent ls --all --json: exit %d: %s", r.Code, r.Err)
 	}
-	if len(r.out) <= 4<<20 {
-		t.Fatalf("the answer is %d bytes; the test needs one over the 4 MiB unread bound", len(r.out))
+	if len(r.Out) <= 4<<20 {
+		t.Fatalf("the answer is %d bytes; the test needs one over the 4 MiB unread bound", len(r.Out))
 	}
 	var res wire.ListResult
-	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
+	if err := json.Unmarshal([]byte(r.Out), &res); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	if len(res.Agents) != n {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 	"orcr/github/githubtest"
 	listenapi "orcr/listen/api"
 	planapi "orcr/orchestrate/api"
-	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -107,7 +105,7 @@ role = "ticketed"
 	}
 	// The agent runs with the event in its environment (its command prints the title).
 	wait.For(t, 20*time.Second, "the agent prints the title", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "gh/triage/1").out, "Crash on start")
+		return strings.Contains(e.orcr("agent", "read", "gh/triage/1").Out, "Crash on start")
 	})
 
 	l := e.waitListener("ticketed", "the missing var recorded", 20*time.Second, func(l listenapi.Listener) bool { return l.Held == 1 && l.Failures >= 1 })
@@ -253,27 +251,10 @@ prompt = "{{title}}"
 // drafted). A second issue whose name template gives the same plan name is held with
 // the error, and no second lead starts.
 func TestListenerPlanActionEndToEnd(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	e, srv, _, repo := claudeLeadEnv(t)
 	gh := githubtest.New(t, githubtest.WithToken("tok-e2e", "orcr-bot"))
 	gh.AddRepo("acme/app")
 	gh.AddIssue("acme/app", githubtest.Issue{Title: "Import CSV", Body: "into the contacts table", User: "alice", Labels: []string{"plan"}})
-	e := newEnv(t, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	e.writeConfig(fmt.Sprintf("[github]\napi_url = %q\ntoken = \"tok-e2e\"\n", gh.URL))
 	e.writeListener("planner", fmt.Sprintf(`interval = "1s"
 [source]
@@ -290,13 +271,12 @@ lead = "claude:claude-opus-5"
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": draft}}},
 		Usage: modelserver.Usage{Input: 100, Output: 20}},
 		modelserver.Turn{Text: "The plan is written.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e.serveWithLeads()
 
 	var p planapi.PlanGetResult
 	wait.For(t, 150*time.Second, "the plan drafted", func() bool {
 		r := e.orcr("plan", "show", "import-csv", "--json")
-		return r.code == 0 && json.Unmarshal([]byte(r.out), &p) == nil && p.Plan.State == "drafted"
+		return r.Code == 0 && json.Unmarshal([]byte(r.Out), &p) == nil && p.Plan.State == "drafted"
 	})
 	if !strings.HasPrefix(p.Plan.Request, "Import CSV\n\ninto the contacts table\n\n(http") ||
 		!strings.HasSuffix(p.Plan.Request, "/acme/app/issues/1)") || p.Plan.Repo != repo || p.Plan.Lead != "claude:claude-opus-5" ||
@@ -307,7 +287,7 @@ lead = "claude:claude-opus-5"
 		t.Fatalf("the lead did not write the plan: %q", b)
 	}
 	reqs := modelserver.Conversation(srv.Requests())
-	if len(reqs) == 0 || !strings.Contains(lastUserText(t, reqs[0]), "into the contacts table") {
+	if len(reqs) == 0 || !strings.Contains(reqs[0].LastUser(), "into the contacts table") {
 		t.Fatal("the issue is not in the lead's first request")
 	}
 	l, _ := e.listener("planner")

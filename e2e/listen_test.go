@@ -382,11 +382,11 @@ func TestListenerAPIAndBadInput(t *testing.T) {
 	if n := len(e.agentsUnder("api/**")); n != 1 {
 		t.Fatalf("%d agents after a restart, want 1", n)
 	}
-	if r := e.orcr("listener", "enable", "nosuch"); r.code == 0 || !strings.Contains(r.err, "no listener") {
+	if r := e.orcr("listener", "enable", "nosuch"); r.Code == 0 || !strings.Contains(r.Err, "no listener") {
 		t.Fatalf("enable nosuch: %+v", r)
 	}
 	e.must("listener", "rm", "api")
-	if r := e.orcr("listener", "show", "api"); r.code == 0 {
+	if r := e.orcr("listener", "show", "api"); r.Code == 0 {
 		t.Fatal("removed listener still shown")
 	}
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
-	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -21,26 +19,12 @@ import (
 // "Yes": build/ went and the reason was lost); it stays pending, and reaches the model
 // once the user has answered the prompt and the lead's turn is over.
 func TestPlanRejectWhileLeadAsks(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
+	e, srv, dir, repo := claudeLeadEnv(t)
 	// Outside the repository: acceptEdits lets a removal inside it run unasked.
 	keep := filepath.Join(dir, "build", "keep.o")
 	os.MkdirAll(filepath.Dir(keep), 0o755)
 	os.WriteFile(keep, []byte("obj"), 0o644)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	e := newEnv(t, claude...)
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e.serveWithLeads()
 	u := modelserver.Usage{Input: 10, Output: 5}
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
 	srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": planV1}}}, Usage: u},
@@ -63,7 +47,7 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 		return a.State == wire.StateBlocked && a.Blocked != nil && len(a.Blocked.Options) > 0
 	}) {
 		a := lead()
-		t.Fatalf("the lead never asked: %s (%s) blocked %+v; screen:\n%s", a.State, a.StateReason, a.Blocked, e.orcr("agent", "read", "plans/csv/lead").out)
+		t.Fatalf("the lead never asked: %s (%s) blocked %+v; screen:\n%s", a.State, a.StateReason, a.Blocked, e.orcr("agent", "read", "plans/csv/lead").Out)
 	}
 
 	reason := "split M1: parser and sink are independent"
@@ -81,13 +65,13 @@ func TestPlanRejectWhileLeadAsks(t *testing.T) {
 	e.must("agent", "answer", "plans/csv/lead", "--deny")
 	if !wait.Until(90*time.Second, func() bool {
 		for _, q := range modelserver.Conversation(srv.Requests()[before:]) {
-			if strings.Contains(lastUserText(t, q), reason) {
+			if strings.Contains(q.LastUser(), reason) {
 				return true
 			}
 		}
 		return false
 	}) {
-		t.Fatalf("the reason never reached the model; screen:\n%s", e.orcr("agent", "read", "plans/csv/lead").out)
+		t.Fatalf("the reason never reached the model; screen:\n%s", e.orcr("agent", "read", "plans/csv/lead").Out)
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("build/ is gone: %v", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+
 	planapi "orcr/orchestrate/api"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
@@ -106,22 +107,8 @@ Rows land in the contacts table.
 // (by line) must reach the model's next request; approval records the file's hash; an
 // edit after approval is a plan.edited event; a kill -9 loses nothing.
 func TestPlanWithRealClaude(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
-	os.MkdirAll(repo, 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
-	e := newEnv(t, claude...)
-	e.serve()
-	t.Cleanup(func() { stopLeads(t, e) })
+	e, srv, _, repo := claudeLeadEnv(t)
+	e.serveWithLeads()
 	events := collectPlanEvents(t, e)
 
 	file := filepath.Join(repo, ".orcr", "plans", "csv.md")
@@ -173,11 +160,11 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if len(reqs) < 6 {
 		t.Fatalf("%d conversation requests after the rejection", len(reqs))
 	}
-	if !strings.Contains(lastUserText(t, reqs[0]), reason) {
-		t.Fatalf("the reason is not in the model's next request:\n%s", lastUserText(t, reqs[0]))
+	if !strings.Contains(reqs[0].LastUser(), reason) {
+		t.Fatalf("the reason is not in the model's next request:\n%s", reqs[0].LastUser())
 	}
 	// reqs[3] is the request after the broken draft's turn ended: the fix message.
-	fix := lastUserText(t, reqs[3])
+	fix := reqs[3].LastUser()
 	for _, want := range []string{"csv.md:7: unknown tier", "csv.md:8: unknown key \"owner\""} {
 		if !strings.Contains(fix, want) {
 			t.Fatalf("the errors (%q) are not in the model's next request:\n%s", want, fix)
@@ -203,15 +190,15 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if approved.Plan.State != "approved" || approved.Plan.ApprovedHash != hex.EncodeToString(sum[:]) {
 		t.Fatalf("approved %+v, file sha256 %x", approved.Plan, sum)
 	}
-	if r := e.orcr("plan", "reject", "csv", "too late"); r.code != 1 || !strings.Contains(r.err, "approved") {
-		t.Fatalf("reject after approve: %d %s", r.code, r.err)
+	if r := e.orcr("plan", "reject", "csv", "too late"); r.Code != 1 || !strings.Contains(r.Err, "approved") {
+		t.Fatalf("reject after approve: %d %s", r.Code, r.Err)
 	}
 
 	// 4. An edit after approval (through `orcr plan edit` with a scripted editor) is
 	// an event; the approved hash stays.
 	r := e.orcrEnv([]string{"EDITOR=sed -i s/estimate:\\ 20m/estimate:\\ 25m/"}, "plan", "edit", "csv")
-	if r.code != 0 || !strings.Contains(r.out, "changed after approval") {
-		t.Fatalf("plan edit: %d\n%s\n%s", r.code, r.out, r.err)
+	if r.Code != 0 || !strings.Contains(r.Out, "changed after approval") {
+		t.Fatalf("plan edit: %d\n%s\n%s", r.Code, r.Out, r.Err)
 	}
 	wait.For(t, 10*time.Second, "plan.edited event", func() bool { return events.has(planapi.EventPlanEdited) })
 	p = getPlan(t, e)
@@ -248,18 +235,8 @@ func TestPlanWithRealClaude(t *testing.T) {
 // the embedded host the lead died with the server, so its turn is over) and the file
 // the lead wrote makes it drafted. Deleting the file then is reported, not a crash.
 func TestPlanRestartWhileDrafting(t *testing.T) {
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	dir := t.TempDir()
-	claude := clis.ScriptedClaude(t, dir, srv.URL)
-	repo := filepath.Join(dir, "app")
+	e, srv, _, repo := claudeLeadEnv(t)
 	os.MkdirAll(filepath.Join(repo, "sub"), 0o755)
-	repo, _ = filepath.EvalSymlinks(repo)
-	exec.Command("git", "-C", repo, "init", "-q").Run()
-	e := newEnv(t, claude...)
 	e.serve()
 	t.Cleanup(func() { stopLeads(t, e) })
 	srv.Push(modelserver.Turn{Text: "still thinking", Delay: time.Minute})
@@ -290,8 +267,8 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	if !p.Missing || p.Plan.State != "drafted" || len(p.Problems) != 1 || p.Problems[0].Code != "unreadable" {
 		t.Fatalf("deleted file: missing %v state %s problems %+v", p.Missing, p.Plan.State, p.Problems)
 	}
-	if r := e.orcr("plan", "approve", "csv"); r.code != 1 || !strings.Contains(r.err, "does not exist") {
-		t.Fatalf("approve without a file: %d %s", r.code, r.err)
+	if r := e.orcr("plan", "approve", "csv"); r.Code != 1 || !strings.Contains(r.Err, "does not exist") {
+		t.Fatalf("approve without a file: %d %s", r.Code, r.Err)
 	}
 	if !strings.Contains(e.must("plan", "ls"), "drafted") {
 		t.Fatal("plan ls after the file was deleted")
@@ -325,7 +302,7 @@ func TestPlanRestartWhileDrafting(t *testing.T) {
 	if len(reqs) == 0 {
 		t.Fatal("the new lead asked the model nothing")
 	}
-	first := lastUserText(t, reqs[0])
+	first := reqs[0].LastUser()
 	if !strings.Contains(first, reason) || !strings.Contains(first, "A draft of this plan is in "+file) || !strings.Contains(first, `You are the lead of plan "csv"`) {
 		t.Fatalf("the new lead's first request lacks the prompt, the draft or the reason:\n...%s", first[max(0, len(first)-600):])
 	}
@@ -347,28 +324,28 @@ func TestPlanBadInput(t *testing.T) {
 	plain := filepath.Join(dir, "plain")
 	os.MkdirAll(plain, 0o755)
 	r := e.orcr("plan", "new", "x", "do it", "--repo", plain)
-	if r.code != 1 || !strings.Contains(r.err, "is not inside a git repository") || !strings.Contains(r.err, "git init") {
-		t.Fatalf("outside a repo: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "is not inside a git repository") || !strings.Contains(r.Err, "git init") {
+		t.Fatalf("outside a repo: %d %s", r.Code, r.Err)
 	}
 	repo := filepath.Join(dir, "repo")
 	os.MkdirAll(repo, 0o755)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
 	r = e.orcr("plan", "new", "x", "do it", "--repo", repo, "--lead", "codex")
-	if r.code != 2 || !strings.Contains(r.err, "npm install -g @openai/codex") {
-		t.Fatalf("missing lead provider: %d %s", r.code, r.err)
+	if r.Code != 2 || !strings.Contains(r.Err, "npm install -g @openai/codex") {
+		t.Fatalf("missing lead provider: %d %s", r.Code, r.Err)
 	}
 	r = e.orcr("plan", "new", "x", "do it", "--repo", repo, "--lead", "nobody")
-	if r.code != 1 || !strings.Contains(r.err, "provider \"nobody\"") {
-		t.Fatalf("unknown lead provider: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "provider \"nobody\"") {
+		t.Fatalf("unknown lead provider: %d %s", r.Code, r.Err)
 	}
 	r = e.orcr("plan", "show", "nope")
-	if r.code != 1 || !strings.Contains(r.err, "no plan named nope") {
-		t.Fatalf("unknown plan: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "no plan named nope") {
+		t.Fatalf("unknown plan: %d %s", r.Code, r.Err)
 	}
 	var res map[string]any
 	r = e.orcr("catalog", "--json")
-	if r.code != 0 || json.Unmarshal([]byte(r.out), &res) != nil || res["table"] == nil {
-		t.Fatalf("catalog --json: %d %s", r.code, r.err)
+	if r.Code != 0 || json.Unmarshal([]byte(r.Out), &res) != nil || res["table"] == nil {
+		t.Fatalf("catalog --json: %d %s", r.Code, r.Err)
 	}
 }
 
@@ -382,6 +359,35 @@ func agentPID(t *testing.T, e *env, target string) int {
 // are gone, so none still writes into the test's folders while they are removed.
 func stopLeads(t *testing.T, e *env) { stopAgentProcs(t, e, "plans/**") }
 
+// claudeLeadEnv is an orcr installation (not yet serving) whose leads are the real
+// claude against a new scripted model server, with an empty git repository dir/app
+// (symlinks resolved) to plan in.
+func claudeLeadEnv(t *testing.T) (e *env, srv *modelserver.Server, dir, repo string) {
+	t.Helper()
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	claude := clis.ScriptedClaude(t, dir, srv.URL)
+	repo = filepath.Join(dir, "app")
+	os.MkdirAll(repo, 0o755)
+	repo, _ = filepath.EvalSymlinks(repo)
+	if out, err := exec.Command("git", "-C", repo, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	return newEnv(t, claude...), srv, dir, repo
+}
+
+// serveWithLeads serves e and, when the test ends, stops the leads' processes while
+// the server still answers (stopLeads asks it for them).
+func (e *env) serveWithLeads() {
+	e.t.Helper()
+	e.serve()
+	e.t.Cleanup(func() { stopLeads(e.t, e) })
+}
+
 // stopAgentProcs ends the processes of the agents matching globs (each pane's program
 // and what it started) and those e.leadPIDs names, and waits until they are gone.
 func stopAgentProcs(t *testing.T, e *env, globs ...string) {
@@ -389,7 +395,7 @@ func stopAgentProcs(t *testing.T, e *env, globs ...string) {
 	if e.srv != nil {
 		for _, g := range globs {
 			var res wire.ListResult
-			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").out), &res)
+			json.Unmarshal([]byte(e.orcr("agent", "ls", g, "--all", "--json").Out), &res)
 			for _, a := range res.Agents {
 				if a.PID > 0 {
 					pids = append(pids, a.PID)
@@ -449,53 +455,11 @@ func getPlan(t *testing.T, e *env) planapi.PlanGetResult {
 func waitPlan(t *testing.T, e *env, d time.Duration, what string, cond func(planapi.PlanGetResult) bool) planapi.PlanGetResult {
 	t.Helper()
 	var last planapi.PlanGetResult
-	deadline := time.Now().Add(d)
-	for last = getPlan(t, e); !cond(last); last = getPlan(t, e) {
-		if time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
-			continue
-		}
-		screen := e.orcr("agent", "read", "plans/csv/lead").out
-		t.Fatalf("timed out waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
+	if !wait.Until(d, func() bool { last = getPlan(t, e); return cond(last) }) {
+		screen := e.orcr("agent", "read", "plans/csv/lead").Out
+		t.Fatalf("timed out after %s waiting for %s: state %s errors %v events %+v\nlead screen:\n%s", wait.Scale(d), what, last.Plan.State, last.Plan.Errors, last.Plan.Events, screen)
 	}
 	return last
-}
-
-// lastUserText is the text of the last user message of a Messages API request.
-func lastUserText(t *testing.T, r modelserver.Request) string {
-	t.Helper()
-	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := r.JSON(&body); err != nil {
-		t.Fatal(err)
-	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		m := body.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			return s
-		}
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		json.Unmarshal(m.Content, &blocks)
-		var b strings.Builder
-		for _, bl := range blocks {
-			if bl.Type == "text" {
-				b.WriteString(bl.Text + "\n")
-			}
-		}
-		return b.String()
-	}
-	return ""
 }
 
 // planEvents collects the plan (or other) events the server publishes.
@@ -584,14 +548,14 @@ func TestPlanWrittenByHand(t *testing.T) {
 	os.MkdirAll(filepath.Join(repo, ".orcr", "plans"), 0o755)
 	exec.Command("git", "-C", repo, "init", "-q").Run()
 	r := e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
-	if r.code != 1 || !strings.Contains(r.err, "write "+filepath.Join(repo, ".orcr", "plans", "hand.md")+" first") {
-		t.Fatalf("missing file: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "write "+filepath.Join(repo, ".orcr", "plans", "hand.md")+" first") {
+		t.Fatalf("missing file: %d %s", r.Code, r.Err)
 	}
 	file := filepath.Join(repo, ".orcr", "plans", "hand.md")
 	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: M9\ntier: small\n\n### Goal\nx\n"), 0o644)
 	r = e.orcr("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
-	if r.code != 1 || !strings.Contains(r.err, "hand.md:6: milestone M1 depends on M9") {
-		t.Fatalf("broken file: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "hand.md:6: milestone M1 depends on M9") {
+		t.Fatalf("broken file: %d %s", r.Code, r.Err)
 	}
 	os.WriteFile(file, []byte("# Plan: hand\nrequest: r\ncheck: true\n\n## M1 · One\ndepends: -\ntier: small\n\n### Goal\nx\n\n### Acceptance\n- [ ] y\n"), 0o644)
 	out := e.must("plan", "new", "hand", "do it", "--repo", repo, "--lead", "none")
@@ -602,8 +566,8 @@ func TestPlanWrittenByHand(t *testing.T) {
 		t.Fatalf("a lead started:\n%s", ls)
 	}
 	r = e.orcr("plan", "reject", "hand", "redo it")
-	if r.code != 1 || !strings.Contains(r.err, "no lead to redraft") {
-		t.Fatalf("reject: %d %s", r.code, r.err)
+	if r.Code != 1 || !strings.Contains(r.Err, "no lead to redraft") {
+		t.Fatalf("reject: %d %s", r.Code, r.Err)
 	}
 	if out := e.must("plan", "approve", "hand"); !strings.Contains(out, "plan hand approved") {
 		t.Fatalf("approve: %s", out)

@@ -62,15 +62,15 @@ func TestRunBadInputMessages(t *testing.T) {
 
 	// `run done` from outside any run's pane.
 	r := e.orcr("run", "done", "M1")
-	if r.code == 0 || !strings.Contains(r.err, "works only inside a run's coder pane") {
-		t.Fatalf("run done outside a pane: exit %d, %q", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "works only inside a run's coder pane") {
+		t.Fatalf("run done outside a pane: exit %d, %q", r.Code, r.Err)
 	}
 
 	e.must(append([]string{"run", "start", "bad", "--coders", "1", "--coder", "shell", "--lead", "none", "--"}, badCoder(e.bin, log)...)...)
 	// An answer for a milestone that is not asking.
 	r = e.orcr("run", "answer", "bad", "M1", "skip empty rows")
-	if r.code == 0 || !strings.Contains(r.err, "cannot answer M1 of run bad: it is ready") || !strings.Contains(r.err, "only a milestone whose coder asked takes an answer") {
-		t.Fatalf("answer for a milestone that is not asking: exit %d, %q", r.code, r.err)
+	if r.Code == 0 || !strings.Contains(r.Err, "cannot answer M1 of run bad: it is ready") || !strings.Contains(r.Err, "only a milestone whose coder asked takes an answer") {
+		t.Fatalf("answer for a milestone that is not asking: exit %d, %q", r.Code, r.Err)
 	}
 	e.must("run", "dispatch", "bad", "M1")
 	waitMilestone(t, e, "bad", "M1", "merged", 30*time.Second)
@@ -131,7 +131,7 @@ func TestRunBadInputMessages(t *testing.T) {
 func waitMilestone(t *testing.T, e *env, name, m, state string, d time.Duration) {
 	t.Helper()
 	ok := wait.Until(d, func() bool {
-		for _, l := range strings.Split(e.orcr("run", "status", name).out, "\n") {
+		for _, l := range strings.Split(e.orcr("run", "status", name).Out, "\n") {
 			if f := strings.Fields(l); len(f) > 2 && f[0] == m {
 				for _, w := range f[1:] {
 					if w == state {

@@ -51,6 +51,9 @@ func TestRunReviewerVerdictSurvivesKill9(t *testing.T) {
 	r.must("run", "dispatch", "solo", "M1")
 	r.crashed(150 * time.Second)
 	r.serve()
+	// The reviewer's claude outlives the killed server that started it: it is ended
+	// (the restarted server knows its pid) before the test's directories are removed.
+	t.Cleanup(func() { stopAgentProcs(t, r.env, "runs/**") })
 	r.waitState("M1", "merged", 90*time.Second)
 	applied := 0
 	for _, e := range r.events() {
@@ -94,8 +97,8 @@ func TestRunStartSurvivesKill9BeforeTheBranch(t *testing.T) {
 	e.orcr(append([]string{"run", "start", "br", "--coder", "shell", "--lead", "none", "--"}, killCoder(e.bin, starts)...)...)
 	e.crashed(60 * time.Second)
 	e.serve()
-	if res := e.orcr("run", "status", "br"); res.code != 0 {
-		t.Fatalf("after the restart there is no run br: %s%s(feature/br: %s)", res.out, res.err,
+	if res := e.orcr("run", "status", "br"); res.Code != 0 {
+		t.Fatalf("after the restart there is no run br: %s%s(feature/br: %s)", res.Out, res.Err,
 			gitSh(t, repo, nil, "git branch --list 'feature/*'"))
 	}
 	lead := &testLead{e: e, name: "br"}

@@ -58,7 +58,7 @@ func TestForkingCheckNeitherHangsTheRunNorTheServer(t *testing.T) {
 	e.must("run", "dispatch", "short", "M1")
 	const why = "check timed out after 2s; a process it started kept its output open"
 	// `orcr run events` says why the check failed.
-	if !wait.Until(60*time.Second, func() bool { return strings.Contains(e.orcr("run", "events", "short").out, "failed: "+why) }) {
+	if !wait.Until(60*time.Second, func() bool { return strings.Contains(e.orcr("run", "events", "short").Out, "failed: "+why) }) {
 		t.Fatalf("the forking check never ended:\n%s", runDump(e, "short"))
 	}
 	if !wait.Until(10*time.Second, func() bool {

@@ -20,6 +20,7 @@ import (
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/planning"
 	"orcr/store"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
@@ -179,7 +180,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 		target := max(uint64(targets[kills]+2), lead.view.Seq+1)
 		at := time.Now().Add(time.Duration(rnd.IntN(1500)) * time.Millisecond)
 		state, why := "", ""
-		ok := pollEvery(30*time.Second, 5*time.Millisecond, func() bool {
+		ok := wait.Every(30*time.Second, 5*time.Millisecond, func() bool {
 			state = lead.step()
 			switch {
 			case state == "done":
@@ -195,11 +196,13 @@ func TestRunSurvivesKill9(t *testing.T) {
 				why = "dispatch"
 				return true
 			case kind == "advance" && lead.merging():
-				for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-					if b, err := os.ReadFile(refFile); err == nil && strings.TrimSpace(string(b)) != lead.view.Tip {
-						why = "advance"
-						return true
-					}
+				// Back to back: the kill must land right after the ref moves.
+				if wait.Every(2*time.Second, 0, func() bool {
+					b, err := os.ReadFile(refFile)
+					return err == nil && strings.TrimSpace(string(b)) != lead.view.Tip
+				}) {
+					why = "advance"
+					return true
 				}
 			}
 			return false
@@ -429,7 +432,7 @@ func seedPlansText(t *testing.T, home, repo, body string, names ...string) {
 		if err := os.WriteFile(r.File, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r.State, r.ApprovedHash, r.FileHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(text)), orchestrate.HashBytes([]byte(text))
+		r.State, r.ApprovedHash, r.FileHash = orchestrate.PlanApproved, planning.HashBytes([]byte(text)), planning.HashBytes([]byte(text))
 		if err := orchestrate.NewPlans(core.FeatureBuckets(st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
@@ -465,27 +468,14 @@ func gitSh(t *testing.T, dir string, env []string, script string) string {
 // their screens.
 func runDump(e *env, name string) string {
 	var b strings.Builder
-	b.WriteString(e.orcr("run", "status", name).out + "\n" + e.orcr("run", "events", name).out + "\n")
-	b.WriteString(e.orcr("agent", "ls", "runs/"+name+"/**").out)
+	b.WriteString(e.orcr("run", "status", name).Out + "\n" + e.orcr("run", "events", name).Out + "\n")
+	b.WriteString(e.orcr("agent", "ls", "runs/"+name+"/**").Out)
 	var ls wire.ListResult
-	if json.Unmarshal([]byte(e.orcr("agent", "ls", "runs/"+name+"/**", "--json").out), &ls) == nil {
+	if json.Unmarshal([]byte(e.orcr("agent", "ls", "runs/"+name+"/**", "--json").Out), &ls) == nil {
 		for _, a := range ls.Agents {
 			fmt.Fprintf(&b, "--- %s %s %s (%s: %s) at %s\n%s\n", a.Path, a.ID, a.State, a.StateSource, a.StateReason,
-				a.StateAt.Format("15:04:05.000"), strings.TrimSpace(e.orcr("agent", "read", a.ID).out))
+				a.StateAt.Format("15:04:05.000"), strings.TrimSpace(e.orcr("agent", "read", a.ID).Out))
 		}
 	}
 	return b.String()
-}
-
-// pollEvery checks cond every interval until it holds or d passes; unlike wait.Until
-// it does not back off, so a kill comes within an interval of its moment.
-func pollEvery(d, interval time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
 }

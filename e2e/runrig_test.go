@@ -228,7 +228,7 @@ func waitPlanState(t *testing.T, e *env, name, state string, d time.Duration) {
 	t.Helper()
 	var got planapi.PlanGetResult
 	if !wait.Until(d, func() bool {
-		json.Unmarshal([]byte(e.orcr("plan", "show", name, "--json").out), &got)
+		json.Unmarshal([]byte(e.orcr("plan", "show", name, "--json").Out), &got)
 		return got.Plan.State == state || got.Plan.State == "failed"
 	}) || got.Plan.State != state {
 		t.Fatalf("plan %s never became %s: %+v", name, state, got.Plan)
@@ -307,8 +307,8 @@ func (r *runRig) dump() {
 	}
 	t.Logf("run log:\n%s", b.String())
 	for _, who := range []string{"lead", "coder-1", "coder-2", "coder-3", "reviewer"} {
-		if res := r.orcr("agent", "read", run.AgentPath(r.name, who)); res.code == 0 {
-			t.Logf("%s screen:\n%s", who, res.out)
+		if res := r.orcr("agent", "read", run.AgentPath(r.name, who)); res.Code == 0 {
+			t.Logf("%s screen:\n%s", who, res.Out)
 		}
 	}
 	for _, q := range r.models.Requests() {

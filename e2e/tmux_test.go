@@ -30,7 +30,7 @@ func TestTmuxAgentsSurviveServerKill9(t *testing.T) {
 	e.serve()
 	e.must("agent", "run", "w/a", "--", "sh", "-c", `echo "I am $ORCR_PATH"; exec cat`)
 	wait.For(t, 10*time.Second, "greeting", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "w/a").out, "I am w/a")
+		return strings.Contains(e.orcr("agent", "read", "w/a").Out, "I am w/a")
 	})
 	e.must("agent", "wait", "w/a", "--until", "idle", "--timeout", "10s")
 	before := agentJSON(t, e, "w/a")
@@ -48,7 +48,7 @@ func TestTmuxAgentsSurviveServerKill9(t *testing.T) {
 	// Still live and steerable after re-adoption.
 	e.must("agent", "send", "w/a", "after-restart")
 	wait.For(t, 10*time.Second, "input after restart", func() bool {
-		return strings.Count(e.orcr("agent", "read", "w/a").out, "after-restart") >= 2
+		return strings.Count(e.orcr("agent", "read", "w/a").Out, "after-restart") >= 2
 	})
 	e.must("agent", "wait", "w/a", "--until", "done", "--timeout", "10s")
 	// Exit is still observed on the re-adopted pane.

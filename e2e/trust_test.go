@@ -313,15 +313,15 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4M").Run()
 		r := e.orcr("agent", "run", fmt.Sprintf("full/r%d", round), "--", "true")
 		alive(fmt.Sprintf("round %d, disk full", round), 0)
-		if r.code == 0 || !strings.Contains(r.err, "store cannot write") {
+		if r.Code == 0 || !strings.Contains(r.Err, "store cannot write") {
 			alive(fmt.Sprintf("round %d, disk full", round), 5*time.Second)
 			close(stop)
-			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.code, r.out, r.err, stacks())
+			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.Code, r.Out, r.Err, stacks())
 		}
-		if r := e.orcr("agent", "ls"); r.code != 0 || !strings.Contains(r.out, "before/full") {
+		if r := e.orcr("agent", "ls"); r.Code != 0 || !strings.Contains(r.Out, "before/full") {
 			alive(fmt.Sprintf("round %d, reading on a full disk", round), 5*time.Second)
 			close(stop)
-			t.Fatalf("round %d: reads on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.code, r.out, r.err, stacks())
+			t.Fatalf("round %d: reads on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.Code, r.Out, r.Err, stacks())
 		}
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
@@ -330,7 +330,7 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		// Writes resume by themselves, without a restart.
 		wait.For(t, 20*time.Second, "a write after the disk has room again", func() bool {
 			alive(fmt.Sprintf("round %d, room again", round), 0)
-			return e.orcr("agent", "run", fmt.Sprintf("after/r%d", round), "--", "true").code == 0
+			return e.orcr("agent", "run", fmt.Sprintf("after/r%d", round), "--", "true").Code == 0
 		})
 	}
 	close(stop)

@@ -22,7 +22,7 @@ func TestWorktreeAgent(t *testing.T) {
 	}
 	e.must("agent", "run", "wt/a", "--cwd", repo, "--worktree", "feature-x", "--", "sh", "-c", "git branch --show-current; pwd; exec sleep 300")
 	wait.For(t, 10*time.Second, "agent in its worktree", func() bool {
-		return strings.Contains(e.orcr("agent", "read", "wt/a").out, "feature-x")
+		return strings.Contains(e.orcr("agent", "read", "wt/a").Out, "feature-x")
 	})
 	a := agentJSON(t, e, "wt/a")
 	if !strings.HasPrefix(a.Cwd, filepath.Join(e.home, "worktrees")) {

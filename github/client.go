@@ -167,6 +167,19 @@ func (c *Client) call(ctx context.Context, op, repo string, idempotent bool, fn 
 	}
 }
 
+// callOne is call for a request that also returns a value: it keeps the value of the
+// attempt that answered.
+func callOne[T any](ctx context.Context, c *Client, op, repo string, idempotent bool, fn func() (T, *gh.Response, error)) (T, *gh.Response, error) {
+	var out T
+	resp, err := c.call(ctx, op, repo, idempotent, func() (*gh.Response, error) {
+		var r *gh.Response
+		var err error
+		out, r, err = fn()
+		return r, err
+	})
+	return out, resp, err
+}
+
 // listAll pages through a listing: fetch gets one page (1-based) and returns GitHub's
 // response; stop, if set, ends the walk early once a page holds what the caller needs.
 // maxPages bounds the pages fetched (0: 100); past it the listing ends with what it has,
@@ -194,12 +207,8 @@ func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages in
 	var urls []string
 	for n := 1; len(fetched) < maxPages; {
 		fetched[n] = true
-		var items []T
-		resp, err := c.call(ctx, op, repo, true, func() (*gh.Response, error) {
-			var r *gh.Response
-			var err error
-			items, r, err = fetch(ctx, n)
-			return r, err
+		items, resp, err := callOne(ctx, c, op, repo, true, func() ([]T, *gh.Response, error) {
+			return fetch(ctx, n)
 		})
 		if resp != nil && resp.Request != nil {
 			urls = append(urls, resp.Request.URL.String())

@@ -54,11 +54,16 @@ func (c *Client) ListIssues(ctx context.Context, repo string, q IssueQuery) ([]I
 		opts.ListOptions = gh.ListOptions{Page: page, PerPage: perPage(q.PerPage)}
 		return c.gh.Issues.ListByRepo(ctx, owner, name, opts)
 	}, nil)
-	out := make([]Issue, 0, len(got))
-	for _, is := range got {
-		out = append(out, issueOf(repo, is))
+	return convert(got, repo, issueOf), pg, err
+}
+
+// convert turns go-github values into this package's plain ones.
+func convert[T, V any](got []*T, repo string, of func(string, *T) V) []V {
+	out := make([]V, 0, len(got))
+	for _, g := range got {
+		out = append(out, of(repo, g))
 	}
-	return out, pg, err
+	return out
 }
 
 func perPage(n int) int {
@@ -86,12 +91,8 @@ func (c *Client) GetIssue(ctx context.Context, repo string, number int) (Issue, 
 	if err != nil {
 		return Issue{}, err
 	}
-	var is *gh.Issue
-	resp, err := c.call(ctx, op, repo, true, func() (*gh.Response, error) {
-		var r *gh.Response
-		var err error
-		is, r, err = c.gh.Issues.Get(ctx, owner, name, number)
-		return r, err
+	is, resp, err := callOne(ctx, c, op, repo, true, func() (*gh.Issue, *gh.Response, error) {
+		return c.gh.Issues.Get(ctx, owner, name, number)
 	})
 	if errors.Is(err, ErrMalformed) && resp != nil && resp.Request != nil {
 		c.cache.forget(resp.Request.URL.String())
@@ -136,11 +137,7 @@ func (c *Client) ListComments(ctx context.Context, repo string, since time.Time,
 		opts.ListOptions = gh.ListOptions{Page: page, PerPage: 100}
 		return c.gh.Issues.ListComments(ctx, owner, name, 0, opts)
 	}, nil)
-	out := make([]Comment, 0, len(got))
-	for _, cm := range got {
-		out = append(out, commentOf(repo, cm))
-	}
-	return out, pg, err
+	return convert(got, repo, commentOf), pg, err
 }
 
 func commentOf(repo string, cm *gh.IssueComment) Comment {
@@ -157,12 +154,8 @@ func (c *Client) CreateComment(ctx context.Context, repo string, number int, bod
 	if err != nil {
 		return Comment{}, err
 	}
-	var cm *gh.IssueComment
-	_, err = c.call(ctx, op, repo, false, func() (*gh.Response, error) {
-		var r *gh.Response
-		var err error
-		cm, r, err = c.gh.Issues.CreateComment(ctx, owner, name, number, gh.IssueCommentRequest{Body: body})
-		return r, err
+	cm, _, err := callOne(ctx, c, op, repo, false, func() (*gh.IssueComment, *gh.Response, error) {
+		return c.gh.Issues.CreateComment(ctx, owner, name, number, gh.IssueCommentRequest{Body: body})
 	})
 	if err != nil {
 		return Comment{}, err
@@ -255,11 +248,7 @@ func (c *Client) ListPullRequests(ctx context.Context, repo string, q PullQuery)
 		opts.ListOptions = gh.ListOptions{Page: page, PerPage: 100}
 		return c.gh.PullRequests.List(ctx, owner, name, opts)
 	}, nil)
-	out := make([]PullRequest, 0, len(got))
-	for _, p := range got {
-		out = append(out, pullOf(repo, p))
-	}
-	return out, pg, err
+	return convert(got, repo, pullOf), pg, err
 }
 
 func pullOf(repo string, p *gh.PullRequest) PullRequest {
@@ -296,13 +285,9 @@ func (c *Client) CreatePullRequest(ctx context.Context, repo string, in NewPullR
 	if err != nil {
 		return PullRequest{}, err
 	}
-	var p *gh.PullRequest
-	_, err = c.call(ctx, op, repo, false, func() (*gh.Response, error) {
-		var r *gh.Response
-		var err error
-		p, r, err = c.gh.PullRequests.Create(ctx, owner, name, gh.CreatePullRequest{
+	p, _, err := callOne(ctx, c, op, repo, false, func() (*gh.PullRequest, *gh.Response, error) {
+		return c.gh.PullRequests.Create(ctx, owner, name, gh.CreatePullRequest{
 			Title: &in.Title, Head: in.Head, Base: in.Base, Body: &in.Body, Draft: &in.Draft})
-		return r, err
 	})
 	if err != nil {
 		return PullRequest{}, err

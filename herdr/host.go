@@ -363,12 +363,16 @@ func (h *Host) processInfo(ctx context.Context, pane string) (pid int, ours bool
 
 // Read returns the visible screen, or with Lines > 0 the last Lines rows of
 // scrollback plus screen with soft wraps joined. herdr reports neither the pane
-// size nor the cursor, so Cols, Rows, CursorX and CursorY stay zero.
+// size nor the cursor, so Cols, Rows, CursorX and CursorY stay zero. With ANSI the
+// text is read in herdr's ansi format (its styles as SGR sequences).
 func (h *Host) Read(ctx context.Context, pane string, opts core.ReadOpts) (core.Screen, error) {
 	params := map[string]any{"pane_id": pane, "source": "visible", "format": "text"}
 	if opts.Lines > 0 {
 		params["source"] = "recent_unwrapped"
 		params["lines"] = min(opts.Lines, 1000)
+	}
+	if opts.ANSI {
+		params["format"] = "ansi"
 	}
 	var res struct {
 		Read struct {

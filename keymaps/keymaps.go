@@ -70,14 +70,19 @@ type Tree struct {
 	Up, Down, PageUp, PageDown, Top, Bottom Binding
 	Expand, Collapse, Toggle                Binding
 	Filter, ClearFilter, NextBlocked        Binding
+	Status, Ended, Sort                     Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
 	Restart, Fork                           Binding
+	// Diff shows the selected agent's worktree diff against its base.
+	Diff Binding
 }
 
 // Panel bindings act on the side panel (queue, usage, schedules, events) and the preview.
 type Panel struct {
 	Up, Down, NextTab, PrevTab Binding
+	// PageUp and PageDown scroll the preview a page, through the agent's scrollback.
+	PageUp, PageDown Binding
 }
 
 // Dialog bindings work inside dialogs.
@@ -196,8 +201,11 @@ func DefaultTree() Tree {
 		Expand:      b("tree.expand", "expand", "right"),
 		Collapse:    b("tree.collapse", "collapse", "left"),
 		Toggle:      b("tree.toggle", "fold/unfold", "space"),
-		Filter:      b("tree.filter", "filter (text or glob)", "/"),
-		ClearFilter: b("tree.clear_filter", "clear filter", "esc"),
+		Filter:      b("tree.filter", "find: fuzzy, state:X", "/"),
+		ClearFilter: b("tree.clear_filter", "clear finder and status", "esc"),
+		Status:      b("tree.status", "status filter (cycle)", "f"),
+		Ended:       b("tree.ended", "show/hide ended agents", "."),
+		Sort:        b("tree.sort", "sort order (cycle)", ">"),
 		NextBlocked: b("tree.next_blocked", "next blocked", "b"),
 		Attach:      b("tree.attach", "attach", "enter", "a"),
 		Steer:       b("tree.steer", "steer (one line)", "s"),
@@ -207,16 +215,19 @@ func DefaultTree() Tree {
 		Kill:        kill,
 		Restart:     restart,
 		Fork:        b("tree.fork", "fork: same spec, new path", "F"),
+		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }
 
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:      b("panel.up", "scroll up", "up", "k"),
-		Down:    b("panel.down", "scroll down", "down", "j"),
-		NextTab: b("panel.next_tab", "next panel tab", "]"),
-		PrevTab: b("panel.prev_tab", "previous panel tab", "["),
+		Up:       b("panel.up", "scroll up", "up", "k"),
+		Down:     b("panel.down", "scroll down", "down", "j"),
+		NextTab:  b("panel.next_tab", "next panel tab", "]"),
+		PrevTab:  b("panel.prev_tab", "previous panel tab", "["),
+		PageUp:   b("panel.page_up", "page up (preview: scrollback)", "pgup"),
+		PageDown: b("panel.page_down", "page down", "pgdown"),
 	}
 }
 
@@ -299,9 +310,9 @@ func (k *KeyMap) areas() []struct {
 	}{
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
-			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.NextBlocked,
-			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill}},
-		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab}},
+			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
+		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 		{"Runs", []*Binding{&r.Open, &r.Answer, &r.Hold, &r.Retry, &r.Dispatch, &r.Coder, &r.Summary, &r.Refresh}},
@@ -353,25 +364,22 @@ func (k *KeyMap) Apply(overrides map[string][]string) error {
 // Validate reports keys bound twice within an area, or shadowing a global binding.
 // The dialog area is checked on its own, since dialogs take keys before anything else.
 func (k *KeyMap) Validate() error {
-	areas := k.areas()
 	global := map[string]string{}
-	for _, p := range areas[0].ptrs {
-		for _, key := range p.Keys {
-			if prev, ok := global[key]; ok {
-				return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
-			}
-			global[key] = p.Action
+	for i, a := range k.areas() {
+		// The first area is the global one: its keys are both its own "seen" and what
+		// every other area (but dialogs) must not shadow.
+		seen := global
+		if i > 0 {
+			seen = map[string]string{}
 		}
-	}
-	for _, a := range areas[1:] {
-		seen := map[string]string{}
 		for _, p := range a.ptrs {
 			for _, key := range p.Keys {
-				if prev, ok := seen[key]; ok {
-					return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
+				prev, ok := seen[key]
+				if !ok && i > 0 && a.title != "Dialogs" {
+					prev, ok = global[key]
 				}
-				if g, ok := global[key]; ok && a.title != "Dialogs" {
-					return fmt.Errorf("keys: %q bound to both %s and %s", key, g, p.Action)
+				if ok {
+					return fmt.Errorf("keys: %q bound to both %s and %s", key, prev, p.Action)
 				}
 				seen[key] = p.Action
 			}

@@ -312,37 +312,15 @@ func (r *Records) Remove(ctx context.Context, listener string) error {
 // older than before go, and past keep of them so do the oldest. It returns how many it
 // deleted.
 func (r *Records) PruneShown(ctx context.Context, listener string, shown map[string]bool, before time.Time, keep int) (int, error) {
-	type mark struct {
-		key string
-		at  time.Time
-	}
-	var ms []mark
 	prefix := listener + "/"
-	err := r.s.Scan(ctx, BucketProcessed, func(key string, value []byte) bool {
+	by, err := r.processedMarks(ctx, func(key string) (string, bool) {
 		id, ok := strings.CutPrefix(key, prefix)
-		if !ok || shown[id] {
-			return true
-		}
-		var p Processed
-		_ = json.Unmarshal(value, &p) // an unreadable mark has the zero time: it goes first
-		ms = append(ms, mark{key, p.At})
-		return true
+		return listener, ok && !shown[id]
 	})
 	if err != nil {
 		return 0, err
 	}
-	slices.SortFunc(ms, func(a, b mark) int { return b.at.Compare(a.at) }) // newest first
-	n := 0
-	for i, m := range ms {
-		if i < keep && !m.at.Before(before) {
-			continue
-		}
-		if err := r.s.Delete(ctx, BucketProcessed, m.key); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return r.dropMarks(ctx, by, before, keep)
 }
 
 // Prune bounds the processed marks of listeners that no longer run (removed), in one
@@ -351,14 +329,29 @@ func (r *Records) PruneShown(ctx context.Context, listener string, shown map[str
 // source's listing (PruneShown), so an id the source still shows is never forgotten.
 // It returns how many it deleted.
 func (r *Records) Prune(ctx context.Context, before time.Time, keep int, skip func(listener string) bool) (int, error) {
-	type mark struct {
-		key string
-		at  time.Time
+	by, err := r.processedMarks(ctx, func(key string) (string, bool) {
+		name, _, _ := strings.Cut(key, "/")
+		return name, skip == nil || !skip(name)
+	})
+	if err != nil {
+		return 0, err
 	}
+	return r.dropMarks(ctx, by, before, keep)
+}
+
+// mark is a processed mark's key and when it was made.
+type mark struct {
+	key string
+	at  time.Time
+}
+
+// processedMarks reads the processed marks that pick takes, grouped by the listener
+// pick names.
+func (r *Records) processedMarks(ctx context.Context, pick func(key string) (listener string, ok bool)) (map[string][]mark, error) {
 	by := map[string][]mark{}
 	err := r.s.Scan(ctx, BucketProcessed, func(key string, value []byte) bool {
-		name, _, _ := strings.Cut(key, "/")
-		if skip != nil && skip(name) {
+		name, ok := pick(key)
+		if !ok {
 			return true
 		}
 		var p Processed
@@ -366,9 +359,12 @@ func (r *Records) Prune(ctx context.Context, before time.Time, keep int, skip fu
 		by[name] = append(by[name], mark{key, p.At})
 		return true
 	})
-	if err != nil {
-		return 0, err
-	}
+	return by, err
+}
+
+// dropMarks deletes, per listener, the marks older than before and those past the
+// newest keep. It returns how many it deleted.
+func (r *Records) dropMarks(ctx context.Context, by map[string][]mark, before time.Time, keep int) (int, error) {
 	n := 0
 	for _, ms := range by {
 		slices.SortFunc(ms, func(a, b mark) int { return b.at.Compare(a.at) }) // newest first

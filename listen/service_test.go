@@ -299,3 +299,41 @@ func TestPruneIsBounded(t *testing.T) {
 		t.Fatal("the newest was pruned")
 	}
 }
+
+func TestPruneShownKeepsWhatTheSourceShows(t *testing.T) {
+	ctx := context.Background()
+	rec := NewRecords(newMemStore())
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 {
+		for _, name := range []string{"a", "ab"} {
+			if err := rec.MarkProcessed(ctx, name, fmt.Sprint(i), Processed{At: t0.Add(time.Duration(i) * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Of a's 30 marks, 0 and 1 are still shown and stay whatever their age; of the other
+	// 28, those older than hour 5 go (2, 3, 4), and past the newest 10 so do the oldest:
+	// 20 to 29 stay, 18 are deleted. ab's marks are another listener's and stay.
+	n, err := rec.PruneShown(ctx, "a", map[string]bool{"0": true, "1": true}, t0.Add(5*time.Hour), 10)
+	if err != nil || n != 18 {
+		t.Fatalf("pruned %d %v, want 18", n, err)
+	}
+	for id, want := range map[string]bool{"0": true, "1": true, "2": false, "19": false, "20": true, "29": true} {
+		if done, _ := rec.IsProcessed(ctx, "a", id); done != want {
+			t.Errorf("a/%s kept %v, want %v", id, done, want)
+		}
+	}
+	for _, id := range []string{"0", "2", "19"} {
+		if done, _ := rec.IsProcessed(ctx, "ab", id); !done {
+			t.Errorf("ab/%s was pruned by a's prune", id)
+		}
+	}
+	// Prune skips the listeners that run: here ab, so only a's marks are bounded.
+	n, err = rec.Prune(ctx, t0.Add(5*time.Hour), 5, func(l string) bool { return l == "ab" })
+	if err != nil || n != 7 {
+		t.Fatalf("prune pruned %d %v, want 7 (a's 12 marks down to 5)", n, err)
+	}
+	if done, _ := rec.IsProcessed(ctx, "ab", "0"); !done {
+		t.Error("a skipped listener's mark was pruned")
+	}
+}

@@ -1,9 +1,10 @@
-// Package orchestrate owns orcr's orchestration (DESIGN §8): the model catalog and its
-// tiers, the Markdown plan a lead agent writes and a person edits (parser, validation,
-// targeted edits that keep the person's text byte for byte), plan records with their
-// pure state machine and their store bucket, and the lead's prompt template.
+// Package orchestrate is the plans feature of orcr's orchestration (DESIGN §8): plan
+// records with their pure state machine and their store bucket, the lead's prompt
+// template, and the Service that starts each plan's lead and steps the plan with what
+// the lead and the file do. The model catalog and the plan file format it checks files
+// against are the planning library, which runs (orchestrate/run) uses too.
 //
-// It is library code: it starts no agents and reads no sockets. The daemon wires it to
-// the kernel (core.Kernel and its agent operations) and hands it the real store through the small Store
-// interface below, so everything here is testable without a server.
+// The daemon wires it to the kernel (core.Kernel and its agent operations), which hands
+// it the feature's own buckets (Store), so the records and the state machine are
+// testable without a server.
 package orchestrate

@@ -7,6 +7,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/planning"
 )
 
 // Name is the plans feature's name: its buckets' namespace.
@@ -82,7 +83,7 @@ type liveCatalog struct{ s *Service }
 func (c liveCatalog) Knows(ref string) bool {
 	cat, err := c.s.catalog()
 	if err != nil {
-		cat = Default()
+		cat = planning.Default()
 	}
 	return cat.Knows(ref)
 }

@@ -12,6 +12,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
+	"orcr/planning"
 )
 
 // repoRoot is the top folder of the git repository dir is in; the plan lives there
@@ -35,7 +36,7 @@ func repoRoot(ctx context.Context, dir string) (string, error) {
 const LeadNone = "none"
 
 // checking that the provider's program is installed.
-func (s *Service) pickLead(ctx context.Context, cat *Catalog, want string) (string, error) {
+func (s *Service) pickLead(ctx context.Context, cat *planning.Catalog, want string) (string, error) {
 	seen := map[string]bool{} // Detect may run the program: once per provider
 	installed := func(p string) bool {
 		found, ok := seen[p]
@@ -46,18 +47,18 @@ func (s *Service) pickLead(ctx context.Context, cat *Catalog, want string) (stri
 		return found
 	}
 	if want == "" {
-		if ms := cat.Pick(TierHigh, false, installed); len(ms) > 0 {
+		if ms := cat.Pick(planning.TierHigh, false, installed); len(ms) > 0 {
 			return ms[0].Ref(), nil
 		}
 		// Nothing high-tier is installed: name what to install for the best one.
-		if ms := cat.Pick(TierHigh, false, nil); len(ms) > 0 {
+		if ms := cat.Pick(planning.TierHigh, false, nil); len(ms) > 0 {
 			return "", s.missing(ctx, ms[0].Provider, "the plan's lead (a high-tier model: "+ms[0].Ref()+")")
 		}
 		return "", wire.Errorf(wire.CodeInvalidParams, "no model of the catalog qualifies for tier high: name a lead with --lead PROVIDER:MODEL")
 	}
 	provider, model, _ := strings.Cut(want, ":")
-	if !slices.Contains(KnownProviders, provider) {
-		return "", wire.Errorf(wire.CodeUnknownProvider, "lead %q: provider %q is not one of %s", want, provider, strings.Join(KnownProviders, ", "))
+	if !slices.Contains(planning.KnownProviders, provider) {
+		return "", wire.Errorf(wire.CodeUnknownProvider, "lead %q: provider %q is not one of %s", want, provider, strings.Join(planning.KnownProviders, ", "))
 	}
 	if !installed(provider) {
 		return "", s.missing(ctx, provider, "the plan's lead")
@@ -66,10 +67,10 @@ func (s *Service) pickLead(ctx context.Context, cat *Catalog, want string) (stri
 		return provider + ":" + model, nil // the user's choice, in the catalog or not
 	}
 	onlyThis := func(p string) bool { return p == provider }
-	if ms := cat.Pick(TierHigh, false, onlyThis); len(ms) > 0 {
+	if ms := cat.Pick(planning.TierHigh, false, onlyThis); len(ms) > 0 {
 		return ms[0].Ref(), nil
 	}
-	if ms := cat.Pick(TierHigh, true, onlyThis); len(ms) > 0 {
+	if ms := cat.Pick(planning.TierHigh, true, onlyThis); len(ms) > 0 {
 		return ms[0].Ref(), nil
 	}
 	return "", wire.Errorf(wire.CodeInvalidParams, "lead %q: no %s model of the catalog qualifies for tier high; name one with --lead %s:MODEL", want, provider, provider)
@@ -133,8 +134,8 @@ func (r Record) Wire() planapi.Plan {
 	return p
 }
 
-// Wire is the milestone as the API shows it.
-func (m *Milestone) Wire() planapi.PlanMilestone {
+// milestoneWire is the milestone as the API shows it.
+func milestoneWire(m *planning.Milestone) planapi.PlanMilestone {
 	w := planapi.PlanMilestone{ID: m.ID, Title: m.Title, Line: m.Line, Depends: nonNil(m.Depends), Tier: m.Tier,
 		Needs: nonNil(m.Needs), ModelWhy: m.ModelWhy, EstimateSeconds: int(m.Estimate.Seconds()), Model: m.Model,
 		State: m.State, Goal: m.Goal.Text, Acceptance: m.Acceptance.Text, Checks: make([]planapi.PlanCheck, len(m.Checks))}

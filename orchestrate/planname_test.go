@@ -1,6 +1,7 @@
 package orchestrate
 
 import (
+	"orcr/planning"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +20,11 @@ func TestPlanNamesGitCannotUse(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: %v\nwant %s", name, err, want)
 		}
-		if _, err := Parse([]byte("# Plan: "+name+"\nrequest: r\n"), Options{}); err == nil || !strings.Contains(err.Error(), "git cannot use it") {
+		if _, err := planning.Parse([]byte("# Plan: "+name+"\nrequest: r\n"), planning.Options{}); err == nil || !strings.Contains(err.Error(), "git cannot use it") {
 			t.Errorf("a plan titled %s: %v", name, err)
 		}
 	}
-	if err := ValidPlanName("auth.v2"); err != nil {
+	if err := planning.ValidPlanName("auth.v2"); err != nil {
 		t.Fatal(err)
 	}
 }

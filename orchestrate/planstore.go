@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/planning"
 )
 
 // Store is where plan records live: the plans feature's buckets (core.Kernel.Buckets).
@@ -152,7 +153,7 @@ func (ps *Plans) get(ctx context.Context, name string) (Record, error) {
 }
 
 func (ps *Plans) put(ctx context.Context, r Record) error {
-	if err := ValidPlanName(r.Name); err != nil {
+	if err := planning.ValidPlanName(r.Name); err != nil {
 		return err
 	}
 	b, err := json.Marshal(planEnvelope{V: planRecordVersion, Plan: &r})

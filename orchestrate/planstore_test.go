@@ -12,6 +12,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/orchestrate"
+	"orcr/planning"
 	"orcr/store"
 )
 
@@ -102,24 +103,51 @@ func TestPlansInTheRealStore(t *testing.T) {
 	}
 }
 
+// filePlan is a valid plan named p; its M2 has `tier: medium` at line 18.
+const filePlan = `# Plan: p
+request: r
+check: go test ./...
+
+## M1 · One
+depends: -
+tier: high
+estimate: 20m
+
+### Goal
+Do one.
+
+### Acceptance
+- [ ] one works
+
+## M2 · Two
+depends: M1
+tier: medium
+
+### Goal
+Do two.
+
+### Acceptance
+- [ ] two works
+`
+
 func TestReadPlanFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.md")
-	if fs := orchestrate.ReadPlanFile(path, orchestrate.Options{}); !fs.Missing || fs.OK() {
+	if fs := orchestrate.ReadPlanFile(path, planning.Options{}); !fs.Missing || fs.OK() {
 		t.Fatalf("missing: %+v", fs)
 	}
-	src := []byte(basePlan)
+	src := []byte(filePlan)
 	if err := os.WriteFile(path, src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fs := orchestrate.ReadPlanFile(path, orchestrate.Options{Name: "p"})
-	if !fs.OK() || fs.Hash != orchestrate.HashBytes(src) || fs.Milestones != 2 {
+	fs := orchestrate.ReadPlanFile(path, planning.Options{Name: "p"})
+	if !fs.OK() || fs.Hash != planning.HashBytes(src) || fs.Milestones != 2 {
 		t.Fatalf("good: %+v", fs)
 	}
-	if err := os.WriteFile(path, []byte(replace("tier: medium", "tier: huge")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(strings.Replace(filePlan, "tier: medium", "tier: huge", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fs = orchestrate.ReadPlanFile(path, orchestrate.Options{})
+	fs = orchestrate.ReadPlanFile(path, planning.Options{})
 	if fs.OK() || len(fs.Errors) != 1 || fs.Errors[0] != path+`:18: unknown tier "huge": tiers are small, medium, high` {
 		t.Fatalf("broken: %+v", fs)
 	}
@@ -130,7 +158,7 @@ func TestReadPlanFile(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fs = orchestrate.ReadPlanFile(path, orchestrate.Options{})
+	fs = orchestrate.ReadPlanFile(path, planning.Options{})
 	if fs.OK() || fs.Missing || len(fs.Errors) != 1 || !strings.Contains(fs.Errors[0], "cannot read") {
 		t.Fatalf("unreadable: %+v", fs)
 	}

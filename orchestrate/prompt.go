@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"orcr/internal/regfile"
+	"orcr/planning"
 )
 
 //go:embed templates/plan-lead.md templates/plan-example.md
@@ -53,9 +54,9 @@ type LeadPrompt struct {
 }
 
 // NewLeadPrompt fills a LeadPrompt for record r with catalog c.
-func NewLeadPrompt(r Record, c *Catalog) (LeadPrompt, error) {
+func NewLeadPrompt(r Record, c *planning.Catalog) (LeadPrompt, error) {
 	var table bytes.Buffer
-	if err := WriteTable(&table, c); err != nil {
+	if err := planning.WriteTable(&table, c); err != nil {
 		return LeadPrompt{}, err
 	}
 	return LeadPrompt{Name: r.Name, Request: r.Request, Repo: r.Repo, File: r.File, Catalog: table.String(), Example: string(ExamplePlan())}, nil

@@ -9,11 +9,15 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 func TestExamplePlanParses(t *testing.T) {
 	// The prompt teaches the format by this example; it must be a valid plan.
-	p := mustParse(t, orchestrate.ExamplePlan())
+	p, err := planning.Parse(orchestrate.ExamplePlan(), planning.Options{Catalog: planning.Default()})
+	if err != nil {
+		t.Fatalf("parse:\n%v", err)
+	}
 	if len(p.Milestones) != 3 || p.Milestones[1].Depends[0] != "M1" || p.Milestones[2].Depends[0] != "M1" {
 		t.Fatalf("the example should show a contract milestone and two parallel ones: %+v", p.Milestones)
 	}
@@ -25,7 +29,7 @@ func leadPrompt(t *testing.T) orchestrate.LeadPrompt {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := orchestrate.NewLeadPrompt(r, orchestrate.Default())
+	p, err := orchestrate.NewLeadPrompt(r, planning.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func TestDefaultLeadTemplatePath(t *testing.T) {
 	if got := orchestrate.DefaultLeadTemplatePath(); got != "/cfg/orcr/templates/plan-lead.md" {
 		t.Errorf("template path %s", got)
 	}
-	if got := orchestrate.DefaultUserCatalogPath(); got != "/cfg/orcr/catalog.toml" {
+	if got := planning.DefaultUserCatalogPath(); got != "/cfg/orcr/catalog.toml" {
 		t.Errorf("catalog path %s", got)
 	}
 }

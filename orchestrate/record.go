@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"orcr/internal/gitref"
 	"orcr/internal/regfile"
+	planapi "orcr/orchestrate/api"
+	"orcr/planning"
 )
 
 // PlanState is where a plan is in its life (DESIGN §8).
@@ -16,16 +17,16 @@ type PlanState string
 
 const (
 	// PlanDrafting: the lead is writing the file (first draft or a fix round).
-	PlanDrafting PlanState = "drafting"
+	PlanDrafting PlanState = planapi.StateDrafting
 	// PlanDrafted: the file parses; it waits for the user to approve or reject it.
-	PlanDrafted PlanState = "drafted"
+	PlanDrafted PlanState = planapi.StateDrafted
 	// PlanApproved: the user approved it; its hash is recorded.
-	PlanApproved PlanState = "approved"
+	PlanApproved PlanState = planapi.StateApproved
 	// PlanRejected: the user rejected it with a reason that is on its way to the lead;
 	// the plan is drafting again as soon as the lead starts its turn.
-	PlanRejected PlanState = "rejected"
+	PlanRejected PlanState = planapi.StateRejected
 	// PlanFailed: the lead's file still did not parse after MaxFixRounds rounds.
-	PlanFailed PlanState = "failed"
+	PlanFailed PlanState = planapi.StateFailed
 )
 
 // MaxFixRounds is how many times parse errors go back to the lead before the plan fails.
@@ -83,27 +84,9 @@ func PlanFile(repo, name string) string {
 // LeadPath is the agent path of a plan's lead.
 func LeadPath(name string) string { return "plans/" + name + "/lead" }
 
-// ValidPlanName reports whether name can name a plan: it becomes a file name, an agent
-// path segment and part of branch names.
-func ValidPlanName(name string) error {
-	if !rePlanName().MatchString(name) || len(name) > 64 {
-		return fmt.Errorf("plan name %q: use 1 to 64 lower-case letters, digits, '.', '_' and '-', starting with a letter or digit", name)
-	}
-	// The name becomes the branch feature/NAME: git's rules, checked now rather than by
-	// git when the run starts ("x..y", "y.lock" and "z." pass the pattern above).
-	if err := gitref.CheckBranch(name); err != nil {
-		hint := ""
-		if s := gitref.Suggest(name); s != "" && gitref.CheckBranch(s) == nil && rePlanName().MatchString(s) {
-			hint = fmt.Sprintf(", e.g. %q", s)
-		}
-		return fmt.Errorf("plan name %q: git cannot use it in the branch %s: %v; pick another name%s", name, "feature/"+name, err, hint)
-	}
-	return nil
-}
-
 // NewRecord is a plan that has just been asked of its lead.
 func NewRecord(name, request, repo, lead string, now time.Time) (Record, error) {
-	if err := ValidPlanName(name); err != nil {
+	if err := planning.ValidPlanName(name); err != nil {
 		return Record{}, err
 	}
 	if request == "" {
@@ -140,7 +123,7 @@ func (f FileState) OK() bool { return !f.Missing && len(f.Errors) == 0 }
 // ReadPlanFile reads and parses the plan file at path. Nothing about the file is an
 // error of the call: a missing or unreadable file is reported in the FileState, so a
 // plan whose file vanished says so instead of failing whatever looked at it.
-func ReadPlanFile(path string, opts Options) FileState {
+func ReadPlanFile(path string, opts planning.Options) FileState {
 	b, err := regfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return FileState{Missing: true}
@@ -151,9 +134,9 @@ func ReadPlanFile(path string, opts Options) FileState {
 	if opts.File == "" {
 		opts.File = path
 	}
-	p, err := Parse(b, opts)
-	fs := FileState{Hash: HashBytes(b), Milestones: len(p.Milestones)}
-	var es Errors
+	p, err := planning.Parse(b, opts)
+	fs := FileState{Hash: planning.HashBytes(b), Milestones: len(p.Milestones)}
+	var es planning.Errors
 	if errors.As(err, &es) {
 		fs.Errors = es.Lines()
 	} else if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"orcr/internal/regfile"
 	planapi "orcr/orchestrate/api"
+	"orcr/planning"
 )
 
 // The plan service (DESIGN §8 "Plan"): the feature beside the kernel that serves
@@ -80,7 +81,7 @@ func (s *Service) now() time.Time { return s.o.Now().UTC() }
 
 // PlanNew serves its socket method (methods.go): it records the plan, then starts its lead.
 func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi.Plan, error) {
-	if err := ValidPlanName(p.Name); err != nil {
+	if err := planning.ValidPlanName(p.Name); err != nil {
 		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	repo, err := repoRoot(ctx, p.Repo)
@@ -128,12 +129,12 @@ func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi
 
 // planFromFile records a plan a person wrote (`--lead none`): no lead starts; the file
 // must exist and parse, and the plan is drafted at once, ready to approve.
-func (s *Service) planFromFile(ctx context.Context, p planapi.PlanNewParams, repo string, cat *Catalog) (planapi.Plan, error) {
+func (s *Service) planFromFile(ctx context.Context, p planapi.PlanNewParams, repo string, cat *planning.Catalog) (planapi.Plan, error) {
 	r, err := NewRecord(p.Name, p.Request, repo, LeadNone, s.now())
 	if err != nil {
 		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
-	f := ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
+	f := ReadPlanFile(r.File, planning.Options{Name: r.Name, Catalog: cat})
 	switch {
 	case f.Missing:
 		return planapi.Plan{}, wire.Errorf(wire.CodeInvalidParams,
@@ -187,7 +188,7 @@ func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, e
 	var file FileState
 	old, _ := s.plans.Get(ctx, name)
 	r, _, err := s.plans.Change(ctx, name, func(r Record) (Record, []Action, error) {
-		file = ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
+		file = ReadPlanFile(r.File, planning.Options{Name: r.Name, Catalog: cat})
 		return Step(r, Approve{File: file}, s.now())
 	})
 	if err != nil {
@@ -231,7 +232,7 @@ func (s *Service) Catalog(ctx context.Context) (planapi.CatalogResult, error) {
 		return planapi.CatalogResult{}, err
 	}
 	var table bytes.Buffer
-	if err := WriteTable(&table, c); err != nil {
+	if err := planning.WriteTable(&table, c); err != nil {
 		return planapi.CatalogResult{}, err
 	}
 	res := planapi.CatalogResult{Table: table.String(), Models: make([]planapi.CatalogModel, len(c.Models))}
@@ -241,20 +242,14 @@ func (s *Service) Catalog(ctx context.Context) (planapi.CatalogResult, error) {
 			Planning: m.Planning, Speed: m.Speed, Context: m.Context, Premium: m.Premium, Tier: c.Qualifies(m)}
 	}
 	for _, t := range c.Tiers {
-		min := map[string]int{}
-		for i, v := range t.Min.values() {
-			if v > 0 {
-				min[ratingKeys[i]] = v
-			}
-		}
-		res.Tiers = append(res.Tiers, planapi.CatalogTier{Name: t.Name, Min: min, MinContext: t.MinContext})
+		res.Tiers = append(res.Tiers, planapi.CatalogTier{Name: t.Name, Min: t.Min.ByKey(), MinContext: t.MinContext})
 	}
 	return res, nil
 }
 
 // catalog loads the catalog now; a broken user file is an error naming its lines.
-func (s *Service) catalog() (*Catalog, error) {
-	c, err := Load(DefaultFS, s.o.CatalogPath)
+func (s *Service) catalog() (*planning.Catalog, error) {
+	c, err := planning.Load(planning.DefaultFS, s.o.CatalogPath)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "catalog: %v", err)
 	}
@@ -262,7 +257,7 @@ func (s *Service) catalog() (*Catalog, error) {
 }
 
 // leadPrompt renders the lead's prompt for r.
-func (s *Service) leadPrompt(r Record, cat *Catalog) (string, error) {
+func (s *Service) leadPrompt(r Record, cat *planning.Catalog) (string, error) {
 	t, err := LoadLeadTemplate(s.o.TemplatePath)
 	if err != nil {
 		return "", wire.Errorf(wire.CodeInvalidParams, "%v", err)
@@ -302,32 +297,32 @@ func (s *Service) stamp(name, path string) {
 }
 
 // planView is plan.get's answer for r: the record and the file as it is now.
-func planView(r Record, cat *Catalog) planapi.PlanGetResult {
+func planView(r Record, cat *planning.Catalog) planapi.PlanGetResult {
 	res := planapi.PlanGetResult{Plan: r.Wire(), Milestones: []planapi.PlanMilestone{}, Problems: []planapi.PlanProblem{}}
 	b, err := regfile.Read(r.File)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		res.Missing = true
-		res.Problems = append(res.Problems, planapi.PlanProblem{Code: CodeUnreadable,
+		res.Problems = append(res.Problems, planapi.PlanProblem{Code: planning.CodeUnreadable,
 			Message: fmt.Sprintf("%s does not exist: the lead has not written it yet, or it was deleted", r.File)})
 		return res
 	case err != nil:
-		res.Problems = append(res.Problems, planapi.PlanProblem{Code: CodeUnreadable, Message: fmt.Sprintf("cannot read %s: %v", r.File, err)})
+		res.Problems = append(res.Problems, planapi.PlanProblem{Code: planning.CodeUnreadable, Message: fmt.Sprintf("cannot read %s: %v", r.File, err)})
 		return res
 	}
 	if len(b) <= maxSource {
 		res.Source = string(b)
 	}
-	p, perr := Parse(b, Options{File: filepath.Base(r.File), Name: r.Name, Catalog: cat})
+	p, perr := planning.Parse(b, planning.Options{File: filepath.Base(r.File), Name: r.Name, Catalog: cat})
 	res.Check, res.Mode, res.Premium = p.Check, p.Mode, p.Premium
-	var es Errors
+	var es planning.Errors
 	if errors.As(perr, &es) {
 		for _, e := range es {
 			res.Problems = append(res.Problems, planapi.PlanProblem{Line: e.Line, Code: e.Code, Message: e.Error()})
 		}
 	}
 	for _, m := range p.Milestones {
-		res.Milestones = append(res.Milestones, m.Wire())
+		res.Milestones = append(res.Milestones, milestoneWire(m))
 	}
 	return res
 }

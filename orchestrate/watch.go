@@ -10,6 +10,7 @@ import (
 
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
+	"orcr/planning"
 )
 
 // What the plan service watches: its leads' state changes (a turn that ends reads the
@@ -58,7 +59,7 @@ func planOfLead(path string) (string, bool) {
 		return "", false
 	}
 	name, ok := strings.CutSuffix(rest, "/lead")
-	return name, ok && ValidPlanName(name) == nil
+	return name, ok && planning.ValidPlanName(name) == nil
 }
 
 // reconcile brings plan r up to date with its lead as it is now, at start.
@@ -114,7 +115,7 @@ func (s *Service) turnEnded(ctx context.Context, r Record, a wire.Agent) Record 
 		if r.LeadID != a.ID || !a.StateAt.After(r.LeadTurnAt) {
 			return r, nil, errSeen
 		}
-		f := ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})
+		f := ReadPlanFile(r.File, planning.Options{Name: r.Name, Catalog: cat})
 		n, acts, err := Step(r, TurnEnded{File: f}, s.now())
 		n.LeadTurnAt = a.StateAt
 		return n, acts, err
@@ -258,7 +259,7 @@ func (s *Service) checkFile(ctx context.Context, r Record) Record {
 	cat, _ := s.catalog()
 	old := r
 	next, actions, err := s.plans.Change(ctx, r.Name, func(r Record) (Record, []Action, error) {
-		return Step(r, FileChanged{File: ReadPlanFile(r.File, Options{Name: r.Name, Catalog: cat})}, s.now())
+		return Step(r, FileChanged{File: ReadPlanFile(r.File, planning.Options{Name: r.Name, Catalog: cat})}, s.now())
 	})
 	if err != nil {
 		return r

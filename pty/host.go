@@ -261,6 +261,8 @@ func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error 
 
 // Read returns the rendered screen, or with opts.Lines > 0 the last Lines lines of
 // scrollback plus screen. A pane whose process ended still shows its last screen.
+// With opts.ANSI the screen's rows carry their styles; scrollback stays plain text
+// (the history keeps it as text, see history).
 func (h *Host) Read(ctx context.Context, pane string, opts core.ReadOpts) (core.Screen, error) {
 	if err := ctx.Err(); err != nil {
 		return core.Screen{}, err
@@ -269,7 +271,7 @@ func (h *Host) Read(ctx context.Context, pane string, opts core.ReadOpts) (core.
 	if err != nil {
 		return core.Screen{}, err
 	}
-	return p.read(opts.Lines), nil
+	return p.read(opts.Lines, opts.ANSI), nil
 }
 
 // Resize sets the pty window size (the program gets SIGWINCH) and the emulator's.

@@ -407,20 +407,21 @@ func TestConcurrentReadsWhileStreaming(t *testing.T) {
 	h := newHost(t, pty.Options{})
 	info := launch(t, h, "sh", "-c", `i=0; while [ $i -lt 1000 ]; do echo "row $i"; i=$((i+1)); done; echo stream-done; exec cat`)
 	var wg sync.WaitGroup
-	deadline := time.Now().Add(waitTimeout)
 	for range 4 {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				s, err := h.Read(context.Background(), info.ID, core.ReadOpts{Lines: 80})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if strings.Contains(s.Text, "stream-done") {
-					return
-				}
+			// Back to back, not backing off: the reads must race the stream.
+			var err error
+			done := wait.Every(waitTimeout, 0, func() bool {
+				var s core.Screen
+				s, err = h.Read(context.Background(), info.ID, core.ReadOpts{Lines: 80})
+				return err != nil || strings.Contains(s.Text, "stream-done")
+			})
+			switch {
+			case err != nil:
+				t.Error(err)
+			case !done:
+				t.Errorf("stream-done never showed within %s", wait.Scale(waitTimeout))
 			}
-			t.Error("stream-done never showed")
 		})
 	}
 	wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -87,6 +88,14 @@ func TestIdlePaneIsPacked(t *testing.T) {
 	if scr.Text != "idle3 ready" || scr.Cols != 200 || scr.Rows != 50 || scr.CursorY != 1 {
 		t.Errorf("packed pane reads %q (%dx%d, cursor row %d), want \"idle3 ready\" on 200x50 with the cursor on row 1",
 			scr.Text, scr.Cols, scr.Rows, scr.CursorY)
+	}
+	// A styled read of a packed pane keeps its colours, and leaves it packed too.
+	styled, err := h.Read(context.Background(), ids[3], core.ReadOpts{ANSI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(styled.Text, "\x1b[32;1midle3") || !strings.Contains(styled.Text, "idle3") || !strings.Contains(styled.Text, "ready") {
+		t.Errorf("a styled read of a packed pane reads %q, want idle3 in bold green", styled.Text)
 	}
 	if !pty.Packed(h, ids[3]) {
 		t.Error("a read unpacked the pane")

@@ -265,6 +265,39 @@ func (pk *packed) lines(scr int) []string {
 	return out
 }
 
+// styledLines returns every row of screen scr with its styles, as styledScreenLines
+// does for an unpacked emulator.
+func (pk *packed) styledLines(scr int) []string {
+	rows := pk.rows[scr]
+	out := make([]string, len(rows))
+	line := make(uv.Line, pk.cols)
+	for y, runs := range rows {
+		if runs == nil {
+			continue
+		}
+		x := 0
+		for _, r := range runs {
+			if r.text != "" {
+				for k := range len(r.text) {
+					line[x] = r.cell
+					line[x].Content = r.text[k : k+1]
+					x++
+				}
+				continue
+			}
+			for range r.n {
+				line[x] = r.cell
+				x++
+			}
+		}
+		for ; x < len(line); x++ {
+			line[x] = uv.EmptyCell
+		}
+		out[y] = strings.TrimRight(line.Render(), " ")
+	}
+	return out
+}
+
 // armPack (re)starts the pane's quiet timer after output or an unpack. The caller
 // holds p.mu.
 func (p *pane) armPack() {

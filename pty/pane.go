@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 	cpty "github.com/creack/pty"
@@ -323,7 +324,7 @@ func cmpErr(err, alt error) error {
 }
 
 // read renders the screen, or the last lines of scrollback plus screen.
-func (p *pane) read(lines int) core.Screen {
+func (p *pane) read(lines int, styled bool) core.Screen {
 	var history []string
 	p.mu.Lock()
 	cur := p.emu.CursorPosition()
@@ -337,8 +338,14 @@ func (p *pane) read(lines int) core.Screen {
 		if p.emu.IsAltScreen() {
 			scr = 1
 		}
-		screen = pk.lines(scr)
+		if styled {
+			screen = pk.styledLines(scr)
+		} else {
+			screen = pk.lines(scr)
+		}
 		cols, rows = pk.cols, len(screen)
+	} else if styled {
+		screen = styledScreenLines(p.emu)
 	} else {
 		screen = screenLines(p.emu)
 	}
@@ -385,6 +392,25 @@ func screenLines(emu *vt.Emulator) []string {
 			}
 		}
 		out[y] = b.String()[:end]
+	}
+	return out
+}
+
+// styledScreenLines returns every row of the screen with SGR sequences for its cells'
+// styles (and OSC 8 for their links), trailing spaces trimmed.
+func styledScreenLines(emu *vt.Emulator) []string {
+	cols, rows := emu.Width(), emu.Height()
+	out := make([]string, rows)
+	line := make(uv.Line, cols)
+	for y := range rows {
+		for x := range cols {
+			if c := emu.CellAt(x, y); c != nil {
+				line[x] = *c
+			} else {
+				line[x] = uv.EmptyCell
+			}
+		}
+		out[y] = strings.TrimRight(line.Render(), " ")
 	}
 	return out
 }

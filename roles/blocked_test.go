@@ -18,21 +18,21 @@ func TestWrapUpWaitsForPrompt(t *testing.T) {
 soft_timeout = "2s"
 hard_timeout = "120s"
 `)
-	r.serve()
-	r.must("agent", "run", "ask/a", "--role", "asker", "--cwd", r.work, "--",
+	r.Serve()
+	r.Must("agent", "run", "ask/a", "--role", "asker", "--cwd", r.Work, "--",
 		"sh", "-c", `printf 'Remove build? [y/N] '; read -r a; echo "answer:$a"; exec cat`)
-	r.waitAgent("ask/a", 30*time.Second, "blocked on its question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
-	r.waitAgent("ask/a", 30*time.Second, "the soft timeout's wrap-up", func(a wire.Agent) bool { return a.Limits.WrapUpAt != nil })
+	r.WaitAgent("ask/a", 30*time.Second, "blocked on its question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
+	r.WaitAgent("ask/a", 30*time.Second, "the soft timeout's wrap-up", func(a wire.Agent) bool { return a.Limits.WrapUpAt != nil })
 	// The wrap-up goes right after WrapUpAt is recorded; typed into the question it
 	// shows within milliseconds. Nothing may reach the question for a few seconds.
 	if wait.Until(3*time.Second, func() bool {
-		return strings.Contains(r.must("agent", "read", "ask/a"), "answer:") || r.agent("ask/a").State != wire.StateBlocked
+		return strings.Contains(r.Must("agent", "read", "ask/a"), "answer:") || r.Agent("ask/a").State != wire.StateBlocked
 	}) {
-		t.Fatalf("the wrap-up was typed into the question:\n%s", r.must("agent", "read", "ask/a"))
+		t.Fatalf("the wrap-up was typed into the question:\n%s", r.Must("agent", "read", "ask/a"))
 	}
-	r.must("agent", "answer", "ask/a", "--deny")
-	r.waitAgent("ask/a", 30*time.Second, "the wrap-up after the answer", func(a wire.Agent) bool {
-		scr := r.must("agent", "read", "ask/a")
+	r.Must("agent", "answer", "ask/a", "--deny")
+	r.WaitAgent("ask/a", 30*time.Second, "the wrap-up after the answer", func(a wire.Agent) bool {
+		scr := r.Must("agent", "read", "ask/a")
 		return strings.Contains(scr, "answer:n") && strings.Contains(scr, "time limit")
 	})
 }

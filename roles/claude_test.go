@@ -19,22 +19,22 @@ import (
 func TestClaudeRole(t *testing.T) {
 	r := newClaudeRig(t)
 	r.reviewerRole("claude:sonnet")
-	r.serve()
+	r.Serve()
 
 	// Bad input is refused before anything starts.
-	if res := r.run("agent", "run", "review/x", "--role", "reviewer"); res.code == 0 || !strings.Contains(res.err, "--var target=") {
-		t.Fatalf("missing var: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "run", "review/x", "--role", "reviewer"); res.Code == 0 || !strings.Contains(res.Err, "--var target=") {
+		t.Fatalf("missing var: exit %d %s", res.Code, res.Err)
 	}
-	if res := r.run("agent", "run", "review/x", "--role", "nope"); res.code == 0 || !strings.Contains(res.err, `no role "nope"`) {
-		t.Fatalf("unknown role: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "run", "review/x", "--role", "nope"); res.Code == 0 || !strings.Contains(res.Err, `no role "nope"`) {
+		t.Fatalf("unknown role: exit %d %s", res.Code, res.Err)
 	}
-	if out := r.must("agent", "ls", "--all"); strings.Contains(out, "review/x") {
+	if out := r.Must("agent", "ls", "--all"); strings.Contains(out, "review/x") {
 		t.Fatalf("a refused run left a record:\n%s", out)
 	}
-	if out := r.must("role", "ls"); !strings.Contains(out, "reviewer") || !strings.Contains(out, "opencode:anthropic/claude-sonnet-5 → claude:sonnet") || !strings.Contains(out, "soft 8s") {
+	if out := r.Must("role", "ls"); !strings.Contains(out, "reviewer") || !strings.Contains(out, "opencode:anthropic/claude-sonnet-5 → claude:sonnet") || !strings.Contains(out, "soft 8s") {
 		t.Fatalf("role ls:\n%s", out)
 	}
-	if out := r.must("role", "show", "reviewer"); !strings.Contains(out, "(reviewer.toml:2)") || !strings.Contains(out, "(default)") {
+	if out := r.Must("role", "show", "reviewer"); !strings.Contains(out, "(reviewer.toml:2)") || !strings.Contains(out, "(default)") {
 		t.Fatalf("role show:\n%s", out)
 	}
 
@@ -46,18 +46,18 @@ func TestClaudeRole(t *testing.T) {
 // user turn typed into its TUI.
 func TestCodexRole(t *testing.T) {
 	r := newClaudeRig(t)
-	r.withCodex()
+	r.Codex()
 	r.reviewerRole("codex:gpt-5.3-codex")
-	r.serve()
+	r.Serve()
 	roleLimits(t, r, "codex:gpt-5.3-codex", "-m gpt-5.3-codex")
 }
 
 // TestPiRole is the same through the real pi CLI (--append-system-prompt).
 func TestPiRole(t *testing.T) {
 	r := newClaudeRig(t)
-	r.withPi()
+	r.Pi()
 	r.reviewerRole("pi:" + modelserver.PiModel)
-	r.serve()
+	r.Serve()
 	roleLimits(t, r, "pi:"+modelserver.PiModel, "--model "+modelserver.PiModel)
 }
 
@@ -66,9 +66,9 @@ func TestPiRole(t *testing.T) {
 // system prompt.
 func TestOpencodeRole(t *testing.T) {
 	r := newClaudeRig(t)
-	r.withOpencode()
+	r.Opencode()
 	r.reviewerRole("opencode:" + modelserver.OpencodeModel)
-	r.serve()
+	r.Serve()
 	roleLimits(t, r, "opencode:"+modelserver.OpencodeModel, "--model "+modelserver.OpencodeModel)
 }
 
@@ -82,9 +82,10 @@ func skippedChoice(choice string) string {
 }
 
 // reviewerRole writes the role "reviewer": a provider that is not installed then
-// choice, with a system prompt, a skill, env and an 8 s soft and 30 s hard timeout.
+// choice, with a system prompt, a skill, env and an 8 s soft and a hard timeout of
+// hardTimeout(choice).
 func (r *rig) reviewerRole(choice string) {
-	skill := filepath.Join(r.dir, "review.md")
+	skill := filepath.Join(r.Dir, "review.md")
 	os.WriteFile(filepath.Join(skill), []byte("SKILL-MARKER-9: check error paths first.\n"), 0o600)
 	r.role("reviewer", `providers = ["`+skippedChoice(choice)+`", "`+choice+`"]
 prompt = "Review {{target}} and report BLOCKER lines."
@@ -92,8 +93,18 @@ system_prompt = "You are ROLE-MARKER-7, a careful reviewer."
 skills = ["`+skill+`"]
 env = { REVIEW_STRICT = "1" }
 soft_timeout = "8s"
-hard_timeout = "30s"
+hard_timeout = "`+hardTimeout(choice).String()+`"
 `)
+}
+
+// hardTimeout is the reviewer role's hard timeout: 30 s, and 75 s for opencode, which
+// takes 10-13 s to make its first model request on an idle machine and over 27 s on a
+// loaded one (its hard timeout used to end it before its first turn).
+func hardTimeout(choice string) time.Duration {
+	if strings.HasPrefix(choice, "opencode:") {
+		return 75 * time.Second
+	}
+	return 30 * time.Second
 }
 
 // roleLimits runs the reviewer role (its chain ending in choice) and checks the
@@ -102,55 +113,56 @@ hard_timeout = "30s"
 // the model.
 func roleLimits(t *testing.T, r *rig, choice, argv string) {
 	provider, _, _ := strings.Cut(choice, ":")
-	r.models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+	r.Models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Summary: reviewed internal/auth, nothing left.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	r.must("agent", "run", "review/auth", "--role", "reviewer", "--var", "target=internal/auth", "--cwd", r.work)
+	r.Must("agent", "run", "review/auth", "--role", "reviewer", "--var", "target=internal/auth", "--cwd", r.Work)
 	// A CLI slower to start than the soft timeout (opencode, 10-13 s here) gets the
 	// wrap-up right after its first report, so the first answer may be overtaken.
-	a := r.waitAgent("review/auth", 90*time.Second, "first turn", func(a wire.Agent) bool {
-		return a.LastMessage == "No blockers in internal/auth." || a.Limits.WrapUpAt != nil && r.models.Played() >= 1
+	a := r.WaitAgent("review/auth", 90*time.Second, "first turn", func(a wire.Agent) bool {
+		return a.LastMessage == "No blockers in internal/auth." || a.Limits.WrapUpAt != nil && r.Models.Played() >= 1
 	})
 	// The model is what the transcript reports once it answers; the launch asked for sonnet.
 	if a.Provider != provider || !strings.Contains(strings.Join(a.Argv, " "), argv) || a.Role != "reviewer" || a.Env["REVIEW_STRICT"] != secretenv.Redacted {
 		t.Fatalf("agent %s argv %q role %q env %v", a.Provider, a.Argv, a.Role, a.Env)
 	}
-	q, ok := r.requestWith("ROLE-MARKER-7", "SKILL-MARKER-9")
+	q, ok := r.RequestWith("ROLE-MARKER-7", "SKILL-MARKER-9")
 	if !ok {
-		t.Fatalf("no model request carried the role's system prompt and skill (%d requests)", len(r.models.Requests()))
+		t.Fatalf("no model request carried the role's system prompt and skill (%d requests)", len(r.Models.Requests()))
 	}
-	if got := lastUserText(t, q); !strings.Contains(got, "Review internal/auth and report BLOCKER lines.") {
+	if got := q.LastUser(); !strings.Contains(got, "Review internal/auth and report BLOCKER lines.") {
 		t.Fatalf("first user turn %q", got)
 	}
-	explain := r.must("agent", "get", "review/auth", "--explain")
+	explain := r.Must("agent", "get", "review/auth", "--explain")
 	if !strings.Contains(explain, "role:") || !strings.Contains(explain, "skipped "+skippedChoice(choice)+": "+strings.SplitN(skippedChoice(choice), ":", 2)[0]+" not found") ||
 		!strings.Contains(explain, choice+": choice 2 of 2") {
 		t.Fatalf("explain:\n%s", explain)
 	}
 
 	// The soft timeout: one wrap-up message, as a user turn.
-	r.waitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
+	r.WaitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
 		return a.LastMessage == "Summary: reviewed internal/auth, nothing left." && a.Limits.WrapUpAt != nil
 	})
-	q, ok = r.requestWith("soft time limit of 8s")
-	if !ok || !strings.Contains(lastUserText(t, q), "Wrap up now") {
+	q, ok = r.RequestWith("soft time limit of 8s")
+	if !ok || !strings.Contains(q.LastUser(), "Wrap up now") {
 		t.Fatalf("the wrap-up did not arrive as a user turn (found %v)", ok)
 	}
 	// The hard timeout stops it.
-	a = r.waitAgent("review/auth", 60*time.Second, "hard timeout", func(a wire.Agent) bool { return a.State.Terminal() })
-	if a.State != wire.StateKilled || !strings.Contains(a.StateReason, "hard timeout 30s reached") {
+	hard := hardTimeout(choice)
+	a = r.WaitAgent("review/auth", hard+30*time.Second, "hard timeout", func(a wire.Agent) bool { return a.State.Terminal() })
+	if a.State != wire.StateKilled || !strings.Contains(a.StateReason, "hard timeout "+hard.String()+" reached") {
 		t.Fatalf("ended %s: %q", a.State, a.StateReason)
 	}
-	if a.StartedAt == nil || a.EndedAt.Sub(*a.StartedAt) < 30*time.Second || a.EndedAt.Sub(*a.StartedAt) > 40*time.Second {
-		t.Fatalf("stopped after %v, want about 30s", a.EndedAt.Sub(*a.StartedAt))
+	if a.StartedAt == nil || a.EndedAt.Sub(*a.StartedAt) < hard || a.EndedAt.Sub(*a.StartedAt) > hard+10*time.Second {
+		t.Fatalf("stopped after %v, want about %s", a.EndedAt.Sub(*a.StartedAt), hard)
 	}
-	hist := r.must("history", "review/**")
+	hist := r.Must("history", "review/**")
 	if !strings.Contains(hist, "review/auth") || !strings.Contains(hist, "reviewer") || !strings.Contains(hist, "hard timeout") {
 		t.Fatalf("history:\n%s", hist)
 	}
 	// Only one wrap-up was sent.
 	n := 0
-	for _, q := range r.models.Requests() {
-		if q.Scripted && strings.Count(lastUserText(t, q), "soft time limit") > 0 {
+	for _, q := range r.Models.Requests() {
+		if q.Scripted && strings.Count(q.LastUser(), "soft time limit") > 0 {
 			n++
 		}
 	}
@@ -161,37 +173,19 @@ func roleLimits(t *testing.T, r *rig, choice, argv string) {
 
 // TestClaudeValidate: a repository's validate.sh fails on the agent's first "done",
 // its output goes back to the agent and arrives in the next model request, and the
-// retry passes; the record keeps both attempts and after.sh runs once.
+// retry passes; the record keeps both attempts and after.sh runs once. The hooks do
+// not depend on the provider, and what does (each CLI's "done" and a turn typed into
+// it) is tested once per provider where it lives: adapters/e2e's Through-orcr tests
+// (codex, pi), adapters/opencode's TestRealOpenCode and the wrap-up of this package's
+// TestOpencodeRole. So claude alone runs it here.
 func TestClaudeValidate(t *testing.T) {
 	validateRetry(t, newClaudeRig(t), "claude")
-}
-
-// TestCodexValidate is the same through the real codex CLI, the validation output
-// typed into its TUI.
-func TestCodexValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.withCodex()
-	validateRetry(t, r, "codex")
-}
-
-// TestOpencodeValidate is the same through the real opencode CLI.
-func TestOpencodeValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.withOpencode()
-	validateRetry(t, r, "opencode:"+modelserver.OpencodeModel)
-}
-
-// TestPiValidate is the same through the real pi CLI.
-func TestPiValidate(t *testing.T) {
-	r := newClaudeRig(t)
-	r.withPi()
-	validateRetry(t, r, "pi:"+modelserver.PiModel)
 }
 
 // validateRetry runs the validation scenario with provider (or provider:model) on
 // rig r (not yet serving).
 func validateRetry(t *testing.T, r *rig, choice string) {
-	hooks := filepath.Join(r.work, ".orcr", "hooks")
+	hooks := filepath.Join(r.Work, ".orcr", "hooks")
 	os.MkdirAll(hooks, 0o755)
 	// Fails the first time (no marker file yet), passes after.
 	os.WriteFile(filepath.Join(hooks, "validate.sh"), []byte(`#!/bin/sh
@@ -202,11 +196,11 @@ exit 1
 `), 0o755)
 	os.WriteFile(filepath.Join(hooks, "before.sh"), []byte("#!/bin/sh\necho before ran for $ORCR_PATH\n"), 0o755)
 	os.WriteFile(filepath.Join(hooks, "after.sh"), []byte("#!/bin/sh\necho after >> after.log\n"), 0o755)
-	r.serve()
-	r.models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
+	r.Serve()
+	r.Models.Push(modelserver.Turn{Text: "Implemented login.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Fixed TestLogin.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	r.must(r.runArgs("impl/login", choice, "implement login")...)
-	a := r.waitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
+	r.Must(r.runArgs("impl/login", choice, "implement login")...)
+	a := r.WaitAgent("impl/login", 120*time.Second, "validation passed", func(a wire.Agent) bool {
 		n := 0
 		for _, h := range a.Hooks {
 			if h.Hook == wire.HookValidate {
@@ -225,19 +219,19 @@ exit 1
 	if !strings.Contains(a.Hooks[0].Output, "before ran for impl/login") || !strings.Contains(a.Hooks[1].Output, "VALIDATE-MARKER-3") {
 		t.Fatalf("hook outputs %+v", a.Hooks)
 	}
-	q, ok := r.requestWith("VALIDATE-MARKER-3")
-	if !ok || !strings.Contains(lastUserText(t, q), "validate.sh failed (exit 1, attempt 1 of 3)") {
+	q, ok := r.RequestWith("VALIDATE-MARKER-3")
+	if !ok || !strings.Contains(q.LastUser(), "validate.sh failed (exit 1, attempt 1 of 3)") {
 		t.Fatalf("the failing output did not arrive as the next user turn (found %v)", ok)
 	}
 	// The Stop hook can come before the transcript's last line (agent-clis.md §8).
-	r.waitAgent("impl/login", 20*time.Second, "second answer", func(a wire.Agent) bool { return a.LastMessage == "Fixed TestLogin." })
-	r.waitAgent("impl/login", 20*time.Second, "after.sh", func(a wire.Agent) bool {
+	r.WaitAgent("impl/login", 20*time.Second, "second answer", func(a wire.Agent) bool { return a.LastMessage == "Fixed TestLogin." })
+	r.WaitAgent("impl/login", 20*time.Second, "after.sh", func(a wire.Agent) bool {
 		return len(a.Hooks) == 4 && a.Hooks[3].Hook == wire.HookAfter
 	})
-	if b, _ := os.ReadFile(filepath.Join(r.work, "after.log")); string(b) != "after\n" {
+	if b, _ := os.ReadFile(filepath.Join(r.Work, "after.log")); string(b) != "after\n" {
 		t.Fatalf("after.log %q", b)
 	}
-	if out := r.must("agent", "get", "impl/login", "--explain"); !strings.Contains(out, "validate.sh #1 failed exit 1") ||
+	if out := r.Must("agent", "get", "impl/login", "--explain"); !strings.Contains(out, "validate.sh #1 failed exit 1") ||
 		!strings.Contains(out, "FAIL: TestLogin") {
 		t.Fatalf("explain:\n%s", out)
 	}
@@ -248,30 +242,30 @@ exit 1
 // validate.sh that is not executable fails the launch before any turn is spent.
 func TestBrokenHooks(t *testing.T) {
 	r := newClaudeRig(t)
-	repo := filepath.Join(r.work, "noexec")
+	repo := filepath.Join(r.Work, "noexec")
 	os.MkdirAll(filepath.Join(repo, ".orcr", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(repo, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
-	hang := filepath.Join(r.work, "hang")
+	hang := filepath.Join(r.Work, "hang")
 	os.MkdirAll(filepath.Join(hang, ".orcr", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "hooks", "before.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
 	os.WriteFile(filepath.Join(hang, ".orcr", "config.toml"), []byte("[hooks]\ntimeout = \"1s\"\n"), 0o644)
-	novalidate := filepath.Join(r.work, "novalidate")
+	novalidate := filepath.Join(r.Work, "novalidate")
 	os.MkdirAll(filepath.Join(novalidate, ".orcr", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(novalidate, ".orcr", "hooks", "validate.sh"), []byte("#!/bin/sh\ntrue\n"), 0o644)
-	r.serve()
-	r.must("agent", "run", "h/novalidate", "--cwd", novalidate, "--", "sh", "-c", "sleep 60")
-	a := r.waitAgent("h/novalidate", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	r.Serve()
+	r.Must("agent", "run", "h/novalidate", "--cwd", novalidate, "--", "sh", "-c", "sleep 60")
+	a := r.WaitAgent("h/novalidate", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateFailed || !strings.Contains(a.Error, "validate.sh is not executable; make it so with: chmod +x") || a.PID != 0 {
 		t.Fatalf("validate noexec: %s %q pid %d", a.State, a.Error, a.PID)
 	}
-	r.must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
-	r.must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
-	a = r.waitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	r.Must("agent", "run", "h/noexec", "--cwd", repo, "--", "sh", "-c", "sleep 60")
+	r.Must("agent", "run", "h/hang", "--cwd", hang, "--", "sh", "-c", "sleep 60")
+	a = r.WaitAgent("h/noexec", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh is not executable") || !strings.Contains(a.Error, "chmod +x") ||
 		len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookNotExecutable {
 		t.Fatalf("noexec: %s %q %+v", a.State, a.Error, a.Hooks)
 	}
-	a = r.waitAgent("h/hang", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
+	a = r.WaitAgent("h/hang", 20*time.Second, "failed", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateFailed || !strings.Contains(a.Error, "before.sh timed out") || len(a.Hooks) != 1 || a.Hooks[0].Result != wire.HookTimeout {
 		t.Fatalf("hang: %s %q %+v", a.State, a.Error, a.Hooks)
 	}
@@ -282,19 +276,19 @@ func TestBrokenHooks(t *testing.T) {
 func TestMaxTurns(t *testing.T) {
 	r := newClaudeRig(t)
 	r.role("twoturns", "providers = [\"claude:sonnet\"]\nprompt = \"one\"\nmax_turns = 2\n")
-	r.serve()
-	r.models.Push(modelserver.Turn{Text: "first", Usage: modelserver.Usage{Input: 1, Output: 1}},
+	r.Serve()
+	r.Models.Push(modelserver.Turn{Text: "first", Usage: modelserver.Usage{Input: 1, Output: 1}},
 		modelserver.Turn{Text: "second", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	r.must("agent", "run", "t/x", "--role", "twoturns", "--cwd", r.work)
-	a := r.waitAgent("t/x", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.Limits.Turns == 1 })
+	r.Must("agent", "run", "t/x", "--role", "twoturns", "--cwd", r.Work)
+	a := r.WaitAgent("t/x", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.Limits.Turns == 1 })
 	if a.State.Terminal() {
 		t.Fatalf("stopped after one turn of two: %s %q", a.State, a.StateReason)
 	}
-	r.must("agent", "send", "t/x", "two")
-	a = r.waitAgent("t/x", 60*time.Second, "stopped", func(a wire.Agent) bool { return a.State.Terminal() })
+	r.Must("agent", "send", "t/x", "two")
+	a = r.WaitAgent("t/x", 60*time.Second, "stopped", func(a wire.Agent) bool { return a.State.Terminal() })
 	// (The stop can come before the transcript's last line is read, so the second
 	// turn is checked at the model server.)
-	if a.State != wire.StateKilled || a.StateReason != "max_turns 2 reached" || a.Limits.Turns != 2 || r.models.Played() != 2 {
-		t.Fatalf("ended %s %q turns %d played %d", a.State, a.StateReason, a.Limits.Turns, r.models.Played())
+	if a.State != wire.StateKilled || a.StateReason != "max_turns 2 reached" || a.Limits.Turns != 2 || r.Models.Played() != 2 {
+		t.Fatalf("ended %s %q turns %d played %d", a.State, a.StateReason, a.Limits.Turns, r.Models.Played())
 	}
 }

@@ -33,9 +33,9 @@ func codexWindowHeaders(fiveH int, reset time.Time) map[string]string {
 // window's reason), never refused.
 func TestRoleSkipsHeldProvider(t *testing.T) {
 	r := newClaudeRig(t)
-	home := r.withCodex()
-	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"),
+	home := r.Codex()
+	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
+	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"),
 		[]byte(fmt.Sprintf("[[accounts.codex]]\nlabel = \"main\"\nhome = %q\n", home)), 0o600)
 	r.role("impl", `providers = ["codex:gpt-5.3-codex", "claude:sonnet"]
 prompt = "Implement {{what}}."
@@ -43,17 +43,17 @@ prompt = "Implement {{what}}."
 	r.role("codex-only", `providers = ["codex:gpt-5.3-codex"]
 prompt = "Implement {{what}}."
 `)
-	r.serve()
+	r.Serve()
 
 	reset := time.Now().Add(2 * time.Hour).Truncate(time.Minute)
-	r.models.Push(modelserver.Turn{Text: "spent the window", Usage: modelserver.Usage{Input: 100, Output: 10}, Headers: codexWindowHeaders(100, reset)})
-	r.must("agent", "run", "cx/first", "--provider", "codex", "--cwd", r.work, "--prompt", "hi")
-	if a := r.waitAgent("cx/first", 120*time.Second, "codex turn", func(a wire.Agent) bool { return a.State == wire.StateDone }); a.Account != "main" {
+	r.Models.Push(modelserver.Turn{Text: "spent the window", Usage: modelserver.Usage{Input: 100, Output: 10}, Headers: codexWindowHeaders(100, reset)})
+	r.Must("agent", "run", "cx/first", "--provider", "codex", "--cwd", r.Work, "--prompt", "hi")
+	if a := r.WaitAgent("cx/first", 120*time.Second, "codex turn", func(a wire.Agent) bool { return a.State == wire.StateDone }); a.Account != "main" {
 		t.Fatalf("first codex agent on account %q", a.Account)
 	}
 	if !wait.Until(30*time.Second, func() bool {
 		var l acctapi.AccountListResult
-		json.Unmarshal([]byte(r.must("account", "ls", "--json")), &l)
+		json.Unmarshal([]byte(r.Must("account", "ls", "--json")), &l)
 		for _, ac := range l.Accounts {
 			for _, w := range ac.Windows {
 				if ac.Provider == "codex" && ac.Label == "main" && w.Window == "5h" && w.State == "exhausted" {
@@ -63,29 +63,29 @@ prompt = "Implement {{what}}."
 		}
 		return false
 	}) {
-		t.Fatalf("codex/main 5h never read as full:\n%s", r.must("account", "ls"))
+		t.Fatalf("codex/main 5h never read as full:\n%s", r.Must("account", "ls"))
 	}
 
-	r.models.Push(modelserver.Turn{Text: "Claude implemented it.", Usage: modelserver.Usage{Input: 10, Output: 5}})
-	r.must("agent", "run", "impl/a", "--role", "impl", "--var", "what=the cache", "--cwd", r.work)
-	a := r.waitAgent("impl/a", 90*time.Second, "the role's turn", func(a wire.Agent) bool {
+	r.Models.Push(modelserver.Turn{Text: "Claude implemented it.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.Must("agent", "run", "impl/a", "--role", "impl", "--var", "what=the cache", "--cwd", r.Work)
+	a := r.WaitAgent("impl/a", 90*time.Second, "the role's turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Claude implemented it."
 	})
 	if a.Provider != "claude" {
 		t.Fatalf("role ran on %s, want claude (codex held)", a.Provider)
 	}
 	want := "skipped codex:gpt-5.3-codex: every account held — codex/main 5h window full, resets " + reset.Format("15:04")
-	if out := r.must("agent", "get", "impl/a", "--explain"); !strings.Contains(out, want) || !strings.Contains(out, "provider claude:sonnet: choice 2 of 2") {
+	if out := r.Must("agent", "get", "impl/a", "--explain"); !strings.Contains(out, want) || !strings.Contains(out, "provider claude:sonnet: choice 2 of 2") {
 		t.Fatalf("explain lacks %q:\n%s", want, out)
 	}
 
 	// Nothing to fall back to: the work waits on the held provider.
-	r.must("agent", "run", "impl/b", "--role", "codex-only", "--var", "what=more", "--cwd", r.work)
-	b := r.agent("impl/b")
+	r.Must("agent", "run", "impl/b", "--role", "codex-only", "--var", "what=more", "--cwd", r.Work)
+	b := r.Agent("impl/b")
 	if b.State != wire.StateQueued || b.Provider != "codex" || !strings.Contains(strings.Join(b.RoleNotes, "\n"), "queued on choice 1 until an account has room") {
 		t.Fatalf("held-only role: %s on %s notes %q", b.State, b.Provider, b.RoleNotes)
 	}
-	if q := r.must("queue"); !strings.Contains(q, "impl/b") || !strings.Contains(q, "codex/main 5h window full") {
+	if q := r.Must("queue"); !strings.Contains(q, "impl/b") || !strings.Contains(q, "codex/main 5h window full") {
 		t.Fatalf("queue:\n%s", q)
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 // conversationWith finds the scripted request whose last user turn contains last.
 func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
-	for _, q := range r.models.Requests() {
-		if q.Scripted && strings.Contains(lastUserText(r.t, q), last) {
+	for _, q := range r.Models.Requests() {
+		if q.Scripted && strings.Contains(q.LastUser(), last) {
 			return q, true
 		}
 	}
@@ -26,11 +26,11 @@ func (r *rig) conversationWith(last string) (modelserver.Request, bool) {
 // opencode runs the rig's opencode CLI with its environment and fails the test if
 // the command does.
 func (r *rig) opencode(args ...string) {
-	r.t.Helper()
-	cmd := exec.Command(lastEnv(r.vars, "ORCR_OPENCODE_BIN"), args...)
-	cmd.Env, cmd.Dir = r.vars, r.work
+	r.T.Helper()
+	cmd := exec.Command(lastEnv(r.Vars, "ORCR_OPENCODE_BIN"), args...)
+	cmd.Env, cmd.Dir = r.Vars, r.Work
 	if out, err := cmd.CombinedOutput(); err != nil {
-		r.t.Fatalf("opencode %v: %v\n%s", args, err, out)
+		r.T.Fatalf("opencode %v: %v\n%s", args, err, out)
 	}
 }
 
@@ -48,7 +48,7 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 // CODEX_HOME, and the rollout the session appends to stays the record's transcript.
 func TestCodexHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
-	home := r.withCodex()
+	home := r.Codex()
 	a := hibernateAndResume(t, r, "codex", fmt.Sprintf("[[accounts.codex]]\nlabel = \"main\"\nhome = %q\n", home))
 	if a.Account != "main" {
 		t.Fatalf("resumed on account %q, want main", a.Account)
@@ -61,7 +61,7 @@ func TestCodexHibernateAndResume(t *testing.T) {
 // TestPiHibernateAndResume is the same through the real pi CLI (its --session).
 func TestPiHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
-	r.withPi()
+	r.Pi()
 	hibernateAndResume(t, r, "pi:"+modelserver.PiModel)
 }
 
@@ -70,7 +70,7 @@ func TestPiHibernateAndResume(t *testing.T) {
 // a session deleted there is found gone by asking opencode itself.
 func TestOpencodeHibernateAndResume(t *testing.T) {
 	r := newClaudeRig(t)
-	r.withOpencode()
+	r.Opencode()
 	a := hibernateAndResume(t, r, "opencode:"+modelserver.OpencodeModel)
 	argv := strings.Join(a.Argv, " ")
 	if !strings.Contains(argv, "--session "+a.SessionID) || !strings.HasPrefix(a.SessionID, "ses_") || strings.Contains(argv, "--model") {
@@ -83,35 +83,35 @@ func TestOpencodeHibernateAndResume(t *testing.T) {
 // resumed record.
 func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) wire.Agent {
 	provider, _, _ := strings.Cut(choice, ":")
-	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
-	r.serve()
-	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must(r.runArgs("mem/a", choice, "remember the word PELICAN-42")...)
-	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
+	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
+	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
+	r.Serve()
+	r.Models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
+	r.Must(r.runArgs("mem/a", choice, "remember the word PELICAN-42")...)
+	first := r.WaitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	pid := first.PID
 
 	time.Sleep(1100 * time.Millisecond) // idle_after is 1s: the only wait is GC's own rule
-	r.must("gc")
-	a := r.waitAgent("mem/a", 10*time.Second, "hibernated", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+	r.Must("gc")
+	a := r.WaitAgent("mem/a", 10*time.Second, "hibernated", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
 	if a.PaneID != "" || a.SessionID != first.SessionID || !strings.Contains(a.StateReason, "gc.idle_after") {
 		t.Fatalf("hibernated record %+v", a)
 	}
 	if err := processAlive(pid); err == nil {
 		t.Fatalf("%s (pid %d) still runs after hibernation", provider, pid)
 	}
-	if out := r.must("agent", "ls"); !strings.Contains(out, "hibernated") {
+	if out := r.Must("agent", "ls"); !strings.Contains(out, "hibernated") {
 		t.Fatalf("ls:\n%s", out)
 	}
 	// The path stays held.
-	if res := r.run("agent", "run", "mem/a", "--", "sh"); res.code == 0 || !strings.Contains(res.err, "hibernated") {
-		t.Fatalf("path reuse: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "run", "mem/a", "--", "sh"); res.Code == 0 || !strings.Contains(res.Err, "hibernated") {
+		t.Fatalf("path reuse: exit %d %s", res.Code, res.Err)
 	}
 
-	r.models.Push(modelserver.Turn{Text: "The word was PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 4}})
+	r.Models.Push(modelserver.Turn{Text: "The word was PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 4}})
 	sent := time.Now()
-	r.must("agent", "send", "mem/a", "what was the word?")
-	a = r.waitAgent("mem/a", 90*time.Second, "woken turn", func(a wire.Agent) bool {
+	r.Must("agent", "send", "mem/a", "what was the word?")
+	a = r.WaitAgent("mem/a", 90*time.Second, "woken turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "The word was PELICAN-42."
 	})
 	q, ok := r.conversationWith("what was the word?")
@@ -124,13 +124,13 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) w
 	}
 
 	// Ended: resume makes a new record on the same session.
-	r.must("agent", "kill", "mem/a")
-	r.models.Push(modelserver.Turn{Text: "Still PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 3}})
-	out := r.must("agent", "resume", "mem/a", "--prompt", "and once more?")
+	r.Must("agent", "kill", "mem/a")
+	r.Models.Push(modelserver.Turn{Text: "Still PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	out := r.Must("agent", "resume", "mem/a", "--prompt", "and once more?")
 	if !strings.Contains(out, "continues") {
 		t.Fatalf("resume printed %q", out)
 	}
-	b := r.waitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
+	b := r.WaitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Still PELICAN-42."
 	})
 	if b.ID == first.ID || b.ResumedFrom != first.ID || b.Account != first.Account || b.SessionID != first.SessionID || b.Cwd != first.Cwd {
@@ -140,45 +140,45 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, config ...string) w
 	if !ok || !strings.Contains(string(q.Body), "what was the word?") || !strings.Contains(string(q.Body), "PELICAN-42") {
 		t.Fatalf("the resumed request lacks the earlier conversation (found %v)", ok)
 	}
-	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "not ended") {
-		t.Fatalf("resume of a live agent: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "resume", "mem/a"); res.Code == 0 || !strings.Contains(res.Err, "not ended") {
+		t.Fatalf("resume of a live agent: exit %d %s", res.Code, res.Err)
 	}
 
 	// Bad input: a shell agent, a gone session file.
-	r.must("agent", "run", "sh/x", "--", "sh", "-c", "exit 0")
-	r.waitAgent("sh/x", 20*time.Second, "exit", func(a wire.Agent) bool { return a.State.Terminal() })
-	if res := r.run("agent", "resume", "sh/x"); res.code == 0 || !strings.Contains(res.err, "keeps no session") {
-		t.Fatalf("shell resume: exit %d %s", res.code, res.err)
+	r.Must("agent", "run", "sh/x", "--", "sh", "-c", "exit 0")
+	r.WaitAgent("sh/x", 20*time.Second, "exit", func(a wire.Agent) bool { return a.State.Terminal() })
+	if res := r.Run("agent", "resume", "sh/x"); res.Code == 0 || !strings.Contains(res.Err, "keeps no session") {
+		t.Fatalf("shell resume: exit %d %s", res.Code, res.Err)
 	}
 	if b.Transcript == "" { // opencode: its sessions are in its SQLite store, not a file
-		r.must("agent", "kill", "mem/a")
+		r.Must("agent", "kill", "mem/a")
 		r.opencode("session", "delete", b.SessionID)
-		if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session of mem/a is gone") {
-			t.Fatalf("gone opencode session: exit %d %s", res.code, res.err)
+		if res := r.Run("agent", "resume", "mem/a"); res.Code == 0 || !strings.Contains(res.Err, "session of mem/a is gone") {
+			t.Fatalf("gone opencode session: exit %d %s", res.Code, res.Err)
 		}
 		return b
 	}
-	r.must("agent", "kill", "mem/a")
+	r.Must("agent", "kill", "mem/a")
 	if err := os.Rename(b.Transcript, b.Transcript+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	if res := r.run("agent", "resume", "mem/a"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
-		t.Fatalf("gone session: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "resume", "mem/a"); res.Code == 0 || !strings.Contains(res.Err, "session file of mem/a is gone") {
+		t.Fatalf("gone session: exit %d %s", res.Code, res.Err)
 	}
 
 	// A hibernated agent whose session file goes while it sleeps: the send is refused.
 	os.Rename(b.Transcript+".moved", b.Transcript)
-	r.models.Push(modelserver.Turn{Text: "Back again.", Usage: modelserver.Usage{Input: 10, Output: 3}})
-	r.must("agent", "resume", "mem/a", "--prompt", "are you there?")
-	c := r.waitAgent("mem/a", 90*time.Second, "third record's turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Back again." })
+	r.Models.Push(modelserver.Turn{Text: "Back again.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	r.Must("agent", "resume", "mem/a", "--prompt", "are you there?")
+	c := r.WaitAgent("mem/a", 90*time.Second, "third record's turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Back again." })
 	time.Sleep(1100 * time.Millisecond)
-	r.must("gc")
-	r.waitAgent("mem/a", 10*time.Second, "hibernated again", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+	r.Must("gc")
+	r.WaitAgent("mem/a", 10*time.Second, "hibernated again", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
 	os.Rename(c.Transcript, c.Transcript+".moved")
-	if res := r.run("agent", "send", "mem/a", "hello?"); res.code == 0 || !strings.Contains(res.err, "session file of mem/a is gone") {
-		t.Fatalf("wake with the session gone: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "send", "mem/a", "hello?"); res.Code == 0 || !strings.Contains(res.Err, "session file of mem/a is gone") {
+		t.Fatalf("wake with the session gone: exit %d %s", res.Code, res.Err)
 	}
-	if a := r.agent("mem/a"); a.State != wire.StateHibernated {
+	if a := r.Agent("mem/a"); a.State != wire.StateHibernated {
 		t.Fatalf("after the refused wake: %s", a.State)
 	}
 	os.Rename(c.Transcript+".moved", c.Transcript)

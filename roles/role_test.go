@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"orcr/core/wire"
-	"orcr/orchestrate"
+	"orcr/planning"
 	"orcr/roles"
 )
 
@@ -25,7 +25,7 @@ soft_timeout = "20m"
 hard_timeout = "40m"
 `
 
-func check() roles.Checker { return roles.CatalogChecker(orchestrate.Default()) }
+func check() roles.Checker { return roles.CatalogChecker(planning.Default()) }
 
 func writeRole(t *testing.T, dir, name, body string) {
 	t.Helper()

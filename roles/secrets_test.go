@@ -43,17 +43,17 @@ func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
 	r := newClaudeRig(t)
 	const flagValue, roleValue, secretValue = "sk-test-123", "sk-role-456", "sk-secret-789"
 	values := []string{flagValue, roleValue, secretValue}
-	secrets := filepath.Join(r.dir, "config", "orcr", "secrets.toml")
+	secrets := filepath.Join(r.Dir, "config", "orcr", "secrets.toml")
 	if err := os.WriteFile(secrets, []byte("ROLE_SECRET = \""+secretValue+"\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.role("keyed", "providers = [\"claude:sonnet\"]\n[env]\nOPENAI_API_KEY = \""+roleValue+"\"\nROLE_TOKEN = \"{{secret.ROLE_SECRET}}\"\n")
-	r.serve()
+	r.Serve()
 
 	// A subscriber from before the spawns sees every event the spawns make.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch, err := r.srv.Client().Subscribe(ctx, wire.SubscribeParams{})
+	ch, err := r.Srv.Client().Subscribe(ctx, wire.SubscribeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +69,13 @@ func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
 		}
 	}()
 
-	r.must("agent", "run", "sh/x", "--env", "OPENAI_API_KEY="+flagValue, "--", "sh", "-c", "echo got=$OPENAI_API_KEY; exec cat")
+	r.Must("agent", "run", "sh/x", "--env", "OPENAI_API_KEY="+flagValue, "--", "sh", "-c", "echo got=$OPENAI_API_KEY; exec cat")
 	wait.For(t, 30*time.Second, "the pane shows the --env value", func() bool {
-		return strings.Contains(r.run("agent", "read", "sh/x").out, "got="+flagValue)
+		return strings.Contains(r.Run("agent", "read", "sh/x").Out, "got="+flagValue)
 	})
-	r.models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
-	r.must("agent", "run", "mem/a", "--role", "keyed", "--prompt", "remember PELICAN-42", "--cwd", r.work)
-	first := r.waitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
+	r.Models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
+	r.Must("agent", "run", "mem/a", "--role", "keyed", "--prompt", "remember PELICAN-42", "--cwd", r.Work)
+	first := r.WaitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
 	env := environOf(t, first.PID)
 	if !hasEnv(env, "OPENAI_API_KEY="+roleValue) || !hasEnv(env, "ROLE_TOKEN="+secretValue) {
 		t.Fatalf("claude (pid %d) did not get the role's env values", first.PID)
@@ -93,7 +93,7 @@ func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"agent", "get", "sh/x", "--json"}, {"agent", "get", "mem/a", "--json"}, {"agent", "ls", "--json"}} {
-		out := r.must(args...)
+		out := r.Must(args...)
 		if !strings.Contains(out, "OPENAI_API_KEY") {
 			t.Fatalf("%v does not name the env: %s", args, out)
 		}
@@ -109,8 +109,8 @@ func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
 	mu.Unlock()
 
 	// kill -9: whatever badger holds on disk (memtable log, value log, tables).
-	r.srv.Kill9()
-	store := filepath.Join(r.dir, "orcr-home", "store")
+	r.Srv.Kill9()
+	store := filepath.Join(r.Dir, "orcr-home", "store")
 	files := 0
 	filepath.WalkDir(store, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -129,28 +129,28 @@ func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
 	}
 
 	// After the restart the values wait where only a launch reads them: a resume gets them.
-	r.serve()
-	r.waitAgent("mem/a", 60*time.Second, "ended with its server", func(a wire.Agent) bool { return a.State.Terminal() })
-	r.models.Push(modelserver.Turn{Text: "Still PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 3}})
-	r.must("agent", "resume", "mem/a", "--prompt", "and the word?")
-	b := r.waitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
+	r.Serve()
+	r.WaitAgent("mem/a", 60*time.Second, "ended with its server", func(a wire.Agent) bool { return a.State.Terminal() })
+	r.Models.Push(modelserver.Turn{Text: "Still PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 3}})
+	r.Must("agent", "resume", "mem/a", "--prompt", "and the word?")
+	b := r.WaitAgent("mem/a", 90*time.Second, "resumed turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Still PELICAN-42."
 	})
 	env = environOf(t, b.PID)
 	if b.ID == first.ID || !hasEnv(env, "OPENAI_API_KEY="+roleValue) || !hasEnv(env, "ROLE_TOKEN="+secretValue) {
 		t.Fatalf("resumed claude (%s, pid %d) did not get the role's env values", b.ID, b.PID)
 	}
-	echoed("agent get after resume", r.must("agent", "get", "mem/a", "--json"))
+	echoed("agent get after resume", r.Must("agent", "get", "mem/a", "--json"))
 
 	// A secret secrets.toml lacks fails the spawn, naming it; a secrets file others can read
 	// is refused with the fix.
-	if res := r.run("agent", "run", "sh/y", "--env", "K={{secret.NOPE}}", "--", "sh"); res.code == 0 || !strings.Contains(res.err, `"NOPE"`) {
-		t.Fatalf("unknown secret: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "run", "sh/y", "--env", "K={{secret.NOPE}}", "--", "sh"); res.Code == 0 || !strings.Contains(res.Err, `"NOPE"`) {
+		t.Fatalf("unknown secret: exit %d %s", res.Code, res.Err)
 	}
 	if err := os.Chmod(secrets, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res := r.run("agent", "run", "sh/z", "--env", "K={{secret.ROLE_SECRET}}", "--", "sh"); res.code == 0 || !strings.Contains(res.err, "chmod 600 "+secrets) {
-		t.Fatalf("secrets file 0644: exit %d %s", res.code, res.err)
+	if res := r.Run("agent", "run", "sh/z", "--env", "K={{secret.ROLE_SECRET}}", "--", "sh"); res.Code == 0 || !strings.Contains(res.Err, "chmod 600 "+secrets) {
+		t.Fatalf("secrets file 0644: exit %d %s", res.Code, res.Err)
 	}
 }

@@ -24,17 +24,17 @@ func BenchmarkHibernatedSend(b *testing.B) {
 		b.Skip("tmux not installed")
 	}
 	r := newClaudeRigTB(b)
-	os.MkdirAll(filepath.Join(r.dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
-	r.serve()
-	r.models.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	r.must("agent", "run", "bench/a", "--provider", "claude", "--prompt", "hello", "--cwd", r.work)
-	a := r.waitAgent("bench/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
+	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"), 0o600)
+	r.Serve()
+	r.Models.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	r.Must("agent", "run", "bench/a", "--provider", "claude", "--prompt", "hello", "--cwd", r.Work)
+	a := r.WaitAgent("bench/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	sid := a.SessionID
 	firstAfter := func(since time.Time, text string) time.Time {
 		var at time.Time
 		if !wait.Until(60*time.Second, func() bool {
-			for _, q := range r.models.Requests() {
+			for _, q := range r.Models.Requests() {
 				if q.At.After(since) && strings.Contains(string(q.Body), text) && strings.Contains(string(q.Body), `"tools"`) {
 					at = q.At
 					return true
@@ -46,14 +46,14 @@ func BenchmarkHibernatedSend(b *testing.B) {
 		}
 		return at
 	}
-	claude := lastEnv(r.vars, "ORCR_CLAUDE_BIN")
+	claude := lastEnv(r.Vars, "ORCR_CLAUDE_BIN")
 	// sleep waits until the agent is hibernated again (its turn done, then GC).
 	sleep := func() {
 		if !wait.Until(90*time.Second, func() bool {
-			if st := r.agent("bench/a").State; st == wire.StateHibernated {
+			if st := r.Agent("bench/a").State; st == wire.StateHibernated {
 				return true
 			} else if st == wire.StateDone {
-				r.must("gc")
+				r.Must("gc")
 			}
 			return false
 		}) {
@@ -68,15 +68,15 @@ func BenchmarkHibernatedSend(b *testing.B) {
 		sleep()
 		text := fmt.Sprintf("orcr round %d", i)
 		t0 := time.Now()
-		r.must("agent", "send", "bench/a", text)
+		r.Must("agent", "send", "bench/a", text)
 		viaOrcr = append(viaOrcr, firstAfter(t0, text).Sub(t0))
 
 		// By hand: the same resume in a fresh tmux session, once the agent slept again.
 		sleep()
 		text = fmt.Sprintf("hand round %d", i)
-		sock := filepath.Join(r.dir, "hand.sock")
-		cmd := exec.Command("tmux", "-S", sock, "new-session", "-d", "-x", "200", "-y", "50", "-c", r.work,
-			"env "+shellEnv(r.vars)+" "+claude+" --resume "+sid+" '"+text+"'")
+		sock := filepath.Join(r.Dir, "hand.sock")
+		cmd := exec.Command("tmux", "-S", sock, "new-session", "-d", "-x", "200", "-y", "50", "-c", r.Work,
+			"env "+shellEnv(r.Vars)+" "+claude+" --resume "+sid+" '"+text+"'")
 		t0 = time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("tmux: %v %s", err, out)

@@ -19,6 +19,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 const envDiskChild = "ORCR_STORE_TEST_DISK_CHILD"
@@ -79,17 +80,12 @@ func diskChild(dir string) int {
 	if !in.Scan() || in.Text() != "freed" {
 		return 1
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for i := 0; ; i++ {
-		err := s.Put(ctx, "b", fmt.Sprint("after", i), big)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Println("error: writes did not resume:", err)
-			return 1
-		}
-		time.Sleep(50 * time.Millisecond) // a poll: writes resume once badger has its memtable back
+	// Writes resume once badger has its memtable back.
+	var putErr error
+	i := 0
+	if !wait.Until(30*time.Second, func() bool { putErr = s.Put(ctx, "b", fmt.Sprint("after", i), big); i++; return putErr == nil }) {
+		fmt.Println("error: writes did not resume:", putErr)
+		return 1
 	}
 	if !read() {
 		return 1

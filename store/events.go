@@ -19,24 +19,7 @@ func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, erro
 	if err := ctxErr(ctx, "append event"); err != nil {
 		return wire.Event{}, err
 	}
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	seq := s.lastSeq.Load() + 1
-	e.Seq = seq
-	val, err := encodeEvent(&e)
-	if err != nil {
-		return wire.Event{}, err
-	}
-	if err := s.update(ctx, func(txn *badger.Txn) error {
-		if err := txn.Set(eventKey(seq), val); err != nil {
-			return err
-		}
-		return txn.Set(keySeq, seqBytes(seq))
-	}); err != nil {
-		return wire.Event{}, fmt.Errorf("append event %d: %w", seq, err)
-	}
-	s.lastSeq.Store(seq)
-	return e, nil
+	return s.appendWith(ctx, e, "append event", nil)
 }
 
 // PutAgentEvent writes a's record and appends e with the next seq in one transaction:
@@ -52,6 +35,15 @@ func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (
 	if err != nil {
 		return wire.Event{}, err
 	}
+	return s.appendWith(ctx, e, "put agent "+a.ID+" with event", func(txn *badger.Txn) error {
+		return txn.Set(agentKey(a.ID), aval)
+	})
+}
+
+// appendWith gives e the next seq and commits it, the m/seq high-water mark and what
+// with writes (nil: nothing) in one transaction. Appends are serialised on appendMu, so
+// seqs come out contiguous and in commit order. A failed commit is "what SEQ: err".
+func (s *Store) appendWith(ctx context.Context, e wire.Event, what string, with func(*badger.Txn) error) (wire.Event, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	seq := s.lastSeq.Load() + 1
@@ -61,15 +53,17 @@ func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (
 		return wire.Event{}, err
 	}
 	if err := s.update(ctx, func(txn *badger.Txn) error {
-		if err := txn.Set(agentKey(a.ID), aval); err != nil {
-			return err
+		if with != nil {
+			if err := with(txn); err != nil {
+				return err
+			}
 		}
 		if err := txn.Set(eventKey(seq), val); err != nil {
 			return err
 		}
 		return txn.Set(keySeq, seqBytes(seq))
 	}); err != nil {
-		return wire.Event{}, fmt.Errorf("put agent %s with event %d: %w", a.ID, seq, err)
+		return wire.Event{}, fmt.Errorf("%s %d: %w", what, seq, err)
 	}
 	s.lastSeq.Store(seq)
 	return e, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/testutil/wait"
 )
 
 // fullScreen is 50 rows of 200 characters: the last row has no newline, so nothing
@@ -148,7 +149,7 @@ func TestIdleCPU100(t *testing.T) {
 	server := serverPID(t, sock)
 	self0, srv0 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
 	t0 := time.Now()
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(wait.Scale(60 * time.Second))
 	events := 0
 loop:
 	for {
@@ -218,7 +219,7 @@ func TestBusyCPU50(t *testing.T) {
 	server := serverPID(t, sock)
 	self0, srv0 := cpuTicks(t, "self"), cpuTicks(t, strconv.Itoa(server))
 	t0 := time.Now()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(wait.Scale(20 * time.Second))
 	events := 0
 loop:
 	for {

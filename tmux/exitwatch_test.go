@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/testutil/wait"
 )
 
 func needPidfd(t testing.TB) {
@@ -32,7 +33,7 @@ func unsubscribe(t testing.TB, h *Host) {
 // waitExit waits for the PaneExited event of pane and returns its code (-1: none).
 func waitExit(t testing.TB, h *Host, pane string) (int, time.Time) {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(wait.Scale(15 * time.Second))
 	for {
 		select {
 		case ev, ok := <-h.Events():

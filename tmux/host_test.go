@@ -243,7 +243,7 @@ func TestClosedFromOutside(t *testing.T) {
 	if out, err := kill.CombinedOutput(); err != nil {
 		t.Fatalf("kill-pane: %v %s", err, out)
 	}
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(wait.Scale(15 * time.Second))
 	for {
 		select {
 		case ev := <-h.Events():

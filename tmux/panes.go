@@ -284,12 +284,16 @@ func (h *Host) SendKeys(ctx context.Context, pane string, keys ...string) error 
 }
 
 // Read captures the rendered screen (and scrollback tail with opts.Lines > 0) and the
-// cursor, with one round trip of two pipelined commands.
+// cursor, with one round trip of two pipelined commands. With opts.ANSI the lines keep
+// their styles (capture-pane -e).
 func (h *Host) Read(ctx context.Context, pane string, opts core.ReadOpts) (core.Screen, error) {
 	if err := checkPane(pane); err != nil {
 		return core.Screen{}, err
 	}
 	capture := "capture-pane -p -t " + pane
+	if opts.ANSI {
+		capture = "capture-pane -p -e -t " + pane
+	}
 	if opts.Lines > 0 {
 		capture += " -S -" + strconv.Itoa(opts.Lines)
 	}

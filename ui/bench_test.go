@@ -99,3 +99,43 @@ func BenchmarkHistoryKeystroke10000(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// BenchmarkFind10000 is one key typed into the finder (a letter, then its backspace,
+// in turn) over 10,000 agents, plus the frame after it: the tree is searched again on
+// every keystroke. The budget is 16 ms.
+func BenchmarkFind10000(b *testing.B) {
+	m := benchModel(b, 10_000)
+	m.Update(key("/"))
+	typeText(m, "tm12")
+	letter, back := key("3"), key("backspace")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := letter
+		if i%2 == 1 {
+			k = back
+		}
+		m.Update(k)
+		_ = m.View()
+	}
+}
+
+// BenchmarkSortedStateEvent10000 is one agent.state event with the tree sorted by state
+// (the rows are rebuilt and resorted) plus the frame after it, with 10,000 agents.
+func BenchmarkSortedStateEvent10000(b *testing.B) {
+	m := benchModel(b, 10_000)
+	for range 3 {
+		m.Update(key(">"))
+	}
+	agents := manyAgents(10_000)
+	states := []wire.State{wire.StateWorking, wire.StateBlocked, wire.StateDone}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a := agents[(i*7919)%len(agents)]
+		a.State = states[i%3]
+		a.UpdatedAt = t0.Add(1)
+		m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentState, Seq: uint64(i + 1), At: t0, Agent: &a}}})
+		_ = m.View()
+	}
+}

@@ -374,7 +374,7 @@ func TestRoleShownPerAgent(t *testing.T) {
 		if !strings.Contains(s, "● working  claude · sonnet · role reviewer") {
 			t.Fatalf("%d: preview lacks the role:\n%s", w, s)
 		}
-		inTree := layoutColumns(m.tree.w-2).role > 0
+		inTree := layoutColumns(m.tree.w-2, m.tree.wants()).role > 0
 		treePart := func(l string) string { return string([]rune(l)[:m.tree.w]) }
 		row, other := treePart(lineWith(s, " cookies ")), treePart(lineWith(s, " security "))
 		if strings.Contains(row, "reviewer") != inTree || strings.Contains(other, "reviewer") {

@@ -4,8 +4,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
-
 	"orcr/core"
 	"orcr/core/wire"
 )
@@ -81,6 +79,7 @@ func glyph(s wire.State) string {
 // rollup sums a subtree: agents by group, and their usage.
 type rollup struct {
 	agents int
+	ended  int // agents whose process is gone for good (hidden unless shown)
 	groups [nGroups]int
 	usage  core.Total
 }
@@ -91,11 +90,15 @@ func contrib(a *wire.Agent) rollup {
 	}
 	r := rollup{agents: 1, usage: core.TotalOf(a.Usage)}
 	r.groups[groupOfAgent(a)] = 1
+	if ended(a) {
+		r.ended = 1
+	}
 	return r
 }
 
 func (r *rollup) add(o rollup, sign int) {
 	r.agents += sign * o.agents
+	r.ended += sign * o.ended
 	for i := range r.groups {
 		r.groups[i] += sign * o.groups[i]
 	}
@@ -126,7 +129,10 @@ type node struct {
 	children []*node // in natural order of their names (w2 before w10)
 	agent    *wire.Agent
 	folded   bool
-	roll     rollup // this node and everything below it
+	roll     rollup  // this node and everything below it
+	hay      string  // what the finder searches, lowercased (haystack)
+	ended    bool    // the agent has ended (kept here: a search reads it for every node)
+	key      float64 // the sort key, set on rebuild when not sorting by path
 }
 
 // index is the agent tree, kept up to date one event at a time: an upsert touches the
@@ -141,12 +147,46 @@ type index struct {
 	flat  []*node
 	dirty bool
 
-	filter string
-	glob   bool
+	filter    string // the finder's text, as typed
+	q         query  // the finder's text, parsed
+	status    statusFilter
+	showEnded bool
+	sort      sortKey
+	best      *node // the best-scoring match of the last rebuild, nil without words
+	matched   int   // how many agents matched in the last rebuild, for the finder's line
+	// pinned is the selected node: it stays in the rows when it ends, so an agent that
+	// exits under the cursor keeps its row and preview until the selection moves on.
+	pinned *node
+
+	// Histograms of the widths of what the text columns show, kept per upsert, so the
+	// tree can give a column the room its widest value needs without scanning agents.
+	wProvider, wModel, wRole, wName widths
+}
+
+// widths counts values by display width; its max is the widest value present.
+type widths map[int]int
+
+func (w widths) add(n, sign int) {
+	if n == 0 {
+		return
+	}
+	w[n] += sign
+	if w[n] <= 0 {
+		delete(w, n)
+	}
+}
+
+func (w widths) max() int {
+	m := 0
+	for n := range w {
+		m = max(m, n)
+	}
+	return m
 }
 
 func newIndex() *index {
-	return &index{byPath: map[string]*node{}, byID: map[string]*node{}, dirty: true}
+	return &index{byPath: map[string]*node{}, byID: map[string]*node{}, dirty: true,
+		wProvider: widths{}, wModel: widths{}, wRole: widths{}, wName: widths{}}
 }
 
 // len is the number of agents indexed.
@@ -176,14 +216,54 @@ func (x *index) upsert(a wire.Agent) {
 func (x *index) setAgent(n *node, a *wire.Agent) {
 	d := contrib(a)
 	old := contrib(n.agent)
+	x.measure(n, n.agent, -1)
+	x.measure(n, a, +1)
 	n.agent = a
+	n.hay, n.ended = "", ended(a)
+	if a != nil {
+		n.hay = haystack(a)
+	}
 	for p := n; p != nil; p = p.parent {
 		p.roll.add(old, -1)
 		p.roll.add(d, +1)
 	}
-	if x.filter != "" && old.agents == 0 {
+	// The shape depends on the agent's fields when anything filters, hides or sorts by
+	// them; unfiltered, path-sorted, a state change leaves the rows as they are.
+	if x.searching() || old.ended != d.ended || old.agents != d.agents || x.sortMoves(old, d) {
 		x.dirty = true
 	}
+}
+
+// sortMoves says whether an agent's change from old to d can move rows in the chosen
+// order: its state group for state, its cost for cost (ages do not change).
+func (x *index) sortMoves(old, d rollup) bool {
+	switch x.sort {
+	case sortState:
+		return old.groups != d.groups
+	case sortCost:
+		return old.usage.USD != d.usage.USD
+	}
+	return false
+}
+
+// measure counts (sign +1) or uncounts (-1) the widths of what a's row shows.
+func (x *index) measure(n *node, a *wire.Agent, sign int) {
+	if a == nil {
+		return
+	}
+	x.wProvider.add(width(a.Provider), sign)
+	x.wModel.add(width(modelLabel(a)), sign)
+	x.wRole.add(width(a.Role), sign)
+	x.wName.add(2*n.depth+width(n.name), sign)
+}
+
+// modelLabel is the model column of an agent: the account it runs on first, when not
+// the default, so a narrow column cuts the model, not it.
+func modelLabel(a *wire.Agent) string {
+	if a.Account != "" && a.Account != "default" {
+		return strings.TrimSuffix("@"+a.Account+" "+a.Model, " ")
+	}
+	return a.Model
 }
 
 // ensure finds or creates the node for path and its ancestors.
@@ -217,6 +297,9 @@ func (x *index) remove(id string) {
 	}
 	delete(x.byID, id)
 	x.setAgent(n, nil)
+	if x.pinned == n {
+		x.pinned = nil
+	}
 	for n != &x.root && n.agent == nil && len(n.children) == 0 {
 		p := n.parent
 		for i, c := range p.children {
@@ -231,26 +314,86 @@ func (x *index) remove(id string) {
 	x.dirty = true
 }
 
-// setFilter selects agents by text (substring of the path) or, when the text has glob
-// characters, by doublestar glob.
+// setFilter sets the finder's text (find.go says what it matches).
 func (x *index) setFilter(f string) {
 	if f == x.filter {
 		return
 	}
 	x.filter = f
-	x.glob = strings.ContainsAny(f, "*?[{")
+	x.q = parseQuery(f)
 	x.dirty = true
 }
 
-func (x *index) matches(n *node) bool {
-	if n.agent == nil {
-		return false
+func (x *index) setStatus(s statusFilter) {
+	if s != x.status {
+		x.status = s
+		x.dirty = true
 	}
-	if x.glob {
-		ok, err := doublestar.Match(x.filter, n.path)
-		return err == nil && ok
+}
+
+func (x *index) setShowEnded(on bool) {
+	if on != x.showEnded {
+		x.showEnded = on
+		x.dirty = true
 	}
-	return strings.Contains(n.path, x.filter)
+}
+
+func (x *index) setSort(s sortKey) {
+	if s != x.sort {
+		x.sort = s
+		x.dirty = true
+	}
+}
+
+// hidesEnded says whether ended agents are left out: unless shown with `.`, or a status
+// or a state: word chooses the agents (needs-me includes the failed ones).
+func (x *index) hidesEnded() bool {
+	return !x.showEnded && x.status == statusAll && !x.q.hasState()
+}
+
+// searching says whether rows are chosen agent by agent (words, a status, a state),
+// which shows every match with its ancestors, folded or not.
+func (x *index) searching() bool { return !x.q.empty() || x.status != statusAll }
+
+// matches scores an agent's node against the finder, the status and the ended rule.
+func (x *index) matches(n *node) (int, bool) { return x.matchesHiding(n, x.hidesEnded()) }
+
+// matchesHiding is matches with hidesEnded worked out once by the caller.
+func (x *index) matchesHiding(n *node, hide bool) (int, bool) {
+	a := n.agent
+	if a == nil || hide && n.ended && n != x.pinned {
+		return 0, false
+	}
+	if x.status != statusAll && !inStatus(a, x.status) || !x.q.stateOK(a) {
+		return 0, false
+	}
+	return x.q.match(n)
+}
+
+// holdsPinned says whether the pinned node is n or below it.
+func (x *index) holdsPinned(n *node) bool {
+	p := x.pinned
+	return p != nil && (p == n || strings.HasPrefix(p.path, n.path+"/"))
+}
+
+// pin keeps n in the rows; the rows are rebuilt when the node pinned before was held
+// there only by its pin.
+func (x *index) pin(n *node) {
+	if n == x.pinned {
+		return
+	}
+	if old := x.pinned; old != nil && ended(old.agent) && x.hidesEnded() {
+		x.dirty = true
+	}
+	x.pinned = n
+}
+
+// shown is the number of agents the tree can show: all, less the ended ones hidden.
+func (x *index) shown(r rollup) int {
+	if x.hidesEnded() {
+		return r.agents - r.ended
+	}
+	return r.agents
 }
 
 func (x *index) toggle(n *node) {
@@ -279,19 +422,32 @@ func (x *index) rows() []*node {
 // visible is rows for View: the kept rows, or when the shape changed since they were
 // built (Update lays out after every message, so it has not) a fresh list that is not
 // kept — drawing changes nothing.
-func (x *index) visible() []*node {
+func (x *index) visible() ([]*node, int) {
 	if x.dirty {
-		return x.build(nil)
+		cp := *x // build sets best and matched; the copy keeps them to itself
+		rows := cp.build(nil)
+		return rows, cp.matched
 	}
-	return x.flat
+	return x.flat, x.matched
 }
 
-// build appends the visible rows to flat.
+// build appends the visible rows to flat. It sets best, which is why View calls it only
+// on a copy's behalf when the kept rows are current (visible).
 func (x *index) build(flat []*node) []*node {
-	if x.filter == "" {
+	if x.sort != sortPath {
+		x.computeKeys(&x.root)
+	}
+	x.best, x.matched = nil, 0
+	if !x.searching() {
+		// Folds hold; a subtree of ended agents only is skipped whole when they are
+		// hidden, which the roll-ups say without walking it.
+		hide := x.hidesEnded()
 		var walk func(n *node)
 		walk = func(n *node) {
-			for _, c := range n.children {
+			for _, c := range x.sorted(n) {
+				if hide && c.roll.agents == c.roll.ended && !x.holdsPinned(c) {
+					continue
+				}
 				flat = append(flat, c)
 				if !c.folded {
 					walk(c)
@@ -301,15 +457,23 @@ func (x *index) build(flat []*node) []*node {
 		walk(&x.root)
 		return flat
 	}
-	// A filter shows every match with its ancestors, folded or not.
+	// A search shows every match with its ancestors, folded or not.
+	bestScore, hide := 0, x.hidesEnded()
 	var walk func(n *node) bool
 	walk = func(n *node) bool {
 		any := false
-		for _, c := range n.children {
+		for _, c := range x.sorted(n) {
 			at := len(flat)
 			flat = append(flat, c)
 			sub := walk(c)
-			if !sub && !x.matches(c) {
+			score, ok := x.matchesHiding(c, hide)
+			if ok {
+				x.matched++
+				if x.best == nil || score > bestScore {
+					x.best, bestScore = c, score
+				}
+			}
+			if !sub && !ok {
 				flat = flat[:at]
 				continue
 			}
@@ -360,9 +524,13 @@ func (x *index) nextBlocked(after string) *node {
 	return first
 }
 
-// reveal unfolds n's ancestors so it is visible.
+// reveal unfolds n's ancestors so it is visible, and shows ended agents when n is one
+// (a jump to an agent must land on it, not beside it).
 func (x *index) reveal(n *node) {
 	for p := n.parent; p != nil && p != &x.root; p = p.parent {
 		x.setFolded(p, false)
+	}
+	if x.hidesEnded() && ended(n.agent) {
+		x.setShowEnded(true)
 	}
 }

@@ -79,7 +79,7 @@ func (p *pump) press(keys ...string) {
 // until delivers messages until cond holds for the frame (plain text).
 func (p *pump) until(timeout time.Duration, what string, cond func(frame string) bool) string {
 	p.t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(wait.Scale(timeout))
 	for {
 		frame := plain(screen(p.t, p.m))
 		if cond(frame) {
@@ -89,7 +89,7 @@ func (p *pump) until(timeout time.Duration, what string, cond func(frame string)
 		case msg := <-p.msgs:
 			p.deliver(msg)
 		case <-deadline:
-			p.t.Fatalf("timed out after %s waiting for %s; the frame:\n%s", timeout, what, frame)
+			p.t.Fatalf("timed out after %s waiting for %s; the frame:\n%s", wait.Scale(timeout), what, frame)
 		}
 	}
 }

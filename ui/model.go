@@ -139,6 +139,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.toDialog(msg)
 	case tea.KeyPressMsg:
 		return m.updateKey(msg)
+	case tea.MouseClickMsg, tea.MouseWheelMsg:
+		return m.updateMouse(msg.(tea.MouseMsg))
 	case infoMsg, subscribedMsg, eventsMsg, subEndedMsg, resubscribeMsg:
 		return m.updateCore(msg)
 	case listMsg, readMsg, queueMsg, usageMsg, schedulesMsg, sentMsg, spawnedMsg,
@@ -260,6 +262,7 @@ const minW, minH = 40, 10
 func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion // clicks and the wheel (mouse.go)
 	v.WindowTitle = m.windowTitle()
 	return v
 }

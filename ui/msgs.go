@@ -39,6 +39,10 @@ type (
 		id  string
 		res wire.ReadResult
 		err error
+		// lines is how many lines the read asked for (0: as many as the preview
+		// wants now), so a late answer to a shallower read is not taken for the end
+		// of the agent's scrollback.
+		lines int
 	}
 	queueMsg struct {
 		q   wire.QueueResult
@@ -147,8 +151,8 @@ func readCmd(ctx context.Context, svc wire.Transport, id string, lines int) tea.
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		r, err := wire.Call(ctx, svc, wire.AgentRead, wire.ReadParams{Target: id, Lines: lines})
-		return readMsg{id, r, err}
+		r, err := wire.Call(ctx, svc, wire.AgentRead, wire.ReadParams{Target: id, Lines: lines, ANSI: true})
+		return readMsg{id, r, err, lines}
 	}
 }
 

@@ -24,8 +24,25 @@ type previewModel struct {
 	screen string
 	live   bool
 	err    string
-	scroll int // lines scrolled up from the bottom of the screen text
+	scroll int      // lines scrolled up from the bottom of the screen text
+	lines  []string // screen as lines, each carrying the styles open at its start
+	styled bool     // the screen came with its colours (SGR sequences kept)
+	// depth is how many lines of scrollback plus screen the next read asks for while
+	// the pane is scrolled up (0: just the screen; -1: the agent has no more); more is
+	// fetched a page ahead of the scroll.
+	depth int
+	// more is set when a scroll came near the top of what was read and the agent may
+	// have more scrollback; the root reads again (a read never runs from here).
+	more bool
+	// want is the scroll a key asked for beyond what was read; the deeper read that
+	// follows scrolls there. exhausted: the last deep read found no more lines.
+	want      int
+	exhausted bool
 }
+
+// maxDepth bounds how far back the preview reads scrollback: lines beyond it are for
+// `orcr agent read --lines N` or an attach.
+const maxDepth = 5000
 
 func newPreview(c *common) *previewModel { return &previewModel{c: c} }
 
@@ -35,25 +52,46 @@ func (p *previewModel) SetSize(w, h int) {
 	p.clampScroll()
 }
 
-// screenLines is how many lines of screen text the pane can show; the root asks the
-// service for that many.
-func (p *previewModel) screenLines() int { return max(1, p.h-2) }
+// screenLines is how many lines of screen text (and scrollback) the root asks the
+// service for: what the pane can show, or while scrolled up as deep as it has read.
+func (p *previewModel) screenLines() int {
+	if p.depth > 0 {
+		return p.depth
+	}
+	return max(1, p.h-2)
+}
 
 // setAgent points the preview at a (possibly different) agent snapshot.
 func (p *previewModel) setAgent(a *wire.Agent) {
 	if a == nil || p.agent == nil || a.ID != p.agent.ID {
-		p.scroll = 0
+		p.scroll, p.depth, p.more, p.want, p.exhausted = 0, 0, false, 0, false
 	}
 	p.agent = a
 }
 
 // setScreen stores a read result for agent id.
-func (p *previewModel) setScreen(id string, r wire.ReadResult, err error) {
+// asked is how many lines the read asked for (0: the current depth).
+func (p *previewModel) setScreen(id string, r wire.ReadResult, err error, asked int) {
 	if err != nil {
 		p.err = err.Error()
 		return
 	}
-	p.id, p.screen, p.live, p.err = id, sanitize(r.Text), r.Live, ""
+	p.id, p.live, p.err = id, r.Live, ""
+	p.screen = sanitizeSGR(r.Text)
+	p.styled = strings.IndexByte(p.screen, 0x1b) >= 0
+	p.lines = carrySGR(lastLines(p.screen, 1<<20))
+	if asked == 0 {
+		asked = p.screenLines()
+	}
+	// An answer to a read as deep as the preview wants: fewer lines than asked for
+	// means the agent has no more scrollback (stop asking), and the scroll a key
+	// asked for can be reached now. A late answer to a shallower read decides neither.
+	if p.depth > 0 && asked >= p.depth {
+		p.exhausted = len(p.lines) < asked
+		if p.want > 0 {
+			p.scroll, p.want = p.want, 0
+		}
+	}
 	p.clampScroll()
 }
 
@@ -90,12 +128,53 @@ func (p *previewModel) Update(msg tea.Msg) tea.Cmd {
 	p.clampScroll()
 	switch km := p.c.keys.Panel; {
 	case km.Up.Matches(k):
-		p.scroll++
-		p.clampScroll()
+		p.scrollBy(1)
 	case km.Down.Matches(k):
-		p.scroll = max(0, p.scroll-1)
+		p.scrollBy(-1)
+	case km.PageUp.Matches(k):
+		p.scrollBy(p.page())
+	case km.PageDown.Matches(k):
+		p.scrollBy(-p.page())
 	}
 	return nil
+}
+
+// page is how far pgup and pgdn move: the screen text's room less a line of context.
+func (p *previewModel) page() int {
+	if p.agent == nil {
+		return 1
+	}
+	return max(1, p.h-2-len(p.head(p.agent))-1)
+}
+
+// scrollBy moves the screen text n lines up (down when n < 0), and asks for more
+// scrollback when the scroll comes within a page of the top of what was read.
+func (p *previewModel) scrollBy(n int) {
+	target := max(0, p.scroll+n)
+	p.scroll = target
+	p.clampScroll()
+	if target == 0 {
+		p.depth, p.more, p.want, p.exhausted = 0, false, 0, false
+		return
+	}
+	lim, ok := p.maxScroll()
+	if !ok || p.exhausted || lim-target >= p.page() {
+		return
+	}
+	depth := min(maxDepth, max(p.depth, len(p.lines))+4*p.page())
+	if depth > p.depth {
+		p.depth, p.more = depth, true
+		if target > p.scroll {
+			p.want = target
+		}
+	}
+}
+
+// wantsMore reports (once) that a scroll needs deeper scrollback than was read.
+func (p *previewModel) wantsMore() bool {
+	m := p.more
+	p.more = false
+	return m
 }
 
 // View draws the header lines then as much screen text as fits.
@@ -116,24 +195,33 @@ func (p previewModel) View() string {
 		// on View's copy.
 		end := len(all) - min(p.scroll, max(0, len(all)-room))
 		start := max(0, end-room)
+		styled := p.styled && p.screen != ""
 		for _, l := range all[start:end] {
-			body = append(body, st.Text.Render(fit(l, inner)))
+			if styled {
+				// The agent's own colours: only SGR survived sanitizeSGR, and
+				// styledFit resets them at the end of the line.
+				body = append(body, styledFit(l, inner))
+			} else {
+				body = append(body, st.Text.Render(fit(l, inner)))
+			}
 		}
 	}
 	title := a.Path
 	if p.id == a.ID && !p.live && p.screen != "" {
 		title += " (last screen)"
 	}
+	if p.scroll > 0 {
+		title += fmt.Sprintf(" ↑%d", p.scroll)
+	}
 	return p.c.paneFrame(title, body, p.w, p.h, p.focus)
 }
 
 // text is a's screen text as lines: the last read, or the screen kept in its record.
 func (p previewModel) text(a *wire.Agent) []string {
-	text := p.screen
-	if text == "" && a.LastScreen != "" {
-		text = sanitize(a.LastScreen)
+	if p.screen == "" && a.LastScreen != "" {
+		return lastLines(sanitize(a.LastScreen), 1<<20)
 	}
-	return lastLines(text, 1<<20)
+	return p.lines
 }
 
 // head is what the preview says above the screen text — state and why, what a is

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,13 +32,20 @@ func newTree(c *common, idx *index) *treeModel { return &treeModel{c: c, idx: id
 // SetSize sets the pane's outer size.
 func (t *treeModel) SetSize(w, h int) { t.w, t.h = w, h }
 
-// bodyHeight is the rows available for agents.
+// bodyHeight is the rows available for agents: the frame less the column header and
+// the finder's line when it shows.
 func (t *treeModel) bodyHeight() int {
-	h := t.h - 2
-	if t.filtering || t.idx.filter != "" {
+	h := t.h - 3
+	if t.findLine() {
 		h--
 	}
 	return max(0, h)
+}
+
+// findLine says whether the finder's line shows: while typing, or while words or a
+// status narrow the tree.
+func (t *treeModel) findLine() bool {
+	return t.filtering || t.idx.filter != "" || t.idx.status != statusAll
 }
 
 // selected returns the selected agent, or nil on an inner node without one.
@@ -52,8 +60,16 @@ func (t *treeModel) selected() *wire.Agent {
 // sync re-finds the selection after the rows were rebuilt, and keeps the cursor in the
 // window.
 func (t *treeModel) sync() {
-	wasDirty := t.idx.dirty
-	t.follow(t.idx.rows(), wasDirty)
+	for range 2 {
+		wasDirty := t.idx.dirty
+		t.follow(t.idx.rows(), wasDirty)
+		// Pinning the new selection may drop the ended agent pinned before from the
+		// rows; follow once more over the rebuilt rows.
+		t.idx.pin(t.sel)
+		if !t.idx.dirty {
+			return
+		}
+	}
 }
 
 // follow puts the cursor on the selected node among rows (rebuilt says they may have
@@ -106,8 +122,15 @@ func (t *treeModel) move(d int) {
 	t.scroll(len(rows))
 }
 
+// selectNode selects n, unfolding its ancestors; when the finder or a status hides it,
+// they are cleared, so a jump (next blocked, a spawn, a run's coder) lands on it.
 func (t *treeModel) selectNode(n *node) {
 	t.idx.reveal(n)
+	if t.idx.searching() && !slices.Contains(t.idx.rows(), n) {
+		t.idx.setFilter("")
+		t.idx.setStatus(statusAll)
+		t.filterIn = ""
+	}
 	t.sel = n
 	t.cursor = -1
 	t.sync()
@@ -159,6 +182,14 @@ func (t *treeModel) Update(msg tea.Msg) tea.Cmd {
 		t.filtering, t.filterIn = true, t.idx.filter
 	case km.ClearFilter.Matches(k):
 		t.idx.setFilter("")
+		t.idx.setStatus(statusAll)
+	case km.Status.Matches(k):
+		t.idx.setStatus((t.idx.status + 1) % nStatus)
+		t.selectBest()
+	case km.Ended.Matches(k):
+		t.idx.setShowEnded(!t.idx.showEnded)
+	case km.Sort.Matches(k):
+		t.idx.setSort((t.idx.sort + 1) % nSort)
 	}
 	t.sync()
 	return nil
@@ -182,8 +213,19 @@ func (t *treeModel) updateFilter(k tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	t.idx.setFilter(t.filterIn)
-	t.sync()
+	t.selectBest()
 	return nil
+}
+
+// selectBest moves the selection to the finder's best match, so enter after a few
+// letters acts on the agent they name; with no words the selection stays where it was,
+// or on the first row when it no longer shows.
+func (t *treeModel) selectBest() {
+	t.idx.rows()
+	if b := t.idx.best; b != nil {
+		t.sel, t.cursor = b, -1
+	}
+	t.sync()
 }
 
 // Column widths of tokens ("999k/999k", core.HumanCount's widest pair) and cost
@@ -193,59 +235,186 @@ const (
 	costW   = 9
 )
 
-// columns decides which columns fit in width w; the name keeps at least 14 cells. The
-// role comes last: a wide terminal shows it in the tree, any terminal in the preview.
-type columns struct{ provider, model, age, tokens, cost, role int }
+// columns are the widths of the tree's columns (0: not shown), each with its separating
+// space.
+type columns struct{ state, role, provider, model, age, tokens, cost int }
 
-func layoutColumns(w int) columns {
+func (c columns) sum() int {
+	return c.state + c.role + c.provider + c.model + c.age + c.tokens + c.cost
+}
+
+// wants are the widths the widest values need (0: no value), from the index's
+// histograms.
+type wants struct{ name, provider, model, role int }
+
+// layoutColumns decides which columns fit in width w and how wide they are. Each column
+// gets its minimum in priority order while the name keeps 14 cells; the role comes last
+// (a wide terminal shows it in the tree, any terminal in the preview). Room left over
+// goes to the name up to its widest value, then to the model, provider and role up to
+// theirs, then to the tokens header, then back to the name, so no label is cut while
+// there is room for it.
+func layoutColumns(w int, want wants) columns {
 	var c columns
 	rest := w - 8 - 14 // cursor, indent, glyphs; the name's minimum
-	for _, col := range []struct {
+	type col struct {
 		p *int
 		n int
-	}{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9}, {&c.model, 15}, {&c.role, 13}} {
-		if rest >= col.n {
-			*col.p = col.n
-			rest -= col.n
+	}
+	for _, cl := range []col{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9},
+		{&c.model, 15}, {&c.state, 9}, {&c.role, 13}} {
+		if rest >= cl.n {
+			*cl.p = cl.n
+			rest -= cl.n
+		}
+	}
+	extra := w - 5 - c.sum() - max(17, want.name+1)
+	for _, g := range []col{{&c.model, want.model + 1}, {&c.provider, want.provider + 1},
+		{&c.role, want.role + 1}, {&c.tokens, len(tokensHeader) + 1}} {
+		if extra <= 0 {
+			break
+		}
+		if *g.p > 0 && g.n > *g.p {
+			d := min(extra, g.n-*g.p)
+			*g.p += d
+			extra -= d
 		}
 	}
 	return c
+}
+
+const tokensHeader = "TOKENS in/out"
+
+// wants is what the widest values of the indexed agents need.
+func (t treeModel) wants() wants {
+	x := t.idx
+	return wants{name: x.wName.max(), provider: x.wProvider.max(), model: x.wModel.max(), role: x.wRole.max()}
 }
 
 // View draws the visible window of rows inside a frame. Update has laid the tree out
 // (Model.layout); View works on a copy, so following the selection here, should the
 // rows have changed since, moves only the copy's cursor.
 func (t treeModel) View() string {
-	rows := t.idx.visible()
+	rows, matched := t.idx.visible()
 	t.follow(rows, t.idx.dirty)
 	inner := t.w - 2
 	bh := t.bodyHeight()
 	body := make([]string, 0, t.h)
-	if t.filtering || t.idx.filter != "" {
-		cur := ""
-		if t.filtering {
-			cur = "█"
-		}
-		kind := "text"
-		if t.idx.glob {
-			kind = "glob"
-		}
-		body = append(body, t.c.styles.Accent.Render("/ ")+t.c.styles.Text.Render(t.filterIn+cur)+
-			t.c.styles.Subtle.Render(fmt.Sprintf("  (%s, %d rows)", kind, len(rows))))
+	if t.findLine() {
+		body = append(body, t.findView(matched, inner))
 	}
-	cols := layoutColumns(inner)
+	cols := layoutColumns(inner, t.wants())
+	body = append(body, t.header(inner, cols))
 	end := min(len(rows), t.offset+bh)
 	for i := t.offset; i < end; i++ {
 		body = append(body, t.row(rows[i], inner, cols, i == t.cursor))
 	}
-	if len(rows) == 0 && t.idx.len() == 0 {
+	switch {
+	case t.idx.len() == 0:
 		body = append(body, t.c.styles.Muted.Render(" no agents yet — press "+t.c.keys.Tree.Spawn.Label()+" to spawn one"))
+	case len(rows) == 0 && !t.idx.searching():
+		body = append(body, t.c.styles.Muted.Render(" every agent has ended — press "+t.c.keys.Tree.Ended.Label()+" to show them"))
+	case len(rows) == 0:
+		body = append(body, t.c.styles.Muted.Render(" nothing matches — esc clears the finder"))
 	}
-	title := fmt.Sprintf("agents %d", t.idx.len())
-	if r := t.idx.root.roll; r.groups[gBlocked] > 0 {
-		title += fmt.Sprintf(" · %d blocked", r.groups[gBlocked])
+	return t.c.paneFrame(t.title(inner-4), body, t.w, t.h, t.focus)
+}
+
+// title counts the agents, the blocked ones and the ended ones hidden, dropping the
+// last parts whole when they do not fit in w cells rather than cutting a word.
+func (t treeModel) title(w int) string {
+	r := t.idx.root.roll
+	parts := []string{"agents " + strconv.Itoa(r.agents)}
+	if n := r.groups[gBlocked]; n > 0 {
+		parts = append(parts, strconv.Itoa(n)+" blocked")
 	}
-	return t.c.paneFrame(title, body, t.w, t.h, t.focus)
+	if t.idx.hidesEnded() && r.ended > 0 {
+		parts = append(parts, strconv.Itoa(r.ended)+" ended hidden")
+	}
+	title := parts[0]
+	for _, p := range parts[1:] {
+		if width(title)+3+width(p) > w {
+			break
+		}
+		title += " · " + p
+	}
+	return title
+}
+
+// findView is the finder's line: the text with a cursor while typing, then the status
+// and how many agents match, or what is wrong with a state: word.
+func (t treeModel) findView(n, w int) string {
+	st := &t.c.styles
+	cur := ""
+	if t.filtering {
+		cur = "█"
+	}
+	text := t.idx.filter
+	if t.filtering {
+		text = t.filterIn
+	}
+	var info string
+	switch {
+	case t.idx.q.bad != "":
+		names := make([]string, 0, len(allStates)+3)
+		for _, s := range allStates {
+			names = append(names, string(s))
+		}
+		names = append(names, "needs-me", "ended", "live")
+		info = fmt.Sprintf("unknown state %q: %s", t.idx.q.bad, strings.Join(names, ", "))
+	default:
+		info = fmt.Sprintf("%d %s", n, map[bool]string{true: "match", false: "matches"}[n == 1])
+		if t.idx.status != statusAll {
+			info = t.idx.status.String() + " · " + info
+		}
+	}
+	if !t.filtering && text == "" {
+		return t.c.p(&st.Subtle, fit(" "+info, w)) // a status alone: no finder text to show
+	}
+	head := "/ " + text + cur
+	if width(head) > w {
+		return t.c.p(&st.Accent, "/ ") + t.c.p(&st.Text, fit(text+cur, max(0, w-2)))
+	}
+	return t.c.p(&st.Accent, "/ ") + t.c.p(&st.Text, text+cur) + t.c.p(&st.Subtle, fit("  "+info, w-width(head)))
+}
+
+// header is the column header row; the sorted column is marked ▾ (the path column says
+// the order when the sorted column does not fit).
+func (t treeModel) header(w int, cols columns) string {
+	mark := func(label string, k sortKey) string {
+		if t.idx.sort == k {
+			return label + "▾"
+		}
+		return label
+	}
+	var right strings.Builder
+	cell := func(s string, cw int, alignRight bool) {
+		if cw == 0 {
+			return
+		}
+		if alignRight {
+			right.WriteString(fitRight(s, cw-1))
+		} else {
+			right.WriteString(fit(s, cw-1))
+		}
+		right.WriteByte(' ')
+	}
+	cell(mark("STATE", sortState), cols.state, false)
+	cell("ROLE", cols.role, false)
+	cell("PROVIDER", cols.provider, false)
+	cell("MODEL", cols.model, false)
+	cell(mark("AGE", sortAge), cols.age, true)
+	tok := tokensHeader
+	if cols.tokens-1 < len(tok) {
+		tok = "TOKENS"
+	}
+	cell(tok, cols.tokens, true)
+	cell(mark("COST", sortCost), cols.cost, true)
+	name := mark("PATH", sortPath)
+	if k := t.idx.sort; k == sortAge && cols.age == 0 || k == sortCost && cols.cost == 0 || k == sortState && cols.state == 0 {
+		name = "PATH · by " + k.String() + "▾"
+	}
+	nameW := w - 3 - cols.sum()
+	return "   " + t.c.p(&t.c.styles.Subtle, fit(name, nameW)+right.String())
 }
 
 // row renders one node in exactly w cells. Widths are computed on plain text and only
@@ -256,7 +425,7 @@ func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 	fold := "  "
 	if len(n.children) > 0 {
 		fold = "▾ "
-		if n.folded && t.idx.filter == "" {
+		if n.folded && !t.idx.searching() {
 			fold = "▸ "
 		}
 	}
@@ -272,36 +441,15 @@ func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if len(n.children) > 0 {
 		name += "/"
 	}
-	colSum := cols.provider + cols.model + cols.age + cols.tokens + cols.cost + cols.role
+	colSum := cols.sum()
 	// mark(1) + indent + fold(2) + glyph(1) + space(1) + name + columns = w
 	indentW := max(0, min(2*n.depth, w-5-colSum-8))
 	nameW := w - 5 - indentW - colSum
 	if nameW < 1 {
 		return fit("", w)
 	}
-	var provider, model, age, tokens, cost, role string
+	var state, provider, model, age, tokens, cost, role string
 	r := n.roll
-	if n.agent != nil && len(n.children) == 0 {
-		a := n.agent
-		provider, model, role = a.Provider, a.Model, a.Role
-		if a.Account != "" && a.Account != "default" {
-			// The account it runs on, first: a narrow column cuts the model, not it.
-			model = strings.TrimSuffix("@"+a.Account+" "+model, " ")
-		}
-		age = core.FormatAge(c.now.Sub(a.CreatedAt))
-		tokens, cost = core.FormatTokens(a.Usage), core.FormatCost(*a)
-	} else {
-		provider = plural(r.agents, "agent", "agents")
-		if cols.model == 0 {
-			provider = strconv.Itoa(r.agents)
-		}
-		if r.groups[gBlocked] > 0 {
-			model = strconv.Itoa(r.groups[gBlocked]) + " blocked"
-		} else if r.groups[gWorking] > 0 {
-			model = strconv.Itoa(r.groups[gWorking]) + " working"
-		}
-		tokens, cost = r.usage.Tokens(), r.usage.Cost()
-	}
 	var right strings.Builder
 	right.Grow(colSum)
 	cell := func(s string, cw int, alignRight bool) {
@@ -315,9 +463,25 @@ func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 		}
 		right.WriteByte(' ')
 	}
-	cell(role, cols.role, false)
-	cell(provider, cols.provider, false)
-	cell(model, cols.model, false)
+	if n.agent != nil && len(n.children) == 0 {
+		a := n.agent
+		state, provider, model, role = string(a.State), a.Provider, modelLabel(a), a.Role
+		age = core.FormatAge(c.now.Sub(a.CreatedAt))
+		tokens, cost = core.FormatTokens(a.Usage), core.FormatCost(*a)
+		cell(state, cols.state, false)
+		cell(role, cols.role, false)
+		cell(provider, cols.provider, false)
+		cell(model, cols.model, false)
+	} else {
+		// An inner node sums its subtree across the text columns as one label, so
+		// "48 agents · 4 blocked" is never cut into its columns' widths.
+		span := cols.state + cols.role + cols.provider + cols.model
+		if span > 0 {
+			right.WriteString(fit(t.summary(r, span-1), span-1))
+			right.WriteByte(' ')
+		}
+		tokens, cost = r.usage.Tokens(), r.usage.Cost()
+	}
 	cell(age, cols.age, true)
 	cell(tokens, cols.tokens, true)
 	cell(cost, cols.cost, true)
@@ -331,6 +495,28 @@ func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 	}
 	return " " + indent + c.p(&st.Subtle, fold) + c.p(c.groupStylePtr(g), gl) + " " +
 		c.p(nameSt, fit(name, nameW)) + c.p(&st.Muted, right.String())
+}
+
+// summary is an inner node's roll-up in at most w cells: the agents it shows, then what
+// is blocked or working and the ended agents hidden, each part kept whole or left out.
+func (t treeModel) summary(r rollup, w int) string {
+	s := plural(t.idx.shown(r), "agent", "agents")
+	var more []string
+	if r.groups[gBlocked] > 0 {
+		more = append(more, strconv.Itoa(r.groups[gBlocked])+" blocked")
+	} else if r.groups[gWorking] > 0 {
+		more = append(more, strconv.Itoa(r.groups[gWorking])+" working")
+	}
+	if width(s) > w {
+		return strconv.Itoa(t.idx.shown(r))
+	}
+	for _, p := range more {
+		if width(s)+3+width(p) > w {
+			break
+		}
+		s += " · " + p
+	}
+	return s
 }
 
 func glyphOfGroup(g group) string {

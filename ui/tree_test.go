@@ -14,6 +14,7 @@ func TestIndexRollupsIncremental(t *testing.T) {
 	for _, a := range fixture() {
 		x.upsert(a)
 	}
+	x.setShowEnded(true)
 	rows := x.rows()
 	if len(rows) != 14 {
 		t.Fatalf("rows = %d, want 14", len(rows))
@@ -95,6 +96,7 @@ func TestNextBlockedWrapsAndReveals(t *testing.T) {
 	b2 := agent("0010", "build/stuck", wire.StateBlocked, "codex", "gpt-5", time.Minute, 0, nil)
 	m.Update(eventsMsg{events: []wire.Event{{Event: wire.EventAgentSpawned, Seq: 11, At: t0, Agent: &b2}}})
 	m.idx.setFolded(m.idx.byPath["review"], true)
+	press(m, ".", "g") // ended agents shown, the first row (build) selected
 	if cmd := press(m, "b"); cmd == nil {
 		t.Fatal("moving the selection did not ask for the preview screen")
 	}
@@ -177,7 +179,7 @@ func TestTreeLetterMotions(t *testing.T) {
 
 func TestTreeKeysAndView(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{})
-	press(m, "down")
+	press(m, ".", "g", "down")
 	if a := m.tree.selected(); a == nil || a.Path != "build/lint" {
 		t.Fatalf("down: %+v", a)
 	}
@@ -229,7 +231,7 @@ func TestTreeVirtualisedWindow(t *testing.T) {
 
 func TestVimKeymap(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{Keymap: "vim"})
-	press(m, "j", "j")
+	press(m, ".", "g", "j", "j")
 	if m.tree.sel.path != "demo" {
 		t.Fatalf("j j: %s", m.tree.sel.path)
 	}
@@ -265,6 +267,7 @@ func TestExitCodeColours(t *testing.T) {
 	clean := agent("0020", "build/fmt", wire.StateExited, "shell", "", time.Hour, 0, nil)
 	clean.ExitCode = &zero
 	m.upsert(clean)
+	press(m, ".") // ended agents are hidden by default
 	st := &m.c.styles
 	failGlyph, cleanGlyph := m.c.p(&st.Lost, "■"), m.c.p(&st.Exited, "■")
 	if failGlyph == cleanGlyph {
@@ -327,6 +330,7 @@ func TestTreeReadsLikeAgentLs(t *testing.T) {
 	unpriced := agent("0022", "demo/mystery", wire.StateDone, "opencode", "mystery", time.Minute, 1200, nil)
 	m.upsert(a)
 	m.upsert(unpriced)
+	press(m, ".") // build/lint has ended: shown on demand
 	v := plain(m.tree.View())
 	for _, x := range []wire.Agent{a, unpriced, fixture()[0], fixture()[8]} {
 		ls := core.TableRow(x, t0)

@@ -65,6 +65,9 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 		m.tree.Update(k)
 	case focusPreview:
 		m.preview.Update(k)
+		if m.preview.wantsMore() {
+			return m.requestRead(m.selectedID())
+		}
 	case focusPanel:
 		if cmd := m.panel.Update(k); cmd != nil {
 			return cmd
@@ -173,6 +176,8 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			return nil, true
 		}
 		return m.pushDialog(newAnswerDialog(m.c, a, dw)), true
+	case t.Diff.Matches(k):
+		return m.openDiff(a), true
 	}
 	return nil, false
 }
@@ -454,7 +459,7 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 	case readMsg:
 		m.readInFlight = false
 		if msg.id == m.readWant {
-			m.preview.setScreen(msg.id, msg.res, msg.err)
+			m.preview.setScreen(msg.id, msg.res, msg.err, msg.lines)
 		}
 		if m.readDirty || msg.id != m.readWant {
 			return m.requestRead(m.readWant)

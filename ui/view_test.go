@@ -30,6 +30,19 @@ var viewStates = []struct {
 		typeText(m, "auth")
 		return m
 	}},
+	{"tree_find", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		m.Update(listMsg{agents: manyAgents(300)})
+		press(m, "/")
+		typeText(m, "ag12 state:blocked")
+		return m
+	}},
+	{"tree_status_sorted", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		m.Update(listMsg{agents: manyAgents(300)})
+		press(m, "f", ">", ">", ".", "G")
+		return m
+	}},
 	{"tree_many", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		m.Update(listMsg{agents: manyAgents(300)})
@@ -49,6 +62,26 @@ var viewStates = []struct {
 		press(m, "tab")
 		for range 120 {
 			press(m, "up")
+		}
+		return m
+	}},
+	{"preview_colour_scrollback", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		withPreview(m)
+		m.Update(readMsg{id: "0007", res: wire.ReadResult{Live: true, Text: colourScreen(80)}})
+		press(m, "tab", "pgup", "pgup")
+		m.Update(readMsg{id: "0007", res: wire.ReadResult{Live: true, Text: colourScreen(200)}})
+		press(m, "pgup")
+		return m
+	}},
+	{"diff", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		withPreview(m)
+		press(m, "D")
+		d := m.dialogs[len(m.dialogs)-1].(*diffDialog)
+		m.Update(diffMsg{d: d, seq: d.seq, res: sampleDiff()})
+		for range 100 {
+			press(m, "down")
 		}
 		return m
 	}},

@@ -11,6 +11,7 @@ import (
 	"orcr/adapters/internal/clitest"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 )
 
@@ -37,11 +38,9 @@ func newRealRig(t *testing.T, agent wire.Agent, trust bool, script ...modelserve
 	t.Cleanup(srv.Close)
 	root := t.TempDir()
 	r := &realRig{srv: srv, cfg: filepath.Join(root, "cfg"), cwd: filepath.Join(root, "work"), hooks: filepath.Join(root, "hooks.jsonl")}
-	os.MkdirAll(r.cfg, 0o700)
+	clis.ClaudeConfig(t, r.cfg)
 	os.MkdirAll(r.cwd, 0o755)
 	r.cwd = realPath(r.cwd)
-	// Onboarding done, as on a machine where claude has been used before.
-	os.WriteFile(filepath.Join(r.cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
 	r.prov = New(Options{Bin: bin, ConfigDir: r.cfg, NoTrust: !trust})
 	agent.Provider, agent.Cwd = Name, r.cwd
 	r.plan, err = r.prov.Prepare(context.Background(), core.LaunchRequest{Agent: agent, Self: self, StateDir: filepath.Join(root, "state")})
@@ -119,15 +118,15 @@ func TestRealClaudeTurnToolAndSteer(t *testing.T) {
 	if len(v.HookErrors) > 0 {
 		t.Fatalf("hook errors: %v", v.HookErrors)
 	}
-}
 
-func TestRealClaudeUsageLimit(t *testing.T) {
+	// A usage limit on the next turn blocks the agent with the reset time and stores
+	// a reading. It runs in this session (a third message) rather than a fresh CLI:
+	// the limit is the same to claude, and a start costs seconds.
 	reset := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
 	msg := "You've hit your session limit · resets " + strings.ToLower(reset.Format("3:04pm")) + " (UTC)"
-	rig := newRealRig(t, wire.Agent{ID: "agent-1", Prompt: "do work"}, true,
-		modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg}})
-	run := rig.start(t)
-	v := run.Wait(60*time.Second, "blocked on usage limit", func(v View) bool {
+	rig.srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg}})
+	run.Send("keep going")
+	v = run.Wait(60*time.Second, "blocked on usage limit", func(v View) bool {
 		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == wire.BlockedLimit
 	})
 	if v.Blocked.ResetsAt == nil || !v.Blocked.ResetsAt.Equal(reset) {

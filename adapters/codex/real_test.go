@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,19 +37,11 @@ func newRealRig(t *testing.T, prompt string, extra ...string) *realRig {
 	t.Cleanup(srv.Close)
 	root := t.TempDir()
 	r := &realRig{srv: srv, home: filepath.Join(root, "codex-home"), cwd: filepath.Join(root, "work"), hooks: filepath.Join(root, "hooks.jsonl")}
-	os.MkdirAll(r.home, 0o700)
+	if err := modelserver.WriteCodexHome(r.home, srv.URL); err != nil {
+		t.Fatal(err)
+	}
 	os.MkdirAll(r.cwd, 0o755)
 	r.cwd, _ = filepath.EvalSymlinks(r.cwd)
-	cfg := fmt.Sprintf(`model = "gpt-5.3-codex"
-model_provider = "scripted"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-env_key = "SCRIPTED_API_KEY"
-wire_api = "responses"
-`, srv.URL)
-	os.WriteFile(filepath.Join(r.home, "config.toml"), []byte(cfg), 0o600)
 	r.prov = New(Options{Bin: bin, Home: r.home})
 	r.self = self
 	now := time.Now()
@@ -104,14 +95,14 @@ func TestRealCodexTurnToolAndSteer(t *testing.T) {
 	if v := run.View(); len(v.HookErrors) > 0 {
 		t.Fatalf("hook errors %v", v.HookErrors)
 	}
-}
 
-func TestRealCodexUsageLimit(t *testing.T) {
-	rig := newRealRig(t, "do work")
+	// A usage limit on the next turn blocks the agent with the reset time and stores
+	// a reading. It runs in this session (a third message) rather than a fresh CLI:
+	// the limit is the same to codex, and a start costs seconds.
 	reset := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	rig.srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset}})
-	run := rig.start(t)
-	v := run.Wait(60*time.Second, "blocked on usage limit", func(v clitest.View) bool {
+	run.Send("keep going")
+	v = run.Wait(60*time.Second, "blocked on usage limit", func(v clitest.View) bool {
 		return v.State == wire.StateBlocked && v.Blocked != nil && v.Blocked.Kind == wire.BlockedLimit &&
 			v.Blocked.ResetsAt != nil && v.Blocked.ResetsAt.Equal(reset)
 	})

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
+	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
+
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
@@ -18,33 +20,23 @@ import (
 
 // claudeAccountsRig is an orcr with two claude accounts (two config dirs) against one
 // scripted model server whose replies carry the rate-limit headers claude reads.
-func claudeAccountsRig(t *testing.T, extra ...string) (*orcrEnv, *modelserver.Server, string) {
+func claudeAccountsRig(t *testing.T, extra ...string) (*rig.Rig, *modelserver.Server, string) {
 	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	e := newOrcr(t)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
+	e := rig.New(t)
 	var accts strings.Builder
 	for _, l := range []string{"work", "spare"} {
-		dir := filepath.Join(e.dir, "claude-"+l)
-		os.MkdirAll(dir, 0o700)
-		os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
+		dir := clis.ClaudeConfig(t, filepath.Join(e.Dir, "claude-"+l))
 		// CLAUDE_CODE_OAUTH_TOKEN is subscription-style auth: claude then shows the
 		// windows in its status line (agent-clis.md §8).
 		fmt.Fprintf(&accts, "[[accounts.claude]]\nlabel = %q\nconfig_dir = %q\nenv = { CLAUDE_CODE_OAUTH_TOKEN = \"tok-%s\" }\n", l, dir, l)
 	}
-	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	cfgDir := filepath.Join(e.Config, "orcr")
 	os.MkdirAll(cfgDir, 0o700)
 	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[accounts]\nmode = \"ordered\"\nheadroom = 0.9\nhold_below = 5\nresume_stagger = \"1s\"\n"+strings.Join(extra, "\n")+"\n"+accts.String()), 0o600)
-	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "ANTHROPIC_BASE_URL="+srv.URL, "DISABLE_AUTOUPDATER=1",
+	e.Vars = append(e.Vars, "ORCR_CLAUDE_BIN="+bin, "ANTHROPIC_BASE_URL="+e.Models.URL, "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	e.serve()
-	return e, srv, work
+	e.Serve()
+	return e, e.Models, e.Work
 }
 
 func limitHeaders(fiveH, weekly float64, reset time.Time) map[string]string {
@@ -60,11 +52,11 @@ func limitHeaders(fiveH, weekly float64, reset time.Time) map[string]string {
 	}
 }
 
-func (e *orcrEnv) accounts() acctapi.AccountListResult {
-	e.t.Helper()
+func accounts(e *rig.Rig) acctapi.AccountListResult {
+	e.T.Helper()
 	var r acctapi.AccountListResult
-	if err := json.Unmarshal([]byte(e.must("account", "ls", "--json")), &r); err != nil {
-		e.t.Fatal(err)
+	if err := json.Unmarshal([]byte(e.Must("account", "ls", "--json")), &r); err != nil {
+		e.T.Fatal(err)
 	}
 	return r
 }
@@ -90,41 +82,41 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 	reset := time.Now().Add(3 * time.Hour).Truncate(time.Second)
 	srv.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.95, 0.41, reset)})
 	srv.Push(modelserver.Turn{Text: "first done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.95, 0.41, reset)})
-	e.must("agent", "run", "r/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
-	a := e.waitAgent("r/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	e.Must("agent", "run", "r/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
+	a := e.WaitAgent("r/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if a.Account != "work" {
 		t.Fatalf("first agent on %q, want work (ordered: the first account)", a.Account)
 	}
 	var w *acctapi.Window
-	if !wait.Until(30*time.Second, func() bool { w = window(e.accounts(), "work", "5h", ""); return w != nil && w.UsedPct == 95 }) {
-		t.Fatalf("no 5h reading of 95%% on work from the status line: %s", e.must("account", "ls"))
+	if !wait.Until(30*time.Second, func() bool { w = window(accounts(e), "work", "5h", ""); return w != nil && w.UsedPct == 95 }) {
+		t.Fatalf("no 5h reading of 95%% on work from the status line: %s", e.Must("account", "ls"))
 	}
 	if w.ResetsAt == nil || !w.ResetsAt.Equal(reset) || w.State != "throttled" {
 		t.Fatalf("window %+v, want reset %v and throttled", w, reset)
 	}
-	if out := e.must("usage", "--select", "--provider", "claude"); !strings.Contains(out, "→ spare") || !strings.Contains(out, "over headroom") {
+	if out := e.Must("usage", "--select", "--provider", "claude"); !strings.Contains(out, "→ spare") || !strings.Contains(out, "over headroom") {
 		t.Fatalf("usage --select:\n%s", out)
 	}
 	srv.Push(modelserver.Turn{Text: "second done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.10, 0.05, reset)})
-	e.must("agent", "run", "r/b", "--provider", "claude", "--cwd", work, "--prompt", "hello again")
-	b := e.waitAgent("r/b", 90*time.Second, "second turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	e.Must("agent", "run", "r/b", "--provider", "claude", "--cwd", work, "--prompt", "hello again")
+	b := e.WaitAgent("r/b", 90*time.Second, "second turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if b.Account != "spare" {
 		t.Fatalf("second agent on %q, want spare", b.Account)
 	}
 	// It ran with spare's config dir: its transcript is there.
-	if !strings.HasPrefix(b.Transcript, filepath.Join(e.dir, "claude-spare")) {
+	if !strings.HasPrefix(b.Transcript, filepath.Join(e.Dir, "claude-spare")) {
 		t.Fatalf("transcript %q not under spare's config dir", b.Transcript)
 	}
 	// Urgent work may still use the first account's headroom.
 	srv.Push(modelserver.Turn{Text: "urgent done", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.96, 0.41, reset)})
-	e.must("agent", "run", "r/c", "--provider", "claude", "--cwd", work, "--priority", "5", "--prompt", "urgent")
-	c := e.waitAgent("r/c", 90*time.Second, "urgent turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	e.Must("agent", "run", "r/c", "--provider", "claude", "--cwd", work, "--priority", "5", "--prompt", "urgent")
+	c := e.WaitAgent("r/c", 90*time.Second, "urgent turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if c.Account != "work" {
 		t.Fatalf("priority-5 agent on %q, want work", c.Account)
 	}
 	// A spawn that names an account that does not exist is refused up front.
-	if r := e.run("agent", "run", "r/d", "--provider", "claude", "--account", "nope", "--prompt", "x"); r.code == 0 || !strings.Contains(r.err, `no claude account "nope"`) {
-		t.Fatalf("unknown account: exit %d %s", r.code, r.err)
+	if r := e.Run("agent", "run", "r/d", "--provider", "claude", "--account", "nope", "--prompt", "x"); r.Code == 0 || !strings.Contains(r.Err, `no claude account "nope"`) {
+		t.Fatalf("unknown account: exit %d %s", r.Code, r.Err)
 	}
 }
 
@@ -133,24 +125,24 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 func TestBudgetHoldsSubtree(t *testing.T) {
 	e, srv, work := claudeAccountsRig(t)
 	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
-	e.must("budget", "set", "review/**", "--tokens", "1000")
-	e.must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
-	e.waitAgent("review/a", 90*time.Second, "the spend", func(a wire.Agent) bool { return a.Usage.OutputTokens >= 5000 })
-	if !wait.Until(10*time.Second, func() bool { return strings.Contains(e.must("budget", "ls"), "REACHED") }) {
-		t.Fatalf("budget not reached:\n%s", e.must("budget", "ls"))
+	e.Must("budget", "set", "review/**", "--tokens", "1000")
+	e.Must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
+	e.WaitAgent("review/a", 90*time.Second, "the spend", func(a wire.Agent) bool { return a.Usage.OutputTokens >= 5000 })
+	if !wait.Until(10*time.Second, func() bool { return strings.Contains(e.Must("budget", "ls"), "REACHED") }) {
+		t.Fatalf("budget not reached:\n%s", e.Must("budget", "ls"))
 	}
-	e.must("agent", "run", "review/b", "--provider", "claude", "--cwd", work, "--prompt", "more")
-	e.must("agent", "run", "other/c", "--provider", "shell", "--", "sleep", "3")
-	e.waitAgent("other/c", 20*time.Second, "the spawn elsewhere", func(a wire.Agent) bool { return a.State == wire.StateWorking || a.State == wire.StateDone })
-	q := e.must("queue")
+	e.Must("agent", "run", "review/b", "--provider", "claude", "--cwd", work, "--prompt", "more")
+	e.Must("agent", "run", "other/c", "--provider", "shell", "--", "sleep", "3")
+	e.WaitAgent("other/c", 20*time.Second, "the spawn elsewhere", func(a wire.Agent) bool { return a.State == wire.StateWorking || a.State == wire.StateDone })
+	q := e.Must("queue")
 	if !strings.Contains(q, "review/b") || !strings.Contains(q, "budget review/**") {
 		t.Fatalf("queue:\n%s", q)
 	}
-	if a := e.agent("review/b"); a.State != wire.StateQueued {
+	if a := e.Agent("review/b"); a.State != wire.StateQueued {
 		t.Fatalf("held spawn is %s", a.State)
 	}
-	e.must("budget", "rm", "review/**")
-	e.waitAgent("review/b", 30*time.Second, "admission after the budget went", func(a wire.Agent) bool { return a.State != wire.StateQueued })
+	e.Must("budget", "rm", "review/**")
+	e.WaitAgent("review/b", 30*time.Second, "admission after the budget went", func(a wire.Agent) bool { return a.State != wire.StateQueued })
 }
 
 // TestClaudeOpusLimitHoldsOpusOnly: a 429 mid-turn naming the Opus weekly limit blocks
@@ -164,36 +156,36 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	msg := "You've hit your Opus limit · resets " + strings.ToLower(reset.UTC().Format("3:04pm")) + " (UTC)"
 	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg, Claim: "seven_day_opus"},
 		Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") }})
-	e.must("agent", "run", "m/opus", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "big job")
-	a := e.waitAgent("m/opus", 90*time.Second, "the opus limit", func(a wire.Agent) bool {
+	e.Must("agent", "run", "m/opus", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "big job")
+	a := e.WaitAgent("m/opus", 90*time.Second, "the opus limit", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v, want reset %v", a.Blocked, reset)
 	}
 	if !wait.Until(20*time.Second, func() bool {
-		w := window(e.accounts(), "work", "weekly", "opus")
+		w := window(accounts(e), "work", "weekly", "opus")
 		return w != nil && w.State == "exhausted"
 	}) {
-		t.Fatalf("no exhausted opus window:\n%s", e.must("account", "ls"))
+		t.Fatalf("no exhausted opus window:\n%s", e.Must("account", "ls"))
 	}
-	e.must("agent", "run", "m/opus2", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "more opus")
-	e.must("agent", "run", "m/sonnet", "--provider", "claude", "--account", "work", "--model", "claude-sonnet-4-5", "--cwd", work, "--prompt", "sonnet job")
-	s := e.waitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	e.Must("agent", "run", "m/opus2", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "more opus")
+	e.Must("agent", "run", "m/sonnet", "--provider", "claude", "--account", "work", "--model", "claude-sonnet-4-5", "--cwd", work, "--prompt", "sonnet job")
+	s := e.WaitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if s.Account != "work" {
 		t.Fatalf("sonnet on %q", s.Account)
 	}
-	q := e.must("queue")
+	q := e.Must("queue")
 	if !strings.Contains(q, "m/opus2") || !strings.Contains(q, "claude/work weekly opus window full") {
 		t.Fatalf("queue:\n%s", q)
 	}
 	// After the reset: the blocked agent continues (the next conversation request
 	// is the default reply) and the held spawn starts.
 	srv.SetDefault(modelserver.Turn{Text: "continued", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	e.waitAgent("m/opus", time.Until(reset)+90*time.Second, "resume after the reset", func(a wire.Agent) bool {
+	e.WaitAgent("m/opus", time.Until(reset)+90*time.Second, "resume after the reset", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "continued"
 	})
-	e.waitAgent("m/opus2", 60*time.Second, "the held spawn admitted", func(a wire.Agent) bool { return a.State != wire.StateQueued })
+	e.WaitAgent("m/opus2", 60*time.Second, "the held spawn admitted", func(a wire.Agent) bool { return a.State != wire.StateQueued })
 }
 
 // TestCodexAccountReadings: a configured codex account (its own CODEX_HOME) gets its
@@ -202,32 +194,19 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 // on asking.
 func TestCodexAccountReadings(t *testing.T) {
 	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
+	e := rig.New(t)
+	srv, work := e.Models, e.Work
+	// The account's own CODEX_HOME, not the one Rig.Codex makes: the account names it.
+	home := filepath.Join(e.Dir, "codex-main")
+	if err := modelserver.WriteCodexHome(home, srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-	e := newOrcr(t)
-	home := filepath.Join(e.dir, "codex-main")
-	os.MkdirAll(home, 0o700)
-	os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(`model = "gpt-5.3-codex"
-model_provider = "scripted"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-env_key = "SCRIPTED_API_KEY"
-wire_api = "responses"
-`, srv.URL)), 0o600)
-	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	cfgDir := filepath.Join(e.Config, "orcr")
 	os.MkdirAll(cfgDir, 0o700)
 	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(fmt.Sprintf(
-		"[[accounts.codex]]\nlabel = \"main\"\nhome = %q\nenv = { SCRIPTED_API_KEY = \"k\" }\n", home)), 0o600)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
-	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin)
-	e.serve()
+		"[[accounts.codex]]\nlabel = \"main\"\nhome = %q\nenv = { %s = \"k\" }\n", home, modelserver.CodexKeyEnv)), 0o600)
+	e.Vars = append(e.Vars, "ORCR_CODEX_BIN="+bin)
+	e.Serve()
 	reset := time.Now().Add(2 * time.Hour).Truncate(time.Second)
 	srv.Push(modelserver.Turn{Text: "done", Usage: modelserver.Usage{Input: 100, Output: 10}, Headers: map[string]string{
 		"x-codex-primary-used-percent": "42", "x-codex-primary-window-minutes": "300",
@@ -235,14 +214,14 @@ wire_api = "responses"
 		"x-codex-secondary-used-percent": "30", "x-codex-secondary-window-minutes": "10080",
 		"x-codex-secondary-reset-at": fmt.Sprint(reset.Add(96 * time.Hour).Unix()),
 	}})
-	e.must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "hi")
-	a := e.waitAgent("cx/a", 120*time.Second, "turn done", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	e.Must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "hi")
+	a := e.WaitAgent("cx/a", 120*time.Second, "turn done", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if a.Account != "main" || !strings.HasPrefix(a.Transcript, home) {
 		t.Fatalf("account %q transcript %q", a.Account, a.Transcript)
 	}
 	var five, week *acctapi.Window
 	if !wait.Until(30*time.Second, func() bool {
-		l := e.accounts()
+		l := accounts(e)
 		for _, ac := range l.Accounts {
 			if ac.Provider == "codex" && ac.Label == "main" {
 				for i := range ac.Windows {
@@ -257,12 +236,12 @@ wire_api = "responses"
 		}
 		return five != nil && week != nil && five.UsedPct == 42 && week.UsedPct == 30
 	}) {
-		t.Fatalf("codex/main readings: %s", e.must("account", "ls"))
+		t.Fatalf("codex/main readings: %s", e.Must("account", "ls"))
 	}
 	if five.ResetsAt == nil || five.ResetsAt.Sub(reset).Abs() > time.Minute {
 		t.Fatalf("5h reset %v, want %v", five.ResetsAt, reset)
 	}
-	if out := e.must("usage", "--history", "--provider", "codex"); !strings.Contains(out, "codex/main") || !strings.Contains(out, "42%") {
+	if out := e.Must("usage", "--history", "--provider", "codex"); !strings.Contains(out, "codex/main") || !strings.Contains(out, "42%") {
 		t.Fatalf("history:\n%s", out)
 	}
 }
@@ -271,34 +250,34 @@ wire_api = "responses"
 // doctor with how to log in and skipped by admission with the reason (work waits, it
 // is not cancelled); two accounts with one label make serve refuse the config.
 func TestAccountsBadInput(t *testing.T) {
-	e := newOrcr(t)
-	cfgDir := filepath.Join(e.dir, "config", "orcr")
+	e := rig.New(t)
+	cfgDir := filepath.Join(e.Config, "orcr")
 	os.MkdirAll(cfgDir, 0o700)
-	missing := filepath.Join(e.dir, "nowhere")
+	missing := filepath.Join(e.Dir, "nowhere")
 	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(fmt.Sprintf("[[accounts.claude]]\nlabel = \"work\"\nconfig_dir = %q\n", missing)), 0o600)
-	e.serve()
-	doc := e.must("doctor")
+	e.Serve()
+	doc := e.Must("doctor")
 	if !strings.Contains(doc, "claude   work       NOT USABLE: config dir "+missing+" does not exist; log in with: CLAUDE_CONFIG_DIR="+missing+" claude /login") {
 		t.Fatalf("doctor:\n%s", doc)
 	}
-	if ls := e.must("account", "ls"); !strings.Contains(ls, "claude/work") || !strings.Contains(ls, "skipped: config dir") {
+	if ls := e.Must("account", "ls"); !strings.Contains(ls, "claude/work") || !strings.Contains(ls, "skipped: config dir") {
 		t.Fatalf("account ls:\n%s", ls)
 	}
-	e.must("agent", "run", "w/a", "--provider", "claude", "--prompt", "x")
-	if !wait.Until(5*time.Second, func() bool { return strings.Contains(e.must("queue"), "claude/work: config dir") }) {
-		t.Fatalf("queue:\n%s", e.must("queue"))
+	e.Must("agent", "run", "w/a", "--provider", "claude", "--prompt", "x")
+	if !wait.Until(5*time.Second, func() bool { return strings.Contains(e.Must("queue"), "claude/work: config dir") }) {
+		t.Fatalf("queue:\n%s", e.Must("queue"))
 	}
-	if a := e.agent("w/a"); a.State != wire.StateQueued {
+	if a := e.Agent("w/a"); a.State != wire.StateQueued {
 		t.Fatalf("spawn on a missing account is %s, want queued", a.State)
 	}
-	if r := e.run("budget", "set", "x/**", "--usd", "-1"); r.code == 0 || !strings.Contains(r.err, "out of range: it must be 0 to") {
-		t.Fatalf("negative budget: %d %s", r.code, r.err)
+	if r := e.Run("budget", "set", "x/**", "--usd", "-1"); r.Code == 0 || !strings.Contains(r.Err, "out of range: it must be 0 to") {
+		t.Fatalf("negative budget: %d %s", r.Code, r.Err)
 	}
-	e.stop()
+	e.Stop()
 	os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[[accounts.claude]]\nlabel = \"a\"\n[[accounts.claude]]\nlabel = \"a\"\n"), 0o600)
-	r := e.run("serve")
-	if r.code == 0 || !strings.Contains(r.err, `two claude accounts are labelled "a"`) {
-		t.Fatalf("serve with duplicate labels: exit %d %s", r.code, r.err)
+	r := e.Run("serve")
+	if r.Code == 0 || !strings.Contains(r.Err, `two claude accounts are labelled "a"`) {
+		t.Fatalf("serve with duplicate labels: exit %d %s", r.Code, r.Err)
 	}
 }
 
@@ -306,9 +285,9 @@ func TestAccountsBadInput(t *testing.T) {
 // wrap-up message (which the CLI really takes as a turn) and stops it after the grace.
 func TestBudgetStopWrapsUp(t *testing.T) {
 	e, srv, work := claudeAccountsRig(t, `budget_grace = "10s"`)
-	e.must("budget", "set", "review/**", "--tokens", "1000", "--action", "stop")
+	e.Must("budget", "set", "review/**", "--tokens", "1000", "--action", "stop")
 	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
-	e.must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
+	e.Must("agent", "run", "review/a", "--provider", "claude", "--cwd", work, "--prompt", "spend")
 	wrapped := func() bool {
 		for _, r := range srv.Requests() {
 			if strings.Contains(string(r.Body), "budget is spent. Wrap up now") {
@@ -318,12 +297,12 @@ func TestBudgetStopWrapsUp(t *testing.T) {
 		return false
 	}
 	if !wait.Until(60*time.Second, wrapped) {
-		t.Fatalf("the wrap-up message never reached the model; screen:\n%s", e.run("agent", "read", "review/a").out)
+		t.Fatalf("the wrap-up message never reached the model; screen:\n%s", e.Run("agent", "read", "review/a").Out)
 	}
-	if a := e.agent("review/a"); a.State.Terminal() {
+	if a := e.Agent("review/a"); a.State.Terminal() {
 		t.Fatalf("stopped before its grace: %s", a.State)
 	}
-	a := e.waitAgent("review/a", 60*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
+	a := e.WaitAgent("review/a", 60*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateKilled {
 		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
 	}
@@ -338,13 +317,13 @@ func TestBudgetStopLeavesPromptAlone(t *testing.T) {
 	keep := filepath.Join(work, "build", "keep.o")
 	os.MkdirAll(filepath.Dir(keep), 0o755)
 	os.WriteFile(keep, []byte("obj"), 0o644)
-	e.must("budget", "set", "clean/**", "--tokens", "1000", "--action", "stop")
+	e.Must("budget", "set", "clean/**", "--tokens", "1000", "--action", "stop")
 	turn := bashTurn("rm -rf build")
 	turn.Usage = modelserver.Usage{Input: 5000, Output: 5000}
 	srv.Push(turn)
-	e.must("agent", "run", "clean/a", "--provider", "claude", "--cwd", work, "--prompt", "remove the build dir",
+	e.Must("agent", "run", "clean/a", "--provider", "claude", "--cwd", work, "--prompt", "remove the build dir",
 		"--", "--permission-mode", "default")
-	a := e.waitAgent("clean/a", 90*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
+	a := e.WaitAgent("clean/a", 90*time.Second, "stopped by the budget", func(a wire.Agent) bool { return a.State.Terminal() })
 	if a.State != wire.StateKilled {
 		t.Fatalf("ended %s (%s), want killed", a.State, a.StateReason)
 	}

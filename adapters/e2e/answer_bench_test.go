@@ -18,16 +18,16 @@ import (
 // only then), per Bash permission prompt. Target: median ≤ 300 ms.
 func BenchmarkClaudeAnswer(b *testing.B) {
 	r := newClaudeAnswerRig(b)
-	r.srv.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	r.must("agent", "run", "bench/a", "--provider", "claude", "--cwd", r.work, "--prompt", "hello",
+	r.Models.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	r.Must("agent", "run", "bench/a", "--provider", "claude", "--cwd", r.Work, "--prompt", "hello",
 		"--", "--permission-mode", "default")
-	r.must("agent", "wait", "bench/a", "--until", "done", "--timeout", "90s")
+	r.Must("agent", "wait", "bench/a", "--until", "done", "--timeout", "90s")
 	var samples []time.Duration
 	for i := 0; i < b.N; i++ {
 		dir := fmt.Sprintf("build%d", i)
-		os.MkdirAll(filepath.Join(r.work, dir), 0o755)
-		r.srv.Push(bashTurn("rm -rf "+dir), modelserver.Turn{Text: "removed", Usage: modelserver.Usage{Input: 1, Output: 1}})
-		r.must("agent", "send", "bench/a", "remove "+dir)
+		os.MkdirAll(filepath.Join(r.Work, dir), 0o755)
+		r.Models.Push(bashTurn("rm -rf "+dir), modelserver.Turn{Text: "removed", Usage: modelserver.Usage{Input: 1, Output: 1}})
+		r.Must("agent", "send", "bench/a", "remove "+dir)
 		r.blockedOn("bench/a", wire.BlockedPermission)
 		start := time.Now()
 		res := r.answer("bench/a", "--allow")
@@ -35,7 +35,7 @@ func BenchmarkClaudeAnswer(b *testing.B) {
 		if res.Answers[0].Agent.State == wire.StateBlocked {
 			b.Fatalf("still blocked: %+v", res.Answers[0].Agent)
 		}
-		r.must("agent", "wait", "bench/a", "--until", "done", "--timeout", "60s")
+		r.Must("agent", "wait", "bench/a", "--until", "done", "--timeout", "60s")
 	}
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	med := samples[len(samples)/2]
@@ -43,7 +43,7 @@ func BenchmarkClaudeAnswer(b *testing.B) {
 	b.ReportMetric(float64(samples[len(samples)-1].Microseconds())/1000, "ms-max")
 	b.Logf("answer → left blocked, %d samples: %v", len(samples), samples)
 	if os.Getenv("ORCR_TEST_DEBUG") != "" { // the server's timing of each answer (debug log)
-		lb, _ := os.ReadFile(filepath.Join(r.home, "orcr.log"))
+		lb, _ := os.ReadFile(filepath.Join(r.Home, "orcr.log"))
 		for _, l := range strings.Split(string(lb), "\n") {
 			if strings.Contains(l, "answer") {
 				b.Log(l)

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
+	"orcr/testutil/rig"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,44 +21,26 @@ import (
 
 // answerRig is orcr on its tmux host with the real claude CLI against a scripted
 // model server, in a work dir holding build/keep.o for commands to (not) remove.
-type answerRig struct {
-	*orcrEnv
-	srv  *modelserver.Server
-	work string
-}
+type answerRig struct{ *rig.Rig }
 
 func newClaudeAnswerRig(t testing.TB) *answerRig {
 	t.Helper()
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
 	e := newTmuxOrcr(t)
-	cfg := filepath.Join(e.dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
-	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
-		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	e.Claude()
 	if os.Getenv("ORCR_TEST_DEBUG") != "" {
-		e.vars = append(e.vars, "ORCR_DEBUG=1")
+		e.Vars = append(e.Vars, "ORCR_DEBUG=1")
 	}
-	e.serve()
-	return &answerRig{orcrEnv: e, srv: srv, work: work}
+	e.Serve()
+	return &answerRig{e}
 }
 
 // newTmuxOrcr is an orcr installation on its own tmux server. At the end (after
 // every server the test started has stopped, before its directories are removed)
 // the tmux server is killed and the test waits until every process it left is gone.
-func newTmuxOrcr(t testing.TB, extra ...string) *orcrEnv {
+func newTmuxOrcr(t testing.TB, extra ...string) *rig.Rig {
 	t.Helper()
 	clis.Program(t, "tmux", "apt-get install tmux")
-	e := newOrcr(t, append([]string{"ORCR_HOST=tmux"}, extra...)...)
+	e := rig.New(t, append([]string{"ORCR_HOST=tmux"}, extra...)...)
 	t.Cleanup(func() { stopAll(e) })
 	return e
 }
@@ -66,17 +49,17 @@ func newTmuxOrcr(t testing.TB, extra ...string) *orcrEnv {
 // programs in them, which may still write into the test's directories as they exit,
 // claude into its config dir) and the processes they left behind, found by the
 // test's directory in their environment, command line or working directory.
-func stopAll(e *orcrEnv) {
-	exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run()
-	if wait.Until(15*time.Second, func() bool { return len(procsOf(e.dir)) == 0 }) {
+func stopAll(e *rig.Rig) {
+	exec.Command("tmux", "-S", filepath.Join(e.Home, "tmux.sock"), "kill-server").Run()
+	if wait.Until(15*time.Second, func() bool { return len(procsOf(e.Dir)) == 0 }) {
 		return
 	}
-	left := procsOf(e.dir)
+	left := procsOf(e.Dir)
 	for _, p := range left {
 		syscall.Kill(p.pid, syscall.SIGKILL)
 	}
-	wait.Until(5*time.Second, func() bool { return len(procsOf(e.dir)) == 0 })
-	e.t.Errorf("processes outlived the test by 15s (killed): %v", left)
+	wait.Until(5*time.Second, func() bool { return len(procsOf(e.Dir)) == 0 })
+	e.T.Errorf("processes outlived the test by 15s (killed): %v", left)
 }
 
 type proc struct {
@@ -112,10 +95,10 @@ func procsOf(dir string) []proc {
 
 // mkBuild (re)creates build/keep.o, the file `rm -rf build` would remove.
 func (r *answerRig) mkBuild() string {
-	r.t.Helper()
-	keep := filepath.Join(r.work, "build", "keep.o")
+	r.T.Helper()
+	keep := filepath.Join(r.Work, "build", "keep.o")
 	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	os.WriteFile(keep, []byte("obj"), 0o644)
 	return keep
@@ -128,36 +111,36 @@ func bashTurn(cmd string) modelserver.Turn {
 
 // blockedOn waits until target is blocked with options on screen.
 func (r *answerRig) blockedOn(target, kind string) wire.Agent {
-	r.t.Helper()
-	return r.waitAgent(target, 90*time.Second, "blocked on a "+kind, func(a wire.Agent) bool {
+	r.T.Helper()
+	return r.WaitAgent(target, 90*time.Second, "blocked on a "+kind, func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == kind && len(a.Blocked.Options) > 0
 	})
 }
 
 func (r *answerRig) answer(args ...string) wire.AnswerResult {
-	r.t.Helper()
+	r.T.Helper()
 	var res wire.AnswerResult
 	argv := append(append([]string{"agent", "answer"}, args...), "--json")
-	got := r.run(argv...)
-	if got.code != 0 {
-		r.t.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s\nscreen:\n%s", strings.Join(argv, " "), got.code, got.out, got.err,
-			r.run("agent", "read", args[0]).out)
+	got := r.Run(argv...)
+	if got.Code != 0 {
+		r.T.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s\nscreen:\n%s", strings.Join(argv, " "), got.Code, got.Out, got.Err,
+			r.Run("agent", "read", args[0]).Out)
 	}
-	out := got.out
+	out := got.Out
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		r.t.Fatalf("answer output %q: %v", out, err)
+		r.T.Fatalf("answer output %q: %v", out, err)
 	}
 	return res
 }
 
 // refused runs an answer that must fail with code, and returns its message.
 func (r *answerRig) refused(code string, args ...string) string {
-	r.t.Helper()
-	res := r.run(append([]string{"agent", "answer"}, args...)...)
-	if res.code == 0 || !strings.Contains(res.err, "["+code+"]") {
-		r.t.Fatalf("orcr agent answer %v: exit %d, want code %s\nstdout %s\nstderr %s", args, res.code, code, res.out, res.err)
+	r.T.Helper()
+	res := r.Run(append([]string{"agent", "answer"}, args...)...)
+	if res.Code == 0 || !strings.Contains(res.Err, "["+code+"]") {
+		r.T.Fatalf("orcr agent answer %v: exit %d, want code %s\nstdout %s\nstderr %s", args, res.Code, code, res.Out, res.Err)
 	}
-	return res.err
+	return res.Err
 }
 
 func optionLabels(b *wire.Blocked) string {
@@ -173,14 +156,14 @@ func optionLabels(b *wire.Blocked) string {
 // "Interrupted" line, so a run waiting on the agent would otherwise wait forever.
 func TestClaudeEditDenyEndsTurn(t *testing.T) {
 	r := newClaudeAnswerRig(t)
-	file := filepath.Join(r.work, "x.txt")
-	r.srv.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
+	file := filepath.Join(r.Work, "x.txt")
+	r.Models.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
 		Usage: modelserver.Usage{Input: 100, Output: 10}})
-	r.must("agent", "run", "edit/a", "--provider", "claude", "--cwd", r.work, "--prompt", "write x",
+	r.Must("agent", "run", "edit/a", "--provider", "claude", "--cwd", r.Work, "--prompt", "write x",
 		"--", "--permission-mode", "default")
 	r.blockedOn("edit/a", wire.BlockedPermission)
 	r.answer("edit/a", "--deny")
-	r.waitAgent("edit/a", 20*time.Second, "done after the refused write", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	r.WaitAgent("edit/a", 20*time.Second, "done after the refused write", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if _, err := os.Stat(file); err == nil {
 		t.Fatal("the refused write happened")
 	}
@@ -192,12 +175,12 @@ func TestClaudeEditDenyEndsTurn(t *testing.T) {
 func TestClaudePermissionAnswers(t *testing.T) {
 	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
-	r.srv.Push(bashTurn("rm -rf build"))
-	r.must("agent", "run", "perm/a", "--provider", "claude", "--cwd", r.work, "--prompt", "remove the build dir",
+	r.Models.Push(bashTurn("rm -rf build"))
+	r.Must("agent", "run", "perm/a", "--provider", "claude", "--cwd", r.Work, "--prompt", "remove the build dir",
 		"--", "--permission-mode", "default")
 	a := r.blockedOn("perm/a", wire.BlockedPermission)
 	b := a.Blocked
-	want := "Yes=allow_once | Yes, and always allow access to " + filepath.Join(r.work, "build") + " from this project=allow_always | " +
+	want := "Yes=allow_once | Yes, and always allow access to " + filepath.Join(r.Work, "build") + " from this project=allow_always | " +
 		"Yes, and switch to auto mode=other | No=deny"
 	if got := optionLabels(b); got != want {
 		t.Fatalf("options\n got %s\nwant %s", got, want)
@@ -214,9 +197,9 @@ func TestClaudePermissionAnswers(t *testing.T) {
 	r.refused(wire.CodeInvalidParams, "perm/a", "--allow", "--text", "why")
 
 	// A restart while the prompt is shown: re-adopted blocked, same options.
-	r.stop()
-	r.serve()
-	a = r.waitAgent("perm/a", 20*time.Second, "re-adopted", func(a wire.Agent) bool { return a.PaneID != "" })
+	r.Stop()
+	r.Serve()
+	a = r.WaitAgent("perm/a", 20*time.Second, "re-adopted", func(a wire.Agent) bool { return a.PaneID != "" })
 	if a.State != wire.StateBlocked || a.Blocked == nil || optionLabels(a.Blocked) != want {
 		t.Fatalf("after restart: %s %q blocked %+v", a.State, a.StateReason, a.Blocked)
 	}
@@ -230,45 +213,45 @@ func TestClaudePermissionAnswers(t *testing.T) {
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("denied command ran: %v", err)
 	}
-	r.waitAgent("perm/a", 20*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	r.WaitAgent("perm/a", 20*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	r.refused(wire.CodeNotBlocked, "perm/a", "--allow")
-	scr := r.must("agent", "read", "perm/a")
+	scr := r.Must("agent", "read", "perm/a")
 	if strings.Contains(scr, "auto mode on") || strings.Contains(scr, "⏵⏵ auto") {
 		t.Fatalf("claude switched mode:\n%s", scr)
 	}
 
 	// Allow once: the command runs.
-	r.srv.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 20, Output: 7}})
-	r.must("agent", "send", "perm/a", "try again")
+	r.Models.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 20, Output: 7}})
+	r.Must("agent", "send", "perm/a", "try again")
 	r.blockedOn("perm/a", wire.BlockedPermission)
 	res = r.answer("perm/a", "--allow")
 	if res.Answers[0].Option.Label != "Yes" {
 		t.Fatalf("allow chose %+v", res.Answers[0].Option)
 	}
-	r.must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
+	r.Must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {
-		t.Fatalf("allowed command did not run: %v\nanswer %+v\nscreen:\n%s", err, res, r.must("agent", "read", "perm/a"))
+		t.Fatalf("allowed command did not run: %v\nanswer %+v\nscreen:\n%s", err, res, r.Must("agent", "read", "perm/a"))
 	}
 	// Usage is read to the end of the turn before done is published.
-	got := r.agent("perm/a")
+	got := r.Agent("perm/a")
 	if got.LastMessage != "Removed build." || got.Usage.OutputTokens < 27 {
 		t.Fatalf("at done: last %q usage %+v", got.LastMessage, got.Usage)
 	}
 
 	// Always: the "always allow access" option; the next such command needs no prompt.
 	keep = r.mkBuild()
-	r.srv.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed it again.", Usage: modelserver.Usage{Input: 20, Output: 5}})
-	r.must("agent", "send", "perm/a", "and again")
+	r.Models.Push(bashTurn("rm -rf build"), modelserver.Turn{Text: "Removed it again.", Usage: modelserver.Usage{Input: 20, Output: 5}})
+	r.Must("agent", "send", "perm/a", "and again")
 	r.blockedOn("perm/a", wire.BlockedPermission)
 	res = r.answer("perm/a", "--always")
 	if res.Answers[0].Option.Meaning != wire.MeaningAllowAlways || !strings.HasPrefix(res.Answers[0].Option.Label, "Yes, and always allow") {
 		t.Fatalf("always chose %+v", res.Answers[0].Option)
 	}
-	r.must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
+	r.Must("agent", "wait", "perm/a", "--until", "done", "--timeout", "60s")
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {
 		t.Fatalf("always-allowed command did not run: %v", err)
 	}
-	scr = r.must("agent", "read", "perm/a")
+	scr = r.Must("agent", "read", "perm/a")
 	if strings.Contains(scr, "auto mode on") {
 		t.Fatalf("--always switched claude to auto mode:\n%s", scr)
 	}
@@ -281,8 +264,8 @@ func TestClaudePlanAnswers(t *testing.T) {
 	r := newClaudeAnswerRig(t)
 	plan := "# Split the parser\n\n1. Move tokens into a lexer.\n2. Keep the old API as a thin wrapper."
 	u := modelserver.Usage{Input: 50, Output: 10}
-	r.srv.Push(modelserver.ClaudePlan(plan, u), modelserver.ClaudeExitPlan(u))
-	r.must("agent", "run", "plan/a", "--provider", "claude", "--cwd", r.work, "--prompt", "plan the parser split",
+	r.Models.Push(modelserver.ClaudePlan(plan, u), modelserver.ClaudeExitPlan(u))
+	r.Must("agent", "run", "plan/a", "--provider", "claude", "--cwd", r.Work, "--prompt", "plan the parser split",
 		"--", "--permission-mode", "plan")
 	a := r.blockedOn("plan/a", wire.BlockedPlan)
 	if a.Blocked.Text != plan {
@@ -297,16 +280,16 @@ func TestClaudePlanAnswers(t *testing.T) {
 
 	// Reject with feedback; the model answers with a second plan.
 	plan2 := "# Split the parser, keeping the old API\n\n1. Lexer.\n2. Old API kept as is."
-	r.srv.Push(modelserver.ClaudePlan(plan2, u), modelserver.ClaudeExitPlan(u))
+	r.Models.Push(modelserver.ClaudePlan(plan2, u), modelserver.ClaudeExitPlan(u))
 	res := r.answer("plan/a", "--deny", "--text", "keep the old API")
 	if res.Answers[0].Option.Label != "Tell Claude what to change" {
 		t.Fatalf("deny chose %+v", res.Answers[0].Option)
 	}
-	r.waitAgent("plan/a", 60*time.Second, "the second plan", func(a wire.Agent) bool {
+	r.WaitAgent("plan/a", 60*time.Second, "the second plan", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedPlan && a.Blocked.Text == plan2
 	})
 	found := false
-	for _, q := range r.srv.Requests() {
+	for _, q := range r.Models.Requests() {
 		if q.Scripted && strings.Contains(string(q.Body), "keep the old API") && strings.Contains(string(q.Body), "tool_result") {
 			found = true
 		}
@@ -316,12 +299,12 @@ func TestClaudePlanAnswers(t *testing.T) {
 	}
 
 	// Approve: "Yes, manually approve edits"; claude goes on with the next turn.
-	r.srv.Push(modelserver.Turn{Text: "Starting on the lexer.", Usage: u})
+	r.Models.Push(modelserver.Turn{Text: "Starting on the lexer.", Usage: u})
 	res = r.answer("plan/a", "--allow")
 	if res.Answers[0].Option.Label != "Yes, manually approve edits" {
 		t.Fatalf("allow chose %+v", res.Answers[0].Option)
 	}
-	r.waitAgent("plan/a", 60*time.Second, "done after approval", func(a wire.Agent) bool {
+	r.WaitAgent("plan/a", 60*time.Second, "done after approval", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Starting on the lexer."
 	})
 }
@@ -330,61 +313,51 @@ func TestClaudePlanAnswers(t *testing.T) {
 // a glob matching two such agents is refused without --all; --text types the answer.
 func TestShellQuestionAnswers(t *testing.T) {
 	e := newTmuxOrcr(t)
-	e.serve()
+	e.Serve()
 	ask := `printf 'Proceed? [y/N] '; read a; echo "got $a"; exec cat`
 	for _, p := range []string{"s/q1", "s/q2"} {
-		e.must("agent", "run", p, "--", "sh", "-c", ask)
+		e.Must("agent", "run", p, "--", "sh", "-c", ask)
 	}
 	for _, p := range []string{"s/q1", "s/q2"} {
-		a := e.waitAgent(p, 20*time.Second, "blocked on the question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
+		a := e.WaitAgent(p, 20*time.Second, "blocked on the question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
 		if a.Blocked.Kind != wire.BlockedQuestion || a.Blocked.Question != "Proceed? [y/N]" || len(a.Blocked.Options) != 2 {
 			t.Fatalf("%s blocked %+v", p, a.Blocked)
 		}
 	}
-	r := &answerRig{orcrEnv: e}
+	r := &answerRig{Rig: e}
 	if msg := r.refused(wire.CodeSeveralBlocked, "s/*", "--allow"); !strings.Contains(msg, "s/q1") || !strings.Contains(msg, "s/q2") {
 		t.Fatalf("several blocked lists no agents: %s", msg)
 	}
 	r.answer("s/q1", "--text", "yes")
-	e.waitAgent("s/q1", 10*time.Second, "the answer typed", func(a wire.Agent) bool { return a.State != wire.StateBlocked })
-	wait := func(p, want string) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(e.must("agent", "read", p), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never showed %q:\n%s", p, want, e.must("agent", "read", p))
-			}
-			time.Sleep(50 * time.Millisecond)
+	e.WaitAgent("s/q1", 10*time.Second, "the answer typed", func(a wire.Agent) bool { return a.State != wire.StateBlocked })
+	shows := func(p, want string) {
+		if !wait.Until(10*time.Second, func() bool { return strings.Contains(e.Must("agent", "read", p), want) }) {
+			t.Fatalf("%s never showed %q:\n%s", p, want, e.Must("agent", "read", p))
 		}
 	}
-	wait("s/q1", "got yes")
+	shows("s/q1", "got yes")
 	res := r.answer("s/*", "--deny", "--all")
 	if len(res.Answers) != 1 || res.Answers[0].Agent.Path != "s/q2" {
 		t.Fatalf("--all answered %+v", res.Answers)
 	}
-	wait("s/q2", "got n")
+	shows("s/q2", "got n")
 	r.refused(wire.CodeNotBlocked, "s/q2", "--allow")
 	r.refused(wire.CodeNotFound, "nope/*", "--allow")
 }
 
 // TestCodexPermissionAnswers: codex 0.171's approval answered by meaning.
 func TestCodexPermissionAnswers(t *testing.T) {
-	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
 	e := newTmuxOrcr(t)
-	home, work := e.scriptedCodexHome(srv.URL)
-	e.vars = append(e.vars, "ORCR_CODEX_BIN="+bin, "CODEX_HOME="+home, "SCRIPTED_API_KEY=k")
-	e.serve()
-	r := &answerRig{orcrEnv: e, srv: srv, work: work}
+	e.Codex()
+	e.Serve()
+	r := &answerRig{e}
+	srv, work := e.Models, e.Work
 	execTurn := modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf build",
 		"sandbox_permissions": "require_escalated", "justification": "Remove the build directory?"}}},
 		Usage: modelserver.Usage{Input: 100, Output: 5}}
 	keep := r.mkBuild()
 	srv.Push(execTurn)
-	e.must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "clean the build", "--", "-a", "on-request")
+	e.Must("agent", "run", "cx/a", "--provider", "codex", "--cwd", work, "--prompt", "clean the build", "--", "-a", "on-request")
 	a := r.blockedOn("cx/a", wire.BlockedPermission)
 	want := "Yes, proceed=allow_once | Yes, and don't ask again for commands that start with `rm -rf build`=allow_always | " +
 		"No, and tell Codex what to do differently=deny"
@@ -398,29 +371,29 @@ func TestCodexPermissionAnswers(t *testing.T) {
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("denied command ran: %v", err)
 	}
-	r.waitAgent("cx/a", 30*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
+	r.WaitAgent("cx/a", 30*time.Second, "done after the refusal", func(a wire.Agent) bool { return a.State == wire.StateDone })
 
 	srv.Push(execTurn, modelserver.Turn{Text: "Removed build.", Usage: modelserver.Usage{Input: 120, Output: 4}})
-	e.must("agent", "send", "cx/a", "do it after all")
+	e.Must("agent", "send", "cx/a", "do it after all")
 	r.blockedOn("cx/a", wire.BlockedPermission)
 	res = r.answer("cx/a", "--allow")
 	if res.Answers[0].Option.Key != "y" {
 		t.Fatalf("allow chose %+v", res.Answers[0].Option)
 	}
-	r.must("agent", "wait", "cx/a", "--until", "done", "--timeout", "60s")
+	r.Must("agent", "wait", "cx/a", "--until", "done", "--timeout", "60s")
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {
 		t.Fatalf("allowed command did not run: %v", err)
 	}
 
 	keep = r.mkBuild()
 	srv.Push(execTurn, modelserver.Turn{Text: "Removed it again.", Usage: modelserver.Usage{Input: 130, Output: 4}})
-	e.must("agent", "send", "cx/a", "and again")
+	e.Must("agent", "send", "cx/a", "and again")
 	r.blockedOn("cx/a", wire.BlockedPermission)
 	res = r.answer("cx/a", "--always")
 	if res.Answers[0].Option.Key != "p" {
 		t.Fatalf("always chose %+v", res.Answers[0].Option)
 	}
-	r.waitAgent("cx/a", 60*time.Second, "done after always", func(a wire.Agent) bool {
+	r.WaitAgent("cx/a", 60*time.Second, "done after always", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "Removed it again."
 	})
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {
@@ -436,39 +409,39 @@ func TestCodexPermissionAnswers(t *testing.T) {
 func TestClaudeSendToPermissionPrompt(t *testing.T) {
 	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
-	r.srv.Push(bashTurn("rm -rf build"))
-	r.must("agent", "run", "cl/rm", "--provider", "claude", "--cwd", r.work, "--prompt", "remove the build dir",
+	r.Models.Push(bashTurn("rm -rf build"))
+	r.Must("agent", "run", "cl/rm", "--provider", "claude", "--cwd", r.Work, "--prompt", "remove the build dir",
 		"--", "--permission-mode", "default")
 	r.blockedOn("cl/rm", wire.BlockedPermission)
 
 	const steer = "please also list the files first"
-	res := r.run("agent", "send", "cl/rm", steer)
-	if res.code == 0 || !strings.Contains(res.err, "["+wire.CodeAgentBlocked+"]") {
-		t.Fatalf("send to a blocked claude: exit %d, want code %s\nstdout %s\nstderr %s", res.code, wire.CodeAgentBlocked, res.out, res.err)
+	res := r.Run("agent", "send", "cl/rm", steer)
+	if res.Code == 0 || !strings.Contains(res.Err, "["+wire.CodeAgentBlocked+"]") {
+		t.Fatalf("send to a blocked claude: exit %d, want code %s\nstdout %s\nstderr %s", res.Code, wire.CodeAgentBlocked, res.Out, res.Err)
 	}
 	for _, want := range []string{"Bash(rm -rf build)", `orcr agent answer cl/rm --deny --text "…"`} {
-		if !strings.Contains(res.err, want) {
-			t.Fatalf("the refusal does not say %q:\n%s", want, res.err)
+		if !strings.Contains(res.Err, want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, res.Err)
 		}
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("build/ is gone after the refused send: %v", err)
 	}
-	if a := r.agent("cl/rm"); a.State != wire.StateBlocked {
+	if a := r.Agent("cl/rm"); a.State != wire.StateBlocked {
 		t.Fatalf("after the refused send: %s (%s), want blocked", a.State, a.StateReason)
 	}
-	if scr := r.must("agent", "read", "cl/rm"); !strings.Contains(scr, "Do you want to proceed?") || strings.Contains(scr, steer) {
+	if scr := r.Must("agent", "read", "cl/rm"); !strings.Contains(scr, "Do you want to proceed?") || strings.Contains(scr, steer) {
 		t.Fatalf("the prompt is not on screen as it was:\n%s", scr)
 	}
 
 	// The steer goes as the reason of a "No".
-	r.srv.Push(modelserver.Turn{Text: "Listing first.", Usage: modelserver.Usage{Input: 20, Output: 5}})
+	r.Models.Push(modelserver.Turn{Text: "Listing first.", Usage: modelserver.Usage{Input: 20, Output: 5}})
 	ans := r.answer("cl/rm", "--deny", "--text", steer)
 	if ans.Answers[0].Option == nil || ans.Answers[0].Option.Meaning != wire.MeaningDeny {
 		t.Fatalf("deny chose %+v", ans.Answers[0].Option)
 	}
 	found := wait.Until(60*time.Second, func() bool {
-		for _, q := range r.srv.Requests() {
+		for _, q := range r.Models.Requests() {
 			if q.Scripted && toolResultSays(q.Body, steer) {
 				return true
 			}
@@ -476,7 +449,7 @@ func TestClaudeSendToPermissionPrompt(t *testing.T) {
 		return false
 	})
 	if !found {
-		t.Fatalf("the deny reason did not reach the model as the tool call's result\nscreen:\n%s", r.must("agent", "read", "cl/rm"))
+		t.Fatalf("the deny reason did not reach the model as the tool call's result\nscreen:\n%s", r.Must("agent", "read", "cl/rm"))
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("build/ is gone after the deny: %v", err)

@@ -2,7 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"orcr/testutil/clis"
+	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,22 +15,10 @@ import (
 )
 
 func TestClaudeThroughOrcr(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	e := newOrcr(t)
-	cfg := filepath.Join(e.dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
-	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
-		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1")
-	e.serve()
+	e := rig.New(t)
+	e.Claude()
+	e.Serve()
+	srv, work := e.Models, e.Work
 
 	target := filepath.Join(work, "hello.txt")
 	srv.Push(
@@ -38,9 +26,9 @@ func TestClaudeThroughOrcr(t *testing.T) {
 			Usage: modelserver.Usage{Input: 120, Output: 30, CacheRead: 1000, CacheWrite: 200}},
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 15, Output: 8, CacheRead: 1200}},
 	)
-	e.must("agent", "run", "review/auth", "--provider", "claude", "--cwd", work, "--prompt", "write hello.txt")
-	e.must("agent", "wait", "review/auth", "--until", "done", "--timeout", "120s")
-	a := e.waitAgent("review/auth", 10*time.Second, "tokens", func(a wire.Agent) bool { return a.Usage.OutputTokens == 38 })
+	e.Must("agent", "run", "review/auth", "--provider", "claude", "--cwd", work, "--prompt", "write hello.txt")
+	e.Must("agent", "wait", "review/auth", "--until", "done", "--timeout", "120s")
+	a := e.WaitAgent("review/auth", 10*time.Second, "tokens", func(a wire.Agent) bool { return a.Usage.OutputTokens == 38 })
 	if a.StateSource != "hook" {
 		t.Errorf("done decided by %q, want hook (%s)", a.StateSource, a.StateReason)
 	}
@@ -51,7 +39,7 @@ func TestClaudeThroughOrcr(t *testing.T) {
 	if u.InputTokens != 135 || u.CacheReadTokens != 2200 || u.CacheWriteTokens != 200 || !u.Priced || u.CostUSD == nil || *u.CostUSD <= 0 {
 		t.Fatalf("usage %+v", u)
 	}
-	if got := strings.TrimSpace(e.must("agent", "read", "review/auth", "--last-message")); got != "I wrote hello.txt." {
+	if got := strings.TrimSpace(e.Must("agent", "read", "review/auth", "--last-message")); got != "I wrote hello.txt." {
 		t.Fatalf("last message %q", got)
 	}
 	if a.SessionID == "" || a.Transcript == "" {
@@ -60,8 +48,8 @@ func TestClaudeThroughOrcr(t *testing.T) {
 
 	// A steer is a second turn.
 	srv.Push(modelserver.Turn{Text: "Cookie checked.", Usage: modelserver.Usage{Input: 7, Output: 5}})
-	e.must("agent", "send", "review/auth", "also check the session cookie")
-	e.waitAgent("review/auth", 60*time.Second, "second turn", func(a wire.Agent) bool {
+	e.Must("agent", "send", "review/auth", "also check the session cookie")
+	e.WaitAgent("review/auth", 60*time.Second, "second turn", func(a wire.Agent) bool {
 		return a.LastMessage == "Cookie checked." && a.State == wire.StateDone && a.Usage.OutputTokens == 43
 	})
 
@@ -69,15 +57,15 @@ func TestClaudeThroughOrcr(t *testing.T) {
 	reset := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
 	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset,
 		Message: "You've hit your session limit · resets " + strings.ToLower(reset.Format("3:04pm")) + " (UTC)"}})
-	e.must("agent", "send", "review/auth", "keep going")
-	a = e.waitAgent("review/auth", 60*time.Second, "usage limit", func(a wire.Agent) bool {
+	e.Must("agent", "send", "review/auth", "keep going")
+	a = e.WaitAgent("review/auth", 60*time.Second, "usage limit", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) || !strings.HasPrefix(a.StateReason, "usage-limit: resets") {
 		t.Fatalf("blocked %+v reason %q", a.Blocked, a.StateReason)
 	}
 	var usage wire.UsageResult
-	json.Unmarshal([]byte(e.must("usage", "--json")), &usage)
+	json.Unmarshal([]byte(e.Must("usage", "--json")), &usage)
 	found := false
 	for _, r := range usage.Readings {
 		if r.Provider == "claude" && r.LimitHit && r.ResetsAt != nil && r.ResetsAt.Equal(reset) {
@@ -101,39 +89,5 @@ func TestClaudeThroughOrcr(t *testing.T) {
 	if err := syscall.Kill(a.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	e.must("agent", "wait", "review/auth", "--until", "exited", "--timeout", "30s")
-}
-
-// TestClaudeNotSignedInIsSetup: the real claude with onboarding done but no login
-// takes the prompt and answers "Not logged in · Please run /login". `agent run` warns
-// up front, and the agent is blocked on setup saying how to log in, not "working" or
-// "done" as if the turn had run.
-func TestClaudeNotSignedInIsSetup(t *testing.T) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	e := newOrcr(t)
-	cfg := filepath.Join(e.dir, "claude-config")
-	work := filepath.Join(e.dir, "work")
-	for _, d := range []string{cfg, work} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg, "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	e.serve()
-	r := e.run("agent", "run", "login/c", "--provider", "claude", "--cwd", work, "--prompt", "hello")
-	if r.code != 0 {
-		t.Fatalf("agent run: exit %d: %s", r.code, r.err)
-	}
-	if want := "orcr: warning: claude account default: no login found; log in with: claude /login"; !strings.Contains(r.err, want) {
-		t.Fatalf("agent run stderr %q, want a line with %q", r.err, want)
-	}
-	a := e.waitAgent("login/c", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
-	})
-	if !strings.Contains(a.Blocked.Detail, "CLAUDE_CONFIG_DIR="+cfg+" claude /login") {
-		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
-	}
-	e.must("agent", "kill", "login/c")
+	e.Must("agent", "wait", "review/auth", "--until", "exited", "--timeout", "30s")
 }

@@ -1,7 +1,7 @@
 package e2e_test
 
 import (
-	"orcr/testutil/clis"
+	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,21 +13,10 @@ import (
 )
 
 func TestPiThroughOrcr(t *testing.T) {
-	bin := clis.Find(t, "pi", "ORCR_PI_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	e := newOrcr(t)
-	cfg := filepath.Join(e.dir, "pi-agent")
-	if err := modelserver.WritePiAgentDir(cfg, srv.URL); err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	e.vars = append(e.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+cfg, "PI_OFFLINE=1")
-	e.serve()
+	e := rig.New(t)
+	cfg := e.Pi()
+	e.Serve()
+	srv, work := e.Models, e.Work
 
 	target := filepath.Join(work, "hello.txt")
 	srv.Push(
@@ -35,8 +24,8 @@ func TestPiThroughOrcr(t *testing.T) {
 			Usage: modelserver.Usage{Input: 100, Output: 20, CacheRead: 300, CacheWrite: 40}},
 		modelserver.Turn{Text: "I wrote hello.txt.", Usage: modelserver.Usage{Input: 11, Output: 6}},
 	)
-	e.must("agent", "run", "pi/one", "--provider", "pi", "--model", "scripted/claude-sonnet-4-5", "--cwd", work, "--prompt", "write hello.txt")
-	a := e.waitAgent("pi/one", 90*time.Second, "turn done", func(a wire.Agent) bool {
+	e.Must("agent", "run", "pi/one", "--provider", "pi", "--model", modelserver.PiModel, "--cwd", work, "--prompt", "write hello.txt")
+	a := e.WaitAgent("pi/one", 90*time.Second, "turn done", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "I wrote hello.txt." && a.Usage.OutputTokens == 26
 	})
 	if a.StateSource != "hook" || a.Usage.InputTokens != 111 || !a.Usage.Priced || !strings.HasPrefix(a.Transcript, filepath.Join(cfg, "sessions")) {
@@ -46,8 +35,8 @@ func TestPiThroughOrcr(t *testing.T) {
 		t.Fatalf("tool did not write: %q %v", b, err)
 	}
 	srv.Push(modelserver.Turn{Text: "Cookie checked.", Usage: modelserver.Usage{Input: 7, Output: 5}})
-	e.must("agent", "send", "pi/one", "also check the session cookie")
-	e.waitAgent("pi/one", 60*time.Second, "second turn", func(a wire.Agent) bool {
+	e.Must("agent", "send", "pi/one", "also check the session cookie")
+	e.WaitAgent("pi/one", 60*time.Second, "second turn", func(a wire.Agent) bool {
 		return a.LastMessage == "Cookie checked." && a.State == wire.StateDone && a.Usage.OutputTokens == 31
 	})
 	reset := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
@@ -55,36 +44,11 @@ func TestPiThroughOrcr(t *testing.T) {
 		srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset,
 			Message: "You've hit your session limit · resets " + strings.ToLower(reset.Format("3:04pm")) + " (UTC)"}})
 	}
-	e.must("agent", "send", "pi/one", "keep going")
-	a = e.waitAgent("pi/one", 90*time.Second, "usage limit", func(a wire.Agent) bool {
+	e.Must("agent", "send", "pi/one", "keep going")
+	a = e.WaitAgent("pi/one", 90*time.Second, "usage limit", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v", a.Blocked)
 	}
-}
-
-// TestPiWithoutModelsIsSetup: the real pi with an empty agent dir and no key warns
-// "No models available. Use /login" and waits; the agent is blocked on setup saying
-// how to log in.
-func TestPiWithoutModelsIsSetup(t *testing.T) {
-	bin := clis.Find(t, "pi", "ORCR_PI_BIN")
-	e := newOrcr(t)
-	cfg := filepath.Join(e.dir, "pi-agent")
-	work := filepath.Join(e.dir, "work")
-	for _, d := range []string{cfg, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.vars = append(e.vars, "ORCR_PI_BIN="+bin, "PI_CODING_AGENT_DIR="+cfg, "PI_OFFLINE=1")
-	e.serve()
-	e.must("agent", "run", "pi/nologin", "--provider", "pi", "--cwd", work)
-	a := e.waitAgent("pi/nologin", 90*time.Second, "blocked on setup", func(a wire.Agent) bool {
-		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedSetup
-	})
-	if !strings.Contains(a.Blocked.Detail, "/login") || a.StateSource != "screen" {
-		t.Fatalf("blocked %+v (%s: %s)", a.Blocked, a.StateSource, a.StateReason)
-	}
-	e.must("agent", "kill", "pi/nologin")
 }

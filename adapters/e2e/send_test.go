@@ -1,8 +1,8 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
+	"orcr/testutil/rig"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"orcr/core/wire"
-	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
@@ -26,41 +25,28 @@ func TestClaudeSendSubmits(t *testing.T) {
 }
 
 func testClaudeSend(t *testing.T, host string) {
-	bin := clis.Find(t, "claude", "ORCR_CLAUDE_BIN")
-	srv, err := modelserver.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	var e *orcrEnv
+	var e *rig.Rig
 	if host == "tmux" {
 		e = newTmuxOrcr(t)
 	} else {
-		e = newOrcr(t)
+		e = rig.New(t)
 	}
-	cfg := filepath.Join(e.dir, "claude-config")
-	os.MkdirAll(cfg, 0o700)
-	os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600)
-	work := filepath.Join(e.dir, "work")
-	os.MkdirAll(work, 0o755)
-	work, _ = filepath.EvalSymlinks(work)
-	e.vars = append(e.vars, "ORCR_CLAUDE_BIN="+bin, "CLAUDE_CONFIG_DIR="+cfg,
-		"ANTHROPIC_BASE_URL="+srv.URL, "ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	e.serve()
+	e.Claude()
+	e.Serve()
+	srv, work := e.Models, e.Work
 	if host == "pty" {
 		// The panes end with the server; their CLIs must be gone before the dirs are.
 		t.Cleanup(func() {
-			e.stop()
-			if !wait.Until(15*time.Second, func() bool { return len(procsOf(e.dir)) == 0 }) {
-				t.Errorf("processes outlived the server by 15s: %v", procsOf(e.dir))
+			e.Stop()
+			if !wait.Until(15*time.Second, func() bool { return len(procsOf(e.Dir)) == 0 }) {
+				t.Errorf("processes outlived the server by 15s: %v", procsOf(e.Dir))
 			}
 		})
 	}
 
 	srv.Push(modelserver.Turn{Text: "ready", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	e.must("agent", "run", "send/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
-	e.waitAgent("send/a", 120*time.Second, "first turn", func(a wire.Agent) bool {
+	e.Must("agent", "run", "send/a", "--provider", "claude", "--cwd", work, "--prompt", "hello")
+	e.WaitAgent("send/a", 120*time.Second, "first turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "ready"
 	})
 
@@ -83,15 +69,15 @@ func testClaudeSend(t *testing.T, host string) {
 		reply := fmt.Sprintf("reply %d", i)
 		srv.Push(modelserver.Turn{Text: reply, Usage: modelserver.Usage{Input: 1, Output: 1}})
 		start := time.Now()
-		e.must("agent", "send", "send/a", msg)
+		e.Must("agent", "send", "send/a", msg)
 		took := time.Since(start)
-		e.waitAgent("send/a", 60*time.Second, "turn "+reply, func(a wire.Agent) bool {
+		e.WaitAgent("send/a", 60*time.Second, "turn "+reply, func(a wire.Agent) bool {
 			return a.State == wire.StateDone && a.LastMessage == reply
 		})
 		var got string
 		for _, r := range modelserver.Conversation(srv.Requests()) {
 			if r.Scripted && r.Turn == i+1 {
-				got = lastUserMessage(t, r)
+				got = r.LastUser()
 			}
 		}
 		w, ok := want[msg]
@@ -106,36 +92,36 @@ func testClaudeSend(t *testing.T, host string) {
 	// A message sent mid-turn is queued by claude and taken after the turn.
 	srv.Push(modelserver.Turn{Text: "slow", Delay: 4 * time.Second, Usage: modelserver.Usage{Input: 1, Output: 1}},
 		modelserver.Turn{Text: "steered", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	e.must("agent", "send", "send/a", "take your time")
-	e.waitAgent("send/a", 30*time.Second, "the slow turn", func(a wire.Agent) bool { return a.State == wire.StateWorking })
+	e.Must("agent", "send", "send/a", "take your time")
+	e.WaitAgent("send/a", 30*time.Second, "the slow turn", func(a wire.Agent) bool { return a.State == wire.StateWorking })
 	start := time.Now()
-	e.must("agent", "send", "send/a", "steer while working")
+	e.Must("agent", "send", "send/a", "steer while working")
 	t.Logf("%s: a send mid-turn took %v", host, time.Since(start).Round(time.Millisecond))
-	e.waitAgent("send/a", 60*time.Second, "the steer taken", func(a wire.Agent) bool {
+	e.WaitAgent("send/a", 60*time.Second, "the steer taken", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "steered"
 	})
-	if got := lastUserMessage(t, modelserver.Conversation(srv.Requests())[len(msgs)+2]); !strings.Contains(got, "steer while working") {
+	if got := modelserver.Conversation(srv.Requests())[len(msgs)+2].LastUser(); !strings.Contains(got, "steer while working") {
 		t.Fatalf("the steer reached the model as %q", got)
 	}
 	// Typed without Enter (no paste: `--no-enter` types the text as it is), a Ctrl-C
 	// byte would clear claude's input box and an ESC act as Escape; orcr types only
 	// the readable text, and Enter sends it.
 	srv.Push(modelserver.Turn{Text: "typed", Usage: modelserver.Usage{Input: 1, Output: 1}})
-	e.must("agent", "send", "--no-enter", "send/a", "typed \x1b[31mred\x1b[0m and \x03ctrl-c end")
+	e.Must("agent", "send", "--no-enter", "send/a", "typed \x1b[31mred\x1b[0m and \x03ctrl-c end")
 	if !wait.Until(10*time.Second, func() bool {
-		return strings.Contains(e.must("agent", "read", "send/a"), "ctrl-c end")
+		return strings.Contains(e.Must("agent", "read", "send/a"), "ctrl-c end")
 	}) {
-		t.Fatalf("the typed text did not show in claude's input:\n%s", e.must("agent", "read", "send/a"))
+		t.Fatalf("the typed text did not show in claude's input:\n%s", e.Must("agent", "read", "send/a"))
 	}
-	e.must("agent", "send", "send/a", "--keys", "enter")
-	e.waitAgent("send/a", 60*time.Second, "the typed text taken", func(a wire.Agent) bool {
+	e.Must("agent", "send", "send/a", "--keys", "enter")
+	e.WaitAgent("send/a", 60*time.Second, "the typed text taken", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "typed"
 	})
 	conv := modelserver.Conversation(srv.Requests())
-	if got := lastUserMessage(t, conv[len(conv)-1]); got != "typed red and ctrl-c end" {
+	if got := conv[len(conv)-1].LastUser(); got != "typed red and ctrl-c end" {
 		t.Fatalf("the typed text reached the model as %q", got)
 	}
-	if b, err := os.ReadFile(filepath.Join(e.home, "orcr.log")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(e.Home, "orcr.log")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, "send:") {
 				t.Log(l)
@@ -145,42 +131,4 @@ func testClaudeSend(t *testing.T, host string) {
 	if !wait.Until(time.Second, func() bool { return srv.Remaining() == 0 }) {
 		t.Fatalf("%d scripted turns left", srv.Remaining())
 	}
-}
-
-// lastUserMessage is the text of the last user message of a Messages API request,
-// without the reminders claude adds as blocks of their own.
-func lastUserMessage(t *testing.T, r modelserver.Request) string {
-	t.Helper()
-	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := r.JSON(&body); err != nil {
-		t.Fatal(err)
-	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		m := body.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var s string
-		if json.Unmarshal(m.Content, &s) == nil {
-			return s
-		}
-		var blocks []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		json.Unmarshal(m.Content, &blocks)
-		var texts []string
-		for _, bl := range blocks {
-			if bl.Type == "text" && !strings.HasPrefix(bl.Text, "<system-reminder>") {
-				texts = append(texts, bl.Text)
-			}
-		}
-		return strings.Join(texts, "\n")
-	}
-	return ""
 }

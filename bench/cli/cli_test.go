@@ -11,9 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,64 +25,16 @@ import (
 )
 
 // server is a real `orcr serve` on the tmux host with its own ORCR_HOME.
-type server struct {
-	bin, home string
-	env       []string
-	srv       *serve.Server
-}
+type server struct{ *serve.Bench }
 
-// shortDir is a temp dir short enough for unix sockets inside it.
-func shortDir(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp("", "orcr-bc-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// killTmux stops the tmux server on sock at cleanup.
-func killTmux(b *testing.B, sock string) {
-	b.Cleanup(func() {
-		cmd := exec.Command("tmux", "-S", sock, "kill-server")
-		cmd.Env = []string{"LANG=C.UTF-8"}
-		_ = cmd.Run()
-	})
-}
-
-func startServer(b *testing.B) *server {
-	b.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		b.Skip("tmux is not installed")
-	}
-	home := shortDir(b)
-	s := &server{bin: testbin.Build(b, "orcr"), home: home}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ORCR_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "TMUX") &&
-			!strings.HasPrefix(kv, "GODEBUG=") {
-			s.env = append(s.env, kv)
-		}
-	}
-	cfgDir := filepath.Join(home, "cfg", "orcr")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s.env = append(s.env, "ORCR_HOME="+home, "ORCR_HOST=tmux", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
-	killTmux(b, filepath.Join(home, "tmux.sock"))
-	s.srv = serve.Start(b, serve.Options{Bin: s.bin, Env: s.env})
-	return s
-}
+func startServer(b *testing.B) *server { return &server{serve.StartBench(b, "tmux", "GODEBUG=")} }
 
 // call makes one request on the server's socket with a hand-written client (the
 // benchmark measures the CLI, so it does not lean on the socket package's client) and
 // decodes the result into out.
 func (s *server) call(b *testing.B, method string, params, out any) {
 	b.Helper()
-	conn, err := net.Dial("unix", s.srv.Socket)
+	conn, err := net.Dial("unix", s.Socket)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,8 +156,8 @@ func BenchmarkAgentGetVsMinimalClient(b *testing.B) {
 	var orcr, floor []sample
 	for b.Loop() {
 		for range 100 {
-			orcr = append(orcr, runProc(b, s.env, "bench/get", s.bin, "agent", "get", "bench/get"))
-			floor = append(floor, runProc(b, s.env, "bench/get", min, "bench/get"))
+			orcr = append(orcr, runProc(b, s.Env, "bench/get", s.Bin, "agent", "get", "bench/get"))
+			floor = append(floor, runProc(b, s.Env, "bench/get", min, "bench/get"))
 		}
 	}
 	b.StopTimer()
@@ -218,7 +168,7 @@ func BenchmarkAgentGetVsMinimalClient(b *testing.B) {
 	b.ReportMetric(float64(o.cpu)/float64(max(f.cpu, time.Millisecond)), "cpu-ratio")
 	b.ReportMetric(float64(o.minflt), "orcr-faults")
 	b.ReportMetric(float64(f.minflt), "min-faults")
-	pkgs, allocs, ms := initTrace(b, s.env, s.bin, "agent", "get", "bench/get")
+	pkgs, allocs, ms := initTrace(b, s.Env, s.Bin, "agent", "get", "bench/get")
 	b.ReportMetric(float64(pkgs), "init-pkgs")
 	b.ReportMetric(float64(allocs), "init-allocs")
 	b.ReportMetric(ms, "init-ms")
@@ -238,13 +188,13 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			r++
 			t0 := time.Now()
 			for j := range n {
-				runProc(b, s.env, "queued", s.bin, "agent", "run", fmt.Sprintf("bench/r%d/a%d", r, j), "--", "sleep", "600")
+				runProc(b, s.Env, "queued", s.Bin, "agent", "run", fmt.Sprintf("bench/r%d/a%d", r, j), "--", "sleep", "600")
 			}
 			// `agent run` returns once the agent is queued; the raw loop's windows exist
 			// when it ends, so the clock stops when all of orcr's panes exist too.
 			s.waitLaunched(b, fmt.Sprintf("bench/r%d/**", r), n)
 			orcrTotal += time.Since(t0)
-			rawTotal += rawSpawn(b, n)
+			rawTotal += serve.RawTmuxSpawn(b, n, nil)
 		}
 	}
 	b.StopTimer()
@@ -278,24 +228,4 @@ func (s *server) waitLaunched(b *testing.B, glob string, n int) {
 		}
 		time.Sleep(time.Millisecond) // a poll interval, bounded by the deadline above
 	}
-}
-
-// rawSpawn is the floor of the spawn loop: a shell loop of n `tmux new-window` on a
-// fresh tmux server, timed from the loop's start to its end.
-func rawSpawn(b *testing.B, n int) time.Duration {
-	b.Helper()
-	sock := filepath.Join(shortDir(b), "raw.sock")
-	killTmux(b, sock)
-	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-	start.Env = []string{"LANG=C.UTF-8"}
-	if out, err := start.CombinedOutput(); err != nil {
-		b.Fatalf("start raw tmux: %v %s", err, out)
-	}
-	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 600 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-	t0 := time.Now()
-	if out, err := loop.CombinedOutput(); err != nil {
-		b.Fatalf("raw loop: %v %s", err, out)
-	}
-	return time.Since(t0)
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/serve"
-	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 )
 
@@ -76,36 +74,7 @@ func idle(b *testing.B, pid int, window time.Duration) (rssKB, cpu float64) {
 }
 
 // startServer starts `orcr serve` on the pty host with its own home.
-func startServer(b *testing.B) *serve.Server {
-	home, err := os.MkdirTemp("", "orcr-bp-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(home) })
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ORCR_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "GO") {
-			env = append(env, kv)
-		}
-	}
-	cfgDir := filepath.Join(home, "cfg", "orcr")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	env = append(env, "ORCR_HOME="+home, "ORCR_HOST=pty", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
-	srv := serve.Start(b, serve.Options{Bin: testbin.Build(b, "orcr"), Env: env})
-	info, err := srv.Client().Info(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if info.Host != "pty" {
-		b.Fatalf("orcr serve runs on host %q (%s), not pty", info.Host, info.HostWhy)
-	}
-	return srv
-}
+func startServer(b *testing.B) *serve.Server { return serve.StartBench(b, "pty", "GO").Server }
 
 // procStatus is a kB field of /proc/pid/status.
 func procStatus(b *testing.B, pid int, field string) int {

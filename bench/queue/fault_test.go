@@ -13,6 +13,7 @@ import (
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/testutil/apiclient"
+	"orcr/testutil/wait"
 )
 
 // follower streams events across server restarts, resuming from the last seq it saw,
@@ -80,25 +81,22 @@ func submit(ctx context.Context, sock string, n int, starts string, jobTime time
 		if !errors.Is(err, wire.ErrUnavailable) {
 			return ids, fmt.Errorf("run %s: %w", path, err)
 		}
-		// The server went away mid-call: wait for it, then see whether the run landed.
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if time.Now().After(deadline) {
-				return ids, fmt.Errorf("run %s: server not back within 60s after %w", path, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-			got, gerr := cl.Get(ctx, path)
-			if gerr == nil {
-				ids[path] = got.ID
-				i++
-				break
-			}
-			if errors.Is(gerr, wire.ErrNotFound) {
-				break // not stored: submit again
-			}
-			if ctx.Err() != nil {
-				return ids, ctx.Err()
-			}
+		// The server went away mid-call: wait for it, then see whether the run landed
+		// (a record: it did; not found: submit again).
+		var got wire.Agent
+		var gerr error
+		if !wait.Every(60*time.Second, 20*time.Millisecond, func() bool {
+			got, gerr = cl.Get(ctx, path)
+			return gerr == nil || errors.Is(gerr, wire.ErrNotFound) || ctx.Err() != nil
+		}) {
+			return ids, fmt.Errorf("run %s: server not back within %s after %w", path, wait.Scale(60*time.Second), err)
+		}
+		if ctx.Err() != nil {
+			return ids, ctx.Err()
+		}
+		if gerr == nil {
+			ids[path] = got.ID
+			i++
 		}
 	}
 	return ids, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // loadResult is what one load run measured.
@@ -52,7 +53,7 @@ func runLoad(t testing.TB, n, capN int, jobTime time.Duration) loadResult {
 	// makes thousands. The wall time comes from the records' end instants.
 	timeout := 30*time.Second + time.Duration(float64(n)/float64(capN)*10)*jobTime
 	var ended []wire.Agent
-	for deadline := time.Now().Add(timeout); ; {
+	if !wait.Every(timeout, 250*time.Millisecond, func() bool {
 		as, err := cl.List(ctx, wire.ListParams{Glob: "load/**"})
 		if err != nil {
 			t.Fatal(err)
@@ -63,13 +64,9 @@ func runLoad(t testing.TB, n, capN int, jobTime time.Duration) loadResult {
 				ended = append(ended, a)
 			}
 		}
-		if len(ended) == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d agents ended within %s", len(ended), n, timeout)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return len(ended) == n
+	}) {
+		t.Fatalf("%d of %d agents ended within %s", len(ended), n, wait.Scale(timeout))
 	}
 	var last time.Time
 	for _, a := range ended {

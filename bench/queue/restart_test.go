@@ -98,7 +98,7 @@ func TestConfigReloadAndBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := s.run("serve")
-	if err == nil || !strings.Contains(out, "line 4") {
+	if err == nil || !strings.Contains(out, "config.toml:4:") {
 		t.Fatalf("serve with a bad config: err %v, output %q", err, out)
 	}
 }

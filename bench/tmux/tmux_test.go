@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,65 +20,13 @@ import (
 	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/serve"
-	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 )
 
 // server is a real `orcr serve` on the tmux host with its own ORCR_HOME.
-type server struct {
-	bin, home string
-	env       []string
-	srv       *serve.Server
-}
+type server struct{ *serve.Bench }
 
-// shortDir is a temp dir short enough for unix sockets inside it.
-func shortDir(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp("", "orcr-bt-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// killTmux stops the tmux server on sock at cleanup.
-func killTmux(b *testing.B, sock string) {
-	b.Cleanup(func() {
-		cmd := exec.Command("tmux", "-S", sock, "kill-server")
-		cmd.Env = []string{"LANG=C.UTF-8"}
-		_ = cmd.Run()
-	})
-}
-
-func startServer(b *testing.B) *server {
-	b.Helper()
-	home := shortDir(b)
-	s := &server{bin: testbin.Build(b, "orcr"), home: home}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ORCR_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "TMUX") {
-			s.env = append(s.env, kv)
-		}
-	}
-	cfgDir := filepath.Join(home, "cfg", "orcr")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	s.env = append(s.env, "ORCR_HOME="+home, "ORCR_HOST=tmux", "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
-	killTmux(b, filepath.Join(home, "tmux.sock"))
-	s.srv = serve.Start(b, serve.Options{Bin: s.bin, Env: s.env})
-	info, err := s.srv.Client().Info(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if info.Host != "tmux" {
-		b.Skipf("orcr serve runs on host %q (%s), not tmux", info.Host, info.HostWhy)
-	}
-	return s
-}
+func startServer(b *testing.B) *server { return &server{serve.StartBench(b, "tmux")} }
 
 // BenchmarkSpawn100VsRawTmux spawns 100 shell agents with `orcr agent run` (one
 // process each, as a user's script would) and 100 windows with a raw loop of
@@ -93,8 +40,8 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		for j := range n {
-			cmd := exec.Command(s.bin, "agent", "run", fmt.Sprintf("bench/r%d/a%d", i, j), "--", "sleep", "60")
-			cmd.Env = s.env
+			cmd := exec.Command(s.Bin, "agent", "run", fmt.Sprintf("bench/r%d/a%d", i, j), "--", "sleep", "60")
+			cmd.Env = s.Env
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("agent run: %v\n%s", err, out)
 			}
@@ -105,7 +52,8 @@ func BenchmarkSpawn100VsRawTmux(b *testing.B) {
 		orcrTotal += time.Since(t0)
 		b.StopTimer()
 
-		rawTotal += rawSpawn(b, n)
+		// The timer runs again from the raw loop's start on: b.Loop requires it running.
+		rawTotal += serve.RawTmuxSpawn(b, n, b.StartTimer)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
 }
@@ -127,8 +75,8 @@ func fullScreen() string {
 // run runs one orcr command against s and returns its stdout.
 func (s *server) run(b *testing.B, args ...string) string {
 	b.Helper()
-	cmd := exec.Command(s.bin, args...)
-	cmd.Env = s.env
+	cmd := exec.Command(s.Bin, args...)
+	cmd.Env = s.Env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -177,9 +125,9 @@ func BenchmarkServerIdleCPU100(b *testing.B) {
 		wait.For(b, 30*time.Second, "the last agent to start", func() bool {
 			return strings.Contains(s.run(b, "agent", "read", "idle/a99"), "idle")
 		})
-		t0, c0 := time.Now(), proc.CPUTicks(b, s.srv.PID())
+		t0, c0 := time.Now(), proc.CPUTicks(b, s.PID())
 		time.Sleep(60 * time.Second) // the measurement window itself, not a wait for a condition
-		wall, c1 := time.Since(t0).Seconds(), proc.CPUTicks(b, s.srv.PID())
+		wall, c1 := time.Since(t0).Seconds(), proc.CPUTicks(b, s.PID())
 		b.ReportMetric(100*float64(c1-c0)/100/wall, "cpu-%")
 	}
 }
@@ -196,7 +144,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		b.StopTimer()
 		s := startServer(b)
 		ctx := context.Background()
-		c, err := apiclient.Dial(ctx, socket.SocketPath(s.home), "")
+		c, err := apiclient.Dial(ctx, socket.SocketPath(s.Home), "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -212,7 +160,8 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		b.StopTimer()
 		c.Close()
 
-		rawTotal += rawSpawn(b, n)
+		// The timer runs again from the raw loop's start on: b.Loop requires it running.
+		rawTotal += serve.RawTmuxSpawn(b, n, b.StartTimer)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
 }
@@ -221,52 +170,28 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 func waitLaunched(b *testing.B, s *server, glob string, n int) {
 	b.Helper()
 	ctx := context.Background()
-	c, err := apiclient.Dial(ctx, socket.SocketPath(s.home), "")
+	c, err := apiclient.Dial(ctx, socket.SocketPath(s.Home), "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	// A steady 1 ms poll: the spawn benchmarks time up to the last launch.
+	launched := 0
+	if !wait.Every(time.Minute, time.Millisecond, func() bool {
 		as, err := c.List(ctx, wire.ListParams{Glob: glob})
 		if err != nil {
 			b.Fatal(err)
 		}
-		launched := 0
+		launched = 0
 		for _, a := range as {
 			if a.PaneID != "" {
 				launched++
 			}
 		}
-		if launched == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d agents launched after a minute", launched, n)
-		}
-		time.Sleep(time.Millisecond)
+		return launched == n
+	}) {
+		b.Fatalf("%d of %d agents launched within %s", launched, n, wait.Scale(time.Minute))
 	}
-}
-
-// rawSpawn is the baseline of the spawn benchmarks: a shell loop of n `tmux new-window`
-// on a fresh tmux server. It is called with the timer stopped, times only the loop and
-// leaves the timer running (b.Loop requires it).
-func rawSpawn(b *testing.B, n int) time.Duration {
-	sock := filepath.Join(shortDir(b), "raw.sock")
-	killTmux(b, sock)
-	start := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "raw", "tail", "-f", "/dev/null")
-	start.Env = []string{"LANG=C.UTF-8"}
-	if out, err := start.CombinedOutput(); err != nil {
-		b.Fatalf("start raw tmux: %v %s", err, out)
-	}
-	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 60 || exit 1; i=$((i+1)); done`, n), "sh", sock)
-	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
-	b.StartTimer()
-	t0 := time.Now()
-	if out, err := loop.CombinedOutput(); err != nil {
-		b.Fatalf("raw loop: %v %s", err, out)
-	}
-	return time.Since(t0)
 }
 
 func reportSpawn(b *testing.B, orcrTotal, rawTotal time.Duration) {

@@ -259,6 +259,42 @@ func testScrollbackLines(t *testing.T, f Factory) {
 	}
 }
 
+// testReadANSI checks that ANSI reads keep the screen's colours as SGR sequences and
+// plain reads carry none.
+func testReadANSI(t *testing.T, f Factory) {
+	h := newHarness(t, f)
+	info := h.launch(sh(`printf '\033[31mred-word\033[0m plain-word\n'; exec cat`)...)
+	plain := h.waitText(info.ID, "plain-word")
+	if strings.Contains(plain.Text, "\x1b") {
+		t.Errorf("a plain read carries escape sequences: %q", plain.Text)
+	}
+	s, err := h.host.Read(ctx(t), info.ID, core.ReadOpts{ANSI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(s.Text, "\n") {
+		if strings.Contains(l, "red-word") {
+			line = l
+		}
+	}
+	red := strings.Index(line, "red-word")
+	if red < 0 || !strings.Contains(line[:red], "\x1b[31m") && !strings.Contains(line[:red], ";31m") {
+		t.Errorf("an ANSI read does not colour red-word red (want ESC[31m before it): %q", s.Text)
+	}
+	if !strings.Contains(line, "plain-word") {
+		t.Errorf("an ANSI read lost the text: %q", line)
+	}
+	// With Lines the tail of scrollback plus screen keeps its colours too.
+	s, err = h.host.Read(ctx(t), info.ID, core.ReadOpts{ANSI: true, Lines: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Text, "31m") || !strings.Contains(s.Text, "red-word") {
+		t.Errorf("an ANSI read with Lines lost the colour: %q", s.Text)
+	}
+}
+
 // testFiftyPanes checks 50 panes at once, each readable with its own content.
 func testFiftyPanes(t *testing.T, f Factory) {
 	h := newHarness(t, f)

@@ -48,6 +48,7 @@ var cases = []conformanceCase{
 	{"CloseUnknownPane", testCloseUnknownPane},
 	{"Resize", testResize},
 	{"ScrollbackLines", testScrollbackLines},
+	{"ReadANSI", testReadANSI},
 	{"FiftyPanes", testFiftyPanes},
 	{"AttachOrStream", testAttachOrStream},
 	{"AdoptAfterRestart", testAdoptAfterRestart},

@@ -131,6 +131,10 @@ type ListParams struct {
 	// All includes every record, also ones superseded by a newer agent on the same
 	// path; by default only the newest record per path is listed.
 	All bool `json:"all,omitempty"`
+	// States keeps only agents in one of these states (empty: every state), before
+	// paging, so `orcr agent ls --state blocked` over thousands of agents is one
+	// short answer.
+	States []State `json:"states,omitempty" maxItems:"32"`
 	// Full includes each agent's lastScreen, which is left out by default to keep
 	// listings of thousands of agents small (agent.get and agent.read return it).
 	Full bool `json:"full,omitempty"`
@@ -179,6 +183,12 @@ type ReadParams struct {
 	Lines       int    `json:"lines,omitempty" range:"0,100000"` // last N lines of screen+scrollback
 	LastMessage bool   `json:"lastMessage,omitempty"`
 	Transcript  bool   `json:"transcript,omitempty"`
+	// ANSI asks for the screen with its styles: each line carries SGR sequences for its
+	// colours and attributes (tmux capture-pane -e; the pty host renders its cells; herdr
+	// reads with format ansi). Scrollback lines may come plain where a host keeps them as
+	// text (pty), and the last screen of an ended agent is always plain. A client must
+	// sanitise the text before drawing it: it is the agent's output.
+	ANSI bool `json:"ansi,omitempty"`
 }
 
 // ReadResult answers agent.read.

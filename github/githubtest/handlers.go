@@ -1,11 +1,13 @@
 package githubtest
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -104,20 +106,38 @@ func listIssues(c *call) (int, any) {
 		}
 		return is.created.Unix()
 	}
-	slices.SortStableFunc(out, func(a, b *issue) int {
-		d := cmpInt(key(a), key(b))
+	sortByKey(out, asc, key, func(is *issue) int64 { return is.id })
+	return pageJSON(c, r, out, (*call).issueJSON)
+}
+
+// sortByKey orders a listing by key, ties by id, as GitHub's listings are stable.
+func sortByKey[T any](items []T, asc bool, key, id func(T) int64) {
+	slices.SortStableFunc(items, func(a, b T) int {
+		d := cmp.Compare(key(a), key(b))
 		if d == 0 {
-			d = cmpInt(a.id, b.id)
+			d = cmp.Compare(id(a), id(b))
 		}
 		if !asc {
 			d = -d
 		}
 		return d
 	})
-	page := paginate(c, out)
-	res := make([]issueJSON, len(page))
-	for i, is := range page {
-		res[i] = c.issueJSON(r, is)
+}
+
+// timeKey is the sort key of sort=created|updated.
+func timeKey(sortBy string, created, updated time.Time) int64 {
+	if sortBy == "updated" {
+		return updated.UnixNano()
+	}
+	return created.UnixNano()
+}
+
+// pageJSON answers one page of a listing, each item as its JSON shape.
+func pageJSON[T, J any](c *call, r *repo, items []T, toJSON func(*call, *repo, T) J) (int, any) {
+	page := paginate(c, items)
+	res := make([]J, len(page))
+	for i, it := range page {
+		res[i] = toJSON(c, r, it)
 	}
 	return http.StatusOK, res
 }
@@ -129,16 +149,6 @@ func hasLabels(have, want []string) bool {
 		}
 	}
 	return true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func getIssue(c *call) (int, any) {
@@ -188,27 +198,10 @@ func (c *call) comments(r *repo, n int) (int, any) {
 	}
 	if sortBy := c.r.URL.Query().Get("sort"); sortBy != "" && n == 0 {
 		asc := direction(c, "desc")
-		slices.SortStableFunc(out, func(a, b *comment) int {
-			x, y := a.created, b.created
-			if sortBy == "updated" {
-				x, y = a.updated, b.updated
-			}
-			d := x.Compare(y)
-			if d == 0 {
-				d = cmpInt(a.id, b.id)
-			}
-			if !asc {
-				d = -d
-			}
-			return d
-		})
+		sortByKey(out, asc, func(cm *comment) int64 { return timeKey(sortBy, cm.created, cm.updated) },
+			func(cm *comment) int64 { return cm.id })
 	}
-	page := paginate(c, out)
-	res := make([]commentJSON, len(page))
-	for i, cm := range page {
-		res[i] = c.commentJSON(r, cm)
-	}
-	return http.StatusOK, res
+	return pageJSON(c, r, out, (*call).commentJSON)
 }
 
 func createComment(c *call) (int, any) {
@@ -243,12 +236,7 @@ func listRepoEvents(c *call) (int, any) {
 	}
 	evs := slices.Clone(r.events)
 	slices.Reverse(evs)
-	page := paginate(c, evs)
-	res := make([]eventJSON, len(page))
-	for i, e := range page {
-		res[i] = c.eventJSON(r, e)
-	}
-	return http.StatusOK, res
+	return pageJSON(c, r, evs, (*call).eventJSON)
 }
 
 // GET /repos/{o}/{r}/pulls: state (open), head (owner:branch), base, sort
@@ -289,26 +277,9 @@ func listPulls(c *call) (int, any) {
 		def = "desc"
 	}
 	asc := direction(c, def)
-	slices.SortStableFunc(out, func(a, b *issue) int {
-		x, y := a.created, b.created
-		if sortBy == "updated" {
-			x, y = a.updated, b.updated
-		}
-		d := x.Compare(y)
-		if d == 0 {
-			d = cmpInt(a.id, b.id)
-		}
-		if !asc {
-			d = -d
-		}
-		return d
-	})
-	page := paginate(c, out)
-	res := make([]pullJSON, len(page))
-	for i, is := range page {
-		res[i] = c.pullJSON(r, is)
-	}
-	return http.StatusOK, res
+	sortByKey(out, asc, func(is *issue) int64 { return timeKey(sortBy, is.created, is.updated) },
+		func(is *issue) int64 { return is.id })
+	return pageJSON(c, r, out, (*call).pullJSON)
 }
 
 func getPull(c *call) (int, any) {
@@ -375,12 +346,7 @@ func listReviews(c *call) (int, any) {
 	if is == nil || is.pr == nil {
 		return notFound()
 	}
-	page := paginate(c, r.reviews[is.number])
-	res := make([]reviewJSON, len(page))
-	for i, rv := range page {
-		res[i] = c.reviewJSON(r, rv)
-	}
-	return http.StatusOK, res
+	return pageJSON(c, r, r.reviews[is.number], (*call).reviewJSON)
 }
 
 // GET /rate_limit costs nothing, as on GitHub.

@@ -396,24 +396,14 @@ func (s *Server) agentPrompt(ctx context.Context, raw json.RawMessage) (any, err
 
 func (s *Server) agentRead(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[readParams](raw)
-	s.mu.Lock()
-	pn, err := s.resolveAgent(p.Target)
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	read, rerr := s.readPane(pn, p.Source, p.Lines, p.Format)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return map[string]any{"type": "pane_read", "read": read}, nil
+	return s.answerRead(s.resolveAgent, p.Target, p)
 }
 
 func (s *Server) agentSendKeys(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[targetParams](raw)
 	keys, kerr := parseKeys(p.Keys)
 	if kerr != nil {
-		return nil, errf("invalid_key", "%v", kerr)
+		return nil, kerr
 	}
 	s.mu.Lock()
 	pn, err := s.resolveAgent(p.Target)
@@ -496,21 +486,20 @@ func (s *Server) focus(p *pane) {
 
 func (s *Server) paneFocus(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[idParams](raw)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	pn, err := s.findPane(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	s.focus(pn)
-	return ok, nil
+	return s.focusBy(s.findPane, p.PaneID)
 }
 
 func (s *Server) agentFocus(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[targetParams](raw)
+	return s.focusBy(s.resolveAgent, p.Target)
+}
+
+// focusBy is pane.focus and agent.focus past their lookup (find: a pane by id, or an
+// agent by target).
+func (s *Server) focusBy(find func(string) (*pane, *apiError), key string) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pn, err := s.resolveAgent(p.Target)
+	pn, err := find(key)
 	if err != nil {
 		return nil, err
 	}

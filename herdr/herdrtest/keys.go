@@ -100,12 +100,13 @@ func functionKey(s string) (rune, bool) {
 	return uv.KeyF1 + rune(n-1), true
 }
 
-func parseKeys(names []string) ([]uv.KeyPressEvent, error) {
+// parseKeys reads a request's key names; a name herdr does not know is invalid_key.
+func parseKeys(names []string) ([]uv.KeyPressEvent, *apiError) {
 	out := make([]uv.KeyPressEvent, 0, len(names))
 	for _, n := range names {
 		k, err := parseKey(n)
 		if err != nil {
-			return nil, err
+			return nil, errf("invalid_key", "%v", err)
 		}
 		out = append(out, k)
 	}

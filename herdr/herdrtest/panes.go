@@ -53,8 +53,14 @@ type readParams struct {
 
 func (s *Server) paneRead(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[readParams](raw)
+	return s.answerRead(s.findPane, p.PaneID, p)
+}
+
+// answerRead is pane.read and agent.read past their lookup: find (a pane by id, or an
+// agent by target) under the lock, then read the screen outside it.
+func (s *Server) answerRead(find func(string) (*pane, *apiError), key string, p readParams) (any, error) {
 	s.mu.Lock()
-	pn, err := s.findPane(p.PaneID)
+	pn, err := find(key)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -179,30 +185,27 @@ func (s *Server) paneSendText(_ context.Context, raw json.RawMessage) (any, erro
 
 func (s *Server) paneSendKeys(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[inputParams](raw)
-	keys, kerr := parseKeys(p.Keys)
-	if kerr != nil {
-		return nil, errf("invalid_key", "%v", kerr)
-	}
-	pn, err := s.inputPane(p.PaneID)
-	if err != nil {
-		return nil, err
-	}
-	pn.term.sendKeys(keys)
-	return ok, nil
+	return s.sendInput(p.PaneID, nil, p.Keys) // send_keys takes no text
 }
 
 func (s *Server) paneSendInput(_ context.Context, raw json.RawMessage) (any, error) {
 	p := decode[inputParams](raw)
-	keys, kerr := parseKeys(p.Keys)
+	return s.sendInput(p.PaneID, p.Text, p.Keys)
+}
+
+// sendInput pastes text (if any) into the pane, then sends keys: pane.send_input, and
+// pane.send_keys without the text.
+func (s *Server) sendInput(id string, text *string, names []string) (any, error) {
+	keys, kerr := parseKeys(names)
 	if kerr != nil {
-		return nil, errf("invalid_key", "%v", kerr)
+		return nil, kerr
 	}
-	pn, err := s.inputPane(p.PaneID)
+	pn, err := s.inputPane(id)
 	if err != nil {
 		return nil, err
 	}
-	if p.Text != nil && *p.Text != "" {
-		pn.term.paste(*p.Text)
+	if text != nil && *text != "" {
+		pn.term.paste(*text)
 	}
 	pn.term.sendKeys(keys)
 	return ok, nil

@@ -165,7 +165,7 @@ func TestLoad(t *testing.T) {
 // file and a line inside it (or none); the line scan never panics or runs away. Seeds are
 // the repository's own TOML: the embedded catalog and the README's examples.
 func FuzzStrictLoad(f *testing.F) {
-	if b, err := os.ReadFile("../../orchestrate/catalog.toml"); err == nil {
+	if b, err := os.ReadFile("../../planning/catalog.toml"); err == nil {
 		f.Add(b)
 	}
 	if b, err := os.ReadFile("../../README.md"); err == nil {

@@ -36,6 +36,16 @@ const (
 
 var _ = wire.DeclareEvents(EventPlanState, EventPlanEdited)
 
+// Plan states (Plan.State), the values plan records keep (orchestrate.PlanState), named
+// here for what reads a plan through the API: runs start only from an approved one.
+const (
+	StateDrafting = "drafting"
+	StateDrafted  = "drafted"
+	StateApproved = "approved"
+	StateRejected = "rejected"
+	StateFailed   = "failed"
+)
+
 // Plan is a plan's record as the API shows it.
 type Plan struct {
 	Name     string `json:"name"`

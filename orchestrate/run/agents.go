@@ -11,7 +11,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/internal/regfile"
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // The run's agents: coders (runs/NAME/coder-N), the reviewer and the lead. Each is an
@@ -28,7 +28,7 @@ const (
 // has not seen yet, changes no brief. A run from before the copy existed reads the
 // plan file. Nil when neither reads as a plan. It reads and parses a file: a caller
 // that needs several milestones reads it once.
-func (s *Service) followed(rec Record) *orchestrate.Plan {
+func (s *Service) followed(rec Record) *planning.Plan {
 	b, err := regfile.Read(PlanCopy(s.o.Home, rec.Run.Name))
 	if err != nil {
 		b, err = regfile.Read(rec.PlanFile)
@@ -36,17 +36,17 @@ func (s *Service) followed(rec Record) *orchestrate.Plan {
 	if err != nil {
 		return nil
 	}
-	p, _ := orchestrate.Parse(b, orchestrate.Options{})
+	p, _ := planning.Parse(b, planning.Options{})
 	return p
 }
 
 // planMilestone is milestone id of the plan the run follows (nil when it has none).
-func (s *Service) planMilestone(rec Record, id string) *orchestrate.Milestone {
+func (s *Service) planMilestone(rec Record, id string) *planning.Milestone {
 	return planned(s.followed(rec), id)
 }
 
 // planned is milestone id of plan p, nil-safe both ways.
-func planned(p *orchestrate.Plan, id string) *orchestrate.Milestone {
+func planned(p *planning.Plan, id string) *planning.Milestone {
 	if p == nil {
 		return nil
 	}
@@ -100,7 +100,7 @@ func (s *Service) model(rec Record, tier string) (provider, model string, err er
 		provider, model, _ = strings.Cut(rec.Coder, ":")
 		return provider, model, nil
 	}
-	cat, err := orchestrate.Load(orchestrate.DefaultFS, s.o.CatalogPath)
+	cat, err := planning.Load(planning.DefaultFS, s.o.CatalogPath)
 	if err != nil {
 		return "", "", err
 	}
@@ -116,7 +116,7 @@ func (s *Service) model(rec Record, tier string) (provider, model string, err er
 
 // Brief is the coder's brief for milestone m: the goal and the acceptance, how to
 // report, how to ask — never how to do it.
-func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
+func Brief(run, dir string, m *planning.Milestone, extra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You are a coder of orcr run %s, building milestone %s: %s.\n\n", run, m.ID, m.Title)
 	fmt.Fprintf(&b, "Work in %s (branch %s).\n\n", dir, MilestoneBranch(run, m.ID))
@@ -379,7 +379,7 @@ func (s *Service) stoppedByUs(id string) bool {
 // ---- the reviewer ----
 
 // ReviewPrompt asks the reviewer about one milestone.
-func ReviewPrompt(run, dir, base string, m Milestone, pm *orchestrate.Milestone) string {
+func ReviewPrompt(run, dir, base string, m Milestone, pm *planning.Milestone) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "You review milestone %s (%s) of orcr run %s. The work is checked out read-only in %s.\n", m.ID, m.Title, run, dir)
 	fmt.Fprintf(&b, "Read the change with `git diff %s...%s` there.\n\n", short40(base), short40(m.Checked))

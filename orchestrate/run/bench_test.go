@@ -87,7 +87,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The lead's part: dispatch each milestone as soon as the run says it is ready.
-	deadline := time.After(3 * time.Minute)
+	deadline := time.After(wait.Scale(3 * time.Minute))
 	next := 2
 	for next <= n {
 		select {

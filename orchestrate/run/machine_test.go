@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // TestTransitionTable walks the milestone state machine: every state has its row,
@@ -78,7 +78,7 @@ func TestIllegalMoveFailsTheStep(t *testing.T) {
 // at the base's tip and the lead's start first, puts what the lead must hear in its
 // inbox, and gives no coder work until the branch is there.
 func TestBeginCreatesTheBranchFirst(t *testing.T) {
-	p, err := orchestrate.Parse([]byte(planText("M1::small", "M2:M1:small")), orchestrate.Options{})
+	p, err := planning.Parse([]byte(planText("M1::small", "M2:M1:small")), planning.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestBeginCreatesTheBranchFirst(t *testing.T) {
 // starts; not taken up, it goes again every LeadResend (a timer), LeadAttempts
 // times, then the user is told once; a batch that could not be typed is not a try.
 func TestLeadInboxInStep(t *testing.T) {
-	p, _ := orchestrate.Parse([]byte(planText("A::small", "B::small")), orchestrate.Options{})
+	p, _ := planning.Parse([]byte(planText("A::small", "B::small")), planning.Options{})
 	r, _, _ := Begin("demo", p, 1, false, true, "base0", t0)
 	g := &rig{t: t, r: r, now: t0}
 	g.step(Fact{Kind: FBranched, Head: "f0"})

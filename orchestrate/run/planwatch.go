@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"orcr/internal/regfile"
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // Watching the plan file of each open run (step_plan.go says what an edit does). A
@@ -76,12 +76,12 @@ func planFact(rec Record) (Fact, []byte, bool) {
 		}
 		return Fact{Kind: FPlanEdited, Hash: "missing", Text: fmt.Sprintf("%s cannot be read (%v); put it back", rec.PlanFile, err)}, nil, true
 	}
-	h := orchestrate.HashBytes(src)
+	h := planning.HashBytes(src)
 	if h == seen {
 		return Fact{}, nil, false
 	}
 	f := Fact{Kind: FPlanEdited, Hash: h}
-	p, err := orchestrate.Parse(src, orchestrate.Options{File: rec.PlanFile, Name: rec.Run.Name})
+	p, err := planning.Parse(src, planning.Options{File: rec.PlanFile, Name: rec.Run.Name})
 	if err != nil {
 		f.Text = err.Error()
 		return f, src, true

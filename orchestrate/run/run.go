@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // New is the run of an approved plan at its start: milestones with no dependencies
 // are ready (and the lead hears so), the rest planned. feature is the tip
 // feature/NAME was created at.
-func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature string, now time.Time) (Run, []Action, error) {
+func New(name string, p *planning.Plan, coders int, reviewer bool, feature string, now time.Time) (Run, []Action, error) {
 	if _, err := p.Order(); err != nil {
 		return Run{}, nil, err
 	}
@@ -48,7 +48,7 @@ func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature st
 // is stored: the branch is created after the record, so a crash in between leaves a
 // run whose restart creates it) and start the lead (lead: the run has one). No
 // coder is given work before the branch exists.
-func Begin(name string, p *orchestrate.Plan, coders int, reviewer, lead bool, base string, now time.Time) (Run, []Action, error) {
+func Begin(name string, p *planning.Plan, coders int, reviewer, lead bool, base string, now time.Time) (Run, []Action, error) {
 	r, out, err := New(name, p, coders, reviewer, "", now)
 	if err != nil {
 		return Run{}, nil, err

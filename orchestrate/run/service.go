@@ -14,8 +14,9 @@ import (
 	"orcr/core/wire"
 
 	"orcr/internal/regfile"
-	"orcr/orchestrate"
+	planapi "orcr/orchestrate/api"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/planning"
 )
 
 // The autopilot (DESIGN §8): the feature beside the kernel that serves run.*. It keeps
@@ -199,7 +200,7 @@ func (s *Service) observe(ctx context.Context, rec Record) (Observed, error) {
 
 // RunStart serves its socket method (methods.go).
 func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi.RunView, error) {
-	if err := orchestrate.ValidPlanName(p.Name); err != nil {
+	if err := planning.ValidPlanName(p.Name); err != nil {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%v", err)
 	}
 	s.starting.Lock()
@@ -216,17 +217,17 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 		return runapi.RunView{}, err
 	}
 	plan := got.Plan
-	if plan.State != string(orchestrate.PlanApproved) {
+	if plan.State != planapi.StateApproved {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s is %s: approve it first with `orcr plan approve %s`", p.Name, plan.State, p.Name)
 	}
 	src, err := regfile.Read(plan.File)
 	if err != nil {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "read plan %s: %v", p.Name, err)
 	}
-	if h := orchestrate.HashBytes(src); h != plan.ApprovedHash {
+	if h := planning.HashBytes(src); h != plan.ApprovedHash {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s changed after it was approved (%s): approve the new version first", p.Name, plan.File)
 	}
-	pl, err := orchestrate.Parse(src, orchestrate.Options{File: plan.File, Name: p.Name})
+	pl, err := planning.Parse(src, planning.Options{File: plan.File, Name: p.Name})
 	if err != nil {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "plan %s: %v", p.Name, err)
 	}

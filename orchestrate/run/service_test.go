@@ -16,6 +16,7 @@ import (
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/planning"
 	"orcr/pty"
 	"orcr/store"
 	"orcr/testutil/apiclient"
@@ -146,7 +147,7 @@ func (g *rig) approve(name, text string) {
 	if err := os.WriteFile(r.File, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.State, r.ApprovedHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(text))
+	r.State, r.ApprovedHash = orchestrate.PlanApproved, planning.HashBytes([]byte(text))
 	if err := orchestrate.NewPlans(core.FeatureBuckets(g.st, orchestrate.Name)).Create(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // planFactOf is the FPlanEdited fact of plan text specs (planText's form), as the
@@ -12,7 +12,7 @@ import (
 func planFactOf(t *testing.T, hash string, specs ...string) Fact {
 	t.Helper()
 	f := Fact{Kind: FPlanEdited, Hash: hash}
-	p, err := orchestrate.Parse([]byte(planText(specs...)), orchestrate.Options{File: "plan.md"})
+	p, err := planning.Parse([]byte(planText(specs...)), planning.Options{File: "plan.md"})
 	if err != nil {
 		f.Text = err.Error()
 		return f

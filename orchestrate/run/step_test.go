@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -29,7 +29,7 @@ func planText(specs ...string) string {
 
 func newRun(t testing.TB, coders int, reviewer bool, specs ...string) Run {
 	t.Helper()
-	p, err := orchestrate.Parse([]byte(planText(specs...)), orchestrate.Options{})
+	p, err := planning.Parse([]byte(planText(specs...)), planning.Options{})
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -134,7 +134,7 @@ func (g *rig) build(m, head string) string {
 }
 
 func TestNewReadyAndPlanned(t *testing.T) {
-	p, _ := orchestrate.Parse([]byte(planText("M1::small", "M2:M1:medium", "M3::high")), orchestrate.Options{})
+	p, _ := planning.Parse([]byte(planText("M1::small", "M2:M1:medium", "M3::high")), planning.Options{})
 	r, out, err := New("demo", p, 0, false, "f0", t0)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"orcr/core"
 	"orcr/core/wire"
-	"orcr/orchestrate"
+	"orcr/planning"
 )
 
 // Durability (DESIGN §8): a run is its record in bucket "runs" (key: the run's name)
@@ -127,7 +128,7 @@ type envelope struct {
 // Runs keeps run records and their logs in a Store. Each run's changes are
 // serialised by one lock, so a fact is logged, stepped and recorded before the next.
 type Runs struct {
-	st orchestrate.Store
+	st core.Buckets
 	mu sync.Mutex
 	// refused holds, per run, the refusals logged since its last accepted fact, so
 	// the same request refused again is not logged again (a script asking for the
@@ -142,7 +143,7 @@ type Runs struct {
 const maxRefusalKeys = 1024
 
 // NewRuns returns the runs kept in st.
-func NewRuns(st orchestrate.Store) *Runs { return &Runs{st: st, refused: map[string]map[string]bool{}} }
+func NewRuns(st core.Buckets) *Runs { return &Runs{st: st, refused: map[string]map[string]bool{}} }
 
 // refusalKey is what makes two refusals the same: the fact and the reason.
 func refusalKey(f Fact, why error) string {
@@ -422,7 +423,7 @@ func (rs *Runs) entriesAfter(ctx context.Context, name string, seq uint64) ([]En
 func logKey(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
 func (rs *Runs) put(ctx context.Context, rec Record) error {
-	if err := orchestrate.ValidPlanName(rec.Run.Name); err != nil {
+	if err := planning.ValidPlanName(rec.Run.Name); err != nil {
 		return err
 	}
 	b, err := json.Marshal(envelope{V: recordVersion, Rec: &rec})

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/planning"
 
-	"orcr/orchestrate"
 	runapi "orcr/orchestrate/run/api"
 )
 
@@ -61,7 +61,7 @@ func (s *Service) view(rec Record) runapi.RunView {
 
 // milestoneView is milestone m of rec as clients see it; plan is the plan the run
 // follows (s.followed), for the estimate.
-func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone) runapi.RunMilestone {
+func (s *Service) milestoneView(rec Record, plan *planning.Plan, m Milestone) runapi.RunMilestone {
 	v := runapi.RunMilestone{ID: m.ID, Title: m.Title, State: string(m.State), Tier: m.Tier, TierNow: m.TierNow,
 		Coder: m.Coder, Rounds: runapi.Rounds(m.Rounds), Question: m.Question, Reason: m.Reason, Commit: m.Commit}
 	who := m.Coder

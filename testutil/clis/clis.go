@@ -114,15 +114,23 @@ func NeedRoot(t testing.TB, why string) {
 func ScriptedClaude(t testing.TB, dir, url string) []string {
 	t.Helper()
 	bin := Find(t, "claude", "ORCR_CLAUDE_BIN")
-	cfg := filepath.Join(dir, "claude-config")
-	if err := os.MkdirAll(cfg, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := ClaudeConfig(t, filepath.Join(dir, "claude-config"))
 	return []string{"ORCR_CLAUDE_BIN=" + bin, "CLAUDE_CONFIG_DIR=" + cfg, "ANTHROPIC_BASE_URL=" + url,
 		"ANTHROPIC_AUTH_TOKEN=test-token", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}
+
+// ClaudeConfig makes dir a CLAUDE_CONFIG_DIR with claude's onboarding done, as on a
+// machine where claude has been used before, and returns it: no login, no trust
+// (orcr pre-accepts each workspace's trust itself).
+func ClaudeConfig(t testing.TB, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(`{"hasCompletedOnboarding":true,"theme":"dark"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // StalledRegistry returns npm_config_registry=URL for the environment of a CLI that

@@ -98,14 +98,7 @@ func (s *Server) anthropic(w http.ResponseWriter, req *Request, body map[string]
 // rate limit is exhausted: 429, a rate_limit_error body and the unified-limit headers
 // Claude Code reads to say when the limit resets.
 func anthropicLimit(w http.ResponseWriter, l *LimitError) int {
-	msg := l.Message
-	if msg == "" {
-		msg = anthropicLimitMessage
-	}
-	reset := l.ResetsAt
-	if reset.IsZero() {
-		reset = time.Now().Add(time.Hour)
-	}
+	msg, reset := l.orDefaults(anthropicLimitMessage)
 	epoch := strconv.FormatInt(reset.Unix(), 10)
 	h := w.Header()
 	h.Set("anthropic-ratelimit-unified-status", "rejected")

@@ -16,14 +16,7 @@ var planFileRE = sync.OnceValue(func() *regexp.Regexp {
 // ExitPlanMode tool takes no arguments and shows that file for approval. It returns ""
 // when the request names none.
 func ClaudePlanFile(r Request) string {
-	var body struct {
-		System   json.RawMessage `json:"system"`
-		Messages json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &body) != nil {
-		return ""
-	}
-	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+	for _, raw := range claudePromptParts(r) {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
 			s = string(raw)
@@ -33,6 +26,19 @@ func ClaudePlanFile(r Request) string {
 		}
 	}
 	return ""
+}
+
+// claudePromptParts is a claude request's system prompt and its messages, where claude
+// names its plan file and working directory; nil for a body it cannot read.
+func claudePromptParts(r Request) []json.RawMessage {
+	var body struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return nil
+	}
+	return []json.RawMessage{body.System, body.Messages}
 }
 
 // ClaudePlan is a turn that writes plan to the plan file named in the request and
@@ -61,14 +67,7 @@ var cwdRE = sync.OnceValue(func() *regexp.Regexp {
 // system message), "" when the request names none: the key to route the requests of
 // several claude agents sharing one server (Route).
 func ClaudeCwd(r Request) string {
-	var body struct {
-		System   json.RawMessage `json:"system"`
-		Messages json.RawMessage `json:"messages"`
-	}
-	if json.Unmarshal(r.Body, &body) != nil {
-		return ""
-	}
-	for _, raw := range []json.RawMessage{body.System, body.Messages} {
+	for _, raw := range claudePromptParts(r) {
 		if m := cwdRE().FindSubmatch(raw); m != nil {
 			return string(m[1])
 		}
@@ -76,25 +75,35 @@ func ClaudeCwd(r Request) string {
 	return ""
 }
 
-// LastUser is the text of the last user message of a Messages API request: typed
+// LastUser is the text of the last user message of a request, of the Messages API
+// ("messages": claude, pi, opencode) or the Responses API ("input": codex): typed
 // text, text blocks and the content of tool results (what the CLI sent back after
-// running a tool), one per line.
+// running a tool), one per line, without the <system-reminder> blocks claude adds of
+// its own. Tests look in it for what orcr typed or sent.
 func (r Request) LastUser() string {
 	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []message       `json:"messages"`
+		Input    json.RawMessage `json:"input"`
 	}
 	if r.JSON(&body) != nil {
 		return ""
 	}
-	for i := len(body.Messages) - 1; i >= 0; i-- {
-		if m := body.Messages[i]; m.Role == "user" {
+	msgs := body.Messages
+	if len(msgs) == 0 && len(body.Input) > 0 {
+		_ = json.Unmarshal(body.Input, &msgs)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == "user" {
 			return contentText(m.Content)
 		}
 	}
 	return ""
+}
+
+// message is one message of a request's conversation.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
 }
 
 // contentText flattens a message's content (a string or blocks) into its text.
@@ -112,8 +121,10 @@ func contentText(raw json.RawMessage) string {
 	var out []string
 	for _, b := range blocks {
 		switch b.Type {
-		case "text":
-			out = append(out, b.Text)
+		case "text", "input_text":
+			if !strings.HasPrefix(b.Text, "<system-reminder>") {
+				out = append(out, b.Text)
+			}
 		case "tool_result":
 			if len(b.Content) > 0 {
 				out = append(out, contentText(b.Content))

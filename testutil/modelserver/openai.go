@@ -82,14 +82,7 @@ func (s *Server) responses(w http.ResponseWriter, req *Request, body map[string]
 // 429 with a usage_limit_reached body carrying the reset instant, plus the
 // x-codex-* rate-limit headers.
 func openaiLimit(w http.ResponseWriter, l *LimitError) int {
-	msg := l.Message
-	if msg == "" {
-		msg = codexLimitMessage
-	}
-	reset := l.ResetsAt
-	if reset.IsZero() {
-		reset = time.Now().Add(time.Hour)
-	}
+	msg, reset := l.orDefaults(codexLimitMessage)
 	secs := int64(max(time.Until(reset).Seconds(), 1))
 	h := w.Header()
 	h.Set("x-codex-primary-used-percent", "100")

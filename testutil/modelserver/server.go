@@ -50,6 +50,19 @@ type LimitError struct {
 	Claim string
 }
 
+// orDefaults is the limit's message (msg when it sets none) and when it resets (in an
+// hour when it does not say).
+func (l *LimitError) orDefaults(msg string) (string, time.Time) {
+	if l.Message != "" {
+		msg = l.Message
+	}
+	reset := l.ResetsAt
+	if reset.IsZero() {
+		reset = time.Now().Add(time.Hour)
+	}
+	return msg, reset
+}
+
 // APIError is a scripted error response: the HTTP status and the provider's error
 // type and message.
 type APIError struct {

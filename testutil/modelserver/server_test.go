@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"orcr/testutil/wait"
 	"strings"
 	"testing"
 	"time"
@@ -184,19 +185,31 @@ func TestRouteHoldsUntilPushed(t *testing.T) {
 	seq := s.seq
 	s.mu.Unlock()
 	go func() { http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(req("/w/c", "never"))) }()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	wait.For(t, 5*time.Second, "the held request to arrive", func() bool {
 		s.mu.Lock()
-		in := s.seq > seq
-		s.mu.Unlock()
-		if in || time.Now().After(deadline) {
-			break
-		}
-	}
+		defer s.mu.Unlock()
+		return s.seq > seq
+	})
 	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close hangs on a held request")
+	}
+}
+
+// TestLastUser: the last user message's text, from a Messages API body (typed text
+// and tool results, without claude's own reminders) and from a Responses API body.
+func TestLastUser(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"second"}]}`, "second"},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>be brief</system-reminder>"},{"type":"text","text":"typed"},{"type":"tool_result","content":"ran"}]}]}`, "typed\nran"},
+		{`{"input":[{"role":"user","content":[{"type":"input_text","text":"to codex"}]},{"role":"assistant","content":"ok"}]}`, "to codex"},
+		{`{"messages":[]}`, ""},
+	} {
+		if got := (Request{Body: []byte(c.body)}).LastUser(); got != c.want {
+			t.Errorf("LastUser of %s = %q, want %q", c.body, got, c.want)
+		}
 	}
 }

@@ -119,7 +119,7 @@ func Start(t testing.TB, o Options) *Server {
 	case gone:
 		t.Fatalf("serve: orcr serve exited at start (%s): %s", cmd.ProcessState, said)
 	case !up:
-		t.Fatalf("serve: orcr serve did not answer within %s: %v; output: %s", o.Timeout, lastErr, said)
+		t.Fatalf("serve: orcr serve did not answer within %s: %v; output: %s", wait.Scale(o.Timeout), lastErr, said)
 	}
 	return s
 }

@@ -47,12 +47,12 @@ func TestDashboard(t *testing.T) {
 		return len(lines) == 48 && len([]rune(lines[0])) == 160 && strings.HasSuffix(lines[46], "╯")
 	})
 
-	// Select ops/three with the filter, see its live screen in the preview, attach.
+	// Find ops/three fuzzily (the finder selects its best match as it is typed), see
+	// its live screen in the preview, attach.
 	r.keys("/")
-	r.typeText("three")
+	r.typeText("opthr")
 	r.keys("Enter")
-	r.waitText(10*time.Second, "/ three")
-	r.keys("Down", "Down")
+	r.waitText(10*time.Second, "/ opthr  1 match")
 	r.waitText(10*time.Second, "─ ops/three ", "three>")
 	r.keys("Enter")
 	r.waitScreen("the attached agent's own screen", 15*time.Second, func(s string) bool {
@@ -62,7 +62,7 @@ func TestDashboard(t *testing.T) {
 	r.keys("Enter")
 	r.waitText(10*time.Second, "attached-ok")
 	r.keys("C-]")
-	r.waitText(15*time.Second, "─ ops/three ", "detached", "/ three")
+	r.waitText(15*time.Second, "─ ops/three ", "detached", "/ opthr")
 	// Steer: one line typed into the agent; its answer shows in the live preview.
 	r.keys("s")
 	r.waitText(10*time.Second, "steer", "to ops/three")
@@ -74,7 +74,7 @@ func TestDashboard(t *testing.T) {
 
 	r.keys("Escape") // clear the filter
 	r.waitScreen("filter cleared", 10*time.Second, func(s string) bool {
-		return treeLine(s, "one") != "" && !strings.Contains(s, "/ three")
+		return treeLine(s, "one") != "" && !strings.Contains(s, "/ opthr")
 	})
 
 	// Spawn through the form: path, provider (shell), command.
@@ -111,6 +111,11 @@ func TestDashboard(t *testing.T) {
 	r.waitText(10*time.Second, "kill 2 agents matching demo/**?")
 	r.keys("y")
 	s = r.waitText(20*time.Second, "killed 2 of 2 matching demo/**")
+	// Ended agents leave the tree (the title counts them); `.` shows them.
+	r.waitScreen("the killed agents hidden", 20*time.Second, func(s string) bool {
+		return strings.Contains(s, "2 ended hidden") && treeLine(s, "one") == "" && treeLine(s, "two") == ""
+	})
+	r.keys(".")
 	s = r.waitScreen("demo agents shown killed", 20*time.Second, func(s string) bool {
 		return strings.Contains(treeLine(s, "one"), "✕") && strings.Contains(treeLine(s, "two"), "✕") &&
 			live(treeLine(s, "three"))
@@ -154,6 +159,8 @@ func TestDashboard(t *testing.T) {
 
 	// Restart: the tree comes back from the store.
 	r.start()
+	r.waitText(20*time.Second, "agents 4", "every agent has ended — press . to show them")
+	r.keys(".")
 	s = r.waitScreen("the tree after restart", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "agents 4") && treeLine(s, "one") != "" && treeLine(s, "three") != "" && treeLine(s, "four") != ""
 	})

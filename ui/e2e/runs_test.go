@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/orchestrate"
+	"orcr/planning"
 	"orcr/store"
 )
 
@@ -57,7 +58,7 @@ func seedApprovedPlan(t *testing.T, home, repo string) {
 	if err := os.WriteFile(rec.File, []byte(runPlan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec.State, rec.ApprovedHash = orchestrate.PlanApproved, orchestrate.HashBytes([]byte(runPlan))
+	rec.State, rec.ApprovedHash = orchestrate.PlanApproved, planning.HashBytes([]byte(runPlan))
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}

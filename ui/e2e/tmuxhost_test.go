@@ -79,7 +79,11 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 		}
 	})
 	r.waitScreen("the agents back in the tree", 20*time.Second, func(s string) bool {
-		return strings.Contains(s, "agents 2") && live(treeLine(s, "sh")) && strings.Contains(treeLine(s, "once"), "■")
+		return strings.Contains(s, "agents 2 · 1 ended hidden") && live(treeLine(s, "sh")) && treeLine(s, "once") == ""
+	})
+	r.keys(".") // the exited agent, shown on demand
+	r.waitScreen("the exited agent shown", 20*time.Second, func(s string) bool {
+		return live(treeLine(s, "sh")) && strings.Contains(treeLine(s, "once"), "■")
 	})
 }
 

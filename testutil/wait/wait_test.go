@@ -1,0 +1,83 @@
+package wait
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScale(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want time.Duration
+	}{{"", 10 * time.Second}, {"3", 30 * time.Second}, {"0.5", 5 * time.Second}, {"0", 10 * time.Second}, {"-2", 10 * time.Second}, {"x", 10 * time.Second}} {
+		t.Setenv(ScaleEnv, c.env)
+		if got := Scale(10 * time.Second); got != c.want {
+			t.Errorf("%s=%q: Scale(10s) = %s, want %s", ScaleEnv, c.env, got, c.want)
+		}
+	}
+}
+
+// TestUntilScales: a condition that holds only after 150 ms is missed by a 50 ms wait
+// and caught by the same wait with the factor 10.
+func TestUntilScales(t *testing.T) {
+	start := time.Now()
+	late := func() bool { return time.Since(start) > 150*time.Millisecond }
+	if Until(50*time.Millisecond, late) {
+		t.Fatal("a 50 ms wait saw a condition that holds after 150 ms")
+	}
+	t.Setenv(ScaleEnv, "10")
+	start = time.Now()
+	if !Until(50*time.Millisecond, late) {
+		t.Fatalf("with %s=10 a 50 ms wait did not last 500 ms", ScaleEnv)
+	}
+}
+
+// TestForSaysWhat: a wait that runs out fails naming what it waited for and the
+// time it really had.
+func TestForSaysWhat(t *testing.T) {
+	t.Setenv(ScaleEnv, "2")
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		For(rec, 10*time.Millisecond, "the moon", func() bool { return false })
+	}()
+	<-done
+	if !strings.Contains(rec.msg, "20ms") || !strings.Contains(rec.msg, "waiting for the moon") {
+		t.Fatalf("failure %q, want the scaled time and what it waited for", rec.msg)
+	}
+}
+
+// recorder keeps a Fatalf's message and ends the goroutine as Fatalf does.
+type recorder struct {
+	testing.TB
+	msg string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// TestEveryScalesAndPollsSteadily: Every does not back off (at interval 0 it checks
+// back to back, where Until would check about five times in 50 ms), and its deadline
+// scales like Until's.
+func TestEveryScalesAndPollsSteadily(t *testing.T) {
+	n := 0
+	if Every(50*time.Millisecond, 0, func() bool { n++; return false }) {
+		t.Fatal("Every reported a condition that never held")
+	}
+	if n < 100 {
+		t.Fatalf("%d checks in 50 ms at interval 0, want them back to back", n)
+	}
+	t.Setenv(ScaleEnv, "10")
+	start := time.Now()
+	if !Every(50*time.Millisecond, time.Millisecond, func() bool { return time.Since(start) > 150*time.Millisecond }) {
+		t.Fatalf("with %s=10 a 50 ms Every did not last 500 ms", ScaleEnv)
+	}
+}
