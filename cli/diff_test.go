@@ -45,7 +45,7 @@ func TestAgentDiffAndColouredRead(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "+added-line") || !strings.Contains(out, "a/a.txt") {
 		t.Fatalf("agent diff: exit %d, stderr %q, out:\n%s", code, errOut, out)
 	}
-	if code, _, errOut := r.run(t, "", "agent", "diff"); code == 0 || !strings.Contains(errOut, "needs a TARGET") {
+	if code, _, errOut := r.run(t, "", "agent", "diff"); code == 0 || !strings.Contains(errOut, "missing TARGET; usage: orcr agent diff TARGET") {
 		t.Fatalf("agent diff without a target: exit %d, %q", code, errOut)
 	}
 }
