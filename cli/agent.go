@@ -20,7 +20,7 @@ func (app *app) agentCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "agent",
 		Usage: "spawn, list, message, await, read and stop agents",
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			{
 				Name: "run", Usage: "spawn an agent", ArgsUsage: "PATH [-- ARGV…]",
 				Flags: []cli.Flag{
@@ -167,7 +167,7 @@ func (app *app) agentCommand() *cli.Command {
 				Name: "attach", Usage: "take over the real TUI; detach returns (ctrl-] on the embedded host)", ArgsUsage: "TARGET",
 				Action: func(ctx context.Context, c *cli.Command) error { return app.agentAttach(ctx, c.Args().First()) },
 			},
-		},
+		}, app.agentAgainCommands()...),
 	}
 }
 

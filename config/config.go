@@ -35,6 +35,7 @@ type Config struct {
 	Prices    map[string]Price             `toml:"prices"`
 	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
+	Notify    Notify                       `toml:"notify"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -104,6 +105,30 @@ type GitHub struct {
 type UI struct {
 	Theme  string `toml:"theme"`
 	Keymap string `toml:"keymap"`
+}
+
+// Notify is the [notify] table: how the dashboard tells the operator that something
+// needs them. Every switch is on unless set to false.
+type Notify struct {
+	Bell    *bool `toml:"bell"`    // ring the terminal bell
+	Desktop *bool `toml:"desktop"` // a desktop notification: notify-send, else the terminal's OSC 9/777
+	// The kinds: an agent blocks, a plan is drafted, a run asks, a run fails.
+	Blocked     *bool `toml:"blocked"`
+	PlanDrafted *bool `toml:"plan_drafted"`
+	RunAsks     *bool `toml:"run_asks"`
+	RunFailed   *bool `toml:"run_failed"`
+	// OSC picks the terminal's notification sequence when notify-send is not used:
+	// "9", "777", or "" to pick by the terminal.
+	OSC string `toml:"osc"`
+}
+
+// On reports whether a switch is on (unset means on).
+func On(b *bool) bool { return b == nil || *b }
+
+// Kinds are the notification kinds by their [notify] key, each with its switch.
+func (n Notify) Kinds() map[string]bool {
+	return map[string]bool{"blocked": On(n.Blocked), "plan_drafted": On(n.PlanDrafted),
+		"run_asks": On(n.RunAsks), "run_failed": On(n.RunFailed)}
 }
 
 // Provider overrides a provider adapter's settings.
@@ -205,6 +230,11 @@ func (c Config) Validate() error {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return bad("github.api_url", "github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
+	}
+	switch c.Notify.OSC {
+	case "", "9", "777":
+	default:
+		return bad("notify.osc", "notify.osc = %q: use \"9\", \"777\" or leave it out", c.Notify.OSC)
 	}
 	if err := c.validateNumbers(); err != nil {
 		return err

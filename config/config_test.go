@@ -91,3 +91,25 @@ func TestBadNumbersRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifySection: [notify] turns kinds, the bell and the desktop notification off
+// one by one (all on when unset); an unknown key or OSC is named at its line.
+func TestNotifySection(t *testing.T) {
+	c, err := Load(write(t, "[notify]\nbell = false\nrun_asks = false\nosc = \"777\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Notify.Kinds()
+	if On(c.Notify.Bell) || !On(c.Notify.Desktop) || k["run_asks"] || !k["blocked"] || !k["plan_drafted"] || !k["run_failed"] || c.Notify.OSC != "777" {
+		t.Fatalf("notify: %+v kinds %v", c.Notify, k)
+	}
+	for body, want := range map[string]string{
+		"[notify]\nblocked = true\nrun_fails = false\n": `:3: unknown key "run_fails" in [notify]`,
+		"[notify]\nosc = \"99\"\n":                      `:2: notify.osc = "99": use "9", "777" or leave it out`,
+	} {
+		p := write(t, body)
+		if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+want) {
+			t.Errorf("%q: got %v, want %s%s", body, err, p, want)
+		}
+	}
+}

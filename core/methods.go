@@ -29,6 +29,12 @@ func KernelMethods(e *Engine) []wire.Handler {
 		wire.Heavy(wire.Handle(wire.AgentList, func(ctx context.Context, p *wire.ListParams) (wire.ListResult, error) {
 			return listAgents(ctx, e, p)
 		})),
+		wire.Handle(wire.AgentRestart, func(ctx context.Context, p *wire.TargetParams) (wire.AgentResult, error) {
+			return restartAgent(ctx, e, *p)
+		}),
+		wire.Handle(wire.AgentFork, func(ctx context.Context, p *wire.ForkParams) (wire.AgentResult, error) {
+			return forkAgent(ctx, e, *p)
+		}),
 		wire.Handle(wire.AgentGet, func(ctx context.Context, p *wire.TargetParams) (wire.AgentResult, error) {
 			a, err := e.Get(ctx, p.Target)
 			return wire.AgentResult{Agent: a}, err

@@ -41,19 +41,23 @@ type handedOff struct {
 	Log    string // its log
 }
 
-// handOff exports the embedded host's live panes, closes s (releasing the store and
-// the lock; the host then owns no live panes, so nothing dies) and starts a
-// background server that adopts them. It closes s in every case.
+// handOff exports the embedded host's live panes (if the host is the embedded one),
+// closes s (releasing the store and the lock; the host then owns no live panes, so
+// nothing dies) and starts a background server that adopts them and takes over the
+// home. It closes s in every case.
 func handOff(ctx context.Context, s *server) (handedOff, error) {
-	ph, ok := s.host.(*pty.Host)
-	if !ok {
-		s.close(ctx)
-		return handedOff{}, fmt.Errorf("host %s needs no hand-off", s.host.Name())
-	}
-	panes, err := ph.Export()
-	if err != nil {
-		s.close(ctx)
-		return handedOff{}, fmt.Errorf("export panes: %w", err)
+	// On the embedded host the panes' masters go along; any other host keeps its panes
+	// itself (tmux, herdr), so the new server only has to take over the home — its
+	// listeners, schedules and runs' autopilots — and reconcile the panes it finds.
+	var panes []pty.Handoff
+	var lastID int64
+	if ph, ok := s.host.(*pty.Host); ok {
+		var err error
+		if panes, err = ph.Export(); err != nil {
+			s.close(ctx)
+			return handedOff{}, fmt.Errorf("export panes: %w", err)
+		}
+		lastID = ph.LastID()
 	}
 	files := make([]*os.File, 0, len(panes))
 	for _, p := range panes {
@@ -67,13 +71,16 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 	// Release the store and lock before the new server takes them.
 	s.close(ctx)
 	res := handedOff{Panes: len(panes), Socket: socket.SocketPath(s.home), Log: filepath.Join(s.home, "orcr.log")}
-	path := filepath.Join(s.home, "handoff.json")
-	b, err := json.Marshal(handoffFile{Panes: panes, LastID: ph.LastID()})
-	if err != nil {
-		return res, fmt.Errorf("encode hand-off: %w", err)
-	}
-	if err := socket.WriteFileNoFollow(path, b, 0o600); err != nil {
-		return res, fmt.Errorf("write hand-off: %w", err)
+	path := ""
+	if len(panes) > 0 || lastID > 0 {
+		path = filepath.Join(s.home, "handoff.json")
+		b, err := json.Marshal(handoffFile{Panes: panes, LastID: lastID})
+		if err != nil {
+			return res, fmt.Errorf("encode hand-off: %w", err)
+		}
+		if err := socket.WriteFileNoFollow(path, b, 0o600); err != nil {
+			return res, fmt.Errorf("write hand-off: %w", err)
+		}
 	}
 	self, err := stableSelf(s.home) // under `go run` the build dir vanishes when it exits
 	if err != nil {
@@ -98,13 +105,18 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, handoffEnv+"="+path, "ORCR_HOME="+s.home)
+	cmd.Env = append(env, "ORCR_HOME="+s.home)
+	if path != "" {
+		cmd.Env = append(cmd.Env, handoffEnv+"="+path)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, errFile
 	cmd.ExtraFiles = files
 	// Its own session: the terminal the dashboard ran in may close.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		os.Remove(path)
+		if path != "" {
+			os.Remove(path)
+		}
 		return res, fmt.Errorf("start background server: %w", err)
 	}
 	res.PID = cmd.Process.Pid

@@ -44,7 +44,7 @@ func TestHandoffKeepAgentsRunning(t *testing.T) {
 	term.keys("q")
 	wait.For(t, 10*time.Second, "the quit dialog", func() bool {
 		s := term.screen()
-		return strings.Contains(s, "2 agents still run on the embedded host") && strings.Contains(s, "keep them running")
+		return strings.Contains(s, "2 agents on the embedded host") && strings.Contains(s, "keep running in the background")
 	})
 	term.keys("k")
 	wait.For(t, 20*time.Second, "the dashboard to exit", func() bool {

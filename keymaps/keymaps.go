@@ -73,6 +73,7 @@ type Tree struct {
 	Status, Ended, Sort                     Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
+	Restart, Fork                           Binding
 	// Diff shows the selected agent's worktree diff against its base.
 	Diff Binding
 }
@@ -92,11 +93,13 @@ type Dialog struct {
 // Plans bindings act in the plans view: the list, a plan, its approval form.
 type Plans struct {
 	Open, Approve, Reject, Edit, Refresh Binding
+	StartRun, New                        Binding
 }
 
 // Runs bindings act in the runs view: the list, a run's milestones, its summary.
 type Runs struct {
 	Open, Answer, Hold, Retry, Dispatch, Coder, Summary, Refresh Binding
+	Stop, Finish                                                 Binding
 }
 
 // History bindings act in the history view: finished agents, filtered like `orcr
@@ -139,6 +142,8 @@ func DefaultGlobal() Global {
 // milestone's coder, so it goes through a form (retry undoes it).
 func DefaultRuns() Runs {
 	hold := b("runs.hold", "hold milestone (form)", "h")
+	stop := b("runs.stop", "stop run: hold everything open (asks)", "X")
+	stop.Destructive = true
 	hold.Destructive = true
 	return Runs{
 		Open:     b("runs.open", "open run", "enter"),
@@ -149,6 +154,8 @@ func DefaultRuns() Runs {
 		Coder:    b("runs.coder", "milestone's coder in tree", "c"),
 		Summary:  b("runs.summary", "summary", "s"),
 		Refresh:  b("runs.refresh", "refresh", "ctrl+r"),
+		Stop:     stop,
+		Finish:   b("runs.finish", "finish run: push, open the PR (asks)", "f"),
 	}
 }
 
@@ -158,11 +165,13 @@ func DefaultPlans() Plans {
 	approve := b("plans.approve", "approve (form)", "A")
 	approve.Destructive = true
 	return Plans{
-		Open:    b("plans.open", "open plan", "enter"),
-		Approve: approve,
-		Reject:  b("plans.reject", "reject with a reason (form)", "R"),
-		Edit:    b("plans.edit", "edit in $EDITOR", "e"),
-		Refresh: b("plans.refresh", "refresh", "ctrl+r"),
+		Open:     b("plans.open", "open plan", "enter"),
+		Approve:  approve,
+		Reject:   b("plans.reject", "reject with a reason (form)", "R"),
+		Edit:     b("plans.edit", "edit in $EDITOR", "e"),
+		Refresh:  b("plans.refresh", "refresh", "ctrl+r"),
+		StartRun: b("plans.start_run", "start the run of an approved plan", "s"),
+		New:      b("plans.new", "start a plan (form): its lead drafts it", "n"),
 	}
 }
 
@@ -180,6 +189,8 @@ func DefaultHistory() History {
 func DefaultTree() Tree {
 	kill := b("tree.kill", "kill by glob", "K")
 	kill.Destructive = true
+	restart := b("tree.restart", "restart with the same spec (asks)", "ctrl+r")
+	restart.Destructive = true
 	return Tree{
 		Up:          b("tree.up", "up", "up", "k"),
 		Down:        b("tree.down", "down", "down", "j"),
@@ -202,6 +213,8 @@ func DefaultTree() Tree {
 		Answer:      b("tree.answer", "answer blocked", "r"),
 		Spawn:       b("tree.spawn", "spawn agent", "n"),
 		Kill:        kill,
+		Restart:     restart,
+		Fork:        b("tree.fork", "fork: same spec, new path", "F"),
 		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }

@@ -145,10 +145,26 @@ func (h *Host) Socket() string { return h.socket }
 func (h *Host) Events() <-chan core.HostEvent { return h.events.ch }
 
 // AttachCommand is the argv that attaches a terminal to the pane's window; the user
-// detaches with the tmux prefix and d.
+// detaches with the tmux prefix and d. orcr's server runs without a status line (its
+// panes keep their full size while nobody looks); an attach turns one on for the
+// session first, saying whose window this is and how to get out — "orcr · PATH ·
+// detach: prefix d" (the window's name is the agent's path; the server reads no
+// ~/.tmux.conf, so the prefix is tmux's C-b) — with no window list, which would name
+// every agent.
 func (h *Host) AttachCommand(pane string) []string {
-	return []string{h.bin, "-S", h.socket, "attach", "-t", pane}
+	set := func(opt, value string) []string { return []string{"set-option", "-t", session, opt, value, ";"} }
+	argv := []string{h.bin, "-S", h.socket}
+	argv = append(argv, set("status", "on")...)
+	argv = append(argv, set("status-left", AttachStatus)...)
+	argv = append(argv, set("status-left-length", "200")...)
+	argv = append(argv, set("status-right", "")...)
+	argv = append(argv, set("window-status-format", "")...)
+	argv = append(argv, set("window-status-current-format", "")...)
+	return append(argv, "attach", "-t", pane)
 }
+
+// AttachStatus is the status line an attached terminal shows (#W: the agent's path).
+const AttachStatus = " orcr · #W · detach: prefix d (C-b d) "
 
 // Stream is not served: tmux has a native attach.
 func (h *Host) Stream(context.Context, string, io.Reader, io.Writer) error {

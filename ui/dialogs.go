@@ -9,6 +9,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -221,21 +222,55 @@ func (d helpDialog) lines() (lines []string, ncols int) {
 
 // ---- quit ----
 
-// quitDialog asks what to do with agents on the embedded host when the dashboard exits.
-type quitDialog struct {
-	size
-	c    *common
-	live int
-	pick int
+// quitStops is what stops when an in-process dashboard quits.
+type quitStops struct {
+	host                               string // the server's host: "pty" means the agents stop too
+	agents, listeners, schedules, runs int
 }
 
-var quitChoices = []struct {
+func (q quitStops) any() bool { return q.agents+q.listeners+q.schedules+q.runs > 0 }
+
+// lines says what stops, one thing a line.
+func (q quitStops) lines() []string {
+	var out []string
+	add := func(n int, one, many string) {
+		if n > 0 {
+			out = append(out, "  · "+plural(n, one, many))
+		}
+	}
+	add(q.agents, "agent on the embedded host", "agents on the embedded host")
+	add(q.listeners, "listener", "listeners")
+	add(q.schedules, "schedule", "schedules")
+	add(q.runs, "run's autopilot", "runs' autopilots")
+	return out
+}
+
+// quitDialog says what stops when a dashboard that hosts the server quits, and offers
+// to keep it all running under a background orcr serve instead.
+type quitDialog struct {
+	size
+	c     *common
+	stops quitStops
+	pick  int
+}
+
+type quitChoice struct {
 	key, label string
 	choice     QuitChoice
-}{
-	{"k", "keep them running under a background orcr serve", QuitKeepInBackground},
-	{"s", "stop them", QuitStopAgents},
-	{"c", "cancel", -1},
+}
+
+// choices are the dialog's options: on the embedded host "stop" stops the agents;
+// on any other host the agents live on in it and only the server stops.
+func (d quitDialog) choices() []quitChoice {
+	stop := quitChoice{"s", "stop them and quit", QuitStopAgents}
+	if d.stops.agents == 0 {
+		stop = quitChoice{"s", "stop the server and quit (agents keep running in " + core.Dash(d.stops.host) + ")", QuitPlain}
+	}
+	return []quitChoice{
+		{"k", "keep running in the background (a background orcr serve)", QuitKeepInBackground},
+		stop,
+		{"c", "cancel", -1},
+	}
 }
 
 func (d *quitDialog) Init() tea.Cmd { return nil }
@@ -245,23 +280,24 @@ func (d *quitDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 	if !ok {
 		return nil, nil
 	}
+	cs := d.choices()
 	choose := func(i int) action {
-		if quitChoices[i].choice < 0 {
+		if cs[i].choice < 0 {
 			return closeAction{}
 		}
-		return quitAction{quitChoices[i].choice}
+		return quitAction{cs[i].choice}
 	}
 	switch s := k.String(); {
 	case d.c.keys.Dialog.Cancel.Matches(k):
 		return nil, closeAction{}
 	case s == "up" || s == "shift+tab":
-		d.pick = (d.pick + len(quitChoices) - 1) % len(quitChoices)
+		d.pick = (d.pick + len(cs) - 1) % len(cs)
 	case s == "down" || s == "tab":
-		d.pick = (d.pick + 1) % len(quitChoices)
+		d.pick = (d.pick + 1) % len(cs)
 	case d.c.keys.Dialog.Submit.Matches(k):
 		return nil, choose(d.pick)
 	default:
-		for i, c := range quitChoices {
+		for i, c := range cs {
 			if s == c.key {
 				return nil, choose(i)
 			}
@@ -272,19 +308,23 @@ func (d *quitDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 
 func (d quitDialog) View() string {
 	st := &d.c.styles
-	lines := []string{st.Text.Render(plural(d.live, "agent", "agents") + " still run on the embedded host."), ""}
-	for i, c := range quitChoices {
+	lines := []string{st.Text.Render("This dashboard runs the orcr server; quitting stops:")}
+	for _, l := range d.stops.lines() {
+		lines = append(lines, st.Text.Render(l))
+	}
+	lines = append(lines, "")
+	for i, c := range d.choices() {
 		mark := "  "
 		if i == d.pick {
 			mark = st.Accent.Render("› ")
 		}
 		ks := st.KeyName
-		if c.choice == QuitStopAgents {
+		if c.key == "s" {
 			ks = st.KeyDestructive
 		}
 		lines = append(lines, mark+ks.Render(c.key)+" "+st.Text.Render(c.label))
 	}
-	return dialogBox(d.c, "quit", lines, d.width, d.height, 60)
+	return dialogBox(d.c, "quit", lines, d.width, d.height, 70)
 }
 
 func plural(n int, one, many string) string {

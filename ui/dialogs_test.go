@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"orcr/core/wire"
+	listenapi "orcr/listen/api"
 )
 
 // runDialog feeds keys to a dialog and runs the commands it returns (form internals,
@@ -269,7 +270,7 @@ func TestQuitEmbedded(t *testing.T) {
 	if cmd := press(m, "q"); len(m.dialogs) != 1 || cmd != nil {
 		t.Fatal("q with live embedded agents did not ask")
 	}
-	if !strings.Contains(plain(screen(t, m)), "6 agents still run on the embedded host") {
+	if s := plain(screen(t, m)); !strings.Contains(s, "6 agents on the embedded host") || !strings.Contains(s, "2 schedules") {
 		t.Fatalf("quit dialog:\n%s", plain(screen(t, m)))
 	}
 	press(m, "esc")
@@ -299,15 +300,54 @@ func TestQuitEmbedded(t *testing.T) {
 func TestQuitPlain(t *testing.T) {
 	m := newTestModel(t, 100, 30, Options{})
 	m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: "tmux", Home: "/home/u/.local/state/orcr", LastSeq: 10}})
+	m.Update(schedulesMsg{}) // nothing but the agents, which live on in tmux
 	cmd := press(m, "q")
 	if cmd == nil || m.Quit() != QuitPlain || len(m.dialogs) != 0 {
-		t.Fatal("q did not quit plainly on a non-embedded host")
+		t.Fatal("q did not quit plainly on a non-embedded host with nothing to stop")
 	}
 	// On tmux the agents outlive the dashboard: the farewell says so and how to get back.
 	want := "orcr: 6 agents keep running in tmux; `orcr` (or `orcr serve`) watches them again, " +
 		"`tmux -S /home/u/.local/state/orcr/tmux.sock attach` shows their panes"
 	if got := m.Farewell(); got != want {
 		t.Fatalf("farewell:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestQuitSaysWhatStops: an in-process dashboard on tmux whose server has schedules,
+// listeners and a run's autopilot says so on quit and offers to keep them running
+// (the hand-off to a background server is not only for the embedded host); "s"
+// quits plainly with the farewell, "k" keeps everything in the background.
+func TestQuitSaysWhatStops(t *testing.T) {
+	m := newTestModel(t, 100, 30, Options{})
+	m.Update(listenersMsg{ls: []listenapi.Listener{{Name: "issues", State: "enabled"}}})
+	m.Update(listMsg{agents: runAgents()})
+	press(m, "q")
+	if len(m.dialogs) != 1 {
+		t.Fatal("q with schedules, a listener and a run did not ask")
+	}
+	s := plain(screen(t, m))
+	for _, want := range []string{"quitting stops", "1 listener", "2 schedules", "1 run's autopilot", "k keep running in the background", "agents keep running in tmux"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("quit dialog lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "embedded host") {
+		t.Fatalf("the dialog counts tmux agents as stopping:\n%s", s)
+	}
+	cmd := press(m, "s")
+	if m.Quit() != QuitPlain || cmd == nil || !strings.Contains(m.Farewell(), "keep running in tmux") {
+		t.Fatalf("s: choice %v farewell %q", m.Quit(), m.Farewell())
+	}
+	m = newTestModel(t, 100, 30, Options{})
+	press(m, "q", "k")
+	if m.Quit() != QuitKeepInBackground {
+		t.Fatalf("k on tmux: %v", m.Quit())
+	}
+	// Connected to a server of its own, nothing stops: no question.
+	m = newTestModel(t, 100, 30, Options{Mode: "connected"})
+	press(m, "q")
+	if len(m.dialogs) != 0 || !m.quitting {
+		t.Fatal("a connected dashboard asked on quit")
 	}
 }
 
@@ -326,7 +366,7 @@ func TestQuitFarewell(t *testing.T) {
 		a.State, a.UpdatedAt = wire.StateKilled, t0.Add(time.Hour)
 		m.upsert(a)
 	}
-	press(m, "q")
+	press(m, "q", "s")
 	if got := m.Farewell(); got != "" {
 		t.Fatalf("farewell with nothing running: %q", got)
 	}
@@ -339,7 +379,7 @@ func TestQuitFarewell(t *testing.T) {
 			m.upsert(a)
 		}
 	}
-	press(m, "q")
+	press(m, "q", "s")
 	if got := m.Farewell(); got != "orcr: 1 agent keeps running in the herdr session orcr; `orcr` (or `orcr serve`) watches it again" {
 		t.Fatalf("herdr farewell %q", got)
 	}

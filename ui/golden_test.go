@@ -116,3 +116,23 @@ func TestThemeCycle(t *testing.T) {
 		t.Fatal("unknown theme accepted")
 	}
 }
+
+// TestGoldenQuit: the quit dialog of an in-process dashboard, on the embedded host
+// (its agents stop) and on tmux (only the server's listeners, schedules and runs do).
+func TestGoldenQuit(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {200, 50}} {
+		for _, host := range []string{"pty", "tmux"} {
+			t.Run(fmt.Sprintf("%s_%dx%d", host, sz[0], sz[1]), func(t *testing.T) {
+				m := newTestModel(t, sz[0], sz[1], Options{EmbeddedHost: host == "pty"})
+				m.Update(infoMsg{info: wire.InfoResult{Version: 1, Host: host, LastSeq: 10}})
+				ags := fixture()
+				for i := range ags {
+					ags[i].Host = host
+				}
+				m.Update(listMsg{agents: ags})
+				press(m, "q")
+				golden.RequireEqual(t, screen(t, m))
+			})
+		}
+	}
+}

@@ -42,9 +42,15 @@ type Model struct {
 	w, h      int
 	themeName string
 
-	info      wire.InfoResult
-	lastSeq   uint64
-	subOK     bool
+	info    wire.InfoResult
+	lastSeq uint64
+	subOK   bool
+	// conn is the server connection's state as the bar shows it; lostAt is when a
+	// connected dashboard lost its server (connection.go).
+	conn   connState
+	lostAt time.Time
+	// toldSeq is the last event sequence number told (tell.go): nothing is told twice.
+	toldSeq   uint64
 	loaded    bool
 	quit      QuitChoice
 	quitting  bool
@@ -146,9 +152,32 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return tickCmd()
 	case settleMsg:
 		return m.onSettle()
+	case againMsg:
+		return m.updateAgain(msg)
+	case queueCancelMsg:
+		return queueCancelCmd(m.ctx, m.svc, msg)
+	case queueCancelledMsg:
+		if msg.err != nil {
+			m.status.notify(m.c.now, "cancel "+msg.path+": "+msg.err.Error(), true)
+		} else {
+			m.status.notify(m.c.now, "cancelled "+msg.path+" (it was queued)", false)
+		}
+		return queueCmd(m.ctx, m.svc)
+	case notifyFailedMsg:
+		// The desktop has no notification service after all: say it once in the log
+		// and use the terminal's notification from now on.
+		m.c.log.Warn("dashboard: desktop notification", "error", msg.err)
+		m.opts.Notify.NotifySend = ""
+		return nil
 	case refreshMsg:
-		return tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
+		cmd := tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
 			listenersCmd(m.ctx, m.svc), refreshCmd())
+		// An open runs view is read again too: a coder's model and a milestone's
+		// clock change in the run's record without a run event of their own.
+		if d := m.runsView(); d != nil && m.conn != connLost {
+			cmd = tea.Batch(cmd, m.updateAction(d.reload()))
+		}
+		return cmd
 	}
 	// Anything else (cursor blinks, form internals) belongs to the top dialog.
 	return m.toDialog(msg)
@@ -246,7 +275,11 @@ func (m Model) render() string {
 		return blankWith(fit(" orcr needs at least 40×10", m.w), m.w, m.h)
 	}
 	right := m.preview.View() + "\n" + m.panel.View()
-	out := hjoin(m.tree.View(), right) + "\n" + m.status.View(m.statusInfo())
+	tree := m.tree.View()
+	if m.conn == connLost {
+		tree = m.dim(tree) // what it shows is the last thing the server said
+	}
+	out := hjoin(tree, right) + "\n" + m.status.View(m.statusInfo())
 	if len(m.dialogs) > 0 {
 		out = overlay(out, m.dialogs[len(m.dialogs)-1].View(), m.w)
 	}

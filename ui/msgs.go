@@ -220,6 +220,21 @@ func attachCmd(ctx context.Context, svc wire.Transport, id string, cols, rows in
 	}
 }
 
+// queueCancelledMsg answers the cancel of a queued agent.
+type queueCancelledMsg struct {
+	path string
+	err  error
+}
+
+func queueCancelCmd(ctx context.Context, svc wire.Transport, q queueCancelMsg) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		_, err := wire.Call(ctx, svc, wire.AgentKill, wire.KillParams{Glob: q.id})
+		return queueCancelledMsg{q.path, err}
+	}
+}
+
 func tickCmd() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
 }

@@ -3,7 +3,6 @@ package ui
 import (
 	"fmt"
 
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core/wire"
@@ -36,11 +35,11 @@ func (m *Model) applyAgent(ev wire.Event) (changed, nowBlocked bool) {
 	return changed, nowBlocked
 }
 
-// announceBlocked says which agents just became blocked and rings the bell. The bell is
-// printed by the renderer (tea.Raw), so Update itself writes nothing.
-func (m *Model) announceBlocked(paths []string) tea.Cmd {
+// announceBlocked says in the status bar which agents just became blocked (the bell
+// and the desktop notification are tell's, in tell.go).
+func (m *Model) announceBlocked(paths []string) {
 	if len(paths) == 0 {
-		return nil
+		return
 	}
 	next := m.c.keys.Tree.NextBlocked.Label()
 	if len(paths) == 1 {
@@ -48,7 +47,6 @@ func (m *Model) announceBlocked(paths []string) tea.Cmd {
 	} else {
 		m.status.notify(m.c.now, fmt.Sprintf("▲ %d agents became blocked (%s jumps to the next)", len(paths), next), false)
 	}
-	return tea.Raw(bell)
 }
 
 // bell is BEL as a string: tea.Raw prints its value with fmt.Sprint, and ansi.BEL is a

@@ -2,11 +2,13 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -71,6 +73,11 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 	}
+	if p.tab == tabQueue {
+		if cmd, ok := p.queue.key(p.c, k); ok {
+			return cmd
+		}
+	}
 	km := p.c.keys.Panel
 	switch {
 	case km.NextTab.Matches(k):
@@ -92,6 +99,12 @@ func (p panelModel) lines() (lines []string, first, last int) {
 	switch p.tab {
 	case tabQueue:
 		lines = p.queue.lines(p.c, inner)
+		if n := len(p.queue.q.Entries); n > 0 && p.focus {
+			// The entries are the last lines; the selected one is kept in view.
+			at := len(lines) - n + min(p.queue.sel, n-1)
+			lines[at] = p.c.styles.Selected.Render(fit(ansi.Strip(lines[at]), inner))
+			return lines, at, at
+		}
 	case tabUsage:
 		lines = p.usage.lines(p.c, inner, p.queue.q.Entries)
 	case tabSchedules:
@@ -163,6 +176,33 @@ type queueView struct {
 	q      wire.QueueResult
 	loaded bool
 	err    string
+	sel    int // the selected entry (x cancels it)
+}
+
+// queueCancelMsg asks the root to cancel a queued agent (agent.kill of its id: it
+// never started, so nothing runs to stop).
+type queueCancelMsg struct{ id, path string }
+
+// key moves the selection over the queued entries and cancels the selected one.
+func (v *queueView) key(c *common, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	n := len(v.q.Entries)
+	if n == 0 {
+		return nil, false
+	}
+	km := c.keys.Panel
+	switch {
+	case km.Up.Matches(k):
+		v.sel = max(0, min(v.sel, n-1)-1)
+	case km.Down.Matches(k):
+		v.sel = min(n-1, v.sel+1)
+	case k.String() == "x":
+		e := v.q.Entries[min(v.sel, n-1)]
+		msg := queueCancelMsg{id: e.AgentID, path: e.Path}
+		return func() tea.Msg { return msg }, true
+	default:
+		return nil, false
+	}
+	return nil, true
 }
 
 func (v *queueView) set(q wire.QueueResult, err error) {
@@ -246,6 +286,7 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 	type prov struct {
 		readings []wire.LimitReading
 		usage    core.Total
+		accounts []string // the accounts agents ran on, from the usage rows
 	}
 	byP := map[string]*prov{}
 	get := func(p string) *prov {
@@ -258,7 +299,11 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 		if r.Window != "total" && r.Window != "" {
 			continue
 		}
-		get(r.Provider).usage.Add(core.TotalOf(r.Usage))
+		p := get(r.Provider)
+		p.usage.Add(core.TotalOf(r.Usage))
+		if r.Account != "" && !slices.Contains(p.accounts, r.Account) {
+			p.accounts = append(p.accounts, r.Account)
+		}
 	}
 	for _, r := range v.u.Readings {
 		p := get(r.Provider)
@@ -278,6 +323,25 @@ func (v usageView) lines(c *common, w int, waiting []wire.QueueEntry) []string {
 		p := byP[n]
 		out = append(out, st.Bold.Render(fit(n, 10))+st.Muted.Render("tokens "+p.usage.Tokens()+"  cost "+p.usage.Cost()))
 		out = append(out, readingLines(c, p.readings, gw, waiting)...)
+		out = append(out, unread(c, p.readings, p.accounts)...)
+	}
+	return out
+}
+
+// unread says "no readings yet" for each account agents ran on that has no limit
+// reading (its CLI has not reported one), or once for a provider with no reading at
+// all, so an empty gauge is not mistaken for an unused one.
+func unread(c *common, rs []wire.LimitReading, accounts []string) []string {
+	st := &c.styles
+	if len(rs) == 0 && len(accounts) == 0 {
+		return []string{"  " + st.Muted.Render("no readings yet")}
+	}
+	var out []string
+	sort.Strings(accounts)
+	for _, a := range accounts {
+		if !slices.ContainsFunc(rs, func(r wire.LimitReading) bool { return r.Account == a }) {
+			out = append(out, "  "+st.Bold.Render(a)+st.Muted.Render("  no readings yet"))
+		}
 	}
 	return out
 }

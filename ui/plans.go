@@ -12,6 +12,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
+	runapi "orcr/orchestrate/run/api"
 )
 
 // The plans view (DESIGN §8 "Plan"): a dialog over the dashboard with three modes —
@@ -47,6 +48,24 @@ type (
 	// planTickMsg re-reads the plans while the view is open.
 	planTickMsg struct{ gen int }
 )
+
+// runStartedMsg answers the start of a plan's run.
+type runStartedMsg struct {
+	name string
+	run  runapi.RunView
+	err  error
+}
+
+// startRunCall starts the run of approved plan name with the plan's defaults (as
+// `orcr run start NAME` does).
+func startRunCall(name string) func(context.Context, wire.Transport) tea.Msg {
+	return func(ctx context.Context, svc wire.Transport) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout*3) // it makes a branch and spawns the lead
+		defer cancel()
+		res, err := wire.Call(ctx, svc, runapi.RunStartM, runapi.RunStartParams{Name: name})
+		return runStartedMsg{name, res.Run, err}
+	}
+}
 
 // loadPlans is the call behind the view: every plan, and each one's file.
 func loadPlans(ctx context.Context, svc wire.Transport) tea.Msg {
@@ -99,6 +118,9 @@ type plansDialog struct {
 	form     *huh.Form
 	decision string
 	reason   string
+	// The new-plan form's answers (newPlan is set while that form is open).
+	newPlan                   bool
+	newName, newRepo, newText string
 }
 
 func newPlansDialog(c *common) *plansDialog {
@@ -139,6 +161,13 @@ func (d *plansDialog) update(msg tea.Msg) (tea.Cmd, action) {
 			d.notice = fmt.Sprintf("plan %s %s", msg.plan.Name, msg.verb)
 		}
 		return nil, callAction{loadPlans}
+	case runStartedMsg:
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render(oneLine("start run " + msg.name + ": " + msg.err.Error()))
+		} else {
+			d.notice = fmt.Sprintf("run %s started (%s): O shows it", msg.name, msg.run.State)
+		}
+		return nil, callAction{loadPlans}
 	case planEditedMsg:
 		if msg.err != nil {
 			d.notice = d.c.styles.Error.Render("editor: " + oneLine(msg.err.Error()))
@@ -153,6 +182,22 @@ func (d *plansDialog) update(msg tea.Msg) (tea.Cmd, action) {
 		return d.updateForm(msg)
 	}
 	return nil, nil
+}
+
+// followEvents reloads the plans when one of them changed (a plan's state or file) or
+// its lead moved, so a drafted plan shows the moment it is drafted, not at the next
+// refresh.
+func (d *plansDialog) followEvents(evs []wire.Event) action {
+	if d.mode == planForm {
+		return nil
+	}
+	for _, ev := range evs {
+		if ev.Event == planapi.EventPlanState || ev.Event == planapi.EventPlanEdited ||
+			(ev.Agent != nil && strings.HasPrefix(ev.Agent.Path, "plans/")) {
+			return callAction{loadPlans}
+		}
+	}
+	return nil
 }
 
 func (d *plansDialog) setPlans(msg plansMsg) {
@@ -177,6 +222,9 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 	if d.mode == planForm {
 		if d.c.keys.Dialog.Cancel.Matches(k) {
 			d.mode, d.form = planView, nil
+			if d.newPlan {
+				d.mode, d.newPlan = planList, false
+			}
 			return nil, nil
 		}
 		return d.updateForm(k)
@@ -192,6 +240,8 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 		return nil, closeAction{}
 	case km.Refresh.Matches(k):
 		return nil, callAction{loadPlans}
+	case km.New.Matches(k):
+		return d.openNewForm(), nil
 	case s == "up" || s == "k":
 		if d.mode == planView {
 			d.scroll = max(0, d.scroll-1)
@@ -215,6 +265,13 @@ func (d *plansDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 		return d.openForm(p, "approve"), nil
 	case km.Reject.Matches(k):
 		return d.openForm(p, "reject"), nil
+	case km.StartRun.Matches(k):
+		if p.State != "approved" {
+			d.notice = d.c.styles.Error.Render(fmt.Sprintf("plan %s is %s: a run starts from an approved plan (%s approves)", p.Name, p.State, km.Approve.Label()))
+			return nil, nil
+		}
+		d.notice = "starting the run of " + p.Name + "…"
+		return nil, callAction{startRunCall(p.Name)}
 	case km.Edit.Matches(k):
 		name := p.Name
 		return tea.ExecProcess(core.EditorCommand(p.File), func(err error) tea.Msg { return planEditedMsg{name, err} }), nil
@@ -234,15 +291,61 @@ func (d *plansDialog) updateForm(msg tea.Msg) (tea.Cmd, action) {
 	if f, ok := m.(*huh.Form); ok {
 		d.form = f
 	}
-	switch d.form.State {
-	case huh.StateCompleted:
+	switch st := d.form.State; {
+	case st == huh.StateCompleted && d.newPlan:
+		d.mode, d.form, d.newPlan = planList, nil, false
+		d.notice = "starting plan " + d.newName + "…"
+		return nil, newPlanCall(planapi.PlanNewParams{Name: strings.TrimSpace(d.newName),
+			Repo: strings.TrimSpace(d.newRepo), Request: strings.TrimSpace(d.newText)})
+	case st == huh.StateAborted && d.newPlan:
+		d.mode, d.form, d.newPlan = planList, nil, false
+	case st == huh.StateCompleted:
 		p, _, _ := d.current()
 		d.mode, d.form = planView, nil
 		return nil, decide(p.Name, d.decision, strings.TrimSpace(d.reason))
-	case huh.StateAborted:
+	case st == huh.StateAborted:
 		d.mode, d.form = planView, nil
 	}
 	return cmd, nil
+}
+
+// openNewForm asks for a new plan: its name, the repository its lead works in (the
+// selected plan's by default) and the request the lead drafts from.
+func (d *plansDialog) openNewForm() tea.Cmd {
+	d.mode, d.newPlan, d.newName, d.newText, d.notice = planForm, true, "", "", ""
+	if p, _, ok := d.current(); ok {
+		d.newRepo = p.Repo
+	}
+	need := func(what string) func(string) error {
+		return func(s string) error {
+			if strings.TrimSpace(s) == "" {
+				return fmt.Errorf("give %s", what)
+			}
+			return nil
+		}
+	}
+	d.form = huh.NewForm(huh.NewGroup(
+		huh.NewInput().Title("Name").Description("plans/NAME/lead drafts .orcr/plans/NAME.md").Value(&d.newName).Validate(need("a name")),
+		huh.NewInput().Title("Repository").Description("an absolute path inside a git repository").Value(&d.newRepo).
+			Validate(func(s string) error {
+				if !strings.HasPrefix(strings.TrimSpace(s), "/") {
+					return fmt.Errorf("give an absolute path")
+				}
+				return nil
+			}),
+		huh.NewText().Title("Request").Description("what the plan is for").Value(&d.newText).Lines(3).Validate(need("the request")),
+	)).WithTheme(huhTheme(d.c)).WithShowHelp(false).WithWidth(64)
+	return d.form.Init()
+}
+
+// newPlanCall starts a plan (plan.new).
+func newPlanCall(p planapi.PlanNewParams) action {
+	return callAction{func(ctx context.Context, svc wire.Transport) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout*3) // it spawns the lead
+		defer cancel()
+		res, err := wire.Call(ctx, svc, planapi.PlanNew, p)
+		return planDecidedMsg{verb: "started; its lead drafts it", plan: res.Plan, err: err}
+	}}
 }
 
 // decide is the call an approval form's answer makes.
@@ -299,6 +402,9 @@ func (d plansDialog) View() string {
 		p, det, _ := d.current()
 		title = "plan " + p.Name
 		lines = d.viewLines(p, det, w-4)
+	case d.mode == planForm && d.newPlan:
+		title = "start a plan"
+		lines = strings.Split(strings.TrimRight(d.form.View(), "\n"), "\n")
 	case d.mode == planForm:
 		p, _, _ := d.current()
 		title = "approve or reject " + p.Name

@@ -198,3 +198,26 @@ func TestPlansNoOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestPlansFollowEvents: a plan's state event, or its lead's, reloads the open plans
+// view at once; other events and an open form do not.
+func TestPlansFollowEvents(t *testing.T) {
+	m := openPlans(t, 100, 30)
+	d := m.dialogs[0].(*plansDialog)
+	if act := d.followEvents([]wire.Event{{Event: wire.EventAgentState, Agent: &wire.Agent{Path: "demo/a"}}}); act != nil {
+		t.Fatalf("an unrelated agent reloaded the plans: %#v", act)
+	}
+	for _, ev := range []wire.Event{{Event: planapi.EventPlanState}, {Event: wire.EventAgentState, Agent: &wire.Agent{Path: "plans/csv-import/lead"}}} {
+		if _, ok := d.followEvents([]wire.Event{ev}).(callAction); !ok {
+			t.Fatalf("%s did not reload the plans", ev.Event)
+		}
+	}
+	_, cmd := m.Update(eventsMsg{ch: make(chan wire.Event), events: []wire.Event{{Event: planapi.EventPlanState, Seq: 500}}})
+	if cmd == nil {
+		t.Fatal("a plan event through the root asked for nothing")
+	}
+	d.mode = planForm
+	if act := d.followEvents([]wire.Event{{Event: planapi.EventPlanState}}); act != nil {
+		t.Fatal("a plan event reloaded under an open form")
+	}
+}

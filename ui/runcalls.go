@@ -194,9 +194,15 @@ func (m *Model) followRuns(evs []wire.Event) tea.Cmd {
 			m.status.notify(m.c.now, "run "+who+": "+dataString(ev.Data, "text"), false)
 		}
 	}
+	var cmd tea.Cmd
+	for _, d := range m.dialogs {
+		if p, ok := d.(*plansDialog); ok {
+			cmd = tea.Batch(cmd, m.updateAction(p.followEvents(evs)))
+		}
+	}
 	d := m.runsView()
 	if d == nil {
-		return nil
+		return cmd
 	}
-	return m.updateAction(d.followEvents(evs))
+	return tea.Batch(cmd, m.updateAction(d.followEvents(evs)))
 }

@@ -49,9 +49,11 @@ type runsDialog struct {
 	loaded bool
 	err    string
 	notice string
-	sel    int    // selected run in the list
-	open   string // the run shown in the view and summary modes
-	msel   int    // selected milestone
+	// confirm is the run action waiting for y ("stop", "finish") on run confirmRun.
+	confirm, confirmRun string
+	sel                 int    // selected run in the list
+	open                string // the run shown in the view and summary modes
+	msel                int    // selected milestone
 
 	log     []runapi.RunEntry // the open run's newest entries, by seq
 	summary runSummaryMsg
@@ -217,6 +219,9 @@ func (msg runActedMsg) notice() string {
 			return fmt.Sprintf("%s %s of %s: now %s", msg.verb, msg.m, msg.name, m.State)
 		}
 	}
+	if msg.m == "" {
+		return msg.verb + " run " + msg.name + ": now " + msg.run.State
+	}
 	return msg.verb + " " + msg.m + " of " + msg.name
 }
 
@@ -229,7 +234,22 @@ func (d *runsDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 		return d.updateForm(k)
 	}
 	km, dk := d.c.keys.Runs, d.c.keys.Dialog
+	if d.confirm != "" {
+		return nil, d.confirmed(k)
+	}
 	switch s := k.String(); {
+	case (km.Stop.Matches(k) || km.Finish.Matches(k)) && d.mode != runSummary:
+		r, ok := d.current()
+		if !ok {
+			return nil, nil
+		}
+		d.confirm, d.confirmRun = "finish", r.Name
+		d.notice = fmt.Sprintf("finish run %s? its worktrees go, feature/%s is pushed and the pull request opened — y finishes, any other key keeps it", r.Name, r.Name)
+		if km.Stop.Matches(k) {
+			d.confirm = "stop"
+			d.notice = fmt.Sprintf("stop run %s? every open milestone is held and its coder stopped (retry undoes it) — y stops, any other key keeps it", r.Name)
+		}
+		return nil, nil
 	case dk.Cancel.Matches(k):
 		switch d.mode {
 		case runSummary:
@@ -263,6 +283,27 @@ func (d *runsDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 		return d.milestoneKey(k)
 	}
 	return nil, nil
+}
+
+// confirmed acts on the answer to a stop or finish question: y does it, anything else
+// keeps the run as it is.
+func (d *runsDialog) confirmed(k tea.KeyPressMsg) action {
+	verb, name := d.confirm, d.confirmRun
+	d.confirm, d.confirmRun = "", ""
+	if k.String() != "y" {
+		d.notice = "run " + name + " left as it is"
+		return nil
+	}
+	d.notice = verb + "ing run " + name + "…"
+	if verb == "stop" {
+		return runAct("stopped", name, "", func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+			return wire.Call(ctx, svc, runapi.RunStopM, runapi.RunNameParams{Name: name})
+		})
+	}
+	return runAct("finished", name, "", func(ctx context.Context, svc wire.Transport) (runapi.RunResult, error) {
+		res, err := wire.Call(ctx, svc, runapi.RunFinishM, runapi.RunNameParams{Name: name})
+		return runapi.RunResult{Run: res.Run}, err
+	})
 }
 
 func (d *runsDialog) move(by int) {

@@ -500,3 +500,26 @@ func TestRunsUndispatched(t *testing.T) {
 		t.Fatalf("the run's view does not say M6 was not dispatched:\n%s", s)
 	}
 }
+
+// TestRunsRefreshWhileOpen: the dashboard's refresh tick reads an open runs view
+// again, so a coder's model and a milestone's clock, which change in the run's record
+// without a run event, show without ctrl+r; with the server gone it does not try.
+func TestRunsRefreshWhileOpen(t *testing.T) {
+	rec := &runRecorder{}
+	m := newTestModel(t, 120, 40, Options{})
+	m.svc = rec.transport(t)
+	pressSettle(t, m, "O", "enter")
+	rec.runs = 0
+	_, cmd := m.Update(refreshMsg(t0))
+	settle(t, m, cmd)
+	if rec.runs != 1 {
+		t.Fatalf("the refresh read the runs %d times, want 1", rec.runs)
+	}
+	m.Update(subEndedMsg{})
+	m.conn = connLost
+	_, cmd = m.Update(refreshMsg(t0))
+	settle(t, m, cmd)
+	if rec.runs != 1 {
+		t.Fatalf("the refresh read the runs with the server gone (%d)", rec.runs)
+	}
+}

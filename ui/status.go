@@ -18,6 +18,9 @@ type statusModel struct {
 	at     time.Time
 }
 
+// minNotice is the least room the bar keeps for counts and notices beside the hints.
+const minNotice = 24
+
 // noticeFor is how long a notice stays.
 const noticeFor = 6 * time.Second
 
@@ -47,6 +50,7 @@ type statusInfo struct {
 	blocked    int
 	working    int
 	connected  bool
+	conn       connState
 	loaded     bool
 	// killing is the progress of background kills (Model.killProgress), "" when none.
 	killing string
@@ -55,7 +59,7 @@ type statusInfo struct {
 func (m *Model) statusInfo() statusInfo {
 	r := m.idx.root.roll
 	return statusInfo{mode: m.opts.Mode, host: m.info.Host, agents: m.idx.len(),
-		blocked: r.groups[gBlocked], working: r.groups[gWorking], connected: m.subOK, loaded: m.loaded,
+		blocked: r.groups[gBlocked], working: r.groups[gWorking], connected: m.subOK, conn: m.conn, loaded: m.loaded,
 		killing: m.killProgress()}
 }
 
@@ -64,6 +68,10 @@ func (s statusModel) View(in statusInfo) string {
 	st := &s.c.styles
 	bar := st.StatusBar
 	left := st.StatusMode.Render(" " + in.mode + " ")
+	if in.conn == connLost {
+		// The badge says what holds now, not the mode the dashboard started in.
+		left = bar.Inherit(st.Error).Bold(true).Render(" offline ")
+	}
 	var parts []string
 	if in.host != "" {
 		parts = append(parts, "host "+in.host)
@@ -76,8 +84,11 @@ func (s statusModel) View(in statusInfo) string {
 	if in.blocked > 0 {
 		mid += bar.Inherit(st.Blocked).Render(fmt.Sprintf("▲ %d blocked ", in.blocked))
 	}
-	if !in.connected {
-		mid += bar.Inherit(st.Error).Render("● offline ")
+	switch {
+	case in.conn == connLost:
+		mid += bar.Inherit(st.Error).Render("● reconnecting… ")
+	case !in.connected:
+		mid += bar.Inherit(st.Error).Render("● connecting ")
 	}
 	if in.killing != "" {
 		mid += bar.Inherit(st.Danger).Render(" " + in.killing + "… ")
@@ -93,12 +104,18 @@ func (s statusModel) View(in statusInfo) string {
 		st.StatusKey.Render(s.c.keys.Global.Quit.Keys[0]) + bar.Render(" quit ")
 	lw := ansi.StringWidth(left) + ansi.StringWidth(mid)
 	hw := ansi.StringWidth(hints)
-	if lw+hw > s.w {
+	// The hints stay while the bar has room for them and a few cells of its own: a
+	// long notice is cut to fit beside them rather than pushing them off.
+	if ansi.StringWidth(left)+hw+minNotice > s.w {
 		hints, hw = "", 0
 	}
 	line := left + mid
 	if lw > s.w-hw {
-		line = ansi.Truncate(line, s.w-hw, "…")
+		room := s.w - hw
+		if hw > 0 {
+			room-- // a space between the cut notice and the hints
+		}
+		line = ansi.Truncate(line, room, "…")
 		lw = ansi.StringWidth(line)
 	}
 	return line + bar.Render(strings.Repeat(" ", max(0, s.w-lw-hw))) + hints

@@ -34,6 +34,12 @@ type Options struct {
 	// EmbeddedHost is true when the dashboard hosts the server in-process with agents on
 	// the embedded pty host; quitting then asks keep/stop/cancel and Run returns the choice.
 	EmbeddedHost bool
+	// Notify says how the dashboard tells about blocked agents, drafted plans and runs
+	// that ask or fail (config [notify]; tell.go).
+	Notify NotifyOptions
+	// InTmux is true when the dashboard runs inside the user's own tmux ($TMUX): the
+	// hint before attaching to orcr's tmux then says to press the prefix twice.
+	InTmux bool
 }
 
 // QuitChoice is what the user chose on quit.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"os/exec"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -143,6 +144,10 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		return nil, false
 	}
 	switch {
+	case t.Restart.Matches(k):
+		return m.pushDialog(newAgainDialog(m.c, *a, false, "", dw)), true
+	case t.Fork.Matches(k):
+		return m.pushDialog(newAgainDialog(m.c, *a, true, m.forkPath(a.Path), dw-4)), true
 	case t.Attach.Matches(k):
 		if a.State == wire.StateHibernated {
 			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)
@@ -197,22 +202,43 @@ func (m *Model) nextBlocked() tea.Cmd {
 	return m.afterSelection(before)
 }
 
-// askQuit quits, or asks first when agents live on the embedded host.
+// askQuit quits, or asks first when quitting would stop something: a dashboard that
+// hosts the server in-process takes the server's listeners, schedules and runs'
+// autopilots down with it (and the agents too on the embedded host), so it says what
+// stops and offers to keep it all running under a background orcr serve.
 func (m *Model) askQuit() tea.Cmd {
-	if m.opts.EmbeddedHost {
-		live := 0
-		for _, n := range m.idx.byID {
-			if a := n.agent; a != nil && a.State.Live() && (a.Host == "pty" || a.Host == "") {
-				live++
-			}
-		}
-		if live > 0 {
-			return m.pushDialog(&quitDialog{c: m.c, live: live})
+	if m.opts.Mode == "in-process" {
+		if q := m.quitStops(); q.any() {
+			return m.pushDialog(&quitDialog{c: m.c, stops: q})
 		}
 	}
 	m.quit, m.quitting = QuitPlain, true
 	m.farewell = m.farewellText()
 	return tea.Quit
+}
+
+// quitStops counts what ends with an in-process server: agents on the embedded host,
+// listeners and schedules (as the panel last read them), and the runs whose autopilot
+// is running (those with a live agent under runs/NAME/).
+func (m *Model) quitStops() quitStops {
+	q := quitStops{host: m.info.Host, listeners: len(m.panel.listeners.ls), schedules: len(m.panel.schedules.s)}
+	runs := map[string]bool{}
+	for _, n := range m.idx.byID {
+		a := n.agent
+		if a == nil || !a.State.Live() {
+			continue
+		}
+		if m.opts.EmbeddedHost && (a.Host == "pty" || a.Host == "") {
+			q.agents++
+		}
+		if rest, ok := strings.CutPrefix(a.Path, "runs/"); ok {
+			if name, _, ok := strings.Cut(rest, "/"); ok {
+				runs[name] = true
+			}
+		}
+	}
+	q.runs = len(runs)
+	return q
 }
 
 // updateAction turns a dialog's action into commands.
@@ -244,6 +270,9 @@ func (m *Model) updateAction(act action) tea.Cmd {
 	case quitAction:
 		m.popDialog()
 		m.quit, m.quitting = a.choice, true
+		if a.choice == QuitPlain {
+			m.farewell = m.farewellText()
+		}
 		return tea.Quit
 	case rootAction:
 		return a.apply(m)
@@ -256,37 +285,40 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case infoMsg:
 		if msg.err != nil {
-			m.status.notify(m.c.now, "server: "+msg.err.Error(), true)
-			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+			return m.connFailed("server", msg.err)
 		}
 		m.info = msg.info
-		if m.lastSeq == 0 {
+		switch {
+		case m.lastSeq == 0:
 			// Replay the recent past so the event log is not empty on start. Replayed
 			// snapshots older than what List returns are ignored (see upsert), and a
 			// replayed spawn of a pruned agent is followed by its removal.
 			m.lastSeq = msg.info.LastSeq - min(msg.info.LastSeq, replayEvents)
+		case m.lastSeq > msg.info.LastSeq:
+			// A server started afresh numbers its events anew: follow it from its
+			// start (the list read on reconnect brings the agents up to date).
+			m.lastSeq = msg.info.LastSeq
+			m.toldSeq = min(m.toldSeq, msg.info.LastSeq)
 		}
 		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
 	case resubscribeMsg:
-		if m.info.PID == 0 && m.info.Version == 0 {
+		if m.conn == connLost || (m.info.PID == 0 && m.info.Version == 0) {
+			// The server went away: the one that answers now may be another process,
+			// so its info is read again before subscribing.
 			return infoCmd(m.ctx, m.svc)
 		}
 		return tea.Batch(subscribeCmd(m.ctx, m.svc, m.lastSeq), listCmd(m.ctx, m.svc))
 	case subscribedMsg:
 		if msg.err != nil {
-			m.subOK = false
-			m.status.notify(m.c.now, "events: "+msg.err.Error(), true)
-			return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+			return m.connFailed("events", msg.err)
 		}
-		m.subOK = true
-		return waitEvents(msg.ch)
+		return tea.Batch(m.connUp(), waitEvents(msg.ch))
 	case subEndedMsg:
 		m.subOK = false
 		if m.ctx.Err() != nil || m.quitting {
 			return nil
 		}
-		m.status.notify(m.c.now, "event stream ended; reconnecting", true)
-		return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return resubscribeMsg{} })
+		return m.connFailed("events", nil)
 	case eventsMsg:
 		return tea.Batch(m.applyEvents(msg.events), waitEvents(msg.ch))
 	}
@@ -299,6 +331,7 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 	before := m.selectedID()
 	var cmd tea.Cmd
 	var newlyBlocked []string
+	var tells []telling
 	for _, ev := range evs {
 		if ev.Seq > m.lastSeq {
 			m.lastSeq = ev.Seq
@@ -327,6 +360,9 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 				if blocked {
 					newlyBlocked = append(newlyBlocked, ev.Agent.Path)
+					if !m.opts.Notify.Off[NotifyBlocked] && ev.Seq > m.toldSeq {
+						tells = append(tells, blockedTelling(*ev.Agent))
+					}
 				}
 				for _, d := range m.dialogs {
 					if f, ok := d.(interface{ follow(wire.Agent) }); ok {
@@ -335,11 +371,18 @@ func (m *Model) applyEvents(evs []wire.Event) tea.Cmd {
 				}
 			}
 		}
+		if t, ok := m.tellingOf(ev); ok {
+			tells = append(tells, t)
+		}
 		if ev.Seq > 0 {
 			m.panel.events.add(ev)
 		}
 	}
-	cmd = tea.Batch(cmd, m.afterSelection(before), m.announceBlocked(newlyBlocked), m.followRuns(evs))
+	for _, ev := range evs {
+		m.toldSeq = max(m.toldSeq, ev.Seq)
+	}
+	m.announceBlocked(newlyBlocked)
+	cmd = tea.Batch(cmd, m.afterSelection(before), m.tell(tells), m.followRuns(evs))
 	m.syncPreview()
 	return cmd
 }
@@ -402,7 +445,9 @@ func (m *Model) updateResult(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case listMsg:
 		if msg.err != nil {
-			m.status.notify(now, "list: "+msg.err.Error(), true)
+			if m.conn != connLost { // while lost the badge says it; no raw dial error
+				m.status.notify(now, "list: "+shortErr(msg.err), true)
+			}
 			return nil
 		}
 		before := m.selectedID()
@@ -489,5 +534,6 @@ func (m *Model) startAttach(msg attachMsg) tea.Cmd {
 	}
 	m.attaching = true
 	id := msg.id
-	return tea.ExecProcess(c, func(err error) tea.Msg { return attachDoneMsg{id, err} })
+	hc := &hintedCmd{Cmd: c, hint: attachHint(msg.res.Agent.Path, msg.res.Argv, m.opts.InTmux)}
+	return tea.Exec(hc, func(err error) tea.Msg { return attachDoneMsg{id, err} })
 }

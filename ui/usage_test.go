@@ -48,3 +48,46 @@ func TestUsageBarsPerAccount(t *testing.T) {
 		t.Errorf("bars: opus %q spare %q", opus, spare)
 	}
 }
+
+// TestUsageNoReadingsYet: an account agents ran on without a limit reading says "no
+// readings yet" under its provider, as does a provider with no reading at all; an
+// account with readings draws its bars only.
+func TestUsageNoReadingsYet(t *testing.T) {
+	m := newTestModel(t, 160, 40, Options{})
+	r1 := t0.Add(2 * time.Hour)
+	m.Update(usageMsg{u: wire.UsageResult{
+		Rows: []wire.UsageRow{
+			{Provider: "claude", Account: "work", Window: "total", Agents: 1, Usage: wire.Usage{InputTokens: 100}},
+			{Provider: "claude", Account: "spare", Window: "total", Agents: 1, Usage: wire.Usage{InputTokens: 50}},
+			{Provider: "codex", Window: "total", Agents: 1, Usage: wire.Usage{InputTokens: 10}},
+		},
+		Readings: []wire.LimitReading{{Provider: "claude", Account: "work", Window: "5h", UsedPct: 40, ResetsAt: &r1, ObservedAt: t0}},
+	}})
+	m.panel.tab = tabUsage
+	lines := strings.Split(plain(strings.Join(m.panel.usage.lines(m.c, 120, nil), "\n")), "\n")
+	has := func(words ...string) bool {
+		for _, l := range lines {
+			ok := true
+			for _, w := range words {
+				ok = ok && strings.Contains(l, w)
+			}
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	if !has("spare", "no readings yet") || has("work", "no readings yet") {
+		t.Errorf("per account:\n%s", strings.Join(lines, "\n"))
+	}
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "no readings yet") {
+			n++
+		}
+	}
+	if n != 2 { // spare, and codex
+		t.Errorf("%d lines say no readings yet, want 2:\n%s", n, strings.Join(lines, "\n"))
+	}
+	screen(t, m)
+}

@@ -116,6 +116,28 @@ var viewStates = []struct {
 		press(m, "q", "down")
 		return m
 	}},
+	{"fork", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		selectPath(t, m, "demo/a")
+		press(m, "F")
+		return m
+	}},
+	{"restart", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{})
+		selectPath(t, m, "demo/a")
+		press(m, "ctrl+r")
+		return m
+	}},
+	{"plan_new", func(t *testing.T) *Model {
+		m := openPlans(t, 100, 30)
+		press(m, "n")
+		return m
+	}},
+	{"offline", func(t *testing.T) *Model {
+		m := newTestModel(t, 100, 30, Options{Mode: "connected"})
+		m.Update(subEndedMsg{})
+		return m
+	}},
 	{"spawn", func(t *testing.T) *Model {
 		m := newTestModel(t, 100, 30, Options{})
 		press(m, "n")

@@ -149,11 +149,11 @@ func TestDashboard(t *testing.T) {
 	// again while no quit dialog has come up.
 	for i := 0; i < 4; i++ {
 		r.keys("q")
-		if r.pollScreen(3*time.Second, func(s string) bool { return strings.Contains(s, "still run on the embedded host") }) {
+		if r.pollScreen(3*time.Second, func(s string) bool { return strings.Contains(s, "agents on the embedded host") }) {
 			break
 		}
 	}
-	r.waitText(10*time.Second, "2 agents still run on the embedded host", "keep them running", "stop them")
+	r.waitText(10*time.Second, "2 agents on the embedded host", "keep running in the background", "stop them")
 	r.keys("s")
 	r.waitScreen("the dashboard to exit", 20*time.Second, func(string) bool { return r.paneDead() })
 
