@@ -141,11 +141,14 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	}
 	dir := s.workDir(rec, a.M)
 	g := s.git(rec.Repo)
+	if err := g.ExcludeOrcr(ctx); err != nil {
+		return nil, fmt.Errorf("ignore .orcr/ in %s: %w", rec.Repo, err)
+	}
 	if rec.Mode == "shared" {
 		if _, err := g.EnsureBranch(ctx, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
 			return nil, err
 		}
-		if _, err := g.run(ctx, nil, "checkout", MilestoneBranch(name, a.M)); err != nil {
+		if err := g.Checkout(ctx, MilestoneBranch(name, a.M)); err != nil {
 			return nil, err
 		}
 	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {

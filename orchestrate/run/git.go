@@ -134,6 +134,61 @@ func (g Git) CurrentBranch(ctx context.Context) (string, error) {
 	return out, nil
 }
 
+// Checkout puts branch in the repository's folder unless it is there already (shared
+// mode, where the coders work in the repository itself).
+func (g Git) Checkout(ctx context.Context, branch string) error {
+	if cur, _ := g.CurrentBranch(ctx); cur == branch || branch == "" {
+		return nil
+	}
+	_, err := g.run(ctx, nil, "checkout", "--quiet", branch)
+	return err
+}
+
+// ExcludeOrcr makes git ignore .orcr/ (orcr's plans and notes in the repository)
+// through the repository's .git/info/exclude, which every worktree of it reads: a
+// coder's `git add -A` must never put the plan into a milestone, and an ignored
+// folder is left alone by every checkout. Adding the line twice is avoided.
+func (g Git) ExcludeOrcr(ctx context.Context) error {
+	common, err := g.run(ctx, nil, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(g.Dir, common)
+	}
+	file := filepath.Join(common, "info", "exclude")
+	old, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, l := range strings.Split(string(old), "\n") {
+		switch strings.TrimSpace(l) {
+		case ".orcr", ".orcr/", "/.orcr", "/.orcr/":
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	text := string(old)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	text += "# orcr's plans and notes (added by orcr run start)\n/.orcr/\n"
+	return os.WriteFile(file, []byte(text), 0o644)
+}
+
+// SameTree reports whether commits a and b hold the same files: a milestone whose
+// squash would equal the feature tip it lands on brings nothing.
+func (g Git) SameTree(ctx context.Context, a, b string) (bool, error) {
+	out, err := g.run(ctx, nil, "rev-parse", a+"^{tree}", b+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	t := strings.Fields(out)
+	return len(t) == 2 && t[0] == t[1], nil
+}
+
 // EnsureBranch creates branch at from unless it exists, and returns its tip.
 func (g Git) EnsureBranch(ctx context.Context, branch, from string) (string, error) {
 	if tip, err := g.Rev(ctx, "refs/heads/"+branch); err != nil || tip != "" {

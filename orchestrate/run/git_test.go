@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
 
@@ -391,5 +392,37 @@ func waitGone(t *testing.T, file string, n int) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		t.Fatalf("processes the check started still run: %v", left)
+	}
+}
+
+// TestAdvanceRefusesAnEmptyMerge: a milestone whose result is the feature tip's own
+// tree (its work was lost, or merged on the wrong HEAD) is held with a reason, and
+// feature/demo does not move: before, it got an empty "M1: …" commit and the
+// milestone was recorded as merged.
+func TestAdvanceRefusesAnEmptyMerge(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// orcr/demo/M1 has a commit, but one that changes nothing.
+	sh(t, repo, "git branch orcr/demo/M1 main && git commit-tree -p main -m empty main^{tree} | xargs git update-ref refs/heads/orcr/demo/M1")
+	head, _ := g.Rev(ctx, "orcr/demo/M1")
+	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
+	r := newRun(t, 1, false, "M1::small")
+	r.Feature = feat
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "worktree"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AAdvance, M: "M1", Head: head, Base: feat}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Kind != FHold || !strings.Contains(f.Text, "changes nothing on feature/demo") {
+		t.Fatalf("an empty merge gave %+v, want a hold saying it changes nothing", f)
+	}
+	if tip, _ := g.Rev(ctx, FeatureBranch("demo")); tip != feat {
+		t.Fatalf("feature/demo moved to %s on an empty merge", tip)
 	}
 }

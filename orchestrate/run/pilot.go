@@ -70,6 +70,19 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// sharedOn checks out milestone m's branch in the repository's folder in shared
+// mode, where its check and merge run: whatever else the folder was on, they must
+// see m's work.
+func (s *Service) sharedOn(ctx context.Context, rec Record, m string) error {
+	if rec.Mode != "shared" {
+		return nil
+	}
+	if err := s.git(rec.Repo).Checkout(ctx, MilestoneBranch(rec.Run.Name, m)); err != nil {
+		return fmt.Errorf("check out %s in %s: %w", MilestoneBranch(rec.Run.Name, m), rec.Repo, err)
+	}
+	return nil
+}
+
 // workDir is where milestone m is built: its worktree, or the repository itself in
 // shared mode.
 func (s *Service) workDir(rec Record, m string) string {
@@ -194,6 +207,9 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case ABenchCoder:
 		s.notify(ctx, name, a.M, fmt.Sprintf("%s is benched until %s (%s)", a.Coder, a.Until.Format(time.Kitchen), a.Text))
 	case ACheck:
+		if err := s.sharedOn(ctx, rec, a.M); err != nil {
+			return nil, err
+		}
 		res, err := RunCheck(ctx, s.workDir(rec, a.M), rec.Check, time.Duration(rec.CheckTimeoutSeconds)*time.Second, nil)
 		if err != nil {
 			return nil, err
@@ -202,6 +218,9 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case AReview:
 		return s.review(ctx, rec, a)
 	case AMergeIn:
+		if err := s.sharedOn(ctx, rec, a.M); err != nil {
+			return &Fact{Kind: FHold, M: a.M, Text: err.Error()}, err
+		}
 		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
 		var me *MovedError
 		switch {
@@ -215,6 +234,14 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		return &Fact{Kind: FMergedIn, M: a.M, Head: head}, nil
 	case AAdvance:
 		m, _ := rec.Run.Milestone(a.M)
+		if same, err := g.SameTree(ctx, a.Head, a.Base); err != nil {
+			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
+		} else if same {
+			// Recorded as merged, it would be an empty commit on the feature branch
+			// and a milestone the next ones find missing.
+			return &Fact{Kind: FHold, M: a.M, Text: fmt.Sprintf("the work of %s changes nothing on %s (its result is the feature tip %s): nothing was merged. Look at %s, then `orcr run retry %s %s`",
+				a.M, FeatureBranch(name), short(a.Base), MilestoneBranch(name, a.M), name, a.M)}, nil
+		}
 		tip, err := g.Advance(ctx, FeatureBranch(name), a.Base, a.Head, s.commitMessage(rec, m), p.At)
 		var me *MovedError
 		switch {
@@ -222,6 +249,13 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
+		}
+		if rec.Mode == "shared" {
+			// The repository's folder goes back to the branch the user had: the
+			// next milestone's brief checks out its own.
+			if err := g.Checkout(ctx, rec.Checkout); err != nil {
+				s.log.Warn("runs: put the repository back on its branch", "run", name, "branch", rec.Checkout, "err", err)
+			}
 		}
 		return &Fact{Kind: FAdvanced, M: a.M, Head: tip}, nil
 	case ABranch:

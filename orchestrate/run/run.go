@@ -23,6 +23,7 @@ func New(name string, p *orchestrate.Plan, coders int, reviewer bool, feature st
 	}
 	if p.Mode == "shared" {
 		r.MaxCoders = 1 // one coder in the repo's folder, one milestone at a time
+		r.Shared = true
 	}
 	for _, pm := range p.Milestones {
 		st := Planned

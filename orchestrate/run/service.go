@@ -254,6 +254,10 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 			return runapi.RunView{}, err
 		}
 	}
+	if err := g.ExcludeOrcr(ctx); err != nil {
+		return runapi.RunView{}, fmt.Errorf("run %s: ignore .orcr/ in %s: %w", p.Name, plan.Repo, err)
+	}
+	checkout, _ := g.CurrentBranch(ctx)
 	baseTip, err := g.Rev(ctx, base)
 	if err != nil || baseTip == "" {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
@@ -279,7 +283,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 		timeout = int(DefaultCheckTimeout / time.Second)
 	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
-		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
+		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Checkout: checkout, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return runapi.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)

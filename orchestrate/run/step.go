@@ -788,6 +788,9 @@ func (s *stepper) assign() {
 		default:
 			continue
 		}
+		if s.r.Shared && s.underWay(m) != "" {
+			continue // the repository's folder is another milestone's until it merges
+		}
 		c := s.pick(m)
 		if c == nil {
 			continue
@@ -818,6 +821,22 @@ func (s *stepper) assign() {
 		}
 		s.emit(Action{Kind: ABrief, M: m.ID, Coder: c.Name, Tier: c.Tier, Text: m.Pending})
 	}
+}
+
+// underWay is, in shared mode, the milestone other than m whose work holds the
+// repository's folder: briefed and not yet merged, held or failed.
+func (s *stepper) underWay(m *Milestone) string {
+	for i := range s.r.Milestones {
+		o := &s.r.Milestones[i]
+		if o.ID == m.ID {
+			continue
+		}
+		switch o.State {
+		case Building, Asking, Checking, Fixing, Reviewing, Merging, Benched, Escalated:
+			return o.ID
+		}
+	}
+	return ""
 }
 
 func (s *stepper) pick(m *Milestone) *Coder {

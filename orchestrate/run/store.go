@@ -50,8 +50,12 @@ type Record struct {
 	CheckFlag bool `json:"checkFlag,omitempty"`
 	// CheckTimeoutSeconds bounds one check run (default 10 minutes).
 	CheckTimeoutSeconds int    `json:"checkTimeoutSeconds"`
-	Mode                string `json:"mode"`               // worktree | shared
-	Reviewer            string `json:"reviewer,omitempty"` // provider[:model], empty for none
+	Mode                string `json:"mode"` // worktree | shared
+	// Checkout is the branch the repository had checked out when the run started:
+	// in shared mode the run puts it back after each merge and at finish, so the
+	// user finds the repository where they left it.
+	Checkout string `json:"checkout,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"` // provider[:model], empty for none
 
 	// Coder, when set, is provider[:model] every coder runs on (instead of the
 	// catalog's pick per tier); CoderArgv the shell provider's program. Lead is the

@@ -138,6 +138,11 @@ type Run struct {
 	Name      string `json:"name"`
 	MaxCoders int    `json:"maxCoders"`
 	Reviewer  bool   `json:"reviewer"`
+	// Shared says the coders work in the repository's own folder (`mode: shared`):
+	// one milestone at a time from its brief through its merge, since a second
+	// milestone's checkout would pull the folder from under the first one's check,
+	// review or merge.
+	Shared bool `json:"shared,omitempty"`
 	// Feature is the tip of feature/NAME as the run last set or found it; every merge
 	// moves it by compare-and-swap from this value.
 	Feature string `json:"feature"`

@@ -121,6 +121,11 @@ func waits(r Run, m Milestone, noLead bool) string {
 		}
 		return strings.Join(open, ", ") + " to merge"
 	case Ready:
+		if m.Want && r.Shared {
+			if o := (&stepper{r: r}).underWay(&m); o != "" {
+				return o + " to merge (shared mode: one milestone at a time)"
+			}
+		}
 		if m.Want {
 			return "a free " + m.TierNow + " coder"
 		}
@@ -258,7 +263,11 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 	os.Remove(filepath.Join(s.o.Home, "worktrees", "runs", name))
 	if rec.Mode == "shared" {
 		if cur, _ := g.CurrentBranch(ctx); strings.HasPrefix(cur, "orcr/"+name+"/") {
-			g.run(ctx, nil, "checkout", "--quiet", FeatureBranch(name))
+			back := rec.Checkout
+			if back == "" {
+				back = FeatureBranch(name)
+			}
+			g.run(ctx, nil, "checkout", "--quiet", back)
 		}
 	}
 	brs, err := g.Branches(ctx, "orcr/"+name+"/")
