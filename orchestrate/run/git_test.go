@@ -395,11 +395,11 @@ func waitGone(t *testing.T, file string, n int) {
 	}
 }
 
-// TestAdvanceRefusesAnEmptyMerge: a milestone whose result is the feature tip's own
-// tree (its work was lost, or merged on the wrong HEAD) is held with a reason, and
-// feature/demo does not move: before, it got an empty "M1: …" commit and the
-// milestone was recorded as merged.
-func TestAdvanceRefusesAnEmptyMerge(t *testing.T) {
+// TestMergeRefusesAnEmptyResult: a milestone whose merge result has the feature
+// tip's files (its work was lost, or merged on the wrong HEAD) is held with a
+// reason, and feature/demo does not move: before, it got an empty "M1: …" commit
+// and the milestone was recorded as merged.
+func TestMergeRefusesAnEmptyResult(t *testing.T) {
 	ctx := context.Background()
 	repo, g := newRepo(t)
 	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
@@ -407,15 +407,14 @@ func TestAdvanceRefusesAnEmptyMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	// orcr/demo/M1 has a commit, but one that changes nothing.
-	sh(t, repo, "git branch orcr/demo/M1 main && git commit-tree -p main -m empty main^{tree} | xargs git update-ref refs/heads/orcr/demo/M1")
-	head, _ := g.Rev(ctx, "orcr/demo/M1")
+	sh(t, repo, "git checkout -q -b orcr/demo/M1 && git commit -q --allow-empty -m 'M1: nothing'")
 	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
 	r := newRun(t, 1, false, "M1::small")
 	r.Feature = feat
-	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "worktree"}, nil, t0); err != nil {
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared"}, nil, t0); err != nil {
 		t.Fatal(err)
 	}
-	f, err := s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AAdvance, M: "M1", Head: head, Base: feat}})
+	f, err := s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AMergeIn, M: "M1", Base: feat}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,5 +423,10 @@ func TestAdvanceRefusesAnEmptyMerge(t *testing.T) {
 	}
 	if tip, _ := g.Rev(ctx, FeatureBranch("demo")); tip != feat {
 		t.Fatalf("feature/demo moved to %s on an empty merge", tip)
+	}
+	// With work on it, the same merge goes through.
+	sh(t, repo, "echo x > b.txt && git add -A && git commit -qm 'M1: b'")
+	if f, err = s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AMergeIn, M: "M1", Base: feat}}); err != nil || f == nil || f.Kind != FMergedIn {
+		t.Fatalf("a merge with work gave %+v, %v", f, err)
 	}
 }

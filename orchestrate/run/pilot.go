@@ -223,9 +223,13 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
 		var me *MovedError
+		var ee *EmptyError
 		switch {
 		case errors.As(err, &me):
 			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
+		case errors.As(err, &ee):
+			return &Fact{Kind: FHold, M: a.M, Text: fmt.Sprintf("the work of %s changes nothing on %s (%s has its files): nothing was merged. Look at %s, then `orcr run retry %s %s`",
+				a.M, FeatureBranch(name), short(ee.Tip), MilestoneBranch(name, a.M), name, a.M)}, nil
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "merging the feature tip failed: " + err.Error()}, err
 		case len(conflicts) > 0:
@@ -234,14 +238,6 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		return &Fact{Kind: FMergedIn, M: a.M, Head: head}, nil
 	case AAdvance:
 		m, _ := rec.Run.Milestone(a.M)
-		if same, err := g.SameTree(ctx, a.Head, a.Base); err != nil {
-			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
-		} else if same {
-			// Recorded as merged, it would be an empty commit on the feature branch
-			// and a milestone the next ones find missing.
-			return &Fact{Kind: FHold, M: a.M, Text: fmt.Sprintf("the work of %s changes nothing on %s (its result is the feature tip %s): nothing was merged. Look at %s, then `orcr run retry %s %s`",
-				a.M, FeatureBranch(name), short(a.Base), MilestoneBranch(name, a.M), name, a.M)}, nil
-		}
 		tip, err := g.Advance(ctx, FeatureBranch(name), a.Base, a.Head, s.commitMessage(rec, m), p.At)
 		var me *MovedError
 		switch {
