@@ -315,6 +315,12 @@ func (s *stepper) followUp(m *Milestone, text string) error {
 	m.Head, m.Checked, m.MergeHead, m.MergeChecked = "", "", "", ""
 	s.to(m, Fixing)
 	m.Want = true
+	// The run is at work again (its header must not say done), and once the
+	// follow-up merges the final check runs on the new tip and the summary is
+	// written again.
+	if s.r.Finish == "done" || s.r.Finish == "failed" {
+		s.r.Finish = ""
+	}
 	return nil
 }
 

@@ -559,6 +559,32 @@ func TestFinishAndFollowUp(t *testing.T) {
 	}
 }
 
+// TestFollowUpChecksAndSummarisesAgain: `run fix` after the run is done puts the run
+// back to work (its header no longer says done), and when the follow-up merges the
+// final check runs on the new tip and the summary is written again. Before, Finish
+// stayed "done": no final check, and summary.md kept the old run.
+func TestFollowUpChecksAndSummarisesAgain(t *testing.T) {
+	g := newRig(t, 1, false, "A::small")
+	g.build("A", "a1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a1"})
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f1"})
+	g.step(Fact{Kind: FFinalCheck, OK: true})
+	g.step(Fact{Kind: FFollowUp, M: "A", Text: "also trim whitespace"})
+	if g.r.Finish != "" || !g.r.Open() {
+		t.Fatalf("during the follow-up the run is %q (open %v), want at work", g.r.Finish, g.r.Open())
+	}
+	g.step(Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 1, Head: "a2"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a2", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a2"})
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f2"})
+	if a := g.has(AFinalCheck, ""); a.Head != "f2" {
+		t.Fatalf("the final check after the follow-up: %+v", a)
+	}
+	g.step(Fact{Kind: FFinalCheck, OK: true})
+	g.has(ASummary, "")
+}
+
 // TestLeadTurnWithoutDispatch: a turn of the lead that ends with no dispatch while
 // milestones it was told are ready wait marks them at once (and tells the user once);
 // a turn that dispatched, a milestone that became ready after the lead was last
