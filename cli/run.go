@@ -164,7 +164,10 @@ func (app *app) runCommand() *cli.Command {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, res)
+						if err := printJSON(app.out, res); err != nil {
+							return err
+						}
+						return finishExit(n, res)
 					}
 					for _, d := range res.Done {
 						fmt.Fprintf(app.out, "done: %s\n", d)
@@ -172,7 +175,7 @@ func (app *app) runCommand() *cli.Command {
 					for _, d := range res.NotDone {
 						fmt.Fprintf(app.out, "not done: %s\n", d)
 					}
-					return nil
+					return finishExit(n, res)
 				},
 			},
 			{
@@ -327,4 +330,14 @@ func shortSHA(s string) string {
 		return s[:10]
 	}
 	return s
+}
+
+// finishExit fails `run finish` when part of it was not done (nothing pushed, no pull
+// request): a script that goes on to announce the pull request must not be told it
+// exists. What was not done is printed already, so the error says what to do.
+func finishExit(name string, res runapi.RunFinishResult) error {
+	if len(res.NotDone) == 0 {
+		return nil
+	}
+	return exitErr{code: ExitError, msg: fmt.Sprintf("run %s finished without all of it (see \"not done\" above); fix that and run `orcr run finish %s` again", name, name)}
 }

@@ -215,15 +215,31 @@ func orDash(s string) string {
 }
 
 func (s *Service) writeSummary(ctx context.Context, rec Record) error {
+	return s.writeSummaryText(ctx, rec, s.Summary(rec))
+}
+
+// writeSummaryText writes text as run rec's summary.md.
+func (s *Service) writeSummaryText(ctx context.Context, rec Record, text string) error {
 	path := SummaryFile(rec.Repo, rec.Run.Name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(s.Summary(rec)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return err
 	}
 	_, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Summary = path })
 	return err
+}
+
+// prTitle is the pull request's title: the request the plan was made for, as a
+// reviewer of the pull request reads it (the run's name only when the plan has none).
+func (s *Service) prTitle(rec Record) string {
+	if p := s.followed(rec); p != nil {
+		if r := firstLine(strings.TrimSpace(p.Request)); r != "" {
+			return r
+		}
+	}
+	return "orcr run " + rec.Run.Name
 }
 
 // RunFinish serves its socket method (methods.go): the run's agents stop, its worktrees and
@@ -247,12 +263,13 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 		}
 	}
 	res.Done = append(res.Done, "stopped the run's agents")
-	if rec.Summary == "" && rec.Run.Finish != "" {
-		if err := s.writeSummary(ctx, rec); err != nil {
-			res.NotDone = append(res.NotDone, "write the summary: "+err.Error())
-		} else if next, err := s.runs.Get(ctx, name); err == nil {
-			rec = next
-		}
+	// summary.md is written now, as the run ends, and the pull request's body is
+	// this same text: the two are one document.
+	body := s.Summary(rec)
+	if err := s.writeSummaryText(ctx, rec, body); err != nil {
+		res.NotDone = append(res.NotDone, "write the summary: "+err.Error())
+	} else if next, err := s.runs.Get(ctx, name); err == nil {
+		rec = next
 	}
 	dirs, _ := filepath.Glob(filepath.Join(s.o.Home, "worktrees", "runs", name, "*"))
 	for _, d := range dirs {
@@ -294,9 +311,8 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 			res.NotDone = append(res.NotDone, "pull request: this server has no GitHub client")
 			break
 		}
-		body := s.Summary(rec)
 		url, err := s.o.OpenPR(ctx, PullRequest{Repo: rec.Repo, Remote: remote, Head: FeatureBranch(name), Base: rec.Base,
-			Title: "orcr run " + name, Body: body})
+			Title: s.prTitle(rec), Body: body})
 		if err != nil {
 			res.NotDone = append(res.NotDone, "pull request: "+err.Error())
 			break
