@@ -16,6 +16,31 @@ import (
 
 // runCommand is `orcr run …` (DESIGN §8): start, watch and steer orchestration runs.
 func (app *app) runCommand() *cli.Command {
+	cmd := app.runCommands()
+	hideSaidDefaults(cmd)
+	return cmd
+}
+
+// hideSaidDefaults keeps urfave's "(default: 0)" off a flag whose usage says its
+// default in words: `--coders` is 2 (1 in shared mode) when not given, not 0, and
+// the help listed both.
+func hideSaidDefaults(cmd *cli.Command) {
+	for _, f := range cmd.Flags {
+		switch f := f.(type) {
+		case *cli.IntFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		case *cli.DurationFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		case *cli.StringFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		}
+	}
+	for _, c := range cmd.Commands {
+		hideSaidDefaults(c)
+	}
+}
+
+func (app *app) runCommands() *cli.Command {
 	name := func(c *cli.Command) (string, error) {
 		if c.Args().Len() == 0 {
 			return "", fmt.Errorf("%s needs the run's NAME (the plan's name); see `orcr run status`", c.FullName())
@@ -191,14 +216,18 @@ func (app *app) runCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "hold", Usage: "hold milestones (their coders are freed)", ArgsUsage: "NAME M…",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "reason"}, jsonFlag()},
+				Name: "hold", Usage: "hold milestones (their coders are freed); words after them are the reason", ArgsUsage: "NAME M… [REASON]",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (shown in status; or the words after the milestones)"}, jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					n, m, err := ms(c)
 					if err != nil {
 						return err
 					}
-					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					m, reason, err := holdArgs(ctx, service(ctx), n, m, c.String("reason"))
+					if err != nil {
+						return err
+					}
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: reason})
 					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
@@ -340,4 +369,33 @@ func finishExit(name string, res runapi.RunFinishResult) error {
 		return nil
 	}
 	return exitErr{code: ExitError, msg: fmt.Sprintf("run %s finished without all of it (see \"not done\" above); fix that and run `orcr run finish %s` again", name, name)}
+}
+
+// holdArgs splits `run hold NAME M2 "reason"`: the leading words that name milestones
+// of the run are the milestones, the rest the reason (as `--reason` says it). The run
+// is asked for its milestones, since a one-word reason looks like an id.
+func holdArgs(ctx context.Context, t wire.Transport, name string, args []string, flag string) ([]string, string, error) {
+	res, err := wire.Call(ctx, t, runapi.RunStatusM, runapi.RunNameParams{Name: name})
+	if err != nil {
+		return nil, "", err
+	}
+	known := map[string]bool{}
+	for _, m := range res.Run.Milestones {
+		known[m.ID] = true
+	}
+	i := 0
+	for i < len(args) && known[args[i]] {
+		i++
+	}
+	if i == 0 {
+		return nil, "", fmt.Errorf("run %s has no milestone %q: name milestones first, e.g. orcr run hold %s M2 \"waiting for the API\"", name, args[0], name)
+	}
+	reason := strings.TrimSpace(strings.Join(args[i:], " "))
+	switch {
+	case reason != "" && flag != "":
+		return nil, "", fmt.Errorf("run hold %s: give the reason once, after the milestones or with --reason", name)
+	case reason == "":
+		reason = flag
+	}
+	return args[:i], reason, nil
 }
