@@ -377,14 +377,44 @@ func entryView(e Entry) runapi.RunEntry {
 			v.Text = strings.TrimSpace(v.Text + " (" + strings.Join(notes, "; ") + ")")
 		}
 	case e.Type == EntryDid:
-		v.Kind = e.Kind
+		v.Kind, v.M = e.Kind, e.M
 		if v.Text != "" {
 			v.Text = "failed: " + v.Text
+			if e.What != "" {
+				v.Text = e.What + " — " + v.Text
+			}
+		} else {
+			v.Text = e.What
 		}
 	case e.Type == EntryStart:
 		v.Kind = "start"
 	}
 	return v
+}
+
+// what is one line of what action a did, for the log's "did" row.
+func (a Action) what() string {
+	text := firstLine(strings.TrimSpace(a.Text))
+	if r := []rune(text); len(r) > 160 {
+		text = string(r[:159]) + "…"
+	}
+	switch a.Kind {
+	case ABrief:
+		return strings.TrimSpace("briefed " + a.Coder + " (" + a.Tier + ")")
+	case ASendCoder:
+		return "to " + a.Coder + ": " + text
+	case AStopCoder:
+		return strings.TrimSpace("stopped " + a.Coder + ": " + text)
+	case ALead:
+		return "for the lead: " + text
+	case ADeliver:
+		return "to the lead: " + text
+	case AMergeIn, AAdvance, ACheck, AReview, AFinalCheck:
+		if a.Head != "" {
+			return "at " + short(a.Head)
+		}
+	}
+	return text
 }
 
 func factText(f Fact) string {

@@ -121,6 +121,10 @@ type Entry struct {
 	Ref     string    `json:"ref,omitempty"`
 	Kind    string    `json:"kind,omitempty"` // the performed action's kind, for reading the log
 	Text    string    `json:"text,omitempty"`
+	// M and What say, in a "did" entry, whose the performed action was and what it
+	// did ("did lead" rows said neither).
+	M    string `json:"m,omitempty"`
+	What string `json:"what,omitempty"`
 }
 
 type envelope struct {
@@ -264,7 +268,8 @@ func (rs *Runs) Did(ctx context.Context, name string, p Pending, errText string,
 	if !slices.ContainsFunc(rec.Outbox, func(x Pending) bool { return x.Ref() == p.Ref() }) {
 		return rec, nil // performed twice (a restart re-performed it): recorded already
 	}
-	e := Entry{Seq: rec.Seq + 1, At: now, Type: EntryDid, Ref: p.Ref(), Kind: string(p.Action.Kind), Text: errText}
+	e := Entry{Seq: rec.Seq + 1, At: now, Type: EntryDid, Ref: p.Ref(), Kind: string(p.Action.Kind), Text: errText,
+		M: p.Action.M, What: p.Action.what()}
 	if err := rs.append(ctx, name, e); err != nil {
 		return rec, err
 	}
