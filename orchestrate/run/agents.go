@@ -285,13 +285,18 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return err
 	}
 	busy := false
-	if a, err := s.k.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+	a, aerr := s.k.Get(ctx, id)
+	if aerr == nil && a.State == wire.StateWorking {
 		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	text = s.toAgent(text)
+	if aerr != nil || !keepsLines(a.Provider) {
+		text = flatten(text)
+	}
+	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: text, Enter: true})
 	if wire.CodeOf(err) == wire.CodeAgentBlocked {
 		// The agent waits on a prompt and nothing was typed: the message is not the
 		// last one it got, so a turn end before it goes in is not taken for a reply.
@@ -340,6 +345,12 @@ func shellWord(p string) string {
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
+
+// keepsLines says whether provider's CLI takes a message with its line breaks: claude
+// gets a message as a bracketed paste (its adapter's Typing), so a failed check's
+// output reaches it line by line as the check printed it. Others are typed key by
+// key, where the first line break would submit the message cut short.
+func keepsLines(provider string) bool { return provider == "claude" }
 
 // flatten puts a message on one line: blank lines become " — ", other breaks spaces.
 func flatten(text string) string {

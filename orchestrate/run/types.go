@@ -250,6 +250,10 @@ type PlanItem struct {
 	Title   string   `json:"title"`
 	Depends []string `json:"depends,omitempty"`
 	Tier    string   `json:"tier"`
+	// Estimate is the edited plan's estimate; Was the one in the plan the run
+	// followed before the edit (Step keeps no estimates, the views read the plan).
+	Estimate time.Duration `json:"estimate,omitempty"`
+	Was      time.Duration `json:"was,omitempty"`
 }
 
 // Fact is one input of Step. It is a flat value so the event log stores it as is.
