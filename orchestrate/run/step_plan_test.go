@@ -153,7 +153,7 @@ func TestPlanEditOfAnEstimateSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newRig(t, 1, false, "M1::small")
-	f, _, ok := planFact(Record{Run: g.r, PlanFile: file, PlanHash: orchestrate.HashBytes([]byte(old))}, prev)
+	f, _, ok := planFact(Record{Run: g.r, PlanFile: file, Check: "true", Mode: "worktree", PlanHash: orchestrate.HashBytes([]byte(old))}, prev)
 	if !ok {
 		t.Fatal("the edit was not seen")
 	}
