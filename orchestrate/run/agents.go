@@ -114,6 +114,27 @@ func (s *Service) model(rec Record, tier string) (provider, model string, err er
 	return picks[0].Provider, picks[0].ID, nil
 }
 
+// reviewModel is the model a reviewer named by its provider alone (`--reviewer
+// claude`) runs: the catalog's pick of that provider for the tier of the work under
+// review, as a coder of the tier gets — not the CLI's default, which may be a model
+// the catalog keeps for premium work. "" (the CLI's default) when the catalog has
+// none of the provider.
+func (s *Service) reviewModel(provider, tier string) string {
+	cat, err := orchestrate.Load(orchestrate.DefaultFS, s.o.CatalogPath)
+	if err != nil {
+		s.log.Warn("runs: the catalog for the reviewer's model", "err", err)
+		return ""
+	}
+	for _, premium := range []bool{false, true} {
+		for _, m := range cat.Pick(tier, premium, nil) {
+			if m.Provider == provider {
+				return m.ID
+			}
+		}
+	}
+	return ""
+}
+
 // Brief is the coder's brief for milestone m: the goal and the acceptance, how to
 // report, how to ask — never how to do it.
 func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
@@ -441,6 +462,10 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) (*Fact, erro
 		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
+	if model == "" {
+		m, _ := rec.Run.Milestone(a.M)
+		model = s.reviewModel(provider, m.TierNow)
+	}
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
 		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})
 	if err != nil {
