@@ -515,11 +515,22 @@ func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
 // LeadPrompt is the run lead's first prompt.
 func LeadPrompt(rec Record) string {
 	n := rec.Run.Name
+	var ready []string
+	for _, m := range rec.Run.Milestones {
+		if m.State == Ready {
+			ready = append(ready, m.ID)
+		}
+	}
+	now := "Now: dispatch the milestones that are ready."
+	if len(ready) > 0 {
+		now = fmt.Sprintf("Now: %s ready: dispatch with `%s run dispatch %s %s` (this is the only message about them; nothing more comes until something changes).",
+			strings.Join(ready, ", "), Bin, n, strings.Join(ready, " "))
+	}
 	return fmt.Sprintf(`You are the lead of orcr run %[1]s, which builds the approved plan %[2]s on branch feature/%[1]s.
 An autopilot does everything between your decisions: coders, checks, review, merges. You decide what starts and what happens when something fails or a coder asks.
 Commands (call orcr as written here: your shell's PATH may not have it): `+"`%[3]s run dispatch %[1]s M1 M2`"+` starts ready milestones; `+"`%[3]s run answer %[1]s M1 \"…\"`"+` answers a coder's question; `+"`%[3]s run retry %[1]s M1 --tier high`"+` retries a failed one; `+"`%[3]s run hold %[1]s M1`"+` holds one; `+"`%[3]s run status %[1]s`"+` shows where everything is.
 The autopilot sends you what you must hear (ready, merged, asked, failed, all done) in one message at a time. Act on it with those commands, then stop and wait for the next message.
-Now: dispatch the milestones that are ready.`, n, rec.PlanFile, Bin)
+%[4]s`, n, rec.PlanFile, Bin, now)
 }
 
 // noLead reports a run whose lead is the user.

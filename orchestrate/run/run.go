@@ -61,6 +61,12 @@ func Begin(name string, p *orchestrate.Plan, coders int, reviewer, lead bool, ba
 	}
 	s := &stepper{r: r, now: now, out: append(first, out...)}
 	s.inbox()
+	if lead {
+		// The lead's first prompt names the milestones ready at the start
+		// (LeadPrompt): delivered again from the inbox after its first turn, each
+		// was dispatched twice ("refused dispatch … under way already").
+		s.r.Inbox = nil
+	}
 	return s.r, s.out, nil
 }
 

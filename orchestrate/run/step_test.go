@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -651,5 +652,36 @@ func TestUndispatchedView(t *testing.T) {
 	}
 	if _, says := undispatched("csv", m, true, t0); says != "" {
 		t.Errorf("a run without a lead: %q", says)
+	}
+}
+
+// TestLeadHearsOfTheFirstReadyOnce: at the start the lead's prompt names the ready
+// milestones, and its inbox does not say it again — delivered after the first turn,
+// "M1 is ready" made the lead dispatch M1 a second time, and every run logged
+// `refused dispatch … under way already`.
+func TestLeadHearsOfTheFirstReadyOnce(t *testing.T) {
+	p, err := orchestrate.Parse([]byte(planText("M1::small", "M2::small", "M3:M1:small")), orchestrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := Begin("demo", p, 2, false, true, "b0", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Inbox) != 0 {
+		t.Fatalf("the lead's inbox at the start: %q", r.Inbox)
+	}
+	if prompt := LeadPrompt(Record{Run: r}); !strings.Contains(prompt, "M1, M2 ready: dispatch with `"+Bin+" run dispatch demo M1 M2`") {
+		t.Fatalf("the lead's prompt does not name the ready milestones:\n%s", prompt)
+	}
+	// What comes later is delivered as before.
+	r, _, _ = Step(r, Fact{Kind: FBranched, Head: "f0"}, t0.Add(time.Second))
+	r, _, _ = Step(r, Fact{Kind: FLeadTurn, TurnAt: t0.Add(2 * time.Second)}, t0.Add(2*time.Second))
+	r, out, err := Step(r, Fact{Kind: FHold, M: "M2", Text: "later"}, t0.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(out, func(a Action) bool { return a.Kind == ADeliver && strings.Contains(a.Text, "M2 is held") }) {
+		t.Fatalf("a later message is not delivered: %v (inbox %q)", out, r.Inbox)
 	}
 }
