@@ -85,6 +85,7 @@ func (app *app) runCommands() *cli.Command {
 					&cli.StringFlag{Name: "coder", Usage: "run every coder on P[:MODEL] instead of the catalog's pick per tier"},
 					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead)"},
 					&cli.StringFlag{Name: "base", Usage: "base branch (default: the repository's current branch)"},
+					&cli.BoolFlag{Name: "fresh", Usage: "start anew a run of this name that exists (its worktrees, branches and log are removed); without it a stopped run is resumed"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
@@ -98,7 +99,7 @@ func (app *app) runCommands() *cli.Command {
 					}
 					p := runapi.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
 						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
-						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
+						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base"), Fresh: c.Bool("fresh")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
 						if rest[0] == "--" {
 							rest = rest[1:]

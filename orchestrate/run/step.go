@@ -94,6 +94,8 @@ func (s *stepper) apply(f Fact) error {
 	case FStop:
 		s.stop()
 		return nil
+	case FResume:
+		return s.resume()
 	case FFinalCheck:
 		s.finalCheck(f)
 		return nil
@@ -324,6 +326,54 @@ func (s *stepper) followUp(m *Milestone, text string) error {
 	return nil
 }
 
+// stoppedReason is why `run stop` held a milestone; `run start` of the stopped run
+// takes those (and only those) up again.
+const stoppedReason = "the run was stopped"
+
+// resume takes a stopped run up again: what the stop held goes on — work a coder had
+// is handed to a coder again (from its branch), what was only ready is ready for the
+// lead's dispatch — and the lead is started again (it was stopped with the run).
+func (s *stepper) resume() error {
+	if !s.r.Stopped {
+		return fmt.Errorf("run %s is not stopped: it goes on by itself", s.r.Name)
+	}
+	s.r.Stopped = false
+	var back []string
+	for i := range s.r.Milestones {
+		m := &s.r.Milestones[i]
+		if m.State != Held || m.Reason != stoppedReason {
+			continue
+		}
+		back = append(back, m.ID)
+		if len(m.Coders) > 0 {
+			if err := s.retry(m, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		m.Reason = ""
+		if len(s.openDeps(m)) > 0 {
+			s.to(m, Planned)
+			continue
+		}
+		s.to(m, Ready)
+		s.emit(Action{Kind: ALead, M: m.ID, Text: readyText(s.r.Name, m.ID)})
+	}
+	if s.r.Lead {
+		s.emit(Action{Kind: AStartLead}) // a lead that is still there is kept
+	}
+	s.emit(Action{Kind: ALead, Text: fmt.Sprintf("Run %s is resumed after a stop: %s go on.", s.r.Name, orNoneList(back))})
+	s.finish()
+	return nil
+}
+
+func orNoneList(ids []string) string {
+	if len(ids) == 0 {
+		return "no held milestones"
+	}
+	return strings.Join(ids, ", ")
+}
+
 func (s *stepper) stop() {
 	s.r.Stopped = true
 	for i := range s.r.Milestones {
@@ -331,7 +381,7 @@ func (s *stepper) stop() {
 		switch m.State {
 		case Merged, Held, Failed:
 		default:
-			s.holdNow(m, "the run was stopped")
+			s.holdNow(m, stoppedReason)
 		}
 	}
 	for i := range s.r.Coders {

@@ -206,6 +206,8 @@ const (
 	FRetry    FactKind = "retry"    // a fresh start of a held or failed M (Tier: optional)
 	FFollowUp FactKind = "follow-up"
 	FStop     FactKind = "stop" // stop the run: everything open is held
+	// FResume takes a stopped run up again (`run start` of a stopped run).
+	FResume FactKind = "resume"
 
 	// From coders (the autopilot stamps them with what git says about the branch).
 	FDone       FactKind = "done"        // `orcr run done M`: Commits, Dirty, Head
