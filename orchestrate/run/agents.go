@@ -114,9 +114,19 @@ func (s *Service) model(rec Record, tier string) (provider, model string, err er
 	return picks[0].Provider, picks[0].ID, nil
 }
 
+// reviewTier is the tier a review of work of tier needs: judging work takes at least
+// medium reasoning, whatever the work's own tier (a small milestone's reviewer is
+// not a small model).
+func reviewTier(tier string) string {
+	if tier == "" || tier == "small" {
+		return "medium"
+	}
+	return tier
+}
+
 // reviewModel is the model a reviewer named by its provider alone (`--reviewer
-// claude`) runs: the catalog's pick of that provider for the tier of the work under
-// review, as a coder of the tier gets — not the CLI's default, which may be a model
+// claude`) runs: the catalog's pick of that provider for the review's tier
+// (reviewTier), as a coder of the tier gets — not the CLI's default, which may be a model
 // the catalog keeps for premium work. "" (the CLI's default) when the catalog has
 // none of the provider.
 func (s *Service) reviewModel(provider, tier string) string {
@@ -464,7 +474,7 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) (*Fact, erro
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
 	if model == "" {
 		m, _ := rec.Run.Milestone(a.M)
-		model = s.reviewModel(provider, m.TierNow)
+		model = s.reviewModel(provider, reviewTier(m.TierNow))
 	}
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
 		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})

@@ -325,8 +325,9 @@ func TestTurnEndAfterDoneReadsNoGit(t *testing.T) {
 }
 
 // TestReviewerOfAProviderRunsTheCatalogsModel: `--reviewer claude` reviews a small
-// milestone on the catalog's claude model for small work, not on claude's default
-// (which the catalog marks premium); `--reviewer claude:M` runs M.
+// milestone on the catalog's claude model for the review tier (medium: judging work
+// takes at least medium reasoning), not on claude's default (which the catalog marks
+// premium); `--reviewer claude:M` runs M.
 func TestReviewerOfAProviderRunsTheCatalogsModel(t *testing.T) {
 	ctx := context.Background()
 	repo, g := newRepo(t)
@@ -336,14 +337,14 @@ func TestReviewerOfAProviderRunsTheCatalogsModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ""
-	for _, m := range cat.Pick("small", false, nil) {
+	for _, m := range cat.Pick("medium", false, nil) {
 		if m.Provider == "claude" {
 			want = m.ID
 			break
 		}
 	}
 	if want == "" {
-		t.Fatal("the catalog has no claude model for small work")
+		t.Fatal("the catalog has no claude model for medium work")
 	}
 	for reviewer, model := range map[string]string{"claude": want, "claude:claude-x": "claude-x"} {
 		fa := &fakeAgents{agents: map[string]wire.Agent{}}
