@@ -265,7 +265,8 @@ func runSurvivesKill9(t *testing.T, mode string) {
 		t.Errorf("M6.txt on feature/crash is %q: not built on its merged dependencies", m6)
 	}
 	if mode == "shared" {
-		if cur := gitSh(t, repo, nil, "git rev-parse --abbrev-ref HEAD"); cur != "main" {
+		var cur string
+		if !wait.Until(30*time.Second, func() bool { cur = gitSh(t, repo, nil, "git rev-parse --abbrev-ref HEAD"); return cur == "main" }) {
 			t.Errorf("the repository is left on %s, want main", cur)
 		}
 		if _, err := os.Stat(filepath.Join(repo, ".orcr", "plans", "crash.md")); err != nil {
@@ -288,7 +289,7 @@ func runSurvivesKill9(t *testing.T, mode string) {
 		}
 		for m, whos := range per {
 			if len(whos) != 1 {
-				t.Errorf("%s: %s was started %d times: %v", name, m, len(whos), whos)
+				t.Errorf("%s: %s was started %d times: %v\n%s", name, m, len(whos), whos, runDump(e, name))
 			}
 		}
 		if len(per) != 6 {

@@ -411,6 +411,7 @@ func TestMergeRefusesAnEmptyResult(t *testing.T) {
 	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
 	r := newRun(t, 1, false, "M1::small")
 	r.Feature = feat
+	r.Milestones[0].State, r.MergeQueue = Merging, []string{"M1"} // its merge under way
 	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared"}, nil, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -428,5 +429,36 @@ func TestMergeRefusesAnEmptyResult(t *testing.T) {
 	sh(t, repo, "echo x > b.txt && git add -A && git commit -qm 'M1: b'")
 	if f, err = s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AMergeIn, M: "M1", Base: feat}}); err != nil || f == nil || f.Kind != FMergedIn {
 		t.Fatalf("a merge with work gave %+v, %v", f, err)
+	}
+}
+
+// TestSharedStaleCheckLeavesTheFolder: in shared mode a check performed again after a
+// restart, for a milestone that has moved on (merged), is not performed: it would
+// check out that milestone's branch under the next milestone's coder. (A re-performed
+// advance checked out the user's branch the same way in the kill test, and M5's coder
+// committed on main.)
+func TestSharedStaleCheckLeavesTheFolder(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, "git branch orcr/demo/M1 && git checkout -q -b orcr/demo/M2")
+	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
+	r := newRun(t, 1, false, "M1::small", "M2::small")
+	r.Feature = feat
+	r.Milestones[0].State, r.Milestones[1].State = Merged, Building
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Action{{Kind: ACheck, M: "M1", Head: feat}, {Kind: AMergeIn, M: "M1", Base: feat}} {
+		f, err := s.do(ctx, "demo", Pending{At: t0, Action: a})
+		if f != nil || !errors.Is(err, errMoot) {
+			t.Errorf("a stale %s of merged M1: %+v, %v", a.Kind, f, err)
+		}
+		if cur, _ := g.CurrentBranch(ctx); cur != "orcr/demo/M2" {
+			t.Fatalf("a stale %s of M1 checked out %s under M2's coder", a.Kind, cur)
+		}
 	}
 }

@@ -77,11 +77,19 @@ func (s *Service) sharedOn(ctx context.Context, rec Record, m string) error {
 	if rec.Mode != "shared" {
 		return nil
 	}
+	if ms, ok := rec.Run.Milestone(m); !ok || ms.State != Checking && ms.State != Merging {
+		// A check or merge performed again after a restart, for a milestone that
+		// has moved on: the folder is the next milestone's now.
+		return fmt.Errorf("%w: %s is %s", errMoot, m, ms.State)
+	}
 	if err := s.git(rec.Repo).Checkout(ctx, MilestoneBranch(rec.Run.Name, m)); err != nil {
 		return fmt.Errorf("check out %s in %s: %w", MilestoneBranch(rec.Run.Name, m), rec.Repo, err)
 	}
 	return nil
 }
+
+// errMoot is an action not performed because its milestone moved on.
+var errMoot = errors.New("not performed: its milestone moved on")
 
 // workDir is where milestone m is built: its worktree, or the repository itself in
 // shared mode.
@@ -218,7 +226,9 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case AReview:
 		return s.review(ctx, rec, a)
 	case AMergeIn:
-		if err := s.sharedOn(ctx, rec, a.M); err != nil {
+		if err := s.sharedOn(ctx, rec, a.M); errors.Is(err, errMoot) {
+			return nil, err
+		} else if err != nil {
 			return &Fact{Kind: FHold, M: a.M, Text: err.Error()}, err
 		}
 		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
@@ -246,13 +256,6 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "advancing " + FeatureBranch(name) + " failed: " + err.Error()}, err
 		}
-		if rec.Mode == "shared" {
-			// The repository's folder goes back to the branch the user had: the
-			// next milestone's brief checks out its own.
-			if err := g.Checkout(ctx, rec.Checkout); err != nil {
-				s.log.Warn("runs: put the repository back on its branch", "run", name, "branch", rec.Checkout, "err", err)
-			}
-		}
 		return &Fact{Kind: FAdvanced, M: a.M, Head: tip}, nil
 	case ABranch:
 		tip, err := g.EnsureBranch(ctx, FeatureBranch(name), a.Head)
@@ -277,6 +280,15 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		return &Fact{Kind: FFinalCheck, OK: res.OK, Text: res.Tail}, nil
 	case ASummary:
+		if rec.Mode == "shared" && !rec.Run.Open() {
+			// The run's work is done: the repository's folder goes back to the
+			// branch the user had (a follow-up's brief checks out its own again).
+			// Not after each merge: an advance performed again after a restart
+			// would pull the folder from under the next milestone's coder.
+			if err := g.Checkout(ctx, rec.Checkout); err != nil {
+				s.log.Warn("runs: put the repository back on its branch", "run", name, "branch", rec.Checkout, "err", err)
+			}
+		}
 		return nil, s.writeSummary(ctx, rec)
 	}
 	return nil, nil

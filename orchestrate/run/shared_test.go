@@ -129,7 +129,9 @@ func TestSharedModeOneMilestoneAtATime(t *testing.T) {
 	if m3 := sh(t, g.repo, "git show feature/demo:M3.txt"); m3 != "M3 on orcr/demo/M3" {
 		t.Errorf("M3.txt is %q: M3 was not built on its own branch", m3)
 	}
-	if cur := sh(t, g.repo, "git rev-parse --abbrev-ref HEAD"); cur != "main" {
+	// Once the summary is written, the repository is back where the user had it.
+	var cur string
+	if !wait.Until(30*time.Second, func() bool { cur = sh(t, g.repo, "git rev-parse --abbrev-ref HEAD"); return cur == "main" }) {
 		t.Errorf("the repository is left on %s, want main (where it was)", cur)
 	}
 	if _, err := os.Stat(plan); err != nil {
