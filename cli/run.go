@@ -16,6 +16,31 @@ import (
 
 // runCommand is `orcr run …` (DESIGN §8): start, watch and steer orchestration runs.
 func (app *app) runCommand() *cli.Command {
+	cmd := app.runCommands()
+	hideSaidDefaults(cmd)
+	return cmd
+}
+
+// hideSaidDefaults keeps urfave's "(default: 0)" off a flag whose usage says its
+// default in words: `--coders` is 2 (1 in shared mode) when not given, not 0, and
+// the help listed both.
+func hideSaidDefaults(cmd *cli.Command) {
+	for _, f := range cmd.Flags {
+		switch f := f.(type) {
+		case *cli.IntFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		case *cli.DurationFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		case *cli.StringFlag:
+			f.HideDefault = f.HideDefault || strings.Contains(f.Usage, "(default")
+		}
+	}
+	for _, c := range cmd.Commands {
+		hideSaidDefaults(c)
+	}
+}
+
+func (app *app) runCommands() *cli.Command {
 	name := func(c *cli.Command) (string, error) {
 		if c.Args().Len() == 0 {
 			return "", fmt.Errorf("%s needs the run's NAME (the plan's name); see `orcr run status`", c.FullName())
@@ -60,6 +85,7 @@ func (app *app) runCommand() *cli.Command {
 					&cli.StringFlag{Name: "coder", Usage: "run every coder on P[:MODEL] instead of the catalog's pick per tier"},
 					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead)"},
 					&cli.StringFlag{Name: "base", Usage: "base branch (default: the repository's current branch)"},
+					&cli.BoolFlag{Name: "fresh", Usage: "start anew a run of this name that exists (its worktrees, branches and log are removed); without it a stopped run is resumed"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error {
@@ -73,7 +99,7 @@ func (app *app) runCommand() *cli.Command {
 					}
 					p := runapi.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
 						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
-						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base")}
+						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base"), Fresh: c.Bool("fresh")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
 						if rest[0] == "--" {
 							rest = rest[1:]
@@ -164,7 +190,10 @@ func (app *app) runCommand() *cli.Command {
 						return err
 					}
 					if c.Bool("json") {
-						return printJSON(app.out, res)
+						if err := printJSON(app.out, res); err != nil {
+							return err
+						}
+						return finishExit(n, res)
 					}
 					for _, d := range res.Done {
 						fmt.Fprintf(app.out, "done: %s\n", d)
@@ -172,7 +201,7 @@ func (app *app) runCommand() *cli.Command {
 					for _, d := range res.NotDone {
 						fmt.Fprintf(app.out, "not done: %s\n", d)
 					}
-					return nil
+					return finishExit(n, res)
 				},
 			},
 			{
@@ -188,14 +217,18 @@ func (app *app) runCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "hold", Usage: "hold milestones (their coders are freed)", ArgsUsage: "NAME M…",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "reason"}, jsonFlag()},
+				Name: "hold", Usage: "hold milestones (their coders are freed); words after them are the reason", ArgsUsage: "NAME M… [REASON]",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why (shown in status; or the words after the milestones)"}, jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					n, m, err := ms(c)
 					if err != nil {
 						return err
 					}
-					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: c.String("reason")})
+					m, reason, err := holdArgs(ctx, service(ctx), n, m, c.String("reason"))
+					if err != nil {
+						return err
+					}
+					vRes, err := wire.Call(ctx, service(ctx), runapi.RunHoldM, runapi.RunMilestonesParams{Name: n, Milestones: m, Reason: reason})
 					v := vRes.Run
 					return show(ctx, c, v, err)
 				},
@@ -327,4 +360,43 @@ func shortSHA(s string) string {
 		return s[:10]
 	}
 	return s
+}
+
+// finishExit fails `run finish` when part of it was not done (nothing pushed, no pull
+// request): a script that goes on to announce the pull request must not be told it
+// exists. What was not done is printed already, so the error says what to do.
+func finishExit(name string, res runapi.RunFinishResult) error {
+	if len(res.NotDone) == 0 {
+		return nil
+	}
+	return exitErr{code: ExitError, msg: fmt.Sprintf("run %s finished without all of it (see \"not done\" above); fix that and run `orcr run finish %s` again", name, name)}
+}
+
+// holdArgs splits `run hold NAME M2 "reason"`: the leading words that name milestones
+// of the run are the milestones, the rest the reason (as `--reason` says it). The run
+// is asked for its milestones, since a one-word reason looks like an id.
+func holdArgs(ctx context.Context, t wire.Transport, name string, args []string, flag string) ([]string, string, error) {
+	res, err := wire.Call(ctx, t, runapi.RunStatusM, runapi.RunNameParams{Name: name})
+	if err != nil {
+		return nil, "", err
+	}
+	known := map[string]bool{}
+	for _, m := range res.Run.Milestones {
+		known[m.ID] = true
+	}
+	i := 0
+	for i < len(args) && known[args[i]] {
+		i++
+	}
+	if i == 0 {
+		return nil, "", fmt.Errorf("run %s has no milestone %q: name milestones first, e.g. orcr run hold %s M2 \"waiting for the API\"", name, args[0], name)
+	}
+	reason := strings.TrimSpace(strings.Join(args[i:], " "))
+	switch {
+	case reason != "" && flag != "":
+		return nil, "", fmt.Errorf("run hold %s: give the reason once, after the milestones or with --reason", name)
+	case reason == "":
+		reason = flag
+	}
+	return args[:i], reason, nil
 }

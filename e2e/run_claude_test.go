@@ -113,6 +113,8 @@ func TestRunWithRealClaude(t *testing.T) {
 	}
 	if u := r.request("M1", 3).LastUser(); !strings.Contains(u, "FAIL greet.txt: its last line must be signed-off, not: hello") {
 		t.Fatalf("the check's output is not in the coder's next request:\n%s", u)
+	} else if !strings.Contains(u, "The last lines of its output:\n\nFAIL greet.txt") {
+		t.Fatalf("the check's output reached the coder flattened, not line by line:\n%s", u)
 	}
 	if u := r.request("M1", 6).LastUser(); !strings.Contains(u, "greet.txt:1 — it says hello but not to whom — the goal is to greet the world") {
 		t.Fatalf("the reviewer's blocker is not in the coder's next request:\n%s", u)

@@ -105,7 +105,17 @@ Write M6.txt from M4 and M5.
 // message makes it remove the file (a fix round). Each start is appended to starts,
 // so a milestone given to two coders shows twice.
 func killCoder(orcr, starts string) []string {
-	return []string{"sh", "-c", `m=$(basename "$PWD")
+	return killCoderFrom(orcr, starts, `m=$(basename "$PWD")`)
+}
+
+// killCoderShared is killCoder in the repository's own folder (shared mode), whose
+// name says nothing: the milestone comes from the brief.
+func killCoderShared(orcr, starts string) []string {
+	return killCoderFrom(orcr, starts, `m=$(printf '%s' "$ORCR_PROMPT" | sed -n 's/.*building milestone \([A-Z0-9]*\):.*/\1/p' | head -n 1)`)
+}
+
+func killCoderFrom(orcr, starts, which string) []string {
+	return []string{"sh", "-c", which + `
 echo "$m $ORCR_PATH" >> ` + starts + `
 case "$m" in M3) deps=M1;; M4) deps="M1 M2";; M5) deps=M3;; M6) deps="M4 M5";; *) deps=;; esac
 { echo "$m"; for d in $deps; do cat "$d.txt" 2>/dev/null || echo "missing $d"; done; } > "$m.txt"
@@ -128,7 +138,14 @@ done`}
 // and right after feature/NAME moved (before the "advanced" fact). The killed run
 // completes with no milestone started twice, one commit per milestone, a log whose
 // seqs are contiguous, and the same tree on feature/NAME as the undisturbed run.
-func TestRunSurvivesKill9(t *testing.T) {
+func TestRunSurvivesKill9(t *testing.T) { runSurvivesKill9(t, "worktree") }
+
+// TestRunSurvivesKill9Shared is TestRunSurvivesKill9 in shared mode: the coders work
+// one at a time in the repository's own folder, which ends on main with .orcr/ in
+// place and never committed.
+func TestRunSurvivesKill9Shared(t *testing.T) { runSurvivesKill9(t, "shared") }
+
+func runSurvivesKill9(t *testing.T, mode string) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is required: %v (apt-get install tmux)", err)
 	}
@@ -136,11 +153,17 @@ func TestRunSurvivesKill9(t *testing.T) {
 	e := newEnv(t, append([]string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}, ident...)...)
 	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
 	repo := t.TempDir()
-	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init && echo .orcr >> .git/info/exclude")
+	// The run itself makes git ignore .orcr/ (shared mode's coders `git add -A` in
+	// the repository's folder, where the plan is).
+	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init")
 	seedPlans(t, e.home, repo, "ref", "crash")
 	starts := filepath.Join(t.TempDir(), "starts")
 	start := func(name string) {
-		args := append([]string{"run", "start", name, "--coders", "2", "--coder", "shell", "--lead", "none", "--"}, killCoder(e.bin, starts+"."+name)...)
+		coder := killCoder(e.bin, starts+"."+name)
+		if mode == "shared" {
+			coder = killCoderShared(e.bin, starts+"."+name)
+		}
+		args := append([]string{"run", "start", name, "--mode", mode, "--coders", "2", "--coder", "shell", "--lead", "none", "--"}, coder...)
 		e.must(args...)
 	}
 
@@ -244,6 +267,18 @@ func TestRunSurvivesKill9(t *testing.T) {
 	if m6 := gitSh(t, repo, nil, "git show feature/crash:M6.txt | tr '\n' ' '"); m6 != "M6 M4 M1 M2 M5 M3 M1" {
 		t.Errorf("M6.txt on feature/crash is %q: not built on its merged dependencies", m6)
 	}
+	if mode == "shared" {
+		var cur string
+		if !wait.Until(30*time.Second, func() bool { cur = gitSh(t, repo, nil, "git rev-parse --abbrev-ref HEAD"); return cur == "main" }) {
+			t.Errorf("the repository is left on %s, want main", cur)
+		}
+		if _, err := os.Stat(filepath.Join(repo, ".orcr", "plans", "crash.md")); err != nil {
+			t.Errorf(".orcr/ did not survive the run: %v", err)
+		}
+		if n := gitSh(t, repo, nil, "git ls-tree -r --name-only feature/crash | grep -c '^.orcr/' || true"); n != "0" {
+			t.Errorf("feature/crash holds %s files of .orcr/", n)
+		}
+	}
 	// No milestone started by two coders.
 	for _, name := range []string{"ref", "crash"} {
 		b, err := os.ReadFile(starts + "." + name)
@@ -257,7 +292,7 @@ func TestRunSurvivesKill9(t *testing.T) {
 		}
 		for m, whos := range per {
 			if len(whos) != 1 {
-				t.Errorf("%s: %s was started %d times: %v", name, m, len(whos), whos)
+				t.Errorf("%s: %s was started %d times: %v\n%s", name, m, len(whos), whos, runDump(e, name))
 			}
 		}
 		if len(per) != 6 {

@@ -114,6 +114,37 @@ func (s *Service) model(rec Record, tier string) (provider, model string, err er
 	return picks[0].Provider, picks[0].ID, nil
 }
 
+// reviewTier is the tier a review of work of tier needs: judging work takes at least
+// medium reasoning, whatever the work's own tier (a small milestone's reviewer is
+// not a small model).
+func reviewTier(tier string) string {
+	if tier == "" || tier == "small" {
+		return "medium"
+	}
+	return tier
+}
+
+// reviewModel is the model a reviewer named by its provider alone (`--reviewer
+// claude`) runs: the catalog's pick of that provider for the review's tier
+// (reviewTier), as a coder of the tier gets — not the CLI's default, which may be a model
+// the catalog keeps for premium work. "" (the CLI's default) when the catalog has
+// none of the provider.
+func (s *Service) reviewModel(provider, tier string) string {
+	cat, err := orchestrate.Load(orchestrate.DefaultFS, s.o.CatalogPath)
+	if err != nil {
+		s.log.Warn("runs: the catalog for the reviewer's model", "err", err)
+		return ""
+	}
+	for _, premium := range []bool{false, true} {
+		for _, m := range cat.Pick(tier, premium, nil) {
+			if m.Provider == provider {
+				return m.ID
+			}
+		}
+	}
+	return ""
+}
+
 // Brief is the coder's brief for milestone m: the goal and the acceptance, how to
 // report, how to ask — never how to do it.
 func Brief(run, dir string, m *planning.Milestone, extra string) string {
@@ -141,11 +172,14 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	}
 	dir := s.workDir(rec, a.M)
 	g := s.git(rec.Repo)
+	if err := g.ExcludeOrcr(ctx); err != nil {
+		return nil, fmt.Errorf("ignore .orcr/ in %s: %w", rec.Repo, err)
+	}
 	if rec.Mode == "shared" {
 		if _, err := g.EnsureBranch(ctx, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
 			return nil, err
 		}
-		if _, err := g.run(ctx, nil, "checkout", MilestoneBranch(name, a.M)); err != nil {
+		if err := g.Checkout(ctx, MilestoneBranch(name, a.M)); err != nil {
 			return nil, err
 		}
 	} else if err := g.EnsureWorktree(ctx, dir, MilestoneBranch(name, a.M), rec.Run.Feature); err != nil {
@@ -282,13 +316,18 @@ func (s *Service) send(ctx context.Context, name, who, text string) error {
 		return err
 	}
 	busy := false
-	if a, err := s.k.Get(ctx, id); err == nil && a.State == wire.StateWorking {
+	a, aerr := s.k.Get(ctx, id)
+	if aerr == nil && a.State == wire.StateWorking {
 		busy = true
 		s.mu.Lock()
 		s.busySent[name+"/"+who] = now
 		s.mu.Unlock()
 	}
-	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: flatten(s.toAgent(text)), Enter: true})
+	text = s.toAgent(text)
+	if aerr != nil || !keepsLines(a.Provider) {
+		text = flatten(text)
+	}
+	err = s.k.Send(ctx, wire.SendParams{Target: id, Text: text, Enter: true})
 	if wire.CodeOf(err) == wire.CodeAgentBlocked {
 		// The agent waits on a prompt and nothing was typed: the message is not the
 		// last one it got, so a turn end before it goes in is not taken for a reply.
@@ -337,6 +376,12 @@ func shellWord(p string) string {
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
+
+// keepsLines says whether provider's CLI takes a message with its line breaks: claude
+// gets a message as a bracketed paste (its adapter's Typing), so a failed check's
+// output reaches it line by line as the check printed it. Others are typed key by
+// key, where the first line break would submit the message cut short.
+func keepsLines(provider string) bool { return provider == "claude" }
 
 // flatten puts a message on one line: blank lines become " — ", other breaks spaces.
 func flatten(text string) string {
@@ -427,6 +472,10 @@ func (s *Service) review(ctx context.Context, rec Record, a Action) (*Fact, erro
 		s.stopID(ctx, name, old.ID)
 	}
 	provider, model, _ := strings.Cut(rec.Reviewer, ":")
+	if model == "" {
+		m, _ := rec.Run.Milestone(a.M)
+		model = s.reviewModel(provider, reviewTier(m.TierNow))
+	}
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(name, "reviewer"), Provider: provider, Model: model, Cwd: dir,
 		Prompt: text, Keep: true, Argv: autonomy(provider, []string{"git diff", "git log", "git show"}, false)})
 	if err != nil {
@@ -476,11 +525,22 @@ func (s *Service) onReviewer(ctx context.Context, rec Record, a wire.Agent) {
 // LeadPrompt is the run lead's first prompt.
 func LeadPrompt(rec Record) string {
 	n := rec.Run.Name
+	var ready []string
+	for _, m := range rec.Run.Milestones {
+		if m.State == Ready {
+			ready = append(ready, m.ID)
+		}
+	}
+	now := "Now: dispatch the milestones that are ready."
+	if len(ready) > 0 {
+		now = fmt.Sprintf("Now: %s ready: dispatch with `%s run dispatch %s %s` (this is the only message about them; nothing more comes until something changes).",
+			strings.Join(ready, ", "), Bin, n, strings.Join(ready, " "))
+	}
 	return fmt.Sprintf(`You are the lead of orcr run %[1]s, which builds the approved plan %[2]s on branch feature/%[1]s.
 An autopilot does everything between your decisions: coders, checks, review, merges. You decide what starts and what happens when something fails or a coder asks.
 Commands (call orcr as written here: your shell's PATH may not have it): `+"`%[3]s run dispatch %[1]s M1 M2`"+` starts ready milestones; `+"`%[3]s run answer %[1]s M1 \"…\"`"+` answers a coder's question; `+"`%[3]s run retry %[1]s M1 --tier high`"+` retries a failed one; `+"`%[3]s run hold %[1]s M1`"+` holds one; `+"`%[3]s run status %[1]s`"+` shows where everything is.
 The autopilot sends you what you must hear (ready, merged, asked, failed, all done) in one message at a time. Act on it with those commands, then stop and wait for the next message.
-Now: dispatch the milestones that are ready.`, n, rec.PlanFile, Bin)
+%[4]s`, n, rec.PlanFile, Bin, now)
 }
 
 // noLead reports a run whose lead is the user.

@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/orchestrate"
 	"orcr/testutil/wait"
 )
 
@@ -53,7 +54,8 @@ type fakeAgents struct {
 func (f *fakeAgents) Run(_ context.Context, p wire.RunParams) (wire.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	a := wire.Agent{ID: fmt.Sprintf("a%d", len(f.agents)+1), Path: p.Path, Cwd: p.Cwd, Prompt: p.Prompt, State: wire.StateWorking}
+	a := wire.Agent{ID: fmt.Sprintf("a%d", len(f.agents)+1), Path: p.Path, Cwd: p.Cwd, Prompt: p.Prompt, State: wire.StateWorking,
+		Provider: p.Provider, Model: p.Model}
 	f.agents[a.ID] = a
 	f.calls = append(f.calls, "run "+p.Path)
 	return a, nil
@@ -319,5 +321,44 @@ func TestTurnEndAfterDoneReadsNoGit(t *testing.T) {
 	}
 	if n := gitProcs.Load() - before; n == 0 {
 		t.Error("a turn end while the coder works did not look at its branch")
+	}
+}
+
+// TestReviewerOfAProviderRunsTheCatalogsModel: `--reviewer claude` reviews a small
+// milestone on the catalog's claude model for the review tier (medium: judging work
+// takes at least medium reasoning), not on claude's default (which the catalog marks
+// premium); `--reviewer claude:M` runs M.
+func TestReviewerOfAProviderRunsTheCatalogsModel(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	head, _ := g.Rev(ctx, "HEAD")
+	cat, err := orchestrate.Load(orchestrate.DefaultFS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, m := range cat.Pick("medium", false, nil) {
+		if m.Provider == "claude" {
+			want = m.ID
+			break
+		}
+	}
+	if want == "" {
+		t.Fatal("the catalog has no claude model for medium work")
+	}
+	for reviewer, model := range map[string]string{"claude": want, "claude:claude-x": "claude-x"} {
+		fa := &fakeAgents{agents: map[string]wire.Agent{}}
+		s := newFakeService(t, fa, t.TempDir())
+		rec, err := s.runs.Create(ctx, Record{Run: newRun(t, 1, true, "M1::small"), Repo: repo, Reviewer: reviewer, Check: "true"}, nil, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.review(ctx, rec, Action{Kind: AReview, M: "M1", Head: head}); err != nil {
+			t.Fatal(err)
+		}
+		rec, _ = s.runs.Get(ctx, "demo")
+		if a := fa.agents[rec.Agents["reviewer"]]; a.Provider != "claude" || a.Model != model {
+			t.Errorf("--reviewer %s runs %s:%s, want claude:%s", reviewer, a.Provider, a.Model, model)
+		}
 	}
 }

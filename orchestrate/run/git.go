@@ -100,10 +100,15 @@ func (g Git) Rev(ctx context.Context, ref string) (string, error) {
 
 // revs resolves names in one process (`git cat-file --batch-check`), each to the
 // commit it names or to "" when it does not exist: a step that needs several refs
-// reads them together instead of one `rev-parse` each.
+// reads them together instead of one `rev-parse` each. A name with its own peel
+// ("HEAD^{tree}") is resolved as it says.
 func (g Git) revs(ctx context.Context, names ...string) (map[string]string, error) {
 	var in strings.Builder
 	for _, n := range names {
+		if strings.Contains(n, "^{") {
+			in.WriteString(n + "\n") // "X^{tree}" asks for what it names
+			continue
+		}
 		in.WriteString(n + "^{commit}\n")
 	}
 	out, err := g.runIn(ctx, nil, in.String(), "cat-file", "--batch-check=%(objectname)")
@@ -132,6 +137,64 @@ func (g Git) CurrentBranch(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return out, nil
+}
+
+// Checkout puts branch in the repository's folder unless it is there already (shared
+// mode, where the coders work in the repository itself).
+func (g Git) Checkout(ctx context.Context, branch string) error {
+	if cur, _ := g.CurrentBranch(ctx); cur == branch || branch == "" {
+		return nil
+	}
+	_, err := g.run(ctx, nil, "checkout", "--quiet", branch)
+	return err
+}
+
+// ExcludeOrcr makes git ignore .orcr/ (orcr's plans and notes in the repository)
+// through the repository's .git/info/exclude, which every worktree of it reads: a
+// coder's `git add -A` must never put the plan into a milestone, and an ignored
+// folder is left alone by every checkout. Adding the line twice is avoided.
+func (g Git) ExcludeOrcr(ctx context.Context) error {
+	if _, ok := excluded.Load(g.Dir); ok {
+		return nil // every brief asks; the file was looked at once
+	}
+	if err := g.excludeOrcr(ctx); err != nil {
+		return err
+	}
+	excluded.Store(g.Dir, true)
+	return nil
+}
+
+// excluded holds the repositories whose .git/info/exclude has .orcr/ already.
+var excluded sync.Map
+
+func (g Git) excludeOrcr(ctx context.Context) error {
+	common, err := g.run(ctx, nil, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(g.Dir, common)
+	}
+	file := filepath.Join(common, "info", "exclude")
+	old, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, l := range strings.Split(string(old), "\n") {
+		switch strings.TrimSpace(l) {
+		case ".orcr", ".orcr/", "/.orcr", "/.orcr/":
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	text := string(old)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	text += "# orcr's plans and notes (added by orcr run start)\n/.orcr/\n"
+	return os.WriteFile(file, []byte(text), 0o644)
 }
 
 // EnsureBranch creates branch at from unless it exists, and returns its tip.
@@ -281,10 +344,12 @@ func (g Git) WorkOf(ctx context.Context, dir, branch, base string) (Work, error)
 // worktree and redoes the merge with the message it gets). Merging a tip that is in
 // the branch already returns the head unchanged. When feature is not "", the branch
 // feature must still be at tip: a *MovedError says where it is instead, and nothing
-// is merged. The refs are read in one process.
+// is merged. A result whose files are the feature tip's (the milestone brings
+// nothing, or its work was lost) is an *EmptyError: it would land as an empty
+// commit. The refs are read in one process.
 func (g Git) MergeIn(ctx context.Context, dir, feature, tip, message string) (head string, conflicts []string, err error) {
 	w := g.at(dir)
-	names := []string{"HEAD", "MERGE_HEAD"}
+	names := []string{"HEAD", "MERGE_HEAD", "HEAD^{tree}", tip + "^{tree}"}
 	if feature != "" {
 		names = append(names, "refs/heads/"+feature)
 	}
@@ -301,12 +366,21 @@ func (g Git) MergeIn(ctx context.Context, dir, feature, tip, message string) (he
 		_, _ = w.run(ctx, nil, "merge", "--abort")
 	}
 	if _, err := w.run(ctx, nil, "merge-base", "--is-ancestor", tip, "HEAD"); err == nil {
+		if refs["HEAD^{tree}"] == refs[tip+"^{tree}"] {
+			return "", nil, &EmptyError{Head: refs["HEAD"], Tip: tip}
+		}
 		return refs["HEAD"], nil, nil
 	}
 	_, merr := w.run(ctx, g.identity(ctx), "merge", "--no-ff", "--no-edit", "-m", message, tip)
 	if merr == nil {
-		h, err := w.Rev(ctx, "HEAD")
-		return h, nil, err
+		after, err := w.revs(ctx, "HEAD", "HEAD^{tree}")
+		if err != nil {
+			return "", nil, err
+		}
+		if after["HEAD^{tree}"] == refs[tip+"^{tree}"] {
+			return "", nil, &EmptyError{Head: after["HEAD"], Tip: tip}
+		}
+		return after["HEAD"], nil, nil
 	}
 	out, err := w.run(ctx, nil, "diff", "--name-only", "--diff-filter=U")
 	if err != nil {
@@ -364,6 +438,17 @@ func (g Git) SquashCommit(ctx context.Context, parent, head, message string, at 
 	date := fmt.Sprintf("%d +0000", at.Unix())
 	env := append(slices.Clip(g.identity(ctx)), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 	return g.run(ctx, env, "commit-tree", head+"^{tree}", "-p", parent, "-m", message)
+}
+
+// EmptyError is a merge whose result has the files of the feature tip it merged:
+// recorded, it would be an empty commit on the feature branch and a milestone the
+// next ones find missing, so it is refused.
+type EmptyError struct {
+	Head, Tip string
+}
+
+func (e *EmptyError) Error() string {
+	return fmt.Sprintf("the result %s changes nothing on the feature tip %s", short(e.Head), short(e.Tip))
 }
 
 // ErrMoved is what Advance returns when the branch is not where the run left it.

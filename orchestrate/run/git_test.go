@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/wire"
 	"orcr/testutil/wait"
 )
 
@@ -391,5 +392,73 @@ func waitGone(t *testing.T, file string, n int) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		t.Fatalf("processes the check started still run: %v", left)
+	}
+}
+
+// TestMergeRefusesAnEmptyResult: a milestone whose merge result has the feature
+// tip's files (its work was lost, or merged on the wrong HEAD) is held with a
+// reason, and feature/demo does not move: before, it got an empty "M1: …" commit
+// and the milestone was recorded as merged.
+func TestMergeRefusesAnEmptyResult(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// orcr/demo/M1 has a commit, but one that changes nothing.
+	sh(t, repo, "git checkout -q -b orcr/demo/M1 && git commit -q --allow-empty -m 'M1: nothing'")
+	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
+	r := newRun(t, 1, false, "M1::small")
+	r.Feature = feat
+	r.Milestones[0].State, r.MergeQueue = Merging, []string{"M1"} // its merge under way
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AMergeIn, M: "M1", Base: feat}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Kind != FHold || !strings.Contains(f.Text, "changes nothing on feature/demo") {
+		t.Fatalf("an empty merge gave %+v, want a hold saying it changes nothing", f)
+	}
+	if tip, _ := g.Rev(ctx, FeatureBranch("demo")); tip != feat {
+		t.Fatalf("feature/demo moved to %s on an empty merge", tip)
+	}
+	// With work on it, the same merge goes through.
+	sh(t, repo, "echo x > b.txt && git add -A && git commit -qm 'M1: b'")
+	if f, err = s.do(ctx, "demo", Pending{At: t0, Action: Action{Kind: AMergeIn, M: "M1", Base: feat}}); err != nil || f == nil || f.Kind != FMergedIn {
+		t.Fatalf("a merge with work gave %+v, %v", f, err)
+	}
+}
+
+// TestSharedStaleCheckLeavesTheFolder: in shared mode a check performed again after a
+// restart, for a milestone that has moved on (merged), is not performed: it would
+// check out that milestone's branch under the next milestone's coder. (A re-performed
+// advance checked out the user's branch the same way in the kill test, and M5's coder
+// committed on main.)
+func TestSharedStaleCheckLeavesTheFolder(t *testing.T) {
+	ctx := context.Background()
+	repo, g := newRepo(t)
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, repo, "git branch orcr/demo/M1 && git checkout -q -b orcr/demo/M2")
+	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
+	r := newRun(t, 1, false, "M1::small", "M2::small")
+	r.Feature = feat
+	r.Milestones[0].State, r.Milestones[1].State = Merged, Building
+	if _, err := s.runs.Create(ctx, Record{Run: r, Repo: repo, Check: "true", Mode: "shared"}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Action{{Kind: ACheck, M: "M1", Head: feat}, {Kind: AMergeIn, M: "M1", Base: feat}} {
+		f, err := s.do(ctx, "demo", Pending{At: t0, Action: a})
+		if f != nil || !errors.Is(err, errMoot) {
+			t.Errorf("a stale %s of merged M1: %+v, %v", a.Kind, f, err)
+		}
+		if cur, _ := g.CurrentBranch(ctx); cur != "orcr/demo/M2" {
+			t.Fatalf("a stale %s of M1 checked out %s under M2's coder", a.Kind, cur)
+		}
 	}
 }

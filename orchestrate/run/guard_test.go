@@ -68,7 +68,7 @@ func TestConcurrentRunStartSaysExists(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case !strings.Contains(err.Error(), "run demo exists already: see `orcr run status demo`"):
+		case !strings.Contains(err.Error(), "run demo exists already (running): see `orcr run status demo`"):
 			t.Errorf("a concurrent start: %v", err)
 		}
 	}

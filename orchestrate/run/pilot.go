@@ -70,6 +70,27 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// sharedOn checks out milestone m's branch in the repository's folder in shared
+// mode, where its check and merge run: whatever else the folder was on, they must
+// see m's work.
+func (s *Service) sharedOn(ctx context.Context, rec Record, m string) error {
+	if rec.Mode != "shared" {
+		return nil
+	}
+	if ms, ok := rec.Run.Milestone(m); !ok || ms.State != Checking && ms.State != Merging {
+		// A check or merge performed again after a restart, for a milestone that
+		// has moved on: the folder is the next milestone's now.
+		return fmt.Errorf("%w: %s is %s", errMoot, m, ms.State)
+	}
+	if err := s.git(rec.Repo).Checkout(ctx, MilestoneBranch(rec.Run.Name, m)); err != nil {
+		return fmt.Errorf("check out %s in %s: %w", MilestoneBranch(rec.Run.Name, m), rec.Repo, err)
+	}
+	return nil
+}
+
+// errMoot is an action not performed because its milestone moved on.
+var errMoot = errors.New("not performed: its milestone moved on")
+
 // workDir is where milestone m is built: its worktree, or the repository itself in
 // shared mode.
 func (s *Service) workDir(rec Record, m string) string {
@@ -194,6 +215,9 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case ABenchCoder:
 		s.notify(ctx, name, a.M, fmt.Sprintf("%s is benched until %s (%s)", a.Coder, a.Until.Format(time.Kitchen), a.Text))
 	case ACheck:
+		if err := s.sharedOn(ctx, rec, a.M); err != nil {
+			return nil, err
+		}
 		res, err := RunCheck(ctx, s.workDir(rec, a.M), rec.Check, time.Duration(rec.CheckTimeoutSeconds)*time.Second, nil)
 		if err != nil {
 			return nil, err
@@ -202,11 +226,20 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	case AReview:
 		return s.review(ctx, rec, a)
 	case AMergeIn:
+		if err := s.sharedOn(ctx, rec, a.M); errors.Is(err, errMoot) {
+			return nil, err
+		} else if err != nil {
+			return &Fact{Kind: FHold, M: a.M, Text: err.Error()}, err
+		}
 		head, conflicts, err := g.MergeIn(ctx, s.workDir(rec, a.M), FeatureBranch(name), a.Base, fmt.Sprintf("Merge %s into %s", FeatureBranch(name), MilestoneBranch(name, a.M)))
 		var me *MovedError
+		var ee *EmptyError
 		switch {
 		case errors.As(err, &me):
 			return &Fact{Kind: FMoved, M: a.M, Head: me.Got}, nil
+		case errors.As(err, &ee):
+			return &Fact{Kind: FHold, M: a.M, Text: fmt.Sprintf("the work of %s changes nothing on %s (%s has its files): nothing was merged. Look at %s, then `orcr run retry %s %s`",
+				a.M, FeatureBranch(name), short(ee.Tip), MilestoneBranch(name, a.M), name, a.M)}, nil
 		case err != nil:
 			return &Fact{Kind: FHold, M: a.M, Text: "merging the feature tip failed: " + err.Error()}, err
 		case len(conflicts) > 0:
@@ -247,6 +280,15 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		return &Fact{Kind: FFinalCheck, OK: res.OK, Text: res.Tail}, nil
 	case ASummary:
+		if rec.Mode == "shared" && !rec.Run.Open() {
+			// The run's work is done: the repository's folder goes back to the
+			// branch the user had (a follow-up's brief checks out its own again).
+			// Not after each merge: an advance performed again after a restart
+			// would pull the folder from under the next milestone's coder.
+			if err := g.Checkout(ctx, rec.Checkout); err != nil {
+				s.log.Warn("runs: put the repository back on its branch", "run", name, "branch", rec.Checkout, "err", err)
+			}
+		}
 		return nil, s.writeSummary(ctx, rec)
 	}
 	return nil, nil
@@ -347,14 +389,44 @@ func entryView(e Entry) runapi.RunEntry {
 			v.Text = strings.TrimSpace(v.Text + " (" + strings.Join(notes, "; ") + ")")
 		}
 	case e.Type == EntryDid:
-		v.Kind = e.Kind
+		v.Kind, v.M = e.Kind, e.M
 		if v.Text != "" {
 			v.Text = "failed: " + v.Text
+			if e.What != "" {
+				v.Text = e.What + " — " + v.Text
+			}
+		} else {
+			v.Text = e.What
 		}
 	case e.Type == EntryStart:
 		v.Kind = "start"
 	}
 	return v
+}
+
+// what is one line of what action a did, for the log's "did" row.
+func (a Action) what() string {
+	text := firstLine(strings.TrimSpace(a.Text))
+	if r := []rune(text); len(r) > 160 {
+		text = string(r[:159]) + "…"
+	}
+	switch a.Kind {
+	case ABrief:
+		return strings.TrimSpace("briefed " + a.Coder + " (" + a.Tier + ")")
+	case ASendCoder:
+		return "to " + a.Coder + ": " + text
+	case AStopCoder:
+		return strings.TrimSpace("stopped " + a.Coder + ": " + text)
+	case ALead:
+		return "for the lead: " + text
+	case ADeliver:
+		return "to the lead: " + text
+	case AMergeIn, AAdvance, ACheck, AReview, AFinalCheck:
+		if a.Head != "" {
+			return "at " + short(a.Head)
+		}
+	}
+	return text
 }
 
 func factText(f Fact) string {

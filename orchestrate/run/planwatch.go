@@ -42,7 +42,7 @@ func (s *Service) checkPlan(ctx context.Context, rec Record) (Record, bool) {
 	if rec.Run.Stopped || rec.Finished || rec.PlanFile == "" {
 		return rec, false
 	}
-	f, src, ok := planFact(rec)
+	f, src, ok := planFact(rec, s.followed(rec))
 	if !ok {
 		return rec, false
 	}
@@ -63,8 +63,9 @@ func (s *Service) checkPlan(ctx context.Context, rec Record) (Record, bool) {
 }
 
 // planFact reads rec's plan file and returns the fact of its edit, if it changed
-// since the run last took it in.
-func planFact(rec Record) (Fact, []byte, bool) {
+// since the run last took it in; prev is the plan the run followed until now (nil
+// when it has none), for what an edit changed that the run does not keep.
+func planFact(rec Record, prev *orchestrate.Plan) (Fact, []byte, bool) {
 	seen := rec.Run.PlanHash
 	if seen == "" {
 		seen = rec.PlanHash
@@ -87,7 +88,11 @@ func planFact(rec Record) (Fact, []byte, bool) {
 		return f, src, true
 	}
 	for _, m := range p.Milestones {
-		f.Plan = append(f.Plan, PlanItem{ID: m.ID, Title: m.Title, Depends: m.Depends, Tier: m.Tier})
+		it := PlanItem{ID: m.ID, Title: m.Title, Depends: m.Depends, Tier: m.Tier, Estimate: m.Estimate, Was: m.Estimate}
+		if pm := planned(prev, m.ID); pm != nil {
+			it.Was = pm.Estimate
+		}
+		f.Plan = append(f.Plan, it)
 	}
 	if p.Check != "" && p.Check != rec.Check && !rec.CheckFlag {
 		f.Check = p.Check

@@ -23,6 +23,7 @@ func New(name string, p *planning.Plan, coders int, reviewer bool, feature strin
 	}
 	if p.Mode == "shared" {
 		r.MaxCoders = 1 // one coder in the repo's folder, one milestone at a time
+		r.Shared = true
 	}
 	for _, pm := range p.Milestones {
 		st := Planned
@@ -60,6 +61,12 @@ func Begin(name string, p *planning.Plan, coders int, reviewer, lead bool, base 
 	}
 	s := &stepper{r: r, now: now, out: append(first, out...)}
 	s.inbox()
+	if lead {
+		// The lead's first prompt names the milestones ready at the start
+		// (LeadPrompt): delivered again from the inbox after its first turn, each
+		// was dispatched twice ("refused dispatch … under way already").
+		s.r.Inbox = nil
+	}
 	return s.r, s.out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,8 +206,21 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	}
 	s.starting.Lock()
 	defer s.starting.Unlock()
-	if _, err := s.runs.Get(ctx, p.Name); err == nil {
-		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already: see `orcr run status %s`", p.Name, p.Name)
+	if old, err := s.runs.Get(ctx, p.Name); err == nil {
+		switch {
+		case p.Fresh && old.Run.Open():
+			return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s is under way: `orcr run stop %s` first, then `orcr run start %s --fresh`", p.Name, p.Name, p.Name)
+		case p.Fresh:
+			if err := s.discard(ctx, old); err != nil {
+				return runapi.RunView{}, fmt.Errorf("run %s: remove the old run for --fresh: %w", p.Name, err)
+			}
+		case old.Run.Stopped && !old.Finished:
+			// `run start` of a stopped run takes it up where it stopped.
+			return s.request(ctx, p.Name, Fact{Kind: FResume})
+		default:
+			return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s exists already (%s): see `orcr run status %s`, or start it anew with `orcr run start %s --fresh`",
+				p.Name, s.view(old).State, p.Name, p.Name)
+		}
 	}
 	plans, ok := core.Lookup[Plans](s.k, PlansCapability)
 	if !ok {
@@ -255,6 +269,10 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 			return runapi.RunView{}, err
 		}
 	}
+	if err := g.ExcludeOrcr(ctx); err != nil {
+		return runapi.RunView{}, fmt.Errorf("run %s: ignore .orcr/ in %s: %w", p.Name, plan.Repo, err)
+	}
+	checkout, _ := g.CurrentBranch(ctx)
 	baseTip, err := g.Rev(ctx, base)
 	if err != nil || baseTip == "" {
 		return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "base branch %q not found in %s", base, plan.Repo)
@@ -280,7 +298,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 		timeout = int(DefaultCheckTimeout / time.Second)
 	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
-		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Reviewer: p.Reviewer,
+		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Checkout: checkout, Reviewer: p.Reviewer,
 		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return runapi.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
@@ -311,6 +329,51 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	}
 	s.schedule(rec)
 	return s.view(rec), nil
+}
+
+// discard removes run rec for `run start --fresh`: its agents, worktrees, branches
+// (feature/NAME too: the new run creates it again from the base), record and log.
+func (s *Service) discard(ctx context.Context, rec Record) error {
+	name := rec.Run.Name
+	for who, id := range rec.Agents {
+		if a, err := s.k.Get(ctx, id); err == nil && !a.State.Terminal() {
+			s.stopAgent(ctx, rec, who)
+		}
+	}
+	g := s.git(rec.Repo)
+	if rec.Mode == "shared" {
+		if cur, _ := g.CurrentBranch(ctx); strings.HasPrefix(cur, "orcr/"+name+"/") || cur == FeatureBranch(name) {
+			if err := g.Checkout(ctx, orDefault(rec.Checkout, rec.Base)); err != nil {
+				return err
+			}
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(s.o.Home, "worktrees", "runs", name, "*"))
+	for _, d := range dirs {
+		if err := g.RemoveWorktree(ctx, d); err != nil {
+			return err
+		}
+	}
+	brs, err := g.Branches(ctx, "orcr/"+name+"/")
+	if err != nil {
+		return err
+	}
+	for b := range brs {
+		if err := g.DeleteBranch(ctx, b); err != nil {
+			return err
+		}
+	}
+	if err := g.DeleteBranch(ctx, FeatureBranch(name)); err != nil {
+		return err
+	}
+	return s.runs.Delete(ctx, name)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 // Runs serves its socket method (methods.go).

@@ -307,3 +307,47 @@ func TestRunEndToEndWithShellCoders(t *testing.T) {
 		t.Fatalf("worktrees left: %s", wts)
 	}
 }
+
+// TestStoppedRunStartsAgain: `run start` of a stopped run resumes it — what the stop
+// held goes on — where it said "exists already"; `--fresh` starts it anew from the
+// base (a new log, feature/demo made again); a run under way is not discarded.
+func TestStoppedRunStartsAgain(t *testing.T) {
+	g := newRig(t)
+	ctx := context.Background()
+	g.approve("demo", twoMilestones)
+	start := runapi.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coderScript(g.orcr), Lead: "none"}
+	if _, err := g.svc.RunStart(ctx, start); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := g.svc.RunStop(ctx, "demo"); err != nil || v.State != "stopped" || v.Milestones[0].State != "held" {
+		t.Fatalf("stop: %v %+v", err, v)
+	}
+	v, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo"})
+	if err != nil {
+		t.Fatalf("start of a stopped run: %v", err)
+	}
+	if v.State != "running" || v.Milestones[0].State != "ready" || v.Milestones[1].State != "planned" {
+		t.Fatalf("resumed: %s %+v", v.State, v.Milestones)
+	}
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+		t.Fatal(err)
+	}
+	g.waitState("demo", "M1", "merged", 60*time.Second)
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo", Fresh: true}); err == nil || !strings.Contains(err.Error(), "run stop demo") {
+		t.Fatalf("--fresh of a run under way: %v", err)
+	}
+	if _, err := g.svc.RunStop(ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	fresh := start
+	fresh.Fresh = true
+	if v, err = g.svc.RunStart(ctx, fresh); err != nil {
+		t.Fatalf("--fresh: %v", err)
+	}
+	if v.State != "running" || v.Milestones[0].State != "ready" || v.Seq > 3 {
+		t.Fatalf("fresh run: %s seq %d %+v", v.State, v.Seq, v.Milestones)
+	}
+	if n := sh(t, g.repo, "git rev-list --count main..feature/demo"); n != "0" {
+		t.Fatalf("feature/demo of the fresh run has %s commits over main", n)
+	}
+}

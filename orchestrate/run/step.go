@@ -94,6 +94,8 @@ func (s *stepper) apply(f Fact) error {
 	case FStop:
 		s.stop()
 		return nil
+	case FResume:
+		return s.resume()
 	case FFinalCheck:
 		s.finalCheck(f)
 		return nil
@@ -315,7 +317,61 @@ func (s *stepper) followUp(m *Milestone, text string) error {
 	m.Head, m.Checked, m.MergeHead, m.MergeChecked = "", "", "", ""
 	s.to(m, Fixing)
 	m.Want = true
+	// The run is at work again (its header must not say done), and once the
+	// follow-up merges the final check runs on the new tip and the summary is
+	// written again.
+	if s.r.Finish == "done" || s.r.Finish == "failed" {
+		s.r.Finish = ""
+	}
 	return nil
+}
+
+// stoppedReason is why `run stop` held a milestone; `run start` of the stopped run
+// takes those (and only those) up again.
+const stoppedReason = "the run was stopped"
+
+// resume takes a stopped run up again: what the stop held goes on — work a coder had
+// is handed to a coder again (from its branch), what was only ready is ready for the
+// lead's dispatch — and the lead is started again (it was stopped with the run).
+func (s *stepper) resume() error {
+	if !s.r.Stopped {
+		return fmt.Errorf("run %s is not stopped: it goes on by itself", s.r.Name)
+	}
+	s.r.Stopped = false
+	var back []string
+	for i := range s.r.Milestones {
+		m := &s.r.Milestones[i]
+		if m.State != Held || m.Reason != stoppedReason {
+			continue
+		}
+		back = append(back, m.ID)
+		if len(m.Coders) > 0 {
+			if err := s.retry(m, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		m.Reason = ""
+		if len(s.openDeps(m)) > 0 {
+			s.to(m, Planned)
+			continue
+		}
+		s.to(m, Ready)
+		s.emit(Action{Kind: ALead, M: m.ID, Text: readyText(s.r.Name, m.ID)})
+	}
+	if s.r.Lead {
+		s.emit(Action{Kind: AStartLead}) // a lead that is still there is kept
+	}
+	s.emit(Action{Kind: ALead, Text: fmt.Sprintf("Run %s is resumed after a stop: %s go on.", s.r.Name, orNoneList(back))})
+	s.finish()
+	return nil
+}
+
+func orNoneList(ids []string) string {
+	if len(ids) == 0 {
+		return "no held milestones"
+	}
+	return strings.Join(ids, ", ")
 }
 
 func (s *stepper) stop() {
@@ -325,7 +381,7 @@ func (s *stepper) stop() {
 		switch m.State {
 		case Merged, Held, Failed:
 		default:
-			s.holdNow(m, "the run was stopped")
+			s.holdNow(m, stoppedReason)
 		}
 	}
 	for i := range s.r.Coders {
@@ -788,6 +844,9 @@ func (s *stepper) assign() {
 		default:
 			continue
 		}
+		if s.r.Shared && s.underWay(m) != "" {
+			continue // the repository's folder is another milestone's until it merges
+		}
 		c := s.pick(m)
 		if c == nil {
 			continue
@@ -818,6 +877,22 @@ func (s *stepper) assign() {
 		}
 		s.emit(Action{Kind: ABrief, M: m.ID, Coder: c.Name, Tier: c.Tier, Text: m.Pending})
 	}
+}
+
+// underWay is, in shared mode, the milestone other than m whose work holds the
+// repository's folder: briefed and not yet merged, held or failed.
+func (s *stepper) underWay(m *Milestone) string {
+	for i := range s.r.Milestones {
+		o := &s.r.Milestones[i]
+		if o.ID == m.ID {
+			continue
+		}
+		switch o.State {
+		case Building, Asking, Checking, Fixing, Reviewing, Merging, Benched, Escalated:
+			return o.ID
+		}
+	}
+	return ""
 }
 
 func (s *stepper) pick(m *Milestone) *Coder {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A plan edited mid-run (DESIGN §8 "Plan": a later edit is an event the lead hears
@@ -64,7 +65,13 @@ func (s *stepper) planEdited(f Fact) {
 				m.Removed = false
 				changes = append(changes, m.ID+" back in the plan (held: `orcr run retry "+s.r.Name+" "+m.ID+"`)")
 			}
+			if it.Title != m.Title {
+				changes = append(changes, fmt.Sprintf("%s title now %q", m.ID, it.Title))
+			}
 			m.Title = it.Title
+			if it.Estimate != it.Was {
+				changes = append(changes, fmt.Sprintf("%s estimate %s → %s", m.ID, estimateText(it.Was), estimateText(it.Estimate)))
+			}
 			if it.Tier != "" && it.Tier != m.Tier {
 				changes = append(changes, fmt.Sprintf("%s tier %s → %s", m.ID, m.Tier, it.Tier))
 				if notStarted(m) {
@@ -121,6 +128,13 @@ func (s *stepper) planEdited(f Fact) {
 // notStarted reports a milestone no coder has worked on yet.
 func notStarted(m *Milestone) bool {
 	return (m.State == Planned || m.State == Ready) && m.Coder == "" && len(m.Coders) == 0
+}
+
+func estimateText(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return d.String()
 }
 
 func depsText(ids []string) string {

@@ -1,6 +1,8 @@
 package run
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,5 +135,30 @@ func TestPlanEditAfterAllMergedReopensTheRun(t *testing.T) {
 	g.state("B", Ready)
 	if g.r.Finish != "" {
 		t.Fatalf("a run given new work stays %q", g.r.Finish)
+	}
+}
+
+// TestPlanEditOfAnEstimateSaysSo: an edit that changes only M1's estimate is taken
+// (the views read it from the plan) and the note says so; it said "no change to the
+// milestones" while applying it.
+func TestPlanEditOfAnEstimateSaysSo(t *testing.T) {
+	old := strings.Replace(planText("M1::small"), "tier: small\n", "tier: small\nestimate: 5m\n", 1)
+	edited := strings.Replace(old, "estimate: 5m", "estimate: 20m", 1)
+	prev, err := orchestrate.Parse([]byte(old), orchestrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "demo.md")
+	if err := os.WriteFile(file, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newRig(t, 1, false, "M1::small")
+	f, _, ok := planFact(Record{Run: g.r, PlanFile: file, Check: "true", Mode: "worktree", PlanHash: orchestrate.HashBytes([]byte(old))}, prev)
+	if !ok {
+		t.Fatal("the edit was not seen")
+	}
+	g.step(f)
+	if !strings.Contains(g.r.PlanNote, "M1 estimate 5m0s → 20m0s") || strings.Contains(g.r.PlanNote, "no change") {
+		t.Fatalf("plan note %q, want the estimate's change", g.r.PlanNote)
 	}
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -559,6 +560,32 @@ func TestFinishAndFollowUp(t *testing.T) {
 	}
 }
 
+// TestFollowUpChecksAndSummarisesAgain: `run fix` after the run is done puts the run
+// back to work (its header no longer says done), and when the follow-up merges the
+// final check runs on the new tip and the summary is written again. Before, Finish
+// stayed "done": no final check, and summary.md kept the old run.
+func TestFollowUpChecksAndSummarisesAgain(t *testing.T) {
+	g := newRig(t, 1, false, "A::small")
+	g.build("A", "a1")
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a1", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a1"})
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f1"})
+	g.step(Fact{Kind: FFinalCheck, OK: true})
+	g.step(Fact{Kind: FFollowUp, M: "A", Text: "also trim whitespace"})
+	if g.r.Finish != "" || !g.r.Open() {
+		t.Fatalf("during the follow-up the run is %q (open %v), want at work", g.r.Finish, g.r.Open())
+	}
+	g.step(Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 1, Head: "a2"})
+	g.step(Fact{Kind: FChecked, M: "A", Head: "a2", OK: true})
+	g.step(Fact{Kind: FMergedIn, M: "A", Head: "a2"})
+	g.step(Fact{Kind: FAdvanced, M: "A", Head: "f2"})
+	if a := g.has(AFinalCheck, ""); a.Head != "f2" {
+		t.Fatalf("the final check after the follow-up: %+v", a)
+	}
+	g.step(Fact{Kind: FFinalCheck, OK: true})
+	g.has(ASummary, "")
+}
+
 // TestLeadTurnWithoutDispatch: a turn of the lead that ends with no dispatch while
 // milestones it was told are ready wait marks them at once (and tells the user once);
 // a turn that dispatched, a milestone that became ready after the lead was last
@@ -625,5 +652,36 @@ func TestUndispatchedView(t *testing.T) {
 	}
 	if _, says := undispatched("csv", m, true, t0); says != "" {
 		t.Errorf("a run without a lead: %q", says)
+	}
+}
+
+// TestLeadHearsOfTheFirstReadyOnce: at the start the lead's prompt names the ready
+// milestones, and its inbox does not say it again — delivered after the first turn,
+// "M1 is ready" made the lead dispatch M1 a second time, and every run logged
+// `refused dispatch … under way already`.
+func TestLeadHearsOfTheFirstReadyOnce(t *testing.T) {
+	p, err := orchestrate.Parse([]byte(planText("M1::small", "M2::small", "M3:M1:small")), orchestrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := Begin("demo", p, 2, false, true, "b0", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Inbox) != 0 {
+		t.Fatalf("the lead's inbox at the start: %q", r.Inbox)
+	}
+	if prompt := LeadPrompt(Record{Run: r}); !strings.Contains(prompt, "M1, M2 ready: dispatch with `"+Bin+" run dispatch demo M1 M2`") {
+		t.Fatalf("the lead's prompt does not name the ready milestones:\n%s", prompt)
+	}
+	// What comes later is delivered as before.
+	r, _, _ = Step(r, Fact{Kind: FBranched, Head: "f0"}, t0.Add(time.Second))
+	r, _, _ = Step(r, Fact{Kind: FLeadTurn, TurnAt: t0.Add(2 * time.Second)}, t0.Add(2*time.Second))
+	r, out, err := Step(r, Fact{Kind: FHold, M: "M2", Text: "later"}, t0.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(out, func(a Action) bool { return a.Kind == ADeliver && strings.Contains(a.Text, "M2 is held") }) {
+		t.Fatalf("a later message is not delivered: %v (inbox %q)", out, r.Inbox)
 	}
 }

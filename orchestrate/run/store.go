@@ -51,8 +51,12 @@ type Record struct {
 	CheckFlag bool `json:"checkFlag,omitempty"`
 	// CheckTimeoutSeconds bounds one check run (default 10 minutes).
 	CheckTimeoutSeconds int    `json:"checkTimeoutSeconds"`
-	Mode                string `json:"mode"`               // worktree | shared
-	Reviewer            string `json:"reviewer,omitempty"` // provider[:model], empty for none
+	Mode                string `json:"mode"` // worktree | shared
+	// Checkout is the branch the repository had checked out when the run started:
+	// in shared mode the run puts it back after each merge and at finish, so the
+	// user finds the repository where they left it.
+	Checkout string `json:"checkout,omitempty"`
+	Reviewer string `json:"reviewer,omitempty"` // provider[:model], empty for none
 
 	// Coder, when set, is provider[:model] every coder runs on (instead of the
 	// catalog's pick per tier); CoderArgv the shell provider's program. Lead is the
@@ -118,6 +122,10 @@ type Entry struct {
 	Ref     string    `json:"ref,omitempty"`
 	Kind    string    `json:"kind,omitempty"` // the performed action's kind, for reading the log
 	Text    string    `json:"text,omitempty"`
+	// M and What say, in a "did" entry, whose the performed action was and what it
+	// did ("did lead" rows said neither).
+	M    string `json:"m,omitempty"`
+	What string `json:"what,omitempty"`
 }
 
 type envelope struct {
@@ -261,7 +269,8 @@ func (rs *Runs) Did(ctx context.Context, name string, p Pending, errText string,
 	if !slices.ContainsFunc(rec.Outbox, func(x Pending) bool { return x.Ref() == p.Ref() }) {
 		return rec, nil // performed twice (a restart re-performed it): recorded already
 	}
-	e := Entry{Seq: rec.Seq + 1, At: now, Type: EntryDid, Ref: p.Ref(), Kind: string(p.Action.Kind), Text: errText}
+	e := Entry{Seq: rec.Seq + 1, At: now, Type: EntryDid, Ref: p.Ref(), Kind: string(p.Action.Kind), Text: errText,
+		M: p.Action.M, What: p.Action.what()}
 	if err := rs.append(ctx, name, e); err != nil {
 		return rec, err
 	}

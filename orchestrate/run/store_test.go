@@ -324,3 +324,35 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestDidRowsSayWhat: a "did" row of the log says whose action it was and what it
+// did — "did lead" rows carried no text, so the log did not say what the lead was told.
+func TestDidRowsSayWhat(t *testing.T) {
+	ctx := context.Background()
+	rs := NewRuns(openStore(t, t.TempDir()))
+	r := newRun(t, 1, false, "M1::small")
+	rec, err := rs.Create(ctx, Record{Run: r, Repo: "/repo", Check: "true"},
+		[]Action{{Kind: ADeliver, Text: "M1 is ready: dispatch it\nwith more"}, {Kind: ASendCoder, M: "M1", Coder: "coder-1", Text: "The check failed for M1."}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rec.Outbox {
+		if _, err := rs.Did(ctx, "demo", p, "", t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := rs.Events(ctx, "demo", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		if v := entryView(e); v.Type == EntryDid {
+			got = append(got, v.Kind+" "+v.M+" "+v.Text)
+		}
+	}
+	want := []string{"deliver  to the lead: M1 is ready: dispatch it", "send-coder M1 to coder-1: The check failed for M1."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("did rows %q, want %q", got, want)
+	}
+}

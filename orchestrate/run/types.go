@@ -138,6 +138,11 @@ type Run struct {
 	Name      string `json:"name"`
 	MaxCoders int    `json:"maxCoders"`
 	Reviewer  bool   `json:"reviewer"`
+	// Shared says the coders work in the repository's own folder (`mode: shared`):
+	// one milestone at a time from its brief through its merge, since a second
+	// milestone's checkout would pull the folder from under the first one's check,
+	// review or merge.
+	Shared bool `json:"shared,omitempty"`
 	// Feature is the tip of feature/NAME as the run last set or found it; every merge
 	// moves it by compare-and-swap from this value.
 	Feature string `json:"feature"`
@@ -201,6 +206,8 @@ const (
 	FRetry    FactKind = "retry"    // a fresh start of a held or failed M (Tier: optional)
 	FFollowUp FactKind = "follow-up"
 	FStop     FactKind = "stop" // stop the run: everything open is held
+	// FResume takes a stopped run up again (`run start` of a stopped run).
+	FResume FactKind = "resume"
 
 	// From coders (the autopilot stamps them with what git says about the branch).
 	FDone       FactKind = "done"        // `orcr run done M`: Commits, Dirty, Head
@@ -245,6 +252,10 @@ type PlanItem struct {
 	Title   string   `json:"title"`
 	Depends []string `json:"depends,omitempty"`
 	Tier    string   `json:"tier"`
+	// Estimate is the edited plan's estimate; Was the one in the plan the run
+	// followed before the edit (Step keeps no estimates, the views read the plan).
+	Estimate time.Duration `json:"estimate,omitempty"`
+	Was      time.Duration `json:"was,omitempty"`
 }
 
 // Fact is one input of Step. It is a flat value so the event log stores it as is.

@@ -121,6 +121,11 @@ func waits(r Run, m Milestone, noLead bool) string {
 		}
 		return strings.Join(open, ", ") + " to merge"
 	case Ready:
+		if m.Want && r.Shared {
+			if o := (&stepper{r: r}).underWay(&m); o != "" {
+				return o + " to merge (shared mode: one milestone at a time)"
+			}
+		}
 		if m.Want {
 			return "a free " + m.TierNow + " coder"
 		}
@@ -165,8 +170,12 @@ func (s *Service) Summary(rec Record) string {
 		ms = "milestone"
 	}
 	fmt.Fprintf(&b, "# Run %s\n\nfeature/%s from %s, %d %s; check `%s`.\n\n", r.Name, r.Name, rec.Base, len(r.Milestones), ms, rec.Check)
-	b.WriteString("| milestone | state | tier planned | model used | estimate | actual | rounds (check/review/conflict) | building | fixing | review | asking | benched |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| milestone | state | tier planned | model used | estimate | elapsed | rounds (check/review/conflict) |")
+	for _, c := range timeParts {
+		b.WriteString(" " + c.name + " |")
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|" + strings.Repeat("---|", len(timeParts)) + "\n")
+	now := s.now()
 	plan := s.followed(rec)
 	for _, m := range r.Milestones {
 		var models []string
@@ -179,20 +188,59 @@ func (s *Service) Summary(rec Record) string {
 		if pm := planned(plan, m.ID); pm != nil && pm.Estimate > 0 {
 			est = pm.Estimate.String()
 		}
-		actual := "-"
-		if !m.StartedAt.IsZero() && !m.MergedAt.IsZero() {
-			actual = m.MergedAt.Sub(m.StartedAt).Round(time.Second).String()
-		}
+		parts, elapsed := TimeSpent(m, now)
 		tier := m.Tier
 		if m.TierNow != m.Tier {
 			tier += " → " + m.TierNow
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s | %s | %d/%d/%d | %s | %s | %s | %s | %s |\n",
-			m.ID, m.Title, m.State, tier, orDash(strings.Join(models, ", ")), est, actual,
-			m.Rounds.Check, m.Rounds.Review, m.Rounds.Conflict,
-			dur(m.Spent[Building]), dur(m.Spent[Fixing]+m.Spent[Checking]), dur(m.Spent[Reviewing]), dur(m.Spent[Asking]), dur(m.Spent[Benched]+m.Spent[Escalated]))
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s | %s | %d/%d/%d |",
+			m.ID, m.Title, m.State, tier, orDash(strings.Join(models, ", ")), est, dur(elapsed),
+			m.Rounds.Check, m.Rounds.Review, m.Rounds.Conflict)
+		for _, p := range parts {
+			b.WriteString(" " + dur(p) + " |")
+		}
+		b.WriteString("\n")
 	}
+	b.WriteString("\nelapsed: from the milestone's first ready to its merge (or now), the sum of the columns after the rounds: " +
+		"waiting for dispatch (ready, or a fresh coder a tier up), building, checks (its checks and its merge), fix rounds, review, " +
+		"waiting for an answer, benched on a usage limit, held or failed until retried.\n")
 	return b.String()
+}
+
+// timeParts are the summary's time columns and the milestone states each is made
+// of. Every state a milestone spends time in after its first ready is in exactly
+// one column, so the columns add up to its elapsed time.
+var timeParts = []struct {
+	name   string
+	states []State
+}{
+	{"waiting for dispatch", []State{Ready, Escalated}},
+	{"building", []State{Building}},
+	{"checks", []State{Checking, Merging}},
+	{"fix rounds", []State{Fixing}},
+	{"review", []State{Reviewing}},
+	{"waiting for an answer", []State{Asking}},
+	{"benched", []State{Benched}},
+	{"held", []State{Held, Failed}},
+}
+
+// TimeSpent is where milestone m's time went, in seconds per timeParts column, and
+// their sum, its elapsed time: from the state moves Step recorded (Spent, kept as
+// each fact of the event log is applied), and the stint under way at now. Time
+// planned (waiting for dependencies) and after the merge is not the milestone's.
+func TimeSpent(m Milestone, now time.Time) (parts []float64, elapsed float64) {
+	parts = make([]float64, len(timeParts))
+	for i, c := range timeParts {
+		for _, st := range c.states {
+			sec := m.Spent[st]
+			if m.State == st && now.After(m.StateAt) {
+				sec += now.Sub(m.StateAt).Seconds()
+			}
+			parts[i] += sec
+		}
+		elapsed += parts[i]
+	}
+	return parts, elapsed
 }
 
 func dur(sec float64) string {
@@ -210,15 +258,31 @@ func orDash(s string) string {
 }
 
 func (s *Service) writeSummary(ctx context.Context, rec Record) error {
+	return s.writeSummaryText(ctx, rec, s.Summary(rec))
+}
+
+// writeSummaryText writes text as run rec's summary.md.
+func (s *Service) writeSummaryText(ctx context.Context, rec Record, text string) error {
 	path := SummaryFile(rec.Repo, rec.Run.Name)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(s.Summary(rec)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return err
 	}
 	_, err := s.runs.Update(ctx, rec.Run.Name, func(r *Record) { r.Summary = path })
 	return err
+}
+
+// prTitle is the pull request's title: the request the plan was made for, as a
+// reviewer of the pull request reads it (the run's name only when the plan has none).
+func (s *Service) prTitle(rec Record) string {
+	if p := s.followed(rec); p != nil {
+		if r := firstLine(strings.TrimSpace(p.Request)); r != "" {
+			return r
+		}
+	}
+	return "orcr run " + rec.Run.Name
 }
 
 // RunFinish serves its socket method (methods.go): the run's agents stop, its worktrees and
@@ -242,12 +306,13 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 		}
 	}
 	res.Done = append(res.Done, "stopped the run's agents")
-	if rec.Summary == "" && rec.Run.Finish != "" {
-		if err := s.writeSummary(ctx, rec); err != nil {
-			res.NotDone = append(res.NotDone, "write the summary: "+err.Error())
-		} else if next, err := s.runs.Get(ctx, name); err == nil {
-			rec = next
-		}
+	// summary.md is written now, as the run ends, and the pull request's body is
+	// this same text: the two are one document.
+	body := s.Summary(rec)
+	if err := s.writeSummaryText(ctx, rec, body); err != nil {
+		res.NotDone = append(res.NotDone, "write the summary: "+err.Error())
+	} else if next, err := s.runs.Get(ctx, name); err == nil {
+		rec = next
 	}
 	dirs, _ := filepath.Glob(filepath.Join(s.o.Home, "worktrees", "runs", name, "*"))
 	for _, d := range dirs {
@@ -258,7 +323,11 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 	os.Remove(filepath.Join(s.o.Home, "worktrees", "runs", name))
 	if rec.Mode == "shared" {
 		if cur, _ := g.CurrentBranch(ctx); strings.HasPrefix(cur, "orcr/"+name+"/") {
-			g.run(ctx, nil, "checkout", "--quiet", FeatureBranch(name))
+			back := rec.Checkout
+			if back == "" {
+				back = FeatureBranch(name)
+			}
+			g.run(ctx, nil, "checkout", "--quiet", back)
 		}
 	}
 	brs, err := g.Branches(ctx, "orcr/"+name+"/")
@@ -285,9 +354,8 @@ func (s *Service) RunFinish(ctx context.Context, name string) (runapi.RunFinishR
 			res.NotDone = append(res.NotDone, "pull request: this server has no GitHub client")
 			break
 		}
-		body := s.Summary(rec)
 		url, err := s.o.OpenPR(ctx, PullRequest{Repo: rec.Repo, Remote: remote, Head: FeatureBranch(name), Base: rec.Base,
-			Title: "orcr run " + name, Body: body})
+			Title: s.prTitle(rec), Body: body})
 		if err != nil {
 			res.NotDone = append(res.NotDone, "pull request: "+err.Error())
 			break

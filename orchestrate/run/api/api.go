@@ -66,6 +66,10 @@ type RunStartParams struct {
 	// starts no lead (the user dispatches; ready work starts by itself).
 	Lead string `json:"lead,omitempty"`
 	Base string `json:"base,omitempty"` // the base branch (default: the repository's current branch)
+	// Fresh starts a run whose name has one (stopped or finished) anew: the old
+	// run's record, log, worktrees and branches (feature/NAME too) are removed
+	// first. Without it, a stopped run is resumed and a finished one refused.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // RunNameParams names a run.
