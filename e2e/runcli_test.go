@@ -15,15 +15,15 @@ func TestRunHoldTakesAReason(t *testing.T) {
 	e.serve()
 	e.must("run", "start", "demo", "--coders", "1", "--coder", "shell", "--lead", "none", "--", "sh", "-c", "cat >/dev/null")
 
-	if res := e.orcr("run", "hold", "demo", "M2", "waiting for", "the API"); res.code != 0 {
-		t.Fatalf("hold with a reason: exit %d\n%s%s", res.code, res.out, res.err)
+	if res := e.orcr("run", "hold", "demo", "M2", "waiting for", "the API"); res.Code != 0 {
+		t.Fatalf("hold with a reason: exit %d\n%s%s", res.Code, res.Out, res.Err)
 	}
 	e.must("run", "hold", "demo", "M3", "M4", "--reason", "after M2")
-	if res := e.orcr("run", "hold", "demo", "M5", "why", "--reason", "why"); res.code == 0 || !strings.Contains(res.err, "give the reason once") {
-		t.Fatalf("a reason given twice: exit %d %s", res.code, res.err)
+	if res := e.orcr("run", "hold", "demo", "M5", "why", "--reason", "why"); res.Code == 0 || !strings.Contains(res.Err, "give the reason once") {
+		t.Fatalf("a reason given twice: exit %d %s", res.Code, res.Err)
 	}
-	if res := e.orcr("run", "hold", "demo", "flaky"); res.code == 0 || !strings.Contains(res.err, `no milestone "flaky"`) {
-		t.Fatalf("a hold naming no milestone: exit %d %s", res.code, res.err)
+	if res := e.orcr("run", "hold", "demo", "flaky"); res.Code == 0 || !strings.Contains(res.Err, `no milestone "flaky"`) {
+		t.Fatalf("a hold naming no milestone: exit %d %s", res.Code, res.Err)
 	}
 	want := map[string]string{"M2": "waiting for the API", "M3": "after M2", "M4": "after M2"}
 	for _, m := range runView(t, e, "demo").Milestones {

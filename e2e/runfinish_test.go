@@ -27,8 +27,8 @@ cat >/dev/null`}
 	onGitHub := r.git(r.repo, "remote get-url origin")
 	r.git(r.repo, "remote set-url origin "+r.bare)
 	res := r.orcr("run", "finish", "solo")
-	if res.code != 1 || !strings.Contains(res.out, "not done: pull request:") || !strings.Contains(res.err, "orcr run finish solo") {
-		t.Fatalf("finish without a pull request: exit %d\n%s\n%s", res.code, res.out, res.err)
+	if res.Code != 1 || !strings.Contains(res.Out, "not done: pull request:") || !strings.Contains(res.Err, "orcr run finish solo") {
+		t.Fatalf("finish without a pull request: exit %d\n%s\n%s", res.Code, res.Out, res.Err)
 	}
 
 	r.git(r.repo, "remote set-url origin "+onGitHub)

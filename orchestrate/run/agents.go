@@ -130,7 +130,7 @@ func reviewTier(tier string) string {
 // the catalog keeps for premium work. "" (the CLI's default) when the catalog has
 // none of the provider.
 func (s *Service) reviewModel(provider, tier string) string {
-	cat, err := orchestrate.Load(orchestrate.DefaultFS, s.o.CatalogPath)
+	cat, err := planning.Load(planning.DefaultFS, s.o.CatalogPath)
 	if err != nil {
 		s.log.Warn("runs: the catalog for the reviewer's model", "err", err)
 		return ""

@@ -11,7 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
-	"orcr/orchestrate"
+	"orcr/planning"
 	"orcr/testutil/wait"
 )
 
@@ -332,7 +332,7 @@ func TestReviewerOfAProviderRunsTheCatalogsModel(t *testing.T) {
 	ctx := context.Background()
 	repo, g := newRepo(t)
 	head, _ := g.Rev(ctx, "HEAD")
-	cat, err := orchestrate.Load(orchestrate.DefaultFS, "")
+	cat, err := planning.Load(planning.DefaultFS, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (s *Service) checkPlan(ctx context.Context, rec Record) (Record, bool) {
 // planFact reads rec's plan file and returns the fact of its edit, if it changed
 // since the run last took it in; prev is the plan the run followed until now (nil
 // when it has none), for what an edit changed that the run does not keep.
-func planFact(rec Record, prev *orchestrate.Plan) (Fact, []byte, bool) {
+func planFact(rec Record, prev *planning.Plan) (Fact, []byte, bool) {
 	seen := rec.Run.PlanHash
 	if seen == "" {
 		seen = rec.PlanHash

@@ -144,7 +144,7 @@ func TestPlanEditAfterAllMergedReopensTheRun(t *testing.T) {
 func TestPlanEditOfAnEstimateSaysSo(t *testing.T) {
 	old := strings.Replace(planText("M1::small"), "tier: small\n", "tier: small\nestimate: 5m\n", 1)
 	edited := strings.Replace(old, "estimate: 5m", "estimate: 20m", 1)
-	prev, err := orchestrate.Parse([]byte(old), orchestrate.Options{})
+	prev, err := planning.Parse([]byte(old), planning.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestPlanEditOfAnEstimateSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newRig(t, 1, false, "M1::small")
-	f, _, ok := planFact(Record{Run: g.r, PlanFile: file, Check: "true", Mode: "worktree", PlanHash: orchestrate.HashBytes([]byte(old))}, prev)
+	f, _, ok := planFact(Record{Run: g.r, PlanFile: file, Check: "true", Mode: "worktree", PlanHash: planning.HashBytes([]byte(old))}, prev)
 	if !ok {
 		t.Fatal("the edit was not seen")
 	}

@@ -660,7 +660,7 @@ func TestUndispatchedView(t *testing.T) {
 // "M1 is ready" made the lead dispatch M1 a second time, and every run logged
 // `refused dispatch … under way already`.
 func TestLeadHearsOfTheFirstReadyOnce(t *testing.T) {
-	p, err := orchestrate.Parse([]byte(planText("M1::small", "M2::small", "M3:M1:small")), orchestrate.Options{})
+	p, err := planning.Parse([]byte(planText("M1::small", "M2::small", "M3:M1:small")), planning.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
