@@ -132,7 +132,8 @@ func Brief(run, dir string, m *orchestrate.Milestone, extra string) string {
 // brief gives coder a.Coder milestone a.M: its worktree is made (from the feature
 // tip), the coder's agent started in it with the brief as its prompt — a fresh agent
 // per milestone, since an agent's folder is fixed at its start.
-func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error) {
+func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, error) {
+	a := p.Action
 	name := rec.Run.Name
 	m, _ := rec.Run.Milestone(a.M)
 	pm := s.planMilestone(rec, a.M)
@@ -161,12 +162,15 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	mu.Lock()
 	defer mu.Unlock()
 	if old, ok := s.coderAgent(ctx, rec, a.Coder); ok && old.State.Live() {
-		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
-			// Started already: this action is performed again after a restart. The
-			// server may have died between the spawn and recording the agent's id.
-			// Its prompt went in when it was created.
+		// Started already by this very brief: the action is performed again after a
+		// restart. The server may have died between the spawn and recording the
+		// agent's id (then the recorded agent is not this one). A new brief for the
+		// same milestone to the same coder (`run retry`) is no replay: it starts a
+		// fresh agent with it.
+		replay := rec.Agents[a.Coder] != old.ID || rec.Briefs[a.Coder] == p.Ref()
+		if replay && old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
 			if rec.Agents[a.Coder] != old.ID {
-				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), old.CreatedAt); err != nil {
+				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), p.Ref(), old.CreatedAt); err != nil {
 					return nil, err
 				}
 			}
@@ -184,16 +188,16 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	if err != nil {
 		return nil, err
 	}
-	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
+	rp := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
 		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", s.bin() + " run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
-		p.Argv = rec.CoderArgv
+		rp.Argv = rec.CoderArgv
 	}
-	ag, err := s.runAgent(ctx, p)
+	ag, err := s.runAgent(ctx, rp)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), s.now())
+	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), p.Ref(), s.now())
 }
 
 // coderAgent is the live agent of coder who: the one recorded, else the newest at
@@ -209,8 +213,9 @@ func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.
 	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
 }
 
-// recordCoder records agent id as coder who's, on provider:model, briefed at sent.
-func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, sent time.Time) error {
+// recordCoder records agent id as coder who's, on provider:model, started by brief
+// ref and briefed at sent.
+func (s *Service) recordCoder(ctx context.Context, name, who, id, model, ref string, sent time.Time) error {
 	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
 			r.Agents = map[string]string{}
@@ -220,6 +225,10 @@ func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, 
 		}
 		r.Agents[who] = id
 		r.Models[who] = model
+		if r.Briefs == nil {
+			r.Briefs = map[string]string{}
+		}
+		r.Briefs[who] = ref
 		r.Sent = setTime(r.Sent, who, sent)
 	})
 	return err

@@ -177,7 +177,7 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	}
 	switch a.Kind {
 	case ABrief:
-		f, err := s.brief(ctx, rec, a)
+		f, err := s.brief(ctx, rec, p)
 		if err != nil {
 			return &Fact{Kind: FCoderFault, Coder: a.Coder, Text: err.Error()}, err
 		}
@@ -461,6 +461,13 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 	case a.State == wire.StateDone:
 		if !a.StateAt.After(rec.Sent[who]) || !a.StateAt.After(rec.Turns[who]) {
 			return // the end of a turn from before our last message, or seen already
+		}
+		if rec.Agents[who] != a.ID || briefPending(rec, who) {
+			// The agent of the coder's previous brief (its milestone done, say,
+			// and settling): a turn end counts for a milestone only once that
+			// milestone's brief went to the agent that ended it.
+			s.noteTurn(ctx, name, who, a.StateAt)
+			return
 		}
 		if s.settling(ctx, name, who, a) {
 			return
