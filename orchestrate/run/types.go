@@ -111,6 +111,13 @@ type Milestone struct {
 	MergeChecked string `json:"mergeChecked,omitempty"`
 	ReviewRetry  bool   `json:"reviewRetry,omitempty"`
 	Question     string `json:"question,omitempty"`
+	// Answered: the answer to Question went to the coder; the milestone stays
+	// asking until the coder's next turn ends (or it reports done), so the end of
+	// the turn that asked is never taken for a turn without `run done`.
+	Answered bool `json:"answered,omitempty"`
+	// QA is every question asked and answer given on the milestone, in order; a
+	// brief to a new coder (work handed on, a tier up) carries them.
+	QA []string `json:"qa,omitempty"`
 	Reason       string `json:"reason,omitempty"` // why held or failed
 	Commit       string `json:"commit,omitempty"` // the feature commit it was merged as
 

@@ -134,6 +134,9 @@ func waits(r Run, m Milestone, noLead bool) string {
 		}
 		return m.Coder
 	case Asking:
+		if m.Answered {
+			return m.Coder + " to take up the answer"
+		}
 		return "an answer (`orcr run answer " + r.Name + " " + m.ID + " …`)"
 	case Checking:
 		return "the check"
