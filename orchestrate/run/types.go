@@ -117,9 +117,9 @@ type Milestone struct {
 	Answered bool `json:"answered,omitempty"`
 	// QA is every question asked and answer given on the milestone, in order; a
 	// brief to a new coder (work handed on, a tier up) carries them.
-	QA []string `json:"qa,omitempty"`
-	Reason       string `json:"reason,omitempty"` // why held or failed
-	Commit       string `json:"commit,omitempty"` // the feature commit it was merged as
+	QA     []string `json:"qa,omitempty"`
+	Reason string   `json:"reason,omitempty"` // why held or failed
+	Commit string   `json:"commit,omitempty"` // the feature commit it was merged as
 
 	ReadyAt   time.Time `json:"readyAt,omitzero"`
 	StartedAt time.Time `json:"startedAt,omitzero"`
