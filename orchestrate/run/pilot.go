@@ -430,6 +430,7 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	if err != nil || rec.Agents[who] != a.ID {
 		return
 	}
+	s.noteBlocked(name, who, a)
 	if a.State != wire.StateBlocked && a.State.Live() {
 		// Messages a prompt held back (agent_blocked) go now that it is answered.
 		for _, p := range rec.Outbox {
@@ -532,6 +533,30 @@ func (s *Service) settling(ctx context.Context, name, who string, a wire.Agent) 
 		s.onCoder(s.ctx, rec, who, now)
 	}()
 	return true
+}
+
+// noteBlocked keeps what agent who of run name waits for the user on, for the run's
+// view: "coder-3 waits for you: Bash(python3 x.py)" rather than only "coder-3".
+func (s *Service) noteBlocked(name, who string, a wire.Agent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := name + "/" + who
+	if a.State != wire.StateBlocked || a.Blocked == nil {
+		delete(s.blocked, k)
+		return
+	}
+	what := strings.TrimSpace(a.Blocked.Detail)
+	if what == "" {
+		what = a.Blocked.Kind
+	}
+	s.blocked[k] = fmt.Sprintf("%s waits for you: %s (answer it with `orcr agent answer %s …`)", who, what, a.Path)
+}
+
+// blockedOn is what agent who of run name waits for the user on, or "".
+func (s *Service) blockedOn(name, who string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blocked[name+"/"+who]
 }
 
 // noteTurn records the instant of a handled turn end of agent who.

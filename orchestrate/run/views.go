@@ -80,6 +80,15 @@ func (s *Service) milestoneView(rec Record, plan *orchestrate.Plan, m Milestone)
 		v.EstimateSeconds = int(pm.Estimate.Seconds())
 	}
 	v.Waits = waits(rec.Run, m, noLead(rec))
+	if m.Coder != "" {
+		if b := s.blockedOn(rec.Run.Name, m.Coder); b != "" {
+			v.Waits = b
+		}
+	} else if m.State == Reviewing && head(rec.Run.ReviewQueue) == m.ID {
+		if b := s.blockedOn(rec.Run.Name, "reviewer"); b != "" {
+			v.Waits = b
+		}
+	}
 	if w, says := undispatched(rec.Run.Name, m, noLead(rec), s.now()); says != "" {
 		v.Waits, v.Undispatched = w, says
 	}
