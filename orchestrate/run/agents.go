@@ -497,7 +497,11 @@ func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
 
 // startLead starts the lead (AStartLead). Performed again after a restart, it finds
 // the lead it started (the server may have died before it recorded the id).
-func (s *Service) startLead(ctx context.Context, rec Record) error {
+//
+// restart, when set, restarts a lead that ended: what it must know (where the run
+// is, the messages it has not taken up). Its session is resumed when the provider
+// can; else a new lead starts with the first prompt and restart after it.
+func (s *Service) startLead(ctx context.Context, rec Record, restart string) error {
 	if noLead(rec) {
 		return nil
 	}
@@ -507,13 +511,39 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 		}
 		return s.recordAgent(ctx, rec.Run.Name, "lead", old.ID, old.CreatedAt)
 	}
+	if prev := rec.Agents["lead"]; restart != "" && prev != "" {
+		ag, err := s.k.Resume(ctx, wire.ResumeParams{Target: prev, Prompt: flatten(s.toAgent(restart))})
+		if err == nil {
+			return s.recordAgent(ctx, rec.Run.Name, "lead", ag.ID, s.now())
+		}
+		s.log.Info("runs: the lead's session cannot be resumed; a new lead starts", "run", rec.Run.Name, "err", err)
+	}
+	prompt := LeadPrompt(rec)
+	if restart != "" {
+		prompt += "\n\n" + restart
+	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
-		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", s.bin() + " run", "git log", "git diff"}, true)})
+		Prompt: prompt, Keep: true, Argv: autonomy(provider, []string{"orcr run", s.bin() + " run", "git log", "git diff"}, true)})
 	if err != nil {
 		return err
 	}
 	return s.recordAgent(ctx, rec.Run.Name, "lead", ag.ID, s.now())
+}
+
+// leadEnded feeds the end of the run's lead (agent id; withServer: it went with the
+// server, found so at restart) unless the autopilot ended
+// it, the run is finished, or a start of the lead is on its way already.
+func (s *Service) leadEnded(ctx context.Context, rec Record, id, how string, withServer bool) {
+	if noLead(rec) || rec.Finished || rec.Run.Stopped || s.stoppedByUs(id) {
+		return
+	}
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == AStartLead {
+			return
+		}
+	}
+	s.feed(ctx, rec.Run.Name, Fact{Kind: FLeadLost, Text: how, OK: withServer})
 }
 
 // recordAgent records agent id as the run's agent who, typed into at sent.

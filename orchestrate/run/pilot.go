@@ -231,7 +231,7 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		return &Fact{Kind: FBranched, Head: tip}, nil
 	case AStartLead:
-		return nil, s.startLead(ctx, rec)
+		return nil, s.startLead(ctx, rec, a.Text)
 	case ADeliver:
 		return s.deliver(ctx, rec, a)
 	case ANotify:
@@ -447,6 +447,8 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 		return
 	}
 	switch {
+	case who == "lead" && a.State.Terminal():
+		s.leadEnded(ctx, rec, a.ID, "its agent "+string(a.State), false)
 	case who == "lead":
 		s.onLead(ctx, rec, a)
 	case who == "reviewer":

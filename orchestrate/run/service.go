@@ -136,6 +136,12 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 			continue
 		}
 		a, err := s.k.Get(ctx, rec.Agents[who])
+		if who == "lead" && (err != nil || a.State.Terminal()) {
+			// It ended while no server watched (or with the server): its end
+			// event may be gone.
+			s.leadEnded(ctx, rec, rec.Agents[who], "it ended while the server was down", true)
+			continue
+		}
 		if err != nil {
 			continue
 		}

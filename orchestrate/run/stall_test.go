@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // stallRig is a Service over fake agents with a real repository, a real store and
@@ -140,5 +141,115 @@ func TestPreviousTurnIsNotTheNewMilestones(t *testing.T) {
 	s.onCoder(ctx, rec, "coder-1", nw)
 	if n := turnEnds(); n != 1 {
 		t.Fatalf("M2's agent's turn end: %d turn ends, want 1", n)
+	}
+}
+
+// TestLeadLostIsRestartedOnceAndTold: a lead that ends while the run needs it is
+// restarted once with where the run is and the messages it has not taken up, and
+// the user is told; ended again, the user is the lead. One that went with the server
+// does not use up the restart. `run stop` ends the lead and the reviewer.
+func TestLeadLostIsRestartedOnceAndTold(t *testing.T) {
+	g := newRig(t, 2, true, "M1::small", "M2:M1:small")
+	g.r.Lead = true
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "which format?"})
+	if len(g.r.Inbox) == 0 {
+		t.Fatal("the question is not in the lead's inbox")
+	}
+	g.step(Fact{Kind: FLeadLost, Text: "its agent killed"})
+	start := g.has(AStartLead, "")
+	for _, want := range []string{"again", "M1 asking (coder-1)", "M2 planned", "which format?", "run answer"} {
+		if !strings.Contains(start.Text, want) {
+			t.Fatalf("the restarted lead is not told %q: %s", want, start.Text)
+		}
+	}
+	if n := g.has(ANotify, ""); !strings.Contains(n.Text, "the lead of run demo ended (its agent killed); restarted") {
+		t.Fatalf("the user is told %q", n.Text)
+	}
+	// The new lead's first turn takes the messages up.
+	g.step(Fact{Kind: FLeadWorking, TurnAt: g.now.Add(time.Second)})
+	if len(g.r.Inbox) != 0 || g.r.LeadSent != nil {
+		t.Fatalf("inbox %q, on its way %+v after the new lead's turn started", g.r.Inbox, g.r.LeadSent)
+	}
+	// Gone with the server: restarted again, it does not count.
+	g.step(Fact{Kind: FLeadLost, Text: "it ended while the server was down", OK: true})
+	g.has(AStartLead, "")
+	// Ended again on its own: the user is the lead from now on.
+	g.step(Fact{Kind: FLeadLost, Text: "its agent exited"})
+	for _, a := range g.out {
+		if a.Kind == AStartLead {
+			t.Fatal("the lead was restarted twice")
+		}
+	}
+	if n := g.has(ANotify, ""); !strings.Contains(n.Text, "you are the lead now") || g.r.Lead {
+		t.Fatalf("told %q; lead %v", n.Text, g.r.Lead)
+	}
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "csv"})
+	g.step(Fact{Kind: FHold, M: "M1", Text: "wait"})
+	if n := g.has(ANotify, ""); !strings.Contains(n.Text, "M1 is held") {
+		t.Fatalf("what the lead would hear does not reach the user: %+v", g.out)
+	}
+
+	// `run stop` ends the lead and the reviewer with the coders.
+	h := newRig(t, 2, true, "M1::small")
+	h.r.Lead = true
+	h.step(Fact{Kind: FDispatch, M: "M1"})
+	h.step(Fact{Kind: FStop})
+	stopped := map[string]bool{}
+	for _, a := range h.out {
+		if a.Kind == AStopCoder {
+			stopped[a.Coder] = true
+		}
+	}
+	if !stopped["lead"] || !stopped["reviewer"] || !stopped["coder-1"] {
+		t.Fatalf("run stop stopped %v", stopped)
+	}
+	// A stopped run's lead that ends is not restarted.
+	h.step(Fact{Kind: FLeadLost, Text: "its agent killed"})
+	h.hasNo(AStartLead)
+}
+
+// Resume is the kernel's agent.resume for these tests: the fake agents keep no
+// sessions, so it fails and a new agent starts.
+func (fakeKernel) Resume(context.Context, wire.ResumeParams) (wire.Agent, error) {
+	return wire.Agent{}, wire.Errorf(wire.CodeNotFound, "no session")
+}
+
+// TestKilledLeadIsRestarted: the lead's agent is killed under a running run: the
+// autopilot starts a new lead at the run's lead path with where the run is, and a
+// run.notify tells the user.
+func TestKilledLeadIsRestarted(t *testing.T) {
+	ctx := context.Background()
+	r := newRun(t, 1, false, "M1::small")
+	r.Lead = true
+	s, fa, rec := stallRig(t, r)
+	fa.agents["l1"] = wire.Agent{ID: "l1", Path: AgentPath("demo", "lead"), State: wire.StateKilled, StateAt: time.Now()}
+	rec, err := s.runs.Update(ctx, "demo", func(r *Record) {
+		r.Lead = "claude:m"
+		r.Agents = map[string]string{"lead": "l1"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onAgent(ctx, "demo", "lead", fa.agents["l1"])
+	wait.For(t, 10*time.Second, "a new lead", func() bool {
+		rec, _ := s.runs.Get(ctx, "demo")
+		return rec.Agents["lead"] != "l1" && rec.Agents["lead"] != ""
+	})
+	rec, _ = s.runs.Get(ctx, "demo")
+	if p := fa.agents[rec.Agents["lead"]].Prompt; !strings.Contains(p, "You are the lead of orcr run demo") || !strings.Contains(p, "again") || !strings.Contains(p, "M1 ready") {
+		t.Fatalf("the new lead's prompt: %q", p)
+	}
+	es, _ := s.runs.Events(ctx, "demo", 0, 0)
+	told := false
+	for _, e := range es {
+		for _, a := range e.Actions {
+			if a.Kind == ANotify && strings.Contains(a.Text, "restarted once") {
+				told = true
+			}
+		}
+	}
+	if !told {
+		t.Fatal("the user was not told the lead was restarted")
 	}
 }

@@ -116,6 +116,9 @@ func (s *stepper) apply(f Fact) error {
 	case FLeadUnsent:
 		s.leadUnsent(f)
 		return nil
+	case FLeadLost:
+		s.leadLost(f)
+		return nil
 	case FBranched:
 		s.branched(f)
 		return nil
@@ -347,6 +350,14 @@ func (s *stepper) stop() {
 			c.Gone, c.M = true, ""
 			s.emit(Action{Kind: AStopCoder, Coder: c.Name})
 		}
+	}
+	// The lead's and the reviewer's work ends with the run's: no idle agent
+	// outlives it.
+	if s.r.Lead {
+		s.emit(Action{Kind: AStopCoder, Coder: "lead"})
+	}
+	if s.r.Reviewer {
+		s.emit(Action{Kind: AStopCoder, Coder: "reviewer"})
 	}
 }
 

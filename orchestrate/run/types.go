@@ -180,6 +180,9 @@ type Run struct {
 	Inbox    []string  `json:"inbox,omitempty"`
 	LeadSent *LeadSend `json:"leadSent,omitempty"`
 	LeadIdle bool      `json:"leadIdle,omitempty"`
+	// LeadRestarts counts the restarts of a lead that ended: it is restarted once;
+	// ended again, the user is the lead from then on.
+	LeadRestarts int `json:"leadRestarts,omitempty"`
 	// ReviewTurn is the end of the reviewer's last turn the run took in, so a
 	// verdict seen twice (its event again after a restart) is applied once.
 	ReviewTurn time.Time `json:"reviewTurn,omitzero"`
@@ -244,6 +247,10 @@ const (
 	FLeadWorking FactKind = "lead-working" // the lead's turn started at TurnAt (a batch sent before is taken up)
 	FLeadIdle    FactKind = "lead-idle"    // the lead waits for input with no turn end to take in
 	FLeadUnsent  FactKind = "lead-unsent"  // the batch was not typed (a prompt is up on the lead; Until: the try before)
+	// FLeadLost: the lead's agent ended (it exited, was killed, or went with the
+	// server) and the run did not stop it; Text says how. OK: it went with the
+	// server (not the lead's doing), which does not use up its one restart.
+	FLeadLost FactKind = "lead-lost"
 )
 
 // PlanItem is one milestone of an edited plan, as the run takes it in.
@@ -311,7 +318,7 @@ type ActionKind string
 const (
 	ABrief      ActionKind = "brief"       // give Coder (spawning it at Tier if needed) milestone M: Text is the brief
 	ASendCoder  ActionKind = "send-coder"  // type Text into Coder (M's coder)
-	AStopCoder  ActionKind = "stop-coder"  // stop Coder's agent for good
+	AStopCoder  ActionKind = "stop-coder"  // stop Coder's agent for good (also "lead" and "reviewer" when the run stops)
 	ABenchCoder ActionKind = "bench-coder" // Coder is benched until Until
 	ACheck      ActionKind = "check"       // run the check on M's branch at Head (Merge: the re-check)
 	AReview     ActionKind = "review"      // ask the reviewer about M at Head
@@ -319,7 +326,7 @@ const (
 	AAdvance    ActionKind = "advance"     // move feature/NAME from Base to one squash commit of M's Head
 	ALead       ActionKind = "lead"        // the lead must hear Text: Step puts it in the inbox (a record, nothing to perform)
 	ABranch     ActionKind = "branch"      // create feature/NAME at Head (the base's tip at start)
-	AStartLead  ActionKind = "start-lead"  // start the lead agent
+	AStartLead  ActionKind = "start-lead"  // start the lead agent (Text: set when it restarts one that ended: what it must know)
 	ADeliver    ActionKind = "deliver"     // type the inbox batch Text into the lead
 	ANotify     ActionKind = "notify"      // tell the user (Text)
 	ANote       ActionKind = "note"        // nothing to do; Text goes to the event log (an ignored fact)

@@ -21,7 +21,9 @@ func (s *Service) view(rec Record) runapi.RunView {
 	v := runapi.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
 		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Run.Inbox),
 		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []runapi.RunMilestone{}, Pool: []runapi.RunCoder{}}
-	if v.Inbox == nil {
+	if v.Inbox == nil || rec.Finished || r.Stopped {
+		// Nobody will take these up any more: a finished or stopped run waits
+		// for no lead.
 		v.Inbox = []string{}
 	}
 	for i, t := range v.Inbox {
