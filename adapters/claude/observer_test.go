@@ -258,7 +258,7 @@ func TestReadoptedTurnEndFromTranscript(t *testing.T) {
 		began time.Time
 		want  wire.State
 	}{
-		{time.Date(2026, 11, 30, 22, 58, 29, 0, time.UTC), wire.StateDone},  // the turn in the file
+		{time.Date(2026, 11, 30, 22, 58, 29, 0, time.UTC), wire.StateDone},   // the turn in the file
 		{time.Date(2026, 11, 30, 23, 10, 0, 0, time.UTC), wire.StateWorking}, // a later turn, not written yet
 	} {
 		o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Cwd: t.TempDir(), Transcript: path,
