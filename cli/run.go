@@ -371,7 +371,9 @@ func (app *app) callThroughRestart(ctx context.Context, call func(wire.Transport
 	for {
 		var err error
 		if t == nil {
-			t, err = app.connect(ctx)
+			if t, err = app.connect(ctx); err != nil {
+				t = nil // the failed dial's transport is a typed nil
+			}
 		}
 		if err == nil {
 			if err = call(t); err == nil || !serverGone(err) {
