@@ -64,3 +64,41 @@ func TestRunTurnsEndWhileServerDown(t *testing.T) {
 		t.Fatalf("M1 merged without the reviewer's verdict: %s", r.facts("M1"))
 	}
 }
+
+// TestRunPermissionBlockedCoderInStatus: real claude as a coder runs a command
+// outside its allow-list, which puts it on a permission prompt. `run status` says
+// the coder waits for the user and on what, the run notifies, and once answered the
+// status names the coder again.
+func TestRunPermissionBlockedCoderInStatus(t *testing.T) {
+	r := newRunRig(t, "solo")
+	r.approvePlan(oneMilestone)
+	r.models.PushTo("M1", bash("python3 -c 'print(42)'"), say("Could not run it."))
+	notes := collectEvents(t, r.env, "run.notify")
+	r.must("run", "start", "solo", "--coders", "1", "--coder", "claude", "--lead", "none")
+	r.must("run", "dispatch", "solo", "M1")
+	var waits string
+	if !wait.Until(120*time.Second, func() bool {
+		waits = r.milestone(r.status(), "M1").Waits
+		return strings.Contains(waits, "coder-1 waits for you")
+	}) {
+		t.Fatalf("M1 waits on %q, not on the user at coder-1's prompt", waits)
+	}
+	if !strings.Contains(waits, "python3") || !strings.Contains(waits, "orcr agent answer runs/solo/coder-1") {
+		t.Fatalf("M1 waits on %q: not what the prompt asks, or not how to answer it", waits)
+	}
+	if out := r.must("run", "status", "solo"); !strings.Contains(out, "coder-1 waits for you") {
+		t.Fatalf("run status does not say so:\n%s", out)
+	}
+	wait.For(t, 30*time.Second, "a run.notify of the prompt", func() bool {
+		for _, n := range notes.texts() {
+			if strings.Contains(n, "coder-1 of run solo waits for you: permission") {
+				return true
+			}
+		}
+		return false
+	})
+	r.must("agent", "answer", "runs/solo/coder-1", "--deny")
+	wait.For(t, 60*time.Second, "the status to name the coder again", func() bool {
+		return !strings.Contains(r.milestone(r.status(), "M1").Waits, "waits for you")
+	})
+}
