@@ -24,7 +24,9 @@ func (app *app) needsServer(cmd *cli.Command, before cli.BeforeFunc) {
 	cmd.After = app.disconnect
 	var walk func(c *cli.Command)
 	walk = func(c *cli.Command) {
-		if c.Action != nil {
+		if c.Action != nil && c.Before == nil {
+			// A command that brings its own (`run done` waits for a server
+			// that is restarting) keeps it.
 			c.Before = before
 		}
 		for _, sub := range c.Commands {

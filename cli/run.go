@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -272,11 +275,16 @@ func (app *app) runCommands() *cli.Command {
 			},
 			{
 				Name: "done", Usage: "inside a coder's pane: the milestone is committed, check it", ArgsUsage: "M",
+				Before: app.maybeLater,
 				Action: func(ctx context.Context, c *cli.Command) error {
 					if c.Args().Len() != 1 {
 						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
 					}
-					m, err := wire.Call(ctx, service(ctx), runapi.RunDoneM, runapi.RunCallerParams{Milestone: c.Args().First()})
+					var m runapi.RunMilestone
+					err := app.callThroughRestart(ctx, func(t wire.Transport) (err error) {
+						m, err = wire.Call(ctx, t, runapi.RunDoneM, runapi.RunCallerParams{Milestone: c.Args().First()})
+						return err
+					})
 					if err != nil {
 						return err
 					}
@@ -286,12 +294,17 @@ func (app *app) runCommands() *cli.Command {
 			},
 			{
 				Name: "ask", Usage: "inside a coder's pane: ask a question; the milestone waits for the answer", ArgsUsage: "M TEXT",
+				Before: app.maybeLater,
 				Action: func(ctx context.Context, c *cli.Command) error {
 					a := c.Args().Slice()
 					if len(a) < 2 {
 						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
 					}
-					m, err := wire.Call(ctx, service(ctx), runapi.RunAskM, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+					var m runapi.RunMilestone
+					err := app.callThroughRestart(ctx, func(t wire.Transport) (err error) {
+						m, err = wire.Call(ctx, t, runapi.RunAskM, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+						return err
+					})
 					if err != nil {
 						return err
 					}
@@ -399,4 +412,75 @@ func holdArgs(ctx context.Context, t wire.Transport, name string, args []string,
 		reason = flag
 	}
 	return args[:i], reason, nil
+}
+
+// ServerWait is how long `run done` and `run ask` (called by a coder, whose turn
+// ends with them) wait for a server that is not running — restarting after a crash,
+// say — before they fail. It stays under the two minutes claude's Bash tool gives a
+// command.
+var ServerWait = 100 * time.Second
+
+// maybeLater is the Before hook of `run done` and `run ask`: it dials the server
+// when one answers and leaves the waiting to callThroughRestart otherwise, so a
+// coder's report is not lost to a server that is restarting.
+func (app *app) maybeLater(ctx context.Context, c *cli.Command) (context.Context, error) {
+	return app.mayConnect(ctx, c)
+}
+
+// callThroughRestart performs call over the server's transport, waiting up to
+// ServerWait for a server that is not running and calling again when the server
+// went away during the call. Calling again is safe: a report the run took in once is
+// taken in as a note the second time.
+func (app *app) callThroughRestart(ctx context.Context, call func(wire.Transport) error) error {
+	deadline := time.Now().Add(ServerWait)
+	t := service(ctx)
+	defer func() {
+		if cl, ok := t.(io.Closer); ok && t != service(ctx) {
+			cl.Close() // dialled here; the Before hook's the command's After closes
+		}
+	}()
+	told := false
+	for {
+		var err error
+		if t == nil {
+			if t, err = app.connect(ctx); err != nil {
+				t = nil // the failed dial's transport is a typed nil
+			}
+		}
+		if err == nil {
+			if err = call(t); err == nil || !serverGone(err) {
+				return err
+			}
+			if cl, ok := t.(io.Closer); ok && t != service(ctx) {
+				cl.Close()
+			}
+			t = nil
+		}
+		if !serverGone(err) || time.Now().After(deadline) {
+			return err
+		}
+		if !told {
+			fmt.Fprintf(app.err, "orcr: the server is not running; waiting up to %s for it to come back\n", ServerWait)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// serverGone reports an error of a server that is not there (any more): not
+// running, or the connection broke during the call.
+func serverGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Code == wire.CodeUnavailable
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }

@@ -190,6 +190,13 @@ func TestPlanWithRealClaude(t *testing.T) {
 	if approved.Plan.State != "approved" || approved.Plan.ApprovedHash != hex.EncodeToString(sum[:]) {
 		t.Fatalf("approved %+v, file sha256 %x", approved.Plan, sum)
 	}
+	// The lead's work ended with the approval: its agent ends too (no idle claude
+	// outlives its plan).
+	wait.For(t, 30*time.Second, "the plan's lead to end after approval", func() bool {
+		var a wire.AgentResult
+		json.Unmarshal([]byte(e.must("agent", "get", "plans/csv/lead", "--json")), &a)
+		return a.Agent.State.Terminal()
+	})
 	if r := e.orcr("plan", "reject", "csv", "too late"); r.Code != 1 || !strings.Contains(r.Err, "approved") {
 		t.Fatalf("reject after approve: %d %s", r.Code, r.Err)
 	}

@@ -41,6 +41,9 @@ const (
 	ActSendLead ActionKind = "send-lead"
 	// ActNotify: tell the user Text (a notification; the plan needs them).
 	ActNotify ActionKind = "notify"
+	// ActStopLead: the lead's work is done (the plan is approved): end its agent,
+	// so no idle lead outlives its plan. A rejection later starts it again.
+	ActStopLead ActionKind = "stop-lead"
 )
 
 // Action is one side effect a step asks for. Step itself does none, so the daemon can
@@ -237,7 +240,7 @@ func approve(r Record, f FileState, now time.Time) (Record, []Action, error) {
 	}
 	r.State, r.ApprovedHash, r.FileHash, r.Errors = PlanApproved, f.Hash, f.Hash, nil
 	r.event(now, "approved", "sha256 "+f.Hash)
-	return r, nil, nil
+	return r, []Action{{Kind: ActStopLead}}, nil
 }
 
 // FixMessage is what goes back to the lead when its file does not parse.

@@ -66,7 +66,8 @@ func TestDraftApproveEdit(t *testing.T) {
 		t.Fatalf("after a good turn: %+v %+v", r, acts)
 	}
 	r, acts = step(t, r, orchestrate.Approve{File: good})
-	if r.State != orchestrate.PlanApproved || r.ApprovedHash != "aaaa" || len(acts) != 0 || lastEvent(r).Kind != "approved" {
+	// The lead's work is done: its agent ends (no idle lead outlives its plan).
+	if r.State != orchestrate.PlanApproved || r.ApprovedHash != "aaaa" || len(acts) != 1 || acts[0].Kind != orchestrate.ActStopLead || lastEvent(r).Kind != "approved" {
 		t.Fatalf("after approve: %+v %+v", r, acts)
 	}
 	r, acts = step(t, r, orchestrate.FileChanged{File: edited})

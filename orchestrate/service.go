@@ -187,7 +187,7 @@ func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, e
 	cat, _ := s.catalog()
 	var file FileState
 	old, _ := s.plans.Get(ctx, name)
-	r, _, err := s.plans.Change(ctx, name, func(r Record) (Record, []Action, error) {
+	r, actions, err := s.plans.Change(ctx, name, func(r Record) (Record, []Action, error) {
 		file = ReadPlanFile(r.File, planning.Options{Name: r.Name, Catalog: cat})
 		return Step(r, Approve{File: file}, s.now())
 	})
@@ -196,6 +196,7 @@ func (s *Service) PlanApprove(ctx context.Context, name string) (planapi.Plan, e
 	}
 	s.stamp(r.Name, r.File)
 	s.publish(ctx, old, r, "")
+	r = s.act(ctx, r, actions)
 	return r.Wire(), nil
 }
 

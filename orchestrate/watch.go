@@ -138,11 +138,27 @@ var errSeen = errors.New("turn end handled already")
 // record's Pending already); a notification is in the plan.state event.
 func (s *Service) act(ctx context.Context, r Record, actions []Action) Record {
 	for _, a := range actions {
-		if a.Kind == ActSendLead {
+		switch a.Kind {
+		case ActSendLead:
 			r = s.deliver(ctx, r, a.Text)
+		case ActStopLead:
+			s.stopLead(ctx, r)
 		}
 	}
 	return r
+}
+
+// stopLead ends plan r's lead agent, unless it has ended already.
+func (s *Service) stopLead(ctx context.Context, r Record) {
+	if r.LeadID == "" {
+		return
+	}
+	if a, err := s.k.Get(ctx, r.LeadID); err != nil || a.State.Terminal() {
+		return
+	}
+	if _, err := s.k.Kill(ctx, wire.KillParams{Glob: r.LeadID}); err != nil {
+		s.log.Warn("plans: stop the lead", "plan", r.Name, "err", err)
+	}
 }
 
 // deliver sends text to r's lead, or starts the lead again at its path when it has

@@ -43,6 +43,9 @@ type observer struct {
 	menuSeen   bool
 	permHook   bool
 	promptText string // the screen Prompt last read, for AnswerSteps
+	// adoptedWorking is when the turn under way began, for an agent re-adopted
+	// while working, until the first read of its transcript.
+	adoptedWorking time.Time
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
@@ -67,6 +70,9 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 		// orcr launches claude with its hooks: unless the transcript had to decide
 		// last (hooks silent), they keep coming after the restart.
 		o.hooksSeen = a.StateSource != "transcript"
+		if a.State == wire.StateWorking {
+			o.adoptedWorking = a.StateAt
+		}
 	}
 	return o
 }
@@ -321,6 +327,15 @@ func (o *observer) fromTranscript(sig *core.Signal) {
 	if t.Limit != nil && o.sent.NewLimit(t.Limit.At) {
 		if !(o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedLimit) {
 			o.limitHit(sig, t.Limit.Text)
+		}
+	}
+	// Re-adopted while working: a turn that ended while the server was down fired
+	// its Stop hook at no server, so the first read of the transcript decides — a
+	// turn end written after the turn began is this turn's.
+	if at := o.adoptedWorking; !at.IsZero() {
+		o.adoptedWorking = time.Time{}
+		if sig.State == "" && o.state == wire.StateWorking && t.TurnEnded > 0 && !t.TurnOpen && t.EndedAt.After(at) {
+			o.setState(sig, wire.StateDone, "turn finished while the server was down (transcript)", nil)
 		}
 	}
 	// Without hooks (e.g. a hook command that fails), the transcript tells turns apart.

@@ -236,3 +236,50 @@ func TestSetupScreens(t *testing.T) {
 		}
 	}
 }
+
+// TestReadoptedTurnEndFromTranscript: the server died while claude worked, and the
+// turn ended before it came back — its Stop hook reached no server. Re-adopted as
+// working (hooks seen), the first read of the transcript finds the turn end written
+// after the turn began and reports done. A turn end from before the turn began (the
+// previous one's) does not.
+func TestReadoptedTurnEndFromTranscript(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The session up to its turn's end (what follows is a usage limit).
+	lines := strings.SplitAfter(string(src), "\n")
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:11], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{ConfigDir: t.TempDir()})
+	for _, c := range []struct {
+		began time.Time
+		want  wire.State
+	}{
+		{time.Date(2026, 11, 30, 22, 58, 29, 0, time.UTC), wire.StateDone},   // the turn in the file
+		{time.Date(2026, 11, 30, 23, 10, 0, 0, time.UTC), wire.StateWorking}, // a later turn, not written yet
+	} {
+		o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Cwd: t.TempDir(), Transcript: path,
+			State: wire.StateWorking, StateSource: "hook", StateAt: c.began}).(*observer)
+		s, err := o.Poll(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := o.state
+		if s != nil && s.State != "" {
+			got = s.State
+		}
+		if got != c.want {
+			t.Errorf("began %s: state %s, want %s (signal %+v)", c.began.Format(time.TimeOnly), got, c.want, s)
+		}
+		if c.want == wire.StateDone && (s == nil || !strings.Contains(s.Reason, "while the server was down")) {
+			t.Errorf("the turn end's reason: %+v", s)
+		}
+		// Later reads do not decide again: hooks are back.
+		if s, _ := o.Poll(context.Background()); s != nil && s.State != "" {
+			t.Errorf("a second read set %s", s.State)
+		}
+	}
+}

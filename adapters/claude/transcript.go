@@ -34,8 +34,10 @@ type Transcript struct {
 	Limit *LimitHit
 	// TurnOpen is true between a user prompt and the end of the turn (transcript view).
 	TurnOpen bool
-	// TurnEnded counts turn ends seen (system turn_duration lines).
+	// TurnEnded counts turn ends seen (system turn_duration lines); EndedAt is
+	// when the last one was written.
 	TurnEnded int
+	EndedAt   time.Time
 	// Lines counts lines parsed; Bad counts lines skipped as malformed.
 	Lines, Bad int
 }
@@ -153,6 +155,7 @@ func (t *Transcript) Add(b []byte) {
 		if l.Subtype == "turn_duration" {
 			t.TurnOpen = false
 			t.TurnEnded++
+			t.EndedAt = l.Timestamp
 		}
 	}
 }

@@ -163,7 +163,8 @@ func Brief(run, dir string, m *planning.Milestone, extra string) string {
 // brief gives coder a.Coder milestone a.M: its worktree is made (from the feature
 // tip), the coder's agent started in it with the brief as its prompt — a fresh agent
 // per milestone, since an agent's folder is fixed at its start.
-func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error) {
+func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, error) {
+	a := p.Action
 	name := rec.Run.Name
 	m, _ := rec.Run.Milestone(a.M)
 	pm := s.planMilestone(rec, a.M)
@@ -195,12 +196,15 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	mu.Lock()
 	defer mu.Unlock()
 	if old, ok := s.coderAgent(ctx, rec, a.Coder); ok && old.State.Live() {
-		if old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
-			// Started already: this action is performed again after a restart. The
-			// server may have died between the spawn and recording the agent's id.
-			// Its prompt went in when it was created.
+		// Started already by this very brief: the action is performed again after a
+		// restart. The server may have died between the spawn and recording the
+		// agent's id (then the recorded agent is not this one). A new brief for the
+		// same milestone to the same coder (`run retry`) is no replay: it starts a
+		// fresh agent with it.
+		replay := rec.Agents[a.Coder] != old.ID || rec.Briefs[a.Coder] == p.Ref()
+		if replay && old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
 			if rec.Agents[a.Coder] != old.ID {
-				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), old.CreatedAt); err != nil {
+				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), p.Ref(), old.CreatedAt); err != nil {
 					return nil, err
 				}
 			}
@@ -218,16 +222,16 @@ func (s *Service) brief(ctx context.Context, rec Record, a Action) (*Fact, error
 	if err != nil {
 		return nil, err
 	}
-	p := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
+	rp := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
 		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", s.bin() + " run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
-		p.Argv = rec.CoderArgv
+		rp.Argv = rec.CoderArgv
 	}
-	ag, err := s.runAgent(ctx, p)
+	ag, err := s.runAgent(ctx, rp)
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), s.now())
+	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), p.Ref(), s.now())
 }
 
 // coderAgent is the live agent of coder who: the one recorded, else the newest at
@@ -243,8 +247,9 @@ func (s *Service) coderAgent(ctx context.Context, rec Record, who string) (wire.
 	return a, err == nil && a.Path == AgentPath(rec.Run.Name, who)
 }
 
-// recordCoder records agent id as coder who's, on provider:model, briefed at sent.
-func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, sent time.Time) error {
+// recordCoder records agent id as coder who's, on provider:model, started by brief
+// ref and briefed at sent.
+func (s *Service) recordCoder(ctx context.Context, name, who, id, model, ref string, sent time.Time) error {
 	_, err := s.runs.Update(ctx, name, func(r *Record) {
 		if r.Agents == nil {
 			r.Agents = map[string]string{}
@@ -254,6 +259,10 @@ func (s *Service) recordCoder(ctx context.Context, name, who, id, model string, 
 		}
 		r.Agents[who] = id
 		r.Models[who] = model
+		if r.Briefs == nil {
+			r.Briefs = map[string]string{}
+		}
+		r.Briefs[who] = ref
 		r.Sent = setTime(r.Sent, who, sent)
 	})
 	return err
@@ -548,7 +557,11 @@ func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
 
 // startLead starts the lead (AStartLead). Performed again after a restart, it finds
 // the lead it started (the server may have died before it recorded the id).
-func (s *Service) startLead(ctx context.Context, rec Record) error {
+//
+// restart, when set, restarts a lead that ended: what it must know (where the run
+// is, the messages it has not taken up). Its session is resumed when the provider
+// can; else a new lead starts with the first prompt and restart after it.
+func (s *Service) startLead(ctx context.Context, rec Record, restart string) error {
 	if noLead(rec) {
 		return nil
 	}
@@ -558,13 +571,39 @@ func (s *Service) startLead(ctx context.Context, rec Record) error {
 		}
 		return s.recordAgent(ctx, rec.Run.Name, "lead", old.ID, old.CreatedAt)
 	}
+	if prev := rec.Agents["lead"]; restart != "" && prev != "" {
+		ag, err := s.k.Resume(ctx, wire.ResumeParams{Target: prev, Prompt: flatten(s.toAgent(restart))})
+		if err == nil {
+			return s.recordAgent(ctx, rec.Run.Name, "lead", ag.ID, s.now())
+		}
+		s.log.Info("runs: the lead's session cannot be resumed; a new lead starts", "run", rec.Run.Name, "err", err)
+	}
+	prompt := LeadPrompt(rec)
+	if restart != "" {
+		prompt += "\n\n" + restart
+	}
 	provider, model, _ := strings.Cut(rec.Lead, ":")
 	ag, err := s.runAgent(ctx, wire.RunParams{Path: AgentPath(rec.Run.Name, "lead"), Provider: provider, Model: model, Cwd: rec.Repo,
-		Prompt: LeadPrompt(rec), Keep: true, Argv: autonomy(provider, []string{"orcr run", s.bin() + " run", "git log", "git diff"}, true)})
+		Prompt: prompt, Keep: true, Argv: autonomy(provider, []string{"orcr run", s.bin() + " run", "git log", "git diff"}, true)})
 	if err != nil {
 		return err
 	}
 	return s.recordAgent(ctx, rec.Run.Name, "lead", ag.ID, s.now())
+}
+
+// leadEnded feeds the end of the run's lead (agent id; withServer: it went with the
+// server, found so at restart) unless the autopilot ended
+// it, the run is finished, or a start of the lead is on its way already.
+func (s *Service) leadEnded(ctx context.Context, rec Record, id, how string, withServer bool) {
+	if noLead(rec) || rec.Finished || rec.Run.Stopped || s.stoppedByUs(id) {
+		return
+	}
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == AStartLead {
+			return
+		}
+	}
+	s.feed(ctx, rec.Run.Name, Fact{Kind: FLeadLost, Text: how, OK: withServer})
 }
 
 // recordAgent records agent id as the run's agent who, typed into at sent.

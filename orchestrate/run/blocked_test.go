@@ -2,7 +2,9 @@ package run_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,4 +73,65 @@ done`}
 	if s := screen(); !strings.Contains(s, "answer:n") {
 		t.Fatalf("the question did not get the user's answer:\n%s", s)
 	}
+}
+
+// TestBlockedCoderShowsInStatus: a coder that waits on a prompt is not just
+// "coder-1" in `run status`: the milestone waits for the user, on what, and how to
+// answer; and a run.notify says so. Answered, the status says the coder again.
+func TestBlockedCoderShowsInStatus(t *testing.T) {
+	g := newRig(t)
+	ctx := context.Background()
+	g.approve("demo", twoMilestones)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	evs, err := g.svc.Subscribe(sctx, wire.SubscribeParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var told []string
+	go func() {
+		for ev := range evs {
+			if ev.Event == runapi.EventRunNotify {
+				mu.Lock()
+				told = append(told, fmt.Sprint(ev.Data["text"]))
+				mu.Unlock()
+			}
+		}
+	}()
+	coder := []string{"sh", "-c", `printf 'Run python3 gen.py? [y/N] '; read -r a; echo "answer:$a"; sleep 600`}
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitsOn := func() string {
+		for _, m := range g.status("demo").Milestones {
+			if m.ID == "M1" {
+				return m.Waits
+			}
+		}
+		return ""
+	}
+	wait.For(t, 60*time.Second, "status to say the coder waits for the user", func() bool {
+		return strings.Contains(waitsOn(), "coder-1 waits for you")
+	})
+	if w := waitsOn(); !strings.Contains(w, "python3 gen.py") || !strings.Contains(w, "orcr agent answer "+run.AgentPath("demo", "coder-1")) {
+		t.Fatalf("M1 waits on %q: not what the prompt asks, or not how to answer it", w)
+	}
+	wait.For(t, 30*time.Second, "a run.notify about the prompt", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range told {
+			if strings.Contains(s, "coder-1 of run demo waits for you") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := g.svc.Answer(ctx, wire.AnswerParams{Target: run.AgentPath("demo", "coder-1"), Deny: true}); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 30*time.Second, "status to say coder-1 again", func() bool { return waitsOn() == "coder-1" })
 }

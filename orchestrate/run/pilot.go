@@ -198,7 +198,7 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 	}
 	switch a.Kind {
 	case ABrief:
-		f, err := s.brief(ctx, rec, a)
+		f, err := s.brief(ctx, rec, p)
 		if err != nil {
 			return &Fact{Kind: FCoderFault, Coder: a.Coder, Text: err.Error()}, err
 		}
@@ -264,7 +264,7 @@ func (s *Service) do(ctx context.Context, name string, p Pending) (*Fact, error)
 		}
 		return &Fact{Kind: FBranched, Head: tip}, nil
 	case AStartLead:
-		return nil, s.startLead(ctx, rec)
+		return nil, s.startLead(ctx, rec, a.Text)
 	case ADeliver:
 		return s.deliver(ctx, rec, a)
 	case ANotify:
@@ -502,6 +502,7 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	if err != nil || rec.Agents[who] != a.ID {
 		return
 	}
+	s.noteBlocked(name, who, a)
 	if a.State != wire.StateBlocked && a.State.Live() {
 		// Messages a prompt held back (agent_blocked) go now that it is answered.
 		for _, p := range rec.Outbox {
@@ -518,6 +519,8 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 		return
 	}
 	switch {
+	case who == "lead" && a.State.Terminal():
+		s.leadEnded(ctx, rec, a.ID, "its agent "+string(a.State), false)
 	case who == "lead":
 		s.onLead(ctx, rec, a)
 	case who == "reviewer":
@@ -533,6 +536,13 @@ func (s *Service) onCoder(ctx context.Context, rec Record, who string, a wire.Ag
 	case a.State == wire.StateDone:
 		if !a.StateAt.After(rec.Sent[who]) || !a.StateAt.After(rec.Turns[who]) {
 			return // the end of a turn from before our last message, or seen already
+		}
+		if rec.Agents[who] != a.ID || briefPending(rec, who) {
+			// The agent of the coder's previous brief (its milestone done, say,
+			// and settling): a turn end counts for a milestone only once that
+			// milestone's brief went to the agent that ended it.
+			s.noteTurn(ctx, name, who, a.StateAt)
+			return
 		}
 		if s.settling(ctx, name, who, a) {
 			return
@@ -597,6 +607,30 @@ func (s *Service) settling(ctx context.Context, name, who string, a wire.Agent) 
 		s.onCoder(s.ctx, rec, who, now)
 	}()
 	return true
+}
+
+// noteBlocked keeps what agent who of run name waits for the user on, for the run's
+// view: "coder-3 waits for you: Bash(python3 x.py)" rather than only "coder-3".
+func (s *Service) noteBlocked(name, who string, a wire.Agent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := name + "/" + who
+	if a.State != wire.StateBlocked || a.Blocked == nil {
+		delete(s.blocked, k)
+		return
+	}
+	what := strings.TrimSpace(a.Blocked.Detail)
+	if what == "" {
+		what = a.Blocked.Kind
+	}
+	s.blocked[k] = fmt.Sprintf("%s waits for you: %s (answer it with `orcr agent answer %s …`)", who, what, a.Path)
+}
+
+// blockedOn is what agent who of run name waits for the user on, or "".
+func (s *Service) blockedOn(name, who string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blocked[name+"/"+who]
 }
 
 // noteTurn records the instant of a handled turn end of agent who.

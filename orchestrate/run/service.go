@@ -71,6 +71,10 @@ type Service struct {
 	stopped  map[string]bool        // agent ids the autopilot stopped itself
 	// busySent is when a message went to a coder ("run/coder") that was working.
 	busySent map[string]time.Time
+	// blocked is what a run's agent ("run/who") waits for the user on (a permission
+	// or a question: "permission Bash(python3 x.py)"), as its last state said, for
+	// the run's view; it is not stored: a restart reads it from the agents again.
+	blocked map[string]string
 
 	// starting serialises RunStart: two `run start NAME` at once both passed the "exists
 	// already" check and the second failed with git's raw "branch already exists".
@@ -97,7 +101,7 @@ func NewService(o Options) (*Service, error) {
 	}
 	return &Service{o: o, log: o.Logger, inflight: map[string]bool{},
 		timers: map[string]*time.Timer{}, coderMu: map[string]*sync.Mutex{}, stopped: map[string]bool{},
-		busySent: map[string]time.Time{}}, nil
+		busySent: map[string]time.Time{}, blocked: map[string]string{}}, nil
 }
 
 func (s *Service) now() time.Time { return s.o.Now().UTC() }
@@ -121,6 +125,12 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 			s.feed(ctx, name, f)
 		}
 	}
+	// Who waits on a prompt now (the event that said so went to the server before).
+	for who, id := range rec.Agents {
+		if a, err := s.k.Get(ctx, id); err == nil {
+			s.noteBlocked(name, who, a)
+		}
+	}
 	// What the lead and the reviewer did while no server watched (their events may
 	// be gone): Step takes in each turn once.
 	for _, who := range []string{"lead", "reviewer"} {
@@ -128,6 +138,12 @@ func (s *Service) resume(ctx context.Context, rec Record) {
 			continue
 		}
 		a, err := s.k.Get(ctx, rec.Agents[who])
+		if who == "lead" && (err != nil || a.State.Terminal()) {
+			// It ended while no server watched (or with the server): its end
+			// event may be gone.
+			s.leadEnded(ctx, rec, rec.Agents[who], "it ended while the server was down", true)
+			continue
+		}
 		if err != nil {
 			continue
 		}

@@ -118,6 +118,9 @@ func (s *stepper) apply(f Fact) error {
 	case FLeadUnsent:
 		s.leadUnsent(f)
 		return nil
+	case FLeadLost:
+		s.leadLost(f)
+		return nil
 	case FBranched:
 		s.branched(f)
 		return nil
@@ -239,14 +242,27 @@ func (s *stepper) answer(m *Milestone, f Fact) error {
 	if text == "" {
 		return fmt.Errorf("answer %s: the answer is empty", m.ID)
 	}
+	// The milestone stays asking: the turn that asked may end after the answer
+	// went out, and only the coder's next turn end (or its `run done`) moves it
+	// back to work.
+	m.Answered = true
+	m.QA = append(m.QA, "Answer: "+text)
+	if m.Coder == "" {
+		// Its coder left (benched): the answer goes with the brief of the next.
+		return nil
+	}
+	s.emit(Action{Kind: ASendCoder, M: m.ID, Coder: m.Coder, Text: "Answer to your question about " + m.ID + ": " + text})
+	return nil
+}
+
+// resumeFromAsking moves an answered milestone back to where it asked from.
+func (s *stepper) resumeFromAsking(m *Milestone) {
 	back := m.Prev
 	if back == "" {
 		back = Building
 	}
-	m.Question, m.Asked = "", false
+	m.Question, m.Asked, m.Answered, m.Prev = "", false, false, ""
 	s.to(m, back)
-	s.emit(Action{Kind: ASendCoder, M: m.ID, Coder: m.Coder, Text: "Answer to your question about " + m.ID + ": " + text})
-	return nil
 }
 
 func (s *stepper) hold(m *Milestone, why string) error {
@@ -391,6 +407,14 @@ func (s *stepper) stop() {
 			s.emit(Action{Kind: AStopCoder, Coder: c.Name})
 		}
 	}
+	// The lead's and the reviewer's work ends with the run's: no idle agent
+	// outlives it.
+	if s.r.Lead {
+		s.emit(Action{Kind: AStopCoder, Coder: "lead"})
+	}
+	if s.r.Reviewer {
+		s.emit(Action{Kind: AStopCoder, Coder: "reviewer"})
+	}
 }
 
 // ---- from coders ----
@@ -401,6 +425,11 @@ func (s *stepper) fromCoder(m *Milestone, f Fact) {
 	if f.Coder == "" || f.Coder != m.Coder {
 		s.note("%s from %s about %s ignored: the work is with %s", f.Kind, orNone(f.Coder), m.ID, orNone(m.Coder))
 		return
+	}
+	if m.State == Asking && m.Answered && (f.Kind == FTurnEnded || f.Kind == FAsk) {
+		// The coder's turn after the answer: the milestone is back at work, and
+		// the turn end (or the new question) is taken as from a working coder.
+		s.resumeFromAsking(m)
 	}
 	working := m.State == Building || m.State == Fixing
 	switch f.Kind {
@@ -438,7 +467,8 @@ func (s *stepper) fromCoder(m *Milestone, f Fact) {
 
 func (s *stepper) ask(m *Milestone, q string) {
 	q = strings.TrimSpace(q)
-	m.Prev, m.Question = m.State, q
+	m.Prev, m.Question, m.Answered = m.State, q, false
+	m.QA = append(m.QA, "Question ("+m.Coder+"): "+q)
 	s.to(m, Asking)
 	s.emit(Action{Kind: ALead, M: m.ID, Text: fmt.Sprintf("%s asks (%s): %s — answer with `%s run answer %s %s \"…\"`", m.ID, m.Coder, q, Bin, s.r.Name, m.ID)})
 }
@@ -453,10 +483,10 @@ func question(last string) (string, bool) {
 }
 
 func (s *stepper) done(m *Milestone, f Fact, why string) {
-	m.Asked, m.Question = false, ""
 	if m.State == Asking {
-		s.to(m, m.Prev)
+		s.resumeFromAsking(m)
 	}
+	m.Asked, m.Question = false, ""
 	switch {
 	case f.Dirty:
 		s.round(m, RoundCheck, fmt.Sprintf("%s has uncommitted changes. Commit everything (`git add -A && git commit -m \"%s: …\"`), then run `%s run done %s`.", m.ID, m.ID, Bin, m.ID))
@@ -521,8 +551,10 @@ func (s *stepper) coderTrouble(f Fact) {
 		back := m.State
 		if back == Asking {
 			back = m.Prev
-			m.Pending = joinText(m.Pending, "Your predecessor asked: "+m.Question+" (no answer yet; decide or ask again with `"+Bin+" run ask`).")
-			m.Question = ""
+			if !m.Answered {
+				m.Pending = joinText(m.Pending, "Your predecessor asked: "+m.Question+" (no answer yet; decide or ask again with `"+Bin+" run ask`).")
+			}
+			m.Question, m.Answered = "", false
 		}
 		m.Prev, m.Want = back, true
 		if m.Pending == "" {
@@ -875,7 +907,7 @@ func (s *stepper) assign() {
 			s.emit(Action{Kind: ASendCoder, M: m.ID, Coder: c.Name, Text: m.Pending})
 			continue
 		}
-		s.emit(Action{Kind: ABrief, M: m.ID, Coder: c.Name, Tier: c.Tier, Text: m.Pending})
+		s.emit(Action{Kind: ABrief, M: m.ID, Coder: c.Name, Tier: c.Tier, Text: withQA(m.Pending, m.QA)})
 	}
 }
 
@@ -893,6 +925,24 @@ func (s *stepper) underWay(m *Milestone) string {
 		}
 	}
 	return ""
+}
+
+// withQA is a brief's extra text with every question and answer on the milestone
+// so far: a coder that takes the work on knows what was decided.
+func withQA(text string, qa []string) string {
+	if len(qa) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	if text != "" {
+		b.WriteString("\n\n")
+	}
+	b.WriteString("Questions asked on this milestone so far, and the answers:\n")
+	for _, l := range qa {
+		b.WriteString("- " + l + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 func (s *stepper) pick(m *Milestone) *Coder {

@@ -93,3 +93,70 @@ func (s *stepper) leadUnsent(f Fact) {
 	ls.At = f.Until
 	s.after(TimerLeadResend, "", ls.At.Add(LeadResend))
 }
+
+// leadLost takes in a lead that ended while the run needs it: it is restarted once,
+// with the plan (its prompt), where the run is and every message it has not taken
+// up (they count as on their way until the new lead's first turn starts), and the
+// user is told. Ended again, it is not restarted: the user is the lead from then on
+// (what the lead would hear comes as notifications).
+func (s *stepper) leadLost(f Fact) {
+	r := &s.r
+	if !r.Lead || r.Stopped || r.Finish == "done" {
+		s.note("the lead ended (%s); the run needs none now", orNone(f.Text))
+		return
+	}
+	how := f.Text
+	if how == "" {
+		how = "it ended"
+	}
+	if r.LeadRestarts >= 1 && !f.OK {
+		r.Lead, r.LeadIdle, r.LeadSent = false, false, nil
+		s.cancel(TimerLeadResend, "")
+		msgs := r.Inbox
+		r.Inbox = nil
+		text := fmt.Sprintf("the lead of run %s ended again (%s) and is not restarted: you are the lead now; what it would hear comes to you. See `orcr run status %s`.", r.Name, how, r.Name)
+		if len(msgs) > 0 {
+			text += " Not taken up: " + forUser(strings.Join(msgs, " | "))
+		}
+		s.emit(Action{Kind: ANotify, Text: text})
+		return
+	}
+	if !f.OK {
+		r.LeadRestarts++
+	}
+	r.LeadIdle = false
+	r.LeadSent = nil
+	s.cancel(TimerLeadResend, "")
+	if n := len(r.Inbox); n > 0 {
+		// The messages go in the new lead's prompt: on their way, taken up when
+		// its first turn starts, sent again as a batch if it does not start one.
+		r.LeadSent = &LeadSend{N: n, At: s.now, Tries: 1}
+		s.after(TimerLeadResend, "", s.now.Add(LeadResend))
+	}
+	s.emit(Action{Kind: AStartLead, Text: s.restartText(how)})
+	s.emit(Action{Kind: ANotify, Text: fmt.Sprintf("the lead of run %s ended (%s); restarted once with the plan, the run's state and %d message(s) it had not taken up. `orcr agent attach runs/%s/lead` to look at it.",
+		r.Name, how, len(r.Inbox), r.Name)})
+}
+
+// restartText is what a restarted lead must know: that it is one, where every
+// milestone is, and the messages it has not taken up.
+func (s *stepper) restartText(how string) string {
+	r := &s.r
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are the lead of orcr run %s again: the previous lead's session ended (%s). Where the run is now:", r.Name, how)
+	for _, m := range r.Milestones {
+		fmt.Fprintf(&b, " %s %s", m.ID, m.State)
+		if m.Coder != "" {
+			fmt.Fprintf(&b, " (%s)", m.Coder)
+		}
+		if m.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", m.Reason)
+		}
+		b.WriteString(";")
+	}
+	if len(r.Inbox) > 0 {
+		b.WriteString(" Messages for you not taken up yet: " + strings.Join(r.Inbox, " | ") + ".")
+	}
+	fmt.Fprintf(&b, " Act on them with `%s run dispatch|answer|retry|hold %s …` (`%s run status %s` shows everything), then stop.", Bin, r.Name, Bin, r.Name)
+	return b.String()
+}

@@ -273,7 +273,7 @@ func TestAskAndAnswer(t *testing.T) {
 		t.Fatal("empty answer accepted")
 	}
 	g.step(Fact{Kind: FAnswer, M: "M1", Text: "skip empty rows"})
-	g.state("M1", Building)
+	g.state("M1", Asking) // until the coder's next turn ends
 	if a := g.has(ASendCoder, "M1"); a.Coder != "coder-1" || !strings.Contains(a.Text, "skip empty rows") {
 		t.Fatalf("%+v", a)
 	}
@@ -283,7 +283,57 @@ func TestAskAndAnswer(t *testing.T) {
 	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "which file?"})
 	g.state("M1", Asking)
 	g.step(Fact{Kind: FAnswer, M: "M1", Text: "a.go"})
+	g.state("M1", Asking)
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "working on a.go"})
 	g.state("M1", Fixing)
+}
+
+// TestAnswerDoesNotRaceTheAskingTurn: the lead answers before the turn that asked
+// has ended. That turn's end is not a turn without `run done` (no nudge, no round);
+// the milestone is asking until the answer went out and the coder's next turn ends.
+// A brief after a hand-on or a tier-up carries every question and answer so far.
+func TestAnswerDoesNotRaceTheAskingTurn(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "reject the file or skip bad rows?"})
+	g.state("M1", Asking)
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "skip bad rows"})
+	g.state("M1", Asking)
+	// The asking turn ends now, while the coder takes the answer up.
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "asked; waiting"})
+	g.state("M1", Building)
+	if n := g.m("M1").Rounds.Check; n != 0 {
+		t.Fatalf("the asking turn's end cost a check round (%d)", n)
+	}
+	// Before the answer, a turn end changes nothing either.
+	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "and empty lines?"})
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", Text: "asked"})
+	g.state("M1", Asking)
+	g.hasNo(ASendCoder)
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "skip them too"})
+	// Its coder vanishes: the next coder's brief carries both questions and answers.
+	g.step(Fact{Kind: FVanished, Coder: "coder-1"})
+	b := g.has(ABrief, "M1")
+	for _, want := range []string{"reject the file or skip bad rows?", "Answer: skip bad rows", "and empty lines?", "Answer: skip them too"} {
+		if !strings.Contains(b.Text, want) {
+			t.Fatalf("the brief after a hand-on lacks %q:\n%s", want, b.Text)
+		}
+	}
+	// Out of check rounds: the fresh coder a tier up hears them too.
+	coder := b.Coder
+	g.step(Fact{Kind: FTurnEnded, M: "M1", Coder: coder, Text: "x"})
+	var up *Action
+	for i := 0; i < 10 && up == nil; i++ {
+		g.step(Fact{Kind: FDone, M: "M1", Coder: g.m("M1").Coder})
+		for _, a := range g.out {
+			if a.Kind == ABrief && a.Tier == "medium" {
+				up = &a
+			}
+		}
+	}
+	if up == nil || !strings.Contains(up.Text, "Answer: skip them too") {
+		t.Fatalf("the brief a tier up: %+v", up)
+	}
 }
 
 func TestCheckRoundsEscalateThenFail(t *testing.T) {

@@ -86,6 +86,10 @@ type Record struct {
 	// Turns holds, per coder, when its last handled turn ended, so a turn end seen
 	// again after a restart is not handled twice.
 	Turns map[string]time.Time `json:"turns,omitempty"`
+	// Briefs holds, per coder, the brief (its outbox ref, "SEQ.I") its agent was
+	// started with: performed again after a restart, that brief finds the agent it
+	// started; a new brief for the same milestone (a retry) starts a new one.
+	Briefs map[string]string `json:"briefs,omitempty"`
 
 	Seq     uint64    `json:"seq"` // the last log entry this record reflects
 	Outbox  []Pending `json:"outbox,omitempty"`

@@ -111,8 +111,15 @@ type Milestone struct {
 	MergeChecked string `json:"mergeChecked,omitempty"`
 	ReviewRetry  bool   `json:"reviewRetry,omitempty"`
 	Question     string `json:"question,omitempty"`
-	Reason       string `json:"reason,omitempty"` // why held or failed
-	Commit       string `json:"commit,omitempty"` // the feature commit it was merged as
+	// Answered: the answer to Question went to the coder; the milestone stays
+	// asking until the coder's next turn ends (or it reports done), so the end of
+	// the turn that asked is never taken for a turn without `run done`.
+	Answered bool `json:"answered,omitempty"`
+	// QA is every question asked and answer given on the milestone, in order; a
+	// brief to a new coder (work handed on, a tier up) carries them.
+	QA     []string `json:"qa,omitempty"`
+	Reason string   `json:"reason,omitempty"` // why held or failed
+	Commit string   `json:"commit,omitempty"` // the feature commit it was merged as
 
 	ReadyAt   time.Time `json:"readyAt,omitzero"`
 	StartedAt time.Time `json:"startedAt,omitzero"`
@@ -178,6 +185,9 @@ type Run struct {
 	Inbox    []string  `json:"inbox,omitempty"`
 	LeadSent *LeadSend `json:"leadSent,omitempty"`
 	LeadIdle bool      `json:"leadIdle,omitempty"`
+	// LeadRestarts counts the restarts of a lead that ended: it is restarted once;
+	// ended again, the user is the lead from then on.
+	LeadRestarts int `json:"leadRestarts,omitempty"`
 	// ReviewTurn is the end of the reviewer's last turn the run took in, so a
 	// verdict seen twice (its event again after a restart) is applied once.
 	ReviewTurn time.Time `json:"reviewTurn,omitzero"`
@@ -244,6 +254,10 @@ const (
 	FLeadWorking FactKind = "lead-working" // the lead's turn started at TurnAt (a batch sent before is taken up)
 	FLeadIdle    FactKind = "lead-idle"    // the lead waits for input with no turn end to take in
 	FLeadUnsent  FactKind = "lead-unsent"  // the batch was not typed (a prompt is up on the lead; Until: the try before)
+	// FLeadLost: the lead's agent ended (it exited, was killed, or went with the
+	// server) and the run did not stop it; Text says how. OK: it went with the
+	// server (not the lead's doing), which does not use up its one restart.
+	FLeadLost FactKind = "lead-lost"
 )
 
 // PlanItem is one milestone of an edited plan, as the run takes it in.
@@ -315,7 +329,7 @@ type ActionKind string
 const (
 	ABrief      ActionKind = "brief"       // give Coder (spawning it at Tier if needed) milestone M: Text is the brief
 	ASendCoder  ActionKind = "send-coder"  // type Text into Coder (M's coder)
-	AStopCoder  ActionKind = "stop-coder"  // stop Coder's agent for good
+	AStopCoder  ActionKind = "stop-coder"  // stop Coder's agent for good (also "lead" and "reviewer" when the run stops)
 	ABenchCoder ActionKind = "bench-coder" // Coder is benched until Until
 	ACheck      ActionKind = "check"       // run the check on M's branch at Head (Merge: the re-check)
 	AReview     ActionKind = "review"      // ask the reviewer about M at Head
@@ -323,7 +337,7 @@ const (
 	AAdvance    ActionKind = "advance"     // move feature/NAME from Base to one squash commit of M's Head
 	ALead       ActionKind = "lead"        // the lead must hear Text: Step puts it in the inbox (a record, nothing to perform)
 	ABranch     ActionKind = "branch"      // create feature/NAME at Head (the base's tip at start)
-	AStartLead  ActionKind = "start-lead"  // start the lead agent
+	AStartLead  ActionKind = "start-lead"  // start the lead agent (Text: set when it restarts one that ended: what it must know)
 	ADeliver    ActionKind = "deliver"     // type the inbox batch Text into the lead
 	ANotify     ActionKind = "notify"      // tell the user (Text)
 	ANote       ActionKind = "note"        // nothing to do; Text goes to the event log (an ignored fact)

@@ -21,7 +21,9 @@ func (s *Service) view(rec Record) runapi.RunView {
 	v := runapi.RunView{Name: r.Name, Repo: rec.Repo, Base: rec.Base, Feature: FeatureBranch(r.Name), Tip: r.Feature,
 		Check: rec.Check, Mode: rec.Mode, Reviewer: rec.Reviewer, Coders: r.maxCoders(), Inbox: slices.Clone(rec.Run.Inbox),
 		Summary: rec.Summary, Created: rec.Created, Updated: rec.Updated, Seq: rec.Seq, PlanEdit: r.PlanNote, Milestones: []runapi.RunMilestone{}, Pool: []runapi.RunCoder{}}
-	if v.Inbox == nil {
+	if v.Inbox == nil || rec.Finished || r.Stopped {
+		// Nobody will take these up any more: a finished or stopped run waits
+		// for no lead.
 		v.Inbox = []string{}
 	}
 	for i, t := range v.Inbox {
@@ -80,6 +82,15 @@ func (s *Service) milestoneView(rec Record, plan *planning.Plan, m Milestone) ru
 		v.EstimateSeconds = int(pm.Estimate.Seconds())
 	}
 	v.Waits = waits(rec.Run, m, noLead(rec))
+	if m.Coder != "" {
+		if b := s.blockedOn(rec.Run.Name, m.Coder); b != "" {
+			v.Waits = b
+		}
+	} else if m.State == Reviewing && head(rec.Run.ReviewQueue) == m.ID {
+		if b := s.blockedOn(rec.Run.Name, "reviewer"); b != "" {
+			v.Waits = b
+		}
+	}
 	if w, says := undispatched(rec.Run.Name, m, noLead(rec), s.now()); says != "" {
 		v.Waits, v.Undispatched = w, says
 	}
@@ -139,6 +150,9 @@ func waits(r Run, m Milestone, noLead bool) string {
 		}
 		return m.Coder
 	case Asking:
+		if m.Answered {
+			return m.Coder + " to take up the answer"
+		}
 		return "an answer (`orcr run answer " + r.Name + " " + m.ID + " …`)"
 	case Checking:
 		return "the check"
