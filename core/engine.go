@@ -253,8 +253,11 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 		case e.neverLaunched(a):
 			e.requeue(ctx, rt)
 		default:
-			e.finish(ctx, rt, wire.StateLost, "server",
-				fmt.Sprintf("pane vanished while the server was down (found missing at %s)", e.now().Format(time.RFC3339)), nil)
+			why := fmt.Sprintf("pane vanished while the server was down (found missing at %s)", e.now().Format(time.RFC3339))
+			if stopOrphan(a) {
+				why += fmt.Sprintf("; its process %d was still running, unwatched, and was stopped", a.PID)
+			}
+			e.finish(ctx, rt, wire.StateLost, "server", why, nil)
 		}
 	}
 	return nil

@@ -178,6 +178,8 @@ func TestRestartKeepsRecordsAndEvents(t *testing.T) {
 	e := newEnv(t)
 	e.serve()
 	e.must("agent", "run", "r/live", "--", "sleep", "300")
+	// A program that ignores the hang-up outlives its pane; it must not run on unwatched.
+	e.must("agent", "run", "r/stubborn", "--", "sh", "-c", `trap "" HUP; exec sleep 300`)
 	e.must("agent", "run", "r/done", "--", "sh", "-c", "echo finished; exit 3")
 	e.must("agent", "wait", "r/done", "--until", "exited", "--timeout", "10s")
 	before := lsJSON(t, e, "r/**")
@@ -199,6 +201,20 @@ func TestRestartKeepsRecordsAndEvents(t *testing.T) {
 			if a.State != wire.StateLost || !strings.Contains(a.StateReason, "vanished") {
 				t.Fatalf("r/live after restart: %s (%s)", a.State, a.StateReason)
 			}
+		case "r/stubborn":
+			var pid int
+			for _, b := range before {
+				if b.Path == a.Path {
+					pid = b.PID
+				}
+			}
+			if a.State != wire.StateLost || !strings.Contains(a.StateReason, "was still running, unwatched, and was stopped") {
+				t.Fatalf("r/stubborn after restart: %s (%s)", a.State, a.StateReason)
+			}
+			wait.For(t, 10*time.Second, "the lost agent's process to be gone", func() bool {
+				st := procStat(pid)
+				return pid > 0 && (st == nil || st[0] == "Z")
+			})
 		case "r/done":
 			if a.State != wire.StateExited || a.ExitCode == nil || *a.ExitCode != 3 {
 				t.Fatalf("r/done after restart: %s %v", a.State, a.ExitCode)
