@@ -483,7 +483,14 @@ func (e *Engine) Kill(ctx context.Context, p wire.KillParams) (wire.KillResult, 
 	if len(targets) == 0 {
 		return wire.KillResult{}, wire.Errorf(wire.CodeNotFound, "no running agent matches %q; see orcr agent ls", p.Glob)
 	}
-	sort.Slice(targets, func(i, j int) bool { return targets[i].a.Path < targets[j].a.Path })
+	// The records are read under the lock (a launch rewrites them), the sort on that copy.
+	paths := make(map[*agentRT]string, len(targets))
+	e.mu.Lock()
+	for _, rt := range targets {
+		paths[rt] = rt.a.Path
+	}
+	e.mu.Unlock()
+	sort.Slice(targets, func(i, j int) bool { return paths[targets[i]] < paths[targets[j]] })
 	if !p.DryRun {
 		killAll(targets, killConcurrency, func(rt *agentRT) { e.killOne(ctx, rt, "killed by request", nil) })
 	}
