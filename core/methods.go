@@ -81,6 +81,10 @@ func KernelMethods(e *Engine) []wire.Handler {
 		wire.Handle(wire.QueueCaps, func(ctx context.Context, p *wire.CapsParams) (wire.QueueResult, error) {
 			return e.SetCaps(ctx, *p)
 		}),
+		wire.Handle(wire.QueuePriority, func(ctx context.Context, p *wire.PriorityParams) (wire.AgentResult, error) {
+			a, err := reprioritise(ctx, e, *p)
+			return wire.AgentResult{Agent: a}, err
+		}),
 		wire.Handle(wire.GCRun, func(ctx context.Context, p *wire.GCParams) (wire.GCResult, error) { return e.GC(ctx, *p) }),
 		wire.Handle(wire.AgentResume, func(ctx context.Context, p *wire.ResumeParams) (wire.AgentResult, error) {
 			a, err := e.Resume(ctx, *p)
