@@ -83,6 +83,8 @@ type Panel struct {
 	Up, Down, NextTab, PrevTab Binding
 	// PageUp and PageDown scroll the preview a page, through the agent's scrollback.
 	PageUp, PageDown Binding
+	// Raise, Lower and CancelQueued act on the queue tab's selected entry.
+	Raise, Lower, CancelQueued Binding
 }
 
 // Dialog bindings work inside dialogs.
@@ -222,12 +224,15 @@ func DefaultTree() Tree {
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:       b("panel.up", "scroll up", "up", "k"),
-		Down:     b("panel.down", "scroll down", "down", "j"),
-		NextTab:  b("panel.next_tab", "next panel tab", "]"),
-		PrevTab:  b("panel.prev_tab", "previous panel tab", "["),
-		PageUp:   b("panel.page_up", "page up (preview: scrollback)", "pgup"),
-		PageDown: b("panel.page_down", "page down", "pgdown"),
+		Up:           b("panel.up", "scroll up", "up", "k"),
+		Down:         b("panel.down", "scroll down", "down", "j"),
+		NextTab:      b("panel.next_tab", "next panel tab", "]"),
+		PrevTab:      b("panel.prev_tab", "previous panel tab", "["),
+		PageUp:       b("panel.page_up", "page up (preview: scrollback)", "pgup"),
+		PageDown:     b("panel.page_down", "page down", "pgdown"),
+		Raise:        b("panel.raise", "queue: raise priority", "+", "="),
+		Lower:        b("panel.lower", "queue: lower priority", "-"),
+		CancelQueued: b("panel.cancel_queued", "queue: cancel entry", "x"),
 	}
 }
 
@@ -312,7 +317,7 @@ func (k *KeyMap) areas() []struct {
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
-		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
+		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown, &p.Raise, &p.Lower, &p.CancelQueued}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 		{"Runs", []*Binding{&r.Open, &r.Answer, &r.Hold, &r.Retry, &r.Dispatch, &r.Coder, &r.Summary, &r.Refresh}},
