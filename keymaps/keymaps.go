@@ -73,7 +73,7 @@ type Tree struct {
 	Status, Ended, Sort                     Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
-	Restart, Fork                           Binding
+	Restart, Fork, Rename                   Binding
 	// Diff shows the selected agent's worktree diff against its base.
 	Diff Binding
 }
@@ -217,6 +217,7 @@ func DefaultTree() Tree {
 		Kill:        kill,
 		Restart:     restart,
 		Fork:        b("tree.fork", "fork: same spec, new path", "F"),
+		Rename:      b("tree.rename", "rename: move to a new path", "R"),
 		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }
@@ -316,7 +317,7 @@ func (k *KeyMap) areas() []struct {
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
-			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Restart, &t.Fork, &t.Rename, &t.Diff}},
 		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown, &p.Raise, &p.Lower, &p.CancelQueued}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
