@@ -48,5 +48,19 @@ func (app *app) agentAgainCommands() []*cli.Command {
 				return done(c, res.Agent, "forked from "+c.Args().Get(0))
 			},
 		},
+		{
+			Name: "rename", Usage: "move an agent to another path (same id, pane and history)", ArgsUsage: "TARGET NEWPATH",
+			Flags: []cli.Flag{jsonFlag()},
+			Action: func(ctx context.Context, c *cli.Command) error {
+				if c.NArg() != 2 {
+					return fmt.Errorf("usage: orcr agent rename TARGET NEWPATH, e.g. orcr agent rename demo/a demo/b")
+				}
+				res, err := wire.Call(ctx, service(ctx), wire.AgentRename, wire.RenameParams{Target: c.Args().Get(0), Path: c.Args().Get(1)})
+				if err != nil {
+					return err
+				}
+				return done(c, res.Agent, "renamed from "+c.Args().Get(0))
+			},
+		},
 	}
 }

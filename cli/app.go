@@ -228,7 +228,7 @@ func NewApp(o Options) *cli.Command {
 			Usage:    "queued and running agents, with the caps",
 			Flags:    []cli.Flag{jsonFlag()},
 			Action:   func(ctx context.Context, c *cli.Command) error { return app.queue(ctx, c.Bool("json")) },
-			Commands: []*cli.Command{app.queueCapsCommand()},
+			Commands: []*cli.Command{app.queueCapsCommand(), app.queuePriorityCommand()},
 		},
 		{
 			Name:  "usage",

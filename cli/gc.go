@@ -12,6 +12,42 @@ import (
 	"orcr/core/wire"
 )
 
+// queuePriorityCommand is `orcr queue priority TARGET --to N | --by N`: a queued
+// agent's priority set or moved (like renice), its queue position re-ranked at once.
+func (app *app) queuePriorityCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "priority",
+		Usage:     "change a queued agent's priority (--to N sets it, --by N adds to it; negative lowers)",
+		ArgsUsage: "TARGET",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "to", Usage: "the new priority"},
+			&cli.IntFlag{Name: "by", Usage: "add this to the priority (negative lowers it)"},
+			jsonFlag(),
+		},
+		Action: func(ctx context.Context, c *cli.Command) error {
+			p := wire.PriorityParams{Target: c.Args().First()}
+			if c.IsSet("to") == c.IsSet("by") {
+				return fmt.Errorf("give --to N (set the priority) or --by N (change it), one of them")
+			}
+			if c.IsSet("to") {
+				v := int(c.Int("to"))
+				p.To = &v
+			} else if p.By = int(c.Int("by")); p.By == 0 {
+				return fmt.Errorf("--by 0 changes nothing; give a positive number to raise the priority, a negative one to lower it")
+			}
+			res, err := wire.Call(ctx, service(ctx), wire.QueuePriority, p)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(app.out, res.Agent)
+			}
+			fmt.Fprintf(app.out, "%s: priority %d, queue position %d\n", res.Agent.Path, res.Agent.Priority, res.Agent.QueuePos)
+			return nil
+		},
+	}
+}
+
 // gcCommand is `orcr gc [--dry-run]`.
 func (app *app) gcCommand() *cli.Command {
 	return &cli.Command{

@@ -35,6 +35,10 @@ func KernelMethods(e *Engine) []wire.Handler {
 		wire.Handle(wire.AgentFork, func(ctx context.Context, p *wire.ForkParams) (wire.AgentResult, error) {
 			return forkAgent(ctx, e, *p)
 		}),
+		wire.Handle(wire.AgentRename, func(ctx context.Context, p *wire.RenameParams) (wire.AgentResult, error) {
+			a, err := renameAgent(ctx, e, *p)
+			return wire.AgentResult{Agent: a}, err
+		}),
 		wire.Handle(wire.AgentGet, func(ctx context.Context, p *wire.TargetParams) (wire.AgentResult, error) {
 			a, err := e.Get(ctx, p.Target)
 			return wire.AgentResult{Agent: a}, err
@@ -80,6 +84,10 @@ func KernelMethods(e *Engine) []wire.Handler {
 		}),
 		wire.Handle(wire.QueueCaps, func(ctx context.Context, p *wire.CapsParams) (wire.QueueResult, error) {
 			return e.SetCaps(ctx, *p)
+		}),
+		wire.Handle(wire.QueuePriority, func(ctx context.Context, p *wire.PriorityParams) (wire.AgentResult, error) {
+			a, err := reprioritise(ctx, e, *p)
+			return wire.AgentResult{Agent: a}, err
 		}),
 		wire.Handle(wire.GCRun, func(ctx context.Context, p *wire.GCParams) (wire.GCResult, error) { return e.GC(ctx, *p) }),
 		wire.Handle(wire.AgentResume, func(ctx context.Context, p *wire.ResumeParams) (wire.AgentResult, error) {

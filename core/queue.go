@@ -60,7 +60,8 @@ type fleet struct {
 }
 
 // qEntry is one queued agent with its rank inputs copied, so comparisons never read
-// the record (whose priority and arrival cannot change while it waits anyway).
+// the record. Its arrival never changes while it waits; its priority changes only
+// through reprioritise, which updates the entry and re-sorts under Engine.mu.
 type qEntry struct {
 	rt   *agentRT
 	prio int
@@ -185,6 +186,54 @@ func (e *Engine) enqueue(rt *agentRT) {
 	}
 	e.mu.Unlock()
 	e.kickAdmission()
+}
+
+// reprioritise answers queue.priority: it changes a queued agent's priority (stored,
+// with an agent.updated event) and moves its queue entry to its new rank in the same
+// lock hold, so the next admission already sees the new order. Only a queued agent
+// has a place to move; any other is refused with not_queued. It is a plain function
+// so the kernel grows no method.
+func reprioritise(ctx context.Context, e *Engine, p wire.PriorityParams) (wire.Agent, error) {
+	if (p.To == nil) == (p.By == 0) {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "give the new priority (to) or the change (by), one of them")
+	}
+	rt, err := e.resolve(ctx, p.Target)
+	if err != nil {
+		return wire.Agent{}, err
+	}
+	e.mu.Lock()
+	defer e.kickAdmission()
+	defer e.mu.Unlock()
+	if rt.a.State != wire.StateQueued {
+		return rt.a, wire.Errorf(wire.CodeNotQueued, "%s is %s, not queued: a priority only orders the queue", rt.a.Path, rt.a.State)
+	}
+	prio := rt.a.Priority + p.By
+	if p.To != nil {
+		prio = *p.To
+	}
+	if prio < -wire.MaxPriority || prio > wire.MaxPriority {
+		return rt.a, wire.Errorf(wire.CodeInvalidParams, "priority %d out of range: it must be %d to %d", prio, -wire.MaxPriority, wire.MaxPriority)
+	}
+	a, _, err := e.changeLocked(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+		a.Priority = prio
+		return a, &wire.Event{Event: wire.EventAgentUpdated}, true
+	})
+	if err != nil {
+		return a, err
+	}
+	if _, ok := e.fl.inQ[rt]; ok {
+		q := &e.fl.q
+		for i := range q.items {
+			if q.items[i].rt == rt {
+				q.items[i].prio = prio
+			}
+		}
+		sort.SliceStable(q.items, func(i, j int) bool { return q.rankBefore(&q.items[i], &q.items[j]) })
+		for i, en := range q.items {
+			setQueuePosLocked(en.rt, i+1)
+		}
+	}
+	return rt.a, nil
 }
 
 // loadQueueLocked builds the queue and the live set from the records, once.

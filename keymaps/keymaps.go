@@ -73,7 +73,7 @@ type Tree struct {
 	Status, Ended, Sort                     Binding
 	Attach, Steer, SteerMulti, Answer       Binding
 	Spawn, Kill                             Binding
-	Restart, Fork                           Binding
+	Restart, Fork, Rename                   Binding
 	// Diff shows the selected agent's worktree diff against its base.
 	Diff Binding
 }
@@ -83,6 +83,8 @@ type Panel struct {
 	Up, Down, NextTab, PrevTab Binding
 	// PageUp and PageDown scroll the preview a page, through the agent's scrollback.
 	PageUp, PageDown Binding
+	// Raise, Lower and CancelQueued act on the queue tab's selected entry.
+	Raise, Lower, CancelQueued Binding
 }
 
 // Dialog bindings work inside dialogs.
@@ -215,6 +217,7 @@ func DefaultTree() Tree {
 		Kill:        kill,
 		Restart:     restart,
 		Fork:        b("tree.fork", "fork: same spec, new path", "F"),
+		Rename:      b("tree.rename", "rename: move to a new path", "R"),
 		Diff:        b("tree.diff", "worktree diff", "D"),
 	}
 }
@@ -222,12 +225,15 @@ func DefaultTree() Tree {
 // DefaultPanel is the default panel set.
 func DefaultPanel() Panel {
 	return Panel{
-		Up:       b("panel.up", "scroll up", "up", "k"),
-		Down:     b("panel.down", "scroll down", "down", "j"),
-		NextTab:  b("panel.next_tab", "next panel tab", "]"),
-		PrevTab:  b("panel.prev_tab", "previous panel tab", "["),
-		PageUp:   b("panel.page_up", "page up (preview: scrollback)", "pgup"),
-		PageDown: b("panel.page_down", "page down", "pgdown"),
+		Up:           b("panel.up", "scroll up", "up", "k"),
+		Down:         b("panel.down", "scroll down", "down", "j"),
+		NextTab:      b("panel.next_tab", "next panel tab", "]"),
+		PrevTab:      b("panel.prev_tab", "previous panel tab", "["),
+		PageUp:       b("panel.page_up", "page up (preview: scrollback)", "pgup"),
+		PageDown:     b("panel.page_down", "page down", "pgdown"),
+		Raise:        b("panel.raise", "queue: raise priority", "+", "="),
+		Lower:        b("panel.lower", "queue: lower priority", "-"),
+		CancelQueued: b("panel.cancel_queued", "queue: cancel entry", "x"),
 	}
 }
 
@@ -311,8 +317,8 @@ func (k *KeyMap) areas() []struct {
 		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
-			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Diff}},
-		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown}},
+			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Restart, &t.Fork, &t.Rename, &t.Diff}},
+		{"Panels", []*Binding{&p.Up, &p.Down, &p.NextTab, &p.PrevTab, &p.PageUp, &p.PageDown, &p.Raise, &p.Lower, &p.CancelQueued}},
 		{"Dialogs", []*Binding{&d.Submit, &d.Cancel, &d.SendMulti, &d.Confirm}},
 		{"Plans", []*Binding{&pl.Open, &pl.Approve, &pl.Reject, &pl.Edit, &pl.Refresh}},
 		{"Runs", []*Binding{&r.Open, &r.Answer, &r.Hold, &r.Retry, &r.Dispatch, &r.Coder, &r.Summary, &r.Refresh}},

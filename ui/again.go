@@ -17,19 +17,20 @@ import (
 // free one suggested). The server builds the spawn from the stored record, env values
 // included, so the dashboard only names the agent.
 
-// againDialog asks for a restart's confirmation or a fork's new path.
+// againDialog asks for a restart's confirmation, or a fork's or a rename's new path.
 type againDialog struct {
 	size
-	c     *common
-	fork  bool
-	agent wire.Agent
-	in    textinput.Model
-	err   string
+	c      *common
+	fork   bool // a path is asked for
+	rename bool // …to move the agent to (agent.rename), not to copy it to
+	agent  wire.Agent
+	in     textinput.Model
+	err    string
 }
 
 // againMsg answers a restart or a fork.
 type againMsg struct {
-	verb  string // "restarted" or "forked"
+	verb  string // "restarted", "forked" or "renamed"
 	from  string // the agent's path
 	agent wire.Agent
 	err   error
@@ -65,8 +66,11 @@ func (d *againDialog) Update(msg tea.Msg) (tea.Cmd, action) {
 		}
 		path := strings.TrimSpace(d.in.Value())
 		if path == "" || path == d.agent.Path {
-			d.err = "give the fork a path of its own"
+			d.err = "give the " + d.title() + " a path of its own"
 			return nil, nil
+		}
+		if d.rename {
+			return nil, callAction{renameCall(d.agent, path)}
 		}
 		return nil, callAction{forkCall(d.agent, path)}
 	case !d.fork:
@@ -96,6 +100,25 @@ func forkCall(a wire.Agent, path string) func(context.Context, wire.Transport) t
 	}
 }
 
+func renameCall(a wire.Agent, path string) func(context.Context, wire.Transport) tea.Msg {
+	return func(ctx context.Context, svc wire.Transport) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		res, err := wire.Call(ctx, svc, wire.AgentRename, wire.RenameParams{Target: a.ID, Path: path})
+		return againMsg{"renamed", a.Path, res.Agent, err}
+	}
+}
+
+func (d againDialog) title() string {
+	switch {
+	case d.rename:
+		return "rename"
+	case d.fork:
+		return "fork"
+	}
+	return "restart"
+}
+
 func (d againDialog) View() string {
 	st := &d.c.styles
 	cancel := d.c.keys.Dialog.Cancel.Label() + " cancel"
@@ -110,13 +133,17 @@ func (d againDialog) View() string {
 			st.Subtle.Render("y/" + d.c.keys.Dialog.Submit.Label() + " restart · " + cancel)}
 		return dialogBox(d.c, "restart", lines, d.width, d.height, 64)
 	}
-	lines := []string{st.Muted.Render("a new agent with the spec of " + d.agent.Path + " at:"), ""}
+	what := "a new agent with the spec of " + d.agent.Path + " at:"
+	if d.rename {
+		what = "move " + d.agent.Path + " (same id, pane and history) to:"
+	}
+	lines := []string{st.Muted.Render(what), ""}
 	lines = append(lines, d.in.View())
 	if d.err != "" {
 		lines = append(lines, st.Error.Render(d.err))
 	}
-	lines = append(lines, "", st.Subtle.Render(d.c.keys.Dialog.Submit.Label()+" fork · "+cancel))
-	return dialogBox(d.c, "fork", lines, d.width, d.height, 64)
+	lines = append(lines, "", st.Subtle.Render(d.c.keys.Dialog.Submit.Label()+" "+d.title()+" · "+cancel))
+	return dialogBox(d.c, d.title(), lines, d.width, d.height, 64)
 }
 
 // forkPath suggests a free path for a fork of path: path-2, path-3, …
@@ -142,7 +169,8 @@ func (m *Model) updateAgain(msg againMsg) tea.Cmd {
 		}
 	}
 	if msg.err != nil {
-		m.status.notify(m.c.now, strings.TrimSuffix(msg.verb, "ed")+" "+msg.from+": "+msg.err.Error(), true)
+		verb := map[string]string{"restarted": "restart", "forked": "fork", "renamed": "rename"}[msg.verb]
+		m.status.notify(m.c.now, verb+" "+msg.from+": "+msg.err.Error(), true)
 		return nil
 	}
 	m.upsert(msg.agent)
@@ -150,8 +178,8 @@ func (m *Model) updateAgain(msg againMsg) tea.Cmd {
 	if n, ok := m.idx.byID[msg.agent.ID]; ok {
 		m.tree.selectNode(n)
 	}
-	if msg.verb == "forked" {
-		m.status.notify(m.c.now, "forked "+msg.from+" → "+msg.agent.Path, false)
+	if msg.verb != "restarted" {
+		m.status.notify(m.c.now, msg.verb+" "+msg.from+" → "+msg.agent.Path, false)
 	} else {
 		m.status.notify(m.c.now, "restarted "+msg.from, false)
 	}

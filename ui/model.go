@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -156,6 +157,15 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.updateAgain(msg)
 	case queueCancelMsg:
 		return queueCancelCmd(m.ctx, m.svc, msg)
+	case queuePriorityMsg:
+		return queuePriorityCmd(m.ctx, m.svc, msg)
+	case queuePrioritisedMsg:
+		if msg.err != nil {
+			m.status.notify(m.c.now, "priority of "+msg.path+": "+msg.err.Error(), true)
+		} else {
+			m.status.notify(m.c.now, fmt.Sprintf("%s: priority %d, queue position %d", msg.path, msg.a.Priority, msg.a.QueuePos), false)
+		}
+		return queueCmd(m.ctx, m.svc)
 	case queueCancelledMsg:
 		if msg.err != nil {
 			m.status.notify(m.c.now, "cancel "+msg.path+": "+msg.err.Error(), true)

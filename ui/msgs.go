@@ -235,6 +235,22 @@ func queueCancelCmd(ctx context.Context, svc wire.Transport, q queueCancelMsg) t
 	}
 }
 
+// queuePrioritisedMsg answers a queue.priority call: the agent's new record, or why not.
+type queuePrioritisedMsg struct {
+	path string
+	a    wire.Agent
+	err  error
+}
+
+func queuePriorityCmd(ctx context.Context, svc wire.Transport, q queuePriorityMsg) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		r, err := wire.Call(ctx, svc, wire.QueuePriority, wire.PriorityParams{Target: q.id, By: q.by})
+		return queuePrioritisedMsg{q.path, r.Agent, err}
+	}
+}
+
 func tickCmd() tea.Cmd {
 	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
 }

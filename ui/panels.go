@@ -176,14 +176,22 @@ type queueView struct {
 	q      wire.QueueResult
 	loaded bool
 	err    string
-	sel    int // the selected entry (x cancels it)
+	sel    int // the selected entry (x cancels it, + and - reprioritise it)
+}
+
+// queuePriorityMsg asks the root to move a queued agent's priority by `by`
+// (queue.priority); the queue re-ranks it at once and is read again after.
+type queuePriorityMsg struct {
+	id, path string
+	by       int
 }
 
 // queueCancelMsg asks the root to cancel a queued agent (agent.kill of its id: it
 // never started, so nothing runs to stop).
 type queueCancelMsg struct{ id, path string }
 
-// key moves the selection over the queued entries and cancels the selected one.
+// key moves the selection over the queued entries, cancels the selected one, or
+// raises or lowers its priority by one.
 func (v *queueView) key(c *common, k tea.KeyPressMsg) (tea.Cmd, bool) {
 	n := len(v.q.Entries)
 	if n == 0 {
@@ -195,9 +203,16 @@ func (v *queueView) key(c *common, k tea.KeyPressMsg) (tea.Cmd, bool) {
 		v.sel = max(0, min(v.sel, n-1)-1)
 	case km.Down.Matches(k):
 		v.sel = min(n-1, v.sel+1)
-	case k.String() == "x":
+	case km.CancelQueued.Matches(k):
 		e := v.q.Entries[min(v.sel, n-1)]
 		msg := queueCancelMsg{id: e.AgentID, path: e.Path}
+		return func() tea.Msg { return msg }, true
+	case km.Raise.Matches(k), km.Lower.Matches(k):
+		e := v.q.Entries[min(v.sel, n-1)]
+		msg := queuePriorityMsg{id: e.AgentID, path: e.Path, by: 1}
+		if km.Lower.Matches(k) {
+			msg.by = -1
+		}
 		return func() tea.Msg { return msg }, true
 	default:
 		return nil, false
@@ -210,7 +225,18 @@ func (v *queueView) set(q wire.QueueResult, err error) {
 		v.err = err.Error()
 		return
 	}
+	// The selection follows its entry when the order changes (reprioritised, or one
+	// ahead of it admitted), so + pressed twice moves the same agent twice.
+	var selID string
+	if n := len(v.q.Entries); n > 0 {
+		selID = v.q.Entries[min(v.sel, n-1)].AgentID
+	}
 	v.q, v.loaded, v.err = q, true, ""
+	for i, e := range q.Entries {
+		if e.AgentID == selID {
+			v.sel = i
+		}
+	}
 }
 
 func (v queueView) lines(c *common, w int) []string {

@@ -148,6 +148,10 @@ func (m *Model) agentAction(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		return m.pushDialog(newAgainDialog(m.c, *a, false, "", dw)), true
 	case t.Fork.Matches(k):
 		return m.pushDialog(newAgainDialog(m.c, *a, true, m.forkPath(a.Path), dw-4)), true
+	case t.Rename.Matches(k):
+		d := newAgainDialog(m.c, *a, true, a.Path, dw-4)
+		d.rename = true
+		return m.pushDialog(d), true
 	case t.Attach.Matches(k):
 		if a.State == wire.StateHibernated {
 			m.status.notify(m.c.now, "waking "+a.Path+" (resuming its session)", false)

@@ -77,8 +77,9 @@ type LimitReading struct {
 
 // Methods for queue caps, lifecycle GC and schedule management.
 const (
-	MethodQueueCaps = "queue.caps"
-	MethodGC        = "gc.run"
+	MethodQueueCaps     = "queue.caps"
+	MethodQueuePriority = "queue.priority"
+	MethodGC            = "gc.run"
 )
 
 // Events of the queue, GC and schedules.
@@ -89,6 +90,18 @@ const (
 	// EventEventsPruned says GC pruned the event log up to Data["upTo"] (rule gc.retain).
 	EventEventsPruned = "gc.events_pruned"
 )
+
+// CodeNotQueued: queue.priority on an agent that is not waiting in the queue (a
+// priority only orders the queue; an admitted agent has left it).
+const CodeNotQueued = "not_queued"
+
+// PriorityParams reprioritises one queued agent (queue.priority): To sets its
+// priority, By adds to it (negative lowers it); one of them.
+type PriorityParams struct {
+	Target string `json:"target"`
+	To     *int   `json:"to,omitempty" range:"-1000000,1000000"`
+	By     int    `json:"by,omitempty" range:"-1000000,1000000"`
+}
 
 // CodeNameTaken: a schedule (or other named object) with that name exists already.
 const CodeNameTaken = "name_taken"

@@ -93,6 +93,7 @@ var (
 	QueueGet        = Declare[Empty, QueueResult](MethodQueue, "The admission queue against its caps.")
 	UsageGet        = Declare[UsageParams, UsageResult](MethodUsage, "Tokens and cost by provider, model and window.")
 	QueueCaps       = Declare[CapsParams, QueueResult](MethodQueueCaps, "Change admission caps at runtime; absent fields keep their value.")
+	QueuePriority   = Declare[PriorityParams, AgentResult](MethodQueuePriority, "Change a queued agent's priority (to N, or by ±N); the queue re-sorts at once.")
 	GCRun           = Declare[GCParams, GCResult](MethodGC, "Run lifecycle GC now (or say what it would do).")
 	AgentResume     = Declare[ResumeParams, AgentResult](MethodAgentResume, "Resume an ended or hibernated agent through its provider's session: a new record linked to the old.")
 )

@@ -54,7 +54,7 @@ var ErrorCodes = []string{CodeBadRequest, CodeLineTooLong, CodeUnknownMethod, Co
 	CodeInternal, CodeUnavailable, CodeShuttingDown, CodeNameTaken,
 	CodeNotBlocked, CodeNotAnswerable, CodeNoSuchOption, CodeOptionRange, CodeSeveralBlocked, CodePromptGone, CodeAnswerNotTaken, CodeAgentBlocked,
 	CodeUnknownRole, CodeBadRole, CodeNoSession,
-	CodeNotARepo, CodeNotAllowed, CodePlanInvalid,
+	CodeNotARepo, CodeNotAllowed, CodePlanInvalid, CodeNotQueued, CodeHasChildren,
 	CodeStoreUnavailable, CodeTooManyConnections}
 
 var (
