@@ -15,6 +15,7 @@ import (
 	"orcr/testutil/rig"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // env is one isolated orcr installation: its own ORCR_HOME, config dir and PATH.
@@ -31,7 +32,7 @@ type env struct {
 func newEnv(t *testing.T, extra ...string) *env {
 	t.Helper()
 	bin := testbin.Build(t, "orcr")
-	dir := t.TempDir()
+	dir := settledTempDir(t)
 	home := filepath.Join(dir, "home")
 	e := &env{t: t, bin: bin, home: home}
 	base := []string{}
@@ -93,4 +94,24 @@ func (e *env) client() *apiclient.Client {
 	}
 	e.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// settledTempDir is a test's directory, removed when the test ends once nothing writes
+// into it any more: a server killed with SIGKILL leaves agents (a claude writing its
+// config, a git commit) that end only after the test's own cleanup stopped them, and a
+// removal racing their last writes failed the test with "directory not empty".
+func settledTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "orcr-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var err error
+		wait.Until(10*time.Second, func() bool { err = os.RemoveAll(dir); return err == nil })
+		if err != nil {
+			t.Errorf("remove %s: %v", dir, err)
+		}
+	})
+	return dir
 }

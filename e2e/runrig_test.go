@@ -49,7 +49,7 @@ func newRunRig(t *testing.T, name string, extra ...string) *runRig {
 	t.Cleanup(ms.Close)
 	gh := githubtest.New(t, githubtest.WithToken("gh-test-token", "octo"))
 	gh.AddRepo(ghRepo)
-	dir := t.TempDir()
+	dir := settledTempDir(t)
 	claude := clis.ScriptedClaude(t, dir, ms.URL)
 	r := &runRig{t: t, name: name, repo: filepath.Join(dir, "app"), bare: filepath.Join(dir, "origin.git"), models: ms, gh: gh}
 	// HOME is empty: claude's Bash sources no user shell setup (a pyenv rehash there
