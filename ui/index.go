@@ -6,6 +6,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/natural"
 )
 
 // group is a state's display group, in urgency order: the first group present in a
@@ -280,7 +281,7 @@ func (x *index) ensure(path string) *node {
 	if parent == &x.root {
 		n.depth = 0
 	}
-	i := sort.Search(len(parent.children), func(i int) bool { return naturalCompare(parent.children[i].name, name) >= 0 })
+	i := sort.Search(len(parent.children), func(i int) bool { return natural.Compare(parent.children[i].name, name) >= 0 })
 	parent.children = append(parent.children, nil)
 	copy(parent.children[i+1:], parent.children[i:])
 	parent.children[i] = n

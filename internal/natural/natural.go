@@ -1,6 +1,6 @@
 // Package natural orders names the way people number things: runs of digits compare
 // by value, so a2 sorts before a10. The CLI's `orcr top` sorts agent paths with it;
-// the dashboard's tree keeps the same order (ui/natural.go).
+// and the dashboard's tree orders its nodes with it.
 package natural
 
 import "strings"
