@@ -23,6 +23,8 @@ import (
 	"orcr/planning"
 	"orcr/store"
 	"orcr/testutil/apiclient"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
 	"orcr/testutil/wait"
 )
 
@@ -138,20 +140,50 @@ done`}
 // and right after feature/NAME moved (before the "advanced" fact). The killed run
 // completes with no milestone started twice, one commit per milestone, a log whose
 // seqs are contiguous, and the same tree on feature/NAME as the undisturbed run.
-func TestRunSurvivesKill9(t *testing.T) { runSurvivesKill9(t, "worktree") }
+func TestRunSurvivesKill9(t *testing.T) { runSurvivesKill9(t, "worktree", false) }
 
 // TestRunSurvivesKill9Shared is TestRunSurvivesKill9 in shared mode: the coders work
 // one at a time in the repository's own folder, which ends on main with .orcr/ in
 // place and never committed.
-func TestRunSurvivesKill9Shared(t *testing.T) { runSurvivesKill9(t, "shared") }
+func TestRunSurvivesKill9Shared(t *testing.T) { runSurvivesKill9(t, "shared", false) }
 
-func runSurvivesKill9(t *testing.T, mode string) {
+// TestRunSurvivesKill9Reviewed is TestRunSurvivesKill9 with a reviewer: every
+// milestone is reviewed by the real claude CLI (the scripted model server approves
+// each one) before it merges, so the kills also land while a review is asked for,
+// under way or its verdict not yet applied. Each milestone's verdict is applied once.
+// A shell program cannot review: the shell provider has no turn end and no last
+// message, which is what the run reads a verdict from.
+func TestRunSurvivesKill9Reviewed(t *testing.T) { runSurvivesKill9(t, "worktree", true) }
+
+func runSurvivesKill9(t *testing.T, mode string, reviewed bool) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is required: %v (apt-get install tmux)", err)
 	}
 	ident := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t"}
-	e := newEnv(t, append([]string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}, ident...)...)
+	vars := append([]string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}, ident...)
+	reviewer := []string{}
+	if reviewed {
+		// Every conversation request gets the default reply: an approval, so each
+		// review, however often a kill makes the run ask again, approves.
+		ms, err := modelserver.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ms.Close)
+		ms.SetDefault(say("The milestone's file is there.\n\nVERDICT: approve"))
+		dir := settledTempDir(t)
+		// HOME is empty: claude's Bash sources no user shell setup.
+		os.MkdirAll(filepath.Join(dir, "user"), 0o700)
+		vars = append(append(vars, clis.ScriptedClaude(t, dir, ms.URL)...), "HOME="+filepath.Join(dir, "user"))
+		reviewer = []string{"--reviewer", "claude"}
+	}
+	e := newEnv(t, vars...)
 	t.Cleanup(func() { exec.Command("tmux", "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
+	if reviewed {
+		// The reviewers' claude processes outlive the killed servers: they are ended
+		// (the last server knows their pids) before the test's directories go.
+		t.Cleanup(func() { stopAgentProcs(t, e, "runs/**") })
+	}
 	repo := t.TempDir()
 	// The run itself makes git ignore .orcr/ (shared mode's coders `git add -A` in
 	// the repository's folder, where the plan is).
@@ -163,7 +195,8 @@ func runSurvivesKill9(t *testing.T, mode string) {
 		if mode == "shared" {
 			coder = killCoderShared(e.bin, starts+"."+name)
 		}
-		args := append([]string{"run", "start", name, "--mode", mode, "--coders", "2", "--coder", "shell", "--lead", "none", "--"}, coder...)
+		args := append(append([]string{"run", "start", name, "--mode", mode, "--coders", "2", "--coder", "shell", "--lead", "none"}, reviewer...), "--")
+		args = append(args, coder...)
 		e.must(args...)
 	}
 
@@ -304,7 +337,7 @@ func runSurvivesKill9(t *testing.T, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	advanced := map[string]int{}
+	advanced, verdicts := map[string]int{}, map[string]int{}
 	for i, en := range es {
 		if en.Seq != uint64(i+1) {
 			t.Fatalf("log entry %d has seq %d: an entry is missing", i+1, en.Seq)
@@ -312,10 +345,17 @@ func runSurvivesKill9(t *testing.T, mode string) {
 		if en.Type == "fact" && en.Kind == "advanced" && !strings.Contains(en.Text, "ignored") {
 			advanced[en.M]++
 		}
+		if en.Type == "fact" && en.Kind == "reviewed" && !strings.Contains(en.Text, "ignored") {
+			verdicts[en.M]++
+		}
 	}
 	for i := 1; i <= 6; i++ {
-		if m := fmt.Sprintf("M%d", i); advanced[m] != 1 {
+		m := fmt.Sprintf("M%d", i)
+		if advanced[m] != 1 {
 			t.Errorf("%s advanced %d times in the log", m, advanced[m])
+		}
+		if want := map[bool]int{true: 1}[reviewed]; verdicts[m] != want {
+			t.Errorf("%s's verdict was applied %d times, want %d:\n%s", m, verdicts[m], want, runDump(e, "crash"))
 		}
 	}
 }

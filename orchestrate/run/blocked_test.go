@@ -134,4 +134,25 @@ func TestBlockedCoderShowsInStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.For(t, 30*time.Second, "status to say coder-1 again", func() bool { return waitsOn() == "coder-1" })
+	// The wait is in the log, once each way, for the summary's time at a prompt.
+	facts := func() (prompt, done int, log string) {
+		es, _ := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "demo"})
+		for _, e := range es {
+			log += fmt.Sprintf("%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, e.Text)
+			if e.Type != "fact" || e.M != "M1" || strings.Contains(e.Text, "ignored") {
+				continue
+			}
+			switch e.Kind {
+			case string(run.FPrompt):
+				prompt++
+			case string(run.FPromptDone):
+				done++
+			}
+		}
+		return prompt, done, log
+	}
+	wait.For(t, 30*time.Second, "the prompt's end in the run's log", func() bool { _, d, _ := facts(); return d > 0 })
+	if p, d, log := facts(); p != 1 || d != 1 {
+		t.Fatalf("the log has %d prompt and %d prompt-done facts of M1, want one each:\n%s", p, d, log)
+	}
 }

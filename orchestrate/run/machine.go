@@ -62,6 +62,7 @@ func (s *stepper) to(m *Milestone, st State) {
 		}
 		return
 	}
+	s.leavePrompt(m)
 	if !m.StateAt.IsZero() && s.now.After(m.StateAt) {
 		if m.Spent == nil {
 			m.Spent = map[State]float64{}
@@ -78,5 +79,46 @@ func (s *stepper) to(m *Milestone, st State) {
 		s.after(TimerAutoStart, m.ID, s.now.Add(AutoStartAfter))
 	case Merged:
 		m.MergedAt = s.now
+	}
+}
+
+// leavePrompt ends the wait of m's coder at a permission prompt: the time moves
+// from the state m waited in to Spent[AtPrompt]. A milestone that moves on ends
+// the wait (its coder answered, or was stopped); a coder still at a prompt is
+// reported again.
+func (s *stepper) leavePrompt(m *Milestone) {
+	if m.PromptAt.IsZero() {
+		return
+	}
+	from := m.PromptAt
+	if m.StateAt.After(from) {
+		from = m.StateAt
+	}
+	if s.now.After(from) {
+		if m.Spent == nil {
+			m.Spent = map[State]float64{}
+		}
+		d := s.now.Sub(from).Seconds()
+		m.Spent[AtPrompt] += d
+		m.Spent[m.State] -= d
+	}
+	m.PromptAt = time.Time{}
+}
+
+// prompt applies FPrompt and FPromptDone: the wait of M's coder at a permission
+// prompt begins or ends. A report about a coder no longer on M, or a wait already
+// known (the agent's state is seen again after a restart), changes nothing.
+func (s *stepper) prompt(m *Milestone, f Fact) {
+	switch {
+	case f.Kind == FPromptDone && m.PromptAt.IsZero():
+		s.note("%s from %s about %s ignored: no wait at a prompt under way", f.Kind, orNone(f.Coder), m.ID)
+	case f.Kind == FPromptDone:
+		s.leavePrompt(m)
+	case m.Coder != f.Coder || m.State != Building && m.State != Fixing:
+		s.note("%s from %s about %s ignored: it is %s with %s", f.Kind, orNone(f.Coder), m.ID, m.State, orNone(m.Coder))
+	case !m.PromptAt.IsZero():
+		s.note("%s from %s about %s ignored: its wait began at %s", f.Kind, f.Coder, m.ID, m.PromptAt.Format(time.TimeOnly))
+	default:
+		m.PromptAt = s.now
 	}
 }

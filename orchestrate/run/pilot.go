@@ -503,6 +503,7 @@ func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 		return
 	}
 	s.noteBlocked(name, who, a)
+	s.notePrompt(ctx, rec, who, a)
 	if a.State != wire.StateBlocked && a.State.Live() {
 		// Messages a prompt held back (agent_blocked) go now that it is answered.
 		for _, p := range rec.Outbox {
@@ -624,6 +625,27 @@ func (s *Service) noteBlocked(name, who string, a wire.Agent) {
 		what = a.Blocked.Kind
 	}
 	s.blocked[k] = fmt.Sprintf("%s waits for you: %s (answer it with `orcr agent answer %s …`)", who, what, a.Path)
+}
+
+// notePrompt logs when coder who begins and ends waiting for the user at a prompt
+// (any block but a usage limit, which benches it), for the summary's time at a
+// permission prompt. Only a change of what the milestone's record says is fed, so
+// the log has one row each way, however often the agent's state is seen.
+func (s *Service) notePrompt(ctx context.Context, rec Record, who string, a wire.Agent) {
+	if !strings.HasPrefix(who, "coder-") {
+		return
+	}
+	m, ok := rec.Run.Milestone(rec.Run.CoderOf(who))
+	if !ok {
+		return
+	}
+	prompt := a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind != wire.BlockedLimit
+	switch {
+	case prompt && m.PromptAt.IsZero() && (m.State == Building || m.State == Fixing):
+		s.feed(ctx, rec.Run.Name, Fact{Kind: FPrompt, M: m.ID, Coder: who, Text: a.Blocked.Kind + ": " + a.Blocked.Detail})
+	case !prompt && !m.PromptAt.IsZero():
+		s.feed(ctx, rec.Run.Name, Fact{Kind: FPromptDone, M: m.ID, Coder: who})
+	}
 }
 
 // blockedOn is what agent who of run name waits for the user on, or "".

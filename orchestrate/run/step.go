@@ -134,6 +134,9 @@ func (s *stepper) apply(f Fact) error {
 		return nil
 	}
 	switch f.Kind {
+	case FPrompt, FPromptDone:
+		s.prompt(m, f)
+		return nil
 	case FDispatch:
 		return s.dispatch(m)
 	case FAnswer:

@@ -31,6 +31,11 @@ const (
 	Failed    State = "failed"
 )
 
+// AtPrompt is no state: it is the key of Milestone.Spent for the time its coder
+// waited at a permission prompt, taken out of the state it waited in (building or
+// fixing), so the summary's columns still add up to the elapsed time.
+const AtPrompt State = "at-prompt"
+
 // States lists every milestone state.
 var States = []State{Planned, Ready, Building, Asking, Checking, Reviewing, Merging, Merged, Fixing, Benched, Held, Escalated, Failed}
 
@@ -127,6 +132,10 @@ type Milestone struct {
 	MergedAt  time.Time `json:"mergedAt,omitzero"`
 	// Spent is the time spent in each state, in seconds, for the summary.
 	Spent map[State]float64 `json:"spent,omitempty"`
+	// PromptAt is when its coder began to wait at a permission prompt (zero: it
+	// does not); the wait is moved to Spent[AtPrompt] when it ends or the
+	// milestone moves.
+	PromptAt time.Time `json:"promptAt,omitzero"`
 }
 
 // Coder is one coder of the run's pool: the agent runs/NAME/<Name>.
@@ -227,6 +236,11 @@ const (
 	FVanished   FactKind = "vanished"    // Coder's agent is gone
 	FLost       FactKind = "lost"        // Coder's agent ended while the server was down: handed on, no bench
 	FCoderFault FactKind = "coder-fault" // Coder could not be started (Text: why)
+	// FPrompt: Coder, on M, waits for the user at a permission prompt; FPromptDone:
+	// it no longer does (answered, or its agent went). Only the summary's time
+	// columns use them.
+	FPrompt     FactKind = "prompt"
+	FPromptDone FactKind = "prompt-done"
 
 	// FLeadTurn: the lead's turn ended at TurnAt; Until is when orcr last typed into
 	// it (what was ready by then, the lead had been told).

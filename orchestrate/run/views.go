@@ -217,7 +217,7 @@ func (s *Service) Summary(rec Record) string {
 	}
 	b.WriteString("\nelapsed: from the milestone's first ready to its merge (or now), the sum of the columns after the rounds: " +
 		"waiting for dispatch (ready, or a fresh coder a tier up), building, checks (its checks and its merge), fix rounds, review, " +
-		"waiting for an answer, benched on a usage limit, held or failed until retried.\n")
+		"waiting for an answer, waiting at a permission prompt (a coder's tool call for you to allow), benched on a usage limit, held or failed until retried.\n")
 	return b.String()
 }
 
@@ -234,6 +234,7 @@ var timeParts = []struct {
 	{"fix rounds", []State{Fixing}},
 	{"review", []State{Reviewing}},
 	{"waiting for an answer", []State{Asking}},
+	{"waiting at a permission prompt", []State{AtPrompt}},
 	{"benched", []State{Benched}},
 	{"held", []State{Held, Failed}},
 }
@@ -252,7 +253,27 @@ func TimeSpent(m Milestone, now time.Time) (parts []float64, elapsed float64) {
 			}
 			parts[i] += sec
 		}
-		elapsed += parts[i]
+	}
+	// A wait at a permission prompt under way is taken out of the state it is in.
+	if !m.PromptAt.IsZero() && now.After(m.PromptAt) {
+		from := m.PromptAt
+		if m.StateAt.After(from) {
+			from = m.StateAt
+		}
+		if now.After(from) {
+			d := now.Sub(from).Seconds()
+			for i, c := range timeParts {
+				switch {
+				case slices.Contains(c.states, AtPrompt):
+					parts[i] += d
+				case slices.Contains(c.states, m.State):
+					parts[i] -= d
+				}
+			}
+		}
+	}
+	for _, p := range parts {
+		elapsed += p
 	}
 	return parts, elapsed
 }

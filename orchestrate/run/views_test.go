@@ -1,6 +1,7 @@
 package run
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,30 @@ func TestSummaryTimeAddsUp(t *testing.T) {
 		}
 	}
 	step(10*time.Minute, Fact{Kind: FDispatch, M: "A"})
-	step(20*time.Minute, Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 1, Head: "a1"})
+	// Building for 20 minutes, 3 of them at a permission prompt (the same prompt
+	// seen twice counts once); the fix round 5, 1 of them at a prompt the milestone
+	// left by reporting done (a move ends the wait).
+	step(5*time.Minute, Fact{Kind: FPrompt, M: "A", Coder: "coder-1"})
+	step(2*time.Minute, Fact{Kind: FPrompt, M: "A", Coder: "coder-1"})
+	step(time.Minute, Fact{Kind: FPromptDone, M: "A", Coder: "coder-1"})
+	step(time.Minute, Fact{Kind: FPromptDone, M: "A", Coder: "coder-1"})
+	step(11*time.Minute, Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 1, Head: "a1"})
 	step(2*time.Minute, Fact{Kind: FChecked, M: "A", Head: "a1", OK: false, Text: "FAIL"})
-	step(5*time.Minute, Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 2, Head: "a2"})
+	step(4*time.Minute, Fact{Kind: FPrompt, M: "A", Coder: "coder-1"})
+	// While the prompt is up the summary counts its time so far.
+	col := func(name string) int {
+		return slices.IndexFunc(timeParts, func(c struct {
+			name   string
+			states []State
+		}) bool {
+			return c.name == name
+		})
+	}
+	if parts, elapsed := TimeSpent(r.Milestones[0], now.Add(30*time.Second)); parts[col("waiting at a permission prompt")] != 3*60+30 || parts[col("fix rounds")] != 4*60 ||
+		elapsed != (10+20+2+4)*60+30 {
+		t.Fatalf("during the fix round's prompt: parts %v, elapsed %v", parts, elapsed)
+	}
+	step(time.Minute, Fact{Kind: FDone, M: "A", Coder: "coder-1", Commits: 2, Head: "a2"})
 	step(time.Minute, Fact{Kind: FChecked, M: "A", Head: "a2", OK: true})
 	step(30*time.Second, Fact{Kind: FMergedIn, M: "A", Head: "a2"})
 	step(30*time.Second, Fact{Kind: FAdvanced, M: "A", Head: "f1"})
@@ -37,8 +59,8 @@ func TestSummaryTimeAddsUp(t *testing.T) {
 	}
 	later := now.Add(time.Hour) // after the merge nothing more is the milestone's
 	parts, elapsed := TimeSpent(m, later)
-	want := map[string]time.Duration{"waiting for dispatch": 10 * time.Minute, "building": 20 * time.Minute,
-		"checks": 4 * time.Minute, "fix rounds": 5 * time.Minute}
+	want := map[string]time.Duration{"waiting for dispatch": 10 * time.Minute, "building": 17 * time.Minute,
+		"checks": 4 * time.Minute, "fix rounds": 4 * time.Minute, "waiting at a permission prompt": 4 * time.Minute}
 	var sum float64
 	for i, c := range timeParts {
 		sum += parts[i]
@@ -54,7 +76,7 @@ func TestSummaryTimeAddsUp(t *testing.T) {
 	s := newFakeService(t, &fakeAgents{agents: map[string]wire.Agent{}}, t.TempDir())
 	s.o.Now = func() time.Time { return later }
 	text := s.Summary(Record{Run: r, Check: "true"})
-	if !strings.Contains(text, "| checks | fix rounds |") || !strings.Contains(text, "| 1/0/0 | 10m0s | 20m0s | 4m0s | 5m0s | - | - | - | - |") ||
+	if !strings.Contains(text, "| checks | fix rounds | review | waiting for an answer | waiting at a permission prompt |") || !strings.Contains(text, "| 1/0/0 | 10m0s | 17m0s | 4m0s | 4m0s | - | - | 4m0s | - | - |") ||
 		!strings.Contains(text, "| 39m0s | 1/0/0 |") {
 		t.Fatalf("summary:\n%s", text)
 	}
