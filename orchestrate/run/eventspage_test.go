@@ -1,10 +1,14 @@
 package run
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
+	"orcr/cli"
 	"orcr/core/socket"
 	"orcr/core/wire"
 	runapi "orcr/orchestrate/run/api"
@@ -137,5 +141,61 @@ func BenchmarkRunEventsPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// callCounter is the real in-process transport counting run.events calls.
+type callCounter struct {
+	wire.Transport
+	calls int
+}
+
+func (c *callCounter) Call(ctx context.Context, method string, params, result any) error {
+	if method == runapi.MethodRunEvents {
+		c.calls++
+	}
+	return c.Transport.Call(ctx, method, params, result)
+}
+
+// TestRunEventsCLIPages: `orcr run events` over a log of 2,500 entries asks for it a
+// page at a time and prints every entry once, in order; --after starts later and
+// --json gathers the pages into one answer.
+func TestRunEventsCLIPages(t *testing.T) {
+	const n = 2500
+	_, tr := eventsRig(t, n)
+	run := func(args ...string) (string, int) {
+		ct := &callCounter{Transport: tr}
+		var out, errb bytes.Buffer
+		o := cli.Options{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Connect: func(context.Context) (wire.Transport, error) { return ct, nil }}
+		if code := cli.Run(context.Background(), append([]string{"orcr", "run", "events"}, args...), o); code != 0 {
+			t.Fatalf("run events %v: exit %d %s", args, code, errb.String())
+		}
+		return out.String(), ct.calls
+	}
+	seqs := func(out string) []string {
+		var s []string
+		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			s = append(s, strings.Fields(l)[0])
+		}
+		return s
+	}
+	out, calls := run("demo")
+	got := seqs(out)
+	if calls < 3 || len(got) != n || got[0] != "1" || got[n-1] != fmt.Sprint(n) {
+		t.Fatalf("%d calls, %d lines (%s … %s); want pages and %d lines", calls, len(got), got[0], got[len(got)-1], n)
+	}
+	for i, s := range got {
+		if s != fmt.Sprint(i+1) {
+			t.Fatalf("line %d is seq %s", i+1, s)
+		}
+	}
+	if out, _ := run("--after", "2000", "demo"); len(seqs(out)) != n-2000 || seqs(out)[0] != "2001" {
+		t.Fatalf("--after 2000: %d lines from %s", len(seqs(out)), seqs(out)[0])
+	}
+	out, calls = run("--json", "demo")
+	var r runapi.RunEventsResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Entries) != n || r.Next != 0 || calls < 3 {
+		t.Fatalf("--json: %v, %d entries, next %d, %d calls", err, len(r.Entries), r.Next, calls)
 	}
 }
