@@ -18,7 +18,12 @@ func (s *Service) Methods() []wire.Handler {
 			return s.Select(ctx, *p)
 		}),
 		wire.Handle(acctapi.UsageHistory, func(ctx context.Context, p *acctapi.HistoryParams) (acctapi.HistoryResult, error) {
-			return s.History(ctx, *p)
+			r, err := s.History(ctx, *p)
+			if err != nil {
+				return r, err
+			}
+			r.Peaks, r.Next, err = pageHistory(r.Peaks, p.After, p.Limit)
+			return r, err
 		}),
 		wire.Handle(acctapi.BudgetList, func(ctx context.Context, _ *wire.Empty) (acctapi.BudgetListResult, error) {
 			bs, err := s.Budgets(ctx)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -106,16 +107,57 @@ func (app *app) usageSelect(ctx context.Context, p acctapi.SelectParams, asJSON 
 }
 
 func (app *app) usageHistory(ctx context.Context, p acctapi.HistoryParams, asJSON bool) error {
-	r, err := wire.Call(ctx, service(ctx), acctapi.UsageHistory, p)
-	if err != nil {
-		return err
-	}
 	if asJSON {
-		return printJSON(app.out, r)
+		all := acctapi.HistoryResult{Peaks: []acctapi.WindowPeak{}}
+		err := usageHistoryPages(ctx, p, func(ks []acctapi.WindowPeak) error {
+			all.Peaks = append(all.Peaks, ks...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return printJSON(app.out, all)
 	}
-	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "ACCOUNT\tWINDOW\tRESETS\tPEAK\tPEAK AT")
-	for _, k := range r.Peaks {
+	header := true
+	// Each page is printed as it arrives, so the client holds one page at a time.
+	return usageHistoryPages(ctx, p, func(ks []acctapi.WindowPeak) error {
+		tw := newTabWriter(app.out)
+		if header {
+			fmt.Fprintln(tw, "ACCOUNT\tWINDOW\tRESETS\tPEAK\tPEAK AT")
+			header = false
+		}
+		printPeaks(tw, ks)
+		return tw.Flush()
+	})
+}
+
+// usageHistoryPage is how many peaks one usage.history answer holds.
+const usageHistoryPage = 1000
+
+// usageHistoryPages reads usage.history a page at a time, handing each page to take, as
+// `orcr agent ls` pages agent.list.
+func usageHistoryPages(ctx context.Context, p acctapi.HistoryParams, take func([]acctapi.WindowPeak) error) error {
+	p.Limit = usageHistoryPage
+	for {
+		r, err := wire.Call(ctx, service(ctx), acctapi.UsageHistory, p)
+		if err != nil {
+			return err
+		}
+		if err := take(r.Peaks); err != nil {
+			return err
+		}
+		if r.Next == "" {
+			return nil
+		}
+		if r.Next == p.After {
+			return fmt.Errorf("usage.history did not move past %q; filter with --provider or --account instead", r.Next)
+		}
+		p.After = r.Next
+	}
+}
+
+func printPeaks(tw io.Writer, ks []acctapi.WindowPeak) {
+	for _, k := range ks {
 		name := k.Window
 		if k.Family != "" {
 			name += " " + k.Family
@@ -126,7 +168,6 @@ func (app *app) usageHistory(ctx context.Context, p acctapi.HistoryParams, asJSO
 		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%.0f%%\t%s\n", k.Provider, k.Account, name, reset, k.PeakPct, k.PeakAt.Local().Format("2006-01-02 15:04"))
 	}
-	return tw.Flush()
 }
 
 func (app *app) budgetCommand() *cli.Command {

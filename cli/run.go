@@ -154,19 +154,26 @@ func (app *app) runCommands() *cli.Command {
 					if err != nil {
 						return err
 					}
-					esRes, err := wire.Call(ctx, service(ctx), runapi.RunEventsM, runapi.RunEventsParams{Name: n, After: c.Uint64("after")})
-					es := esRes.Entries
-					if err != nil {
-						return err
-					}
 					if c.Bool("json") {
-						return printJSON(app.out, runapi.RunEventsResult{Entries: es})
+						all := runapi.RunEventsResult{Entries: []runapi.RunEntry{}}
+						err := runEventPages(ctx, n, c.Uint64("after"), func(es []runapi.RunEntry) error {
+							all.Entries = append(all.Entries, es...)
+							return nil
+						})
+						if err != nil {
+							return err
+						}
+						return printJSON(app.out, all)
 					}
-					tw := tabwriter.NewWriter(app.out, 0, 0, 2, ' ', 0)
-					for _, e := range es {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Local().Format("15:04:05"), e.Type, e.Kind, e.M, firstLineOf(e.Text))
-					}
-					return tw.Flush()
+					// Each page is printed as it arrives, so a long log starts at once
+					// and the client holds one page at a time.
+					return runEventPages(ctx, n, c.Uint64("after"), func(es []runapi.RunEntry) error {
+						tw := tabwriter.NewWriter(app.out, 0, 0, 2, ' ', 0)
+						for _, e := range es {
+							fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.At.Local().Format("15:04:05"), e.Type, e.Kind, e.M, firstLineOf(e.Text))
+						}
+						return tw.Flush()
+					})
 				},
 			},
 			{
@@ -483,4 +490,28 @@ func serverGone(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
+// runEventPage is how many log entries one run.events answer holds.
+const runEventPage = 1000
+
+// runEventPages reads run name's log after seq after a page at a time, handing each
+// page to take, as `orcr agent ls` pages agent.list.
+func runEventPages(ctx context.Context, name string, after uint64, take func([]runapi.RunEntry) error) error {
+	for {
+		r, err := wire.Call(ctx, service(ctx), runapi.RunEventsM, runapi.RunEventsParams{Name: name, After: after, Limit: runEventPage})
+		if err != nil {
+			return err
+		}
+		if err := take(r.Entries); err != nil {
+			return err
+		}
+		if r.Next == 0 {
+			return nil
+		}
+		if r.Next <= after {
+			return fmt.Errorf("run.events did not move past seq %d; read the log with --after", after)
+		}
+		after = r.Next
+	}
 }

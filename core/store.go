@@ -43,6 +43,9 @@ type Buckets interface {
 	Delete(ctx context.Context, bucket, key string) error
 	// Scan calls fn for every key in bucket in key order until fn returns false.
 	Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error
+	// ScanFrom is Scan starting at the first key >= from: a page deep in a long
+	// bucket (a run's log) then costs its own rows, not every row before it.
+	ScanFrom(ctx context.Context, bucket, from string, fn func(key string, value []byte) bool) error
 }
 
 // Store is the whole store the kernel opens over: the three parts and Close.
@@ -86,4 +89,8 @@ func (n namespaced) Delete(ctx context.Context, bucket, key string) error {
 
 func (n namespaced) Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error {
 	return n.b.Scan(ctx, NamespacedBucket(n.name, bucket), fn)
+}
+
+func (n namespaced) ScanFrom(ctx context.Context, bucket, from string, fn func(key string, value []byte) bool) error {
+	return n.b.ScanFrom(ctx, NamespacedBucket(n.name, bucket), from, fn)
 }

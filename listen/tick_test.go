@@ -65,14 +65,20 @@ func (m *memStore) Delete(_ context.Context, bucket, key string) error {
 	return nil
 }
 
-func (m *memStore) Scan(_ context.Context, bucket string, fn func(string, []byte) bool) error {
+func (m *memStore) Scan(ctx context.Context, bucket string, fn func(string, []byte) bool) error {
+	return m.ScanFrom(ctx, bucket, "", fn)
+}
+
+func (m *memStore) ScanFrom(_ context.Context, bucket, from string, fn func(string, []byte) bool) error {
 	// A snapshot, as core.Store's Scan sees one: fn may write to the store.
 	m.mu.Lock()
 	keys := make([]string, 0, len(m.data[bucket]))
 	vals := make(map[string][]byte, len(m.data[bucket]))
 	for k, v := range m.data[bucket] {
-		keys = append(keys, k)
-		vals[k] = v
+		if k >= from {
+			keys = append(keys, k)
+			vals[k] = v
+		}
 	}
 	m.mu.Unlock()
 	sort.Strings(keys)

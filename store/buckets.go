@@ -73,6 +73,12 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // consistent snapshot taken when Scan starts and may keep value (it is a copy); it may
 // write to the store, but those writes are not visible to the same scan.
 func (s *Store) Scan(ctx context.Context, bucket string, fn func(key string, value []byte) bool) error {
+	return s.ScanFrom(ctx, bucket, "", fn)
+}
+
+// ScanFrom is Scan starting at the first key >= from (the iterator seeks there, so the
+// keys before it are not read).
+func (s *Store) ScanFrom(ctx context.Context, bucket, from string, fn func(key string, value []byte) bool) error {
 	if err := ctxErr(ctx, "scan"); err != nil {
 		return err
 	}
@@ -86,7 +92,8 @@ func (s *Store) Scan(ctx context.Context, bucket string, fn func(key string, val
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		n := 0
-		for it.Rewind(); it.Valid(); it.Next() {
+		start := append(append([]byte(nil), p...), from...)
+		for it.Seek(start); it.Valid(); it.Next() {
 			if n++; n%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err

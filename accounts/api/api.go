@@ -94,6 +94,11 @@ type Choice struct {
 type HistoryParams struct {
 	Provider string `json:"provider,omitempty"`
 	Account  string `json:"account,omitempty"`
+	// Limit asks for one page of at most this many peaks (0: all of them, as
+	// agent.list); the result's next is then the after of the following page.
+	Limit int `json:"limit,omitempty" range:"0,1000000"`
+	// After is the next of the previous page: the list goes on after that peak.
+	After string `json:"after,omitempty"`
 }
 
 // WindowPeak is one past (or the current) window of a series at its peak.
@@ -110,6 +115,8 @@ type WindowPeak struct {
 // HistoryResult answers usage.history, newest window first per series.
 type HistoryResult struct {
 	Peaks []WindowPeak `json:"peaks"`
+	// Next is set when a Limit left peaks out: pass it as After for the next page.
+	Next string `json:"next,omitempty"`
 }
 
 // Budget bounds the cost or tokens of every agent under a glob.

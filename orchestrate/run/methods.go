@@ -41,11 +41,22 @@ func (s *Service) Methods() []wire.Handler {
 		}),
 		wire.Handle(runapi.RunStatusM, view(s.RunStatus)),
 		wire.Handle(runapi.RunEventsM, func(ctx context.Context, p *runapi.RunEventsParams) (runapi.RunEventsResult, error) {
-			es, err := s.RunEvents(ctx, *p)
+			// One entry past the page says whether another page follows, so the last
+			// page has no next and a client stops without an empty round trip.
+			q := *p
+			if q.Limit > 0 {
+				q.Limit++
+			}
+			es, err := s.RunEvents(ctx, q)
 			if es == nil {
 				es = []runapi.RunEntry{}
 			}
-			return runapi.RunEventsResult{Entries: es}, err
+			var next uint64
+			if p.Limit > 0 && len(es) > p.Limit {
+				es = es[:p.Limit]
+				next = es[len(es)-1].Seq
+			}
+			return runapi.RunEventsResult{Entries: es, Next: next}, err
 		}),
 		wire.Handle(runapi.RunStopM, view(s.RunStop)),
 		wire.Handle(runapi.RunFinishM, func(ctx context.Context, p *runapi.RunNameParams) (runapi.RunFinishResult, error) {

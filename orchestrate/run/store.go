@@ -327,11 +327,12 @@ func (rs *Runs) List(ctx context.Context) ([]Record, error) {
 }
 
 // Events returns run name's log entries with seq > after, oldest first, at most limit
-// (0: all).
+// (0: all). The scan seeks to after's successor key, so a page costs its own entries
+// however long the log is.
 func (rs *Runs) Events(ctx context.Context, name string, after uint64, limit int) ([]Entry, error) {
 	var out []Entry
 	var derr error
-	err := rs.st.Scan(ctx, logPrefix+name, func(key string, v []byte) bool {
+	err := rs.st.ScanFrom(ctx, logPrefix+name, logKey(after+1), func(key string, v []byte) bool {
 		var e Entry
 		if derr = json.Unmarshal(v, &e); derr != nil {
 			derr = fmt.Errorf("run %s: log entry %s: %w", name, key, derr)

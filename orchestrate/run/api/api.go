@@ -101,9 +101,13 @@ type RunCallerParams struct {
 
 // RunEventsParams reads a run's log.
 type RunEventsParams struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// After is a seq: the log goes on with the entries after it (the next of the
+	// previous page).
 	After uint64 `json:"after,omitempty"`
-	Limit int    `json:"limit,omitempty"`
+	// Limit asks for one page of at most this many entries (0: all of them, as
+	// agent.list); the result's next is then the after of the following page.
+	Limit int `json:"limit,omitempty" range:"0,1000000"`
 }
 
 // RunView is a run as clients see it.
@@ -194,6 +198,8 @@ type RunEntry struct {
 // RunEventsResult answers run.events.
 type RunEventsResult struct {
 	Entries []RunEntry `json:"entries"`
+	// Next is set when a Limit left entries out: pass it as After for the next page.
+	Next uint64 `json:"next,omitempty"`
 }
 
 // RunFinishResult says what finish did and what it did not do, and why.
