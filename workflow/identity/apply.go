@@ -47,10 +47,9 @@ func apply(id *Identity, p wire.RunParams) (wire.RunParams, []string) {
 		room -= 2
 	}
 	if len(text) > room {
-		full := len(text)
 		text = cut(text, max(room, 0))
 		notes = append(notes, fmt.Sprintf("warning: identity %s: AGENTS.md is %d bytes; only its first %d are given (the system prompt is capped at %d bytes): shorten %s/AGENTS.md",
-			id.Name, full, len(text), MaxInstructions, id.Dir))
+			id.Name, max(id.Size, len(id.Instructions)), len(text), MaxInstructions, id.Dir))
 	}
 	block := head + text + tail
 	if sys == "" {

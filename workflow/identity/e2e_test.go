@@ -141,6 +141,7 @@ func TestIdentityRefusals(t *testing.T) {
 	inside := r.identity("linked", "Its AGENTS.md is a link to a file beside it.", "")
 	os.WriteFile(filepath.Join(inside, "standing.md"), []byte("LINKED-MARKER\n"), 0o600)
 	os.Symlink("standing.md", filepath.Join(inside, "AGENTS.md"))
+	r.identity("big", "Says a lot.", strings.Repeat("A standing instruction, one of many.\n", 6000))
 	r.Serve()
 
 	for _, c := range []struct{ name, want string }{
@@ -156,6 +157,14 @@ func TestIdentityRefusals(t *testing.T) {
 	}
 	if out := r.Must("agent", "ls", "--all"); strings.Contains(out, "x/") {
 		t.Fatalf("a refused spawn left a record:\n%s", out)
+	}
+	// Over the cap: cut, with a warning the CLI prints; the spawn goes ahead.
+	res := r.Run("agent", "run", "x/big", "--identity", "big", "--", "sleep", "60")
+	if res.Code != 0 || !strings.Contains(res.Err, "orcr: warning: identity big: AGENTS.md is 222000 bytes; only its first") {
+		t.Fatalf("big AGENTS.md: exit %d, stderr %q", res.Code, res.Err)
+	}
+	if a := r.Agent("x/big"); len(a.SystemPrompt) > 120<<10 || !strings.Contains(strings.Join(a.RoleNotes, "\n"), "AGENTS.md is 222000 bytes") {
+		t.Fatalf("big: system prompt %d bytes, notes %q", len(a.SystemPrompt), a.RoleNotes)
 	}
 	r.Must("agent", "run", "x/linked", "--identity", "linked", "--", "sleep", "60")
 	if a := r.Agent("x/linked"); a.Identity != "linked" || !strings.Contains(a.SystemPrompt, "LINKED-MARKER") {

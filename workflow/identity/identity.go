@@ -52,8 +52,10 @@ type Identity struct {
 	Name        string
 	Dir         string // its directory (identity.toml, AGENTS.md)
 	Description string
-	// Instructions is AGENTS.md's text, whole ("" when there is none).
+	// Instructions is AGENTS.md's text, whole ("" when there is none); Size is the
+	// file's size.
 	Instructions string
+	Size         int
 	// Memory is its memory directory (not made until an agent uses it).
 	Memory string
 }
@@ -108,51 +110,51 @@ func Load(ctx context.Context, d Dirs, name string) (*Identity, error) {
 		return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s does not load:\n%v", name, err)
 	}
 	id := &Identity{Name: name, Dir: dir, Description: strings.TrimSpace(f.Description), Memory: d.MemoryDir(name)}
-	text, err := readInstructions(ctx, dir)
+	b, err := readInstructions(ctx, dir)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s: %v", name, err)
 	}
-	id.Instructions = text
+	id.Instructions, id.Size = strings.TrimRight(string(b), "\n"), len(b)
 	return id, nil
 }
 
 // readInstructions reads dir/AGENTS.md ("" when absent). A symlink is followed only
 // to a file inside dir: an identity whose AGENTS.md points at /etc/shadow would
 // otherwise send that file to a model provider.
-func readInstructions(ctx context.Context, dir string) (string, error) {
+func readInstructions(ctx context.Context, dir string) ([]byte, error) {
 	p := filepath.Join(dir, "AGENTS.md")
 	lst, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("AGENTS.md: %w", err)
+		return nil, fmt.Errorf("AGENTS.md: %w", err)
 	}
 	if lst.Mode()&fs.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return "", fmt.Errorf("AGENTS.md is a symlink that does not resolve: %w", err)
+			return nil, fmt.Errorf("AGENTS.md is a symlink that does not resolve: %w", err)
 		}
 		root, err := filepath.EvalSymlinks(dir)
 		if err != nil {
-			return "", fmt.Errorf("identity directory: %w", err)
+			return nil, fmt.Errorf("identity directory: %w", err)
 		}
 		if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", fmt.Errorf("AGENTS.md is a symlink to %s, outside the identity's directory %s; refused (copy the file in instead)", target, dir)
+			return nil, fmt.Errorf("AGENTS.md is a symlink to %s, outside the identity's directory %s; refused (copy the file in instead)", target, dir)
 		}
 		p = target
 	}
 	b, err := regfile.ReadMax(ctx, p, maxFile)
 	if errors.Is(err, regfile.ErrTooLarge) {
-		return "", fmt.Errorf("AGENTS.md is over %d bytes; only %d bytes of it could be given to an agent: shorten it", maxFile, MaxInstructions)
+		return nil, fmt.Errorf("AGENTS.md is over %d bytes; only %d bytes of it could be given to an agent: shorten it", maxFile, MaxInstructions)
 	}
 	if err != nil {
-		return "", fmt.Errorf("AGENTS.md: %w", err)
+		return nil, fmt.Errorf("AGENTS.md: %w", err)
 	}
 	if !utf8.Valid(b) {
-		return "", fmt.Errorf("AGENTS.md is not UTF-8 text")
+		return nil, fmt.Errorf("AGENTS.md is not UTF-8 text")
 	}
-	return strings.TrimRight(string(b), "\n"), nil
+	return b, nil
 }
 
 // List reads every identity under d.Config, sorted by name; one that does not load is
