@@ -144,3 +144,52 @@ exec sleep 300
 	// A root caller (the user's shell) is not bound by any agent's policy.
 	r.Must("agent", "run", "top/extra", "--", "sleep", "300")
 }
+
+// TestRolePolicyAndIdentity: a role's [spawn] table and identity bind the agents made
+// from it: from the lead's pane a spawn without a role from its roles list is refused,
+// one worker starts (acting as the lead's identity, with the lead's policy), and a
+// second is refused at max_children = 1.
+func TestRolePolicyAndIdentity(t *testing.T) {
+	r := newRig(t)
+	roles := filepath.Join(r.Config, "orcr", "roles")
+	ids := filepath.Join(r.Config, "orcr", "identities", "keeper")
+	for _, d := range []string{roles, ids} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ids, "identity.toml"), []byte("description = \"Keeps the tree small.\"\n"), 0o600)
+	os.WriteFile(filepath.Join(roles, "lead.toml"), []byte(`providers = ["shell"]
+identity = "keeper"
+[spawn]
+max_children = 1
+roles = ["worker"]
+`), 0o600)
+	os.WriteFile(filepath.Join(roles, "worker.toml"), []byte("providers = [\"shell\"]\n"), 0o600)
+	r.Vars = append(r.Vars, "XDG_DATA_HOME="+filepath.Join(r.Dir, "data"))
+	r.Serve()
+	lead := script(t, r, "lead.sh", `"$ORCR_BIN" agent run a -- sleep 300 2>> lead.log
+"$ORCR_BIN" agent run w1 --role worker -- sleep 300 2>> lead.log && echo spawned-w1 >> lead.log
+"$ORCR_BIN" agent run w2 --role worker -- sleep 300 2>> lead.log
+echo lead-finished >> lead.log
+exec sleep 300
+`)
+	r.Must("agent", "run", "lead", "--role", "lead", "--cwd", r.Work, "--", "sh", lead)
+	logf := filepath.Join(r.Work, "lead.log")
+	var log string
+	if !wait.Until(60*time.Second, func() bool { b, _ := os.ReadFile(logf); log = string(b); return strings.Contains(log, "lead-finished") }) {
+		t.Fatalf("the lead's script did not finish:\n%s\n%s", log, r.Run("agent", "read", "lead").Out)
+	}
+	for _, want := range []string{"spawn refused: lead has roles = [worker] (no role)", "spawned-w1", "spawn refused: lead has max_children = 1 (1 running)"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("lead.log lacks %q:\n%s", want, log)
+		}
+	}
+	w := r.Agent("lead/w1")
+	if w.Identity != "keeper" || w.Role != "worker" || w.Spawn.String() != "max_children = 1, roles = [worker]" {
+		t.Fatalf("lead/w1: identity %q role %q spawn %s", w.Identity, w.Role, w.Spawn)
+	}
+	if out := r.Must("agent", "get", "lead"); !strings.Contains(out, "max_children = 1, roles = [worker]") || !strings.Contains(out, "keeper") {
+		t.Fatalf("agent get lead:\n%s", out)
+	}
+}
