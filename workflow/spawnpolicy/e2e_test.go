@@ -2,6 +2,7 @@ package spawnpolicy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/modelserver"
 	orcrrig "orcr/testutil/rig"
 	"orcr/testutil/wait"
 )
@@ -191,5 +193,42 @@ exec sleep 300
 	}
 	if out := r.Must("agent", "get", "lead"); !strings.Contains(out, "max_children = 1, roles = [worker]") || !strings.Contains(out, "keeper") {
 		t.Fatalf("agent get lead:\n%s", out)
+	}
+}
+
+// TestSpawnBudgetCountsTheSubtree: a shell agent with --spawn-budget-usd 0.05 spawns a
+// real claude from its pane, whose one turn (5,000 in + 5,000 out of sonnet, about
+// $0.09) spends past the bound; the agent's next spawn is refused with the bound and
+// what its subtree spent.
+func TestSpawnBudgetCountsTheSubtree(t *testing.T) {
+	r := newRig(t)
+	r.Claude()
+	r.Serve()
+	r.Models.Push(modelserver.Turn{Text: "Spent it.", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
+	boss := script(t, r, "boss.sh", `"$ORCR_BIN" agent run c1 --provider claude --model sonnet --prompt spend 2>> boss.log && echo spawned-c1 >> boss.log
+while [ ! -f go ]; do sleep 0.2; done
+"$ORCR_BIN" agent run c2 -- sleep 300 2>> boss.log || echo refused-c2 >> boss.log
+echo boss-finished >> boss.log
+exec sleep 300
+`)
+	r.Must("agent", "run", "boss", "--spawn-budget-usd", "0.05", "--cwd", r.Work, "--", "sh", boss)
+	if !wait.Until(60*time.Second, func() bool { return r.Run("agent", "get", "boss/c1").Code == 0 }) {
+		b, _ := os.ReadFile(filepath.Join(r.Work, "boss.log"))
+		t.Fatalf("boss did not spawn c1:\n%s\n%s", b, r.Run("agent", "read", "boss").Out)
+	}
+	c1 := r.WaitAgent("boss/c1", 90*time.Second, "c1's priced turn", func(a wire.Agent) bool {
+		return a.LastMessage == "Spent it." && a.Usage.CostUSD != nil && *a.Usage.CostUSD >= 0.05
+	})
+	if err := os.WriteFile(filepath.Join(r.Work, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logf := filepath.Join(r.Work, "boss.log")
+	var log string
+	if !wait.Until(60*time.Second, func() bool { b, _ := os.ReadFile(logf); log = string(b); return strings.Contains(log, "boss-finished") }) {
+		t.Fatalf("boss did not finish:\n%s", log)
+	}
+	want := fmt.Sprintf("spawn refused: boss has budget_usd = 0.05 ($%.2f spent by it and the agents under it)", *c1.Usage.CostUSD)
+	if !strings.Contains(log, "spawned-c1") || !strings.Contains(log, want) || !strings.Contains(log, "refused-c2") {
+		t.Fatalf("boss.log lacks %q:\n%s", want, log)
 	}
 }
