@@ -212,3 +212,23 @@ exec sleep 300
 		t.Fatalf("naming its own identity: %q", same.Identity)
 	}
 }
+
+// TestIdentityReachesCodex runs the real codex CLI as an identity: the AGENTS.md and
+// memory path arrive in its request (codex's developer message), and codex starts
+// with the memory given by its own --add-dir.
+func TestIdentityReachesCodex(t *testing.T) {
+	r := newRig(t)
+	r.Codex()
+	r.identity("maintainer", "Keeps the auth package healthy.", "IDENTITY-MARKER-6: run the tests before you say done.\n")
+	r.Serve()
+	r.Models.Push(modelserver.Turn{Text: "Understood.", Usage: modelserver.Usage{Input: 10, Output: 5}})
+	r.Must("agent", "run", "auth/codex", "--provider", "codex", "--identity", "maintainer", "--prompt", "Say hello.", "--cwd", r.Work)
+	a := r.WaitAgent("auth/codex", 90*time.Second, "codex's turn", func(a wire.Agent) bool { return a.LastMessage == "Understood." })
+	mem := r.memory("maintainer")
+	if _, ok := r.RequestWith("IDENTITY-MARKER-6", "Your memory directory is "+mem); !ok {
+		t.Fatalf("no model request carried the identity's AGENTS.md and memory (%d requests)", len(r.Models.Requests()))
+	}
+	if !strings.Contains(strings.Join(a.Argv, " "), "--add-dir "+mem) {
+		t.Fatalf("argv %q", a.Argv)
+	}
+}
