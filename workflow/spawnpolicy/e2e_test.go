@@ -191,6 +191,10 @@ exec sleep 300
 	if w.Identity != "keeper" || w.Role != "worker" || w.Spawn.String() != "max_children = 1, roles = [worker]" {
 		t.Fatalf("lead/w1: identity %q role %q spawn %s", w.Identity, w.Role, w.Spawn)
 	}
+	if out := r.Must("role", "show", "lead"); !strings.Contains(out, "identity") || !strings.Contains(out, "keeper") ||
+		!strings.Contains(out, "max_children = 1, roles = [worker]") || !strings.Contains(out, "(lead.toml:3)") {
+		t.Fatalf("role show lead:\n%s", out)
+	}
 	if out := r.Must("agent", "get", "lead"); !strings.Contains(out, "max_children = 1, roles = [worker]") || !strings.Contains(out, "keeper") {
 		t.Fatalf("agent get lead:\n%s", out)
 	}
