@@ -2,6 +2,7 @@ package spawnpolicy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,36 @@ func TestChildrenReservedUntilRecorded(t *testing.T) {
 	s.now = func() time.Time { return base.Add(reserveFor + time.Second) }
 	if err := s.CheckSpawn(ctx, wire.RunParams{Path: "p/d"}); err != nil {
 		t.Fatalf("reservations past reserveFor must lapse: %v", err)
+	}
+}
+
+// BenchmarkCheckSpawn is one spawn from a pane under max_children and budget_usd set
+// two levels up, on a server holding n agent records: the check lists the records
+// twice (children, subtree costs), so its cost grows with the records.
+func BenchmarkCheckSpawn(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			top := agent("top", "top", "", 0.1, &wire.SpawnPolicy{MaxChildren: ip(1 << 20), BudgetUSD: fp(1e6)})
+			mid := agent("mid", "top/m", "top", 0.1, &wire.SpawnPolicy{MaxChildren: ip(1 << 20)})
+			as := []wire.Agent{top, mid}
+			for i := range n - 2 {
+				parent := "mid"
+				if i%3 == 0 {
+					parent = "top"
+				}
+				as = append(as, agent(fmt.Sprint("a", i), fmt.Sprint("x/", i), parent, 0.01, nil))
+			}
+			s := New()
+			s.k = &kernel{caller: &as[1], agents: as}
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				// One path: a reservation lasts until the record shows, and no record
+				// is added here, so distinct paths would pile up b.N reservations.
+				if err := s.CheckSpawn(ctx, wire.RunParams{Path: "top/m/c"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
