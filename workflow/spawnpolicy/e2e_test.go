@@ -86,6 +86,28 @@ exec sleep 300
 	if a := r.Agent("bomb"); a.Spawn == nil || a.Spawn.MaxChildren == nil || *a.Spawn.MaxChildren != 3 {
 		t.Fatalf("bomb's record: spawn %v", a.Spawn)
 	}
+
+	// The same 20 spawns at once, each in the background: still three.
+	par := script(t, r, "par.sh", `i=0
+while [ $i -lt 20 ]; do
+  "$ORCR_BIN" agent run "p$i" -- sleep 300 2>> par.err &
+  i=$((i+1))
+done
+wait
+echo par-finished
+exec sleep 300
+`)
+	r.Must("agent", "run", "par", "--spawn-max-children", "3", "--cwd", r.Work, "--", "sh", par)
+	if !wait.Until(120*time.Second, func() bool { return strings.Contains(r.Run("agent", "read", "par").Out, "par-finished") }) {
+		t.Fatalf("the parallel spawns did not finish:\n%s", r.Run("agent", "read", "par").Out)
+	}
+	if kids := children(t, r, "par"); len(kids) != 3 {
+		t.Fatalf("%d children of par running, want 3", len(kids))
+	}
+	perr, _ := os.ReadFile(filepath.Join(r.Work, "par.err"))
+	if n := strings.Count(string(perr), "spawn refused: par has max_children = 3 (3 running)"); n != 17 {
+		t.Fatalf("%d parallel refusals name the rule, want 17:\n%s", n, perr)
+	}
 }
 
 // TestSpawnDepthAndNoWidening: a tree started with max_depth 2 and max_children 2 and
