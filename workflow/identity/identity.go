@@ -101,12 +101,16 @@ func Load(ctx context.Context, d Dirs, name string) (*Identity, error) {
 	if err != nil || !st.IsDir() {
 		return nil, wire.Errorf(wire.CodeUnknownIdentity, "no identity %q (looked for the directory %s with an identity.toml)", name, dir)
 	}
+	toml, err := inside(dir, "identity.toml")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s has no identity.toml in %s; write one with description = \"…\"", name, dir)
+	}
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s: %v", name, err)
+	}
 	var f file
-	doc, err := strictfile.Load(ctx, filepath.Join(dir, "identity.toml"), 0, &f)
+	doc, err := strictfile.Load(ctx, toml, 0, &f)
 	if doc == nil || err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s has no identity.toml in %s; write one with description = \"…\"", name, dir)
-		}
 		return nil, wire.Errorf(wire.CodeUnknownIdentity, "identity %s does not load:\n%v", name, err)
 	}
 	id := &Identity{Name: name, Dir: dir, Description: strings.TrimSpace(f.Description), Memory: d.MemoryDir(name)}
@@ -118,31 +122,41 @@ func Load(ctx context.Context, d Dirs, name string) (*Identity, error) {
 	return id, nil
 }
 
-// readInstructions reads dir/AGENTS.md ("" when absent). A symlink is followed only
-// to a file inside dir: an identity whose AGENTS.md points at /etc/shadow would
-// otherwise send that file to a model provider.
-func readInstructions(ctx context.Context, dir string) ([]byte, error) {
-	p := filepath.Join(dir, "AGENTS.md")
+// inside is the file name of dir, refused when it is a symlink that resolves outside
+// dir: an identity whose AGENTS.md points at /etc/shadow would otherwise send that file
+// to a model provider (and a broken identity.toml's error would quote it). A link to a
+// file beside it is followed. A missing file's error is fs.ErrNotExist.
+func inside(dir, name string) (string, error) {
+	p := filepath.Join(dir, name)
 	lst, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	if lst.Mode()&fs.ModeSymlink == 0 {
+		return p, nil
+	}
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("%s is a symlink that does not resolve: %w", name, err)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("identity directory: %w", err)
+	}
+	if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s is a symlink to %s, outside the identity's directory %s; refused (copy the file in instead)", name, target, dir)
+	}
+	return target, nil
+}
+
+// readInstructions reads dir/AGENTS.md (nil when absent), a regular file inside dir.
+func readInstructions(ctx context.Context, dir string) ([]byte, error) {
+	p, err := inside(dir, "AGENTS.md")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("AGENTS.md: %w", err)
-	}
-	if lst.Mode()&fs.ModeSymlink != 0 {
-		target, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			return nil, fmt.Errorf("AGENTS.md is a symlink that does not resolve: %w", err)
-		}
-		root, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return nil, fmt.Errorf("identity directory: %w", err)
-		}
-		if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return nil, fmt.Errorf("AGENTS.md is a symlink to %s, outside the identity's directory %s; refused (copy the file in instead)", target, dir)
-		}
-		p = target
+		return nil, err
 	}
 	b, err := regfile.ReadMax(ctx, p, maxFile)
 	if errors.Is(err, regfile.ErrTooLarge) {

@@ -69,7 +69,10 @@ func TestLoadRefuses(t *testing.T) {
 	write(t, filepath.Join(d.Config, "out", "identity.toml"), "description = \"d\"\n")
 	write(t, filepath.Join(d.Config, "secret.md"), "SECRET\n")
 	os.Symlink("../secret.md", filepath.Join(d.Config, "out", "AGENTS.md"))
+	os.MkdirAll(filepath.Join(d.Config, "tomlout"), 0o700)
+	os.Symlink("../secret.md", filepath.Join(d.Config, "tomlout", "identity.toml"))
 	for name, want := range map[string]string{
+		"tomlout": "identity.toml is a symlink to",
 		"empty":  "has no identity.toml",
 		"nodesc": "description",
 		"dir":    "not a regular file",
@@ -81,7 +84,7 @@ func TestLoadRefuses(t *testing.T) {
 		}
 	}
 	ls := List(context.Background(), d)
-	if len(ls) != 4 || ls[0].Err == nil {
+	if len(ls) != 5 || ls[0].Err == nil {
 		t.Fatalf("list: %+v", ls)
 	}
 }
