@@ -73,10 +73,10 @@ func TestLoadRefuses(t *testing.T) {
 	os.Symlink("../secret.md", filepath.Join(d.Config, "tomlout", "identity.toml"))
 	for name, want := range map[string]string{
 		"tomlout": "identity.toml is a symlink to",
-		"empty":  "has no identity.toml",
-		"nodesc": "description",
-		"dir":    "not a regular file",
-		"out":    "outside the identity's directory",
+		"empty":   "has no identity.toml",
+		"nodesc":  "description",
+		"dir":     "not a regular file",
+		"out":     "outside the identity's directory",
 	} {
 		_, err := Load(context.Background(), d, name)
 		if wire.CodeOf(err) != wire.CodeUnknownIdentity || !strings.Contains(err.Error(), want) {
