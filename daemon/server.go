@@ -38,6 +38,8 @@ import (
 	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
+	"orcr/workflow/identity"
+	"orcr/workflow/spawnpolicy"
 )
 
 // newLogger writes slog records to a rotated file under home — never to the
@@ -157,7 +159,9 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
+	// Identities and the spawn policy shape and check spawns from their first one on.
+	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),

@@ -64,7 +64,7 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 	}
 	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
 	p := wire.RunParams{Path: target, Provider: a.Provider, Model: a.Model, Prompt: prompt,
-		Priority: a.Priority, Cwd: a.Cwd, Env: env}
+		Priority: a.Priority, Cwd: a.Cwd, Env: env, Identity: a.Identity}
 	if a.Role != "" {
 		// The role's prompt template (when the listener gives no prompt) and its
 		// worktree read the event's vars, as they read --var.

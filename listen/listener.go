@@ -59,6 +59,8 @@ type Action struct {
 	Provider string
 	Model    string
 	Priority int
+	// Identity is the identity the agent acts as (DESIGN §18; "" for none).
+	Identity string
 	// Command is what a shell-provider agent runs (sh -c; not a template: the event's
 	// vars reach it as ORCR_EVENT_* environment variables, never spliced into the
 	// command line, so an issue title cannot inject shell).
@@ -127,6 +129,7 @@ type fileDoc struct {
 		Repo     string `toml:"repo"`
 		Lead     string `toml:"lead"`
 		Role     string `toml:"role"`
+		Identity string `toml:"identity"`
 		Provider string `toml:"provider"`
 		Model    string `toml:"model"`
 		Priority int64  `toml:"priority"`
@@ -327,6 +330,9 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	if a.Role != "" && ValidateName(a.Role) != nil {
 		return fail(md.Line("action.role"), "role %q: a role file's name, [a-z0-9] then [a-z0-9._-] (see orcr role ls)", a.Role)
 	}
+	if a.Identity != "" && ValidateName(a.Identity) != nil {
+		return fail(md.Line("action.identity"), "identity %q: an identity directory's name, [a-z0-9] then [a-z0-9._-]", a.Identity)
+	}
 	if a.Priority < -1000 || a.Priority > 1000 {
 		return fail(md.Line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
 	}
@@ -339,7 +345,7 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 		}
 	}
 	l.Action.Role, l.Action.Provider, l.Action.Model, l.Action.Priority = a.Role, a.Provider, a.Model, int(a.Priority)
-	l.Action.Command = a.Command
+	l.Action.Command, l.Action.Identity = a.Command, a.Identity
 	if a.Cwd != "" {
 		cwd := a.Cwd
 		if rest, ok := strings.CutPrefix(cwd, "~/"); ok {
@@ -360,7 +366,7 @@ func (l *Listener) parsePlan(doc fileDoc, md *strictfile.Doc, tmpl func(key, tex
 		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
 	}
 	a := doc.Action
-	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
+	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd", "identity"} {
 		if md.IsDefined("action", k) {
 			return fail(md.Line("action."+k), "an action with plan drafts a plan (plan, request, repo, lead); %s belongs to spawning an agent", k)
 		}

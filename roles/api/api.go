@@ -31,6 +31,10 @@ type Role struct {
 	MaxTurns           int               `json:"maxTurns"`
 	SoftTimeoutSeconds int               `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int               `json:"hardTimeoutSeconds"`
+	// Identity is the identity the role's agents act as ("" for none); Spawn what
+	// they may spawn from their panes (null: not bounded by the role).
+	Identity string            `json:"identity"`
+	Spawn    *wire.SpawnPolicy `json:"spawn"`
 	// Vars are the {{var}} names the prompt needs.
 	Vars []string `json:"vars"`
 	// Sources says where each key's value came from ("reviewer.toml:3", "default").
