@@ -38,6 +38,7 @@ import (
 	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
+	"orcr/workflow"
 )
 
 // newLogger writes slog records to a rotated file under home — never to the
@@ -152,12 +153,13 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	wf := workflow.New(workflow.Options{Home: home, Logger: s.log})
 	// The features, in the order they start (and the reverse of their close). Each
 	// finds the others through the kernel's registry when it needs them, so the order
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
+	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, wf}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
