@@ -240,6 +240,9 @@ func (s *stepper) started(f Fact) error {
 	if err != nil {
 		return err
 	}
+	if it.Agent == f.Agent {
+		return nil // the start performed again after a restart found the same agent
+	}
 	if it.State != Starting {
 		// Its agent was asked for before the run stopped or the item failed: it
 		// is not wanted now.

@@ -147,14 +147,24 @@ func (s *Service) perform(ctx context.Context, id string, pend []outbox.Pending[
 			errText = err.Error()
 			s.log.Warn("workflows: action", "run", id, "kind", p.Action.Kind, "step", p.Action.Step, "err", err)
 		}
-		if _, derr := s.runs.Did(ctx, id, p, errText, s.o.Now()); derr != nil {
+		// The outcome is logged before the action is recorded as done: a crash
+		// between the two performs the action again, which finds what it did (the
+		// agent at its path) and reports the same fact, which Step takes once.
+		var added []outbox.Pending[Action]
+		if f != nil {
+			var err error
+			if _, added, err = s.runs.Apply(ctx, id, *f, s.o.Now()); err != nil {
+				s.log.Warn("workflows: fact", "run", id, "kind", f.Kind, "err", err)
+			}
+		}
+		rec, derr := s.runs.Did(ctx, id, p, errText, s.o.Now())
+		if derr != nil {
 			s.log.Warn("workflows: record action", "run", id, "err", derr)
 			return
 		}
 		if f != nil {
-			if _, err := s.apply(ctx, id, *f); err != nil {
-				s.log.Warn("workflows: fact", "run", id, "kind", f.Kind, "err", err)
-			}
+			s.publish(ctx, rec.State)
+			s.perform(ctx, id, added)
 		}
 	}
 }
