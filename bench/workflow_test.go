@@ -35,7 +35,7 @@ func writeUserWorkflow(b *testing.B, bn *serve.Bench, name, body string) {
 }
 
 // runWorkflow starts workflow name and waits for its run to end done.
-func runWorkflow(b *testing.B, bn *serve.Bench, name string) wfapi.RunView {
+func runWorkflow(b *testing.B, bn *serve.Bench, name string, poll time.Duration) wfapi.RunView {
 	b.Helper()
 	ctx := context.Background()
 	c := bn.Client()
@@ -48,7 +48,7 @@ func runWorkflow(b *testing.B, bn *serve.Bench, name string) wfapi.RunView {
 		if time.Now().After(deadline) {
 			b.Fatalf("workflow run %s still running", v.ID)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(poll)
 		s, err := wire.Call(ctx, c, wfapi.WorkflowStatus, wfapi.StatusParams{Name: v.ID})
 		if err != nil {
 			b.Fatal(err)
@@ -84,7 +84,7 @@ func BenchmarkWorkflowStepOverhead(b *testing.B) {
 	var wf, floor, gap time.Duration
 	for i := 0; i < b.N; i++ {
 		began := time.Now()
-		v := runWorkflow(b, bn, "chain")
+		v := runWorkflow(b, bn, "chain", 2*time.Millisecond)
 		wf += time.Since(began)
 		gap += gaps(b, bn, v.ID)
 
@@ -138,9 +138,18 @@ func gaps(b *testing.B, bn *serve.Bench, id string) time.Duration {
 
 // BenchmarkWorkflowForEach1000 runs a 1,000-item for_each with max_parallel 10 of
 // instant shell steps and reports the server's RSS growth (goal ≤ +30 MB): resident
-// memory after the run against before it, and the peak (VmHWM) against before.
+// memory after the run against before it, and the peak (VmHWM) against before. On
+// the pty host the panes' terminals live in the server, so most of its growth is the
+// 1,000 agents themselves (BenchmarkAgents1000Floor measures that floor); on tmux
+// they live in tmux's process, and what remains is orcr's.
 func BenchmarkWorkflowForEach1000(b *testing.B) {
-	bn := serve.StartBench(b, "pty")
+	for _, host := range []string{"tmux", "pty"} {
+		b.Run(host, func(b *testing.B) { forEach1000(b, host) })
+	}
+}
+
+func forEach1000(b *testing.B, host string) {
+	bn := serve.StartBench(b, host)
 	body := `[[steps]]
 name = "list"
 provider = "shell"
@@ -159,7 +168,7 @@ outputs = { n = "int" }
 	for i := 0; i < b.N; i++ {
 		before := procKB(b, pid, "VmRSS")
 		began := time.Now()
-		v := runWorkflow(b, bn, "fan")
+		v := runWorkflow(b, bn, "fan", 100*time.Millisecond)
 		took := time.Since(began)
 		after, peak := procKB(b, pid, "VmRSS"), procKB(b, pid, "VmHWM")
 		if v.Steps[1].Done != 1000 {
@@ -186,4 +195,54 @@ func procKB(b *testing.B, pid int, field string) int {
 	}
 	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
+}
+
+// BenchmarkAgents1000Floor is the floor of BenchmarkWorkflowForEach1000: the same
+// 1,000 instant shell programs run as plain agents, 10 at a time, on a fresh server,
+// and the server's RSS growth. What a workflow adds is the difference.
+func BenchmarkAgents1000Floor(b *testing.B) {
+	for _, host := range []string{"tmux", "pty"} {
+		b.Run(host, func(b *testing.B) { agents1000(b, host) })
+	}
+}
+
+func agents1000(b *testing.B, host string) {
+	bn := serve.StartBench(b, host)
+	pid := bn.PID()
+	ctx := context.Background()
+	c := bn.Client()
+	for i := 0; i < b.N; i++ {
+		before := procKB(b, pid, "VmRSS")
+		began := time.Now()
+		var live []wire.Agent
+		for j := 0; j < 1000 || len(live) > 0; {
+			for len(live) < 10 && j < 1000 {
+				a, err := c.Run(ctx, wire.RunParams{Path: fmt.Sprintf("floor/r%d/a%d", i, j), Keep: true,
+					Env: map[string]string{"ORCR_OUTPUT": filepath.Join(b.TempDir(), "out.json")},
+					Argv: []string{"sh", "-c", fmt.Sprintf(`echo '{"n": %d}' > "$ORCR_OUTPUT"`, j)}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				live = append(live, a)
+				j++
+			}
+			time.Sleep(5 * time.Millisecond)
+			kept := live[:0]
+			for _, a := range live {
+				a, err := c.Get(ctx, a.ID)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !a.State.Terminal() {
+					kept = append(kept, a)
+				}
+			}
+			live = kept
+		}
+		took := time.Since(began)
+		after, peak := procKB(b, pid, "VmRSS"), procKB(b, pid, "VmHWM")
+		b.ReportMetric(took.Seconds(), "s/run")
+		b.ReportMetric(float64(after-before)/1024, "rss-growth-MB")
+		b.ReportMetric(float64(peak-before)/1024, "peak-growth-MB")
+	}
 }

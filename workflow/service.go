@@ -128,11 +128,12 @@ func (s *Service) nextID(ctx context.Context, name string) (string, error) {
 // apply logs f for run id, steps it and performs what it asks for. The caller holds
 // s.mu.
 func (s *Service) apply(ctx context.Context, id string, f Fact) (Run, error) {
+	before, _ := s.runs.Get(ctx, id)
 	rec, pend, err := s.runs.Apply(ctx, id, f, s.o.Now())
 	if err != nil {
 		return rec.State, err
 	}
-	s.publish(ctx, rec.State)
+	s.publishChange(ctx, before.State, rec.State)
 	s.perform(ctx, id, pend)
 	return rec.State, nil
 }
@@ -151,6 +152,7 @@ func (s *Service) perform(ctx context.Context, id string, pend []outbox.Pending[
 		// between the two performs the action again, which finds what it did (the
 		// agent at its path) and reports the same fact, which Step takes once.
 		var added []outbox.Pending[Action]
+		before, _ := s.runs.Get(ctx, id)
 		if f != nil {
 			var err error
 			if _, added, err = s.runs.Apply(ctx, id, *f, s.o.Now()); err != nil {
@@ -163,7 +165,7 @@ func (s *Service) perform(ctx context.Context, id string, pend []outbox.Pending[
 			return
 		}
 		if f != nil {
-			s.publish(ctx, rec.State)
+			s.publishChange(ctx, before.State, rec.State)
 			s.perform(ctx, id, added)
 		}
 	}
@@ -438,6 +440,23 @@ func (s *Service) Events(ctx context.Context, target string, after uint64, limit
 	}
 	es, err := s.runs.Entries(ctx, id, after, limit)
 	return id, es, err
+}
+
+// publishChange publishes r when a step or the run changed state: one event per
+// fact would be a thousand for a 1,000-item for_each.
+func (s *Service) publishChange(ctx context.Context, before, r Run) {
+	if summary(before) != summary(r) {
+		s.publish(ctx, r)
+	}
+}
+
+func summary(r Run) string {
+	var b strings.Builder
+	b.WriteString(r.State)
+	for _, sr := range r.Steps {
+		b.WriteString(" " + sr.State)
+	}
+	return b.String()
 }
 
 // publish announces a run's change to subscribers (the dashboard).
