@@ -218,7 +218,7 @@ func agents1000(b *testing.B, host string) {
 		for j := 0; j < 1000 || len(live) > 0; {
 			for len(live) < 10 && j < 1000 {
 				a, err := c.Run(ctx, wire.RunParams{Path: fmt.Sprintf("floor/r%d/a%d", i, j), Keep: true,
-					Env: map[string]string{"ORCR_OUTPUT": filepath.Join(b.TempDir(), "out.json")},
+					Env:  map[string]string{"ORCR_OUTPUT": filepath.Join(b.TempDir(), "out.json")},
 					Argv: []string{"sh", "-c", fmt.Sprintf(`echo '{"n": %d}' > "$ORCR_OUTPUT"`, j)}})
 				if err != nil {
 					b.Fatal(err)
