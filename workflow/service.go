@@ -203,8 +203,10 @@ func (s *Service) spawn(ctx context.Context, a Action) *Fact {
 		Env: map[string]string{"ORCR_OUTPUT": a.Output}}
 	if a.Provider == "claude" {
 		// The output file is outside the agent's folder: claude asks before it
-		// writes there unless the folder is added.
-		rp.Argv = append(rp.Argv, "--add-dir", filepath.Dir(a.Output))
+		// writes there unless the folder is added, and a workflow has nobody to
+		// answer an edit's prompt (as a run's coders, edits are accepted; commands
+		// still prompt).
+		rp.Argv = append(rp.Argv, "--add-dir", filepath.Dir(a.Output), "--permission-mode", "acceptEdits")
 	}
 	ag, err := s.k.Run(ctx, rp)
 	if err != nil {
