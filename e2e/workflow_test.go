@@ -176,8 +176,8 @@ func TestWorkflowShellStepsEndToEnd(t *testing.T) {
 func TestWorkflowSurvivesKill9(t *testing.T) {
 	e := newTmuxEnv(t)
 	repo := t.TempDir()
-	const n = 24
-	writeWorkflow(t, repo, "three", threeSteps(fmt.Sprint(n), "0.4"))
+	const n = 30
+	writeWorkflow(t, repo, "three", threeSteps(fmt.Sprint(n), "0.5"))
 	dir := t.TempDir()
 	e.serve()
 
@@ -230,8 +230,8 @@ func TestWorkflowSurvivesKill9(t *testing.T) {
 	}
 	kills := 0
 	for kills < 20 {
-		at := time.Now().Add(time.Duration(rnd.IntN(700)) * time.Millisecond)
-		target := seqOf() + uint64(1+rnd.IntN(6))
+		at := time.Now().Add(time.Duration(rnd.IntN(350)) * time.Millisecond)
+		target := seqOf() + uint64(1+rnd.IntN(4))
 		byTime := rnd.IntN(2) == 0
 		done := false
 		wait.Every(30*time.Second, 2*time.Millisecond, func() bool {
