@@ -47,10 +47,10 @@ type runsDialog struct {
 	mode      runMode
 	runs      []runapi.RunView
 	workflows []wfapi.RunView // workflow runs, listed under the runs
-	at     time.Time // when runs was read
-	loaded bool
-	err    string
-	notice string
+	at        time.Time       // when runs was read
+	loaded    bool
+	err       string
+	notice    string
 	// confirm is the run action waiting for y ("stop", "finish") on run confirmRun.
 	confirm, confirmRun string
 	sel                 int    // selected run in the list
