@@ -17,6 +17,7 @@ import (
 	"orcr/core/wire"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/wait"
+	"orcr/workflow"
 	wfapi "orcr/workflow/api"
 )
 
@@ -288,5 +289,36 @@ func TestWorkflowSurvivesKill9(t *testing.T) {
 		if en.Seq != uint64(i+1) {
 			t.Fatalf("log entry %d has seq %d: an entry is missing", i+1, en.Seq)
 		}
+	}
+}
+
+// TestWorkflowFaultPoints crashes the server (SIGKILL, by itself) at the two moments
+// a kill from outside rarely hits: an item's agent started and its start not yet
+// logged, and the start logged but the spawn not yet recorded as done. The restarted
+// server finds the agent at its path and takes it: every step and item is started
+// once and the run ends done.
+func TestWorkflowFaultPoints(t *testing.T) {
+	for _, point := range []string{workflow.FaultSpawned, workflow.FaultStarted} {
+		t.Run(point, func(t *testing.T) {
+			e := newTmuxEnv(t)
+			repo := t.TempDir()
+			writeWorkflow(t, repo, "three", threeSteps("3", "0.2"))
+			file := filepath.Join(t.TempDir(), "launches")
+			base := e.vars
+			e.vars = append(append([]string{}, base...), workflow.FaultEnv+"="+point)
+			e.serve()
+			e.orcr("workflow", "run", "three", "--repo", repo, "--var", "launches="+file)
+			<-e.srv.Exited()
+			e.srv = nil
+			e.vars = base
+			e.serve()
+			wait.For(t, 60*time.Second, "the run to end", func() bool { return workflowStatus(t, e, "three-1").State != "running" })
+			if v := workflowStatus(t, e, "three-1"); v.State != "done" {
+				t.Fatalf("run %s (%s)\n%s", v.State, v.Why, e.must("workflow", "events", "three-1"))
+			}
+			if got := launches(t, file); !slices.Equal(got, wantLaunches(3)) {
+				t.Errorf("launches %v, want each of %v once", got, wantLaunches(3))
+			}
+		})
 	}
 }

@@ -159,6 +159,9 @@ func (s *Service) perform(ctx context.Context, id string, pend []outbox.Pending[
 				s.log.Warn("workflows: fact", "run", id, "kind", f.Kind, "err", err)
 			}
 		}
+		if f != nil && f.Kind == FStarted {
+			faultPoint(FaultStarted)
+		}
 		rec, derr := s.runs.Did(ctx, id, p, errText, s.o.Now())
 		if derr != nil {
 			s.log.Warn("workflows: record action", "run", id, "err", derr)
@@ -212,6 +215,7 @@ func (s *Service) spawn(ctx context.Context, a Action) *Fact {
 	if err != nil {
 		return &Fact{Kind: FStartFailed, Step: a.Step, I: a.I, Text: err.Error()}
 	}
+	faultPoint(FaultSpawned)
 	return &Fact{Kind: FStarted, Step: a.Step, I: a.I, Agent: ag.ID}
 }
 
