@@ -187,6 +187,9 @@ func (app *app) workflowRun(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	p := wfapi.RunParams{Workflow: n, Repo: repo, Trigger: "cli"}
+	if sc := os.Getenv("ORCR_SCHEDULE"); sc != "" {
+		p.Trigger = "schedule " + sc // `orcr schedule add NAME … -- orcr workflow run W`
+	}
 	for _, kv := range c.StringSlice("var") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -162,6 +162,13 @@ func TestWorkflowShellStepsEndToEnd(t *testing.T) {
 	if ls := e.must("workflow", "ls", "--repo", repo); !strings.Contains(ls, "three-1") {
 		t.Errorf("workflow ls:\n%s", ls)
 	}
+	// A schedule starts one: its command is the CLI, and the run names the schedule.
+	e.must("schedule", "add", "nightly", "--every", "1h", "--", "orcr", "workflow", "run", "three", "--repo", repo, "--var", "launches="+file+".2")
+	e.must("schedule", "run", "nightly")
+	wait.For(t, 30*time.Second, "the scheduled run to end", func() bool { return workflowStatus(t, e, "three-2").State != "running" })
+	if v := workflowStatus(t, e, "three-2"); v.State != "done" || v.Trigger != "schedule nightly" {
+		t.Errorf("the scheduled run: %s, trigger %q", v.State, v.Trigger)
+	}
 	// A var the file does not declare is refused before anything starts.
 	if r := e.orcr("workflow", "run", "three", "--repo", repo, "--var", "nope=1"); r.Code == 0 || !strings.Contains(r.Err, "declares no such var") {
 		t.Errorf("an undeclared var: exit %d: %s", r.Code, r.Err)
