@@ -329,3 +329,38 @@ func TestWorkflowFaultPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowFromAListener starts a workflow from a listener's action (workflow =
+// "three"): the shell source's event carries prefix and launches, which fill the
+// workflow's vars of those names; the run records the listener and the event as its
+// trigger, and the event is dispatched once.
+func TestWorkflowFromAListener(t *testing.T) {
+	e := newEnv(t)
+	repo := t.TempDir()
+	writeWorkflow(t, repo, "three", threeSteps("2", "0"))
+	file := filepath.Join(t.TempDir(), "launches")
+	e.writeListener("wf", `interval = "1s"
+[source]
+type = "shell"
+command = '''echo '{"id": "e1", "prefix": "evt", "launches": "`+file+`", "other": "x"}' '''
+[action]
+workflow = "three"
+repo = "`+repo+`"
+`)
+	e.serve()
+	wait.For(t, 30*time.Second, "the listener's workflow run", func() bool {
+		r := e.orcr("workflow", "status", "three-1", "--json")
+		return r.Code == 0 && workflowStatus(t, e, "three-1").State != "running"
+	})
+	v := workflowStatus(t, e, "three-1")
+	names, _ := json.Marshal(stepOf(v, "sum").Outputs["names"])
+	if v.State != "done" || v.Trigger != "listener wf event e1" || string(names) != `["evt-i00","evt-i01"]` {
+		t.Fatalf("run %s (%s), trigger %q, names %s", v.State, v.Why, v.Trigger, names)
+	}
+	// Later polls find the same event: no second run.
+	l := e.polledAfter("wf", time.Now())
+	e.polledAfter("wf", *l.LastPoll)
+	if r := e.orcr("workflow", "status", "three-2"); r.Code == 0 {
+		t.Errorf("the event started a second run:\n%s", r.Out)
+	}
+}

@@ -45,10 +45,39 @@ func (s *Service) Close() error {
 // a workflow by name.
 type Starter interface {
 	StartWorkflow(ctx context.Context, name, repo string, vars map[string]string, trigger string) (id string, err error)
+	Triggered(ctx context.Context, trigger string) (bool, error)
 }
 
-// StartWorkflow implements Starter.
+// StartWorkflow implements Starter. vars are an event's: those the workflow declares
+// fill its vars, the others are left out (a listener's event carries more than any
+// one workflow reads).
 func (s *Service) StartWorkflow(ctx context.Context, name, repo string, vars map[string]string, trigger string) (string, error) {
-	r, err := s.Begin(ctx, runParams(name, repo, vars, trigger))
+	p := runParams(name, repo, vars, trigger)
+	p.Vars = nil
+	if def, err := Load(ctx, repo, name); err == nil {
+		for k, v := range vars {
+			if _, ok := def.Vars[k]; ok {
+				if p.Vars == nil {
+					p.Vars = map[string]string{}
+				}
+				p.Vars[k] = v
+			}
+		}
+	}
+	r, err := s.Begin(ctx, p)
 	return r.ID, err
+}
+
+// Triggered says whether a run was started with trigger.
+func (s *Service) Triggered(ctx context.Context, trigger string) (bool, error) {
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if r.Trigger == trigger {
+			return true, nil
+		}
+	}
+	return false, nil
 }
