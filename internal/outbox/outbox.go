@@ -115,7 +115,7 @@ type cached[S, A any] struct {
 const SnapshotEvery = 64
 
 // maxCached bounds the records kept in memory.
-const maxCached = 256
+const maxCached = 64
 
 // ErrExists is what Create returns for a name that has a record.
 var ErrExists = errors.New("exists")
