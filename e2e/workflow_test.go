@@ -184,7 +184,7 @@ func TestWorkflowShellStepsEndToEnd(t *testing.T) {
 func TestWorkflowSurvivesKill9(t *testing.T) {
 	e := newTmuxEnv(t)
 	repo := t.TempDir()
-	const n = 30
+	const n = 45
 	writeWorkflow(t, repo, "three", threeSteps(fmt.Sprint(n), "0.5"))
 	dir := t.TempDir()
 	e.serve()
