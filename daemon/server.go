@@ -38,6 +38,7 @@ import (
 	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
+	"orcr/workflow"
 	"orcr/workflow/identity"
 	"orcr/workflow/spawnpolicy"
 )
@@ -154,6 +155,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	wf := workflow.New(workflow.Options{Home: home, Logger: s.log})
 	// The features, in the order they start (and the reverse of their close). Each
 	// finds the others through the kernel's registry when it needs them, so the order
 	// matters only for what runs inside a Start: roles first, so a listener or
@@ -161,7 +163,7 @@ func startServer(ctx context.Context) (*server, error) {
 	// once all of them started (core.Engine.Start).
 	// Identities and the spawn policy shape and check spawns from their first one on.
 	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
-	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs}
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),

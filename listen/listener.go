@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -67,10 +68,17 @@ type Action struct {
 	Command string
 	// Cwd is the agent's working directory (absolute, or ~/…); "" is the server's.
 	Cwd string
+	// Workflow starts a run of that workflow (DESIGN §18) instead: the event's vars
+	// fill the workflow's [vars] of the same names; Repo, when set, is where its
+	// .orcr/workflows is read and its steps run.
+	Workflow string
 }
 
 // IsPlan says the action drafts a plan instead of spawning an agent.
 func (a Action) IsPlan() bool { return a.Plan.Text != "" }
+
+// IsWorkflow says the action starts a workflow run instead of spawning an agent.
+func (a Action) IsWorkflow() bool { return a.Workflow != "" }
 
 // RateLimit is one [[rate_limits]] entry: at most Max dispatches in any Per.
 type RateLimit struct {
@@ -135,6 +143,7 @@ type fileDoc struct {
 		Priority int64  `toml:"priority"`
 		Command  string `toml:"command"`
 		Cwd      string `toml:"cwd"`
+		Workflow string `toml:"workflow"`
 	} `toml:"action"`
 	RateLimits []struct {
 		Max int64  `toml:"max"`
@@ -281,7 +290,7 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	}
 	a := doc.Action
 	if !md.IsDefined("action") {
-		return fail(0, "an [action] is needed: path and prompt to spawn an agent, or plan = \"…\"")
+		return fail(0, "an [action] is needed: path and prompt to spawn an agent, plan = \"…\", or workflow = \"…\"")
 	}
 	known, closed := VarsFor(l.Source.Type)
 	if !closed {
@@ -295,6 +304,9 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 		return t, nil
 	}
 	var err error
+	if a.Workflow != "" {
+		return l.parseWorkflow(doc, md, tmpl)
+	}
 	if a.Plan != "" {
 		return l.parsePlan(doc, md, tmpl)
 	}
@@ -356,6 +368,37 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 			return fail(md.Line("action.cwd"), "cwd %q: give an absolute path (or ~/…)", a.Cwd)
 		}
 		l.Action.Cwd = filepath.Clean(cwd)
+	}
+	return nil
+}
+
+// workflowName is a workflow file's name, as the workflows feature takes it.
+var workflowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// parseWorkflow reads an action that starts a workflow run: workflow (its name) and
+// repo (optional).
+func (l *Listener) parseWorkflow(doc fileDoc, md *strictfile.Doc, tmpl func(key, text string) (Template, error)) error {
+	fail := func(line int, format string, a ...any) error {
+		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	a := doc.Action
+	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd", "plan", "request", "lead"} {
+		if md.IsDefined("action", k) {
+			return fail(md.Line("action."+k), "an action with workflow starts a workflow run (workflow, repo); %s belongs to another kind of action", k)
+		}
+	}
+	if !workflowName.MatchString(a.Workflow) {
+		return fail(md.Line("action.workflow"), "workflow %q: the name of a workflow file (.orcr/workflows/NAME.toml)", a.Workflow)
+	}
+	l.Action.Workflow = a.Workflow
+	if a.Repo != "" {
+		if !strings.HasPrefix(a.Repo, "/") && !strings.HasPrefix(a.Repo, "~/") {
+			return fail(md.Line("action.repo"), "repo %q: give an absolute path (or ~/…) to a local checkout", a.Repo)
+		}
+		var err error
+		if l.Action.Repo, err = tmpl("repo", a.Repo); err != nil {
+			return err
+		}
 	}
 	return nil
 }

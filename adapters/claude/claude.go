@@ -125,6 +125,15 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 		if err := trustProject(p.globalConfig(req.Env), cwd); err != nil {
 			p.Log.Warn("claude: could not pre-accept workspace trust", "cwd", cwd, "err", err)
 		}
+		// A folder the launch adds (--add-dir: a workflow step's output folder)
+		// asks the same trust question at start; it is answered as the cwd's is.
+		for i, arg := range a.Argv {
+			if arg == "--add-dir" && i+1 < len(a.Argv) {
+				if err := trustProject(p.globalConfig(req.Env), agentkit.RealDir(a.Argv[i+1])); err != nil {
+					p.Log.Warn("claude: could not pre-accept trust of an added folder", "dir", a.Argv[i+1], "err", err)
+				}
+			}
+		}
 	}
 	if !p.opts.NoTrust {
 		// A directory the spawn adds (an identity's memory, §18) asks the same trust
