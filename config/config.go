@@ -36,6 +36,7 @@ type Config struct {
 	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
 	Notify    Notify                       `toml:"notify"`
+	HTTP      HTTP                         `toml:"http"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -81,6 +82,13 @@ type Server struct {
 	MaxConnections int `toml:"max_connections"`
 	MaxInFlight    int `toml:"max_requests_per_connection"`
 	MaxUnreadMB    int `toml:"max_unread_mb"`
+}
+
+// HTTP is the [http] table: the web gateway (DESIGN §15). Off unless Listen is set.
+type HTTP struct {
+	// Listen is the address the gateway serves on ("127.0.0.1:7070"); an address
+	// other than loopback needs a web token to exist.
+	Listen string `toml:"listen"`
 }
 
 // GC configures lifecycle collection; durations use Go syntax ("10m", "24h").
