@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"orcr/core"
@@ -51,6 +52,8 @@ type Service struct {
 	auth     *auth
 	k        core.Kernel
 	stopping chan struct{}
+	// clients counts the open event and screen streams, of every gateway.
+	clients atomic.Int64
 
 	mu       sync.Mutex
 	gw       *gateway
@@ -271,9 +274,7 @@ func (s *Service) Methods() []wire.Handler {
 			r := webapi.StatusResult{Listen: s.Addr(), Devices: []webapi.Token{}}
 			s.mu.Lock()
 			r.Error = s.serveErr
-			if s.gw != nil {
-				r.Clients = int(s.gw.clients.Load())
-			}
+			r.Clients = int(s.clients.Load())
 			s.mu.Unlock()
 			if r.Listen != "" {
 				r.URL, _ = baseURL(r.Listen)

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"orcr/core"
@@ -40,9 +39,6 @@ type gateway struct {
 	table wire.Handlers
 	// heavy bounds heavy methods (agent.list) answered at once, as the socket does.
 	heavy chan struct{}
-	// clients counts the open event streams (events and screens).
-	clients atomic.Int64
-	mu      sync.Mutex
 }
 
 // caller is who a web request acts as: the server's own user with no agent (the
@@ -323,7 +319,7 @@ func (g *gateway) stream(ctx context.Context, w http.ResponseWriter, h wire.Hand
 	if !g.enter(w) {
 		return
 	}
-	defer g.clients.Add(-1)
+	defer g.s.clients.Add(-1)
 	hs := &httpStream{w: w, rc: http.NewResponseController(w), timeout: g.s.writeTimeout}
 	h.ServeStream(ctx, params, hs)
 	hs.Reply(nil, errors.New("the stream ended without an answer"))
@@ -331,8 +327,8 @@ func (g *gateway) stream(ctx context.Context, w http.ResponseWriter, h wire.Hand
 
 // enter counts an event stream in, or refuses it past the bound.
 func (g *gateway) enter(w http.ResponseWriter) bool {
-	if n := g.clients.Add(1); n > int64(g.s.maxClients) {
-		g.clients.Add(-1)
+	if n := g.s.clients.Add(1); n > int64(g.s.maxClients) {
+		g.s.clients.Add(-1)
 		writeError(w, wire.Errorf(wire.CodeTooManyConnections, "%d event streams are open, the most the gateway serves; close some", g.s.maxClients))
 		return false
 	}
@@ -436,7 +432,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	if !g.enter(w) {
 		return
 	}
-	defer g.clients.Add(-1)
+	defer g.s.clients.Add(-1)
 	out := newSSE(w, g.s.writeTimeout)
 	fmt.Fprintf(&out.buf, "retry: 2000\n")
 	out.comment(fmt.Sprintf("orcr events after %d", after))

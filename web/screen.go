@@ -51,7 +51,7 @@ func (g *gateway) screen(w http.ResponseWriter, r *http.Request) {
 	if !g.enter(w) {
 		return
 	}
-	defer g.clients.Add(-1)
+	defer g.s.clients.Add(-1)
 	out := newSSE(w, g.s.writeTimeout)
 	out.comment("orcr screen " + a.ID)
 	if out.flush() != nil {
