@@ -265,8 +265,9 @@ func cliOf(method string) string {
 
 // httpStream is a streaming method's connection over HTTP: the reply is the first
 // line of an NDJSON answer and each line follows; the client cannot send (HTTP/1.1
-// has no full duplex), so ReadLine ends at once.
+// has no full duplex), so ReadLine waits for the client to leave and says EOF.
 type httpStream struct {
+	ctx     context.Context
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
@@ -313,14 +314,17 @@ func (s *httpStream) Send(line any) error {
 	return s.writeLocked(line)
 }
 
-func (s *httpStream) ReadLine() ([]byte, error) { return nil, io.EOF }
+func (s *httpStream) ReadLine() ([]byte, error) {
+	<-s.ctx.Done()
+	return nil, io.EOF
+}
 
 func (g *gateway) stream(ctx context.Context, w http.ResponseWriter, h wire.Handler, params any) {
 	if !g.enter(w) {
 		return
 	}
 	defer g.s.clients.Add(-1)
-	hs := &httpStream{w: w, rc: http.NewResponseController(w), timeout: g.s.writeTimeout}
+	hs := &httpStream{ctx: ctx, w: w, rc: http.NewResponseController(w), timeout: g.s.writeTimeout}
 	h.ServeStream(ctx, params, hs)
 	hs.Reply(nil, errors.New("the stream ended without an answer"))
 }

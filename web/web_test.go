@@ -274,7 +274,6 @@ func TestWildcardNeedsAToken(t *testing.T) {
 	}
 }
 
-
 // The events stream: id is the seq, ?after= and Last-Event-ID start after it, with
 // nothing before it and everything after; heartbeats keep an idle stream open.
 func TestEventsSSE(t *testing.T) {
