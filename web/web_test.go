@@ -532,3 +532,38 @@ func TestStreamingMethodOverPOST(t *testing.T) {
 	}
 	_ = io.Discard
 }
+
+// The page and its files are served without a credential (they hold nothing); the
+// page asks the API, which needs one. Every answer carries the strict headers.
+func TestPageIsServed(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	for _, p := range []string{"/", "/static/app.js", "/static/app.css", "/static/palette.css", "/pair?code=x", "/static/pair.js"} {
+		resp, err := http.Get(r.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(b) < 100 {
+			t.Fatalf("%s: %d, %d bytes", p, resp.StatusCode, len(b))
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Fatalf("%s: headers %v", p, resp.Header)
+		}
+	}
+	if resp, _ := http.Get(r.srv.URL + "/static/nothing.js"); resp.StatusCode != 404 {
+		t.Fatalf("missing file: %d", resp.StatusCode)
+	}
+	// No CORS: a preflight is not answered with permission.
+	req, _ := http.NewRequest("OPTIONS", r.srv.URL+"/api/v1/agent.list", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.StatusCode < 400 {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
