@@ -54,6 +54,9 @@ type Service struct {
 	stopping chan struct{}
 	// clients counts the open event and screen streams, of every gateway.
 	clients atomic.Int64
+	// hub is the one subscription unfiltered event streams read from.
+	hub       *hub
+	hubCancel context.CancelFunc
 
 	mu       sync.Mutex
 	gw       *gateway
@@ -97,7 +100,17 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return errors.New("the web feature needs the kernel")
 	}
 	s.k = k
-	return s.auth.load(ctx, k.Buckets())
+	if err := s.auth.load(ctx, k.Buckets()); err != nil {
+		return err
+	}
+	hctx, cancel := context.WithCancel(context.Background())
+	h, err := startHub(hctx, k)
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.hub, s.hubCancel = h, cancel
+	return nil
 }
 
 // ErrNoToken is Serve's refusal of an address other than loopback while no token
@@ -195,6 +208,9 @@ func (s *Service) Close() error {
 		}
 	}
 	s.wg.Wait()
+	if s.hubCancel != nil {
+		s.hubCancel()
+	}
 	return nil
 }
 

@@ -428,7 +428,12 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(core.WithCaller(r.Context(), caller()))
 	defer cancel()
-	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: after, Paths: paths, Transient: q.Get("transient") == "1"})
+	transient := q.Get("transient") == "1"
+	if len(paths) == 0 && !transient && g.s.hub != nil {
+		g.fromHub(ctx, w, after)
+		return
+	}
+	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: after, Paths: paths, Transient: transient})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -479,6 +484,86 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// fromHub serves an unfiltered event stream from the hub's ring, catching up from
+// the store while the cursor is older than the ring.
+func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64) {
+	if !g.enter(w) {
+		return
+	}
+	defer g.s.clients.Add(-1)
+	out := newSSE(w, g.s.writeTimeout)
+	fmt.Fprintf(&out.buf, "retry: 2000\n")
+	out.comment(fmt.Sprintf("orcr events after %d", after))
+	if out.flush() != nil {
+		return
+	}
+	beat := time.NewTicker(g.s.heartbeat)
+	defer beat.Stop()
+	cursor := after
+	for {
+		frames, ok, changed := g.s.hub.since(cursor, 256)
+		if !ok {
+			if !g.catchUp(ctx, out, &cursor) {
+				return
+			}
+			continue
+		}
+		for _, f := range frames {
+			out.buf.Write(f.b)
+			cursor = f.seq
+		}
+		if len(frames) > 0 {
+			if out.flush() != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.s.stopping:
+			return
+		case <-beat.C:
+			out.comment("heartbeat")
+			if out.flush() != nil {
+				return
+			}
+		case <-changed:
+		}
+	}
+}
+
+// catchUp streams stored events after *cursor on a subscription of the stream's own
+// until the hub holds every event after it; false when the stream ended.
+func (g *gateway) catchUp(ctx context.Context, out *sse, cursor *uint64) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: *cursor})
+	if err != nil {
+		return false
+	}
+	for !g.s.hub.covers(*cursor) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-g.s.stopping:
+			return false
+		case ev, ok := <-ch:
+			if !ok {
+				return false
+			}
+			out.buf.Write(encodeFrame(ev))
+			*cursor = ev.Seq
+			if len(ch) == 0 || out.buf.Len() > 256<<10 {
+				if out.flush() != nil {
+					return false
+				}
+			}
+		}
+	}
+	return out.flush() == nil
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only.
