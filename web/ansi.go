@@ -150,7 +150,10 @@ func escape(s string) (n int, params string, final byte) {
 		}
 		return len(s), "", 0
 	}
-	return 2, "", 0 // ESC and one byte (charset, keypad modes)
+	if strings.IndexByte("()*+-./#%", s[1]) >= 0 && len(s) >= 3 {
+		return 3, "", 0 // a charset designation: ESC ( B
+	}
+	return 2, "", 0 // ESC and one byte (keypad modes, save cursor)
 }
 
 // applySGR applies one SGR sequence's parameters to st.

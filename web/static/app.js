@@ -10,6 +10,7 @@
   var selected = null; // agent id shown in the panel
   var screenES = null, eventsES = null;
   var lastSeq = 0;
+  var MAXCARDS = 50;
 
   function esc(s) {
     return String(s == null ? "" : s).replace(/[&<>"']/g, function (c) {
@@ -54,10 +55,13 @@
   function schedule() {
     if (dirty) return;
     dirty = true;
-    requestAnimationFrame(function () { dirty = false; render(); });
+    setTimeout(function () { dirty = false; render(); }, 16); // not rAF: it waits for a frame that may not come soon
+
   }
 
-  function natural(a, b) { return a.localeCompare(b, undefined, {numeric: true}); }
+  // One collator: localeCompare with options builds one per call (2 s for 1,000 rows).
+  var collator = new Intl.Collator(undefined, {numeric: true});
+  function natural(a, b) { return collator.compare(a, b); }
 
   function rollups(list) {
     // For every path, the states below it.
@@ -75,6 +79,11 @@
   }
 
   function render() {
+    var t0 = performance.now();
+    try { draw(); } finally { window.orcrDrawMs = performance.now() - t0; } // read by the page benchmark
+  }
+
+  function draw() {
     var showEnded = $("ended").checked;
     var f = $("filter").value.trim();
     var all = Array.from(agents.values());
@@ -89,15 +98,13 @@
       var depth = a.path.split("/").length - 1;
       var r = roll.get(a.path), rs = "";
       if (r) rs = Object.keys(r).sort().map(function (s) { return r[s] + " " + s; }).join(" · ");
-      h.push('<div class="row' + (a.id === selected ? " sel" : "") + '" role="listitem" data-id="' + esc(a.id) +
-        '" data-depth="' + depth + '"><span class="path">' + esc(a.path) + '</span>' +
+      h.push('<div class="row d' + Math.min(depth, 9) + (a.id === selected ? " sel" : "") + '" role="listitem" data-id="' + esc(a.id) +
+        '"><span class="path">' + esc(a.path) + '</span>' +
         (rs ? '<span class="roll">' + esc(rs) + '</span>' : "") +
         '<span class="st s-' + esc(a.state) + '">' + esc(a.state) + '</span></div>');
     });
-    $("tree").innerHTML = h.join("");
-    $("tree").querySelectorAll(".row").forEach(function (el) {
-      el.firstChild.style.paddingLeft = (Number(el.dataset.depth) * 14) + "px";
-    });
+    var html = h.join("");
+    if (html !== render.last) { render.last = html; $("tree").innerHTML = html; }
     $("summary").textContent = all.length + " agents" + Object.keys(counts).sort().map(function (s) {
       return " · " + counts[s] + " " + s;
     }).join("");
@@ -130,14 +137,19 @@
 
   function renderNeeds() {
     var h = [];
-    Array.from(agents.values()).filter(function (a) { return a.state === "blocked"; })
-      .sort(function (a, b) { return natural(a.path, b.path); }).forEach(function (a) {
+    var blocked = Array.from(agents.values()).filter(function (a) { return a.state === "blocked"; })
+      .sort(function (a, b) { return natural(a.path, b.path); });
+    // At most MAXCARDS cards: a fleet where hundreds wait is answered by glob from the
+    // CLI (orcr agent answer 'team/**' --all); the rest are counted.
+    var more = blocked.length - MAXCARDS;
+    blocked.slice(0, MAXCARDS).forEach(function (a) {
         var b = a.blocked || {};
         h.push('<div class="card" data-card="' + esc(a.id) + '"><div><span class="path">' + esc(a.path) + '</span> <span class="muted">' +
           esc(b.kind || "blocked") + '</span> <button class="icon" data-act="open" data-id="' + esc(a.id) + '" title="screen">▤</button></div>' +
           '<div class="what">' + esc(b.question || "") + (b.detail ? " <b>" + esc(b.detail) + "</b>" : "") + "</div>" +
           optionButtons(a) + "</div>");
       });
+    if (more > 0) h.push('<div class="muted">and ' + more + " more blocked agents (filter the tree, or answer them by glob: orcr agent answer GLOB --all)</div>");
     plans.filter(function (p) { return p.state === "drafted"; }).forEach(function (p) {
       h.push('<div class="card"><div>plan <span class="path">' + esc(p.name) + '</span> <span class="muted">drafted</span></div>' +
         '<div class="what">' + esc(p.request) + '</div><pre hidden data-plan-text="' + esc(p.name) + '"></pre><div class="acts">' +
@@ -175,7 +187,7 @@
       });
     }
     $("needs").hidden = h.length === 0;
-    $("needs-n").textContent = h.length ? String(h.length) : "";
+    $("needs-n").textContent = h.length ? String(h.length + Math.max(0, more) - (more > 0 ? 1 : 0)) : "";
   }
 
   function reasonOf(key) {
