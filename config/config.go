@@ -125,6 +125,10 @@ type Notify struct {
 	PlanDrafted *bool `toml:"plan_drafted"`
 	RunAsks     *bool `toml:"run_asks"`
 	RunFailed   *bool `toml:"run_failed"`
+	// Command is run by the server (sh -c) for each event that needs the user, the
+	// event as JSON on its stdin (e.g. notify-send, or curl -d @- to ntfy); the kinds
+	// above turn it off per kind too.
+	Command string `toml:"command"`
 	// OSC picks the terminal's notification sequence when notify-send is not used:
 	// "9", "777", or "" to pick by the terminal.
 	OSC string `toml:"osc"`

@@ -169,7 +169,11 @@ func startServer(ctx context.Context) (*server, error) {
 	if a, ok := webapi.ListenFrom(ctx); ok {
 		listenHTTP = a
 	}
-	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log})
+	notifyOff := map[string]bool{}
+	for kind, on := range cfg.Notify.Kinds() {
+		notifyOff[kind] = !on
+	}
+	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
 	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,

@@ -38,6 +38,10 @@ type Options struct {
 	MaxClients int
 	// ScreenEvery is the least time between two frames of a live screen (default 100 ms).
 	ScreenEvery time.Duration
+	// NotifyCommand ([notify] command) runs through sh -c with a Notice as JSON on its
+	// stdin for each event that needs the user; NotifyOff are the kinds turned off.
+	NotifyCommand string
+	NotifyOff     map[string]bool
 }
 
 // Service is the web feature.
@@ -48,6 +52,9 @@ type Service struct {
 	writeTimeout time.Duration
 	maxClients   int
 	screenEvery  time.Duration
+	notifyCmd    string
+	notifyOff    map[string]bool
+	notifyCancel context.CancelFunc
 
 	auth     *auth
 	k        core.Kernel
@@ -72,7 +79,8 @@ var _ core.Feature = (*Service)(nil)
 // New makes the feature; Serve starts the gateway once the server's handlers exist.
 func New(o Options) *Service {
 	s := &Service{log: o.Logger, listen: o.Listen, heartbeat: o.Heartbeat, writeTimeout: o.WriteTimeout,
-		maxClients: o.MaxClients, screenEvery: o.ScreenEvery, auth: newAuth(), stopping: make(chan struct{})}
+		maxClients: o.MaxClients, screenEvery: o.ScreenEvery, auth: newAuth(), stopping: make(chan struct{}),
+		notifyCmd: o.NotifyCommand, notifyOff: o.NotifyOff}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +118,12 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	s.hub, s.hubCancel = h, cancel
+	if s.notifyCmd != "" {
+		nctx, ncancel := context.WithCancel(context.Background())
+		s.notifyCancel = ncancel
+		s.wg.Add(1)
+		go s.notifier(nctx, k)
+	}
 	return nil
 }
 
@@ -200,6 +214,9 @@ func (s *Service) Close() error {
 		close(s.stopping)
 	}
 	s.mu.Unlock()
+	if s.notifyCancel != nil {
+		s.notifyCancel()
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"net/http"
 	"strings"
 	"sync"
@@ -565,5 +566,46 @@ func TestPageIsServed(t *testing.T) {
 	resp.Body.Close()
 	if resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.StatusCode < 400 {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// [notify] command is run once for an agent that becomes blocked, with the event as
+// JSON on its stdin; a kind turned off is not told.
+func TestNotifyCommand(t *testing.T) {
+	dir := t.TempDir()
+	out := dir + "/told"
+	r := newRig(t, "", web.Options{NotifyCommand: "cat >> " + out, NotifyOff: map[string]bool{"plan_drafted": true}})
+	act := r.token(webapi.ScopeAct, 0)
+	a := r.spawn(act, "ask/a", `printf 'Remove build? [y/N] '; read -r x; echo "got:$x"; sleep 30`)
+	var told []web.Notice
+	wait.For(t, 20*time.Second, "the blocked agent told", func() bool {
+		b, _ := os.ReadFile(out)
+		told = nil
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var n web.Notice
+			if json.Unmarshal([]byte(line), &n) == nil {
+				told = append(told, n)
+			}
+		}
+		return len(told) > 0
+	})
+	if told[0].Kind != "blocked" || told[0].Title != "ask/a is blocked" || told[0].Event.Agent == nil || told[0].Event.Agent.ID != a.ID {
+		t.Fatalf("told %+v", told[0])
+	}
+	// Answered and blocked no more: nothing more is told for that event, even later.
+	if code, m := r.post("agent.answer", act, `{"target":"ask/a","deny":true}`); code != 200 {
+		t.Fatalf("answer: %d %v", code, m)
+	}
+	// After a restart, another agent blocks: it is told, and the first is not again.
+	r.restart()
+	act = r.token(webapi.ScopeAct, 0)
+	r.spawn(act, "ask/b", `printf 'Remove dist? [y/N] '; read -r x; sleep 30`)
+	wait.For(t, 20*time.Second, "the second blocked agent told", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), "ask/b is blocked")
+	})
+	b, _ := os.ReadFile(out)
+	if n := strings.Count(string(b), "ask/a is blocked"); n != 1 {
+		t.Fatalf("ask/a told %d times:\n%s", n, b)
 	}
 }
