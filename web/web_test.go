@@ -592,6 +592,10 @@ func TestNotifyCommand(t *testing.T) {
 	if told[0].Kind != "blocked" || told[0].Title != "ask/a is blocked" || told[0].Event.Agent == nil || told[0].Event.Agent.ID != a.ID {
 		t.Fatalf("told %+v", told[0])
 	}
+	// Text never answers a prompt by accident: a send to the blocked agent is refused.
+	if code, m := r.post("agent.send", act, `{"target":"ask/a","text":"y","enter":true}`); code != 409 || errCode(m) != wire.CodeAgentBlocked {
+		t.Fatalf("text to a blocked agent: %d %v", code, m)
+	}
 	// Answered and blocked no more: nothing more is told for that event, even later.
 	if code, m := r.post("agent.answer", act, `{"target":"ask/a","deny":true}`); code != 200 {
 		t.Fatalf("answer: %d %v", code, m)
