@@ -613,3 +613,47 @@ func TestNotifyCommand(t *testing.T) {
 		t.Fatalf("ask/a told %d times:\n%s", n, b)
 	}
 }
+
+// 1,000 event streams at once: each gets the next event, and the server still
+// answers a call promptly meanwhile.
+func TestThousandEventStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 connections")
+	}
+	r := newRig(t, "", web.Options{})
+	tok := r.token(webapi.ScopeRead, 0)
+	const n = 1000
+	var got sync.WaitGroup
+	for range n {
+		s := r.openEvents(tok, "", nil)
+		got.Add(1)
+		go func() {
+			defer got.Done()
+			for {
+				ev, err := s.next()
+				if err != nil || ev.event == "thousand.tick" {
+					return
+				}
+			}
+		}()
+	}
+	var st webapi.StatusResult
+	if err := r.local.call(t, webapi.MethodStatus, wire.Empty{}, &st); err != nil || st.Clients != n {
+		t.Fatalf("open streams: %d %v", st.Clients, err)
+	}
+	if _, err := r.eng.Publish(context.Background(), wire.Event{Event: "thousand.tick"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { got.Wait(); close(done) }()
+	start := time.Now()
+	if code, _ := r.post("server.ping", tok, ""); code != 200 {
+		t.Fatalf("ping among 1,000 streams: %d", code)
+	}
+	t.Logf("a ping among 1,000 streams took %s", time.Since(start).Round(time.Millisecond))
+	select {
+	case <-done:
+	case <-time.After(wait.Scale(30 * time.Second)):
+		t.Fatal("not every stream got the event")
+	}
+}
