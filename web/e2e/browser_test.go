@@ -146,7 +146,7 @@ func TestBrowserPairsSeesAndDenies(t *testing.T) {
 	r.Must("agent", "run", "web/shell", "--cwd", r.Work, "--", "sh", "-c", "printf '\\033[32mgreen\\033[0m\\n'; sleep 120")
 	start := time.Now()
 	run(t, ctx, time.Second, "the CLI's agent on the page within a second",
-		chromedp.WaitVisible(chromedp.Search(`//div[@class="row"]/span[@class="path" and text()="web/shell"]`)))
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(concat(" ", @class, " "), " row ")]/span[@class="path" and text()="web/shell"]`)))
 	t.Logf("the CLI's agent showed %s after orcr agent run returned", time.Since(start).Round(time.Millisecond))
 
 	// claude wants to remove build/; the page shows the prompt with its real options.
@@ -186,7 +186,7 @@ func TestBrowserPairsSeesAndDenies(t *testing.T) {
 	// The desktop: the agent's live screen with its colours.
 	run(t, ctx, 20*time.Second, "the live screen at 1280x800",
 		chromedp.EmulateViewport(1280, 800),
-		chromedp.Click(chromedp.Search(`//div[@class="row"]/span[@class="path" and text()="web/shell"]`)),
+		chromedp.Click(chromedp.Search(`//div[contains(concat(" ", @class, " "), " row ")]/span[@class="path" and text()="web/shell"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#screen span.fc2`)))
 	desk := value(t, ctx, 10*time.Second, "screenshot 1280x800", chromedp.CaptureScreenshot())
 	artifact(t, "agent-screen-1280x800.png", desk)
