@@ -11,6 +11,7 @@ import (
 	"orcr/orchestrate/run"
 	"orcr/roles"
 	"orcr/schedule"
+	"orcr/web"
 	"orcr/workflow"
 )
 
@@ -21,7 +22,7 @@ import (
 // builds closures only, so the features need not be started.)
 func TestEveryDeclaredMethodIsServed(t *testing.T) {
 	hs := serverMethods(nil, (*schedule.Service)(nil), (*roles.Service)(nil), (*accounts.Service)(nil),
-		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil))
+		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil))
 	table, err := wire.NewHandlers(hs)
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,10 @@ import (
 
 // The API, one declaration per method.
 var (
-	RoleList     = wire.Declare[wire.Empty, RoleListResult](MethodRoleList, "Role templates ($XDG_CONFIG_HOME/orcr/roles), broken ones with their error.")
-	RoleGet      = wire.Declare[RoleNameParams, RoleResult](MethodRoleGet, "One role: its values, where each came from, and its file's text.")
+	RoleList     = wire.Declare[wire.Empty, RoleListResult](MethodRoleList, "Role templates ($XDG_CONFIG_HOME/orcr/roles), broken ones with their error.", wire.ReadOnly)
+	RoleGet      = wire.Declare[RoleNameParams, RoleResult](MethodRoleGet, "One role: its values, where each came from, and its file's text.", wire.ReadOnly)
 	RolePut      = wire.Declare[RolePutParams, RoleResult](MethodRolePut, "Write a role file (refused with its line when it does not load).")
-	AgentHistory = wire.Declare[AgentHistoryParams, AgentHistoryResult](MethodHistoryList, "Finished agents, newest first: role, duration, tokens, cost, result.")
+	AgentHistory = wire.Declare[AgentHistoryParams, AgentHistoryResult](MethodHistoryList, "Finished agents, newest first: role, duration, tokens, cost, result.", wire.ReadOnly)
 )
 
 // Role is a role template (DESIGN §12) as the API shows it.
