@@ -288,11 +288,13 @@ func (s *Service) Methods() []wire.Handler {
 			return wire.Empty{}, s.auth.remove(ctx, p.Name)
 		}),
 		wire.Handle(webapi.Pair, func(ctx context.Context, p *webapi.PairParams) (webapi.PairResult, error) {
-			addr := s.Addr()
+			s.mu.Lock()
+			addr, serveErr := s.addrLocked(), s.serveErr
+			s.mu.Unlock()
 			if addr == "" {
 				why := "it is off: start the server with --http 127.0.0.1:7070 or set [http] listen in the config"
-				if s.serveErr != "" {
-					why = "it does not serve: " + s.serveErr
+				if serveErr != "" {
+					why = "it does not serve: " + serveErr
 				}
 				return webapi.PairResult{}, wire.Errorf(wire.CodeUnavailable, "no web gateway to pair with; %s", why)
 			}
