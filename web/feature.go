@@ -66,7 +66,6 @@ type Service struct {
 	hubCancel context.CancelFunc
 
 	mu       sync.Mutex
-	gw       *gateway
 	srv      *http.Server
 	ln       net.Listener
 	handlers []wire.Handler
@@ -165,7 +164,7 @@ func (s *Service) serveLocked() (string, error) {
 	}
 	srv := &http.Server{Handler: gw.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
-	s.gw, s.srv, s.ln, s.serveErr = gw, srv, ln, ""
+	s.srv, s.ln, s.serveErr = srv, ln, ""
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -197,9 +196,6 @@ func (s *Service) Handler(hs []wire.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.gw = gw
-	s.mu.Unlock()
 	return gw.routes(), nil
 }
 
