@@ -66,7 +66,6 @@ type Service struct {
 	hubCancel context.CancelFunc
 
 	mu       sync.Mutex
-	gw       *gateway
 	srv      *http.Server
 	ln       net.Listener
 	handlers []wire.Handler
@@ -165,7 +164,7 @@ func (s *Service) serveLocked() (string, error) {
 	}
 	srv := &http.Server{Handler: gw.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
-	s.gw, s.srv, s.ln, s.serveErr = gw, srv, ln, ""
+	s.srv, s.ln, s.serveErr = srv, ln, ""
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -197,9 +196,6 @@ func (s *Service) Handler(hs []wire.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.gw = gw
-	s.mu.Unlock()
 	return gw.routes(), nil
 }
 
@@ -288,11 +284,13 @@ func (s *Service) Methods() []wire.Handler {
 			return wire.Empty{}, s.auth.remove(ctx, p.Name)
 		}),
 		wire.Handle(webapi.Pair, func(ctx context.Context, p *webapi.PairParams) (webapi.PairResult, error) {
-			addr := s.Addr()
+			s.mu.Lock()
+			addr, serveErr := s.addrLocked(), s.serveErr
+			s.mu.Unlock()
 			if addr == "" {
 				why := "it is off: start the server with --http 127.0.0.1:7070 or set [http] listen in the config"
-				if s.serveErr != "" {
-					why = "it does not serve: " + s.serveErr
+				if serveErr != "" {
+					why = "it does not serve: " + serveErr
 				}
 				return webapi.PairResult{}, wire.Errorf(wire.CodeUnavailable, "no web gateway to pair with; %s", why)
 			}

@@ -191,5 +191,13 @@ func TestBrowserPairsSeesAndDenies(t *testing.T) {
 	desk := value(t, ctx, 10*time.Second, "screenshot 1280x800", chromedp.CaptureScreenshot())
 	artifact(t, "agent-screen-1280x800.png", desk)
 
+	// The other tabs draw from their methods.
+	run(t, ctx, 20*time.Second, "the runs, usage and listeners tabs",
+		chromedp.Click(chromedp.CSS(`button[data-tab=runs]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="runs"]/p[contains(., "No runs")]`)),
+		chromedp.Click(chromedp.CSS(`button[data-tab=usage]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="usage"]/h2[contains(., "claude")]`)),
+		chromedp.Click(chromedp.CSS(`button[data-tab=listeners]`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="listeners"]/p[contains(., "No listeners")]`)))
 	r.Must("agent", "kill", "**", "--yes")
 }
