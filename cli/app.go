@@ -263,6 +263,7 @@ func NewApp(o Options) *cli.Command {
 		app.historyCommand(),
 		app.catalogCommand(),
 		app.planCommand(),
+		app.mcpCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)

@@ -31,6 +31,7 @@ import (
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/listen"
+	"orcr/mcp"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/planning"
@@ -157,7 +158,7 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
+	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, mcp.New()}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
