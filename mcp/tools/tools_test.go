@@ -265,7 +265,10 @@ func TestActScopeEveryTool(t *testing.T) {
 		t.Fatalf("agent_wait %+v", wr)
 	}
 	var rd wire.ReadResult
-	if !wait.Until(10*time.Second, func() bool { s.ok("agent_read", map[string]any{"target": "w/echo"}, &rd); return strings.Contains(rd.Text, "hello-from-child") }) {
+	if !wait.Until(10*time.Second, func() bool {
+		s.ok("agent_read", map[string]any{"target": "w/echo"}, &rd)
+		return strings.Contains(rd.Text, "hello-from-child")
+	}) {
 		t.Fatalf("agent_read %q", rd.Text)
 	}
 	s.ok("agent_send", map[string]any{"target": "w/echo", "text": "typed", "enter": true}, nil)
