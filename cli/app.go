@@ -300,6 +300,7 @@ func NewApp(o Options) *cli.Command {
 				return app.hook(ctx, c.Args().Get(0), c.Args().Get(1))
 			},
 		},
+		app.installCommand(),
 		app.completionCommand(),
 		app.completeCommand(o),
 		&cli.Command{
