@@ -3,11 +3,17 @@ package tools_test
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
+	planapi "orcr/orchestrate/api"
 	"orcr/testutil/modelserver"
 	"orcr/testutil/rig"
 )
@@ -97,4 +103,130 @@ func TestClaudeCallsOrcrOverMCP(t *testing.T) {
 	if !strings.Contains(all, `\"path\":\"boss\"`) || strings.Contains(all, "bystander") || !strings.Contains(all, `\"path\":\"boss/helper\"`) {
 		t.Fatalf("tool results the model saw:\n%s", all)
 	}
+}
+
+// skillPlan is the plan the scripted model writes when it follows /orcr-plan.
+const skillPlan = `# Plan: csv
+request: import CSV files into contacts
+check: true
+mode: worktree
+
+## M1 · Parser
+depends: -
+tier: small
+needs: go
+model-why: small and clear
+estimate: 10m
+
+### Goal
+Parse CSV files into contact rows.
+
+### Acceptance
+- [ ] a test parses a sample file
+`
+
+// TestClaudeFollowsTheInstalledSkill: `orcr install claude` puts orcr-plan into the
+// claude config dir; a real claude started under orcr gets /orcr-plan, and the model,
+// scripted to follow the skill's text, writes .orcr/plans/csv.md and runs the skill's
+// `orcr plan new csv … --lead self`: the plan's lead is that claude (plan ls says so).
+// Then install --mcp and remove on a copy of that config dir, as claude left it, leave
+// it byte for byte as it was.
+func TestClaudeFollowsTheInstalledSkill(t *testing.T) {
+	r := rig.New(t)
+	cfg := r.Claude()
+	r.Serve()
+	gitInit(t, r.Work)
+	if out := r.Must("install", "claude"); !strings.Contains(out, "skills/orcr-plan/SKILL.md") {
+		t.Fatalf("install: %s", out)
+	}
+	file := filepath.Join(r.Work, ".orcr", "plans", "csv.md")
+	planNew := r.Bin + ` plan new csv "import CSV files into contacts" --lead self --repo ` + r.Work
+	r.Models.Push(
+		// The skill's text reached the model: it follows step 5, then step 6.
+		modelserver.Turn{Match: func(q modelserver.Request) bool { return bytes.Contains(q.Body, []byte("You become the lead of an orcr plan")) },
+			ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": skillPlan}}}},
+		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": planNew, "description": "register the plan"}}}},
+		modelserver.Turn{Text: "Plan csv is drafted: one milestone. Approve it?"},
+	)
+	r.Must("agent", "run", "me", "--provider", "claude", "--cwd", r.Work, "--prompt", "/orcr-plan import CSV files into contacts",
+		"--", "--permission-mode", "acceptEdits", "--allowedTools", "Bash("+r.Bin+" plan:*)", "--")
+	me := r.WaitAgent("me", 150*time.Second, "the skill's turn to end", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && strings.HasPrefix(a.LastMessage, "Plan csv is drafted")
+	})
+	var pl planapi.PlanResult
+	if err := json.Unmarshal([]byte(r.Must("plan", "show", "csv", "--json")), &pl); err != nil {
+		t.Fatal(err)
+	}
+	if pl.Plan.Lead != "self" || pl.Plan.LeadID != me.ID || pl.Plan.State != planapi.StateDrafted {
+		t.Fatalf("plan %+v", pl.Plan)
+	}
+	if ls := r.Must("plan", "ls"); !strings.Contains(ls, "lead self: me") {
+		t.Fatalf("plan ls:\n%s", ls)
+	}
+
+	// A copy of the config dir as the real claude left it.
+	cp := filepath.Join(t.TempDir(), "claude-copy")
+	if out, err := exec.Command("cp", "-a", cfg, cp).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	before := tree(t, cp)
+	if _, err := os.Stat(filepath.Join(cp, ".claude.json")); err != nil {
+		t.Fatalf("the copy has no .claude.json: %v", err)
+	}
+	env := append(slices.Clone(r.Vars), "CLAUDE_CONFIG_DIR="+cp)
+	for _, args := range [][]string{{"install", "claude", "--mcp"}, {"install", "claude", "--mcp"}, {"install", "claude", "--remove"}} {
+		if res := rig.Exec(t, 30*time.Second, r.Bin, env, r.Work, args...); res.Code != 0 {
+			t.Fatalf("orcr %v: %d %s %s", args, res.Code, res.Out, res.Err)
+		}
+	}
+	after := tree(t, cp)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s differs after install and remove", k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s left over", k)
+		}
+	}
+}
+
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "git init -q -b main && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m init")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git: %v %s", err, out)
+	}
+}
+
+// tree is every file and folder under dir with its mode and bytes.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		v := st.Mode().String()
+		if st.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + string(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
