@@ -143,7 +143,9 @@ func TestClaudeFollowsTheInstalledSkill(t *testing.T) {
 	planNew := r.Bin + ` plan new csv "import CSV files into contacts" --lead self --repo ` + r.Work
 	r.Models.Push(
 		// The skill's text reached the model: it follows step 5, then step 6.
-		modelserver.Turn{Match: func(q modelserver.Request) bool { return bytes.Contains(q.Body, []byte("You become the lead of an orcr plan")) },
+		modelserver.Turn{Match: func(q modelserver.Request) bool {
+			return bytes.Contains(q.Body, []byte("You become the lead of an orcr plan"))
+		},
 			ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": skillPlan}}}},
 		modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": planNew, "description": "register the plan"}}}},
 		modelserver.Turn{Text: "Plan csv is drafted: one milestone. Approve it?"},
