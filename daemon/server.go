@@ -131,7 +131,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	rs := roles.New(roles.Options{Logger: s.log})
+	rs := roles.New(roles.Options{Logger: s.log, Bin: self})
 	sched, err := schedule.New(schedule.Options{Logger: s.log, Home: home, Socket: sockPath})
 	if err != nil {
 		return nil, err

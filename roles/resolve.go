@@ -25,6 +25,8 @@ type Resolver struct {
 	// Accounts, when set, says whether a provider's accounts are all held; the
 	// chain then skips it (the accounts feature's admission gate).
 	Accounts Accounts
+	// Bin is the orcr a role's `mcp` registers as the agent's MCP server.
+	Bin string
 }
 
 // Accounts is what the fallback needs of the accounts feature: why no account of a
@@ -133,6 +135,9 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		env := maps.Clone(role.Env)
 		maps.Copy(env, p.Env)
 		p.Env = env
+	}
+	if role.MCP != "" {
+		p = withMCP(p, role.MCP, r.Bin)
 	}
 	p.Keep = p.Keep || role.Keep
 	if p.MaxTurns == 0 {

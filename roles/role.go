@@ -50,6 +50,7 @@ type rawRole struct {
 	MaxTurns     *int              `toml:"max_turns"`
 	SoftTimeout  *string           `toml:"soft_timeout"`
 	HardTimeout  *string           `toml:"hard_timeout"`
+	MCP          *string           `toml:"mcp"`
 }
 
 // Role is a parsed, checked role.
@@ -68,7 +69,10 @@ type Role struct {
 	BudgetAction string // "stop" or "hold" ("": stop)
 	MaxTurns     int
 	SoftTimeout  time.Duration
-	HardTimeout  time.Duration
+	// MCP is the scope of the orcr MCP server the role's agents get, and the cap of
+	// every MCP session under them (DESIGN §17): self, read or act ("" for none).
+	MCP         string
+	HardTimeout time.Duration
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -197,6 +201,14 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		}
 		r.MaxTurns = *raw.MaxTurns
 	}
+	if raw.MCP != nil {
+		switch *raw.MCP {
+		case "self", "read", "act":
+			r.MCP = *raw.MCP
+		default:
+			doc.Add("mcp", "mcp %q: use self (its own agents), read (see all, change nothing) or act (act on all)", *raw.MCP)
+		}
+	}
 	r.SoftTimeout = duration(doc, "soft_timeout", raw.SoftTimeout)
 	r.HardTimeout = duration(doc, "hard_timeout", raw.HardTimeout)
 	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
@@ -210,7 +222,7 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 }
 
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "mcp"}
 
 func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {

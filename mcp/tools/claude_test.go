@@ -232,3 +232,36 @@ func tree(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// TestRoleGivesClaudeOrcrMCP: a role with `mcp = "self"` gives its claude orcr's MCP
+// server (through claude's --mcp-config) and caps it: the model's agent_run makes a
+// child under the agent, and the agent's record carries the cap.
+func TestRoleGivesClaudeOrcrMCP(t *testing.T) {
+	r := rig.New(t)
+	r.Claude()
+	dir := filepath.Join(r.Config, "orcr", "roles")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "helper.toml"), []byte("providers = [\"claude\"]\nmcp = \"self\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.Serve()
+	r.Models.Push(
+		modelserver.Turn{Match: hasTool("ToolSearch"), ToolCalls: []modelserver.ToolCall{{Name: "ToolSearch",
+			Input: map[string]any{"query": "select:mcp__orcr__agent_run", "max_results": 5}}}},
+		modelserver.Turn{Match: hasTool("mcp__orcr__agent_run"), ToolCalls: []modelserver.ToolCall{{Name: "mcp__orcr__agent_run",
+			Input: map[string]any{"path": "kid", "argv": []string{"sleep", "300"}, "keep": true}}}},
+		modelserver.Turn{Text: "Started kid."},
+	)
+	r.Must("agent", "run", "lead", "--role", "helper", "--cwd", r.Work, "--prompt", "start a kid", "--", "--allowedTools", "mcp__orcr")
+	lead := r.WaitAgent("lead", 120*time.Second, "the turn to end", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Started kid."
+	})
+	if lead.Env["ORCR_MCP"] != "self" || !strings.Contains(strings.Join(lead.Argv, " "), "--mcp-config") {
+		t.Fatalf("lead env %v argv %q", lead.Env, lead.Argv)
+	}
+	if kid := r.Agent("lead/kid"); kid.ParentID != lead.ID {
+		t.Fatalf("kid's parent %q", kid.ParentID)
+	}
+}
