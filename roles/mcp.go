@@ -18,9 +18,24 @@ const mcpCapEnv = "ORCR_MCP"
 // --scope scope` through its own configuration — claude's --mcp-config, codex's
 // mcp_servers. opencode and pi get the cap only (orcr does not rewrite their config
 // per agent; `orcr install opencode --mcp` registers it for the user).
-func withMCP(p wire.RunParams, scope, bin string) wire.RunParams {
+//
+// A request that carries a cap already (a child started from an MCP session of scope
+// self carries ORCR_MCP=self) is never widened by its role: act gives way to it, and a
+// role of read under a cap of self (or the other way) is refused — neither is inside
+// the other.
+func withMCP(p wire.RunParams, scope, bin string) (wire.RunParams, error) {
 	if bin == "" {
 		bin = "orcr"
+	}
+	if have := p.Env[mcpCapEnv]; have != "" && have != scope {
+		switch {
+		case scope == "act":
+			scope = have
+		case have == "act":
+		default:
+			return p, wire.Errorf(wire.CodeNotAllowed, "the role gives its agent MCP scope %s, and this spawn is capped at %s (%s): neither is inside the other; spawn it without the role or with a role of mcp = %q",
+				scope, have, mcpCapEnv, have)
+		}
 	}
 	env := maps.Clone(p.Env)
 	if env == nil {
@@ -46,5 +61,5 @@ func withMCP(p wire.RunParams, scope, bin string) wire.RunParams {
 		list, _ := json.Marshal(args)
 		p.Argv = slices.Concat([]string{"-c", "mcp_servers.orcr.command=" + string(cmd), "-c", "mcp_servers.orcr.args=" + string(list)}, p.Argv)
 	}
-	return p
+	return p, nil
 }

@@ -137,7 +137,9 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		p.Env = env
 	}
 	if role.MCP != "" {
-		p = withMCP(p, role.MCP, r.Bin)
+		if p, err = withMCP(p, role.MCP, r.Bin); err != nil {
+			return p, nil, err
+		}
 	}
 	p.Keep = p.Keep || role.Keep
 	if p.MaxTurns == 0 {
