@@ -91,6 +91,10 @@ func TestLeadSelf(t *testing.T) {
 	if !wait.Until(30*time.Second, func() bool { return strings.Contains(screen(), "You are the lead of orcr run csv") }) {
 		t.Fatalf("the session was not given the lead's prompt:\n%s", screen())
 	}
+	// With the run's events waiting for its lead, as a started lead's prompt has them.
+	if s := screen(); !strings.Contains(s, "Now: M1 ready: dispatch with") {
+		t.Fatalf("the lead's prompt lacks the run's events:\n%s", s)
+	}
 	var st runapi.RunResult
 	if err := json.Unmarshal([]byte(r.Must("run", "status", "csv", "--json")), &st); err != nil || st.Run.State != "running" {
 		t.Fatalf("run status %+v %v", st.Run, err)
