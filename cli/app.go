@@ -267,6 +267,7 @@ func NewApp(o Options) *cli.Command {
 		app.planCommand(),
 		app.workflowCommand(),
 		app.webCommand(),
+		app.mcpCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)
@@ -304,6 +305,7 @@ func NewApp(o Options) *cli.Command {
 				return app.hook(ctx, c.Args().Get(0), c.Args().Get(1))
 			},
 		},
+		app.installCommand(),
 		app.completionCommand(),
 		app.completeCommand(o),
 		&cli.Command{

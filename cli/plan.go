@@ -14,6 +14,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
+	"orcr/planning"
 )
 
 // catalogCommand is `orcr catalog`.
@@ -46,10 +47,19 @@ func (app *app) planCommand() *cli.Command {
 				Name: "new", Usage: "start a plan: a lead agent writes .orcr/plans/NAME.md", ArgsUsage: `NAME "request"`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "repo", Usage: "a folder of the git repository the plan is for (default: current)"},
-					&cli.StringFlag{Name: "lead", Usage: "PROVIDER[:MODEL] of the lead (default: a high-tier catalog model); none: you wrote .orcr/plans/NAME.md yourself"},
+					&cli.StringFlag{Name: "lead", Usage: "PROVIDER[:MODEL] of the lead (default: a high-tier catalog model); none: you wrote .orcr/plans/NAME.md yourself; self: the calling agent (run from inside it) leads"},
 					jsonFlag(),
 				},
 				Action: app.planNew,
+			},
+			{
+				Name: "format", Usage: "print the plan format (what a lead writes to .orcr/plans/NAME.md), with an example",
+				// It needs no server.
+				Before: func(ctx context.Context, c *cli.Command) (context.Context, error) { return ctx, nil },
+				Action: func(ctx context.Context, c *cli.Command) error {
+					_, err := fmt.Fprint(app.out, planning.FormatText())
+					return err
+				},
 			},
 			{
 				Name: "ls", Usage: "list plans: name, state, lead, age", Flags: []cli.Flag{jsonFlag()},
@@ -138,6 +148,11 @@ func (app *app) planNew(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(app.out, "review it with `orcr plan show %s`, then `orcr plan approve %s`\n", p.Name, p.Name)
 		return nil
 	}
+	if p.Lead == "self" {
+		fmt.Fprintf(app.out, "plan %s: %s; you (%s) lead it: write %s and end your turn (it is read then)\n", p.Name, p.State, p.LeadPath, p.File)
+		fmt.Fprintf(app.out, "the format: `orcr plan format`; the models: `orcr catalog`; problems: `orcr plan show %s`\n", p.Name)
+		return nil
+	}
 	fmt.Fprintf(app.out, "plan %s: %s; lead %s on %s writes %s\n", p.Name, p.State, p.LeadPath, p.Lead, p.File)
 	fmt.Fprintf(app.out, "follow it with `orcr plan ls`, watch the lead with `orcr agent attach %s`\n", p.LeadPath)
 	return nil
@@ -163,7 +178,11 @@ func (app *app) planLs(ctx context.Context, c *cli.Command) error {
 	fmt.Fprintln(tw, "NAME\tSTATE\tLEAD\tAGE")
 	now := time.Now()
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\tlead %s\t%s\n", p.Name, p.State, p.Lead, core.FormatAge(now.Sub(p.CreatedAt)))
+		lead := p.Lead
+		if lead == "self" {
+			lead = "self: " + p.LeadPath // the session that leads it
+		}
+		fmt.Fprintf(tw, "%s\t%s\tlead %s\t%s\n", p.Name, p.State, lead, core.FormatAge(now.Sub(p.CreatedAt)))
 	}
 	return tw.Flush()
 }

@@ -86,7 +86,7 @@ func (app *app) runCommands() *cli.Command {
 					&cli.DurationFlag{Name: "check-timeout", Usage: "bound on one check run (default 10m)"},
 					&cli.StringFlag{Name: "reviewer", Usage: "reviewer P[:MODEL] (default: no review)"},
 					&cli.StringFlag{Name: "coder", Usage: "run every coder on P[:MODEL] instead of the catalog's pick per tier"},
-					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead)"},
+					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead; self: the calling agent, run from inside it)"},
 					&cli.StringFlag{Name: "base", Usage: "base branch (default: the repository's current branch)"},
 					&cli.BoolFlag{Name: "fresh", Usage: "start anew a run of this name that exists (its worktrees, branches and log are removed); without it a stopped run is resumed"},
 					jsonFlag(),

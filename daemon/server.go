@@ -32,6 +32,7 @@ import (
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/listen"
+	"orcr/mcp"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/planning"
@@ -141,7 +142,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
-	rs := roles.New(roles.Options{Logger: s.log})
+	rs := roles.New(roles.Options{Logger: s.log, Bin: self})
 	sched, err := schedule.New(schedule.Options{Logger: s.log, Home: home, Socket: sockPath})
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func startServer(ctx context.Context) (*server, error) {
 		notifyOff[kind] = !on
 	}
 	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
-	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, s.web}
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, mcp.New(), s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),

@@ -46,7 +46,9 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	// handling a turn end twice is harmless (LeadTurnAt).
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	evs, err := k.Subscribe(wctx, wire.SubscribeParams{After: cursor, Paths: []string{"plans/*/lead"}})
+	// Every agent's events, not only plans/*/lead: a lead by --lead self runs at a
+	// path of its own (followLeads keeps the leads').
+	evs, err := k.Subscribe(wctx, wire.SubscribeParams{After: cursor})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("plans: subscribe: %w", err)
@@ -57,6 +59,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	for _, r := range recs {
+		s.indexSelfLead(r)
 		s.reconcile(ctx, r)
 	}
 	s.wg.Add(2)

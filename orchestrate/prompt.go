@@ -14,7 +14,7 @@ import (
 	"orcr/planning"
 )
 
-//go:embed templates/plan-lead.md templates/plan-example.md
+//go:embed templates/plan-lead.md
 var templatesFS embed.FS
 
 // LeadTemplateName is the file name of the lead's prompt template. The embedded default
@@ -34,13 +34,7 @@ func DefaultLeadTemplatePath() string {
 }
 
 // ExamplePlan is the example plan the prompt shows (and a test parses).
-func ExamplePlan() []byte {
-	b, err := templatesFS.ReadFile("templates/plan-example.md")
-	if err != nil {
-		panic(err) // embedded; cannot fail
-	}
-	return b
-}
+func ExamplePlan() []byte { return planning.ExamplePlan() }
 
 // LeadPrompt is what a lead's prompt template sees. A template names these fields
 // ({{.Request}}); naming any other is an error when it is rendered.

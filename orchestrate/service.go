@@ -56,6 +56,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	stamps map[string]fileStamp // name → the plan file as last looked at
+	// selfLeads are the plans led by --lead self, by their lead agent's id.
+	selfLeads map[string]string
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -98,6 +100,9 @@ func (s *Service) PlanNew(ctx context.Context, p planapi.PlanNewParams) (planapi
 	}
 	if p.Lead == LeadNone {
 		return s.planFromFile(ctx, p, repo, cat)
+	}
+	if p.Lead == LeadSelf {
+		return s.planSelfLed(ctx, p, repo, cat)
 	}
 	lead, err := s.pickLead(ctx, cat, p.Lead)
 	if err != nil {

@@ -41,7 +41,9 @@ func (s *Service) followLeads(ctx context.Context, evs <-chan wire.Event) {
 		}
 		name, ok := planOfLead(ev.Agent.Path)
 		if !ok {
-			continue
+			if name, ok = s.selfLedPlan(ev.Agent.ID); !ok {
+				continue
+			}
 		}
 		if r, err := s.plans.Get(ctx, name); err == nil {
 			s.onLead(ctx, r, *ev.Agent)
@@ -150,7 +152,7 @@ func (s *Service) act(ctx context.Context, r Record, actions []Action) Record {
 
 // stopLead ends plan r's lead agent, unless it has ended already.
 func (s *Service) stopLead(ctx context.Context, r Record) {
-	if r.LeadID == "" {
+	if r.LeadID == "" || r.Lead == LeadSelf {
 		return
 	}
 	if a, err := s.k.Get(ctx, r.LeadID); err != nil || a.State.Terminal() {
@@ -188,6 +190,11 @@ func (s *Service) deliver(ctx context.Context, r Record, text string) Record {
 			return r
 		}
 		return next
+	}
+	if r.Lead == LeadSelf {
+		// The user's own session is never started by the plan: the message waits
+		// (Pending) until it runs again under orcr.
+		return r
 	}
 	cat, err := s.catalog()
 	if err != nil {

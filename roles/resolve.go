@@ -27,6 +27,8 @@ type Resolver struct {
 	Accounts Accounts
 	// Shapers, when set, are asked at each request, in order (Shaper).
 	Shapers func() []Shaper
+	// Bin is the orcr a role's `mcp` registers as the agent's MCP server.
+	Bin string
 }
 
 // Accounts is what the fallback needs of the accounts feature: why no account of a
@@ -162,6 +164,11 @@ func (r *Resolver) resolveRole(ctx context.Context, p wire.RunParams, ready func
 		env := maps.Clone(role.Env)
 		maps.Copy(env, p.Env)
 		p.Env = env
+	}
+	if role.MCP != "" {
+		if p, err = withMCP(p, role.MCP, r.Bin); err != nil {
+			return p, nil, err
+		}
 	}
 	p.Keep = p.Keep || role.Keep
 	if p.MaxTurns == 0 {

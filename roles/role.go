@@ -50,6 +50,7 @@ type rawRole struct {
 	MaxTurns     *int              `toml:"max_turns"`
 	SoftTimeout  *string           `toml:"soft_timeout"`
 	HardTimeout  *string           `toml:"hard_timeout"`
+	MCP          *string           `toml:"mcp"`
 	Identity     *string           `toml:"identity"`
 	Spawn        *rawSpawn         `toml:"spawn"`
 }
@@ -84,6 +85,9 @@ type Role struct {
 	Identity string
 	// Spawn is what its agents may spawn (nil: not bounded by the role).
 	Spawn *wire.SpawnPolicy
+	// MCP is the scope of the orcr MCP server the role's agents get, and the cap of
+	// every MCP session under them (DESIGN §17): self, read or act ("" for none).
+	MCP string
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -212,6 +216,14 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		}
 		r.MaxTurns = *raw.MaxTurns
 	}
+	if raw.MCP != nil {
+		switch *raw.MCP {
+		case "self", "read", "act":
+			r.MCP = *raw.MCP
+		default:
+			doc.Add("mcp", "mcp %q: use self (its own agents), read (see all, change nothing) or act (act on all)", *raw.MCP)
+		}
+	}
 	r.SoftTimeout = duration(doc, "soft_timeout", raw.SoftTimeout)
 	r.HardTimeout = duration(doc, "hard_timeout", raw.HardTimeout)
 	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
@@ -260,7 +272,7 @@ func spawnPolicy(doc *strictfile.Doc, raw *rawSpawn) *wire.SpawnPolicy {
 }
 
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "identity", "spawn"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "identity", "spawn", "mcp"}
 
 func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {

@@ -21,6 +21,9 @@ type Options struct {
 	// catalog the plans feature provides (CatalogChecker over Catalog "catalog").
 	Check  Checker
 	Logger *slog.Logger
+	// Bin is the orcr binary a role's `mcp` registers as the agent's MCP server
+	// ("" for "orcr" on the PATH).
+	Bin string
 }
 
 // Service serves role.* and history.list (methods.go), runs the per-repo hooks
@@ -61,7 +64,7 @@ func New(opts Options) *Service {
 // Resolver is the agent.run resolver over the same directory and checker; it asks
 // the accounts feature, when there is one, which providers are held.
 func (s *Service) Resolver() *Resolver {
-	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Shapers: s.shapers}
+	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Shapers: s.shapers, Bin: s.opts.Bin}
 }
 
 // shapers are the identity and spawn-policy features, those the server has, looked

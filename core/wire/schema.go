@@ -134,3 +134,24 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 	}
 	return map[string]any{}
 }
+
+// ParamsSchema is the JSON Schema of one method's params as a document of its own: the
+// params object at the root (type object), the types it refers to under its $defs. An
+// MCP tool's input schema is this (mcp/), from the same declaration as `orcr api schema`.
+func ParamsSchema(spec MethodSpec) map[string]any {
+	defs := map[string]any{}
+	root := schemaOf(reflect.TypeOf(spec.Params), defs)
+	ref, _ := root["$ref"].(string)
+	name := ref[len("#/$defs/"):]
+	doc := map[string]any{}
+	if d, ok := defs[name].(map[string]any); ok {
+		for k, v := range d {
+			doc[k] = v
+		}
+	}
+	delete(defs, name)
+	if len(defs) > 0 {
+		doc["$defs"] = defs
+	}
+	return doc
+}

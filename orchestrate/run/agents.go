@@ -404,6 +404,9 @@ func flatten(text string) string {
 }
 
 func (s *Service) stopAgent(ctx context.Context, rec Record, who string) {
+	if who == "lead" && rec.SelfLead != "" {
+		return // the user's own session: the run never stops it
+	}
 	s.stopID(ctx, rec.Run.Name, rec.Agents[who])
 }
 
@@ -564,6 +567,9 @@ func noLead(rec Record) bool { return rec.Lead == "" || rec.Lead == "none" }
 func (s *Service) startLead(ctx context.Context, rec Record, restart string) error {
 	if noLead(rec) {
 		return nil
+	}
+	if rec.SelfLead != "" {
+		return s.startSelfLead(ctx, rec, restart)
 	}
 	if old, ok := s.coderAgent(ctx, rec, "lead"); ok && old.State.Live() {
 		if rec.Agents["lead"] == old.ID {

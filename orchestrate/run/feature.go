@@ -42,7 +42,9 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	if err != nil {
 		return err
 	}
-	evs, err := k.Subscribe(s.ctx, wire.SubscribeParams{After: cursor, Paths: []string{"runs/**"}})
+	// Every agent's events, not only runs/**: a lead by --lead self runs at a path of
+	// its own (follow keeps the ones of the runs' agents).
+	evs, err := k.Subscribe(s.ctx, wire.SubscribeParams{After: cursor})
 	if err != nil {
 		s.cancel()
 		return fmt.Errorf("runs: subscribe: %w", err)
@@ -53,6 +55,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	for _, rec := range recs {
+		s.indexSelfLead(rec)
 		if rec.Run.Stopped || rec.Run.Finish == "done" && len(rec.Outbox) == 0 {
 			continue
 		}

@@ -484,10 +484,18 @@ func (s *Service) follow(evs <-chan wire.Event) {
 	defer s.wg.Done()
 	ctx := s.ctx
 	for ev := range evs {
-		if ev.Event == wire.EventAgentState && ev.Agent != nil {
-			if name, who, ok := splitRunPath(ev.Agent.Path); ok {
-				s.onAgent(ctx, name, who, *ev.Agent)
+		if ev.Agent == nil {
+			continue
+		}
+		name, who, ok := splitRunPath(ev.Agent.Path)
+		if !ok {
+			if name, ok = s.selfLedRun(ev.Agent.ID); !ok {
+				continue // not an agent of a run
 			}
+			who = "lead"
+		}
+		if ev.Event == wire.EventAgentState {
+			s.onAgent(ctx, name, who, *ev.Agent)
 		}
 		if ev.Seq > 0 {
 			if err := s.st.Put(ctx, cursorBucket, "seq", []byte(strconv.FormatUint(ev.Seq, 10))); err != nil && ctx.Err() == nil {

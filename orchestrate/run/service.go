@@ -75,6 +75,8 @@ type Service struct {
 	// or a question: "permission Bash(python3 x.py)"), as its last state said, for
 	// the run's view; it is not stored: a restart reads it from the agents again.
 	blocked map[string]string
+	// selfLeads are the runs led by --lead self, by their lead agent's id.
+	selfLeads map[string]string
 
 	// starting serialises RunStart: two `run start NAME` at once both passed the "exists
 	// already" check and the second failed with git's raw "branch already exists".
@@ -304,6 +306,12 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	if lead == "" {
 		lead = plan.Lead
 	}
+	var selfLead string
+	if lead == LeadSelf {
+		if selfLead, err = s.selfLeadOf(ctx, p.Lead == LeadSelf, plan); err != nil {
+			return runapi.RunView{}, err
+		}
+	}
 	now := s.now()
 	r, initial, err := Begin(p.Name, pl, p.Coders, p.Reviewer != "", lead != "" && lead != "none", baseTip, now)
 	if err != nil {
@@ -315,7 +323,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
 		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Checkout: checkout, Reviewer: p.Reviewer,
-		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead}
+		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead, SelfLead: selfLead}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return runapi.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
 	}
@@ -325,6 +333,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	if err != nil {
 		return runapi.RunView{}, err
 	}
+	s.indexSelfLead(rec)
 	s.publishEntry(ctx, rec.Run.Name, Entry{Seq: 1, At: now, Type: EntryStart, Text: "feature/" + p.Name + " from " + base})
 	faultPoint(FaultBranch)
 	// The branch now, before the answer: `run start` returns a run whose branch

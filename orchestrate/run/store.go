@@ -64,6 +64,10 @@ type Record struct {
 	Coder     string   `json:"coder,omitempty"`
 	CoderArgv []string `json:"coderArgv,omitempty"`
 	Lead      string   `json:"lead,omitempty"`
+	// SelfLead is the id of the agent that leads the run by `--lead self` (Lead is
+	// then "self"): a session orcr did not start, woken like a lead it started but
+	// never started, restarted or stopped by the run.
+	SelfLead string `json:"selfLead,omitempty"`
 
 	// Sent holds, per agent, when orcr last typed into it: a turn end from before
 	// that is not an answer to it.
