@@ -12,7 +12,7 @@ import (
 
 // TestWorkflowBadInput holds a real server to a clear end for every bad step: an
 // output never written, invalid JSON, 100 MB of output, a for_each over 100,000
-// items, an expression that loops, one that panics, and a file edited (even broken)
+// items, an expression that loops, a step past its timeout, one that panics, and a file edited (even broken)
 // while its run is under way — that run keeps the version it started with. The
 // server answers throughout.
 func TestWorkflowBadInput(t *testing.T) {
@@ -32,6 +32,7 @@ func TestWorkflowBadInput(t *testing.T) {
 			shell("b", `"echo {{item}}"`, `for_each = "steps.a.items"`), "for_each \"steps.a.items\" gave 100000 items, over the limit of 10000"},
 		{"loop", shell("a", `"echo '{\"n\": 3}' > \"$ORCR_OUTPUT\""`, `outputs = { n = "int" }`) +
 			shell("b", `"true"`, `when = "all(1..100000, {all(1..100000, {all(1..100000, {# >= steps.a.n - 10})})})"`), "memory budget exceeded"},
+		{"slow", shell("a", `"sleep 60"`, `timeout = "1s"`), "the program was killed (hard timeout 1s reached)"},
 		{"panic", shell("a", `"echo '{\"n\": 3}' > \"$ORCR_OUTPUT\""`, `outputs = { n = "int" }`) +
 			shell("b", `"true"`, `when = "int(steps.a.n) % 0 == 1"`), "divide by zero"},
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"orcr/internal/regfile"
 	"orcr/internal/strictfile"
@@ -63,6 +64,8 @@ type StepDef struct {
 	When        string            `json:"when,omitempty"`
 	Identity    string            `json:"identity,omitempty"`
 	OnFailure   string            `json:"onFailure"` // stop | continue
+	// TimeoutSeconds stops the step's agents this long after they start (0: none).
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 	// Needs are the steps this one waits for: those its templates and expressions
 	// read, and those named by after.
 	Needs []string `json:"needs,omitempty"`
@@ -102,6 +105,7 @@ type rawStep struct {
 	Identity    string            `toml:"identity"`
 	OnFailure   string            `toml:"on_failure"`
 	After       []string          `toml:"after"`
+	Timeout     string            `toml:"timeout"`
 }
 
 var (
@@ -281,6 +285,17 @@ func parseStep(doc *strictfile.Doc, key string, rs rawStep) StepDef {
 	case "stop", "continue":
 	default:
 		doc.Add(key+".on_failure", `on_failure = %q: "stop" (the default) or "continue"`, rs.OnFailure)
+	}
+	if rs.Timeout != "" {
+		d, err := time.ParseDuration(rs.Timeout)
+		switch {
+		case err != nil:
+			doc.Add(key+".timeout", "timeout = %q: a duration such as \"20m\" or \"1h30m\"", rs.Timeout)
+		case d < time.Second || d > 30*24*time.Hour:
+			doc.Add(key+".timeout", "timeout = %q: between 1s and 720h", rs.Timeout)
+		default:
+			st.TimeoutSeconds = int(d / time.Second)
+		}
 	}
 	if rs.Identity != "" && !nameRE().MatchString(rs.Identity) {
 		doc.Add(key+".identity", "identity %q: not a name", rs.Identity)

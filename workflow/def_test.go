@@ -63,6 +63,7 @@ func TestBadFilesAreRefusedByLine(t *testing.T) {
 		{"dup step", "[[steps]]\nname = \"a\"\nprovider = \"shell\"\nargv = [\"true\"]\n[[steps]]\nname = \"a\"\nprovider = \"shell\"\nargv = [\"true\"]\n", []string{"w.toml:6", "named twice"}},
 		{"no steps", "[vars]\nx = \"1\"\n", []string{"at least one"}},
 		{"unknown name in expression", "[[steps]]\nname = \"a\"\nprovider = \"shell\"\nargv = [\"true\"]\nwhen = \"foo > 1\"\n", []string{"w.toml:5", "foo"}},
+		{"bad timeout", "[[steps]]\nname = \"a\"\nprovider = \"shell\"\nargv = [\"true\"]\ntimeout = \"soon\"\n", []string{"w.toml:5", "timeout"}},
 		{"after unknown", "[[steps]]\nname = \"a\"\nprovider = \"shell\"\nargv = [\"true\"]\nafter = [\"zz\"]\n", []string{"w.toml:5", `no step named "zz"`}},
 	}
 	for _, c := range cases {

@@ -99,7 +99,8 @@ type Fact struct {
 	// ended), or exited, killed, failed, lost; ExitCode an exited program's.
 	AgentState string    `json:"agentState,omitempty"`
 	ExitCode   *int      `json:"exitCode,omitempty"`
-	At         time.Time `json:"at,omitzero"` // when the agent reached AgentState
+	Reason     string    `json:"reason,omitempty"` // why the agent is in that state
+	At         time.Time `json:"at,omitzero"`      // when the agent reached AgentState
 	// Output is the output file's text; NoOutput why there is none to check (not
 	// written, too large, unreadable).
 	Output   string `json:"output,omitempty"`
@@ -132,6 +133,8 @@ type Action struct {
 	Output   string            `json:"output,omitempty"` // the file $ORCR_OUTPUT names
 	Cwd      string            `json:"cwd,omitempty"`
 	Text     string            `json:"text,omitempty"`
+	// TimeoutSeconds is the step's timeout: the agent's hard timeout.
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
 }
 
 // AgentPath is the agent path of a step's item: workflows/ID/STEP, or
@@ -314,13 +317,19 @@ func (s *stepper) ended(f Fact) error {
 }
 
 func endWord(f Fact) string {
+	w := f.AgentState
 	switch {
 	case f.AgentState == "exited" && f.ExitCode != nil:
 		return fmt.Sprintf("exited with code %d", *f.ExitCode)
 	case f.AgentState == "":
-		return "ended"
+		w = "ended"
+	case f.AgentState == "killed" || f.AgentState == "lost" || f.AgentState == "failed":
+		w = "was " + f.AgentState
 	}
-	return f.AgentState
+	if f.Reason != "" && f.AgentState != "done" && f.AgentState != "idle" {
+		w += " (" + f.Reason + ")"
+	}
+	return w
 }
 
 // validate checks the output of f against the step's outputs. A step that declares
@@ -530,7 +539,7 @@ func (s *stepper) spawn(sr *StepRun, d *StepDef, i int) (Action, error) {
 	env := s.env(sr.Items[i].Value)
 	a := Action{Kind: ASpawn, Step: sr.Name, I: i, Path: AgentPath(s.r.ID, sr.Name, sr.Each, i),
 		Provider: d.Provider, Model: d.Model, Role: d.Role, Identity: d.Identity, Cwd: s.r.Repo,
-		Output: OutputFile(s.r.Dir, sr.Name, i)}
+		Output: OutputFile(s.r.Dir, sr.Name, i), TimeoutSeconds: d.TimeoutSeconds}
 	var err error
 	if d.Prompt != "" {
 		if a.Prompt, err = render(d.Prompt, env); err != nil {

@@ -164,7 +164,7 @@ func showDef(d *Def) wfapi.ShowResult {
 	for _, st := range d.Steps {
 		out.Steps = append(out.Steps, wfapi.StepDef{Name: st.Name, Role: st.Role, Provider: st.Provider, Model: st.Model,
 			Prompt: st.Prompt, Argv: st.Argv, Outputs: st.Outputs, ForEach: st.ForEach, MaxParallel: st.MaxParallel,
-			When: st.When, Identity: st.Identity, OnFailure: st.OnFailure, Needs: st.Needs})
+			When: st.When, Identity: st.Identity, OnFailure: st.OnFailure, Needs: st.Needs, TimeoutSeconds: st.TimeoutSeconds})
 	}
 	return out
 }

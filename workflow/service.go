@@ -203,7 +203,7 @@ func (s *Service) spawn(ctx context.Context, a Action) *Fact {
 	_ = os.Remove(a.Output) // nothing of another attempt is taken for this one's
 	rp := wire.RunParams{Path: a.Path, Provider: a.Provider, Model: a.Model, Role: a.Role, Vars: a.Vars,
 		Prompt: a.Prompt, Argv: a.Argv, Cwd: a.Cwd, Keep: true, Identity: a.Identity,
-		Env: map[string]string{"ORCR_OUTPUT": a.Output}}
+		Env: map[string]string{"ORCR_OUTPUT": a.Output}, HardTimeoutSeconds: a.TimeoutSeconds}
 	if a.Provider == "claude" {
 		// The output file is outside the agent's folder: claude asks before it
 		// writes there unless the folder is added, and a workflow has nobody to
@@ -345,7 +345,7 @@ func (s *Service) seenLocked(ctx context.Context, a wire.Agent) {
 	if it == nil || it.State != Running || it.Agent != a.ID {
 		return
 	}
-	f := Fact{Kind: FEnded, Step: step, I: i, Agent: a.ID, AgentState: string(a.State), ExitCode: a.ExitCode, At: a.StateAt}
+	f := Fact{Kind: FEnded, Step: step, I: i, Agent: a.ID, AgentState: string(a.State), ExitCode: a.ExitCode, At: a.StateAt, Reason: a.StateReason}
 	if (f.AgentState == "done" || f.AgentState == "idle") && !it.Sent.IsZero() && !f.At.After(it.Sent) {
 		return // the turn before the error went back
 	}

@@ -124,6 +124,8 @@ type StepDef struct {
 	Identity    string            `json:"identity"`
 	OnFailure   string            `json:"onFailure"`
 	Needs       []string          `json:"needs"`
+	// TimeoutSeconds stops the step's agents this long after they start (0: none).
+	TimeoutSeconds int `json:"timeoutSeconds"`
 }
 
 // ShowResult answers workflow.show.
