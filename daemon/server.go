@@ -157,7 +157,11 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
+	nds, err := newNodes(cfg, home, self, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
+	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, nds}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),

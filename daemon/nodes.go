@@ -1,0 +1,24 @@
+package daemon
+
+import (
+	"log/slog"
+	"path/filepath"
+
+	"orcr/config"
+	"orcr/nodes"
+	nodeapi "orcr/nodes/api"
+)
+
+// newNodes builds the nodes feature (DESIGN §14) from config.toml's [[nodes]].
+func newNodes(cfg config.Config, home, self string, log *slog.Logger) (*nodes.Service, error) {
+	var ns []nodeapi.Node
+	for _, n := range cfg.Nodes {
+		id := n.IdentityFile
+		if id != "" && !filepath.IsAbs(id) && id[0] != '~' && cfg.Path != "" {
+			id = filepath.Join(filepath.Dir(cfg.Path), id)
+		}
+		ns = append(ns, nodeapi.Node{Name: n.Name, SSH: n.SSH, IdentityFile: id, MaxAgents: n.MaxAgents,
+			Accounts: n.Accounts, Labels: n.Labels, AcceptNewHostKey: n.AcceptNewHostKey})
+	}
+	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns})
+}
