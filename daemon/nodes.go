@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"time"
 	"path/filepath"
 
 	"orcr/config"
@@ -20,5 +23,14 @@ func newNodes(cfg config.Config, home, self string, log *slog.Logger) (*nodes.Se
 		ns = append(ns, nodeapi.Node{Name: n.Name, SSH: n.SSH, IdentityFile: id, MaxAgents: n.MaxAgents,
 			Accounts: n.Accounts, Labels: n.Labels, AcceptNewHostKey: n.AcceptNewHostKey})
 	}
-	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns})
+	// $ORCR_NODE_KEEPALIVE shortens the keepalive (tests of a cut link); default 5 s.
+	var keep time.Duration
+	if v := os.Getenv("ORCR_NODE_KEEPALIVE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("$ORCR_NODE_KEEPALIVE=%q: give a duration such as 1s", v)
+		}
+		keep = d
+	}
+	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep})
 }

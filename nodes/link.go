@@ -668,4 +668,3 @@ func runRemote(ctx context.Context, c *ssh.Client, script string) error {
 	_, err := outputRemote(ctx, c, script)
 	return err
 }
-
