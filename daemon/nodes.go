@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 	"path/filepath"
+	"time"
 
 	"orcr/config"
 	"orcr/nodes"

@@ -52,6 +52,10 @@ type Service struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node
+	// onNode is where each live agent placed on a node is: what the node caps count.
+	onNode map[string]string
+	// foldedAt is the node's UpdatedAt of the last record folded per agent.
+	foldedAt map[string]time.Time
 }
 
 var _ core.Feature = (*Service)(nil)
@@ -77,7 +81,7 @@ func New(o Options) (*Service, error) {
 		}
 		seen[n.Name] = true
 	}
-	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}}, nil
+	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{}}, nil
 }
 
 // Name implements core.Feature.
@@ -92,6 +96,9 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	s.k, s.store = k, k.Buckets()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.load(ctx); err != nil {
+		return err
+	}
+	if err := s.startAgents(ctx); err != nil {
 		return err
 	}
 	k.Provide(Name, s)

@@ -52,11 +52,10 @@ type link struct {
 	lastSeen time.Time
 	client   *ssh.Client
 	tr       *socket.Client
+	home     string // the node's ORCR_HOME
 	// gen counts connections: a caller holding a transport of an older one knows the
 	// link was made again.
 	gen uint64
-	// onUp is called (without mu) each time the link is made, with its transport.
-	onUp []func(tr *socket.Client)
 }
 
 // startLinkLocked starts n's link (s.mu held).
@@ -116,6 +115,9 @@ func (l *link) set(state, why string) {
 	l.mu.Unlock()
 	if from != state {
 		l.s.log.Info("node link", "node", l.name, "from", from, "to", state, "why", why)
+		if state == nodeapi.StateUp && l.s.k != nil {
+			l.s.k.Readmit() // agents pinned to it may start
+		}
 		if l.s.k != nil {
 			l.s.k.Publish(context.Background(), wire.Event{Event: nodeapi.EventNodeState,
 				Data: map[string]any{"node": l.name, "from": from, "to": state, "error": why}})
@@ -151,8 +153,23 @@ func (l *link) loop() {
 			continue
 		}
 		backoff = backoffMin
+		fctx, fcancel := context.WithCancel(l.ctx)
+		l.mu.Lock()
+		tr, seq := l.tr, l.hello.LastSeq
+		l.mu.Unlock()
+		followed := make(chan struct{})
+		go func() {
+			defer close(followed)
+			l.s.follow(fctx, l, tr, seq)
+		}()
 		err = l.watch(l.ctx)
+		fcancel()
 		l.drop()
+		<-followed
+		if l.ctx.Err() == nil {
+			l.set(nodeapi.StateUnreachable, err.Error())
+			l.s.unreachable(context.Background(), l.name)
+		}
 		if l.ctx.Err() != nil {
 			break
 		}
@@ -266,14 +283,10 @@ func (l *link) connect(ctx context.Context) error {
 	}
 	ok = true
 	l.mu.Lock()
-	l.client, l.tr, l.hello, l.lastSeen = client, tr, hello, time.Now()
+	l.client, l.tr, l.hello, l.lastSeen, l.home = client, tr, hello, time.Now(), look.home
 	l.gen++
-	ups := append([]func(*socket.Client){}, l.onUp...)
 	l.mu.Unlock()
 	l.set(nodeapi.StateUp, "")
-	for _, f := range ups {
-		f(tr)
-	}
 	return nil
 }
 

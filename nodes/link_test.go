@@ -156,9 +156,11 @@ func TestNodeAddLinksOverOneConnection(t *testing.T) {
 	if sessions > 3 {
 		t.Fatalf("linking opened %d sessions; want at most 3 (look, start, sftp)", sessions)
 	}
-	// Keepalives and hellos for a while: channels, never sessions.
-	before := n.Channels.Load()
-	wait.Until(10*time.Second, func() bool { return n.Channels.Load() > before+1 })
+	// Keepalives and hellos for a while: over the one channel, never a session.
+	seen := *c.show("big").LastSeen
+	if !wait.Until(10*time.Second, func() bool { ls := c.show("big").LastSeen; return ls != nil && ls.Sub(seen) > time.Second }) {
+		t.Fatal("the link's hellos stopped")
+	}
 	if got := n.Sessions.Load(); got != sessions {
 		t.Fatalf("the link opened %d sessions after linking", got-sessions)
 	}
@@ -254,4 +256,15 @@ func TestNodeUnreachableAndBack(t *testing.T) {
 		t.Fatal("the node's server was not started again")
 	}
 	c.waitState("big", nodeapi.StateUp)
+}
+
+// nodeClient dials the node's own server directly (the test's view of the node).
+func nodeClient(t *testing.T, n *sshnode.Node) *apiclient.Client {
+	t.Helper()
+	cl, err := apiclient.Dial(context.Background(), filepath.Join(n.Home, "orcr.sock"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }

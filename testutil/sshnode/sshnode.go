@@ -137,11 +137,12 @@ func Start(t testing.TB, o Options) *Node {
 	go n.proxyLoop()
 	serve.KillTmux(t, filepath.Join(home, "tmux.sock"))
 	t.Cleanup(func() {
-		n.Resume()
-		n.StopServer(t)
+		// The SSH server first, so no link starts the orcr server again once stopped.
 		n.proxy.Close()
 		n.srv.Close()
+		n.Resume()
 		n.Cut()
+		n.StopServer(t)
 	})
 	return n
 }
