@@ -30,7 +30,7 @@ import (
 // coord is a coordinator: a real `orcr serve` whose user has an SSH key and a
 // known_hosts of its own (HOME is the test's).
 type coord struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	env  []string
 	home string // ORCR_HOME
@@ -52,7 +52,7 @@ func baseEnv() []string {
 	return env
 }
 
-func newCoord(t *testing.T) *coord {
+func newCoord(t testing.TB) *coord {
 	t.Helper()
 	c := &coord{t: t, bin: testbin.Build(t, "orcr")}
 	dir := serve.ShortDir(t, "orcr-c-")
@@ -259,7 +259,7 @@ func TestNodeUnreachableAndBack(t *testing.T) {
 }
 
 // nodeClient dials the node's own server directly (the test's view of the node).
-func nodeClient(t *testing.T, n *sshnode.Node) *apiclient.Client {
+func nodeClient(t testing.TB, n *sshnode.Node) *apiclient.Client {
 	t.Helper()
 	cl, err := apiclient.Dial(context.Background(), filepath.Join(n.Home, "orcr.sock"), "")
 	if err != nil {

@@ -264,10 +264,21 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 	s.mu.Unlock()
 	for _, id := range ids {
 		r, err := wire.Call(ctx, tr, wire.AgentGet, wire.TargetParams{Target: id})
-		if err != nil {
-			if errors.Is(err, wire.ErrNotFound) {
-				s.log.Warn("an agent of the node is not on it", "node", node, "id", id)
+		if errors.Is(err, wire.ErrNotFound) {
+			// Admitted here but never handed over: this server stopped between the two
+			// (killed while placing). It is handed over now, once; the node refuses
+			// an id it has, so it never runs twice.
+			if a, gerr := s.k.Get(ctx, id); gerr == nil && a.State == wire.StateStarting {
+				s.log.Info("hand an admitted agent to its node after a restart", "node", node, "id", id)
+				if err := s.Launch(ctx, a); err != nil {
+					s.log.Warn("hand over after a restart", "node", node, "id", id, "err", err)
+				}
+				continue
 			}
+			s.log.Warn("an agent of the node is not on it", "node", node, "id", id)
+			continue
+		}
+		if err != nil {
 			continue
 		}
 		s.fold(ctx, r.Agent)
