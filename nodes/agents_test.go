@@ -3,6 +3,9 @@ package nodes_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +55,7 @@ func TestNodeAgents(t *testing.T) {
 	c.start()
 	n := c.node()
 	c.trust(n)
-	c.addNode("big", n.Port(), "--max-agents", "3")
+	c.addNode("big", n.Port(), "--max-agents", "3", "--identity-file", filepath.Join(c.user, ".ssh", "id_ed25519"))
 	ctx := context.Background()
 
 	out, err := c.orcr("agent", "run", "n/a1", "--node", "big", "--", "sh", "-c", "echo hello-from-node; exec cat")
@@ -92,6 +95,20 @@ func TestNodeAgents(t *testing.T) {
 	if out, _ := c.orcr("agent", "ls", "--node", "local"); strings.Contains(out, "n/a1") {
 		t.Fatalf("--node local lists a node's agent:\n%s", out)
 	}
+	// Attach is ssh -t into the node's own attach; the same command with agent read
+	// instead, run for real, reaches the agent through the node's sshd.
+	ar, err := c.cl.Attach(ctx, wire.AttachParams{Target: "n/a1"})
+	if err != nil || len(ar.Argv) < 3 || ar.Argv[0] != "ssh" || ar.Argv[1] != "-t" || !strings.HasSuffix(ar.Argv[len(ar.Argv)-1], "agent attach "+a.ID) {
+		t.Fatalf("attach: %v %q", err, ar.Argv)
+	}
+	argv := append([]string{"-T", "-o", "BatchMode=yes"}, ar.Argv[2:]...)
+	argv[len(argv)-1] = strings.Replace(argv[len(argv)-1], "agent attach", "agent read", 1)
+	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	sshOut, err := exec.CommandContext(sctx, "ssh", argv...).CombinedOutput()
+	scancel()
+	if err != nil || !strings.Contains(string(sshOut), "hello-from-node") {
+		t.Fatalf("ssh %q: %v\n%s", argv, err, sshOut)
+	}
 
 	// The cap: three run, the fourth waits, saying why.
 	for _, p := range []string{"n/a2", "n/a3", "n/a4"} {
@@ -110,8 +127,13 @@ func TestNodeAgents(t *testing.T) {
 	if _, err := c.cl.Kill(ctx, wire.KillParams{Glob: "n/a2"}); err != nil {
 		t.Fatal(err)
 	}
-	if na, err := nc.Get(ctx, c.agent("n/a2").ID); err != nil || na.State != wire.StateKilled {
-		t.Fatalf("killed from the coordinator, the node has it %s (%v)", na.State, err)
+	// Killed from the coordinator: killed on the node (at once, or right after its
+	// launch there when the kill came first).
+	var na2 wire.Agent
+	if !wait.Until(20*time.Second, func() bool { na2, err = nc.Get(ctx, c.agent("n/a2").ID); return err == nil && na2.State == wire.StateKilled }) {
+		ca := c.agent("n/a2")
+		lg, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+		t.Fatalf("killed from the coordinator (%s: %s), the node has it %s (%v)\n%s", ca.State, ca.StateReason, na2.State, err, lg)
 	}
 	c.waitAgent("n/a4", live, "the fourth once a slot is free")
 
@@ -136,7 +158,7 @@ func TestNodeAgents(t *testing.T) {
 	c.waitAgent("n/a1", func(a wire.Agent) bool { return !a.Unreachable && a.State.Live() }, "reachable again")
 	got := c.waitAgent("n/short", func(a wire.Agent) bool { return a.State.Terminal() }, "the end replayed")
 	if got.State != wire.StateExited || got.ExitCode == nil || *got.ExitCode != 0 {
-		t.Fatalf("short: %s exit %v", got.State, got.ExitCode)
+		t.Fatalf("short: %s (%s; %s) exit %v", got.State, got.StateReason, got.Error, got.ExitCode)
 	}
 
 	// kill -9 of the node's server: started again, the agents still there.

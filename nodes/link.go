@@ -125,6 +125,9 @@ func (l *link) set(state, why string) {
 	}
 }
 
+// keepaliveFloor is the least time a keepalive is given to be answered.
+const keepaliveFloor = 3 * time.Second
+
 const (
 	backoffMin = 250 * time.Millisecond
 	backoffMax = 15 * time.Second
@@ -361,7 +364,10 @@ func (l *link) watch(ctx context.Context) error {
 			return fmt.Errorf("ssh connection lost: %w", err)
 		case <-tick.C:
 		}
-		kctx, cancel := context.WithTimeout(ctx, 2*every)
+		// A busy node (a fleet of agents starting on two cores) answers slowly; it is
+		// unreachable only after keepaliveFloor at least.
+		limit := max(2*every, keepaliveFloor)
+		kctx, cancel := context.WithTimeout(ctx, limit)
 		errc := make(chan error, 1)
 		go func() {
 			_, _, err := client.SendRequest("keepalive@openssh.com", true, nil)
@@ -371,7 +377,7 @@ func (l *link) watch(ctx context.Context) error {
 		select {
 		case err = <-errc:
 		case <-kctx.Done():
-			err = fmt.Errorf("no answer to a keepalive in %s", 2*every)
+			err = fmt.Errorf("no answer to a keepalive in %s", limit)
 		}
 		if err != nil {
 			cancel()

@@ -172,6 +172,13 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 			// Launched before a crash of this server: the node has it already.
 			r, err = wire.Call(ctx, tr, wire.AgentGet, wire.TargetParams{Target: a.ID})
 		}
+		if errors.As(err, &we) && we.Code == wire.CodeUnavailable {
+			// The link dropped with the spawn in flight: the node may have it or not.
+			// It stays starting here; when the link is made again the node's record is
+			// read (reread), and the spawn handed over if the node does not have it.
+			s.log.Warn("link lost while handing an agent to its node; settled when it returns", "node", a.Node, "id", a.ID, "err", err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -191,8 +198,15 @@ func (s *Service) fold(ctx context.Context, na wire.Agent) {
 	}
 	s.foldedAt[na.ID] = na.UpdatedAt
 	s.mu.Unlock()
+	st := na.State
+	if st == wire.StateQueued {
+		// Queued in the node's own queue is starting here: admitted by the
+		// coordinator, it holds its slot (a queued record here would free it, and a
+		// kill would not reach the node).
+		st = wire.StateStarting
+	}
 	a, err := s.k.Mirror(ctx, na.ID, func(a *wire.Agent) {
-		a.State, a.StateSource, a.StateReason, a.StateAt, a.Blocked = na.State, na.StateSource, na.StateReason, na.StateAt, na.Blocked
+		a.State, a.StateSource, a.StateReason, a.StateAt, a.Blocked = st, na.StateSource, na.StateReason, na.StateAt, na.Blocked
 		a.Host, a.Cwd, a.SessionID, a.LastMessage, a.Usage, a.Model = na.Host, na.Cwd, na.SessionID, na.LastMessage, na.Usage, na.Model
 		a.StartedAt, a.EndedAt, a.ExitCode, a.Error, a.Hooks = na.StartedAt, na.EndedAt, na.ExitCode, na.Error, na.Hooks
 		if len(na.Argv) > 0 {

@@ -143,6 +143,11 @@ func Start(t testing.TB, o Options) *Node {
 		n.Resume()
 		n.Cut()
 		n.StopServer(t)
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(home, "serve.out"))
+			l, _ := os.ReadFile(filepath.Join(home, "orcr.log"))
+			t.Logf("node %s: serve.out:\n%s\norcr.log (tail):\n%s", home, b, tail(string(l), 4000))
+		}
 	})
 	return n
 }
@@ -297,4 +302,11 @@ func (n *Node) StopServer(t testing.TB) {
 	if !wait.Until(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
