@@ -130,7 +130,10 @@ func TestNodeAgents(t *testing.T) {
 	// Killed from the coordinator: killed on the node (at once, or right after its
 	// launch there when the kill came first).
 	var na2 wire.Agent
-	if !wait.Until(20*time.Second, func() bool { na2, err = nc.Get(ctx, c.agent("n/a2").ID); return err == nil && na2.State == wire.StateKilled }) {
+	if !wait.Until(20*time.Second, func() bool {
+		na2, err = nc.Get(ctx, c.agent("n/a2").ID)
+		return err == nil && na2.State == wire.StateKilled
+	}) {
 		ca := c.agent("n/a2")
 		lg, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
 		t.Fatalf("killed from the coordinator (%s: %s), the node has it %s (%v)\n%s", ca.State, ca.StateReason, na2.State, err, lg)
