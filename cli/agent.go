@@ -42,6 +42,7 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "spawn-providers", Usage: "it may spawn only these providers (comma-separated)"},
 					&cli.StringSliceFlag{Name: "spawn-roles", Usage: "it may spawn only from these roles (comma-separated)"},
 					&cli.FloatFlag{Name: "spawn-budget-usd", Value: -1, DefaultText: "unbounded", Usage: "it spawns nothing once it and the agents under it cost USD"},
+					&cli.StringFlag{Name: "node", Usage: "run it on this node (orcr node ls); its --cwd is then the node's"},
 					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
 					jsonFlag(),
 				},
@@ -51,6 +52,7 @@ func (app *app) agentCommand() *cli.Command {
 				Name: "ls", Usage: "list agents (ended ones too; --state live hides them)", ArgsUsage: "[GLOB]",
 				Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "every record, also superseded ones"},
 					&cli.StringSliceFlag{Name: "state", Usage: "only agents in these states, comma-separated: " + stateHelp},
+					&cli.StringFlag{Name: "node", Usage: "only agents on this node (local: this machine's)"},
 					jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					cl := service(ctx)
@@ -58,7 +60,7 @@ func (app *app) agentCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					p := wire.ListParams{Glob: c.Args().First(), All: c.Bool("all"), States: states}
+					p := wire.ListParams{Glob: c.Args().First(), All: c.Bool("all"), States: states, Node: c.String("node")}
 					if c.Bool("json") {
 						as, err := wire.ListAgents(ctx, cl, p)
 						if err != nil {
@@ -184,7 +186,7 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 	}
 	p := wire.RunParams{Path: args[0], Argv: args[1:], Provider: c.String("provider"), Model: c.String("model"),
 		Prompt: c.String("prompt"), Priority: int(c.Int("priority")), Keep: c.Bool("keep"), Worktree: c.String("worktree"),
-		Account: c.String("account")}
+		Account: c.String("account"), Node: c.String("node")}
 	if len(p.Argv) > 0 && p.Argv[0] == "--" {
 		p.Argv = p.Argv[1:]
 	}
@@ -195,7 +197,14 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		}
 		p.Prompt = string(b)
 	}
-	if cwd := c.String("cwd"); cwd != "" {
+	if cwd := c.String("cwd"); cwd != "" && p.Node != "" {
+		if !filepath.IsAbs(cwd) {
+			return fmt.Errorf("--cwd %q: on a node give an absolute path of the node", cwd)
+		}
+		p.Cwd = cwd
+	} else if p.Node != "" {
+		// The node's own directory: this one may not exist there.
+	} else if cwd != "" {
 		abs, err := filepath.Abs(cwd)
 		if err != nil {
 			return fmt.Errorf("cwd: %w", err)

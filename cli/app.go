@@ -258,6 +258,7 @@ func NewApp(o Options) *cli.Command {
 		app.accountCommand(),
 		app.budgetCommand(),
 		app.scheduleCommand(),
+		app.nodeCommand(),
 		app.runCommand(),
 		app.listenerCommand(),
 		app.gcCommand(),

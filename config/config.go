@@ -37,6 +37,7 @@ type Config struct {
 	GitHub    GitHub                       `toml:"github"`
 	Notify    Notify                       `toml:"notify"`
 	HTTP      HTTP                         `toml:"http"`
+	Nodes     []Node                       `toml:"nodes"` // [[nodes]]: machines agents run on (DESIGN §14)
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -62,6 +63,18 @@ type Account struct {
 	Home      string            `toml:"home"`       // codex
 	Env       map[string]string `toml:"env"`
 	UsageURL  string            `toml:"usage_url"`
+}
+
+// Node is one [[nodes]] entry: a machine reached over SSH that agents may run on.
+type Node struct {
+	Name string `toml:"name"`
+	// SSH is user@host[:port] or a Host alias of ~/.ssh/config.
+	SSH              string   `toml:"ssh"`
+	IdentityFile     string   `toml:"identity_file"`
+	MaxAgents        int      `toml:"max_agents"`
+	Accounts         []string `toml:"accounts"`
+	Labels           []string `toml:"labels"`
+	AcceptNewHostKey bool     `toml:"accept_new_host_key"`
 }
 
 // Herdr configures the herdr host.
@@ -248,6 +261,9 @@ func (c Config) Validate() error {
 	default:
 		return bad("notify.osc", "notify.osc = %q: use \"9\", \"777\" or leave it out", c.Notify.OSC)
 	}
+	if err := c.validateNodes(); err != nil {
+		return err
+	}
 	if err := c.validateNumbers(); err != nil {
 		return err
 	}
@@ -258,6 +274,26 @@ func (c Config) Validate() error {
 		if _, err := time.ParseDuration(d); err != nil {
 			return bad(name, "%s = %q is not a duration (e.g. \"10m\", \"24h\")", name, d)
 		}
+	}
+	return nil
+}
+
+// validateNodes checks each [[nodes]] entry: a name and an ssh destination, a cap
+// that is not negative, no name twice (the nodes feature checks the name's form).
+func (c Config) validateNodes() error {
+	seen := map[string]bool{}
+	for i, n := range c.Nodes {
+		switch {
+		case n.Name == "":
+			return bad("nodes", "[[nodes]] entry %d has no name", i+1)
+		case n.SSH == "":
+			return bad("nodes", "[[nodes]] %s has no ssh (user@host, user@host:port or a Host alias of ~/.ssh/config)", n.Name)
+		case n.MaxAgents < 0:
+			return bad("nodes", "[[nodes]] %s: max_agents = %d must not be negative", n.Name, n.MaxAgents)
+		case seen[n.Name]:
+			return bad("nodes", "[[nodes]] names %s twice", n.Name)
+		}
+		seen[n.Name] = true
 	}
 	return nil
 }

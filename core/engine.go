@@ -220,6 +220,9 @@ func (e *Engine) reconcile(ctx context.Context, panes []PaneInfo) error {
 		if a.State == wire.StateHibernated {
 			continue // no pane: a send or a resume wakes it
 		}
+		if a.Node != "" {
+			continue // its pane is on its node, which still runs it (remote.go)
+		}
 		if a.State.Terminal() || a.State == wire.StateQueued {
 			if _, open := byID[a.PaneID]; a.PaneID != "" && open {
 				// An ended agent's pane still open (tmux keeps dead panes): it is

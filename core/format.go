@@ -27,8 +27,35 @@ func TableRow(a wire.Agent, now time.Time) []string {
 		state = fmt.Sprintf("queued#%d", a.QueuePos)
 	}
 	state += ExitSuffix(a)
+	if a.Unreachable && !a.State.Terminal() {
+		state = "unreachable"
+	}
 	return []string{a.Path, state, a.Provider, Dash(a.Model), FormatAge(now.Sub(a.CreatedAt)),
 		FormatTokens(a.Usage), FormatCost(a), ShortID(a.ID), Dash(WaitsOn(a))}
+}
+
+// withNodeColumn adds a NODE column after STATE when some agent listed runs on a node
+// (DESIGN §14): "local" for this machine's. With no node in the list it stays hidden.
+func withNodeColumn(t *wire.Table, as []wire.Agent) {
+	any := false
+	for _, a := range as {
+		if a.Node != "" {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	t.Columns = append(append(append([]string{}, t.Columns[:2]...), "NODE"), t.Columns[2:]...)
+	for i, a := range as {
+		n := a.Node
+		if n == "" {
+			n = "local"
+		}
+		r := t.Rows[i]
+		t.Rows[i] = append(append(append([]string{}, r[:2]...), n), r[2:]...)
+	}
 }
 
 // WaitsOn is what a blocked agent waits for, on one line of at most 60 characters:

@@ -56,6 +56,11 @@ type Kernel interface {
 	SetResolver(r RunResolver)
 	// AddLaunchHook runs h before each launch, after the hooks already there.
 	AddLaunchHook(h LaunchHook)
+	// SetRemote makes r where agents placed on a node live (one per server: nodes;
+	// remote.go). Mirror applies what an agent's node reports to its record here,
+	// its state included; it refuses an agent that runs on this machine.
+	SetRemote(r Remote)
+	Mirror(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error)
 
 	// Provide offers v to the other features under name (a capability such as
 	// "plans" or "accounts"); Lookup finds what another feature provided. Look up
@@ -102,6 +107,7 @@ type hooks struct {
 	gates    []Gate
 	resolver RunResolver
 	launch   []LaunchHook
+	remote   Remote
 }
 
 func (x *extensions) load() *hooks { return x.hooks.Load() }
@@ -222,6 +228,14 @@ func (k *featureKernel) SetResolver(r RunResolver) {
 
 func (k *featureKernel) AddLaunchHook(lh LaunchHook) {
 	k.e.ext.change(func(h *hooks) { h.launch = append(h.launch, lh) })
+}
+
+func (k *featureKernel) SetRemote(r Remote) {
+	k.e.ext.change(func(h *hooks) { h.remote = r })
+}
+
+func (k *featureKernel) Mirror(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error) {
+	return mirror(ctx, k.e, id, fn)
 }
 
 func (k *featureKernel) Provide(name string, v any) {

@@ -118,6 +118,7 @@ func listAgents(ctx context.Context, e *Engine, p *wire.ListParams) (wire.ListRe
 		for _, a := range as {
 			t.Rows = append(t.Rows, TableRow(a, now))
 		}
+		withNodeColumn(t, as)
 		return wire.ListResult{Agents: []wire.Agent{}, Table: t, Next: next}, nil
 	}
 	return wire.ListResult{Agents: as, Next: next}, err

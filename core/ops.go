@@ -98,6 +98,9 @@ func (e *Engine) List(ctx context.Context, p wire.ListParams) ([]wire.Agent, err
 		if g != nil && !g.Match(a.Path) {
 			continue
 		}
+		if p.Node != "" && (p.Node == "local" && a.Node != "" || p.Node != "local" && a.Node != p.Node) {
+			continue
+		}
 		if !p.Full {
 			a.LastScreen = ""
 		}
@@ -189,6 +192,16 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	rt, err := e.resolve(ctx, p.Target)
 	if err != nil {
 		return err
+	}
+	if a, ok := remoteAgent(e, rt); ok {
+		if err := liveRemote(a); err != nil {
+			return err
+		}
+		r, err := remoteOf(e)
+		if err != nil {
+			return err
+		}
+		return r.Send(ctx, a, p)
 	}
 	// Text is typed as text only (cleantext.go): a control byte in it would be a
 	// keystroke — Ctrl-C ends the agent, ESC interrupts it.
@@ -302,6 +315,16 @@ func (e *Engine) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, 
 	e.mu.Lock()
 	a := rt.a
 	e.mu.Unlock()
+	if a.Node != "" && !a.State.Terminal() && a.State != wire.StateQueued {
+		r, err := remoteOf(e)
+		if err != nil {
+			return wire.ReadResult{}, err
+		}
+		res, err := r.Read(ctx, a, p)
+		if err == nil || a.LastScreen == "" && a.LastMessage == "" {
+			return res, err
+		}
+	}
 	switch {
 	case p.LastMessage:
 		return wire.ReadResult{Text: a.LastMessage, Live: a.State.Live()}, nil
@@ -542,6 +565,9 @@ func (e *Engine) resolveExactID(s string) (*agentRT, error) {
 // still set, the kill happens only if still holds for the record at the moment of the
 // kill (GC stops an idle agent only if it is idle still), and it reports whether it did.
 func (e *Engine) killOne(ctx context.Context, rt *agentRT, reason string, still func(a wire.Agent) bool) bool {
+	if a, ok := remoteAgent(e, rt); ok {
+		return killRemote(ctx, e, rt, a, reason, still)
+	}
 	e.mu.Lock()
 	pane := rt.a.PaneID
 	stop := rt.stop
@@ -584,6 +610,16 @@ func (e *Engine) Resize(ctx context.Context, p wire.ResizeParams) error {
 	if err != nil {
 		return err
 	}
+	if a, ok := remoteAgent(e, rt); ok {
+		if err := liveRemote(a); err != nil {
+			return err
+		}
+		r, err := remoteOf(e)
+		if err != nil {
+			return err
+		}
+		return r.Resize(ctx, a, p.Cols, p.Rows)
+	}
 	pane, err := e.livePane(rt)
 	if err != nil {
 		return err
@@ -602,6 +638,16 @@ func (e *Engine) Attach(ctx context.Context, p wire.AttachParams) (wire.AttachRe
 	rt, err := e.resolve(ctx, p.Target)
 	if err != nil {
 		return wire.AttachResult{}, err
+	}
+	if a, ok := remoteAgent(e, rt); ok {
+		if err := liveRemote(a); err != nil {
+			return wire.AttachResult{}, err
+		}
+		r, err := remoteOf(e)
+		if err != nil {
+			return wire.AttachResult{}, err
+		}
+		return r.Attach(ctx, a)
 	}
 	pane, err := e.livePane(rt)
 	if err != nil {

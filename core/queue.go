@@ -467,12 +467,15 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	// A gate's yes is final within the pass (pick admits whatever every gate lets
 	// through), so the placers are asked right then: each placement is seen by the
 	// gates deciding the agents after it.
-	placed := map[string]string{}
+	placed, onNode := map[string]string{}, map[string]string{}
 	gate := func(a wire.Agent) (bool, string, time.Time) {
 		ok, why, at := e.gateLocked(e.ctx, a)
 		if ok {
 			if acct := e.placeLocked(e.ctx, a); acct != "" {
 				placed[a.ID] = acct
+			}
+			if n := nodeLocked(e.ctx, e, a); n != "" {
+				onNode[a.ID] = n
 			}
 		}
 		return ok, why, at
@@ -488,11 +491,14 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	now := e.now()
 	for _, rt := range out {
 		delete(e.fl.inQ, rt)
-		acct := placed[rt.a.ID]
+		acct, node := placed[rt.a.ID], onNode[rt.a.ID]
 		_, ok, _ := e.changeLocked(e.ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
 			next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
 			if ok && acct != "" {
 				next.Account = acct
+			}
+			if ok && node != "" {
+				next.Node = node
 			}
 			return next, &ev, ok
 		})

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"orcr/core/secretenv"
 	"orcr/core/wire"
 )
@@ -39,10 +41,19 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeUnknownProvider,
 			"unknown provider %q; known: %s", prov, strings.Join(e.providerNames(), ", "))
 	}
-	if ic, ok := e.host.(IntegrationChecker); ok && prov != "shell" {
+	if ic, ok := e.host.(IntegrationChecker); ok && prov != "shell" && p.Node == "" {
 		if err := ic.RequireIntegration(ctx, prov); err != nil {
 			return wire.Agent{}, err
 		}
+	}
+	if p.Node != "" {
+		if _, err := remoteOf(e); err != nil {
+			return wire.Agent{}, err
+		}
+	}
+	id, err := givenID(e, p.ID)
+	if err != nil {
+		return wire.Agent{}, err
 	}
 	if prov == "shell" && len(p.Argv) == 0 {
 		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams,
@@ -54,17 +65,24 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, err
 	}
 	cwd := p.Cwd
-	if cwd == "" && parent != nil {
-		cwd = parent.Cwd
-	}
-	if cwd == "" {
-		cwd, _ = os.Getwd()
-	}
-	if !filepath.IsAbs(cwd) {
-		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
-	}
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q is not a directory", cwd)
+	if p.Node != "" {
+		// The directory is the node's: it is checked there, and "" is the node's own.
+		if cwd != "" && !filepath.IsAbs(cwd) {
+			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
+		}
+	} else {
+		if cwd == "" && parent != nil {
+			cwd = parent.Cwd
+		}
+		if cwd == "" {
+			cwd, _ = os.Getwd()
+		}
+		if !filepath.IsAbs(cwd) {
+			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q must be an absolute path", cwd)
+		}
+		if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "cwd %q is not a directory", cwd)
+		}
 	}
 	for k := range p.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -83,7 +101,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	}
 	now := e.now()
 	a := wire.Agent{
-		ID: newID(), Path: path, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
+		ID: id, Path: path, Node: p.Node, Provider: prov, Model: p.Model, Argv: p.Argv, Cwd: cwd,
 		Env: p.Env, Prompt: p.Prompt, Priority: p.Priority, Keep: p.Keep, Worktree: p.Worktree,
 		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
@@ -99,6 +117,11 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	}
 	rt := &agentRT{a: a}
 	e.mu.Lock()
+	if _, dup := e.agents[a.ID]; dup {
+		e.mu.Unlock()
+		dropEnv(e.opts.Home, a.ID)
+		return wire.Agent{}, wire.Errorf(wire.CodeNameTaken, "an agent with id %s exists already", a.ID)
+	}
 	if other := e.liveByPathLocked(path); other != nil {
 		e.mu.Unlock()
 		dropEnv(e.opts.Home, a.ID)
@@ -118,6 +141,19 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	}
 	e.enqueue(rt)
 	return stored, nil
+}
+
+// givenID is the id a spawn asked for (a coordinator placing its agent on this node
+// passes its own), checked, or a new one.
+func givenID(e *Engine, id string) (string, error) {
+	if id == "" {
+		return newID(), nil
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return "", wire.Errorf(wire.CodeInvalidParams, "id %q is not a uuid in its canonical form", id)
+	}
+	return id, nil
 }
 
 func (e *Engine) providerNames() []string {
@@ -152,6 +188,10 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		}
 	}
 	e.mu.Unlock()
+	if a.Node != "" {
+		launchRemote(ctx, e, rt)
+		return
+	}
 	prov := e.providers[a.Provider]
 	stateDir := filepath.Join(e.opts.Home, "agents", a.ID)
 	fresh := false

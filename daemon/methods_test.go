@@ -8,6 +8,7 @@ import (
 	"orcr/core/wire"
 	"orcr/listen"
 	"orcr/mcp"
+	"orcr/nodes"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/roles"
@@ -23,7 +24,7 @@ import (
 // builds closures only, so the features need not be started.)
 func TestEveryDeclaredMethodIsServed(t *testing.T) {
 	hs := serverMethods(nil, (*schedule.Service)(nil), (*roles.Service)(nil), (*accounts.Service)(nil),
-		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil), mcp.New())
+		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil), mcp.New(), (*nodes.Service)(nil))
 	table, err := wire.NewHandlers(hs)
 	if err != nil {
 		t.Fatal(err)

@@ -170,6 +170,10 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
+	nds, err := newNodes(cfg, home, self, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
+	}
 	// Identities and the spawn policy shape and check spawns from their first one on.
 	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
 	listenHTTP := cfg.HTTP.Listen
@@ -181,7 +185,7 @@ func startServer(ctx context.Context) (*server, error) {
 		notifyOff[kind] = !on
 	}
 	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
-	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, mcp.New(), s.web}
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, nds, mcp.New(), s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),

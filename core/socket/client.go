@@ -23,6 +23,9 @@ import (
 type Client struct {
 	path   string
 	caller string
+	// via dials the server's socket another way than this machine's unix socket (a
+	// node's, over SSH: DialVia); nil dials path.
+	via func(ctx context.Context) (net.Conn, error)
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -52,6 +55,19 @@ func Dial(ctx context.Context, path, caller string) (*Client, error) {
 	return c, nil
 }
 
+// DialVia is Dial over another way of reaching the server's socket: dial opens one
+// connection to it each time it is called (the nodes feature opens a streamlocal
+// channel over its one SSH connection to a node), named name in errors. Unary calls
+// share one such connection, and each stream opens its own, as over the socket.
+func DialVia(ctx context.Context, name string, dial func(ctx context.Context) (net.Conn, error), caller string) (*Client, error) {
+	c := &Client{path: name, caller: caller, via: dial, pending: map[string]chan pendingReply{}}
+	if _, err := c.shared(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // NotRunning is the error for a missing server.
 func NotRunning(path string, cause error) error {
 	return &wire.Error{Code: wire.CodeUnavailable,
@@ -59,6 +75,13 @@ func NotRunning(path string, cause error) error {
 }
 
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	if c.via != nil {
+		conn, err := c.via(ctx)
+		if err != nil {
+			return nil, NotRunning(c.path, err)
+		}
+		return conn, nil
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if errors.Is(err, syscall.EACCES) {

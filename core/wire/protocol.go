@@ -115,9 +115,14 @@ type RunParams struct {
 	BudgetAction string `json:"budgetAction,omitempty"`
 	// Account pins the agent to one account of its provider (a label); admission
 	// then waits for that account instead of picking another.
-	Account  string `json:"account,omitempty"`
-	Cols     int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
-	Rows     int    `json:"rows,omitempty" range:"0,500"`
+	Account string `json:"account,omitempty"`
+	Cols    int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
+	Rows    int    `json:"rows,omitempty" range:"0,500"`
+	// Node pins the agent to a node (DESIGN §14); "" lets placement choose.
+	Node string `json:"node,omitempty"`
+	// ID is the id the agent is recorded under: a coordinator placing an agent on a
+	// node passes its own, so the agent keeps one id everywhere. "" picks a new one.
+	ID       string `json:"id,omitempty"`
 	Identity string `json:"identity,omitempty"`
 	// Spawn bounds what the agent may itself spawn from its pane (SpawnPolicy).
 	Spawn *SpawnPolicy `json:"spawn,omitempty"`
@@ -151,6 +156,8 @@ type ListParams struct {
 	// After is the next of the previous page: the list goes on after that agent, in
 	// the list's order (path, then age). Agents added before it since are not listed.
 	After string `json:"after,omitempty"`
+	// Node keeps only the agents on that node ("local": this machine's).
+	Node string `json:"node,omitempty"`
 }
 
 // ListResult answers agent.list.

@@ -117,11 +117,16 @@ type Agent struct {
 	Blocked     *Blocked `json:"blocked"`
 	QueuePos    int      `json:"queuePos"` // 1-based while queued, 0 otherwise
 
-	Host     string `json:"host"`
-	PaneID   string `json:"paneId"`
-	PID      int    `json:"pid"`
-	ExitCode *int   `json:"exitCode"`
-	Error    string `json:"error"` // why it failed to start
+	Host string `json:"host"`
+	// Node is the machine the agent runs on (DESIGN §14): "" for this one, else a
+	// node's name. Its pane is there and its state is what that node reports.
+	Node string `json:"node,omitempty"`
+	// Unreachable: its node stopped answering; the state is the last one it reported.
+	Unreachable bool   `json:"unreachable,omitempty"`
+	PaneID      string `json:"paneId"`
+	PID         int    `json:"pid"`
+	ExitCode    *int   `json:"exitCode"`
+	Error       string `json:"error"` // why it failed to start
 
 	SessionID   string `json:"sessionId"`
 	Transcript  string `json:"transcript"`

@@ -1,0 +1,164 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"orcr/core/wire"
+)
+
+// Agents that live on another machine (DESIGN §14). The engine keeps every agent in
+// its one tree, but an agent whose record names a Node has its pane, its observer and
+// its own record on that node's server; here it is admitted (so the caps count the
+// whole fleet), launched, typed into, read, resized, attached and stopped through the
+// Remote a feature registered (nodes), and its state is what the node reports, folded
+// in with Kernel.Mirror. No local loop watches it, and a restart of this server leaves
+// it as it was (reconcile does not look for its pane here): the node still runs it.
+//
+// This is the one seam the kernel has for nodes: the engine asks "is it remote?" at
+// the few places it would touch a pane, and hands such an agent to Remote.
+
+// Remote is where agents placed on another machine live.
+type Remote interface {
+	// Launch starts a on its node (same id and path); it returns once the node has
+	// the agent. Its later states arrive through Kernel.Mirror.
+	Launch(ctx context.Context, a wire.Agent) error
+	Send(ctx context.Context, a wire.Agent, p wire.SendParams) error
+	Read(ctx context.Context, a wire.Agent, p wire.ReadParams) (wire.ReadResult, error)
+	Resize(ctx context.Context, a wire.Agent, cols, rows int) error
+	// Kill stops the agent on its node; an unreachable node is an error (the agent
+	// is not marked killed here while it may still run there).
+	Kill(ctx context.Context, a wire.Agent, reason string) error
+	Attach(ctx context.Context, a wire.Agent) (wire.AttachResult, error)
+}
+
+// NodePlacer is a Gate that places what it admits on a node: asked right after the
+// placers, under the engine's lock, for an admitted agent no --node pinned; "" keeps
+// it on this machine. What it returns is stamped on the record (Agent.Node) in the
+// same write that makes it starting.
+type NodePlacer interface {
+	Gate
+	PlaceNode(ctx context.Context, a wire.Agent) string
+}
+
+func remoteOf(e *Engine) (Remote, error) {
+	r := e.ext.load().remote
+	if r == nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "this server runs no agents on nodes")
+	}
+	return r, nil
+}
+
+// nodeLocked is the node an admitted agent goes to: a node placer's choice, which is
+// its pin when it has one (the placer is asked either way, so it counts the agent on
+// its node), else "" : here.
+func nodeLocked(ctx context.Context, e *Engine, a wire.Agent) string {
+	for _, g := range e.ext.load().gates {
+		if p, ok := g.(NodePlacer); ok {
+			if n := p.PlaceNode(ctx, a); n != "" {
+				return n
+			}
+		}
+	}
+	return a.Node
+}
+
+// launchRemote hands an admitted agent to its node.
+func launchRemote(ctx context.Context, e *Engine, rt *agentRT) {
+	e.mu.Lock()
+	a := rt.a
+	e.mu.Unlock()
+	r, err := remoteOf(e)
+	if err == nil {
+		err = r.Launch(ctx, a)
+	}
+	if err != nil {
+		e.finishFailed(ctx, rt, fmt.Errorf("launch on node %s: %w", a.Node, err))
+		return
+	}
+	e.mu.Lock()
+	killed := rt.a.State.Terminal()
+	e.mu.Unlock()
+	if killed {
+		// Killed while the node was starting it: it must not run on there.
+		if err := r.Kill(ctx, a, "killed while starting"); err != nil {
+			e.log.Warn("kill on node an agent killed while starting", "id", a.ID, "node", a.Node, "err", err)
+		}
+	}
+}
+
+// remoteAgent is rt's record when it lives on a node (ok false: it lives here).
+func remoteAgent(e *Engine, rt *agentRT) (wire.Agent, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return rt.a, rt.a.Node != ""
+}
+
+func liveRemote(a wire.Agent) error {
+	if !a.State.Live() {
+		return &wire.Error{Code: wire.CodeNotRunning, Message: fmt.Sprintf("%s is %s and has no live pane", a.Path, a.State)}
+	}
+	return nil
+}
+
+// killRemote stops an agent on its node and ends its record here once the node
+// took the kill.
+func killRemote(ctx context.Context, e *Engine, rt *agentRT, a wire.Agent, reason string, still func(a wire.Agent) bool) bool {
+	if still != nil && !still(a) {
+		return false
+	}
+	if a.State.Live() || a.State == wire.StateStarting {
+		r, err := remoteOf(e)
+		if err == nil {
+			err = r.Kill(ctx, a, reason)
+		}
+		if err != nil && !errors.Is(err, wire.ErrNotFound) {
+			e.log.Warn("kill on node", "id", a.ID, "node", a.Node, "err", err)
+			return false
+		}
+	}
+	return e.end(ctx, rt, wire.StateKilled, "server", reason, nil, func(x *wire.Agent) bool {
+		return still == nil || still(*x)
+	})
+}
+
+// mirror applies what an agent's node reports to its record here: fn may change the
+// state (the node's rules decided it); a change of state is announced as agent.state,
+// anything else as agent.updated, and an end frees its slot for admission.
+func mirror(ctx context.Context, e *Engine, id string, fn func(a *wire.Agent)) (wire.Agent, error) {
+	e.mu.Lock()
+	rt := e.agents[id]
+	e.mu.Unlock()
+	if rt == nil {
+		return wire.Agent{}, wire.Errorf(wire.CodeNotFound, "no agent %s", id)
+	}
+	ended := false
+	a, _, err := e.change(ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
+		if a.Node == "" {
+			return a, nil, false
+		}
+		from := a.State
+		if from.Terminal() {
+			return a, nil, false // ended here: what the node says later changes nothing
+		}
+		next := a
+		fn(&next)
+		next.ID, next.Path, next.Node, next.ParentID, next.ParentPath = a.ID, a.Path, a.Node, a.ParentID, a.ParentPath
+		// The pane is the node's: no local host is ever asked about it.
+		next.PaneID, next.PID = "", 0
+		ev := &wire.Event{Event: wire.EventAgentUpdated}
+		if next.State != from {
+			ev = &wire.Event{Event: wire.EventAgentState, From: from, To: next.State}
+			ended = next.State.Terminal()
+		}
+		return next, ev, true
+	})
+	if err == nil && ended {
+		e.kickAdmission()
+	}
+	if err == nil && a.Node == "" {
+		return a, wire.Errorf(wire.CodeInvalidParams, "agent %s runs here, not on a node", id)
+	}
+	return a, err
+}

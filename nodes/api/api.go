@@ -1,0 +1,136 @@
+// Package api holds the nodes feature's wire types and method declarations (DESIGN
+// §14): the machines orcr reaches over SSH and runs agents on. cli and ui import it as
+// nodeapi.
+package api
+
+import (
+	"time"
+
+	"orcr/core/wire"
+)
+
+// Node states, as `orcr node ls` shows them.
+const (
+	StateUp          = "up"          // linked: the node's server answers
+	StateConnecting  = "connecting"  // the first link is being made (or made again)
+	StateUnreachable = "unreachable" // the link was lost; its agents are unreachable, not lost
+	StateDraining    = "draining"    // linked, but takes no new agents (node drain)
+)
+
+// Node is one machine agents may run on: how to reach it (its registry entry) and what
+// the link last saw of it.
+type Node struct {
+	Name string `json:"name"`
+	// SSH is how the user named the machine: user@host[:port] or a Host alias of
+	// ~/.ssh/config.
+	SSH string `json:"ssh"`
+	// User, Addr and Port are what SSH resolved to (the alias's HostName, User, Port).
+	User string `json:"user"`
+	Addr string `json:"addr"`
+	Port int    `json:"port"`
+	// IdentityFile is the key the link signs with (besides ssh-agent's keys); ""
+	// takes the alias's IdentityFile, then ssh's default keys.
+	IdentityFile string `json:"identityFile,omitempty"`
+	// MaxAgents is this node's cap (0: no cap of its own; the global caps still hold).
+	MaxAgents int `json:"maxAgents"`
+	// Accounts are the accounts whose login exists on the node; Labels what roles and
+	// runs may ask for.
+	Accounts []string `json:"accounts,omitempty"`
+	Labels   []string `json:"labels,omitempty"`
+	// AcceptNewHostKey: a host key never seen is accepted once and kept in orcr's own
+	// known_hosts; a changed one is still refused.
+	AcceptNewHostKey bool `json:"acceptNewHostKey,omitempty"`
+	// Draining: no new agents are placed here; the ones running finish.
+	Draining bool `json:"draining,omitempty"`
+	// Source is "config" for a [[nodes]] entry of config.toml, "cli" for node add.
+	Source  string    `json:"source"`
+	AddedAt time.Time `json:"addedAt"`
+
+	// What the link knows.
+	State    string     `json:"state"`
+	Error    string     `json:"error,omitempty"` // why the last link failed
+	Agents   int        `json:"agents"`          // live agents on the node
+	FreeMB   int        `json:"freeMb"`
+	TotalMB  int        `json:"totalMb"`
+	Version  string     `json:"version,omitempty"` // the node's orcr version
+	OS       string     `json:"os,omitempty"`
+	Arch     string     `json:"arch,omitempty"`
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
+}
+
+// AddParams registers a node (node.add).
+type AddParams struct {
+	Name             string   `json:"name"`
+	SSH              string   `json:"ssh"`
+	IdentityFile     string   `json:"identityFile,omitempty"`
+	MaxAgents        int      `json:"maxAgents,omitempty" range:"0,100000"`
+	AcceptNewHostKey bool     `json:"acceptNewHostKey,omitempty"`
+	Accounts         []string `json:"accounts,omitempty" maxItems:"256"`
+	Labels           []string `json:"labels,omitempty" maxItems:"256"`
+}
+
+// NameParams names one node.
+type NameParams struct {
+	Name string `json:"name"`
+}
+
+// DrainParams drains a node, or with Undo takes it back into placement.
+type DrainParams struct {
+	Name string `json:"name"`
+	Undo bool   `json:"undo,omitempty"`
+}
+
+// Result wraps one node.
+type Result struct {
+	Node Node `json:"node"`
+}
+
+// ListResult answers node.ls, by name.
+type ListResult struct {
+	Nodes []Node `json:"nodes"`
+}
+
+// HelloResult is what a server says of itself to a coordinator that links to it: the
+// version handshake and the facts placement needs.
+type HelloResult struct {
+	// Version is the orcr version (`orcr version`); Binary the SHA-256 of the running
+	// binary, which decides whether the coordinator sends its own.
+	Version string `json:"version"`
+	Binary  string `json:"binary"`
+	Wire    int    `json:"wire"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	FreeMB  int    `json:"freeMb"`
+	TotalMB int    `json:"totalMb"`
+	Agents  int    `json:"agents"` // live (not terminal) agents
+	LastSeq uint64 `json:"lastSeq"`
+	Home    string `json:"home"`
+	PID     int    `json:"pid"`
+}
+
+// Method names.
+const (
+	MethodAdd   = "node.add"
+	MethodList  = "node.ls"
+	MethodShow  = "node.show"
+	MethodDrain = "node.drain"
+	MethodRm    = "node.rm"
+	MethodHello = "node.hello"
+)
+
+// Events of nodes: Data has "node" and, for a state change, "from", "to" and "error".
+const (
+	EventNodeState = "node.state"
+)
+
+var _ = wire.DeclareEvents(EventNodeState)
+
+// The API, one declaration per method.
+var (
+	Add   = wire.Declare[AddParams, Result](MethodAdd, "Register a machine reached over SSH that agents may run on.")
+	List  = wire.Declare[wire.Empty, ListResult](MethodList, "The nodes: how each is reached, its state, agents, memory and version.")
+	Show  = wire.Declare[NameParams, Result](MethodShow, "One node.")
+	Drain = wire.Declare[DrainParams, Result](MethodDrain, "Stop placing agents on a node (undo: place them again).")
+	Rm    = wire.Declare[NameParams, wire.Empty](MethodRm, "Forget a node that has no live agents.")
+	Hello = wire.Declare[wire.Empty, HelloResult](MethodHello, "This server's version, binary, platform and free memory: what a coordinator links by.")
+)

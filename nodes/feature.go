@@ -1,0 +1,127 @@
+// Package nodes is the feature room of DESIGN §14: the machines orcr runs agents on
+// beyond this one, reached over SSH. It keeps the registry (`orcr node add|ls|show|
+// drain|rm` and config.toml's [[nodes]]), holds one link per node (link.go: one SSH
+// connection, every call and the event stream multiplexed over streamlocal channels to
+// the node's own `orcr serve`), and answers node.hello, the handshake every server
+// gives a coordinator that links to it.
+package nodes
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
+)
+
+// Name is the feature's name: its buckets' namespace.
+const Name = "nodes"
+
+// Options configure the nodes feature.
+type Options struct {
+	Logger *slog.Logger
+	// Home is this server's ORCR_HOME: orcr's own known_hosts lives under it.
+	Home string
+	// Self is the running orcr binary: what node.hello hashes and what a node on
+	// another version is sent.
+	Self string
+	// Config are the [[nodes]] of config.toml.
+	Config []nodeapi.Node
+	// SSHDir is ~/.ssh (its config and known_hosts); "" takes the user's.
+	SSHDir string
+	// Keepalive is how often the link asks the node's sshd whether it is there (default
+	// 5 s); a node that does not answer within Keepalive×2 is unreachable.
+	Keepalive time.Duration
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Service is the nodes feature.
+type Service struct {
+	opts   Options
+	log    *slog.Logger
+	k      core.Kernel
+	store  core.Buckets
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	nodes map[string]*node
+	// onNode is where each live agent placed on a node is: what the node caps count.
+	onNode map[string]string
+	// foldedAt is the node's UpdatedAt of the last record folded per agent.
+	foldedAt map[string]time.Time
+}
+
+var _ core.Feature = (*Service)(nil)
+
+// New builds the feature from its options; Start loads the registry and links.
+func New(o Options) (*Service, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Keepalive <= 0 {
+		o.Keepalive = 5 * time.Second
+	}
+	seen := map[string]bool{}
+	for _, n := range o.Config {
+		if err := checkName(n.Name); err != nil {
+			return nil, err
+		}
+		if seen[n.Name] {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "[[nodes]] names %q twice", n.Name)
+		}
+		seen[n.Name] = true
+	}
+	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{}}, nil
+}
+
+// Name implements core.Feature.
+func (s *Service) Name() string { return Name }
+
+// Start loads the registry (the config's nodes, then the ones added with node add) and
+// starts a link to each.
+func (s *Service) Start(ctx context.Context, k core.Kernel) error {
+	if k == nil {
+		return errors.New("nodes need the kernel")
+	}
+	s.k, s.store = k, k.Buckets()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	if err := s.startAgents(ctx); err != nil {
+		return err
+	}
+	k.Provide(Name, s)
+	s.mu.Lock()
+	for _, n := range s.nodes {
+		s.startLinkLocked(n)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Close ends every link and waits for them.
+func (s *Service) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.mu.Lock()
+	for _, n := range s.nodes {
+		if n.link != nil {
+			n.link.stop()
+		}
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}

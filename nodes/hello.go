@@ -1,0 +1,102 @@
+package nodes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"orcr/core"
+	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
+)
+
+// hello is node.hello: what this server says of itself to a coordinator.
+func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
+	sum, err := s.selfSum()
+	if err != nil {
+		return nodeapi.HelloResult{}, err
+	}
+	live := 0
+	if s.k != nil {
+		agents, err := s.k.List(ctx, wire.ListParams{})
+		if err != nil {
+			return nodeapi.HelloResult{}, err
+		}
+		for _, a := range agents {
+			if !a.State.Terminal() {
+				live++
+			}
+		}
+	}
+	r := nodeapi.HelloResult{Version: Version(), Binary: sum, Wire: wire.Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
+		FreeMB: core.FreeMemoryMB(), TotalMB: core.MemTotalMB(), Agents: live, Home: s.opts.Home, PID: os.Getpid()}
+	if s.k != nil {
+		r.LastSeq = s.k.LastSeq()
+	}
+	return r, nil
+}
+
+var selfSums sync.Map // path → sha256 hex
+
+// selfSum is the SHA-256 of this server's binary, read once.
+func (s *Service) selfSum() (string, error) {
+	return fileSum(s.opts.Self)
+}
+
+func fileSum(path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("no binary path known")
+	}
+	if v, ok := selfSums.Load(path); ok {
+		return v.(string), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read own binary: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read own binary: %w", err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	selfSums.Store(path, sum)
+	return sum, nil
+}
+
+// Version is the module version, or the VCS revision a source build records (as
+// `orcr version` prints it).
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		return rev + dirty
+	}
+	if v == "" {
+		return "(devel)"
+	}
+	return v
+}

@@ -1,0 +1,287 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
+)
+
+// The registry: every node is a record in the bucket "nodes" (node add) or a [[nodes]]
+// entry of config.toml; a config node's drain is kept in the bucket "drained", since
+// the file is the user's. A name is in one place only: node add refuses a name the
+// config has, and a config entry shadows a stored one of the same name (logged).
+
+const (
+	bucketNodes   = "nodes"
+	bucketDrained = "drained"
+)
+
+// node is one registered node and its link.
+type node struct {
+	spec nodeapi.Node // the registry's fields
+	link *link
+}
+
+var nodeName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+func checkName(name string) error {
+	if name == "local" {
+		return wire.Errorf(wire.CodeInvalidParams, "node name %q is this machine's; pick another", name)
+	}
+	if !nodeName.MatchString(name) {
+		return wire.Errorf(wire.CodeInvalidParams, "node name %q: use a lowercase letter, then letters, digits or -, at most 32 characters", name)
+	}
+	return nil
+}
+
+// sshDir is ~/.ssh, or the directory the options name.
+func (s *Service) sshDir() string {
+	if s.opts.SSHDir != "" {
+		return s.opts.SSHDir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".ssh")
+}
+
+// resolve reads the node's destination against the ssh config as it is now.
+func (s *Service) resolve(n nodeapi.Node) (target, error) {
+	dir := s.sshDir()
+	cfg, err := parseSSHConfig(filepath.Join(dir, "config"), dir)
+	if err != nil {
+		return target{}, err
+	}
+	return resolveTarget(n.SSH, n.IdentityFile, cfg)
+}
+
+func (s *Service) load(ctx context.Context) error {
+	drained := map[string]bool{}
+	if err := s.store.Scan(ctx, bucketDrained, func(k string, _ []byte) bool {
+		drained[k] = true
+		return true
+	}); err != nil {
+		return fmt.Errorf("nodes: load drained: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.opts.Config {
+		n.Source = "config"
+		n.Draining = drained[n.Name]
+		s.nodes[n.Name] = &node{spec: n}
+	}
+	var bad error
+	err := s.store.Scan(ctx, bucketNodes, func(k string, v []byte) bool {
+		var n nodeapi.Node
+		if err := json.Unmarshal(v, &n); err != nil {
+			bad = fmt.Errorf("nodes: record %s: %w", k, err)
+			return false
+		}
+		if _, dup := s.nodes[n.Name]; dup {
+			s.log.Warn("node added with node add is also in config.toml; the config's entry is used", "node", n.Name)
+			return true
+		}
+		n.Source = "cli"
+		s.nodes[n.Name] = &node{spec: n}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("nodes: load: %w", err)
+	}
+	return bad
+}
+
+// persistent is what a record keeps: the registry's fields, none of the link's.
+func persistent(n nodeapi.Node) nodeapi.Node {
+	return nodeapi.Node{Name: n.Name, SSH: n.SSH, IdentityFile: n.IdentityFile, MaxAgents: n.MaxAgents,
+		Accounts: n.Accounts, Labels: n.Labels, AcceptNewHostKey: n.AcceptNewHostKey, Draining: n.Draining,
+		Source: n.Source, AddedAt: n.AddedAt}
+}
+
+func (s *Service) save(ctx context.Context, n nodeapi.Node) error {
+	if n.Source == "config" {
+		if n.Draining {
+			return s.store.Put(ctx, bucketDrained, n.Name, []byte("1"))
+		}
+		return s.store.Delete(ctx, bucketDrained, n.Name)
+	}
+	b, err := json.Marshal(persistent(n))
+	if err != nil {
+		return err
+	}
+	return s.store.Put(ctx, bucketNodes, n.Name, b)
+}
+
+// firstLinkWait is how long node add waits for the first link to say how it went.
+const firstLinkWait = 20 * time.Second
+
+// Add registers a node and starts its link; it returns once the first attempt to link
+// has ended (or firstLinkWait passed), so a refused host key or a wrong user is said
+// at once. The node stays registered either way, and the link keeps trying.
+func (s *Service) Add(ctx context.Context, p nodeapi.AddParams) (nodeapi.Node, error) {
+	if err := checkName(p.Name); err != nil {
+		return nodeapi.Node{}, err
+	}
+	if p.MaxAgents < 0 {
+		return nodeapi.Node{}, wire.Errorf(wire.CodeInvalidParams, "--max-agents %d: give 0 (no cap of its own) or more", p.MaxAgents)
+	}
+	n := nodeapi.Node{Name: p.Name, SSH: p.SSH, IdentityFile: p.IdentityFile, MaxAgents: p.MaxAgents,
+		Accounts: p.Accounts, Labels: p.Labels, AcceptNewHostKey: p.AcceptNewHostKey, Source: "cli", AddedAt: s.opts.Now().UTC()}
+	if p.IdentityFile != "" {
+		if !filepath.IsAbs(expandTilde(p.IdentityFile)) {
+			return nodeapi.Node{}, wire.Errorf(wire.CodeInvalidParams, "--identity-file %q: give an absolute path", p.IdentityFile)
+		}
+		if _, err := os.Stat(expandTilde(p.IdentityFile)); err != nil {
+			return nodeapi.Node{}, wire.Errorf(wire.CodeInvalidParams, "--identity-file %s: %v", p.IdentityFile, err)
+		}
+	}
+	if _, err := s.resolve(n); err != nil {
+		return nodeapi.Node{}, wire.Errorf(wire.CodeInvalidParams, "node %s: %v", p.Name, err)
+	}
+	s.mu.Lock()
+	if old, dup := s.nodes[p.Name]; dup {
+		s.mu.Unlock()
+		where := "remove it first: orcr node rm " + p.Name
+		if old.spec.Source == "config" {
+			where = "it is a [[nodes]] entry of config.toml"
+		}
+		return nodeapi.Node{}, wire.Errorf(wire.CodeNameTaken, "node %s already exists (%s); %s", p.Name, old.spec.SSH, where)
+	}
+	nd := &node{spec: n}
+	s.nodes[p.Name] = nd
+	s.mu.Unlock()
+	if err := s.save(ctx, n); err != nil {
+		s.mu.Lock()
+		delete(s.nodes, p.Name)
+		s.mu.Unlock()
+		return nodeapi.Node{}, err
+	}
+	s.mu.Lock()
+	l := s.startLinkLocked(nd)
+	s.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, firstLinkWait)
+	defer cancel()
+	l.waitFirst(wctx)
+	return s.Show(ctx, p.Name)
+}
+
+// List is every node with what its link knows, by name.
+func (s *Service) List(context.Context) []nodeapi.Node {
+	s.mu.Lock()
+	out := make([]nodeapi.Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, s.viewLocked(n))
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Show is one node.
+func (s *Service) Show(_ context.Context, name string) (nodeapi.Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return nodeapi.Node{}, s.notFoundLocked(name)
+	}
+	return s.viewLocked(n), nil
+}
+
+func (s *Service) notFoundLocked(name string) error {
+	if len(s.nodes) == 0 {
+		return wire.Errorf(wire.CodeNotFound, "no node %s; none is registered (orcr node add NAME user@host)", name)
+	}
+	names := make([]string, 0, len(s.nodes))
+	for k := range s.nodes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return wire.Errorf(wire.CodeNotFound, "no node %s; the nodes are: %v", name, names)
+}
+
+// viewLocked is the node as clients see it: the registry's fields, the resolved
+// destination and the link's state.
+func (s *Service) viewLocked(n *node) nodeapi.Node {
+	v := n.spec
+	if t, err := s.resolve(n.spec); err == nil {
+		v.User, v.Addr, v.Port = t.User, t.Addr, t.Port
+	}
+	if n.link != nil {
+		n.link.fill(&v)
+	} else {
+		v.State = nodeapi.StateConnecting
+	}
+	if v.Draining && v.State == nodeapi.StateUp {
+		v.State = nodeapi.StateDraining
+	}
+	return v
+}
+
+// Drain stops placing agents on a node (undo: places them again).
+func (s *Service) Drain(ctx context.Context, p nodeapi.DrainParams) (nodeapi.Node, error) {
+	s.mu.Lock()
+	n, ok := s.nodes[p.Name]
+	if !ok {
+		err := s.notFoundLocked(p.Name)
+		s.mu.Unlock()
+		return nodeapi.Node{}, err
+	}
+	spec := n.spec
+	spec.Draining = !p.Undo
+	s.mu.Unlock()
+	if err := s.save(ctx, spec); err != nil {
+		return nodeapi.Node{}, err
+	}
+	s.mu.Lock()
+	n.spec.Draining = spec.Draining
+	s.mu.Unlock()
+	s.k.Readmit()
+	return s.Show(ctx, p.Name)
+}
+
+// Remove forgets a node that has no live agents and ends its link.
+func (s *Service) Remove(ctx context.Context, name string) error {
+	s.mu.Lock()
+	n, ok := s.nodes[name]
+	if !ok {
+		err := s.notFoundLocked(name)
+		s.mu.Unlock()
+		return err
+	}
+	if n.spec.Source == "config" {
+		s.mu.Unlock()
+		return wire.Errorf(wire.CodeNotAllowed, "node %s is a [[nodes]] entry of config.toml; remove it there", name)
+	}
+	if live := s.liveOnLocked(name); live > 0 {
+		s.mu.Unlock()
+		return wire.Errorf(wire.CodeNotAllowed, "node %s has %d live agents; drain it (orcr node drain %s) and let them end, or kill them, then remove it", name, live, name)
+	}
+	delete(s.nodes, name)
+	s.mu.Unlock()
+	if n.link != nil {
+		n.link.stop()
+	}
+	if err := s.store.Delete(ctx, bucketNodes, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// liveOnLocked is how many live agents the node has, as its link last saw.
+func (s *Service) liveOnLocked(name string) int {
+	n := s.nodes[name]
+	if n == nil || n.link == nil {
+		return 0
+	}
+	var v nodeapi.Node
+	n.link.fill(&v)
+	return v.Agents
+}
