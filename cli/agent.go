@@ -36,6 +36,12 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.StringFlag{Name: "role", Usage: "spawn from role R ($XDG_CONFIG_HOME/orcr/roles/R.toml)"},
 					&cli.StringSliceFlag{Name: "var", Usage: "K=V for the role's prompt template (repeatable)"},
 					&cli.StringFlag{Name: "account", Usage: "run on this account of the provider (a label from [[accounts.<provider>]]); admission waits for it"},
+					&cli.StringFlag{Name: "identity", Usage: "act as identity NAME ($XDG_CONFIG_HOME/orcr/identities/NAME): its AGENTS.md and memory"},
+					&cli.IntFlag{Name: "spawn-max-children", Value: -1, DefaultText: "unbounded", Usage: "it may run at most N children at once from its pane"},
+					&cli.IntFlag{Name: "spawn-max-depth", Value: -1, DefaultText: "unbounded", Usage: "what it spawns may be at most N levels below it (0: it spawns nothing)"},
+					&cli.StringSliceFlag{Name: "spawn-providers", Usage: "it may spawn only these providers (comma-separated)"},
+					&cli.StringSliceFlag{Name: "spawn-roles", Usage: "it may spawn only from these roles (comma-separated)"},
+					&cli.FloatFlag{Name: "spawn-budget-usd", Value: -1, DefaultText: "unbounded", Usage: "it spawns nothing once it and the agents under it cost USD"},
 					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
 					jsonFlag(),
 				},
@@ -199,6 +205,12 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		p.Cwd, _ = os.Getwd()
 	}
 	p.Role = c.String("role")
+	p.Identity = c.String("identity")
+	sp, err := spawnFlags(c)
+	if err != nil {
+		return err
+	}
+	p.Spawn = sp
 	for _, kv := range c.StringSlice("var") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -227,6 +239,11 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 	a := aRes.Agent
 	if err != nil {
 		return err
+	}
+	for _, n := range a.RoleNotes {
+		if strings.HasPrefix(n, "warning: ") {
+			fmt.Fprintln(app.err, "orcr: "+n)
+		}
 	}
 	if w := c.String("wait"); w != "" {
 		return app.agentWait(ctx, a.ID, w, 0, c.Bool("json"))
@@ -360,4 +377,47 @@ func loginCommand(provider string) string {
 		return "codex login (or set OPENAI_API_KEY)"
 	}
 	return provider + " /login"
+}
+
+// spawnFlags is the --spawn-* flags' policy (nil when none is given).
+func spawnFlags(c *cli.Command) (*wire.SpawnPolicy, error) {
+	var sp wire.SpawnPolicy
+	for _, f := range []struct {
+		name string
+		to   **int
+	}{{"spawn-max-children", &sp.MaxChildren}, {"spawn-max-depth", &sp.MaxDepth}} {
+		if c.IsSet(f.name) {
+			n := int(c.Int(f.name))
+			if n < 0 {
+				return nil, fmt.Errorf("--%s %d: give 0 or more", f.name, n)
+			}
+			*f.to = &n
+		}
+	}
+	if c.IsSet("spawn-budget-usd") {
+		v := c.Float("spawn-budget-usd")
+		if err := wire.CheckFloat("agent run", "--spawn-budget-usd", v, 0, wire.MaxUSD); err != nil {
+			return nil, err
+		}
+		sp.BudgetUSD = &v
+	}
+	sp.Providers = splitList(c.StringSlice("spawn-providers"))
+	sp.Roles = splitList(c.StringSlice("spawn-roles"))
+	if sp.Empty() {
+		return nil, nil
+	}
+	return &sp, nil
+}
+
+// splitList is a repeatable flag's values with commas also splitting.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, x := range strings.Split(v, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
 }

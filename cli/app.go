@@ -195,9 +195,11 @@ func NewApp(o Options) *cli.Command {
 		ErrWriter: app.err,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "serve", Usage: "run the server headless (same as `orcr serve`)"},
+			httpFlag(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Action: func(ctx context.Context, c *cli.Command) error {
+			ctx = withHTTP(ctx, c)
 			if c.Bool("serve") {
 				return app.serve(ctx)
 			}
@@ -264,6 +266,8 @@ func NewApp(o Options) *cli.Command {
 		app.catalogCommand(),
 		app.planCommand(),
 		app.mcpCommand(),
+		app.workflowCommand(),
+		app.webCommand(),
 	}
 	for _, c := range clients {
 		app.needsServer(c, app.mustConnect)
@@ -279,7 +283,8 @@ func NewApp(o Options) *cli.Command {
 	root.Commands = append([]*cli.Command{{
 		Name:   "serve",
 		Usage:  "run the server headless for scripts and remote use",
-		Action: func(ctx context.Context, c *cli.Command) error { return app.serve(ctx) },
+		Flags:  []cli.Flag{httpFlag()},
+		Action: func(ctx context.Context, c *cli.Command) error { return app.serve(withHTTP(ctx, c)) },
 	}}, clients...)
 	root.Commands = append(root.Commands,
 		doctor,

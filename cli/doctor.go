@@ -11,6 +11,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/wire"
+	webapi "orcr/web/api"
 )
 
 // doctorReport is `orcr doctor --json`.
@@ -19,6 +20,8 @@ type doctorReport struct {
 	Config    string           `json:"config"`
 	ConfigErr string           `json:"configError,omitempty"`
 	Server    *wire.InfoResult `json:"server"`
+	// Web is the running server's web gateway (nil when no server runs).
+	Web *webapi.StatusResult `json:"web,omitempty"`
 	Probe
 }
 
@@ -34,6 +37,9 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	if cl := service(ctx); cl != nil {
 		if info, err := wire.Call(ctx, cl, wire.Info, wire.Empty{}); err == nil {
 			r.Server = &info
+			if st, err := wire.Call(ctx, cl, webapi.Status, wire.Empty{}); err == nil {
+				r.Web = &st
+			}
 		}
 	}
 	if app.daemon.Probe == nil {
@@ -56,6 +62,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 			fmt.Fprintf(w, "limits   %d of %d connections open; per connection %d requests at once, %d MiB of unread answers ([server] in the config)\n",
 				l.Connections, l.MaxConnections, l.MaxInFlight, l.MaxUnread>>20)
 		}
+		fmt.Fprintln(w, webLine(r.Web, cfg.HTTP.Listen))
 	} else {
 		fmt.Fprintln(w, "server   not running — start it with `orcr serve` or open the dashboard with `orcr`")
 	}
@@ -192,4 +199,21 @@ func loginFiles(sh string) string {
 		return "fish_add_path in ~/.config/fish/config.fish"
 	}
 	return "~/.profile"
+}
+
+// webLine is doctor's line on the web gateway.
+func webLine(st *webapi.StatusResult, configured string) string {
+	switch {
+	case st == nil:
+		return "web      unknown (the server does not serve web.status)"
+	case st.Error != "":
+		return "web      NOT SERVING: " + st.Error
+	case st.Listen == "":
+		if configured != "" {
+			return fmt.Sprintf("web      off in this server ([http] listen = %q is read at start: restart the server)", configured)
+		}
+		return "web      off — serve it with `orcr serve --http 127.0.0.1:7070` or [http] listen in the config"
+	}
+	return fmt.Sprintf("web      %s (%d paired browsers, %d tokens, %d event streams open; pair one: orcr web pair)",
+		st.URL, len(st.Devices), st.Tokens, st.Clients)
 }

@@ -63,6 +63,10 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	row("provider", a.Provider)
 	row("model", a.Model)
 	roleRows(tw, a, explain)
+	row("identity", a.Identity)
+	if !a.Spawn.Empty() {
+		row("spawn", a.Spawn.String())
+	}
 	row("prompt", promptLine(a.Prompt))
 	row("parent", strings.TrimSpace(a.ParentPath+" "+a.ParentID))
 	row("argv", strings.Join(a.Argv, " "))

@@ -127,6 +127,12 @@ func printRole(w io.Writer, r roleapi.Role) {
 	row("max_turns", fmt.Sprint(r.MaxTurns))
 	row("soft_timeout", (time.Duration(r.SoftTimeoutSeconds) * time.Second).String())
 	row("hard_timeout", (time.Duration(r.HardTimeoutSeconds) * time.Second).String())
+	if r.Identity != "" {
+		row("identity", r.Identity)
+	}
+	if !r.Spawn.Empty() {
+		row("spawn", r.Spawn.String())
+	}
 	tw.Flush()
 }
 

@@ -36,6 +36,7 @@ type Config struct {
 	Accounts  Accounts                     `toml:"accounts"`
 	GitHub    GitHub                       `toml:"github"`
 	Notify    Notify                       `toml:"notify"`
+	HTTP      HTTP                         `toml:"http"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -83,6 +84,13 @@ type Server struct {
 	MaxUnreadMB    int `toml:"max_unread_mb"`
 }
 
+// HTTP is the [http] table: the web gateway (DESIGN §15). Off unless Listen is set.
+type HTTP struct {
+	// Listen is the address the gateway serves on ("127.0.0.1:7070"); an address
+	// other than loopback needs a web token to exist.
+	Listen string `toml:"listen"`
+}
+
 // GC configures lifecycle collection; durations use Go syntax ("10m", "24h").
 type GC struct {
 	ExitedGrace string `toml:"exited_grace"`
@@ -117,6 +125,10 @@ type Notify struct {
 	PlanDrafted *bool `toml:"plan_drafted"`
 	RunAsks     *bool `toml:"run_asks"`
 	RunFailed   *bool `toml:"run_failed"`
+	// Command is run by the server (sh -c) for each event that needs the user, the
+	// event as JSON on its stdin (e.g. notify-send, or curl -d @- to ntfy); the kinds
+	// above turn it off per kind too.
+	Command string `toml:"command"`
 	// OSC picks the terminal's notification sequence when notify-send is not used:
 	// "9", "777", or "" to pick by the terminal.
 	OSC string `toml:"osc"`

@@ -84,6 +84,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		Limits: wire.AgentLimits{MaxTurns: old.Limits.MaxTurns, SoftTimeoutSeconds: old.Limits.SoftTimeoutSeconds,
 			HardTimeoutSeconds: old.Limits.HardTimeoutSeconds, BudgetUSD: old.Limits.BudgetUSD, BudgetAction: old.Limits.BudgetAction},
 		SessionID: old.SessionID, Transcript: old.Transcript, ResumedFrom: old.ID,
+		Identity: old.Identity, Spawn: old.Spawn,
 		Account: old.Account, // the session lives in that account's config dir
 		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,

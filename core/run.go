@@ -88,7 +88,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
 			HardTimeoutSeconds: p.HardTimeoutSeconds, BudgetUSD: p.BudgetUSD, BudgetAction: p.BudgetAction},
-		Account: p.Account, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Account: p.Account, Identity: p.Identity, Spawn: p.Spawn, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	if parent != nil {

@@ -12,6 +12,8 @@ import (
 	"orcr/orchestrate/run"
 	"orcr/roles"
 	"orcr/schedule"
+	"orcr/web"
+	"orcr/workflow"
 )
 
 // TestEveryDeclaredMethodIsServed fails when a method declared in core/wire or an api
@@ -21,7 +23,7 @@ import (
 // builds closures only, so the features need not be started.)
 func TestEveryDeclaredMethodIsServed(t *testing.T) {
 	hs := serverMethods(nil, (*schedule.Service)(nil), (*roles.Service)(nil), (*accounts.Service)(nil),
-		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), mcp.New())
+		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil), mcp.New())
 	table, err := wire.NewHandlers(hs)
 	if err != nil {
 		t.Fatal(err)

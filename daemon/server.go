@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -39,6 +40,11 @@ import (
 	"orcr/roles"
 	"orcr/schedule"
 	"orcr/store"
+	"orcr/web"
+	webapi "orcr/web/api"
+	"orcr/workflow"
+	"orcr/workflow/identity"
+	"orcr/workflow/spawnpolicy"
 )
 
 // newLogger writes slog records to a rotated file under home — never to the
@@ -68,6 +74,11 @@ type server struct {
 	// the listeners' GitHub client is remade and a failing github listener retried.
 	listen *listen.Service
 	github *githubClients // the listeners' GitHub client, remade on a reload
+	// web is the HTTP gateway over the same handlers as the socket (DESIGN §15);
+	// webAddr is where it serves ("" when off), webErr why it does not although asked.
+	web     *web.Service
+	webAddr string
+	webErr  error
 	// methods are every socket method's handler: the kernel's and each feature's.
 	methods []wire.Handler
 	sock    *socket.Server
@@ -153,12 +164,24 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	wf := workflow.New(workflow.Options{Home: home, Logger: s.log})
 	// The features, in the order they start (and the reverse of their close). Each
 	// finds the others through the kernel's registry when it needs them, so the order
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, mcp.New()}
+	// Identities and the spawn policy shape and check spawns from their first one on.
+	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
+	listenHTTP := cfg.HTTP.Listen
+	if a, ok := webapi.ListenFrom(ctx); ok {
+		listenHTTP = a
+	}
+	notifyOff := map[string]bool{}
+	for kind, on := range cfg.Notify.Kinds() {
+		notifyOff[kind] = !on
+	}
+	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, s.web, mcp.New()}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
@@ -180,6 +203,11 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	s.sock = sock
+	// The gateway serves the very table the socket serves.
+	s.webAddr, s.webErr = s.web.Serve(s.methods)
+	if s.webErr != nil && !errors.Is(s.webErr, web.ErrNoToken) {
+		return nil, s.webErr
+	}
 	s.done = make(chan error, 1)
 	sock.SetLimits(socket.Limits{MaxConnections: cfg.Server.MaxConnections, MaxInFlight: cfg.Server.MaxInFlight,
 		MaxUnread: cfg.Server.MaxUnreadMB << 20})
@@ -358,6 +386,7 @@ func Serve(ctx context.Context, stderr io.Writer) error {
 	}
 	info, _ := s.engine.Info(ctx)
 	fmt.Fprintf(stderr, "orcr: serving %s on %s (host %s: %s)\n", info.Home, info.Socket, info.Host, info.HostWhy)
+	s.sayWeb(stderr)
 	select {
 	case <-ctx.Done():
 	case err = <-s.done:
@@ -475,4 +504,26 @@ func homeErr(home string, err error) error {
 			"make it writable, or point ORCR_HOME at a writable directory (e.g. ORCR_HOME=$HOME/.local/state/orcr)", home, err)
 	}
 	return fmt.Errorf("ORCR_HOME %s: %w", home, err)
+}
+
+// sayWeb tells on stderr where the web gateway serves, or why it does not.
+func (s *server) sayWeb(stderr io.Writer) {
+	switch {
+	case s.webErr != nil:
+		fmt.Fprintf(stderr, "orcr: warning: %v\n", s.webErr)
+	case s.webAddr != "":
+		if !webLoopback(s.webAddr) {
+			fmt.Fprintf(stderr, "orcr: warning: the web gateway listens on %s, beyond this machine: anyone who can reach it and holds a token acts as you; serve it behind TLS\n", s.webAddr)
+		}
+		fmt.Fprintf(stderr, "orcr: web gateway on http://%s (pair a browser: orcr web pair)\n", s.webAddr)
+	}
+}
+
+func webLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -235,6 +235,9 @@ func actionSummary(a Action) string {
 	if a.IsPlan() {
 		return "plan " + a.Plan.Text
 	}
+	if a.IsWorkflow() {
+		return "workflow " + a.Workflow
+	}
 	who := a.Provider
 	if a.Role != "" {
 		who = "role " + a.Role

@@ -43,10 +43,50 @@ const maxPrompt = 120 << 10
 type dispatcher struct{ s *Service }
 
 func (d *dispatcher) Dispatch(ctx context.Context, l Listener, e Event, target string) error {
+	if l.Action.IsWorkflow() {
+		return d.workflow(ctx, l, e)
+	}
 	if l.Action.IsPlan() {
 		return d.plan(ctx, l, e, target)
 	}
 	return d.agent(ctx, l, e, target)
+}
+
+// workflowTrigger is what a listener's workflow run records as its trigger: it names
+// the event, so Done finds the run a dispatch started.
+func workflowTrigger(listener, event string) string {
+	return "listener " + listener + " event " + event
+}
+
+func (d *dispatcher) workflow(ctx context.Context, l Listener, e Event) error {
+	wf := d.s.workflows()
+	if wf == nil {
+		return errors.New("this server runs no workflows")
+	}
+	repo := ""
+	if l.Action.Repo.Text != "" {
+		var err error
+		if repo, err = l.Action.Repo.Render(e.Vars); err != nil {
+			return Permanent(err)
+		}
+		if rest, ok := strings.CutPrefix(repo, "~/"); ok {
+			home, _ := os.UserHomeDir()
+			repo = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(repo) {
+			return Permanent(fmt.Errorf("repo %q (from %q) is not an absolute path", repo, l.Action.Repo.Text))
+		}
+	}
+	id, err := wf.StartWorkflow(ctx, l.Action.Workflow, repo, e.Vars, workflowTrigger(l.Name, e.ID))
+	if err != nil {
+		if c := wire.CodeOf(err); c == wire.CodeNotFound || c == wire.CodeInvalidParams {
+			return Permanent(err) // the file is missing or does not load: not this event's fault, but no retry fixes it
+		}
+		return err
+	}
+	d.s.publish(l.Name, listenapi.EventListenerDispatched, "listener."+l.Source.Type,
+		map[string]any{"event": e.ID, "target": l.Action.Workflow, "workflowRun": id})
+	return nil
 }
 
 func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target string) error {
@@ -64,7 +104,7 @@ func (d *dispatcher) agent(ctx context.Context, l Listener, e Event, target stri
 	}
 	env := map[string]string{EnvListener: l.Name, EnvListenerEvent: e.ID}
 	p := wire.RunParams{Path: target, Provider: a.Provider, Model: a.Model, Prompt: prompt,
-		Priority: a.Priority, Cwd: a.Cwd, Env: env}
+		Priority: a.Priority, Cwd: a.Cwd, Env: env, Identity: a.Identity}
 	if a.Role != "" {
 		// The role's prompt template (when the listener gives no prompt) and its
 		// worktree read the event's vars, as they read --var.
@@ -154,6 +194,13 @@ func (d *dispatcher) plan(ctx context.Context, l Listener, e Event, name string)
 // target carrying its event in the environment, or a plan of its name made since the
 // dispatch began.
 func (d *dispatcher) Done(ctx context.Context, dp Dispatch) (bool, error) {
+	if dp.Workflow {
+		wf := d.s.workflows()
+		if wf == nil {
+			return false, nil
+		}
+		return wf.Triggered(ctx, workflowTrigger(dp.Event.Vars["listener"], dp.Event.ID))
+	}
 	if dp.Plan {
 		plans := d.s.plans()
 		if plans == nil {

@@ -81,13 +81,14 @@ command = "echo '{\"id\": \"T1\", \"title\": \"Crash on start\"}'"
 [action]
 path = "tri/{{id}}"
 role = "triage"
+identity = "maintainer"
 command = "true"
 `)
 	wait.For(t, 5*time.Second, "triage dispatches", func() bool { return len(r.ag.paths()) == 1 })
 	r.ag.mu.Lock()
 	p := r.ag.params[0]
 	r.ag.mu.Unlock()
-	if p.Role != "triage" || p.Provider != "" || p.Prompt != "" || p.Vars["title"] != "Crash on start" || p.Vars["id"] != "T1" ||
+	if p.Role != "triage" || p.Identity != "maintainer" || p.Provider != "" || p.Prompt != "" || p.Vars["title"] != "Crash on start" || p.Vars["id"] != "T1" ||
 		p.Vars["listener"] != "triage" || p.Env[EnvListenerEvent] != "T1" || p.Env["ORCR_EVENT_TITLE"] != "Crash on start" ||
 		strings.Join(p.Argv, " ") != "sh -c true" {
 		t.Fatalf("run params %+v", p)

@@ -47,3 +47,20 @@ func (s *Service) plans() Plans {
 	p, _ := core.Lookup[Plans](s.k, PlansCapability)
 	return p
 }
+
+// WorkflowsCapability is the workflows feature as listeners ask it (Workflows).
+const WorkflowsCapability = "workflows"
+
+// Workflows is the part of the workflows feature a workflow action uses: start a
+// run (the event's vars fill the workflow's vars of the same names; others are left
+// out), and say whether a run with a trigger was started (a dispatch begun before a
+// restart).
+type Workflows interface {
+	StartWorkflow(ctx context.Context, name, repo string, vars map[string]string, trigger string) (id string, err error)
+	Triggered(ctx context.Context, trigger string) (bool, error)
+}
+
+func (s *Service) workflows() Workflows {
+	w, _ := core.Lookup[Workflows](s.k, WorkflowsCapability)
+	return w
+}

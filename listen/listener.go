@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -59,16 +60,25 @@ type Action struct {
 	Provider string
 	Model    string
 	Priority int
+	// Identity is the identity the agent acts as (DESIGN §18; "" for none).
+	Identity string
 	// Command is what a shell-provider agent runs (sh -c; not a template: the event's
 	// vars reach it as ORCR_EVENT_* environment variables, never spliced into the
 	// command line, so an issue title cannot inject shell).
 	Command string
 	// Cwd is the agent's working directory (absolute, or ~/…); "" is the server's.
 	Cwd string
+	// Workflow starts a run of that workflow (DESIGN §18) instead: the event's vars
+	// fill the workflow's [vars] of the same names; Repo, when set, is where its
+	// .orcr/workflows is read and its steps run.
+	Workflow string
 }
 
 // IsPlan says the action drafts a plan instead of spawning an agent.
 func (a Action) IsPlan() bool { return a.Plan.Text != "" }
+
+// IsWorkflow says the action starts a workflow run instead of spawning an agent.
+func (a Action) IsWorkflow() bool { return a.Workflow != "" }
 
 // RateLimit is one [[rate_limits]] entry: at most Max dispatches in any Per.
 type RateLimit struct {
@@ -127,11 +137,13 @@ type fileDoc struct {
 		Repo     string `toml:"repo"`
 		Lead     string `toml:"lead"`
 		Role     string `toml:"role"`
+		Identity string `toml:"identity"`
 		Provider string `toml:"provider"`
 		Model    string `toml:"model"`
 		Priority int64  `toml:"priority"`
 		Command  string `toml:"command"`
 		Cwd      string `toml:"cwd"`
+		Workflow string `toml:"workflow"`
 	} `toml:"action"`
 	RateLimits []struct {
 		Max int64  `toml:"max"`
@@ -278,7 +290,7 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	}
 	a := doc.Action
 	if !md.IsDefined("action") {
-		return fail(0, "an [action] is needed: path and prompt to spawn an agent, or plan = \"…\"")
+		return fail(0, "an [action] is needed: path and prompt to spawn an agent, plan = \"…\", or workflow = \"…\"")
 	}
 	known, closed := VarsFor(l.Source.Type)
 	if !closed {
@@ -292,6 +304,9 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 		return t, nil
 	}
 	var err error
+	if a.Workflow != "" {
+		return l.parseWorkflow(doc, md, tmpl)
+	}
 	if a.Plan != "" {
 		return l.parsePlan(doc, md, tmpl)
 	}
@@ -327,6 +342,9 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	if a.Role != "" && ValidateName(a.Role) != nil {
 		return fail(md.Line("action.role"), "role %q: a role file's name, [a-z0-9] then [a-z0-9._-] (see orcr role ls)", a.Role)
 	}
+	if a.Identity != "" && ValidateName(a.Identity) != nil {
+		return fail(md.Line("action.identity"), "identity %q: an identity directory's name, [a-z0-9] then [a-z0-9._-]", a.Identity)
+	}
 	if a.Priority < -1000 || a.Priority > 1000 {
 		return fail(md.Line("action.priority"), "priority %d: use -1000 to 1000", a.Priority)
 	}
@@ -339,7 +357,7 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 		}
 	}
 	l.Action.Role, l.Action.Provider, l.Action.Model, l.Action.Priority = a.Role, a.Provider, a.Model, int(a.Priority)
-	l.Action.Command = a.Command
+	l.Action.Command, l.Action.Identity = a.Command, a.Identity
 	if a.Cwd != "" {
 		cwd := a.Cwd
 		if rest, ok := strings.CutPrefix(cwd, "~/"); ok {
@@ -354,13 +372,44 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 	return nil
 }
 
+// workflowName is a workflow file's name, as the workflows feature takes it.
+var workflowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// parseWorkflow reads an action that starts a workflow run: workflow (its name) and
+// repo (optional).
+func (l *Listener) parseWorkflow(doc fileDoc, md *strictfile.Doc, tmpl func(key, text string) (Template, error)) error {
+	fail := func(line int, format string, a ...any) error {
+		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
+	}
+	a := doc.Action
+	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd", "plan", "request", "lead"} {
+		if md.IsDefined("action", k) {
+			return fail(md.Line("action."+k), "an action with workflow starts a workflow run (workflow, repo); %s belongs to another kind of action", k)
+		}
+	}
+	if !workflowName.MatchString(a.Workflow) {
+		return fail(md.Line("action.workflow"), "workflow %q: the name of a workflow file (.orcr/workflows/NAME.toml)", a.Workflow)
+	}
+	l.Action.Workflow = a.Workflow
+	if a.Repo != "" {
+		if !strings.HasPrefix(a.Repo, "/") && !strings.HasPrefix(a.Repo, "~/") {
+			return fail(md.Line("action.repo"), "repo %q: give an absolute path (or ~/…) to a local checkout", a.Repo)
+		}
+		var err error
+		if l.Action.Repo, err = tmpl("repo", a.Repo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parsePlan reads an action that drafts a plan: plan (the name), request, repo, lead.
 func (l *Listener) parsePlan(doc fileDoc, md *strictfile.Doc, tmpl func(key, text string) (Template, error)) error {
 	fail := func(line int, format string, a ...any) error {
 		return &ParseError{Name: l.Name, Line: line, Msg: fmt.Sprintf(format, a...)}
 	}
 	a := doc.Action
-	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd"} {
+	for _, k := range []string{"path", "prompt", "role", "provider", "model", "priority", "command", "cwd", "identity"} {
 		if md.IsDefined("action", k) {
 			return fail(md.Line("action."+k), "an action with plan drafts a plan (plan, request, repo, lead); %s belongs to spawning an agent", k)
 		}

@@ -86,6 +86,8 @@ type Dispatch struct {
 	Target string    `json:"target"` // the agent's path, or the plan's name
 	At     time.Time `json:"at"`
 	Plan   bool      `json:"plan,omitempty"` // the action drafts a plan
+	// Workflow says the action starts a workflow run (Target: the workflow).
+	Workflow bool `json:"workflow,omitempty"`
 }
 
 // HeldEvent is a held event and its place in the listener's queue.

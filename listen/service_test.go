@@ -206,10 +206,12 @@ func TestServiceAPIDocuments(t *testing.T) {
 	r := newSvcRig(t)
 	ctx := context.Background()
 	for doc, want := range map[string]string{
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"Impl or\"\n":   "line 7: role",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                  "needs repo",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nrole = \"x\"\n":     "line 7: an action with plan",
-		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n": "needs command",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nrole = \"Impl or\"\n":                                           "line 7: role",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\n":                                                                          "needs repo",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nrole = \"x\"\n":                                             "line 7: an action with plan",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\ncommand = \"true\"\nidentity = \"A B\"\n": "line 9: identity",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\nplan = \"{{id}}\"\nrepo = \"/r\"\nidentity = \"x\"\n":                                         "line 7: an action with plan",
+		"[source]\ntype = \"shell\"\ncommand = \"true\"\n[action]\npath = \"a\"\nprompt = \"x\"\nprovider = \"shell\"\n":                                         "needs command",
 	} {
 		_, err := r.svc.ListenerPut(ctx, listenapi.ListenerPutParams{Name: "api", Document: doc})
 		var we *wire.Error

@@ -396,7 +396,7 @@ func isStoreErr(err error) bool {
 // processed mark, and the held record dropped. rest is how many stay held after it.
 func (t *Ticker) dispatch(ctx context.Context, st *State, lim *Limiter, h HeldEvent, target string, now time.Time, rest int) error {
 	name, e := t.Listener.Name, h.Event
-	d := Dispatch{Event: e, Target: target, At: now, Plan: t.Listener.Action.IsPlan()}
+	d := Dispatch{Event: e, Target: target, At: now, Plan: t.Listener.Action.IsPlan(), Workflow: t.Listener.Action.IsWorkflow()}
 	if err := t.Records.BeginDispatch(ctx, name, d); err != nil {
 		return storeErr{err}
 	}
@@ -537,6 +537,9 @@ func (t *Ticker) prune(ctx context.Context, res *TickResult, poll Poll, cursor C
 // target renders the action's path (or, for a plan, its title) for an event.
 func (t *Ticker) target(e Event) (string, error) {
 	a := t.Listener.Action
+	if a.IsWorkflow() {
+		return a.Workflow, nil
+	}
 	if a.IsPlan() {
 		return a.Plan.RenderName(e.Vars)
 	}

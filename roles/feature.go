@@ -19,6 +19,10 @@ const (
 	AccountsCapability = "accounts"
 	// CatalogCapability is the model catalog the plans feature provides (Catalog).
 	CatalogCapability = "catalog"
+	// IdentityCapability is the identities feature (§18), SpawnCapability the spawn
+	// policy's: each a Shaper of every run request.
+	IdentityCapability = "identities"
+	SpawnCapability    = "spawnpolicy"
 )
 
 var _ core.Feature = (*Service)(nil)

@@ -27,6 +27,8 @@ type Resolver struct {
 	Accounts Accounts
 	// Bin is the orcr a role's `mcp` registers as the agent's MCP server.
 	Bin string
+	// Shapers, when set, are asked at each request, in order (Shaper).
+	Shapers func() []Shaper
 }
 
 // Accounts is what the fallback needs of the accounts feature: why no account of a
@@ -38,9 +40,36 @@ type Accounts interface {
 
 var _ core.RunResolver = (*Resolver)(nil)
 
+// Shaper is another feature's part in resolving a run request, asked after the role
+// is applied, for every request: the identity feature adds an identity's standing
+// instructions and memory, the spawn feature narrows the child's spawn policy by its
+// parent's. The kernel has one resolver (this one); these are how the others take
+// part without a second.
+type Shaper interface {
+	Shape(ctx context.Context, p wire.RunParams) (wire.RunParams, []string, error)
+}
+
 // Resolve implements core.RunResolver. Fields the request sets win over the role's;
-// the provider is the first of the role's chain that can start.
+// the provider is the first of the role's chain that can start. The shapers come
+// after the role; the sizes are checked last, on what the provider will be given.
 func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(string) error) (wire.RunParams, []string, error) {
+	p, notes, err := r.resolveRole(ctx, p, ready)
+	if err != nil {
+		return p, notes, err
+	}
+	if r.Shapers != nil {
+		for _, sh := range r.Shapers() {
+			q, more, err := sh.Shape(ctx, p)
+			if err != nil {
+				return p, notes, err
+			}
+			p, notes = q, append(notes, more...)
+		}
+	}
+	return p, notes, checkSizes(p)
+}
+
+func (r *Resolver) resolveRole(ctx context.Context, p wire.RunParams, ready func(string) error) (wire.RunParams, []string, error) {
 	if err := checkLimits(p); err != nil {
 		return p, nil, err
 	}
@@ -48,7 +77,7 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 		if len(p.Vars) > 0 {
 			return p, nil, wire.Errorf(wire.CodeInvalidParams, "--var fills a role's prompt: give --role too")
 		}
-		return p, nil, checkSizes(p)
+		return p, nil, nil
 	}
 	dir := r.Dir
 	if dir == "" {
@@ -157,11 +186,16 @@ func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(str
 	if p.HardTimeoutSeconds == 0 {
 		p.HardTimeoutSeconds = int(role.HardTimeout / time.Second)
 	}
+	if p.Identity == "" {
+		p.Identity = role.Identity
+	}
+	// The role's spawn policy and the request's both bind: the narrower of each.
+	p.Spawn = role.Spawn.Narrow(p.Spawn)
 	p.Vars = nil // used up: the record keeps the rendered prompt
 	if err := checkLimits(p); err != nil {
 		return p, nil, err
 	}
-	return p, notes, checkSizes(p)
+	return p, notes, nil
 }
 
 // held is why every account of c's provider is held for this request ("" when one

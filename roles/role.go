@@ -51,6 +51,17 @@ type rawRole struct {
 	SoftTimeout  *string           `toml:"soft_timeout"`
 	HardTimeout  *string           `toml:"hard_timeout"`
 	MCP          *string           `toml:"mcp"`
+	Identity     *string           `toml:"identity"`
+	Spawn        *rawSpawn         `toml:"spawn"`
+}
+
+// rawSpawn is a role's [spawn] table (DESIGN §18): what its agents may spawn.
+type rawSpawn struct {
+	MaxChildren *int     `toml:"max_children"`
+	MaxDepth    *int     `toml:"max_depth"`
+	Providers   []string `toml:"providers"`
+	Roles       []string `toml:"roles"`
+	BudgetUSD   *float64 `toml:"budget_usd"`
 }
 
 // Role is a parsed, checked role.
@@ -73,6 +84,10 @@ type Role struct {
 	// every MCP session under them (DESIGN §17): self, read or act ("" for none).
 	MCP         string
 	HardTimeout time.Duration
+	// Identity is the identity its agents act as ("" for none; §18).
+	Identity string
+	// Spawn is what its agents may spawn (nil: not bounded by the role).
+	Spawn *wire.SpawnPolicy
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -215,14 +230,49 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		doc.Add("soft_timeout", "soft_timeout %s must be shorter than hard_timeout %s (the wrap-up comes before the stop)",
 			r.SoftTimeout, r.HardTimeout)
 	}
+	if raw.Identity != nil {
+		r.Identity = *raw.Identity
+		if !ValidName(r.Identity) {
+			doc.Add("identity", "identity %q: name an identity directory ($XDG_CONFIG_HOME/orcr/identities/NAME), [a-z0-9][a-z0-9._-]*", r.Identity)
+		}
+	}
+	if raw.Spawn != nil {
+		r.Spawn = spawnPolicy(doc, raw.Spawn)
+	}
 	if err := doc.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
+// spawnPolicy checks a [spawn] table's values, each at its line.
+func spawnPolicy(doc *strictfile.Doc, raw *rawSpawn) *wire.SpawnPolicy {
+	sp := &wire.SpawnPolicy{MaxChildren: raw.MaxChildren, MaxDepth: raw.MaxDepth, BudgetUSD: raw.BudgetUSD,
+		Providers: raw.Providers, Roles: raw.Roles}
+	if n := raw.MaxChildren; n != nil && (*n < 0 || *n > 100000) {
+		doc.Add("spawn.max_children", "spawn.max_children %d: give a number from 0 (no children) to 100000", *n)
+	}
+	if n := raw.MaxDepth; n != nil && (*n < 0 || *n > 16) {
+		doc.Add("spawn.max_depth", "spawn.max_depth %d: give a number from 0 (no children) to 16 (the deepest path)", *n)
+	}
+	if v := raw.BudgetUSD; v != nil && (math.IsNaN(*v) || *v < 0 || *v > wire.MaxUSD) {
+		doc.Add("spawn.budget_usd", "spawn.budget_usd %v: give a number from 0 to %d", *v, wire.MaxUSD)
+	}
+	for _, r := range raw.Roles {
+		if !ValidName(r) {
+			doc.Add("spawn.roles", "spawn.roles: %q is not a role name", r)
+		}
+	}
+	for _, p := range raw.Providers {
+		if p == "" || strings.ContainsAny(p, ": ") {
+			doc.Add("spawn.providers", "spawn.providers: %q: name a provider (claude, codex, opencode, pi, shell)", p)
+		}
+	}
+	return sp
+}
+
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "mcp"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "identity", "spawn", "mcp"}
 
 func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {
@@ -256,7 +306,7 @@ func (r *Role) Wire() roleapi.Role {
 		Skills: append([]string{}, r.Skills...), Env: r.Env, Worktree: r.Worktree, Keep: r.Keep, Priority: r.Priority,
 		BudgetUSD: r.BudgetUSD, BudgetAction: r.BudgetAction, MaxTurns: r.MaxTurns, SoftTimeoutSeconds: int(r.SoftTimeout / time.Second),
 		HardTimeoutSeconds: int(r.HardTimeout / time.Second), Vars: templateVars(r.Prompt + " " + r.Worktree),
-		Sources: map[string]string{}}
+		Identity: r.Identity, Spawn: r.Spawn, Sources: map[string]string{}}
 	if w.Env == nil {
 		w.Env = map[string]string{}
 	}

@@ -66,6 +66,36 @@ func TestDesignExampleParses(t *testing.T) {
 	}
 }
 
+// TestRoleIdentityAndSpawn: a role names an identity and a [spawn] table; a request
+// through it acts as that identity (unless it names one), and its spawn policy is the
+// narrower of the role's and the request's, field by field.
+func TestRoleIdentityAndSpawn(t *testing.T) {
+	dir := t.TempDir()
+	writeRole(t, dir, "lead", `providers = ["shell"]
+identity = "maintainer"
+[spawn]
+max_children = 3
+max_depth = 2
+providers = ["shell", "claude"]
+budget_usd = 5
+`)
+	r := roles.Resolver{Dir: dir}
+	ready := func(string) error { return nil }
+	two := 2
+	q, _, err := r.Resolve(context.Background(), wire.RunParams{Path: "x", Role: "lead", Argv: []string{"true"},
+		Spawn: &wire.SpawnPolicy{MaxChildren: &two, Roles: []string{"reviewer"}}}, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Identity != "maintainer" || q.Spawn.String() != "max_children = 2, max_depth = 2, providers = [shell, claude], roles = [reviewer], budget_usd = 5.00" {
+		t.Fatalf("identity %q spawn %s", q.Identity, q.Spawn)
+	}
+	q, _, err = r.Resolve(context.Background(), wire.RunParams{Path: "x", Role: "lead", Argv: []string{"true"}, Identity: "other"}, ready)
+	if err != nil || q.Identity != "other" || q.Spawn.String() != "max_children = 3, max_depth = 2, providers = [shell, claude], budget_usd = 5.00" {
+		t.Fatalf("identity %q spawn %s: %v", q.Identity, q.Spawn, err)
+	}
+}
+
 func TestBadRolesNameTheLine(t *testing.T) {
 	sk := skill(t, "x")
 	cases := []struct{ name, src, want string }{
@@ -83,6 +113,11 @@ func TestBadRolesNameTheLine(t *testing.T) {
 		// Before the one strict loader this read "reviewer.toml: toml: line 2 (last key …)".
 		{"wrong type", "providers = [\"claude\"]\nmax_turns = \"30\"", `reviewer.toml:2: max_turns is a string; give an integer`},
 		{"unknown key in a table", "providers = [\"claude\"]\n[env]\nA = \"1\"\n[limits]\nturns = 3", `reviewer.toml:4: unknown key "limits"`},
+		{"bad identity", "providers = [\"claude\"]\nidentity = \"Main Tainer\"", `reviewer.toml:2: identity "Main Tainer"`},
+		{"spawn unknown key", "providers = [\"claude\"]\n[spawn]\nmax_kids = 3", `reviewer.toml:3: unknown key "max_kids" in [spawn]`},
+		{"spawn depth", "providers = [\"claude\"]\n[spawn]\nmax_children = 2\nmax_depth = 40", `reviewer.toml:4: spawn.max_depth 40: give a number from 0`},
+		{"spawn negative", "providers = [\"claude\"]\n[spawn]\nmax_children = -1", `reviewer.toml:3: spawn.max_children -1`},
+		{"spawn provider", "providers = [\"claude\"]\n[spawn]\nproviders = [\"claude:sonnet\"]", `reviewer.toml:3: spawn.providers: "claude:sonnet"`},
 	}
 	_ = sk
 	for _, c := range cases {

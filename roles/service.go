@@ -64,7 +64,22 @@ func New(opts Options) *Service {
 // Resolver is the agent.run resolver over the same directory and checker; it asks
 // the accounts feature, when there is one, which providers are held.
 func (s *Service) Resolver() *Resolver {
-	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Bin: s.opts.Bin}
+	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Shapers: s.shapers, Bin: s.opts.Bin}
+}
+
+// shapers are the identity and spawn-policy features, those the server has, looked
+// up at each request.
+func (s *Service) shapers() []Shaper {
+	if s.k == nil {
+		return nil
+	}
+	var out []Shaper
+	for _, name := range []string{IdentityCapability, SpawnCapability} {
+		if sh, ok := core.Lookup[Shaper](s.k, name); ok {
+			out = append(out, sh)
+		}
+	}
+	return out
 }
 
 // check is Options.Check, or the model catalog's check.

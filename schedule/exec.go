@@ -18,12 +18,14 @@ import (
 // execSchedule runs a schedule's command directly (no shell unless the command is one)
 // in its captured cwd and environment, and returns the finished run.
 func (s *Service) exec(ctx context.Context, sc schedapi.Schedule, run schedapi.ScheduleRun) schedapi.ScheduleRun {
-	env := make([]string, 0, len(sc.Env)+2)
+	env := make([]string, 0, len(sc.Env)+3)
 	for k, v := range sc.Env {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	env = append(env, "ORCR_SOCKET="+s.opts.Socket)
+	// ORCR_SCHEDULE names the schedule to what it runs: `orcr workflow run` from a
+	// schedule records the schedule as the run's trigger.
+	env = append(env, "ORCR_SOCKET="+s.opts.Socket, "ORCR_SCHEDULE="+sc.Name)
 	if s.opts.Home != "" {
 		env = append(env, "ORCR_HOME="+s.opts.Home)
 	}

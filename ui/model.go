@@ -12,6 +12,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/themes"
+	webapi "orcr/web/api"
 )
 
 type focus int
@@ -43,7 +44,9 @@ type Model struct {
 	w, h      int
 	themeName string
 
-	info    wire.InfoResult
+	info wire.InfoResult
+	// web is the server's web gateway (address, paired browsers), for the bar.
+	web     webapi.StatusResult
 	lastSeq uint64
 	subOK   bool
 	// conn is the server connection's state as the bar shows it; lostAt is when a
@@ -179,9 +182,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.c.log.Warn("dashboard: desktop notification", "error", msg.err)
 		m.opts.Notify.NotifySend = ""
 		return nil
+	case webMsg:
+		if msg.err == nil {
+			m.web = msg.st
+		}
+		return nil
 	case refreshMsg:
 		cmd := tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
-			listenersCmd(m.ctx, m.svc), refreshCmd())
+			listenersCmd(m.ctx, m.svc), webStatusCmd(m.ctx, m.svc), refreshCmd())
 		// An open runs view is read again too: a coder's model and a milestone's
 		// clock change in the run's record without a run event of their own.
 		if d := m.runsView(); d != nil && m.conn != connLost {

@@ -8,6 +8,7 @@ import (
 
 	"orcr/core/wire"
 	schedapi "orcr/schedule/api"
+	webapi "orcr/web/api"
 )
 
 // Every call happens in a command built here. Commands capture the values they
@@ -81,7 +82,22 @@ type (
 	}
 	tickMsg    time.Time
 	refreshMsg time.Time
+	webMsg     struct {
+		st  webapi.StatusResult
+		err error
+	}
 )
+
+// webStatusCmd reads the web gateway's address and paired browsers (web.status); a
+// server without the web feature answers unknown_method and the bar shows nothing.
+func webStatusCmd(ctx context.Context, svc wire.Transport) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		st, err := wire.Call(ctx, svc, webapi.Status, wire.Empty{})
+		return webMsg{st, err}
+	}
+}
 
 // callTimeout bounds every request/response call, so a wedged server shows an error
 // instead of a spinner forever.

@@ -9,6 +9,7 @@ import (
 	"orcr/core/wire"
 	"orcr/internal/regfile"
 	runapi "orcr/orchestrate/run/api"
+	wfapi "orcr/workflow/api"
 )
 
 // How the runs view reaches the server and the root: its messages, the calls behind
@@ -21,8 +22,11 @@ type (
 	// runsMsg is every run, read at at (elapsed times count on from there).
 	runsMsg struct {
 		runs []runapi.RunView
-		at   time.Time
-		err  error
+		// workflows are the workflow runs shown beside the runs (nil when the
+		// server has no workflows).
+		workflows []wfapi.RunView
+		at        time.Time
+		err       error
 	}
 	// runLogMsg is the tail of one run's log.
 	runLogMsg struct {
@@ -72,7 +76,9 @@ func loadRuns(ctx context.Context, svc wire.Transport) tea.Msg {
 	defer cancel()
 	rsRes, err := wire.Call(ctx, svc, runapi.RunListM, wire.Empty{})
 	rs := rsRes.Runs
-	return runsMsg{runs: rs, at: time.Now(), err: err}
+	// Workflow runs are shown beside them; a server without workflows has none.
+	wf, _ := wire.Call(ctx, svc, wfapi.WorkflowStatus, wfapi.StatusParams{})
+	return runsMsg{runs: rs, workflows: wf.Runs, at: time.Now(), err: err}
 }
 
 // loadRunLog reads the newest entries of a run's log; seq is the run's latest.

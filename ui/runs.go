@@ -14,6 +14,7 @@ import (
 	"orcr/core"
 	"orcr/core/wire"
 	runapi "orcr/orchestrate/run/api"
+	wfapi "orcr/workflow/api"
 )
 
 // The runs view (DESIGN §8 "Run"): a dialog over the dashboard, reached like the plans
@@ -43,12 +44,13 @@ type runsDialog struct {
 	// agentAt finds the agent at a tree path (the root's index), for the coders' states.
 	agentAt func(path string) *wire.Agent
 
-	mode   runMode
-	runs   []runapi.RunView
-	at     time.Time // when runs was read
-	loaded bool
-	err    string
-	notice string
+	mode      runMode
+	runs      []runapi.RunView
+	workflows []wfapi.RunView // workflow runs, listed under the runs
+	at        time.Time       // when runs was read
+	loaded    bool
+	err       string
+	notice    string
 	// confirm is the run action waiting for y ("stop", "finish") on run confirmRun.
 	confirm, confirmRun string
 	sel                 int    // selected run in the list
@@ -116,6 +118,10 @@ func (d *runsDialog) milestone() (runapi.RunView, runapi.RunMilestone, bool) {
 func (d *runsDialog) followEvents(evs []wire.Event) action {
 	changed := false
 	for _, ev := range evs {
+		if ev.Event == wfapi.EventWorkflowChanged {
+			changed = true
+			continue
+		}
 		if ev.Event != runapi.EventRun && ev.Event != runapi.EventRunNotify {
 			continue
 		}
@@ -177,7 +183,7 @@ func (d *runsDialog) setRuns(msg runsMsg) action {
 		if r, ok := d.current(); ok && d.mode == runList {
 			name = r.Name
 		}
-		d.runs, d.at, d.loaded, d.err = msg.runs, msg.at, true, ""
+		d.runs, d.workflows, d.at, d.loaded, d.err = msg.runs, msg.workflows, msg.at, true, ""
 		for i, r := range d.runs {
 			if r.Name == name {
 				d.sel = i

@@ -233,7 +233,7 @@ func attention(r runapi.RunView) string {
 func (d runsDialog) listLines(w, room int) []string {
 	st := &d.c.styles
 	if len(d.runs) == 0 {
-		return []string{st.Muted.Render("no runs; start one with orcr run start NAME once its plan is approved (P)")}
+		return append([]string{st.Muted.Render("no runs; start one with orcr run start NAME once its plan is approved (P)")}, d.workflowLines(w)...)
 	}
 	rows := [][]string{{"NAME", "STATE", "MERGED", "ELAPSED", "STARTED", "WAITING"}}
 	for _, r := range d.runs {
@@ -272,7 +272,48 @@ func (d runsDialog) listLines(w, room int) []string {
 		rows = append(rows, []string{g + " " + m.ID, m.State, capCell(m.Title, 28), core.Dash(oneLine(m.Waits))})
 	}
 	out = append(out, d.paintMilestones(rows, r.Milestones, w)...)
-	return out
+	return append(out, d.workflowLines(w)...)
+}
+
+// workflowLines are the workflow runs (DESIGN §18), beside the runs: each with its
+// state, its steps finished and the step under way.
+func (d runsDialog) workflowLines(w int) []string {
+	if len(d.workflows) == 0 {
+		return nil
+	}
+	st := &d.c.styles
+	rows := [][]string{{"WORKFLOW RUN", "STATE", "STEPS", "STARTED", "NOW"}}
+	for _, r := range d.workflows {
+		done, now := 0, ""
+		for _, s := range r.Steps {
+			switch s.State {
+			case "done", "skipped", "failed":
+				done++
+			case "running":
+				if now == "" {
+					now = s.Name
+					if s.Items > 1 {
+						now += fmt.Sprintf(" %d/%d", s.Done, s.Items)
+					}
+				}
+			}
+		}
+		if r.Why != "" && r.State != "running" {
+			now = r.Why
+		}
+		rows = append(rows, []string{r.ID, r.State, fmt.Sprintf("%d/%d", done, len(r.Steps)),
+			core.FormatAge(d.c.now.Sub(r.StartedAt)) + " ago", capCell(core.Dash(now), 40)})
+	}
+	out := []string{""}
+	return append(out, planColumns(rows, w, func(row, col int, cell string) string {
+		switch {
+		case row == 0:
+			return d.c.p(&st.Muted, cell)
+		case col == 1:
+			return d.c.p(runStateStyle(d.c, strings.TrimSpace(cell)), cell)
+		}
+		return cell
+	})...)
 }
 
 // capCell truncates a cell to at most n cells, so one long title does not push every

@@ -54,13 +54,16 @@ type statusInfo struct {
 	loaded     bool
 	// killing is the progress of background kills (Model.killProgress), "" when none.
 	killing string
+	// web is the web gateway's address ("" when off) and its paired browsers.
+	web     string
+	devices int
 }
 
 func (m *Model) statusInfo() statusInfo {
 	r := m.idx.root.roll
 	return statusInfo{mode: m.opts.Mode, host: m.info.Host, agents: m.idx.len(),
 		blocked: r.groups[gBlocked], working: r.groups[gWorking], connected: m.subOK, conn: m.conn, loaded: m.loaded,
-		killing: m.killProgress()}
+		killing: m.killProgress(), web: m.web.Listen, devices: len(m.web.Devices)}
 }
 
 // View draws the bar in exactly s.w cells.
@@ -77,6 +80,9 @@ func (s statusModel) View(in statusInfo) string {
 		parts = append(parts, "host "+in.host)
 	}
 	parts = append(parts, plural(in.agents, "agent", "agents"))
+	if in.web != "" {
+		parts = append(parts, fmt.Sprintf("web %s (%s)", in.web, plural(in.devices, "browser", "browsers")))
+	}
 	if in.working > 0 {
 		parts = append(parts, fmt.Sprintf("%d working", in.working))
 	}

@@ -304,7 +304,7 @@ func (m *Model) updateCore(msg tea.Msg) tea.Cmd {
 			m.lastSeq = msg.info.LastSeq
 			m.toldSeq = min(m.toldSeq, msg.info.LastSeq)
 		}
-		return subscribeCmd(m.ctx, m.svc, m.lastSeq)
+		return tea.Batch(subscribeCmd(m.ctx, m.svc, m.lastSeq), webStatusCmd(m.ctx, m.svc))
 	case resubscribeMsg:
 		if m.conn == connLost || (m.info.PID == 0 && m.info.Version == 0) {
 			// The server went away: the one that answers now may be another process,

@@ -168,10 +168,10 @@ type BudgetGlobParams struct {
 
 // The API, one declaration per method.
 var (
-	AccountList  = wire.Declare[wire.Empty, AccountListResult](MethodAccountList, "Accounts per provider with their usage windows.")
-	UsageSelect  = wire.Declare[SelectParams, SelectResult](MethodUsageSelect, "Which account a spawn now would get, and why.")
-	UsageHistory = wire.Declare[HistoryParams, HistoryResult](MethodUsageHistory, "One record per past usage window at its peak.")
-	BudgetList   = wire.Declare[wire.Empty, BudgetListResult](MethodBudgetList, "Budgets with what their subtrees have spent.")
+	AccountList  = wire.Declare[wire.Empty, AccountListResult](MethodAccountList, "Accounts per provider with their usage windows.", wire.ReadOnly)
+	UsageSelect  = wire.Declare[SelectParams, SelectResult](MethodUsageSelect, "Which account a spawn now would get, and why.", wire.ReadOnly)
+	UsageHistory = wire.Declare[HistoryParams, HistoryResult](MethodUsageHistory, "One record per past usage window at its peak.", wire.ReadOnly)
+	BudgetList   = wire.Declare[wire.Empty, BudgetListResult](MethodBudgetList, "Budgets with what their subtrees have spent.", wire.ReadOnly)
 	BudgetSet    = wire.Declare[BudgetSetParams, BudgetResult](MethodBudgetSet, "Create or replace a budget on a glob.")
 	BudgetRemove = wire.Declare[BudgetGlobParams, wire.Empty](MethodBudgetRemove, "Remove a budget.")
 )

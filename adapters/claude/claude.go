@@ -125,6 +125,24 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 		if err := trustProject(p.globalConfig(req.Env), cwd); err != nil {
 			p.Log.Warn("claude: could not pre-accept workspace trust", "cwd", cwd, "err", err)
 		}
+		// A folder the launch adds (--add-dir: a workflow step's output folder)
+		// asks the same trust question at start; it is answered as the cwd's is.
+		for i, arg := range a.Argv {
+			if arg == "--add-dir" && i+1 < len(a.Argv) {
+				if err := trustProject(p.globalConfig(req.Env), agentkit.RealDir(a.Argv[i+1])); err != nil {
+					p.Log.Warn("claude: could not pre-accept trust of an added folder", "dir", a.Argv[i+1], "err", err)
+				}
+			}
+		}
+	}
+	if !p.opts.NoTrust {
+		// A directory the spawn adds (an identity's memory, §18) asks the same trust
+		// question as the folder when claude starts; the spawn already chose it.
+		for _, dir := range addedDirs(a.Argv) {
+			if err := trustProject(p.globalConfig(req.Env), agentkit.RealDir(dir)); err != nil {
+				p.Log.Warn("claude: could not pre-accept trust of an added directory", "dir", dir, "err", err)
+			}
+		}
 	}
 
 	argv := []string{bin}
@@ -153,6 +171,19 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 		SessionID:  sid,
 		Transcript: TranscriptPath(p.configDir(req.Env), cwd, sid),
 	}, nil
+}
+
+// addedDirs are the directories argv gives with --add-dir=DIR or --add-dir DIR.
+func addedDirs(argv []string) []string {
+	var dirs []string
+	for i, arg := range argv {
+		if d, ok := strings.CutPrefix(arg, "--add-dir="); ok && d != "" {
+			dirs = append(dirs, d)
+		} else if arg == "--add-dir" && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "-") {
+			dirs = append(dirs, argv[i+1])
+		}
+	}
+	return dirs
 }
 
 // promptArg keeps a prompt that starts with "-" from being parsed as a flag.

@@ -31,4 +31,4 @@ type DiffResult struct {
 }
 
 // AgentDiff declares agent.diff.
-var AgentDiff = Declare[DiffParams, DiffResult](MethodAgentDiff, "The git diff of an agent's working tree against its base (bounded).")
+var AgentDiff = Declare[DiffParams, DiffResult](MethodAgentDiff, "The git diff of an agent's working tree against its base (bounded).", ReadOnly)

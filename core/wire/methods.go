@@ -22,7 +22,17 @@ type MethodSpec struct {
 	Params      any
 	Result      any
 	Stream      any // nil for unary methods
+	// ReadOnly is true for a method that changes nothing (a listing, a read, a wait):
+	// the web gateway lets a read-scoped token call these and nothing else. A method
+	// not marked counts as one that changes something.
+	ReadOnly bool
 }
+
+// DeclOption marks a declaration (ReadOnly).
+type DeclOption func(*MethodSpec)
+
+// ReadOnly marks a declared method as one that changes nothing.
+func ReadOnly(s *MethodSpec) { s.ReadOnly = true }
 
 // Method is a declared request/response method with params P and result R.
 type Method[P, R any] struct{ Name string }
@@ -37,21 +47,29 @@ type Stream[P, R, S any] struct{ Name string }
 var Methods []MethodSpec
 
 // Declare declares a unary method; call it once per method, in a package-level var.
-func Declare[P, R any](name, desc string) Method[P, R] {
+func Declare[P, R any](name, desc string, opts ...DeclOption) Method[P, R] {
 	mustBeNew(name)
 	var p P
 	var r R
-	Methods = append(Methods, MethodSpec{Name: name, Description: desc, Params: p, Result: r})
+	spec := MethodSpec{Name: name, Description: desc, Params: p, Result: r}
+	for _, o := range opts {
+		o(&spec)
+	}
+	Methods = append(Methods, spec)
 	return Method[P, R]{Name: name}
 }
 
 // DeclareStream declares a streaming method.
-func DeclareStream[P, R, S any](name, desc string) Stream[P, R, S] {
+func DeclareStream[P, R, S any](name, desc string, opts ...DeclOption) Stream[P, R, S] {
 	mustBeNew(name)
 	var p P
 	var r R
 	var s S
-	Methods = append(Methods, MethodSpec{Name: name, Description: desc, Params: p, Result: r, Stream: s})
+	spec := MethodSpec{Name: name, Description: desc, Params: p, Result: r, Stream: s}
+	for _, o := range opts {
+		o(&spec)
+	}
+	Methods = append(Methods, spec)
 	return Stream[P, R, S]{Name: name}
 }
 
@@ -76,22 +94,22 @@ func DeclareEvents(names ...string) struct{} {
 
 // The API, one declaration per method.
 var (
-	Ping            = Declare[Empty, PingResult](MethodPing, "Liveness and protocol version.")
-	Info            = Declare[Empty, InfoResult](MethodInfo, "Server facts: pid, home, host and why it was chosen.")
+	Ping            = Declare[Empty, PingResult](MethodPing, "Liveness and protocol version.", ReadOnly)
+	Info            = Declare[Empty, InfoResult](MethodInfo, "Server facts: pid, home, host and why it was chosen.", ReadOnly)
 	AgentRun        = Declare[RunParams, AgentResult](MethodAgentRun, "Spawn an agent (queued, then admitted).")
-	AgentList       = Declare[ListParams, ListResult](MethodAgentList, "List agents matching a glob.")
-	AgentGet        = Declare[TargetParams, AgentResult](MethodAgentGet, "One agent by id, id prefix or path.")
+	AgentList       = Declare[ListParams, ListResult](MethodAgentList, "List agents matching a glob.", ReadOnly)
+	AgentGet        = Declare[TargetParams, AgentResult](MethodAgentGet, "One agent by id, id prefix or path.", ReadOnly)
 	AgentSend       = Declare[SendParams, Empty](MethodAgentSend, "Type text and/or press named keys.")
 	AgentAnswer     = Declare[AnswerParams, AnswerResult](MethodAgentAnswer, "Answer what a blocked agent waits for, by the options it shows.")
-	AgentRead       = Declare[ReadParams, ReadResult](MethodAgentRead, "Screen text, last message or transcript.")
-	AgentWait       = Declare[WaitParams, WaitResult](MethodAgentWait, "Wait until every matching agent reaches a state.")
+	AgentRead       = Declare[ReadParams, ReadResult](MethodAgentRead, "Screen text, last message or transcript.", ReadOnly)
+	AgentWait       = Declare[WaitParams, WaitResult](MethodAgentWait, "Wait until every matching agent reaches a state.", ReadOnly)
 	AgentKill       = Declare[KillParams, KillResult](MethodAgentKill, "Stop every running agent matching a glob.")
 	AgentResize     = Declare[ResizeParams, Empty](MethodAgentResize, "Resize an agent's pane.")
 	AgentAttach     = DeclareStream[AttachParams, AttachResult, AttachFrame](MethodAgentAttach, "Attach: a native command, or an AttachFrame stream on this connection.")
-	EventsSubscribe = DeclareStream[SubscribeParams, SubscribeResult, Event](MethodEventsSubscribe, "Stream events after a cursor on this connection.")
+	EventsSubscribe = DeclareStream[SubscribeParams, SubscribeResult, Event](MethodEventsSubscribe, "Stream events after a cursor on this connection.", ReadOnly)
 	HookReport      = Declare[HookParams, Empty](MethodHookReport, "A provider hook report from inside an agent.")
-	QueueGet        = Declare[Empty, QueueResult](MethodQueue, "The admission queue against its caps.")
-	UsageGet        = Declare[UsageParams, UsageResult](MethodUsage, "Tokens and cost by provider, model and window.")
+	QueueGet        = Declare[Empty, QueueResult](MethodQueue, "The admission queue against its caps.", ReadOnly)
+	UsageGet        = Declare[UsageParams, UsageResult](MethodUsage, "Tokens and cost by provider, model and window.", ReadOnly)
 	QueueCaps       = Declare[CapsParams, QueueResult](MethodQueueCaps, "Change admission caps at runtime; absent fields keep their value.")
 	QueuePriority   = Declare[PriorityParams, AgentResult](MethodQueuePriority, "Change a queued agent's priority (to N, or by ±N); the queue re-sorts at once.")
 	GCRun           = Declare[GCParams, GCResult](MethodGC, "Run lifecycle GC now (or say what it would do).")

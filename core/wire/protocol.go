@@ -115,9 +115,12 @@ type RunParams struct {
 	BudgetAction string `json:"budgetAction,omitempty"`
 	// Account pins the agent to one account of its provider (a label); admission
 	// then waits for that account instead of picking another.
-	Account string `json:"account,omitempty"`
-	Cols    int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
-	Rows    int    `json:"rows,omitempty" range:"0,500"`
+	Account  string `json:"account,omitempty"`
+	Cols     int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
+	Rows     int    `json:"rows,omitempty" range:"0,500"`
+	Identity string `json:"identity,omitempty"`
+	// Spawn bounds what the agent may itself spawn from its pane (SpawnPolicy).
+	Spawn *SpawnPolicy `json:"spawn,omitempty"`
 }
 
 // AgentResult wraps one agent.

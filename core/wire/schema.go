@@ -17,6 +17,9 @@ func Schema() map[string]any {
 			"params":      schemaOf(reflect.TypeOf(m.Params), defs),
 			"result":      schemaOf(reflect.TypeOf(m.Result), defs),
 		}
+		if m.ReadOnly {
+			spec["readOnly"] = true
+		}
 		if m.Stream != nil {
 			spec["stream"] = schemaOf(reflect.TypeOf(m.Stream), defs)
 		}

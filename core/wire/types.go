@@ -104,6 +104,12 @@ type Agent struct {
 	// [[accounts.<provider>]] entry, "default" for a provider's implicit account, "" for
 	// providers without accounts (shell) and agents not admitted yet.
 	Account string `json:"account"`
+	// Identity is the identity the agent acts as (§18): its standing instructions are
+	// in SystemPrompt and its memory directory is named there; "" for none.
+	Identity string `json:"identity"`
+	// Spawn is what the agent may itself spawn from its pane (§18), its parent's policy
+	// narrowed by its own; null when nothing bounds it.
+	Spawn *SpawnPolicy `json:"spawn"`
 
 	State       State    `json:"state"`
 	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server

@@ -111,8 +111,8 @@ type ListenerEnableParams struct {
 
 // The API, one declaration per method.
 var (
-	ListenerList   = wire.Declare[wire.Empty, ListenerListResult](MethodListenerList, "Listeners with their state, last and next poll, fires, held events and rate limits.")
-	ListenerGet    = wire.Declare[ListenerNameParams, ListenerResult](MethodListenerGet, "One listener with its document, cursors and held events.")
+	ListenerList   = wire.Declare[wire.Empty, ListenerListResult](MethodListenerList, "Listeners with their state, last and next poll, fires, held events and rate limits.", wire.ReadOnly)
+	ListenerGet    = wire.Declare[ListenerNameParams, ListenerResult](MethodListenerGet, "One listener with its document, cursors and held events.", wire.ReadOnly)
 	ListenerPut    = wire.Declare[ListenerPutParams, ListenerResult](MethodListenerPut, "Write a listener document (TOML) through the API; refused with the line when it does not parse.")
 	ListenerRemove = wire.Declare[ListenerNameParams, wire.Empty](MethodListenerRemove, "Remove a listener written through the API.")
 	ListenerEnable = wire.Declare[ListenerEnableParams, ListenerResult](MethodListenerEnable, "Enable or disable a listener.")

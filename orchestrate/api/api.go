@@ -9,11 +9,11 @@ import (
 // The API, one declaration per method.
 var (
 	PlanNew     = wire.Declare[PlanNewParams, PlanResult](MethodPlanNew, "Start a plan: a lead agent at plans/NAME/lead writes .orcr/plans/NAME.md.")
-	PlanList    = wire.Declare[wire.Empty, PlanListResult](MethodPlanList, "Every plan, in name order.")
-	PlanGet     = wire.Declare[PlanNameParams, PlanGetResult](MethodPlanGet, "One plan: its record and its file as it is now (milestones, problems by line, text).")
+	PlanList    = wire.Declare[wire.Empty, PlanListResult](MethodPlanList, "Every plan, in name order.", wire.ReadOnly)
+	PlanGet     = wire.Declare[PlanNameParams, PlanGetResult](MethodPlanGet, "One plan: its record and its file as it is now (milestones, problems by line, text).", wire.ReadOnly)
 	PlanApprove = wire.Declare[PlanNameParams, PlanResult](MethodPlanApprove, "Approve a drafted plan: the file's sha256 is recorded.")
 	PlanReject  = wire.Declare[PlanRejectParams, PlanResult](MethodPlanReject, "Reject a drafted plan with a reason the lead redrafts from.")
-	CatalogGet  = wire.Declare[wire.Empty, CatalogResult](MethodCatalogGet, "The model catalog: ratings, tiers, premium models.")
+	CatalogGet  = wire.Declare[wire.Empty, CatalogResult](MethodCatalogGet, "The model catalog: ratings, tiers, premium models.", wire.ReadOnly)
 )
 
 // Plan method names.

@@ -8,10 +8,10 @@ import (
 
 // The API, one declaration per method.
 var (
-	RoleList     = wire.Declare[wire.Empty, RoleListResult](MethodRoleList, "Role templates ($XDG_CONFIG_HOME/orcr/roles), broken ones with their error.")
-	RoleGet      = wire.Declare[RoleNameParams, RoleResult](MethodRoleGet, "One role: its values, where each came from, and its file's text.")
+	RoleList     = wire.Declare[wire.Empty, RoleListResult](MethodRoleList, "Role templates ($XDG_CONFIG_HOME/orcr/roles), broken ones with their error.", wire.ReadOnly)
+	RoleGet      = wire.Declare[RoleNameParams, RoleResult](MethodRoleGet, "One role: its values, where each came from, and its file's text.", wire.ReadOnly)
 	RolePut      = wire.Declare[RolePutParams, RoleResult](MethodRolePut, "Write a role file (refused with its line when it does not load).")
-	AgentHistory = wire.Declare[AgentHistoryParams, AgentHistoryResult](MethodHistoryList, "Finished agents, newest first: role, duration, tokens, cost, result.")
+	AgentHistory = wire.Declare[AgentHistoryParams, AgentHistoryResult](MethodHistoryList, "Finished agents, newest first: role, duration, tokens, cost, result.", wire.ReadOnly)
 )
 
 // Role is a role template (DESIGN §12) as the API shows it.
@@ -31,6 +31,10 @@ type Role struct {
 	MaxTurns           int               `json:"maxTurns"`
 	SoftTimeoutSeconds int               `json:"softTimeoutSeconds"`
 	HardTimeoutSeconds int               `json:"hardTimeoutSeconds"`
+	// Identity is the identity the role's agents act as ("" for none); Spawn what
+	// they may spawn from their panes (null: not bounded by the role).
+	Identity string            `json:"identity"`
+	Spawn    *wire.SpawnPolicy `json:"spawn"`
 	// Vars are the {{var}} names the prompt needs.
 	Vars []string `json:"vars"`
 	// Sources says where each key's value came from ("reviewer.toml:3", "default").

@@ -106,9 +106,9 @@ type ScheduleRunsResult struct {
 
 // The API, one declaration per method.
 var (
-	ScheduleList   = wire.Declare[wire.Empty, ScheduleListResult](MethodScheduleList, "Durable schedules.")
+	ScheduleList   = wire.Declare[wire.Empty, ScheduleListResult](MethodScheduleList, "Durable schedules.", wire.ReadOnly)
 	ScheduleAdd    = wire.Declare[ScheduleAddParams, ScheduleResult](MethodScheduleAdd, "Create a durable schedule.")
 	ScheduleRemove = wire.Declare[ScheduleNameParams, wire.Empty](MethodScheduleRemove, "Remove a schedule and its run history.")
 	ScheduleRunNow = wire.Declare[ScheduleRunParams, ScheduleRunResult](MethodScheduleRun, "Run a schedule now.")
-	ScheduleRuns   = wire.Declare[ScheduleNameParams, ScheduleRunsResult](MethodScheduleRuns, "A schedule's run history, oldest first.")
+	ScheduleRuns   = wire.Declare[ScheduleNameParams, ScheduleRunsResult](MethodScheduleRuns, "A schedule's run history, oldest first.", wire.ReadOnly)
 )

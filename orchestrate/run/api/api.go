@@ -34,9 +34,9 @@ const (
 // The run API, one declaration per method.
 var (
 	RunStartM    = wire.Declare[RunStartParams, RunResult](MethodRunStart, "Start the run of an approved plan: feature/NAME from the base branch, the lead, the autopilot.")
-	RunListM     = wire.Declare[wire.Empty, RunListResult](MethodRunList, "Every run, newest state.")
-	RunStatusM   = wire.Declare[RunNameParams, RunResult](MethodRunStatus, "One run: per milestone its state, coder and model, rounds and time; what waits on whom.")
-	RunEventsM   = wire.Declare[RunEventsParams, RunEventsResult](MethodRunEvents, "A run's stored event log after a cursor.")
+	RunListM     = wire.Declare[wire.Empty, RunListResult](MethodRunList, "Every run, newest state.", wire.ReadOnly)
+	RunStatusM   = wire.Declare[RunNameParams, RunResult](MethodRunStatus, "One run: per milestone its state, coder and model, rounds and time; what waits on whom.", wire.ReadOnly)
+	RunEventsM   = wire.Declare[RunEventsParams, RunEventsResult](MethodRunEvents, "A run's stored event log after a cursor.", wire.ReadOnly)
 	RunStopM     = wire.Declare[RunNameParams, RunResult](MethodRunStop, "Stop a run: every open milestone is held, its coders stopped.")
 	RunFinishM   = wire.Declare[RunNameParams, RunFinishResult](MethodRunFinish, "Remove the run's worktrees and refs but feature/NAME, push it, open the pull request.")
 	RunDispatchM = wire.Declare[RunMilestonesParams, RunResult](MethodRunDispatch, "Start ready milestones.")

@@ -1,0 +1,118 @@
+package web
+
+import (
+	"embed"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"sync"
+
+	"orcr/core/wire"
+	webapi "orcr/web/api"
+)
+
+// static is the page: HTML, CSS and JS written for orcr, no build step, nothing
+// fetched from elsewhere.
+//
+//go:embed static
+var static embed.FS
+
+var palette = sync.OnceValue(paletteCSS)
+
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(static, "static")
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/static/palette.css" {
+			w.Header().Set("Content-Type", "text/css; charset=utf-8")
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			io.WriteString(w, palette())
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}
+
+func serveFile(w http.ResponseWriter, name string) {
+	b, err := static.ReadFile("static/" + name)
+	if err != nil {
+		http.Error(w, "missing "+name, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+// page serves the cockpit; it asks the API and shows how to pair when refused.
+func (g *gateway) page(w http.ResponseWriter, r *http.Request) { serveFile(w, "index.html") }
+
+// pairPage serves the page a pairing URL opens: its script posts the code (a link
+// previewer that only fetches the URL spends nothing).
+func (g *gateway) pairPage(w http.ResponseWriter, r *http.Request) { serveFile(w, "pair.html") }
+
+// pairRedeem spends a pairing code for a browser session in an HttpOnly,
+// SameSite=Strict cookie.
+func (g *gateway) pairRedeem(w http.ResponseWriter, r *http.Request) {
+	if crossSite(r) || r.Header.Get(csrfHeader) != "1" {
+		writeError(w, wire.Errorf(wire.CodePermission, "pairing is done by the gateway's own page"))
+		return
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&p); err != nil || p.Code == "" {
+		writeError(w, wire.Errorf(wire.CodeInvalidParams, "pairing needs {\"code\": …} from the URL orcr web pair printed"))
+		return
+	}
+	t, secret, err := g.s.auth.redeem(r.Context(), strings.TrimSpace(p.Code), device(r.UserAgent()))
+	if err != nil {
+		var we *wire.Error
+		if e, ok := err.(*wire.Error); ok {
+			we = e
+		} else {
+			we = wire.Errorf(webapi.CodeUnauthorized, "%s", err.Error())
+		}
+		writeError(w, we)
+		return
+	}
+	maxAge := 0
+	if t.ExpiresAt != nil {
+		maxAge = int(t.ExpiresAt.Sub(t.CreatedAt).Seconds())
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: secret, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(map[string]string{"name": t.Name, "scope": t.Scope})
+}
+
+// logout revokes this browser's session.
+func (g *gateway) logout(w http.ResponseWriter, r *http.Request) {
+	c, ok := g.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if c.kind == webapi.KindSession {
+		_ = g.s.auth.remove(r.Context(), c.name)
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// device is a short name for a browser from its user agent.
+func device(ua string) string {
+	ua = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, ua)
+	if len(ua) > 80 {
+		ua = ua[:80]
+	}
+	return ua
+}

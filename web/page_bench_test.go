@@ -1,0 +1,100 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"orcr/core/wire"
+	"orcr/testutil/clis"
+	"orcr/web"
+	webapi "orcr/web/api"
+)
+
+// BenchmarkPage1000Agents loads the page in headless Chromium over a fleet of 1,000
+// agents and reports the bytes of its own files (targets: ≤ 150 KB), the bytes with
+// the agents' list, and the time from navigation to 1,000 rows drawn (≤ 300 ms). The
+// server's agent.list is a stand-in with 1,000 records (the page is what is
+// measured, not the engine); the rest is the real gateway.
+func BenchmarkPage1000Agents(b *testing.B) {
+	bin := clis.Program(b, "chromium", "apt-get install -y chromium")
+	r := newRig(b, "", web.Options{})
+	agents := make([]wire.Agent, 1000)
+	now := time.Now()
+	for i := range agents {
+		st := []wire.State{wire.StateWorking, wire.StateIdle, wire.StateDone, wire.StateBlocked}[i%4]
+		a := wire.Agent{ID: fmt.Sprintf("01a2%028d", i), Path: fmt.Sprintf("fleet/team%d/agent%d", i/50, i), Provider: "claude",
+			State: st, CreatedAt: now, StateAt: now, UpdatedAt: now}
+		if st == wire.StateBlocked {
+			a.Blocked = &wire.Blocked{Kind: wire.BlockedPermission, Detail: "Bash(make)", Question: "Do you want to proceed?",
+				Options: []wire.Option{{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce}, {Label: "No", Key: "3", Meaning: wire.MeaningDeny}}}
+		}
+		agents[i] = a
+	}
+	hs := make([]wire.Handler, 0, len(r.hs))
+	for _, h := range r.hs {
+		if h.Spec().Name == wire.MethodAgentList {
+			h = wire.HandleSpec(h.Spec(), func(context.Context, any) (any, error) { return wire.ListResult{Agents: agents}, nil })
+		}
+		hs = append(hs, h)
+	}
+	hd, err := r.web.Handler(hs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(hd)
+	defer srv.Close()
+	var pr webapi.PairResult
+	if err := r.local.call(b, webapi.MethodPair, webapi.PairParams{}, &pr); err != nil {
+		b.Fatal(err)
+	}
+	_, code, _ := strings.Cut(pr.URL, "code=")
+
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(bin), chromedp.Flag("headless", true),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(b.TempDir()),
+		chromedp.WindowSize(1280, 800))
+	defer cancelA()
+	ctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/pair?code="+code), chromedp.WaitVisible(chromedp.CSS("#conn.on"))); err != nil {
+		b.Fatal(err)
+	}
+	const drawn = `new Promise(res => { const f = () => document.querySelectorAll('#tree .row').length >= 1000 ? res(performance.now()) : setTimeout(f, 1); f(); })`
+	const own = `performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).filter(e => !e.name.includes('/api/')).reduce((a, e) => a + e.encodedBodySize, 0)`
+	const all = `performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource')).reduce((a, e) => a + e.encodedBodySize, 0)`
+	var ms, ownB, allB float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := chromedp.Do(c, chromedp.Navigate(srv.URL+"/?n="+fmt.Sprint(i))); err != nil {
+			b.Fatal(err)
+		}
+		v, err := chromedp.Run(c, chromedp.Evaluate[float64](drawn, chromedp.EvalAwaitPromise))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms += v
+		o, _ := chromedp.Run(c, chromedp.Evaluate[float64](own))
+		a, _ := chromedp.Run(c, chromedp.Evaluate[float64](all))
+		if i == 0 { // the first load: nothing cached yet
+			ownB, allB = o, a
+		}
+		if testing.Verbose() {
+			tl, _ := chromedp.Run(c, chromedp.Evaluate[string](`performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, '') + ' ' + Math.round(e.startTime) + '-' + Math.round(e.responseEnd)).join('; ')`))
+			dm, _ := chromedp.Run(c, chromedp.Evaluate[float64](`window.orcrDrawMs`))
+			b.Logf("drawn at %.0f ms (the draw itself %.0f ms); %s", v, dm, tl)
+		}
+		cancel()
+	}
+	b.StopTimer()
+	b.ReportMetric(ms/float64(b.N), "ms-to-1000-rows")
+	b.ReportMetric(ownB/1024, "page-KB")
+	b.ReportMetric(allB/1024, "with-list-KB")
+}
