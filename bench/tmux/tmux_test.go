@@ -137,9 +137,12 @@ func BenchmarkServerIdleCPU100(b *testing.B) {
 // against a raw loop of `tmux new-window` on a fresh tmux server. Unlike
 // BenchmarkSpawn100VsRawTmux it leaves out 100 CLI process start-ups and includes the
 // whole launch (admission, tmux window, record), so it measures orcr's own overhead.
+// server-cpu-ms is `orcr serve`'s CPU per spawn, which moves less with the machine's
+// load than the wall times.
 func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 	const n = 100
 	var orcrTotal, rawTotal time.Duration
+	var serverTicks int64
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
 		s := startServer(b)
@@ -149,6 +152,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+		c0 := proc.CPUTicks(b, s.PID())
 		t0 := time.Now()
 		for j := range n {
 			if _, err := c.Run(ctx, wire.RunParams{Path: fmt.Sprintf("api/r%d/a%d", i, j), Argv: []string{"sleep", "60"}, Cwd: "/tmp"}); err != nil {
@@ -157,6 +161,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		}
 		waitLaunched(b, s, fmt.Sprintf("api/r%d/**", i), n)
 		orcrTotal += time.Since(t0)
+		serverTicks += proc.CPUTicks(b, s.PID()) - c0
 		b.StopTimer()
 		c.Close()
 
@@ -164,6 +169,7 @@ func BenchmarkSpawn100APIVsRawTmux(b *testing.B) {
 		rawTotal += serve.RawTmuxSpawn(b, n, b.StartTimer)
 	}
 	reportSpawn(b, orcrTotal, rawTotal)
+	b.ReportMetric(float64(serverTicks)*10/float64(b.N*n), "server-cpu-ms")
 }
 
 // waitLaunched polls the server until n agents matching glob have a pane.
