@@ -205,6 +205,7 @@ func (s *Service) setLiveLocked(in *agentInfo, live bool, account string) {
 	if in.live == live && in.account == account {
 		return
 	}
+	counted := in.live && in.account != "" || live && account != ""
 	if in.live && in.account != "" {
 		s.live[in.provider][in.account]--
 	}
@@ -215,5 +216,10 @@ func (s *Service) setLiveLocked(in *agentInfo, live bool, account string) {
 		}
 		s.live[in.provider][account]++
 	}
-	s.gen++
+	// Only the per-account counts feed a decision: an agent on no account (a shell
+	// program, a provider without accounts) going live or ending changes none, and so
+	// wakes neither admission nor the resume loop (one wake per spawn in a spawn loop).
+	if counted {
+		s.gen++
+	}
 }

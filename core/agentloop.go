@@ -86,7 +86,7 @@ func (e *Engine) startLoop(rt *agentRT) {
 		oa.Env = e.agentEnv(a) // where the account's config dir or home is
 		obs = p.Observe(oa)
 	}
-	rt.obs = obs
+	rt.obs.Store(&observerBox{obs})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

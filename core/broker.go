@@ -21,9 +21,47 @@ type broker struct {
 	recent []wire.Event  // the last recentMax stored events, in seq order
 	wake   chan struct{} // closed and replaced on every publish
 	trans  map[*transientSub]struct{}
+	// globbed are the subscribers that asked for some paths only. A publish wakes
+	// them only for an event they would pass on (one of their paths, or no agent), not
+	// for every agent's every change: in a spawn loop, the plans and runs features'
+	// subscribers (plans/*/lead, runs/**) woke, read and dropped three events per
+	// spawn.
+	globbed map[*globSub]struct{}
 }
 
 const recentMax = 4096
+
+// globSub is a subscriber with paths: its own wake-up, a token set by a publish it
+// cares about, and how many events it was not woken for since its last wake-up.
+type globSub struct {
+	glob    []Glob
+	wake    chan struct{} // capacity 1
+	skipped int
+}
+
+// skipWake bounds how many events a path subscriber is not woken for: at this many it
+// is woken anyway, moves its cursor past them in memory, and so never falls out of the
+// recent window into reading the store.
+const skipWake = recentMax / 4
+
+// notifyLocked wakes every subscriber an event e concerns: all those without paths at
+// once (closing the shared channel), and each path subscriber e passes the paths of.
+func (b *broker) notifyLocked(e wire.Event) {
+	close(b.wake)
+	b.wake = make(chan struct{})
+	for g := range b.globbed {
+		if e.Agent != nil && !matchAny(g.glob, e.Agent.Path) {
+			if g.skipped++; g.skipped < skipWake {
+				continue
+			}
+		}
+		g.skipped = 0
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+}
 
 type transientSub struct {
 	ch   chan wire.Event
@@ -31,7 +69,7 @@ type transientSub struct {
 }
 
 func newBroker(s Store) *broker {
-	return &broker{store: s, wake: make(chan struct{}), trans: map[*transientSub]struct{}{}}
+	return &broker{store: s, wake: make(chan struct{}), trans: map[*transientSub]struct{}{}, globbed: map[*globSub]struct{}{}}
 }
 
 // publish stores e, then wakes subscribers. It returns the stored event.
@@ -50,8 +88,7 @@ func (b *broker) publish(ctx context.Context, e wire.Event) (wire.Event, error) 
 	if len(b.recent) > recentMax {
 		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
 	}
-	close(b.wake)
-	b.wake = make(chan struct{})
+	b.notifyLocked(stored)
 	return stored, nil
 }
 
@@ -70,8 +107,7 @@ func (b *broker) publishAgent(ctx context.Context, a wire.Agent, e wire.Event) (
 	if len(b.recent) > recentMax {
 		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
 	}
-	close(b.wake)
-	b.wake = make(chan struct{})
+	b.notifyLocked(stored)
 	return stored, nil
 }
 
@@ -134,14 +170,24 @@ func (b *broker) subscribe(ctx context.Context, after uint64, globs []Glob, tran
 		b.trans[ts] = struct{}{}
 		b.mu.Unlock()
 	}
+	var gs *globSub
+	if len(globs) > 0 {
+		gs = &globSub{glob: globs, wake: make(chan struct{}, 1)}
+		b.mu.Lock()
+		b.globbed[gs] = struct{}{}
+		b.mu.Unlock()
+	}
 	go func() {
 		defer close(out)
 		defer func() {
+			b.mu.Lock()
 			if ts != nil {
-				b.mu.Lock()
 				delete(b.trans, ts)
-				b.mu.Unlock()
 			}
+			if gs != nil {
+				delete(b.globbed, gs)
+			}
+			b.mu.Unlock()
 		}()
 		var tch chan wire.Event
 		if ts != nil {
@@ -152,6 +198,11 @@ func (b *broker) subscribe(ctx context.Context, after uint64, globs []Glob, tran
 			evs, wake, err := b.since(ctx, cursor)
 			if err != nil {
 				return
+			}
+			if gs != nil {
+				// Registered before the first since: a publish after that read has left
+				// its token (a token from before it only wakes once for nothing).
+				wake = gs.wake
 			}
 			for _, e := range evs {
 				cursor = e.Seq

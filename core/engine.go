@@ -83,9 +83,9 @@ type Engine struct {
 // agentRT is the runtime side of one agent record. a is guarded by Engine.mu.
 type agentRT struct {
 	a       wire.Agent
-	obs     Observer    // owned by the agent's loop goroutine
-	turns   int         // prompts and sends given; turns idle into done
-	events  chan func() // work for the agent's loop (hooks, output, exit)
+	obs     atomic.Pointer[observerBox] // set when the loop starts; read by Send, answers and hooks
+	turns   int                         // prompts and sends given; turns idle into done
+	events  chan func()                 // work for the agent's loop (hooks, output, exit)
 	outputs chan struct{}
 	judge   chan struct{} // read the screen now (after an answer)
 	// sent: a send ending in Enter started a turn (TurnOnSend providers); the loop
@@ -378,7 +378,17 @@ func (e *Engine) end(ctx context.Context, rt *agentRT, to wire.State, source, re
 	return ended
 }
 
-func (rt *agentRT) observer() Observer { return rt.obs }
+func (rt *agentRT) observer() Observer {
+	if b := rt.obs.Load(); b != nil {
+		return b.Observer
+	}
+	return nil
+}
+
+// observerBox holds an agent's Observer for atomic.Pointer: the loop sets it after the
+// pane's record is stored, so a send that sees the pane may read it meanwhile (the race
+// detector caught TestSendTypesOnlyText reading it while startLoop wrote it).
+type observerBox struct{ Observer }
 
 // paneEnd is how a pane ended: its process exited (code when known), or the pane
 // vanished from the host (closed from outside, host server restarted).

@@ -152,7 +152,8 @@ func (e *Engine) hibernate(ctx context.Context, rt *agentRT, reason string, stil
 		return next, &ev, true
 	})
 	e.mu.Lock()
-	rt.done, rt.stop, rt.obs = nil, nil, nil
+	rt.done, rt.stop = nil, nil
+	rt.obs.Store(nil)
 	if ok {
 		delete(e.panes, pane)
 	}

@@ -44,12 +44,17 @@ func (s *Service) budgetOn(ctx context.Context, bud Budgets, glob string) (accta
 	return acctapi.Budget{}, false
 }
 
+// hasRoleBudget says whether spawned has anything to do for a: a role budget on an
+// agent that is not a resume. Most spawns have none, and the watcher then starts no
+// goroutine for them (one per `orcr agent run` in a spawn loop).
+func hasRoleBudget(a wire.Agent) bool { return a.Limits.BudgetUSD > 0 && a.ResumedFrom == "" }
+
 // spawned sets a new agent's role budget. A budget the user set on the same path
 // wins: it is left as it is, and the record's notes say so.
 func (s *Service) spawned(ctx context.Context, a wire.Agent) {
 	l := a.Limits
 	bud := s.accounts()
-	if bud == nil || l.BudgetUSD <= 0 || a.ResumedFrom != "" {
+	if bud == nil || !hasRoleBudget(a) {
 		return
 	}
 	if b, ok := s.budgetOn(ctx, bud, a.Path); ok && b.Role == "" {

@@ -64,7 +64,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 			switch {
 			case ev.Agent != nil && (ev.Event == wire.EventAgentState || ev.Event == wire.EventAgentUpdated):
 				s.observe(*ev.Agent, &ev)
-			case ev.Agent != nil && ev.Event == wire.EventAgentSpawned:
+			case ev.Agent != nil && ev.Event == wire.EventAgentSpawned && hasRoleBudget(*ev.Agent):
 				a := *ev.Agent
 				s.spawn(func(ctx context.Context) { s.spawned(ctx, a) })
 			case ev.Agent != nil && ev.Event == wire.EventAgentRemoved:

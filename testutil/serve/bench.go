@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"orcr/testutil/proc"
 	"orcr/testutil/testbin"
 )
 
@@ -73,6 +75,20 @@ func StartBench(tb testing.TB, host string, drop ...string) *Bench {
 // started (if set) is called just before the loop, for a benchmark to start its timer
 // on the loop alone.
 func RawTmuxSpawn(tb testing.TB, n int, started func()) time.Duration {
+	return RawTmuxSpawnCPU(tb, n, started).Wall
+}
+
+// Spent is what a spawn loop cost: its wall time and the CPU time of every process
+// that did its work (the loop and the programs it ran, the server(s) that made the
+// panes), in clock ticks of 10 ms.
+type Spent struct {
+	Wall time.Duration
+	CPU  int64
+}
+
+// RawTmuxSpawnCPU is RawTmuxSpawn, with the CPU the loop took: the shell and its tmux
+// clients, and the tmux server's share (the windows it made).
+func RawTmuxSpawnCPU(tb testing.TB, n int, started func()) Spent {
 	tb.Helper()
 	sock := filepath.Join(ShortDir(tb, "orcr-raw-"), "raw.sock")
 	KillTmux(tb, sock)
@@ -81,16 +97,37 @@ func RawTmuxSpawn(tb testing.TB, n int, started func()) time.Duration {
 	if out, err := start.CombinedOutput(); err != nil {
 		tb.Fatalf("start raw tmux: %v %s", err, out)
 	}
+	tmuxPID := TmuxServerPID(tb, sock)
 	loop := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt %d ]; do tmux -S "$1" new-window -d sleep 600 || exit 1; i=$((i+1)); done`, n), "sh", sock)
 	loop.Env = []string{"LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")}
 	if started != nil {
 		started()
 	}
+	c0 := proc.CPUTicks(tb, tmuxPID)
 	t0 := time.Now()
 	if out, err := loop.CombinedOutput(); err != nil {
 		tb.Fatalf("raw loop: %v %s", err, out)
 	}
-	return time.Since(t0)
+	wall := time.Since(t0)
+	// The shell's rusage includes the tmux clients it waited for.
+	loopCPU := (loop.ProcessState.UserTime() + loop.ProcessState.SystemTime()) / (10 * time.Millisecond)
+	return Spent{Wall: wall, CPU: int64(loopCPU) + proc.CPUTicks(tb, tmuxPID) - c0}
+}
+
+// TmuxServerPID is the pid of the tmux server on sock.
+func TmuxServerPID(tb testing.TB, sock string) int {
+	tb.Helper()
+	cmd := exec.Command("tmux", "-S", sock, "display-message", "-p", "#{pid}")
+	cmd.Env = []string{"LANG=C.UTF-8"}
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("tmux server pid on %s: %v", sock, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		tb.Fatalf("tmux server pid on %s: %q", sock, out)
+	}
+	return pid
 }
 
 // ShortDir is a temp dir short enough for unix sockets inside it (t.TempDir's are
