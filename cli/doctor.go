@@ -11,6 +11,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/wire"
+	sbapi "orcr/sandbox/api"
 )
 
 // doctorReport is `orcr doctor --json`.
@@ -19,6 +20,8 @@ type doctorReport struct {
 	Config    string           `json:"config"`
 	ConfigErr string           `json:"configError,omitempty"`
 	Server    *wire.InfoResult `json:"server"`
+	// Landlock is the sandbox's view of this kernel (DESIGN §16).
+	Landlock sbapi.SandboxState `json:"landlock"`
 	Probe
 }
 
@@ -40,6 +43,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		return notBuiltIn("doctor's look at this machine")
 	}
 	r.Probe = app.daemon.Probe(ctx, cfg)
+	r.Landlock = landlockStatus(ctx)
 	if asJSON {
 		return printJSON(app.out, r)
 	}
@@ -76,6 +80,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, shellLine(r.Shell))
+	fmt.Fprintln(w, landlockLine(r.Landlock))
 	fmt.Fprintln(w, "providers")
 	tw = newTabWriter(w)
 	for _, p := range r.Providers {

@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	"orcr/core/wire"
+	sbapi "orcr/sandbox/api"
 	"orcr/sandbox/confine"
 )
 
@@ -42,5 +46,119 @@ func (app *app) sandboxCommand() *cli.Command {
 				},
 			},
 		},
+	}
+}
+
+// sandboxFlags is agent run's --sandbox[=on|off], --sandbox-rw, --sandbox-rox and
+// --sandbox-port; nil when none was given (the role's or the run's choice stands).
+func sandboxFlags(c *cli.Command) (*wire.Sandbox, error) {
+	mode := ""
+	if c.IsSet("sandbox") {
+		switch strings.ToLower(c.String("sandbox")) {
+		case "on", "true", "1", "yes":
+			mode = wire.SandboxOn
+		case "off", "false", "0", "no":
+			mode = wire.SandboxOff
+		default:
+			return nil, fmt.Errorf("--sandbox=%s: use --sandbox (on) or --sandbox=off", c.String("sandbox"))
+		}
+	}
+	rw, rox := c.StringSlice("sandbox-rw"), c.StringSlice("sandbox-rox")
+	var ports []int
+	for _, p := range c.IntSlice("sandbox-port") {
+		ports = append(ports, int(p))
+	}
+	widen := len(rw)+len(rox)+len(ports) > 0
+	if widen && mode == wire.SandboxOff {
+		return nil, fmt.Errorf("--sandbox-rw, --sandbox-rox and --sandbox-port widen a sandbox; --sandbox=off has none")
+	}
+	if mode == "" && !widen {
+		return nil, nil
+	}
+	if mode == "" {
+		mode = wire.SandboxOn
+	}
+	return &wire.Sandbox{Mode: mode, RW: rw, ROX: rox, Ports: ports}, nil
+}
+
+// landlockStatus is the running server's Landlock (its kernel is the one agents run
+// on), else this machine's.
+func landlockStatus(ctx context.Context) sbapi.SandboxState {
+	if cl := service(ctx); cl != nil {
+		if st, err := wire.Call(ctx, cl, sbapi.SandboxStatus, wire.Empty{}); err == nil {
+			return st
+		}
+	}
+	abi, err := confine.KernelABI()
+	st := sbapi.SandboxState{ABI: abi}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	return st
+}
+
+func landlockLine(st sbapi.SandboxState) string {
+	if st.Error != "" {
+		return "sandbox  no Landlock: " + st.Error + " — agents asking for --sandbox (and run coders) are refused; [run] sandbox = \"off\" runs coders unconfined"
+	}
+	line := fmt.Sprintf("sandbox  Landlock ABI %d", st.ABI)
+	switch {
+	case st.ABI >= 6:
+		line += " (files, TCP connect, signals and abstract sockets confined)"
+	case st.ABI >= 4:
+		line += " (files and TCP connect confined)"
+	default:
+		line += " (files confined; the network is not: TCP connect needs ABI 4)"
+	}
+	if st.MaxABI > 0 && st.MaxABI < st.ABI {
+		line += fmt.Sprintf("; capped at %d by ORCR_SANDBOX_MAX_ABI", st.MaxABI)
+	}
+	return line
+}
+
+// printSandbox is agent get --explain's sandbox section.
+func printSandbox(ctx context.Context, w io.Writer, a wire.Agent) {
+	if a.Sandbox == nil {
+		return
+	}
+	if !a.Sandbox.On() {
+		fmt.Fprintln(w, "sandbox\toff (asked for: unconfined)")
+		return
+	}
+	ex, err := wire.Call(ctx, service(ctx), sbapi.SandboxExplain, sbapi.SandboxExplainParams{Target: a.ID})
+	if err != nil {
+		fmt.Fprintf(w, "sandbox\ton (the policy cannot be shown: %v)\n", err)
+		return
+	}
+	if ex.Applied != nil {
+		net := "TCP connect confined"
+		if !ex.Applied.Net {
+			net = "network NOT confined (ABI < 4)"
+		}
+		fmt.Fprintf(w, "sandbox\ton: Landlock ABI %d of the kernel's %d, %s\n", ex.Applied.ABI, ex.Applied.KernelABI, net)
+		for _, x := range ex.Applied.Warnings {
+			fmt.Fprintf(w, "  warning\t%s\n", x)
+		}
+	} else {
+		fmt.Fprintln(w, "sandbox\ton (the launcher has not reported yet)")
+	}
+	if p := ex.Policy; p != nil {
+		fmt.Fprintf(w, "  rw\t%s\n", strings.Join(p.RW, " "))
+		fmt.Fprintf(w, "  rox\t%s\n", strings.Join(p.ROX, " "))
+		fmt.Fprintf(w, "  ro\t%s\n", strings.Join(p.RO, " "))
+		var ports []string
+		for _, n := range p.Ports {
+			ports = append(ports, fmt.Sprint(n))
+		}
+		fmt.Fprintf(w, "  connect\tTCP %s; orcr's socket %s\n", strings.Join(ports, ","), p.Socket)
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "  note\t%s\n", n)
+		}
+	}
+	if len(ex.Refused) == 0 {
+		fmt.Fprintln(w, "  refused\tnothing seen on its screen")
+	}
+	for _, r := range ex.Refused {
+		fmt.Fprintf(w, "  refused\t%s (on its screen)\n", r)
 	}
 }

@@ -85,6 +85,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 			HardTimeoutSeconds: old.Limits.HardTimeoutSeconds, BudgetUSD: old.Limits.BudgetUSD, BudgetAction: old.Limits.BudgetAction},
 		SessionID: old.SessionID, Transcript: old.Transcript, ResumedFrom: old.ID,
 		Account: old.Account, // the session lives in that account's config dir
+		Sandbox: old.Sandbox,
 		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}

@@ -71,6 +71,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	if p.Sandbox != nil && p.Sandbox.Mode != wire.SandboxOn && p.Sandbox.Mode != wire.SandboxOff {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "sandbox mode %q: use on or off", p.Sandbox.Mode)
+	}
 	if p.Worktree != "" {
 		if err := checkWorktreeName(p.Worktree); err != nil {
 			return wire.Agent{}, err
@@ -88,7 +91,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
 			HardTimeoutSeconds: p.HardTimeoutSeconds, BudgetUSD: p.BudgetUSD, BudgetAction: p.BudgetAction},
-		Account: p.Account, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Account: p.Account, Sandbox: p.Sandbox, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	if parent != nil {
@@ -191,7 +194,12 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		cwd = a.Cwd
 	}
 	env := mergeEnv(base, plan.Env)
-	pane, err := e.host.Launch(ctx, LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env})
+	spec := LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env}
+	if err := e.wrapLaunch(ctx, a, &spec, plan.Confine); err != nil {
+		e.finishFailed(ctx, rt, err)
+		return
+	}
+	pane, err := e.host.Launch(ctx, spec)
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("launch on %s: %w", e.host.Name(), err))
 		return

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"orcr/planning"
 	"orcr/pty"
 	"orcr/roles"
+	"orcr/sandbox"
 	"orcr/schedule"
 	"orcr/store"
 )
@@ -157,7 +159,8 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	s.features = []core.Feature{rs, acct, sched, plans, ls, runs}
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: sandboxMaxABI(), Logger: s.log})
+	s.features = []core.Feature{rs, acct, sched, plans, ls, runs, sb}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
@@ -279,6 +282,16 @@ func (c *closer) do(name string, fn func()) {
 		attrs = append(attrs, "goroutines", b.String())
 	}
 	c.log.Error("shutdown: a part did not close in time; going on without it", attrs...)
+}
+
+// sandboxMaxABI is ORCR_SANDBOX_MAX_ABI: the highest Landlock ABI confined agents
+// get (0: the kernel's), to see what an older kernel would confine.
+func sandboxMaxABI() int {
+	n, err := strconv.Atoi(os.Getenv("ORCR_SANDBOX_MAX_ABI"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // secretsPath is secrets.toml beside config.toml (DESIGN §16).

@@ -95,6 +95,11 @@ func Build(p Policy) (Plan, error) {
 	}, func(path string) landlock.FSRule { return landlock.PathAccess(ll.AccessFSReadFile, path) })
 	add(p.Dev, func(path string) landlock.FSRule { return landlock.RWDirs(path).WithIoctlDev() },
 		func(path string) landlock.FSRule { return landlock.RWFiles(path).WithIoctlDev() })
+	if p.ProcSelf {
+		add([]string{fmt.Sprintf("/proc/%d", os.Getpid())}, func(path string) landlock.FSRule {
+			return landlock.PathAccess(ll.AccessFSReadFile|ll.AccessFSReadDir, path)
+		}, nil)
+	}
 	if p.Socket != "" && abi >= 9 {
 		// From ABI 9 connecting to a pathname unix socket is a filesystem access.
 		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, filepath.Dir(p.Socket)))

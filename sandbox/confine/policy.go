@@ -31,12 +31,18 @@ type Policy struct {
 	Ports []int `json:"ports"`
 	// Socket is orcr's own unix socket, kept reachable (`orcr run done` inside).
 	Socket string `json:"socket,omitempty"`
+	// ProcSelf grants reading /proc/PID of the launcher, which the exec makes the
+	// agent's own process.
+	ProcSelf bool `json:"procSelf,omitempty"`
 	// MaxABI caps the Landlock ABI used (0: the highest the kernel and orcr know); a
 	// test forces an older kernel's behaviour with it.
 	MaxABI int `json:"maxAbi,omitempty"`
 	// Report is a file the launcher writes what it applied into (opened before it
 	// restricts itself, so the file need not be in the policy).
 	Report string `json:"report,omitempty"`
+	// Notes are the server's account of how it built the policy (for --explain); the
+	// launcher ignores them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Report is what the launcher applied, written to Policy.Report.
