@@ -25,6 +25,7 @@ import (
 	"orcr/internal/regfile"
 	"orcr/internal/strictfile"
 	roleapi "orcr/roles/api"
+	"orcr/sandbox/confine"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -50,6 +51,16 @@ type rawRole struct {
 	MaxTurns     *int              `toml:"max_turns"`
 	SoftTimeout  *string           `toml:"soft_timeout"`
 	HardTimeout  *string           `toml:"hard_timeout"`
+	Sandbox      *rawSandbox       `toml:"sandbox"`
+}
+
+// rawSandbox is a role's [sandbox] table (DESIGN §16): its presence confines the
+// role's agents (mode = "off" runs them unconfined), rw/rox/ports widen the policy.
+type rawSandbox struct {
+	Mode  *string  `toml:"mode"`
+	RW    []string `toml:"rw"`
+	ROX   []string `toml:"rox"`
+	Ports []int    `toml:"ports"`
 }
 
 // Role is a parsed, checked role.
@@ -69,6 +80,8 @@ type Role struct {
 	MaxTurns     int
 	SoftTimeout  time.Duration
 	HardTimeout  time.Duration
+	// Sandbox is the role's [sandbox] (nil: none given).
+	Sandbox *wire.Sandbox
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -197,6 +210,27 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 		}
 		r.MaxTurns = *raw.MaxTurns
 	}
+	if sb := raw.Sandbox; sb != nil {
+		r.Sandbox = &wire.Sandbox{Mode: wire.SandboxOn, RW: sb.RW, ROX: sb.ROX, Ports: sb.Ports}
+		if sb.Mode != nil {
+			switch *sb.Mode {
+			case wire.SandboxOn, wire.SandboxOff:
+				r.Sandbox.Mode = *sb.Mode
+			default:
+				doc.Add("sandbox", "sandbox mode %q: use on or off", *sb.Mode)
+			}
+		}
+		for _, d := range append(append([]string{}, sb.RW...), sb.ROX...) {
+			if _, err := confine.ExpandHome(d, "/home"); err != nil {
+				doc.Add("sandbox", "sandbox: %v", err)
+			}
+		}
+		for _, n := range sb.Ports {
+			if n < 1 || n > 65535 {
+				doc.Add("sandbox", "sandbox: port %d is not a TCP port (1–65535)", n)
+			}
+		}
+	}
 	r.SoftTimeout = duration(doc, "soft_timeout", raw.SoftTimeout)
 	r.HardTimeout = duration(doc, "hard_timeout", raw.HardTimeout)
 	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
@@ -210,7 +244,7 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 }
 
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "sandbox"}
 
 func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {
