@@ -143,3 +143,46 @@ func TestSandboxedShellAgent(t *testing.T) {
 		t.Errorf("--explain of the unconfined agent:\n%s", ex)
 	}
 }
+
+// TestPaneCredentials: a pane gets no GitHub token (from the server's environment or
+// --env) and no other provider's key; a {{secret.NAME}} is resolved at launch from a
+// 0600 secrets.toml and never shown by agent get; a world-readable secrets.toml is
+// refused with the fix.
+func TestPaneCredentials(t *testing.T) {
+	e := newEnv(t, "GH_TOKEN=gh-secret-1", "GITHUB_TOKEN=gh-secret-2", "OPENAI_API_KEY=sk-openai", "ANTHROPIC_API_KEY=sk-ant", "KEEP_ME=1")
+	e.serve()
+	cfg := filepath.Join(lastEnv(e.vars, "XDG_CONFIG_HOME"), "orcr")
+	os.MkdirAll(cfg, 0o700)
+	secrets := filepath.Join(cfg, "secrets.toml")
+	if err := os.WriteFile(secrets, []byte("DB_PASSWORD = \"hunter2\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.must("agent", "run", "creds", "--env", "GH_TOKEN=gh-secret-3", "--env", "DB={{secret.DB_PASSWORD}}", "--",
+		"sh", "-c", `echo "gh=${GH_TOKEN:-none} ghub=${GITHUB_TOKEN:-none} openai=${OPENAI_API_KEY:-none} ant=${ANTHROPIC_API_KEY:-none} keep=$KEEP_ME db=$DB"; exec cat`)
+	var screen string
+	wait.For(t, 15*time.Second, "the env line", func() bool {
+		screen = e.orcr("agent", "read", "creds").Out
+		return strings.Contains(screen, "keep=")
+	})
+	if !strings.Contains(screen, "gh=none ghub=none openai=none ant=none keep=1 db=hunter2") {
+		t.Fatalf("the pane's credentials:\n%s", screen)
+	}
+	if got := e.must("agent", "get", "creds", "--json"); strings.Contains(got, "hunter2") || strings.Contains(got, "gh-secret") {
+		t.Fatalf("agent get shows a secret:\n%s", got)
+	}
+	os.Chmod(secrets, 0o644)
+	r := e.orcr("agent", "run", "creds2", "--env", "DB={{secret.DB_PASSWORD}}", "--", "sh", "-c", "exec cat")
+	if r.Code == 0 || !strings.Contains(r.Err, "chmod 600") {
+		t.Fatalf("a world-readable secrets.toml was read: exit %d\n%s%s", r.Code, r.Out, r.Err)
+	}
+}
+
+func lastEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}

@@ -141,10 +141,11 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("sandbox: %w", err)
 	}
-	if err := f.privateTmp(a, spec); err != nil {
+	shared, err := f.privateTmp(a, spec)
+	if err != nil {
 		return false, err
 	}
-	p, err := f.build(a, spec, needs)
+	p, err := f.build(a, spec, needs, shared)
 	if err != nil {
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
@@ -158,9 +159,11 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	return true, nil
 }
 
-// privateTmp gives the agent a temporary folder of its own when /tmp holds $HOME or
-// orcr's home (a test's, a machine's odd layout): granting /tmp would grant them.
-func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) error {
+// privateTmp gives the agent a temporary folder of its own (TMPDIR) when /tmp holds
+// $HOME or orcr's home (a test's, a machine's odd layout): granting /tmp would grant
+// them. It returns that /tmp ("" when it holds neither), whose other entries build
+// grants one by one.
+func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error) {
 	tmp := envValue(spec.Env, "TMPDIR")
 	if tmp == "" {
 		tmp = "/tmp"
@@ -179,14 +182,14 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) error {
 		return dir == t || strings.HasPrefix(dir, strings.TrimSuffix(t, "/")+"/")
 	}
 	if !inside(envValue(spec.Env, "HOME")) && !inside(f.o.Home) {
-		return nil
+		return "", nil
 	}
 	own := filepath.Join(f.o.Home, "sandbox-tmp", a.ID)
 	if err := os.MkdirAll(own, 0o700); err != nil {
-		return fmt.Errorf("sandbox: private tmp: %w", err)
+		return "", fmt.Errorf("sandbox: private tmp: %w", err)
 	}
 	spec.Env = append(spec.Env, "TMPDIR="+own)
-	return nil
+	return tmp, nil
 }
 
 // Methods implements core.Feature.

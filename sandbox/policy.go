@@ -39,7 +39,7 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // the cwd is a worktree of it), /tmp, what the adapter needs, what the agent's
 // sandbox adds; the toolchain, orcr and the agent's program; port 443 and the
 // adapter's ports; orcr's socket.
-func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement) (confine.Policy, error) {
+func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
 	g := granter{home: home, notes: &notes}
@@ -60,6 +60,9 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		tmp = t
 	}
 	_ = g.grant(&p.RW, tmp, "temporary files", false)
+	if sharedTmp != "" {
+		f.tmpEntries(&p, g, sharedTmp, home)
+	}
 	for _, d := range needs.RW {
 		_ = g.grant(&p.RW, d, "the provider's state", false)
 	}
@@ -285,4 +288,46 @@ func refusedLines(text string, max int) []string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// maxTmpEntries bounds the entries of a shared /tmp granted one by one.
+const maxTmpEntries = 4096
+
+// tmpEntries grants, read-write, each entry of a /tmp that holds $HOME or orcr's home
+// except the ones that hold them: what granting /tmp would give, less those. New
+// entries made in /tmp itself later are not granted (TMPDIR is the agent's own).
+func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	if len(ents) > maxTmpEntries {
+		*g.notes = append(*g.notes, fmt.Sprintf("%s has %d entries, over %d: none of them granted", tmp, len(ents), maxTmpEntries))
+		return
+	}
+	holds := func(dir, x string) bool {
+		if x == "" {
+			return false
+		}
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			x = r
+		}
+		return x == dir || strings.HasPrefix(x, dir+"/")
+	}
+	real := tmp
+	if r, err := filepath.EvalSymlinks(tmp); err == nil {
+		real = r
+	}
+	n := 0
+	for _, e := range ents {
+		d := filepath.Join(real, e.Name())
+		if holds(d, home) || holds(d, f.o.Home) || e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		if !slices.Contains(p.RW, d) {
+			p.RW = append(p.RW, d)
+			n++
+		}
+	}
+	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
 }
