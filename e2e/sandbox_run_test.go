@@ -3,14 +3,17 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"orcr/testutil/modelserver"
 	sbapi "orcr/sandbox/api"
 	"orcr/sandbox/confine"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
+	"orcr/testutil/wait"
 )
 
 // sandboxOf is what `orcr agent get --explain` is made from: the agent's policy and
@@ -44,9 +47,9 @@ func TestRunSandboxedClaudeCoder(t *testing.T) {
 	r.must("run", "start", "solo", "--coders", "1", "--coder", "claude", "--lead", "none")
 	r.must("run", "dispatch", "solo", "M1")
 	r.waitState("M1", "merged", 150*time.Second)
-	if !r.saw("M1", "M1: checking; the check") {
-		t.Fatal("no tool result of `orcr run done` reached the model")
-	}
+	wait.For(t, 60*time.Second, "the tool result of `orcr run done` at the model", func() bool {
+		return r.saw("M1", "M1: checking; the check")
+	})
 	ex := sandboxOf(t, r.env, "runs/solo/coder-1")
 	if !strings.Contains(strings.Join(ex.Policy.Notes, "\n"), "claude's own bash sandbox is off") {
 		t.Errorf("notes %q", ex.Policy.Notes)
@@ -71,7 +74,8 @@ func TestRunSandboxedCodexCoder(t *testing.T) {
 		t.Skipf("no Landlock: %v", err)
 	}
 	codexHome := filepath.Join(t.TempDir(), "codex")
-	r := newRunRig(t, "solo", "CODEX_HOME="+codexHome, modelserver.CodexKeyEnv+"=test-key")
+	r := newRunRig(t, "solo", "CODEX_HOME="+codexHome, modelserver.CodexKeyEnv+"=test-key",
+		"ORCR_CODEX_BIN="+clis.Find(t, "codex", "ORCR_CODEX_BIN"))
 	if err := modelserver.WriteCodexHome(codexHome, r.models.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +86,7 @@ func TestRunSandboxedCodexCoder(t *testing.T) {
 	}
 	r.models.Push(
 		exec("printf 'hello, world\\nsigned-off\\n' > greet.txt"),
-		exec(`git add -A && git commit -qm "M1: greeting" && orcr run done M1`),
+		exec(`git add -A && git commit -qm "M1: greeting" && "$ORCR_BIN" run done M1`),
 		modelserver.Turn{Text: "Committed."})
 	r.must("run", "start", "solo", "--coders", "1", "--coder", "codex", "--lead", "none")
 	r.must("run", "dispatch", "solo", "M1")
@@ -91,10 +95,18 @@ func TestRunSandboxedCodexCoder(t *testing.T) {
 	if !strings.Contains(strings.Join(ex.Policy.Notes, "\n"), "codex's own sandbox is off") {
 		t.Errorf("notes %q", ex.Policy.Notes)
 	}
+	// The record keeps the run's flags (workspace-write); the process codex runs as
+	// got danger-full-access in their place.
 	a := agentJSON(t, r.env, "runs/solo/coder-1")
-	argv := strings.Join(a.Argv, " ")
-	if !strings.Contains(argv, "--sandbox danger-full-access") || strings.Contains(argv, "workspace-write") {
-		t.Errorf("codex's argv: %s", argv)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", a.PID))
+	if argv := strings.ReplaceAll(string(cmdline), "\x00", " "); err != nil || !strings.Contains(argv, "--sandbox danger-full-access") ||
+		strings.Contains(argv, "workspace-write") {
+		t.Errorf("codex runs as %q (%v)", argv, err)
+	}
+	// `orcr run done` reported from inside the sandbox (not the autopilot taking the
+	// commits after a turn without it).
+	if f := r.facts("M1"); !strings.HasPrefix(f, "dispatch done") {
+		t.Errorf("M1's facts: %s", f)
 	}
 	if got := r.git(r.repo, "show feature/solo:greet.txt"); got != "hello, world\nsigned-off" {
 		t.Fatalf("greet.txt on feature/solo is %q", got)

@@ -63,6 +63,11 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	if sharedTmp != "" {
 		f.tmpEntries(&p, g, sharedTmp, home)
 	}
+	if _, err := os.Stat("/var/tmp"); err == nil {
+		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
+		// asks access(2), which Landlock does not answer, so it must be writable.
+		_ = g.grant(&p.RW, "/var/tmp", "temporary files (SQLite's)", false)
+	}
 	for _, d := range needs.RW {
 		_ = g.grant(&p.RW, d, "the provider's state", false)
 	}
