@@ -117,10 +117,12 @@ func landlockLine(st sbapi.SandboxState) string {
 }
 
 // printSandbox is agent get --explain's sandbox section.
-func printSandbox(ctx context.Context, w io.Writer, a wire.Agent) {
+func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 	if a.Sandbox == nil {
 		return
 	}
+	w := newTabWriter(out)
+	defer w.Flush()
 	if !a.Sandbox.On() {
 		fmt.Fprintln(w, "sandbox\toff (asked for: unconfined)")
 		return
