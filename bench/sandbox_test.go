@@ -40,7 +40,7 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 			Argv: []string{"sh", "-c", "echo > " + mark + "; exec sleep 600"}}); err != nil {
 			b.Fatal(err)
 		}
-		deadline := t0.Add(30 * time.Second)
+		deadline := t0.Add(90 * time.Second)
 		for {
 			if _, err := os.Stat(mark); err == nil {
 				break

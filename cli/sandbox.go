@@ -164,3 +164,20 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 		fmt.Fprintf(w, "  refused\t%s (on its screen)\n", r)
 	}
 }
+
+// SandboxExec is `orcr sandbox exec --policy FILE -- CMD…` parsed by hand, for main's
+// fast path: ok is false for any other shape (help, a flag it does not know), which
+// then goes through the command tree. It returns only when nothing was exec'd.
+func SandboxExec(args []string, stderr io.Writer) (code int, ok bool) {
+	var policy string
+	switch {
+	case len(args) >= 3 && args[0] == "--policy" && args[2] == "--":
+		policy, args = args[1], args[3:]
+	case len(args) >= 2 && strings.HasPrefix(args[0], "--policy=") && args[1] == "--":
+		policy, args = strings.TrimPrefix(args[0], "--policy="), args[2:]
+	default:
+		return 0, false
+	}
+	err := confine.Exec(policy, args, stderr)
+	return ExitCode(exitErr{code: 126, msg: "sandbox refused to start the agent: " + err.Error()}, stderr), true
+}
