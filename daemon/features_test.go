@@ -13,7 +13,7 @@ import (
 // featureRoots are the feature packages (DESIGN §5: each a room that plugs into the
 // kernel); a package belongs to the feature whose root is the longest prefix of its
 // import path.
-var featureRoots = []string{"orcr/schedule", "orcr/accounts", "orcr/listen", "orcr/orchestrate", "orcr/orchestrate/run", "orcr/roles"}
+var featureRoots = []string{"orcr/schedule", "orcr/accounts", "orcr/listen", "orcr/orchestrate", "orcr/orchestrate/run", "orcr/roles", "orcr/sandbox"}
 
 func featureOf(pkg string) string {
 	best := ""

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,7 +26,6 @@ import (
 	"orcr/internal/regfile"
 	"orcr/internal/strictfile"
 	roleapi "orcr/roles/api"
-	"orcr/sandbox/confine"
 )
 
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
@@ -221,7 +221,7 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 			}
 		}
 		for _, d := range append(append([]string{}, sb.RW...), sb.ROX...) {
-			if _, err := confine.ExpandHome(d, "/home"); err != nil {
+			if err := sandboxPath(d); err != nil {
 				doc.Add("sandbox", "sandbox: %v", err)
 			}
 		}
@@ -349,4 +349,16 @@ func List(dir string, check Checker) []roleapi.Role {
 
 func readBounded(path string) ([]byte, error) {
 	return regfile.ReadMax(context.Background(), path, MaxFile)
+}
+
+// sandboxPath checks a [sandbox] rw/rox entry as the sandbox will: absolute or under
+// ~, without a ".." element (a grant names what it opens plainly).
+func sandboxPath(p string) error {
+	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+		return fmt.Errorf("%q has a \"..\" element: name the directory itself", p)
+	}
+	if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
+		return fmt.Errorf("%q is not an absolute path (or one under ~)", p)
+	}
+	return nil
 }
