@@ -22,6 +22,7 @@ require (
 	github.com/gliderlabs/ssh v0.3.8
 	github.com/google/go-github/v93 v93.0.0
 	github.com/google/uuid v1.6.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pkg/sftp v1.13.12
 	github.com/robfig/cron/v3 v3.0.1
@@ -72,6 +73,7 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.7 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
 
 replace github.com/dgraph-io/ristretto/v2 => ./third_party/ristretto

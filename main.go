@@ -14,6 +14,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "sandbox" && os.Args[2] == "exec" {
+		// The launcher of every confined agent's pane: straight to the exec, without
+		// building the command tree (`orcr sandbox exec --help` still gets it).
+		if code, ok := cli.SandboxExec(os.Args[3:], os.Stderr); ok {
+			os.Exit(code)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args, cli.Options{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Daemon: daemon.Entries()})

@@ -44,6 +44,10 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.FloatFlag{Name: "spawn-budget-usd", Value: -1, DefaultText: "unbounded", Usage: "it spawns nothing once it and the agents under it cost USD"},
 					&cli.StringFlag{Name: "node", Usage: "run it on this node (orcr node ls); its --cwd is then the node's"},
 					&cli.StringFlag{Name: "wait", Usage: "wait until STATE (done|idle|blocked|exited|settled); bare --wait means settled"},
+					&cli.StringFlag{Name: "sandbox", Usage: "confine it with Landlock: bare --sandbox (on) or --sandbox=off (unconfined, also for a role's or a run's sandbox)"},
+					&cli.StringSliceFlag{Name: "sandbox-rw", Usage: "with --sandbox: one more read-write folder (repeatable; ~ is $HOME)"},
+					&cli.StringSliceFlag{Name: "sandbox-rox", Usage: "with --sandbox: one more read-execute folder (repeatable)"},
+					&cli.IntSliceFlag{Name: "sandbox-port", Usage: "with --sandbox: one more TCP port it may connect to (repeatable)"},
 					jsonFlag(),
 				},
 				Action: func(ctx context.Context, c *cli.Command) error { return app.agentRun(ctx, c) },
@@ -93,6 +97,9 @@ func (app *app) agentCommand() *cli.Command {
 						return printJSON(app.out, wire.AgentResult{Agent: a})
 					}
 					printAgent(app.out, a, c.Bool("explain"))
+					if c.Bool("explain") {
+						printSandbox(ctx, app.out, a)
+					}
 					return nil
 				},
 			},
@@ -240,6 +247,11 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 		}
 		p.Env[k] = v
 	}
+	sb, err := sandboxFlags(c)
+	if err != nil {
+		return err
+	}
+	p.Sandbox = sb
 	cl := service(ctx)
 	if w := loginWarning(ctx, cl, p); w != "" {
 		fmt.Fprintln(app.err, "orcr: warning: "+w)

@@ -151,6 +151,9 @@ func normalizeArgs(args []string) []string {
 		if a == "--wait" && (i+1 >= len(args) || !isWaitState(args[i+1])) {
 			a = "--wait=settled"
 		}
+		if a == "--sandbox" {
+			a = "--sandbox=on" // a bare --sandbox asks for one; --sandbox=off for none
+		}
 		out = append(out, a)
 	}
 	return out
@@ -307,6 +310,7 @@ func NewApp(o Options) *cli.Command {
 			},
 		},
 		app.installCommand(),
+		app.sandboxCommand(),
 		app.completionCommand(),
 		app.completeCommand(o),
 		&cli.Command{

@@ -11,6 +11,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/wire"
+	sbapi "orcr/sandbox/api"
 	webapi "orcr/web/api"
 )
 
@@ -22,6 +23,8 @@ type doctorReport struct {
 	Server    *wire.InfoResult `json:"server"`
 	// Web is the running server's web gateway (nil when no server runs).
 	Web *webapi.StatusResult `json:"web,omitempty"`
+	// Landlock is the sandbox's view of this kernel (DESIGN §16).
+	Landlock sbapi.SandboxState `json:"landlock"`
 	Probe
 }
 
@@ -46,6 +49,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		return notBuiltIn("doctor's look at this machine")
 	}
 	r.Probe = app.daemon.Probe(ctx, cfg)
+	r.Landlock = landlockStatus(ctx)
 	if asJSON {
 		return printJSON(app.out, r)
 	}
@@ -83,6 +87,7 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, shellLine(r.Shell))
+	fmt.Fprintln(w, landlockLine(r.Landlock))
 	fmt.Fprintln(w, "providers")
 	tw = newTabWriter(w)
 	for _, p := range r.Providers {

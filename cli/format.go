@@ -71,6 +71,9 @@ func printAgent(w io.Writer, a wire.Agent, explain bool) {
 	row("parent", strings.TrimSpace(a.ParentPath+" "+a.ParentID))
 	row("argv", strings.Join(a.Argv, " "))
 	row("cwd", a.Cwd)
+	if a.Sandbox != nil {
+		row("sandbox", a.Sandbox.Mode)
+	}
 	row("host", strings.TrimSpace(a.Host+" "+a.PaneID))
 	if a.PID > 0 {
 		row("pid", fmt.Sprint(a.PID))

@@ -38,6 +38,7 @@ type Config struct {
 	Notify    Notify                       `toml:"notify"`
 	HTTP      HTTP                         `toml:"http"`
 	Nodes     []Node                       `toml:"nodes"` // [[nodes]]: machines agents run on (DESIGN §14)
+	Run       Run                          `toml:"run"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -229,6 +230,13 @@ func bad(key, format string, args ...any) error {
 	return &valueError{key: key, msg: fmt.Sprintf(format, args...)}
 }
 
+// Run is [run]: how runs start their agents.
+type Run struct {
+	// Sandbox is "on" (the default: coders confined with Landlock, DESIGN §16) or
+	// "off" (coders unconfined).
+	Sandbox string `toml:"sandbox"`
+}
+
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	switch c.Host {
@@ -255,6 +263,11 @@ func (c Config) Validate() error {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
 			return bad("github.api_url", "github.api_url = %q: give an http(s) URL, e.g. \"https://github.example.com/api/v3/\"", u)
 		}
+	}
+	switch c.Run.Sandbox {
+	case "", "on", "off":
+	default:
+		return bad("run.sandbox", "run.sandbox = %q: use \"on\" (coders confined, the default) or \"off\"", c.Run.Sandbox)
 	}
 	switch c.Notify.OSC {
 	case "", "9", "777":

@@ -113,3 +113,15 @@ func TestNotifySection(t *testing.T) {
 		}
 	}
 }
+
+// [run] sandbox is on (default) or off; anything else is named at its line.
+func TestRunSandbox(t *testing.T) {
+	c, err := Load(write(t, "[run]\nsandbox = \"off\"\n"))
+	if err != nil || c.Run.Sandbox != "off" {
+		t.Fatalf("%+v %v", c.Run, err)
+	}
+	p := write(t, "\n[run]\nsandbox = \"maybe\"\n")
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+`:3: run.sandbox = "maybe"`) {
+		t.Fatalf("sandbox = maybe: %v", err)
+	}
+}

@@ -22,7 +22,7 @@ func againParams(home string, a wire.Agent, path string) (wire.RunParams, error)
 		Prompt: a.Prompt, Priority: a.Priority, Keep: a.Keep, Role: a.Role,
 		SystemPrompt: a.SystemPrompt, MaxTurns: a.Limits.MaxTurns, SoftTimeoutSeconds: a.Limits.SoftTimeoutSeconds,
 		HardTimeoutSeconds: a.Limits.HardTimeoutSeconds, BudgetUSD: a.Limits.BudgetUSD, BudgetAction: a.Limits.BudgetAction,
-		Account: a.Account, Identity: a.Identity, Spawn: a.Spawn}, nil
+		Account: a.Account, Identity: a.Identity, Spawn: a.Spawn, Sandbox: a.Sandbox}, nil
 }
 
 // restartAgent stops the target if it runs and spawns its spec again on its path.

@@ -30,6 +30,26 @@ type LaunchHook interface {
 	BeforeLaunch(ctx context.Context, a wire.Agent, newWorktree bool) error
 }
 
+// LaunchWrapper is a LaunchHook that also shapes the command a pane starts, after the
+// adapter prepared it and before the host launches it: the sandbox (§16) puts its
+// launcher in front of the agent's argv. needs is what the adapter says its program
+// must reach when confined. confined reports that the wrapper confined the agent; an
+// agent whose Sandbox is on and that no wrapper confined does not start (never
+// unconfined when confinement was asked for). An error fails the launch.
+type LaunchWrapper interface {
+	WrapLaunch(ctx context.Context, a wire.Agent, spec *LaunchSpec, needs Confinement) (confined bool, err error)
+}
+
+// Confinement is what a provider's program needs inside a sandbox (§16), from its
+// adapter: its state directories (read-write), its install (read-execute), files it
+// only reads (the settings orcr wrote for it), the TCP ports of its model server, and
+// notes on what the adapter changed because orcr confines it (its own sandbox off).
+type Confinement struct {
+	RW, ROX, RO []string
+	Ports       []int
+	Notes       []string
+}
+
 // readyFresh is how long a provider's Detect answers for: fallback must not run every
 // CLI's --version on every spawn.
 const readyFresh = 30 * time.Second
@@ -78,6 +98,25 @@ func (e *Engine) resolveRun(ctx context.Context, p wire.RunParams) (wire.RunPara
 		return p, nil, nil
 	}
 	return r.Resolve(ctx, p, func(provider string) error { return providerReady(ctx, e, provider) })
+}
+
+// wrapLaunch lets the launch hooks that are LaunchWrappers shape spec, and refuses an
+// agent that asked for a sandbox none of them gave.
+func (e *Engine) wrapLaunch(ctx context.Context, a wire.Agent, spec *LaunchSpec, needs Confinement) error {
+	confined := false
+	for _, h := range e.ext.load().launch {
+		if w, ok := h.(LaunchWrapper); ok {
+			c, err := w.WrapLaunch(ctx, a, spec, needs)
+			if err != nil {
+				return err
+			}
+			confined = confined || c
+		}
+	}
+	if a.Sandbox.On() && !confined {
+		return fmt.Errorf("%s asked for a sandbox and this server has none to give (no sandbox feature); it was not started unconfined", a.Path)
+	}
+	return nil
 }
 
 // beforeLaunch runs the launch hooks in order; the first error wins.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"orcr/core/secretenv"
 	"orcr/core/wire"
 )
 
@@ -133,10 +134,33 @@ func (e *Engine) agentEnv(a wire.Agent) map[string]string {
 	if env == nil {
 		return a.Env
 	}
+	// An account's env may name {{secret.NAME}}s of secrets.toml (DESIGN §16); a
+	// reference that does not resolve fails the launch first (accountSecrets).
+	if r, err := secretenv.Resolve(env, e.opts.Secrets); err == nil {
+		env = r
+	} else {
+		e.log.Warn("account env secrets", "id", a.ID, "err", err)
+	}
 	for k, v := range a.Env {
 		env[k] = v
 	}
 	return env
+}
+
+// accountSecrets resolves the {{secret.NAME}}s of a's account env, for the error
+// that fails its launch: a missing secret, a secrets.toml others may read.
+func (e *Engine) accountSecrets(a wire.Agent) error {
+	if a.Account == "" {
+		return nil
+	}
+	for _, g := range e.ext.load().gates {
+		if p, ok := g.(Placer); ok {
+			if _, err := secretenv.Resolve(p.AccountEnv(a), e.opts.Secrets); err != nil {
+				return fmt.Errorf("the env of account %s: %w", a.Account, err)
+			}
+		}
+	}
+	return nil
 }
 
 // checkSpawn asks the gates that check spawns.

@@ -78,6 +78,9 @@ type LaunchPlan struct {
 	SessionID string
 	// Transcript is known before launch when the adapter can compute it.
 	Transcript string
+	// Confine is what the program needs when the agent is confined
+	// (Agent.Sandbox.On()); an adapter that confines itself switches that off then.
+	Confine Confinement
 }
 
 // Observer turns the signals of one running agent into state and usage. All methods

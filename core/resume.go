@@ -86,6 +86,7 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		SessionID: old.SessionID, Transcript: old.Transcript, ResumedFrom: old.ID,
 		Identity: old.Identity, Spawn: old.Spawn,
 		Account: old.Account, // the session lives in that account's config dir
+		Sandbox: old.Sandbox,
 		State:   wire.StateQueued, StateSource: "server", StateReason: "resuming " + old.ID + ": waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}

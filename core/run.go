@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,6 +90,9 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 			return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "invalid env name %q: use --env KEY=VALUE", k)
 		}
 	}
+	if p.Sandbox != nil && p.Sandbox.Mode != wire.SandboxOn && p.Sandbox.Mode != wire.SandboxOff {
+		return wire.Agent{}, wire.Errorf(wire.CodeInvalidParams, "sandbox mode %q: use on or off", p.Sandbox.Mode)
+	}
 	if p.Worktree != "" {
 		if err := checkWorktreeName(p.Worktree); err != nil {
 			return wire.Agent{}, err
@@ -106,7 +110,7 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		Role: p.Role, RoleNotes: notes, SystemPrompt: p.SystemPrompt,
 		Limits: wire.AgentLimits{MaxTurns: p.MaxTurns, SoftTimeoutSeconds: p.SoftTimeoutSeconds,
 			HardTimeoutSeconds: p.HardTimeoutSeconds, BudgetUSD: p.BudgetUSD, BudgetAction: p.BudgetAction},
-		Account: p.Account, Identity: p.Identity, Spawn: p.Spawn, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
+		Account: p.Account, Identity: p.Identity, Spawn: p.Spawn, Sandbox: p.Sandbox, State: wire.StateQueued, StateSource: "server", StateReason: "waiting for admission",
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	if parent != nil {
@@ -212,6 +216,10 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		return
 	}
 	a.Env = vals
+	if err := e.accountSecrets(a); err != nil {
+		e.finishFailed(ctx, rt, err)
+		return
+	}
 	if err := e.beforeLaunch(ctx, a, fresh); err != nil {
 		e.finishFailed(ctx, rt, err)
 		return
@@ -231,7 +239,12 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		cwd = a.Cwd
 	}
 	env := mergeEnv(base, plan.Env)
-	pane, err := e.host.Launch(ctx, LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env})
+	spec := LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env}
+	if err := e.wrapLaunch(ctx, a, &spec, plan.Confine); err != nil {
+		e.finishFailed(ctx, rt, err)
+		return
+	}
+	pane, err := e.host.Launch(ctx, spec)
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("launch on %s: %w", e.host.Name(), err))
 		return
@@ -300,7 +313,7 @@ func (e *Engine) finishFailed(ctx context.Context, rt *agentRT, err error) {
 // variables, plus the agent's account environment, its --env and the orcr lineage
 // contract (with ORCR_BIN, the orcr binary agents are told to call).
 func (e *Engine) paneEnv(a wire.Agent) []string {
-	env := CleanEnv(e.opts.BaseEnv)
+	env := ForeignCredentials(CleanEnv(e.opts.BaseEnv), a.Provider, a.Account)
 	var extra []string
 	for k, v := range e.agentEnv(a) {
 		extra = append(extra, k+"="+v)
@@ -320,7 +333,53 @@ func (e *Engine) paneEnv(a wire.Agent) []string {
 		// have orcr on its PATH.
 		extra = append(extra, "ORCR_BIN="+e.opts.Self)
 	}
-	return mergeEnv(env, extra)
+	return dropGitHubTokens(mergeEnv(env, extra))
+}
+
+// githubTokens are the variables gh and orcr read a GitHub token from: no pane gets
+// them (DESIGN §16: pull requests are opened by the server), also not through --env.
+var githubTokens = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
+
+func dropGitHubTokens(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(githubTokens, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// providerCredentials are the variables each provider with accounts authenticates by.
+var providerCredentials = map[string][]string{
+	"claude": {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
+	"codex":  {"OPENAI_API_KEY", "CODEX_API_KEY"},
+}
+
+// ForeignCredentials drops from the server's environment the credentials that are not
+// the agent's account's (DESIGN §16): a claude pane gets no codex key and the reverse,
+// a shell pane neither, and an agent on an explicit account (not the implicit
+// "default") none of its provider's inherited ones — its account's env gives its own.
+// opencode and pi take keys of many providers and keep them.
+func ForeignCredentials(env []string, provider, account string) []string {
+	if provider == "opencode" || provider == "pi" {
+		return env
+	}
+	var drop []string
+	for p, names := range providerCredentials {
+		if p != provider || (account != "" && account != "default") {
+			drop = append(drop, names...)
+		}
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(drop, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // CleanEnv drops variables that would make a program think it is nested in another

@@ -14,7 +14,7 @@ import (
 // kernel); a package belongs to the feature whose root is the longest prefix of its
 // import path.
 var featureRoots = []string{"orcr/schedule", "orcr/accounts", "orcr/listen", "orcr/orchestrate", "orcr/orchestrate/run", "orcr/roles",
-	"orcr/workflow/identity", "orcr/workflow/spawnpolicy", "orcr/web"}
+	"orcr/workflow/identity", "orcr/workflow/spawnpolicy", "orcr/web", "orcr/sandbox"}
 
 func featureOf(pkg string) string {
 	best := ""

@@ -50,7 +50,12 @@ func (g *githubClients) get(ctx context.Context) (*github.Client, error) {
 }
 
 func (g *githubClients) resolve(ctx context.Context, cfg config.GitHub) (token, from string) {
-	token, from, err := github.ResolveToken(ctx, cfg.Token, cfg.APIURL, github.TokenEnv{})
+	configured, err := secretValue(cfg.Token)
+	if err != nil {
+		g.log.Warn("github token", "err", err)
+		return "", "none"
+	}
+	token, from, err = github.ResolveToken(ctx, configured, cfg.APIURL, github.TokenEnv{})
 	if err != nil && token == "" {
 		g.log.Warn("github token", "err", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/roles"
+	"orcr/sandbox"
 	"orcr/schedule"
 	"orcr/web"
 	"orcr/workflow"
@@ -24,7 +25,7 @@ import (
 // builds closures only, so the features need not be started.)
 func TestEveryDeclaredMethodIsServed(t *testing.T) {
 	hs := serverMethods(nil, (*schedule.Service)(nil), (*roles.Service)(nil), (*accounts.Service)(nil),
-		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil), mcp.New(), (*nodes.Service)(nil))
+		(*orchestrate.Service)(nil), (*listen.Service)(nil), (*run.Service)(nil), (*workflow.Service)(nil), (*web.Service)(nil), mcp.New(), (*nodes.Service)(nil), (*sandbox.Feature)(nil))
 	table, err := wire.NewHandlers(hs)
 	if err != nil {
 		t.Fatal(err)

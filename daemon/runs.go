@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"orcr/core"
+	"orcr/core/secretenv"
 
 	"orcr/github"
 	"orcr/orchestrate/run"
@@ -26,7 +27,11 @@ func openPR(gh *githubClients) func(ctx context.Context, pr run.PullRequest) (st
 		if !ok {
 			return "", fmt.Errorf("the remote %s is not on GitHub (%s)", pr.Remote, orDefault(apiURL, github.DefaultAPIURL))
 		}
-		token, _, err := github.ResolveToken(ctx, cfg.Token, apiURL, github.TokenEnv{})
+		configured, err := secretValue(cfg.Token)
+		if err != nil {
+			return "", fmt.Errorf("github.token: %w", err)
+		}
+		token, _, err := github.ResolveToken(ctx, configured, apiURL, github.TokenEnv{})
 		if err != nil || token == "" {
 			return "", fmt.Errorf("no GitHub token: set GH_TOKEN or GITHUB_TOKEN, or log in with `gh auth login`")
 		}
@@ -103,4 +108,19 @@ func available(provs []core.Provider) func(string) bool {
 		seen[name] = ok
 		return ok
 	}
+}
+
+// secretValue is a config value with its {{secret.NAME}} references resolved from
+// secrets.toml (DESIGN §16): github.token = "{{secret.GH}}" keeps the token out of
+// config.toml. A value naming no secret is returned as is.
+func secretValue(v string) (string, error) {
+	m := map[string]string{"v": v}
+	if len(secretenv.Names(m)) == 0 {
+		return v, nil
+	}
+	r, err := secretenv.Resolve(m, secretsPath())
+	if err != nil {
+		return "", err
+	}
+	return r["v"], nil
 }

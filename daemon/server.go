@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"orcr/planning"
 	"orcr/pty"
 	"orcr/roles"
+	"orcr/sandbox"
 	"orcr/schedule"
 	"orcr/store"
 	"orcr/web"
@@ -160,7 +162,7 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.listen = ls
 	runs, err := run.NewService(run.Options{Home: home, Bin: self, CatalogPath: planning.DefaultUserCatalogPath(),
-		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log})
+		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log, NoSandbox: cfg.Run.Sandbox == "off"})
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +172,7 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: sandboxMaxABI(), Logger: s.log})
 	nds, err := newNodes(cfg, home, self, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
@@ -185,7 +188,7 @@ func startServer(ctx context.Context) (*server, error) {
 		notifyOff[kind] = !on
 	}
 	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
-	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, nds, mcp.New(), s.web}
+	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, nds, sb, mcp.New(), s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,
 		Home: home, Socket: sockPath, Self: self, Secrets: secretsPath(),
@@ -312,6 +315,16 @@ func (c *closer) do(name string, fn func()) {
 		attrs = append(attrs, "goroutines", b.String())
 	}
 	c.log.Error("shutdown: a part did not close in time; going on without it", attrs...)
+}
+
+// sandboxMaxABI is ORCR_SANDBOX_MAX_ABI: the highest Landlock ABI confined agents
+// get (0: the kernel's), to see what an older kernel would confine.
+func sandboxMaxABI() int {
+	n, err := strconv.Atoi(os.Getenv("ORCR_SANDBOX_MAX_ABI"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // secretsPath is secrets.toml beside config.toml (DESIGN §16).

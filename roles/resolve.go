@@ -170,6 +170,7 @@ func (r *Resolver) resolveRole(ctx context.Context, p wire.RunParams, ready func
 			return p, nil, err
 		}
 	}
+	p.Sandbox = mergeSandbox(p.Sandbox, role.Sandbox)
 	p.Keep = p.Keep || role.Keep
 	if p.MaxTurns == 0 {
 		p.MaxTurns = role.MaxTurns
@@ -267,4 +268,23 @@ func checkSizes(p wire.RunParams) error {
 		}
 	}
 	return nil
+}
+
+// mergeSandbox is the request's sandbox over the role's: the request's mode wins
+// (--sandbox=off unconfines a role that confines), the grants add up.
+func mergeSandbox(req, role *wire.Sandbox) *wire.Sandbox {
+	if role == nil {
+		return req
+	}
+	if req == nil {
+		c := *role
+		return &c
+	}
+	out := *req
+	if out.Mode == wire.SandboxOn {
+		out.RW = append(append([]string{}, role.RW...), req.RW...)
+		out.ROX = append(append([]string{}, role.ROX...), req.ROX...)
+		out.Ports = append(append([]int{}, role.Ports...), req.Ports...)
+	}
+	return &out
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ type rawRole struct {
 	MCP          *string           `toml:"mcp"`
 	Identity     *string           `toml:"identity"`
 	Spawn        *rawSpawn         `toml:"spawn"`
+	Sandbox      *rawSandbox       `toml:"sandbox"`
 }
 
 // rawSpawn is a role's [spawn] table (DESIGN §18): what its agents may spawn.
@@ -62,6 +64,15 @@ type rawSpawn struct {
 	Providers   []string `toml:"providers"`
 	Roles       []string `toml:"roles"`
 	BudgetUSD   *float64 `toml:"budget_usd"`
+}
+
+// rawSandbox is a role's [sandbox] table (DESIGN §16): its presence confines the
+// role's agents (mode = "off" runs them unconfined), rw/rox/ports widen the policy.
+type rawSandbox struct {
+	Mode  *string  `toml:"mode"`
+	RW    []string `toml:"rw"`
+	ROX   []string `toml:"rox"`
+	Ports []int    `toml:"ports"`
 }
 
 // Role is a parsed, checked role.
@@ -88,6 +99,8 @@ type Role struct {
 	// MCP is the scope of the orcr MCP server the role's agents get, and the cap of
 	// every MCP session under them (DESIGN §17): self, read or act ("" for none).
 	MCP string
+	// Sandbox is the role's [sandbox] (nil: none given).
+	Sandbox *wire.Sandbox
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -224,6 +237,27 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 			doc.Add("mcp", "mcp %q: use self (its own agents), read (see all, change nothing) or act (act on all)", *raw.MCP)
 		}
 	}
+	if sb := raw.Sandbox; sb != nil {
+		r.Sandbox = &wire.Sandbox{Mode: wire.SandboxOn, RW: sb.RW, ROX: sb.ROX, Ports: sb.Ports}
+		if sb.Mode != nil {
+			switch *sb.Mode {
+			case wire.SandboxOn, wire.SandboxOff:
+				r.Sandbox.Mode = *sb.Mode
+			default:
+				doc.Add("sandbox", "sandbox mode %q: use on or off", *sb.Mode)
+			}
+		}
+		for _, d := range append(append([]string{}, sb.RW...), sb.ROX...) {
+			if err := sandboxPath(d); err != nil {
+				doc.Add("sandbox", "sandbox: %v", err)
+			}
+		}
+		for _, n := range sb.Ports {
+			if n < 1 || n > 65535 {
+				doc.Add("sandbox", "sandbox: port %d is not a TCP port (1–65535)", n)
+			}
+		}
+	}
 	r.SoftTimeout = duration(doc, "soft_timeout", raw.SoftTimeout)
 	r.HardTimeout = duration(doc, "hard_timeout", raw.HardTimeout)
 	if r.SoftTimeout > 0 && r.HardTimeout > 0 && r.SoftTimeout >= r.HardTimeout {
@@ -272,7 +306,7 @@ func spawnPolicy(doc *strictfile.Doc, raw *rawSpawn) *wire.SpawnPolicy {
 }
 
 var knownKeys = []string{"providers", "prompt", "system_prompt", "skills", "env", "worktree", "keep", "priority",
-	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "identity", "spawn", "mcp"}
+	"budget_usd", "budget_action", "max_turns", "soft_timeout", "hard_timeout", "identity", "spawn", "mcp", "sandbox"}
 
 func duration(doc *strictfile.Doc, key string, s *string) time.Duration {
 	if s == nil {
@@ -377,4 +411,16 @@ func List(dir string, check Checker) []roleapi.Role {
 
 func readBounded(path string) ([]byte, error) {
 	return regfile.ReadMax(context.Background(), path, MaxFile)
+}
+
+// sandboxPath checks a [sandbox] rw/rox entry as the sandbox will: absolute or under
+// ~, without a ".." element (a grant names what it opens plainly).
+func sandboxPath(p string) error {
+	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+		return fmt.Errorf("%q has a \"..\" element: name the directory itself", p)
+	}
+	if p != "~" && !strings.HasPrefix(p, "~/") && !filepath.IsAbs(p) {
+		return fmt.Errorf("%q is not an absolute path (or one under ~)", p)
+	}
+	return nil
 }

@@ -111,7 +111,14 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 		return core.LaunchPlan{}, fmt.Errorf("claude: state dir: %w", err)
 	}
 	settings := filepath.Join(req.StateDir, "claude-settings.json")
-	if err := writeJSON(settings, HookSettings(req.Self)); err != nil {
+	doc := HookSettings(req.Self)
+	confined := a.Sandbox.On()
+	if confined {
+		// orcr's Landlock sandbox replaces claude's own bash sandbox, which cannot
+		// start inside it (§16).
+		doc["sandbox"] = map[string]any{"enabled": false}
+	}
+	if err := writeJSON(settings, doc); err != nil {
 		return core.LaunchPlan{}, fmt.Errorf("claude: write settings: %w", err)
 	}
 	var env []string
@@ -165,12 +172,45 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if a.Prompt != "" {
 		argv = append(argv, promptArg(a.Prompt))
 	}
-	return core.LaunchPlan{
+	plan := core.LaunchPlan{
 		Argv:       argv,
 		Env:        env,
 		SessionID:  sid,
 		Transcript: TranscriptPath(p.configDir(req.Env), cwd, sid),
-	}, nil
+	}
+	if confined {
+		plan.Confine = p.confinement(req, bin, settings)
+	}
+	return plan, nil
+}
+
+// confinement is what claude needs inside orcr's sandbox: its config dir and global
+// config, its caches and local installs (read-write), its install (read-execute), the
+// settings orcr wrote (read), its model server's port.
+func (p *Provider) confinement(req core.LaunchRequest, bin, settings string) core.Confinement {
+	env := req.Env
+	home := agentkit.Home(env)
+	c := core.Confinement{
+		RW:    []string{p.configDir(env), p.globalConfig(env)},
+		ROX:   []string{agentkit.InstallRoot(bin)},
+		RO:    []string{settings},
+		Notes: []string{"claude's own bash sandbox is off (sandbox.enabled=false in its --settings): orcr's Landlock sandbox confines it instead"},
+	}
+	if home != "" {
+		for _, d := range []string{".local/share/claude", ".local/state/claude", ".cache/claude", ".cache/claude-cli-nodejs"} {
+			if _, err := os.Stat(filepath.Join(home, d)); err == nil {
+				c.RW = append(c.RW, filepath.Join(home, d))
+			}
+		}
+	}
+	base := req.Agent.Env["ANTHROPIC_BASE_URL"]
+	if base == "" {
+		base = agentkit.EnvValue(env, "ANTHROPIC_BASE_URL")
+	}
+	if port := agentkit.URLPort(base); port != 0 {
+		c.Ports = append(c.Ports, port)
+	}
+	return c
 }
 
 // addedDirs are the directories argv gives with --add-dir=DIR or --add-dir DIR.

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,6 +19,7 @@ import (
 	"orcr/adapters/prices"
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/internal/regfile"
 )
 
 // Name is the provider name.
@@ -146,7 +149,16 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 		// as a developer message beside its own base instructions, which stay.
 		argv = append(argv, "-c", "developer_instructions="+tomlString(a.SystemPrompt))
 	}
-	argv = append(argv, a.Argv...)
+	user := a.Argv
+	confined := a.Sandbox.On()
+	if confined {
+		// orcr's Landlock sandbox replaces codex's own, which cannot start inside it
+		// (it mounts; §16): whatever sandbox mode was asked for becomes
+		// danger-full-access, the approval policy stays.
+		user = withoutSandboxFlags(user)
+		argv = append(argv, "--sandbox", "danger-full-access")
+	}
+	argv = append(argv, user...)
 	if a.Prompt != "" {
 		pr := a.Prompt
 		if strings.HasPrefix(pr, "-") {
@@ -158,7 +170,62 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 	if p.opts.Home != "" {
 		env = append(env, "CODEX_HOME="+p.opts.Home)
 	}
-	return core.LaunchPlan{Argv: argv, Env: env, SessionID: a.SessionID}, nil
+	plan := core.LaunchPlan{Argv: argv, Env: env, SessionID: a.SessionID}
+	if confined {
+		plan.Confine = p.confinement(req, bin)
+	}
+	return plan, nil
+}
+
+// withoutSandboxFlags is argv without codex's sandbox flags (--sandbox/-s MODE,
+// --full-auto, which is workspace-write with on-request approvals: that approval
+// policy is kept).
+func withoutSandboxFlags(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "--":
+			return append(out, argv[i:]...)
+		case a == "--sandbox" || a == "-s":
+			i++
+		case strings.HasPrefix(a, "--sandbox=") || strings.HasPrefix(a, "-s="):
+		case a == "--full-auto":
+			out = append(out, "--ask-for-approval", "on-request")
+		case a == "-c" && i+1 < len(argv) && strings.HasPrefix(strings.TrimSpace(argv[i+1]), "sandbox_mode"):
+			i++
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+var baseURLRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*(?:openai_)?base_url\s*=\s*"([^"]+)"`)
+})
+
+// confinement is what codex needs inside orcr's sandbox: CODEX_HOME (read-write),
+// its install (read-execute), and the ports of the model servers its config and
+// environment name.
+func (p *Provider) confinement(req core.LaunchRequest, bin string) core.Confinement {
+	home := p.home(req.Env, req.Agent.Env)
+	c := core.Confinement{
+		RW:    []string{home},
+		ROX:   []string{agentkit.InstallRoot(bin)},
+		Notes: []string{"codex's own sandbox is off (--sandbox danger-full-access): orcr's Landlock sandbox confines it instead"},
+	}
+	urls := []string{req.Agent.Env["OPENAI_BASE_URL"], agentkit.EnvValue(req.Env, "OPENAI_BASE_URL")}
+	if b, err := regfile.Read(filepath.Join(home, "config.toml")); err == nil {
+		for _, m := range baseURLRE().FindAllStringSubmatch(string(b), -1) {
+			urls = append(urls, m[1])
+		}
+	}
+	for _, u := range urls {
+		if port := agentkit.URLPort(u); port != 0 && !slices.Contains(c.Ports, port) {
+			c.Ports = append(c.Ports, port)
+		}
+	}
+	return c
 }
 
 // Observe implements core.Provider.

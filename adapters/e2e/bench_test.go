@@ -40,48 +40,13 @@ func BenchmarkClaudeRunToWorking(b *testing.B) {
 		`{"hasCompletedOnboarding":true,"theme":"dark","projects":{%q:{"hasTrustDialogAccepted":true}}}`, work)), 0o600)
 	claudeEnv := []string{"CLAUDE_CONFIG_DIR=" + cfg, "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_AUTH_TOKEN=t", "DISABLE_AUTOUPDATER=1"}
 
-	b.Run("orcr", func(b *testing.B) {
-		e := newOrcrB(b, append(claudeEnv, "ORCR_CLAUDE_BIN="+bin)...)
-		// The state change is taken from the event stream, as the by-hand side takes
-		// the hook's mark file: neither side adds polling delay.
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		c, err := apiclient.Dial(ctx, socket.SocketPath(e.Home), "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		info, err := c.Info(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events, err := c.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq, Paths: []string{"bench/**"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var total time.Duration
-		for i := 0; i < b.N; i++ {
-			name := fmt.Sprintf("bench/a%d", i)
-			start := time.Now()
-			e.Must("agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi")
-			timeout := time.After(60 * time.Second)
-		wait:
-			for {
-				select {
-				case ev := <-events:
-					if a := ev.Agent; a != nil && a.Path == name &&
-						(a.State == wire.StateWorking && a.StateSource == "hook" || a.State == wire.StateDone) {
-						break wait
-					}
-				case <-timeout:
-					b.Fatalf("%s never reported working", name)
-				}
-			}
-			total += time.Since(start)
-			e.Must("agent", "kill", name, "--yes")
-		}
-		b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
-	})
+	// orcr, and orcr with the agent confined by Landlock (DESIGN §16: target ≤ 1.1×
+	// the unconfined start).
+	viaOrcr := func(sandbox ...string) func(b *testing.B) {
+		return func(b *testing.B) { claudeViaOrcr(b, bin, work, claudeEnv, sandbox...) }
+	}
+	b.Run("orcr", viaOrcr())
+	b.Run("orcr-sandboxed", viaOrcr("--sandbox"))
 	b.Run("tmux-by-hand", func(b *testing.B) {
 		clis.Program(b, "tmux", "apt-get install tmux")
 		sock := fmt.Sprintf("orcr-bench-%d-%d", os.Getpid(), time.Now().UnixNano()) // b.Run calls this more than once
@@ -120,4 +85,49 @@ func newOrcrB(b *testing.B, extra ...string) *rig.Rig {
 	e := rig.New(b, extra...)
 	e.Serve()
 	return e
+}
+
+// claudeViaOrcr is the orcr side of BenchmarkClaudeRunToWorking; sandbox are more
+// flags of agent run (--sandbox).
+func claudeViaOrcr(b *testing.B, bin, work string, claudeEnv []string, sandbox ...string) {
+	e := newOrcrB(b, append(claudeEnv, "ORCR_CLAUDE_BIN="+bin)...)
+	// The state change is taken from the event stream, as the by-hand side takes
+	// the hook's mark file: neither side adds polling delay.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := apiclient.Dial(ctx, socket.SocketPath(e.Home), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	events, err := c.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq, Paths: []string{"bench/**"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("bench/a%d", i)
+		start := time.Now()
+		e.Must(append([]string{"agent", "run", name, "--provider", "claude", "--cwd", work, "--prompt", "hi"}, sandbox...)...)
+		timeout := time.After(60 * time.Second)
+	wait:
+		for {
+			select {
+			case ev := <-events:
+				if a := ev.Agent; a != nil && a.Path == name &&
+					(a.State == wire.StateWorking && a.StateSource == "hook" || a.State == wire.StateDone) {
+					break wait
+				}
+			case <-timeout:
+				b.Fatalf("%s never reported working", name)
+			}
+		}
+		total += time.Since(start)
+		e.Must("agent", "kill", name, "--yes")
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/start")
 }

@@ -116,8 +116,11 @@ type RunParams struct {
 	// Account pins the agent to one account of its provider (a label); admission
 	// then waits for that account instead of picking another.
 	Account string `json:"account,omitempty"`
-	Cols    int    `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
-	Rows    int    `json:"rows,omitempty" range:"0,500"`
+	// Sandbox confines the agent with Landlock (§16): mode "on" or "off", and what
+	// widens the policy. Absent: the role's or the run's choice, else unconfined.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	Cols    int      `json:"cols,omitempty" range:"0,1000"` // 0: the host's default
+	Rows    int      `json:"rows,omitempty" range:"0,500"`
 	// Node pins the agent to a node (DESIGN §14); "" lets placement choose.
 	Node string `json:"node,omitempty"`
 	// ID is the id the agent is recorded under: a coordinator placing an agent on a

@@ -110,6 +110,9 @@ type Agent struct {
 	// Spawn is what the agent may itself spawn from its pane (§18), its parent's policy
 	// narrowed by its own; null when nothing bounds it.
 	Spawn *SpawnPolicy `json:"spawn"`
+	// Sandbox is the confinement asked for (§16); nil or mode "off": unconfined. The
+	// policy in force is `orcr agent get --explain`'s (sandbox.explain).
+	Sandbox *Sandbox `json:"sandbox"`
 
 	State       State    `json:"state"`
 	StateSource string   `json:"stateSource"` // hook | transcript | host | screen | server
@@ -140,6 +143,26 @@ type Agent struct {
 	EndedAt   *time.Time `json:"endedAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 }
+
+// Sandbox modes.
+const (
+	SandboxOn  = "on"
+	SandboxOff = "off"
+)
+
+// Sandbox is an agent's Landlock confinement (DESIGN §16): Mode SandboxOn confines it
+// to its worktree or cwd, /tmp, its provider's state and the toolchain, with TCP
+// connects to 443 and its model server's port; RW, ROX and Ports widen that (a
+// role's or a run's [sandbox], --sandbox-rw). SandboxOff runs it unconfined.
+type Sandbox struct {
+	Mode  string   `json:"mode"`
+	RW    []string `json:"rw,omitempty" maxItems:"256"`
+	ROX   []string `json:"rox,omitempty" maxItems:"256"`
+	Ports []int    `json:"ports,omitempty" maxItems:"256"`
+}
+
+// On reports whether s asks for confinement.
+func (s *Sandbox) On() bool { return s != nil && s.Mode == SandboxOn }
 
 // Event kinds.
 const (

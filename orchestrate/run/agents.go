@@ -227,6 +227,9 @@ func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, erro
 	if provider == "shell" {
 		rp.Argv = rec.CoderArgv
 	}
+	if !s.o.NoSandbox {
+		rp.Sandbox = &wire.Sandbox{Mode: wire.SandboxOn}
+	}
 	ag, err := s.runAgent(ctx, rp)
 	if err != nil {
 		return nil, err

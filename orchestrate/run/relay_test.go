@@ -42,7 +42,9 @@ Write M1.txt.
 func TestCheckOutputWithControlBytesReachesTheCoderAsText(t *testing.T) {
 	g := newRig(t)
 	ctx := context.Background()
-	got := filepath.Join(g.home, "coder-got")
+	// Outside orcr's home: the coder is confined (DESIGN §16), and the home, with every
+	// agent's state, is not its to write.
+	got := filepath.Join(t.TempDir(), "coder-got")
 	argv := coderScript(g.orcr)
 	argv[2] = strings.Replace(argv[2], `*"check failed"*) `, `*"check failed"*) printf '%s\n' "$line" >> '`+got+`'; `, 1)
 	g.approve("noisy", noisyCheck)

@@ -51,6 +51,9 @@ type Options struct {
 	GitEnv []string
 	Logger *slog.Logger
 	Now    func() time.Time
+	// NoSandbox runs coders unconfined ([run] sandbox = "off"); by default each coder
+	// is confined with Landlock to its worktree (DESIGN §16).
+	NoSandbox bool
 	// PlanPoll is how often the plan files of open runs are looked at for edits
 	// (default 2 s; `run status` looks at once).
 	PlanPoll time.Duration

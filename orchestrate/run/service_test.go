@@ -18,6 +18,7 @@ import (
 	runapi "orcr/orchestrate/run/api"
 	"orcr/planning"
 	"orcr/pty"
+	"orcr/sandbox"
 	"orcr/store"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/testbin"
@@ -88,10 +89,12 @@ func (g *rig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Start(context.Background(), plans, rs); err != nil {
+	// Coders are confined by default (DESIGN §16), as the daemon wires it.
+	sb := sandbox.New(sandbox.Options{Home: g.home, Self: g.orcr, Socket: sockPath})
+	if err := eng.Start(context.Background(), plans, rs, sb); err != nil {
 		t.Fatal(err)
 	}
-	g.features = []core.Feature{plans, rs}
+	g.features = []core.Feature{plans, rs, sb}
 	methods := slices.Concat(core.KernelMethods(eng), plans.Methods(), rs.Methods())
 	ip, err := socket.NewInProcess(methods)
 	if err != nil {

@@ -5,6 +5,7 @@ package agentkit
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,3 +273,43 @@ func (r *Readings) Next() *wire.LimitReading {
 
 // Len is how many readings wait.
 func (r *Readings) Len() int { return len(r.q) }
+
+// InstallRoot is what a sandbox must let a provider's program read and run (§16): the
+// node_modules folder its binary is installed in (the package, its platform package
+// with the native binary, and its dependencies), else the binary's own folder.
+func InstallRoot(bin string) string {
+	if bin == "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		real = bin
+	}
+	if i := strings.LastIndex(real, "/node_modules/"); i >= 0 {
+		return real[:i+len("/node_modules")]
+	}
+	return filepath.Dir(real)
+}
+
+// URLPort is the TCP port of a URL (its scheme's default when it names none), 0 for
+// a URL that is not one.
+func URLPort(raw string) int {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return 0
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return 0
+		}
+		return n
+	}
+	switch u.Scheme {
+	case "https", "wss":
+		return 443
+	case "http", "ws":
+		return 80
+	}
+	return 0
+}

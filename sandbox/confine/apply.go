@@ -1,0 +1,126 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// MaxKnownABI is the newest Landlock ABI this build of orcr can apply.
+const MaxKnownABI = 11
+
+// KernelABI is the Landlock ABI this kernel offers, or an error that says why there
+// is none (not built in, or not enabled at boot).
+func KernelABI() (int, error) {
+	v, err := ll.LandlockGetABIVersion()
+	switch {
+	case errors.Is(err, syscall.ENOSYS):
+		return 0, errors.New("this kernel has no Landlock (landlock_create_ruleset: ENOSYS; Linux ≥ 5.13 built with CONFIG_SECURITY_LANDLOCK)")
+	case errors.Is(err, syscall.EOPNOTSUPP):
+		return 0, errors.New("Landlock is built into this kernel but not enabled at boot (add landlock to the lsm= kernel parameter)")
+	case err != nil:
+		return 0, fmt.Errorf("landlock_create_ruleset: %w", err)
+	case v < 1:
+		return 0, fmt.Errorf("this kernel reports Landlock ABI %d", v)
+	}
+	return v, nil
+}
+
+func configFor(abi int) landlock.Config {
+	return [...]landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5,
+		landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}[abi]
+}
+
+// Plan is a policy turned into Landlock rules at one ABI, with what was skipped.
+type Plan struct {
+	Config landlock.Config
+	Rules  []landlock.Rule
+	Report Report
+}
+
+// Build turns p into the Landlock config and rules for this kernel, without applying
+// them. A kernel without Landlock is an error: a sandbox that was asked for never
+// becomes none.
+func Build(p Policy) (Plan, error) {
+	kabi, err := KernelABI()
+	if err != nil {
+		return Plan{}, err
+	}
+	abi := min(kabi, MaxKnownABI)
+	if p.MaxABI > 0 {
+		abi = min(abi, p.MaxABI)
+	}
+	rep := Report{KernelABI: kabi, ABI: abi, Net: abi >= 4, Scoped: abi >= 6}
+	cfg := configFor(abi)
+	// TCP connect only: binding stays free (a test server on port 0), and UDP (ABI ≥ 10)
+	// is left alone so DNS keeps working.
+	cfg.HandledAccessNet &= ll.AccessNetConnectTCP
+	if !rep.Net {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("network not confined: Landlock ABI %d < 4 cannot restrict TCP connect", abi))
+	}
+	var rules []landlock.Rule
+	add := func(list []string, dir, file func(string) landlock.FSRule) {
+		for _, path := range list {
+			st, err := os.Stat(path)
+			if err != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, errors.Unwrap(err)))
+				continue
+			}
+			if st.IsDir() {
+				rules = append(rules, dir(path))
+			} else {
+				rules = append(rules, file(path))
+			}
+		}
+	}
+	rw := func(path string) landlock.FSRule {
+		r := landlock.RWDirs(path)
+		if abi >= 2 {
+			// Moving files between directories of the agent's own tree (git, mv); a link
+			// or a move from anywhere else still fails (EXDEV).
+			r = r.WithRefer()
+		}
+		return r
+	}
+	add(p.RW, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
+	add(p.ROX, func(path string) landlock.FSRule { return landlock.RODirs(path) },
+		func(path string) landlock.FSRule { return landlock.ROFiles(path) })
+	add(p.RO, func(path string) landlock.FSRule {
+		return landlock.PathAccess(ll.AccessFSReadFile|ll.AccessFSReadDir, path)
+	}, func(path string) landlock.FSRule { return landlock.PathAccess(ll.AccessFSReadFile, path) })
+	add(p.Dev, func(path string) landlock.FSRule { return landlock.RWDirs(path).WithIoctlDev() },
+		func(path string) landlock.FSRule { return landlock.RWFiles(path).WithIoctlDev() })
+	if p.ProcSelf {
+		add([]string{fmt.Sprintf("/proc/%d", os.Getpid())}, func(path string) landlock.FSRule {
+			return landlock.PathAccess(ll.AccessFSReadFile|ll.AccessFSReadDir, path)
+		}, nil)
+	}
+	if p.Socket != "" && abi >= 9 {
+		// From ABI 9 connecting to a pathname unix socket is a filesystem access.
+		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, filepath.Dir(p.Socket)))
+	}
+	if rep.Net {
+		for _, port := range p.Ports {
+			rules = append(rules, landlock.ConnectTCP(uint16(port)))
+		}
+	}
+	return Plan{Config: cfg, Rules: rules, Report: rep}, nil
+}
+
+// Apply restricts this process (every thread) to p. From here on everything it execs
+// inherits the restriction; there is no way back.
+func Apply(p Policy) (Report, error) {
+	pl, err := Build(p)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := pl.Config.Restrict(pl.Rules...); err != nil {
+		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+	}
+	return pl.Report, nil
+}

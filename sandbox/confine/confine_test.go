@@ -1,0 +1,258 @@
+package confine_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"orcr/sandbox/confine"
+)
+
+// The test binary is its own launcher and its own confined program: with
+// CONFINE_TEST=exec it is `orcr sandbox exec` (policy in CONFINE_POLICY, the command
+// its arguments); with CONFINE_TEST=probe it tries each action of its arguments and
+// prints one line per action: "ok" or the error.
+func TestMain(m *testing.M) {
+	switch os.Getenv("CONFINE_TEST") {
+	case "exec":
+		os.Setenv("CONFINE_TEST", "probe")
+		err := confine.Exec(os.Getenv("CONFINE_POLICY"), os.Args[1:], os.Stderr)
+		fmt.Fprintln(os.Stderr, "exec:", err)
+		os.Exit(126)
+	case "probe":
+		for _, a := range os.Args[1:] {
+			fmt.Println(probe(a))
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// probe does one action "verb:arg[:arg2]" and says how it went.
+func probe(action string) string {
+	verb, arg, _ := strings.Cut(action, ":")
+	var err error
+	switch verb {
+	case "write":
+		err = os.WriteFile(arg, []byte("x"), 0o644)
+	case "read":
+		_, err = os.ReadFile(arg)
+	case "connect":
+		var c net.Conn
+		c, err = net.Dial("tcp", "127.0.0.1:"+arg)
+		if err == nil {
+			c.Close()
+		}
+	case "link":
+		from, to, _ := strings.Cut(arg, ":")
+		err = os.Link(from, to)
+	case "mount":
+		err = syscall.Mount("tmpfs", arg, "tmpfs", 0, "")
+	case "kill":
+		pid, _ := strconv.Atoi(arg)
+		err = syscall.Kill(pid, 0)
+	}
+	if err == nil {
+		return "ok"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}
+
+type box struct {
+	t    *testing.T
+	dir  string // the agent's cwd, rw
+	home string // a fake HOME with .ssh
+	self string
+}
+
+func newBox(t *testing.T) *box {
+	t.Helper()
+	if _, err := confine.KernelABI(); err != nil {
+		t.Skipf("no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	b := &box{t: t, dir: filepath.Join(root, "work"), home: filepath.Join(root, "home")}
+	for _, d := range []string{b.dir, filepath.Join(b.home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(b.home, ".ssh", "id_ed25519"), []byte("secret key"), 0o600)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.self = self
+	return b
+}
+
+func (b *box) policy(p confine.Policy) string {
+	b.t.Helper()
+	p.RW = append(p.RW, b.dir)
+	p.ROX = append(p.ROX, "/usr", "/lib", "/lib64", "/bin", b.self)
+	file := filepath.Join(b.t.TempDir(), "policy.json")
+	if err := confine.Save(file, p); err != nil {
+		b.t.Fatal(err)
+	}
+	return file
+}
+
+// run launches the probe confined by p and returns its lines and stderr.
+func (b *box) run(p confine.Policy, actions ...string) ([]string, string) {
+	b.t.Helper()
+	file := b.policy(p)
+	cmd := exec.Command(b.self, append([]string{b.self}, actions...)...)
+	cmd.Env = append(os.Environ(), "CONFINE_TEST=exec", "CONFINE_POLICY="+file)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.t.Fatalf("launcher: %v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(actions) {
+		b.t.Fatalf("%d answers to %d actions: %q\n%s", len(lines), len(actions), lines, errb.String())
+	}
+	return lines, errb.String()
+}
+
+func expect(t *testing.T, actions, got []string, want ...string) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: %s, want %s", actions[i], got[i], want[i])
+		}
+	}
+}
+
+const eacces = "permission denied"
+
+func TestConfinedWritesItsDirOnly(t *testing.T) {
+	b := newBox(t)
+	outside := t.TempDir()
+	acts := []string{"write:" + filepath.Join(b.dir, "a.txt"), "write:" + filepath.Join(outside, "b.txt"),
+		"read:" + filepath.Join(b.home, ".ssh", "id_ed25519"), "write:" + filepath.Join(b.home, "x")}
+	got, _ := b.run(confine.Policy{}, acts...)
+	expect(t, acts, got, "ok", eacces, eacces, eacces)
+	if _, err := os.Stat(filepath.Join(outside, "b.txt")); err == nil {
+		t.Fatal("the write outside the policy happened")
+	}
+}
+
+func TestConfinedConnectsOnlyToItsPorts(t *testing.T) {
+	b := newBox(t)
+	given, other := listen(t), listen(t)
+	acts := []string{"connect:" + given, "connect:" + other}
+	got, _ := b.run(confine.Policy{Ports: []int{port(given)}}, acts...)
+	expect(t, acts, got, "ok", eacces)
+}
+
+func TestSymlinkAndHardLinkOutGiveNothing(t *testing.T) {
+	b := newBox(t)
+	key := filepath.Join(b.home, ".ssh", "id_ed25519")
+	if err := os.Symlink(filepath.Join(b.home, ".ssh"), filepath.Join(b.dir, "ssh")); err != nil {
+		t.Fatal(err)
+	}
+	acts := []string{"read:" + filepath.Join(b.dir, "ssh", "id_ed25519"), "link:" + key + ":" + filepath.Join(b.dir, "k"),
+		"write:" + filepath.Join(b.dir, "ssh", "new")}
+	got, _ := b.run(confine.Policy{}, acts...)
+	expect(t, acts, got, eacces, "invalid cross-device link", eacces)
+}
+
+// A policy's rw given as a symlink to ~/.ssh grants the target, so the server resolves
+// and checks what it grants before writing the policy (sandbox feature); the launcher
+// refuses ".." outright.
+func TestDotDotRefused(t *testing.T) {
+	b := newBox(t)
+	file := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(file, []byte(`{"rw":["`+b.dir+`/../home"],"rox":[],"ports":[]}`), 0o600)
+	if _, err := confine.Load(file); err == nil || !strings.Contains(err.Error(), `".."`) {
+		t.Fatalf("a policy with .. loaded: %v", err)
+	}
+	if _, err := confine.ExpandHome("~/../etc", "/home/u"); err == nil {
+		t.Fatal("~/../etc expanded")
+	}
+	if p, err := confine.ExpandHome("~/.cache/go-build", "/home/u"); err != nil || p != "/home/u/.cache/go-build" {
+		t.Fatalf("~/.cache/go-build: %q %v", p, err)
+	}
+}
+
+func TestMissingPathWarnsAndRuns(t *testing.T) {
+	b := newBox(t)
+	acts := []string{"write:" + filepath.Join(b.dir, "a")}
+	got, stderr := b.run(confine.Policy{RW: []string{"/no/such/dir"}}, acts...)
+	expect(t, acts, got, "ok")
+	if !strings.Contains(stderr, "/no/such/dir: skipped") {
+		t.Fatalf("no warning for the missing path: %q", stderr)
+	}
+}
+
+// Forcing ABI 3 is a kernel without network confinement: files stay confined, the
+// connect goes through, and the launcher says the network is open.
+func TestForcedOldABI(t *testing.T) {
+	b := newBox(t)
+	other := listen(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	acts := []string{"connect:" + other, "write:" + filepath.Join(t.TempDir(), "x")}
+	got, stderr := b.run(confine.Policy{MaxABI: 3, Report: report}, acts...)
+	expect(t, acts, got, "ok", eacces)
+	if !strings.Contains(stderr, "network not confined: Landlock ABI 3 < 4") {
+		t.Fatalf("no warning of the open network: %q", stderr)
+	}
+	rep, ok, err := confine.ReadReport(report)
+	if err != nil || !ok || rep.ABI != 3 || rep.Net || rep.KernelABI < 3 {
+		t.Fatalf("report %+v ok=%v err=%v", rep, ok, err)
+	}
+	got, _ = b.run(confine.Policy{Report: report}, acts...)
+	expect(t, acts, got, eacces, eacces)
+	if rep, _, _ := confine.ReadReport(report); !rep.Net || rep.ABI != min(rep.KernelABI, confine.MaxKnownABI) {
+		t.Fatalf("report at the kernel's ABI: %+v", rep)
+	}
+}
+
+// A confined process cannot mount (an inner sandbox cannot start), nor signal a
+// process outside its sandbox (ABI ≥ 6).
+func TestNoMountNoSignalOut(t *testing.T) {
+	b := newBox(t)
+	acts := []string{"mount:" + b.dir, "kill:" + strconv.Itoa(os.Getpid())}
+	got, _ := b.run(confine.Policy{}, acts...)
+	if got[0] == "ok" {
+		t.Fatal("mount worked inside the sandbox")
+	}
+	if abi, _ := confine.KernelABI(); abi >= 6 && got[1] == "ok" {
+		t.Fatal("a signal reached the test process from inside the sandbox")
+	}
+}
+
+func listen(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	return p
+}
+
+func port(s string) int { n, _ := strconv.Atoi(s); return n }

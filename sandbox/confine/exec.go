@@ -1,0 +1,81 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// Exec is `orcr sandbox exec --policy FILE -- argv`: it loads the policy, restricts
+// this process with Landlock, writes what it applied to the policy's report file and
+// execs argv, which (and all it starts) stays confined. Warnings (a path that does not
+// exist, a network left open by an old ABI) go to stderr, the agent's pane. It returns
+// only on an error, and then nothing was exec'd.
+func Exec(policyPath string, argv []string, stderr io.Writer) error {
+	if len(argv) == 0 {
+		return errors.New("no command: orcr sandbox exec --policy FILE -- CMD [ARGS…]")
+	}
+	p, err := Load(policyPath)
+	if err != nil {
+		return err
+	}
+	// The program is found before the restriction, on the PATH the agent was given;
+	// the exec itself then needs it inside the policy's read-execute paths.
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	var report *os.File
+	if p.Report != "" {
+		// Opened before the restriction: the report's directory is not in the policy.
+		report, err = os.OpenFile(p.Report, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return fmt.Errorf("sandbox report: %w", err)
+		}
+	}
+	rep, err := Apply(p)
+	if err != nil {
+		if report != nil {
+			report.Close()
+		}
+		return err
+	}
+	rep.PID = os.Getpid()
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stderr, "orcr sandbox: %s\n", w)
+	}
+	if report != nil {
+		b, _ := json.Marshal(rep)
+		_, werr := report.Write(b)
+		if cerr := report.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "orcr sandbox: report: %v\n", werr)
+		}
+	}
+	err = syscall.Exec(bin, argv, os.Environ())
+	return fmt.Errorf("sandbox: exec %s: %w", bin, err)
+}
+
+// ReadReport reads what a launcher applied; ok is false before one ran.
+func ReadReport(path string) (rep Report, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Report{}, false, nil
+	}
+	if err != nil {
+		return Report{}, false, err
+	}
+	if len(b) == 0 {
+		return Report{}, false, nil
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return Report{}, false, fmt.Errorf("sandbox report %s: %w", path, err)
+	}
+	return rep, true, nil
+}

@@ -1,0 +1,239 @@
+// Package sandbox is DESIGN §16: agents confined with Linux Landlock. It is a feature
+// beside the kernel: at each launch of an agent whose sandbox is on it builds the
+// policy (the agent's folder, /tmp, its provider's state read-write; the toolchain and
+// the provider's install read-execute; TCP connects to 443 and the model server's
+// port; orcr's socket), writes it beside the agent's state and puts `orcr sandbox exec
+// --policy FILE --` in front of the agent's command (core.LaunchWrapper), so the pane's
+// program restricts itself and execs the agent, whose whole process tree stays
+// confined. A sandbox asked for where the kernel has no Landlock refuses the spawn
+// with the reason; it never runs the agent unconfined.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"orcr/core"
+	"orcr/core/wire"
+	sbapi "orcr/sandbox/api"
+	"orcr/sandbox/confine"
+)
+
+// Files in an agent's state directory.
+const (
+	PolicyFile = "sandbox-policy.json"
+	ReportFile = "sandbox-report.json"
+)
+
+// Options configure the feature.
+type Options struct {
+	// Home is ORCR_HOME (agents' state directories are under it).
+	Home string
+	// Self is the orcr binary the panes run as the launcher.
+	Self string
+	// Socket is the server's socket, kept reachable from inside.
+	Socket string
+	// MaxABI caps the Landlock ABI applied (0: none); ORCR_SANDBOX_MAX_ABI sets it,
+	// to see what an older kernel would confine.
+	MaxABI int
+	Logger *slog.Logger
+	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
+	KernelABI func() (int, error)
+}
+
+// Feature is the sandbox room.
+type Feature struct {
+	o   Options
+	k   core.Kernel
+	log *slog.Logger
+
+	once   sync.Once
+	abi    int
+	abiErr error
+}
+
+var (
+	_ core.Feature       = (*Feature)(nil)
+	_ core.LaunchWrapper = (*Feature)(nil)
+	_ core.SpawnChecker  = (*Feature)(nil)
+)
+
+// New returns the feature.
+func New(o Options) *Feature {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.KernelABI == nil {
+		o.KernelABI = confine.KernelABI
+	}
+	return &Feature{o: o, log: o.Logger}
+}
+
+func (f *Feature) Name() string { return "sandbox" }
+
+func (f *Feature) Start(ctx context.Context, k core.Kernel) error {
+	f.k = k
+	k.AddGate(f)
+	k.AddLaunchHook(f)
+	return nil
+}
+
+func (f *Feature) Close() error { return nil }
+
+// kernel is the Landlock ABI, probed once.
+func (f *Feature) kernel() (int, error) {
+	f.once.Do(func() { f.abi, f.abiErr = f.o.KernelABI() })
+	return f.abi, f.abiErr
+}
+
+// Admit implements core.Gate: the sandbox holds nothing back.
+func (f *Feature) Admit(context.Context, wire.Agent) (bool, string, time.Time) {
+	return true, "", time.Time{}
+}
+
+// CheckSpawn implements core.SpawnChecker: a sandbox asked for on a kernel without
+// Landlock, or a grant with "..", is refused when the agent is asked for.
+func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
+	if !p.Sandbox.On() {
+		return nil
+	}
+	if _, err := f.kernel(); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "%s asks for a sandbox, and %v; orcr will not run it unconfined "+
+			"(run it with --sandbox=off to run it without one)", p.Path, err)
+	}
+	for _, list := range [][]string{p.Sandbox.RW, p.Sandbox.ROX} {
+		for _, d := range list {
+			if _, err := confine.ExpandHome(d, "/home"); err != nil {
+				return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: %v", p.Path, err)
+			}
+		}
+	}
+	for _, port := range p.Sandbox.Ports {
+		if port < 1 || port > 65535 {
+			return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: port %d is not a TCP port (1–65535)", p.Path, port)
+		}
+	}
+	return nil
+}
+
+// BeforeLaunch implements core.LaunchHook (the work is in WrapLaunch).
+func (f *Feature) BeforeLaunch(context.Context, wire.Agent, bool) error { return nil }
+
+// WrapLaunch implements core.LaunchWrapper: a confined agent's pane runs orcr's
+// launcher with the policy written for this launch.
+func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchSpec, needs core.Confinement) (bool, error) {
+	if !a.Sandbox.On() {
+		return false, nil
+	}
+	if _, err := f.kernel(); err != nil {
+		return false, fmt.Errorf("%s asks for a sandbox, and %v; orcr will not run it unconfined", a.Path, err)
+	}
+	if f.o.Self == "" || f.o.Home == "" {
+		return false, fmt.Errorf("%s asks for a sandbox, and this server knows no orcr binary or home to confine it with", a.Path)
+	}
+	dir := filepath.Join(f.o.Home, "agents", a.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, fmt.Errorf("sandbox: %w", err)
+	}
+	shared, err := f.privateTmp(a, spec)
+	if err != nil {
+		return false, err
+	}
+	p, err := f.build(a, spec, needs, shared)
+	if err != nil {
+		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
+	}
+	p.Report = filepath.Join(dir, ReportFile)
+	_ = os.Remove(p.Report)
+	file := filepath.Join(dir, PolicyFile)
+	if err := confine.Save(file, p); err != nil {
+		return false, err
+	}
+	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, spec.Argv...)
+	return true, nil
+}
+
+// privateTmp gives the agent a temporary folder of its own (TMPDIR) when /tmp holds
+// $HOME or orcr's home (a test's, a machine's odd layout): granting /tmp would grant
+// them. It returns that /tmp ("" when it holds neither), whose other entries build
+// grants one by one.
+func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error) {
+	tmp := envValue(spec.Env, "TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	inside := func(dir string) bool {
+		if dir == "" {
+			return false
+		}
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		t := tmp
+		if r, err := filepath.EvalSymlinks(t); err == nil {
+			t = r
+		}
+		return dir == t || strings.HasPrefix(dir, strings.TrimSuffix(t, "/")+"/")
+	}
+	if !inside(envValue(spec.Env, "HOME")) && !inside(f.o.Home) {
+		return "", nil
+	}
+	own := filepath.Join(f.o.Home, "sandbox-tmp", a.ID)
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox: private tmp: %w", err)
+	}
+	spec.Env = append(spec.Env, "TMPDIR="+own)
+	return tmp, nil
+}
+
+// Methods implements core.Feature.
+func (f *Feature) Methods() []wire.Handler {
+	return []wire.Handler{
+		wire.Handle(sbapi.SandboxExplain, func(ctx context.Context, p *sbapi.SandboxExplainParams) (sbapi.SandboxExplanation, error) {
+			return f.explain(ctx, p.Target)
+		}),
+		wire.Handle(sbapi.SandboxStatus, func(ctx context.Context, _ *wire.Empty) (sbapi.SandboxState, error) {
+			abi, err := f.kernel()
+			st := sbapi.SandboxState{ABI: abi, MaxABI: f.o.MaxABI}
+			if err != nil {
+				st.Error = err.Error()
+			}
+			return st, nil
+		}),
+	}
+}
+
+func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExplanation, error) {
+	a, err := f.k.Get(ctx, target)
+	if err != nil {
+		return sbapi.SandboxExplanation{}, err
+	}
+	var ex sbapi.SandboxExplanation
+	if a.Sandbox != nil {
+		ex.Mode = a.Sandbox.Mode
+	}
+	if !a.Sandbox.On() || f.o.Home == "" {
+		return ex, nil
+	}
+	dir := filepath.Join(f.o.Home, "agents", a.ID)
+	if p, err := confine.Load(filepath.Join(dir, PolicyFile)); err == nil {
+		ex.Policy = &sbapi.SandboxPolicy{RW: p.RW, ROX: p.ROX, RO: p.RO, Dev: p.Dev, Ports: p.Ports, Socket: p.Socket,
+			MaxABI: p.MaxABI, Notes: p.Notes}
+	}
+	if rep, ok, err := confine.ReadReport(filepath.Join(dir, ReportFile)); err == nil && ok {
+		ex.Applied = &sbapi.SandboxApplied{KernelABI: rep.KernelABI, ABI: rep.ABI, Net: rep.Net, Scoped: rep.Scoped,
+			Warnings: rep.Warnings, PID: rep.PID}
+	}
+	if r, err := f.k.Read(ctx, wire.ReadParams{Target: a.ID, Lines: 2000}); err == nil {
+		ex.Refused = refusedLines(r.Text, 10)
+	} else if a.LastScreen != "" {
+		ex.Refused = refusedLines(a.LastScreen, 10)
+	}
+	return ex, nil
+}

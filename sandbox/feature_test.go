@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// On a kernel without Landlock a sandbox asked for is refused with the reason, at the
+// spawn and at the launch; an agent that asks for none is left alone.
+func TestNoLandlockRefuses(t *testing.T) {
+	f := New(Options{Home: t.TempDir(), Self: "/usr/bin/orcr", KernelABI: func() (int, error) {
+		return 0, errors.New("this kernel has no Landlock (test)")
+	}})
+	on := &wire.Sandbox{Mode: wire.SandboxOn}
+	err := f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Sandbox: on})
+	if err == nil || !strings.Contains(err.Error(), "this kernel has no Landlock (test)") || !strings.Contains(err.Error(), "--sandbox=off") {
+		t.Fatalf("spawn: %v", err)
+	}
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: t.TempDir()}
+	if ok, err := f.WrapLaunch(context.Background(), wire.Agent{ID: "x", Path: "a", Sandbox: on}, spec, core.Confinement{}); ok || err == nil {
+		t.Fatalf("launch: confined=%v err=%v", ok, err)
+	}
+	if ok, err := f.WrapLaunch(context.Background(), wire.Agent{ID: "x", Path: "a"}, spec, core.Confinement{}); ok || err != nil || len(spec.Argv) != 1 {
+		t.Fatalf("no sandbox asked: confined=%v err=%v argv=%q", ok, err, spec.Argv)
+	}
+	if err := f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Sandbox: &wire.Sandbox{Mode: wire.SandboxOff}}); err != nil {
+		t.Fatalf("--sandbox=off refused: %v", err)
+	}
+}
+
+// The policy: a linked worktree's commits need the repository's git dir; a grant
+// that is a symlink to ~/.ssh, $HOME itself or has ".." is refused; the agent's own
+// folder resolving into ~/.ssh refuses the launch.
+func TestPolicyGrants(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	repo := filepath.Join(root, "repo")
+	wt := filepath.Join(root, "wt")
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.MkdirAll(repo, 0o755)
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(repo, "init", "-q", "-b", "main")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "init")
+	git(repo, "worktree", "add", "-q", wt, "-b", "feature")
+	os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(root, "sshlink"))
+
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock")})
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: wt, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}
+	a := wire.Agent{ID: "x", Path: "a", Cwd: wt, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	p, err := f.build(a, spec, core.Confinement{RW: []string{filepath.Join(root, "sshlink"), home}, Ports: []int{8080}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	realRepoGit, _ := filepath.EvalSymlinks(filepath.Join(repo, ".git"))
+	realWT, _ := filepath.EvalSymlinks(wt)
+	if !slices.Contains(p.RW, realWT) || !slices.Contains(p.RW, realRepoGit) {
+		t.Fatalf("rw %q lacks the worktree or the repository's git dir %s", p.RW, realRepoGit)
+	}
+	for _, d := range p.RW {
+		if strings.HasPrefix(d, home) {
+			t.Fatalf("rw %q grants part of $HOME", p.RW)
+		}
+	}
+	notes := strings.Join(p.Notes, "\n")
+	if !strings.Contains(notes, "holds credentials: refused") || !strings.Contains(notes, "would open all of $HOME") {
+		t.Fatalf("notes:\n%s", notes)
+	}
+	if !slices.Equal(p.Ports, []int{443, 8080}) {
+		t.Fatalf("ports %v", p.Ports)
+	}
+	a.Sandbox.RW = []string{"~/../etc"}
+	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), `".."`) {
+		t.Fatalf("~/../etc: %v", err)
+	}
+	a.Sandbox.RW = []string{filepath.Join(root, "sshlink")}
+	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), "holds credentials") {
+		t.Fatalf("a grant asked for through a link to ~/.ssh: %v", err)
+	}
+	a.Sandbox.RW = nil
+	spec.Cwd = filepath.Join(root, "sshlink")
+	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil {
+		t.Fatal("an agent whose folder is ~/.ssh through a link was confined to it")
+	}
+}
+
+func TestRefusedLines(t *testing.T) {
+	got := refusedLines("ok\ncat: /x: Permission denied\nfine\nEACCES: open '/y'\n", 10)
+	if len(got) != 2 || !strings.Contains(got[0], "/x") || !strings.Contains(got[1], "/y") {
+		t.Fatalf("%q", got)
+	}
+}

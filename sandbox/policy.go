@@ -1,0 +1,338 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"orcr/core"
+	"orcr/core/wire"
+	"orcr/sandbox/confine"
+)
+
+// The toolchain every confined agent may read and run: the system's programs and
+// libraries. /usr covers /usr/local (the Go toolchain, npm's global installs).
+var toolchain = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
+
+// What every confined agent may read: the system's configuration (certificates, the
+// resolver, users), /sys, and the machine-wide files of /proc. Not /proc as a whole:
+// on this kernel (6.18, ABI 7) Landlock lets a confined process read
+// /proc/PID/environ of a process outside its sandbox (the server's, another agent's:
+// their credentials), so no other process's /proc/PID is granted; the agent's own
+// is (confine.Policy.ProcSelf).
+var readOnly = []string{"/etc", "/sys", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg",
+	"/proc/uptime", "/proc/version", "/proc/filesystems", "/proc/mounts", "/proc/sys"}
+
+// The devices a terminal program opens: read-write with their ioctls.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+	"/dev/ptmx", "/dev/pts", "/dev/shm"}
+
+// secretDirs are parts of $HOME no grant may open, even through a symlink: keys and
+// tokens. A grant that resolves into one of them is refused, with a note.
+var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".docker", ".kube", ".git-credentials",
+	".config/gcloud", ".azure", ".password-store"}
+
+// build is the policy of one launch of a: its cwd (and the repository's git dir when
+// the cwd is a worktree of it), /tmp, what the adapter needs, what the agent's
+// sandbox adds; the toolchain, orcr and the agent's program; port 443 and the
+// adapter's ports; orcr's socket.
+func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string) (confine.Policy, error) {
+	home := envValue(spec.Env, "HOME")
+	var notes []string
+	g := granter{home: home, notes: &notes}
+	var p confine.Policy
+
+	cwd := spec.Cwd
+	if cwd == "" {
+		cwd = a.Cwd
+	}
+	if err := g.grant(&p.RW, cwd, "the agent's folder", true); err != nil {
+		return p, err
+	}
+	if gd := gitDir(cwd); gd != "" {
+		_ = g.grant(&p.RW, gd, "the repository's git dir (commits of a worktree land there)", false)
+	}
+	tmp := "/tmp"
+	if t := envValue(spec.Env, "TMPDIR"); t != "" {
+		tmp = t
+	}
+	_ = g.grant(&p.RW, tmp, "temporary files", false)
+	if sharedTmp != "" {
+		f.tmpEntries(&p, g, sharedTmp, home)
+	}
+	if _, err := os.Stat("/var/tmp"); err == nil {
+		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
+		// asks access(2), which Landlock does not answer, so it must be writable.
+		_ = g.grant(&p.RW, "/var/tmp", "temporary files (SQLite's)", false)
+	}
+	for _, d := range needs.RW {
+		_ = g.grant(&p.RW, d, "the provider's state", false)
+	}
+	if a.Sandbox != nil {
+		for _, d := range a.Sandbox.RW {
+			x, err := confine.ExpandHome(d, home)
+			if err != nil {
+				return p, fmt.Errorf("sandbox rw: %w", err)
+			}
+			if err := g.grant(&p.RW, x, "asked for (rw)", true); err != nil {
+				return p, err
+			}
+		}
+	}
+
+	for _, d := range toolchain {
+		if _, err := os.Stat(d); err == nil {
+			p.ROX = append(p.ROX, d)
+		}
+	}
+	if f.o.Self != "" {
+		_ = g.grant(&p.ROX, f.o.Self, "orcr itself (hooks, orcr run done)", false)
+	}
+	if bin := lookPath(spec.Argv, spec.Env, spec.Cwd); bin != "" {
+		_ = g.grant(&p.ROX, bin, "the agent's program", false)
+	}
+	for _, d := range needs.ROX {
+		_ = g.grant(&p.ROX, d, "the provider's install", false)
+	}
+	if a.Sandbox != nil {
+		for _, d := range a.Sandbox.ROX {
+			x, err := confine.ExpandHome(d, home)
+			if err != nil {
+				return p, fmt.Errorf("sandbox rox: %w", err)
+			}
+			if err := g.grant(&p.ROX, x, "asked for (rox)", true); err != nil {
+				return p, err
+			}
+		}
+	}
+	for _, d := range readOnly {
+		if _, err := os.Stat(d); err == nil {
+			p.RO = append(p.RO, d)
+		}
+	}
+	p.ProcSelf = true
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !strings.HasPrefix(r, "/etc/") {
+		p.RO = append(p.RO, r)
+	}
+	if home != "" {
+		// git's own settings (name, email); never its credentials.
+		for _, f := range []string{".gitconfig", ".config/git/config", ".config/git/ignore"} {
+			if _, err := os.Stat(filepath.Join(home, f)); err == nil {
+				p.RO = append(p.RO, filepath.Join(home, f))
+			}
+		}
+	}
+	for _, d := range needs.RO {
+		_ = g.grant(&p.RO, d, "the provider's settings", false)
+	}
+	p.Dev = devices
+
+	p.Ports = []int{443}
+	p.Ports = append(p.Ports, needs.Ports...)
+	if a.Sandbox != nil {
+		p.Ports = append(p.Ports, a.Sandbox.Ports...)
+	}
+	slices.Sort(p.Ports)
+	p.Ports = slices.Compact(p.Ports)
+	p.Socket = f.o.Socket
+	p.MaxABI = f.o.MaxABI
+	p.Notes = append(notes, needs.Notes...)
+	return p, p.Check()
+}
+
+// granter adds paths to a list, resolving symlinks first: what Landlock grants is the
+// target, so the target is what is checked and listed.
+type granter struct {
+	home  string
+	notes *[]string
+}
+
+// grant adds path (resolved) to list. A path that resolves into a secret part of
+// $HOME, or to $HOME or above it, is refused: an error when strict (the agent's own
+// folder, a grant asked for), a note otherwise. A path that does not exist is kept:
+// the launcher warns and skips it.
+func (g granter) grant(list *[]string, path, why string, strict bool) error {
+	if path == "" {
+		return nil
+	}
+	if err := confine.CheckPath(path); err != nil {
+		return g.refuse(strict, fmt.Errorf("%s: %w", why, err))
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = filepath.Clean(path)
+	} else if real != filepath.Clean(path) {
+		*g.notes = append(*g.notes, fmt.Sprintf("%s → %s (%s): the link's target is what is granted", path, real, why))
+	}
+	if g.home != "" {
+		home := g.home
+		if r, err := filepath.EvalSymlinks(home); err == nil {
+			home = r
+		}
+		if real == home || strings.HasPrefix(home, strings.TrimSuffix(real, "/")+"/") {
+			return g.refuse(strict, fmt.Errorf("%s: %s would open all of $HOME (%s): name the folder the agent needs", why, path, home))
+		}
+		for _, s := range secretDirs {
+			d := filepath.Join(home, s)
+			if real == d || strings.HasPrefix(real, d+"/") {
+				return g.refuse(strict, fmt.Errorf("%s: %s resolves to %s, which holds credentials: refused", why, path, real))
+			}
+		}
+	}
+	if !slices.Contains(*list, real) {
+		*list = append(*list, real)
+	}
+	return nil
+}
+
+func (g granter) refuse(strict bool, err error) error {
+	if strict {
+		return err
+	}
+	*g.notes = append(*g.notes, "refused: "+err.Error())
+	return nil
+}
+
+// gitDir is the common git directory of the repository cwd is in when it lies
+// outside cwd (a linked worktree keeps its objects in the main repository's .git; a
+// folder below the repository's top has .git above it); "" otherwise.
+func gitDir(cwd string) string {
+	for dir := cwd; ; dir = filepath.Dir(dir) {
+		dotgit := filepath.Join(dir, ".git")
+		st, err := os.Lstat(dotgit)
+		if err == nil {
+			if st.IsDir() {
+				if dir == cwd {
+					return ""
+				}
+				return dotgit
+			}
+			return linkedCommonDir(dotgit)
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
+	}
+}
+
+// linkedCommonDir reads a worktree's .git file ("gitdir: X") and X/commondir.
+func linkedCommonDir(dotgit string) string {
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	gd, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gd = strings.TrimSpace(gd)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(filepath.Dir(dotgit), gd)
+	}
+	common := gd
+	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		cd := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(gd, cd)
+		}
+		common = cd
+	}
+	return filepath.Clean(common)
+}
+
+// lookPath finds argv[0] on the PATH of env, as the launcher will.
+func lookPath(argv, env []string, cwd string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	name := argv[0]
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(cwd, name)
+		}
+		return name
+	}
+	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		c := filepath.Join(dir, name)
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return c
+		}
+	}
+	return ""
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// refusedLines are the lines of text that show an access refused, the last max.
+func refusedLines(text string, max int) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.Contains(l, "Permission denied") || strings.Contains(l, "EACCES") ||
+			strings.Contains(l, "Operation not permitted") || strings.Contains(l, "permission denied") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
+
+// maxTmpEntries bounds the entries of a shared /tmp granted one by one.
+const maxTmpEntries = 4096
+
+// tmpEntries grants, read-write, each entry of a /tmp that holds $HOME or orcr's home
+// except the ones that hold them: what granting /tmp would give, less those. New
+// entries made in /tmp itself later are not granted (TMPDIR is the agent's own).
+func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	if len(ents) > maxTmpEntries {
+		*g.notes = append(*g.notes, fmt.Sprintf("%s has %d entries, over %d: none of them granted", tmp, len(ents), maxTmpEntries))
+		return
+	}
+	holds := func(dir, x string) bool {
+		if x == "" {
+			return false
+		}
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			x = r
+		}
+		return x == dir || strings.HasPrefix(x, dir+"/")
+	}
+	real := tmp
+	if r, err := filepath.EvalSymlinks(tmp); err == nil {
+		real = r
+	}
+	n := 0
+	for _, e := range ents {
+		d := filepath.Join(real, e.Name())
+		if holds(d, home) || holds(d, f.o.Home) || e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		if !slices.Contains(p.RW, d) {
+			p.RW = append(p.RW, d)
+			n++
+		}
+	}
+	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
+}
