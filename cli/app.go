@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"orcr/internal/buildinfo"
 	"os"
-	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
 
@@ -329,34 +329,7 @@ func NewApp(o Options) *cli.Command {
 }
 
 // version is the module version, or the VCS revision a source build records.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if (v == "" || v == "(devel)") && rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return rev + dirty
-	}
-	if v == "" {
-		return "(devel)"
-	}
-	return v
-}
+func version() string { return buildinfo.Version() }
 
 // quietUsageErrors makes a bad flag or argument one line that names the help to read,
 // as kubectl does, instead of "Incorrect Usage" plus the whole help page on stderr

@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"orcr/internal/buildinfo"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
 
 	"orcr/core"
@@ -72,31 +72,4 @@ func fileSum(path string) (string, error) {
 
 // Version is the module version, or the VCS revision a source build records (as
 // `orcr version` prints it).
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	var rev, dirty string
-	for _, st := range bi.Settings {
-		switch st.Key {
-		case "vcs.revision":
-			rev = st.Value
-		case "vcs.modified":
-			if st.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if (v == "" || v == "(devel)") && rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return rev + dirty
-	}
-	if v == "" {
-		return "(devel)"
-	}
-	return v
-}
+func Version() string { return buildinfo.Version() }
