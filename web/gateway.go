@@ -365,6 +365,25 @@ type sse struct {
 	buf     bytes.Buffer
 }
 
+// open admits one more stream (refused over the gateway's bound) and starts it with
+// its first comment; the caller gives the stream's slot back (clients.Add(-1)) when
+// ok. retry sets the client's reconnection delay, for event streams.
+func (g *gateway) open(w http.ResponseWriter, hello string, retry bool) (*sse, bool) {
+	if !g.enter(w) {
+		return nil, false
+	}
+	out := newSSE(w, g.s.writeTimeout)
+	if retry {
+		fmt.Fprintf(&out.buf, "retry: 2000\n")
+	}
+	out.comment(hello)
+	if out.flush() != nil {
+		g.s.clients.Add(-1)
+		return nil, false
+	}
+	return out, true
+}
+
 func newSSE(w http.ResponseWriter, timeout time.Duration) *sse {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -438,16 +457,11 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !g.enter(w) {
+	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+	if !ok {
 		return
 	}
 	defer g.s.clients.Add(-1)
-	out := newSSE(w, g.s.writeTimeout)
-	fmt.Fprintf(&out.buf, "retry: 2000\n")
-	out.comment(fmt.Sprintf("orcr events after %d", after))
-	if out.flush() != nil {
-		return
-	}
 	beat := time.NewTicker(g.s.heartbeat)
 	defer beat.Stop()
 	for {
@@ -489,16 +503,11 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 // fromHub serves an unfiltered event stream from the hub's ring, catching up from
 // the store while the cursor is older than the ring.
 func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64) {
-	if !g.enter(w) {
+	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+	if !ok {
 		return
 	}
 	defer g.s.clients.Add(-1)
-	out := newSSE(w, g.s.writeTimeout)
-	fmt.Fprintf(&out.buf, "retry: 2000\n")
-	out.comment(fmt.Sprintf("orcr events after %d", after))
-	if out.flush() != nil {
-		return
-	}
 	beat := time.NewTicker(g.s.heartbeat)
 	defer beat.Stop()
 	cursor := after

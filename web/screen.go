@@ -48,15 +48,11 @@ func (g *gateway) screen(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if !g.enter(w) {
+	out, ok := g.open(w, "orcr screen "+a.ID, false)
+	if !ok {
 		return
 	}
 	defer g.s.clients.Add(-1)
-	out := newSSE(w, g.s.writeTimeout)
-	out.comment("orcr screen " + a.ID)
-	if out.flush() != nil {
-		return
-	}
 	var last string
 	dirty := true
 	tick := time.NewTicker(g.s.screenEvery)
