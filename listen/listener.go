@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"orcr/internal/regfile"
@@ -373,7 +374,7 @@ func (l *Listener) parseAction(doc fileDoc, md *strictfile.Doc) error {
 }
 
 // workflowName is a workflow file's name, as the workflows feature takes it.
-var workflowName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var workflowName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) }) // compiled on first use: every CLI process initialises this package
 
 // parseWorkflow reads an action that starts a workflow run: workflow (its name) and
 // repo (optional).
@@ -387,7 +388,7 @@ func (l *Listener) parseWorkflow(doc fileDoc, md *strictfile.Doc, tmpl func(key,
 			return fail(md.Line("action."+k), "an action with workflow starts a workflow run (workflow, repo); %s belongs to another kind of action", k)
 		}
 	}
-	if !workflowName.MatchString(a.Workflow) {
+	if !workflowName().MatchString(a.Workflow) {
 		return fail(md.Line("action.workflow"), "workflow %q: the name of a workflow file (.orcr/workflows/NAME.toml)", a.Workflow)
 	}
 	l.Action.Workflow = a.Workflow

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 	"time"
 
 	"orcr/core/wire"
@@ -31,13 +32,13 @@ type node struct {
 	link *link
 }
 
-var nodeName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+var nodeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`) }) // compiled on first use: every CLI process initialises this package
 
 func checkName(name string) error {
 	if name == "local" {
 		return wire.Errorf(wire.CodeInvalidParams, "node name %q is this machine's; pick another", name)
 	}
-	if !nodeName.MatchString(name) {
+	if !nodeName().MatchString(name) {
 		return wire.Errorf(wire.CodeInvalidParams, "node name %q: use a lowercase letter, then letters, digits or -, at most 32 characters", name)
 	}
 	return nil

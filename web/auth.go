@@ -108,7 +108,7 @@ func newSecret() (string, error) {
 	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) }) // compiled on first use: every CLI process initialises this package
 
 func checkScope(s string) error {
 	if s != webapi.ScopeRead && s != webapi.ScopeAct {
@@ -137,7 +137,7 @@ func (a *auth) create(ctx context.Context, name, kind, scope string, ttl time.Du
 	if name == "" {
 		name = a.freeName(kind)
 	}
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return webapi.Token{}, "", wire.Errorf(wire.CodeInvalidParams,
 			"token name %q: use letters, digits, '.', '-' and '_' (at most 64), starting with a letter or digit", name)
 	}
