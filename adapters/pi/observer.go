@@ -62,6 +62,12 @@ func (o *observer) Hook(event string, payload []byte) (*core.Signal, error) {
 	}
 	switch event {
 	case "session_start":
+		// The hook and the screen race at start-up: a session that starts with no
+		// model already read off the screen stays blocked on setup (the screen says it
+		// once, so an idle here would stand for good).
+		if o.state == wire.StateBlocked && o.blocked != nil && o.blocked.Kind == wire.BlockedSetup {
+			break
+		}
 		if o.agent.Prompt == "" || h.Data.Reason == "new" {
 			o.set(sig, wire.StateIdle, "session "+h.Data.Reason, nil)
 		}

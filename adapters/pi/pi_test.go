@@ -162,3 +162,30 @@ func TestNoModelsScreenIsSetup(t *testing.T) {
 		t.Fatalf("twice: %+v", s)
 	}
 }
+
+// TestNoModelsThenSessionStartStaysSetup: the extension's session_start and the screen
+// race at start-up; when the screen's "no models" came first, the hook's idle must not
+// end the setup block (the screen says it once: the agent stood idle for good, and
+// TestNotSignedInIsSetup timed out under load).
+func TestNoModelsThenSessionStartStaysSetup(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "screens", "no-models.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := New(Options{}).Observe(wire.Agent{ID: "a"})
+	if s := o.Screen(core.Screen{Text: string(b)}, 2*time.Second); s == nil || s.State != wire.StateBlocked {
+		t.Fatalf("no models: %+v", s)
+	}
+	s, err := o.Hook("session_start", []byte(`{"data":{"reason":"startup"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != nil && s.State != "" {
+		t.Fatalf("session_start after the setup screen moved the agent: %+v", s)
+	}
+	// Without the screen first, session_start is the agent going idle.
+	o = New(Options{}).Observe(wire.Agent{ID: "b"})
+	if s, _ := o.Hook("session_start", []byte(`{"data":{"reason":"startup"}}`)); s == nil || s.State != wire.StateIdle {
+		t.Fatalf("session_start alone: %+v", s)
+	}
+}
