@@ -200,7 +200,8 @@ func (s *Service) observe(ctx context.Context, rec Record) (Observed, error) {
 			o.Agents[c.Name] = AgentSeen{}
 			continue
 		}
-		o.Agents[c.Name] = AgentSeen{Exists: true, Live: a.State.Live(),
+		// A queued coder is not lost: the queue survived the restart and admits it.
+		o.Agents[c.Name] = AgentSeen{Exists: true, Live: a.State.Live() || a.State == wire.StateQueued,
 			Idle: a.State == wire.StateDone || a.State == wire.StateIdle, TurnAt: a.StateAt}
 	}
 	if h := head(rec.Run.MergeQueue); h != "" {
