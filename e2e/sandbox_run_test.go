@@ -38,7 +38,7 @@ func sandboxOf(t *testing.T, e *env, target string) sbapi.SandboxExplanation {
 // merges.
 func TestRunSandboxedClaudeCoder(t *testing.T) {
 	if _, err := confine.KernelABI(); err != nil {
-		t.Skipf("no Landlock: %v", err)
+		clis.Missingf(t, "no Landlock: %v", err)
 	}
 	r := newRunRig(t, "solo")
 	r.approvePlan(oneMilestone)
@@ -71,7 +71,7 @@ func TestRunSandboxedClaudeCoder(t *testing.T) {
 // orcr confines it.
 func TestRunSandboxedCodexCoder(t *testing.T) {
 	if _, err := confine.KernelABI(); err != nil {
-		t.Skipf("no Landlock: %v", err)
+		clis.Missingf(t, "no Landlock: %v", err)
 	}
 	codexHome := filepath.Join(t.TempDir(), "codex")
 	r := newRunRig(t, "solo", "CODEX_HOME="+codexHome, modelserver.CodexKeyEnv+"=test-key",

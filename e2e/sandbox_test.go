@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"orcr/testutil/clis"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ type sandboxEnv struct {
 func newSandboxEnv(t *testing.T, extra ...string) *sandboxEnv {
 	t.Helper()
 	if _, err := confine.KernelABI(); err != nil {
-		t.Skipf("no Landlock on this kernel: %v", err)
+		clis.Missingf(t, "no Landlock on this kernel: %v", err)
 	}
 	dir := settledTempDir(t)
 	s := &sandboxEnv{user: filepath.Join(dir, "user"), work: filepath.Join(dir, "work"), outside: filepath.Join(dir, "outside")}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"os/user"
@@ -40,12 +41,10 @@ func run(t *testing.T, name string, args ...string) {
 }
 
 func needRealSSH(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces and users need root")
-	}
+	clis.NeedRoot(t, "make network namespaces and users")
 	for _, p := range []string{"/usr/sbin/sshd", "/usr/sbin/ip", "/usr/sbin/useradd"} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is missing (scripts/test installs openssh-server)", p)
+			clis.Missingf(t, "%s is missing (scripts/test installs openssh-server)", p)
 		}
 	}
 }

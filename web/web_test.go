@@ -618,7 +618,7 @@ func TestNotifyCommand(t *testing.T) {
 // answers a call promptly meanwhile.
 func TestThousandEventStreams(t *testing.T) {
 	if testing.Short() {
-		t.Skip("1,000 connections")
+		t.Skip("-short: this test opens 1,000 connections (scripts/test runs it)")
 	}
 	r := newRig(t, "", web.Options{})
 	tok := r.token(webapi.ScopeRead, 0)

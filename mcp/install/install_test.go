@@ -2,6 +2,7 @@ package install
 
 import (
 	"io/fs"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,7 +256,7 @@ func TestInstallIntoReadOnlyDir(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil && strings.Contains(string(out), "unshare") {
 		if os.Geteuid() != 0 {
-			t.Skipf("needs root for a mount namespace: %s", out)
+			clis.Missingf(t, "needs root for a mount namespace: %s", out)
 		}
 		t.Fatalf("unshare: %v %s", err, out)
 	}
@@ -268,7 +269,7 @@ func TestInstallIntoReadOnlyDir(t *testing.T) {
 func TestInstallReadOnlyChild(t *testing.T) {
 	dir := os.Getenv("ORCR_INSTALL_RO_DIR")
 	if dir == "" {
-		t.Skip("run by TestInstallIntoReadOnlyDir")
+		t.Skip("not a test of its own: TestInstallIntoReadOnlyDir runs it inside a read-only mount namespace, with ORCR_INSTALL_RO_DIR set")
 	}
 	_, err := Install(Options{Provider: "claude", MCP: true, Bin: "/x/orcr", Home: os.Getenv("ORCR_INSTALL_RO_HOME"),
 		Env: func(k string) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"orcr/testutil/clis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +81,7 @@ type box struct {
 func newBox(t *testing.T) *box {
 	t.Helper()
 	if _, err := confine.KernelABI(); err != nil {
-		t.Skipf("no Landlock here: %v", err)
+		clis.Missingf(t, "no Landlock here: %v", err)
 	}
 	root := t.TempDir()
 	b := &box{t: t, dir: filepath.Join(root, "work"), home: filepath.Join(root, "home")}

@@ -168,3 +168,11 @@ func StalledRegistry(t testing.TB) string {
 	})
 	return "npm_config_registry=http://" + ln.Addr().String() + "/"
 }
+
+// Missingf skips a test whose machine lacks what it needs (Landlock, root, sshd),
+// saying what; under scripts/test, which installs and runs everything as root on a
+// kernel with Landlock, it fails instead, so the suite never passes by skipping.
+func Missingf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	missing(t, fmt.Sprintf(format, args...))
+}
