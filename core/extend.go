@@ -102,9 +102,9 @@ func (e *Engine) resolveRun(ctx context.Context, p wire.RunParams) (wire.RunPara
 
 // wrapLaunch lets the launch hooks that are LaunchWrappers shape spec, and refuses an
 // agent that asked for a sandbox none of them gave.
-func (e *Engine) wrapLaunch(ctx context.Context, a wire.Agent, spec *LaunchSpec, needs Confinement) error {
+func (x *hooks) wrapLaunch(ctx context.Context, a wire.Agent, spec *LaunchSpec, needs Confinement) error {
 	confined := false
-	for _, h := range e.ext.load().launch {
+	for _, h := range x.launch {
 		if w, ok := h.(LaunchWrapper); ok {
 			c, err := w.WrapLaunch(ctx, a, spec, needs)
 			if err != nil {

@@ -149,13 +149,13 @@ func (e *Engine) agentEnv(a wire.Agent) map[string]string {
 
 // accountSecrets resolves the {{secret.NAME}}s of a's account env, for the error
 // that fails its launch: a missing secret, a secrets.toml others may read.
-func (e *Engine) accountSecrets(a wire.Agent) error {
+func (x *hooks) accountSecrets(a wire.Agent, secrets string) error {
 	if a.Account == "" {
 		return nil
 	}
-	for _, g := range e.ext.load().gates {
+	for _, g := range x.gates {
 		if p, ok := g.(Placer); ok {
-			if _, err := secretenv.Resolve(p.AccountEnv(a), e.opts.Secrets); err != nil {
+			if _, err := secretenv.Resolve(p.AccountEnv(a), secrets); err != nil {
 				return fmt.Errorf("the env of account %s: %w", a.Account, err)
 			}
 		}

@@ -216,7 +216,7 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 		return
 	}
 	a.Env = vals
-	if err := e.accountSecrets(a); err != nil {
+	if err := e.ext.load().accountSecrets(a, e.opts.Secrets); err != nil {
 		e.finishFailed(ctx, rt, err)
 		return
 	}
@@ -240,7 +240,7 @@ func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	}
 	env := mergeEnv(base, plan.Env)
 	spec := LaunchSpec{Name: a.Path, Argv: plan.Argv, Cwd: cwd, Env: env}
-	if err := e.wrapLaunch(ctx, a, &spec, plan.Confine); err != nil {
+	if err := e.ext.load().wrapLaunch(ctx, a, &spec, plan.Confine); err != nil {
 		e.finishFailed(ctx, rt, err)
 		return
 	}
