@@ -1,8 +1,8 @@
 package install
 
 import (
-	"io/fs"
 	"orcr/testutil/clis"
+	"orcr/testutil/fstree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,36 +14,7 @@ import (
 	"orcr/testutil/modelserver"
 )
 
-// tree is every file and folder under dir with its mode and bytes: two trees equal
-// means byte for byte the same folder.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		st, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		v := st.Mode().String()
-		if !d.IsDir() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			v += " " + string(b)
-		}
-		out[rel] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func tree(t *testing.T, dir string) map[string]string { return fstree.Snapshot(t, dir) }
 
 func sameTree(t *testing.T, what string, want, got map[string]string) {
 	t.Helper()

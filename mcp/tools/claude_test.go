@@ -3,7 +3,7 @@ package tools_test
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
+	"orcr/testutil/fstree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,35 +203,7 @@ func gitInit(t *testing.T, dir string) {
 	}
 }
 
-// tree is every file and folder under dir with its mode and bytes.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		st, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		v := st.Mode().String()
-		if st.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			v += " " + string(b)
-		}
-		out[rel] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func tree(t *testing.T, dir string) map[string]string { return fstree.Snapshot(t, dir) }
 
 // TestRoleGivesClaudeOrcrMCP: a role with `mcp = "self"` gives its claude orcr's MCP
 // server (through claude's --mcp-config) and caps it: the model's agent_run makes a
