@@ -186,4 +186,9 @@ func TestResumedSelfLeadIsFollowed(t *testing.T) {
 	if !merged {
 		t.Fatalf("the run's batch never reached the resumed session")
 	}
+	// The plan follows its self lead too: it names the resumed session.
+	var pl planapi.PlanResult
+	if err := json.Unmarshal([]byte(r.Must("plan", "show", "csv", "--json")), &pl); err != nil || pl.Plan.LeadID != back.ID || pl.Plan.LeadPath != "me" {
+		t.Fatalf("the plan's lead is %s (%s), not the resumed %s: %v", pl.Plan.LeadID, pl.Plan.LeadPath, back.ID, err)
+	}
 }
