@@ -37,6 +37,7 @@ func (app *app) agentCommand() *cli.Command {
 					&cli.StringSliceFlag{Name: "var", Usage: "K=V for the role's prompt template (repeatable)"},
 					&cli.StringFlag{Name: "account", Usage: "run on this account of the provider (a label from [[accounts.<provider>]]); admission waits for it"},
 					&cli.StringFlag{Name: "identity", Usage: "act as identity NAME ($XDG_CONFIG_HOME/orcr/identities/NAME): its AGENTS.md and memory"},
+					&cli.StringFlag{Name: "mcp", Usage: "give it orcr's MCP server at scope self, read or act (as a role's mcp); its MCP sessions are capped there"},
 					&cli.IntFlag{Name: "spawn-max-children", Value: -1, DefaultText: "unbounded", Usage: "it may run at most N children at once from its pane"},
 					&cli.IntFlag{Name: "spawn-max-depth", Value: -1, DefaultText: "unbounded", Usage: "what it spawns may be at most N levels below it (0: it spawns nothing)"},
 					&cli.StringSliceFlag{Name: "spawn-providers", Usage: "it may spawn only these providers (comma-separated)"},
@@ -222,6 +223,7 @@ func (app *app) agentRun(ctx context.Context, c *cli.Command) error {
 	}
 	p.Role = c.String("role")
 	p.Identity = c.String("identity")
+	p.MCP = c.String("mcp")
 	sp, err := spawnFlags(c)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ func TestCommandLineManners(t *testing.T) {
 		{"agent ls a b c", `orcr: unexpected arguments "b" "c"; usage: orcr agent ls`},
 		{"usage x", `orcr: unexpected argument "x"; usage: orcr usage`},
 		{"run status a b", `unexpected argument "b"; usage: orcr run status [NAME]`},
+		{"mcp --scope all", `orcr: --scope "all": use self, read, act`},
 	} {
 		before := r.dials.Load()
 		code, out, errOut := r.run(t, "", strings.Fields(c.args)...)

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	mcpapi "orcr/mcp/api"
 	"orcr/mcp/tools"
 )
 
@@ -20,6 +24,14 @@ func (app *app) mcpCommand() *cli.Command {
 			"self: act only on your own subtree and read your lineage; read: see every agent, change nothing; act: act on every agent.\n" +
 			"A scope can be narrowed, never widened: a role's `mcp` caps the agents it starts.",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "scope", Usage: "self, read or act"}},
+		// A scope that is none of the three is the caller's mistake, said before the
+		// server is dialled (not "server not running" when none runs).
+		Before: func(ctx context.Context, c *cli.Command) (context.Context, error) {
+			if s := c.String("scope"); s != "" && !slices.Contains(mcpapi.Scopes, s) {
+				return ctx, fmt.Errorf("--scope %q: use %s", s, strings.Join(mcpapi.Scopes, ", "))
+			}
+			return app.mustConnect(ctx, c)
+		},
 		Action: func(ctx context.Context, c *cli.Command) error {
 			srv, err := tools.New(ctx, tools.Options{Transport: service(ctx), Scope: c.String("scope"), Version: version()})
 			if err != nil {

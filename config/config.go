@@ -235,6 +235,9 @@ type Run struct {
 	// Sandbox is "on" (the default: coders confined with Landlock, DESIGN §16) or
 	// "off" (coders unconfined).
 	Sandbox string `toml:"sandbox"`
+	// MCP gives the run's lead, coders and reviewer orcr's MCP server at this scope
+	// (self, read or act; "" none), as a role's mcp does (DESIGN §17).
+	MCP string `toml:"mcp"`
 }
 
 // Validate checks values that parse but make no sense.
@@ -268,6 +271,11 @@ func (c Config) Validate() error {
 	case "", "on", "off":
 	default:
 		return bad("run.sandbox", "run.sandbox = %q: use \"on\" (coders confined, the default) or \"off\"", c.Run.Sandbox)
+	}
+	switch c.Run.MCP {
+	case "", "self", "read", "act":
+	default:
+		return bad("run.mcp", "run.mcp = %q: use \"self\" (each agent its own subtree), \"read\" (see all, change nothing) or \"act\"", c.Run.MCP)
 	}
 	switch c.Notify.OSC {
 	case "", "9", "777":

@@ -125,3 +125,15 @@ func TestRunSandbox(t *testing.T) {
 		t.Fatalf("sandbox = maybe: %v", err)
 	}
 }
+
+// [run] mcp is self, read or act; anything else is named at its line.
+func TestRunMCP(t *testing.T) {
+	c, err := Load(write(t, "[run]\nmcp = \"self\"\n"))
+	if err != nil || c.Run.MCP != "self" {
+		t.Fatalf("%+v %v", c.Run, err)
+	}
+	p := write(t, "[run]\nsandbox = \"on\"\nmcp = \"all\"\n")
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+`:3: run.mcp = "all": use "self"`) {
+		t.Fatalf("mcp = all: %v", err)
+	}
+}

@@ -162,7 +162,7 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.listen = ls
 	runs, err := run.NewService(run.Options{Home: home, Bin: self, CatalogPath: planning.DefaultUserCatalogPath(),
-		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log, NoSandbox: cfg.Run.Sandbox == "off"})
+		Available: available(provs), OpenPR: openPR(s.github), Logger: s.log, NoSandbox: cfg.Run.Sandbox == "off", MCP: cfg.Run.MCP})
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/wire"
 	planapi "orcr/orchestrate/api"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/testutil/modelserver"
 	"orcr/testutil/rig"
 	"orcr/testutil/wait"
 )
@@ -106,5 +108,87 @@ func TestLeadSelf(t *testing.T) {
 	r.Must("run", "stop", "csv")
 	if a := r.Agent("me"); !a.State.Live() {
 		t.Fatalf("run stop ended the session: %s", a.State)
+	}
+}
+
+// TestResumedSelfLeadIsFollowed: the user's own claude session leads a run by --lead
+// self; it ends, and `orcr agent resume me` brings it back as a new agent with a new
+// id. The run follows it: the resumed session is told it is the lead again, and the
+// run's next event batch (M1 merged, after the user dispatched it) is typed into the
+// new session — not into the dead id.
+func TestResumedSelfLeadIsFollowed(t *testing.T) {
+	r := rig.New(t, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	r.Claude()
+	r.Serve()
+	gitRepo(t, r.Work)
+	file := filepath.Join(r.Work, ".orcr", "plans", "csv.md")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(selfPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bash := func(cmd string) modelserver.Turn {
+		return modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Bash", Input: map[string]any{"command": cmd, "description": "orcr"}}}}
+	}
+	on := func(text string, t modelserver.Turn) modelserver.Turn {
+		t.Match = func(q modelserver.Request) bool { return strings.Contains(q.LastUser(), text) }
+		return t
+	}
+	r.Models.Push(
+		bash(r.Bin+" plan new csv 'import CSV files' --lead self --repo "+r.Work),
+		modelserver.Turn{Text: "Plan csv is drafted."},
+		on("You are the lead of orcr run csv,", modelserver.Turn{Text: "I wait for the run's messages."}),
+		// After the resume: the run tells the new session it leads again. (A resumed
+		// claude has its session, not its flags: no Bash allowed unasked, so the user
+		// dispatches.)
+		on("You are the lead of orcr run csv again", modelserver.Turn{Text: "I lead again."}),
+		on("M1 is merged into feature/csv", modelserver.Turn{Text: "Noted the merge."}),
+	)
+	r.Must("agent", "run", "me", "--provider", "claude", "--cwd", r.Work, "--prompt", "plan the CSV import",
+		"--", "--permission-mode", "acceptEdits", "--allowedTools", "Bash("+r.Bin+":*)", "--")
+	me := r.WaitAgent("me", 150*time.Second, "the plan's turn to end", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Plan csv is drafted."
+	})
+	r.Must("plan", "approve", "csv")
+	coder := `echo parsed > parser.txt && git add -A && git -c user.email=t@t -c user.name=t commit -qm "M1: parser" && ` + r.Bin + ` run done M1; exec cat`
+	r.Must("run", "start", "csv", "--coders", "1", "--coder", "shell", "--", "sh", "-c", coder)
+	r.WaitAgent("me", 90*time.Second, "the lead's prompt to be taken in", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "I wait for the run's messages."
+	})
+
+	// The session ends; the user resumes it: a new agent, a new id, the same path, and
+	// the run's messages go to it.
+	r.Must("agent", "kill", "me", "--yes")
+	r.WaitAgent(me.ID, 30*time.Second, "the session to end", func(a wire.Agent) bool { return a.State.Terminal() })
+	r.Must("agent", "resume", "me")
+	r.WaitAgent("me", 150*time.Second, "the resumed session to be told it leads", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "I lead again."
+	})
+	r.Must("run", "dispatch", "csv", "M1")
+	back := r.WaitAgent("me", 150*time.Second, "the resumed session to take in the merge", func(a wire.Agent) bool {
+		return a.State == wire.StateDone && a.LastMessage == "Noted the merge."
+	})
+	if back.ID == me.ID || back.ResumedFrom != me.ID {
+		t.Fatalf("the session was not resumed as a new agent: %s from %q (was %s)", back.ID, back.ResumedFrom, me.ID)
+	}
+	var st runapi.RunResult
+	if err := json.Unmarshal([]byte(r.Must("run", "status", "csv", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Run.Milestones; len(m) != 1 || m[0].State != "merged" {
+		t.Fatalf("milestones %+v", m)
+	}
+	merged := false
+	for _, q := range r.Models.Requests() {
+		merged = merged || strings.HasPrefix(q.LastUser(), "orcr run csv: ") && strings.Contains(q.LastUser(), "M1 is merged")
+	}
+	if !merged {
+		t.Fatalf("the run's batch never reached the resumed session")
+	}
+	// The plan follows its self lead too: it names the resumed session.
+	var pl planapi.PlanResult
+	if err := json.Unmarshal([]byte(r.Must("plan", "show", "csv", "--json")), &pl); err != nil || pl.Plan.LeadID != back.ID || pl.Plan.LeadPath != "me" {
+		t.Fatalf("the plan's lead is %s (%s), not the resumed %s: %v", pl.Plan.LeadID, pl.Plan.LeadPath, back.ID, err)
 	}
 }

@@ -42,6 +42,13 @@ const ghRepo = "octo/app"
 // extra are more variables of the server's environment (later ones win).
 func newRunRig(t *testing.T, name string, extra ...string) *runRig {
 	t.Helper()
+	return newRunRigConfig(t, name, "", extra...)
+}
+
+// newRunRigConfig is newRunRig whose server reads config (more lines of its
+// config.toml) at its start.
+func newRunRigConfig(t *testing.T, name, config string, extra ...string) *runRig {
+	t.Helper()
 	ms, err := modelserver.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +68,7 @@ func newRunRig(t *testing.T, name string, extra ...string) *runRig {
 	if err := os.MkdirAll(cfg, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg, "config.toml"), []byte(fmt.Sprintf("[github]\napi_url = %q\n", gh.URL+"/")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg, "config.toml"), []byte(fmt.Sprintf("[github]\napi_url = %q\n", gh.URL+"/")+config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.git(dir, "init -q --bare "+r.bare)

@@ -75,3 +75,32 @@ func (s *Service) selfLedPlan(id string) (string, bool) {
 	name, ok := s.selfLeads[id]
 	return name, ok
 }
+
+// resumedSelfLead follows a plan's self lead into its resumed session: `orcr agent
+// resume` gives the session a new agent with a new id, ResumedFrom the old. The plan
+// then names the new agent as its lead (so its turn ends are read, a pending message
+// reaches it, and `run start` from outside finds the lead running), and the index
+// follows.
+func (s *Service) resumedSelfLead(ctx context.Context, a wire.Agent) (string, bool) {
+	if a.ResumedFrom == "" {
+		return "", false
+	}
+	name, ok := s.selfLedPlan(a.ResumedFrom)
+	if !ok {
+		return "", false
+	}
+	r, err := s.plans.Update(ctx, name, func(r *Record) {
+		if r.Lead == LeadSelf && r.LeadID == a.ResumedFrom {
+			r.LeadID, r.LeadPath = a.ID, a.Path
+		}
+	})
+	if err != nil || r.LeadID != a.ID {
+		return "", false
+	}
+	s.mu.Lock()
+	delete(s.selfLeads, a.ResumedFrom)
+	s.selfLeads[a.ID] = name
+	s.mu.Unlock()
+	s.log.Info("plans: the self lead was resumed; the plan follows it", "plan", name, "from", a.ResumedFrom, "id", a.ID)
+	return name, true
+}

@@ -42,7 +42,9 @@ func (s *Service) followLeads(ctx context.Context, evs <-chan wire.Event) {
 		name, ok := planOfLead(ev.Agent.Path)
 		if !ok {
 			if name, ok = s.selfLedPlan(ev.Agent.ID); !ok {
-				continue
+				if name, ok = s.resumedSelfLead(ctx, *ev.Agent); !ok {
+					continue
+				}
 			}
 		}
 		if r, err := s.plans.Get(ctx, name); err == nil {

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -12,8 +13,29 @@ import (
 // (mcp/api.CapEnv; roles does not import the mcp feature).
 const mcpCapEnv = "ORCR_MCP"
 
-// withMCP gives a role's agent orcr's MCP server at scope (DESIGN §17): ORCR_MCP on its
-// record caps every MCP session it and its descendants open (set over the request's
+// checkMCP refuses an mcp scope that is none of self, read and act.
+func checkMCP(scope string) error {
+	switch scope {
+	case "", "self", "read", "act":
+		return nil
+	}
+	return wire.Errorf(wire.CodeInvalidParams, "mcp %q: use self (its own agents), read (see all, change nothing) or act (act on all)", scope)
+}
+
+// narrowMCP is the scope that both the request's (req, "" for none) and the role's
+// allow: act gives way to the other; self and read are not inside each other.
+func narrowMCP(req, role string) (string, error) {
+	switch {
+	case req == "" || req == role || req == "act":
+		return role, nil
+	case role == "act":
+		return req, nil
+	}
+	return "", fmt.Errorf("its mcp = %q and the request's mcp %q: neither is inside the other; ask for %s or none", role, req, role)
+}
+
+// withMCP gives an agent orcr's MCP server at scope (DESIGN §17; the scope of its
+// role's mcp, of a run's [run] mcp or of the request's): ORCR_MCP on its record caps every MCP session it and its descendants open (set over the request's
 // env: a request cannot widen its role), and the provider is told to start `orcr mcp
 // --scope scope` through its own configuration — claude's --mcp-config, codex's
 // mcp_servers. opencode and pi get the cap only (orcr does not rewrite their config
@@ -33,7 +55,7 @@ func withMCP(p wire.RunParams, scope, bin string) (wire.RunParams, error) {
 			scope = have
 		case have == "act":
 		default:
-			return p, wire.Errorf(wire.CodeNotAllowed, "the role gives its agent MCP scope %s, and this spawn is capped at %s (%s): neither is inside the other; spawn it without the role or with a role of mcp = %q",
+			return p, wire.Errorf(wire.CodeNotAllowed, "the agent is given MCP scope %s (by its role or the request's mcp), and this spawn is capped at %s (%s): neither is inside the other; spawn it without that mcp or with mcp = %q",
 				scope, have, mcpCapEnv, have)
 		}
 	}

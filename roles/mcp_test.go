@@ -1,6 +1,9 @@
 package roles
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -51,5 +54,45 @@ func TestRoleMCPKey(t *testing.T) {
 	_, err = Parse("h", "h.toml", []byte("providers = [\"claude\"]\nmcp = \"all\"\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "h.toml:2") || !strings.Contains(err.Error(), "use self") {
 		t.Fatalf("mcp = all: %v", err)
+	}
+}
+
+// TestRequestMCP: a request's mcp (a run's [run] mcp, `agent run --mcp`) gives the
+// agent orcr's MCP server exactly as a role's does, once, narrowed with the role's;
+// a scope that is none of the three is refused.
+func TestRequestMCP(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{"act": "providers = [\"claude\"]\nmcp = \"act\"\n",
+		"read": "providers = [\"claude\"]\nmcp = \"read\"\n", "plain": "providers = [\"claude\"]\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name+".toml"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Resolver{Dir: dir, Bin: "/bin/orcr"}
+	ready := func(string) error { return nil }
+	resolve := func(role, mcp string) (wire.RunParams, error) {
+		q, _, err := r.Resolve(context.Background(), wire.RunParams{Path: "x", Provider: "claude", Role: role, MCP: mcp}, ready)
+		return q, err
+	}
+	for _, c := range []struct{ role, mcp, want string }{
+		{"", "self", "self"}, {"plain", "read", "read"}, {"act", "self", "self"}, {"read", "act", "read"}, {"read", "", "read"},
+	} {
+		q, err := resolve(c.role, c.mcp)
+		if err != nil || q.Env[mcpCapEnv] != c.want || q.MCP != "" {
+			t.Fatalf("role %q mcp %q: env %v mcp %q: %v", c.role, c.mcp, q.Env, q.MCP, err)
+		}
+		argv := strings.Join(q.Argv, " ")
+		if strings.Count(argv, "--mcp-config") != 1 || !strings.Contains(argv, `"args":["mcp","--scope","`+c.want+`"]`) {
+			t.Fatalf("role %q mcp %q: argv %q", c.role, c.mcp, argv)
+		}
+	}
+	if _, err := resolve("read", "self"); wire.CodeOf(err) != wire.CodeNotAllowed || !strings.Contains(err.Error(), "neither is inside") {
+		t.Fatalf("self under a role of read: %v", err)
+	}
+	if _, err := resolve("", "all"); wire.CodeOf(err) != wire.CodeInvalidParams || !strings.Contains(err.Error(), `mcp "all": use self`) {
+		t.Fatalf("mcp all: %v", err)
+	}
+	if q, err := resolve("", ""); err != nil || q.Env[mcpCapEnv] != "" || len(q.Argv) != 0 {
+		t.Fatalf("no mcp: %v %v", q, err)
 	}
 }

@@ -53,9 +53,21 @@ type Shaper interface {
 // the provider is the first of the role's chain that can start. The shapers come
 // after the role; the sizes are checked last, on what the provider will be given.
 func (r *Resolver) Resolve(ctx context.Context, p wire.RunParams, ready func(string) error) (wire.RunParams, []string, error) {
+	if err := checkMCP(p.MCP); err != nil {
+		return p, nil, err
+	}
 	p, notes, err := r.resolveRole(ctx, p, ready)
 	if err != nil {
 		return p, notes, err
+	}
+	// The request's mcp (a run's [run] mcp, `agent run --mcp`) and the role's, narrowed
+	// into p.MCP by resolveRole, give the server once; used up, so a node that resolves
+	// the request again does not add it twice.
+	if p.MCP != "" {
+		if p, err = withMCP(p, p.MCP, r.Bin); err != nil {
+			return p, notes, err
+		}
+		p.MCP = ""
 	}
 	if r.Shapers != nil {
 		for _, sh := range r.Shapers() {
@@ -166,8 +178,8 @@ func (r *Resolver) resolveRole(ctx context.Context, p wire.RunParams, ready func
 		p.Env = env
 	}
 	if role.MCP != "" {
-		if p, err = withMCP(p, role.MCP, r.Bin); err != nil {
-			return p, nil, err
+		if p.MCP, err = narrowMCP(p.MCP, role.MCP); err != nil {
+			return p, nil, wire.Errorf(wire.CodeNotAllowed, "role %s: %v", role.Name, err)
 		}
 	}
 	p.Sandbox = mergeSandbox(p.Sandbox, role.Sandbox)

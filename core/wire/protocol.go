@@ -129,6 +129,11 @@ type RunParams struct {
 	Identity string `json:"identity,omitempty"`
 	// Spawn bounds what the agent may itself spawn from its pane (SpawnPolicy).
 	Spawn *SpawnPolicy `json:"spawn,omitempty"`
+	// MCP gives the agent orcr's MCP server at this scope (self, read or act; DESIGN
+	// §17) through its provider's own config, and caps every MCP session of it and of
+	// its descendants there. With a role's mcp, the narrower of the two; a cap the
+	// spawn carries already is never widened.
+	MCP string `json:"mcp,omitempty"`
 }
 
 // AgentResult wraps one agent.

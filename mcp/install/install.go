@@ -168,6 +168,11 @@ func Install(o Options) (Report, error) {
 	if m == nil {
 		m = &manifest{Provider: p.name, Dir: dir}
 	}
+	if o.MCP {
+		if err := m.canRegister(p, p.mcp.path(dir, o.Env), o.Bin); err != nil {
+			return Report{}, err
+		}
+	}
 	rep := Report{Dir: dir}
 	// Every change is recorded in the manifest before it is made.
 	want := p.files(o.Bin)
@@ -206,6 +211,26 @@ func Install(o Options) (Report, error) {
 	return rep, nil
 }
 
+// canRegister says whether orcr's MCP registration can go into the provider's MCP
+// config at path as it is now (a config that does not parse, is a folder, or has an
+// `orcr` server the user registered refuses it), before any skill is written: a
+// refused install changes nothing.
+func (m *manifest) canRegister(p provider, path, bin string) error {
+	cur, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: nothing was changed", err)
+	}
+	if err == nil && slices.ContainsFunc(m.Files, func(f fileEntry) bool { return f.Path == path }) {
+		if cleaned, err := p.mcp.del(cur); err == nil {
+			cur = cleaned // ours from an earlier install: it is registered again on top
+		}
+	}
+	if _, err := p.mcp.add(cur, bin); err != nil {
+		return fmt.Errorf("register orcr mcp in %s: %w; nothing was changed", path, err)
+	}
+	return nil
+}
+
 func (r *Report) note(changed bool, yes, no string) {
 	if changed {
 		r.Changed = true
@@ -223,7 +248,7 @@ func (m *manifest) write(mpath, path string, mcp bool, make func(old []byte) ([]
 	cur, err := os.ReadFile(path)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("read %s: %w", path, err)
+		return false, err // "read PATH: …" already
 	}
 	i := slices.IndexFunc(m.Files, func(f fileEntry) bool { return f.Path == path })
 	if i >= 0 && exists && sum(cur) == m.Files[i].Written {

@@ -258,3 +258,37 @@ func TestInstallReadOnlyChild(t *testing.T) {
 	t.Log("READONLY-REFUSED")
 	os.Stdout.WriteString("READONLY-REFUSED\n")
 }
+
+// TestRefusedMCPWritesNothing: with --mcp, an MCP config orcr cannot register in (it
+// does not parse, it is a folder, the user registered an `orcr` server of their own)
+// is refused before any skill is written: the config dir is as it was.
+func TestRefusedMCPWritesNothing(t *testing.T) {
+	root, env := realDirs(t)
+	get := func(k string) string { return env[k] }
+	claudeJSON := filepath.Join(env["CLAUDE_CONFIG_DIR"], ".claude.json")
+	cases := []struct {
+		name, provider string
+		spoil          func()
+		want           string
+	}{
+		{"claude config not JSON", "claude", func() { must(t, os.WriteFile(claudeJSON, []byte(`{"theme":`), 0o600)) }, "not a JSON object"},
+		{"claude config a folder", "claude", func() { must(t, os.Remove(claudeJSON)); must(t, os.Mkdir(claudeJSON, 0o700)) }, "is a directory"},
+		{"codex's own orcr", "codex", func() {
+			f, err := os.OpenFile(filepath.Join(env["CODEX_HOME"], "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+			must(t, err)
+			f.WriteString("\n[mcp_servers.orcr]\ncommand = \"orcr\"\n")
+			f.Close()
+		}, "already"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.spoil()
+			before := tree(t, root)
+			_, err := Install(Options{Provider: c.provider, MCP: true, Bin: "/x/orcr", Home: t.TempDir(), Env: get})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nothing was changed") {
+				t.Fatalf("install: %v, want %q and nothing was changed", err, c.want)
+			}
+			sameTree(t, "after the refusal", before, tree(t, root))
+		})
+	}
+}

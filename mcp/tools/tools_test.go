@@ -394,6 +394,14 @@ func TestSelfScope(t *testing.T) {
 	s.refused("agent_run", map[string]any{"path": "/elsewhere", "argv": []string{"true"}}, "not_allowed", "subtree")
 	s.refused("agent_wait", map[string]any{"glob": "/stranger"}, "not_allowed", "lineage")
 	s.refused("plan_new", map[string]any{"name": "p", "request": "r", "repo": r.Work, "lead": "claude"}, "not_allowed", "self")
+	// A child's own mcp never widens the session's self: act gives way, read is refused.
+	var wide wire.AgentResult
+	s.ok("agent_run", map[string]any{"path": "wide", "argv": []string{"true"}, "mcp": "act"}, &wide)
+	if wide.Agent.Env[mcpapi.CapEnv] != "self" {
+		t.Fatalf("a child asking for mcp act is capped at %q", wide.Agent.Env[mcpapi.CapEnv])
+	}
+	s.refused("agent_run", map[string]any{"path": "reader", "argv": []string{"true"}, "mcp": "read"}, "not_allowed", "neither is inside")
+	s.refused("agent_run", map[string]any{"path": "bad", "argv": []string{"true"}, "mcp": "all"}, "invalid_params", "use self")
 	var k wire.KillResult
 	s.ok("agent_kill", map[string]any{"glob": "kid"}, &k)
 	if len(k.Agents) != 1 || k.Agents[0].Path != "team/me/kid" {
@@ -429,6 +437,19 @@ func TestScopeWideningRefused(t *testing.T) {
 	// Narrowing is fine: self under a self cap.
 	s, _ := inPane(t, r, "capped3", []string{mcpapi.CapEnv + "=self"}, "--scope", "self")
 	s.ok("agent_list", map[string]any{}, nil)
+
+	// The same from a pane whose role allows only self (mcp = "self" in the role).
+	roles := filepath.Join(r.Config, "orcr", "roles")
+	if err := os.MkdirAll(roles, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(roles, "selfonly.toml"), []byte("providers = [\"shell\"]\nmcp = \"self\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.Must("agent", "run", "roled", "--keep", "--role", "selfonly", "--", "sh", "-c", r.Bin+" mcp --scope act </dev/null; echo EXIT=$?; sleep 300")
+	if res := screenWith(t, r, "roled", "EXIT="); !strings.Contains(res, "wider than this agent may have") || strings.Contains(res, "EXIT=0") {
+		t.Fatalf("--scope act under a role of mcp = self: %q", res)
+	}
 }
 
 // screenWith waits until path's screen shows want and returns it on one line.

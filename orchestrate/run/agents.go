@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -292,9 +293,16 @@ func setTime(m map[string]time.Time, k string, t time.Time) map[string]time.Time
 }
 
 // runAgent starts an agent, waiting out a path still held by the agent just stopped
-// there.
+// there. With [run] mcp the agent gets orcr's MCP server at that scope (the roles
+// resolver gives it, as for a role's mcp), and a claude may call its tools unasked.
 func (s *Service) runAgent(ctx context.Context, p wire.RunParams) (wire.Agent, error) {
 	p.Prompt = s.toAgent(p.Prompt)
+	if s.o.MCP != "" {
+		p.MCP = s.o.MCP
+		if p.Provider == "claude" && len(p.Argv) > 0 && p.Argv[0] == "--allowedTools" {
+			p.Argv = slices.Insert(slices.Clone(p.Argv), 1, "mcp__orcr")
+		}
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		a, err := s.k.Run(ctx, p)

@@ -490,7 +490,9 @@ func (s *Service) follow(evs <-chan wire.Event) {
 		name, who, ok := splitRunPath(ev.Agent.Path)
 		if !ok {
 			if name, ok = s.selfLedRun(ev.Agent.ID); !ok {
-				continue // not an agent of a run
+				if name, ok = s.resumedSelfLead(ctx, *ev.Agent); !ok {
+					continue // not an agent of a run
+				}
 			}
 			who = "lead"
 		}
@@ -507,7 +509,7 @@ func (s *Service) follow(evs <-chan wire.Event) {
 
 func (s *Service) onAgent(ctx context.Context, name, who string, a wire.Agent) {
 	rec, err := s.runs.Get(ctx, name)
-	if err != nil || rec.Agents[who] != a.ID {
+	if err != nil || who == "lead" && s.selfLeadBack(ctx, rec, a) || rec.Agents[who] != a.ID {
 		return
 	}
 	s.noteBlocked(name, who, a)

@@ -86,3 +86,47 @@ func (s *Service) startSelfLead(ctx context.Context, rec Record, restart string)
 	}
 	return nil
 }
+
+// resumedSelfLead follows a run's self lead into its resumed session: `orcr agent
+// resume` (of a session that ended, or went while the server was down) gives it a new
+// agent with a new id, ResumedFrom the old. The run's record and index then name the
+// new id, so its events reach the run; when it waits for input (onAgent) the run makes
+// it the lead again (FLeadResumed).
+func (s *Service) resumedSelfLead(ctx context.Context, a wire.Agent) (string, bool) {
+	if a.ResumedFrom == "" {
+		return "", false
+	}
+	name, ok := s.selfLedRun(a.ResumedFrom)
+	if !ok {
+		return "", false
+	}
+	rec, err := s.runs.Update(ctx, name, func(r *Record) {
+		if r.SelfLead == a.ResumedFrom {
+			r.SelfLead = a.ID
+		}
+	})
+	if err != nil || rec.SelfLead != a.ID {
+		return "", false
+	}
+	s.mu.Lock()
+	delete(s.selfLeads, a.ResumedFrom)
+	s.selfLeads[a.ID] = name
+	s.mu.Unlock()
+	s.log.Info("runs: the self lead was resumed; the run follows it", "run", name, "from", a.ResumedFrom, "id", a.ID)
+	return name, true
+}
+
+// selfLeadBack feeds FLeadResumed when a is the run's self lead under an id the run
+// has not made its lead yet, waiting for input, and no start of the lead is on its way.
+func (s *Service) selfLeadBack(ctx context.Context, rec Record, a wire.Agent) bool {
+	if rec.SelfLead != a.ID || rec.Agents["lead"] == a.ID || a.State != wire.StateDone && a.State != wire.StateIdle {
+		return false
+	}
+	for _, p := range rec.Outbox {
+		if p.Action.Kind == AStartLead {
+			return true
+		}
+	}
+	s.feed(ctx, rec.Run.Name, Fact{Kind: FLeadResumed, Text: fmt.Sprintf("your session %s was resumed as %s", orDefault(a.Path, a.ID), a.ID)})
+	return true
+}

@@ -54,6 +54,9 @@ type Options struct {
 	// NoSandbox runs coders unconfined ([run] sandbox = "off"); by default each coder
 	// is confined with Landlock to its worktree (DESIGN §16).
 	NoSandbox bool
+	// MCP gives the run's agents orcr's MCP server at this scope ([run] mcp; DESIGN
+	// §17), through the same resolver as a role's mcp.
+	MCP string
 	// PlanPoll is how often the plan files of open runs are looked at for edits
 	// (default 2 s; `run status` looks at once).
 	PlanPoll time.Duration

@@ -209,6 +209,46 @@ func TestLeadLostIsRestartedOnceAndTold(t *testing.T) {
 	h.hasNo(AStartLead)
 }
 
+// TestSelfLeadResumedLeadsAgain: the user's own session that leads by --lead self
+// ended twice (the user became the lead) and is resumed: it is the lead again, told
+// where the run is with the messages not taken up, which count as on their way; a
+// stopped run takes no lead back.
+func TestSelfLeadResumedLeadsAgain(t *testing.T) {
+	g := newRig(t, 2, true, "M1::small", "M2:M1:small")
+	g.r.Lead = true
+	g.step(Fact{Kind: FLeadLost, Text: "its agent killed"})
+	g.step(Fact{Kind: FLeadLost, Text: "its agent killed"})
+	if g.r.Lead {
+		t.Fatal("ended twice, the session still leads")
+	}
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	g.step(Fact{Kind: FAsk, M: "M1", Coder: "coder-1", Text: "which format?"})
+	g.step(Fact{Kind: FLeadResumed, Text: "your session me was resumed as 0193"})
+	start := g.has(AStartLead, "")
+	for _, want := range []string{"again", "resumed as 0193", "M1 asking (coder-1)"} {
+		if !strings.Contains(start.Text, want) {
+			t.Fatalf("the resumed lead is not told %q: %s", want, start.Text)
+		}
+	}
+	if !g.r.Lead || g.r.LeadRestarts != 0 || g.r.LeadIdle {
+		t.Fatalf("lead %v restarts %d idle %v", g.r.Lead, g.r.LeadRestarts, g.r.LeadIdle)
+	}
+	// What it hears from now on goes to its inbox, not to the user.
+	g.step(Fact{Kind: FHold, M: "M1", Text: "wait"})
+	if len(g.r.Inbox) == 0 {
+		t.Fatalf("the resumed lead's inbox is empty: %+v", g.out)
+	}
+	g.step(Fact{Kind: FLeadWorking, TurnAt: g.now.Add(time.Second)})
+	g.step(Fact{Kind: FLeadLost, Text: "its agent exited"})
+	g.has(AStartLead, "") // its one restart is its own again
+
+	h := newRig(t, 2, true, "M1::small")
+	h.r.Lead = true
+	h.step(Fact{Kind: FStop})
+	h.step(Fact{Kind: FLeadResumed, Text: "resumed"})
+	h.hasNo(AStartLead)
+}
+
 // Resume is the kernel's agent.resume for these tests: the fake agents keep no
 // sessions, so it fails and a new agent starts.
 func (fakeKernel) Resume(context.Context, wire.ResumeParams) (wire.Agent, error) {

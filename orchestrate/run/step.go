@@ -121,6 +121,9 @@ func (s *stepper) apply(f Fact) error {
 	case FLeadLost:
 		s.leadLost(f)
 		return nil
+	case FLeadResumed:
+		s.leadResumed(f)
+		return nil
 	case FBranched:
 		s.branched(f)
 		return nil

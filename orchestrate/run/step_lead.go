@@ -138,6 +138,25 @@ func (s *stepper) leadLost(f Fact) {
 		r.Name, how, len(r.Inbox), r.Name)})
 }
 
+// leadResumed takes in the run's self lead back under a new id (the user resumed
+// the session the run never restarts): it is the lead again — also when a second end
+// had made the user the lead — with a fresh restart, and is told where the run is and
+// every message it has not taken up (on their way until its next turn starts).
+func (s *stepper) leadResumed(f Fact) {
+	r := &s.r
+	if r.Stopped || r.Finish == "done" {
+		s.note("the lead is back (%s); the run needs none now", orNone(f.Text))
+		return
+	}
+	r.Lead, r.LeadRestarts, r.LeadIdle, r.LeadSent = true, 0, false, nil
+	s.cancel(TimerLeadResend, "")
+	if n := len(r.Inbox); n > 0 {
+		r.LeadSent = &LeadSend{N: n, At: s.now, Tries: 1}
+		s.after(TimerLeadResend, "", s.now.Add(LeadResend))
+	}
+	s.emit(Action{Kind: AStartLead, Text: s.restartText(f.Text)})
+}
+
 // restartText is what a restarted lead must know: that it is one, where every
 // milestone is, and the messages it has not taken up.
 func (s *stepper) restartText(how string) string {

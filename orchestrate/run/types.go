@@ -272,6 +272,10 @@ const (
 	// server) and the run did not stop it; Text says how. OK: it went with the
 	// server (not the lead's doing), which does not use up its one restart.
 	FLeadLost FactKind = "lead-lost"
+	// FLeadResumed: the run's self lead (--lead self) is back as a new agent — the
+	// user resumed the session (`orcr agent resume`), which gave it a new id — and
+	// waits for input; Text says how.
+	FLeadResumed FactKind = "lead-resumed"
 )
 
 // PlanItem is one milestone of an edited plan, as the run takes it in.
