@@ -26,6 +26,9 @@ type Options struct {
 	Home   string // $ORCR_HOME: output files go under Home/workflows/RUN
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Keep and Retain bound the finished runs kept (retain.go); 0: the defaults.
+	Keep   int
+	Retain time.Duration
 }
 
 // Service is the workflows feature.
@@ -34,6 +37,7 @@ type Service struct {
 	log  *slog.Logger
 	k    core.Kernel
 	runs *outbox.Log[Run, Fact, Action]
+	st   outbox.Store
 
 	// mu serialises the facts of every run with the actions they ask for, so a
 	// run's fact is logged, stepped and performed before the next is taken.
@@ -106,23 +110,6 @@ func (s *Service) Begin(ctx context.Context, p wfapi.RunParams) (Run, error) {
 	s.perform(ctx, id, pend)
 	rec, err = s.runs.Get(ctx, id)
 	return rec.State, err
-}
-
-// nextID is NAME-N for the next N.
-func (s *Service) nextID(ctx context.Context, name string) (string, error) {
-	names, err := s.runs.Names(ctx)
-	if err != nil {
-		return "", err
-	}
-	n := 0
-	for _, id := range names {
-		if rest, ok := strings.CutPrefix(id, name+"-"); ok {
-			if k, err := strconv.Atoi(rest); err == nil && k > n {
-				n = k
-			}
-		}
-	}
-	return fmt.Sprintf("%s-%d", name, n+1), nil
 }
 
 // apply logs f for run id, steps it and performs what it asks for. The caller holds
