@@ -313,6 +313,16 @@ func (s *Service) seenLocked(ctx context.Context, a wire.Agent) {
 	if !ok {
 		return
 	}
+	if a.State.Terminal() && a.PaneID != "" {
+		// Its output file is read below (or was, when it ended): the pane has nothing
+		// more to give, so it goes now rather than after gc.exited_grace (a 1,000-item
+		// for_each kept 1,000 exited panes; the record keeps the last screen).
+		defer func() {
+			if err := s.k.CloseEnded(ctx, a.ID, "workflow item ended; its output was read"); err != nil && ctx.Err() == nil {
+				s.log.Warn("workflows: close an ended item's pane", "agent", a.ID, "err", err)
+			}
+		}()
+	}
 	shell := a.Provider == "shell"
 	ended := a.State.Terminal() || !shell && (a.State == wire.StateDone || a.State == wire.StateIdle && !a.StateAt.IsZero() && a.Prompt != "" && a.LastMessage != "")
 	if !ended {
