@@ -25,6 +25,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	}
 	s.k = k
 	s.st = k.Buckets()
+	s.pruneNow = make(chan struct{}, 1)
 	s.runs = newLog(s.st)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	k.Provide(Name, Starter(s))

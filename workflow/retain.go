@@ -55,6 +55,7 @@ func (s *Service) prunes() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+		case <-s.pruneNow:
 		}
 	}
 }

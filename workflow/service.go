@@ -38,6 +38,8 @@ type Service struct {
 	k    core.Kernel
 	runs *outbox.Log[Run, Fact, Action]
 	st   outbox.Store
+	// pruneNow wakes the pruner when a run finishes (retain.go).
+	pruneNow chan struct{}
 
 	// mu serialises the facts of every run with the actions they ask for, so a
 	// run's fact is logged, stepped and performed before the next is taken.
@@ -450,6 +452,13 @@ func (s *Service) Events(ctx context.Context, target string, after uint64, limit
 func (s *Service) publishChange(ctx context.Context, before, r Run) {
 	if summary(before) != summary(r) {
 		s.publish(ctx, r)
+	}
+	if before.State == RunRunning && r.State != RunRunning {
+		// A run finished: one more finished run may put the oldest past keep.
+		select {
+		case s.pruneNow <- struct{}{}:
+		default:
+		}
 	}
 }
 
