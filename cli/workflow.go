@@ -163,6 +163,9 @@ func (app *app) workflowCommand() *cli.Command {
 
 func workflowName(c *cli.Command) (string, error) {
 	n := c.Args().First()
+	if n == "" && (c.Name == "run" || c.Name == "show") {
+		return "", fmt.Errorf("%s needs a workflow's name (see orcr workflow ls)", c.FullName())
+	}
 	if n == "" {
 		return "", fmt.Errorf("%s needs a workflow run or name (see orcr workflow status)", c.FullName())
 	}

@@ -39,6 +39,7 @@ type Config struct {
 	HTTP      HTTP                         `toml:"http"`
 	Nodes     []Node                       `toml:"nodes"` // [[nodes]]: machines agents run on (DESIGN §14)
 	Run       Run                          `toml:"run"`
+	Workflows Workflows                    `toml:"workflows"`
 
 	// Path is where the config was read from ("" when no file exists).
 	Path string `toml:"-"`
@@ -240,6 +241,14 @@ type Run struct {
 	MCP string `toml:"mcp"`
 }
 
+// Workflows is the [workflows] table: how long finished workflow runs are kept.
+// A finished run goes (with its log and output files) once it ended Retain ago, or
+// once Keep newer finished runs exist; a running one always stays.
+type Workflows struct {
+	Keep   int    `toml:"keep"`   // finished runs kept (default 100)
+	Retain string `toml:"retain"` // finished runs kept this long (default gc.retain's)
+}
+
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	switch c.Host {
@@ -288,7 +297,10 @@ func (c Config) Validate() error {
 	if err := c.validateNumbers(); err != nil {
 		return err
 	}
-	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain} {
+	if c.Workflows.Keep < 0 {
+		return bad("workflows.keep", "workflows.keep = %d must not be negative (0: the default, 100)", c.Workflows.Keep)
+	}
+	for name, d := range map[string]string{"gc.exited_grace": c.GC.ExitedGrace, "gc.idle_after": c.GC.IdleAfter, "gc.retain": c.GC.Retain, "workflows.retain": c.Workflows.Retain} {
 		if d == "" {
 			continue
 		}

@@ -45,6 +45,11 @@ type Kernel interface {
 	Amend(ctx context.Context, id string, fn func(a *wire.Agent)) (wire.Agent, error)
 	// StopAgent kills one agent with a reason the record keeps (a role's hard timeout).
 	StopAgent(ctx context.Context, id, reason string) error
+	// CloseEnded closes ended agent id's pane now, keeping its last screen on the
+	// record (what gc.exited_grace does later), for a feature that has taken what it
+	// needed of the agent: a workflow's finished items would otherwise keep a
+	// thousand exited panes (terminals in the server, on the pty host) for the grace.
+	CloseEnded(ctx context.Context, id, why string) error
 	// Readmit asks admission to look at the queue again: a gate's facts changed (a
 	// window reset, a budget removed) without a run or an end to wake it.
 	Readmit()
@@ -214,6 +219,29 @@ func (k *featureKernel) StopAgent(ctx context.Context, id, reason string) error 
 		return wire.Errorf(wire.CodeNotFound, "no agent %s", id)
 	}
 	e.killOne(ctx, rt, reason, func(a wire.Agent) bool { return !a.State.Terminal() })
+	return nil
+}
+
+func (k *featureKernel) CloseEnded(ctx context.Context, id, why string) error {
+	e := k.e
+	e.mu.Lock()
+	rt := e.agents[id]
+	var a wire.Agent
+	open := false
+	if rt != nil {
+		a = rt.a
+		open = a.PaneID != "" && e.panes[a.PaneID] == a.ID
+	}
+	e.mu.Unlock()
+	switch {
+	case rt == nil:
+		return wire.Errorf(wire.CodeNotFound, "no agent %s", id)
+	case !a.State.Terminal():
+		return wire.Errorf(wire.CodeInvalidParams, "agent %s is %s: only an ended agent's pane is closed", id, a.State)
+	case !open:
+		return nil // closed already (by gc, or a host that closes exited panes)
+	}
+	e.closeEndedPane(ctx, rt, a, wire.GCAction{Rule: "feature", Action: "close_pane", AgentID: a.ID, Path: a.Path, Detail: why})
 	return nil
 }
 

@@ -84,3 +84,14 @@ func (s *server) reload() {
 	l := s.engine.Limits()
 	s.log.Info("config reloaded", "path", path, "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB)
 }
+
+// configWorkflows is how long finished workflow runs are kept: [workflows] retain,
+// else gc.retain, else the feature's default; keep as given (0: the default).
+func configWorkflows(cfg config.Config) (keep int, retain time.Duration) {
+	for _, s := range []string{cfg.Workflows.Retain, cfg.GC.Retain} {
+		if v, err := time.ParseDuration(s); err == nil && v > 0 {
+			return cfg.Workflows.Keep, v
+		}
+	}
+	return cfg.Workflows.Keep, 0
+}

@@ -166,7 +166,8 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf := workflow.New(workflow.Options{Home: home, Logger: s.log})
+	wfKeep, wfRetain := configWorkflows(cfg)
+	wf := workflow.New(workflow.Options{Home: home, Logger: s.log, Keep: wfKeep, Retain: wfRetain})
 	// The features, in the order they start (and the reverse of their close). Each
 	// finds the others through the kernel's registry when it needs them, so the order
 	// matters only for what runs inside a Start: roles first, so a listener or

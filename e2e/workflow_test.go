@@ -153,6 +153,26 @@ func TestWorkflowShellStepsEndToEnd(t *testing.T) {
 	if got := launches(t, file); !slices.Equal(got, wantLaunches(5)) {
 		t.Errorf("launches %v, want %v", got, wantLaunches(5))
 	}
+	// Each finished item's pane was closed once its output was read (not left for
+	// gc.exited_grace): one gc.collected by the feature per agent of the run.
+	closed := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	evs, err := e.client().Subscribe(ctx, wire.SubscribeParams{Paths: []string{"workflows/three-1/**"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range evs {
+		if ev.Event == wire.EventGCCollected && ev.Rule == "feature" && ev.Agent != nil {
+			closed[ev.Agent.Path] = true
+		}
+		if len(closed) == 7 { // pick, 5 work items, sum
+			break
+		}
+	}
+	cancel()
+	if len(closed) != 7 {
+		t.Errorf("panes closed as their items ended: %v", closed)
+	}
 	ev := e.must("workflow", "events", "three-1")
 	for _, want := range []string{"begin", "step work runs (5 agents)", "step never skipped", "workflow run three-1 done"} {
 		if !strings.Contains(ev, want) {

@@ -177,6 +177,9 @@ func (m *Model) updateRuns(msg tea.Msg) (tea.Cmd, bool) {
 	case runsMsg, runLogMsg, runSummaryMsg:
 	case runActedMsg:
 		m.status.notify(m.c.now, msg.notice(), msg.err != nil)
+	case wfLogMsg:
+	case wfActedMsg:
+		m.status.notify(m.c.now, msg.notice(), msg.err != nil)
 	default:
 		return nil, false
 	}

@@ -58,6 +58,7 @@ type runsDialog struct {
 	msel                int    // selected milestone
 
 	log     []runapi.RunEntry // the open run's newest entries, by seq
+	wlog    []wfapi.Entry     // the open workflow run's newest entries, by seq
 	summary runSummaryMsg
 
 	scroll int // first shown line of the summary
@@ -116,10 +117,10 @@ func (d *runsDialog) milestone() (runapi.RunView, runapi.RunMilestone, bool) {
 // followEvents takes a batch of events from the subscription: the open run's log
 // entries are appended, and any run event re-reads the runs.
 func (d *runsDialog) followEvents(evs []wire.Event) action {
-	changed := false
+	changed, wf := false, false
 	for _, ev := range evs {
 		if ev.Event == wfapi.EventWorkflowChanged {
-			changed = true
+			changed, wf = true, true
 			continue
 		}
 		if ev.Event != runapi.EventRun && ev.Event != runapi.EventRunNotify {
@@ -133,6 +134,9 @@ func (d *runsDialog) followEvents(evs []wire.Event) action {
 	}
 	if !changed {
 		return nil
+	}
+	if wf && d.mode == runWorkflow {
+		return batchAction{d.reload(), loadWorkflowLog(d.open)}
 	}
 	return d.reload()
 }
@@ -165,6 +169,23 @@ func (d *runsDialog) update(msg tea.Msg) (tea.Cmd, action) {
 	case runActedMsg:
 		d.acted(msg)
 		return nil, nil
+	case wfLogMsg:
+		if msg.err == nil && msg.id == d.open && d.mode == runWorkflow {
+			d.addWorkflowLog(msg.entries)
+		}
+		return nil, nil
+	case wfActedMsg:
+		if msg.err != nil {
+			d.notice = d.c.styles.Error.Render(oneLine(msg.notice()))
+			return nil, nil
+		}
+		d.notice = msg.notice()
+		for i := range d.workflows {
+			if d.workflows[i].ID == msg.id {
+				d.workflows[i] = msg.run
+			}
+		}
+		return nil, nil
 	case tea.KeyPressMsg:
 		return d.key(msg)
 	}
@@ -179,9 +200,12 @@ func (d *runsDialog) setRuns(msg runsMsg) action {
 	if msg.err != nil {
 		d.err = msg.err.Error()
 	} else {
-		name := ""
+		name, wfID := "", ""
 		if r, ok := d.current(); ok && d.mode == runList {
 			name = r.Name
+		}
+		if r, ok := d.selWorkflow(); ok && d.mode == runList {
+			wfID = r.ID
 		}
 		d.runs, d.workflows, d.at, d.loaded, d.err = msg.runs, msg.workflows, msg.at, true, ""
 		for i, r := range d.runs {
@@ -189,7 +213,12 @@ func (d *runsDialog) setRuns(msg runsMsg) action {
 				d.sel = i
 			}
 		}
-		d.sel = min(d.sel, max(0, len(d.runs)-1))
+		for i, r := range d.workflows {
+			if r.ID == wfID && wfID != "" {
+				d.sel = len(d.runs) + i
+			}
+		}
+		d.sel = min(d.sel, max(0, len(d.runs)+len(d.workflows)-1))
 		if r, ok := d.current(); ok && d.mode != runList {
 			d.msel = min(d.msel, max(0, len(r.Milestones)-1))
 		}
@@ -242,6 +271,20 @@ func (d *runsDialog) key(k tea.KeyPressMsg) (tea.Cmd, action) {
 	km, dk := d.c.keys.Runs, d.c.keys.Dialog
 	if d.confirm != "" {
 		return nil, d.confirmed(k)
+	}
+	if act, ok := d.workflowKey(k); ok {
+		return nil, act
+	}
+	if d.mode == runWorkflow {
+		if dk.Cancel.Matches(k) {
+			for i, r := range d.workflows {
+				if r.ID == d.open {
+					d.sel = len(d.runs) + i // back on the row it was opened from
+				}
+			}
+			d.mode, d.open, d.wlog, d.notice = runList, "", nil, ""
+		}
+		return nil, nil
 	}
 	switch s := k.String(); {
 	case (km.Stop.Matches(k) || km.Finish.Matches(k)) && d.mode != runSummary:
@@ -298,7 +341,14 @@ func (d *runsDialog) confirmed(k tea.KeyPressMsg) action {
 	d.confirm, d.confirmRun = "", ""
 	if k.String() != "y" {
 		d.notice = "run " + name + " left as it is"
+		if verb == "stop workflow" {
+			d.notice = "workflow run " + name + " left as it is"
+		}
 		return nil
+	}
+	if verb == "stop workflow" {
+		d.notice = "stopping workflow run " + name + "…"
+		return stopWorkflow(name)
 	}
 	d.notice = verb + "ing run " + name + "…"
 	if verb == "stop" {
@@ -315,7 +365,7 @@ func (d *runsDialog) confirmed(k tea.KeyPressMsg) action {
 func (d *runsDialog) move(by int) {
 	switch d.mode {
 	case runList:
-		d.sel = min(max(0, d.sel+by), max(0, len(d.runs)-1))
+		d.sel = min(max(0, d.sel+by), max(0, len(d.runs)+len(d.workflows)-1))
 	case runView:
 		r, _ := d.current()
 		d.msel = min(max(0, d.msel+by), max(0, len(r.Milestones)-1))

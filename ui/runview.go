@@ -67,6 +67,13 @@ func (d runsDialog) View() string {
 		lines = []string{st.Muted.Render("loading…")}
 	case d.mode == runList:
 		lines = d.listLines(iw, room)
+	case d.mode == runWorkflow:
+		title = "workflow run " + d.open
+		if wr, ok := d.selWorkflow(); ok {
+			lines = d.workflowViewLines(wr, iw, room)
+		} else {
+			lines = []string{st.Muted.Render("workflow run " + d.open + " is gone")}
+		}
 	case !ok:
 		lines = []string{st.Muted.Render("run " + d.open + " is gone")}
 	case d.mode == runView:
@@ -101,12 +108,17 @@ func (d runsDialog) hints() string {
 	km, dk := d.c.keys.Runs, d.c.keys.Dialog
 	switch d.mode {
 	case runList:
+		if _, ok := d.selWorkflow(); ok {
+			return fmt.Sprintf("%s open · %s stop · %s refresh · %s close", km.Open.Label(), km.Stop.Label(), km.Refresh.Label(), dk.Cancel.Label())
+		}
 		return fmt.Sprintf("%s open · %s summary · %s refresh · %s close", km.Open.Label(), km.Summary.Label(), km.Refresh.Label(), dk.Cancel.Label())
 	case runView:
 		return fmt.Sprintf("↑/↓ milestone · %s answer · %s hold · %s retry · %s dispatch · %s coder in tree · %s summary · %s back",
 			km.Answer.Label(), km.Hold.Label(), km.Retry.Label(), km.Dispatch.Label(), km.Coder.Label(), km.Summary.Label(), dk.Cancel.Label())
 	case runSummary:
 		return "↑/↓ pgup/pgdn scroll · " + dk.Cancel.Label() + " back"
+	case runWorkflow:
+		return fmt.Sprintf("%s stop · %s refresh · %s back", km.Stop.Label(), km.Refresh.Label(), dk.Cancel.Label())
 	}
 	return "enter submit · " + dk.Cancel.Label() + " back"
 }
@@ -233,7 +245,7 @@ func attention(r runapi.RunView) string {
 func (d runsDialog) listLines(w, room int) []string {
 	st := &d.c.styles
 	if len(d.runs) == 0 {
-		return append([]string{st.Muted.Render("no runs; start one with orcr run start NAME once its plan is approved (P)")}, d.workflowLines(w)...)
+		return append([]string{st.Muted.Render("no runs; start one with orcr run start NAME once its plan is approved (P)")}, d.markWorkflow(d.workflowLines(w), w)...)
 	}
 	rows := [][]string{{"NAME", "STATE", "MERGED", "ELAPSED", "STARTED", "WAITING"}}
 	for _, r := range d.runs {
@@ -263,6 +275,10 @@ func (d runsDialog) listLines(w, room int) []string {
 		if i == d.sel {
 			out[i+1] = st.Selected.Render(fit(ansi.Strip(out[i+1]), w))
 		}
+	}
+	if _, ok := d.selWorkflow(); ok {
+		// A workflow run is selected: the runs' table, then the workflow runs.
+		return append(out, d.markWorkflow(d.workflowLines(w), w)...)
 	}
 	r, _ := d.current()
 	out = append(out, "", d.headLine(r))

@@ -24,11 +24,14 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return errors.New("workflows need the kernel")
 	}
 	s.k = k
-	s.runs = newLog(k.Buckets())
+	s.st = k.Buckets()
+	s.pruneNow = make(chan struct{}, 1)
+	s.runs = newLog(s.st)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	k.Provide(Name, Starter(s))
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.follow()
+	go s.prunes()
 	return nil
 }
 

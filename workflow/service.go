@@ -26,6 +26,9 @@ type Options struct {
 	Home   string // $ORCR_HOME: output files go under Home/workflows/RUN
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Keep and Retain bound the finished runs kept (retain.go); 0: the defaults.
+	Keep   int
+	Retain time.Duration
 }
 
 // Service is the workflows feature.
@@ -34,6 +37,9 @@ type Service struct {
 	log  *slog.Logger
 	k    core.Kernel
 	runs *outbox.Log[Run, Fact, Action]
+	st   outbox.Store
+	// pruneNow wakes the pruner when a run finishes (retain.go).
+	pruneNow chan struct{}
 
 	// mu serialises the facts of every run with the actions they ask for, so a
 	// run's fact is logged, stepped and performed before the next is taken.
@@ -106,23 +112,6 @@ func (s *Service) Begin(ctx context.Context, p wfapi.RunParams) (Run, error) {
 	s.perform(ctx, id, pend)
 	rec, err = s.runs.Get(ctx, id)
 	return rec.State, err
-}
-
-// nextID is NAME-N for the next N.
-func (s *Service) nextID(ctx context.Context, name string) (string, error) {
-	names, err := s.runs.Names(ctx)
-	if err != nil {
-		return "", err
-	}
-	n := 0
-	for _, id := range names {
-		if rest, ok := strings.CutPrefix(id, name+"-"); ok {
-			if k, err := strconv.Atoi(rest); err == nil && k > n {
-				n = k
-			}
-		}
-	}
-	return fmt.Sprintf("%s-%d", name, n+1), nil
 }
 
 // apply logs f for run id, steps it and performs what it asks for. The caller holds
@@ -326,6 +315,16 @@ func (s *Service) seenLocked(ctx context.Context, a wire.Agent) {
 	if !ok {
 		return
 	}
+	if a.State.Terminal() && a.PaneID != "" {
+		// Its output file is read below (or was, when it ended): the pane has nothing
+		// more to give, so it goes now rather than after gc.exited_grace (a 1,000-item
+		// for_each kept 1,000 exited panes; the record keeps the last screen).
+		defer func() {
+			if err := s.k.CloseEnded(ctx, a.ID, "workflow item ended; its output was read"); err != nil && ctx.Err() == nil {
+				s.log.Warn("workflows: close an ended item's pane", "agent", a.ID, "err", err)
+			}
+		}()
+	}
 	shell := a.Provider == "shell"
 	ended := a.State.Terminal() || !shell && (a.State == wire.StateDone || a.State == wire.StateIdle && !a.StateAt.IsZero() && a.Prompt != "" && a.LastMessage != "")
 	if !ended {
@@ -453,6 +452,13 @@ func (s *Service) Events(ctx context.Context, target string, after uint64, limit
 func (s *Service) publishChange(ctx context.Context, before, r Run) {
 	if summary(before) != summary(r) {
 		s.publish(ctx, r)
+	}
+	if before.State == RunRunning && r.State != RunRunning {
+		// A run finished: one more finished run may put the oldest past keep.
+		select {
+		case s.pruneNow <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -21,8 +21,10 @@
 //     thousand items (a 1,000-item for_each rewrote ~100 KiB per fact into the value
 //     log: +340 MiB of mapped files).
 //
-// orchestrate/run keeps its own copy of this mechanism from before it existed (its
-// record carries fields of its own the log migrates); workflow uses this one.
+// Runs (orchestrate/run) and workflows both keep their state here. A machine may keep
+// its records in a layout of its own (Machine.Encode/Decode, Machine.LogPrefix): runs
+// keep the flat record and the "runlog.NAME" buckets they had before this package
+// existed, so a run started by an older orcr goes on under a newer one.
 package outbox
 
 import (
@@ -48,6 +50,7 @@ type Store interface {
 
 // Entry types of the log.
 const (
+	EntryStart   = "start"   // the instance began (Begin): Actions are its first ones
 	EntryFact    = "fact"    // Fact happened; Actions are what Step asked for
 	EntryDid     = "did"     // the pending action Ref was performed (Text: its error, if any)
 	EntryRefused = "refused" // Step refused Fact (Text: why); the state did not change
@@ -82,7 +85,13 @@ type Entry[F, A any] struct {
 	Fact    *F        `json:"fact,omitempty"`
 	Actions []A       `json:"actions,omitempty"`
 	Ref     string    `json:"ref,omitempty"`
-	Text    string    `json:"text,omitempty"`
+	// Kind, Subject and What say, in a "did" entry, what the performed action was
+	// (Machine.Describe), so a reader of the log need not look for the entry that
+	// asked for it.
+	Kind    string `json:"kind,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Subject string `json:"m,omitempty"`
+	What    string `json:"what,omitempty"`
 }
 
 // Machine is what a Log runs: the pure step, and which of its actions are to be
@@ -90,6 +99,29 @@ type Entry[F, A any] struct {
 type Machine[S, F, A any] struct {
 	Step    func(s S, f F, now time.Time) (S, []A, error)
 	Perform func(a A) bool
+
+	// The rest is optional.
+
+	// Fold is what the state keeps of every entry beyond what Step made of it
+	// (after Step, for a fact; also for refused and did entries): bookkeeping that
+	// moves with the log, replayed with it.
+	Fold func(s S, e Entry[F, A]) S
+	// Describe fills a did entry's Kind, Subject and What from its action.
+	Describe func(a A) (kind, subject, what string)
+	// Clone copies a state for a caller, who may then change it. Without it the
+	// caller gets the cached value and must not change it.
+	Clone func(s S) S
+	// Encode and Decode store a record in a layout of the machine's own (both or
+	// neither); by default a versioned envelope of Record.
+	Encode func(rec Record[S, A]) ([]byte, error)
+	Decode func(name string, b []byte) (Record[S, A], error)
+	// LogPrefix names an instance's log bucket: LogPrefix+name (by default the
+	// records' bucket + "log.").
+	LogPrefix string
+	// SnapshotEvery is how many log entries may follow the stored record (by
+	// default the package's SnapshotEvery; 1: the record is written with every
+	// entry, for a machine whose records are read from the store by others).
+	SnapshotEvery uint64
 }
 
 // Log keeps the instances of one machine: records in bucket Bucket, each instance's
@@ -104,7 +136,17 @@ type Log[S, F, A any] struct {
 	// each one's last snapshot. Callers get the cached value: they must not change
 	// it (Step returns a new state).
 	cache map[string]*cached[S, A]
+	// refused holds, per instance, the refusals logged since its last accepted
+	// fact, so the same fact refused again is not logged again (a script asking for
+	// the same thing in a loop grew a log by thousands of identical entries). Step
+	// is pure: while no fact changed the state, the same fact is refused for the
+	// same reason, and logging it again records nothing new.
+	refused map[string]map[string]bool
 }
+
+// maxRefusalKeys bounds one instance's remembered refusals; past it a refusal is
+// logged even if it was logged before (the log stays right, only longer).
+const maxRefusalKeys = 1024
 
 type cached[S, A any] struct {
 	rec  Record[S, A]
@@ -128,7 +170,13 @@ func New[S, F, A any](st Store, bucket string, m Machine[S, F, A]) *Log[S, F, A]
 	if m.Perform == nil {
 		m.Perform = func(A) bool { return true }
 	}
-	return &Log[S, F, A]{st: st, bucket: bucket, m: m, cache: map[string]*cached[S, A]{}}
+	if m.LogPrefix == "" {
+		m.LogPrefix = bucket + "log."
+	}
+	if m.SnapshotEvery == 0 {
+		m.SnapshotEvery = SnapshotEvery
+	}
+	return &Log[S, F, A]{st: st, bucket: bucket, m: m, cache: map[string]*cached[S, A]{}, refused: map[string]map[string]bool{}}
 }
 
 type envelope[S, A any] struct {
@@ -162,7 +210,62 @@ func (l *Log[S, F, A]) Create(ctx context.Context, name string, s0 S, f F, now t
 		return rec, nil, err
 	}
 	l.remember(rec, rec.Seq)
-	return rec, rec.Outbox, nil
+	return l.out(rec), rec.Outbox, nil
+}
+
+// Begin stores a new instance in state s whose first entry (a start) asks for
+// actions: for a machine whose first state is made before it has a fact.
+func (l *Log[S, F, A]) Begin(ctx context.Context, name string, s S, actions []A, now time.Time) (Record[S, A], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.get(ctx, name); err == nil {
+		return Record[S, A]{}, fmt.Errorf("%s: %w", name, ErrExists)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Record[S, A]{}, err
+	}
+	rec := Record[S, A]{Name: name, State: s, Created: now}
+	e := Entry[F, A]{Seq: 1, At: now, Type: EntryStart, Actions: actions}
+	if err := l.append(ctx, name, e); err != nil {
+		return rec, err
+	}
+	rec = l.with(rec, e)
+	if err := l.put(ctx, rec); err != nil {
+		return rec, err
+	}
+	l.remember(rec, rec.Seq)
+	return l.out(rec), nil
+}
+
+// Amend changes the part of instance name's state no fact moves (what its owner
+// keeps beside the machine: agent ids, times) and stores the record at once; the
+// log does not hold the change, so it is written before Amend returns.
+// fn gets the record (its state a copy it may change) and returns the new state.
+func (l *Log[S, F, A]) Amend(ctx context.Context, name string, fn func(rec Record[S, A]) S) (Record[S, A], error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec, err := l.get(ctx, name)
+	if err != nil {
+		return rec, err
+	}
+	rec.State = fn(l.out(rec))
+	if err := l.put(ctx, rec); err != nil {
+		return l.out(rec), err
+	}
+	l.remember(rec, rec.Seq)
+	return l.out(rec), nil
+}
+
+func (l *Log[S, F, A]) clone(s S) S {
+	if l.m.Clone != nil {
+		return l.m.Clone(s)
+	}
+	return s
+}
+
+// out is rec as a caller gets it: its state a copy when the machine can copy.
+func (l *Log[S, F, A]) out(rec Record[S, A]) Record[S, A] {
+	rec.State = l.clone(rec.State)
+	return rec
 }
 
 // remember caches rec, whose stored snapshot is at seq snap.
@@ -180,18 +283,24 @@ func (l *Log[S, F, A]) remember(rec Record[S, A], snap uint64) {
 
 // advanced caches rec after a new entry and stores it as the snapshot when
 // SnapshotEvery entries followed the last one. A failed snapshot is tried again
-// with the next entry: the log has everything.
-func (l *Log[S, F, A]) advanced(ctx context.Context, rec Record[S, A]) {
+// with the next entry: the log has everything. Its error is returned to a machine
+// that writes its record with every entry (others read it from the store).
+func (l *Log[S, F, A]) advanced(ctx context.Context, rec Record[S, A]) error {
 	snap := uint64(0)
 	if c, ok := l.cache[rec.Name]; ok {
 		snap = c.snap
 	}
-	if rec.Seq-snap >= SnapshotEvery {
-		if err := l.put(ctx, rec); err == nil {
+	var err error
+	if rec.Seq-snap >= l.m.SnapshotEvery {
+		if err = l.put(ctx, rec); err == nil {
 			snap = rec.Seq
 		}
 	}
 	l.remember(rec, snap)
+	if l.m.SnapshotEvery > 1 {
+		return nil
+	}
+	return err
 }
 
 // with is rec after entry e: its actions join the outbox, a did leaves it.
@@ -205,6 +314,9 @@ func (l *Log[S, F, A]) with(rec Record[S, A], e Entry[F, A]) Record[S, A] {
 	}
 	if e.Type == EntryDid {
 		rec.Outbox = slices.DeleteFunc(rec.Outbox, func(p Pending[A]) bool { return p.Ref() == e.Ref })
+	}
+	if l.m.Fold != nil {
+		rec.State = l.m.Fold(rec.State, e)
 	}
 	return rec
 }
@@ -224,17 +336,32 @@ func (l *Log[S, F, A]) Apply(ctx context.Context, name string, f F, now time.Tim
 	e := Entry[F, A]{Seq: seq, At: now, Type: EntryFact, Fact: &f, Actions: actions}
 	if stepErr != nil {
 		e = Entry[F, A]{Seq: seq, At: now, Type: EntryRefused, Fact: &f, Text: stepErr.Error()}
+		b, _ := json.Marshal(f)
+		key := string(b) + "\x00" + stepErr.Error()
+		if l.refused[name][key] {
+			return l.out(rec), nil, stepErr // logged already, and the state has not changed since
+		}
+		if l.refused[name] == nil {
+			l.refused[name] = map[string]bool{}
+		}
+		if len(l.refused[name]) < maxRefusalKeys {
+			l.refused[name][key] = true
+		}
+	} else {
+		delete(l.refused, name) // the state changes: what was refused may not be now
 	}
 	if err := l.append(ctx, name, e); err != nil {
-		return rec, nil, err
+		return l.out(rec), nil, err
 	}
 	if stepErr == nil {
 		rec.State = next
 	}
 	rec = l.with(rec, e)
-	l.advanced(ctx, rec)
+	if err := l.advanced(ctx, rec); err != nil {
+		return l.out(rec), nil, err
+	}
 	if stepErr != nil {
-		return rec, nil, stepErr
+		return l.out(rec), nil, stepErr
 	}
 	var added []Pending[A]
 	for _, p := range rec.Outbox {
@@ -242,7 +369,7 @@ func (l *Log[S, F, A]) Apply(ctx context.Context, name string, f F, now time.Tim
 			added = append(added, p)
 		}
 	}
-	return rec, added, nil
+	return l.out(rec), added, nil
 }
 
 // Did records that pending action p of instance name was performed (errText: how it
@@ -255,22 +382,25 @@ func (l *Log[S, F, A]) Did(ctx context.Context, name string, p Pending[A], errTe
 		return rec, err
 	}
 	if !slices.ContainsFunc(rec.Outbox, func(x Pending[A]) bool { return x.Ref() == p.Ref() }) {
-		return rec, nil
+		return l.out(rec), nil // performed twice (a restart performed it again): recorded already
 	}
 	e := Entry[F, A]{Seq: rec.Seq + 1, At: now, Type: EntryDid, Ref: p.Ref(), Text: errText}
+	if l.m.Describe != nil {
+		e.Kind, e.Subject, e.What = l.m.Describe(p.Action)
+	}
 	if err := l.append(ctx, name, e); err != nil {
-		return rec, err
+		return l.out(rec), err
 	}
 	rec = l.with(rec, e)
-	l.advanced(ctx, rec)
-	return rec, nil
+	return l.out(rec), l.advanced(ctx, rec)
 }
 
 // Get returns instance name's record with every logged entry applied.
 func (l *Log[S, F, A]) Get(ctx context.Context, name string) (Record[S, A], error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.get(ctx, name)
+	rec, err := l.get(ctx, name)
+	return l.out(rec), err
 }
 
 // Names lists the instances in key order.
@@ -322,10 +452,11 @@ func (l *Log[S, F, A]) Delete(ctx context.Context, name string) error {
 		}
 	}
 	delete(l.cache, name)
+	delete(l.refused, name)
 	return l.st.Delete(ctx, l.bucket, name)
 }
 
-func (l *Log[S, F, A]) logBucket(name string) string { return l.bucket + "log." + name }
+func (l *Log[S, F, A]) logBucket(name string) string { return l.m.LogPrefix + name }
 
 func (l *Log[S, F, A]) get(ctx context.Context, name string) (Record[S, A], error) {
 	if c, ok := l.cache[name]; ok {
@@ -338,14 +469,11 @@ func (l *Log[S, F, A]) get(ctx context.Context, name string) (Record[S, A], erro
 	if err != nil {
 		return Record[S, A]{}, fmt.Errorf("get %s: %w", name, err)
 	}
-	var env envelope[S, A]
-	if err := json.Unmarshal(b, &env); err != nil {
-		return Record[S, A]{}, fmt.Errorf("decode %s: %w", name, err)
+	rec, err := l.decode(name, b)
+	if err != nil {
+		return rec, err
 	}
-	if env.V != version || env.Rec == nil {
-		return Record[S, A]{}, fmt.Errorf("%s: record version %d, this orcr reads version %d: upgrade orcr", name, env.V, version)
-	}
-	rec := *env.Rec
+	stored := rec.Seq
 	// Replay what the log has beyond the record (a crash between append and put).
 	// Seqs are contiguous, so the first missing key ends the tail; reading by key
 	// costs one lookup when there is none, which is almost always.
@@ -372,7 +500,7 @@ func (l *Log[S, F, A]) get(ctx context.Context, name string) (Record[S, A], erro
 		rec = l.with(rec, e)
 		replayed = true
 	}
-	snap := env.Rec.Seq
+	snap := stored
 	if replayed {
 		if err := l.put(ctx, rec); err == nil {
 			snap = rec.Seq
@@ -384,8 +512,28 @@ func (l *Log[S, F, A]) get(ctx context.Context, name string) (Record[S, A], erro
 
 func logKey(seq uint64) string { return fmt.Sprintf("%020d", seq) }
 
+func (l *Log[S, F, A]) decode(name string, b []byte) (Record[S, A], error) {
+	if l.m.Decode != nil {
+		return l.m.Decode(name, b)
+	}
+	var env envelope[S, A]
+	if err := json.Unmarshal(b, &env); err != nil {
+		return Record[S, A]{}, fmt.Errorf("decode %s: %w", name, err)
+	}
+	if env.V != version || env.Rec == nil {
+		return Record[S, A]{}, fmt.Errorf("%s: record version %d, this orcr reads version %d: upgrade orcr", name, env.V, version)
+	}
+	return *env.Rec, nil
+}
+
 func (l *Log[S, F, A]) put(ctx context.Context, rec Record[S, A]) error {
-	b, err := json.Marshal(envelope[S, A]{V: version, Rec: &rec})
+	var b []byte
+	var err error
+	if l.m.Encode != nil {
+		b, err = l.m.Encode(rec)
+	} else {
+		b, err = json.Marshal(envelope[S, A]{V: version, Rec: &rec})
+	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", rec.Name, err)
 	}

@@ -159,3 +159,113 @@ func TestSnapshotsAndReplay(t *testing.T) {
 		t.Fatalf("stored record at seq %d, log at %d: not a snapshot every %d", stored.Rec.Seq, last.Seq, SnapshotEvery)
 	}
 }
+
+// The hooks runs use: a layout of the machine's own (flat record, its own log
+// buckets), a record written with every entry, Begin, Amend, Fold, Describe, Clone,
+// and the same refusal logged once while the state stands.
+type tally struct {
+	N     int            `json:"n"`
+	Notes map[string]int `json:"notes,omitempty"` // Amend's part
+	Seen  int            `json:"seen"`            // Fold's: every entry, refused too
+}
+
+func tallyMachine() Machine[tally, string, string] {
+	c := counter()
+	return Machine[tally, string, string]{
+		Step: func(s tally, f string, now time.Time) (tally, []string, error) {
+			n, as, err := c.Step(s.N, f, now)
+			s.N = n
+			return s, as, err
+		},
+		Perform:  c.Perform,
+		Fold:     func(s tally, _ Entry[string, string]) tally { s.Seen++; return s },
+		Describe: func(a string) (string, string, string) { return "say", strings.TrimPrefix(a, "say "), a },
+		Clone: func(s tally) tally {
+			m := map[string]int{}
+			for k, v := range s.Notes {
+				m[k] = v
+			}
+			s.Notes = m
+			return s
+		},
+		Encode: func(r Record[tally, string]) ([]byte, error) {
+			return json.Marshal(map[string]any{"flat": r.State, "seq": r.Seq, "outbox": r.Outbox})
+		},
+		Decode: func(name string, b []byte) (Record[tally, string], error) {
+			var v struct {
+				Flat   tally             `json:"flat"`
+				Seq    uint64            `json:"seq"`
+				Outbox []Pending[string] `json:"outbox"`
+			}
+			err := json.Unmarshal(b, &v)
+			return Record[tally, string]{Name: name, State: v.Flat, Seq: v.Seq, Outbox: v.Outbox}, err
+		},
+		LogPrefix:     "tallylog.",
+		SnapshotEvery: 1,
+	}
+}
+
+func TestOwnLayoutBeginAmendAndRefusals(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{m: map[string]map[string][]byte{}}
+	l := New(st, "tallies", tallyMachine())
+	now := time.Unix(1, 0)
+	rec, err := l.Begin(ctx, "x", tally{}, []string{"say hi", "note hi"}, now)
+	if err != nil || rec.Seq != 1 || len(rec.Outbox) != 1 || rec.State.Seen != 1 {
+		t.Fatalf("begin: %+v %v", rec, err)
+	}
+	if _, err := l.Begin(ctx, "x", tally{}, nil, now); !errors.Is(err, ErrExists) {
+		t.Fatalf("begun twice: %v", err)
+	}
+	if _, err := l.Did(ctx, "x", rec.Outbox[0], "", now); err != nil {
+		t.Fatal(err)
+	}
+	// The same refusal, asked for three times while nothing changed, is logged once;
+	// after an accepted fact it is logged again.
+	for range 3 {
+		if _, _, err := l.Apply(ctx, "x", "bad", now); err == nil {
+			t.Fatal("bad taken")
+		}
+	}
+	if _, _, err := l.Apply(ctx, "x", "ab", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Apply(ctx, "x", "bad", now); err == nil {
+		t.Fatal("bad taken")
+	}
+	// Amend changes the owner's part and stores it at once; the caller's copy is its own.
+	rec, err = l.Amend(ctx, "x", func(r Record[tally, string]) tally {
+		r.State.Notes["agent"] = 7
+		return r.State
+	})
+	if err != nil || rec.State.Notes["agent"] != 7 {
+		t.Fatalf("amend: %+v %v", rec, err)
+	}
+	rec.State.Notes["agent"] = 99
+	if got, _ := l.Get(ctx, "x"); got.State.Notes["agent"] != 7 {
+		t.Fatalf("a caller's change reached the log's copy: %v", got.State.Notes)
+	}
+	// On disk: the machine's layout, written with every entry, its log under its prefix.
+	var stored struct {
+		Flat tally  `json:"flat"`
+		Seq  uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(st.m["tallies"]["x"], &stored); err != nil || stored.Seq != 5 || stored.Flat.N != 2 || stored.Flat.Notes["agent"] != 7 || stored.Flat.Seen != 5 {
+		t.Fatalf("stored %s (%v)", st.m["tallies"]["x"], err)
+	}
+	var types []string
+	es, _ := l.Entries(ctx, "x", 0, 0)
+	for _, e := range es {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, " "); got != "start did refused fact refused" || len(st.m["tallylog.x"]) != 5 {
+		t.Fatalf("log %s (%d in tallylog.x)", got, len(st.m["tallylog.x"]))
+	}
+	if d := es[1]; d.Kind != "say" || d.Subject != "hi" || d.What != "say hi" {
+		t.Fatalf("did entry %+v", d)
+	}
+	// A restart reads the layout back.
+	if got, err := New(st.copy(), "tallies", tallyMachine()).Get(ctx, "x"); err != nil || got.State.N != 2 || got.Seq != 5 || len(got.Outbox) != 1 {
+		t.Fatalf("restarted: %+v %v", got, err)
+	}
+}

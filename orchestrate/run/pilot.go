@@ -389,7 +389,7 @@ func entryView(e Entry) runapi.RunEntry {
 			v.Text = strings.TrimSpace(v.Text + " (" + strings.Join(notes, "; ") + ")")
 		}
 	case e.Type == EntryDid:
-		v.Kind, v.M = e.Kind, e.M
+		v.Kind, v.M = e.Kind, e.Subject
 		if v.Text != "" {
 			v.Text = "failed: " + v.Text
 			if e.What != "" {

@@ -59,9 +59,15 @@ func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
 	if _, _, err := rs.Apply(ctx, "demo", Fact{Kind: FDispatch, M: "M2"}, t0.Add(2*time.Second)); !errors.Is(err, ErrRefused) {
 		t.Fatalf("refused dispatch: %v", err)
 	}
-	// A crash between the log append and the record write: the entry is replayed.
+	// A crash between the log append and the record write: the entry (the fact
+	// and the actions Step asked for) is replayed.
+	done := Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 1, Head: "abc"}
+	_, acts, err := Step(rec.Run, done, t0.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := rs.append(ctx, "demo", Entry{Seq: 5, At: t0.Add(3 * time.Second), Type: EntryFact,
-		Fact: &Fact{Kind: FDone, M: "M1", Coder: "coder-1", Commits: 1, Head: "abc"}}); err != nil {
+		Fact: &done, Actions: acts}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -110,6 +116,7 @@ func TestRunsLogAndRecordInTheRealStore(t *testing.T) {
 		Fact: &Fact{Kind: FTurnEnded, M: "M1", Coder: "coder-1", TurnAt: turnAt}}); err != nil {
 		t.Fatal(err)
 	}
+	rs = NewRuns(st) // the server restarted
 	if rec, err = rs.Get(ctx, "demo"); err != nil || !rec.Turns["coder-1"].Equal(turnAt) || rec.Seq != 6 {
 		t.Fatalf("turn end replayed: %v turns %v seq %d", err, rec.Turns, rec.Seq)
 	}
@@ -236,6 +243,7 @@ func TestApplyReadsOnlyWhatIsNew(t *testing.T) {
 	if err := rs.append(ctx, "demo", Entry{Seq: 302, At: t0, Type: EntryFact, Fact: &Fact{Kind: FHold, M: "M1", Text: "crash"}}); err != nil {
 		t.Fatal(err)
 	}
+	rs = NewRuns(st) // the server restarted
 	rec, err = rs.Get(ctx, "demo")
 	if m, _ := rec.Run.Milestone("M1"); err != nil || rec.Seq != 302 || m.State != Held {
 		t.Fatalf("replay: %v seq %d M1 %s", err, rec.Seq, m.State)
