@@ -187,7 +187,7 @@ func startServer(ctx context.Context) (*server, error) {
 	for kind, on := range cfg.Notify.Kinds() {
 		notifyOff[kind] = !on
 	}
-	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
+	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff, Home: home})
 	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, nds, sb, mcp.New(), s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,

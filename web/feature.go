@@ -42,6 +42,13 @@ type Options struct {
 	// stdin for each event that needs the user; NotifyOff are the kinds turned off.
 	NotifyCommand string
 	NotifyOff     map[string]bool
+	// Home is orcr's state directory, where the Web Push (VAPID) key is kept.
+	Home string
+	// PushSubject is the VAPID sub claim (a mailto: or https: URL the push services
+	// may contact; default mailto:orcr@localhost); PushClient sends the pushes
+	// (default: one with no redirects).
+	PushSubject string
+	PushClient  *http.Client
 }
 
 // Service is the web feature.
@@ -55,6 +62,7 @@ type Service struct {
 	notifyCmd    string
 	notifyOff    map[string]bool
 	notifyCancel context.CancelFunc
+	push         *pusher
 
 	auth     *auth
 	k        core.Kernel
@@ -95,6 +103,13 @@ func New(o Options) *Service {
 	if s.screenEvery <= 0 {
 		s.screenEvery = 100 * time.Millisecond
 	}
+	s.push = &pusher{home: o.Home, sub: o.PushSubject, client: o.PushClient, log: s.log}
+	if s.push.sub == "" {
+		s.push.sub = defaultPushSubject
+	}
+	if s.push.client == nil {
+		s.push.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	return s
 }
 
@@ -117,12 +132,14 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	s.hub, s.hubCancel = h, cancel
-	if s.notifyCmd != "" {
-		nctx, ncancel := context.WithCancel(context.Background())
-		s.notifyCancel = ncancel
-		s.wg.Add(1)
-		go s.notifier(nctx, k)
+	if err := s.push.load(ctx, k.Buckets()); err != nil {
+		cancel()
+		return fmt.Errorf("load push subscriptions: %w", err)
 	}
+	nctx, ncancel := context.WithCancel(context.Background())
+	s.notifyCancel = ncancel
+	s.wg.Add(1)
+	go s.notifier(nctx, k)
 	return nil
 }
 
@@ -281,7 +298,11 @@ func (s *Service) Methods() []wire.Handler {
 			return webapi.TokenListResult{Tokens: s.auth.list(ctx)}, nil
 		}),
 		wire.Handle(webapi.TokenRemove, func(ctx context.Context, p *webapi.TokenNameParams) (wire.Empty, error) {
-			return wire.Empty{}, s.auth.remove(ctx, p.Name)
+			if err := s.auth.remove(ctx, p.Name); err != nil {
+				return wire.Empty{}, err
+			}
+			s.push.drop(ctx, p.Name)
+			return wire.Empty{}, nil
 		}),
 		wire.Handle(webapi.Pair, func(ctx context.Context, p *webapi.PairParams) (webapi.PairResult, error) {
 			s.mu.Lock()
@@ -312,6 +333,7 @@ func (s *Service) Methods() []wire.Handler {
 			}
 			for _, t := range s.auth.list(ctx) {
 				if t.Kind == webapi.KindSession {
+					t.Push = s.push.has(t.Name)
 					r.Devices = append(r.Devices, t)
 				} else {
 					r.Tokens++
