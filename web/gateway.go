@@ -236,6 +236,10 @@ func (g *gateway) method(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The newest event's seq before the method runs: what it answers is at least as
+	// new, so a page that follows the events after this seq misses nothing (it needs
+	// no server.info first: one round trip less before it draws).
+	w.Header().Set("X-Orcr-Seq", strconv.FormatUint(g.s.k.LastSeq(), 10))
 	res, err := h.Serve(ctx, params)
 	if err != nil {
 		writeError(w, err)

@@ -657,3 +657,23 @@ func TestThousandEventStreams(t *testing.T) {
 		t.Fatal("not every stream got the event")
 	}
 }
+
+// Every method's answer carries X-Orcr-Seq, the newest event's seq before the
+// method ran: the page draws from one agent.list and follows the events after it.
+func TestMethodAnswerCarriesSeq(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	tok := r.token(webapi.ScopeRead, 0)
+	if _, err := r.eng.Publish(context.Background(), wire.Event{Event: "test.tick"}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", r.srv.URL+"/api/v1/agent.list", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := resp.Header.Get("X-Orcr-Seq"), fmt.Sprint(r.eng.LastSeq()); got != want || want == "0" {
+		t.Fatalf("X-Orcr-Seq %q, want %q", got, want)
+	}
+}

@@ -438,17 +438,27 @@
   $("filter").addEventListener("input", schedule);
   $("ended").addEventListener("change", schedule);
 
+  // load draws the tree from one agent.list (its X-Orcr-Seq header is the newest
+  // event's seq before the list was made, so the events after it miss nothing), then
+  // follows the events and reads the side data — after the first draw, not before it.
   function load() {
-    api("server.info", {}).then(function (info) {
-      lastSeq = info.lastSeq || 0;
-      return api("agent.list", {});
+    fetch("/api/v1/agent.list", {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-Orcr": "1"}, body: "{}"}).then(function (r) {
+      if (r.status === 401) unpaired();
+      return r.json().catch(function () { return {}; }).then(function (b) {
+        if (!r.ok) { var e = new Error((b.error && b.error.message) || r.statusText); e.code = b.error && b.error.code; throw e; }
+        lastSeq = Number(r.headers.get("X-Orcr-Seq")) || 0;
+        return b;
+      });
     }).then(function (r) {
       (r.agents || []).forEach(upsert);
-      schedule();
+      render();
       connect();
-      refreshSide();
-      setInterval(refreshSide, 30000);
-      setupPush();
+      setTimeout(function () {
+        refreshSide();
+        setInterval(refreshSide, 30000);
+        setupPush();
+      }, 0);
     }).catch(function (e) { if (e.code !== "unauthorized") toast(e.message); });
   }
   load();
