@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,6 +168,10 @@ func (s *Service) serveLocked() (string, error) {
 	if s.k == nil {
 		return "", errors.New("the web feature has not started")
 	}
+	if err := checkListen(s.listen); err != nil {
+		s.serveErr = err.Error()
+		return "", err
+	}
 	if !isLoopback(s.listen) && s.auth.count(webapi.KindToken) == 0 {
 		s.serveErr = fmt.Sprintf("%s is not a loopback address and no web token exists: make one (orcr web token new --scope act) and the gateway starts", s.listen)
 		return "", fmt.Errorf("web gateway on %s: %w; make one first (orcr web token new --scope act), the gateway then starts", s.listen, ErrNoToken)
@@ -191,6 +197,29 @@ func (s *Service) serveLocked() (string, error) {
 	}()
 	s.log.Info("web gateway serving", "addr", ln.Addr().String(), "loopback", isLoopback(s.listen))
 	return ln.Addr().String(), nil
+}
+
+// checkListen refuses an address the gateway could never listen on, before the
+// beyond-loopback rule reads it (a typo is not "another address").
+func checkListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		var n uint64
+		n, err = strconv.ParseUint(port, 10, 16)
+		if err == nil && n == 0 && port != "0" {
+			err = errors.New("bad port")
+		}
+		if err != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err == nil && strings.ContainsAny(host, " /") {
+		err = fmt.Errorf("host %q is not a host name or address", host)
+	}
+	if err != nil {
+		return fmt.Errorf("web gateway address %q: %v; want HOST:PORT, e.g. 127.0.0.1:7070 (or 0.0.0.0:7070 beyond this machine, with a token)", addr, err)
+	}
+	return nil
 }
 
 // Addr is the address the gateway serves on ("" when it does not).

@@ -677,3 +677,16 @@ func TestMethodAnswerCarriesSeq(t *testing.T) {
 		t.Fatalf("X-Orcr-Seq %q, want %q", got, want)
 	}
 }
+
+// An address the gateway could never listen on is refused as such (the server then
+// does not start), not taken for "beyond loopback, waiting for a token".
+func TestBadListenAddress(t *testing.T) {
+	for _, addr := range []string{"nonsense", "127.0.0.1:99999", "localhost:http-ish", "0.0.0.0:-1", "a b:7070"} {
+		r := &rig{t: t, home: t.TempDir(), opts: web.Options{Listen: addr}, anyServeErr: true}
+		r.start()
+		if r.serveErr == nil || errors.Is(r.serveErr, web.ErrNoToken) || !strings.Contains(r.serveErr.Error(), "want HOST:PORT") {
+			t.Errorf("--http %q: %v", addr, r.serveErr)
+		}
+		r.stop()
+	}
+}
