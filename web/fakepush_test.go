@@ -204,8 +204,8 @@ func (f *fakePushService) subscribe() (string, map[string]any) {
 	}
 	auth := make([]byte, 16)
 	io.ReadFull(rand.Reader, auth)
-	id := strconv.Itoa(len(f.subs) + 1)
 	f.mu.Lock()
+	id := strconv.Itoa(len(f.subs) + 1)
 	f.subs[id] = &browserSub{id: id, key: k, auth: auth}
 	f.mu.Unlock()
 	ep := f.srv.URL + "/wpush/" + id
@@ -228,7 +228,7 @@ func (f *fakePushService) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	sub, gone := f.subs[id], f.gone[id]
+	sub, gone, appKey := f.subs[id], f.gone[id], f.appKey
 	f.mu.Unlock()
 	if sub == nil || gone {
 		f.refuse(w, http.StatusGone, "subscription "+id+" is gone")
@@ -239,7 +239,7 @@ func (f *fakePushService) serve(w http.ResponseWriter, r *http.Request) {
 		f.refuse(w, http.StatusUnauthorized, "vapid: "+err.Error())
 		return
 	}
-	if _, k, _ := strings.Cut(r.Header.Get("Authorization"), "k="); k != b64.EncodeToString(f.appKey) {
+	if _, k, _ := strings.Cut(r.Header.Get("Authorization"), "k="); k != b64.EncodeToString(appKey) {
 		f.refuse(w, http.StatusForbidden, "vapid k is not the key the subscription was made with")
 		return
 	}
@@ -271,8 +271,9 @@ func (f *fakePushService) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.got = append(f.got, pushed{sub: id, plain: plain, ttl: ttl, urgency: urg, claims: c})
+	n := len(f.got)
 	f.mu.Unlock()
-	w.Header().Set("Location", f.srv.URL+"/msg/"+strconv.Itoa(len(f.got)))
+	w.Header().Set("Location", f.srv.URL+"/msg/"+strconv.Itoa(n))
 	w.WriteHeader(http.StatusCreated)
 	f.received <- struct{}{}
 }
@@ -287,6 +288,12 @@ func (f *fakePushService) refusals() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.refused...)
+}
+
+func (f *fakePushService) setKey(k []byte) {
+	f.mu.Lock()
+	f.appKey = k
+	f.mu.Unlock()
 }
 
 func (f *fakePushService) unsubscribe(id string) {

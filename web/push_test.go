@@ -103,7 +103,7 @@ func TestWebPush(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("VAPID key file: %v %v", fi, err)
 	}
-	fake.appKey = appKey
+	fake.setKey(appKey)
 
 	// Refusals: a bearer token has no device; a browser's write needs the header; a
 	// subscription that is not one.
