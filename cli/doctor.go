@@ -219,6 +219,19 @@ func webLine(st *webapi.StatusResult, configured string) string {
 		}
 		return "web      off — serve it with `orcr serve --http 127.0.0.1:7070` or [http] listen in the config"
 	}
-	return fmt.Sprintf("web      %s (%d paired browsers, %d tokens, %d event streams open; pair one: orcr web pair)",
-		st.URL, len(st.Devices), st.Tokens, st.Clients)
+	n := func(k int, one, many string) string {
+		if k == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", k, many)
+	}
+	push := 0
+	for _, d := range st.Devices {
+		if d.Push {
+			push++
+		}
+	}
+	return fmt.Sprintf("web      %s (%s, %d with push; %s; %s open; pair one: orcr web pair)",
+		st.URL, n(len(st.Devices), "paired browser", "paired browsers"), push, n(st.Tokens, "token", "tokens"),
+		n(st.Clients, "event stream", "event streams"))
 }

@@ -135,11 +135,13 @@ type UI struct {
 type Notify struct {
 	Bell    *bool `toml:"bell"`    // ring the terminal bell
 	Desktop *bool `toml:"desktop"` // a desktop notification: notify-send, else the terminal's OSC 9/777
-	// The kinds: an agent blocks, a plan is drafted, a run asks, a run fails.
+	// The kinds: an agent blocks, a plan is drafted, a run asks, a run fails, a run
+	// is done.
 	Blocked     *bool `toml:"blocked"`
 	PlanDrafted *bool `toml:"plan_drafted"`
 	RunAsks     *bool `toml:"run_asks"`
 	RunFailed   *bool `toml:"run_failed"`
+	RunDone     *bool `toml:"run_done"` // a run is done (the server's command and Web Push)
 	// Command is run by the server (sh -c) for each event that needs the user, the
 	// event as JSON on its stdin (e.g. notify-send, or curl -d @- to ntfy); the kinds
 	// above turn it off per kind too.
@@ -155,7 +157,7 @@ func On(b *bool) bool { return b == nil || *b }
 // Kinds are the notification kinds by their [notify] key, each with its switch.
 func (n Notify) Kinds() map[string]bool {
 	return map[string]bool{"blocked": On(n.Blocked), "plan_drafted": On(n.PlanDrafted),
-		"run_asks": On(n.RunAsks), "run_failed": On(n.RunFailed)}
+		"run_asks": On(n.RunAsks), "run_failed": On(n.RunFailed), "run_done": On(n.RunDone)}
 }
 
 // Provider overrides a provider adapter's settings.

@@ -14,6 +14,7 @@ import (
 	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/ui"
+	webapi "orcr/web/api"
 )
 
 // Dashboard opens the full-screen dashboard. When a server already runs for this
@@ -36,6 +37,9 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 		}
 		if cl != nil {
 			defer cl.Close()
+			if a, ok := webapi.ListenFrom(ctx); ok {
+				httpNote(ctx, cl, a, stderr)
+			}
 			opts.Mode = "connected"
 			opts.Logger = newLogger(config.Home())
 			_, err := ui.Run(ctx, cl, opts)
@@ -50,6 +54,22 @@ func Dashboard(ctx context.Context, stderr io.Writer) error {
 		}
 		return runInProcess(ctx, s, opts, stderr)
 	}
+}
+
+// httpNote tells a user who asked the dashboard for --http ADDR while a server
+// already runs that the flag is for a server this command starts, and where the
+// running one serves the gateway, if it does.
+func httpNote(ctx context.Context, cl wire.Transport, addr string, stderr io.Writer) {
+	st, err := wire.Call(ctx, cl, webapi.Status, wire.Empty{})
+	if err != nil || st.Listen == addr {
+		return
+	}
+	where := "does not serve the web gateway"
+	if st.Listen != "" {
+		where = "serves the web gateway on " + st.Listen
+	}
+	fmt.Fprintf(stderr, "orcr: a server already runs for %s and %s; --http %s applies to a server this command starts (stop it, then `orcr serve --http %s` or `orcr --http %s`)\n",
+		config.Home(), where, addr, addr, addr)
 }
 
 // serverStartWait is how long the dashboard waits for a server that holds the home

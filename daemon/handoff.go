@@ -98,7 +98,7 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 		return res, fmt.Errorf("open %s: %w", errPath, err)
 	}
 	defer errFile.Close()
-	cmd := exec.Command(self, "serve")
+	cmd := exec.Command(self, serveArgs(s.httpFlag)...)
 	env := make([]string, 0, len(os.Environ())+2)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, handoffEnv+"=") && !strings.HasPrefix(kv, "ORCR_HOME=") {
@@ -140,6 +140,15 @@ func handOff(ctx context.Context, s *server) (handedOff, error) {
 		}
 	}
 	return res, fmt.Errorf("background server (pid %d) did not answer within 10s; see %s", res.PID, res.Log)
+}
+
+// serveArgs are the background server's arguments: the web gateway's --http, when
+// the dashboard was given one, goes along (the config's [http] listen it reads itself).
+func serveArgs(httpFlag string) []string {
+	if httpFlag == "" {
+		return []string{"serve"}
+	}
+	return []string{"serve", "--http", httpFlag}
 }
 
 func exitText(ws syscall.WaitStatus) string {

@@ -81,6 +81,9 @@ type server struct {
 	web     *web.Service
 	webAddr string
 	webErr  error
+	// httpFlag is `--http ADDR` of the command that started this server ("" when the
+	// config's [http] listen, or nothing, is in force): a hand-off passes it on.
+	httpFlag string
 	// methods are every socket method's handler: the kernel's and each feature's.
 	methods []wire.Handler
 	sock    *socket.Server
@@ -182,13 +185,13 @@ func startServer(ctx context.Context) (*server, error) {
 	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
 	listenHTTP := cfg.HTTP.Listen
 	if a, ok := webapi.ListenFrom(ctx); ok {
-		listenHTTP = a
+		listenHTTP, s.httpFlag = a, a
 	}
 	notifyOff := map[string]bool{}
 	for kind, on := range cfg.Notify.Kinds() {
 		notifyOff[kind] = !on
 	}
-	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff})
+	s.web = web.New(web.Options{Listen: listenHTTP, Logger: s.log, NotifyCommand: cfg.Notify.Command, NotifyOff: notifyOff, Home: home})
 	s.features = []core.Feature{rs, ids, spawns, acct, sched, plans, ls, runs, wf, nds, sb, mcp.New(), s.web}
 	eng, err := core.NewEngine(core.Options{
 		Store: st, Host: host, HostWhy: why, Providers: provs, Logger: s.log,

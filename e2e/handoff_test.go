@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,4 +168,54 @@ func procStat(pid int) []string {
 		return nil
 	}
 	return strings.Fields(s[i+1:])
+}
+
+// TestHandoffKeepsHTTP: `orcr --http ADDR` serves the web gateway from the
+// dashboard's in-process server, and the background server a "keep them running"
+// hands off to serves it on the same address (the flag goes along; the config has
+// no [http]).
+func TestHandoffKeepsHTTP(t *testing.T) {
+	e := newEnv(t)
+	term := newTerm(t, e)
+	t.Cleanup(func() { stopBackground(t, e) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	page := func() int {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	term.keys("orcr --http "+addr+"; echo dashboard-exited-$?", "Enter")
+	wait.For(t, 20*time.Second, "the in-process dashboard", func() bool {
+		return strings.Contains(term.screen(), "in-process")
+	})
+	wait.For(t, 10*time.Second, "the dashboard's server serving the page on "+addr, func() bool { return page() == 200 })
+	e.must("agent", "run", "demo/kept", "--", "sh", "-c", `echo kept; exec cat`)
+	wait.For(t, 10*time.Second, "the dashboard to show the agent", func() bool {
+		return strings.Contains(term.screen(), "agents 1")
+	})
+	term.keys("q")
+	wait.For(t, 10*time.Second, "the quit dialog", func() bool {
+		return strings.Contains(term.screen(), "keep running in the background")
+	})
+	term.keys("k")
+	wait.For(t, 20*time.Second, "the dashboard to exit", func() bool {
+		return strings.Contains(term.screen(), "dashboard-exited-0")
+	})
+	if page() != 200 {
+		t.Fatalf("the background server does not serve the web gateway on %s (log: %s)", addr, filepath.Join(e.home, "orcr.log"))
+	}
+	if out := e.must("doctor"); !strings.Contains(out, addr) {
+		t.Fatalf("doctor does not show the gateway on %s:\n%s", addr, out)
+	}
+	e.must("agent", "kill", "demo/kept", "--yes")
 }

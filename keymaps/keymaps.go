@@ -62,7 +62,7 @@ func pretty(k string) string {
 // Global bindings work everywhere outside dialogs.
 type Global struct {
 	Quit, Help, FocusNext, FocusPrev, Theme, Plans, Runs Binding
-	History                                              Binding
+	History, Web                                         Binding
 }
 
 // Tree bindings act on the agent tree and the selected agent.
@@ -137,6 +137,7 @@ func DefaultGlobal() Global {
 		Plans:     b("global.plans", "plans", "P"),
 		Runs:      b("global.runs", "runs (orchestration)", "O"),
 		History:   b("global.history", "history (ended agents)", "H"),
+		Web:       b("global.web", "web gateway and paired devices", "W"),
 	}
 }
 
@@ -314,7 +315,7 @@ func (k *KeyMap) areas() []struct {
 		title string
 		ptrs  []*Binding
 	}{
-		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History}},
+		{"Global", []*Binding{&g.Quit, &g.Help, &g.FocusNext, &g.FocusPrev, &g.Theme, &g.Plans, &g.Runs, &g.History, &g.Web}},
 		{"Agents", []*Binding{&t.Up, &t.Down, &t.PageUp, &t.PageDown, &t.Top, &t.Bottom,
 			&t.Expand, &t.Collapse, &t.Toggle, &t.Filter, &t.ClearFilter, &t.Status, &t.Ended, &t.Sort, &t.NextBlocked,
 			&t.Attach, &t.Steer, &t.SteerMulti, &t.Answer, &t.Spawn, &t.Kill, &t.Restart, &t.Fork, &t.Rename, &t.Diff}},

@@ -46,9 +46,11 @@ type Model struct {
 
 	info wire.InfoResult
 	// web is the server's web gateway (address, paired browsers), for the bar.
-	web     webapi.StatusResult
-	lastSeq uint64
-	subOK   bool
+	web webapi.StatusResult
+	// webLoaded says web has been read once (the web dialog shows "loading…" before).
+	webLoaded bool
+	lastSeq   uint64
+	subOK     bool
 	// conn is the server connection's state as the bar shows it; lostAt is when a
 	// connected dashboard lost its server (connection.go).
 	conn   connState
@@ -184,7 +186,12 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case webMsg:
 		if msg.err == nil {
-			m.web = msg.st
+			m.web, m.webLoaded = msg.st, true
+		}
+		for _, d := range m.dialogs {
+			if w, ok := d.(*webDialog); ok {
+				w.set(msg.st, msg.err)
+			}
 		}
 		return nil
 	case refreshMsg:

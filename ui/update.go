@@ -41,6 +41,8 @@ func (m *Model) updateKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.openRuns()
 	case g.History.Matches(k):
 		return m.openHistory()
+	case g.Web.Matches(k):
+		return tea.Batch(m.pushDialog(&webDialog{c: m.c, st: m.web, loaded: m.webLoaded}), webStatusCmd(m.ctx, m.svc))
 	case g.Theme.Matches(k):
 		names := themes.Names(m.opts.UserThemes)
 		next := names[0]

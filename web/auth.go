@@ -221,6 +221,14 @@ func (a *auth) dropExpiredLocked(ctx context.Context) {
 	}
 }
 
+// alive reports whether a credential stands: stored and not expired.
+func (a *auth) alive(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.tokens[name]
+	return ok && (r.ExpiresAt == nil || a.now().Before(*r.ExpiresAt))
+}
+
 // count is the number of credentials of a kind.
 func (a *auth) count(kind string) int {
 	a.mu.Lock()

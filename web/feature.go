@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,13 @@ type Options struct {
 	// stdin for each event that needs the user; NotifyOff are the kinds turned off.
 	NotifyCommand string
 	NotifyOff     map[string]bool
+	// Home is orcr's state directory, where the Web Push (VAPID) key is kept.
+	Home string
+	// PushSubject is the VAPID sub claim (a mailto: or https: URL the push services
+	// may contact; default mailto:orcr@localhost); PushClient sends the pushes
+	// (default: one with no redirects).
+	PushSubject string
+	PushClient  *http.Client
 }
 
 // Service is the web feature.
@@ -55,6 +64,7 @@ type Service struct {
 	notifyCmd    string
 	notifyOff    map[string]bool
 	notifyCancel context.CancelFunc
+	push         *pusher
 
 	auth     *auth
 	k        core.Kernel
@@ -95,6 +105,13 @@ func New(o Options) *Service {
 	if s.screenEvery <= 0 {
 		s.screenEvery = 100 * time.Millisecond
 	}
+	s.push = &pusher{home: o.Home, sub: o.PushSubject, client: o.PushClient, log: s.log}
+	if s.push.sub == "" {
+		s.push.sub = defaultPushSubject
+	}
+	if s.push.client == nil {
+		s.push.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
 	return s
 }
 
@@ -117,12 +134,14 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	s.hub, s.hubCancel = h, cancel
-	if s.notifyCmd != "" {
-		nctx, ncancel := context.WithCancel(context.Background())
-		s.notifyCancel = ncancel
-		s.wg.Add(1)
-		go s.notifier(nctx, k)
+	if err := s.push.load(ctx, k.Buckets()); err != nil {
+		cancel()
+		return fmt.Errorf("load push subscriptions: %w", err)
 	}
+	nctx, ncancel := context.WithCancel(context.Background())
+	s.notifyCancel = ncancel
+	s.wg.Add(1)
+	go s.notifier(nctx, k)
 	return nil
 }
 
@@ -149,6 +168,10 @@ func (s *Service) serveLocked() (string, error) {
 	if s.k == nil {
 		return "", errors.New("the web feature has not started")
 	}
+	if err := checkListen(s.listen); err != nil {
+		s.serveErr = err.Error()
+		return "", err
+	}
 	if !isLoopback(s.listen) && s.auth.count(webapi.KindToken) == 0 {
 		s.serveErr = fmt.Sprintf("%s is not a loopback address and no web token exists: make one (orcr web token new --scope act) and the gateway starts", s.listen)
 		return "", fmt.Errorf("web gateway on %s: %w; make one first (orcr web token new --scope act), the gateway then starts", s.listen, ErrNoToken)
@@ -174,6 +197,29 @@ func (s *Service) serveLocked() (string, error) {
 	}()
 	s.log.Info("web gateway serving", "addr", ln.Addr().String(), "loopback", isLoopback(s.listen))
 	return ln.Addr().String(), nil
+}
+
+// checkListen refuses an address the gateway could never listen on, before the
+// beyond-loopback rule reads it (a typo is not "another address").
+func checkListen(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		var n uint64
+		n, err = strconv.ParseUint(port, 10, 16)
+		if err == nil && n == 0 && port != "0" {
+			err = errors.New("bad port")
+		}
+		if err != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err == nil && strings.ContainsAny(host, " /") {
+		err = fmt.Errorf("host %q is not a host name or address", host)
+	}
+	if err != nil {
+		return fmt.Errorf("web gateway address %q: %v; want HOST:PORT, e.g. 127.0.0.1:7070 (or 0.0.0.0:7070 beyond this machine, with a token)", addr, err)
+	}
+	return nil
 }
 
 // Addr is the address the gateway serves on ("" when it does not).
@@ -281,7 +327,11 @@ func (s *Service) Methods() []wire.Handler {
 			return webapi.TokenListResult{Tokens: s.auth.list(ctx)}, nil
 		}),
 		wire.Handle(webapi.TokenRemove, func(ctx context.Context, p *webapi.TokenNameParams) (wire.Empty, error) {
-			return wire.Empty{}, s.auth.remove(ctx, p.Name)
+			if err := s.auth.remove(ctx, p.Name); err != nil {
+				return wire.Empty{}, err
+			}
+			s.push.drop(ctx, p.Name)
+			return wire.Empty{}, nil
 		}),
 		wire.Handle(webapi.Pair, func(ctx context.Context, p *webapi.PairParams) (webapi.PairResult, error) {
 			s.mu.Lock()
@@ -312,6 +362,7 @@ func (s *Service) Methods() []wire.Handler {
 			}
 			for _, t := range s.auth.list(ctx) {
 				if t.Kind == webapi.KindSession {
+					t.Push = s.push.has(t.Name)
 					r.Devices = append(r.Devices, t)
 				} else {
 					r.Tokens++

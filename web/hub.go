@@ -26,7 +26,9 @@ type frame struct {
 // client too slow to keep up) reads the store on a subscription of its own until it
 // is back within the ring.
 type hub struct {
-	mu      sync.Mutex
+	// mu is read-locked by every stream at every event (100 streams wake at once)
+	// and write-locked by the one writer: readers do not queue behind each other.
+	mu      sync.RWMutex
 	ring    []frame // oldest first
 	base    uint64  // the hub holds every event with seq > base
 	changed chan struct{}
@@ -74,8 +76,8 @@ func (h *hub) add(ev wire.Event) {
 // since returns the frames after cursor (at most max), whether the hub covers the
 // cursor at all, and a channel closed at the next event.
 func (h *hub) since(cursor uint64, max int) ([]frame, bool, <-chan struct{}) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	if cursor < h.base {
 		return nil, false, h.changed
 	}
@@ -95,7 +97,7 @@ func (h *hub) since(cursor uint64, max int) ([]frame, bool, <-chan struct{}) {
 
 // covers reports whether the hub holds every event after cursor.
 func (h *hub) covers(cursor uint64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return cursor >= h.base
 }

@@ -19,6 +19,7 @@ const (
 	KindPlanDrafted = "plan_drafted"
 	KindRunAsks     = "run_asks"
 	KindRunFailed   = "run_failed"
+	KindRunDone     = "run_done"
 )
 
 // Notice is what [notify] command gets on its stdin: one JSON object.
@@ -62,17 +63,22 @@ func noticeOf(ev wire.Event) (Notice, bool) {
 	case "run.notify":
 		kind := KindRunAsks
 		text := strings.TrimPrefix(str("text"), "run "+str("run")+": ")
-		if strings.Contains(text, "fail") {
+		switch {
+		case strings.Contains(text, "fail"):
 			kind = KindRunFailed
+		case strings.HasPrefix(text, "run "+str("run")+" is done"):
+			kind = KindRunDone
 		}
 		return Notice{Kind: kind, Title: strings.TrimSpace("run " + str("run") + " " + str("m")), Body: text, Event: ev}, true
 	}
 	return Notice{}, false
 }
 
-// notifier runs [notify] command for each live event that needs the user: each event
-// once (the stream is by seq and starts at the newest event, so a restart tells
-// nothing again), the kinds turned off skipped, at most notifyBurst a minute.
+// notifier tells the user of each live event that needs them: [notify] command
+// and Web Push to the paired browsers that subscribed. Each event once (the stream
+// is by seq and starts at the newest event, so a restart tells nothing again, and
+// a seq seen is never told twice), the kinds turned off skipped, at most
+// notifyBurst a minute for both.
 func (s *Service) notifier(ctx context.Context, k core.Kernel) {
 	defer s.wg.Done()
 	ch, err := k.Subscribe(core.WithCaller(ctx, caller()), wire.SubscribeParams{After: k.LastSeq()})
@@ -81,11 +87,23 @@ func (s *Service) notifier(ctx context.Context, k core.Kernel) {
 		return
 	}
 	var sent []time.Time
+	seen := map[uint64]bool{}
+	var order []uint64
 	dropped := 0
 	for ev := range ch {
 		n, ok := noticeOf(ev)
 		if !ok || s.notifyOff[n.Kind] {
 			continue
+		}
+		if ev.Seq > 0 {
+			if seen[ev.Seq] {
+				continue
+			}
+			seen[ev.Seq] = true
+			if order = append(order, ev.Seq); len(order) > 1024 {
+				delete(seen, order[0])
+				order = order[1:]
+			}
 		}
 		now := time.Now()
 		for len(sent) > 0 && now.Sub(sent[0]) > notifyWindow {
@@ -97,9 +115,12 @@ func (s *Service) notifier(ctx context.Context, k core.Kernel) {
 			continue
 		}
 		sent = append(sent, now)
-		if err := s.runNotify(ctx, n); err != nil {
-			s.log.Warn("notify: command failed", "kind", n.Kind, "seq", ev.Seq, "err", err)
+		if s.notifyCmd != "" {
+			if err := s.runNotify(ctx, n); err != nil {
+				s.log.Warn("notify: command failed", "kind", n.Kind, "seq", ev.Seq, "err", err)
+			}
 		}
+		s.push.send(ctx, n, s.auth.alive)
 	}
 }
 

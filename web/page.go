@@ -47,6 +47,19 @@ func serveFile(w http.ResponseWriter, name string) {
 	w.Write(b)
 }
 
+// serviceWorker serves the page's service worker from the root, so its scope is the
+// whole page: it shows the pushes and opens the page on a tap.
+func serviceWorker(w http.ResponseWriter, r *http.Request) {
+	b, err := static.ReadFile("static/sw.js")
+	if err != nil {
+		http.Error(w, "missing sw.js", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
 // page serves the cockpit; it asks the API and shows how to pair when refused.
 func (g *gateway) page(w http.ResponseWriter, r *http.Request) { serveFile(w, "index.html") }
 
@@ -98,6 +111,7 @@ func (g *gateway) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.kind == webapi.KindSession {
 		_ = g.s.auth.remove(r.Context(), c.name)
+		g.s.push.drop(r.Context(), c.name)
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)

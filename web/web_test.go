@@ -657,3 +657,36 @@ func TestThousandEventStreams(t *testing.T) {
 		t.Fatal("not every stream got the event")
 	}
 }
+
+// Every method's answer carries X-Orcr-Seq, the newest event's seq before the
+// method ran: the page draws from one agent.list and follows the events after it.
+func TestMethodAnswerCarriesSeq(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	tok := r.token(webapi.ScopeRead, 0)
+	if _, err := r.eng.Publish(context.Background(), wire.Event{Event: "test.tick"}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", r.srv.URL+"/api/v1/agent.list", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := resp.Header.Get("X-Orcr-Seq"), fmt.Sprint(r.eng.LastSeq()); got != want || want == "0" {
+		t.Fatalf("X-Orcr-Seq %q, want %q", got, want)
+	}
+}
+
+// An address the gateway could never listen on is refused as such (the server then
+// does not start), not taken for "beyond loopback, waiting for a token".
+func TestBadListenAddress(t *testing.T) {
+	for _, addr := range []string{"nonsense", "127.0.0.1:99999", "localhost:http-ish", "0.0.0.0:-1", "a b:7070"} {
+		r := &rig{t: t, home: t.TempDir(), opts: web.Options{Listen: addr}, anyServeErr: true}
+		r.start()
+		if r.serveErr == nil || errors.Is(r.serveErr, web.ErrNoToken) || !strings.Contains(r.serveErr.Error(), "want HOST:PORT") {
+			t.Errorf("--http %q: %v", addr, r.serveErr)
+		}
+		r.stop()
+	}
+}

@@ -58,6 +58,8 @@ type Token struct {
 	LastUsed *time.Time `json:"lastUsed"`
 	// Device is a browser session's user agent, shortened.
 	Device string `json:"device,omitempty"`
+	// Push says a paired browser has a Web Push subscription (web.status only).
+	Push bool `json:"push,omitempty"`
 }
 
 // TokenNewResult is the token made and its secret, shown this once.

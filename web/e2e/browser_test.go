@@ -5,6 +5,9 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"orcr/core/wire"
@@ -200,4 +205,60 @@ func TestBrowserPairsSeesAndDenies(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button[data-tab=listeners]`)),
 		chromedp.WaitVisible(chromedp.Search(`//div[@id="listeners"]/p[contains(., "No listeners")]`)))
 	r.Must("agent", "kill", "**", "--yes")
+}
+
+// TestBrowserPushSubscribe runs the page's Web Push code in headless Chromium as far
+// as it can go offline: the service worker registers and becomes ready, and when
+// pushManager gives a subscription the page posts it and the gateway keeps it for
+// this browser. (Headless Chromium cannot get a real subscription here:
+// pushManager.subscribe registers with Google's push service over the network. So
+// the test stands in for that one call, with a subscription of a real P-256 key;
+// everything else — the key fetch, the registration, the post, the gateway's
+// checks — is the page's and the server's own.)
+func TestBrowserPushSubscribe(t *testing.T) {
+	r := rig.New(t)
+	r.OnlyAdded()
+	serveWeb(t, r)
+	out := r.Must("web", "pair", "--no-qr")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	url := lines[len(lines)-1]
+	ua, err := ecdh.P256().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.RawURLEncoding
+	sub := fmt.Sprintf(`{endpoint: "https://push.example.net/wpush/1", expirationTime: null, keys: {p256dh: %q, auth: %q}}`,
+		b64.EncodeToString(ua.PublicKey().Bytes()), b64.EncodeToString([]byte("0123456789abcdef")))
+	stub := `(function () {
+  if (!self.PushManager) return;
+  Object.defineProperty(Notification, "permission", {get: function () { return "granted"; }});
+  Notification.requestPermission = function () { return Promise.resolve("granted"); };
+  PushManager.prototype.getSubscription = function () { return Promise.resolve(null); };
+  PushManager.prototype.subscribe = function (o) {
+    window.__pushKey = o && o.applicationServerKey ? Array.from(new Uint8Array(o.applicationServerKey)).length : 0;
+    var s = ` + sub + `;
+    return Promise.resolve({toJSON: function () { return s; }});
+  };
+})();`
+	ctx := browser(t, 1280, 800)
+	run(t, ctx, 10*time.Second, "stand in for the push service's subscribe", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: stub})
+		return err
+	}))
+	run(t, ctx, 30*time.Second, "load, register the service worker, subscribe and post",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(`#conn.on`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-sw=ready]`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-push=on]`)))
+	if n := value(t, ctx, 5*time.Second, "the key subscribed with", chromedp.Evaluate[int](`window.__pushKey`)); n != 65 {
+		t.Fatalf("applicationServerKey of %d bytes, want the 65-byte VAPID key", n)
+	}
+	st := value(t, ctx, 10*time.Second, "web.status from the page", chromedp.Evaluate[string](
+		`fetch("/api/v1/web.status", {method: "POST", headers: {"X-Orcr": "1"}, body: "{}"}).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if !strings.Contains(st, `"push":true`) {
+		t.Fatalf("the gateway did not keep the subscription: %s", st)
+	}
+	if fi, err := os.Stat(filepath.Join(r.Home, "web-vapid.pem")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("VAPID key in the state dir: %v %v", fi, err)
+	}
 }

@@ -394,19 +394,71 @@
     });
   }
 
+  // ---- Web Push ----
+  // The service worker shows what the server pushes (an agent blocked, a plan
+  // drafted, a run asking, failing or done). The subscription is made with the
+  // server's VAPID key and posted to the gateway, which keeps it for this paired
+  // browser; "Notify me" asks the permission (browsers want a tap for that).
+  function b64bytes(s) {
+    s = s.replace(/-/g, "+").replace(/_/g, "/");
+    var raw = atob(s + "===".slice((s.length + 3) % 4));
+    var out = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
+    return out;
+  }
+  function postSub(sub) {
+    return fetch("/push/subscribe", {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-Orcr": "1"}, body: JSON.stringify(sub.toJSON ? sub.toJSON() : sub)})
+      .then(function (r) { if (!r.ok) throw new Error("push subscribe: " + r.status); document.body.dataset.push = "on"; $("push").hidden = true; });
+  }
+  function subscribe(reg) {
+    return fetch("/push/key", {credentials: "same-origin"}).then(function (r) { return r.json(); }).then(function (k) {
+      if (!k.key) throw new Error("no push key");
+      return reg.pushManager.getSubscription().then(function (old) {
+        return old || reg.pushManager.subscribe({userVisibleOnly: true, applicationServerKey: b64bytes(k.key)});
+      });
+    }).then(postSub);
+  }
+  function setupPush() {
+    if (!("serviceWorker" in navigator) || !("PushManager" in window) || !window.isSecureContext) return;
+    navigator.serviceWorker.register("/sw.js").then(function () { return navigator.serviceWorker.ready; }).then(function (reg) {
+      document.body.dataset.sw = "ready";
+      var btn = $("push");
+      btn.onclick = function () {
+        Notification.requestPermission().then(function (p) {
+          if (p !== "granted") { toast("notifications are blocked for this page"); return; }
+          return subscribe(reg);
+        }).catch(function (e) { toast("push: " + e.message); });
+      };
+      if (Notification.permission === "granted") return subscribe(reg).catch(function (e) { document.body.dataset.push = "failed"; btn.hidden = false; toast("push: " + e.message); });
+      if (Notification.permission !== "denied") btn.hidden = false;
+    }).catch(function () {});
+  }
+
   $("filter").addEventListener("input", schedule);
   $("ended").addEventListener("change", schedule);
 
+  // load draws the tree from one agent.list (its X-Orcr-Seq header is the newest
+  // event's seq before the list was made, so the events after it miss nothing), then
+  // follows the events and reads the side data — after the first draw, not before it.
   function load() {
-    api("server.info", {}).then(function (info) {
-      lastSeq = info.lastSeq || 0;
-      return api("agent.list", {});
+    fetch("/api/v1/agent.list", {method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-Orcr": "1"}, body: "{}"}).then(function (r) {
+      if (r.status === 401) unpaired();
+      return r.json().catch(function () { return {}; }).then(function (b) {
+        if (!r.ok) { var e = new Error((b.error && b.error.message) || r.statusText); e.code = b.error && b.error.code; throw e; }
+        lastSeq = Number(r.headers.get("X-Orcr-Seq")) || 0;
+        return b;
+      });
     }).then(function (r) {
       (r.agents || []).forEach(upsert);
-      schedule();
+      render();
       connect();
-      refreshSide();
-      setInterval(refreshSide, 30000);
+      setTimeout(function () {
+        refreshSide();
+        setInterval(refreshSide, 30000);
+        setupPush();
+      }, 0);
     }).catch(function (e) { if (e.code !== "unauthorized") toast(e.message); });
   }
   load();

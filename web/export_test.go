@@ -1,0 +1,25 @@
+package web
+
+import (
+	"time"
+)
+
+// Test-only doors into Web Push's pieces, for the tests of package web_test (the
+// fake push service and the RFC's vector).
+var (
+	PushKeys       = pushKeys
+	EncryptPush    = encryptPush
+	NewPushMessage = newPushMessage
+	DecodeB64      = decodeB64
+	MaxPushPlain   = maxPushPlain
+	VAPIDFile      = vapidFile
+)
+
+// VAPIDKey loads (or makes) the key in dir: its public point and a header maker.
+func VAPIDKey(dir string) ([]byte, func(endpoint, sub string, now time.Time) (string, error), error) {
+	v, err := loadVAPID(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return v.pub, v.header, nil
+}
