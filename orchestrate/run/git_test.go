@@ -462,3 +462,61 @@ func TestSharedStaleCheckLeavesTheFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestBriefAndDoneGitProcesses counts what a milestone's worktree and its `run done`
+// cost in git processes — one each (they were two each: a checkout beside the folder
+// then moved in place, and a status then a rev-list) — and that a worktree whose
+// making was cut short (its marker left) is made again, not taken as whole.
+func TestBriefAndDoneGitProcesses(t *testing.T) {
+	ctx := context.Background()
+	_, g := newRepo(t)
+	home := t.TempDir()
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := WorktreeDir(home, "demo", "M1")
+	before := gitProcs.Load()
+	if err := g.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil {
+		t.Fatal(err)
+	}
+	if n := gitProcs.Load() - before; n != 1 {
+		t.Errorf("a new milestone worktree took %d git processes, want 1", n)
+	}
+	if _, err := os.Stat(w + ".adding"); !os.IsNotExist(err) {
+		t.Errorf("the marker outlived the worktree's making: %v", err)
+	}
+	sh(t, w, "echo one > m1.txt && git add -A && git commit -qm one && echo two >> m1.txt && git commit -qam two")
+	before = gitProcs.Load()
+	work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat)
+	if err != nil || work.Commits != 2 || work.Dirty || work.Head == feat {
+		t.Fatalf("work %+v %v", work, err)
+	}
+	if n := gitProcs.Load() - before; n != 1 {
+		t.Errorf("run done's look at the work took %d git processes, want 1", n)
+	}
+	// Without the feature branch to count against, the count takes its own process.
+	sh(t, g.Dir, "git branch -m feature/demo feature/other")
+	if work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil || work.Commits != 2 {
+		t.Fatalf("work without the feature branch %+v %v", work, err)
+	}
+	sh(t, g.Dir, "git branch -m feature/other feature/demo")
+
+	// The server died while git made M2's worktree: the marker stands, a file is
+	// missing. The next brief makes it again.
+	w2 := WorktreeDir(home, "demo", "M2")
+	if err := g.EnsureWorktree(ctx, w2, MilestoneBranch("demo", "M2"), feat); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(w2, "a.txt"))
+	os.WriteFile(w2+".adding", nil, 0o600)
+	if err := g.EnsureWorktree(ctx, w2, MilestoneBranch("demo", "M2"), feat); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w2, "a.txt")); err != nil {
+		t.Errorf("the cut-short worktree was taken as whole: %v", err)
+	}
+	if _, err := os.Stat(w2 + ".adding"); !os.IsNotExist(err) {
+		t.Errorf("the marker outlived the worktree's making again: %v", err)
+	}
+}
