@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -476,24 +477,42 @@ func TestBriefAndDoneGitProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := WorktreeDir(home, "demo", "M1")
-	before := gitProcs.Load()
-	if err := g.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil {
+	if err := g.ExcludeOrcr(ctx); err != nil { // as a brief does first: it learns where .git is
 		t.Fatal(err)
 	}
-	if n := gitProcs.Load() - before; n != 1 {
-		t.Errorf("a new milestone worktree took %d git processes, want 1", n)
+	// Git's trace counts every git process, those git starts itself included
+	// (`worktree add` ran three more).
+	trace := filepath.Join(t.TempDir(), "trace2")
+	traced := Git{Dir: g.Dir, Env: append(slices.Clone(g.Env), "GIT_TRACE2_EVENT="+trace)}
+	gitStarts := func() int {
+		b, _ := os.ReadFile(trace)
+		return strings.Count(string(b), `"event":"start"`)
+	}
+	before := gitProcs.Load()
+	if err := traced.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil {
+		t.Fatal(err)
+	}
+	if n, all := gitProcs.Load()-before, gitStarts(); n != 1 || all != 1 {
+		t.Errorf("a new milestone worktree took %d git processes (%d with git's own), want 1", n, all)
+	}
+	// Git knows it as its own: listed on its branch, and removed by git.
+	if list := sh(t, g.Dir, "git worktree list --porcelain"); !strings.Contains(list, "worktree "+w+"\n") || !strings.Contains(list, "branch refs/heads/orcr/demo/M1") {
+		t.Fatalf("git does not list the worktree:\n%s", list)
+	}
+	if got := sh(t, w, "git rev-parse HEAD && git status --porcelain"); got != feat {
+		t.Fatalf("the worktree is not a clean checkout of the feature tip: %q", got)
 	}
 	if _, err := os.Stat(w + ".adding"); !os.IsNotExist(err) {
 		t.Errorf("the marker outlived the worktree's making: %v", err)
 	}
 	sh(t, w, "echo one > m1.txt && git add -A && git commit -qm one && echo two >> m1.txt && git commit -qam two")
-	before = gitProcs.Load()
-	work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat)
+	before, all := gitProcs.Load(), gitStarts()
+	work, err := traced.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat)
 	if err != nil || work.Commits != 2 || work.Dirty || work.Head == feat {
 		t.Fatalf("work %+v %v", work, err)
 	}
-	if n := gitProcs.Load() - before; n != 1 {
-		t.Errorf("run done's look at the work took %d git processes, want 1", n)
+	if n, all := gitProcs.Load()-before, gitStarts()-all; n != 1 || all != 1 {
+		t.Errorf("run done's look at the work took %d git processes (%d with git's own), want 1", n, all)
 	}
 	// Without the feature branch to count against, the count takes its own process.
 	sh(t, g.Dir, "git branch -m feature/demo feature/other")
@@ -518,5 +537,16 @@ func TestBriefAndDoneGitProcesses(t *testing.T) {
 	}
 	if _, err := os.Stat(w2 + ".adding"); !os.IsNotExist(err) {
 		t.Errorf("the marker outlived the worktree's making again: %v", err)
+	}
+	if list := sh(t, g.Dir, "git worktree list"); strings.Count(list, w2+" ") != 1 {
+		t.Errorf("the worktree made again is listed other than once:\n%s", list)
+	}
+	for _, d := range []string{w, w2} {
+		if err := g.RemoveWorktree(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list := sh(t, g.Dir, "git worktree list"); strings.Contains(list, home) {
+		t.Errorf("removed worktrees still listed:\n%s", list)
 	}
 }
