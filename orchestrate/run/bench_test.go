@@ -17,18 +17,19 @@ import (
 	"orcr/testutil/wait"
 )
 
-// instantCoder commits its milestone's file and reports done at once, first writing
-// the instant it calls `orcr run done` to stamps/<M>.done. Asked why its turn ended
+// instantCoder commits its milestone's file and reports done at once, stamping when
+// it starts (stamps/<M>.start), the instant it calls `orcr run done` (<M>.done, a
+// line appended per call) and when the call returned (<M>.called). Asked why its turn ended
 // without done, or told its work is not committed (it took over a branch from a coder
 // that was cut off), it commits what there is and reports done, as its brief says.
 func instantCoder(orcr, stamps string) []string {
 	return []string{"sh", "-c", `m=${PWD##*/}
 date +%s%N > ` + stamps + `/"$m".start
-echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N > ` + stamps + `/"$m".done && ` + orcr + ` run done "$m" && date +%s%N > ` + stamps + `/"$m".called
+echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N >> ` + stamps + `/"$m".done && ` + orcr + ` run done "$m" && date +%s%N >> ` + stamps + `/"$m".called
 while read -r line; do
   case "$line" in
     *"turn ended without"*|*"uncommitted"*|*"no commits"*)
-      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N > ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
+      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N >> ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
   esac
 done`}
 }
@@ -51,9 +52,12 @@ func readStamp(t testing.TB, path string) time.Time {
 	if err != nil {
 		t.Fatalf("stamp %s: %v", path, err)
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	// The first line: a coder told its turn ended without `run done` (a loaded
+	// machine sees its turn end before the call arrives) reports again, appending.
+	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	ns, err := strconv.ParseInt(first, 10, 64)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("stamp %s: %v", path, err)
 	}
 	return time.Unix(0, ns)
 }
@@ -245,11 +249,17 @@ func traceRun(t *testing.T, es []runapi.RunEntry, stamps string, start time.Time
 	}
 	var evs []ev
 	for _, e := range es {
-		evs = append(evs, ev{e.At, e.Type + " " + e.Kind + " " + e.M})
+		text, _, _ := strings.Cut(e.Text, "\n")
+		evs = append(evs, ev{e.At, e.Type + " " + e.Kind + " " + e.M + " " + text})
 	}
 	files, _ := filepath.Glob(filepath.Join(stamps, "*"))
 	for _, f := range files {
-		evs = append(evs, ev{readStamp(t, f), "stamp " + filepath.Base(f)})
+		b, _ := os.ReadFile(f)
+		for _, l := range strings.Fields(string(b)) {
+			if ns, err := strconv.ParseInt(l, 10, 64); err == nil {
+				evs = append(evs, ev{time.Unix(0, ns), "stamp " + filepath.Base(f)})
+			}
+		}
 	}
 	for i := range evs {
 		for j := i + 1; j < len(evs); j++ {
