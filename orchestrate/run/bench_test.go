@@ -17,17 +17,19 @@ import (
 	"orcr/testutil/wait"
 )
 
-// instantCoder commits its milestone's file and reports done at once, first writing
-// the instant it calls `orcr run done` to stamps/<M>.done. Asked why its turn ended
+// instantCoder commits its milestone's file and reports done at once, stamping when
+// it starts (stamps/<M>.start), the instant it calls `orcr run done` (<M>.done, a
+// line appended per call) and when the call returned (<M>.called). Asked why its turn ended
 // without done, or told its work is not committed (it took over a branch from a coder
 // that was cut off), it commits what there is and reports done, as its brief says.
 func instantCoder(orcr, stamps string) []string {
-	return []string{"sh", "-c", `m=$(basename "$PWD")
-echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N > ` + stamps + `/"$m".done && ` + orcr + ` run done "$m"
+	return []string{"sh", "-c", `m=${PWD##*/}
+date +%s%N > ` + stamps + `/"$m".start
+echo "$m" > "$m.txt" && git add -A && git commit -qm "$m: work" && date +%s%N >> ` + stamps + `/"$m".done && ` + orcr + ` run done "$m" && date +%s%N >> ` + stamps + `/"$m".called
 while read -r line; do
   case "$line" in
     *"turn ended without"*|*"uncommitted"*|*"no commits"*)
-      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N > ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
+      echo "$m" > "$m.txt"; git add -A; git commit -qm "$m: work"; date +%s%N >> ` + stamps + `/"$m".done; ` + orcr + ` run done "$m" ;;
   esac
 done`}
 }
@@ -50,9 +52,12 @@ func readStamp(t testing.TB, path string) time.Time {
 	if err != nil {
 		t.Fatalf("stamp %s: %v", path, err)
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	// The first line: a coder told its turn ended without `run done` (a loaded
+	// machine sees its turn end before the call arrives) reports again, appending.
+	first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	ns, err := strconv.ParseInt(first, 10, 64)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("stamp %s: %v", path, err)
 	}
 	return time.Unix(0, ns)
 }
@@ -70,7 +75,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	ctx := context.Background()
 	stamps := t.TempDir()
 	// The check records when it starts and how long it ran.
-	check := `date +%s%N > ` + stamps + `/$(basename "$PWD").check-$(date +%s%N)`
+	check := `date +%s%N > ` + stamps + `/${PWD##*/}.check-$$`
 	g.approve("chain", chainPlan(n, check))
 	evs, err := g.eng.Subscribe(ctx, wire.SubscribeParams{})
 	if err != nil {
@@ -158,6 +163,9 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 		}
 		doneToCheck = append(doneToCheck, first.Sub(done))
 	}
+	if os.Getenv("ORCR_RUN_TRACE") != "" {
+		traceRun(t, es, stamps, start)
+	}
 	storeAfter := dirSize(filepath.Join(g.home, "store"))
 	t.Logf("run done → check started: median %v, max %v (n=%d)", median(doneToCheck), maxOf(doneToCheck), len(doneToCheck))
 	t.Logf("merged → next milestone's coder briefed: median %v, max %v (n=%d)", median(mergedToBrief), maxOf(mergedToBrief), len(mergedToBrief))
@@ -169,7 +177,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	// merged → next ≤ 200 ms, overhead ≤ 5 s, store growth ≤ 64 KB per milestone): under
 	// the race detector on a shared 2-core machine they move with the load, and the
 	// store's size on disk moves with badger's flushes. What is asserted does not move
-	// with the load: the git processes the autopilot starts per milestone (8.4 with the
+	// with the load: the git processes the autopilot starts per milestone (6.5–7.0 with the
 	// run's start and final check; 19.4 before their git work was batched), and the CPU
 	// time the server spent (about 5 s under -race).
 	if perM := float64(procs) / n; perM > maxGitProcsPerMilestone {
@@ -181,9 +189,12 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 }
 
 // maxGitProcsPerMilestone is the autopilot's git figure per milestone: brief (worktree
-// add -b, move), done (status, rev-list), merge-in (cat-file, merge-base), advance
-// (commit-tree, update-ref), plus the run's start and final check spread over them.
-const maxGitProcsPerMilestone = 9
+// add -b), done (status, counting against the feature as its upstream), merge-in
+// (cat-file, merge), advance (commit-tree, update-ref), plus the run's start and final
+// check spread over them: 6.5–7.0 measured (8.6 when the worktree was moved in place
+// and the done counted commits with a rev-list of its own). The bound leaves one for
+// the turns a loaded machine sees end while a coder builds (each looks at the work).
+const maxGitProcsPerMilestone = 8
 
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
@@ -227,4 +238,43 @@ func cpuTime(t testing.TB) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// traceRun logs the run's timeline (its log entries and the coders' and checks'
+// stamps) in milliseconds from the run's start, to find where a milestone's time goes.
+func traceRun(t *testing.T, es []runapi.RunEntry, stamps string, start time.Time) {
+	type ev struct {
+		at   time.Time
+		what string
+	}
+	var evs []ev
+	for _, e := range es {
+		text, _, _ := strings.Cut(e.Text, "\n")
+		evs = append(evs, ev{e.At, e.Type + " " + e.Kind + " " + e.M + " " + text})
+	}
+	files, _ := filepath.Glob(filepath.Join(stamps, "*"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, l := range strings.Fields(string(b)) {
+			if ns, err := strconv.ParseInt(l, 10, 64); err == nil {
+				evs = append(evs, ev{time.Unix(0, ns), "stamp " + filepath.Base(f)})
+			}
+		}
+	}
+	for i := range evs {
+		for j := i + 1; j < len(evs); j++ {
+			if evs[j].at.Before(evs[i].at) {
+				evs[i], evs[j] = evs[j], evs[i]
+			}
+		}
+	}
+	var prev time.Time
+	for _, e := range evs {
+		d := time.Duration(0)
+		if !prev.IsZero() {
+			d = e.at.Sub(prev)
+		}
+		prev = e.at
+		t.Logf("%8.1f ms  +%6.1f  %s", float64(e.at.Sub(start).Microseconds())/1000, float64(d.Microseconds())/1000, e.what)
+	}
 }

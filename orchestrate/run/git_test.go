@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -460,5 +461,92 @@ func TestSharedStaleCheckLeavesTheFolder(t *testing.T) {
 		if cur, _ := g.CurrentBranch(ctx); cur != "orcr/demo/M2" {
 			t.Fatalf("a stale %s of M1 checked out %s under M2's coder", a.Kind, cur)
 		}
+	}
+}
+
+// TestBriefAndDoneGitProcesses counts what a milestone's worktree and its `run done`
+// cost in git processes — one each (they were two each: a checkout beside the folder
+// then moved in place, and a status then a rev-list) — and that a worktree whose
+// making was cut short (its marker left) is made again, not taken as whole.
+func TestBriefAndDoneGitProcesses(t *testing.T) {
+	ctx := context.Background()
+	_, g := newRepo(t)
+	home := t.TempDir()
+	feat, err := g.EnsureBranch(ctx, FeatureBranch("demo"), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := WorktreeDir(home, "demo", "M1")
+	if err := g.ExcludeOrcr(ctx); err != nil { // as a brief does first: it learns where .git is
+		t.Fatal(err)
+	}
+	// Git's trace counts every git process, those git starts itself included
+	// (`worktree add` ran three more).
+	trace := filepath.Join(t.TempDir(), "trace2")
+	traced := Git{Dir: g.Dir, Env: append(slices.Clone(g.Env), "GIT_TRACE2_EVENT="+trace)}
+	gitStarts := func() int {
+		b, _ := os.ReadFile(trace)
+		return strings.Count(string(b), `"event":"start"`)
+	}
+	before := gitProcs.Load()
+	if err := traced.EnsureWorktree(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil {
+		t.Fatal(err)
+	}
+	if n, all := gitProcs.Load()-before, gitStarts(); n != 1 || all != 1 {
+		t.Errorf("a new milestone worktree took %d git processes (%d with git's own), want 1", n, all)
+	}
+	// Git knows it as its own: listed on its branch, and removed by git.
+	if list := sh(t, g.Dir, "git worktree list --porcelain"); !strings.Contains(list, "worktree "+w+"\n") || !strings.Contains(list, "branch refs/heads/orcr/demo/M1") {
+		t.Fatalf("git does not list the worktree:\n%s", list)
+	}
+	if got := sh(t, w, "git rev-parse HEAD && git status --porcelain"); got != feat {
+		t.Fatalf("the worktree is not a clean checkout of the feature tip: %q", got)
+	}
+	if _, err := os.Stat(w + ".adding"); !os.IsNotExist(err) {
+		t.Errorf("the marker outlived the worktree's making: %v", err)
+	}
+	sh(t, w, "echo one > m1.txt && git add -A && git commit -qm one && echo two >> m1.txt && git commit -qam two")
+	before, all := gitProcs.Load(), gitStarts()
+	work, err := traced.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat)
+	if err != nil || work.Commits != 2 || work.Dirty || work.Head == feat {
+		t.Fatalf("work %+v %v", work, err)
+	}
+	if n, all := gitProcs.Load()-before, gitStarts()-all; n != 1 || all != 1 {
+		t.Errorf("run done's look at the work took %d git processes (%d with git's own), want 1", n, all)
+	}
+	// Without the feature branch to count against, the count takes its own process.
+	sh(t, g.Dir, "git branch -m feature/demo feature/other")
+	if work, err := g.WorkOf(ctx, w, MilestoneBranch("demo", "M1"), feat); err != nil || work.Commits != 2 {
+		t.Fatalf("work without the feature branch %+v %v", work, err)
+	}
+	sh(t, g.Dir, "git branch -m feature/other feature/demo")
+
+	// The server died while git made M2's worktree: the marker stands, a file is
+	// missing. The next brief makes it again.
+	w2 := WorktreeDir(home, "demo", "M2")
+	if err := g.EnsureWorktree(ctx, w2, MilestoneBranch("demo", "M2"), feat); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(w2, "a.txt"))
+	os.WriteFile(w2+".adding", nil, 0o600)
+	if err := g.EnsureWorktree(ctx, w2, MilestoneBranch("demo", "M2"), feat); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(w2, "a.txt")); err != nil {
+		t.Errorf("the cut-short worktree was taken as whole: %v", err)
+	}
+	if _, err := os.Stat(w2 + ".adding"); !os.IsNotExist(err) {
+		t.Errorf("the marker outlived the worktree's making again: %v", err)
+	}
+	if list := sh(t, g.Dir, "git worktree list"); strings.Count(list, w2+" ") != 1 {
+		t.Errorf("the worktree made again is listed other than once:\n%s", list)
+	}
+	for _, d := range []string{w, w2} {
+		if err := g.RemoveWorktree(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list := sh(t, g.Dir, "git worktree list"); strings.Contains(list, home) {
+		t.Errorf("removed worktrees still listed:\n%s", list)
 	}
 }
