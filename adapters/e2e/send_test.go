@@ -21,7 +21,7 @@ import (
 func TestClaudeSendSubmits(t *testing.T) {
 	t.Parallel()
 	for _, host := range []string{"tmux", "pty"} {
-		t.Run(host, func(t *testing.T) { testClaudeSend(t, host) })
+		t.Run(host, func(t *testing.T) { t.Parallel(); testClaudeSend(t, host) })
 	}
 }
 
