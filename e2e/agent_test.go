@@ -223,7 +223,7 @@ func TestRestartKeepsRecordsAndEvents(t *testing.T) {
 	}
 	// Every event from before the crash is still there, in order.
 	c2 := e.client()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(10*time.Second))
 	defer cancel()
 	ch, err := c2.Subscribe(ctx, wire.SubscribeParams{After: 0})
 	if err != nil {
@@ -248,7 +248,7 @@ func TestEventCursorResume(t *testing.T) {
 	e := newEnv(t)
 	e.serve()
 	c := e.client()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(20*time.Second))
 	defer cancel()
 	ch, err := c.Subscribe(ctx, wire.SubscribeParams{Paths: []string{"ev/**"}})
 	if err != nil {

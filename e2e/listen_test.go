@@ -491,7 +491,7 @@ prompt = "{{title}}"
 		return err == nil && l.Failures == 0 && l.LastError == ""
 	})
 	// Events: failures and the dispatch are in the event log.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(10*time.Second))
 	defer cancel()
 	ch, err := e.client().Subscribe(ctx, wire.SubscribeParams{})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orcr/testutil/wait"
 )
 
 // TestRunDoneWaitsForARestartingServer: a coder's `orcr run done` while the server
@@ -15,7 +17,7 @@ import (
 // it says it waits, and reports to the server once one answers.
 func TestRunDoneWaitsForARestartingServer(t *testing.T) {
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(90*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, "run", "done", "M1")
 	cmd.Env = e.vars

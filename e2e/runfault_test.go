@@ -20,8 +20,8 @@ func (e *env) crashed(d time.Duration) {
 	e.t.Helper()
 	select {
 	case <-e.srv.Exited():
-	case <-time.After(d):
-		e.t.Fatalf("the server did not reach its fault point in %s", d)
+	case <-time.After(wait.Scale(d)):
+		e.t.Fatalf("the server did not reach its fault point in %s", wait.Scale(d))
 	}
 	if st := e.srv.Cmd.ProcessState; st == nil || !strings.Contains(st.String(), "killed") {
 		e.t.Fatalf("the server ended by %v, not by its fault point's SIGKILL:\n%s", st, e.srv.Output())

@@ -373,7 +373,7 @@ type testLead struct {
 // it returns the run's state ("" while the server does not answer).
 func (l *testLead) step() string {
 	l.dispatched = false
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(5*time.Second))
 	defer cancel()
 	if l.c == nil {
 		c, err := apiclient.Dial(ctx, socket.SocketPath(l.e.home), "")

@@ -228,7 +228,7 @@ func TestWorkflowSurvivesKill9(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 26))
 	var c *apiclient.Client
 	state := func() (wfapi.RunView, bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(3*time.Second))
 		defer cancel()
 		if c == nil {
 			var err error
@@ -245,7 +245,7 @@ func TestWorkflowSurvivesKill9(t *testing.T) {
 		return r.Runs[0], true
 	}
 	seqOf := func() uint64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(3*time.Second))
 		defer cancel()
 		if c == nil {
 			return 0

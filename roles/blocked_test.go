@@ -13,6 +13,7 @@ import (
 // question. The wrap-up is not typed into it (the question would take it as its
 // answer and the message would be lost); it goes in once the user has answered.
 func TestWrapUpWaitsForPrompt(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	r.role("asker", `providers = ["shell"]
 soft_timeout = "2s"

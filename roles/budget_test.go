@@ -21,6 +21,7 @@ import (
 // then held with the budget as its reason. An earlier agent's spending at the same
 // path does not count against a new role agent there.
 func TestRoleBudget(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
 	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"), []byte("[accounts]\nbudget_grace = \"3s\"\n"), 0o600)

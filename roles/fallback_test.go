@@ -32,6 +32,7 @@ func codexWindowHeaders(fiveH int, reset time.Time) map[string]string {
 // skipped. A role whose only provider is held still queues its work (held, with the
 // window's reason), never refused.
 func TestRoleSkipsHeldProvider(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	home := r.Codex()
 	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)

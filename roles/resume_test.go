@@ -39,6 +39,7 @@ func (r *rig) opencode(args ...string) {
 // earlier conversation; after a kill, agent resume continues the same session as a
 // new record linked to the old. Shell agents and gone session files are refused.
 func TestClaudeHibernateAndResume(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	hibernateAndResume(t, r, "claude")
 }
@@ -47,6 +48,7 @@ func TestClaudeHibernateAndResume(t *testing.T) {
 // resume go through `codex resume <session id> PROMPT`, in the same folder and
 // CODEX_HOME, and the rollout the session appends to stays the record's transcript.
 func TestCodexHibernateAndResume(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	home := r.Codex()
 	a := hibernateAndResume(t, r, "codex", fmt.Sprintf("[[accounts.codex]]\nlabel = \"main\"\nhome = %q\n", home))
@@ -60,6 +62,7 @@ func TestCodexHibernateAndResume(t *testing.T) {
 
 // TestPiHibernateAndResume is the same through the real pi CLI (its --session).
 func TestPiHibernateAndResume(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	r.Pi()
 	hibernateAndResume(t, r, "pi:"+modelserver.PiModel)
@@ -69,6 +72,7 @@ func TestPiHibernateAndResume(t *testing.T) {
 // --session). OpenCode keeps its sessions in a SQLite db, not a file orcr records:
 // a session deleted there is found gone by asking opencode itself.
 func TestOpencodeHibernateAndResume(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	r.Opencode()
 	a := hibernateAndResume(t, r, "opencode:"+modelserver.OpencodeModel)

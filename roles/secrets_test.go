@@ -40,6 +40,7 @@ func hasEnv(env []string, kv string) bool {
 // and ls, in the store and 9 times in an events.subscribe stream. After a kill -9 and a
 // restart, a resumed agent still gets them.
 func TestEnvValuesReachTheProgramButAreNeverEchoed(t *testing.T) {
+	t.Parallel()
 	r := newClaudeRig(t)
 	const flagValue, roleValue, secretValue = "sk-test-123", "sk-role-456", "sk-secret-789"
 	values := []string{flagValue, roleValue, secretValue}

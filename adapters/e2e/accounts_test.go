@@ -78,6 +78,7 @@ func window(r acctapi.AccountListResult, label, win, fam string) *acctapi.Window
 // claude's own status line (the server's rate-limit headers); new work then lands on
 // the second account, with that account's config dir and env.
 func TestClaudeAccountsNearLimit(t *testing.T) {
+	t.Parallel()
 	e, srv, work := claudeAccountsRig(t)
 	reset := time.Now().Add(3 * time.Hour).Truncate(time.Second)
 	srv.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.95, 0.41, reset)})
@@ -123,6 +124,7 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 // TestBudgetHoldsSubtree: a budget on a subtree, reached by a real claude's usage,
 // holds the next spawn under it (queue reason: budget) and not one elsewhere.
 func TestBudgetHoldsSubtree(t *testing.T) {
+	t.Parallel()
 	e, srv, work := claudeAccountsRig(t)
 	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
 	e.Must("budget", "set", "review/**", "--tokens", "1000")
@@ -150,6 +152,7 @@ func TestBudgetHoldsSubtree(t *testing.T) {
 // sonnet work runs; after the scripted reset the blocked agent is told to continue
 // and the held spawn is admitted.
 func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
+	t.Parallel()
 	e, srv, work := claudeAccountsRig(t)
 	// One account only matters here: pin everything to work.
 	reset := time.Now().Add(90 * time.Second).Truncate(time.Minute).Add(time.Minute)
@@ -193,6 +196,7 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 // rollout — the server's x-codex-* headers, read by the real CLI, no tokens spent
 // on asking.
 func TestCodexAccountReadings(t *testing.T) {
+	t.Parallel()
 	bin := clis.Find(t, "codex", "ORCR_CODEX_BIN")
 	e := rig.New(t)
 	srv, work := e.Models, e.Work
@@ -250,6 +254,7 @@ func TestCodexAccountReadings(t *testing.T) {
 // doctor with how to log in and skipped by admission with the reason (work waits, it
 // is not cancelled); two accounts with one label make serve refuse the config.
 func TestAccountsBadInput(t *testing.T) {
+	t.Parallel()
 	e := rig.New(t)
 	cfgDir := filepath.Join(e.Config, "orcr")
 	os.MkdirAll(cfgDir, 0o700)
@@ -285,6 +290,7 @@ func TestAccountsBadInput(t *testing.T) {
 // TestBudgetStopWrapsUp: a stop budget reached by a real claude's usage sends it one
 // wrap-up message (which the CLI really takes as a turn) and stops it after the grace.
 func TestBudgetStopWrapsUp(t *testing.T) {
+	t.Parallel()
 	e, srv, work := claudeAccountsRig(t, `budget_grace = "10s"`)
 	e.Must("budget", "set", "review/**", "--tokens", "1000", "--action", "stop")
 	srv.Push(modelserver.Turn{Text: "spent", Usage: modelserver.Usage{Input: 5000, Output: 5000}})
@@ -314,6 +320,7 @@ func TestBudgetStopWrapsUp(t *testing.T) {
 // "Yes" and build/ would go): the message waits for an answer that does not come
 // within the grace, and the agent is stopped with build/ intact.
 func TestBudgetStopLeavesPromptAlone(t *testing.T) {
+	t.Parallel()
 	e, srv, work := claudeAccountsRig(t, `budget_grace = "3s"`)
 	keep := filepath.Join(work, "build", "keep.o")
 	os.MkdirAll(filepath.Dir(keep), 0o755)

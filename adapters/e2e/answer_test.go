@@ -155,6 +155,7 @@ func optionLabels(b *wire.Blocked) string {
 // unwritten and the agent done — claude reports that turn end with no hook and no
 // "Interrupted" line, so a run waiting on the agent would otherwise wait forever.
 func TestClaudeEditDenyEndsTurn(t *testing.T) {
+	t.Parallel()
 	r := newClaudeAnswerRig(t)
 	file := filepath.Join(r.Work, "x.txt")
 	r.Models.Push(modelserver.Turn{ToolCalls: []modelserver.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
@@ -173,6 +174,7 @@ func TestClaudeEditDenyEndsTurn(t *testing.T) {
 // meaning — deny (the command does not run), a server restart while the prompt is up
 // (blocked again, same options), allow, always — with the bad inputs refused.
 func TestClaudePermissionAnswers(t *testing.T) {
+	t.Parallel()
 	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
 	r.Models.Push(bashTurn("rm -rf build"))
@@ -261,6 +263,7 @@ func TestClaudePermissionAnswers(t *testing.T) {
 // plan text; rejecting with feedback gets the feedback into the model's next request;
 // approving lets claude go on.
 func TestClaudePlanAnswers(t *testing.T) {
+	t.Parallel()
 	r := newClaudeAnswerRig(t)
 	plan := "# Split the parser\n\n1. Move tokens into a lexer.\n2. Keep the old API as a thin wrapper."
 	u := modelserver.Usage{Input: 50, Output: 10}
@@ -312,6 +315,7 @@ func TestClaudePlanAnswers(t *testing.T) {
 // TestShellQuestionAnswers: a plain program asking "[y/N]" is blocked kind question;
 // a glob matching two such agents is refused without --all; --text types the answer.
 func TestShellQuestionAnswers(t *testing.T) {
+	t.Parallel()
 	e := newTmuxOrcr(t)
 	e.Serve()
 	ask := `printf 'Proceed? [y/N] '; read a; echo "got $a"; exec cat`
@@ -347,6 +351,7 @@ func TestShellQuestionAnswers(t *testing.T) {
 
 // TestCodexPermissionAnswers: codex 0.171's approval answered by meaning.
 func TestCodexPermissionAnswers(t *testing.T) {
+	t.Parallel()
 	e := newTmuxOrcr(t)
 	e.Codex()
 	e.Serve()
@@ -407,6 +412,7 @@ func TestCodexPermissionAnswers(t *testing.T) {
 // prompt stays up, and the message goes as the deny reason through agent answer,
 // reaching the model as the refused tool call's result.
 func TestClaudeSendToPermissionPrompt(t *testing.T) {
+	t.Parallel()
 	r := newClaudeAnswerRig(t)
 	keep := r.mkBuild()
 	r.Models.Push(bashTurn("rm -rf build"))

@@ -15,6 +15,7 @@ import (
 )
 
 func TestClaudeThroughOrcr(t *testing.T) {
+	t.Parallel()
 	e := rig.New(t)
 	e.Claude()
 	e.Serve()

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCodexThroughOrcr(t *testing.T) {
+	t.Parallel()
 	e := rig.New(t)
 	home := e.Codex()
 	e.Serve()

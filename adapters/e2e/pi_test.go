@@ -13,6 +13,7 @@ import (
 )
 
 func TestPiThroughOrcr(t *testing.T) {
+	t.Parallel()
 	e := rig.New(t)
 	cfg := e.Pi()
 	e.Serve()

@@ -19,8 +19,9 @@ import (
 // gets exactly the text as the user message (claude takes a long burst of text and
 // an Enter right after it as one paste unless orcr waits for the text to show).
 func TestClaudeSendSubmits(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{"tmux", "pty"} {
-		t.Run(host, func(t *testing.T) { testClaudeSend(t, host) })
+		t.Run(host, func(t *testing.T) { t.Parallel(); testClaudeSend(t, host) })
 	}
 }
 

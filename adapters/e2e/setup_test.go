@@ -21,6 +21,7 @@ import (
 // not "working" or "done" as if a turn had run. The three share one server and start
 // side by side, so the test waits for the slowest CLI, not for all three in turn.
 func TestNotSignedInIsSetup(t *testing.T) {
+	t.Parallel()
 	e := rig.New(t)
 	claudeCfg := clis.ClaudeConfig(t, filepath.Join(e.Dir, "claude-config")) // onboarded, no token
 	codexHome := filepath.Join(e.Dir, "codex-home")                          // no provider, no key

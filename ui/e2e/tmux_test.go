@@ -163,7 +163,7 @@ func (r *rig) typeText(s string) {
 
 // orcr runs the CLI against the same home.
 func (r *rig) orcr(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bin, args...)
 	cmd.Env = r.env

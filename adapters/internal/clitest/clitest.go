@@ -22,6 +22,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // CLI finds a pinned CLI for a test (see testutil/clis).
@@ -183,9 +184,11 @@ func (r *Run) View() View {
 	return v
 }
 
-// Wait polls the view until cond holds or the deadline passes.
+// Wait polls the view until cond holds or the deadline (d scaled by
+// $ORCR_TEST_WAIT_SCALE, testutil/wait) passes.
 func (r *Run) Wait(d time.Duration, what string, cond func(View) bool) View {
 	r.t.Helper()
+	d = wait.Scale(d)
 	deadline := time.Now().Add(d)
 	for {
 		v := r.View()
@@ -201,9 +204,10 @@ func (r *Run) Wait(d time.Duration, what string, cond func(View) bool) View {
 	}
 }
 
-// WaitScreen polls the screen until cond holds.
+// WaitScreen polls the screen until cond holds, within d scaled like Wait's.
 func (r *Run) WaitScreen(d time.Duration, cond func(string) bool) string {
 	r.t.Helper()
+	d = wait.Scale(d)
 	deadline := time.Now().Add(d)
 	for {
 		s, _ := r.Screen()
@@ -211,7 +215,7 @@ func (r *Run) WaitScreen(d time.Duration, cond func(string) bool) string {
 			return s
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for the screen; screen:\n%s", s)
+			r.t.Fatalf("timed out after %v waiting for the screen; screen:\n%s", d, s)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
