@@ -137,7 +137,11 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 		if !ex.Applied.Net {
 			net = "network NOT confined (ABI < 4)"
 		}
-		fmt.Fprintf(w, "sandbox\ton: Landlock ABI %d of the kernel's %d, %s\n", ex.Applied.ABI, ex.Applied.KernelABI, net)
+		by := "by the launcher"
+		if ex.Applied.InProcess {
+			by = "by the server, no launcher (pty host)"
+		}
+		fmt.Fprintf(w, "sandbox\ton: Landlock ABI %d of the kernel's %d, %s; applied %s\n", ex.Applied.ABI, ex.Applied.KernelABI, net, by)
 		for _, x := range ex.Applied.Warnings {
 			fmt.Fprintf(w, "  warning\t%s\n", x)
 		}

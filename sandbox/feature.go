@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,7 +156,33 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err := confine.Save(file, p); err != nil {
 		return false, err
 	}
-	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, spec.Argv...)
+	own := spec.Argv
+	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
+	// A host that forks the program itself (pty) confines it without the launcher:
+	// one process start less per spawn. Any other host runs the launcher above.
+	var rep confine.Report
+	spec.Confine = &core.ThreadConfine{
+		Argv: slices.Clone(own),
+		Restrict: func() (string, error) {
+			var err error
+			rep, err = confine.RestrictThread(p, f.logFlags())
+			if err != nil {
+				return "", fmt.Errorf("sandbox of %s: %w", a.Path, err)
+			}
+			var b strings.Builder
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(&b, "orcr sandbox: %s\n", w)
+			}
+			return b.String(), nil
+		},
+		Started: func(pid int) {
+			rep.PID = pid
+			rep.InProcess = true
+			if err := confine.WriteReport(p.Report, rep); err != nil {
+				f.log.Warn("sandbox report", "agent", a.Path, "err", err)
+			}
+		},
+	}
 	return true, nil
 }
 
@@ -228,7 +255,7 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 	}
 	if rep, ok, err := confine.ReadReport(filepath.Join(dir, ReportFile)); err == nil && ok {
 		ex.Applied = &sbapi.SandboxApplied{KernelABI: rep.KernelABI, ABI: rep.ABI, Net: rep.Net, Scoped: rep.Scoped,
-			Warnings: rep.Warnings, PID: rep.PID}
+			Warnings: rep.Warnings, PID: rep.PID, InProcess: rep.InProcess}
 	}
 	if r, err := f.k.Read(ctx, wire.ReadParams{Target: a.ID, Lines: 2000}); err == nil {
 		ex.Refused = refusedLines(r.Text, 10)
@@ -237,3 +264,8 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 	}
 	return ex, nil
 }
+
+// logFlags are landlock_restrict_self's flags for an agent's domain: denials of the
+// programs it execs are logged to the audit subsystem (ABI ≥ 7), where the feature
+// reads them for --explain.
+func (f *Feature) logFlags() uint32 { return 0 }

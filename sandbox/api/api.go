@@ -52,6 +52,9 @@ type SandboxApplied struct {
 	Scoped    bool     `json:"scoped"`
 	Warnings  []string `json:"warnings,omitempty"`
 	PID       int      `json:"pid"`
+	// InProcess: the server confined the agent from a thread of its own (pty host),
+	// without the launcher process.
+	InProcess bool `json:"inProcess,omitempty"`
 }
 
 // SandboxState is the server's kernel's Landlock.

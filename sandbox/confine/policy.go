@@ -58,6 +58,9 @@ type Report struct {
 	// not confine at this ABI.
 	Warnings []string `json:"warnings,omitempty"`
 	PID      int      `json:"pid"`
+	// InProcess says the server confined the agent itself, from a thread of its own
+	// (the pty host), without the launcher; its /proc/PID is then not granted.
+	InProcess bool `json:"inProcess,omitempty"`
 }
 
 // maxPolicy bounds a policy file: a few hundred paths at most.
