@@ -16,14 +16,21 @@ import (
 )
 
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
-// on the same `orcr serve` (pty host), alternating: from agent.run until the agent's
-// program has written a file in its folder — the policy built and written, the
-// launcher run, Landlock applied, the program exec'd. Goal: confined ≤ 1.1× unconfined.
+// on the same `orcr serve`, alternating, per host: from agent.run until the agent's
+// program has written a file in its folder — the policy built and written, Landlock
+// applied (pty: by the server on a thread of its own; tmux: by the launcher in the
+// pane), the program exec'd. Goal: confined ≤ 1.1× unconfined.
 func BenchmarkSandboxedSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
 	}
-	srv := serve.StartBench(b, "pty", "GO")
+	for _, host := range []string{"pty", "tmux"} {
+		b.Run(host, func(b *testing.B) { benchSandboxedSpawn(b, host) })
+	}
+}
+
+func benchSandboxedSpawn(b *testing.B, host string) {
+	srv := serve.StartBench(b, host, "GO")
 	c, err := apiclient.Dial(context.Background(), socket.SocketPath(srv.Home), "")
 	if err != nil {
 		b.Fatal(err)

@@ -161,6 +161,15 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 			fmt.Fprintf(w, "  note\t%s\n", n)
 		}
 	}
+	if d := ex.LastDenial; d != nil {
+		fmt.Fprintf(w, "  refused last\t%s %s by %s (pid %d) at %s (the kernel's audit log)\n", d.Access, d.Object, d.Comm, d.PID,
+			d.When.Local().Format("15:04:05"))
+	} else if ex.Audit == "" {
+		fmt.Fprintln(w, "  refused last\tnothing in the kernel's audit log")
+	}
+	if ex.Audit != "" {
+		fmt.Fprintf(w, "  audit\tnot read: %s; what its screen showed stands in\n", ex.Audit)
+	}
 	if len(ex.Refused) == 0 {
 		fmt.Fprintln(w, "  refused\tnothing seen on its screen")
 	}

@@ -20,8 +20,10 @@ import (
 	"sync"
 	"time"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"orcr/core"
 	"orcr/core/wire"
+
 	sbapi "orcr/sandbox/api"
 	"orcr/sandbox/confine"
 )
@@ -57,6 +59,12 @@ type Feature struct {
 	once   sync.Once
 	abi    int
 	abiErr error
+
+	// audit reads the kernel's audit log for the agents' denials; auditErr says why
+	// it does not (no CAP_AUDIT_READ, ABI < 7).
+	audit    *auditLog
+	auditErr error
+	stop     context.CancelFunc
 }
 
 var (
@@ -82,10 +90,43 @@ func (f *Feature) Start(ctx context.Context, k core.Kernel) error {
 	f.k = k
 	k.AddGate(f)
 	k.AddLaunchHook(f)
+	f.startAudit()
 	return nil
 }
 
-func (f *Feature) Close() error { return nil }
+// startAudit follows the kernel's audit log when it can (ABI ≥ 7, CAP_AUDIT_READ).
+func (f *Feature) startAudit() {
+	abi, err := f.kernel()
+	if err != nil {
+		f.auditErr = err
+		return
+	}
+	applied := min(abi, confine.MaxKnownABI)
+	if f.o.MaxABI > 0 {
+		applied = min(applied, f.o.MaxABI)
+	}
+	if applied < 7 {
+		f.auditErr = fmt.Errorf("Landlock logs denials from ABI 7; this server applies ABI %d", applied)
+		return
+	}
+	fd, err := openAuditLog()
+	if err != nil {
+		f.auditErr = err
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.stop = cancel
+	f.audit = &auditLog{fd: fd, self: os.Getpid(), resolve: f.agentOfPIDs,
+		pending: map[string]*auditEvent{}, domains: map[string]string{}, last: map[string]Denial{}}
+	go f.audit.run(ctx)
+}
+
+func (f *Feature) Close() error {
+	if f.stop != nil {
+		f.stop()
+	}
+	return nil
+}
 
 // kernel is the Landlock ABI, probed once.
 func (f *Feature) kernel() (int, error) {
@@ -151,6 +192,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
 	p.Report = filepath.Join(dir, ReportFile)
+	p.LogDenials = f.audit != nil
 	_ = os.Remove(p.Report)
 	file := filepath.Join(dir, PolicyFile)
 	if err := confine.Save(file, p); err != nil {
@@ -257,6 +299,19 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 		ex.Applied = &sbapi.SandboxApplied{KernelABI: rep.KernelABI, ABI: rep.ABI, Net: rep.Net, Scoped: rep.Scoped,
 			Warnings: rep.Warnings, PID: rep.PID, InProcess: rep.InProcess}
 	}
+	switch {
+	case f.audit == nil:
+		ex.Audit = f.auditErr.Error()
+	default:
+		if on, err := auditEnabled(); err != nil {
+			ex.Audit = fmt.Sprintf("the kernel's audit state cannot be read: %v", err)
+		} else if !on {
+			ex.Audit = "the kernel's audit is off, so Landlock logs no denial (auditctl -e 1 turns it on)"
+		}
+		if d, ok := f.audit.lastOf(a.ID); ok {
+			ex.LastDenial = &sbapi.SandboxDenial{When: d.When, Access: d.Access, Object: d.Object, PID: d.PID, Comm: d.Comm}
+		}
+	}
 	if r, err := f.k.Read(ctx, wire.ReadParams{Target: a.ID, Lines: 2000}); err == nil {
 		ex.Refused = refusedLines(r.Text, 10)
 	} else if a.LastScreen != "" {
@@ -268,4 +323,9 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 // logFlags are landlock_restrict_self's flags for an agent's domain: denials of the
 // programs it execs are logged to the audit subsystem (ABI ≥ 7), where the feature
 // reads them for --explain.
-func (f *Feature) logFlags() uint32 { return 0 }
+func (f *Feature) logFlags() uint32 {
+	if f.audit == nil {
+		return 0
+	}
+	return ll.FlagRestrictSelfLogNewExecOn
+}

@@ -120,7 +120,11 @@ func Apply(p Policy) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if err := pl.Config.Restrict(pl.Rules...); err != nil {
+	cfg := pl.Config
+	if p.LogDenials && pl.Report.ABI >= 7 {
+		cfg = cfg.EnableLoggingForSubprocesses()
+	}
+	if err := cfg.Restrict(pl.Rules...); err != nil {
 		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
 	}
 	return pl.Report, nil
