@@ -11,11 +11,13 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +44,9 @@ type Options struct {
 	Self string
 	// Socket is the server's socket, kept reachable from inside.
 	Socket string
-	// MaxABI caps the Landlock ABI applied (0: none); ORCR_SANDBOX_MAX_ABI sets it,
-	// to see what an older kernel would confine.
+	// MaxABI caps the Landlock ABI applied (0: none; NoLandlock: as on a kernel
+	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
+	// older kernel would confine.
 	MaxABI int
 	Logger *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
@@ -80,6 +83,12 @@ func New(o Options) *Feature {
 	}
 	if o.KernelABI == nil {
 		o.KernelABI = confine.KernelABI
+	}
+	if o.MaxABI == NoLandlock {
+		o.MaxABI = 0
+		o.KernelABI = func() (int, error) {
+			return 0, errors.New("Landlock is switched off for this server by ORCR_SANDBOX_MAX_ABI=0 (as on a kernel without it)")
+		}
 	}
 	return &Feature{o: o, log: o.Logger}
 }
@@ -328,4 +337,25 @@ func (f *Feature) logFlags() uint32 {
 		return 0
 	}
 	return ll.FlagRestrictSelfLogNewExecOn
+}
+
+// NoLandlock is Options.MaxABI for a server that confines nothing, as on a kernel
+// without Landlock (ORCR_SANDBOX_MAX_ABI=0).
+const NoLandlock = -1
+
+// MaxABIFromEnv reads ORCR_SANDBOX_MAX_ABI: "" is no cap, 0 is no Landlock at all,
+// 1–11 the highest ABI applied. Anything else is an error that names the variable.
+func MaxABIFromEnv(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > confine.MaxKnownABI {
+		return 0, fmt.Errorf("ORCR_SANDBOX_MAX_ABI=%q: give a Landlock ABI from 1 to %d, or 0 for none (unset it for the kernel's)", v, confine.MaxKnownABI)
+	}
+	if n == 0 {
+		return NoLandlock, nil
+	}
+	return n, nil
 }
