@@ -10,6 +10,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -158,9 +159,23 @@ func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
 		return wire.Errorf(wire.CodeInvalidParams, "%s asks for a sandbox, and %v; orcr will not run it unconfined "+
 			"(run it with --sandbox=off to run it without one)", p.Path, err)
 	}
+	// The grants asked for are checked as the launch will check them ("..", $HOME
+	// itself, a credentials folder, through links), so a bad one is refused here
+	// instead of recording an agent that then fails.
+	home := os.Getenv("HOME")
+	if h, ok := p.Env["HOME"]; ok {
+		home = h
+	}
+	var notes []string
+	g := granter{home: home, notes: &notes}
 	for _, list := range [][]string{p.Sandbox.RW, p.Sandbox.ROX} {
 		for _, d := range list {
-			if _, err := confine.ExpandHome(d, "/home"); err != nil {
+			x, err := confine.ExpandHome(d, cmp.Or(home, "/home"))
+			if err == nil {
+				var got []string
+				err = g.grant(&got, x, "asked for", true)
+			}
+			if err != nil {
 				return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: %v", p.Path, err)
 			}
 		}

@@ -72,10 +72,12 @@ func Build(p Policy) (Plan, error) {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, errors.Unwrap(err)))
 				continue
 			}
+			// A path can vanish between this stat and the ruleset's open (a shared
+			// /tmp's entries come and go): skipped then, not a failed launch.
 			if st.IsDir() {
-				rules = append(rules, dir(path))
+				rules = append(rules, dir(path).IgnoreIfMissing())
 			} else {
-				rules = append(rules, file(path))
+				rules = append(rules, file(path).IgnoreIfMissing())
 			}
 		}
 	}
