@@ -18,8 +18,8 @@ import (
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
 // on the same `orcr serve`, alternating, per host: from agent.run until the agent's
 // program has written a file in its folder — the policy built and written, Landlock
-// applied (pty: by the server on a thread of its own; tmux: by the launcher in the
-// pane), the program exec'd. Goal: confined ≤ 1.1× unconfined.
+// applied (by the launcher in the pane; pty-inprocess: by the server on a thread of its
+// own), the program exec'd. Goal: confined ≤ 1.1× unconfined.
 func BenchmarkSandboxedSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
@@ -27,6 +27,12 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 	for _, host := range []string{"pty", "tmux"} {
 		b.Run(host, func(b *testing.B) { benchSandboxedSpawn(b, host) })
 	}
+	// pty with the server confining from a thread of its own instead of the launcher
+	// (ORCR_SANDBOX_IN_PROCESS=1, off by default: the agent loses its /proc/self).
+	b.Run("pty-inprocess", func(b *testing.B) {
+		b.Setenv("ORCR_SANDBOX_IN_PROCESS", "1")
+		benchSandboxedSpawn(b, "pty")
+	})
 }
 
 func benchSandboxedSpawn(b *testing.B, host string) {

@@ -175,7 +175,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, Logger: s.log})
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: os.Getenv("ORCR_SANDBOX_IN_PROCESS") == "1", Logger: s.log})
 	nds, err := newNodes(cfg, home, self, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)

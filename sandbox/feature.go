@@ -49,7 +49,13 @@ type Options struct {
 	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
 	// older kernel would confine.
 	MaxABI int
-	Logger *slog.Logger
+	// InProcess lets a host that forks the program itself (pty) confine it from a
+	// thread of the server instead of the launcher (ORCR_SANDBOX_IN_PROCESS=1): one
+	// process start less per spawn, but the agent cannot read its own /proc/self (its
+	// pid is unknown before the fork, and the server's must stay closed), which node
+	// needs for process.memoryUsage(); so it is off unless asked for.
+	InProcess bool
+	Logger    *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
 	KernelABI func() (int, error)
 }
@@ -224,8 +230,12 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	}
 	own := spec.Argv
 	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
-	// A host that forks the program itself (pty) confines it without the launcher:
-	// one process start less per spawn. Any other host runs the launcher above.
+	// A host that forks the program itself (pty) confines it without the launcher
+	// when the server was asked to (Options.InProcess): one process start less per
+	// spawn. Any other host, and pty by default, runs the launcher above.
+	if !f.o.InProcess {
+		return true, nil
+	}
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{
 		Argv: slices.Clone(own),
