@@ -16,14 +16,27 @@ import (
 )
 
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
-// on the same `orcr serve` (pty host), alternating: from agent.run until the agent's
-// program has written a file in its folder — the policy built and written, the
-// launcher run, Landlock applied, the program exec'd. Goal: confined ≤ 1.1× unconfined.
+// on the same `orcr serve`, alternating, per host: from agent.run until the agent's
+// program has written a file in its folder — the policy built and written, Landlock
+// applied (by the launcher in the pane; pty-inprocess: by the server on a thread of its
+// own), the program exec'd. Goal: confined ≤ 1.1× unconfined.
 func BenchmarkSandboxedSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
 	}
-	srv := serve.StartBench(b, "pty", "GO")
+	for _, host := range []string{"pty", "tmux"} {
+		b.Run(host, func(b *testing.B) { benchSandboxedSpawn(b, host) })
+	}
+	// pty with the server confining from a thread of its own instead of the launcher
+	// (ORCR_SANDBOX_IN_PROCESS=1, off by default: the agent loses its /proc/self).
+	b.Run("pty-inprocess", func(b *testing.B) {
+		b.Setenv("ORCR_SANDBOX_IN_PROCESS", "1")
+		benchSandboxedSpawn(b, "pty")
+	})
+}
+
+func benchSandboxedSpawn(b *testing.B, host string) {
+	srv := serve.StartBench(b, host, "GO")
 	c, err := apiclient.Dial(context.Background(), socket.SocketPath(srv.Home), "")
 	if err != nil {
 		b.Fatal(err)

@@ -137,7 +137,11 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 		if !ex.Applied.Net {
 			net = "network NOT confined (ABI < 4)"
 		}
-		fmt.Fprintf(w, "sandbox\ton: Landlock ABI %d of the kernel's %d, %s\n", ex.Applied.ABI, ex.Applied.KernelABI, net)
+		by := "by the launcher"
+		if ex.Applied.InProcess {
+			by = "by the server, no launcher (pty host)"
+		}
+		fmt.Fprintf(w, "sandbox\ton: Landlock ABI %d of the kernel's %d, %s; applied %s\n", ex.Applied.ABI, ex.Applied.KernelABI, net, by)
 		for _, x := range ex.Applied.Warnings {
 			fmt.Fprintf(w, "  warning\t%s\n", x)
 		}
@@ -156,6 +160,15 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 		for _, n := range p.Notes {
 			fmt.Fprintf(w, "  note\t%s\n", n)
 		}
+	}
+	if d := ex.LastDenial; d != nil {
+		fmt.Fprintf(w, "  refused last\t%s %s by %s (pid %d) at %s (the kernel's audit log)\n", d.Access, d.Object, d.Comm, d.PID,
+			d.When.Local().Format("15:04:05"))
+	} else if ex.Audit == "" {
+		fmt.Fprintln(w, "  refused last\tnothing in the kernel's audit log")
+	}
+	if ex.Audit != "" {
+		fmt.Fprintf(w, "  audit\tnot read: %s; what its screen showed stands in\n", ex.Audit)
 	}
 	if len(ex.Refused) == 0 {
 		fmt.Fprintln(w, "  refused\tnothing seen on its screen")

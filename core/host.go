@@ -50,6 +50,24 @@ type LaunchSpec struct {
 	Env  []string // complete environment, KEY=VALUE
 	Cols int      // default 200
 	Rows int      // default 50
+	// Confine, when set, is the agent's sandbox in the form a host that forks the
+	// program itself can apply without a launcher process (§16); a host that cannot
+	// runs Argv, which starts the launcher.
+	Confine *ThreadConfine
+}
+
+// ThreadConfine confines one program from inside the server: the host locks a
+// goroutine to its OS thread, calls Restrict there (which confines that thread for
+// good), starts Argv from the same thread — the child inherits the confinement — and
+// lets the goroutine end without unlocking it, so the Go runtime ends the thread.
+type ThreadConfine struct {
+	// Argv is the program's own command, without the launcher in front.
+	Argv []string
+	// Restrict confines the calling thread; notice is shown on the pane before the
+	// program's output (what the sandbox could not grant or confine).
+	Restrict func() (notice string, err error)
+	// Started is told the program's pid once it runs.
+	Started func(pid int)
 }
 
 // PaneInfo describes one pane.

@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -176,7 +175,11 @@ func startServer(ctx context.Context) (*server, error) {
 	// matters only for what runs inside a Start: roles first, so a listener or
 	// schedule that spawns while starting has the role resolver. Admission opens
 	// once all of them started (core.Engine.Start).
-	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: sandboxMaxABI(), Logger: s.log})
+	maxABI, err := sandbox.MaxABIFromEnv(os.Getenv("ORCR_SANDBOX_MAX_ABI"))
+	if err != nil {
+		return nil, err
+	}
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: os.Getenv("ORCR_SANDBOX_IN_PROCESS") == "1", Logger: s.log})
 	nds, err := newNodes(cfg, home, self, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
@@ -319,16 +322,6 @@ func (c *closer) do(name string, fn func()) {
 		attrs = append(attrs, "goroutines", b.String())
 	}
 	c.log.Error("shutdown: a part did not close in time; going on without it", attrs...)
-}
-
-// sandboxMaxABI is ORCR_SANDBOX_MAX_ABI: the highest Landlock ABI confined agents
-// get (0: the kernel's), to see what an older kernel would confine.
-func sandboxMaxABI() int {
-	n, err := strconv.Atoi(os.Getenv("ORCR_SANDBOX_MAX_ABI"))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
 
 // secretsPath is secrets.toml beside config.toml (DESIGN §16).

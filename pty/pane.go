@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,7 +85,12 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 	if env == nil {
 		env = []string{} // nil would make exec inherit the server's environment
 	}
-	path, err := lookPath(spec.Argv[0], env, spec.Cwd)
+	argv := spec.Argv
+	if spec.Confine != nil && len(spec.Confine.Argv) > 0 {
+		// Confined without the launcher: the program itself, from a confined thread.
+		argv = spec.Confine.Argv
+	}
+	path, err := lookPath(argv[0], env, spec.Cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +99,21 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 			return nil, fmt.Errorf("working directory %q is not a directory", spec.Cwd)
 		}
 	}
-	cmd := &exec.Cmd{Path: path, Args: spec.Argv, Dir: spec.Cwd, Env: env}
-	// StartWithSize makes the child a session leader with the pty as its controlling
-	// terminal, so its process group is the pane and Close can kill it whole.
-	ptmx, err := cpty.StartWithSize(cmd, &cpty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)})
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: spec.Cwd, Env: env}
+	size := &cpty.Winsize{Rows: uint16(spec.Rows), Cols: uint16(spec.Cols)}
+	var ptmx *os.File
+	if spec.Confine != nil && len(spec.Confine.Argv) > 0 {
+		ptmx, err = startConfined(cmd, size, spec.Confine)
+	} else {
+		// StartWithSize makes the child a session leader with the pty as its controlling
+		// terminal, so its process group is the pane and Close can kill it whole.
+		ptmx, err = cpty.StartWithSize(cmd, size)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if spec.Confine != nil && spec.Confine.Started != nil && len(spec.Confine.Argv) > 0 {
+		spec.Confine.Started(cmd.Process.Pid)
 	}
 	if ptmx, err = pollable(ptmx); err != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -113,6 +128,60 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 	go p.replyWriter()
 	go p.waitLoop()
 	return p, nil
+}
+
+// maxNotice bounds what a confinement shows on the pane before its program starts:
+// the pty's buffer takes it whole, so the write never waits for a reader.
+const maxNotice = 2048
+
+// startConfined starts cmd on a pty as StartWithSize does, from an OS thread that c
+// confined first (the sandbox without a launcher process, §16). The goroutine locks
+// its thread and ends without unlocking it, so the Go runtime ends that thread with
+// its confinement: the server's other threads never had it, and the runtime clones
+// no thread from a locked one.
+func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*os.File, error) {
+	type result struct {
+		ptmx *os.File
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		ptmx, tty, err := cpty.Open()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer tty.Close()
+		fail := func(err error) {
+			ptmx.Close()
+			done <- result{err: err}
+		}
+		if err := cpty.Setsize(ptmx, size); err != nil {
+			fail(err)
+			return
+		}
+		notice, err := c.Restrict()
+		if err != nil {
+			fail(err)
+			return
+		}
+		if notice != "" {
+			if len(notice) > maxNotice {
+				notice = notice[:maxNotice]
+			}
+			_, _ = tty.WriteString(notice)
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		if err := cmd.Start(); err != nil {
+			fail(err)
+			return
+		}
+		done <- result{ptmx: ptmx}
+	}()
+	r := <-done
+	return r.ptmx, r.err
 }
 
 // newPane builds a pane around a running process's pty master with a fresh emulator

@@ -10,17 +10,23 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"orcr/core"
 	"orcr/core/wire"
+
 	sbapi "orcr/sandbox/api"
 	"orcr/sandbox/confine"
 )
@@ -39,10 +45,17 @@ type Options struct {
 	Self string
 	// Socket is the server's socket, kept reachable from inside.
 	Socket string
-	// MaxABI caps the Landlock ABI applied (0: none); ORCR_SANDBOX_MAX_ABI sets it,
-	// to see what an older kernel would confine.
+	// MaxABI caps the Landlock ABI applied (0: none; NoLandlock: as on a kernel
+	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
+	// older kernel would confine.
 	MaxABI int
-	Logger *slog.Logger
+	// InProcess lets a host that forks the program itself (pty) confine it from a
+	// thread of the server instead of the launcher (ORCR_SANDBOX_IN_PROCESS=1): one
+	// process start less per spawn, but the agent cannot read its own /proc/self (its
+	// pid is unknown before the fork, and the server's must stay closed), which node
+	// needs for process.memoryUsage(); so it is off unless asked for.
+	InProcess bool
+	Logger    *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
 	KernelABI func() (int, error)
 }
@@ -56,6 +69,12 @@ type Feature struct {
 	once   sync.Once
 	abi    int
 	abiErr error
+
+	// audit reads the kernel's audit log for the agents' denials; auditErr says why
+	// it does not (no CAP_AUDIT_READ, ABI < 7).
+	audit    *auditLog
+	auditErr error
+	stop     context.CancelFunc
 }
 
 var (
@@ -72,6 +91,12 @@ func New(o Options) *Feature {
 	if o.KernelABI == nil {
 		o.KernelABI = confine.KernelABI
 	}
+	if o.MaxABI == NoLandlock {
+		o.MaxABI = 0
+		o.KernelABI = func() (int, error) {
+			return 0, errors.New("Landlock is switched off for this server by ORCR_SANDBOX_MAX_ABI=0 (as on a kernel without it)")
+		}
+	}
 	return &Feature{o: o, log: o.Logger}
 }
 
@@ -81,10 +106,43 @@ func (f *Feature) Start(ctx context.Context, k core.Kernel) error {
 	f.k = k
 	k.AddGate(f)
 	k.AddLaunchHook(f)
+	f.startAudit()
 	return nil
 }
 
-func (f *Feature) Close() error { return nil }
+// startAudit follows the kernel's audit log when it can (ABI ≥ 7, CAP_AUDIT_READ).
+func (f *Feature) startAudit() {
+	abi, err := f.kernel()
+	if err != nil {
+		f.auditErr = err
+		return
+	}
+	applied := min(abi, confine.MaxKnownABI)
+	if f.o.MaxABI > 0 {
+		applied = min(applied, f.o.MaxABI)
+	}
+	if applied < 7 {
+		f.auditErr = fmt.Errorf("Landlock logs denials from ABI 7; this server applies ABI %d", applied)
+		return
+	}
+	fd, err := openAuditLog()
+	if err != nil {
+		f.auditErr = err
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.stop = cancel
+	f.audit = &auditLog{fd: fd, self: os.Getpid(), resolve: f.agentOfPIDs,
+		pending: map[string]*auditEvent{}, domains: map[string]string{}, last: map[string]Denial{}}
+	go f.audit.run(ctx)
+}
+
+func (f *Feature) Close() error {
+	if f.stop != nil {
+		f.stop()
+	}
+	return nil
+}
 
 // kernel is the Landlock ABI, probed once.
 func (f *Feature) kernel() (int, error) {
@@ -107,9 +165,23 @@ func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
 		return wire.Errorf(wire.CodeInvalidParams, "%s asks for a sandbox, and %v; orcr will not run it unconfined "+
 			"(run it with --sandbox=off to run it without one)", p.Path, err)
 	}
+	// The grants asked for are checked as the launch will check them ("..", $HOME
+	// itself, a credentials folder, through links), so a bad one is refused here
+	// instead of recording an agent that then fails.
+	home := os.Getenv("HOME")
+	if h, ok := p.Env["HOME"]; ok {
+		home = h
+	}
+	var notes []string
+	g := granter{home: home, notes: &notes}
 	for _, list := range [][]string{p.Sandbox.RW, p.Sandbox.ROX} {
 		for _, d := range list {
-			if _, err := confine.ExpandHome(d, "/home"); err != nil {
+			x, err := confine.ExpandHome(d, cmp.Or(home, "/home"))
+			if err == nil {
+				var got []string
+				err = g.grant(&got, x, "asked for", true)
+			}
+			if err != nil {
 				return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: %v", p.Path, err)
 			}
 		}
@@ -150,12 +222,43 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
 	p.Report = filepath.Join(dir, ReportFile)
+	p.LogDenials = f.audit != nil
 	_ = os.Remove(p.Report)
 	file := filepath.Join(dir, PolicyFile)
 	if err := confine.Save(file, p); err != nil {
 		return false, err
 	}
-	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, spec.Argv...)
+	own := spec.Argv
+	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
+	// A host that forks the program itself (pty) confines it without the launcher
+	// when the server was asked to (Options.InProcess): one process start less per
+	// spawn. Any other host, and pty by default, runs the launcher above.
+	if !f.o.InProcess {
+		return true, nil
+	}
+	var rep confine.Report
+	spec.Confine = &core.ThreadConfine{
+		Argv: slices.Clone(own),
+		Restrict: func() (string, error) {
+			var err error
+			rep, err = confine.RestrictThread(p, f.logFlags())
+			if err != nil {
+				return "", fmt.Errorf("sandbox of %s: %w", a.Path, err)
+			}
+			var b strings.Builder
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(&b, "orcr sandbox: %s\n", w)
+			}
+			return b.String(), nil
+		},
+		Started: func(pid int) {
+			rep.PID = pid
+			rep.InProcess = true
+			if err := confine.WriteReport(p.Report, rep); err != nil {
+				f.log.Warn("sandbox report", "agent", a.Path, "err", err)
+			}
+		},
+	}
 	return true, nil
 }
 
@@ -228,7 +331,20 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 	}
 	if rep, ok, err := confine.ReadReport(filepath.Join(dir, ReportFile)); err == nil && ok {
 		ex.Applied = &sbapi.SandboxApplied{KernelABI: rep.KernelABI, ABI: rep.ABI, Net: rep.Net, Scoped: rep.Scoped,
-			Warnings: rep.Warnings, PID: rep.PID}
+			Warnings: rep.Warnings, PID: rep.PID, InProcess: rep.InProcess}
+	}
+	switch {
+	case f.audit == nil:
+		ex.Audit = f.auditErr.Error()
+	default:
+		if on, err := auditEnabled(); err != nil {
+			ex.Audit = fmt.Sprintf("the kernel's audit state cannot be read: %v", err)
+		} else if !on {
+			ex.Audit = "the kernel's audit is off, so Landlock logs no denial (auditctl -e 1 turns it on)"
+		}
+		if d, ok := f.audit.lastOf(a.ID); ok {
+			ex.LastDenial = &sbapi.SandboxDenial{When: d.When, Access: d.Access, Object: d.Object, PID: d.PID, Comm: d.Comm}
+		}
 	}
 	if r, err := f.k.Read(ctx, wire.ReadParams{Target: a.ID, Lines: 2000}); err == nil {
 		ex.Refused = refusedLines(r.Text, 10)
@@ -236,4 +352,35 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 		ex.Refused = refusedLines(a.LastScreen, 10)
 	}
 	return ex, nil
+}
+
+// logFlags are landlock_restrict_self's flags for an agent's domain: denials of the
+// programs it execs are logged to the audit subsystem (ABI ≥ 7), where the feature
+// reads them for --explain.
+func (f *Feature) logFlags() uint32 {
+	if f.audit == nil {
+		return 0
+	}
+	return ll.FlagRestrictSelfLogNewExecOn
+}
+
+// NoLandlock is Options.MaxABI for a server that confines nothing, as on a kernel
+// without Landlock (ORCR_SANDBOX_MAX_ABI=0).
+const NoLandlock = -1
+
+// MaxABIFromEnv reads ORCR_SANDBOX_MAX_ABI: "" is no cap, 0 is no Landlock at all,
+// 1–11 the highest ABI applied. Anything else is an error that names the variable.
+func MaxABIFromEnv(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > confine.MaxKnownABI {
+		return 0, fmt.Errorf("ORCR_SANDBOX_MAX_ABI=%q: give a Landlock ABI from 1 to %d, or 0 for none (unset it for the kernel's)", v, confine.MaxKnownABI)
+	}
+	if n == 0 {
+		return NoLandlock, nil
+	}
+	return n, nil
 }

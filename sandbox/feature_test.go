@@ -105,3 +105,25 @@ func TestRefusedLines(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A grant asked for that is $HOME, a credentials folder of it, or a link to one is
+// refused when the agent is asked for, before anything is recorded.
+func TestCheckSpawnRefusesHomeGrants(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	link := filepath.Join(t.TempDir(), "keys")
+	os.Symlink(filepath.Join(home, ".ssh"), link)
+	f := New(Options{Home: t.TempDir(), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	for rw, want := range map[string]string{"~": "would open all of $HOME", "~/.ssh": "holds credentials", link: "holds credentials",
+		"~/../etc": `".."`, "rel/dir": "not an absolute path"} {
+		err := f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Env: map[string]string{"HOME": home},
+			Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{rw}}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("rw %q: %v, want %q", rw, err, want)
+		}
+	}
+	if err := f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Env: map[string]string{"HOME": home},
+		Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{"~/.cache/go-build"}}}); err != nil {
+		t.Errorf("~/.cache/go-build: %v", err)
+	}
+}

@@ -3,7 +3,11 @@
 // refused; and the Landlock ABI the server's kernel offers.
 package api
 
-import "orcr/core/wire"
+import (
+	"time"
+
+	"orcr/core/wire"
+)
 
 // Method names.
 const (
@@ -28,6 +32,22 @@ type SandboxExplanation struct {
 	// (EACCES, "Permission denied", "Operation not permitted"), newest last: what the
 	// agent itself saw, not a kernel audit log.
 	Refused []string `json:"refused,omitempty"`
+	// LastDenial is the last access Landlock refused the agent, from the kernel's
+	// audit log (nil when none was logged or the log cannot be read).
+	LastDenial *SandboxDenial `json:"lastDenial,omitempty"`
+	// Audit says why denials are not read from the audit log ("" when they are).
+	Audit string `json:"audit,omitempty"`
+}
+
+// SandboxDenial is one access Landlock refused, as the kernel's audit logged it.
+type SandboxDenial struct {
+	When time.Time `json:"when"`
+	// Access is what was refused ("fs.write_file", "net.connect_tcp", …).
+	Access string `json:"access"`
+	// Object is the path, or address:port, refused.
+	Object string `json:"object"`
+	PID    int    `json:"pid"`
+	Comm   string `json:"comm"`
 }
 
 // SandboxPolicy is the policy file's content.
@@ -52,6 +72,9 @@ type SandboxApplied struct {
 	Scoped    bool     `json:"scoped"`
 	Warnings  []string `json:"warnings,omitempty"`
 	PID       int      `json:"pid"`
+	// InProcess: the server confined the agent from a thread of its own (pty host),
+	// without the launcher process.
+	InProcess bool `json:"inProcess,omitempty"`
 }
 
 // SandboxState is the server's kernel's Landlock.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // MaxKnownABI is the newest Landlock ABI this build of orcr can apply.
@@ -71,10 +72,12 @@ func Build(p Policy) (Plan, error) {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, errors.Unwrap(err)))
 				continue
 			}
+			// A path can vanish between this stat and the ruleset's open (a shared
+			// /tmp's entries come and go): skipped then, not a failed launch.
 			if st.IsDir() {
-				rules = append(rules, dir(path))
+				rules = append(rules, dir(path).IgnoreIfMissing())
 			} else {
-				rules = append(rules, file(path))
+				rules = append(rules, file(path).IgnoreIfMissing())
 			}
 		}
 	}
@@ -119,8 +122,48 @@ func Apply(p Policy) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	if err := pl.Config.Restrict(pl.Rules...); err != nil {
+	cfg := pl.Config
+	if p.LogDenials && pl.Report.ABI >= 7 {
+		cfg = cfg.EnableLoggingForSubprocesses()
+	}
+	if err := cfg.Restrict(pl.Rules...); err != nil {
 		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+	}
+	return pl.Report, nil
+}
+
+// RestrictThread confines the calling OS thread — not the process — to p, for good:
+// the embedded launcher of a host that forks the agent itself (the pty host). The
+// caller has locked the goroutine to its thread (runtime.LockOSThread), starts the
+// agent from it (a fork runs on the calling thread and the child inherits its Landlock
+// domain) and lets the goroutine end without unlocking, so the Go runtime ends the
+// tainted thread; the rest of the process stays unconfined. The Go runtime never
+// clones a new thread from a locked one, so the domain cannot spread to the server.
+// p.ProcSelf is ignored: the agent's pid is not known before the fork, and /proc/PID
+// of this process (the server's environment) must never be granted. flags are
+// landlock_restrict_self's (audit logging, ABI ≥ 7; dropped below).
+func RestrictThread(p Policy, flags uint32) (Report, error) {
+	p.ProcSelf = false
+	pl, err := Build(p)
+	if err != nil {
+		return Report{}, err
+	}
+	fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
+	if err != nil {
+		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+	}
+	if fd < 0 {
+		return pl.Report, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
+	}
+	defer syscall.Close(fd)
+	if pl.Report.ABI < 7 {
+		flags = 0
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return pl.Report, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, fl|flags); err != nil {
+		return pl.Report, fmt.Errorf("landlock_restrict_self (ABI %d): %w", pl.Report.ABI, err)
 	}
 	return pl.Report, nil
 }

@@ -79,3 +79,19 @@ func ReadReport(path string) (rep Report, ok bool, err error) {
 	}
 	return rep, true, nil
 }
+
+// WriteReport writes rep to path (mode 0600): what the in-process confinement of a
+// pty host applied, as the launcher writes it for the other hosts.
+func WriteReport(path string, rep Report) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("sandbox report: %w", err)
+	}
+	return nil
+}

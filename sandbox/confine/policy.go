@@ -37,6 +37,9 @@ type Policy struct {
 	// MaxABI caps the Landlock ABI used (0: the highest the kernel and orcr know); a
 	// test forces an older kernel's behaviour with it.
 	MaxABI int `json:"maxAbi,omitempty"`
+	// LogDenials asks Landlock to log the denials of the programs the agent execs to
+	// the kernel's audit (ABI ≥ 7), where the server reads them.
+	LogDenials bool `json:"logDenials,omitempty"`
 	// Report is a file the launcher writes what it applied into (opened before it
 	// restricts itself, so the file need not be in the policy).
 	Report string `json:"report,omitempty"`
@@ -58,6 +61,9 @@ type Report struct {
 	// not confine at this ABI.
 	Warnings []string `json:"warnings,omitempty"`
 	PID      int      `json:"pid"`
+	// InProcess says the server confined the agent itself, from a thread of its own
+	// (the pty host), without the launcher; its /proc/PID is then not granted.
+	InProcess bool `json:"inProcess,omitempty"`
 }
 
 // maxPolicy bounds a policy file: a few hundred paths at most.
