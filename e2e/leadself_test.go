@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,6 +172,11 @@ func TestResumedSelfLeadIsFollowed(t *testing.T) {
 	})
 	if back.ID == me.ID || back.ResumedFrom != me.ID {
 		t.Fatalf("the session was not resumed as a new agent: %s from %q (was %s)", back.ID, back.ResumedFrom, me.ID)
+	}
+	// The resumed claude runs with the flags the session was started with (its
+	// --allowedTools), as a woken one does: read from the process itself.
+	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", back.PID)); err != nil || !strings.Contains(string(cmd), "--allowedTools\x00Bash(") || !strings.Contains(string(cmd), "--resume") {
+		t.Fatalf("the resumed claude's command line lacks its start flags (%v): %q", err, cmd)
 	}
 	var st runapi.RunResult
 	if err := json.Unmarshal([]byte(r.Must("run", "status", "csv", "--json")), &st); err != nil {
