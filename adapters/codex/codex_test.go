@@ -275,3 +275,44 @@ func TestSignInScreenIsSetup(t *testing.T) {
 		t.Fatalf("after signing in: %+v", s)
 	}
 }
+
+// TestResumedRolloutHistoryIsNotDone: a resumed (or woken) codex adopts its session's
+// rollout at launch; the turns that ended before the launch are history, so the first
+// read does not call the new launch done — a resumed codex still on "Resuming
+// session…" was taken for done and hibernated by gc's idle rule before its turn. A
+// record re-adopted after a server restart still sees a turn that ended after its
+// newest moment.
+func TestResumedRolloutHistoryIsNotDone(t *testing.T) {
+	p := New(Options{Home: t.TempDir()})
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	turn := func(start, end time.Time, msg string) string {
+		return `{"timestamp":"` + start.UTC().Format(time.RFC3339Nano) + `","type":"event_msg","payload":{"type":"task_started"}}` + "\n" +
+			`{"timestamp":"` + end.UTC().Format(time.RFC3339Nano) + `","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"` + msg + `"}}` + "\n"
+	}
+	t0 := time.Now().Add(-time.Hour)
+	os.WriteFile(path, []byte(`{"timestamp":"`+t0.UTC().Format(time.RFC3339Nano)+`","type":"session_meta","payload":{"id":"s1","cwd":"/w","cli_version":"0.171.0"}}`+"\n"+turn(t0, t0.Add(time.Second), "one")), 0o644)
+
+	launched := time.Now()
+	o := p.Observe(wire.Agent{ID: "a1", Provider: Name, Cwd: "/w", Transcript: path, State: wire.StateWorking,
+		CreatedAt: launched, StartedAt: &launched, StateAt: launched}).(*observer)
+	defer o.Close()
+	if sig, _ := o.Poll(context.Background()); sig != nil && sig.State == wire.StateDone {
+		t.Fatalf("the resumed session's earlier turn made the new launch %s (%s)", sig.State, sig.Reason)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o644)
+	f.WriteString(turn(time.Now(), time.Now().Add(time.Millisecond), "two"))
+	f.Close()
+	if sig, _ := o.Poll(context.Background()); sig == nil || sig.State != wire.StateDone {
+		t.Fatalf("the resumed launch's own turn ended: %+v", sig)
+	}
+
+	// Re-adopted after a restart: the record was working since before the turn ended.
+	o.Close()
+	before := t0.Add(-time.Minute)
+	o2 := p.Observe(wire.Agent{ID: "a2", Provider: Name, Cwd: "/w", Transcript: path, State: wire.StateWorking,
+		CreatedAt: before, StartedAt: &before, StateAt: before}).(*observer)
+	defer o2.Close()
+	if sig, _ := o2.Poll(context.Background()); sig == nil || sig.State != wire.StateDone {
+		t.Fatalf("a turn that ended while the server was away: %+v", sig)
+	}
+}

@@ -49,6 +49,10 @@ type observer struct {
 	// unseen: a whole turn began and ended between two reads and was reported as
 	// working; its end is reported at the next read.
 	unseen bool
+	// known is the record's newest moment when it came with its session's rollout (a
+	// resume, a wake, a server restart): turns that ended before it are the session's
+	// history, which the record already reflects, not an end of this launch's turn.
+	known time.Time
 }
 
 func newObserver(p *Provider, a wire.Agent) *observer {
@@ -63,6 +67,12 @@ func newObserver(p *Provider, a wire.Agent) *observer {
 		now: time.Now, ro: NewRollout(), sent: agentkit.NewSent(a)}
 	if a.Transcript != "" {
 		o.adopt(a.Transcript)
+		o.known = a.CreatedAt
+		for _, t := range []*time.Time{a.StartedAt, &a.StateAt} {
+			if t != nil && t.After(o.known) {
+				o.known = *t
+			}
+		}
 	}
 	// Re-adopted after a restart: a prompt still on screen stays blocked.
 	if a.State.Live() {
@@ -219,6 +229,10 @@ func (o *observer) fromRollout(sig *core.Signal) {
 		o.unseen = true
 		o.sentOpen = true
 		return
+	case fresh && !r.TurnOpen && !o.known.IsZero() && !r.LastEnd.IsZero() && r.LastEnd.Before(o.known):
+		// The first read of a resumed or woken session's rollout: its ended turns are
+		// history (a resumed codex still on "Resuming session…" was taken for done and
+		// hibernated by gc before its new turn began).
 	case r.TurnsEnded > o.sentTurns && !r.TurnOpen && o.state != wire.StateDone && r.Limit == nil:
 		o.setState(sig, wire.StateDone, "turn finished (rollout)", nil)
 	case r.TurnOpen && (!o.sentOpen || o.state != wire.StateWorking) && o.dialog == "" &&

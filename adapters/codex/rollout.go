@@ -30,6 +30,8 @@ type Rollout struct {
 	LastMessage string
 	TurnOpen    bool
 	TurnsEnded  int
+	// LastEnd is when the newest turn ended (its line's timestamp).
+	LastEnd time.Time
 	// UpperBound is set when samples carried only total_tokens (billed as input).
 	UpperBound bool
 	// Limit is the newest usage-limit error, cleared by a later successful turn.
@@ -166,6 +168,7 @@ func (r *Rollout) event(m *eventMsg, at time.Time) {
 	case "task_complete", "turn_complete":
 		r.TurnOpen = false
 		r.TurnsEnded++
+		r.LastEnd = at
 		if m.LastAgentMessage != nil && *m.LastAgentMessage != "" {
 			r.LastMessage = *m.LastAgentMessage
 			r.Limit = nil
@@ -176,6 +179,7 @@ func (r *Rollout) event(m *eventMsg, at time.Time) {
 	case "turn_aborted":
 		r.TurnOpen = false
 		r.TurnsEnded++
+		r.LastEnd = at
 	case "error":
 		if isLimit(m.Message, m.CodexErrorInfo) {
 			r.limit(m.Message, at)
