@@ -120,8 +120,10 @@ func TestLongBudgetGlobDoesNotFreezeTheServer(t *testing.T) {
 	wg.Wait()
 	slices.Sort(took)
 	t.Logf("%d gets during the spawns: median %v, max %v", len(took), took[len(took)/2], took[len(took)-1])
-	if m := took[len(took)/2]; m > 100*time.Millisecond {
-		t.Errorf("agent get took %v (median of %d) while agents were spawned under the budget; want < 100ms", m, len(took))
+	// The bound scales with the machine's load (ORCR_TEST_WAIT_SCALE): the freeze it
+	// guards against was minutes; a get on a busy 2-core machine is a few hundred ms.
+	if m, bound := took[len(took)/2], wait.Scale(100*time.Millisecond); m > bound {
+		t.Errorf("agent get took %v (median of %d) while agents were spawned under the budget; want < %v", m, len(took), bound)
 	}
 	out := e.must("budget", "ls")
 	if !strings.Contains(out, "$0.50") {
