@@ -183,8 +183,10 @@ func (p *Provider) Prepare(ctx context.Context, req core.LaunchRequest) (core.La
 // Observe implements core.Provider.
 func (p *Provider) Observe(a wire.Agent) core.Observer { return newObserver(p, a) }
 
-// sessionCheckTimeout bounds `opencode export`, which starts the whole CLI (~1 s here).
-const sessionCheckTimeout = 20 * time.Second
+// sessionCheckTimeout bounds `opencode export`, which starts the whole CLI (~1 s here
+// when idle; past 20 s on a 2-core machine at a load of 25, when the check went
+// undecided and a deleted session was let through to a resume that could only fail).
+const sessionCheckTimeout = 60 * time.Second
 
 // CheckSession implements core.SessionChecker: `opencode export ID` (without plugins)
 // in the agent's environment exits 1 with "Session not found" when the session was
