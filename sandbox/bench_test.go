@@ -34,8 +34,8 @@ func BenchmarkWrapLaunch(b *testing.B) {
 	}
 }
 
-// BenchmarkPtyLaunch is a confined pty launch (the policy built and written, the
-// thread confined, the program started) against a plain one, in this process,
+// BenchmarkPtyLaunch is a confined pty launch from a server thread (Options.InProcess:
+// the policy built and written, the thread confined, the program started) against a plain one, in this process,
 // alternating: from the launch until the program wrote a file.
 func BenchmarkPtyLaunch(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
@@ -43,7 +43,7 @@ func BenchmarkPtyLaunch(b *testing.B) {
 	}
 	root := b.TempDir()
 	self, _ := os.Executable()
-	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock")})
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: true})
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 	work := b.TempDir()
@@ -65,9 +65,12 @@ func BenchmarkPtyLaunch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
+		for deadline := t0.Add(time.Minute); ; {
 			if _, err := os.Stat(mark); err == nil {
 				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("launch %d (sandbox %v) never wrote its mark", n, sandbox)
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
