@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"orcr/core/wire"
@@ -93,12 +92,8 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 		Host: e.host.Name(), CreatedAt: now, StateAt: now,
 	}
 	// The flags the agent was started with (a role's or a run's --allowedTools, its
-	// --mcp-config, the user's own) come with it, as they do when it wakes from
-	// hibernation; a record whose argv is the previous launch's whole command line
-	// (no flags were given) lets the adapter build the resume's.
-	if len(old.Argv) > 0 && filepath.Base(old.Argv[0]) != old.Provider {
-		a.Argv = slices.Clone(old.Argv)
-	}
+	// --mcp-config, the user's own) come with it, as they do when it wakes.
+	a.Argv = slices.Clone(givenArgv(old))
 	if err := keepEnv(e.opts.Home, &a, oldEnv); err != nil {
 		return wire.Agent{}, err
 	}

@@ -179,17 +179,24 @@ func (e *Engine) liveByPathLocked(path string) *agentRT {
 	return nil
 }
 
+// givenArgv is the argv a relaunch of a (a wake, a resume) starts with: the flags it
+// was given (a role's or a run's, the user's own), or nil when the record holds the
+// previous launch's whole command line (launch keeps it when none were given), which
+// the adapter builds anew.
+func givenArgv(a wire.Agent) []string {
+	if a.Provider != "shell" && len(a.Argv) > 0 && filepath.Base(a.Argv[0]) == a.Provider {
+		return nil
+	}
+	return a.Argv
+}
+
 // launch prepares the provider's argv and starts the pane.
 func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	e.mu.Lock()
 	a := rt.a
 	if rt.wake != nil {
 		a.Prompt, rt.wake = *rt.wake, nil
-		// The record's argv is the previous launch's whole command line (launch keeps
-		// it when the user gave none); the adapter builds a new one.
-		if a.Provider != "shell" && len(a.Argv) > 0 && filepath.Base(a.Argv[0]) == a.Provider {
-			a.Argv = nil
-		}
+		a.Argv = givenArgv(a)
 	}
 	e.mu.Unlock()
 	if a.Node != "" {
