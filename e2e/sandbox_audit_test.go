@@ -68,15 +68,19 @@ func auditSet(t *testing.T, on bool) (was bool) {
 
 // TestSandboxDenialFromAudit: with the kernel's audit on, `agent get --explain` shows
 // the last access Landlock refused a confined agent — the path, the access and the
-// process — read from the audit log, on the pty host (confined by the server) and on
-// tmux (confined by the launcher); with audit off it says so and why.
+// process — read from the audit log, on the pty host and on tmux (confined by the
+// launcher) and on the pty host confining from a server thread
+// (ORCR_SANDBOX_IN_PROCESS=1); with audit off it says so and why.
 func TestSandboxDenialFromAudit(t *testing.T) {
 	clis.NeedRoot(t, "read and switch the kernel's audit log")
-	for _, host := range []string{"pty", "tmux"} {
+	for _, host := range []string{"pty", "tmux", "pty-inprocess"} {
 		t.Run(host, func(t *testing.T) {
 			var extra []string
-			if host == "tmux" {
+			switch host {
+			case "tmux":
 				extra = []string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}
+			case "pty-inprocess":
+				extra = []string{"ORCR_SANDBOX_IN_PROCESS=1"}
 			}
 			s := newSandboxEnv(t, extra...)
 			if host == "tmux" {
@@ -90,15 +94,19 @@ func TestSandboxDenialFromAudit(t *testing.T) {
 			wait.For(t, 20*time.Second, "the agent's report", func() bool {
 				return strings.Contains(s.orcr("agent", "get", "box/off", "--explain").Out, "on: Landlock ABI")
 			})
-			if ex := s.must("agent", "get", "box/off", "--explain"); !strings.Contains(ex, "the kernel's audit is off") {
+			ex := s.must("agent", "get", "box/off", "--explain")
+			if !strings.Contains(ex, "the kernel's audit is off") {
 				t.Fatalf("--explain with audit off:\n%s", ex)
+			}
+			if inProcess := strings.Contains(ex, "no launcher"); inProcess != (host == "pty-inprocess") {
+				t.Fatalf("confined by the server's thread: %v on %s:\n%s", inProcess, host, ex)
 			}
 
 			auditSet(t, true)
 			target := filepath.Join(s.outside, "denied.txt")
 			s.must("agent", "run", "box/a", "--sandbox", "--cwd", s.work, "--", "sh", "-c",
 				"sleep 0.5; echo x > "+target+"; echo tried; exec cat")
-			var ex string
+			ex = ""
 			deadline := time.Now().Add(wait.Scale(20 * time.Second))
 			for {
 				r := s.orcr("agent", "get", "box/a", "--explain")
