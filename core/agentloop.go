@@ -111,6 +111,11 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		evaluated = false
 	)
 	lastOutput = time.Now()
+	// The launch counts as the first output: a program's first line may have been
+	// printed before this loop could hear it (under load it often is), and the pause
+	// from the launch to the next line is its rhythm as much as any later one. Without
+	// this a line every 2 s flipped idle twice before the rhythm was known.
+	rhythm.output(lastOutput)
 	timer := time.NewTimer(quietAfter)
 	transient := time.NewTimer(time.Hour)
 	transient.Stop()

@@ -166,7 +166,10 @@ func TestClaudeFollowsTheInstalledSkill(t *testing.T) {
 		t.Fatalf("plan ls:\n%s", ls)
 	}
 
-	// A copy of the config dir as the real claude left it.
+	// A copy of the config dir as the real claude left it: claude is stopped first, so
+	// no lock or temporary file of its own comes and goes while the copy is made.
+	r.Must("agent", "kill", "me")
+	r.WaitAgent("me", 60*time.Second, "claude to stop", func(a wire.Agent) bool { return a.State.Terminal() })
 	cp := filepath.Join(t.TempDir(), "claude-copy")
 	if out, err := exec.Command("cp", "-a", cfg, cp).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
