@@ -256,7 +256,7 @@ func (g *gateway) method(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(b, '\n'))
+	writeBody(w, r, append(b, '\n'), nil)
 }
 
 // cliOf is the command a local-only method is for.

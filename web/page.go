@@ -6,9 +6,10 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"io/fs"
+	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 
@@ -56,19 +57,39 @@ var csp = sync.OnceValue(func() string {
 })
 
 func staticHandler() http.Handler {
-	sub, _ := fs.Sub(static, "static")
-	files := http.StripPrefix("/static/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/static/palette.css" {
 			w.Header().Set("Content-Type", "text/css; charset=utf-8")
 			w.Header().Set("Cache-Control", "public, max-age=86400")
-			io.WriteString(w, palette())
+			writeBody(w, r, []byte(palette()), paletteGz())
 			return
 		}
+		name := strings.TrimPrefix(r.URL.Path, "/static/")
+		b, err := static.ReadFile("static/" + name) // the embedded tree only: no "..", no directory
+		if err != nil || !fs.ValidPath(name) {
+			http.NotFound(w, r)
+			return
+		}
+		ct := mime.TypeByExtension(path.Ext(name))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		w.Header().Set("Content-Type", ct)
 		w.Header().Set("Cache-Control", "no-cache")
-		files.ServeHTTP(w, r)
+		var zipped []byte
+		if len(b) >= gzipMin {
+			z, ok := staticGz.Load(name)
+			if !ok {
+				z, _ = staticGz.LoadOrStore(name, gzipBytes(b))
+			}
+			zipped = z.([]byte)
+		}
+		writeBody(w, r, b, zipped)
 	})
 }
+
+// staticGz holds the page's files compressed, by name, once each.
+var staticGz sync.Map
 
 func serveFile(w http.ResponseWriter, name string) {
 	b, err := static.ReadFile("static/" + name)
@@ -98,8 +119,14 @@ func serviceWorker(w http.ResponseWriter, r *http.Request) {
 func (g *gateway) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Write(index())
+	writeBody(w, r, index(), indexGz())
 }
+
+// indexGz and paletteGz are the page and the palette compressed once.
+var (
+	indexGz   = sync.OnceValue(func() []byte { return gzipBytes(index()) })
+	paletteGz = sync.OnceValue(func() []byte { return gzipBytes([]byte(palette())) })
+)
 
 // pairPage serves the page a pairing URL opens: its script posts the code (a link
 // previewer that only fetches the URL spends nothing).

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -785,5 +786,55 @@ func TestPageInlineScriptHash(t *testing.T) {
 	want := "script-src 'self' 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "';"
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, want) || strings.Contains(csp, "unsafe-inline") {
 		t.Fatalf("CSP %q, want %q in it", csp, want)
+	}
+}
+
+// Answers are gzipped for a client that takes it — the page, its files, a method's
+// answer over a KiB — and the same bytes come out; a client that does not (or says
+// q=0) gets them plain.
+func TestGzip(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	read := r.token(webapi.ScopeRead, 0)
+	fleet := make([]wire.Agent, 200)
+	for i := range fleet {
+		fleet[i] = wire.Agent{ID: fmt.Sprintf("0193%04d", i), Path: fmt.Sprintf("team/a%d", i), State: wire.StateIdle}
+	}
+	r.web.SetList(func(context.Context, wire.ListParams) ([]wire.Agent, error) { return fleet, nil })
+	get := func(method, path, body, enc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(method, r.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+read)
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		// A transport that leaves the encoding alone: the test reads what was sent.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/", ""}, {"GET", "/static/app.css", ""}, {"GET", "/static/palette.css", ""}, {"POST", "/api/v1/web.agents", "{}"},
+	} {
+		plain, pb := get(c.method, c.path, c.body, "")
+		zresp, zb := get(c.method, c.path, c.body, "br, gzip;q=0.8")
+		off, ob := get(c.method, c.path, c.body, "gzip;q=0")
+		if plain.StatusCode != 200 || zresp.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || off.Header.Get("Content-Encoding") != "" {
+			t.Fatalf("%s: %d %d, plain %v, q=0 %v", c.path, plain.StatusCode, zresp.StatusCode, plain.Header, off.Header)
+		}
+		if zresp.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(zresp.Header.Get("Vary"), "Accept-Encoding") {
+			t.Fatalf("%s not gzipped: %v", c.path, zresp.Header)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(zb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unz, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(unz, pb) || !bytes.Equal(ob, pb) || len(zb) >= len(pb) {
+			t.Fatalf("%s: gzipped %d bytes of %d, same bytes %v (%v)", c.path, len(zb), len(pb), bytes.Equal(unz, pb), err)
+		}
+		t.Logf("%s: %d bytes, %d gzipped", c.path, len(pb), len(zb))
 	}
 }
