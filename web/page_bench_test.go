@@ -139,7 +139,8 @@ func BenchmarkPage1000Agents(b *testing.B) {
 		if testing.Verbose() {
 			tl, _ := chromedp.Run(c, chromedp.Evaluate[string](`performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, '') + ' ' + [e.startTime, e.connectStart, e.connectEnd, e.requestStart, e.responseStart, e.responseEnd].map(Math.round).join('/')).join('; ')`))
 			dm, _ := chromedp.Run(c, chromedp.Evaluate[float64](`window.orcrDrawMs`))
-			b.Logf("drawn at %.0f ms (the draw itself %.0f ms); %s", v, dm, tl)
+			parts, _ := chromedp.Run(c, chromedp.Evaluate[string](`window.orcrDrawParts`))
+			b.Logf("drawn at %.0f ms (the draw itself %.0f ms: sort/rows' HTML/tree DOM/needs you %s); %s", v, dm, parts, tl)
 		}
 		cancel()
 	}
