@@ -1,7 +1,10 @@
 package web
 
 import (
+	"context"
 	"time"
+
+	"orcr/core/wire"
 )
 
 // Test-only doors into Web Push's pieces, for the tests of package web_test (the
@@ -22,4 +25,10 @@ func VAPIDKey(dir string) ([]byte, func(endpoint, sub string, now time.Time) (st
 		return nil, nil, err
 	}
 	return v.pub, v.header, nil
+}
+
+// SetList puts list in place of the kernel's agent list for web.agents (the page
+// benchmark's fleet of 1,000 records without 1,000 panes).
+func (s *Service) SetList(list func(context.Context, wire.ListParams) ([]wire.Agent, error)) {
+	s.list = list
 }

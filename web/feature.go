@@ -66,8 +66,10 @@ type Service struct {
 	notifyCancel context.CancelFunc
 	push         *pusher
 
-	auth     *auth
-	k        core.Kernel
+	auth *auth
+	k    core.Kernel
+	// list is k.List (a test puts a fleet of records in its place).
+	list     func(context.Context, wire.ListParams) ([]wire.Agent, error)
 	stopping chan struct{}
 	// clients counts the open event and screen streams, of every gateway.
 	clients atomic.Int64
@@ -124,6 +126,9 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return errors.New("the web feature needs the kernel")
 	}
 	s.k = k
+	if s.list == nil {
+		s.list = k.List
+	}
 	if err := s.auth.load(ctx, k.Buckets()); err != nil {
 		return err
 	}
@@ -351,6 +356,13 @@ func (s *Service) Methods() []wire.Handler {
 			base, warn := baseURL(addr)
 			return webapi.PairResult{URL: base + "/pair?code=" + code, ExpiresAt: exp, Listen: addr, Warning: warn}, nil
 		}),
+		wire.Heavy(wire.Handle(webapi.Agents, func(ctx context.Context, p *webapi.AgentsParams) (webapi.AgentsResult, error) {
+			as, err := s.list(ctx, wire.ListParams{Glob: p.Glob})
+			if err != nil {
+				return webapi.AgentsResult{}, err
+			}
+			return webapi.AgentsResult{Agents: rows(as)}, nil
+		})),
 		wire.Handle(webapi.Status, func(ctx context.Context, _ *wire.Empty) (webapi.StatusResult, error) {
 			r := webapi.StatusResult{Listen: s.Addr(), Devices: []webapi.Token{}}
 			s.mu.Lock()
@@ -371,4 +383,18 @@ func (s *Service) Methods() []wire.Handler {
 			return r, nil
 		}),
 	}
+}
+
+// rows are agents as the page draws them (web.agents).
+func rows(as []wire.Agent) []webapi.AgentRow {
+	out := make([]webapi.AgentRow, len(as))
+	for i, a := range as {
+		out[i] = webapi.AgentRow{ID: a.ID, Path: a.Path, State: a.State}
+		if a.Blocked != nil {
+			b := *a.Blocked
+			b.Text = ""
+			out[i].Blocked = &b
+		}
+	}
+	return out
 }

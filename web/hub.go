@@ -73,13 +73,14 @@ func (h *hub) add(ev wire.Event) {
 	h.mu.Unlock()
 }
 
-// since returns the frames after cursor (at most max), whether the hub covers the
-// cursor at all, and a channel closed at the next event.
-func (h *hub) since(cursor uint64, max int) ([]frame, bool, <-chan struct{}) {
+// since appends to dst the frames after cursor (at most max) and returns them,
+// whether the hub covers the cursor at all, and a channel closed at the next event.
+// A stream passes the same dst each time: no allocation per event per client.
+func (h *hub) since(dst []frame, cursor uint64, max int) ([]frame, bool, <-chan struct{}) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if cursor < h.base {
-		return nil, false, h.changed
+		return dst, false, h.changed
 	}
 	// The ring is in seq order: find the first frame after cursor.
 	lo, hi := 0, len(h.ring)
@@ -92,7 +93,7 @@ func (h *hub) since(cursor uint64, max int) ([]frame, bool, <-chan struct{}) {
 		}
 	}
 	end := min(len(h.ring), lo+max)
-	return append([]frame(nil), h.ring[lo:end]...), true, h.changed
+	return append(dst, h.ring[lo:end]...), true, h.changed
 }
 
 // covers reports whether the hub holds every event after cursor.

@@ -2,7 +2,10 @@ package web_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -688,5 +692,149 @@ func TestBadListenAddress(t *testing.T) {
 			t.Errorf("--http %q: %v", addr, r.serveErr)
 		}
 		r.stop()
+	}
+}
+
+// web.agents answers what the page draws of each agent — id, path, state and a
+// blocked agent's prompt without its full text — and nothing else of the record; a
+// read token may call it, and its answer carries X-Orcr-Seq like every method's.
+func TestWebAgentsRows(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	read := r.token(webapi.ScopeRead, 0)
+	now := time.Now()
+	fleet := []wire.Agent{
+		{ID: "0193a", Path: "team/a", State: wire.StateWorking, Provider: "claude", Argv: []string{"claude", "--big"},
+			Prompt: "a long prompt", CreatedAt: now, Env: map[string]string{"K": "<redacted>"}},
+		{ID: "0193b", Path: "team/b", State: wire.StateBlocked, CreatedAt: now, Blocked: &wire.Blocked{Kind: wire.BlockedPlan,
+			Detail: "plan", Question: "Approve?", Text: strings.Repeat("# the plan\n", 100),
+			Options: []wire.Option{{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce}}}},
+	}
+	var asked wire.ListParams
+	r.web.SetList(func(_ context.Context, p wire.ListParams) ([]wire.Agent, error) { asked = p; return fleet, nil })
+	req, _ := http.NewRequest("POST", r.srv.URL+"/api/v1/web.agents", strings.NewReader(`{"glob":"team/**"}`))
+	req.Header.Set("Authorization", "Bearer "+read)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Orcr-Seq") == "" {
+		t.Fatalf("web.agents: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if asked.Glob != "team/**" {
+		t.Fatalf("listed with %+v", asked)
+	}
+	var res struct {
+		Agents []map[string]json.RawMessage `json:"agents"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil || len(res.Agents) != 2 {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	for _, row := range res.Agents {
+		keys := make([]string, 0, len(row))
+		for k := range row {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if strings.Join(keys, ",") != "blocked,id,path,state" {
+			t.Fatalf("a row has %v: %s", keys, body)
+		}
+	}
+	if string(res.Agents[0]["id"]) != `"0193a"` || string(res.Agents[0]["state"]) != `"working"` || string(res.Agents[0]["blocked"]) != "null" {
+		t.Fatalf("row 0: %s", body)
+	}
+	var b wire.Blocked
+	if err := json.Unmarshal(res.Agents[1]["blocked"], &b); err != nil || b.Text != "" || b.Question != "Approve?" ||
+		len(b.Options) != 1 || b.Options[0].Meaning != wire.MeaningAllowOnce {
+		t.Fatalf("row 1's prompt: %+v %v", b, err)
+	}
+	if fleet[1].Blocked.Text == "" {
+		t.Fatal("the record's own prompt text was cleared")
+	}
+	if len(body) > 600 {
+		t.Fatalf("%d bytes for two rows: %s", len(body), body)
+	}
+}
+
+// The page's script is inline in its head (it asks for the agents before anything
+// else is in), allowed by its hash and nothing else inline is: the CSP names the
+// sha256 of exactly that script's text, which is app.js.
+func TestPageInlineScriptHash(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	resp, err := http.Get(r.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, rest, ok := strings.Cut(string(b), "<script>")
+	text, _, ok2 := strings.Cut(rest, "</script>")
+	if !ok || !ok2 || !strings.Contains(text, "web.agents") {
+		t.Fatalf("no inline script asking for web.agents in the page:\n%.2000s", b)
+	}
+	if js, err := os.ReadFile("static/app.js"); err != nil || string(js) != text {
+		t.Fatalf("the inline script is not app.js (%v)", err)
+	}
+	if i, j := strings.Index(string(b), "<script>"), strings.Index(string(b), "<link rel=\"stylesheet\""); i < 0 || j < i {
+		t.Fatal("the script is not ahead of the style sheets (it would wait for them)")
+	}
+	if strings.Count(string(b), "<script>") != 1 {
+		t.Fatal("more than one inline script: the CSP allows one")
+	}
+	sum := sha256.Sum256([]byte(text))
+	want := "script-src 'self' 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "';"
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, want) || strings.Contains(csp, "unsafe-inline") {
+		t.Fatalf("CSP %q, want %q in it", csp, want)
+	}
+}
+
+// Answers are gzipped for a client that takes it — the page, its files, a method's
+// answer over a KiB — and the same bytes come out; a client that does not (or says
+// q=0) gets them plain.
+func TestGzip(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	read := r.token(webapi.ScopeRead, 0)
+	fleet := make([]wire.Agent, 200)
+	for i := range fleet {
+		fleet[i] = wire.Agent{ID: fmt.Sprintf("0193%04d", i), Path: fmt.Sprintf("team/a%d", i), State: wire.StateIdle}
+	}
+	r.web.SetList(func(context.Context, wire.ListParams) ([]wire.Agent, error) { return fleet, nil })
+	get := func(method, path, body, enc string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(method, r.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+read)
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		// A transport that leaves the encoding alone: the test reads what was sent.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/", ""}, {"GET", "/static/app.css", ""}, {"GET", "/static/palette.css", ""}, {"POST", "/api/v1/web.agents", "{}"},
+	} {
+		plain, pb := get(c.method, c.path, c.body, "")
+		zresp, zb := get(c.method, c.path, c.body, "br, gzip;q=0.8")
+		off, ob := get(c.method, c.path, c.body, "gzip;q=0")
+		if plain.StatusCode != 200 || zresp.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || off.Header.Get("Content-Encoding") != "" {
+			t.Fatalf("%s: %d %d, plain %v, q=0 %v", c.path, plain.StatusCode, zresp.StatusCode, plain.Header, off.Header)
+		}
+		if zresp.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(zresp.Header.Get("Vary"), "Accept-Encoding") {
+			t.Fatalf("%s not gzipped: %v", c.path, zresp.Header)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(zb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unz, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(unz, pb) || !bytes.Equal(ob, pb) || len(zb) >= len(pb) {
+			t.Fatalf("%s: gzipped %d bytes of %d, same bytes %v (%v)", c.path, len(zb), len(pb), bytes.Equal(unz, pb), err)
+		}
+		t.Logf("%s: %d bytes, %d gzipped", c.path, len(pb), len(zb))
 	}
 }

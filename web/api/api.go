@@ -17,6 +17,7 @@ const (
 	MethodTokenRemove = "web.token.remove"
 	MethodPair        = "web.pair"
 	MethodStatus      = "web.status"
+	MethodAgents      = "web.agents"
 )
 
 // CodeUnauthorized: the request carries no credential the gateway knows (HTTP 401).
@@ -109,6 +110,28 @@ type StatusResult struct {
 	Clients int `json:"clients"`
 }
 
+// AgentsParams selects the agents web.agents answers with (every agent without a
+// glob), the newest record per path as agent.list.
+type AgentsParams struct {
+	Glob string `json:"glob,omitempty"`
+}
+
+// AgentRow is an agent as the page's tree and its "needs you" cards draw it: what
+// agent.list says of it minus everything the page does not show (argv, env,
+// prompt, usage, hooks, …: a record is ~1 KB, a row ~100 bytes). A blocked agent's
+// prompt comes without its full text (a plan's markdown; plan.get has it).
+type AgentRow struct {
+	ID      string        `json:"id"`
+	Path    string        `json:"path"`
+	State   wire.State    `json:"state"`
+	Blocked *wire.Blocked `json:"blocked"`
+}
+
+// AgentsResult is the agents in agent.list's order (natural path order).
+type AgentsResult struct {
+	Agents []AgentRow `json:"agents"`
+}
+
 // The declarations.
 var (
 	TokenNew    = wire.Declare[TokenNewParams, TokenNewResult](MethodTokenNew, "Make a web gateway token (read or act scope, optional TTL); its secret is in this answer only.")
@@ -116,6 +139,7 @@ var (
 	TokenRemove = wire.Declare[TokenNameParams, wire.Empty](MethodTokenRemove, "Revoke a web gateway token or paired browser by name.")
 	Pair        = wire.Declare[PairParams, PairResult](MethodPair, "A one-time, short-lived URL that logs a browser in to the web gateway.")
 	Status      = wire.Declare[wire.Empty, StatusResult](MethodStatus, "The web gateway: its address, paired browsers, open event streams.", wire.ReadOnly)
+	Agents      = wire.Declare[AgentsParams, AgentsResult](MethodAgents, "The agents as the web page draws them: id, path, state and what a blocked one waits for (a tenth of agent.list's bytes).", wire.ReadOnly)
 )
 
 // Local are the methods the gateway refuses over HTTP: a credential is minted from

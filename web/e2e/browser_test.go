@@ -142,6 +142,12 @@ func TestBrowserPairsSeesAndDenies(t *testing.T) {
 		chromedp.EmulateViewport(360, 740, chromedp.EmulateScale(2)),
 		chromedp.Navigate(url),
 		chromedp.WaitVisible(chromedp.CSS(`#conn.on`)))
+	// The page's script ran inline under the CSP (allowed by its hash) and asked for
+	// the agents (web.agents); it was not fetched as a file of its own.
+	if !value(t, ctx, 5*time.Second, "the inline script", chromedp.Evaluate[bool](
+		`performance.getEntriesByName("orcr:script").length === 1 && performance.getEntriesByType("resource").some(e => e.name.endsWith("/api/v1/web.agents")) && !performance.getEntriesByType("resource").some(e => e.name.endsWith("/static/app.js"))`)) {
+		t.Fatal("the page's script did not run inline (is its hash in the CSP?) or did not ask for web.agents")
+	}
 	// The pairing URL is spent.
 	if res := r.Run("web", "token", "ls"); !strings.Contains(res.Out, "browser-1") || !strings.Contains(res.Out, "session") {
 		t.Fatalf("paired browser not listed: %s", res.Out)
