@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"orcr/core/wire"
 )
@@ -40,6 +41,26 @@ type Remote interface {
 type NodePlacer interface {
 	Gate
 	PlaceNode(ctx context.Context, a wire.Agent) string
+}
+
+// FleetPlacer is a NodePlacer that weighs memory across the machines (nodes): while
+// PlacesFleet says so (a node is registered), the memory guard hands it each agent
+// with this machine's reading instead of holding the agent on that reading alone, so
+// an agent this machine has no room for may still start on a node. Its answer is the
+// guard's; it is called as a Gate is (under the engine's lock, quick, no side
+// effects), and PlaceNode is then asked for the agents admitted, with Agent.Account
+// set to the account the placers chose.
+type FleetPlacer interface {
+	NodePlacer
+	PlacesFleet() bool
+	AdmitFleet(ctx context.Context, a wire.Agent, here LocalRoom) (ok bool, reason string, retryAt time.Time)
+}
+
+// LocalRoom is this machine's memory as the guard reads it: FreeMB (MemAvailable, -1
+// when unknown) and limits.min_free_mb (0: the guard is off).
+type LocalRoom struct {
+	FreeMB    int
+	MinFreeMB int
 }
 
 func remoteOf(e *Engine) (Remote, error) {

@@ -56,6 +56,16 @@ type Service struct {
 	onNode map[string]string
 	// foldedAt is the node's UpdatedAt of the last record folded per agent.
 	foldedAt map[string]time.Time
+	// Placement (place.go): the memory placements reserved per machine ("" : this
+	// one), this machine's reading of the admission pass, and the RSS measured here
+	// per provider.
+	reserved map[string][]reservation
+	here     core.LocalRoom
+	localRSS map[string]int
+
+	rssMu sync.Mutex
+	rssAt time.Time
+	rss   map[string]int
 }
 
 var _ core.Feature = (*Service)(nil)
@@ -81,7 +91,8 @@ func New(o Options) (*Service, error) {
 		}
 		seen[n.Name] = true
 	}
-	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{}}, nil
+	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
+		reserved: map[string][]reservation{}, localRSS: map[string]int{}}, nil
 }
 
 // Name implements core.Feature.
@@ -107,6 +118,11 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		s.startLinkLocked(n)
 	}
 	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.measureLoop()
+	}()
 	return nil
 }
 

@@ -115,18 +115,6 @@ func (s *Service) countLocked(node string) int {
 	return c
 }
 
-// PlaceNode counts an admitted agent on its node; it places no agent that was not
-// pinned (automatic placement is not built yet).
-func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
-	if a.Node == "" {
-		return ""
-	}
-	s.mu.Lock()
-	s.onNode[a.ID] = a.Node
-	s.mu.Unlock()
-	return a.Node
-}
-
 // ended forgets an agent that ended.
 func (s *Service) ended(id string) {
 	s.mu.Lock()

@@ -103,9 +103,12 @@ type HelloResult struct {
 	FreeMB  int    `json:"freeMb"`
 	TotalMB int    `json:"totalMb"`
 	Agents  int    `json:"agents"` // live (not terminal) agents
-	LastSeq uint64 `json:"lastSeq"`
-	Home    string `json:"home"`
-	PID     int    `json:"pid"`
+	// RSS is the mean resident memory in MB of this server's live agents (each its
+	// pane's process tree), per provider: what placement reserves for the next one.
+	RSS     map[string]int `json:"rssMb,omitempty"`
+	LastSeq uint64         `json:"lastSeq"`
+	Home    string         `json:"home"`
+	PID     int            `json:"pid"`
 }
 
 // Method names.

@@ -1,0 +1,132 @@
+package nodes_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	"orcr/testutil/sshnode"
+	"orcr/testutil/wait"
+)
+
+// meminfo writes a /proc/meminfo-format file saying freeMB available (ORCR_MEMINFO).
+func meminfo(t testing.TB, path string, freeMB int) {
+	t.Helper()
+	tmp := path + ".tmp"
+	body := fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\n", 64000*1024, freeMB*1024, freeMB*1024)
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without --node an agent is placed: here while this machine has min_free_mb free,
+// else on the node with room — its cap and its memory — and when no machine has room
+// it waits, and the queue says why, naming each machine. The global cap counts the
+// agents on nodes too.
+func TestAutomaticPlacement(t *testing.T) {
+	c := newCoord(t)
+	dir := t.TempDir()
+	here, there := filepath.Join(dir, "here"), filepath.Join(dir, "there")
+	meminfo(t, here, 500)
+	meminfo(t, there, 800)
+	c.env = append(c.env, "ORCR_MEMINFO="+here)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	if err := os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 1000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.start()
+	n := sshnode.Start(t, sshnode.Options{Authorized: c.key.PublicKey(), Env: append(baseEnv(), "ORCR_MEMINFO="+there)})
+	c.trust(n)
+	c.addNode("big", n.Port(), "--max-agents", "2")
+	ctx := context.Background()
+	run := func(path string) {
+		t.Helper()
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waiting := func(path string, has ...string) {
+		t.Helper()
+		var q wire.QueueResult
+		if !wait.Until(20*time.Second, func() bool {
+			var err error
+			if q, err = c.cl.Queue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range q.Entries {
+				if e.Path != path {
+					continue
+				}
+				for _, h := range has {
+					if !strings.Contains(e.Waiting, h) {
+						return false
+					}
+				}
+				return true
+			}
+			return false
+		}) {
+			t.Fatalf("%s does not wait saying %q: %+v", path, has, q.Entries)
+		}
+	}
+
+	// No machine has 1000 MB free.
+	run("p/a1")
+	waiting("p/a1", "no node has shell with 1000 MB free", "here: 500 MB free", "big: 800 MB free")
+	if a := c.agent("p/a1"); a.State != wire.StateQueued {
+		t.Fatalf("p/a1 is %s", a.State)
+	}
+	// The node has room now: it goes there.
+	meminfo(t, there, 32000)
+	a1 := c.waitAgent("p/a1", live, "placed once the node has room")
+	if a1.Node != "big" {
+		t.Fatalf("p/a1 runs on %q", a1.Node)
+	}
+	run("p/a2")
+	if a := c.waitAgent("p/a2", live, "second on the node"); a.Node != "big" {
+		t.Fatalf("p/a2 runs on %q", a.Node)
+	}
+	// The node's cap is reached: the third waits for a machine.
+	run("p/a3")
+	waiting("p/a3", "big: 2 of its 2 agents", "here: 500 MB free")
+	// This machine has room again: it is preferred.
+	meminfo(t, here, 32000)
+	if a := c.waitAgent("p/a3", live, "placed here"); a.Node != "" {
+		t.Fatalf("p/a3 runs on %q; this machine has room", a.Node)
+	}
+	// The global cap spans the machines: 3 run (2 there, 1 here), a fourth waits.
+	g := 3
+	if _, err := c.cl.SetCaps(ctx, wire.CapsParams{Global: &g}); err != nil {
+		t.Fatal(err)
+	}
+	run("p/a4")
+	waiting("p/a4", "global")
+	if out, _ := c.orcr("agent", "ls"); !strings.Contains(out, "NODE") || !strings.Contains(out, "local") {
+		t.Fatalf("agent ls:\n%s", out)
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "p/**"})
+	// The node's own record: the two it runs.
+	nc := nodeClient(t, n)
+	for _, a := range []wire.Agent{a1} {
+		if na, err := nc.Get(ctx, a.ID); err != nil || na.Path != a.Path {
+			t.Fatalf("the node's record of %s: %+v %v", a.Path, na, err)
+		}
+	}
+}
+
+func envOf(env []string, k string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
