@@ -23,7 +23,8 @@ import (
 // Remote is where agents placed on another machine live.
 type Remote interface {
 	// Launch starts a on its node (same id and path); it returns once the node has
-	// the agent. Its later states arrive through Kernel.Mirror.
+	// the agent. Its later states arrive through Kernel.Mirror. a.Env holds the values
+	// of its own env (not the record's names): for the node, never to be stored here.
 	Launch(ctx context.Context, a wire.Agent) error
 	Send(ctx context.Context, a wire.Agent, p wire.SendParams) error
 	Read(ctx context.Context, a wire.Agent, p wire.ReadParams) (wire.ReadResult, error)
@@ -92,7 +93,14 @@ func launchRemote(ctx context.Context, e *Engine, rt *agentRT) {
 	e.mu.Unlock()
 	r, err := remoteOf(e)
 	if err == nil {
-		err = r.Launch(ctx, a)
+		// The node is given the values of the agent's own env (--env, a role's), secrets
+		// resolved here; the record keeps only their names. The account's env is the
+		// node's own (its [[accounts]] of the same label), not this machine's paths.
+		var own map[string]string
+		if own, err = envValues(e.opts.Home, e.opts.Secrets, a); err == nil {
+			a.Env = own
+			err = r.Launch(ctx, a)
+		}
 	}
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("launch on node %s: %w", a.Node, err))

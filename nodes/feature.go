@@ -26,6 +26,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Home is this server's ORCR_HOME: orcr's own known_hosts lives under it.
 	Home string
+	// Secrets is secrets.toml: the {{secret.NAME}}s of an agent's env are resolved
+	// from it when an agent admitted before a restart is handed to its node.
+	Secrets string
+	// Providers are this server's provider adapters: node.facts reports what their
+	// Detect finds.
+	Providers []core.Provider
 	// Self is the running orcr binary: what node.hello hashes and what a node on
 	// another version is sent.
 	Self string
@@ -62,6 +68,10 @@ type Service struct {
 	reserved map[string][]reservation
 	here     core.LocalRoom
 	localRSS map[string]int
+
+	factsMu   sync.Mutex
+	factsAt   time.Time
+	factsLast nodeapi.FactsResult
 
 	rssMu sync.Mutex
 	rssAt time.Time

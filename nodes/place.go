@@ -43,6 +43,9 @@ type spot struct {
 type want struct {
 	provider, account string
 	minMB, rssMB      int // limits.min_free_mb and the provider's measured RSS
+	// here: the agent has a worktree of a repository of this machine (nodes have no
+	// clone of it), so only this machine can take it.
+	here bool
 }
 
 func (w want) needMB() int { return w.minMB + w.rssMB }
@@ -80,6 +83,8 @@ func roomFor(sp spot, w want) string {
 			return sp.state
 		case sp.max > 0 && sp.agents >= sp.max:
 			return fmt.Sprintf("%d of its %d agents", sp.agents, sp.max)
+		case w.here:
+			return "a worktree agent runs where its repository is"
 		case !hasAccount(sp.accounts, w.provider, w.account):
 			return "no " + w.label() + " login"
 		}
@@ -240,7 +245,7 @@ func (s *Service) chosenAccount(a wire.Agent) string {
 	if a.Account != "" || s.k == nil {
 		return a.Account
 	}
-	if c, ok := core.Lookup[accountChooser](s.k, "accounts"); ok {
+	if c, ok := core.Lookup[accountChooser](s.k, accountsCapability); ok {
 		return c.Chosen(a)
 	}
 	return ""
@@ -256,7 +261,7 @@ func (s *Service) AdmitFleet(_ context.Context, a wire.Agent, here core.LocalRoo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.here = here
-	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a))}
+	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: a.Worktree != ""}
 	if _, ok, why := choose(s.spotsLocked(here), w); !ok {
 		return false, why, time.Now().Add(2 * time.Second)
 	}
@@ -283,7 +288,7 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 	if len(s.nodes) == 0 {
 		return ""
 	}
-	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a))}
+	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: a.Worktree != ""}
 	name, ok, why := choose(s.spotsLocked(s.here), w)
 	if !ok {
 		// Admitted on another account than the one foreseen, which no node has: it
@@ -299,4 +304,11 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 		s.log.Info("placed on a node", "id", a.ID, "path", a.Path, "node", name)
 	}
 	return name
+}
+
+// accountsCapability is the name the accounts feature provides itself under.
+const accountsCapability = "accounts"
+
+func lookupAccounts(s *Service) (accountLister, bool) {
+	return core.Lookup[accountLister](s.k, accountsCapability)
 }

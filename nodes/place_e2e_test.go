@@ -78,17 +78,26 @@ func TestAutomaticPlacement(t *testing.T) {
 		}
 	}
 
-	// No machine has 1000 MB free.
-	run("p/a1")
+	// No machine has 1000 MB free. The agent is asked for from a directory the node
+	// does not have (made here, then removed: one machine plays both).
+	gone := filepath.Join(dir, "only-here")
+	os.Mkdir(gone, 0o755)
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "p/a1", Cwd: gone, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
 	waiting("p/a1", "no node has shell with 1000 MB free", "here: 500 MB free", "big: 800 MB free")
 	if a := c.agent("p/a1"); a.State != wire.StateQueued {
 		t.Fatalf("p/a1 is %s", a.State)
 	}
-	// The node has room now: it goes there.
+	os.Remove(gone)
+	// The node has room now: it goes there, and starts in the node's own directory.
 	meminfo(t, there, 32000)
 	a1 := c.waitAgent("p/a1", live, "placed once the node has room")
 	if a1.Node != "big" {
 		t.Fatalf("p/a1 runs on %q", a1.Node)
+	}
+	if !wait.Until(10*time.Second, func() bool { return c.agent("p/a1").Cwd == n.Home }) {
+		t.Fatalf("p/a1's directory is %q; want the node's home %s", c.agent("p/a1").Cwd, n.Home)
 	}
 	run("p/a2")
 	if a := c.waitAgent("p/a2", live, "second on the node"); a.Node != "big" {
@@ -129,4 +138,64 @@ func envOf(env []string, k string) string {
 		}
 	}
 	return ""
+}
+
+// --env reaches the pane on the node, and its value is in no record and no event — the
+// coordinator's or the node's.
+func TestNodeAgentEnv(t *testing.T) {
+	c := newCoord(t)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("big", n.Port())
+	ctx := context.Background()
+	const secret = "s3cr3t-7c1e-value"
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "e/a", Node: "big", Env: map[string]string{"NODE_SECRET": secret},
+		Argv: []string{"sh", "-c", `echo "got=$NODE_SECRET"; exec cat`}}); err != nil {
+		t.Fatal(err)
+	}
+	a := c.waitAgent("e/a", live, "spawned on the node")
+	if !wait.Until(20*time.Second, func() bool {
+		r, err := c.cl.Read(ctx, wire.ReadParams{Target: "e/a"})
+		return err == nil && strings.Contains(r.Text, "got="+secret)
+	}) {
+		r, _ := c.cl.Read(ctx, wire.ReadParams{Target: "e/a"})
+		t.Fatalf("the pane on the node has no NODE_SECRET:\n%s", r.Text)
+	}
+	nc := nodeClient(t, n)
+	na, err := nc.Get(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, env := range map[string]map[string]string{"coordinator": c.agent("e/a").Env, "node": na.Env} {
+		if _, ok := env["NODE_SECRET"]; !ok || env["NODE_SECRET"] == secret {
+			t.Fatalf("the %s's record: env %v", who, env)
+		}
+	}
+	for who, cl := range map[string]interface {
+		Subscribe(context.Context, wire.SubscribeParams) (<-chan wire.Event, error)
+	}{"coordinator": c.cl, "node": nc} {
+		sctx, cancel := context.WithCancel(ctx)
+		ch, err := cl.Subscribe(sctx, wire.SubscribeParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for done := false; !done; {
+			select {
+			case ev := <-ch:
+				seen++
+				if ev.Agent != nil && ev.Agent.Env["NODE_SECRET"] == secret || fmt.Sprint(ev.Data) != "" && strings.Contains(fmt.Sprint(ev.Data), secret) {
+					t.Fatalf("the %s's event %s holds the value", who, ev.Event)
+				}
+			case <-time.After(2 * time.Second):
+				done = true
+			}
+		}
+		cancel()
+		if seen == 0 {
+			t.Fatalf("no events from the %s", who)
+		}
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "e/**"})
 }

@@ -40,6 +40,8 @@ func TestChoose(t *testing.T) {
 			{name: "dr", state: nodeapi.StateUp, draining: true, freeMB: 9000}}, w, "",
 			[]string{"no node has claude/work with 900 MB free", "here: 412 MB free", "big: 3 of its 3 agents", "lab: unreachable",
 				"mem: 700 MB free", "acct: no claude/work login", "dr: drained"}},
+		{"a worktree agent stays here", []spot{here(100), nd("big", 0, 3, 8000, 16000, "work")}, want{provider: "claude", account: "work", minMB: 400, here: true}, "",
+			[]string{"big: a worktree agent runs where its repository is", "here: 100 MB free"}},
 		{"no memory need", []spot{here(0), nd("big", 3, 3, 100, 16000)}, want{provider: "shell"}, "", nil},
 	}
 	for _, c := range cases {
