@@ -183,7 +183,10 @@ func printNodes(w io.Writer, ns []nodeapi.CheckResult) {
 			for _, p := range f.Providers {
 				v := "missing"
 				if p.Found {
-					v = core.Dash(p.Version)
+					v = "found"
+					if p.Version != "" {
+						v = p.Version
+					}
 				}
 				ps = append(ps, p.Name+" "+v)
 			}

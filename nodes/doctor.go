@@ -98,7 +98,7 @@ func (s *Service) Check(ctx context.Context, name string) (nodeapi.CheckResult, 
 	r.Facts = &f
 	found := 0
 	for _, p := range f.Providers {
-		if p.Found {
+		if p.Found && p.Name != "shell" {
 			found++
 		}
 	}

@@ -2,14 +2,17 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
 	"orcr/testutil/sshnode"
 	"orcr/testutil/wait"
 )
@@ -198,4 +201,56 @@ func TestNodeAgentEnv(t *testing.T) {
 		}
 	}
 	c.cl.Kill(ctx, wire.KillParams{Glob: "e/**"})
+}
+
+// orcr doctor checks each node: reachable over ssh with tmux, the same orcr, its
+// providers and accounts; a node without tmux is named with the fix.
+func TestDoctorChecksNodes(t *testing.T) {
+	c := newCoord(t)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("big", n.Port())
+	// A node whose PATH has the tools the link looks with, but no tmux.
+	bin := t.TempDir()
+	for _, tool := range []string{"sh", "uname", "sha256sum", "cut", "mkdir"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Symlink(p, filepath.Join(bin, tool))
+	}
+	var env []string
+	for _, kv := range baseEnv() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	bare := sshnode.Start(t, sshnode.Options{Authorized: c.key.PublicKey(), Env: append(env, "PATH="+bin)})
+	c.trust(bare)
+	c.orcr("node", "add", "bare", fmt.Sprintf("root@127.0.0.1:%d", bare.Port()))
+	out, err := c.orcr("doctor")
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	_, sect, ok := strings.Cut(out, "\nnodes\n")
+	if !ok {
+		t.Fatalf("doctor has no nodes section:\n%s", out)
+	}
+	for _, want := range []string{"big\tup\tssh ok, tmux ok\torcr ", "(this binary)", "providers: shell found, claude ", "accounts:  claude/",
+		"bare\tunreachable\tnot reachable", "PROBLEM: not reachable (unreachable): node bare has no tmux: install it there"} {
+		if !strings.Contains(sect, want) {
+			t.Fatalf("doctor's nodes lack %q:\n%s", want, sect)
+		}
+	}
+	// --json has the same.
+	out, err = c.orcr("doctor", "--json")
+	var r struct {
+		Nodes []nodeapi.CheckResult `json:"nodes"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &r) != nil || len(r.Nodes) != 2 || r.Nodes[0].Node.Name != "bare" ||
+		r.Nodes[1].Facts == nil || !r.Nodes[1].SameBinary || strings.Contains(fmt.Sprint(r.Nodes[1].Problems), "reachable") ||
+		!strings.Contains(fmt.Sprint(r.Nodes[0].Problems), "no tmux") {
+		t.Fatalf("doctor --json: %v\n%s", err, out)
+	}
 }
