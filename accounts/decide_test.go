@@ -253,3 +253,22 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+// TestChosenForeseesPlace: Chosen is the account Place then gives, and it places
+// nothing itself (the nodes' placer asks it before admission's placement).
+func TestChosenForeseesPlace(t *testing.T) {
+	s := newTestService(t, ModeDistribute, "a", "b")
+	for i := 0; i < 4; i++ {
+		a := wire.Agent{ID: fmt.Sprint("id", i), Provider: "claude", Path: fmt.Sprint("x/", i)}
+		first, again := s.Chosen(a), s.Chosen(a)
+		if first != again {
+			t.Fatalf("Chosen moved from %q to %q without a placement", first, again)
+		}
+		if got := s.Place(nil, a); got != first {
+			t.Fatalf("Chosen said %q, Place gave %q", first, got)
+		}
+	}
+	if got := s.Chosen(wire.Agent{ID: "sh", Provider: "shell", Path: "x/sh"}); got != "" {
+		t.Fatalf("a provider without accounts: %q", got)
+	}
+}

@@ -72,6 +72,18 @@ func (s *Service) Place(_ context.Context, a wire.Agent) string {
 	return d.Account
 }
 
+// Chosen is the account Place would give a now, without placing it: "" when its
+// provider has no accounts or no account can take it. The nodes' placer asks it
+// (under the engine's lock, as Admit is) to look for a machine that has that account.
+func (s *Service) Chosen(a wire.Agent) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.accts[a.Provider]) == 0 {
+		return ""
+	}
+	return s.decideLocked(a.Provider, Request{Family: Family(a.Model), Priority: a.Priority, Pin: a.Account}).Account
+}
+
 // AccountEnv implements core.Placer: CLAUDE_CONFIG_DIR or CODEX_HOME, then the
 // account's extra env.
 func (s *Service) AccountEnv(a wire.Agent) map[string]string {

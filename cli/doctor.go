@@ -11,6 +11,7 @@ import (
 	"orcr/config"
 	"orcr/core"
 	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
 	sbapi "orcr/sandbox/api"
 	webapi "orcr/web/api"
 )
@@ -25,6 +26,8 @@ type doctorReport struct {
 	Web *webapi.StatusResult `json:"web,omitempty"`
 	// Landlock is the sandbox's view of this kernel (DESIGN §16).
 	Landlock sbapi.SandboxState `json:"landlock"`
+	// Nodes are the running server's nodes, each checked (DESIGN §14).
+	Nodes []nodeapi.CheckResult `json:"nodes,omitempty"`
 	Probe
 }
 
@@ -50,6 +53,9 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 	}
 	r.Probe = app.daemon.Probe(ctx, cfg)
 	r.Landlock = landlockStatus(ctx)
+	if r.Server != nil {
+		r.Nodes = checkNodes(ctx, service(ctx))
+	}
 	if asJSON {
 		return printJSON(app.out, r)
 	}
@@ -130,7 +136,71 @@ func (app *app) doctor(ctx context.Context, asJSON bool) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.Provider, a.Label, line)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	printNodes(w, r.Nodes)
+	return nil
+}
+
+// checkNodes asks the server to check each of its nodes (none when it has none).
+func checkNodes(ctx context.Context, cl wire.Transport) []nodeapi.CheckResult {
+	ls, err := wire.Call(ctx, cl, nodeapi.List, wire.Empty{})
+	if err != nil {
+		return nil
+	}
+	var out []nodeapi.CheckResult
+	for _, n := range ls.Nodes {
+		c, err := wire.Call(ctx, cl, nodeapi.Check, nodeapi.NameParams{Name: n.Name})
+		if err != nil {
+			c = nodeapi.CheckResult{Node: n, Problems: []string{err.Error()}}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// printNodes is doctor's nodes section: per node its link (ssh and tmux), its orcr,
+// its providers and accounts, then each problem with its fix.
+func printNodes(w io.Writer, ns []nodeapi.CheckResult) {
+	if len(ns) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "nodes")
+	for _, c := range ns {
+		n := c.Node
+		link := "ssh ok, tmux ok"
+		if n.State != nodeapi.StateUp && n.State != nodeapi.StateDraining {
+			link = "not reachable"
+		}
+		ver := "orcr " + core.Dash(n.Version)
+		if c.SameBinary {
+			ver += " (this binary)"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", n.Name, n.State, link, ver)
+		if f := c.Facts; f != nil {
+			var ps []string
+			for _, p := range f.Providers {
+				v := "missing"
+				if p.Found {
+					v = "found"
+					if p.Version != "" {
+						v = p.Version
+					}
+				}
+				ps = append(ps, p.Name+" "+v)
+			}
+			fmt.Fprintf(w, "    providers: %s\n", strings.Join(ps, ", "))
+			acc := "none"
+			if len(f.Accounts) > 0 {
+				acc = strings.Join(f.Accounts, ", ")
+			}
+			fmt.Fprintf(w, "    accounts:  %s\n", acc)
+		}
+		for _, p := range c.Problems {
+			fmt.Fprintf(w, "    PROBLEM: %s\n", p)
+		}
+	}
 }
 
 func foundMark(found bool) string {

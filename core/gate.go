@@ -42,8 +42,15 @@ type memoryGate struct {
 // memFresh is how long one free-memory reading answers for.
 const memFresh = 100 * time.Millisecond
 
-func (g *memoryGate) Admit(_ context.Context, _ wire.Agent) (bool, string, time.Time) {
+func (g *memoryGate) Admit(ctx context.Context, a wire.Agent) (bool, string, time.Time) {
 	min := g.e.limits.MinFreeMB
+	for _, gt := range g.e.ext.load().gates {
+		if fp, ok := gt.(FleetPlacer); ok && fp.PlacesFleet() {
+			// Machines beyond this one are registered: this machine's memory is one
+			// place's among theirs, and the fleet placer weighs them all.
+			return fp.AdmitFleet(ctx, a, LocalRoom{FreeMB: g.freeLocked(), MinFreeMB: min})
+		}
+	}
 	if min <= 0 {
 		return true, "", time.Time{}
 	}

@@ -473,6 +473,7 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		if ok {
 			if acct := e.placeLocked(e.ctx, a); acct != "" {
 				placed[a.ID] = acct
+				a.Account = acct // the node placer looks for a place with this account
 			}
 			if n := nodeLocked(e.ctx, e, a); n != "" {
 				onNode[a.ID] = n

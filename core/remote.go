@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"orcr/core/wire"
 )
@@ -22,7 +23,8 @@ import (
 // Remote is where agents placed on another machine live.
 type Remote interface {
 	// Launch starts a on its node (same id and path); it returns once the node has
-	// the agent. Its later states arrive through Kernel.Mirror.
+	// the agent. Its later states arrive through Kernel.Mirror. a.Env holds the values
+	// of its own env (not the record's names): for the node, never to be stored here.
 	Launch(ctx context.Context, a wire.Agent) error
 	Send(ctx context.Context, a wire.Agent, p wire.SendParams) error
 	Read(ctx context.Context, a wire.Agent, p wire.ReadParams) (wire.ReadResult, error)
@@ -40,6 +42,26 @@ type Remote interface {
 type NodePlacer interface {
 	Gate
 	PlaceNode(ctx context.Context, a wire.Agent) string
+}
+
+// FleetPlacer is a NodePlacer that weighs memory across the machines (nodes): while
+// PlacesFleet says so (a node is registered), the memory guard hands it each agent
+// with this machine's reading instead of holding the agent on that reading alone, so
+// an agent this machine has no room for may still start on a node. Its answer is the
+// guard's; it is called as a Gate is (under the engine's lock, quick, no side
+// effects), and PlaceNode is then asked for the agents admitted, with Agent.Account
+// set to the account the placers chose.
+type FleetPlacer interface {
+	NodePlacer
+	PlacesFleet() bool
+	AdmitFleet(ctx context.Context, a wire.Agent, here LocalRoom) (ok bool, reason string, retryAt time.Time)
+}
+
+// LocalRoom is this machine's memory as the guard reads it: FreeMB (MemAvailable, -1
+// when unknown) and limits.min_free_mb (0: the guard is off).
+type LocalRoom struct {
+	FreeMB    int
+	MinFreeMB int
 }
 
 func remoteOf(e *Engine) (Remote, error) {
@@ -71,7 +93,14 @@ func launchRemote(ctx context.Context, e *Engine, rt *agentRT) {
 	e.mu.Unlock()
 	r, err := remoteOf(e)
 	if err == nil {
-		err = r.Launch(ctx, a)
+		// The node is given the values of the agent's own env (--env, a role's), secrets
+		// resolved here; the record keeps only their names. The account's env is the
+		// node's own (its [[accounts]] of the same label), not this machine's paths.
+		var own map[string]string
+		if own, err = envValues(e.opts.Home, e.opts.Secrets, a); err == nil {
+			a.Env = own
+			err = r.Launch(ctx, a)
+		}
 	}
 	if err != nil {
 		e.finishFailed(ctx, rt, fmt.Errorf("launch on node %s: %w", a.Node, err))

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"orcr/config"
+	"orcr/core"
 	"orcr/nodes"
 	nodeapi "orcr/nodes/api"
 )
 
 // newNodes builds the nodes feature (DESIGN §14) from config.toml's [[nodes]].
-func newNodes(cfg config.Config, home, self string, log *slog.Logger) (*nodes.Service, error) {
+func newNodes(cfg config.Config, home, self string, provs []core.Provider, log *slog.Logger) (*nodes.Service, error) {
 	var ns []nodeapi.Node
 	for _, n := range cfg.Nodes {
 		id := n.IdentityFile
@@ -32,5 +33,5 @@ func newNodes(cfg config.Config, home, self string, log *slog.Logger) (*nodes.Se
 		}
 		keep = d
 	}
-	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep})
+	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep, Secrets: secretsPath(), Providers: provs})
 }

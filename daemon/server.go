@@ -180,7 +180,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: os.Getenv("ORCR_SANDBOX_IN_PROCESS") == "1", Logger: s.log})
-	nds, err := newNodes(cfg, home, self, s.log)
+	nds, err := newNodes(cfg, home, self, provs, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}

@@ -26,6 +26,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Home is this server's ORCR_HOME: orcr's own known_hosts lives under it.
 	Home string
+	// Secrets is secrets.toml: the {{secret.NAME}}s of an agent's env are resolved
+	// from it when an agent admitted before a restart is handed to its node.
+	Secrets string
+	// Providers are this server's provider adapters: node.facts reports what their
+	// Detect finds.
+	Providers []core.Provider
 	// Self is the running orcr binary: what node.hello hashes and what a node on
 	// another version is sent.
 	Self string
@@ -56,6 +62,20 @@ type Service struct {
 	onNode map[string]string
 	// foldedAt is the node's UpdatedAt of the last record folded per agent.
 	foldedAt map[string]time.Time
+	// Placement (place.go): the memory placements reserved per machine ("" : this
+	// one), this machine's reading of the admission pass, and the RSS measured here
+	// per provider.
+	reserved map[string][]reservation
+	here     core.LocalRoom
+	localRSS map[string]int
+
+	factsMu   sync.Mutex
+	factsAt   time.Time
+	factsLast nodeapi.FactsResult
+
+	rssMu sync.Mutex
+	rssAt time.Time
+	rss   map[string]int
 }
 
 var _ core.Feature = (*Service)(nil)
@@ -81,7 +101,8 @@ func New(o Options) (*Service, error) {
 		}
 		seen[n.Name] = true
 	}
-	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{}}, nil
+	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
+		reserved: map[string][]reservation{}, localRSS: map[string]int{}}, nil
 }
 
 // Name implements core.Feature.
@@ -107,6 +128,11 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		s.startLinkLocked(n)
 	}
 	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.measureLoop()
+	}()
 	return nil
 }
 

@@ -38,6 +38,7 @@ func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
 		FreeMB: core.FreeMemoryMB(), TotalMB: core.MemTotalMB(), Agents: live, Home: s.opts.Home, PID: os.Getpid()}
 	if s.k != nil {
 		r.LastSeq = s.k.LastSeq()
+		r.RSS = s.ownRSS(ctx)
 	}
 	return r, nil
 }

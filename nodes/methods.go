@@ -28,6 +28,12 @@ func (s *Service) Methods() []wire.Handler {
 		wire.Handle(nodeapi.Rm, func(ctx context.Context, p *nodeapi.NameParams) (wire.Empty, error) {
 			return wire.Empty{}, s.Remove(ctx, p.Name)
 		}),
+		wire.Handle(nodeapi.Facts, func(ctx context.Context, _ *wire.Empty) (nodeapi.FactsResult, error) {
+			return s.facts(ctx), nil
+		}),
+		wire.Handle(nodeapi.Check, func(ctx context.Context, p *nodeapi.NameParams) (nodeapi.CheckResult, error) {
+			return s.Check(ctx, p.Name)
+		}),
 		wire.Handle(nodeapi.Hello, func(ctx context.Context, _ *wire.Empty) (nodeapi.HelloResult, error) {
 			return s.hello(ctx)
 		}),

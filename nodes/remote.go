@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/core/secretenv"
 	"orcr/core/socket"
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
@@ -115,18 +116,6 @@ func (s *Service) countLocked(node string) int {
 	return c
 }
 
-// PlaceNode counts an admitted agent on its node; it places no agent that was not
-// pinned (automatic placement is not built yet).
-func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
-	if a.Node == "" {
-		return ""
-	}
-	s.mu.Lock()
-	s.onNode[a.ID] = a.Node
-	s.mu.Unlock()
-	return a.Node
-}
-
 // ended forgets an agent that ended.
 func (s *Service) ended(id string) {
 	s.mu.Lock()
@@ -164,8 +153,21 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 	p := wire.RunParams{ID: a.ID, Path: a.Path, Provider: a.Provider, Model: a.Model, Argv: a.Argv, Cwd: a.Cwd,
 		Prompt: a.Prompt, Priority: a.Priority, Keep: a.Keep, Worktree: a.Worktree, SystemPrompt: a.SystemPrompt,
 		MaxTurns: a.Limits.MaxTurns, SoftTimeoutSeconds: a.Limits.SoftTimeoutSeconds, HardTimeoutSeconds: a.Limits.HardTimeoutSeconds,
-		BudgetUSD: a.Limits.BudgetUSD, BudgetAction: a.Limits.BudgetAction}
+		BudgetUSD: a.Limits.BudgetUSD, BudgetAction: a.Limits.BudgetAction, Env: a.Env}
+	if a.Account != "" && a.Account != "default" {
+		// The node runs it on its own login of the same account (its [[accounts]]).
+		p.Account = a.Account
+	}
 	r, err := wire.Call(ctx, tr, wire.AgentRun, p)
+	var bad *wire.Error
+	if errors.As(err, &bad) && bad.Code == wire.CodeInvalidParams && p.Cwd != "" && p.Worktree == "" && strings.Contains(bad.Message, "is not a directory") {
+		// The directory the spawn was asked from is this machine's and the node has
+		// no such one: the agent starts in the node's own (its user's home); its
+		// record here then says which.
+		s.log.Info("the agent's directory is not on its node; it starts in the node's own", "node", a.Node, "id", a.ID, "cwd", p.Cwd)
+		p.Cwd = ""
+		r, err = wire.Call(ctx, tr, wire.AgentRun, p)
+	}
 	if err != nil {
 		var we *wire.Error
 		if errors.As(err, &we) && we.Code == wire.CodeNameTaken {
@@ -284,7 +286,11 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 			// an id it has, so it never runs twice.
 			if a, gerr := s.k.Get(ctx, id); gerr == nil && a.State == wire.StateStarting {
 				s.log.Info("hand an admitted agent to its node after a restart", "node", node, "id", id)
-				if err := s.Launch(ctx, a); err != nil {
+				err := s.envValues(&a)
+				if err == nil {
+					err = s.Launch(ctx, a)
+				}
+				if err != nil {
 					s.log.Warn("hand over after a restart", "node", node, "id", id, "err", err)
 				}
 				continue
@@ -412,4 +418,26 @@ func knownHostsArg(s *Service, t target) string {
 		files = []string{filepath.Join(s.sshDir(), "known_hosts")}
 	}
 	return strings.Join(append(files, s.ownKnownHosts()), " ")
+}
+
+// envValues puts the values of a's env in place of the names its record keeps: the
+// kernel keeps them in a 0600 file of the agent's state directory (core/envkeep.go),
+// and the spawn the node is handed after a restart needs them as the first one did.
+func (s *Service) envValues(a *wire.Agent) error {
+	if !secretenv.IsRedacted(a.Env) {
+		return nil
+	}
+	env, ok, err := secretenv.Load(filepath.Join(s.opts.Home, "agents", a.ID))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("the values of its env are gone from %s", filepath.Join(s.opts.Home, "agents", a.ID))
+	}
+	env, err = secretenv.Resolve(env, s.opts.Secrets)
+	if err != nil {
+		return err
+	}
+	a.Env = env
+	return nil
 }

@@ -162,6 +162,9 @@ type index struct {
 	// Histograms of the widths of what the text columns show, kept per upsert, so the
 	// tree can give a column the room its widest value needs without scanning agents.
 	wProvider, wModel, wRole, wName widths
+	// wNode counts the agents on nodes (DESIGN §14) by their node's width: the NODE
+	// column is shown only while it has one.
+	wNode widths
 }
 
 // widths counts values by display width; its max is the widest value present.
@@ -187,7 +190,7 @@ func (w widths) max() int {
 
 func newIndex() *index {
 	return &index{byPath: map[string]*node{}, byID: map[string]*node{}, dirty: true,
-		wProvider: widths{}, wModel: widths{}, wRole: widths{}, wName: widths{}}
+		wProvider: widths{}, wModel: widths{}, wRole: widths{}, wName: widths{}, wNode: widths{}}
 }
 
 // len is the number of agents indexed.
@@ -255,6 +258,7 @@ func (x *index) measure(n *node, a *wire.Agent, sign int) {
 	x.wProvider.add(width(a.Provider), sign)
 	x.wModel.add(width(modelLabel(a)), sign)
 	x.wRole.add(width(a.Role), sign)
+	x.wNode.add(width(a.Node), sign)
 	x.wName.add(2*n.depth+width(n.name), sign)
 }
 

@@ -115,7 +115,7 @@ func (m *Model) Farewell() string { return m.farewell }
 // panels, and the clocks.
 func (m *Model) Init() tea.Cmd {
 	return tea.Batch(infoCmd(m.ctx, m.svc), listCmd(m.ctx, m.svc), queueCmd(m.ctx, m.svc),
-		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), listenersCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
+		usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc), listenersCmd(m.ctx, m.svc), nodesCmd(m.ctx, m.svc), tickCmd(), refreshCmd())
 }
 
 // Update routes by message family; each family has its own handler. Once the message
@@ -129,6 +129,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	if cmd, ok := m.updateListeners(msg); ok {
 		return cmd
+	}
+	if msg, ok := msg.(nodesMsg); ok {
+		m.panel.nodes.set(msg.ns, msg.err)
+		if !m.panel.shown(m.panel.tab) {
+			m.panel.tab = tabQueue // the last node was removed while its tab was open
+		}
+		return nil
 	}
 	if cmd, ok := m.updateRuns(msg); ok {
 		return cmd
@@ -196,7 +203,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case refreshMsg:
 		cmd := tea.Batch(queueCmd(m.ctx, m.svc), usageCmd(m.ctx, m.svc), schedulesCmd(m.ctx, m.svc),
-			listenersCmd(m.ctx, m.svc), webStatusCmd(m.ctx, m.svc), refreshCmd())
+			listenersCmd(m.ctx, m.svc), nodesCmd(m.ctx, m.svc), webStatusCmd(m.ctx, m.svc), refreshCmd())
 		// An open runs view is read again too: a coder's model and a milestone's
 		// clock change in the run's record without a run event of their own.
 		if d := m.runsView(); d != nil && m.conn != connLost {

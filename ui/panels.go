@@ -26,11 +26,29 @@ const (
 	tabSchedules
 	tabEvents
 	tabListeners
+	tabNodes // shown only while the server has nodes
 	nTabs
 )
 
 func (t panelTab) String() string {
-	return [...]string{"queue", "usage", "schedules", "events", "listeners"}[t]
+	return [...]string{"queue", "usage", "schedules", "events", "listeners", "nodes"}[t]
+}
+
+// shown says whether tab t is in the strip: the nodes tab only while there are nodes.
+func (p panelModel) shown(t panelTab) bool {
+	return t != tabNodes || len(p.nodes.ns) > 0
+}
+
+// step is the next shown tab from the current one in direction d (±1).
+func (p panelModel) step(d int) panelTab {
+	t := p.tab
+	for range nTabs {
+		t = panelTab((int(t) + d + int(nTabs)) % int(nTabs))
+		if p.shown(t) {
+			return t
+		}
+	}
+	return p.tab
 }
 
 // panelModel is the tabbed side panel.
@@ -46,6 +64,7 @@ type panelModel struct {
 	schedules schedulesView
 	events    eventsView
 	listeners listenersView
+	nodes     nodesView
 }
 
 func newPanel(c *common) *panelModel {
@@ -81,9 +100,9 @@ func (p *panelModel) Update(msg tea.Msg) tea.Cmd {
 	km := p.c.keys.Panel
 	switch {
 	case km.NextTab.Matches(k):
-		p.tab = (p.tab + 1) % nTabs
+		p.tab = p.step(1)
 	case km.PrevTab.Matches(k):
-		p.tab = (p.tab + nTabs - 1) % nTabs
+		p.tab = p.step(-1)
 	case km.Up.Matches(k):
 		p.scroll[p.tab] = max(0, p.scroll[p.tab]-1)
 	case km.Down.Matches(k):
@@ -113,6 +132,8 @@ func (p panelModel) lines() (lines []string, first, last int) {
 		lines = p.events.lines(p.c, inner)
 	case tabListeners:
 		return p.listeners.lines(p.c, inner)
+	case tabNodes:
+		lines = p.nodes.lines(p.c, inner)
 	}
 	return lines, -1, -1
 }
@@ -139,6 +160,9 @@ func (p panelModel) View() string {
 	lines = lines[p.window(len(lines), first, last):]
 	var tabs []string
 	for t := panelTab(0); t < nTabs; t++ {
+		if !p.shown(t) {
+			continue
+		}
 		if t == p.tab {
 			tabs = append(tabs, "["+t.String()+"]")
 		} else {

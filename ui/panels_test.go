@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
 )
 
 func panelText(t *testing.T, m *Model) string {
@@ -335,5 +336,35 @@ func TestStartReplaysRecentEvents(t *testing.T) {
 	m2.Update(infoMsg{info: wire.InfoResult{LastSeq: 7}})
 	if m2.lastSeq != 0 {
 		t.Fatalf("subscribe after %d", m2.lastSeq)
+	}
+}
+
+// The nodes tab appears once the server has nodes: each node's state, agents of its
+// cap, free memory, version and last answer, and the error of one that is not up.
+func TestNodesPanel(t *testing.T) {
+	m := newTestModel(t, 160, 48, Options{})
+	if strings.Contains(plain(m.panel.View()), "nodes") {
+		t.Fatal("a nodes tab with no nodes")
+	}
+	seen := m.c.now.Add(-3 * time.Second)
+	m.Update(nodesMsg{ns: []nodeapi.Node{
+		{Name: "big", State: nodeapi.StateUp, Agents: 2, MaxAgents: 3, FreeMB: 4096, Version: "v1.2.0", LastSeen: &seen},
+		{Name: "lab", State: nodeapi.StateUnreachable, Error: "ssh connection lost: EOF"},
+	}})
+	press(m, "tab", "tab")
+	press(m, "[") // back from the queue wraps to the last tab: nodes
+	if m.panel.tab != tabNodes {
+		t.Fatalf("tab %s", m.panel.tab)
+	}
+	v := panelText(t, m)
+	for _, w := range []string{"[nodes]", "big", "up", "2/3", "4096 MB", "v1.2.0", "3s ago", "lab", "unreachable", "0/-", "never", "ssh connection lost: EOF"} {
+		if !strings.Contains(v, w) {
+			t.Fatalf("nodes tab lacks %q:\n%s", w, v)
+		}
+	}
+	// The last node removed: the tab goes, and the panel shows the queue.
+	m.Update(nodesMsg{ns: []nodeapi.Node{}})
+	if m.panel.tab != tabQueue || strings.Contains(plain(m.panel.View()), "nodes") {
+		t.Fatalf("after the last node: tab %s\n%s", m.panel.tab, plain(m.panel.View()))
 	}
 }

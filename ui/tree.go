@@ -237,15 +237,15 @@ const (
 
 // columns are the widths of the tree's columns (0: not shown), each with its separating
 // space.
-type columns struct{ state, role, provider, model, age, tokens, cost int }
+type columns struct{ state, node, role, provider, model, age, tokens, cost int }
 
 func (c columns) sum() int {
-	return c.state + c.role + c.provider + c.model + c.age + c.tokens + c.cost
+	return c.state + c.node + c.role + c.provider + c.model + c.age + c.tokens + c.cost
 }
 
 // wants are the widths the widest values need (0: no value), from the index's
 // histograms.
-type wants struct{ name, provider, model, role int }
+type wants struct{ name, provider, model, role, node int }
 
 // layoutColumns decides which columns fit in width w and how wide they are. Each column
 // gets its minimum in priority order while the name keeps 14 cells; the role comes last
@@ -260,8 +260,17 @@ func layoutColumns(w int, want wants) columns {
 		p *int
 		n int
 	}
-	for _, cl := range []col{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9},
-		{&c.model, 15}, {&c.state, 9}, {&c.role, 13}} {
+	stateW := 9
+	if want.node > 0 {
+		stateW = len("unreachable") + 1 // what an agent of a node that stopped answering shows
+	}
+	cols := []col{{&c.age, 5}, {&c.tokens, tokensW}, {&c.cost, costW}, {&c.provider, 9},
+		{&c.model, 15}, {&c.state, stateW}}
+	if want.node > 0 {
+		// Some agent runs on a node: a NODE column ("local" for this machine's).
+		cols = append(cols, col{&c.node, max(want.node, len("local")) + 1})
+	}
+	for _, cl := range append(cols, col{&c.role, 13}) {
 		if rest >= cl.n {
 			*cl.p = cl.n
 			rest -= cl.n
@@ -287,7 +296,7 @@ const tokensHeader = "TOKENS in/out"
 // wants is what the widest values of the indexed agents need.
 func (t treeModel) wants() wants {
 	x := t.idx
-	return wants{name: x.wName.max(), provider: x.wProvider.max(), model: x.wModel.max(), role: x.wRole.max()}
+	return wants{name: x.wName.max(), provider: x.wProvider.max(), model: x.wModel.max(), role: x.wRole.max(), node: x.wNode.max()}
 }
 
 // View draws the visible window of rows inside a frame. Update has laid the tree out
@@ -399,6 +408,7 @@ func (t treeModel) header(w int, cols columns) string {
 		right.WriteByte(' ')
 	}
 	cell(mark("STATE", sortState), cols.state, false)
+	cell("NODE", cols.node, false)
 	cell("ROLE", cols.role, false)
 	cell("PROVIDER", cols.provider, false)
 	cell("MODEL", cols.model, false)
@@ -466,16 +476,25 @@ func (t treeModel) row(n *node, w int, cols columns, selected bool) string {
 	if n.agent != nil && len(n.children) == 0 {
 		a := n.agent
 		state, provider, model, role = string(a.State), a.Provider, modelLabel(a), a.Role
+		if a.Unreachable && !a.State.Terminal() {
+			// Its node stopped answering: its state is the last it reported.
+			state = "unreachable"
+		}
 		age = core.FormatAge(c.now.Sub(a.CreatedAt))
 		tokens, cost = core.FormatTokens(a.Usage), core.FormatCost(*a)
 		cell(state, cols.state, false)
+		where := a.Node
+		if where == "" {
+			where = "local"
+		}
+		cell(where, cols.node, false)
 		cell(role, cols.role, false)
 		cell(provider, cols.provider, false)
 		cell(model, cols.model, false)
 	} else {
 		// An inner node sums its subtree across the text columns as one label, so
 		// "48 agents · 4 blocked" is never cut into its columns' widths.
-		span := cols.state + cols.role + cols.provider + cols.model
+		span := cols.state + cols.node + cols.role + cols.provider + cols.model
 		if span > 0 {
 			right.WriteString(fit(t.summary(r, span-1), span-1))
 			right.WriteByte(' ')

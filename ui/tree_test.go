@@ -346,3 +346,43 @@ func TestTreeReadsLikeAgentLs(t *testing.T) {
 		}
 	}
 }
+
+// The NODE column appears once an agent runs on a node (DESIGN §14), "local" for this
+// machine's, and an agent whose node stopped answering is drawn unreachable; with no
+// node agent the tree has no such column.
+func TestTreeNodeColumn(t *testing.T) {
+	m := newTestModel(t, 300, 48, Options{})
+	here := agent("0031", "fleet/here", wire.StateWorking, "claude", "sonnet-4.5", time.Minute, 0, nil)
+	m.upsert(here)
+	if v := plain(m.tree.View()); strings.Contains(v, "NODE") || strings.Contains(v, "local") {
+		t.Fatalf("a NODE column with no agent on a node:\n%s", v)
+	}
+	far := agent("0032", "fleet/far", wire.StateWorking, "claude", "sonnet-4.5", time.Minute, 0, nil)
+	far.Node, far.Unreachable = "big", true
+	m.upsert(far)
+	v := plain(m.tree.View())
+	row := func(name string) []string {
+		for _, l := range strings.Split(v, "\n") {
+			if fs := strings.Fields(strings.Trim(l, "│")); len(fs) > 3 && fs[1] == name {
+				return fs
+			}
+		}
+		return nil
+	}
+	if !strings.Contains(v, "NODE") {
+		t.Fatalf("no NODE column:\n%s", v)
+	}
+	if f := row("far"); len(f) < 4 || f[2] != "unreachable" || f[3] != "big" {
+		t.Fatalf("the node agent's row %q:\n%s", f, v)
+	}
+	if f := row("here"); len(f) < 4 || f[2] != "working" || f[3] != "local" {
+		t.Fatalf("the local agent's row %q:\n%s", f, v)
+	}
+	// Reachable again: its state.
+	far.Unreachable = false
+	m.upsert(far)
+	v = plain(m.tree.View())
+	if f := row("far"); len(f) < 4 || f[2] != "working" {
+		t.Fatalf("reachable again %q", f)
+	}
+}

@@ -103,9 +103,38 @@ type HelloResult struct {
 	FreeMB  int    `json:"freeMb"`
 	TotalMB int    `json:"totalMb"`
 	Agents  int    `json:"agents"` // live (not terminal) agents
-	LastSeq uint64 `json:"lastSeq"`
-	Home    string `json:"home"`
-	PID     int    `json:"pid"`
+	// RSS is the mean resident memory in MB of this server's live agents (each its
+	// pane's process tree), per provider: what placement reserves for the next one.
+	RSS     map[string]int `json:"rssMb,omitempty"`
+	LastSeq uint64         `json:"lastSeq"`
+	Home    string         `json:"home"`
+	PID     int            `json:"pid"`
+}
+
+// ProviderFact is one provider's program on a server, as its Detect found it.
+type ProviderFact struct {
+	Name    string `json:"name"`
+	Found   bool   `json:"found"`
+	Version string `json:"version,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// FactsResult is what a server has for agents (node.facts): its providers and its
+// accounts (provider/label).
+type FactsResult struct {
+	Providers []ProviderFact `json:"providers"`
+	Accounts  []string       `json:"accounts"`
+}
+
+// CheckResult is a node as `orcr doctor` checks it (node.check): its link (ssh
+// reachable, tmux, a writable home: a link is up only with all three), its orcr
+// against this one, and what it has. Problems are the checks that failed, each with
+// its fix.
+type CheckResult struct {
+	Node       Node         `json:"node"`
+	SameBinary bool         `json:"sameBinary"`
+	Facts      *FactsResult `json:"facts,omitempty"`
+	Problems   []string     `json:"problems"`
 }
 
 // Method names.
@@ -116,6 +145,8 @@ const (
 	MethodDrain = "node.drain"
 	MethodRm    = "node.rm"
 	MethodHello = "node.hello"
+	MethodFacts = "node.facts"
+	MethodCheck = "node.check"
 )
 
 // Events of nodes: Data has "node" and, for a state change, "from", "to" and "error".
@@ -132,5 +163,7 @@ var (
 	Show  = wire.Declare[NameParams, Result](MethodShow, "One node.")
 	Drain = wire.Declare[DrainParams, Result](MethodDrain, "Stop placing agents on a node (undo: place them again).")
 	Rm    = wire.Declare[NameParams, wire.Empty](MethodRm, "Forget a node that has no live agents.")
+	Facts = wire.Declare[wire.Empty, FactsResult](MethodFacts, "This server's providers (found, version) and accounts: what orcr doctor says of a node.")
+	Check = wire.Declare[NameParams, CheckResult](MethodCheck, "Check a node as orcr doctor does: ssh reachable, tmux there, its orcr version, its providers and accounts.")
 	Hello = wire.Declare[wire.Empty, HelloResult](MethodHello, "This server's version, binary, platform and free memory: what a coordinator links by.")
 )

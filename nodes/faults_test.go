@@ -1,0 +1,120 @@
+package nodes_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
+)
+
+// Faults of issue 22: the node's server stopped (SIGSTOP) leaves its agents
+// unreachable, never lost, and SIGCONT brings them back as they were; the coordinator
+// killed with -9 right after admitting agents for a node spawns none of them twice
+// once it is started again — each runs on the node once, under its one id.
+func TestNodeFaults(t *testing.T) {
+	c := newCoord(t)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("big", n.Port())
+	ctx := context.Background()
+
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "f/held", Node: "big", Argv: []string{"sh", "-c", "echo held-up; exec cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	held := c.waitAgent("f/held", live, "spawned")
+	pid := n.ServerPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	got := c.waitState("big", nodeapi.StateUnreachable)
+	if !strings.Contains(got.Error, "does not answer") {
+		t.Fatalf("a stopped server: %q", got.Error)
+	}
+	c.waitAgent("f/held", func(a wire.Agent) bool { return a.Unreachable && a.State.Live() }, "unreachable while the server is stopped")
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	c.waitState("big", nodeapi.StateUp)
+	a := c.waitAgent("f/held", func(a wire.Agent) bool { return !a.Unreachable && a.State.Live() }, "back after SIGCONT")
+	if a.ID != held.ID || n.ServerPID() != pid {
+		t.Fatalf("after SIGCONT: id %s (was %s), server %d (was %d)", a.ID, held.ID, n.ServerPID(), pid)
+	}
+	if err := c.cl.Send(ctx, wire.SendParams{Target: "f/held", Text: "after-cont", Enter: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Eight spawns for the node, and the coordinator killed at once: some admitted,
+	// some handed over, some not yet.
+	var ids []string
+	for i := range 8 {
+		r, err := c.cl.Run(ctx, wire.RunParams{Path: fmt.Sprintf("f/k%d", i), Node: "big", Argv: []string{"sh", "-c", "sleep 600"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	c.srv.Kill9()
+	c.start()
+	for i := range 8 {
+		c.waitAgent(fmt.Sprintf("f/k%d", i), func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "running after the restart")
+	}
+	// The node has each once, under the coordinator's id, and nothing else.
+	cmd := exec.Command(filepath.Join(n.Home, "bin", "orcr"), "agent", "ls", "--all", "--json")
+	cmd.Env = append(baseEnv(), "ORCR_HOME="+n.Home, "HOME="+n.Home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node agent ls: %v\n%s", err, out)
+	}
+	var onNode []wire.Agent
+	if err := json.Unmarshal(out, &onNode); err != nil {
+		var wrapped struct {
+			Agents []wire.Agent `json:"agents"`
+		}
+		if err2 := json.Unmarshal(out, &wrapped); err2 != nil {
+			t.Fatalf("node agent ls --json: %v\n%s", err, out)
+		}
+		onNode = wrapped.Agents
+	}
+	count := map[string]int{}
+	for _, x := range onNode {
+		count[x.Path]++
+		if strings.HasPrefix(x.Path, "f/k") && !contains(ids, x.ID) {
+			t.Errorf("the node runs %s under id %s, not the coordinator's", x.Path, x.ID)
+		}
+	}
+	for i := range 8 {
+		if p := fmt.Sprintf("f/k%d", i); count[p] != 1 {
+			t.Errorf("the node has %s %d times", p, count[p])
+		}
+	}
+	if len(onNode) != 9 {
+		t.Errorf("the node has %d agents; want 9", len(onNode))
+	}
+	all, _ := c.cl.List(ctx, wire.ListParams{Glob: "f/**", All: true})
+	if len(all) != 9 {
+		t.Errorf("the coordinator has %d records; want 9", len(all))
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "f/**"})
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
