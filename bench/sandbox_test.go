@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"orcr/core"
 	"orcr/core/socket"
 	"orcr/core/wire"
+	"orcr/sandbox"
 	"orcr/sandbox/confine"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/serve"
+	"orcr/testutil/testbin"
 )
 
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
@@ -78,4 +82,54 @@ func benchSandboxedSpawn(b *testing.B, host string) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
 	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
 	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+}
+
+// BenchmarkSandboxLauncher splits the launcher's cost from the rest of a confined
+// spawn, without a server, alternating: /bin/true run directly; a small Go program
+// (the fake agent, refusing a flag: a Go runtime's start and exit); the orcr binary's
+// start and exit on its launcher path (a policy that does not exist: package inits,
+// no Landlock); the launcher on the policy the server writes for an agent, execing
+// /bin/true. launcher − orcr is the sandbox's own work (policy read, ruleset,
+// restriction); orcr − go is what the orcr binary's size and package inits add to
+// every process it starts.
+func BenchmarkSandboxLauncher(b *testing.B) {
+	if _, err := confine.KernelABI(); err != nil {
+		b.Skipf("no Landlock: %v", err)
+	}
+	self := testbin.Build(b, "orcr")
+	small := testbin.Build(b, "orcr/testutil/fakeagent")
+	root := b.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f := sandbox.New(sandbox.Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock")})
+	spec := &core.LaunchSpec{Argv: []string{"/bin/true"}, Cwd: work, Env: []string{"HOME=" + os.Getenv("HOME"), "PATH=/usr/bin:/bin"}}
+	a := wire.Agent{ID: "bench", Path: "bench", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+		b.Fatalf("wrap: %v %v", ok, err)
+	}
+	run := func(want int, argv ...string) time.Duration {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = work, spec.Env
+		t0 := time.Now()
+		err := cmd.Run()
+		d := time.Since(t0)
+		if code := cmd.ProcessState.ExitCode(); code != want {
+			b.Fatalf("%q: exit %d (%v), want %d", argv, code, err, want)
+		}
+		return d
+	}
+	var direct, goProg, orcr, launcher time.Duration
+	for b.Loop() {
+		direct += run(0, "/bin/true")
+		goProg += run(2, small, "-no-such-flag")
+		orcr += run(126, self, "sandbox", "exec", "--policy", filepath.Join(root, "none.json"), "--", "/bin/true")
+		launcher += run(0, spec.Argv...)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) / 1000 }
+	b.ReportMetric(ms(direct), "direct-ms")
+	b.ReportMetric(ms(goProg), "go-ms")
+	b.ReportMetric(ms(orcr), "orcr-ms")
+	b.ReportMetric(ms(launcher), "launcher-ms")
 }
