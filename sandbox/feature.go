@@ -263,9 +263,9 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 }
 
 // privateTmp gives the agent a temporary folder of its own (TMPDIR) when /tmp holds
-// $HOME or orcr's home (a test's, a machine's odd layout): granting /tmp would grant
-// them. It returns that /tmp ("" when it holds neither), whose other entries build
-// grants one by one.
+// $HOME or orcr's home (a test's, a container's HOME=/tmp): granting /tmp would grant
+// them. It returns that /tmp ("" when it holds neither), of which nothing else is
+// granted.
 func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error) {
 	tmp := envValue(spec.Env, "TMPDIR")
 	if tmp == "" {

@@ -12,6 +12,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/sandbox/confine"
 )
 
 // On a kernel without Landlock a sandbox asked for is refused with the reason, at the
@@ -125,5 +126,48 @@ func TestCheckSpawnRefusesHomeGrants(t *testing.T) {
 	if err := f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Env: map[string]string{"HOME": home},
 		Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{"~/.cache/go-build"}}}); err != nil {
 		t.Errorf("~/.cache/go-build: %v", err)
+	}
+}
+
+// A temporary folder that holds $HOME (a container's HOME=/tmp, here TMPDIR=$HOME) is
+// not granted, nor anything in it: the agent gets a TMPDIR of its own, and ~/.ssh and
+// the folder's other entries stay out of the policy — a few rules, not one per entry.
+func TestSharedTmpGrantsNothingElse(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp") // $HOME and $TMPDIR both
+	for _, d := range []string{".ssh", "other", "more"} {
+		os.MkdirAll(filepath.Join(tmp, d), 0o700)
+	}
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o700)
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock"),
+		KernelABI: func() (int, error) { return 7, nil }})
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=" + tmp, "TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}}
+	a := wire.Agent{ID: "x", Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+		t.Fatalf("wrap: %v %v", ok, err)
+	}
+	own := filepath.Join(f.o.Home, "sandbox-tmp", "x")
+	if envValue(spec.Env, "TMPDIR") != own {
+		t.Fatalf("TMPDIR %q, want the agent's own %s", envValue(spec.Env, "TMPDIR"), own)
+	}
+	p, err := confine.Load(filepath.Join(f.o.Home, "agents", "x", PolicyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realTmp, _ := filepath.EvalSymlinks(tmp)
+	realOwn, _ := filepath.EvalSymlinks(own)
+	for _, list := range [][]string{p.RW, p.ROX, p.RO} {
+		for _, d := range list {
+			if d == realTmp || strings.HasPrefix(d, realTmp+"/") {
+				t.Fatalf("policy grants %s of the folder that holds $HOME:\nrw %q\nrox %q\nro %q", d, p.RW, p.ROX, p.RO)
+			}
+		}
+	}
+	if !slices.Contains(p.RW, realOwn) {
+		t.Fatalf("rw %q lacks the agent's own TMPDIR %s", p.RW, realOwn)
+	}
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "holds $HOME or orcr's home: not granted") {
+		t.Fatalf("notes %q", p.Notes)
 	}
 }

@@ -115,23 +115,6 @@ func Build(p Policy) (Plan, error) {
 	return Plan{Config: cfg, Rules: rules, Report: rep}, nil
 }
 
-// Apply restricts this process (every thread) to p. From here on everything it execs
-// inherits the restriction; there is no way back.
-func Apply(p Policy) (Report, error) {
-	pl, err := Build(p)
-	if err != nil {
-		return Report{}, err
-	}
-	cfg := pl.Config
-	if p.LogDenials && pl.Report.ABI >= 7 {
-		cfg = cfg.EnableLoggingForSubprocesses()
-	}
-	if err := cfg.Restrict(pl.Rules...); err != nil {
-		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
-	}
-	return pl.Report, nil
-}
-
 // RestrictThread confines the calling OS thread — not the process — to p, for good:
 // the embedded launcher of a host that forks the agent itself (the pty host). The
 // caller has locked the goroutine to its thread (runtime.LockOSThread), starts the
@@ -144,6 +127,12 @@ func Apply(p Policy) (Report, error) {
 // landlock_restrict_self's (audit logging, ABI ≥ 7; dropped below).
 func RestrictThread(p Policy, flags uint32) (Report, error) {
 	p.ProcSelf = false
+	return restrictThread(p, flags)
+}
+
+// restrictThread confines the calling OS thread to p (p.ProcSelf grants this
+// process's /proc/PID: the launcher's, which its exec makes the agent's).
+func restrictThread(p Policy, flags uint32) (Report, error) {
 	pl, err := Build(p)
 	if err != nil {
 		return Report{}, err

@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // Exec is `orcr sandbox exec --policy FILE -- argv`: it loads the policy, restricts
-// this process with Landlock, writes what it applied to the policy's report file and
+// the thread that will exec with Landlock, writes what it applied to the policy's report file and
 // execs argv, which (and all it starts) stays confined. Warnings (a path that does not
 // exist, a network left open by an old ABI) go to stderr, the agent's pane. It returns
 // only on an error, and then nothing was exec'd.
@@ -37,8 +40,18 @@ func Exec(policyPath string, argv []string, stderr io.Writer) error {
 			return fmt.Errorf("sandbox report: %w", err)
 		}
 	}
-	rep, err := Apply(p)
+	// Only this thread is confined, and it is the one that execs: the program starts
+	// from its credentials alone (execve ends the other threads), so the domain need
+	// not be pushed to every thread of the Go runtime (go-landlock's Restrict signals
+	// each one), which is work a launcher that execs at once never uses.
+	runtime.LockOSThread()
+	var flags uint32
+	if p.LogDenials {
+		flags = ll.FlagRestrictSelfLogNewExecOn
+	}
+	rep, err := restrictThread(p, flags)
 	if err != nil {
+		runtime.UnlockOSThread()
 		if report != nil {
 			report.Close()
 		}
@@ -59,6 +72,8 @@ func Exec(policyPath string, argv []string, stderr io.Writer) error {
 		}
 	}
 	err = syscall.Exec(bin, argv, os.Environ())
+	// The thread stays locked: it is confined, so the runtime ends it with the
+	// goroutine instead of reusing it; the caller exits.
 	return fmt.Errorf("sandbox: exec %s: %w", bin, err)
 }
 
