@@ -167,10 +167,14 @@ outputs = { n = "int" }
 	pid := bn.PID()
 	for i := 0; i < b.N; i++ {
 		before := procKB(b, pid, "VmRSS")
+		bn.MemDump(b, 2*i+1) // with $ORCR_BENCH_MEMPROFILE: what the server holds before
 		began := time.Now()
 		v := runWorkflow(b, bn, "fan", 100*time.Millisecond)
 		took := time.Since(began)
 		after, peak := procKB(b, pid, "VmRSS"), procKB(b, pid, "VmHWM")
+		if f := bn.MemDump(b, 2*i+2); f != "" {
+			b.Logf("%s: memory before and after in %s", host, filepath.Dir(f))
+		}
 		if v.Steps[1].Done != 1000 {
 			b.Fatalf("each: %d done", v.Steps[1].Done)
 		}
