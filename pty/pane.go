@@ -189,7 +189,12 @@ func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*o
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
 	emu := vt.NewEmulator(cols, rows)
 	trimScrollback(emu) // pack.go
-	shrinkParser(emu, parserDataSize)
+	if shrinkParser(emu, parserDataSize) {
+		// vt.NewEmulator's 4 MiB parser buffer is garbage now: a burst of short-lived
+		// panes (a for_each of instant programs) makes 4 MiB of it per pane, so it
+		// counts towards a return of memory to the OS as packing's cells do.
+		h.release.add(h, vtParserDataSize)
+	}
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
 		h:         h,
@@ -586,6 +591,9 @@ func (p *pane) letGo() {
 // clipboard or image payload, which the host does not act on, incomplete) and the
 // bytes after the terminator are parsed as usual.
 const parserDataSize = 4 << 10
+
+// vtParserDataSize is the parser buffer vt.NewEmulator allocates (see parserDataSize).
+const vtParserDataSize = 4 << 20
 
 // shrinkParser sets the data buffer of emu's parser to size bytes and reports whether
 // it could. vt offers no option for it and keeps the parser unexported, so the field
