@@ -395,6 +395,7 @@ func Serve(ctx context.Context, stderr io.Writer) error {
 	// SIGHUP reloads the config (only headless: the dashboard's terminal hanging up
 	// must still end the dashboard).
 	s.watchReload(ctx)
+	watchMemProfile(ctx, s.log)
 	if softLimit {
 		go followMemLimit(ctx)
 	}

@@ -189,7 +189,12 @@ func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*o
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
 	emu := vt.NewEmulator(cols, rows)
 	trimScrollback(emu) // pack.go
-	shrinkParser(emu, parserDataSize)
+	if shrinkParser(emu, parserDataSize) {
+		// vt.NewEmulator's 4 MiB parser buffer is garbage now: a burst of short-lived
+		// panes (a for_each of instant programs) makes 4 MiB of it per pane, so it
+		// counts towards a return of memory to the OS as packing's cells do.
+		h.release.add(h, vtParserDataSize)
+	}
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
 		h:         h,
@@ -241,9 +246,27 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	})
 	p.fast.reset()
 	p.mu.Lock()
-	p.armPack() // a pane that never prints packs too
+	p.packAtStart()
 	p.mu.Unlock()
 	return p
+}
+
+// packAtStart packs a new pane's blank screens at once: vt.NewEmulator allocates both
+// screens' cells (2.2 MB at 200x50) up front, and a program that has printed nothing
+// needs none of them, so they are garbage from the start instead of live for the
+// quiet period. The first output unpacks (feed), as after any quiet spell. A
+// 1,000-item for_each of silent shell programs (`echo … > $ORCR_OUTPUT`) then never
+// holds a screen at all; a program that prints holds its cells from its first byte,
+// as before. Where packing is off (PackAfter < 0) or impossible, the quiet timer is
+// armed as before, so a pane that never prints still packs. The caller holds p.mu.
+func (p *pane) packAtStart() {
+	if p.h.opts.PackAfter >= 0 {
+		if p.packed = pack(p.emu); p.packed != nil {
+			p.h.release.add(p.h, p.packed.freed)
+			return
+		}
+	}
+	p.armPack()
 }
 
 // readLoop feeds pty output to the emulator and the attached streams until the pty
@@ -534,7 +557,30 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 			_ = p.replyW.CloseWithError(io.EOF)
 		}
 		close(p.gone)
+		p.letGo()
 	})
+}
+
+// letGo gives back a closed pane's screens at once. The pane itself may outlive its
+// close for a while: its quiet timer (armPack) holds it until it fires, PackAfter
+// after the last output, and an attach that raced the close may still hold it. With
+// its 2.2 MB of cells still in it, a 1,000-item for_each of instant programs (20 panes
+// a second) kept the last ~100 closed panes' cells alive, 214 MB of the server's live
+// heap when the run ended. Its screens are packed (so anything still reading the pane
+// sees what it showed) and what that frees is counted towards a return of memory to
+// the OS, as a quiet pane's is: a burst of closed panes is a burst of garbage.
+func (p *pane) letGo() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.packTimer != nil {
+		p.packTimer.Stop()
+	}
+	if p.packed != nil {
+		return
+	}
+	if p.packed = pack(p.emu); p.packed != nil {
+		p.h.release.add(p.h, p.packed.freed)
+	}
 }
 
 // parserDataSize is the room the emulator's parser keeps for the payload of one OSC,
@@ -545,6 +591,9 @@ func (p *pane) close(ctx context.Context, grace time.Duration) {
 // clipboard or image payload, which the host does not act on, incomplete) and the
 // bytes after the terminator are parsed as usual.
 const parserDataSize = 4 << 10
+
+// vtParserDataSize is the parser buffer vt.NewEmulator allocates (see parserDataSize).
+const vtParserDataSize = 4 << 20
 
 // shrinkParser sets the data buffer of emu's parser to size bytes and reports whether
 // it could. vt offers no option for it and keeps the parser unexported, so the field

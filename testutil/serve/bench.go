@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +54,10 @@ func StartBench(tb testing.TB, host string, drop ...string) *Bench {
 		tb.Fatal(err)
 	}
 	bn.Env = append(bn.Env, "ORCR_HOME="+home, "ORCR_HOST="+host, "XDG_CONFIG_HOME="+filepath.Join(home, "cfg"))
+	if dir := os.Getenv("ORCR_BENCH_MEMPROFILE"); dir != "" {
+		// The server writes heap profiles there on SIGUSR1 (Bench.MemDump).
+		bn.Env = append(bn.Env, "ORCR_MEMPROFILE="+dir)
+	}
 	if host == "tmux" {
 		KillTmux(tb, filepath.Join(home, "tmux.sock"))
 	}
@@ -158,4 +163,28 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// MemDump has a server started with $ORCR_BENCH_MEMPROFILE set write its heap profile
+// and memory figures there (DIR/heap.N.pprof, DIR/mem.N.txt, n counting SIGUSR1s from
+// 1) and waits for them; it returns the figures' path, or "" when the variable is unset.
+func (bn *Bench) MemDump(tb testing.TB, n int) string {
+	tb.Helper()
+	dir := os.Getenv("ORCR_BENCH_MEMPROFILE")
+	if dir == "" {
+		return ""
+	}
+	out := filepath.Join(dir, fmt.Sprintf("mem.%d.txt", n))
+	_ = os.Remove(out)
+	if err := bn.Cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(out); err == nil {
+			return out
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("no %s a minute after SIGUSR1", out)
+		}
+	}
 }
