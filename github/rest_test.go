@@ -16,7 +16,7 @@ func TestNextPageReadsLinksNextOnly(t *testing.T) {
 		{`<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=1>; rel="first"`, 0},
 		{`<https://h/x?per_page=100&page=12>;rel="next"`, 12},
 		{`<https://h/x?page=2>; rel="last"; title="x", <https://h/x?page=5>; title="y"; rel="next"`, 5},
-		{`https://h/x?page=2; rel="next"`, 0},   // no angle brackets
+		{`https://h/x?page=2; rel="next"`, 0},      // no angle brackets
 		{`<https://h/x?page=zero>; rel="next"`, 0}, // no page number
 		{`<https://h/x?page=-4>; rel="next"`, 0},
 		{`<:bad url?page=2>; rel="next"`, 0},
