@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"reflect"
 	"testing"
 
 	"orcr/accounts"
@@ -37,7 +36,7 @@ func TestEveryDeclaredMethodIsServed(t *testing.T) {
 		case !ok:
 			t.Errorf("%s is declared but nothing serves it", m.Name)
 			continue
-		case reflect.TypeOf(h.Spec().Params) != reflect.TypeOf(m.Params) || reflect.TypeOf(h.Spec().Result) != reflect.TypeOf(m.Result) ||
+		case h.Spec().Params != m.Params || h.Spec().Result != m.Result ||
 			(h.Spec().Stream == nil) != (m.Stream == nil):
 			t.Errorf("%s: the handler's types disagree with the declaration", m.Name)
 		}

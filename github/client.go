@@ -1,4 +1,4 @@
-// Package github is orcr's one GitHub REST client (DESIGN §5, §11), on google/go-github:
+// Package github is orcr's one GitHub REST client (DESIGN §5, §11), over net/http:
 // the listeners' sources read issues, comments, label events and reviews through it, and
 // runs open pull requests with it. It is built for polling: every GET is conditional on
 // the ETag last seen for its URL (a 304 costs no rate limit), lists follow Link
@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	gh "github.com/google/go-github/v93/github"
 )
 
 // DefaultAPIURL is github.com's REST root.
@@ -51,12 +49,13 @@ type Options struct {
 
 // Client is safe for concurrent use; one per token and API root.
 type Client struct {
-	gh    *gh.Client
+	http  *http.Client
 	cache *etagCache
 	opts  Options
 
-	mu   sync.Mutex
-	rate Rate
+	mu             sync.Mutex
+	rate           Rate
+	secondaryUntil time.Time // a secondary rate limit's wait: nothing is sent before it
 }
 
 // Rate is the last rate-limit standing GitHub reported.
@@ -98,20 +97,7 @@ func New(o Options) (*Client, error) {
 		o.Now = time.Now
 	}
 	cache := newETagCache(o.Transport, o.CacheBytes)
-	opts := []gh.ClientOptionsFunc{
-		gh.WithTransport(cache),
-		gh.WithTimeout(o.Timeout),
-		gh.WithUserAgent("orcr"),
-		gh.WithURLs(&o.APIURL, &o.APIURL),
-	}
-	if o.Token != "" {
-		opts = append(opts, gh.WithAuthToken(o.Token))
-	}
-	g, err := gh.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("github client: %w", err)
-	}
-	return &Client{gh: g, cache: cache, opts: o}, nil
+	return &Client{http: &http.Client{Transport: cache, Timeout: o.Timeout}, cache: cache, opts: o}, nil
 }
 
 // Rate returns the last rate-limit standing seen.
@@ -121,23 +107,13 @@ func (c *Client) Rate() Rate {
 	return c.rate
 }
 
-func (c *Client) noteRate(r *gh.Response) {
-	if r == nil || r.Rate.Limit == 0 {
-		return
-	}
-	c.mu.Lock()
-	c.rate = Rate{Limit: r.Rate.Limit, Remaining: r.Rate.Remaining, Reset: r.Rate.Reset.Time}
-	c.mu.Unlock()
-}
-
 // call runs one API request through classification, retries of idempotent requests on
 // 5xx and network errors (with doubling back-off), and waits for rate limits that
 // reset within MaxRateWait.
-func (c *Client) call(ctx context.Context, op, repo string, idempotent bool, fn func() (*gh.Response, error)) (*gh.Response, error) {
+func (c *Client) call(ctx context.Context, op, repo string, idempotent bool, fn func() (*response, error)) (*response, error) {
 	delay := c.opts.Backoff
 	for attempt := 0; ; attempt++ {
 		resp, err := fn()
-		c.noteRate(resp)
 		if err == nil {
 			return resp, nil
 		}
@@ -169,10 +145,10 @@ func (c *Client) call(ctx context.Context, op, repo string, idempotent bool, fn 
 
 // callOne is call for a request that also returns a value: it keeps the value of the
 // attempt that answered.
-func callOne[T any](ctx context.Context, c *Client, op, repo string, idempotent bool, fn func() (T, *gh.Response, error)) (T, *gh.Response, error) {
+func callOne[T any](ctx context.Context, c *Client, op, repo string, idempotent bool, fn func() (T, *response, error)) (T, *response, error) {
 	var out T
-	resp, err := c.call(ctx, op, repo, idempotent, func() (*gh.Response, error) {
-		var r *gh.Response
+	resp, err := c.call(ctx, op, repo, idempotent, func() (*response, error) {
+		var r *response
 		var err error
 		out, r, err = fn()
 		return r, err
@@ -189,7 +165,7 @@ func callOne[T any](ctx context.Context, c *Client, op, repo string, idempotent 
 // loops (page 3 → page 2) made 6,000–8,000 requests every 5 s and never ended. A loop is
 // an error, and every page of the listing leaves the ETag cache: a 304 carries no Link,
 // so the cache would replay the looping one even after GitHub mends it.
-func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages int, fetch func(ctx context.Context, page int) ([]T, *gh.Response, error), stop func(page []T) bool) ([]T, Page, error) {
+func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages int, fetch func(ctx context.Context, page int) ([]T, *response, error), stop func(page []T) bool) ([]T, Page, error) {
 	if maxPages <= 0 {
 		maxPages = 100
 	}
@@ -207,14 +183,14 @@ func listAll[T any](ctx context.Context, c *Client, op, repo string, maxPages in
 	var urls []string
 	for n := 1; len(fetched) < maxPages; {
 		fetched[n] = true
-		items, resp, err := callOne(ctx, c, op, repo, true, func() ([]T, *gh.Response, error) {
+		items, resp, err := callOne(ctx, c, op, repo, true, func() ([]T, *response, error) {
 			return fetch(ctx, n)
 		})
-		if resp != nil && resp.Request != nil {
-			urls = append(urls, resp.Request.URL.String())
+		if resp != nil {
+			urls = append(urls, resp.URL)
 		}
-		if errors.Is(err, ErrMalformed) && resp != nil && resp.Request != nil {
-			c.cache.forget(resp.Request.URL.String())
+		if errors.Is(err, ErrMalformed) && resp != nil {
+			c.cache.forget(resp.URL)
 		}
 		if err != nil {
 			return all, page(), err

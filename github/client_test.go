@@ -222,7 +222,7 @@ func TestTypedErrors(t *testing.T) {
 	if !errors.Is(err, github.ErrRateLimited) || !ok || at.Before(start.Add(29*time.Second)) || at.After(time.Now().Add(31*time.Second)) {
 		t.Fatalf("403 retry-after: %v (retry at %s)", err, at)
 	}
-	c = newClient(t, s, "tok") // a fresh client: go-github remembers the secondary limit
+	c = newClient(t, s, "tok") // a fresh client: the client remembers the secondary limit
 	s.Fail(githubtest.Fault{Status: 429, RetryAfter: 5 * time.Second, Times: 1})
 	if _, _, err = c.ListIssues(ctx, "o/r", github.IssueQuery{}); !errors.Is(err, github.ErrRateLimited) {
 		t.Fatalf("429: %v", err)
@@ -399,8 +399,8 @@ func TestCommentsEventsPullsReviews(t *testing.T) {
 }
 
 // BenchmarkRaw304 is the same 304 exchange with a bare net/http client, so the
-// difference from BenchmarkTickNotModified is what this client adds (go-github, the
-// ETag cache, decoding the replayed page).
+// difference from BenchmarkTickNotModified is what this client adds (its REST layer,
+// the ETag cache, decoding the replayed page).
 func BenchmarkRaw304(b *testing.B) {
 	s := githubtest.New(b, githubtest.WithToken("tok", "alice"), githubtest.WithRateLimit(1<<30))
 	newest := seed1000(s)
@@ -426,5 +426,34 @@ func BenchmarkRaw304(b *testing.B) {
 		if st, _ := get(etag); st != http.StatusNotModified {
 			b.Fatalf("status %d", st)
 		}
+	}
+}
+
+// A secondary rate limit is remembered: until its Retry-After has passed, the client
+// sends nothing (GitHub counts requests made during the wait against the integration),
+// and answers with when to come back.
+func TestSecondaryLimitHoldsRequestsBack(t *testing.T) {
+	s := githubtest.New(t, githubtest.WithToken("tok", "alice"))
+	s.AddRepo("o/r")
+	ctx := context.Background()
+	c := newClient(t, s, "tok")
+	s.Fail(githubtest.Fault{Status: 403, RetryAfter: 2 * time.Second, Times: 1})
+	if _, _, err := c.ListIssues(ctx, "o/r", github.IssueQuery{}); !errors.Is(err, github.ErrRateLimited) {
+		t.Fatalf("secondary limit: %v", err)
+	}
+	s.ResetRequests()
+	_, _, err := c.ListIssues(ctx, "o/r", github.IssueQuery{})
+	at, ok := github.RetryAt(err)
+	if !errors.Is(err, github.ErrRateLimited) || !ok || len(s.Requests()) != 0 || time.Until(at) <= 0 {
+		t.Fatalf("during the wait: %v (retry at %s), %d requests sent", err, at, len(s.Requests()))
+	}
+	waiting := newClient(t, s, "tok", func(o *github.Options) { o.MaxRateWait = 5 * time.Second })
+	s.Fail(githubtest.Fault{Status: 429, RetryAfter: time.Second, Times: 1})
+	start := time.Now()
+	if got, _, err := waiting.ListIssues(ctx, "o/r", github.IssueQuery{}); err != nil || got == nil {
+		t.Fatalf("waited out: %v", err)
+	}
+	if time.Since(start) < time.Second {
+		t.Fatalf("retried %s after a 1 s Retry-After", time.Since(start))
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-
-	gh "github.com/google/go-github/v93/github"
 )
 
 // Kinds of failure a caller tells apart with errors.Is; errors.As to *Error gives the
@@ -82,9 +80,9 @@ func RetryAt(err error) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// classify turns what go-github returned into an *Error (or passes a cancelled
+// classify turns what a request returned into an *Error (or passes a cancelled
 // context through untouched, so callers see their own cancellation).
-func classify(ctx context.Context, op, repo string, now time.Time, resp *gh.Response, err error) error {
+func classify(ctx context.Context, op, repo string, now time.Time, resp *response, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -92,47 +90,28 @@ func classify(ctx context.Context, op, repo string, now time.Time, resp *gh.Resp
 		return fmt.Errorf("github: %s %s: %w", op, repo, ctx.Err())
 	}
 	e := &Error{Op: op, Repo: repo, Err: err}
-	if resp != nil && resp.Response != nil {
-		e.Status = resp.StatusCode
+	if resp != nil {
+		e.Status = resp.Status
 	}
-	var rle *gh.RateLimitError
-	var abuse *gh.AbuseRateLimitError
-	var er *gh.ErrorResponse
+	var limit *limitError
+	var ae *apiError
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var uerr *url.Error
 	switch {
-	case errors.As(err, &rle):
-		e.Kind, e.Message, e.RetryAt = ErrRateLimited, rle.Message, rle.Rate.Reset.Time
-		if rle.Response != nil {
-			e.Status = rle.Response.StatusCode
-			if at, ok := retryAfter(rle.Response, now); ok {
-				e.RetryAt = at
-			}
-		}
-	case errors.As(err, &abuse):
-		e.Kind, e.Message = ErrRateLimited, abuse.Message
-		wait := time.Minute // GitHub's advice when it names no time
-		if abuse.RetryAfter != nil {
-			wait = *abuse.RetryAfter
-		}
-		e.RetryAt = now.Add(wait)
-		if abuse.Response != nil {
-			e.Status = abuse.Response.StatusCode
-		}
-	case errors.As(err, &er):
-		e.Message = er.Message
-		if er.Response != nil {
-			e.Status = er.Response.StatusCode
-		}
+	case errors.As(err, &limit):
+		// Not sent: GitHub's last answers said it would be refused until then.
+		e.Kind, e.Message, e.RetryAt = ErrRateLimited, limit.Message, limit.Reset
+	case errors.As(err, &ae):
+		e.Message, e.Status = ae.Message, ae.Status
 		switch {
 		case e.Status == http.StatusUnauthorized:
 			e.Kind = ErrUnauthorized
 		case e.Status == http.StatusForbidden || e.Status == http.StatusTooManyRequests:
-			if at, ok := retryAfter(er.Response, now); ok {
+			if at, ok := retryAfter(ae.Status, ae.Header, now); ok {
 				e.Kind, e.RetryAt = ErrRateLimited, at
-			} else if e.Status == http.StatusTooManyRequests {
-				e.Kind, e.RetryAt = ErrRateLimited, now.Add(time.Minute)
+			} else if e.Status == http.StatusTooManyRequests || isSecondary(ae) {
+				e.Kind, e.RetryAt = ErrRateLimited, now.Add(time.Minute) // GitHub's advice when it names no time
 			} else {
 				e.Kind = ErrForbidden
 			}
@@ -142,7 +121,7 @@ func classify(ctx context.Context, op, repo string, now time.Time, resp *gh.Resp
 			e.Kind = ErrServer
 		default:
 			e.Kind = ErrInvalid
-			for _, d := range er.Errors {
+			for _, d := range ae.Errors {
 				if d.Message != "" {
 					e.Message += " (" + d.Message + ")"
 				}
@@ -161,18 +140,19 @@ func classify(ctx context.Context, op, repo string, now time.Time, resp *gh.Resp
 	return e
 }
 
-// retryAfter reads Retry-After (seconds) or, with the budget spent, x-ratelimit-reset.
-func retryAfter(r *http.Response, now time.Time) (time.Time, bool) {
-	if r == nil {
+// retryAfter reads Retry-After (seconds) or, with the budget spent, x-ratelimit-reset,
+// from a 403 or 429 answer.
+func retryAfter(status int, h http.Header, now time.Time) (time.Time, bool) {
+	if status != http.StatusForbidden && status != http.StatusTooManyRequests {
 		return time.Time{}, false
 	}
-	if v := r.Header.Get("Retry-After"); v != "" {
+	if v := h.Get("Retry-After"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 			return now.Add(time.Duration(n) * time.Second), true
 		}
 	}
-	if r.Header.Get("X-RateLimit-Remaining") == "0" {
-		if n, err := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+	if h.Get("X-RateLimit-Remaining") == "0" {
+		if n, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
 			return time.Unix(n, 0), true
 		}
 	}

@@ -3,15 +3,16 @@ package github
 import (
 	"context"
 	"errors"
+	"maps"
+	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
 	"time"
-
-	gh "github.com/google/go-github/v93/github"
 )
 
-// The operations orcr needs, returning plain values (no go-github pointers leak out of
+// The operations orcr needs, returning plain values (GitHub's JSON shapes stay in
 // this package). Every listing returns a Page saying what it cost and whether
 // everything was answered 304.
 
@@ -48,20 +49,32 @@ func (c *Client) ListIssues(ctx context.Context, repo string, q IssueQuery) ([]I
 	if err != nil {
 		return nil, Page{}, err
 	}
-	opts := &gh.IssueListByRepoOptions{State: q.State, Labels: q.Labels, Since: q.Since.UTC(),
-		Sort: q.Sort, Direction: q.Direction}
-	got, pg, err := listAll(ctx, c, op, repo, q.MaxPages, func(ctx context.Context, page int) ([]*gh.Issue, *gh.Response, error) {
-		opts.ListOptions = gh.ListOptions{Page: page, PerPage: perPage(q.PerPage)}
-		return c.gh.Issues.ListByRepo(ctx, owner, name, opts)
+	base := url.Values{}
+	setNonEmpty(base, "state", q.State)
+	setNonEmpty(base, "labels", strings.Join(q.Labels, ","))
+	if !q.Since.IsZero() {
+		base.Set("since", q.Since.UTC().Format(time.RFC3339))
+	}
+	setNonEmpty(base, "sort", q.Sort)
+	setNonEmpty(base, "direction", q.Direction)
+	got, pg, err := listAll(ctx, c, op, repo, q.MaxPages, func(ctx context.Context, page int) ([]issueJSON, *response, error) {
+		return getPage[issueJSON](ctx, c, repoPath(owner, name, "issues"), pageQuery(maps.Clone(base), page, perPage(q.PerPage)))
 	}, nil)
 	return convert(got, repo, issueOf), pg, err
 }
 
-// convert turns go-github values into this package's plain ones.
-func convert[T, V any](got []*T, repo string, of func(string, *T) V) []V {
+// getPage reads one page of a listing.
+func getPage[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, *response, error) {
+	var out []T
+	resp, err := c.do(ctx, http.MethodGet, path, q, nil, &out)
+	return out, resp, err
+}
+
+// convert turns GitHub's JSON shapes into this package's plain values.
+func convert[T, V any](got []T, repo string, of func(string, *T) V) []V {
 	out := make([]V, 0, len(got))
-	for _, g := range got {
-		out = append(out, of(repo, g))
+	for i := range got {
+		out = append(out, of(repo, &got[i]))
 	}
 	return out
 }
@@ -73,12 +86,15 @@ func perPage(n int) int {
 	return n
 }
 
-func issueOf(repo string, is *gh.Issue) Issue {
-	out := Issue{Repo: repo, Number: is.GetNumber(), Title: is.GetTitle(), Body: is.GetBody(),
-		State: is.GetState(), User: is.GetUser().GetLogin(), URL: is.GetHTMLURL(),
-		PullRequest: is.IsPullRequest(), CreatedAt: is.GetCreatedAt().Time, UpdatedAt: is.GetUpdatedAt().Time}
+func issueOf(repo string, is *issueJSON) Issue {
+	if is == nil {
+		return Issue{Repo: repo}
+	}
+	out := Issue{Repo: repo, Number: is.Number, Title: is.Title, Body: is.Body,
+		State: is.State, User: is.User.login(), URL: is.HTMLURL,
+		PullRequest: is.PullRequest != nil, CreatedAt: is.CreatedAt, UpdatedAt: is.UpdatedAt}
 	for _, l := range is.Labels {
-		out.Labels = append(out.Labels, l.GetName())
+		out.Labels = append(out.Labels, l.Name)
 	}
 	return out
 }
@@ -91,11 +107,13 @@ func (c *Client) GetIssue(ctx context.Context, repo string, number int) (Issue, 
 	if err != nil {
 		return Issue{}, err
 	}
-	is, resp, err := callOne(ctx, c, op, repo, true, func() (*gh.Issue, *gh.Response, error) {
-		return c.gh.Issues.Get(ctx, owner, name, number)
+	is, resp, err := callOne(ctx, c, op, repo, true, func() (*issueJSON, *response, error) {
+		var is issueJSON
+		resp, err := c.do(ctx, http.MethodGet, repoPath(owner, name, "issues/"+strconv.Itoa(number)), nil, nil, &is)
+		return &is, resp, err
 	})
-	if errors.Is(err, ErrMalformed) && resp != nil && resp.Request != nil {
-		c.cache.forget(resp.Request.URL.String())
+	if errors.Is(err, ErrMalformed) && resp != nil {
+		c.cache.forget(resp.URL)
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -127,24 +145,20 @@ func (c *Client) ListComments(ctx context.Context, repo string, since time.Time,
 	if err != nil {
 		return nil, Page{}, err
 	}
-	sortBy, dir := "updated", "asc"
-	opts := &gh.IssueListCommentsOptions{Sort: &sortBy, Direction: &dir}
+	base := url.Values{"sort": {"updated"}, "direction": {"asc"}}
 	if !since.IsZero() {
-		s := since.UTC()
-		opts.Since = &s
+		base.Set("since", since.UTC().Format(time.RFC3339))
 	}
-	got, pg, err := listAll(ctx, c, op, repo, maxPages, func(ctx context.Context, page int) ([]*gh.IssueComment, *gh.Response, error) {
-		opts.ListOptions = gh.ListOptions{Page: page, PerPage: 100}
-		return c.gh.Issues.ListComments(ctx, owner, name, 0, opts)
+	got, pg, err := listAll(ctx, c, op, repo, maxPages, func(ctx context.Context, page int) ([]commentJSON, *response, error) {
+		return getPage[commentJSON](ctx, c, repoPath(owner, name, "issues/comments"), pageQuery(maps.Clone(base), page, 100))
 	}, nil)
 	return convert(got, repo, commentOf), pg, err
 }
 
-func commentOf(repo string, cm *gh.IssueComment) Comment {
-	n, _ := strconv.Atoi(path.Base(cm.GetIssueURL()))
-	return Comment{Repo: repo, ID: cm.GetID(), IssueNumber: n, Body: cm.GetBody(),
-		User: cm.GetUser().GetLogin(), URL: cm.GetHTMLURL(), CreatedAt: cm.GetCreatedAt().Time,
-		UpdatedAt: cm.GetUpdatedAt().Time}
+func commentOf(repo string, cm *commentJSON) Comment {
+	n, _ := strconv.Atoi(path.Base(cm.IssueURL))
+	return Comment{Repo: repo, ID: cm.ID, IssueNumber: n, Body: cm.Body,
+		User: cm.User.login(), URL: cm.HTMLURL, CreatedAt: cm.CreatedAt, UpdatedAt: cm.UpdatedAt}
 }
 
 // CreateComment comments on issue or pull request number.
@@ -154,8 +168,11 @@ func (c *Client) CreateComment(ctx context.Context, repo string, number int, bod
 	if err != nil {
 		return Comment{}, err
 	}
-	cm, _, err := callOne(ctx, c, op, repo, false, func() (*gh.IssueComment, *gh.Response, error) {
-		return c.gh.Issues.CreateComment(ctx, owner, name, number, gh.IssueCommentRequest{Body: body})
+	cm, _, err := callOne(ctx, c, op, repo, false, func() (*commentJSON, *response, error) {
+		var cm commentJSON
+		resp, err := c.do(ctx, http.MethodPost, repoPath(owner, name, "issues/"+strconv.Itoa(number)+"/comments"), nil,
+			map[string]string{"body": body}, &cm)
+		return &cm, resp, err
 	})
 	if err != nil {
 		return Comment{}, err
@@ -186,22 +203,26 @@ func (c *Client) ListLabelEvents(ctx context.Context, repo string, afterID int64
 	if maxPages <= 0 {
 		maxPages = 10
 	}
-	got, pg, err := listAll(ctx, c, op, repo, maxPages, func(ctx context.Context, page int) ([]*gh.IssueEvent, *gh.Response, error) {
-		return c.gh.Issues.ListRepositoryEvents(ctx, owner, name, &gh.ListOptions{Page: page, PerPage: 100})
-	}, func(page []*gh.IssueEvent) bool {
-		return len(page) > 0 && page[len(page)-1].GetID() <= afterID
+	got, pg, err := listAll(ctx, c, op, repo, maxPages, func(ctx context.Context, page int) ([]eventJSON, *response, error) {
+		return getPage[eventJSON](ctx, c, repoPath(owner, name, "issues/events"), pageQuery(nil, page, 100))
+	}, func(page []eventJSON) bool {
+		return len(page) > 0 && page[len(page)-1].ID <= afterID
 	})
 	for _, e := range got {
-		pg.NewestID = max(pg.NewestID, e.GetID())
+		pg.NewestID = max(pg.NewestID, e.ID)
 	}
 	var out []LabelEvent
 	for i := len(got) - 1; i >= 0; i-- {
-		e := got[i]
-		if e.GetID() <= afterID || e.GetEvent() != "labeled" {
+		e := &got[i]
+		if e.ID <= afterID || e.Event != "labeled" {
 			continue
 		}
-		out = append(out, LabelEvent{Repo: repo, ID: e.GetID(), Label: e.GetLabel().GetName(),
-			Actor: e.GetActor().GetLogin(), Issue: issueOf(repo, e.GetIssue()), CreatedAt: e.GetCreatedAt().Time})
+		var label string
+		if e.Label != nil {
+			label = e.Label.Name
+		}
+		out = append(out, LabelEvent{Repo: repo, ID: e.ID, Label: label,
+			Actor: e.Actor.login(), Issue: issueOf(repo, e.Issue), CreatedAt: e.CreatedAt})
 	}
 	return out, pg, err
 }
@@ -243,19 +264,23 @@ func (c *Client) ListPullRequests(ctx context.Context, repo string, q PullQuery)
 	if head != "" && !strings.Contains(head, ":") {
 		head = owner + ":" + head // GitHub filters head only as user:ref
 	}
-	opts := &gh.PullRequestListOptions{State: q.State, Head: head, Base: q.Base, Sort: q.Sort, Direction: q.Direction}
-	got, pg, err := listAll(ctx, c, op, repo, q.MaxPages, func(ctx context.Context, page int) ([]*gh.PullRequest, *gh.Response, error) {
-		opts.ListOptions = gh.ListOptions{Page: page, PerPage: 100}
-		return c.gh.PullRequests.List(ctx, owner, name, opts)
+	base := url.Values{}
+	setNonEmpty(base, "state", q.State)
+	setNonEmpty(base, "head", head)
+	setNonEmpty(base, "base", q.Base)
+	setNonEmpty(base, "sort", q.Sort)
+	setNonEmpty(base, "direction", q.Direction)
+	got, pg, err := listAll(ctx, c, op, repo, q.MaxPages, func(ctx context.Context, page int) ([]pullJSON, *response, error) {
+		return getPage[pullJSON](ctx, c, repoPath(owner, name, "pulls"), pageQuery(maps.Clone(base), page, 100))
 	}, nil)
 	return convert(got, repo, pullOf), pg, err
 }
 
-func pullOf(repo string, p *gh.PullRequest) PullRequest {
-	return PullRequest{Repo: repo, Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(),
-		State: p.GetState(), User: p.GetUser().GetLogin(), URL: p.GetHTMLURL(),
-		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Draft: p.GetDraft(),
-		CreatedAt: p.GetCreatedAt().Time, UpdatedAt: p.GetUpdatedAt().Time}
+func pullOf(repo string, p *pullJSON) PullRequest {
+	return PullRequest{Repo: repo, Number: p.Number, Title: p.Title, Body: p.Body,
+		State: p.State, User: p.User.login(), URL: p.HTMLURL,
+		Head: p.Head.ref(), Base: p.Base.ref(), Draft: p.Draft,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 // FindPullRequest returns the open pull request from head into base, if there is one.
@@ -285,9 +310,16 @@ func (c *Client) CreatePullRequest(ctx context.Context, repo string, in NewPullR
 	if err != nil {
 		return PullRequest{}, err
 	}
-	p, _, err := callOne(ctx, c, op, repo, false, func() (*gh.PullRequest, *gh.Response, error) {
-		return c.gh.PullRequests.Create(ctx, owner, name, gh.CreatePullRequest{
-			Title: &in.Title, Head: in.Head, Base: in.Base, Body: &in.Body, Draft: &in.Draft})
+	p, _, err := callOne(ctx, c, op, repo, false, func() (*pullJSON, *response, error) {
+		var p pullJSON
+		resp, err := c.do(ctx, http.MethodPost, repoPath(owner, name, "pulls"), nil, struct {
+			Title string `json:"title"`
+			Head  string `json:"head"`
+			Base  string `json:"base"`
+			Body  string `json:"body"`
+			Draft bool   `json:"draft"`
+		}{in.Title, in.Head, in.Base, in.Body, in.Draft}, &p)
+		return &p, resp, err
 	})
 	if err != nil {
 		return PullRequest{}, err
@@ -314,13 +346,13 @@ func (c *Client) ListReviews(ctx context.Context, repo string, number int) ([]Re
 	if err != nil {
 		return nil, Page{}, err
 	}
-	got, pg, err := listAll(ctx, c, op, repo, 0, func(ctx context.Context, page int) ([]*gh.PullRequestReview, *gh.Response, error) {
-		return c.gh.PullRequests.ListReviews(ctx, owner, name, number, &gh.ListOptions{Page: page, PerPage: 100})
+	got, pg, err := listAll(ctx, c, op, repo, 0, func(ctx context.Context, page int) ([]reviewJSON, *response, error) {
+		return getPage[reviewJSON](ctx, c, repoPath(owner, name, "pulls/"+strconv.Itoa(number)+"/reviews"), pageQuery(nil, page, 100))
 	}, nil)
 	out := make([]Review, 0, len(got))
 	for _, r := range got {
-		out = append(out, Review{Repo: repo, ID: r.GetID(), PRNumber: number, State: r.GetState(),
-			Body: r.GetBody(), User: r.GetUser().GetLogin(), URL: r.GetHTMLURL(), SubmittedAt: r.GetSubmittedAt().Time})
+		out = append(out, Review{Repo: repo, ID: r.ID, PRNumber: number, State: r.State,
+			Body: r.Body, User: r.User.login(), URL: r.HTMLURL, SubmittedAt: r.SubmittedAt})
 	}
 	return out, pg, err
 }

@@ -306,8 +306,8 @@ func TestGitHubFaultsHoldNothingBack(t *testing.T) {
 		t.Fatalf("polled before retry-after: %+v", res)
 	}
 	r.srv.ClearFaults()
-	// go-github keeps its own secondary-limit block on the real clock: the hour this test
-	// skips on its fake one has not passed for it, so the recovery uses a fresh client.
+	// The recovery uses a fresh client, as a restarted server would: the client keeps
+	// the secondary limit's block itself (on Options.Now's clock).
 	c, err = github.New(github.Options{Token: "tok", APIURL: r.srv.URL, Timeout: time.Second, Retries: -1, Now: r.tk.Now})
 	if err != nil {
 		t.Fatal(err)

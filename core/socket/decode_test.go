@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -18,7 +17,7 @@ func TestRequiredParamsMatchSchema(t *testing.T) {
 	s := wire.Schema()
 	defs := s["$defs"].(map[string]any)
 	for _, m := range wire.Methods {
-		name := reflect.TypeOf(m.Params).Name()
+		name := m.Params.Name()
 		var want []string
 		if r, ok := defs[name].(map[string]any)["required"].([]string); ok {
 			want = r
@@ -64,12 +63,12 @@ func TestSchemaCoversMethodsAndTypes(t *testing.T) {
 		}
 		ref := spec["params"].(map[string]any)["$ref"].(string)
 		name := strings.TrimPrefix(ref, "#/$defs/")
-		if name != reflect.TypeOf(m.Params).Name() || defs[name] == nil {
-			t.Errorf("%s params ref %s, server decodes %s", m.Name, ref, reflect.TypeOf(m.Params).Name())
+		if name != m.Params.Name() || defs[name] == nil {
+			t.Errorf("%s params ref %s, server decodes %s", m.Name, ref, m.Params.Name())
 		}
 		// Every field the server accepts is in the schema, and no other.
 		props := defs[name].(map[string]any)["properties"].(map[string]any)
-		typ := reflect.TypeOf(m.Params)
+		typ := m.Params
 		if typ.NumField() != len(props) {
 			t.Errorf("%s: %d fields, schema has %d properties", m.Name, typ.NumField(), len(props))
 		}

@@ -29,7 +29,7 @@ var standIns = func() wire.Handlers {
 	var hs []wire.Handler
 	for _, m := range wire.Methods {
 		hs = append(hs, wire.HandleSpec(m, func(context.Context, any) (any, error) {
-			return reflect.Zero(reflect.TypeOf(m.Result)).Interface(), nil
+			return reflect.Zero(m.Result).Interface(), nil
 		}))
 	}
 	t, err := wire.NewHandlers(hs)
@@ -50,8 +50,8 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 	}
 	var hs []wire.Handler
 	for _, m := range wire.Methods {
-		want := filled(reflect.TypeOf(m.Params), m.Name)
-		res := filled(reflect.TypeOf(m.Result), m.Name+"!").Interface()
+		want := filled(m.Params, m.Name)
+		res := filled(m.Result, m.Name+"!").Interface()
 		hs = append(hs, wire.HandleSpec(m, func(_ context.Context, p any) (any, error) {
 			if got := reflect.ValueOf(p).Elem().Interface(); !reflect.DeepEqual(got, want.Interface()) {
 				return nil, fmt.Errorf("%s: params\n got %+v\nwant %+v", m.Name, got, want.Interface())
@@ -82,8 +82,8 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		t    wire.Transport
 	}{{"socket", cl}, {"in-process", ip}} {
 		for _, m := range wire.Methods {
-			p := filled(reflect.TypeOf(m.Params), m.Name)
-			want := filled(reflect.TypeOf(m.Result), m.Name+"!")
+			p := filled(m.Params, m.Name)
+			want := filled(m.Result, m.Name+"!")
 			got := reflect.New(want.Type())
 			if m.Stream != nil {
 				st, err := tr.t.Open(ctx, m.Name, p.Addr().Interface(), got.Interface())

@@ -144,7 +144,7 @@ func NewHandlers(hs ...[]Handler) (Handlers, error) {
 // to values. A required field holding its zero value counts as missing, since a Go
 // client always sends every field that has no omitempty. It returns a pointer.
 func Decoder(spec MethodSpec) func(json.RawMessage) (any, error) {
-	typ := reflect.TypeOf(spec.Params)
+	typ := spec.Params
 	method := spec.Name
 	var required []Field
 	if typ.Kind() == reflect.Struct {

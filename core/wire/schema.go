@@ -14,14 +14,14 @@ func Schema() map[string]any {
 	for _, m := range Methods {
 		spec := map[string]any{
 			"description": m.Description,
-			"params":      schemaOf(reflect.TypeOf(m.Params), defs),
-			"result":      schemaOf(reflect.TypeOf(m.Result), defs),
+			"params":      schemaOf(m.Params, defs),
+			"result":      schemaOf(m.Result, defs),
 		}
 		if m.ReadOnly {
 			spec["readOnly"] = true
 		}
 		if m.Stream != nil {
-			spec["stream"] = schemaOf(reflect.TypeOf(m.Stream), defs)
+			spec["stream"] = schemaOf(m.Stream, defs)
 		}
 		methods[m.Name] = spec
 	}
@@ -140,7 +140,7 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 // MCP tool's input schema is this (mcp/), from the same declaration as `orcr api schema`.
 func ParamsSchema(spec MethodSpec) map[string]any {
 	defs := map[string]any{}
-	root := schemaOf(reflect.TypeOf(spec.Params), defs)
+	root := schemaOf(spec.Params, defs)
 	ref, _ := root["$ref"].(string)
 	name := ref[len("#/$defs/"):]
 	doc := map[string]any{}

@@ -132,7 +132,7 @@ func (s *Server) Serve(ctx context.Context, r io.ReadCloser, w io.WriteCloser) e
 // scope, the call, the answer as JSON text.
 func (s *Server) handler(tl tool, spec wire.MethodSpec) sdk.ToolHandler {
 	decode := wire.Decoder(spec)
-	resultType := reflect.TypeOf(spec.Result)
+	resultType := spec.Result
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
