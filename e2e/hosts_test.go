@@ -37,7 +37,10 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 			env: []string{"ORCR_HOST=tmux"}, host: "tmux"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir()}, c.env...)...)
+			// An empty CLI cache: the host is what is compared, and doctor would
+			// otherwise start every installed agent CLI for its version (opencode alone
+			// is 6 s of CPU), 12-23 s per case under load.
+			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir(), "ORCR_CLI_CACHE=" + t.TempDir()}, c.env...)...)
 			t.Cleanup(func() { exec.Command(tmuxPath, "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
 			if c.config != "" {
 				writeConfig(t, e, c.config)
