@@ -79,6 +79,9 @@ func (e *Engine) startLoop(rt *agentRT) {
 	rt.exit = make(chan paneEnd, 1)
 	rt.done = make(chan struct{})
 	a := rt.a
+	if rt.launchPrompt != nil {
+		a.Prompt = *rt.launchPrompt
+	}
 	e.mu.Unlock()
 	var obs Observer
 	if p := e.providers[a.Provider]; p != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 )
 
 // eventLog is the part of a Store the broker uses, in memory.
@@ -98,6 +99,12 @@ func TestPathSubscriberWokenOnlyForItsEvents(t *testing.T) {
 	publish("runs/a")
 	if e := next(); e.Agent.Path != "runs/a" {
 		t.Fatalf("first event for %s", e.Agent.Path)
+	}
+	// A subscriber whose first read came after that publish still holds its token
+	// (it wakes once for nothing, by design); under load it may not have taken it
+	// yet when the event arrives here. Once it has, it is asleep.
+	if !wait.Until(10*time.Second, func() bool { return tokens() == 0 }) {
+		t.Fatal("the runs/** subscriber never took its wake-up token")
 	}
 	// The subscriber has read everything; others' events leave it asleep.
 	for i := range skipWake - 1 {

@@ -96,6 +96,11 @@ type agentRT struct {
 	// wake is the first message of a hibernated agent being woken (resume.go); the
 	// launch gives it as the prompt. nil when not waking; "" wakes without a message.
 	wake *string
+	// launchPrompt is the prompt the running launch was given when it is not the
+	// record's (a wake's message, or none): the observer judges the launch by it, so a
+	// claude woken without a message goes idle when its session starts instead of
+	// staying "launched" as if it worked on the record's first prompt.
+	launchPrompt *string
 	// eager: an answer waits for the screen to change, so the loop reads it on every
 	// output instead of at most every screenEvery.
 	eager atomic.Int32

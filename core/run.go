@@ -194,9 +194,11 @@ func givenArgv(a wire.Agent) []string {
 func (e *Engine) launch(ctx context.Context, rt *agentRT) {
 	e.mu.Lock()
 	a := rt.a
+	rt.launchPrompt = nil
 	if rt.wake != nil {
 		a.Prompt, rt.wake = *rt.wake, nil
 		a.Argv = givenArgv(a)
+		rt.launchPrompt = &a.Prompt
 	}
 	e.mu.Unlock()
 	if a.Node != "" {

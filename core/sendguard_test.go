@@ -17,10 +17,15 @@ import (
 // 100 ms when redraw is set, so the screen never settles and the agent's record
 // stays working while the screen shows the prompt — the window between the state
 // read and the keystrokes that the screen check exists for.
+//
+// The redraw is a loop of its own beside one blocking read, not a `read -t 0.1` loop:
+// bash's timed read can consume the line and then time out before it returns it (the
+// timer runs on the wall clock, and a process descheduled for 100 ms under load
+// misses it), and the loop then drops the line — an Enter the program never saw.
 func askRemove(redraw bool) string {
 	body := `case "$a" in y*) rm -rf build;; esac; echo "got:$a"; exec cat`
 	if redraw {
-		return `while :; do printf '\rRemove build? [y/N] '; if read -r -t 0.1 a; then ` + body + `; fi; done`
+		return `(while :; do printf '\rRemove build? [y/N] '; sleep 0.1; done) & p=$!; read -r a; kill $p; wait $p 2>/dev/null; ` + body
 	}
 	return `printf 'Remove build? [y/N] '; read -r a; ` + body
 }

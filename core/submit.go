@@ -59,11 +59,16 @@ func (e *Engine) typing(rt *agentRT) Typing {
 func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, keys []string, rule Typing) error {
 	e.mu.Lock()
 	beforeState, beforeAt, id := rt.a.State, rt.a.StateAt, rt.a.ID
+	launching := justLaunched(rt.a)
 	e.mu.Unlock()
 	// A working agent's screen never stills (its spinner), and a message it takes
 	// mid-turn is queued without a state change: the quiet wait and, when the text
-	// went as a paste, the second Enter only cost time there.
-	working := beforeState == wire.StateWorking
+	// went as a paste, the second Enter only cost time there. A launch is recorded
+	// working before its CLI has reported anything, but a CLI still starting is not
+	// mid-turn: it may still be drawing (a woken claude redraws its resumed
+	// conversation, and under load that takes seconds), and an Enter it gets then is
+	// lost with nothing to show for it — so it gets the quiet wait and the Enter again.
+	working := beforeState == wire.StateWorking && !launching
 	if rule.Quiet > 0 && !working {
 		if err := e.waitQuiet(ctx, pane, rule.Quiet); err != nil {
 			return err
@@ -151,6 +156,12 @@ func (e *Engine) submit(ctx context.Context, rt *agentRT, pane, text string, key
 			"agent", id, "try", i+2)
 	}
 	return nil
+}
+
+// justLaunched reports whether a is in the state its launch recorded (working, from
+// the server, "launched"), its CLI not having reported anything since.
+func justLaunched(a wire.Agent) bool {
+	return a.State == wire.StateWorking && a.StateSource == "server" && a.StateReason == "launched"
 }
 
 // waitQuiet waits until two reads of the screen quiet apart are the same, at most

@@ -37,7 +37,7 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 			env: []string{"ORCR_HOST=tmux"}, host: "tmux"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir()}, c.env...)...)
+			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir(), noCLIs(t)}, c.env...)...)
 			t.Cleanup(func() { exec.Command(tmuxPath, "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
 			if c.config != "" {
 				writeConfig(t, e, c.config)
@@ -72,6 +72,12 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 		})
 	}
 }
+
+// noCLIs is the environment entry of an empty agent CLI cache, for a test that calls
+// `orcr doctor` for something else than the providers: doctor starts every CLI it
+// finds for its version (opencode alone is 6 s of CPU; a doctor call took 10-20 s
+// under load).
+func noCLIs(t *testing.T) string { return "ORCR_CLI_CACHE=" + t.TempDir() }
 
 // binDirOnly is a PATH holding only the orcr binary: no herdr, no tmux.
 func binDirOnly(t *testing.T) string {

@@ -94,7 +94,7 @@ func TestListOf11000RecordsOverTheSocketCompletes(t *testing.T) {
 // each cap with where it came from.
 func TestBurstWithDefaultConfigLaunchesWithinTheBound(t *testing.T) {
 	const n = 30
-	e := newTmuxEnv(t)
+	e := newTmuxEnv(t, noCLIs(t))
 	cfgDir := filepath.Join(filepath.Dir(e.home), "config", "orcr")
 	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
 		t.Fatal(err)

@@ -58,11 +58,13 @@ func TestDashboardWakesAndResumes(t *testing.T) {
 	}
 	r.waitText(10*time.Second, "z hibernated", "asleep: its process stopped, its session kept")
 
-	// Enter wakes it in place: the same record, a new claude on the same session.
+	// Enter wakes it in place: the same record, a new claude on the same session,
+	// idle once its session has started (woken without a message, it is not working
+	// on the record's first prompt again).
 	r.keys("Enter")
 	r.waitText(20*time.Second, "woke mem/sleeper")
-	woken := r.waitAgent("mem/sleeper", 60*time.Second, "the agent awake", func(a wire.Agent) bool {
-		return a.State.Live() && a.State != wire.StateStarting && a.PID != 0
+	woken := r.waitAgent("mem/sleeper", 60*time.Second, "the agent awake and idle", func(a wire.Agent) bool {
+		return a.State == wire.StateIdle && a.PID != 0
 	})
 	if woken.ID != first.ID || woken.SessionID != first.SessionID || woken.PID == first.PID {
 		t.Fatalf("woken as id %s session %s pid %d (was %s %s %d)", woken.ID, woken.SessionID, woken.PID, first.ID, first.SessionID, first.PID)
