@@ -61,11 +61,16 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	}
 	_ = g.grant(&p.RW, tmp, "temporary files", false)
 	if sharedTmp != "" {
-		// Nothing else of it: one rule per entry cost a spawn hundreds of opens (a
-		// test machine's /tmp), and when $HOME is /tmp itself its entries are $HOME's
-		// (.ssh among them).
-		notes = append(notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted, nor anything in it but the agent's own TMPDIR (%s); "+
-			"--sandbox-rw names another folder of it", sharedTmp, tmp))
+		if f.isHome(sharedTmp, home) {
+			// $HOME (or orcr's home) is this folder itself: its entries are $HOME's
+			// (.ssh among them), so nothing of it but the agent's own TMPDIR.
+			notes = append(notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted, nor anything in it but the agent's own TMPDIR (%s); "+
+				"--sandbox-rw names another folder of it", sharedTmp, tmp))
+		} else {
+			// /tmp stays writable as DESIGN §16 says, less the entries that hold
+			// $HOME or orcr's home.
+			f.tmpEntries(&p, g, sharedTmp, home)
+		}
 	}
 	if _, err := os.Stat("/var/tmp"); err == nil {
 		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
@@ -297,4 +302,73 @@ func refusedLines(text string, max int) []string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// maxTmpEntries bounds the entries of a shared /tmp granted one by one.
+const maxTmpEntries = 4096
+
+// tmpEntries grants, read-write, each entry of a /tmp that holds $HOME or orcr's home
+// except the ones that hold them: what granting /tmp would give, less those. New
+// entries made in /tmp itself later are not granted (TMPDIR is the agent's own).
+func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
+	ents, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	if len(ents) > maxTmpEntries {
+		*g.notes = append(*g.notes, fmt.Sprintf("%s has %d entries, over %d: none of them granted", tmp, len(ents), maxTmpEntries))
+		return
+	}
+	resolve := func(x string) string {
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			return r
+		}
+		return x
+	}
+	// Resolved once, not once per entry: a /tmp of a few hundred entries cost a
+	// confined spawn 30 ms of lstat calls.
+	var keep []string
+	for _, x := range []string{home, f.o.Home} {
+		if x != "" {
+			keep = append(keep, resolve(x))
+		}
+	}
+	holds := func(dir string) bool {
+		for _, x := range keep {
+			if x == dir || strings.HasPrefix(x, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	real := resolve(tmp)
+	n := 0
+	for _, e := range ents {
+		d := filepath.Join(real, e.Name())
+		if holds(d) || e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		if !slices.Contains(p.RW, d) {
+			p.RW = append(p.RW, d)
+			n++
+		}
+	}
+	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
+}
+
+// isHome reports whether dir is $HOME or orcr's home itself (after symlinks).
+func (f *Feature) isHome(dir, home string) bool {
+	real := func(x string) string {
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			return r
+		}
+		return filepath.Clean(x)
+	}
+	d := real(dir)
+	for _, x := range []string{home, f.o.Home} {
+		if x != "" && real(x) == d {
+			return true
+		}
+	}
+	return false
 }
