@@ -32,3 +32,11 @@ func VAPIDKey(dir string) ([]byte, func(endpoint, sub string, now time.Time) (st
 func (s *Service) SetList(list func(context.Context, wire.ListParams) ([]wire.Agent, error)) {
 	s.list = list
 }
+
+// Running reports whether the feature holds a hub or runs its notifier: a server
+// whose gateway is off and has no [notify] command holds neither.
+func (s *Service) Running() (hub, notifier bool) {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	return s.hub != nil, s.notifyCancel != nil
+}
