@@ -40,3 +40,12 @@ func (s *Service) Running() (hub, notifier bool) {
 	defer s.lazyMu.Unlock()
 	return s.hub != nil, s.notifyCancel != nil
 }
+
+// SetRing makes the hubs started from now on keep size events and maxBytes of
+// frames (the tests' small ring, which a stream's cursor falls behind); it returns
+// what puts the defaults back.
+func SetRing(size, maxBytes int) (restore func()) {
+	oldSize, oldBytes := hubSize, hubBytes
+	hubSize, hubBytes = size, maxBytes
+	return func() { hubSize, hubBytes = oldSize, oldBytes }
+}

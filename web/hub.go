@@ -13,7 +13,9 @@ import (
 // The hub's ring holds the last hubSize events at least, up to twice as many, and
 // up to 2×hubBytes of encoded frames: it is trimmed by its older half when it passes
 // either bound (a few events with big records cost as much as many small ones).
-const (
+// They are variables for the tests, which make a ring small enough to fall behind;
+// a hub copies them when it starts.
+var (
 	hubSize  = 4096
 	hubBytes = 4 << 20
 )
@@ -44,6 +46,8 @@ type hub struct {
 	mu      sync.RWMutex
 	ring    []frame // oldest first
 	bytes   int     // the frames' bytes in ring
+	size    int     // hubSize, hubBytes when it started
+	max     int
 	base    uint64  // the hub holds every event with seq > base
 	changed chan struct{}
 	// catchUps bounds the streams reading the store at once: each such read holds up
@@ -60,19 +64,24 @@ const catchUpMax = 4
 // startHub subscribes after the last hubSize stored events and fills the ring until
 // ctx ends.
 func startHub(ctx context.Context, k core.Kernel) (*hub, error) {
+	size, maxBytes := hubSize, hubBytes
 	base := k.LastSeq()
-	base -= min(base, hubSize)
+	base -= min(base, uint64(size))
 	ch, err := k.Subscribe(core.WithCaller(ctx, caller()), wire.SubscribeParams{After: base})
 	if err != nil {
 		return nil, err
 	}
-	h := &hub{base: base, changed: make(chan struct{}), catchUps: make(chan struct{}, catchUpMax)}
+	h := newHub(base, size, maxBytes)
 	go func() {
 		for ev := range ch {
 			h.add(ev)
 		}
 	}()
 	return h, nil
+}
+
+func newHub(base uint64, size, maxBytes int) *hub {
+	return &hub{base: base, size: size, max: maxBytes, changed: make(chan struct{}), catchUps: make(chan struct{}, catchUpMax)}
 }
 
 // encodeFrame is ev as an SSE frame (nil when it cannot be encoded).
@@ -106,7 +115,7 @@ func appendEvent(dst []byte, seq uint64, name string, data []byte) []byte {
 func (h *hub) add(ev wire.Event) {
 	f := frame{seq: ev.Seq, b: encodeFrame(ev)}
 	h.mu.Lock()
-	if n := len(h.ring); n > 0 && (n >= 2*hubSize || h.bytes >= 2*hubBytes) { // trimmed by halves: no copy per event
+	if n := len(h.ring); n > 0 && (n >= 2*h.size || h.bytes >= 2*h.max) { // trimmed by halves: no copy per event
 		half := max(1, n/2)
 		for _, old := range h.ring[:half] {
 			h.bytes -= len(old.b)
