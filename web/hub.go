@@ -48,7 +48,7 @@ type hub struct {
 	bytes   int     // the frames' bytes in ring
 	size    int     // hubSize, hubBytes when it started
 	max     int
-	base    uint64  // the hub holds every event with seq > base
+	base    uint64 // the hub holds every event with seq > base
 	changed chan struct{}
 	// catchUps bounds the streams reading the store at once: each such read holds up
 	// to a page of decoded events and a queue of its own (the kernel's), so 100
