@@ -122,10 +122,18 @@ func statusOf(code string) int {
 
 // writeError answers with the error's code kept: {"error":{code,message,data}}.
 func writeError(w http.ResponseWriter, err error) {
+	writeErrorStatus(w, 0, err)
+}
+
+// writeErrorStatus is writeError with a status of its own (0: the code's).
+func writeErrorStatus(w http.ResponseWriter, status int, err error) {
 	e := wire.AsError(err)
+	if status == 0 {
+		status = statusOf(e.Code)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(statusOf(e.Code))
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
 		Error *wire.Error `json:"error"`
 	}{e})
@@ -164,7 +172,7 @@ func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (cred, bo
 		return cred{}, false
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(csrfHeader) != "1" {
-		writeError(w, wire.Errorf(wire.CodePermission, "a browser's write needs the %s: 1 header (cross-site requests cannot send it)", csrfHeader))
+		writeError(w, wire.Errorf(wire.CodePermission, "a browser's call (any POST) needs the %s: 1 header (cross-site requests cannot send it)", csrfHeader))
 		return cred{}, false
 	}
 	return c, true
@@ -193,7 +201,7 @@ func (g *gateway) method(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("method")
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("%s is called with POST and its params as a JSON body", name)})
+		writeErrorStatus(w, http.StatusMethodNotAllowed, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("%s is called with POST and its params as a JSON body, e.g. curl -H \"Authorization: Bearer $T\" -d '{}' …/api/v1/%s", name, name)})
 		return
 	}
 	c, ok := g.authenticate(w, r)
@@ -353,19 +361,26 @@ func (g *gateway) enter(w http.ResponseWriter) bool {
 }
 
 // afterOf is where an event stream starts: Last-Event-ID (a reconnect) wins over
-// ?after=; with neither it starts at the newest event (live only).
-func (g *gateway) afterOf(r *http.Request) (uint64, error) {
+// ?after=; with neither it starts at the newest event (live only). A cursor past the
+// newest event (the client's log is of another state directory, or of this one
+// before it was wiped) starts at the newest too, and hello says so: kept, it would
+// skip every event up to it without a word.
+func (g *gateway) afterOf(r *http.Request) (after uint64, hello string, err error) {
+	last := g.s.k.LastSeq()
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if v == "" {
 			continue
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, wire.Errorf(wire.CodeInvalidParams, "event cursor %q: a seq (a whole number ≥ 0)", v)
+			return 0, "", wire.Errorf(wire.CodeInvalidParams, "event cursor %q: a seq (a whole number ≥ 0)", v)
 		}
-		return n, nil
+		if n > last {
+			return last, fmt.Sprintf("orcr events after %d: the cursor %d is past the newest event, %d (another server's, or before its state was wiped): reload what you show", last, n, last), nil
+		}
+		return n, fmt.Sprintf("orcr events after %d", n), nil
 	}
-	return g.s.k.LastSeq(), nil
+	return last, fmt.Sprintf("orcr events after %d", last), nil
 }
 
 // sse writes Server-Sent Events with a write deadline: a client that stops reading
@@ -475,7 +490,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := g.authenticate(w, r); !ok {
 		return
 	}
-	after, err := g.afterOf(r)
+	after, hello, err := g.afterOf(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -490,7 +505,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	transient := q.Get("transient") == "1"
 	if len(paths) == 0 && !transient {
-		g.fromHub(ctx, w, after)
+		g.fromHub(ctx, w, after, hello)
 		return
 	}
 	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: after, Paths: paths, Transient: transient})
@@ -498,7 +513,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+	out, ok := g.open(w, hello, true)
 	if !ok {
 		return
 	}
@@ -543,8 +558,8 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 
 // fromHub serves an unfiltered event stream from the hub's ring, catching up from
 // the store while the cursor is older than the ring.
-func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64) {
-	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64, hello string) {
+	out, ok := g.open(w, hello, true)
 	if !ok {
 		return
 	}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,5 +131,48 @@ func TestEventsCatchUpFromStore(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A cursor past the newest event (a client of another state directory, or of this
+// one before it was wiped) starts the stream at the newest event, and its first
+// comment says so: the events that follow are not skipped up to the stale cursor.
+func TestEventsCursorPastTheNewest(t *testing.T) {
+	r := newRig(t, "", web.Options{})
+	tok := r.token(webapi.ScopeRead, 0)
+	last := r.eng.LastSeq()
+	stale := last + 1000
+	for _, c := range []struct {
+		name   string
+		query  string
+		header map[string]string
+	}{
+		{"after", fmt.Sprintf("?after=%d", stale), nil},
+		{"Last-Event-ID", "", map[string]string{"Last-Event-ID": fmt.Sprint(stale)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := r.openEvents(tok, c.query, c.header)
+			var hello string
+			for hello == "" {
+				line, err := s.br.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h, ok := strings.CutPrefix(line, ": "); ok {
+					hello = h
+				}
+			}
+			if !strings.Contains(hello, fmt.Sprintf("cursor %d is past the newest event", stale)) {
+				t.Fatalf("first comment %q", hello)
+			}
+			ev, err := r.eng.Publish(context.Background(), wire.Event{Event: "test.next"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.nextWithin(t, 5*time.Second); got.id != fmt.Sprint(ev.Seq) {
+				t.Fatalf("first event %+v, want seq %d", got, ev.Seq)
+			}
+			s.close()
+		})
 	}
 }
