@@ -32,7 +32,7 @@ func (app *app) webCommand() *cli.Command {
 				// No server: `orcr serve` alone, as the usual message says, would not do.
 				Before: func(ctx context.Context, c *cli.Command) (context.Context, error) {
 					ctx, err := app.mustConnect(ctx, c)
-					if e := wire.AsError(err); err != nil && e.Code == wire.CodeUnavailable {
+					if err != nil && wire.AsError(err).Code == wire.CodeUnavailable {
 						return ctx, fmt.Errorf("%w; to pair a browser, start it with the web gateway: orcr serve --http 127.0.0.1:7070", err)
 					}
 					return ctx, err

@@ -14,7 +14,8 @@ import (
 )
 
 // TestWildcardGatewayAsANewUser walks what a new user does to reach the fleet from
-// another machine, with the real CLI and a real orcr serve: [http] listen on every
+// another machine, with the real CLI and a real orcr serve: web pair with no server
+// (it says to start one with the gateway), [http] listen on every
 // address with no token yet (the server warns and does not serve; web pair says
 // why), the first token starts the gateway and says where, a token calls a method
 // with curl's request, a read token is refused agent.kill (403), tokens are listed
@@ -29,6 +30,9 @@ func TestWildcardGatewayAsANewUser(t *testing.T) {
 	old, _ := os.ReadFile(cfg)
 	if err := os.WriteFile(cfg, append(old, []byte(fmt.Sprintf("\n[http]\nlisten = \"0.0.0.0:%s\"\n", port))...), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if res := r.Run("web", "pair", "--no-qr"); res.Code == 0 || !strings.Contains(res.Err, "start it with the web gateway: orcr serve --http 127.0.0.1:7070") {
+		t.Fatalf("web pair with no server: exit %d\n%s%s", res.Code, res.Out, res.Err)
 	}
 	r.Serve()
 	if out := r.Srv.Output(); !strings.Contains(out, "no web token exists; make one first (orcr web token new --scope act)") {
