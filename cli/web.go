@@ -29,6 +29,14 @@ func (app *app) webCommand() *cli.Command {
 					&cli.BoolFlag{Name: "no-qr", Usage: "print the URL only"},
 					jsonFlag(),
 				},
+				// No server: `orcr serve` alone, as the usual message says, would not do.
+				Before: func(ctx context.Context, c *cli.Command) (context.Context, error) {
+					ctx, err := app.mustConnect(ctx, c)
+					if err != nil && wire.AsError(err).Code == wire.CodeUnavailable {
+						return ctx, fmt.Errorf("%w; to pair a browser, start it with the web gateway: orcr serve --http 127.0.0.1:7070", err)
+					}
+					return ctx, err
+				},
 				Action: func(ctx context.Context, c *cli.Command) error { return app.webPair(ctx, c) },
 			},
 			{
@@ -93,6 +101,8 @@ func (app *app) webTokenNew(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	// A gateway beyond loopback waits for the first token: say when this one started it.
+	before, stErr := wire.Call(ctx, service(ctx), webapi.Status, wire.Empty{})
 	res, err := wire.Call(ctx, service(ctx), webapi.TokenNew, webapi.TokenNewParams{
 		Name: c.String("name"), Scope: c.String("scope"), TTLSeconds: int64(ttl / time.Second)})
 	if err != nil {
@@ -100,6 +110,15 @@ func (app *app) webTokenNew(ctx context.Context, c *cli.Command) error {
 	}
 	if c.Bool("json") {
 		return printJSON(app.out, res)
+	}
+	if stErr == nil && before.Listen == "" && before.Error != "" {
+		if after, err := wire.Call(ctx, service(ctx), webapi.Status, wire.Empty{}); err == nil {
+			if after.Listen != "" {
+				fmt.Fprintf(app.out, "the web gateway now serves on %s (pair a browser: orcr web pair)\n", after.URL)
+			} else if after.Error != "" {
+				fmt.Fprintf(app.err, "orcr: warning: the web gateway still does not serve: %s\n", after.Error)
+			}
+		}
 	}
 	exp := "never expires"
 	if res.Token.ExpiresAt != nil {

@@ -32,3 +32,20 @@ func VAPIDKey(dir string) ([]byte, func(endpoint, sub string, now time.Time) (st
 func (s *Service) SetList(list func(context.Context, wire.ListParams) ([]wire.Agent, error)) {
 	s.list = list
 }
+
+// Running reports whether the feature holds a hub or runs its notifier: a server
+// whose gateway is off and has no [notify] command holds neither.
+func (s *Service) Running() (hub, notifier bool) {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	return s.hub != nil, s.notifyCancel != nil
+}
+
+// SetRing makes the hubs started from now on keep size events and maxBytes of
+// frames (the tests' small ring, which a stream's cursor falls behind); it returns
+// what puts the defaults back.
+func SetRing(size, maxBytes int) (restore func()) {
+	oldSize, oldBytes := hubSize, hubBytes
+	hubSize, hubBytes = size, maxBytes
+	return func() { hubSize, hubBytes = oldSize, oldBytes }
+}

@@ -73,9 +73,13 @@ type Service struct {
 	stopping chan struct{}
 	// clients counts the open event and screen streams, of every gateway.
 	clients atomic.Int64
-	// hub is the one subscription unfiltered event streams read from.
+	// lazyMu guards what starts with the first gateway (startHub): the hub, the
+	// notifier. A server without a gateway has neither: no ring of encoded events, no
+	// goroutine.
+	lazyMu    sync.Mutex
 	hub       *hub
 	hubCancel context.CancelFunc
+	closed    bool
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -132,22 +136,53 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	if err := s.auth.load(ctx, k.Buckets()); err != nil {
 		return err
 	}
-	hctx, cancel := context.WithCancel(context.Background())
-	h, err := startHub(hctx, k)
-	if err != nil {
-		cancel()
-		return err
-	}
-	s.hub, s.hubCancel = h, cancel
 	if err := s.push.load(ctx, k.Buckets()); err != nil {
-		cancel()
 		return fmt.Errorf("load push subscriptions: %w", err)
 	}
-	nctx, ncancel := context.WithCancel(context.Background())
-	s.notifyCancel = ncancel
-	s.wg.Add(1)
-	go s.notifier(nctx, k)
+	if s.notifyCmd != "" {
+		// [notify] command tells the user with or without a gateway.
+		s.lazyMu.Lock()
+		s.startNotifierLocked()
+		s.lazyMu.Unlock()
+	}
 	return nil
+}
+
+// startHub starts the hub, and the notifier, once: when the first gateway is made
+// (Serve, Handler). Web Push goes to browsers paired through a gateway, so without
+// one only [notify] command needs the notifier.
+func (s *Service) startHub() (*hub, error) {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	if s.closed {
+		return nil, errors.New("the web feature is closed")
+	}
+	if s.k == nil {
+		return nil, errors.New("the web feature has not started")
+	}
+	if s.hub != nil {
+		return s.hub, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := startHub(ctx, s.k)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("subscribe to the events: %w", err)
+	}
+	s.hub, s.hubCancel = h, cancel
+	s.startNotifierLocked()
+	return h, nil
+}
+
+// startNotifierLocked starts the notifier unless it runs (lazyMu held).
+func (s *Service) startNotifierLocked() {
+	if s.notifyCancel != nil || s.closed {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.notifyCancel = cancel
+	s.wg.Add(1)
+	go s.notifier(ctx, s.k)
 }
 
 // ErrNoToken is Serve's refusal of an address other than loopback while no token
@@ -261,9 +296,12 @@ func (s *Service) Close() error {
 		close(s.stopping)
 	}
 	s.mu.Unlock()
+	s.lazyMu.Lock()
+	s.closed = true
 	if s.notifyCancel != nil {
 		s.notifyCancel()
 	}
+	s.lazyMu.Unlock()
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -272,9 +310,11 @@ func (s *Service) Close() error {
 		}
 	}
 	s.wg.Wait()
+	s.lazyMu.Lock()
 	if s.hubCancel != nil {
 		s.hubCancel()
 	}
+	s.lazyMu.Unlock()
 	return nil
 }
 

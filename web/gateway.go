@@ -37,6 +37,8 @@ const (
 type gateway struct {
 	s     *Service
 	table wire.Handlers
+	// hub is the one subscription unfiltered event streams read from.
+	hub *hub
 	// heavy bounds heavy methods (agent.list) answered at once, as the socket does.
 	heavy chan struct{}
 }
@@ -51,7 +53,11 @@ func newGateway(s *Service, hs []wire.Handler) (*gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web gateway: %w", err)
 	}
-	return &gateway{s: s, table: t, heavy: make(chan struct{}, 2)}, nil
+	h, err := s.startHub()
+	if err != nil {
+		return nil, fmt.Errorf("web gateway: %w", err)
+	}
+	return &gateway{s: s, table: t, hub: h, heavy: make(chan struct{}, 2)}, nil
 }
 
 func (g *gateway) routes() http.Handler {
@@ -116,10 +122,18 @@ func statusOf(code string) int {
 
 // writeError answers with the error's code kept: {"error":{code,message,data}}.
 func writeError(w http.ResponseWriter, err error) {
+	writeErrorStatus(w, 0, err)
+}
+
+// writeErrorStatus is writeError with a status of its own (0: the code's).
+func writeErrorStatus(w http.ResponseWriter, status int, err error) {
 	e := wire.AsError(err)
+	if status == 0 {
+		status = statusOf(e.Code)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(statusOf(e.Code))
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
 		Error *wire.Error `json:"error"`
 	}{e})
@@ -158,7 +172,7 @@ func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request) (cred, bo
 		return cred{}, false
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Header.Get(csrfHeader) != "1" {
-		writeError(w, wire.Errorf(wire.CodePermission, "a browser's write needs the %s: 1 header (cross-site requests cannot send it)", csrfHeader))
+		writeError(w, wire.Errorf(wire.CodePermission, "a browser's call (any POST) needs the %s: 1 header (cross-site requests cannot send it)", csrfHeader))
 		return cred{}, false
 	}
 	return c, true
@@ -187,7 +201,7 @@ func (g *gateway) method(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("method")
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("%s is called with POST and its params as a JSON body", name)})
+		writeErrorStatus(w, http.StatusMethodNotAllowed, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("%s is called with POST and its params as a JSON body, e.g. curl -H \"Authorization: Bearer $T\" -d '{}' …/api/v1/%s", name, name)})
 		return
 	}
 	c, ok := g.authenticate(w, r)
@@ -347,35 +361,55 @@ func (g *gateway) enter(w http.ResponseWriter) bool {
 }
 
 // afterOf is where an event stream starts: Last-Event-ID (a reconnect) wins over
-// ?after=; with neither it starts at the newest event (live only).
-func (g *gateway) afterOf(r *http.Request) (uint64, error) {
+// ?after=; with neither it starts at the newest event (live only). A cursor past the
+// newest event (the client's log is of another state directory, or of this one
+// before it was wiped) starts at the newest too, and hello says so: kept, it would
+// skip every event up to it without a word.
+func (g *gateway) afterOf(r *http.Request) (after uint64, hello string, err error) {
+	last := g.s.k.LastSeq()
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if v == "" {
 			continue
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, wire.Errorf(wire.CodeInvalidParams, "event cursor %q: a seq (a whole number ≥ 0)", v)
+			return 0, "", wire.Errorf(wire.CodeInvalidParams, "event cursor %q: a seq (a whole number ≥ 0)", v)
 		}
-		return n, nil
+		if n > last {
+			return last, fmt.Sprintf("orcr events after %d: the cursor %d is past the newest event, %d (another server's, or before its state was wiped): reload what you show", last, n, last), nil
+		}
+		return n, fmt.Sprintf("orcr events after %d", n), nil
 	}
-	return g.s.k.LastSeq(), nil
+	return last, fmt.Sprintf("orcr events after %d", last), nil
 }
 
-// sse writes Server-Sent Events with a write deadline on each flush: a client that
-// stops reading is dropped once its socket's buffers are full, and costs the server
-// one blocked goroutine until then.
+// sse writes Server-Sent Events with a write deadline: a client that stops reading
+// is dropped once its socket's buffers are full, and costs the server one blocked
+// goroutine until then. It keeps no buffer of its own: what it writes goes to
+// net/http's buffered writer (4 KB per connection) and on to the socket, so a stream
+// costs the same few KB whatever it was sent. (It used to gather each batch in a
+// bytes.Buffer of its own, which kept the capacity of its biggest batch for the
+// stream's life: with 100 clients sent a backlog, 16 MB of the server's memory.)
 type sse struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
-	buf     bytes.Buffer
 	// deadline is the write deadline set on the connection: it is moved on only once
 	// half of the timeout is spent, so a write always has at least half of it. Setting
 	// it at every flush was 12 % of the gateway's CPU with 100 streams (a runtime timer
 	// changed per client per event).
 	deadline time.Time
+	// head is one event's header lines (and its data when small), reused.
+	head []byte
+	// pending is whether anything was written since the last flush; err the first
+	// write's error (the stream is over).
+	pending bool
+	err     error
 }
+
+// sseInline is the largest data an event's header is written together with; bigger
+// data is written on its own, so head stays small.
+const sseInline = 512
 
 // open admits one more stream (refused over the gateway's bound) and starts it with
 // its first comment; the caller gives the stream's slot back (clients.Add(-1)) when
@@ -386,7 +420,7 @@ func (g *gateway) open(w http.ResponseWriter, hello string, retry bool) (*sse, b
 	}
 	out := newSSE(w, g.s.writeTimeout)
 	if retry {
-		fmt.Fprintf(&out.buf, "retry: 2000\n")
+		out.write([]byte("retry: 2000\n"))
 	}
 	out.comment(hello)
 	if out.flush() != nil {
@@ -405,39 +439,46 @@ func newSSE(w http.ResponseWriter, timeout time.Duration) *sse {
 	return &sse{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
-// event adds one event to the buffer: id when seq > 0 (transient events have none,
-// so they move no cursor), its name, its data on one line.
-func (s *sse) event(seq uint64, name string, data []byte) {
-	if seq > 0 {
-		fmt.Fprintf(&s.buf, "id: %d\n", seq)
-	}
-	if name != "" {
-		s.buf.WriteString("event: ")
-		s.buf.WriteString(oneLine(name))
-		s.buf.WriteByte('\n')
-	}
-	s.buf.WriteString("data: ")
-	s.buf.Write(data) // JSON has no raw newline
-	s.buf.WriteString("\n\n")
-}
-
-func (s *sse) comment(text string) { fmt.Fprintf(&s.buf, ": %s\n\n", oneLine(text)) }
-
-// flush writes what is buffered; an error ends the stream.
-func (s *sse) flush() error {
-	if s.buf.Len() == 0 {
-		return nil
+// write writes p toward the client (it reaches the socket by the next flush at the
+// latest), with the deadline moved on first when it is due.
+func (s *sse) write(p []byte) {
+	if s.err != nil || len(p) == 0 {
+		return
 	}
 	if now := time.Now(); s.deadline.Sub(now) < s.timeout/2 {
 		s.deadline = now.Add(s.timeout)
 		_ = s.rc.SetWriteDeadline(s.deadline)
 	}
-	_, err := s.w.Write(s.buf.Bytes())
-	s.buf.Reset()
-	if err != nil {
-		return err
+	_, s.err = s.w.Write(p)
+	s.pending = true
+}
+
+// event writes one event (see appendEvent).
+func (s *sse) event(seq uint64, name string, data []byte) {
+	if len(data) <= sseInline {
+		s.head = appendEvent(s.head[:0], seq, name, data)
+		s.write(s.head)
+		return
 	}
-	return s.rc.Flush()
+	s.head = appendEvent(s.head[:0], seq, name, nil)
+	s.write(s.head[:len(s.head)-2]) // the header and "data: "
+	s.write(data)
+	s.write([]byte("\n\n"))
+}
+
+func (s *sse) comment(text string) {
+	s.head = append(append(append(s.head[:0], ": "...), oneLine(text)...), "\n\n"...)
+	s.write(s.head)
+}
+
+// flush sends what was written to the client; an error ends the stream.
+func (s *sse) flush() error {
+	if s.err != nil || !s.pending {
+		return s.err
+	}
+	s.pending = false
+	s.err = s.rc.Flush()
+	return s.err
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
@@ -449,7 +490,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := g.authenticate(w, r); !ok {
 		return
 	}
-	after, err := g.afterOf(r)
+	after, hello, err := g.afterOf(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -463,8 +504,8 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(core.WithCaller(r.Context(), caller()))
 	defer cancel()
 	transient := q.Get("transient") == "1"
-	if len(paths) == 0 && !transient && g.s.hub != nil {
-		g.fromHub(ctx, w, after)
+	if len(paths) == 0 && !transient {
+		g.fromHub(ctx, w, after, hello)
 		return
 	}
 	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: after, Paths: paths, Transient: transient})
@@ -472,7 +513,7 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+	out, ok := g.open(w, hello, true)
 	if !ok {
 		return
 	}
@@ -491,12 +532,12 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			// Take what else is ready, up to a bound, and write it in one go.
+			// Take what else is ready, up to a bound, and flush once.
 			for i := 0; ; i++ {
 				if b, err := json.Marshal(ev); err == nil {
 					out.event(ev.Seq, ev.Event, b)
 				}
-				if i >= 255 || out.buf.Len() > 256<<10 {
+				if i >= hubBatch-1 || out.err != nil {
 					break
 				}
 				select {
@@ -517,8 +558,8 @@ func (g *gateway) events(w http.ResponseWriter, r *http.Request) {
 
 // fromHub serves an unfiltered event stream from the hub's ring, catching up from
 // the store while the cursor is older than the ring.
-func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64) {
-	out, ok := g.open(w, fmt.Sprintf("orcr events after %d", after), true)
+func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint64, hello string) {
+	out, ok := g.open(w, hello, true)
 	if !ok {
 		return
 	}
@@ -530,18 +571,19 @@ func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint
 	for {
 		var ok bool
 		var changed <-chan struct{}
-		frames, ok, changed = g.s.hub.since(frames[:0], cursor, 256)
+		frames, ok, changed = g.hub.since(frames[:0], cursor, hubBatch)
 		if !ok {
-			if !g.catchUp(ctx, out, &cursor) {
+			if !g.catchUp(ctx, out, &cursor, beat.C) {
 				return
 			}
 			continue
 		}
 		for _, f := range frames {
-			out.buf.Write(f.b)
+			out.write(f.b)
 			cursor = f.seq
 		}
 		if len(frames) > 0 {
+			clear(frames) // hold no frame the ring has let go of
 			if out.flush() != nil {
 				return
 			}
@@ -563,15 +605,33 @@ func (g *gateway) fromHub(ctx context.Context, w http.ResponseWriter, after uint
 }
 
 // catchUp streams stored events after *cursor on a subscription of the stream's own
-// until the hub holds every event after it; false when the stream ended.
-func (g *gateway) catchUp(ctx context.Context, out *sse, cursor *uint64) bool {
+// until the hub holds every event after it; false when the stream ended. It waits
+// for its turn first (hub.catchUps), with heartbeats meanwhile.
+func (g *gateway) catchUp(ctx context.Context, out *sse, cursor *uint64, beat <-chan time.Time) bool {
+	for turn := false; !turn; {
+		select {
+		case g.hub.catchUps <- struct{}{}:
+			turn = true
+		case <-ctx.Done():
+			return false
+		case <-g.s.stopping:
+			return false
+		case <-beat:
+			out.comment("heartbeat")
+			if out.flush() != nil {
+				return false
+			}
+		}
+	}
+	defer func() { <-g.hub.catchUps }()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := g.s.k.Subscribe(ctx, wire.SubscribeParams{After: *cursor})
 	if err != nil {
 		return false
 	}
-	for !g.s.hub.covers(*cursor) {
+	n := 0
+	for !g.hub.covers(*cursor) {
 		select {
 		case <-ctx.Done():
 			return false
@@ -581,9 +641,10 @@ func (g *gateway) catchUp(ctx context.Context, out *sse, cursor *uint64) bool {
 			if !ok {
 				return false
 			}
-			out.buf.Write(encodeFrame(ev))
+			out.write(encodeFrame(ev))
 			*cursor = ev.Seq
-			if len(ch) == 0 || out.buf.Len() > 256<<10 {
+			if n++; len(ch) == 0 || n >= hubBatch {
+				n = 0
 				if out.flush() != nil {
 					return false
 				}

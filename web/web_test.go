@@ -91,8 +91,8 @@ func TestRefusals(t *testing.T) {
 	// A GET on a method is refused (it is called with POST).
 	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/agent.list", nil)
 	req.Header.Set("Authorization", "Bearer "+act)
-	if code, _ := do(t, req); code != 400 && code != 405 {
-		t.Fatalf("GET a method: %d", code)
+	if code, m := do(t, req); code != 405 || errCode(m) != wire.CodeBadRequest {
+		t.Fatalf("GET a method: %d %v", code, m)
 	}
 }
 
