@@ -132,8 +132,14 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		e.broker.publishTransient(wire.Event{Event: wire.EventAgentScreen, Agent: &a})
 	}
 	defer timer.Stop()
-	poll := time.NewTicker(pollEvery)
-	defer poll.Stop()
+	// Transcripts are read every pollEvery; an observer with none (Unpolled) and an
+	// agent with no observer arm no timer, so an idle pane wakes nothing.
+	var polls <-chan time.Time
+	if _, unpolled := obs.(Unpolled); obs != nil && !unpolled {
+		poll := time.NewTicker(pollEvery)
+		defer poll.Stop()
+		polls = poll.C
+	}
 	// Hosts without output events get their screen compared once a second.
 	var silent <-chan time.Time
 	var lastHash uint64
@@ -249,14 +255,12 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 					}
 				}
 			}
-		case <-poll.C:
-			if obs != nil {
-				sig, err := obs.Poll(ctx)
-				if err != nil {
-					e.log.Debug("transcript poll", "id", rt.a.ID, "err", err)
-				}
-				e.apply(ctx, rt, sig)
+		case <-polls:
+			sig, err := obs.Poll(ctx)
+			if err != nil {
+				e.log.Debug("transcript poll", "id", rt.a.ID, "err", err)
 			}
+			e.apply(ctx, rt, sig)
 		}
 	}
 }
