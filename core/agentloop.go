@@ -94,6 +94,9 @@ func (e *Engine) startLoop(rt *agentRT) {
 	go func() {
 		defer e.wg.Done()
 		defer close(rt.done)
+		// An ended loop's context leaves the engine's: otherwise every agent that ever
+		// ran stayed registered among its children (a 1,000-item for_each kept 1,000).
+		defer cancel()
 		e.agentLoop(ctx, rt, obs)
 	}()
 }
