@@ -258,7 +258,7 @@ func agents1000(b *testing.B, host string) {
 }
 
 // settleFor is how long after a run settledKB reads the RSS: past the pty host's
-// memory return (at most 30 s after the garbage it counts) and badger's release of
+// memory return (at most 5 s after the garbage it counts; 30 s when this was chosen) and badger's release of
 // its pooled table builders (one every 2 s once writes stop).
 const settleFor = 35 * time.Second
 

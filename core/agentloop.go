@@ -94,6 +94,9 @@ func (e *Engine) startLoop(rt *agentRT) {
 	go func() {
 		defer e.wg.Done()
 		defer close(rt.done)
+		// An ended loop's context leaves the engine's: otherwise every agent that ever
+		// ran stayed registered among its children (a 1,000-item for_each kept 1,000).
+		defer cancel()
 		e.agentLoop(ctx, rt, obs)
 	}()
 }
@@ -132,8 +135,14 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 		e.broker.publishTransient(wire.Event{Event: wire.EventAgentScreen, Agent: &a})
 	}
 	defer timer.Stop()
-	poll := time.NewTicker(pollEvery)
-	defer poll.Stop()
+	// Transcripts are read every pollEvery; an observer with none (Unpolled) and an
+	// agent with no observer arm no timer, so an idle pane wakes nothing.
+	var polls <-chan time.Time
+	if _, unpolled := obs.(Unpolled); obs != nil && !unpolled {
+		poll := time.NewTicker(pollEvery)
+		defer poll.Stop()
+		polls = poll.C
+	}
 	// Hosts without output events get their screen compared once a second.
 	var silent <-chan time.Time
 	var lastHash uint64
@@ -249,14 +258,12 @@ func (e *Engine) agentLoop(ctx context.Context, rt *agentRT, obs Observer) {
 					}
 				}
 			}
-		case <-poll.C:
-			if obs != nil {
-				sig, err := obs.Poll(ctx)
-				if err != nil {
-					e.log.Debug("transcript poll", "id", rt.a.ID, "err", err)
-				}
-				e.apply(ctx, rt, sig)
+		case <-polls:
+			sig, err := obs.Poll(ctx)
+			if err != nil {
+				e.log.Debug("transcript poll", "id", rt.a.ID, "err", err)
 			}
+			e.apply(ctx, rt, sig)
 		}
 	}
 }

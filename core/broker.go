@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"orcr/core/wire"
 )
@@ -18,9 +19,11 @@ type broker struct {
 	store Store
 
 	mu     sync.Mutex
-	recent []wire.Event  // the last recentMax stored events, in seq order
-	wake   chan struct{} // closed and replaced on every publish
-	trans  map[*transientSub]struct{}
+	recent []wire.Event // the last stored events, in seq order (see recentMax)
+	// recentSize is what recent holds in bytes, by eventSize.
+	recentSize int
+	wake       chan struct{} // closed and replaced on every publish
+	trans      map[*transientSub]struct{}
 	// globbed are the subscribers that asked for some paths only. A publish wakes
 	// them only for an event they would pass on (one of their paths, or no agent), not
 	// for every agent's every change: in a spawn loop, the plans and runs features'
@@ -29,7 +32,49 @@ type broker struct {
 	globbed map[*globSub]struct{}
 }
 
-const recentMax = 4096
+// The recent window holds at most recentMax events and recentMaxBytes of them (by
+// eventSize), and is cut to half of both when it passes either (one copy per half
+// window, not one per event), keeping at least the newest event. An event carries a copy of
+// its agent's record (~1 KiB in memory), so 4,096 of them were ~4 MB of the server's
+// live heap after any burst (a 1,000-item for_each), which the collector's headroom
+// makes ~6 MB of RSS; a subscriber further behind than the window reads the store, as
+// it always could.
+const (
+	recentMax      = 4096
+	recentMaxBytes = 1 << 20
+)
+
+// eventSize estimates what e keeps alive in the window: the event, its agent copy
+// (whose strings it mostly shares with the record) and its data.
+func eventSize(e *wire.Event) int {
+	n := int(unsafe.Sizeof(*e))
+	if e.Agent != nil {
+		n += int(unsafe.Sizeof(*e.Agent)) + len(e.Agent.StateReason)
+	}
+	for k, v := range e.Data {
+		n += 64 + len(k)
+		if s, ok := v.(string); ok {
+			n += len(s)
+		}
+	}
+	return n
+}
+
+// keepLocked appends stored to the window and trims it. The caller holds b.mu.
+func (b *broker) keepLocked(stored wire.Event) {
+	b.recent = append(b.recent, stored)
+	b.recentSize += eventSize(&stored)
+	if len(b.recent) <= recentMax && b.recentSize <= recentMaxBytes {
+		return
+	}
+	cut, size := 0, b.recentSize
+	for len(b.recent)-cut > 1 && (len(b.recent)-cut > recentMax/2 || size > recentMaxBytes/2) {
+		size -= eventSize(&b.recent[cut])
+		cut++
+	}
+	b.recent = append(b.recent[:0:0], b.recent[cut:]...)
+	b.recentSize = size
+}
 
 // globSub is a subscriber with paths: its own wake-up, a token set by a publish it
 // cares about, and how many events it was not woken for since its last wake-up.
@@ -42,7 +87,8 @@ type globSub struct {
 // skipWake bounds how many events a path subscriber is not woken for: at this many it
 // is woken anyway, moves its cursor past them in memory, and so never falls out of the
 // recent window into reading the store.
-const skipWake = recentMax / 4
+// The window holds 500–1,000 events of ~1 KiB (an agent's), so an eighth of that.
+const skipWake = 128
 
 // notifyLocked wakes every subscriber an event e concerns: all those without paths at
 // once (closing the shared channel), and each path subscriber e passes the paths of.
@@ -84,10 +130,7 @@ func (b *broker) publish(ctx context.Context, e wire.Event) (wire.Event, error) 
 	if err != nil {
 		return e, fmt.Errorf("store event: %w", err)
 	}
-	b.recent = append(b.recent, stored)
-	if len(b.recent) > recentMax {
-		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
-	}
+	b.keepLocked(stored)
 	b.notifyLocked(stored)
 	return stored, nil
 }
@@ -103,10 +146,7 @@ func (b *broker) publishAgent(ctx context.Context, a wire.Agent, e wire.Event) (
 	if err != nil {
 		return e, fmt.Errorf("store agent and event: %w", err)
 	}
-	b.recent = append(b.recent, stored)
-	if len(b.recent) > recentMax {
-		b.recent = append(b.recent[:0:0], b.recent[len(b.recent)-recentMax/2:]...)
-	}
+	b.keepLocked(stored)
 	b.notifyLocked(stored)
 	return stored, nil
 }

@@ -97,6 +97,16 @@ type Observer interface {
 	Close() error
 }
 
+// Unpolled is an Observer whose Poll never has news (it has no transcript to read; it
+// learns from the screen and hooks only). Its agent's loop keeps no poll timer: an
+// idle agent then costs the server no wake-up at all, where the 1 s ticks of 100 idle
+// shell agents were 100 wake-ups a second of an otherwise idle process. Poll is still
+// called after a hook.
+type Unpolled interface {
+	Observer
+	Unpolled()
+}
+
 // Signal is an observation. Zero fields mean "no news"; State "" leaves the state alone.
 type Signal struct {
 	State       wire.State

@@ -349,9 +349,13 @@ func (p *pane) packQuiet() {
 // they had for up to two minutes. Once packing has let go of releaseAfter bytes, the
 // host has the runtime collect and hand the memory back to the OS, at most once per
 // releaseEvery (one collection of a small live heap: tens of milliseconds of CPU).
+// releaseEvery was 30 s: a burst of short-lived panes (a 1,000-item for_each, ~6 MB of
+// construction garbage per pane) ended with up to 30 s of it still resident, +67 MB of
+// RSS at the run's end against +33 MB once returned; at 5 s a burst costs one more
+// collection every 5 s, beside the hundreds its garbage causes anyway.
 const (
 	releaseAfter = 64 << 20
-	releaseEvery = 30 * time.Second
+	releaseEvery = 5 * time.Second
 )
 
 // releaser batches the host's memory returns after packing.

@@ -311,6 +311,10 @@ func (o *observer) finish(sig *core.Signal) *core.Signal {
 // open; everything arrives through the plugin.
 func (o *observer) Poll(ctx context.Context) (*core.Signal, error) { return nil, nil }
 
+// Unpolled implements core.Unpolled: with nothing to poll, its agent keeps no poll
+// timer.
+func (o *observer) Unpolled() {}
+
 // Screen implements core.Observer: the plugin reports permissions and questions; the
 // screen only tells "working" before the first event.
 func (o *observer) Screen(s core.Screen, quiet time.Duration) *core.Signal {

@@ -91,4 +91,8 @@ func (*observer) Hook(event string, _ []byte) (*core.Signal, error) {
 
 func (*observer) Poll(context.Context) (*core.Signal, error) { return nil, nil }
 
+// Unpolled implements core.Unpolled: a shell program has no transcript, so its agent
+// keeps no poll timer.
+func (*observer) Unpolled() {}
+
 func (*observer) Close() error { return nil }
