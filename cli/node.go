@@ -77,16 +77,24 @@ func (app *app) nodeCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "rm", Usage: "forget a node that has no live agents", ArgsUsage: "NAME",
+				Name: "rm", Usage: "forget a node; one with live agents is refused unless --force", ArgsUsage: "NAME",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "remove it even with live agents, marking them lost (drain it first to let them end)"}, jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					name, err := oneNode(c, "rm")
 					if err != nil {
 						return err
 					}
-					if err := wire.Do(ctx, service(ctx), nodeapi.Rm, nodeapi.NameParams{Name: name}); err != nil {
+					r, err := wire.Call(ctx, service(ctx), nodeapi.Rm, nodeapi.RmParams{Name: name, Force: c.Bool("force")})
+					if err != nil {
 						return err
 					}
+					if c.Bool("json") {
+						return printJSON(app.out, r)
+					}
 					fmt.Fprintf(app.out, "removed node %s\n", name)
+					if len(r.Lost) > 0 {
+						fmt.Fprintf(app.out, "%d agents marked lost: %s\n", len(r.Lost), strings.Join(r.Lost, ", "))
+					}
 					return nil
 				},
 			},

@@ -118,3 +118,57 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// A node removed while it has agents: node rm refuses with their count (the queued
+// one pinned to it counted too) and says to drain it first or use --force; the agents
+// run on. With --force the node is gone and each of its agents is lost, saying why —
+// never left live here with nobody watching.
+func TestNodeRemoveWithAgents(t *testing.T) {
+	c := newCoord(t)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("big", n.Port(), "--max-agents", "2")
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: fmt.Sprintf("rm/a%d", i), Node: "big", Argv: []string{"sh", "-c", "exec cat"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitAgent("rm/a0", live, "a0 on the node")
+	c.waitAgent("rm/a1", live, "a1 on the node")
+	c.waitAgent("rm/a2", func(a wire.Agent) bool { return a.State == wire.StateQueued }, "a2 queued behind the node's cap")
+
+	out, err := c.orcr("node", "rm", "big")
+	if err == nil {
+		t.Fatalf("node rm of a node with agents succeeded:\n%s", out)
+	}
+	for _, want := range []string{"node big has 3 live agents", "1 queued for it", "orcr node drain big", "--force"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("node rm refusal lacks %q:\n%s", want, out)
+		}
+	}
+	if st := c.show("big").State; st != nodeapi.StateUp {
+		t.Fatalf("after a refused rm the node is %s", st)
+	}
+	for i := range 2 {
+		c.waitAgent(fmt.Sprintf("rm/a%d", i), func(a wire.Agent) bool { return a.State.Live() && !a.Unreachable }, "still running after a refused rm")
+	}
+
+	out, err = c.orcr("node", "rm", "--force", "big")
+	if err != nil || !strings.Contains(out, "removed node big") || !strings.Contains(out, "3 agents marked lost") {
+		t.Fatalf("node rm --force: %v\n%s", err, out)
+	}
+	for i := range 3 {
+		a := c.agent(fmt.Sprintf("rm/a%d", i))
+		if a.State != wire.StateLost || !strings.Contains(a.StateReason, "node big was removed with orcr node rm --force") || a.EndedAt == nil {
+			t.Fatalf("rm/a%d after rm --force: %s (%s)", i, a.State, a.StateReason)
+		}
+	}
+	if out, err := c.orcr("node", "ls"); err != nil || !strings.Contains(out, "no nodes") {
+		t.Fatalf("node ls after rm --force: %v\n%s", err, out)
+	}
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "rm/after", Node: "big", Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "no node big") {
+		t.Fatalf("a spawn pinned to the removed node: %v", err)
+	}
+}

@@ -74,6 +74,18 @@ type NameParams struct {
 	Name string `json:"name"`
 }
 
+// RmParams removes a node. A node with live agents is refused unless Force, which
+// marks them lost (their panes on the node are left as they are).
+type RmParams struct {
+	Name  string `json:"name"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// RmResult says what node.rm did: with Force, the agents it marked lost.
+type RmResult struct {
+	Lost []string `json:"lost"` // their paths
+}
+
 // DrainParams drains a node, or with Undo takes it back into placement.
 type DrainParams struct {
 	Name string `json:"name"`
@@ -162,7 +174,7 @@ var (
 	List  = wire.Declare[wire.Empty, ListResult](MethodList, "The nodes: how each is reached, its state, agents, memory and version.")
 	Show  = wire.Declare[NameParams, Result](MethodShow, "One node.")
 	Drain = wire.Declare[DrainParams, Result](MethodDrain, "Stop placing agents on a node (undo: place them again).")
-	Rm    = wire.Declare[NameParams, wire.Empty](MethodRm, "Forget a node that has no live agents.")
+	Rm    = wire.Declare[RmParams, RmResult](MethodRm, "Forget a node. One with live agents is refused with their count unless force, which marks them lost.")
 	Facts = wire.Declare[wire.Empty, FactsResult](MethodFacts, "This server's providers (found, version) and accounts: what orcr doctor says of a node.")
 	Check = wire.Declare[NameParams, CheckResult](MethodCheck, "Check a node as orcr doctor does: ssh reachable, tmux there, its orcr version, its providers and accounts.")
 	Hello = wire.Declare[wire.Empty, HelloResult](MethodHello, "This server's version, binary, platform and free memory: what a coordinator links by.")
