@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
+	"orcr/testutil/wait"
 )
 
 // Faults of issue 22: the node's server stopped (SIGSTOP) leaves its agents
@@ -171,4 +174,106 @@ func TestNodeRemoveWithAgents(t *testing.T) {
 	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "rm/after", Node: "big", Argv: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "no node big") {
 		t.Fatalf("a spawn pinned to the removed node: %v", err)
 	}
+}
+
+// oldBuild builds orcr stamped as another version (v0.0.1-old): its binary and its
+// version differ from the tree's, as a node left on an older release.
+func oldBuild(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "orcr-old")
+	cmd := exec.Command("go", "build", "-ldflags", "-X orcr/internal/buildinfo.stamp=v0.0.1-old", "-o", out, "orcr")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build an older orcr: %v\n%s", err, b)
+	}
+	return out
+}
+
+// A node on an older orcr: the coordinator, upgraded, sends its binary over SFTP
+// when it links, keeps the node's older server while agents live on it (they are
+// listed, read, typed into — none lost, none unreachable), and restarts the server on
+// its own version once the last has ended; a new agent then runs on the new server.
+func TestNodeOlderVersionUpgraded(t *testing.T) {
+	c := newCoord(t)
+	newBin := c.bin
+	c.bin = oldBuild(t)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("big", n.Port())
+	ctx := context.Background()
+	oldVersion := c.show("big").Version
+	if oldVersion != "v0.0.1-old" {
+		t.Fatalf("the older node says it runs orcr %q", oldVersion)
+	}
+	for i := range 2 {
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: fmt.Sprintf("up/a%d", i), Node: "big", Argv: []string{"sh", "-c", "echo ready; exec cat"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := map[string]string{}
+	for i := range 2 {
+		p := fmt.Sprintf("up/a%d", i)
+		ids[p] = c.waitAgent(p, func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "on the old node").ID
+	}
+	oldPID := n.ServerPID()
+	if got, want := sum(t, filepath.Join(n.Home, "bin", "orcr")), sum(t, c.bin); got != want {
+		t.Fatal("the node does not run the older build")
+	}
+
+	// The coordinator is upgraded.
+	c.srv.Stop()
+	c.bin = newBin
+	c.start()
+	if !wait.Until(30*time.Second, func() bool { return sum(t, filepath.Join(n.Home, "bin", "orcr")) == sum(t, newBin) }) {
+		t.Fatal("the new binary was not sent to the node")
+	}
+	v := c.waitState("big", nodeapi.StateUp)
+	if v.Version != oldVersion || n.ServerPID() != oldPID {
+		t.Fatalf("a node with live agents was restarted: version %s (was %s), server %d (was %d)", v.Version, oldVersion, n.ServerPID(), oldPID)
+	}
+	for p, id := range ids {
+		a := c.waitAgent(p, func(a wire.Agent) bool { return a.State.Live() && !a.Unreachable }, "live on the old server")
+		if a.ID != id {
+			t.Fatalf("%s is %s, was %s", p, a.ID, id)
+		}
+		if err := c.cl.Send(ctx, wire.SendParams{Target: p, Text: "typed-" + a.Path[3:], Enter: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !wait.Until(20*time.Second, func() bool {
+			r, err := c.cl.Read(ctx, wire.ReadParams{Target: p})
+			return err == nil && strings.Contains(r.Text, "typed-"+a.Path[3:])
+		}) {
+			t.Fatalf("%s on the old server was not typed into and read", p)
+		}
+	}
+	out, _ := c.orcr("doctor")
+	if !strings.Contains(out, "it is replaced once its 2 agents end") {
+		t.Fatalf("doctor does not say the node waits for its agents:\n%s", out)
+	}
+
+	// The last agent ends: the server is restarted on this version.
+	if _, err := c.cl.Kill(ctx, wire.KillParams{Glob: "up/**"}); err != nil {
+		t.Fatal(err)
+	}
+	if !wait.Until(60*time.Second, func() bool {
+		v := c.show("big")
+		return v.State == nodeapi.StateUp && v.Version != oldVersion
+	}) {
+		v := c.show("big")
+		t.Fatalf("the node was not restarted on the new version: %s %s (%s)", v.State, v.Version, v.Error)
+	}
+	if p := n.ServerPID(); p == oldPID || p == 0 {
+		t.Fatalf("the node's server is %d (was %d)", p, oldPID)
+	}
+	for p := range ids {
+		if a := c.agent(p); a.State != wire.StateKilled {
+			t.Fatalf("%s after its kill and the upgrade: %s (%s)", p, a.State, a.StateReason)
+		}
+	}
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "up/new", Node: "big", Argv: []string{"sh", "-c", "exec cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitAgent("up/new", func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "on the upgraded node")
+	c.cl.Kill(ctx, wire.KillParams{Glob: "up/**"})
 }
