@@ -195,6 +195,17 @@ func writeNode(w io.Writer, n nodeapi.Node, now time.Time) {
 	if n.Error != "" {
 		fmt.Fprintf(w, "  error:      %s\n", n.Error)
 	}
+	if n.RetryAt != nil {
+		in := n.RetryAt.Sub(now).Round(time.Second)
+		when := "now"
+		if in > 0 {
+			when = "in " + in.String()
+		}
+		fmt.Fprintf(w, "  retrying:   %d attempts failed; next %s (its agents are unreachable, not lost)\n", n.Attempts, when)
+	}
+	if n.Gap != "" {
+		fmt.Fprintf(w, "  gap:        %s\n", n.Gap)
+	}
 	fmt.Fprintf(w, "  agents/cap: %s\n", agentsCap(n))
 	if n.TotalMB > 0 {
 		fmt.Fprintf(w, "  memory:     %d MB free of %d MB\n", n.FreeMB, n.TotalMB)

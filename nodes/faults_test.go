@@ -3,17 +3,20 @@ package nodes_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
+	"orcr/testutil/sshnode"
 	"orcr/testutil/wait"
 )
 
@@ -276,4 +279,127 @@ func TestNodeOlderVersionUpgraded(t *testing.T) {
 	}
 	c.waitAgent("up/new", func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "on the upgraded node")
 	c.cl.Kill(ctx, wire.KillParams{Glob: "up/**"})
+}
+
+// A link cut for a long time, without waiting for it: the node is down (every
+// attempt to link again refused) while the backoff climbs to its cap (1 s here,
+// $ORCR_NODE_BACKOFF_MAX; 15 s by default) and the node's gc.retain (3 s here, a
+// week by default) prunes the events the coordinator missed. During the cut the node
+// is unreachable with its attempts and next try shown, its agents unreachable, not
+// lost; the node's server restarts. When it returns the replay cannot cover the gap: the agents' records are
+// re-read (the one that blocked meanwhile is blocked), the one the node collected
+// is lost saying why — no end is made up for it — and the gap is reported
+// (node.events_gap, node show's gap).
+func TestNodeLongCutReplayGap(t *testing.T) {
+	c := newCoord(t)
+	c.env = append(c.env, "ORCR_NODE_BACKOFF_MAX=1s")
+	c.start()
+	n := sshnode.Start(t, sshnode.Options{Authorized: c.key.PublicKey(), Env: baseEnv(),
+		Config: "[limits]\nglobal = 500\nmin_free_mb = 0\n[gc]\nretain = \"3s\"\n"})
+	c.trust(n)
+	c.addNode("big", n.Port())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	info, err := c.cl.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := c.cl.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []wire.Event
+	go func() {
+		for ev := range evs {
+			mu.Lock()
+			seen = append(seen, ev)
+			mu.Unlock()
+		}
+	}()
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "cut/asks", Node: "big", Argv: []string{"sh", "-c", `read x; echo "QUESTION: go on?"; read y`}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "cut/ends", Node: "big", Argv: []string{"sh", "-c", "read x; exit 3"}}); err != nil {
+		t.Fatal(err)
+	}
+	asks := c.waitAgent("cut/asks", func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "asks running")
+	ends := c.waitAgent("cut/ends", func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "ends running")
+
+	n.Down()
+	c.waitState("big", nodeapi.StateUnreachable)
+	nc := nodeClient(t, n) // the test's own way to the node, beside the cut link
+	if err := nc.Send(ctx, wire.SendParams{Target: asks.ID, Text: "x", Enter: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !wait.Until(20*time.Second, func() bool { a, err := nc.Get(ctx, asks.ID); return err == nil && a.State == wire.StateBlocked }) {
+		t.Fatal("asks did not block on the node")
+	}
+	if err := nc.Send(ctx, wire.SendParams{Target: ends.ID, Text: "x", Enter: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The node collects what ended more than 3 s ago and prunes the older events.
+	gcEnv := append(baseEnv(), "ORCR_HOME="+n.Home, "HOME="+n.Home, "XDG_CONFIG_HOME="+filepath.Join(n.Home, "cfg"))
+	if !wait.Until(30*time.Second, func() bool {
+		cmd := exec.Command(filepath.Join(n.Home, "bin", "orcr"), "gc")
+		cmd.Env = gcEnv
+		cmd.Run()
+		_, err := nc.Get(ctx, ends.ID)
+		return errors.Is(err, wire.ErrNotFound)
+	}) {
+		t.Fatal("the node did not collect the agent that ended")
+	}
+	// The node's server restarts during the cut (the link starts it again on its
+	// return): what it replays then comes from its store, where the events after the
+	// coordinator's cursor are pruned — as when more than its in-memory window
+	// (4,096 events) went by.
+	n.StopServer(t)
+	// Meanwhile: unreachable, the backoff at its cap, the agents unreachable.
+	v := c.show("big")
+	if v.State != nodeapi.StateUnreachable || v.Attempts < 4 || v.RetryAt == nil || time.Until(*v.RetryAt) > 1500*time.Millisecond {
+		t.Fatalf("during the cut: %s, %d attempts, retry at %v", v.State, v.Attempts, v.RetryAt)
+	}
+	if out, _ := c.orcr("node", "show", "big"); !strings.Contains(out, "attempts failed; next") || !strings.Contains(out, "unreachable, not lost") {
+		t.Fatalf("node show during the cut:\n%s", out)
+	}
+	for _, p := range []string{"cut/asks", "cut/ends"} {
+		if a := c.agent(p); !a.Unreachable || !a.State.Live() {
+			t.Fatalf("%s during the cut: %s unreachable=%v", p, a.State, a.Unreachable)
+		}
+	}
+
+	n.Up()
+	c.waitState("big", nodeapi.StateUp)
+	a := c.waitAgent("cut/asks", func(a wire.Agent) bool { return a.State == wire.StateBlocked && !a.Unreachable }, "asks re-read as blocked")
+	if a.ID != asks.ID {
+		t.Fatal("asks changed id")
+	}
+	e := c.waitAgent("cut/ends", func(a wire.Agent) bool { return a.State.Terminal() }, "ends settled")
+	if e.State != wire.StateLost || !strings.Contains(e.StateReason, "node big no longer has it") || e.ExitCode != nil {
+		t.Fatalf("ends after the gap: %s (%s) exit %v", e.State, e.StateReason, e.ExitCode)
+	}
+	v = c.show("big")
+	if !strings.Contains(v.Gap, "were not replayed") || v.Attempts != 0 || v.RetryAt != nil {
+		t.Fatalf("node after the return: gap %q, attempts %d, retry %v", v.Gap, v.Attempts, v.RetryAt)
+	}
+	if !wait.Until(10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range seen {
+			if ev.Event == nodeapi.EventNodeGap && ev.Data["node"] == "big" {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("no node.events_gap event")
+	}
+	mu.Lock()
+	for _, ev := range seen {
+		if ev.Agent != nil && ev.Agent.ID == ends.ID && ev.Event == wire.EventAgentState && ev.To == wire.StateExited {
+			t.Errorf("an end the coordinator never saw was made up: %+v", ev)
+		}
+	}
+	mu.Unlock()
+	c.cl.Kill(context.Background(), wire.KillParams{Glob: "cut/**"})
 }

@@ -57,6 +57,10 @@ type link struct {
 	// gen counts connections: a caller holding a transport of an older one knows the
 	// link was made again.
 	gen uint64
+	// attempts failed in a row, and when the next is made (while unreachable).
+	attempts int
+	retryAt  time.Time
+	gap      string // what the last return could not replay
 }
 
 // startLinkLocked starts n's link (s.mu held).
@@ -92,6 +96,11 @@ func (l *link) fill(v *nodeapi.Node) {
 		t := l.lastSeen.UTC()
 		v.LastSeen = &t
 	}
+	if l.state != nodeapi.StateUp && !l.retryAt.IsZero() {
+		t := l.retryAt.UTC()
+		v.Attempts, v.RetryAt = l.attempts, &t
+	}
+	v.Gap = l.gap
 }
 
 // transport is the node's server as a wire.Transport, or an error saying why the
@@ -148,15 +157,22 @@ func (l *link) loop() {
 			if l.ctx.Err() != nil {
 				break
 			}
+			l.mu.Lock()
+			l.attempts++
+			l.retryAt = time.Now().Add(backoff)
+			l.mu.Unlock()
 			l.set(nodeapi.StateUnreachable, err.Error())
 			select {
 			case <-l.ctx.Done():
 			case <-time.After(backoff):
 			}
-			backoff = min(backoff*2, backoffMax)
+			backoff = min(backoff*2, l.s.opts.BackoffMax)
 			continue
 		}
 		backoff = backoffMin
+		l.mu.Lock()
+		l.attempts, l.retryAt = 0, time.Time{}
+		l.mu.Unlock()
 		fctx, fcancel := context.WithCancel(l.ctx)
 		l.mu.Lock()
 		tr, seq := l.tr, l.hello.LastSeq

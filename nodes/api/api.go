@@ -56,6 +56,14 @@ type Node struct {
 	OS       string     `json:"os,omitempty"`
 	Arch     string     `json:"arch,omitempty"`
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
+	// While the node is unreachable: how many attempts to link again failed in a row,
+	// and when the next one is made (the backoff doubles to its cap, 15 s).
+	Attempts int        `json:"attempts,omitempty"`
+	RetryAt  *time.Time `json:"retryAt,omitempty"`
+	// Gap says what the last return of the link could not replay: the node's events
+	// the coordinator missed were no longer kept there (its gc.retain pruned them, or
+	// its store is new), so its agents' records were re-read instead.
+	Gap string `json:"gap,omitempty"`
 }
 
 // AddParams registers a node (node.add).
@@ -161,12 +169,15 @@ const (
 	MethodCheck = "node.check"
 )
 
-// Events of nodes: Data has "node" and, for a state change, "from", "to" and "error".
+// Events of nodes: Data has "node" and, for a state change, "from", "to" and "error";
+// for an events gap, "from" and "to" (the node's seqs not replayed, "to" 0 when not
+// known) and "why".
 const (
 	EventNodeState = "node.state"
+	EventNodeGap   = "node.events_gap"
 )
 
-var _ = wire.DeclareEvents(EventNodeState)
+var _ = wire.DeclareEvents(EventNodeState, EventNodeGap)
 
 // The API, one declaration per method.
 var (
