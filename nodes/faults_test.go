@@ -16,6 +16,8 @@ import (
 
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
+	"orcr/testutil/clis"
+	"orcr/testutil/serve"
 	"orcr/testutil/sshnode"
 	"orcr/testutil/wait"
 )
@@ -402,4 +404,176 @@ func TestNodeLongCutReplayGap(t *testing.T) {
 	}
 	mu.Unlock()
 	c.cl.Kill(context.Background(), wire.KillParams{Glob: "cut/**"})
+}
+
+// Thirty-four agents on one real sshd whose MaxSessions is 10: every call and the
+// event stream ride streamlocal channels of the link's one connection, never a
+// session each, so all 34 are spawned, listed, read, typed into and killed, and the
+// events of each reach the coordinator; two `orcr agent attach` at once (each its own
+// `ssh -t`) are both connected, and typing through one reaches its agent.
+func TestRealSSHMaxSessions34Agents(t *testing.T) {
+	needRealSSH(t)
+	if _, err := exec.LookPath("ssh"); err != nil {
+		clis.Missingf(t, "ssh (openssh-client) is missing")
+	}
+	c := newCoord(t)
+	c.start()
+	tag := fmt.Sprintf("%04x", (os.Getpid()+1)%0x10000)
+	rn := startRealNode(t, tag, 3, c.key.PublicKey())
+	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(rn.knownHostsLine()+"\n"), 0o600)
+	if out, err := c.orcr("node", "add", "big", rn.user+"@"+rn.addr, "--identity-file", filepath.Join(c.user, ".ssh", "id_ed25519")); err != nil || !strings.Contains(out, " up") {
+		t.Fatalf("node add: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	info, err := c.cl.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := c.cl.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	states := map[string]map[wire.State]bool{} // path → states its events reached
+	go func() {
+		for ev := range evs {
+			if ev.Agent != nil && ev.Event == wire.EventAgentState {
+				mu.Lock()
+				if states[ev.Agent.Path] == nil {
+					states[ev.Agent.Path] = map[wire.State]bool{}
+				}
+				states[ev.Agent.Path][ev.To] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	const N = 34
+	path := func(i int) string { return fmt.Sprintf("many/a%02d", i) }
+	for i := range N {
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path(i), Node: "big", Argv: []string{"sh", "-c", fmt.Sprintf("echo ready-%02d; exec cat", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !wait.Until(180*time.Second, func() bool {
+		as, _ := c.cl.List(ctx, wire.ListParams{Glob: "many/**"})
+		up := 0
+		for _, a := range as {
+			if a.Node == "big" && a.State.Live() && a.State != wire.StateStarting && !a.Unreachable {
+				up++
+			}
+		}
+		return up == N
+	}) {
+		as, _ := c.cl.List(ctx, wire.ListParams{Glob: "many/**"})
+		for _, a := range as {
+			t.Logf("%s %s %s %s", a.Path, a.Node, a.State, a.StateReason)
+		}
+		t.Fatalf("not all %d agents run on the node (%s: %s)", N, c.show("big").State, c.show("big").Error)
+	}
+	tab, err := c.cl.ListTable(ctx, wire.ListParams{Glob: "many/**", Table: true, Node: "big"})
+	if err != nil || len(tab.Rows) != N {
+		t.Fatalf("agent ls --node big: %v, %d rows", err, len(tab.Rows))
+	}
+	for i := range N {
+		if err := c.cl.Send(ctx, wire.SendParams{Target: path(i), Text: fmt.Sprintf("typed-%02d", i), Enter: true}); err != nil {
+			t.Fatalf("send %s: %v", path(i), err)
+		}
+	}
+	for i := range N {
+		if !wait.Until(30*time.Second, func() bool {
+			r, err := c.cl.Read(ctx, wire.ReadParams{Target: path(i)})
+			return err == nil && strings.Contains(r.Text, fmt.Sprintf("ready-%02d", i)) && strings.Contains(r.Text, fmt.Sprintf("typed-%02d", i))
+		}) {
+			r, err := c.cl.Read(ctx, wire.ReadParams{Target: path(i)})
+			t.Fatalf("read %s: %v %q", path(i), err, r.Text)
+		}
+	}
+
+	// Two attaches at once, each an ssh -t of its own, in a tmux of the test's.
+	sock := filepath.Join(serve.ShortDir(t, "orcr-at-"), "t.sock")
+	defer exec.Command("tmux", "-S", sock, "kill-server").Run()
+	envArgs := []string{"env", "-u", "TMUX"}
+	envArgs = append(envArgs, c.env...)
+	for i, p := range []string{path(3), path(17)} {
+		cmdline := append(append([]string{}, envArgs...), c.bin, "agent", "attach", p)
+		args := []string{"-S", sock}
+		if i == 0 {
+			args = append(args, "new-session", "-d", "-x", "120", "-y", "30", "-s", "at")
+		} else {
+			args = append(args, "new-window", "-t", "at")
+		}
+		// The window stays after the attach ends, saying how it ended.
+		run(t, "tmux", append(args, shellJoin(cmdline)+"; echo attach ended: $?; sleep 600")...)
+	}
+	// Both attaches are connected at once, each an ssh connection of its own with one
+	// session, as clients of the node's tmux. (They are clients of its one session
+	// "orcr", which has one current window: the later attach shows its agent in both.)
+	clients := func() int {
+		out, _ := exec.Command("tmux", "-S", filepath.Join(rn.stateHome(), "tmux.sock"), "list-clients", "-F", "#{client_control_mode}").CombinedOutput()
+		return strings.Count(string(out), "0\n")
+	}
+	if !wait.Until(30*time.Second, func() bool { return clients() == 2 }) {
+		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:0").CombinedOutput()
+		t.Fatalf("%d attach clients on the node, want 2; the first attach's window:\n%s", clients(), out)
+	}
+	if !wait.Until(30*time.Second, func() bool {
+		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:1").CombinedOutput()
+		return strings.Contains(string(out), "typed-17")
+	}) {
+		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:1").CombinedOutput()
+		t.Fatalf("the attach of %s does not show it:\n%s", path(17), out)
+	}
+	run(t, "tmux", "-S", sock, "send-keys", "-t", "at:1", "via-attach-17", "Enter")
+	if !wait.Until(30*time.Second, func() bool {
+		r, err := c.cl.Read(ctx, wire.ReadParams{Target: path(17)})
+		return err == nil && strings.Contains(r.Text, "via-attach-17")
+	}) {
+		t.Fatalf("typing through the attach of %s did not reach it", path(17))
+	}
+	if v := c.show("big"); v.State != nodeapi.StateUp {
+		t.Fatalf("the link with two attaches open: %s (%s)", v.State, v.Error)
+	}
+	exec.Command("tmux", "-S", sock, "kill-server").Run()
+
+	if _, err := c.cl.Kill(ctx, wire.KillParams{Glob: "many/**"}); err != nil {
+		t.Fatal(err)
+	}
+	if !wait.Until(60*time.Second, func() bool {
+		as, _ := c.cl.List(ctx, wire.ListParams{Glob: "many/**", All: true})
+		k := 0
+		for _, a := range as {
+			if a.State == wire.StateKilled {
+				k++
+			}
+		}
+		return k == N
+	}) {
+		t.Fatal("not all 34 were killed")
+	}
+	if !wait.Until(30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range N {
+			st := states[path(i)]
+			if !st[wire.StateKilled] || len(st) < 2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		mu.Lock()
+		t.Fatalf("the coordinator's events do not have each agent's states: %v", states)
+	}
+	if v := c.show("big"); v.State != nodeapi.StateUp {
+		t.Fatalf("the node after 34 agents: %s (%s)", v.State, v.Error)
+	}
+}
+
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
