@@ -156,7 +156,16 @@ func (app *app) nodeLs(ctx context.Context, asJSON bool) error {
 	for _, n := range r.Nodes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, agentsCap(n), freeMem(n), dash(n.Version), lastSeen(n.LastSeen, now))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Why a node is not up, under the table (as kubectl describe would say it).
+	for _, n := range r.Nodes {
+		if n.Error != "" && n.State != nodeapi.StateUp && n.State != nodeapi.StateDraining {
+			fmt.Fprintf(app.out, "%s: %s\n", n.Name, n.Error)
+		}
+	}
+	return nil
 }
 
 func agentsCap(n nodeapi.Node) string {

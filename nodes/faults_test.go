@@ -577,3 +577,42 @@ func shellJoin(argv []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// A node whose user cannot write its home: node add says so with the fix, node ls
+// shows the node unreachable with the same reason under the table, and doctor names
+// it as the node's problem; nothing is spawned there.
+func TestRealSSHNodeHomeNotWritable(t *testing.T) {
+	needRealSSH(t)
+	c := newCoord(t)
+	c.start()
+	tag := fmt.Sprintf("%04x", (os.Getpid()+2)%0x10000)
+	rn := startRealNode(t, tag, 4, c.key.PublicKey())
+	// The user's home belongs to root now: the user can read it, not write it.
+	run(t, "chown", "root:root", rn.home)
+	run(t, "chmod", "0755", rn.home)
+	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(rn.knownHostsLine()+"\n"), 0o600)
+	out, _ := c.orcr("node", "add", "ro", rn.user+"@"+rn.addr)
+	want := rn.user + " cannot write " + rn.stateHome() + "; give the user a writable home"
+	if !strings.Contains(out, want) {
+		t.Fatalf("node add of a node whose home is not writable:\n%s", out)
+	}
+	out, err := c.orcr("node", "ls")
+	if err != nil || !strings.Contains(out, "ro\tunreachable") && !strings.Contains(out, "unreachable") || !strings.Contains(out, "ro: node ro: "+want) {
+		t.Fatalf("node ls:\n%s", out)
+	}
+	out, _ = c.orcr("doctor")
+	if !strings.Contains(out, "PROBLEM: not reachable (unreachable): node ro: "+want) {
+		t.Fatalf("doctor:\n%s", out)
+	}
+	if _, err := c.cl.Run(context.Background(), wire.RunParams{Path: "ro/x", Node: "ro", Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitAgent("ro/x", func(a wire.Agent) bool { return a.State == wire.StateQueued }, "held in the queue")
+	if !wait.Until(20*time.Second, func() bool {
+		out, _ = c.orcr("queue")
+		return strings.Contains(out, "node ro is unreachable") && strings.Contains(out, "cannot write")
+	}) {
+		t.Fatalf("orcr queue does not say why ro/x waits:\n%s", out)
+	}
+	c.cl.Kill(context.Background(), wire.KillParams{Glob: "ro/**"})
+}
