@@ -26,6 +26,10 @@ var lastNodes []*sshnode.Node
 
 func benchCoord(b *testing.B, nodes int) (*coord, []string) {
 	c := newCoord(b)
+	if bin := os.Getenv("ORCR_BENCH_BIN"); bin != "" {
+		// Another build of orcr (before/after figures in one run, interleaved).
+		c.bin = bin
+	}
 	if dir := os.Getenv("ORCR_BENCH_MEMPROFILE"); dir != "" {
 		// SIGUSR1 then makes the coordinator write its heap profile there.
 		c.env = append(c.env, "ORCR_MEMPROFILE="+dir)
@@ -205,6 +209,7 @@ func BenchmarkCoordinatorRSS(b *testing.B) {
 		return rssKB(b, c.srv.PID())
 	}
 	zero := settle()
+	before, _ := c.cl.Info(context.Background())
 	for _, node := range names {
 		for i := 0; i < 100; i++ {
 			spawnLive(b, c, fmt.Sprintf("r/%s/%03d", node, i), node)
@@ -214,6 +219,8 @@ func BenchmarkCoordinatorRSS(b *testing.B) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	full := settle()
+	after, _ := c.cl.Info(context.Background())
+	b.ReportMetric(float64(after.LastSeq-before.LastSeq)/300, "events/agent")
 	b.ReportMetric(float64(full)/1024, "rss-MB")
 	b.ReportMetric(float64(zero)/1024, "rss0-MB")
 	b.ReportMetric(float64(full-zero)/300, "KB/agent")
