@@ -77,16 +77,24 @@ func (app *app) nodeCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "rm", Usage: "forget a node that has no live agents", ArgsUsage: "NAME",
+				Name: "rm", Usage: "forget a node; one with live agents is refused unless --force", ArgsUsage: "NAME",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "remove it even with live agents, marking them lost (drain it first to let them end)"}, jsonFlag()},
 				Action: func(ctx context.Context, c *cli.Command) error {
 					name, err := oneNode(c, "rm")
 					if err != nil {
 						return err
 					}
-					if err := wire.Do(ctx, service(ctx), nodeapi.Rm, nodeapi.NameParams{Name: name}); err != nil {
+					r, err := wire.Call(ctx, service(ctx), nodeapi.Rm, nodeapi.RmParams{Name: name, Force: c.Bool("force")})
+					if err != nil {
 						return err
 					}
+					if c.Bool("json") {
+						return printJSON(app.out, r)
+					}
 					fmt.Fprintf(app.out, "removed node %s\n", name)
+					if len(r.Lost) > 0 {
+						fmt.Fprintf(app.out, "%d agents marked lost: %s\n", len(r.Lost), strings.Join(r.Lost, ", "))
+					}
 					return nil
 				},
 			},
@@ -148,7 +156,16 @@ func (app *app) nodeLs(ctx context.Context, asJSON bool) error {
 	for _, n := range r.Nodes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, agentsCap(n), freeMem(n), dash(n.Version), lastSeen(n.LastSeen, now))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Why a node is not up, under the table (as kubectl describe would say it).
+	for _, n := range r.Nodes {
+		if n.Error != "" && n.State != nodeapi.StateUp && n.State != nodeapi.StateDraining {
+			fmt.Fprintf(app.out, "%s: %s\n", n.Name, n.Error)
+		}
+	}
+	return nil
 }
 
 func agentsCap(n nodeapi.Node) string {
@@ -186,6 +203,17 @@ func writeNode(w io.Writer, n nodeapi.Node, now time.Time) {
 	fmt.Fprintf(w, "  state:      %s\n", n.State)
 	if n.Error != "" {
 		fmt.Fprintf(w, "  error:      %s\n", n.Error)
+	}
+	if n.RetryAt != nil {
+		in := n.RetryAt.Sub(now).Round(time.Second)
+		when := "now"
+		if in > 0 {
+			when = "in " + in.String()
+		}
+		fmt.Fprintf(w, "  retrying:   %d attempts failed; next %s (its agents are unreachable, not lost)\n", n.Attempts, when)
+	}
+	if n.Gap != "" {
+		fmt.Fprintf(w, "  gap:        %s\n", n.Gap)
 	}
 	fmt.Fprintf(w, "  agents/cap: %s\n", agentsCap(n))
 	if n.TotalMB > 0 {

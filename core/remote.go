@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"orcr/core/wire"
@@ -176,6 +177,12 @@ func mirror(ctx context.Context, e *Engine, id string, fn func(a *wire.Agent)) (
 		next.ID, next.Path, next.Node, next.ParentID, next.ParentPath = a.ID, a.Path, a.Node, a.ParentID, a.ParentPath
 		// The pane is the node's: no local host is ever asked about it.
 		next.PaneID, next.PID = "", 0
+		if next.State == from && reflect.DeepEqual(next, a) {
+			// Nothing the coordinator keeps changed (a node event about fields it does
+			// not mirror, a record re-read as it was): no write, no event. Each node
+			// agent otherwise cost its coordinator a stored event per node event.
+			return a, nil, false
+		}
 		ev := &wire.Event{Event: wire.EventAgentUpdated}
 		if next.State != from {
 			ev = &wire.Event{Event: wire.EventAgentState, From: from, To: next.State}

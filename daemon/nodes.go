@@ -33,5 +33,15 @@ func newNodes(cfg config.Config, home, self string, provs []core.Provider, log *
 		}
 		keep = d
 	}
-	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep, Secrets: secretsPath(), Providers: provs})
+	// $ORCR_NODE_BACKOFF_MAX caps the wait between attempts to link again (tests of a
+	// long cut); default 15 s.
+	var backoff time.Duration
+	if v := os.Getenv("ORCR_NODE_BACKOFF_MAX"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("$ORCR_NODE_BACKOFF_MAX=%q: give a duration such as 2s", v)
+		}
+		backoff = d
+	}
+	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep, BackoffMax: backoff, Secrets: secretsPath(), Providers: provs})
 }

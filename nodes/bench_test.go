@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
 	"orcr/testutil/sshnode"
+	"orcr/testutil/wait"
 )
 
 // The numbers of issue 22, each beside its local floor measured in the same run:
@@ -23,6 +26,14 @@ var lastNodes []*sshnode.Node
 
 func benchCoord(b *testing.B, nodes int) (*coord, []string) {
 	c := newCoord(b)
+	if bin := os.Getenv("ORCR_BENCH_BIN"); bin != "" {
+		// Another build of orcr (before/after figures in one run, interleaved).
+		c.bin = bin
+	}
+	if dir := os.Getenv("ORCR_BENCH_MEMPROFILE"); dir != "" {
+		// SIGUSR1 then makes the coordinator write its heap profile there.
+		c.env = append(c.env, "ORCR_MEMPROFILE="+dir)
+	}
 	c.start()
 	var names []string
 	lastNodes = nil
@@ -185,9 +196,20 @@ func BenchmarkNodeEvent(b *testing.B) {
 	}
 }
 
-// BenchmarkCoordinatorRSS: the coordinator's resident memory with 3 nodes × 100 agents.
+// BenchmarkCoordinatorRSS: the coordinator's resident memory with 3 nodes × 100 agents
+// (rss-MB), with the 3 nodes linked and no agent (rss0-MB), and what each remote agent
+// costs it (KB/agent). With $ORCR_BENCH_MEMPROFILE=DIR the coordinator's heap profile
+// at the end is DIR/heap.1.pprof (go tool pprof -sample_index=inuse_space).
 func BenchmarkCoordinatorRSS(b *testing.B) {
 	c, names := benchCoord(b, 3)
+	settle := func() int {
+		// The reading once the spawns' garbage is collected, as a server idles.
+		c.cl.Info(context.Background())
+		time.Sleep(time.Second)
+		return rssKB(b, c.srv.PID())
+	}
+	zero := settle()
+	before, _ := c.cl.Info(context.Background())
 	for _, node := range names {
 		for i := 0; i < 100; i++ {
 			spawnLive(b, c, fmt.Sprintf("r/%s/%03d", node, i), node)
@@ -196,7 +218,22 @@ func BenchmarkCoordinatorRSS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	b.ReportMetric(float64(rssKB(b, c.srv.PID()))/1024, "rss-MB")
+	full := settle()
+	after, _ := c.cl.Info(context.Background())
+	b.ReportMetric(float64(after.LastSeq-before.LastSeq)/300, "events/agent")
+	b.ReportMetric(float64(full)/1024, "rss-MB")
+	b.ReportMetric(float64(zero)/1024, "rss0-MB")
+	b.ReportMetric(float64(full-zero)/300, "KB/agent")
+	if dir := os.Getenv("ORCR_BENCH_MEMPROFILE"); dir != "" {
+		out := filepath.Join(dir, "mem.1.txt")
+		os.Remove(out)
+		syscall.Kill(c.srv.PID(), syscall.SIGUSR1)
+		if !wait.Until(time.Minute, func() bool { _, err := os.Stat(out); return err == nil }) {
+			b.Fatal("no memory dump")
+		}
+		m, _ := os.ReadFile(out)
+		b.Logf("coordinator memory with 300 node agents:\n%s", m)
+	}
 }
 
 func rssKB(b *testing.B, pid int) int {

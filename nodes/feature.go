@@ -42,6 +42,9 @@ type Options struct {
 	// Keepalive is how often the link asks the node's sshd whether it is there (default
 	// 5 s); a node that does not answer within Keepalive×2 is unreachable.
 	Keepalive time.Duration
+	// BackoffMax caps the wait between attempts to link a node that is unreachable
+	// (default 15 s); tests of a long cut shorten it.
+	BackoffMax time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -90,6 +93,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.Keepalive <= 0 {
 		o.Keepalive = 5 * time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = backoffMax
 	}
 	seen := map[string]bool{}
 	for _, n := range o.Config {

@@ -18,7 +18,7 @@ import (
 
 // hello is node.hello: what this server says of itself to a coordinator.
 func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
-	sum, err := s.selfSum()
+	sum, err := s.runningSum()
 	if err != nil {
 		return nodeapi.HelloResult{}, err
 	}
@@ -45,9 +45,24 @@ func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
 
 var selfSums sync.Map // path → sha256 hex
 
-// selfSum is the SHA-256 of this server's binary, read once.
+// selfSum is the SHA-256 of this server's binary file (what it sends a node), read once.
 func (s *Service) selfSum() (string, error) {
 	return fileSum(s.opts.Self)
+}
+
+// runningSum is the SHA-256 of the program this process runs, which node.hello
+// reports: read through /proc/self/exe, the running file even after a coordinator put
+// a newer one in its place (a node keeps its older server while it has agents, and
+// must not say it runs the new one). Without /proc it is the file's.
+func (s *Service) runningSum() (string, error) {
+	if s.opts.Self != "" {
+		if exe, err := os.Executable(); err == nil && exe == s.opts.Self {
+			if _, err := os.Stat("/proc/self/exe"); err == nil {
+				return fileSum("/proc/self/exe")
+			}
+		}
+	}
+	return s.selfSum()
 }
 
 func fileSum(path string) (string, error) {

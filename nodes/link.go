@@ -53,9 +53,14 @@ type link struct {
 	client   *ssh.Client
 	tr       *socket.Client
 	home     string // the node's ORCR_HOME
+	ours     string // this binary's SHA-256, as the node was linked
 	// gen counts connections: a caller holding a transport of an older one knows the
 	// link was made again.
 	gen uint64
+	// attempts failed in a row, and when the next is made (while unreachable).
+	attempts int
+	retryAt  time.Time
+	gap      string // what the last return could not replay
 }
 
 // startLinkLocked starts n's link (s.mu held).
@@ -91,6 +96,11 @@ func (l *link) fill(v *nodeapi.Node) {
 		t := l.lastSeen.UTC()
 		v.LastSeen = &t
 	}
+	if l.state != nodeapi.StateUp && !l.retryAt.IsZero() {
+		t := l.retryAt.UTC()
+		v.Attempts, v.RetryAt = l.attempts, &t
+	}
+	v.Gap = l.gap
 }
 
 // transport is the node's server as a wire.Transport, or an error saying why the
@@ -147,15 +157,22 @@ func (l *link) loop() {
 			if l.ctx.Err() != nil {
 				break
 			}
+			l.mu.Lock()
+			l.attempts++
+			l.retryAt = time.Now().Add(backoff)
+			l.mu.Unlock()
 			l.set(nodeapi.StateUnreachable, err.Error())
 			select {
 			case <-l.ctx.Done():
 			case <-time.After(backoff):
 			}
-			backoff = min(backoff*2, backoffMax)
+			backoff = min(backoff*2, l.s.opts.BackoffMax)
 			continue
 		}
 		backoff = backoffMin
+		l.mu.Lock()
+		l.attempts, l.retryAt = 0, time.Time{}
+		l.mu.Unlock()
 		fctx, fcancel := context.WithCancel(l.ctx)
 		l.mu.Lock()
 		tr, seq := l.tr, l.hello.LastSeq
@@ -169,6 +186,11 @@ func (l *link) loop() {
 		fcancel()
 		l.drop()
 		<-followed
+		if errors.Is(err, errUpgrade) && l.ctx.Err() == nil {
+			l.s.log.Info("node server of another version has no agents left; linking again to restart it", "node", l.name)
+			l.set(nodeapi.StateConnecting, err.Error())
+			continue
+		}
 		if l.ctx.Err() == nil {
 			l.set(nodeapi.StateUnreachable, err.Error())
 			l.s.unreachable(context.Background(), l.name)
@@ -286,7 +308,7 @@ func (l *link) connect(ctx context.Context) error {
 	}
 	ok = true
 	l.mu.Lock()
-	l.client, l.tr, l.hello, l.lastSeen, l.home = client, tr, hello, time.Now(), look.home
+	l.client, l.tr, l.hello, l.lastSeen, l.home, l.ours = client, tr, hello, time.Now(), look.home, ours
 	l.gen++
 	l.mu.Unlock()
 	l.set(nodeapi.StateUp, "")
@@ -302,9 +324,13 @@ func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context
 		tr, err := socket.DialVia(ctx, "node "+l.name, dial, "")
 		if err == nil {
 			h, herr := wire.Call(ctx, tr, nodeapi.Hello, wire.Empty{})
-			if herr == nil && h.Wire != wire.Version {
+			if herr == nil && h.Wire != wire.Version && (h.Agents > 0 || started) {
+				// Its agents would be lost to a restart; this orcr cannot talk to them.
+				// The link tries again with backoff, and replaces the server once they
+				// have ended there.
 				tr.Close()
-				return nil, h, fmt.Errorf("node %s runs orcr protocol %d, this orcr %d; upgrade the older side", l.name, h.Wire, wire.Version)
+				return nil, h, fmt.Errorf("node %s runs orcr %s (protocol %d) with %d live agents and this orcr %s speaks protocol %d: "+
+					"its server is replaced by this version once they end there (ssh to it and end them, or wait)", l.name, h.Version, h.Wire, h.Agents, Version(), wire.Version)
 			}
 			if herr == nil && h.Binary != ours && h.Agents == 0 && !started {
 				// An idle server of another version: stop it, start this one.
@@ -391,8 +417,18 @@ func (l *link) watch(ctx context.Context) error {
 		l.mu.Lock()
 		l.hello, l.lastSeen = h, time.Now()
 		l.mu.Unlock()
+		if h.Binary != l.ours && h.Agents == 0 && l.ours != "" {
+			// The node's server is of another version and kept only for its agents:
+			// the last has ended, so the link is made again, which restarts it on
+			// this binary (sent when the link was made).
+			return errUpgrade
+		}
 	}
 }
+
+// errUpgrade ends a link whose node server runs another binary and has no live agent
+// left: the next link restarts it on this one.
+var errUpgrade = errors.New("its server runs another orcr and its agents have ended: restarting it on this version")
 
 // dialSSH makes the SSH connection: known hosts checked, key or agent auth.
 func (s *Service) dialSSH(ctx context.Context, spec nodeapi.Node, t target) (*ssh.Client, error) {

@@ -25,8 +25,9 @@ func (s *Service) Methods() []wire.Handler {
 			n, err := s.Drain(ctx, *p)
 			return nodeapi.Result{Node: n}, err
 		}),
-		wire.Handle(nodeapi.Rm, func(ctx context.Context, p *nodeapi.NameParams) (wire.Empty, error) {
-			return wire.Empty{}, s.Remove(ctx, p.Name)
+		wire.Handle(nodeapi.Rm, func(ctx context.Context, p *nodeapi.RmParams) (nodeapi.RmResult, error) {
+			lost, err := s.Remove(ctx, p.Name, p.Force)
+			return nodeapi.RmResult{Lost: lost}, err
 		}),
 		wire.Handle(nodeapi.Facts, func(ctx context.Context, _ *wire.Empty) (nodeapi.FactsResult, error) {
 			return s.facts(ctx), nil

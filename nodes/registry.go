@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,22 +249,57 @@ func (s *Service) Drain(ctx context.Context, p nodeapi.DrainParams) (nodeapi.Nod
 	return s.Show(ctx, p.Name)
 }
 
-// Remove forgets a node that has no live agents and ends its link.
-func (s *Service) Remove(ctx context.Context, name string) error {
+// Remove forgets a node and ends its link. A node with live agents (running there,
+// unreachable there, or queued pinned to it) is refused with their count and the way
+// out — drain it and let them end, or kill them — unless force, which marks each lost
+// with the reason (what kubectl's delete --force is to pods: the records end here;
+// their panes on the node, if it still runs them, are left as they are). It returns
+// the paths of the agents it marked lost.
+func (s *Service) Remove(ctx context.Context, name string, force bool) ([]string, error) {
 	s.mu.Lock()
 	n, ok := s.nodes[name]
 	if !ok {
 		err := s.notFoundLocked(name)
 		s.mu.Unlock()
-		return err
+		return nil, err
 	}
-	if n.spec.Source == "config" {
-		s.mu.Unlock()
-		return wire.Errorf(wire.CodeNotAllowed, "node %s is a [[nodes]] entry of config.toml; remove it there", name)
+	source := n.spec.Source
+	s.mu.Unlock()
+	if source == "config" {
+		return nil, wire.Errorf(wire.CodeNotAllowed, "node %s is a [[nodes]] entry of config.toml; remove it there", name)
 	}
-	if live := s.liveOnLocked(name); live > 0 {
+	on, err := s.agentsOn(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(on) > 0 && !force {
+		unreach, queued := 0, 0
+		for _, a := range on {
+			switch {
+			case a.State == wire.StateQueued:
+				queued++
+			case a.Unreachable:
+				unreach++
+			}
+		}
+		var parts []string
+		if unreach > 0 {
+			parts = append(parts, fmt.Sprintf("%d unreachable", unreach))
+		}
+		if queued > 0 {
+			parts = append(parts, fmt.Sprintf("%d queued for it", queued))
+		}
+		detail := ""
+		if len(parts) > 0 {
+			detail = " (" + strings.Join(parts, ", ") + ")"
+		}
+		return nil, wire.Errorf(wire.CodeNotAllowed, "node %s has %d live %s%s; drain it first (orcr node drain %s) and let them end or kill them (orcr agent ls --node %s), "+
+			"or remove it with --force, which marks them lost", name, len(on), plural(len(on), "agent", "agents"), detail, name, name)
+	}
+	s.mu.Lock()
+	if s.nodes[name] != n {
 		s.mu.Unlock()
-		return wire.Errorf(wire.CodeNotAllowed, "node %s has %d live agents; drain it (orcr node drain %s) and let them end, or kill them, then remove it", name, live, name)
+		return nil, s.notFoundLocked(name)
 	}
 	delete(s.nodes, name)
 	s.mu.Unlock()
@@ -271,18 +307,51 @@ func (s *Service) Remove(ctx context.Context, name string) error {
 		n.link.stop()
 	}
 	if err := s.store.Delete(ctx, bucketNodes, name); err != nil && !errors.Is(err, wire.ErrNotFound) {
-		return err
+		return nil, err
 	}
-	return nil
+	s.store.Delete(ctx, bucketCursor, name)
+	lost := []string{}
+	if force {
+		// Again after the link stopped: an agent placed meanwhile is counted too.
+		if on, err = s.agentsOn(ctx, name); err != nil {
+			return lost, err
+		}
+		why := fmt.Sprintf("node %s was removed with orcr node rm --force; whatever still runs there is no longer watched", name)
+		for _, a := range on {
+			now := time.Now().UTC()
+			_, err := s.k.Mirror(ctx, a.ID, func(a *wire.Agent) {
+				a.State, a.StateReason, a.StateSource, a.StateAt, a.EndedAt, a.Unreachable = wire.StateLost, why, "node", now, &now, false
+			})
+			if err != nil {
+				s.log.Warn("mark a removed node's agent lost", "node", name, "id", a.ID, "err", err)
+				continue
+			}
+			s.ended(a.ID)
+			lost = append(lost, a.Path)
+		}
+		s.log.Info("node removed with --force", "node", name, "lost", len(lost))
+	}
+	return lost, nil
 }
 
-// liveOnLocked is how many live agents the node has, as its link last saw.
-func (s *Service) liveOnLocked(name string) int {
-	n := s.nodes[name]
-	if n == nil || n.link == nil {
-		return 0
+// agentsOn are the coordinator's live agents on a node, and the ones queued pinned to it.
+func (s *Service) agentsOn(ctx context.Context, name string) ([]wire.Agent, error) {
+	all, err := s.k.List(ctx, wire.ListParams{Node: name})
+	if err != nil {
+		return nil, fmt.Errorf("nodes: list agents: %w", err)
 	}
-	var v nodeapi.Node
-	n.link.fill(&v)
-	return v.Agents
+	var out []wire.Agent
+	for _, a := range all {
+		if a.Node == name && !a.State.Terminal() {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -238,7 +238,8 @@ func (s *Service) follow(ctx context.Context, l *link, tr *socket.Client, lastSe
 	if err != nil {
 		s.log.Warn("node cursor", "node", l.name, "err", err)
 	}
-	if cur == 0 || cur > lastSeq {
+	renewed := cur > lastSeq
+	if cur == 0 || renewed {
 		// A node never followed (or whose store was made anew): from now on.
 		cur = lastSeq
 	}
@@ -247,9 +248,23 @@ func (s *Service) follow(ctx context.Context, l *link, tr *socket.Client, lastSe
 		s.log.Warn("subscribe to node", "node", l.name, "err", err)
 		return
 	}
+	// The records first: they are what the node has now, whatever its log still holds.
 	s.reread(ctx, l.name, tr)
+	if renewed {
+		s.gap(l, 0, 0, "the node's event log starts again (its store is new)")
+	}
 	n := 0
+	first := true
 	for ev := range ch {
+		if first {
+			first = false
+			if ev.Seq > cur+1 && cur > 0 {
+				// The node no longer keeps the events after the cursor: they were
+				// pruned there (gc.retain) while the link was down. Nothing is made
+				// up for them: the records re-read above stand, and the gap is said.
+				s.gap(l, cur+1, ev.Seq-1, "they were pruned there (gc.retain) before the link returned")
+			}
+		}
 		if ev.Agent != nil && ev.Agent.ID != "" {
 			s.mu.Lock()
 			node, ours := s.onNode[ev.Agent.ID]
@@ -295,7 +310,17 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 				}
 				continue
 			}
-			s.log.Warn("an agent of the node is not on it", "node", node, "id", id)
+			// The node has no record of it: it ended there and was collected
+			// (gc.retain) while nobody here watched, or the node's store is new. How it
+			// ended is not known, so it is lost, saying so — never left live here.
+			s.log.Warn("an agent of the node is no longer on it; marked lost", "node", node, "id", id)
+			now := time.Now().UTC()
+			why := fmt.Sprintf("node %s no longer has it: it ended there and its record was collected while the link was down, so how it ended was not seen", node)
+			if _, err := s.k.Mirror(ctx, id, func(a *wire.Agent) {
+				a.State, a.StateReason, a.StateSource, a.StateAt, a.EndedAt, a.Unreachable = wire.StateLost, why, "node", now, &now, false
+			}); err == nil {
+				s.ended(id)
+			}
 			continue
 		}
 		if err != nil {
@@ -303,6 +328,21 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 		}
 		s.fold(ctx, r.Agent)
 	}
+}
+
+// gap says that the node's events from..to (to 0: not known) were not replayed: on
+// the node's view, in the log and as a node.events_gap event.
+func (s *Service) gap(l *link, from, to uint64, why string) {
+	what := fmt.Sprintf("events %d–%d of node %s were not replayed: %s; its agents' records were re-read instead", from, to, l.name, why)
+	if to == 0 {
+		what = fmt.Sprintf("node %s's events could not be replayed: %s; its agents' records were re-read instead", l.name, why)
+	}
+	l.mu.Lock()
+	l.gap = time.Now().UTC().Format(time.RFC3339) + ": " + what
+	l.mu.Unlock()
+	s.log.Warn("node events gap", "node", l.name, "from", from, "to", to, "why", why)
+	s.k.Publish(context.Background(), wire.Event{Event: nodeapi.EventNodeGap,
+		Data: map[string]any{"node": l.name, "from": from, "to": to, "why": what}})
 }
 
 // unreachable marks the live agents of a node unreachable (not lost).

@@ -4,9 +4,18 @@ package buildinfo
 
 import "runtime/debug"
 
-// Version is the module version, or the VCS revision a source build records
-// ("-dirty" when the tree had changes), "(devel)" when neither is known.
+// stamp is a version given at link time (go build -ldflags "-X
+// orcr/internal/buildinfo.stamp=v1.2.0"): a release's, or a test's build that must be
+// another version than the tree's (a node left on an older orcr).
+var stamp string
+
+// Version is the version stamped at link time, else the module version, or the VCS
+// revision a source build records ("-dirty" when the tree had changes), "(devel)"
+// when none is known.
 func Version() string {
+	if stamp != "" {
+		return stamp
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

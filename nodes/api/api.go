@@ -56,6 +56,14 @@ type Node struct {
 	OS       string     `json:"os,omitempty"`
 	Arch     string     `json:"arch,omitempty"`
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
+	// While the node is unreachable: how many attempts to link again failed in a row,
+	// and when the next one is made (the backoff doubles to its cap, 15 s).
+	Attempts int        `json:"attempts,omitempty"`
+	RetryAt  *time.Time `json:"retryAt,omitempty"`
+	// Gap says what the last return of the link could not replay: the node's events
+	// the coordinator missed were no longer kept there (its gc.retain pruned them, or
+	// its store is new), so its agents' records were re-read instead.
+	Gap string `json:"gap,omitempty"`
 }
 
 // AddParams registers a node (node.add).
@@ -72,6 +80,18 @@ type AddParams struct {
 // NameParams names one node.
 type NameParams struct {
 	Name string `json:"name"`
+}
+
+// RmParams removes a node. A node with live agents is refused unless Force, which
+// marks them lost (their panes on the node are left as they are).
+type RmParams struct {
+	Name  string `json:"name"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// RmResult says what node.rm did: with Force, the agents it marked lost.
+type RmResult struct {
+	Lost []string `json:"lost"` // their paths
 }
 
 // DrainParams drains a node, or with Undo takes it back into placement.
@@ -149,12 +169,15 @@ const (
 	MethodCheck = "node.check"
 )
 
-// Events of nodes: Data has "node" and, for a state change, "from", "to" and "error".
+// Events of nodes: Data has "node" and, for a state change, "from", "to" and "error";
+// for an events gap, "from" and "to" (the node's seqs not replayed, "to" 0 when not
+// known) and "why".
 const (
 	EventNodeState = "node.state"
+	EventNodeGap   = "node.events_gap"
 )
 
-var _ = wire.DeclareEvents(EventNodeState)
+var _ = wire.DeclareEvents(EventNodeState, EventNodeGap)
 
 // The API, one declaration per method.
 var (
@@ -162,7 +185,7 @@ var (
 	List  = wire.Declare[wire.Empty, ListResult](MethodList, "The nodes: how each is reached, its state, agents, memory and version.")
 	Show  = wire.Declare[NameParams, Result](MethodShow, "One node.")
 	Drain = wire.Declare[DrainParams, Result](MethodDrain, "Stop placing agents on a node (undo: place them again).")
-	Rm    = wire.Declare[NameParams, wire.Empty](MethodRm, "Forget a node that has no live agents.")
+	Rm    = wire.Declare[RmParams, RmResult](MethodRm, "Forget a node. One with live agents is refused with their count unless force, which marks them lost.")
 	Facts = wire.Declare[wire.Empty, FactsResult](MethodFacts, "This server's providers (found, version) and accounts: what orcr doctor says of a node.")
 	Check = wire.Declare[NameParams, CheckResult](MethodCheck, "Check a node as orcr doctor does: ssh reachable, tmux there, its orcr version, its providers and accounts.")
 	Hello = wire.Declare[wire.Empty, HelloResult](MethodHello, "This server's version, binary, platform and free memory: what a coordinator links by.")

@@ -58,6 +58,7 @@ type Node struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	paused bool
+	down   bool // new connections are closed at once (Down)
 	conns  map[net.Conn]bool
 }
 
@@ -205,6 +206,13 @@ func (n *Node) proxyLoop() {
 		if err != nil {
 			return
 		}
+		n.mu.Lock()
+		down := n.down
+		n.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
 		up, err := net.Dial("tcp", n.ln.Addr().String())
 		if err != nil {
 			c.Close()
@@ -253,6 +261,23 @@ func (n *Node) Resume() {
 	n.mu.Lock()
 	n.paused = false
 	n.cond.Broadcast()
+	n.mu.Unlock()
+}
+
+// Down takes the node off the network for as long as the test says: every connection
+// is closed and new ones are closed as soon as they come (a link that cannot be made
+// again, attempt after attempt), until Up.
+func (n *Node) Down() {
+	n.mu.Lock()
+	n.down = true
+	n.mu.Unlock()
+	n.Cut()
+}
+
+// Up ends Down.
+func (n *Node) Up() {
+	n.mu.Lock()
+	n.down = false
 	n.mu.Unlock()
 }
 
