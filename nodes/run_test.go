@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,6 +162,66 @@ func TestRunCodersOnNodes(t *testing.T) {
 	nodesOf := gitIn(t, repo, "show", "feature/dist:M1.txt") + gitIn(t, repo, "show", "feature/dist:M2.txt")
 	if !strings.Contains(nodesOf, "node a ") || !strings.Contains(nodesOf, "node b ") {
 		t.Fatalf("the milestones were not built on both nodes: %q", nodesOf)
+	}
+	c.orcr("run", "stop", "dist")
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
+
+// The test, for real: two real sshd nodes (each its own user and home, in its
+// own network namespace on 198.18.0.0/15), a run whose two coders are on the two
+// nodes; both milestones are merged on the coordinator.
+func TestRealSSHRunOnNodes(t *testing.T) {
+	needRealSSH(t)
+	c := newCoord(t)
+	repo := filepath.Join(filepath.Dir(c.home), "app")
+	os.MkdirAll(repo, 0o755)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-qm", "init")
+	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n[run]\nsandbox = \"off\"\n"), 0o600)
+	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	c.start()
+	tag := fmt.Sprintf("%04x", (os.Getpid()+1)%0x10000)
+	nodes := []*realNode{startRealNode(t, tag, 3, c.key.PublicKey()), startRealNode(t, tag, 4, c.key.PublicKey())}
+	kh := ""
+	for _, n := range nodes {
+		kh += n.knownHostsLine() + "\n"
+	}
+	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := c.orcr("run", "status", "dist")
+			ls, _ := c.orcr("agent", "ls", "--all")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Logf("run status:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ls, b)
+		}
+	})
+	for i, name := range []string{"a", "b"} {
+		if out, err := c.orcr("node", "add", name, nodes[i].user+"@"+nodes[i].addr); err != nil || !strings.Contains(out, " up") {
+			t.Fatalf("node add %s: %v\n%s", name, err, out)
+		}
+	}
+	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--node", "a", "--node", "b", "--", "sh", "-c", nodeCoder); err != nil {
+		t.Fatalf("run start: %v\n%s", err, out)
+	}
+	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
+		t.Fatalf("dispatch: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	var v runapi.RunResult
+	if !wait.Until(180*time.Second, func() bool {
+		var err error
+		v, err = wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "dist"})
+		return err == nil && v.Run.State == "done"
+	}) {
+		t.Fatalf("the run is %s", v.Run.State)
+	}
+	nodesOf := gitIn(t, repo, "show", "feature/dist:M1.txt") + gitIn(t, repo, "show", "feature/dist:M2.txt")
+	if !strings.Contains(nodesOf, "node a in "+nodes[0].stateHome()+"/clones/dist/") || !strings.Contains(nodesOf, "node b in "+nodes[1].stateHome()+"/clones/dist/") {
+		t.Fatalf("the milestones were not built in clones on both nodes: %q", nodesOf)
 	}
 	c.orcr("run", "stop", "dist")
 	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
