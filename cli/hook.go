@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"orcr/core/socket"
 	"orcr/core/wire"
 )
 
@@ -16,8 +17,14 @@ func (app *app) hook(ctx context.Context, provider, event string) error {
 	if app.daemon.Hook == nil {
 		return notBuiltIn("orcr hook")
 	}
+	connect := app.connect
+	if hs := os.Getenv("ORCR_HOOK_SOCKET"); hs != "" {
+		// On a node (DESIGN §14) ORCR_SOCKET reaches the coordinator; the hooks go to
+		// the node's own server, which watches the pane.
+		connect = func(ctx context.Context) (wire.Transport, error) { return socket.Dial(ctx, hs, os.Getenv("ORCR_ID")) }
+	}
 	return app.daemon.Hook(ctx, provider, event, app.in, app.out, os.Getenv, func(ctx context.Context, p wire.HookParams) error {
-		s, err := app.connect(ctx)
+		s, err := connect(ctx)
 		if err != nil {
 			return err
 		}

@@ -88,6 +88,7 @@ func (app *app) runCommands() *cli.Command {
 					&cli.StringFlag{Name: "coder", Usage: "run every coder on P[:MODEL] instead of the catalog's pick per tier"},
 					&cli.StringFlag{Name: "lead", Usage: "the run's lead P[:MODEL] (default: the plan's lead; none: no lead; self: the calling agent, run from inside it)"},
 					&cli.StringFlag{Name: "base", Usage: "base branch (default: the repository's current branch)"},
+					&cli.StringSliceFlag{Name: "node", Usage: "run coders on this node (repeat: in turn); each works in a clone there, merging stays here"},
 					&cli.BoolFlag{Name: "fresh", Usage: "start anew a run of this name that exists (its worktrees, branches and log are removed); without it a stopped run is resumed"},
 					jsonFlag(),
 				},
@@ -102,7 +103,7 @@ func (app *app) runCommands() *cli.Command {
 					}
 					p := runapi.RunStartParams{Name: n, Coders: int(c.Int("coders")), Mode: c.String("mode"), Check: c.String("check"),
 						CheckTimeoutSeconds: seconds(checkTimeout), Reviewer: c.String("reviewer"),
-						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base"), Fresh: c.Bool("fresh")}
+						Coder: c.String("coder"), Lead: c.String("lead"), Base: c.String("base"), Fresh: c.Bool("fresh"), Nodes: c.StringSlice("node")}
 					if rest := c.Args().Slice()[1:]; len(rest) > 0 {
 						if rest[0] == "--" {
 							rest = rest[1:]

@@ -17,6 +17,10 @@ import (
 func (e *Engine) callerAgent(ctx context.Context) (*wire.Agent, error) {
 	c, ok := CallerFrom(ctx)
 	if !ok || c.ClaimedID == "" {
+		if ok && c.Node != "" {
+			return nil, &wire.Error{Code: wire.CodeCallerRefused,
+				Message: fmt.Sprintf("a call over node %s's link must come from one of its agents (ORCR_ID)", c.Node)}
+		}
 		return nil, nil
 	}
 	e.mu.Lock()
@@ -31,6 +35,16 @@ func (e *Engine) callerAgent(ctx context.Context) (*wire.Agent, error) {
 			Message: fmt.Sprintf("ORCR_ID %q names no agent of this server; unset ORCR_ID to act as a root caller", c.ClaimedID)}
 	}
 	if c.InProcess {
+		return &a, nil
+	}
+	if c.Node != "" {
+		// A call over a node's link: the claimed agent must be one placed on that node
+		// and not ended (its pane's pids are the node's; the link's socket there is its
+		// user's alone).
+		if a.Node != c.Node || a.State.Terminal() || a.State == wire.StateQueued {
+			return nil, &wire.Error{Code: wire.CodeCallerRefused,
+				Message: fmt.Sprintf("a call over node %s's link claims ORCR_ID %s (%s), which is not a running agent of that node", c.Node, a.ID, a.Path)}
+		}
 		return &a, nil
 	}
 	if a.State == wire.StateStarting && a.PID <= 0 {

@@ -26,6 +26,14 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 	if err != nil {
 		return wire.Agent{}, err
 	}
+	if parent != nil && parent.Node != "" && p.Node == "" {
+		// A child of an agent on a node runs on that node unless it names another
+		// (DESIGN §14), in its parent's directory there unless it names one.
+		p.Node = parent.Node
+		if p.Cwd == "" {
+			p.Cwd = parent.Cwd
+		}
+	}
 	scope := ""
 	if parent != nil {
 		scope = parent.Path

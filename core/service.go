@@ -20,6 +20,11 @@ type Caller struct {
 	UID int
 	// InProcess is true for calls from the dashboard hosting the engine; nothing to verify.
 	InProcess bool
+	// Node is set for a call that came over that node's link (DESIGN §14: its panes'
+	// orcr reaches this server through the socket the link forwards there). The node's
+	// pids are not this machine's: the claim is verified against the agents placed on
+	// that node instead, and a call without a claim is refused.
+	Node string
 }
 
 type callerKey struct{}

@@ -217,6 +217,7 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	s.sock = sock
+	nds.ServeForwarded(sock.ServeConn) // calls from node panes, over their links
 	// The gateway serves the very table the socket serves.
 	s.webAddr, s.webErr = s.web.Serve(s.methods)
 	if s.webErr != nil && !errors.Is(s.webErr, web.ErrNoToken) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/socket"
 	"orcr/core/wire"
 	"orcr/testutil/sshnode"
 	"orcr/testutil/wait"
@@ -248,4 +249,33 @@ func rssKB(b *testing.B, pid int) int {
 		}
 	}
 	return 0
+}
+
+// BenchmarkCallFromNode: agent.get of a node agent's own record by that agent, over
+// the socket the link forwards to the node (what `orcr` in a node's pane dials),
+// beside the same call on the coordinator's own socket — the floor.
+func BenchmarkCallFromNode(b *testing.B) {
+	c, names := benchCoord(b, 1)
+	ctx := context.Background()
+	spawnLive(b, c, "f/there", names[0])
+	there := c.agent("f/there")
+	for _, k := range []struct{ name, sock, id string }{
+		{"coordinator-socket", c.srv.Socket, ""},
+		{"forwarded-from-node", filepath.Join(lastNodes[0].Home, "coordinator.sock"), there.ID},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			tr, err := socket.Dial(ctx, k.sock, k.id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := wire.Call(ctx, tr, wire.AgentGet, wire.TargetParams{Target: there.ID}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "f/**"})
 }

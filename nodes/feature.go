@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -76,6 +77,12 @@ type Service struct {
 	factsAt   time.Time
 	factsLast nodeapi.FactsResult
 
+	// upServe serves the calls a node's panes make over its link (upstream.go);
+	// upReady is closed once it is set.
+	upMu    sync.Mutex
+	upServe func(net.Conn, core.Caller)
+	upReady chan struct{}
+
 	rssMu sync.Mutex
 	rssAt time.Time
 	rss   map[string]int
@@ -108,7 +115,7 @@ func New(o Options) (*Service, error) {
 		seen[n.Name] = true
 	}
 	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
-		reserved: map[string][]reservation{}, localRSS: map[string]int{}}, nil
+		reserved: map[string][]reservation{}, localRSS: map[string]int{}, upReady: make(chan struct{})}, nil
 }
 
 // Name implements core.Feature.
@@ -129,6 +136,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	k.Provide(Name, s)
+	k.AddLaunchHook(s)
 	s.mu.Lock()
 	for _, n := range s.nodes {
 		s.startLinkLocked(n)

@@ -263,7 +263,7 @@ func (l *link) connect(ctx context.Context) error {
 	}
 	bin := look.home + "/bin/orcr"
 	sock := socket.SocketPath(look.home)
-	if len(sock) > 100 {
+	if len(sock)+len(upstreamSock)-len("orcr.sock") > 100 {
 		return fmt.Errorf("node %s: its socket path %s is too long for a unix socket; give the user a shorter ORCR_HOME", l.name, sock)
 	}
 	ours, err := l.s.selfSum()
@@ -306,6 +306,7 @@ func (l *link) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.forward(client, look.home)
 	ok = true
 	l.mu.Lock()
 	l.client, l.tr, l.hello, l.lastSeen, l.home, l.ours = client, tr, hello, time.Now(), look.home, ours
@@ -597,6 +598,7 @@ if [ -f "$h/bin/orcr" ]; then echo "sum=$(sha256sum "$h/bin/orcr" | cut -d' ' -f
 command -v tmux >/dev/null 2>&1 && echo tmux=1
 command -v systemd-run >/dev/null 2>&1 && echo systemd=1
 mkdir -p "$h/bin" 2>/dev/null && [ -w "$h/bin" ] && echo writable=1
+rm -f "$h/` + upstreamSock + `" 2>/dev/null
 exit 0`
 
 func lookAt(ctx context.Context, c *ssh.Client) (lookResult, error) {

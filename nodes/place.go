@@ -312,3 +312,50 @@ const accountsCapability = "accounts"
 func lookupAccounts(s *Service) (accountLister, bool) {
 	return core.Lookup[accountLister](s.k, accountsCapability)
 }
+
+// NodeWithLabels is where an agent whose role wants labels goes (roles' NodePicker):
+// of the nodes carrying every label and not drained, the least loaded that has room,
+// else the first by name (the agent then waits for it, pinned). No such node is an
+// error naming the labels.
+func (s *Service) NodeWithLabels(labels []string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var spots []spot
+	for _, sp := range s.spotsLocked(s.here)[1:] {
+		if n := s.nodes[sp.name]; n != nil && !sp.draining && hasLabels(n.spec.Labels, labels) {
+			spots = append(spots, sp)
+		}
+	}
+	if len(spots) == 0 {
+		return "", wire.Errorf(wire.CodeNotFound, "no node is labelled %s (and not drained); see orcr node ls", strings.Join(labels, ", "))
+	}
+	best := -1
+	for i, sp := range spots {
+		if roomFor(sp, want{}) != "" {
+			continue
+		}
+		if best < 0 || better(sp, spots[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		best = 0
+	}
+	return spots[best].name, nil
+}
+
+func hasLabels(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h == w {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}

@@ -105,3 +105,22 @@ func FuzzParseStat(f *testing.F) {
 		}
 	})
 }
+
+// A role's labels go to the least loaded node carrying every label and not drained;
+// none carrying them is an error naming the labels.
+func TestNodeWithLabels(t *testing.T) {
+	s := &Service{nodes: map[string]*node{
+		"a": {spec: nodeapi.Node{Name: "a", Labels: []string{"gpu"}}},
+		"b": {spec: nodeapi.Node{Name: "b", Labels: []string{"gpu", "fast"}}},
+		"c": {spec: nodeapi.Node{Name: "c", Labels: []string{"gpu", "fast"}, Draining: true}},
+	}, onNode: map[string]string{}, reserved: map[string][]reservation{}}
+	if n, err := s.NodeWithLabels([]string{"fast", "gpu"}); err != nil || n != "b" {
+		t.Fatalf("gpu+fast: %q %v", n, err)
+	}
+	if n, err := s.NodeWithLabels([]string{"gpu"}); err != nil || n != "a" {
+		t.Fatalf("gpu: %q %v", n, err)
+	}
+	if _, err := s.NodeWithLabels([]string{"tpu"}); err == nil || !strings.Contains(err.Error(), "no node is labelled tpu") {
+		t.Fatalf("tpu: %v", err)
+	}
+}

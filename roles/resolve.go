@@ -29,6 +29,14 @@ type Resolver struct {
 	Shapers func() []Shaper
 	// Bin is the orcr a role's `mcp` registers as the agent's MCP server.
 	Bin string
+	// Nodes, when set, picks the node for a role's labels (the nodes feature).
+	Nodes func() NodePicker
+}
+
+// NodePicker is what a role's `labels` ask of the nodes feature (provided as
+// "nodes"): the node an agent that needs every one of labels goes to now.
+type NodePicker interface {
+	NodeWithLabels(labels []string) (string, error)
 }
 
 // Accounts is what the fallback needs of the accounts feature: why no account of a
@@ -201,6 +209,22 @@ func (r *Resolver) resolveRole(ctx context.Context, p wire.RunParams, ready func
 	}
 	if p.Identity == "" {
 		p.Identity = role.Identity
+	}
+	if p.Node == "" && role.Node != "" {
+		p.Node = role.Node
+		notes = append(notes, "on node "+role.Node+" (the role's node)")
+	} else if p.Node == "" && len(role.Labels) > 0 {
+		var np NodePicker
+		if r.Nodes != nil {
+			np = r.Nodes()
+		}
+		if np == nil {
+			return p, nil, wire.Errorf(wire.CodeInvalidParams, "role %s wants a node labelled %s and this server runs no nodes", role.Name, strings.Join(role.Labels, ", "))
+		}
+		if p.Node, err = np.NodeWithLabels(role.Labels); err != nil {
+			return p, nil, wire.Errorf(wire.CodeInvalidParams, "role %s: %v", role.Name, err)
+		}
+		notes = append(notes, "on node "+p.Node+" (labelled "+strings.Join(role.Labels, ", ")+")")
 	}
 	// The role's spawn policy and the request's both bind: the narrower of each.
 	p.Spawn = role.Spawn.Narrow(p.Spawn)

@@ -31,6 +31,8 @@ import (
 // MaxFile bounds a role file (and each skill file): roles are read on every spawn.
 const MaxFile = 256 << 10
 
+var nodeNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`) })
+
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 
 // ValidName reports whether name can be a role (it is the file's base name).
@@ -55,6 +57,8 @@ type rawRole struct {
 	Identity     *string           `toml:"identity"`
 	Spawn        *rawSpawn         `toml:"spawn"`
 	Sandbox      *rawSandbox       `toml:"sandbox"`
+	Node         *string           `toml:"node"`
+	Labels       []string          `toml:"labels"`
 }
 
 // rawSpawn is a role's [spawn] table (DESIGN §18): what its agents may spawn.
@@ -101,6 +105,10 @@ type Role struct {
 	MCP string
 	// Sandbox is the role's [sandbox] (nil: none given).
 	Sandbox *wire.Sandbox
+	// Node pins its agents to a node (DESIGN §14) unless the request names one;
+	// Labels, without Node, place them on a node that has every label.
+	Node   string
+	Labels []string
 	// Lines is where each key is in the file.
 	Lines map[string]int
 }
@@ -237,6 +245,18 @@ func Parse(name, file string, src []byte, check Checker) (*Role, error) {
 			doc.Add("mcp", "mcp %q: use self (its own agents), read (see all, change nothing) or act (act on all)", *raw.MCP)
 		}
 	}
+	if raw.Node != nil {
+		if !nodeNameRE().MatchString(*raw.Node) {
+			doc.Add("node", "node %q: name a node (orcr node ls): a lowercase letter, then letters, digits or -", *raw.Node)
+		}
+		r.Node = *raw.Node
+	}
+	for _, l := range raw.Labels {
+		if strings.TrimSpace(l) == "" {
+			doc.Add("labels", "labels: a label is not empty")
+		}
+	}
+	r.Labels = raw.Labels
 	if sb := raw.Sandbox; sb != nil {
 		r.Sandbox = &wire.Sandbox{Mode: wire.SandboxOn, RW: sb.RW, ROX: sb.ROX, Ports: sb.Ports}
 		if sb.Mode != nil {

@@ -64,7 +64,16 @@ func New(opts Options) *Service {
 // Resolver is the agent.run resolver over the same directory and checker; it asks
 // the accounts feature, when there is one, which providers are held.
 func (s *Service) Resolver() *Resolver {
-	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Shapers: s.shapers, Bin: s.opts.Bin}
+	return &Resolver{Dir: s.opts.Dir, Check: s.check, Accounts: heldAccounts{s}, Shapers: s.shapers, Bin: s.opts.Bin, Nodes: s.nodes}
+}
+
+// nodes is the nodes feature as a role's labels need it, when the server has it.
+func (s *Service) nodes() NodePicker {
+	if s.k == nil {
+		return nil
+	}
+	np, _ := core.Lookup[NodePicker](s.k, "nodes")
+	return np
 }
 
 // shapers are the identity and spawn-policy features, those the server has, looked

@@ -186,7 +186,11 @@ func (cn *conn) acquireSlot(ctx context.Context, slots inflight) bool {
 // Linux flags a Unix stream socket POLLHUP once its peer is closed, even with requests
 // still unread in it, while a peer that only shut its writing side (shutdown SHUT_WR)
 // gives POLLRDHUP alone, and still reads its answers.
-func peerGone(c *net.UnixConn) bool {
+func peerGone(nc net.Conn) bool {
+	c, ok := nc.(*net.UnixConn)
+	if !ok {
+		return false // a forwarded connection (ServeConn): its end is seen when a read fails
+	}
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return true

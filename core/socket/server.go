@@ -126,9 +126,35 @@ func (s *Server) Serve() error {
 				s.mu.Unlock()
 				c.Close()
 			}()
-			s.serveConn(c)
+			s.serveConn(c, nil)
 		}()
 	}
+}
+
+// ServeConn serves one connection that did not come through the socket: a call from a
+// node's panes, forwarded over its SSH link (DESIGN §14). caller says where it came
+// from (Caller.Node); each request's claimed ORCR_ID is verified against it, and a
+// request without one is refused. It returns when the connection ends, and closes it.
+func (s *Server) ServeConn(c net.Conn, caller core.Caller) {
+	s.mu.Lock()
+	if s.ctx.Err() != nil || len(s.conns) >= s.lim.MaxConnections {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mem.follow(len(s.conns))
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mem.follow(len(s.conns))
+		s.mu.Unlock()
+		c.Close()
+	}()
+	s.serveConn(c, &caller)
 }
 
 // Close stops accepting, ends every connection and waits for handlers.
@@ -148,7 +174,7 @@ func (s *Server) Close() error {
 // running concurrently never interleave lines.
 type conn struct {
 	s    *Server
-	c    *net.UnixConn
+	c    net.Conn
 	wmu  sync.Mutex
 	enc  *json.Encoder
 	cred core.Caller
@@ -244,20 +270,31 @@ func (s *Server) answer(ctx context.Context, cn *conn, h wire.Handler, id string
 	return encodeAnswer(id, res, err)
 }
 
-func (s *Server) serveConn(c *net.UnixConn) {
+// serveConn serves one connection: one of the socket's, whose peer is checked here
+// (given nil), or one ServeConn was handed with who it is.
+func (s *Server) serveConn(c net.Conn, given *core.Caller) {
 	cn := &conn{s: s, c: c, enc: json.NewEncoder(c), heavy: make(inflight, 1)}
-	uid, pid, err := peerCred(c)
-	if err != nil {
-		cn.reply("", nil, wire.Errorf(wire.CodePermission, "cannot read peer credentials: %v", err))
-		return
+	if given != nil {
+		cn.cred = *given
+	} else {
+		uc, _ := c.(*net.UnixConn)
+		if uc == nil {
+			cn.reply("", nil, wire.Errorf(wire.CodePermission, "cannot read peer credentials: not a unix socket"))
+			return
+		}
+		uid, pid, err := peerCred(uc)
+		if err != nil {
+			cn.reply("", nil, wire.Errorf(wire.CodePermission, "cannot read peer credentials: %v", err))
+			return
+		}
+		if uid != os.Getuid() {
+			cn.reply("", nil, wire.Errorf(wire.CodePermission,
+				"permission denied: the server runs as uid %d and serves only that user (you are uid %d); run your own with ORCR_HOME set to a directory you own",
+				os.Getuid(), uid))
+			return
+		}
+		cn.cred = core.Caller{PID: pid, UID: uid}
 	}
-	if uid != os.Getuid() {
-		cn.reply("", nil, wire.Errorf(wire.CodePermission,
-			"permission denied: the server runs as uid %d and serves only that user (you are uid %d); run your own with ORCR_HOME set to a directory you own",
-			os.Getuid(), uid))
-		return
-	}
-	cn.cred = core.Caller{PID: pid, UID: uid}
 	// Every request of the connection runs under ctx. When the client has closed its end
 	// (200 connections that each sent 16 heavy lists and closed left another client
 	// waiting 29 s), ctx is cancelled before the requests are waited for: a queued one is
@@ -318,6 +355,11 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		}
 		caller := cn.cred
 		caller.ClaimedID = req.Caller
+		if caller.Node != "" && req.Caller == "" {
+			cn.reply(req.ID, nil, wire.Errorf(wire.CodeCallerRefused,
+				"a call over node %s's link must come from one of its agents (ORCR_ID); call the node's own server for anything else", caller.Node))
+			continue
+		}
 		rctx := core.WithCaller(ctx, caller)
 		if h.Spec().Stream != nil {
 			if h.ServeStream(rctx, params, &streamConn{cn: cn, id: req.ID, r: r}) {

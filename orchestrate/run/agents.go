@@ -192,6 +192,14 @@ func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, erro
 		// locked, and nobody else writes in this worktree.
 		g.at(dir).clearIndexLock(ctx)
 	}
+	node := rec.nodeOf(a.Coder)
+	if node != "" {
+		// A coder on a node works in a clone there, made from the milestone's branch.
+		var err error
+		if dir, err = s.cloneOnNode(ctx, rec, node, dir, a.M); err != nil {
+			return nil, err
+		}
+	}
 	text := Brief(name, dir, pm, a.Text)
 	mu := s.coderLock(name, a.Coder)
 	mu.Lock()
@@ -223,7 +231,7 @@ func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, erro
 	if err != nil {
 		return nil, err
 	}
-	rp := wire.RunParams{Path: AgentPath(name, a.Coder), Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
+	rp := wire.RunParams{Path: AgentPath(name, a.Coder), Node: node, Provider: provider, Model: model, Cwd: dir, Prompt: text, Keep: true,
 		Argv: autonomy(provider, []string{"git add", "git commit", "git status", "git diff", "git log", "git merge", "orcr run", s.bin() + " run", checkPrefix(rec.Check)}, true)}
 	if provider == "shell" {
 		rp.Argv = rec.CoderArgv

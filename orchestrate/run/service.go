@@ -289,6 +289,14 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 			return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "%s has no branch checked out: name the base with --base", plan.Repo)
 		}
 	}
+	if len(p.Nodes) > 0 {
+		if mode == "shared" {
+			return runapi.RunView{}, wire.Errorf(wire.CodeInvalidParams, "run %s: coders on nodes work in clones of their own; a shared run has one checkout (use --mode worktree)", p.Name)
+		}
+		if _, err := s.nodeGit(); err != nil {
+			return runapi.RunView{}, err
+		}
+	}
 	if mode == "shared" {
 		if err := refuseDirty(ctx, g, plan.Repo); err != nil {
 			return runapi.RunView{}, err
@@ -330,7 +338,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 	}
 	rec := Record{Run: r, Repo: plan.Repo, Base: base, PlanFile: plan.File, PlanHash: plan.ApprovedHash,
 		Check: check, CheckFlag: p.Check != "", CheckTimeoutSeconds: timeout, Mode: mode, Checkout: checkout, Reviewer: p.Reviewer,
-		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead, SelfLead: selfLead}
+		Coder: p.Coder, CoderArgv: p.CoderArgv, Lead: lead, SelfLead: selfLead, Nodes: p.Nodes}
 	if err := s.keepPlan(p.Name, src); err != nil {
 		return runapi.RunView{}, fmt.Errorf("run %s: keep its plan: %w", p.Name, err)
 	}
@@ -514,6 +522,11 @@ func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerP
 	}
 	if _, ok := rec.Run.Milestone(p.Milestone); !ok {
 		return runapi.RunMilestone{}, wire.Errorf(wire.CodeNotFound, "run %s has no milestone %q", name, p.Milestone)
+	}
+	if op == "done" {
+		if err := s.fetchFromNode(ctx, rec, who, *a, p.Milestone); err != nil {
+			return runapi.RunMilestone{}, err
+		}
 	}
 	f := fact(who)
 	rec, err = s.apply(ctx, name, f)

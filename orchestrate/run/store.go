@@ -70,6 +70,8 @@ type Record struct {
 	Coder     string   `json:"coder,omitempty"`
 	CoderArgv []string `json:"coderArgv,omitempty"`
 	Lead      string   `json:"lead,omitempty"`
+	// Nodes are the nodes coders run on, in turn (RunStartParams.Nodes; nodes.go).
+	Nodes []string `json:"nodes,omitempty"`
 	// SelfLead is the id of the agent that leads the run by `--lead self` (Lead is
 	// then "self"): a session orcr did not start, woken like a lead it started but
 	// never started, restarted or stopped by the run.

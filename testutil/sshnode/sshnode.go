@@ -51,6 +51,7 @@ type Node struct {
 
 	Sessions atomic.Int64 // sessions opened (commands, SFTP)
 	Channels atomic.Int64 // streamlocal channels opened
+	Forwards atomic.Int64 // streamlocal forwards asked for (remote forwards of a unix socket)
 
 	srv    *glssh.Server
 	ln     net.Listener // the SSH server's
@@ -123,7 +124,8 @@ func Start(t testing.TB, o Options) *Node {
 			"direct-streamlocal@openssh.com": n.streamlocal,
 		},
 		RequestHandlers: map[string]glssh.RequestHandler{
-			"keepalive@openssh.com": func(glssh.Context, *glssh.Server, *gossh.Request) (bool, []byte) { return true, nil },
+			"keepalive@openssh.com":           func(glssh.Context, *glssh.Server, *gossh.Request) (bool, []byte) { return true, nil },
+			"streamlocal-forward@openssh.com": n.streamlocalForward,
 		},
 	}
 	n.srv.AddHostKey(hk)
@@ -198,6 +200,62 @@ func (n *Node) streamlocal(_ *glssh.Server, _ *gossh.ServerConn, nc gossh.NewCha
 			uc.CloseWrite()
 		}
 	}()
+}
+
+// streamlocalForward is OpenSSH's streamlocal-forward@openssh.com: listen on a unix
+// socket here (refused when the path exists, as sshd's StreamLocalBindUnlink no) and
+// send each connection to it back as a forwarded-streamlocal channel, until the SSH
+// connection ends.
+func (n *Node) streamlocalForward(ctx glssh.Context, _ *glssh.Server, req *gossh.Request) (bool, []byte) {
+	var p struct{ SocketPath string }
+	if err := gossh.Unmarshal(req.Payload, &p); err != nil {
+		return false, nil
+	}
+	conn, ok := ctx.Value(glssh.ContextKeyConn).(*gossh.ServerConn)
+	if !ok {
+		return false, nil
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", p.SocketPath)
+	syscall.Umask(old)
+	if err != nil {
+		return false, nil
+	}
+	n.Forwards.Add(1)
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				ch, reqs, err := conn.OpenChannel("forwarded-streamlocal@openssh.com",
+					gossh.Marshal(&struct{ SocketPath, Reserved string }{p.SocketPath, ""}))
+				if err != nil {
+					return
+				}
+				go gossh.DiscardRequests(reqs)
+				done := make(chan struct{})
+				go func() {
+					io.Copy(ch, c)
+					ch.CloseWrite()
+					close(done)
+				}()
+				io.Copy(c, ch)
+				if uc, ok := c.(*net.UnixConn); ok {
+					uc.CloseWrite()
+				}
+				<-done
+				ch.Close()
+			}()
+		}
+	}()
+	return true, nil
 }
 
 func (n *Node) proxyLoop() {

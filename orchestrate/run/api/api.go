@@ -62,6 +62,10 @@ type RunStartParams struct {
 	// catalog's pick for the tier; CoderArgv is the shell provider's program.
 	Coder     string   `json:"coder,omitempty"`
 	CoderArgv []string `json:"coderArgv,omitempty" maxItems:"4096"`
+	// Nodes are the nodes the coders run on (DESIGN §14), in turn: coder-N on
+	// Nodes[(N-1) mod len]. Such a coder works in a clone on its node; its branch comes
+	// back by git fetch, and merging stays on this machine.
+	Nodes []string `json:"nodes,omitempty" maxItems:"64"`
 	// Lead is provider[:model] of the run's lead (default: the plan's lead); "none"
 	// starts no lead (the user dispatches; ready work starts by itself).
 	Lead string `json:"lead,omitempty"`

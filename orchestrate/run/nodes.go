@@ -1,0 +1,80 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"orcr/core"
+	"orcr/core/wire"
+)
+
+// Coders on nodes (DESIGN §14). A run started with nodes (`orcr run start NAME --node
+// a --node b`) places its coders on them in turn. Such a coder's milestone worktree
+// is made here as always (the check and the merge run in it), and the branch is
+// pushed into a clone on the node, where the coder works; when the coder says `run
+// done`, its branch is fetched back into the worktree here before the fact is
+// recorded, so the check, the review, the merge and the compare-and-swap of the
+// feature branch are what they are for a coder on this machine. The git transport is
+// the nodes feature's (over the node's own SSH credentials), asked for through the
+// kernel's registry.
+
+// nodeGit is what the run asks the nodes feature (provided as "nodes").
+type nodeGit interface {
+	CloneOn(ctx context.Context, node, repo, branch, run, m string) (string, error)
+	FetchFrom(ctx context.Context, node, dir, branch, wt string) error
+}
+
+// nodeOf is the node coder who runs on ("" : this machine).
+func (r Record) nodeOf(who string) string {
+	if len(r.Nodes) == 0 || r.Mode == "shared" {
+		return ""
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(who, "coder-"))
+	if err != nil || n < 1 {
+		return ""
+	}
+	return r.Nodes[(n-1)%len(r.Nodes)]
+}
+
+func (s *Service) nodeGit() (nodeGit, error) {
+	g, ok := core.Lookup[nodeGit](s.k, "nodes")
+	if !ok {
+		return nil, wire.Errorf(wire.CodeUnavailable, "this server runs no nodes")
+	}
+	return g, nil
+}
+
+// cloneOnNode pushes milestone m's branch (its worktree at wt) into a clone on node
+// and returns the clone's directory there.
+func (s *Service) cloneOnNode(ctx context.Context, rec Record, node, wt, m string) (string, error) {
+	g, err := s.nodeGit()
+	if err != nil {
+		return "", err
+	}
+	dir, err := g.CloneOn(ctx, node, wt, MilestoneBranch(rec.Run.Name, m), rec.Run.Name, m)
+	if err != nil {
+		return "", fmt.Errorf("run %s: %s's clone on node %s: %w", rec.Run.Name, m, node, err)
+	}
+	return dir, nil
+}
+
+// fetchFromNode brings milestone m's branch back from the clone of coder who's agent
+// a when a runs on a node (its directory there is its clone), into m's worktree here.
+func (s *Service) fetchFromNode(ctx context.Context, rec Record, who string, a wire.Agent, m string) error {
+	if a.Node == "" {
+		return nil
+	}
+	if ms, ok := rec.Run.Milestone(m); !ok || ms.Coder != who {
+		return nil // not this coder's: Step says why
+	}
+	g, err := s.nodeGit()
+	if err != nil {
+		return err
+	}
+	if err := g.FetchFrom(ctx, a.Node, a.Cwd, MilestoneBranch(rec.Run.Name, m), s.workDir(rec, m)); err != nil {
+		return wire.Errorf(wire.CodeUnavailable, "run %s: bring %s back from node %s: %v; commit and run `run done %s` again", rec.Run.Name, m, a.Node, err, m)
+	}
+	return nil
+}
