@@ -23,6 +23,10 @@ func deepPath() string {
 	return strings.Join(segs, "/")
 }
 
+// TestGlobExplodingPatternIsFast guards against the backtracking coming back: that
+// took 36 s a match, the matcher takes microseconds (BenchmarkGlobExploding holds
+// the figure). The bound is far from both so that load cannot fail it (50 ms did, at
+// a load of 28: 79 ms).
 func TestGlobExplodingPatternIsFast(t *testing.T) {
 	g, err := ParseGlob("", explodingGlob)
 	if err != nil {
@@ -31,8 +35,8 @@ func TestGlobExplodingPatternIsFast(t *testing.T) {
 	for _, p := range []string{deepPath(), deepPath()[2:] + "/b", "a/b", strings.Repeat("ab/", 15) + "c"} {
 		start := time.Now()
 		got := g.Match(p)
-		if d := time.Since(start); d > 50*time.Millisecond {
-			t.Errorf("%q took %v", p, d)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%q took %v: the match backtracks again", p, d)
 		}
 		want := strings.HasSuffix(p, "/b") && strings.Count(p, "/") >= 1
 		if p == "a/b" {

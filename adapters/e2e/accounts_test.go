@@ -154,8 +154,12 @@ func TestBudgetHoldsSubtree(t *testing.T) {
 func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	t.Parallel()
 	e, srv, work := claudeAccountsRig(t)
-	// One account only matters here: pin everything to work.
-	reset := time.Now().Add(90 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	// One account only matters here: pin everything to work. The reset is whole
+	// minutes (claude's message says "resets 3:04pm") and must still be ahead once the
+	// limit is hit and the second opus spawn is held: a real claude's first turn took
+	// 55 s at a load of 40, and a reset 90 s out had passed before the queue was read.
+	// So the margin scales with the test's waits (testutil/wait).
+	reset := time.Now().Add(wait.Scale(45 * time.Second)).Truncate(time.Minute).Add(time.Minute)
 	msg := "You've hit your Opus limit · resets " + strings.ToLower(reset.UTC().Format("3:04pm")) + " (UTC)"
 	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg, Claim: "seven_day_opus"},
 		Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") }})
@@ -173,14 +177,18 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 		t.Fatalf("no exhausted opus window:\n%s", e.Must("account", "ls"))
 	}
 	e.Must("agent", "run", "m/opus2", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "more opus")
+	// Read while the window is full (the hold ends at the reset).
+	q := e.Must("queue")
+	if !strings.Contains(q, "m/opus2") || !strings.Contains(q, "claude/work weekly opus window full") {
+		t.Fatalf("queue (reset %s, now %s):\n%s", reset.Format(time.TimeOnly), time.Now().Format(time.TimeOnly), q)
+	}
 	e.Must("agent", "run", "m/sonnet", "--provider", "claude", "--account", "work", "--model", "claude-sonnet-4-5", "--cwd", work, "--prompt", "sonnet job")
+	if a := e.Agent("m/sonnet"); a.State == wire.StateQueued || time.Now().After(reset) {
+		t.Fatalf("sonnet on the opus-limited account: %s (%s) at %s, reset %s", a.State, a.StateReason, time.Now().Format(time.TimeOnly), reset.Format(time.TimeOnly))
+	}
 	s := e.WaitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if s.Account != "work" {
 		t.Fatalf("sonnet on %q", s.Account)
-	}
-	q := e.Must("queue")
-	if !strings.Contains(q, "m/opus2") || !strings.Contains(q, "claude/work weekly opus window full") {
-		t.Fatalf("queue:\n%s", q)
 	}
 	// After the reset: the blocked agent continues (the next conversation request
 	// is the default reply) and the held spawn starts.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,6 +122,12 @@ func (r *answerRig) answer(args ...string) wire.AnswerResult {
 	r.T.Helper()
 	var res wire.AnswerResult
 	argv := append(append([]string{"agent", "answer"}, args...), "--json")
+	if !slices.Contains(args, "--timeout") {
+		// The answer returns once the prompt leaves; its 5 s default for that was too
+		// short for a real claude redrawing at a load of 28 (the plan was rejected, the
+		// answer reported not taken), so it scales like every other wait.
+		argv = append(argv, "--timeout", wait.Scale(5*time.Second).String())
+	}
 	got := r.Run(argv...)
 	if got.Code != 0 {
 		r.T.Fatalf("orcr %s: exit %d\nstdout: %s\nstderr: %s\nscreen:\n%s", strings.Join(argv, " "), got.Code, got.Out, got.Err,
