@@ -64,7 +64,7 @@ func TestPolicyGrants(t *testing.T) {
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock")})
 	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: wt, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}
 	a := wire.Agent{ID: "x", Path: "a", Cwd: wt, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
-	p, err := f.build(a, spec, core.Confinement{RW: []string{filepath.Join(root, "sshlink"), home}, Ports: []int{8080}}, "")
+	p, err := f.build(a, spec, core.Confinement{RW: []string{filepath.Join(root, "sshlink"), home}, Ports: []int{8080}}, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +86,16 @@ func TestPolicyGrants(t *testing.T) {
 		t.Fatalf("ports %v", p.Ports)
 	}
 	a.Sandbox.RW = []string{"~/../etc"}
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), `".."`) {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil || !strings.Contains(err.Error(), `".."`) {
 		t.Fatalf("~/../etc: %v", err)
 	}
 	a.Sandbox.RW = []string{filepath.Join(root, "sshlink")}
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), "holds credentials") {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil || !strings.Contains(err.Error(), "holds credentials") {
 		t.Fatalf("a grant asked for through a link to ~/.ssh: %v", err)
 	}
 	a.Sandbox.RW = nil
 	spec.Cwd = filepath.Join(root, "sshlink")
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil {
 		t.Fatal("an agent whose folder is ~/.ssh through a link was confined to it")
 	}
 }
@@ -147,7 +147,7 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
 		t.Fatalf("wrap: %v %v", ok, err)
 	}
-	own := filepath.Join(f.o.Home, "sandbox-tmp", "x")
+	own := filepath.Join(f.o.Home, "sandbox-tmp")
 	if envValue(spec.Env, "TMPDIR") != own {
 		t.Fatalf("TMPDIR %q, want the agent's own %s", envValue(spec.Env, "TMPDIR"), own)
 	}

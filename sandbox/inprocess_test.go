@@ -32,7 +32,7 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 	os.MkdirAll(work, 0o700)
 	os.MkdirAll(outside, 0o700)
 	self, _ := os.Executable()
-	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: true})
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: InProcessOn})
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 

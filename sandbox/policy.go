@@ -39,7 +39,12 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // the cwd is a worktree of it), /tmp, what the adapter needs, what the agent's
 // sandbox adds; the toolchain, orcr and the agent's program; port 443 and the
 // adapter's ports; orcr's socket.
-func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string) (confine.Policy, error) {
+//
+// proc grants /proc as a whole instead of its machine-wide files and the launcher's
+// own /proc/PID: an agent forked by a server thread that holds no capabilities, whose
+// pid is not known before the fork (Landlock keeps other processes' environ, maps and
+// memory closed to it; Options.InProcess).
+func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
 	g := granter{home: home, notes: &notes}
@@ -118,11 +123,20 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		}
 	}
 	for _, d := range readOnly {
+		if proc && strings.HasPrefix(d, "/proc/") {
+			continue
+		}
 		if _, err := os.Stat(d); err == nil {
 			p.RO = append(p.RO, d)
 		}
 	}
-	p.ProcSelf = true
+	if proc {
+		p.RO = append(p.RO, "/proc")
+		notes = append(notes, "/proc read-only as a whole: the server confines this agent from its own thread, before its pid "+
+			"exists, and holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
+	} else {
+		p.ProcSelf = true
+	}
 	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !strings.HasPrefix(r, "/etc/") {
 		p.RO = append(p.RO, r)
 	}
