@@ -171,3 +171,30 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 		t.Fatalf("notes %q", p.Notes)
 	}
 }
+
+// /var/tmp is granted (SQLite picks it) unless it holds orcr's home or $HOME: the
+// agents' policy files are there, and a confined agent that could write them could
+// write the next agent's policy.
+func TestVarTmpNotGrantedWhenItHoldsAHome(t *testing.T) {
+	root := t.TempDir()
+	old := varTmp
+	varTmp = filepath.Join(root, "vartmp")
+	defer func() { varTmp = old }()
+	work := filepath.Join(root, "work")
+	for _, d := range []string{work, filepath.Join(varTmp, "orcr")} {
+		os.MkdirAll(d, 0o700)
+	}
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=/nonexistent-home", "PATH=/usr/bin:/bin"}}
+	a := wire.Agent{ID: "x", Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	for home, granted := range map[string]bool{filepath.Join(varTmp, "orcr"): false, filepath.Join(root, "orcr"): true} {
+		f := New(Options{Home: home, Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+		p, err := f.build(a, spec, core.Confinement{}, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		real, _ := filepath.EvalSymlinks(varTmp)
+		if slices.Contains(p.RW, real) != granted {
+			t.Errorf("orcr's home %s: %s granted %v, want %v (rw %q)", home, varTmp, !granted, granted, p.RW)
+		}
+	}
+}
