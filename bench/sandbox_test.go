@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,27 +26,42 @@ import (
 // program has written a file in its folder — the policy built and written, Landlock
 // applied (by the launcher in the pane; pty-inprocess: by the server on a thread of its
 // own), the program exec'd. Goal: confined ≤ 1.1× unconfined.
+//
+// Each row runs with orcr's home where a user's is (under $HOME, ~/.local/state/orcr by
+// default: /tmp is then granted as one folder), and again (/tmphome) where the tests
+// put it, in /tmp: then /tmp is not granted but each of its other entries is, one rule
+// each (sandbox's policy), which costs with the size of this machine's /tmp.
 func BenchmarkSandboxedSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
 	}
-	for _, host := range []string{"pty", "tmux"} {
-		b.Run(host, func(b *testing.B) { benchSandboxedSpawn(b, host, false) })
+	for _, layout := range []string{"", "/tmphome"} {
+		for _, host := range []string{"pty", "tmux"} {
+			b.Run(host+layout, func(b *testing.B) { benchSandboxedSpawn(b, host, false, layout == "") })
+		}
+		// pty with the server confining from a thread of its own instead of the
+		// launcher (ORCR_SANDBOX_IN_PROCESS=1 here: the default only for a server
+		// without capabilities, and this one runs as root).
+		b.Run("pty-inprocess"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
 	}
-	// pty with the server confining from a thread of its own instead of the launcher
-	// (ORCR_SANDBOX_IN_PROCESS=1, off by default: the agent loses its /proc/self).
-	b.Run("pty-inprocess", func(b *testing.B) { benchSandboxedSpawn(b, "pty", true) })
 }
 
-func benchSandboxedSpawn(b *testing.B, host string, inProcess bool) {
+func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	srv := serve.StartBench(b, host, "GO")
-	if inProcess {
+	if inProcess || userHome {
 		// StartBench leaves the caller's ORCR_* variables out of the server's
 		// environment (a b.Setenv never reached it: this row measured the launcher
-		// until the report below was checked), so the server is started again with it.
+		// until the report below was checked), so the server is started again with it,
+		// and with its home under $HOME, as a user's is, when the row asks.
 		srv.Stop()
-		srv = &serve.Bench{Server: serve.Start(b, serve.Options{Bin: srv.Bin,
-			Env: append(slices.Clone(srv.Env), "ORCR_SANDBOX_IN_PROCESS=1")}), Bin: srv.Bin, Env: srv.Env}
+		env := slices.Clone(srv.Env)
+		if inProcess {
+			env = append(env, "ORCR_SANDBOX_IN_PROCESS=1")
+		}
+		if userHome {
+			env = underHome(b, env, host)
+		}
+		srv = &serve.Bench{Server: serve.Start(b, serve.Options{Bin: srv.Bin, Env: env}), Bin: srv.Bin, Env: env}
 	}
 	c, err := apiclient.Dial(context.Background(), socket.SocketPath(srv.Home), "")
 	if err != nil {
@@ -108,6 +124,52 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess bool) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
 	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
 	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+}
+
+// underHome moves the server's ORCR_HOME (and its config) from StartBench's short
+// folder in /tmp to one under $HOME/.cache, short too (unix socket paths are bounded),
+// removed when the benchmark ends.
+func underHome(b *testing.B, env []string, host string) []string {
+	b.Helper()
+	home, err := os.UserHomeDir()
+	if err != nil {
+		b.Skipf("no $HOME: %v", err)
+	}
+	parent := filepath.Join(home, ".cache")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(parent, "ob-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	old := ""
+	var out []string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ORCR_HOME="); ok {
+			old = v
+			continue
+		}
+		if strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	cfg, err := os.ReadFile(filepath.Join(old, "cfg", "orcr", "config.toml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "cfg", "orcr"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cfg", "orcr", "config.toml"), cfg, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if host == "tmux" {
+		serve.KillTmux(b, filepath.Join(dir, "tmux.sock"))
+	}
+	return append(out, "ORCR_HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "cfg"))
 }
 
 // BenchmarkSandboxLauncher splits the launcher's cost from the rest of a confined

@@ -179,7 +179,11 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: os.Getenv("ORCR_SANDBOX_IN_PROCESS") == "1", Logger: s.log})
+	inProc, err := sandbox.InProcessFromEnv(os.Getenv("ORCR_SANDBOX_IN_PROCESS"))
+	if err != nil {
+		return nil, err
+	}
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: inProc, Logger: s.log})
 	nds, err := newNodes(cfg, home, self, provs, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)

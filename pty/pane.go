@@ -140,48 +140,67 @@ const maxNotice = 2048
 // its confinement: the server's other threads never had it, and the runtime clones
 // no thread from a locked one.
 func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*os.File, error) {
-	type result struct {
-		ptmx *os.File
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		ptmx, tty, err := cpty.Open()
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer tty.Close()
-		fail := func(err error) {
-			ptmx.Close()
-			done <- result{err: err}
-		}
-		if err := cpty.Setsize(ptmx, size); err != nil {
-			fail(err)
-			return
-		}
-		notice, err := c.Restrict()
-		if err != nil {
-			fail(err)
-			return
-		}
-		if notice != "" {
-			if len(notice) > maxNotice {
-				notice = notice[:maxNotice]
-			}
-			_, _ = tty.WriteString(notice)
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		if err := cmd.Start(); err != nil {
-			fail(err)
-			return
-		}
-		done <- result{ptmx: ptmx}
-	}()
+	done := make(chan confinedResult, 1)
+	go confinedStart(cmd, size, c, done)
 	r := <-done
 	return r.ptmx, r.err
+}
+
+type confinedResult struct {
+	ptmx *os.File
+	err  error
+}
+
+// confinedStart is startConfined's goroutine. On the process's main thread it does
+// not confine: the runtime never ends that thread (a goroutine that exits locked to
+// it parks it for good), so its domain would stay in the server, and the kernel
+// answers for the whole process — /proc/PID, ptrace, signals — as the main thread:
+// the agent would share a domain with its server (measured: it read the server's
+// environ and maps and could signal it). There the goroutine keeps the main thread
+// locked, so no goroutine can run on it, and hands the work to a new goroutine,
+// which therefore runs on another thread.
+func confinedStart(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine, done chan<- confinedResult) {
+	runtime.LockOSThread() // never unlocked (but on the main thread): the thread dies with this goroutine
+	if syscall.Gettid() == syscall.Getpid() {
+		inner := make(chan confinedResult, 1)
+		go confinedStart(cmd, size, c, inner)
+		r := <-inner
+		runtime.UnlockOSThread()
+		done <- r
+		return
+	}
+	ptmx, tty, err := cpty.Open()
+	if err != nil {
+		done <- confinedResult{err: err}
+		return
+	}
+	defer tty.Close()
+	fail := func(err error) {
+		ptmx.Close()
+		done <- confinedResult{err: err}
+	}
+	if err := cpty.Setsize(ptmx, size); err != nil {
+		fail(err)
+		return
+	}
+	notice, err := c.Restrict()
+	if err != nil {
+		fail(err)
+		return
+	}
+	if notice != "" {
+		if len(notice) > maxNotice {
+			notice = notice[:maxNotice]
+		}
+		_, _ = tty.WriteString(notice)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		fail(err)
+		return
+	}
+	done <- confinedResult{ptmx: ptmx}
 }
 
 // newPane builds a pane around a running process's pty master with a fresh emulator

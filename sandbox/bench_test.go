@@ -43,7 +43,7 @@ func BenchmarkPtyLaunch(b *testing.B) {
 	}
 	root := b.TempDir()
 	self, _ := os.Executable()
-	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: true})
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: InProcessOn})
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 	work := b.TempDir()

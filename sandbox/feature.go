@@ -49,12 +49,18 @@ type Options struct {
 	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
 	// older kernel would confine.
 	MaxABI int
-	// InProcess lets a host that forks the program itself (pty) confine it from a
-	// thread of the server instead of the launcher (ORCR_SANDBOX_IN_PROCESS=1): one
-	// process start less per spawn, but the agent cannot read its own /proc/self (its
-	// pid is unknown before the fork, and the server's must stay closed), which node
-	// needs for process.memoryUsage(); so it is off unless asked for.
-	InProcess bool
+	// InProcess chooses who confines the agent of a host that forks the program
+	// itself (pty): the server, from a thread of its own (one process start less per
+	// spawn: the launcher is a whole orcr process), or the launcher in the pane.
+	// InProcessAuto (ORCR_SANDBOX_IN_PROCESS unset) is the server when it holds no
+	// capabilities — its agents then read /proc as a whole, their own /proc/self
+	// included, and Landlock keeps every other process's environ, maps and memory
+	// closed to them — and the launcher otherwise (root, or any capability: then
+	// Landlock let a confined process read the environ of processes outside its
+	// domain, measured here, so only the launcher's own /proc/PID is granted).
+	// InProcessOn forces the server (with capabilities: no /proc/self for the agent);
+	// InProcessOff forces the launcher.
+	InProcess InProcessMode
 	Logger    *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
 	KernelABI func() (int, error)
@@ -75,6 +81,12 @@ type Feature struct {
 	audit    *auditLog
 	auditErr error
 	stop     context.CancelFunc
+
+	// inProcess: the pty host's agents are confined from a server thread; proc: they
+	// get /proc as a whole (the server holds no capabilities); rulesets are the
+	// Landlock rulesets built for them, one per distinct policy.
+	inProcess, proc bool
+	rulesets        confine.Rulesets
 }
 
 var (
@@ -97,7 +109,15 @@ func New(o Options) *Feature {
 			return 0, errors.New("Landlock is switched off for this server by ORCR_SANDBOX_MAX_ABI=0 (as on a kernel without it)")
 		}
 	}
-	return &Feature{o: o, log: o.Logger}
+	f := &Feature{o: o, log: o.Logger}
+	noCaps := holdsNoCapabilities()
+	switch o.InProcess {
+	case InProcessOn:
+		f.inProcess, f.proc = true, noCaps
+	case InProcessAuto:
+		f.inProcess, f.proc = noCaps, noCaps
+	}
+	return f
 }
 
 func (f *Feature) Name() string { return "sandbox" }
@@ -141,6 +161,7 @@ func (f *Feature) Close() error {
 	if f.stop != nil {
 		f.stop()
 	}
+	f.rulesets.Close()
 	return nil
 }
 
@@ -217,7 +238,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err != nil {
 		return false, err
 	}
-	p, err := f.build(a, spec, needs, shared)
+	p, err := f.build(a, spec, needs, shared, f.inProcess && f.proc)
 	if err != nil {
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
@@ -233,7 +254,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	// A host that forks the program itself (pty) confines it without the launcher
 	// when the server was asked to (Options.InProcess): one process start less per
 	// spawn. Any other host, and pty by default, runs the launcher above.
-	if !f.o.InProcess {
+	if !f.inProcess {
 		return true, nil
 	}
 	var rep confine.Report
@@ -241,7 +262,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		Argv: slices.Clone(own),
 		Restrict: func() (string, error) {
 			var err error
-			rep, err = confine.RestrictThread(p, f.logFlags())
+			rep, err = f.rulesets.RestrictThread(p, f.logFlags())
 			if err != nil {
 				return "", fmt.Errorf("sandbox of %s: %w", a.Path, err)
 			}
@@ -262,10 +283,12 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	return true, nil
 }
 
-// privateTmp gives the agent a temporary folder of its own (TMPDIR) when /tmp holds
+// privateTmp gives the agent a temporary folder outside /tmp (TMPDIR) when /tmp holds
 // $HOME or orcr's home (a test's, a container's HOME=/tmp): granting /tmp would grant
 // them. It returns that /tmp ("" when it holds neither), of which nothing else is
-// granted.
+// granted. The folder, ORCR_HOME/sandbox-tmp, is one for all confined agents, as /tmp
+// is where it is granted: a folder per agent made every agent's policy a different
+// one (no ruleset reused, Rulesets) and was never removed.
 func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error) {
 	tmp := envValue(spec.Env, "TMPDIR")
 	if tmp == "" {
@@ -287,7 +310,7 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error
 	if !inside(envValue(spec.Env, "HOME")) && !inside(f.o.Home) {
 		return "", nil
 	}
-	own := filepath.Join(f.o.Home, "sandbox-tmp", a.ID)
+	own := filepath.Join(f.o.Home, "sandbox-tmp")
 	if err := os.MkdirAll(own, 0o700); err != nil {
 		return "", fmt.Errorf("sandbox: private tmp: %w", err)
 	}
@@ -362,6 +385,50 @@ func (f *Feature) logFlags() uint32 {
 		return 0
 	}
 	return ll.FlagRestrictSelfLogNewExecOn
+}
+
+// InProcessMode is Options.InProcess.
+type InProcessMode int
+
+const (
+	InProcessAuto InProcessMode = iota
+	InProcessOn
+	InProcessOff
+)
+
+// InProcessFromEnv reads ORCR_SANDBOX_IN_PROCESS: "" is auto, 1 on, 0 off.
+func InProcessFromEnv(v string) (InProcessMode, error) {
+	switch strings.TrimSpace(v) {
+	case "":
+		return InProcessAuto, nil
+	case "1":
+		return InProcessOn, nil
+	case "0":
+		return InProcessOff, nil
+	}
+	return 0, fmt.Errorf("ORCR_SANDBOX_IN_PROCESS=%q: give 1 (the server confines pty agents), 0 (the launcher does) or leave it unset (the server when it holds no capabilities)", v)
+}
+
+// holdsNoCapabilities says this process has no capability, permitted, effective or
+// ambient: what a program it starts under NO_NEW_PRIVS cannot gain either.
+func holdsNoCapabilities() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "CapPrm" && k != "CapEff" && k != "CapAmb") {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil || n != 0 {
+			return false
+		}
+		seen++
+	}
+	return seen == 3
 }
 
 // NoLandlock is Options.MaxABI for a server that confines nothing, as on a kernel

@@ -64,7 +64,7 @@ func TestPolicyGrants(t *testing.T) {
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock")})
 	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: wt, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}
 	a := wire.Agent{ID: "x", Path: "a", Cwd: wt, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
-	p, err := f.build(a, spec, core.Confinement{RW: []string{filepath.Join(root, "sshlink"), home}, Ports: []int{8080}}, "")
+	p, err := f.build(a, spec, core.Confinement{RW: []string{filepath.Join(root, "sshlink"), home}, Ports: []int{8080}}, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,16 +86,16 @@ func TestPolicyGrants(t *testing.T) {
 		t.Fatalf("ports %v", p.Ports)
 	}
 	a.Sandbox.RW = []string{"~/../etc"}
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), `".."`) {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil || !strings.Contains(err.Error(), `".."`) {
 		t.Fatalf("~/../etc: %v", err)
 	}
 	a.Sandbox.RW = []string{filepath.Join(root, "sshlink")}
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil || !strings.Contains(err.Error(), "holds credentials") {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil || !strings.Contains(err.Error(), "holds credentials") {
 		t.Fatalf("a grant asked for through a link to ~/.ssh: %v", err)
 	}
 	a.Sandbox.RW = nil
 	spec.Cwd = filepath.Join(root, "sshlink")
-	if _, err := f.build(a, spec, core.Confinement{}, ""); err == nil {
+	if _, err := f.build(a, spec, core.Confinement{}, "", false); err == nil {
 		t.Fatal("an agent whose folder is ~/.ssh through a link was confined to it")
 	}
 }
@@ -147,7 +147,7 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
 		t.Fatalf("wrap: %v %v", ok, err)
 	}
-	own := filepath.Join(f.o.Home, "sandbox-tmp", "x")
+	own := filepath.Join(f.o.Home, "sandbox-tmp")
 	if envValue(spec.Env, "TMPDIR") != own {
 		t.Fatalf("TMPDIR %q, want the agent's own %s", envValue(spec.Env, "TMPDIR"), own)
 	}
@@ -169,5 +169,32 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(p.Notes, "\n"), "holds $HOME or orcr's home: not granted") {
 		t.Fatalf("notes %q", p.Notes)
+	}
+}
+
+// /var/tmp is granted (SQLite picks it) unless it holds orcr's home or $HOME: the
+// agents' policy files are there, and a confined agent that could write them could
+// write the next agent's policy.
+func TestVarTmpNotGrantedWhenItHoldsAHome(t *testing.T) {
+	root := t.TempDir()
+	old := varTmp
+	varTmp = filepath.Join(root, "vartmp")
+	defer func() { varTmp = old }()
+	work := filepath.Join(root, "work")
+	for _, d := range []string{work, filepath.Join(varTmp, "orcr")} {
+		os.MkdirAll(d, 0o700)
+	}
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=/nonexistent-home", "PATH=/usr/bin:/bin"}}
+	a := wire.Agent{ID: "x", Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	for home, granted := range map[string]bool{filepath.Join(varTmp, "orcr"): false, filepath.Join(root, "orcr"): true} {
+		f := New(Options{Home: home, Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+		p, err := f.build(a, spec, core.Confinement{}, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		real, _ := filepath.EvalSymlinks(varTmp)
+		if slices.Contains(p.RW, real) != granted {
+			t.Errorf("orcr's home %s: %s granted %v, want %v (rw %q)", home, varTmp, !granted, granted, p.RW)
+		}
 	}
 }

@@ -32,13 +32,16 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 	os.MkdirAll(work, 0o700)
 	os.MkdirAll(outside, 0o700)
 	self, _ := os.Executable()
-	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: true})
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: InProcessOn})
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 
 	for i := range 3 {
 		id := fmt.Sprint("a", i)
-		script := fmt.Sprintf(`echo in > %[1]s/in%[3]d && echo in-ok; echo out > %[2]s/out%[3]d && echo out-WRITTEN; echo done; exec sleep 60`, work, outside, i)
+		// kill -0 of the server: refused unless the agent shares its domain (the
+		// server's main thread confined, ABI ≥ 6 scopes signals).
+		script := fmt.Sprintf(`echo in > %[1]s/in%[3]d && echo in-ok; echo out > %[2]s/out%[3]d && echo out-WRITTEN; `+
+			`kill -0 %[4]d 2>/dev/null && echo SIGNALLED-SERVER; echo done; exec sleep 60`, work, outside, i, os.Getpid())
 		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", script}, Cwd: work, Env: []string{"HOME=" + root + "/nohome", "PATH=/usr/bin:/bin"}}
 		a := wire.Agent{ID: id, Path: id, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 		ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{})
@@ -57,6 +60,9 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 		})
 		if !strings.Contains(screen, "in-ok") || strings.Contains(screen, "out-WRITTEN") || !strings.Contains(screen, "Permission denied") {
 			t.Fatalf("the confined agent:\n%s", screen)
+		}
+		if abi, _ := confine.KernelABI(); abi >= 6 && strings.Contains(screen, "SIGNALLED-SERVER") {
+			t.Fatalf("the agent signalled its server: the server's main thread shares its domain\n%s", screen)
 		}
 		if strings.Contains(screen, "sandbox exec") {
 			t.Fatalf("the launcher ran:\n%s", screen)

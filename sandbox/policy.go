@@ -39,7 +39,12 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // the cwd is a worktree of it), /tmp, what the adapter needs, what the agent's
 // sandbox adds; the toolchain, orcr and the agent's program; port 443 and the
 // adapter's ports; orcr's socket.
-func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string) (confine.Policy, error) {
+//
+// proc grants /proc as a whole instead of its machine-wide files and the launcher's
+// own /proc/PID: an agent forked by a server thread that holds no capabilities, whose
+// pid is not known before the fork (Landlock keeps other processes' environ, maps and
+// memory closed to it; Options.InProcess).
+func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
 	g := granter{home: home, notes: &notes}
@@ -72,10 +77,15 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 			f.tmpEntries(&p, g, sharedTmp, home)
 		}
 	}
-	if _, err := os.Stat("/var/tmp"); err == nil {
+	if _, err := os.Stat(varTmp); err == nil {
 		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
-		// asks access(2), which Landlock does not answer, so it must be writable.
-		_ = g.grant(&p.RW, "/var/tmp", "temporary files (SQLite's)", false)
+		// asks access(2), which Landlock does not answer, so it must be writable —
+		// unless it holds $HOME or orcr's home (agents' policies are there).
+		if f.holdsHome(varTmp, home) {
+			notes = append(notes, varTmp+" holds $HOME or orcr's home: not granted")
+		} else {
+			_ = g.grant(&p.RW, varTmp, "temporary files (SQLite's)", false)
+		}
 	}
 	for _, d := range needs.RW {
 		_ = g.grant(&p.RW, d, "the provider's state", false)
@@ -118,11 +128,20 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		}
 	}
 	for _, d := range readOnly {
+		if proc && strings.HasPrefix(d, "/proc/") {
+			continue
+		}
 		if _, err := os.Stat(d); err == nil {
 			p.RO = append(p.RO, d)
 		}
 	}
-	p.ProcSelf = true
+	if proc {
+		p.RO = append(p.RO, "/proc")
+		notes = append(notes, "/proc read-only as a whole: the server confines this agent from its own thread, before its pid "+
+			"exists, and holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
+	} else {
+		p.ProcSelf = true
+	}
 	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !strings.HasPrefix(r, "/etc/") {
 		p.RO = append(p.RO, r)
 	}
@@ -354,6 +373,30 @@ func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
 		}
 	}
 	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
+}
+
+// varTmp is the other temporary folder every confined agent may write (a variable
+// for the test that puts orcr's home in one).
+var varTmp = "/var/tmp"
+
+// holdsHome reports whether dir is, or holds, $HOME or orcr's home (after symlinks).
+func (f *Feature) holdsHome(dir, home string) bool {
+	real := func(x string) string {
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			return r
+		}
+		return filepath.Clean(x)
+	}
+	d := strings.TrimSuffix(real(dir), "/")
+	for _, x := range []string{home, f.o.Home} {
+		if x == "" {
+			continue
+		}
+		if r := real(x); r == d || strings.HasPrefix(r, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // isHome reports whether dir is $HOME or orcr's home itself (after symlinks).

@@ -48,9 +48,27 @@ type Plan struct {
 // them. A kernel without Landlock is an error: a sandbox that was asked for never
 // becomes none.
 func Build(p Policy) (Plan, error) {
+	pl, _, err := build(p)
+	return pl, err
+}
+
+// fileID is what a path was when its rule was built: the inode a Landlock rule holds
+// (a rule follows the inode it was opened on, not the name). A zero fileID is a path
+// that did not exist, and was skipped.
+type fileID struct{ dev, ino uint64 }
+
+// pathID is one path a plan's rules were built from, and what it was then.
+type pathID struct {
+	path string
+	id   fileID
+}
+
+// build is Build, with the paths its rules were opened on and their identities (what
+// a cached ruleset is checked against before it is used again).
+func build(p Policy) (Plan, []pathID, error) {
 	kabi, err := KernelABI()
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, nil, err
 	}
 	abi := min(kabi, MaxKnownABI)
 	if p.MaxABI > 0 {
@@ -65,16 +83,19 @@ func Build(p Policy) (Plan, error) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("network not confined: Landlock ABI %d < 4 cannot restrict TCP connect", abi))
 	}
 	var rules []landlock.Rule
+	var ids []pathID
 	add := func(list []string, dir, file func(string) landlock.FSRule) {
 		for _, path := range list {
-			st, err := os.Stat(path)
-			if err != nil {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, errors.Unwrap(err)))
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil {
+				ids = append(ids, pathID{path: path})
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, err))
 				continue
 			}
+			ids = append(ids, pathID{path: path, id: fileID{dev: st.Dev, ino: st.Ino}})
 			// A path can vanish between this stat and the ruleset's open (a shared
 			// /tmp's entries come and go): skipped then, not a failed launch.
-			if st.IsDir() {
+			if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 				rules = append(rules, dir(path).IgnoreIfMissing())
 			} else {
 				rules = append(rules, file(path).IgnoreIfMissing())
@@ -105,14 +126,21 @@ func Build(p Policy) (Plan, error) {
 	}
 	if p.Socket != "" && abi >= 9 {
 		// From ABI 9 connecting to a pathname unix socket is a filesystem access.
-		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, filepath.Dir(p.Socket)))
+		dir := filepath.Dir(p.Socket)
+		var st syscall.Stat_t
+		id := fileID{}
+		if syscall.Stat(dir, &st) == nil {
+			id = fileID{dev: st.Dev, ino: st.Ino}
+		}
+		ids = append(ids, pathID{path: dir, id: id})
+		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, dir))
 	}
 	if rep.Net {
 		for _, port := range p.Ports {
 			rules = append(rules, landlock.ConnectTCP(uint16(port)))
 		}
 	}
-	return Plan{Config: cfg, Rules: rules, Report: rep}, nil
+	return Plan{Config: cfg, Rules: rules, Report: rep}, ids, nil
 }
 
 // RestrictThread confines the calling OS thread — not the process — to p, for good:

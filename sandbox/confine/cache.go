@@ -1,0 +1,256 @@
+package confine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Rulesets keeps the Landlock rulesets a server built to confine agents from its own
+// threads (the pty host's in-process path), one per distinct policy, so agents
+// launched again and again with the same policy (a run's coders respawned in their
+// worktree, a fleet in one folder) do not reopen and re-add every path at each
+// launch. A ruleset is a kernel object that landlock_restrict_self copies into the
+// new domain, so one can restrict any number of threads.
+//
+// A rule holds the inode its path was opened on, not the name: a folder removed and
+// made again at the same path is a new inode the old rule does not grant. So before a
+// cached ruleset is used again every path it was built from is stat'ed once (one
+// syscall each, where building takes a stat, an open, a landlock_add_rule and a
+// close), and any that is another inode now — or exists now where it was missing, or
+// is gone — has the ruleset built again. The zero value is ready to use.
+type Rulesets struct {
+	mu   sync.Mutex
+	m    map[string]*ruleset
+	tick uint64
+	// Hits and Builds count what RestrictThread did (tests, benchmarks).
+	Hits, Builds int
+}
+
+// maxRulesets bounds the cache: the least recently used ruleset is closed beyond it.
+const maxRulesets = 32
+
+type ruleset struct {
+	fd    int
+	flags uint32
+	rep   Report
+	ids   []pathID
+	used  uint64
+}
+
+// valid says every path of r is what it was when r was built. Paths that share a
+// parent folder with many others (a /tmp granted entry by entry) are checked with one
+// read of that folder — each entry's inode is in it — instead of a stat each.
+func (r *ruleset) valid() bool {
+	byDir := map[string][]pathID{}
+	for _, p := range r.ids {
+		byDir[filepath.Dir(p.path)] = append(byDir[filepath.Dir(p.path)], p)
+	}
+	for dir, ps := range byDir {
+		if len(ps) >= minDirRead && dir != "/" {
+			rest, ok := validInDir(dir, ps)
+			if !ok {
+				return false
+			}
+			ps = rest
+		}
+		for _, p := range ps {
+			if !p.now() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// minDirRead is how many paths of one folder make reading the folder cheaper than a
+// stat each.
+const minDirRead = 8
+
+// now says p is still what it was.
+func (p pathID) now() bool {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p.path, &st); err != nil {
+		return p.id == fileID{}
+	}
+	return fileID{dev: st.Dev, ino: st.Ino} == p.id
+}
+
+// validInDir checks paths of dir from one read of it: an entry whose inode number
+// and device (the folder's) are the ones recorded is unchanged. It returns the paths
+// the read cannot vouch for — a mountpoint's entry shows the folder under it, not the
+// mounted root the rule holds; a folder that cannot be read — for a stat each, and
+// ok false when one is surely changed (recorded missing and there now, or recorded
+// and gone). The numbers are safe to compare: a Landlock rule holds its inode, so
+// while the ruleset lives no new file on that device can get its number.
+func validInDir(dir string, ps []pathID) (rest []pathID, ok bool) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return ps, true
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return ps, true
+	}
+	want := make(map[string]pathID, len(ps))
+	for _, p := range ps {
+		want[filepath.Base(p.path)] = p
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return ps, true
+		}
+		if n <= 0 {
+			break
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			ino := binary.NativeEndian.Uint64(b[0:8])
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return ps, true
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			b = b[reclen:]
+			p, found := want[string(name)]
+			if !found {
+				continue
+			}
+			delete(want, string(name))
+			switch {
+			case p.id == fileID{}:
+				return nil, false // made since
+			case p.id != (fileID{dev: st.Dev, ino: ino}):
+				rest = append(rest, p)
+			}
+		}
+	}
+	for _, p := range want {
+		if p.id != (fileID{}) {
+			return nil, false // gone since
+		}
+	}
+	return rest, true
+}
+
+// RestrictThread is the package's RestrictThread through the cache: it confines the
+// calling OS thread to p (p.ProcSelf ignored) with the ruleset built for an equal
+// policy when that is still valid, else builds it and keeps it.
+func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
+	p.ProcSelf = false
+	key := rulesetKey(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	r := c.m[key]
+	if r != nil && !r.valid() {
+		syscall.Close(r.fd)
+		delete(c.m, key)
+		r = nil
+	}
+	if r == nil {
+		pl, ids, err := build(p)
+		if err != nil {
+			return Report{}, err
+		}
+		fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
+		if err != nil {
+			return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+		}
+		if fd < 0 {
+			return pl.Report, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
+		}
+		if c.m == nil {
+			c.m = map[string]*ruleset{}
+		}
+		if len(c.m) >= maxRulesets {
+			c.evict()
+		}
+		r = &ruleset{fd: fd, flags: fl, rep: pl.Report, ids: ids}
+		c.m[key] = r
+		c.Builds++
+	} else {
+		c.Hits++
+	}
+	r.used = c.tick
+	rep := r.rep
+	rep.Warnings = slices.Clone(rep.Warnings)
+	if rep.ABI < 7 {
+		flags = 0
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return rep, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(r.fd, r.flags|flags); err != nil {
+		return rep, fmt.Errorf("landlock_restrict_self (ABI %d): %w", rep.ABI, err)
+	}
+	return rep, nil
+}
+
+// Len is the number of rulesets kept.
+func (c *Rulesets) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// Close closes every ruleset kept.
+func (c *Rulesets) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, r := range c.m {
+		syscall.Close(r.fd)
+		delete(c.m, k)
+	}
+}
+
+// evict closes the least recently used ruleset; c.mu is held.
+func (c *Rulesets) evict() {
+	var old string
+	var at uint64
+	for k, r := range c.m {
+		if old == "" || r.used < at {
+			old, at = k, r.used
+		}
+	}
+	if r := c.m[old]; r != nil {
+		syscall.Close(r.fd)
+		delete(c.m, old)
+	}
+}
+
+// rulesetKey is what of p makes its rules: the same key is the same ruleset.
+func rulesetKey(p Policy) string {
+	var b strings.Builder
+	for _, list := range [][]string{p.RW, p.ROX, p.RO, p.Dev} {
+		for _, s := range list {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+	}
+	for _, port := range p.Ports {
+		b.WriteString(strconv.Itoa(port))
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	b.WriteString(p.Socket)
+	b.WriteByte(1)
+	b.WriteString(strconv.Itoa(p.MaxABI))
+	return b.String()
+}
