@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +24,25 @@ import (
 // feature branch stay here (orchestrate/run asks for a clone when it briefs a coder on
 // a node, and for the branch back when the coder says `run done`).
 
-// cloneName is what a clone's directory name may hold.
-var cloneName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// validCloneName says whether s may name a clone's directory: 1–128 of [A-Za-z0-9._-],
+// starting with a letter or digit. A loop, not a regexp: `{0,127}` compiles into a
+// program of ~1,700 allocations, paid at every orcr start if built at init
+// (TestInitIsCheap).
+func validCloneName(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // gitTimeout bounds one push or fetch.
 const gitTimeout = 5 * time.Minute
@@ -36,7 +52,7 @@ const gitTimeout = 5 * time.Minute
 // there already is brought to branch's tip here (its work tree updated with it). It
 // returns the clone's directory on the node.
 func (s *Service) CloneOn(ctx context.Context, node, repo, branch, run, m string) (string, error) {
-	if !cloneName.MatchString(run) || !cloneName.MatchString(m) {
+	if !validCloneName(run) || !validCloneName(m) {
 		return "", fmt.Errorf("clone on node %s: bad run or milestone name %q/%q", node, run, m)
 	}
 	l, _, err := s.linkOf(node)
