@@ -79,6 +79,9 @@ func (s *Service) Check(ctx context.Context, name string) (nodeapi.CheckResult, 
 	if err != nil {
 		return r, err
 	}
+	if v.Warning != "" {
+		r.Problems = append(r.Problems, v.Warning)
+	}
 	r.SameBinary = theirs == ours
 	if !r.SameBinary {
 		r.Problems = append(r.Problems, fmt.Sprintf("its server runs orcr %s, not this binary (%s): it is replaced once its %d agents end", v.Version, Version(), v.Agents))

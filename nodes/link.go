@@ -58,9 +58,10 @@ type link struct {
 	// link was made again.
 	gen uint64
 	// attempts failed in a row, and when the next is made (while unreachable).
-	attempts int
-	retryAt  time.Time
-	gap      string // what the last return could not replay
+	attempts  int
+	retryAt   time.Time
+	gap       string // what the last return could not replay
+	noForward string // why its agents cannot call orcr ("": they can; upstream.go)
 }
 
 // startLinkLocked starts n's link (s.mu held).
@@ -101,6 +102,9 @@ func (l *link) fill(v *nodeapi.Node) {
 		v.Attempts, v.RetryAt = l.attempts, &t
 	}
 	v.Gap = l.gap
+	if l.state == nodeapi.StateUp || l.state == nodeapi.StateDraining {
+		v.Warning = l.noForward
+	}
 }
 
 // transport is the node's server as a wire.Transport, or an error saying why the
@@ -306,9 +310,10 @@ func (l *link) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.forward(client, look.home)
+	noForward := l.forward(client, look.home)
 	ok = true
 	l.mu.Lock()
+	l.noForward = noForward
 	l.client, l.tr, l.hello, l.lastSeen, l.home, l.ours = client, tr, hello, time.Now(), look.home, ours
 	l.gen++
 	l.mu.Unlock()
@@ -359,6 +364,15 @@ func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context
 			started = true
 			if err := startServer(ctx, client, look, bin); err != nil {
 				return nil, nodeapi.HelloResult{}, fmt.Errorf("node %s: start orcr serve: %w", l.name, err)
+			}
+		} else if attempt%20 == 19 {
+			// Started 2 s ago and still not reached: when its socket is there, the
+			// node's sshd is what refuses (it says "open failed" either way).
+			sock := socket.SocketPath(look.home)
+			if runRemote(ctx, client, "test -S "+shellQuote(sock)) == nil {
+				return nil, nodeapi.HelloResult{}, fmt.Errorf("node %s: its sshd refuses to connect to orcr's socket %s, which is there: "+
+					"streamlocal forwarding is off (AllowStreamLocalForwarding no, or DisableForwarding yes, in its sshd_config); "+
+					"the link needs AllowStreamLocalForwarding yes (or local; its agents call orcr only with yes): %w", l.name, sock, err)
 			}
 		}
 		select {
