@@ -53,7 +53,7 @@ type link struct {
 	client   *ssh.Client
 	tr       *socket.Client
 	home     string // the node's ORCR_HOME
-	ours     string // this binary's SHA-256, as the node was linked
+	ours     string // this binary's SHA-256, as the node was linked ("" on a node of another platform, which keeps its own)
 	// gen counts connections: a caller holding a transport of an older one knows the
 	// link was made again.
 	gen uint64
@@ -274,11 +274,14 @@ func (l *link) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if look.sum != ours {
-		if look.goos != runtime.GOOS || look.goarch != runtime.GOARCH {
-			return fmt.Errorf("node %s is %s/%s and this orcr is %s/%s: install orcr %s there at %s (the coordinator sends its own binary only to a node of its platform)",
-				l.name, look.goos, look.goarch, runtime.GOOS, runtime.GOARCH, Version(), bin)
-		}
+	// A node of another platform runs its own orcr: this binary cannot run there, so
+	// it is never sent; the node's is used when it speaks this protocol (server).
+	foreign := look.goos != runtime.GOOS || look.goarch != runtime.GOARCH
+	if look.sum != ours && foreign && look.sum == "" {
+		return fmt.Errorf("node %s is %s/%s and this orcr is %s/%s: install orcr %s for %s/%s there at %s (the coordinator sends its own binary only to a node of its platform)",
+			l.name, look.goos, look.goarch, runtime.GOOS, runtime.GOARCH, Version(), look.goos, look.goarch, bin)
+	}
+	if look.sum != ours && !foreign {
 		if err := sendBinary(ctx, client, l.s.opts.Self, bin); err != nil {
 			return fmt.Errorf("node %s: send orcr: %w", l.name, err)
 		}
@@ -306,7 +309,7 @@ func (l *link) connect(ctx context.Context) error {
 			return nil, ctx.Err()
 		}
 	}
-	tr, hello, err := l.server(ctx, client, dial, look, bin, ours)
+	tr, hello, err := l.server(ctx, client, dial, look, bin, ours, foreign)
 	if err != nil {
 		return err
 	}
@@ -314,6 +317,9 @@ func (l *link) connect(ctx context.Context) error {
 	ok = true
 	l.mu.Lock()
 	l.noForward = noForward
+	if foreign {
+		ours = "" // its own binary is kept: never an upgrade to wait for (watch)
+	}
 	l.client, l.tr, l.hello, l.lastSeen, l.home, l.ours = client, tr, hello, time.Now(), look.home, ours
 	l.gen++
 	l.mu.Unlock()
@@ -323,22 +329,30 @@ func (l *link) connect(ctx context.Context) error {
 
 // server reaches the node's orcr server, starting it when it is not running and
 // restarting it when it runs another binary and has no live agent (one with agents
-// keeps its version until they end: a restart must never cost an agent).
-func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context.Context) (net.Conn, error), look lookResult, bin, ours string) (*socket.Client, nodeapi.HelloResult, error) {
+// keeps its version until they end: a restart must never cost an agent). On a node
+// of another platform (foreign) its own orcr is kept, and refused unless it speaks
+// this protocol.
+func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context.Context) (net.Conn, error), look lookResult, bin, ours string, foreign bool) (*socket.Client, nodeapi.HelloResult, error) {
 	started := false
 	for attempt := 0; ; attempt++ {
 		tr, err := socket.DialVia(ctx, "node "+l.name, dial, "")
 		if err == nil {
 			h, herr := wire.Call(ctx, tr, nodeapi.Hello, wire.Empty{})
-			if herr == nil && h.Wire != wire.Version && (h.Agents > 0 || started) {
+			if herr == nil && foreign && h.Wire != protocol() {
+				tr.Close()
+				return nil, h, fmt.Errorf("node %s is %s/%s and runs orcr %s, which speaks protocol %d; this orcr %s speaks protocol %d and sends its binary only to a node of its own platform (%s/%s): "+
+					"install orcr %s for %s/%s there at %s", l.name, look.goos, look.goarch, h.Version, h.Wire, Version(), protocol(), runtime.GOOS, runtime.GOARCH,
+					Version(), look.goos, look.goarch, bin)
+			}
+			if herr == nil && h.Wire != protocol() && (h.Agents > 0 || started) {
 				// Its agents would be lost to a restart; this orcr cannot talk to them.
 				// The link tries again with backoff, and replaces the server once they
 				// have ended there.
 				tr.Close()
 				return nil, h, fmt.Errorf("node %s runs orcr %s (protocol %d) with %d live agents and this orcr %s speaks protocol %d: "+
-					"its server is replaced by this version once they end there (ssh to it and end them, or wait)", l.name, h.Version, h.Wire, h.Agents, Version(), wire.Version)
+					"its server is replaced by this version once they end there (ssh to it and end them, or wait)", l.name, h.Version, h.Wire, h.Agents, Version(), protocol())
 			}
-			if herr == nil && h.Binary != ours && h.Agents == 0 && !started {
+			if herr == nil && !foreign && h.Binary != ours && h.Agents == 0 && !started {
 				// An idle server of another version: stop it, start this one.
 				tr.Close()
 				l.s.log.Info("restart node server on this version", "node", l.name, "pid", h.PID, "was", h.Version)
