@@ -132,6 +132,9 @@ func (app *app) nodeAdd(ctx context.Context, c *cli.Command) error {
 	if n.Error != "" {
 		fmt.Fprintf(app.err, "node %s: %s (orcr keeps trying; orcr node rm %s to forget it)\n", n.Name, n.Error, n.Name)
 	}
+	if n.Warning != "" {
+		fmt.Fprintf(app.err, "node %s: warning: %s\n", n.Name, n.Warning)
+	}
 	return nil
 }
 
@@ -163,6 +166,9 @@ func (app *app) nodeLs(ctx context.Context, asJSON bool) error {
 	for _, n := range r.Nodes {
 		if n.Error != "" && n.State != nodeapi.StateUp && n.State != nodeapi.StateDraining {
 			fmt.Fprintf(app.out, "%s: %s\n", n.Name, n.Error)
+		}
+		if n.Warning != "" {
+			fmt.Fprintf(app.out, "%s: warning: %s\n", n.Name, n.Warning)
 		}
 	}
 	return nil
@@ -214,6 +220,9 @@ func writeNode(w io.Writer, n nodeapi.Node, now time.Time) {
 	}
 	if n.Gap != "" {
 		fmt.Fprintf(w, "  gap:        %s\n", n.Gap)
+	}
+	if n.Warning != "" {
+		fmt.Fprintf(w, "  warning:    %s\n", n.Warning)
 	}
 	fmt.Fprintf(w, "  agents/cap: %s\n", agentsCap(n))
 	if n.TotalMB > 0 {

@@ -92,3 +92,60 @@ func TestTmuxAttachCommand(t *testing.T) {
 		t.Fatalf("agent ended on detach: %s", a.State)
 	}
 }
+
+// TestTmuxTwoAttachesEachTheirOwn: `orcr agent attach` in two terminals at once, on two
+// agents: each terminal shows its own agent and typing reaches it; a detach of one
+// leaves the other's view; when the other's terminal is killed no attach session is
+// left in orcr's tmux and no agent is lost.
+func TestTmuxTwoAttachesEachTheirOwn(t *testing.T) {
+	e := newTmuxEnv(t)
+	e.serve()
+	e.must("agent", "run", "w/one", "--", "sh", "-c", "echo ready-one; exec cat")
+	e.must("agent", "run", "w/two", "--", "sh", "-c", "echo ready-two; exec cat")
+	one, two := newTerm(t, e), newTerm(t, e)
+	one.keys("orcr agent attach w/one", "Enter")
+	two.keys("orcr agent attach w/two", "Enter")
+	for _, c := range []struct {
+		term       *tmuxTerm
+		own, other string
+	}{{one, "one", "two"}, {two, "two", "one"}} {
+		wait.For(t, 10*time.Second, "the attach of w/"+c.own+" shows it", func() bool {
+			s := c.term.screen()
+			return strings.Contains(s, "ready-"+c.own) && strings.Contains(s, "orcr · w/"+c.own+" · detach")
+		})
+		if s := c.term.screen(); strings.Contains(s, "ready-"+c.other) || strings.Contains(s, "w/"+c.other) {
+			t.Fatalf("the attach of w/%s shows w/%s:\n%s", c.own, c.other, s)
+		}
+	}
+	one.keys("typed-one", "Enter")
+	two.keys("typed-two", "Enter")
+	for _, p := range []string{"one", "two"} {
+		wait.For(t, 10*time.Second, "typing reaches w/"+p, func() bool {
+			return strings.Contains(e.orcr("agent", "read", "w/"+p).Out, "typed-"+p)
+		})
+	}
+	one.keys("C-b", "d")
+	wait.For(t, 10*time.Second, "the first detached", func() bool { return strings.Contains(one.screen(), "[detached") })
+	two.keys("still-two", "Enter")
+	wait.For(t, 10*time.Second, "the second keeps its view", func() bool {
+		s := two.screen()
+		return strings.Contains(s, "still-two") && strings.Contains(s, "orcr · w/two · detach")
+	})
+	if out, err := exec.Command("tmux", "-S", two.sock, "kill-server").CombinedOutput(); err != nil {
+		t.Fatalf("kill the second terminal: %v %s", err, out)
+	}
+	sock := filepath.Join(e.home, "tmux.sock")
+	wait.For(t, 10*time.Second, "no attach session left", func() bool {
+		out, _ := exec.Command("tmux", "-S", sock, "list-sessions", "-F", "#{session_name}").Output()
+		return strings.TrimSpace(string(out)) == "orcr"
+	})
+	for _, p := range []string{"w/one", "w/two"} {
+		if a := agentJSON(t, e, p); !a.State.Live() {
+			t.Fatalf("%s after the attaches ended: %s (%s)", p, a.State, a.StateReason)
+		}
+	}
+	e.must("agent", "send", "w/one", "after-both")
+	wait.For(t, 10*time.Second, "w/one still takes input", func() bool {
+		return strings.Contains(e.orcr("agent", "read", "w/one").Out, "after-both")
+	})
+}

@@ -73,14 +73,17 @@ func (s *Service) Check(ctx context.Context, name string) (nodeapi.CheckResult, 
 		return r, nil
 	}
 	l.mu.Lock()
-	theirs := l.hello.Binary
+	theirs, foreign := l.hello.Binary, l.ours == ""
 	l.mu.Unlock()
 	ours, err := s.selfSum()
 	if err != nil {
 		return r, err
 	}
+	if v.Warning != "" {
+		r.Problems = append(r.Problems, v.Warning)
+	}
 	r.SameBinary = theirs == ours
-	if !r.SameBinary {
+	if !r.SameBinary && !foreign {
 		r.Problems = append(r.Problems, fmt.Sprintf("its server runs orcr %s, not this binary (%s): it is replaced once its %d agents end", v.Version, Version(), v.Agents))
 	}
 	tr, err := l.transport()

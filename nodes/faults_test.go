@@ -410,7 +410,9 @@ func TestNodeLongCutReplayGap(t *testing.T) {
 // event stream ride streamlocal channels of the link's one connection, never a
 // session each, so all 34 are spawned, listed, read, typed into and killed, and the
 // events of each reach the coordinator; two `orcr agent attach` at once (each its own
-// `ssh -t`) are both connected, and typing through one reaches its agent.
+// `ssh -t`) each show their own agent and typing through each reaches it; a detach of
+// one leaves the other's view, and when both end no attach session stays and no agent
+// is lost.
 func TestRealSSHMaxSessions34Agents(t *testing.T) {
 	needRealSSH(t)
 	if _, err := exec.LookPath("ssh"); err != nil {
@@ -507,32 +509,80 @@ func TestRealSSHMaxSessions34Agents(t *testing.T) {
 		run(t, "tmux", append(args, shellJoin(cmdline)+"; echo attach ended: $?; sleep 600")...)
 	}
 	// Both attaches are connected at once, each an ssh connection of its own with one
-	// session, as clients of the node's tmux. (They are clients of its one session
-	// "orcr", which has one current window: the later attach shows its agent in both.)
+	// session, as clients of the node's tmux, each in a session of its own grouped with
+	// orcr's: each terminal shows its own agent.
+	nodeSock := filepath.Join(rn.stateHome(), "tmux.sock")
 	clients := func() int {
-		out, _ := exec.Command("tmux", "-S", filepath.Join(rn.stateHome(), "tmux.sock"), "list-clients", "-F", "#{client_control_mode}").CombinedOutput()
+		out, _ := exec.Command("tmux", "-S", nodeSock, "list-clients", "-F", "#{client_control_mode}").CombinedOutput()
 		return strings.Count(string(out), "0\n")
 	}
-	if !wait.Until(30*time.Second, func() bool { return clients() == 2 }) {
-		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:0").CombinedOutput()
-		t.Fatalf("%d attach clients on the node, want 2; the first attach's window:\n%s", clients(), out)
+	sessions := func() string {
+		out, _ := exec.Command("tmux", "-S", nodeSock, "list-sessions", "-F", "#{session_name}").CombinedOutput()
+		return strings.TrimSpace(string(out))
 	}
-	if !wait.Until(30*time.Second, func() bool {
-		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:1").CombinedOutput()
-		return strings.Contains(string(out), "typed-17")
-	}) {
-		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:1").CombinedOutput()
-		t.Fatalf("the attach of %s does not show it:\n%s", path(17), out)
+	screen := func(w string) string {
+		out, _ := exec.Command("tmux", "-S", sock, "capture-pane", "-p", "-t", "at:"+w).CombinedOutput()
+		return string(out)
+	}
+	if !wait.Until(30*time.Second, func() bool { return clients() == 2 }) {
+		t.Fatalf("%d attach clients on the node, want 2; the first attach's window:\n%s", clients(), screen("0"))
+	}
+	for w, i := range map[string]int{"0": 3, "1": 17} {
+		if !wait.Until(30*time.Second, func() bool {
+			s := screen(w)
+			return strings.Contains(s, fmt.Sprintf("typed-%02d", i)) && strings.Contains(s, "orcr · "+path(i)+" · detach: prefix d")
+		}) {
+			t.Fatalf("the attach of %s does not show it:\n%s", path(i), screen(w))
+		}
+		// One agent's name only: no window list naming every agent.
+		if s := screen(w); strings.Count(s, "many/") != 1 {
+			t.Fatalf("the attach of %s names other agents:\n%s", path(i), s)
+		}
 	}
 	run(t, "tmux", "-S", sock, "send-keys", "-t", "at:1", "via-attach-17", "Enter")
-	if !wait.Until(30*time.Second, func() bool {
-		r, err := c.cl.Read(ctx, wire.ReadParams{Target: path(17)})
-		return err == nil && strings.Contains(r.Text, "via-attach-17")
-	}) {
-		t.Fatalf("typing through the attach of %s did not reach it", path(17))
+	run(t, "tmux", "-S", sock, "send-keys", "-t", "at:0", "via-attach-03", "Enter")
+	for _, i := range []int{3, 17} {
+		if !wait.Until(30*time.Second, func() bool {
+			r, err := c.cl.Read(ctx, wire.ReadParams{Target: path(i)})
+			return err == nil && strings.Contains(r.Text, fmt.Sprintf("via-attach-%02d", i))
+		}) {
+			t.Fatalf("typing through the attach of %s did not reach it", path(i))
+		}
+	}
+	if r, _ := c.cl.Read(ctx, wire.ReadParams{Target: path(17)}); strings.Contains(r.Text, "via-attach-03") {
+		t.Fatalf("the typing of the attach of %s reached %s:\n%s", path(3), path(17), r.Text)
 	}
 	if v := c.show("big"); v.State != nodeapi.StateUp {
 		t.Fatalf("the link with two attaches open: %s (%s)", v.State, v.Error)
+	}
+	// Detach the first: the second keeps its view; then kill the second's terminal
+	// (its ssh dies): no attach session is left on the node, and no agent is lost.
+	run(t, "tmux", "-S", sock, "send-keys", "-t", "at:0", "C-b", "d")
+	if !wait.Until(30*time.Second, func() bool { return clients() == 1 && strings.Contains(screen("0"), "attach ended: 0") }) {
+		t.Fatalf("after a detach: %d clients; the detached terminal:\n%s", clients(), screen("0"))
+	}
+	run(t, "tmux", "-S", sock, "send-keys", "-t", "at:1", "after-detach-17", "Enter")
+	if !wait.Until(30*time.Second, func() bool {
+		s := screen("1")
+		return strings.Contains(s, "after-detach-17") && strings.Contains(s, "orcr · "+path(17)+" · ")
+	}) {
+		t.Fatalf("the attach of %s after the other detached:\n%s", path(17), screen("1"))
+	}
+	run(t, "tmux", "-S", sock, "kill-window", "-t", "at:1")
+	if !wait.Until(30*time.Second, func() bool { return clients() == 0 && sessions() == "orcr" }) {
+		t.Fatalf("after the attaches ended, the node's tmux has %d clients and sessions %q", clients(), sessions())
+	}
+	as, err := c.cl.List(ctx, wire.ListParams{Glob: "many/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if !a.State.Live() || a.Unreachable {
+			t.Fatalf("after the attaches ended, %s is %s (%s)", a.Path, a.State, a.StateReason)
+		}
+	}
+	if len(as) != N {
+		t.Fatalf("after the attaches ended, %d agents, want %d", len(as), N)
 	}
 	exec.Command("tmux", "-S", sock, "kill-server").Run()
 

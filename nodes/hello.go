@@ -9,12 +9,27 @@ import (
 	"orcr/internal/buildinfo"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"orcr/core"
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
 )
+
+// protocolStamp makes a binary say it speaks another wire protocol than
+// wire.Version: tests build a node of another protocol with
+// -ldflags "-X orcr/nodes.protocolStamp=N". Empty in every release.
+var protocolStamp string
+
+// protocol is the wire protocol this binary speaks to other orcr servers (node.hello's
+// Wire, which a coordinator compares with its own).
+func protocol() int {
+	if n, err := strconv.Atoi(protocolStamp); err == nil {
+		return n
+	}
+	return wire.Version
+}
 
 // hello is node.hello: what this server says of itself to a coordinator.
 func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
@@ -34,7 +49,7 @@ func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
 			}
 		}
 	}
-	r := nodeapi.HelloResult{Version: Version(), Binary: sum, Wire: wire.Version, OS: runtime.GOOS, Arch: runtime.GOARCH,
+	r := nodeapi.HelloResult{Version: Version(), Binary: sum, Wire: protocol(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		FreeMB: core.FreeMemoryMB(), TotalMB: core.MemTotalMB(), Agents: live, Home: s.opts.Home, PID: os.Getpid()}
 	if s.k != nil {
 		r.LastSeq = s.k.LastSeq()

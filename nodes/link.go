@@ -53,14 +53,15 @@ type link struct {
 	client   *ssh.Client
 	tr       *socket.Client
 	home     string // the node's ORCR_HOME
-	ours     string // this binary's SHA-256, as the node was linked
+	ours     string // this binary's SHA-256, as the node was linked ("" on a node of another platform, which keeps its own)
 	// gen counts connections: a caller holding a transport of an older one knows the
 	// link was made again.
 	gen uint64
 	// attempts failed in a row, and when the next is made (while unreachable).
-	attempts int
-	retryAt  time.Time
-	gap      string // what the last return could not replay
+	attempts  int
+	retryAt   time.Time
+	gap       string // what the last return could not replay
+	noForward string // why its agents cannot call orcr ("": they can; upstream.go)
 }
 
 // startLinkLocked starts n's link (s.mu held).
@@ -101,6 +102,9 @@ func (l *link) fill(v *nodeapi.Node) {
 		v.Attempts, v.RetryAt = l.attempts, &t
 	}
 	v.Gap = l.gap
+	if l.state == nodeapi.StateUp || l.state == nodeapi.StateDraining {
+		v.Warning = l.noForward
+	}
 }
 
 // transport is the node's server as a wire.Transport, or an error saying why the
@@ -270,11 +274,14 @@ func (l *link) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if look.sum != ours {
-		if look.goos != runtime.GOOS || look.goarch != runtime.GOARCH {
-			return fmt.Errorf("node %s is %s/%s and this orcr is %s/%s: install orcr %s there at %s (the coordinator sends its own binary only to a node of its platform)",
-				l.name, look.goos, look.goarch, runtime.GOOS, runtime.GOARCH, Version(), bin)
-		}
+	// A node of another platform runs its own orcr: this binary cannot run there, so
+	// it is never sent; the node's is used when it speaks this protocol (server).
+	foreign := look.goos != runtime.GOOS || look.goarch != runtime.GOARCH
+	if look.sum != ours && foreign && look.sum == "" {
+		return fmt.Errorf("node %s is %s/%s and this orcr is %s/%s: install orcr %s for %s/%s there at %s (the coordinator sends its own binary only to a node of its platform)",
+			l.name, look.goos, look.goarch, runtime.GOOS, runtime.GOARCH, Version(), look.goos, look.goarch, bin)
+	}
+	if look.sum != ours && !foreign {
 		if err := sendBinary(ctx, client, l.s.opts.Self, bin); err != nil {
 			return fmt.Errorf("node %s: send orcr: %w", l.name, err)
 		}
@@ -302,13 +309,17 @@ func (l *link) connect(ctx context.Context) error {
 			return nil, ctx.Err()
 		}
 	}
-	tr, hello, err := l.server(ctx, client, dial, look, bin, ours)
+	tr, hello, err := l.server(ctx, client, dial, look, bin, ours, foreign)
 	if err != nil {
 		return err
 	}
-	l.forward(client, look.home)
+	noForward := l.forward(client, look.home)
 	ok = true
 	l.mu.Lock()
+	l.noForward = noForward
+	if foreign {
+		ours = "" // its own binary is kept: never an upgrade to wait for (watch)
+	}
 	l.client, l.tr, l.hello, l.lastSeen, l.home, l.ours = client, tr, hello, time.Now(), look.home, ours
 	l.gen++
 	l.mu.Unlock()
@@ -318,22 +329,30 @@ func (l *link) connect(ctx context.Context) error {
 
 // server reaches the node's orcr server, starting it when it is not running and
 // restarting it when it runs another binary and has no live agent (one with agents
-// keeps its version until they end: a restart must never cost an agent).
-func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context.Context) (net.Conn, error), look lookResult, bin, ours string) (*socket.Client, nodeapi.HelloResult, error) {
+// keeps its version until they end: a restart must never cost an agent). On a node
+// of another platform (foreign) its own orcr is kept, and refused unless it speaks
+// this protocol.
+func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context.Context) (net.Conn, error), look lookResult, bin, ours string, foreign bool) (*socket.Client, nodeapi.HelloResult, error) {
 	started := false
 	for attempt := 0; ; attempt++ {
 		tr, err := socket.DialVia(ctx, "node "+l.name, dial, "")
 		if err == nil {
 			h, herr := wire.Call(ctx, tr, nodeapi.Hello, wire.Empty{})
-			if herr == nil && h.Wire != wire.Version && (h.Agents > 0 || started) {
+			if herr == nil && foreign && h.Wire != protocol() {
+				tr.Close()
+				return nil, h, fmt.Errorf("node %s is %s/%s and runs orcr %s, which speaks protocol %d; this orcr %s speaks protocol %d and sends its binary only to a node of its own platform (%s/%s): "+
+					"install orcr %s for %s/%s there at %s", l.name, look.goos, look.goarch, h.Version, h.Wire, Version(), protocol(), runtime.GOOS, runtime.GOARCH,
+					Version(), look.goos, look.goarch, bin)
+			}
+			if herr == nil && h.Wire != protocol() && (h.Agents > 0 || started) {
 				// Its agents would be lost to a restart; this orcr cannot talk to them.
 				// The link tries again with backoff, and replaces the server once they
 				// have ended there.
 				tr.Close()
 				return nil, h, fmt.Errorf("node %s runs orcr %s (protocol %d) with %d live agents and this orcr %s speaks protocol %d: "+
-					"its server is replaced by this version once they end there (ssh to it and end them, or wait)", l.name, h.Version, h.Wire, h.Agents, Version(), wire.Version)
+					"its server is replaced by this version once they end there (ssh to it and end them, or wait)", l.name, h.Version, h.Wire, h.Agents, Version(), protocol())
 			}
-			if herr == nil && h.Binary != ours && h.Agents == 0 && !started {
+			if herr == nil && !foreign && h.Binary != ours && h.Agents == 0 && !started {
 				// An idle server of another version: stop it, start this one.
 				tr.Close()
 				l.s.log.Info("restart node server on this version", "node", l.name, "pid", h.PID, "was", h.Version)
@@ -359,6 +378,15 @@ func (l *link) server(ctx context.Context, client *ssh.Client, dial func(context
 			started = true
 			if err := startServer(ctx, client, look, bin); err != nil {
 				return nil, nodeapi.HelloResult{}, fmt.Errorf("node %s: start orcr serve: %w", l.name, err)
+			}
+		} else if attempt%20 == 19 {
+			// Started 2 s ago and still not reached: when its socket is there, the
+			// node's sshd is what refuses (it says "open failed" either way).
+			sock := socket.SocketPath(look.home)
+			if runRemote(ctx, client, "test -S "+shellQuote(sock)) == nil {
+				return nil, nodeapi.HelloResult{}, fmt.Errorf("node %s: its sshd refuses to connect to orcr's socket %s, which is there: "+
+					"streamlocal forwarding is off (AllowStreamLocalForwarding no, or DisableForwarding yes, in its sshd_config); "+
+					"the link needs AllowStreamLocalForwarding yes (or local; its agents call orcr only with yes): %w", l.name, sock, err)
 			}
 		}
 		select {

@@ -67,6 +67,9 @@ func (s *Service) CheckSpawn(_ context.Context, p wire.RunParams) error {
 	if n.spec.Draining {
 		return wire.Errorf(wire.CodeNotAllowed, "node %s is drained: it takes no new agents (orcr node drain --undo %s)", p.Node, p.Node)
 	}
+	if why := noForwardLocked(n, p.Path); why != "" {
+		return wire.Errorf(wire.CodeNotAllowed, "%s", why)
+	}
 	return nil
 }
 
@@ -149,6 +152,13 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 	_, tr, err := s.linkOf(a.Node)
 	if err != nil {
 		return err
+	}
+	// One placed there (not pinned, so not refused at the spawn) that must call orcr.
+	s.mu.Lock()
+	why := noForwardLocked(s.nodes[a.Node], a.Path)
+	s.mu.Unlock()
+	if why != "" {
+		return wire.Errorf(wire.CodeNotAllowed, "%s", why)
 	}
 	p := wire.RunParams{ID: a.ID, Path: a.Path, Provider: a.Provider, Model: a.Model, Argv: a.Argv, Cwd: a.Cwd,
 		Prompt: a.Prompt, Priority: a.Priority, Keep: a.Keep, Worktree: a.Worktree, SystemPrompt: a.SystemPrompt,

@@ -49,8 +49,9 @@ func needRealSSH(t *testing.T) {
 	}
 }
 
-// startRealNode makes namespace i of the test: user, home, veth, sshd.
-func startRealNode(t *testing.T, tag string, i int, authorized gossh.PublicKey) *realNode {
+// startRealNode makes namespace i of the test: user, home, veth, sshd. Lines of
+// sshdConfig come first in its sshd_config (sshd takes the first value it reads).
+func startRealNode(t *testing.T, tag string, i int, authorized gossh.PublicKey, sshdConfig ...string) *realNode {
 	t.Helper()
 	n := &realNode{ns: fmt.Sprintf("orcr%s%d", tag, i), veth: fmt.Sprintf("ov%s%d", tag, i), user: fmt.Sprintf("on%s%d", tag, i)}
 	base, err := os.MkdirTemp("", "orcr-sshd-")
@@ -95,7 +96,7 @@ func startRealNode(t *testing.T, tag string, i int, authorized gossh.PublicKey) 
 	sg, _ := gossh.NewSignerFromKey(priv)
 	n.hostKey = sg.PublicKey()
 	os.WriteFile(filepath.Join(etc, "authorized_keys"), gossh.MarshalAuthorizedKey(authorized), 0o644)
-	cfg := fmt.Sprintf(`ListenAddress %s
+	cfg := strings.Join(append(sshdConfig, ""), "\n") + fmt.Sprintf(`ListenAddress %s
 Port 22
 HostKey %s
 PidFile %s
@@ -325,5 +326,64 @@ func TestRealSSHNodes(t *testing.T) {
 	out, _ := c.orcr("node", "add", "a2", nodes[0].user+"@"+nodes[0].addr)
 	if !strings.Contains(out, "REMOTE HOST IDENTIFICATION HAS CHANGED") {
 		t.Fatalf("a changed key on a real sshd:\n%s", out)
+	}
+}
+
+// A node whose sshd refuses the forward its agents call orcr through
+// (AllowStreamLocalForwarding local: the link's own channels to the node's socket
+// are allowed, the remote forward is not) is linked (up), and node add, node ls, node
+// show and doctor say its agents cannot call orcr and why; a run's agent (which must
+// call orcr) is refused there with that reason, and another agent runs there. A node
+// whose sshd forwards nothing (DisableForwarding yes) cannot be linked at all, and
+// says why.
+func TestRealSSHForwardingRefused(t *testing.T) {
+	needRealSSH(t)
+	c := newCoord(t)
+	c.start()
+	tag := fmt.Sprintf("%04x", (os.Getpid()+3)%0x10000)
+	rn := startRealNode(t, tag, 5, c.key.PublicKey(), "AllowStreamLocalForwarding local")
+	off := startRealNode(t, tag, 6, c.key.PublicKey(), "DisableForwarding yes")
+	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(rn.knownHostsLine()+"\n"+off.knownHostsLine()+"\n"), 0o600)
+	const warning = "agents cannot call orcr: the node's sshd refused streamlocal forwarding (set AllowStreamLocalForwarding yes, and no DisableForwarding, in its sshd_config)"
+	out, err := c.orcr("node", "add", "nofw", rn.user+"@"+rn.addr, "--identity-file", filepath.Join(c.user, ".ssh", "id_ed25519"))
+	if err != nil || !strings.Contains(out, " up") || !strings.Contains(out, "node nofw: warning: "+warning) {
+		t.Fatalf("node add: %v\n%s", err, out)
+	}
+	if v := c.show("nofw"); v.State != nodeapi.StateUp || v.Warning != warning {
+		t.Fatalf("node: %s, warning %q", v.State, v.Warning)
+	}
+	out, _ = c.orcr("node", "show", "nofw")
+	if !strings.Contains(out, "  warning:    "+warning) {
+		t.Fatalf("node show:\n%s", out)
+	}
+	out, err = c.orcr("node", "ls")
+	if err != nil || !strings.Contains(out, "nofw: warning: "+warning) {
+		t.Fatalf("node ls: %v\n%s", err, out)
+	}
+	out, _ = c.orcr("doctor")
+	if !strings.Contains(out, warning) {
+		t.Fatalf("doctor does not say the node's agents cannot call orcr:\n%s", out)
+	}
+	out, err = c.orcr("agent", "run", "runs/demo/coder-1", "--node", "nofw", "--", "sh", "-c", "exec cat")
+	if err == nil || !strings.Contains(out, "runs/demo/coder-1 must call orcr from its pane and node nofw cannot let it: the node's sshd refused streamlocal forwarding") {
+		t.Fatalf("a run's coder on a node without the forward: %v\n%s", err, out)
+	}
+	if as, _ := c.cl.List(context.Background(), wire.ListParams{Glob: "runs/**", All: true}); len(as) != 0 {
+		t.Fatalf("the refused coder has a record: %+v", as)
+	}
+	if out, err := c.orcr("agent", "run", "plain/x", "--node", "nofw", "--", "sh", "-c", "echo plain-up; exec cat"); err != nil {
+		t.Fatalf("a plain agent on a node without the forward: %v\n%s", err, out)
+	}
+	if !wait.Until(60*time.Second, func() bool {
+		r, err := c.cl.Read(context.Background(), wire.ReadParams{Target: "plain/x"})
+		return err == nil && strings.Contains(r.Text, "plain-up")
+	}) {
+		t.Fatal("the plain agent does not run on the node")
+	}
+	c.cl.Kill(context.Background(), wire.KillParams{Glob: "plain/**"})
+
+	out, _ = c.orcr("node", "add", "off", off.user+"@"+off.addr, "--identity-file", filepath.Join(c.user, ".ssh", "id_ed25519"))
+	if !strings.Contains(out, "its sshd refuses to connect to orcr's socket") || !strings.Contains(out, "DisableForwarding yes") {
+		t.Fatalf("node add of a node whose sshd forwards nothing:\n%s", out)
 	}
 }

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -49,15 +50,16 @@ func (s *Service) ServeForwarded(serve func(net.Conn, core.Caller)) {
 
 // forward asks the node's sshd to listen on the node's upstream socket and serves
 // what connects to it until the connection ends. An sshd that refuses
-// (AllowStreamLocalForwarding no) leaves the node's agents unable to call orcr; the
-// link is made anyway, and the reason logged.
-func (l *link) forward(client *ssh.Client, home string) {
+// (AllowStreamLocalForwarding no, DisableForwarding yes) leaves the node's agents
+// unable to call orcr: the link is made anyway, and the returned reason is the node's
+// warning (node ls/show, doctor), and refuses there the agents that must call orcr.
+func (l *link) forward(client *ssh.Client, home string) string {
 	path := filepath.Join(home, upstreamSock)
 	ln, err := client.ListenUnix(path)
 	if err != nil {
 		l.s.log.Warn("node: its agents cannot call orcr: the node's sshd did not forward a socket (AllowStreamLocalForwarding?)",
 			"node", l.name, "path", path, "err", err)
-		return
+		return noForwardReason
 	}
 	l.s.wg.Add(1)
 	go func() {
@@ -75,6 +77,30 @@ func (l *link) forward(client *ssh.Client, home string) {
 			}()
 		}
 	}()
+	return ""
+}
+
+// noForwardReason is the warning of a node whose sshd refused the forward.
+const noForwardReason = "agents cannot call orcr: the node's sshd refused streamlocal forwarding " +
+	"(set AllowStreamLocalForwarding yes, and no DisableForwarding, in its sshd_config)"
+
+// callsOrcr says whether agent path must call orcr from its pane: a run's agents
+// (runs/NAME/…, orchestrate/run's AgentPath) report milestones with `orcr run`.
+func callsOrcr(path string) bool { return strings.HasPrefix(path, "runs/") }
+
+// noForwardLocked is why an agent at path may not run on node n: it must call orcr
+// and the node's sshd refused the forward; "" when it may.
+func noForwardLocked(n *node, path string) string {
+	if n == nil || n.link == nil || !callsOrcr(path) {
+		return ""
+	}
+	n.link.mu.Lock()
+	why := n.link.noForward
+	n.link.mu.Unlock()
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s must call orcr from its pane and node %s cannot let it: %s", path, n.spec.Name, strings.TrimPrefix(why, "agents cannot call orcr: "))
 }
 
 func (s *Service) serveForwarded(ctx context.Context, c net.Conn, node string) {

@@ -3,13 +3,16 @@
 // window (named by its path) of the session "orcr". All commands and notifications go
 // through one long-lived control-mode client (`tmux -C attach`): commands are
 // pipelined and their %begin/%end replies matched in order; %output marks panes as
-// active (and pauses the pane's output for the client for a moment, pacer.go), a pidfd per pane process (exitwatch.go) and a format subscription on
-// #{pane_dead} report exits, and %window-close reports panes closed from outside. No
-// tmux process is forked per call or per poll.
+// active (and pauses the pane's output for the client for a moment, pacer.go), a
+// pidfd per pane process (exitwatch.go) and a format subscription on #{pane_dead}
+// report exits, and %window-close, confirmed by a list of the session's panes, reports
+// panes closed from outside. No tmux process is forked per call or per poll. An
+// attach is a session of its own grouped with "orcr" (AttachCommand).
 package tmux
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -78,8 +81,13 @@ type Host struct {
 	closed  bool
 	// unreaped holds panes whose pty closed before tmux had their exit status.
 	unreaped map[string]bool
+	// closing holds windows tmux said closed, until the confirmer has asked tmux
+	// whether their panes are really gone (notify.go).
+	closing map[string]bool
+	confirm chan struct{} // wakes the confirmer
+	sweep   bool          // the confirmer looks for attach sessions without a client
 
-	wg   sync.WaitGroup // watch, reaper and exit-watch goroutines
+	wg   sync.WaitGroup // watch, reaper, confirmer and exit-watch goroutines
 	stop chan struct{}
 	reap chan struct{} // wakes the reaper
 
@@ -122,6 +130,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		unreaped: map[string]bool{},
 		stop:     make(chan struct{}),
 		reap:     make(chan struct{}, 1),
+		confirm:  make(chan struct{}, 1),
 		pidfd:    pidfdSupported(),
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
@@ -129,9 +138,11 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		_ = h.Shutdown(ctx)
 		return nil, err
 	}
-	h.wg.Add(2)
+	h.wg.Add(3)
 	go h.reaper()
 	go h.pace()
+	go h.confirmer()
+	h.onSessionsChanged() // attaches a previous server left behind
 	return h, nil
 }
 
@@ -145,22 +156,75 @@ func (h *Host) Socket() string { return h.socket }
 func (h *Host) Events() <-chan core.HostEvent { return h.events.ch }
 
 // AttachCommand is the argv that attaches a terminal to the pane's window; the user
-// detaches with the tmux prefix and d. orcr's server runs without a status line (its
-// panes keep their full size while nobody looks); an attach turns one on for the
-// session first, saying whose window this is and how to get out — "orcr · PATH ·
-// detach: prefix d" (the window's name is the agent's path; the server reads no
-// ~/.tmux.conf, so the prefix is tmux's C-b) — with no window list, which would name
-// every agent.
+// detaches with the tmux prefix and d. Each attach gets a session of its own, grouped
+// with orcr's (`new-session -t orcr`): the group shares the windows, but every session
+// has its own current window, so two terminals attached to two agents each keep showing
+// their own (attaching to orcr's one session would switch every attached terminal to
+// whichever agent was attached last). The session ends when its client detaches or
+// dies, by its client-detached hook (`kill-session`); the panes live on in orcr's
+// session. Not `destroy-unattached`: with it, tmux 3.3a's server crashed on a detach
+// now and then (1 in 6 in TestTwoAttachesEachShowTheirOwn), taking every agent with
+// it. An attach that never got a client (no terminal) is ended by the host's sweep
+// (sweepAttachSessions).
+//
+// orcr's server runs without a status line (its panes keep their full size while
+// nobody looks); the attach's own session turns one on, saying whose window this is
+// and how to get out — "orcr · PATH · detach: prefix d" (the window's name is the
+// agent's path; the server reads no ~/.tmux.conf, so the prefix is tmux's C-b) — and
+// its status-format is that text alone: no window list, which would name every agent.
+// (window-status-format is a window option: set through a session it reached only the
+// current window, and every other agent's name showed in the list.)
 func (h *Host) AttachCommand(pane string) []string {
-	set := func(opt, value string) []string { return []string{"set-option", "-t", session, opt, value, ";"} }
-	argv := []string{h.bin, "-S", h.socket}
+	window := h.windowOf(pane)
+	name := attachSessionName(pane)
+	set := func(opt, value string) []string { return []string{"set-option", "-t", name, opt, value, ";"} }
+	// -u: the terminal is taken as UTF-8 even when the attach's environment names no
+	// UTF-8 locale (an `ssh -t` to a node passes none unless sshd accepts LANG): the
+	// agents draw UTF-8, and tmux would put "_" for each of their characters.
+	argv := []string{h.bin, "-S", h.socket, "-u"}
+	argv = append(argv, "new-session", "-d", "-t", "="+session, "-s", name, ";")
 	argv = append(argv, set("status", "on")...)
 	argv = append(argv, set("status-left", AttachStatus)...)
 	argv = append(argv, set("status-left-length", "200")...)
 	argv = append(argv, set("status-right", "")...)
-	argv = append(argv, set("window-status-format", "")...)
-	argv = append(argv, set("window-status-current-format", "")...)
-	return append(argv, "attach", "-t", pane)
+	argv = append(argv, set("status-format[0]", "#[align=left]#{T;=/#{status-left-length}:status-left}")...)
+	argv = append(argv, "select-window", "-t", name+":"+window, ";")
+	argv = append(argv, "set-hook", "-t", name, "client-detached", "kill-session -t "+name, ";")
+	return append(argv, "attach-session", "-t", name)
+}
+
+// attachPrefix starts the name of every attach's session. It does not start with
+// "orcr": tmux resolves `-t orcr` by prefix when no session is named exactly that.
+const attachPrefix = "attach-"
+
+// attachSessionName is a fresh session name for one attach of pane: its number and
+// random bytes, unique across orcr servers sharing the tmux server and their restarts.
+func attachSessionName(pane string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s%s-%x", attachPrefix, strings.TrimPrefix(pane, "%"), b)
+}
+
+// windowOf is the window id (@N) of pane: known from its launch or listing, else asked
+// of tmux; the pane id itself when neither knows it (the attach then fails with tmux's
+// own "can't find window").
+func (h *Host) windowOf(pane string) string {
+	h.mu.Lock()
+	p := h.panes[pane]
+	h.mu.Unlock()
+	if p != nil && p.window != "" {
+		return p.window
+	}
+	if checkPane(pane) != nil {
+		return pane
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := h.call(ctx, "display-message -p -t "+pane+` "#{window_id}"`)
+	if err != nil || len(out) != 1 || !strings.HasPrefix(out[0], "@") {
+		return pane
+	}
+	return out[0]
 }
 
 // AttachStatus is the status line an attached terminal shows (#W: the agent's path).

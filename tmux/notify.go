@@ -26,6 +26,8 @@ func (h *Host) notify(line []byte) {
 		h.pacer.output(pane, len(line))
 	case bytes.HasPrefix(line, []byte("%subscription-changed "+deadSub+" ")):
 		h.onDeadChanged(string(line))
+	case bytes.Equal(line, []byte("%sessions-changed")):
+		h.onSessionsChanged()
 	case bytes.HasPrefix(line, []byte("%window-close ")), bytes.HasPrefix(line, []byte("%unlinked-window-close ")):
 		f := bytes.Fields(line)
 		if len(f) >= 2 {
@@ -134,14 +136,138 @@ func (h *Host) reaper() {
 	}
 }
 
-// onWindowClosed reports the pane of a window closed from outside as gone.
+// onWindowClosed notes that a window left a session. That is not proof its pane is
+// gone: tmux says %window-close also when a session grouped with orcr's ends (an
+// attach's session, on detach or when its client dies) and the window merely left that
+// session. The confirmer asks tmux which panes orcr's session still has (notify runs on
+// the reader and may not call tmux) and reports gone only those that are.
 func (h *Host) onWindowClosed(window string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	pane, ok := h.windows[window]
-	if !ok {
+	_, ok := h.windows[window]
+	if ok {
+		if h.closing == nil {
+			h.closing = map[string]bool{}
+		}
+		h.closing[window] = true
+	}
+	h.mu.Unlock()
+	if ok {
+		select {
+		case h.confirm <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// onSessionsChanged has the confirmer look for attach sessions left without a client.
+func (h *Host) onSessionsChanged() {
+	h.mu.Lock()
+	h.sweep = true
+	h.mu.Unlock()
+	select {
+	case h.confirm <- struct{}{}:
+	default:
+	}
+}
+
+// sweepAttachSessions ends the attach sessions (AttachCommand) no client is attached
+// to: their client-detached hook ends them when their client goes, but an attach whose
+// client never got a terminal ("open terminal failed") never had one. An attach's
+// commands run in one go on the server, so none is seen between its new-session and
+// its attach-session.
+func (h *Host) sweepAttachSessions(ctx context.Context) {
+	out, err := h.call(ctx, `list-sessions -F "#{session_attached} #{session_name}"`)
+	if err != nil {
+		h.log.Debug("tmux: list sessions", "err", err)
 		return
 	}
+	for _, l := range out {
+		n, name, ok := strings.Cut(l, " ")
+		if !ok || n != "0" || !strings.HasPrefix(name, attachPrefix) {
+			continue
+		}
+		if _, err := h.call(ctx, "kill-session -t "+quote("="+name)); err != nil {
+			h.log.Debug("tmux: end an attach session without a client", "session", name, "err", err)
+		}
+	}
+}
+
+// confirmer owns the goroutine that checks reported window closes against tmux: one
+// list of orcr's panes answers every close reported meanwhile (34 windows leaving at
+// once cost one command).
+func (h *Host) confirmer() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.confirm:
+		}
+		h.mu.Lock()
+		windows, sweep := h.closing, h.sweep
+		h.closing, h.sweep = nil, false
+		h.mu.Unlock()
+		if sweep {
+			ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+			h.sweepAttachSessions(ctx)
+			cancel()
+		}
+		if len(windows) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+		live, err := h.livePanes(ctx)
+		cancel()
+		if err != nil {
+			// The server is gone (watch then reports every pane gone) or did not answer:
+			// asked again in a second.
+			h.log.Debug("tmux: confirm window closes", "err", err)
+			h.mu.Lock()
+			for w := range windows {
+				if h.closing == nil {
+					h.closing = map[string]bool{}
+				}
+				h.closing[w] = true
+			}
+			h.mu.Unlock()
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(time.Second):
+			}
+			select {
+			case h.confirm <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		h.mu.Lock()
+		for window := range windows {
+			pane, ok := h.windows[window]
+			if !ok || live[pane] {
+				continue
+			}
+			h.goneLocked(window, pane)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// livePanes lists the panes orcr's session holds now.
+func (h *Host) livePanes(ctx context.Context) (map[string]bool, error) {
+	out, err := h.call(ctx, "list-panes -s -t ="+session+` -F "#{pane_id}"`)
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(out))
+	for _, l := range out {
+		live[strings.TrimSpace(l)] = true
+	}
+	return live, nil
+}
+
+// goneLocked forgets pane (of window) and reports it gone.
+func (h *Host) goneLocked(window, pane string) {
 	delete(h.windows, window)
 	p := h.panes[pane]
 	delete(h.panes, pane)

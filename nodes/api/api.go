@@ -64,6 +64,10 @@ type Node struct {
 	// the coordinator missed were no longer kept there (its gc.retain pruned them, or
 	// its store is new), so its agents' records were re-read instead.
 	Gap string `json:"gap,omitempty"`
+	// Warning says what does not work on a node that is up: its sshd refused the
+	// forward its agents call orcr through ("agents cannot call orcr: …"), so agents
+	// that must (a run's) are not placed there.
+	Warning string `json:"warning,omitempty"`
 }
 
 // AddParams registers a node (node.add).
