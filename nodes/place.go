@@ -75,6 +75,9 @@ func hasAccount(accounts []string, provider, account string) bool {
 
 // roomFor says why sp cannot take an agent that needs w ("" : it can).
 func roomFor(sp spot, w want) string {
+	if sp.name == "" && sp.max > 0 && sp.agents >= sp.max {
+		return fmt.Sprintf("%d of its %d agents ([limits] local)", sp.agents, sp.max)
+	}
 	if sp.name != "" {
 		switch {
 		case sp.draining:
@@ -184,7 +187,7 @@ func (s *Service) reservedLocked(name string, now time.Time) int {
 // spotsLocked are this machine (first) and every node, as placement sees them now.
 func (s *Service) spotsLocked(here core.LocalRoom) []spot {
 	now := time.Now()
-	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1}
+	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1, agents: len(s.local), max: s.opts.LocalMax}
 	if local.freeMB >= 0 {
 		local.freeMB = max(0, local.freeMB-s.reservedLocked("", now))
 	}
@@ -286,6 +289,7 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 		return a.Node
 	}
 	if len(s.nodes) == 0 {
+		s.placedHereLocked(a.ID)
 		return ""
 	}
 	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: a.Worktree != ""}
@@ -302,6 +306,8 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 	if name != "" {
 		s.onNode[a.ID] = name
 		s.log.Info("placed on a node", "id", a.ID, "path", a.Path, "node", name)
+	} else {
+		s.placedHereLocked(a.ID)
 	}
 	return name
 }

@@ -150,6 +150,9 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 	if err != nil {
 		return err
 	}
+	if a, err = s.nodeDir(ctx, a); err != nil { // placerun.go
+		return err
+	}
 	p := wire.RunParams{ID: a.ID, Path: a.Path, Provider: a.Provider, Model: a.Model, Argv: a.Argv, Cwd: a.Cwd,
 		Prompt: a.Prompt, Priority: a.Priority, Keep: a.Keep, Worktree: a.Worktree, SystemPrompt: a.SystemPrompt,
 		MaxTurns: a.Limits.MaxTurns, SoftTimeoutSeconds: a.Limits.SoftTimeoutSeconds, HardTimeoutSeconds: a.Limits.HardTimeoutSeconds,
