@@ -26,6 +26,12 @@ import (
 // there). The record's directory becomes the node's before the node has the agent, so
 // a restart between the two finds the clone's, and pushing again reuses the clone.
 
+// An agent asked for with a sandbox (a run's coders by default) is handed to its node
+// with it: the node's own sandbox feature confines it there, with the node's Landlock,
+// its clone read-write and the node's orcr directory (where its socket to the
+// coordinator is) reachable; a node whose kernel has no Landlock refuses it, and the
+// launch fails here with "launch on node NAME: … Landlock …" — never unconfined.
+
 // nodeDirsCapability is the name a feature provides a NodeDirs under.
 const nodeDirsCapability = "node-dirs"
 
