@@ -201,3 +201,116 @@ func TestRealSSHRunCodersPlaced(t *testing.T) {
 		}
 	}, false)
 }
+
+// A coder placed on a node that then drops off the network is unreachable, not lost:
+// the run keeps it on its milestone and starts no other coder in its place while the
+// milestone on this machine merges; when the node returns the coder finishes and its
+// milestone merges too.
+func TestRunCoderPlacedUnreachable(t *testing.T) {
+	c := newCoord(t)
+	repo := filepath.Join(filepath.Dir(c.home), "app")
+	os.MkdirAll(repo, 0o755)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-qm", "init")
+	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
+	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	c.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := c.orcr("run", "status", "dist")
+			ls, _ := c.orcr("agent", "ls", "--all")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Logf("run status:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ls, b)
+		}
+	})
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", "1")
+	// Each coder waits for its milestone's go file before it builds.
+	gate := t.TempDir()
+	os.Chmod(gate, 0o777)
+	script := `m=$(git rev-parse --abbrev-ref HEAD); m=${m##*/}
+while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
+` + nodeCoder
+	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script); err != nil {
+		t.Fatalf("run start: %v\n%s", err, out)
+	}
+	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
+		t.Fatalf("dispatch: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	coders := func() map[string]wire.Agent {
+		all, err := c.cl.List(ctx, wire.ListParams{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]wire.Agent{}
+		for _, a := range all {
+			if strings.HasPrefix(a.Path, "runs/dist/coder-") {
+				if _, dup := out[a.Path]; dup {
+					t.Fatalf("%s has two agents", a.Path)
+				}
+				out[a.Path] = a
+			}
+		}
+		return out
+	}
+	var there, here wire.Agent
+	if !wait.Until(60*time.Second, func() bool {
+		there, here = wire.Agent{}, wire.Agent{}
+		for _, a := range coders() {
+			if a.State.Live() && a.Node == "a" && strings.Contains(a.Cwd, "/clones/dist/") {
+				there = a
+			} else if a.State.Live() && a.Node == "" {
+				here = a
+			}
+		}
+		return there.ID != "" && here.ID != ""
+	}) {
+		t.Fatalf("want one coder here and one in a clone on node a: %+v", coders())
+	}
+	mOf := func(a wire.Agent) string { return filepath.Base(a.Cwd) }
+	n.Down()
+	c.waitAgent(there.ID, func(a wire.Agent) bool { return a.Unreachable && a.State.Live() }, "unreachable, not lost")
+	// Meanwhile the milestone here is built and merged.
+	os.WriteFile(filepath.Join(gate, mOf(here)), nil, 0o644)
+	milestone := func(id string) string {
+		v, err := wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "dist"})
+		if err != nil {
+			return ""
+		}
+		for _, m := range v.Run.Milestones {
+			if m.ID == id {
+				return m.State + " " + m.Coder
+			}
+		}
+		return ""
+	}
+	if !wait.Until(60*time.Second, func() bool { return strings.HasPrefix(milestone(mOf(here)), "merged") }) {
+		t.Fatalf("%s: %s", mOf(here), milestone(mOf(here)))
+	}
+	// The node's coder is still the one on its milestone, live and unreachable; nothing
+	// was started in its place.
+	now := coders()
+	if len(now) != 2 || now[there.Path].ID != there.ID || !now[there.Path].Unreachable || !now[there.Path].State.Live() {
+		t.Fatalf("while node a is down the coders are %+v", now)
+	}
+	if got := milestone(mOf(there)); got != "building "+strings.TrimPrefix(there.Path, "runs/dist/") {
+		t.Fatalf("%s while its node is down: %s", mOf(there), got)
+	}
+	n.Up()
+	c.waitAgent(there.ID, func(a wire.Agent) bool { return !a.Unreachable && a.State.Live() }, "reachable again")
+	os.WriteFile(filepath.Join(gate, mOf(there)), nil, 0o644)
+	if !wait.Until(60*time.Second, func() bool { return strings.HasPrefix(milestone(mOf(there)), "merged") }) {
+		t.Fatalf("%s after its node returned: %s", mOf(there), milestone(mOf(there)))
+	}
+	if body := gitIn(t, repo, "show", "feature/dist:"+mOf(there)+".txt"); !strings.Contains(body, "node a in "+filepath.Join(n.Home, "clones", "dist")) {
+		t.Fatalf("%s: %q", mOf(there), body)
+	}
+	c.orcr("run", "stop", "dist")
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
