@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"orcr/core"
 	"orcr/core/wire"
 )
 
@@ -39,6 +40,26 @@ const nodeDirsCapability = "node-dirs"
 // the provider's agent). An error fails the launch with its message.
 type nodeDirs interface {
 	NodeDir(ctx context.Context, a wire.Agent) (string, error)
+}
+
+// hereKeeper is what the node-dirs provider may also say: the agents at path work in
+// this machine's repository and are never placed on a node (a run's lead and
+// reviewer). It is asked under the engine's lock, so it answers from the path alone.
+type hereKeeper interface {
+	StaysHere(path string) bool
+}
+
+// staysHere says whether only this machine can take a: a worktree agent (nodes have
+// no clone of its repository), or one the node-dirs provider keeps here.
+func (s *Service) staysHere(a wire.Agent) bool {
+	if a.Worktree != "" {
+		return true
+	}
+	if s.k == nil {
+		return false
+	}
+	h, ok := core.Lookup[hereKeeper](s.k, nodeDirsCapability)
+	return ok && h.StaysHere(a.Path)
 }
 
 // startLocal counts this machine's live agents and follows their ends.

@@ -314,3 +314,50 @@ while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 	c.orcr("run", "stop", "dist")
 	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
 }
+
+// A run's lead and reviewer are never placed on a node (they work in this machine's
+// repository and worktrees; only coders get clones): with this machine at its
+// [limits] local cap, a lead waits for it, saying why, while a coder goes to the node.
+func TestRunLeadStaysHere(t *testing.T) {
+	c := newCoord(t)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", "2")
+	ctx := context.Background()
+	run := func(path string) {
+		t.Helper()
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("p/first")
+	if a := c.waitAgent("p/first", live, "the first here"); a.Node != "" {
+		t.Fatalf("p/first runs on %q; this machine had room", a.Node)
+	}
+	run("runs/x/lead")
+	run("runs/x/coder-1")
+	if a := c.waitAgent("runs/x/coder-1", live, "a coder on the node"); a.Node != "a" {
+		t.Fatalf("the coder runs on %q", a.Node)
+	}
+	var q wire.QueueResult
+	if !wait.Until(20*time.Second, func() bool {
+		q, _ = c.cl.Queue(ctx)
+		for _, e := range q.Entries {
+			if e.Path == "runs/x/lead" {
+				return strings.Contains(e.Waiting, "here: 1 of its 1 agents ([limits] local)") && strings.Contains(e.Waiting, "a: it works in a repository of this machine")
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("the lead does not wait for this machine: %+v", q.Entries)
+	}
+	// This machine's slot frees: the lead starts here.
+	c.cl.Kill(ctx, wire.KillParams{Glob: "p/first"})
+	if a := c.waitAgent("runs/x/lead", live, "the lead once this machine has room"); a.Node != "" {
+		t.Fatalf("the lead runs on %q", a.Node)
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}

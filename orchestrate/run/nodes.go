@@ -124,3 +124,12 @@ func (s *Service) NodeDir(ctx context.Context, a wire.Agent) (string, error) {
 func isCloneOf(dir, run, m string) bool {
 	return strings.HasSuffix(dir, "/clones/"+run+"/"+m)
 }
+
+// StaysHere says that a run's agents other than its coders (the lead, the reviewer)
+// run on this machine: they work in its repository and the milestones' worktrees,
+// which only coders get clones of. The nodes feature asks it at admission, under the
+// engine's lock: the path alone answers.
+func (s *Service) StaysHere(path string) bool {
+	_, who, ok := splitRunPath(path)
+	return ok && !strings.HasPrefix(who, "coder-")
+}
