@@ -77,6 +77,8 @@ type Service struct {
 	localRSS map[string]int
 	// local are the live agents on this machine, for its cap (placerun.go).
 	local map[string]struct{}
+	// cloneMu serialises the pushes into one clone (git.go): node+dir → *sync.Mutex.
+	cloneMu sync.Map
 
 	factsMu   sync.Mutex
 	factsAt   time.Time

@@ -117,7 +117,15 @@ func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill
 	for _, who := range []string{"coder-1", "coder-2", "coder-3"} {
 		p := "runs/spread/" + who
 		if per[p] != 1 {
-			t.Fatalf("%s had %d agents; want 1", p, per[p])
+			var them []string
+			for _, a := range all {
+				if strings.HasPrefix(a.Path, "runs/spread/") {
+					them = append(them, fmt.Sprintf("%s %s %s (%s; %s) node=%q cwd=%s", a.Path, a.ID, a.State, a.StateReason, a.Error, a.Node, a.Cwd))
+				}
+			}
+			ev, _ := c.orcr("run", "events", "spread")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Fatalf("%s had %d agents; want 1:\n%s\nrun events:\n%s\nlog:\n%s", p, per[p], strings.Join(them, "\n"), ev, b)
 		}
 		a := where[p]
 		m := a.Node
