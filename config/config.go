@@ -339,11 +339,15 @@ func (c Config) GlobalCap() int { return c.Limits["global"] }
 // MinFreeMB is the memory guard.
 func (c Config) MinFreeMB() int { return c.Limits["min_free_mb"] }
 
+// LocalCap caps the agents placement puts on this machine while nodes are registered
+// (DESIGN §14; 0: no cap of its own).
+func (c Config) LocalCap() int { return c.Limits["local"] }
+
 // ProviderCaps are the per-provider caps.
 func (c Config) ProviderCaps() map[string]int {
 	out := map[string]int{}
 	for k, v := range c.Limits {
-		if k != "global" && k != "min_free_mb" {
+		if k != "global" && k != "min_free_mb" && k != "local" {
 			out[k] = v
 		}
 	}

@@ -15,8 +15,8 @@ import (
 // configLimits turns config [limits] into queue caps: the machine's defaults
 // (core.DefaultLimits: memory ÷ each provider's footprint, a memory guard) with every key
 // the config sets over them, 0 meaning unlimited as written. aging_seconds is the aging
-// step (default core.DefaultAging); every other key but global and min_free_mb is a
-// provider.
+// step (default core.DefaultAging); local caps this machine among the nodes (the nodes
+// feature's); every other key but global and min_free_mb is a provider.
 func configLimits(cfg config.Config) core.Limits {
 	set := map[string]int{}
 	for k, v := range cfg.Limits {
@@ -27,6 +27,7 @@ func configLimits(cfg config.Config) core.Limits {
 		l.Aging = time.Duration(v) * time.Second
 		delete(set, "aging_seconds")
 	}
+	delete(set, "local") // this machine's own cap among the nodes: the nodes feature's
 	return l.Override(set, core.OriginConfig)
 }
 

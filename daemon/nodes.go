@@ -43,5 +43,5 @@ func newNodes(cfg config.Config, home, self string, provs []core.Provider, log *
 		}
 		backoff = d
 	}
-	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep, BackoffMax: backoff, Secrets: secretsPath(), Providers: provs})
+	return nodes.New(nodes.Options{Logger: log, Home: home, Self: self, Config: ns, Keepalive: keep, BackoffMax: backoff, Secrets: secretsPath(), Providers: provs, LocalMax: cfg.LocalCap()})
 }

@@ -48,6 +48,9 @@ type Options struct {
 	BackoffMax time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// LocalMax caps the agents placement puts on this machine while nodes are
+	// registered ([limits] local; 0: no cap of its own). placerun.go.
+	LocalMax int
 }
 
 // Service is the nodes feature.
@@ -72,6 +75,10 @@ type Service struct {
 	reserved map[string][]reservation
 	here     core.LocalRoom
 	localRSS map[string]int
+	// local are the live agents on this machine, for its cap (placerun.go).
+	local map[string]struct{}
+	// cloneMu serialises the pushes into one clone (git.go): node+dir → *sync.Mutex.
+	cloneMu sync.Map
 
 	factsMu   sync.Mutex
 	factsAt   time.Time
@@ -115,7 +122,7 @@ func New(o Options) (*Service, error) {
 		seen[n.Name] = true
 	}
 	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
-		reserved: map[string][]reservation{}, localRSS: map[string]int{}, upReady: make(chan struct{})}, nil
+		reserved: map[string][]reservation{}, localRSS: map[string]int{}, local: map[string]struct{}{}, upReady: make(chan struct{})}, nil
 }
 
 // Name implements core.Feature.
@@ -133,6 +140,9 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		return err
 	}
 	if err := s.startAgents(ctx); err != nil {
+		return err
+	}
+	if err := s.startLocal(ctx); err != nil {
 		return err
 	}
 	k.Provide(Name, s)

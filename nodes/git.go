@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -64,6 +65,13 @@ func (s *Service) CloneOn(ctx context.Context, node, repo, branch, run, m string
 		return "", err
 	}
 	dir := home + "/clones/" + run + "/" + m
+	// One push into a clone at a time: after a restart an agent may be handed over
+	// twice at once (admission's launch and the link's re-read; the node keeps one),
+	// and two pushes of one ref race ("cannot lock ref") — the second, after the
+	// first, has nothing to do.
+	mu, _ := s.cloneMu.LoadOrStore(node+"\x00"+dir, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	q := shellQuote
 	// A repository that takes pushes into its checked-out branch (updateInstead: the
 	// work tree follows, and a dirty one refuses).

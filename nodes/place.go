@@ -43,8 +43,9 @@ type spot struct {
 type want struct {
 	provider, account string
 	minMB, rssMB      int // limits.min_free_mb and the provider's measured RSS
-	// here: the agent has a worktree of a repository of this machine (nodes have no
-	// clone of it), so only this machine can take it.
+	// here: the agent works in a repository of this machine that no node has a clone
+	// of (a worktree agent; a run's lead or reviewer: staysHere), so only this machine
+	// can take it.
 	here bool
 }
 
@@ -75,6 +76,9 @@ func hasAccount(accounts []string, provider, account string) bool {
 
 // roomFor says why sp cannot take an agent that needs w ("" : it can).
 func roomFor(sp spot, w want) string {
+	if sp.name == "" && sp.max > 0 && sp.agents >= sp.max {
+		return fmt.Sprintf("%d of its %d agents ([limits] local)", sp.agents, sp.max)
+	}
 	if sp.name != "" {
 		switch {
 		case sp.draining:
@@ -84,7 +88,7 @@ func roomFor(sp spot, w want) string {
 		case sp.max > 0 && sp.agents >= sp.max:
 			return fmt.Sprintf("%d of its %d agents", sp.agents, sp.max)
 		case w.here:
-			return "a worktree agent runs where its repository is"
+			return "it works in a repository of this machine"
 		case !hasAccount(sp.accounts, w.provider, w.account):
 			return "no " + w.label() + " login"
 		}
@@ -184,7 +188,7 @@ func (s *Service) reservedLocked(name string, now time.Time) int {
 // spotsLocked are this machine (first) and every node, as placement sees them now.
 func (s *Service) spotsLocked(here core.LocalRoom) []spot {
 	now := time.Now()
-	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1}
+	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1, agents: len(s.local), max: s.opts.LocalMax}
 	if local.freeMB >= 0 {
 		local.freeMB = max(0, local.freeMB-s.reservedLocked("", now))
 	}
@@ -258,10 +262,11 @@ func (s *Service) AdmitFleet(_ context.Context, a wire.Agent, here core.LocalRoo
 		return true, "", time.Time{}
 	}
 	acct := s.chosenAccount(a)
+	stays := s.staysHere(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.here = here
-	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: a.Worktree != ""}
+	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays}
 	if _, ok, why := choose(s.spotsLocked(here), w); !ok {
 		return false, why, time.Now().Add(2 * time.Second)
 	}
@@ -279,6 +284,7 @@ func providerOf(a wire.Agent) string {
 // unpinned one goes where choose says, with the account the placers chose, and its
 // memory is reserved there.
 func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
+	stays := a.Node == "" && s.staysHere(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a.Node != "" {
@@ -286,9 +292,10 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 		return a.Node
 	}
 	if len(s.nodes) == 0 {
+		s.placedHereLocked(a.ID)
 		return ""
 	}
-	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: a.Worktree != ""}
+	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays}
 	name, ok, why := choose(s.spotsLocked(s.here), w)
 	if !ok {
 		// Admitted on another account than the one foreseen, which no node has: it
@@ -302,6 +309,8 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 	if name != "" {
 		s.onNode[a.ID] = name
 		s.log.Info("placed on a node", "id", a.ID, "path", a.Path, "node", name)
+	} else {
+		s.placedHereLocked(a.ID)
 	}
 	return name
 }

@@ -41,7 +41,11 @@ func TestChoose(t *testing.T) {
 			[]string{"no node has claude/work with 900 MB free", "here: 412 MB free", "big: 3 of its 3 agents", "lab: unreachable",
 				"mem: 700 MB free", "acct: no claude/work login", "dr: drained"}},
 		{"a worktree agent stays here", []spot{here(100), nd("big", 0, 3, 8000, 16000, "work")}, want{provider: "claude", account: "work", minMB: 400, here: true}, "",
-			[]string{"big: a worktree agent runs where its repository is", "here: 100 MB free"}},
+			[]string{"big: it works in a repository of this machine", "here: 100 MB free"}},
+		{"here at its [limits] local cap: the node", []spot{{state: nodeapi.StateUp, freeMB: 9000, totalMB: -1, agents: 1, max: 1}, nd("big", 0, 1, 8000, 16000, "work")}, w, "big", nil},
+		{"here under its local cap", []spot{{state: nodeapi.StateUp, freeMB: 9000, totalMB: -1, agents: 1, max: 2}, nd("big", 0, 1, 8000, 16000, "work")}, w, "", nil},
+		{"every machine at its cap", []spot{{state: nodeapi.StateUp, freeMB: 9000, totalMB: -1, agents: 1, max: 1}, nd("big", 1, 1, 8000, 16000, "work")}, w, "",
+			[]string{"here: 1 of its 1 agents ([limits] local)", "big: 1 of its 1 agents"}},
 		{"no memory need", []spot{here(0), nd("big", 3, 3, 100, 16000)}, want{provider: "shell"}, "", nil},
 	}
 	for _, c := range cases {

@@ -160,10 +160,14 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 	if why != "" {
 		return wire.Errorf(wire.CodeNotAllowed, "%s", why)
 	}
+	if a, err = s.nodeDir(ctx, a); err != nil { // placerun.go
+		return err
+	}
 	p := wire.RunParams{ID: a.ID, Path: a.Path, Provider: a.Provider, Model: a.Model, Argv: a.Argv, Cwd: a.Cwd,
 		Prompt: a.Prompt, Priority: a.Priority, Keep: a.Keep, Worktree: a.Worktree, SystemPrompt: a.SystemPrompt,
 		MaxTurns: a.Limits.MaxTurns, SoftTimeoutSeconds: a.Limits.SoftTimeoutSeconds, HardTimeoutSeconds: a.Limits.HardTimeoutSeconds,
-		BudgetUSD: a.Limits.BudgetUSD, BudgetAction: a.Limits.BudgetAction, Env: map[string]string{envNode: a.Node}}
+		BudgetUSD: a.Limits.BudgetUSD, BudgetAction: a.Limits.BudgetAction, Env: map[string]string{envNode: a.Node},
+		Sandbox: a.Sandbox} // confined by the node's own sandbox, on its kernel, or refused there (placerun.go)
 	for k, v := range a.Env {
 		p.Env[k] = v
 	}

@@ -211,7 +211,9 @@ func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, erro
 		// same milestone to the same coder (`run retry`) is no replay: it starts a
 		// fresh agent with it.
 		replay := rec.Agents[a.Coder] != old.ID || rec.Briefs[a.Coder] == p.Ref()
-		if replay && old.Cwd == dir && strings.Contains(old.Prompt, "milestone "+a.M+":") {
+		// A coder admission placed on a node works in the clone made there from dir.
+		same := old.Cwd == dir || node == "" && old.Node != "" && isCloneOf(old.Cwd, name, a.M)
+		if replay && same && strings.Contains(old.Prompt, "milestone "+a.M+":") {
 			if rec.Agents[a.Coder] != old.ID {
 				if err := s.recordCoder(ctx, name, a.Coder, old.ID, strings.TrimSuffix(old.Provider+":"+old.Model, ":"), p.Ref(), old.CreatedAt); err != nil {
 					return nil, err

@@ -61,6 +61,8 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 		}
 		s.resume(ctx, rec)
 	}
+	// The nodes feature asks for a coder's directory on the node admission put it on.
+	k.Provide("node-dirs", s)
 	s.wg.Add(2)
 	go s.follow(evs)
 	go s.pollPlans()

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,6 +20,14 @@ import (
 // feature branch are what they are for a coder on this machine. The git transport is
 // the nodes feature's (over the node's own SSH credentials), asked for through the
 // kernel's registry.
+
+// A coder no --node pins is placed by admission like any agent: on this machine when
+// it has room, else on the least loaded node with room. It was asked for in its
+// milestone's worktree here; when admission puts it on a node, the nodes feature asks
+// NodeDir (provided as "node-dirs") for its directory there before handing it over,
+// and gets the same clone a pinned coder's brief makes. The clone follows the
+// placement, so placement stays where it is (admission, under the caps), and the run
+// needs no second guess of where there is room.
 
 // nodeGit is what the run asks the nodes feature (provided as "nodes").
 type nodeGit interface {
@@ -77,4 +86,50 @@ func (s *Service) fetchFromNode(ctx context.Context, rec Record, who string, a w
 		return wire.Errorf(wire.CodeUnavailable, "run %s: bring %s back from node %s: %v; commit and run `run done %s` again", rec.Run.Name, m, a.Node, err, m)
 	}
 	return nil
+}
+
+// NodeDir is the directory on its node of an agent that admission placed there (the
+// nodes feature asks before the hand-over): for a coder of a run asked for in its
+// milestone's worktree here, the clone of the milestone's branch on that node; ""
+// for any other agent. A coder of a shared run works in this machine's one checkout,
+// which no node has: refused, saying so.
+func (s *Service) NodeDir(ctx context.Context, a wire.Agent) (string, error) {
+	name, who, ok := splitRunPath(a.Path)
+	if !ok || !strings.HasPrefix(who, "coder-") || a.Node == "" || a.Cwd == "" {
+		return "", nil
+	}
+	rec, err := s.runs.Get(ctx, name)
+	if errors.Is(err, wire.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if rec.Mode == "shared" {
+		if a.Cwd == rec.Repo {
+			return "", wire.Errorf(wire.CodeInvalidParams, "run %s is shared: its coders work in this machine's checkout %s, which node %s has no copy of; start it with --mode worktree to let coders run on nodes, or set [limits] local so this machine keeps room", name, rec.Repo, a.Node)
+		}
+		return "", nil
+	}
+	for _, m := range rec.Run.Milestones {
+		if a.Cwd == s.workDir(rec, m.ID) {
+			return s.cloneOnNode(ctx, rec, a.Node, a.Cwd, m.ID)
+		}
+	}
+	return "", nil
+}
+
+// isCloneOf says whether dir is run's clone of milestone m on a node (CloneOn's
+// clones/RUN/M under the node's orcr directory).
+func isCloneOf(dir, run, m string) bool {
+	return strings.HasSuffix(dir, "/clones/"+run+"/"+m)
+}
+
+// StaysHere says that a run's agents other than its coders (the lead, the reviewer)
+// run on this machine: they work in its repository and the milestones' worktrees,
+// which only coders get clones of. The nodes feature asks it at admission, under the
+// engine's lock: the path alone answers.
+func (s *Service) StaysHere(path string) bool {
+	_, who, ok := splitRunPath(path)
+	return ok && !strings.HasPrefix(who, "coder-")
 }

@@ -1,0 +1,371 @@
+package nodes_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"orcr/core/wire"
+	runapi "orcr/orchestrate/run/api"
+	"orcr/testutil/wait"
+)
+
+const threePartsPlan = `# Plan: spread
+request: three parts
+check: for f in M*.txt; do grep -q node "$f" || exit 1; done
+
+## M1 · One
+depends: -
+tier: small
+
+### Goal
+Write M1.txt.
+
+### Acceptance
+- [ ] M1.txt
+
+## M2 · Two
+depends: -
+tier: small
+
+### Goal
+Write M2.txt.
+
+### Acceptance
+- [ ] M2.txt
+
+## M3 · Three
+depends: -
+tier: small
+
+### Goal
+Write M3.txt.
+
+### Acceptance
+- [ ] M3.txt
+`
+
+// placedRun is the scenario of automatic placement of a run's coders: this machine
+// and two nodes, each with a cap of 1 ([limits] local = 1, --max-agents 1), a run
+// of three milestones whose three coders no --node pins. homes are the nodes' orcr
+// directories (where clones are made); add registers the nodes once the coordinator
+// runs. With kill, the coordinator is killed with -9 right after the dispatch (while
+// it places and clones) and started again.
+func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill bool) {
+	t.Helper()
+	repo := filepath.Join(filepath.Dir(c.home), "app")
+	os.MkdirAll(repo, 0o755)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-qm", "init")
+	seedPlan(t, c.home, repo, "spread", threePartsPlan)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
+	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	c.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := c.orcr("run", "status", "spread")
+			ev, _ := c.orcr("run", "events", "spread")
+			ls, _ := c.orcr("agent", "ls", "--all")
+			q, _ := c.orcr("queue")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Logf("run status:\n%s\nevents:\n%s\nagents:\n%s\nqueue:\n%s\ncoordinator's log:\n%s", out, ev, ls, q, b)
+		}
+	})
+	add()
+	if out, err := c.orcr("run", "start", "spread", "--coders", "3", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder); err != nil {
+		t.Fatalf("run start: %v\n%s", err, out)
+	}
+	if out, err := c.orcr("run", "dispatch", "spread", "M1", "M2", "M3"); err != nil {
+		t.Fatalf("dispatch: %v\n%s", err, out)
+	}
+	if kill {
+		c.srv.Kill9()
+		c.start()
+	}
+	ctx := context.Background()
+	var v runapi.RunResult
+	if !wait.Until(180*time.Second, func() bool {
+		var err error
+		v, err = wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "spread"})
+		return err == nil && v.Run.State == "done"
+	}) {
+		t.Fatalf("the run is %s", v.Run.State)
+	}
+	// One agent per coder, ever (nothing spawned twice, not even across the kill), one
+	// on each machine (the caps held: each coder stays live once done).
+	all, err := c.cl.List(ctx, wire.ListParams{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	where := map[string]wire.Agent{}
+	for _, a := range all {
+		if strings.HasPrefix(a.Path, "runs/spread/coder-") {
+			per[a.Path]++
+			where[a.Path] = a
+		}
+	}
+	var machines []string
+	for _, who := range []string{"coder-1", "coder-2", "coder-3"} {
+		p := "runs/spread/" + who
+		if per[p] != 1 {
+			var them []string
+			for _, a := range all {
+				if strings.HasPrefix(a.Path, "runs/spread/") {
+					them = append(them, fmt.Sprintf("%s %s %s (%s; %s) node=%q cwd=%s", a.Path, a.ID, a.State, a.StateReason, a.Error, a.Node, a.Cwd))
+				}
+			}
+			ev, _ := c.orcr("run", "events", "spread")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Fatalf("%s had %d agents; want 1:\n%s\nrun events:\n%s\nlog:\n%s", p, per[p], strings.Join(them, "\n"), ev, b)
+		}
+		a := where[p]
+		m := a.Node
+		if m == "" {
+			m = "here"
+			if strings.Contains(a.Cwd, "/clones/") {
+				t.Fatalf("%s worked here in %q", p, a.Cwd)
+			}
+		} else if !strings.HasPrefix(a.Cwd, filepath.Join(homes[a.Node], "clones", "spread")+"/") {
+			t.Fatalf("%s ran on %s in %q; want its clone under %s", p, a.Node, a.Cwd, homes[a.Node])
+		}
+		machines = append(machines, m)
+	}
+	sort.Strings(machines)
+	if fmt.Sprint(machines) != "[a b here]" {
+		t.Fatalf("the coders ran on %v; want one on each machine", machines)
+	}
+	// Every milestone merged here, each built where its coder ran; one clone per
+	// milestone built on a node, none elsewhere.
+	built := ""
+	for _, m := range []string{"M1", "M2", "M3"} {
+		built += gitIn(t, repo, "show", "feature/spread:"+m+".txt") + "\n"
+	}
+	for node, home := range homes {
+		if !strings.Contains(built, "node "+node+" in "+filepath.Join(home, "clones", "spread")+"/") {
+			t.Fatalf("no milestone was built in a clone on %s:\n%s", node, built)
+		}
+		clones, _ := os.ReadDir(filepath.Join(home, "clones", "spread"))
+		if len(clones) != 1 {
+			t.Fatalf("node %s has %d clones of the run; want 1 (its coder's)", node, len(clones))
+		}
+	}
+	c.orcr("run", "stop", "spread")
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
+
+// A run's coders no --node pins are placed like any agent: this machine takes one
+// ([limits] local = 1), each node one (--max-agents 1); each coder on a node works in
+// a clone made there when admission put it there, and all three milestones merge here.
+func TestRunCodersPlaced(t *testing.T) {
+	c := newCoord(t)
+	a, b := c.node(), c.node()
+	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
+		c.trust(a)
+		c.trust(b)
+		c.addNode("a", a.Port(), "--max-agents", "1")
+		c.addNode("b", b.Port(), "--max-agents", "1")
+	}, false)
+}
+
+// The same with the coordinator killed with -9 while it places and clones: after its
+// restart each coder still has one agent and each node one clone.
+func TestRunCodersPlacedKill9(t *testing.T) {
+	c := newCoord(t)
+	a, b := c.node(), c.node()
+	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
+		c.trust(a)
+		c.trust(b)
+		c.addNode("a", a.Port(), "--max-agents", "1")
+		c.addNode("b", b.Port(), "--max-agents", "1")
+	}, true)
+}
+
+// The issue's test, for real: two real sshd nodes with a cap of 1 each, this machine
+// with a cap of 1, three coders no --node pins spread over the three machines.
+func TestRealSSHRunCodersPlaced(t *testing.T) {
+	needRealSSH(t)
+	c := newCoord(t)
+	tag := fmt.Sprintf("%04x", (os.Getpid()+2)%0x10000)
+	nodes := []*realNode{startRealNode(t, tag, 5, c.key.PublicKey()), startRealNode(t, tag, 6, c.key.PublicKey())}
+	placedRun(t, c, map[string]string{"a": nodes[0].stateHome(), "b": nodes[1].stateHome()}, func() {
+		kh := ""
+		for _, n := range nodes {
+			kh += n.knownHostsLine() + "\n"
+		}
+		os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
+		for i, name := range []string{"a", "b"} {
+			if out, err := c.orcr("node", "add", name, nodes[i].user+"@"+nodes[i].addr, "--max-agents", "1"); err != nil || !strings.Contains(out, " up") {
+				t.Fatalf("node add %s: %v\n%s", name, err, out)
+			}
+		}
+	}, false)
+}
+
+// A coder placed on a node that then drops off the network is unreachable, not lost:
+// the run keeps it on its milestone and starts no other coder in its place while the
+// milestone on this machine merges; when the node returns the coder finishes and its
+// milestone merges too.
+func TestRunCoderPlacedUnreachable(t *testing.T) {
+	c := newCoord(t)
+	repo := filepath.Join(filepath.Dir(c.home), "app")
+	os.MkdirAll(repo, 0o755)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-qm", "init")
+	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
+	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	c.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := c.orcr("run", "status", "dist")
+			ls, _ := c.orcr("agent", "ls", "--all")
+			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+			t.Logf("run status:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ls, b)
+		}
+	})
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", "1")
+	// Each coder waits for its milestone's go file before it builds.
+	gate := t.TempDir()
+	os.Chmod(gate, 0o777)
+	script := `m=$(git rev-parse --abbrev-ref HEAD); m=${m##*/}
+while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
+` + nodeCoder
+	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script); err != nil {
+		t.Fatalf("run start: %v\n%s", err, out)
+	}
+	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
+		t.Fatalf("dispatch: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	coders := func() map[string]wire.Agent {
+		all, err := c.cl.List(ctx, wire.ListParams{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]wire.Agent{}
+		for _, a := range all {
+			if strings.HasPrefix(a.Path, "runs/dist/coder-") {
+				if _, dup := out[a.Path]; dup {
+					t.Fatalf("%s has two agents", a.Path)
+				}
+				out[a.Path] = a
+			}
+		}
+		return out
+	}
+	var there, here wire.Agent
+	if !wait.Until(60*time.Second, func() bool {
+		there, here = wire.Agent{}, wire.Agent{}
+		for _, a := range coders() {
+			if a.State.Live() && a.Node == "a" && strings.Contains(a.Cwd, "/clones/dist/") {
+				there = a
+			} else if a.State.Live() && a.Node == "" {
+				here = a
+			}
+		}
+		return there.ID != "" && here.ID != ""
+	}) {
+		t.Fatalf("want one coder here and one in a clone on node a: %+v", coders())
+	}
+	mOf := func(a wire.Agent) string { return filepath.Base(a.Cwd) }
+	n.Down()
+	c.waitAgent(there.ID, func(a wire.Agent) bool { return a.Unreachable && a.State.Live() }, "unreachable, not lost")
+	// Meanwhile the milestone here is built and merged.
+	os.WriteFile(filepath.Join(gate, mOf(here)), nil, 0o644)
+	milestone := func(id string) string {
+		v, err := wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "dist"})
+		if err != nil {
+			return ""
+		}
+		for _, m := range v.Run.Milestones {
+			if m.ID == id {
+				return m.State + " " + m.Coder
+			}
+		}
+		return ""
+	}
+	if !wait.Until(60*time.Second, func() bool { return strings.HasPrefix(milestone(mOf(here)), "merged") }) {
+		t.Fatalf("%s: %s", mOf(here), milestone(mOf(here)))
+	}
+	// The node's coder is still the one on its milestone, live and unreachable; nothing
+	// was started in its place.
+	now := coders()
+	if len(now) != 2 || now[there.Path].ID != there.ID || !now[there.Path].Unreachable || !now[there.Path].State.Live() {
+		t.Fatalf("while node a is down the coders are %+v", now)
+	}
+	if got := milestone(mOf(there)); got != "building "+strings.TrimPrefix(there.Path, "runs/dist/") {
+		t.Fatalf("%s while its node is down: %s", mOf(there), got)
+	}
+	n.Up()
+	c.waitAgent(there.ID, func(a wire.Agent) bool { return !a.Unreachable && a.State.Live() }, "reachable again")
+	os.WriteFile(filepath.Join(gate, mOf(there)), nil, 0o644)
+	if !wait.Until(60*time.Second, func() bool { return strings.HasPrefix(milestone(mOf(there)), "merged") }) {
+		t.Fatalf("%s after its node returned: %s", mOf(there), milestone(mOf(there)))
+	}
+	if body := gitIn(t, repo, "show", "feature/dist:"+mOf(there)+".txt"); !strings.Contains(body, "node a in "+filepath.Join(n.Home, "clones", "dist")) {
+		t.Fatalf("%s: %q", mOf(there), body)
+	}
+	c.orcr("run", "stop", "dist")
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
+
+// A run's lead and reviewer are never placed on a node (they work in this machine's
+// repository and worktrees; only coders get clones): with this machine at its
+// [limits] local cap, a lead waits for it, saying why, while a coder goes to the node.
+func TestRunLeadStaysHere(t *testing.T) {
+	c := newCoord(t)
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", "2")
+	ctx := context.Background()
+	run := func(path string) {
+		t.Helper()
+		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("p/first")
+	if a := c.waitAgent("p/first", live, "the first here"); a.Node != "" {
+		t.Fatalf("p/first runs on %q; this machine had room", a.Node)
+	}
+	run("runs/x/lead")
+	run("runs/x/coder-1")
+	if a := c.waitAgent("runs/x/coder-1", live, "a coder on the node"); a.Node != "a" {
+		t.Fatalf("the coder runs on %q", a.Node)
+	}
+	var q wire.QueueResult
+	if !wait.Until(20*time.Second, func() bool {
+		q, _ = c.cl.Queue(ctx)
+		for _, e := range q.Entries {
+			if e.Path == "runs/x/lead" {
+				return strings.Contains(e.Waiting, "here: 1 of its 1 agents ([limits] local)") && strings.Contains(e.Waiting, "a: it works in a repository of this machine")
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("the lead does not wait for this machine: %+v", q.Entries)
+	}
+	// This machine's slot frees: the lead starts here.
+	c.cl.Kill(ctx, wire.KillParams{Glob: "p/first"})
+	if a := c.waitAgent("runs/x/lead", live, "the lead once this machine has room"); a.Node != "" {
+		t.Fatalf("the lead runs on %q", a.Node)
+	}
+	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
