@@ -83,6 +83,10 @@ type Host struct {
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
 
 	release releaser // hands memory packing let go back to the OS (pack.go)
+	// building is held while a new pane's emulator is made and packed (newPane):
+	// one at a time, so a burst of launches has one emulator's 6 MB of construction
+	// garbage live at once, not one per concurrent launch.
+	building sync.Mutex
 
 	mu       sync.Mutex
 	panes    map[string]*pane
