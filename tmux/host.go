@@ -78,6 +78,7 @@ type Host struct {
 	closed  bool
 	// unreaped holds panes whose pty closed before tmux had their exit status.
 	unreaped map[string]bool
+	ended    int // panes whose exit was reported since the last memory return (maybeExitedLocked)
 
 	wg   sync.WaitGroup // watch, reaper and exit-watch goroutines
 	stop chan struct{}
