@@ -150,7 +150,10 @@ func (h *Host) adopt(list []Handoff) int64 {
 			}
 			continue
 		}
+		// Locked: an adopted pane's watcher may already be looking (Host.idle).
+		h.mu.Lock()
 		h.panes[p.id] = p
+		h.mu.Unlock()
 		h.log.Debug("adopted", "pane", p.id, "pid", p.pid)
 	}
 	return top

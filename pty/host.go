@@ -83,6 +83,10 @@ type Host struct {
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
 
 	release releaser // hands memory packing let go back to the OS (pack.go)
+	// building is held while a new pane's emulator is made and packed (newPane):
+	// one at a time, so a burst of launches has one emulator's 6 MB of construction
+	// garbage live at once, not one per concurrent launch.
+	building sync.Mutex
 
 	mu       sync.Mutex
 	panes    map[string]*pane
@@ -418,9 +422,27 @@ func (h *Host) coalesce() {
 // exited delivers the PaneExited event of p unless the pane was closed (or exported)
 // on purpose; code is nil when the exit status is unknown (adopted panes).
 // It blocks until the consumer takes it or the host shuts down.
+// idle reports whether no pane but ended (whose program has just ended) still runs
+// its program.
+func (h *Host) idle(ended *pane) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.panes {
+		if p != ended && !p.dead() {
+			return false
+		}
+	}
+	return true
+}
+
 func (h *Host) exited(p *pane, code *int) {
 	if p.closing.Load() {
 		return
+	}
+	if h.idle(p) {
+		// The last running program has ended: before anyone hears of it, the burst's
+		// garbage goes back to the OS (releaser.settle).
+		h.release.settle()
 	}
 	ev := core.HostEvent{Pane: p.id, Kind: core.PaneExited, ExitCode: code, At: time.Now()}
 	select {

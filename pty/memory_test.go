@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -185,5 +186,30 @@ func TestClosedPaneLetsGoOfItsCells(t *testing.T) {
 	t.Logf("live heap per closed 200x50 pane: %.0f KiB", per/1024)
 	if per > 200<<10 {
 		t.Errorf("a closed 200x50 pane still holds %.0f KiB of heap (its cells are 2.2 MB); it should hold under 200 KiB", per/1024)
+	}
+}
+
+// A burst of short-lived panes hands its memory back to the OS when its last program
+// ends, before that end is reported: each new pane leaves ~6 MB of construction
+// garbage (vt's screens and parser buffer), and a server whose burst had just ended
+// (a 1,000-item for_each's last result) still held ~20 MB of it, which the runtime's
+// own scavenger returns only over the next seconds. While any pane still runs its
+// program, ends return nothing (that is the periodic return's job).
+func TestBurstEndReturnsMemory(t *testing.T) {
+	h := newHost(t, pty.Options{Cols: 200, Rows: 50})
+	keeper := launch(t, h, "sleep", "600")
+	for range 4 { // 4 × ~6 MB: past the return's threshold, short of the periodic one
+		info := launch(t, h, "sh", "-c", "exit 0")
+		nextExit(t, h, info.ID)
+	}
+	if n := pty.Releases(h); n != 0 {
+		t.Fatalf("%d returns of memory while a pane still ran its program; want 0", n)
+	}
+	if err := syscall.Kill(keeper.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	nextExit(t, h, keeper.ID)
+	if n := pty.Releases(h); n != 1 {
+		t.Fatalf("the burst's last program ended and was reported after %d returns of memory; want 1", n)
 	}
 }

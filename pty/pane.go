@@ -206,6 +206,13 @@ func confinedStart(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine, don
 // newPane builds a pane around a running process's pty master with a fresh emulator
 // of cols×rows; the caller starts its goroutines.
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
+	// vt.NewEmulator allocates both screens' cells (2.2 MB at 200x50) and a 4 MiB
+	// parser buffer, all garbage a moment later (shrinkParser, packAtStart). Ten
+	// launches at once (a for_each's max_parallel) held ten of them live together:
+	// the live heap swung by up to 60 MB, the GC's goal with it, and the server's
+	// RSS followed the goal. Built one at a time, at most one is live.
+	h.building.Lock()
+	defer h.building.Unlock()
 	emu := vt.NewEmulator(cols, rows)
 	trimScrollback(emu) // pack.go
 	if shrinkParser(emu, parserDataSize) {

@@ -57,8 +57,9 @@
 //     event that embeds a whole agent weighs) as fast as it can peaks at 65–85 MiB,
 //     against about 100 MiB with badger's defaults; at a steady 1,000 events/s the peak
 //     was about 67 MiB against 140 MiB with 4 MiB memtables, 2 MiB tables and no
-//     compression. What grows is badger's pool of table-builder buffers (up to eight;
-//     one is released every 2 s once writes stop), Go's GC headroom over them, and the
+//     compression. What grew was badger's pool of table-builder buffers (up to eight,
+//     one released every 2 s once writes stop; no longer pooled: see
+//     third_party/ristretto/README.orcr.md), Go's GC headroom over them, and the
 //     mmapped tables, whose bytes count as file-backed RSS, so the size of the retained
 //     event log matters. A soft memory limit for the process (GOMEMLIMIT=32MiB, or
 //     debug.SetMemoryLimit) brought the burst peak to about 49 MiB. Prune events, and

@@ -1,7 +1,9 @@
 package tmux
 
 import (
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"orcr/core"
@@ -9,6 +11,18 @@ import (
 
 // coalesceWindow is the shortest gap between two PaneOutput events of one pane.
 const coalesceWindow = 50 * time.Millisecond
+
+// settleMemory is a queued marker, never delivered: the delivery goroutine returns
+// the process's free memory to the OS when it reaches it (Host.maybeExitedLocked
+// queues one before the exit that ends a burst of panes).
+const settleMemory core.HostEventKind = -1
+
+// settleEnds is how many panes must have ended since the last return for the end of
+// the last running one to return memory (a burst, not one agent coming and going).
+var settleEnds = 64
+
+// releases counts the returns made (tests).
+var releases atomic.Int64
 
 // eventQueue delivers host events in order without ever blocking the control reader:
 // events wait in an unbounded queue that one goroutine drains into the channel.
@@ -113,6 +127,14 @@ func (q *eventQueue) run() {
 			delete(q.queued, ev.Pane)
 		}
 		q.mu.Unlock()
+		if ev.Kind == settleMemory {
+			// Here, not under the host's lock: the control reader goes on; the
+			// events behind it (the burst's last exit first) wait the few
+			// milliseconds of one collection and scavenge.
+			debug.FreeOSMemory()
+			releases.Add(1)
+			continue
+		}
 		select {
 		case q.ch <- ev:
 		case <-q.stop:

@@ -86,6 +86,7 @@ type Host struct {
 	closing map[string]bool
 	confirm chan struct{} // wakes the confirmer
 	sweep   bool          // the confirmer looks for attach sessions without a client
+	ended   int           // panes whose exit was reported since the last memory return (maybeExitedLocked)
 
 	wg   sync.WaitGroup // watch, reaper, confirmer and exit-watch goroutines
 	stop chan struct{}

@@ -188,10 +188,29 @@ func (h *Host) paneLocked(pane string) *paneState {
 	return p
 }
 
+// idleLocked reports whether no pane this host launched still runs its program.
+func (h *Host) idleLocked() bool {
+	for _, p := range h.panes {
+		if p.mine && !p.dead {
+			return false
+		}
+	}
+	return true
+}
+
 // maybeExitedLocked emits PaneExited once for a dead pane this host launched or saw alive.
 func (h *Host) maybeExitedLocked(pane string, p *paneState) {
 	if p.dead && p.mine && !p.exitSent {
 		p.exitSent = true
+		// A burst of agents (a for_each of 1,000 instant programs, 10 at a time) leaves
+		// the server's heap at the size the burst grew it to, ~7 MB more than it holds,
+		// which the runtime's scavenger hands back only over the next seconds: when
+		// the last running pane of a burst ends, that memory goes back before the end
+		// is reported.
+		if h.ended++; h.ended >= settleEnds && h.idleLocked() {
+			h.ended = 0
+			h.events.push(core.HostEvent{Kind: settleMemory})
+		}
 		h.events.push(core.HostEvent{Pane: pane, Kind: core.PaneExited, ExitCode: p.exitCode, At: time.Now()})
 	}
 }

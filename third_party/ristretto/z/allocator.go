@@ -330,7 +330,8 @@ func (p *AllocatorPool) Return(a *Allocator) {
 	if a == nil {
 		return
 	}
-	if p == nil {
+	if p == nil || !poolAllocators {
+		// orcr: see poolAllocators.
 		a.Release()
 		return
 	}

@@ -27,6 +27,10 @@ import (
 // the runtime. Below we're accessing the throw function.
 
 //go:linkname throw runtime.throw
+
+// orcr: poolAllocators: jemalloc memory is outside the Go heap; pooling it is as upstream.
+const poolAllocators = true
+
 func throw(s string)
 
 // New allocates a slice of size n. The returned slice is from manually managed

@@ -14,6 +14,15 @@ import (
 // Provides versions of Calloc, CallocNoRef, etc when jemalloc is not available
 // (eg: build without jemalloc tag).
 
+// orcr: poolAllocators says whether AllocatorPool keeps returned allocators. Without
+// jemalloc their buffers are Go memory, which a pool keeps live: badger pools up to
+// eight table builders' allocators, each as large as the biggest table it built, and
+// lets one go every 2 s once writes stop, so a burst of writes (a 1,000-agent
+// for_each) left 4-7 MB of them live at its end, raising the GC's goal by half as much
+// again and the resident size with it. Released, a builder's buffers are garbage the
+// next collection reuses for whatever is allocated next.
+const poolAllocators = false
+
 // Calloc allocates a slice of size n.
 func Calloc(n int, tag string) []byte {
 	return make([]byte, n)
