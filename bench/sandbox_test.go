@@ -24,8 +24,8 @@ import (
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
 // on the same `orcr serve`, alternating, per host: from agent.run until the agent's
 // program has written a file in its folder — the policy built and written, Landlock
-// applied (by the launcher in the pane; pty-inprocess: by the server on a thread of its
-// own), the program exec'd. Goal: confined ≤ 1.1× unconfined.
+// applied (pty: by the server on a thread of its own, the default; pty-launcher and
+// tmux: by the launcher in the pane), the program exec'd. Goal: confined ≤ 1.1× unconfined.
 //
 // Each row runs with orcr's home where a user's is (under $HOME, ~/.local/state/orcr by
 // default: /tmp is then granted as one folder), and again (/tmphome) where the tests
@@ -36,27 +36,27 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 		b.Skipf("no Landlock: %v", err)
 	}
 	for _, layout := range []string{"", "/tmphome"} {
-		for _, host := range []string{"pty", "tmux"} {
-			b.Run(host+layout, func(b *testing.B) { benchSandboxedSpawn(b, host, false, layout == "") })
-		}
-		// pty with the server confining from a thread of its own instead of the
-		// launcher (ORCR_SANDBOX_IN_PROCESS=1 here: the default only for a server
-		// without capabilities, and this one runs as root).
-		b.Run("pty-inprocess"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
+		// pty: the server confines from a thread of its own (the default, root
+		// included); pty-launcher: forced to the launcher (ORCR_SANDBOX_IN_PROCESS=0);
+		// tmux: the launcher, its only way.
+		b.Run("pty"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
+		b.Run("pty-launcher"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", false, layout == "") })
+		b.Run("tmux"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux", false, layout == "") })
 	}
 }
 
 func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	srv := serve.StartBench(b, host, "GO")
-	if inProcess || userHome {
+	launcher := host == "pty" && !inProcess
+	if launcher || userHome {
 		// StartBench leaves the caller's ORCR_* variables out of the server's
 		// environment (a b.Setenv never reached it: this row measured the launcher
 		// until the report below was checked), so the server is started again with it,
 		// and with its home under $HOME, as a user's is, when the row asks.
 		srv.Stop()
 		env := slices.Clone(srv.Env)
-		if inProcess {
-			env = append(env, "ORCR_SANDBOX_IN_PROCESS=1")
+		if launcher {
+			env = append(env, "ORCR_SANDBOX_IN_PROCESS=0")
 		}
 		if userHome {
 			env = underHome(b, env, host)

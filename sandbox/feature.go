@@ -52,14 +52,12 @@ type Options struct {
 	// InProcess chooses who confines the agent of a host that forks the program
 	// itself (pty): the server, from a thread of its own (one process start less per
 	// spawn: the launcher is a whole orcr process), or the launcher in the pane.
-	// InProcessAuto (ORCR_SANDBOX_IN_PROCESS unset) is the server when it holds no
-	// capabilities — its agents then read /proc as a whole, their own /proc/self
-	// included, and Landlock keeps every other process's environ, maps and memory
-	// closed to them — and the launcher otherwise (root, or any capability: then
-	// Landlock let a confined process read the environ of processes outside its
-	// domain, measured here, so only the launcher's own /proc/PID is granted).
-	// InProcessOn forces the server (with capabilities: no /proc/self for the agent);
-	// InProcessOff forces the launcher.
+	// InProcessAuto (ORCR_SANDBOX_IN_PROCESS unset) and InProcessOn are the server,
+	// whoever runs it, root included: the confined thread drops every capability
+	// before the fork (confine.dropCapabilities), so the agent holds none, reads /proc
+	// as a whole — its own /proc/self included — and Landlock keeps every other
+	// process's environ, maps and memory closed to it. InProcessOff forces the
+	// launcher.
 	InProcess InProcessMode
 	Logger    *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
@@ -82,11 +80,11 @@ type Feature struct {
 	auditErr error
 	stop     context.CancelFunc
 
-	// inProcess: the pty host's agents are confined from a server thread; proc: they
-	// get /proc as a whole (the server holds no capabilities); rulesets are the
-	// Landlock rulesets built for them, one per distinct policy.
-	inProcess, proc bool
-	rulesets        confine.Rulesets
+	// inProcess: the pty host's agents are confined from a server thread (and get
+	// /proc as a whole); rulesets are the Landlock rulesets built for them, one per
+	// distinct policy.
+	inProcess bool
+	rulesets  confine.Rulesets
 }
 
 var (
@@ -110,13 +108,7 @@ func New(o Options) *Feature {
 		}
 	}
 	f := &Feature{o: o, log: o.Logger}
-	noCaps := holdsNoCapabilities()
-	switch o.InProcess {
-	case InProcessOn:
-		f.inProcess, f.proc = true, noCaps
-	case InProcessAuto:
-		f.inProcess, f.proc = noCaps, noCaps
-	}
+	f.inProcess = o.InProcess != InProcessOff
 	return f
 }
 
@@ -238,7 +230,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err != nil {
 		return false, err
 	}
-	p, err := f.build(a, spec, needs, shared, f.inProcess && f.proc)
+	p, err := f.build(a, spec, needs, shared, f.inProcess)
 	if err != nil {
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
@@ -406,29 +398,7 @@ func InProcessFromEnv(v string) (InProcessMode, error) {
 	case "0":
 		return InProcessOff, nil
 	}
-	return 0, fmt.Errorf("ORCR_SANDBOX_IN_PROCESS=%q: give 1 (the server confines pty agents), 0 (the launcher does) or leave it unset (the server when it holds no capabilities)", v)
-}
-
-// holdsNoCapabilities says this process has no capability, permitted, effective or
-// ambient: what a program it starts under NO_NEW_PRIVS cannot gain either.
-func holdsNoCapabilities() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	seen := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "CapPrm" && k != "CapEff" && k != "CapAmb") {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		if err != nil || n != 0 {
-			return false
-		}
-		seen++
-	}
-	return seen == 3
+	return 0, fmt.Errorf("ORCR_SANDBOX_IN_PROCESS=%q: give 1 or leave it unset (the server confines pty agents from a thread of its own), or 0 (the launcher in the pane does)", v)
 }
 
 // NoLandlock is Options.MaxABI for a server that confines nothing, as on a kernel

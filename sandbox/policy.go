@@ -41,9 +41,9 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // adapter's ports; orcr's socket.
 //
 // proc grants /proc as a whole instead of its machine-wide files and the launcher's
-// own /proc/PID: an agent forked by a server thread that holds no capabilities, whose
-// pid is not known before the fork (Landlock keeps other processes' environ, maps and
-// memory closed to it; Options.InProcess).
+// own /proc/PID: an agent forked by a server thread, whose pid is not known before the
+// fork, and which holds no capability (the thread drops them all first), so Landlock
+// keeps other processes' environ, maps and memory closed to it (Options.InProcess).
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
@@ -138,7 +138,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	if proc {
 		p.RO = append(p.RO, "/proc")
 		notes = append(notes, "/proc read-only as a whole: the server confines this agent from its own thread, before its pid "+
-			"exists, and holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
+			"exists, and the agent holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
 	} else {
 		p.ProcSelf = true
 	}

@@ -182,5 +182,8 @@ func restrictThread(p Policy, flags uint32) (Report, error) {
 	if err := ll.LandlockRestrictSelf(fd, fl|flags); err != nil {
 		return pl.Report, fmt.Errorf("landlock_restrict_self (ABI %d): %w", pl.Report.ABI, err)
 	}
+	if err := dropCapabilities(); err != nil {
+		return pl.Report, err
+	}
 	return pl.Report, nil
 }

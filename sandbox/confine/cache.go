@@ -199,6 +199,9 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 	if err := ll.LandlockRestrictSelf(r.fd, r.flags|flags); err != nil {
 		return rep, fmt.Errorf("landlock_restrict_self (ABI %d): %w", rep.ABI, err)
 	}
+	if err := dropCapabilities(); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
 
