@@ -45,6 +45,9 @@ type Options struct {
 	Self string
 	// Socket is the server's socket, kept reachable from inside.
 	Socket string
+	// Config is orcr's config folder (config.toml, secrets.toml): like Home, no grant
+	// may contain it.
+	Config string
 	// MaxABI caps the Landlock ABI applied (0: none; NoLandlock: as on a kernel
 	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
 	// older kernel would confine.
@@ -73,6 +76,11 @@ type Feature struct {
 	once   sync.Once
 	abi    int
 	abiErr error
+
+	// keep is what no grant may contain (orcr's home, its config folder), resolved
+	// once.
+	keepOnce sync.Once
+	keep     []keptDir
 
 	// audit reads the kernel's audit log for the agents' denials; auditErr says why
 	// it does not (no CAP_AUDIT_READ, ABI < 7).
@@ -157,6 +165,26 @@ func (f *Feature) Close() error {
 	return nil
 }
 
+// kept is what no grant may contain: orcr's home (its store, every agent's state and
+// socket) and its config folder (secrets.toml), their links resolved once.
+func (f *Feature) kept() []keptDir {
+	f.keepOnce.Do(func() {
+		for _, k := range []keptDir{
+			{f.o.Home, "orcr's home (its store, the other agents' state and sockets)"},
+			{f.o.Config, "orcr's config folder (config.toml, secrets.toml)"},
+		} {
+			if k.path == "" || !filepath.IsAbs(k.path) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(k.path); err == nil {
+				k.path = r
+			}
+			f.keep = append(f.keep, keptDir{filepath.Clean(k.path), k.what})
+		}
+	})
+	return f.keep
+}
+
 // kernel is the Landlock ABI, probed once.
 func (f *Feature) kernel() (int, error) {
 	f.once.Do(func() { f.abi, f.abiErr = f.o.KernelABI() })
@@ -186,7 +214,15 @@ func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
 		home = h
 	}
 	var notes []string
-	g := granter{home: home, notes: &notes}
+	g := granter{home: home, notes: &notes, keep: f.kept()}
+	if p.Cwd != "" && filepath.IsAbs(p.Cwd) {
+		// The agent's folder is granted read-write: one that holds orcr's home would
+		// give the agent the store, the other agents' state and sockets.
+		var got []string
+		if err := g.grant(&got, p.Cwd, "the agent's folder", true); err != nil {
+			return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: %v", p.Path, err)
+		}
+	}
 	for _, list := range [][]string{p.Sandbox.RW, p.Sandbox.ROX} {
 		for _, d := range list {
 			x, err := confine.ExpandHome(d, cmp.Or(home, "/home"))

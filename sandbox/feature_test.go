@@ -198,3 +198,54 @@ func TestVarTmpNotGrantedWhenItHoldsAHome(t *testing.T) {
 		}
 	}
 }
+
+// A grant that contains orcr's home (its store, every agent's state and socket) or its
+// config folder (secrets.toml) — the agent's cwd, a role's or --sandbox-rw's rw or
+// rox, or a link to one — is refused when the agent is asked for, before anything is
+// recorded, and again at launch; a folder inside orcr's home (a run's worktree) is not.
+func TestGrantHoldingOrcrHomeRefused(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "user", ".local", "state", "orcr")
+	cfg := filepath.Join(root, "user", ".config", "orcr")
+	inside := filepath.Join(state, "worktrees", "w")
+	for _, d := range []string{state, cfg, inside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(t.TempDir(), "up")
+	os.Symlink(filepath.Join(root, "user", ".local"), link)
+	f := New(Options{Home: state, Config: cfg, Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	env := map[string]string{"HOME": filepath.Join(t.TempDir(), "elsewhere")}
+	check := func(cwd string, rw, rox []string) error {
+		return f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Cwd: cwd, Env: env,
+			Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: rw, ROX: rox}})
+	}
+	for _, c := range []struct {
+		cwd      string
+		rw, rox  []string
+		want     string
+		wantPath string
+	}{
+		{cwd: filepath.Join(root, "user"), want: "the agent's folder", wantPath: state},
+		{cwd: filepath.Join(root, "user", ".local"), want: "orcr's home", wantPath: state},
+		{cwd: state, want: "orcr's home", wantPath: state},
+		{cwd: link, want: "orcr's home", wantPath: state},
+		{cwd: inside, rw: []string{filepath.Join(root, "user", ".config")}, want: "orcr's config folder", wantPath: cfg},
+		{cwd: inside, rox: []string{root}, want: "orcr's home", wantPath: state},
+	} {
+		err := check(c.cwd, c.rw, c.rox)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.wantPath) {
+			t.Errorf("cwd %s rw %q rox %q: %v, want %q naming %s", c.cwd, c.rw, c.rox, err, c.want, c.wantPath)
+		}
+	}
+	if err := check(inside, []string{filepath.Join(root, "other")}, nil); err != nil {
+		t.Errorf("a folder inside orcr's home, and one beside it: %v", err)
+	}
+	// At launch too (a role's rw reaches the policy there).
+	a := wire.Agent{ID: "x", Path: "x", Cwd: inside, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{root}}}
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: inside, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+	if _, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); err == nil || !strings.Contains(err.Error(), "orcr's home") {
+		t.Errorf("launch with rw %s: %v", root, err)
+	}
+}

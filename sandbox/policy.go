@@ -47,7 +47,7 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
-	g := granter{home: home, notes: &notes}
+	g := granter{home: home, notes: &notes, keep: f.kept()}
 	var p confine.Policy
 
 	cwd := spec.Cwd
@@ -176,10 +176,15 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 type granter struct {
 	home  string
 	notes *[]string
+	keep  []keptDir
 }
 
+// keptDir is a folder no grant may contain, and what it holds.
+type keptDir struct{ path, what string }
+
 // grant adds path (resolved) to list. A path that resolves into a secret part of
-// $HOME, or to $HOME or above it, is refused: an error when strict (the agent's own
+// $HOME, to $HOME or above it, or to orcr's home or config folder or above them, is
+// refused: an error when strict (the agent's own
 // folder, a grant asked for), a note otherwise. A path that does not exist is kept:
 // the launcher warns and skips it.
 func (g granter) grant(list *[]string, path, why string, strict bool) error {
@@ -194,6 +199,12 @@ func (g granter) grant(list *[]string, path, why string, strict bool) error {
 		real = filepath.Clean(path)
 	} else if real != filepath.Clean(path) {
 		*g.notes = append(*g.notes, fmt.Sprintf("%s → %s (%s): the link's target is what is granted", path, real, why))
+	}
+	for _, k := range g.keep {
+		if real == k.path || strings.HasPrefix(k.path, strings.TrimSuffix(real, "/")+"/") {
+			return g.refuse(strict, fmt.Errorf("%s: %s holds %s at %s, which a confined agent must not reach: "+
+				"name a folder that does not hold it", why, path, k.what, k.path))
+		}
 	}
 	if g.home != "" {
 		home := g.home
