@@ -259,9 +259,6 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		return false, fmt.Errorf("%s asks for a sandbox, and this server knows no orcr binary or home to confine it with", a.Path)
 	}
 	dir := filepath.Join(f.o.Home, "agents", a.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("sandbox: %w", err)
-	}
 	shared, err := f.privateTmp(a, spec)
 	if err != nil {
 		return false, err
@@ -272,17 +269,25 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	}
 	p.Report = filepath.Join(dir, ReportFile)
 	p.LogDenials = f.audit != nil
-	_ = os.Remove(p.Report)
 	file := filepath.Join(dir, PolicyFile)
-	if err := confine.Save(file, p); err != nil {
-		return false, err
+	// save writes the policy (--explain's, the launcher's) and clears the last report.
+	save := func() error {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		_ = os.Remove(p.Report)
+		return confine.Save(file, p)
 	}
 	own := spec.Argv
 	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
-	// A host that forks the program itself (pty) confines it without the launcher
-	// when the server was asked to (Options.InProcess): one process start less per
-	// spawn. Any other host, and pty by default, runs the launcher above.
+	// A host that forks the program itself (pty) confines it from a server thread
+	// (Options.InProcess): one process start less per spawn, and the policy file,
+	// which only --explain reads then, is written once the program runs. Any other
+	// host runs the launcher above, which reads the file.
 	if !f.inProcess {
+		if err := save(); err != nil {
+			return false, err
+		}
 		return true, nil
 	}
 	var rep confine.Report
@@ -303,6 +308,9 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		Started: func(pid int) {
 			rep.PID = pid
 			rep.InProcess = true
+			if err := save(); err != nil {
+				f.log.Warn("sandbox policy", "agent", a.Path, "err", err)
+			}
 			if err := confine.WriteReport(p.Report, rep); err != nil {
 				f.log.Warn("sandbox report", "agent", a.Path, "err", err)
 			}

@@ -140,8 +140,9 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 	}
 	work := filepath.Join(root, "work")
 	os.MkdirAll(work, 0o700)
+	// The launcher's way: its policy file is written before the pane starts.
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock"),
-		KernelABI: func() (int, error) { return 7, nil }})
+		KernelABI: func() (int, error) { return 7, nil }, InProcess: InProcessOff})
 	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=" + tmp, "TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}}
 	a := wire.Agent{ID: "x", Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
@@ -163,6 +164,9 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 				t.Fatalf("policy grants %s of the folder that holds $HOME:\nrw %q\nrox %q\nro %q", d, p.RW, p.ROX, p.RO)
 			}
 		}
+	}
+	if p.Entries != nil {
+		t.Fatalf("the entries of the folder that is $HOME are granted: %+v", p.Entries)
 	}
 	if !slices.Contains(p.RW, realOwn) {
 		t.Fatalf("rw %q lacks the agent's own TMPDIR %s", p.RW, realOwn)

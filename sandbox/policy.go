@@ -334,56 +334,27 @@ func refusedLines(text string, max int) []string {
 	return out
 }
 
-// maxTmpEntries bounds the entries of a shared /tmp granted one by one.
-const maxTmpEntries = 4096
-
 // tmpEntries grants, read-write, each entry of a /tmp that holds $HOME or orcr's home
-// except the ones that hold them: what granting /tmp would give, less those. New
-// entries made in /tmp itself later are not granted (TMPDIR is the agent's own).
+// except the ones that hold them: what granting /tmp would give, less those. The
+// policy names the folder and what is kept out (confine.Entries); the entries are
+// read when the rules are made, as they are then. New entries made in /tmp itself
+// by the agent are not granted (TMPDIR is the agent's own).
 func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	if len(ents) > maxTmpEntries {
-		*g.notes = append(*g.notes, fmt.Sprintf("%s has %d entries, over %d: none of them granted", tmp, len(ents), maxTmpEntries))
-		return
-	}
 	resolve := func(x string) string {
 		if r, err := filepath.EvalSymlinks(x); err == nil {
 			return r
 		}
-		return x
+		return filepath.Clean(x)
 	}
-	// Resolved once, not once per entry: a /tmp of a few hundred entries cost a
-	// confined spawn 30 ms of lstat calls.
-	var keep []string
+	e := &confine.Entries{Dir: resolve(tmp)}
 	for _, x := range []string{home, f.o.Home} {
-		if x != "" {
-			keep = append(keep, resolve(x))
+		if x != "" && filepath.IsAbs(x) {
+			e.Keep = append(e.Keep, resolve(x))
 		}
 	}
-	holds := func(dir string) bool {
-		for _, x := range keep {
-			if x == dir || strings.HasPrefix(x, dir+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	real := resolve(tmp)
-	n := 0
-	for _, e := range ents {
-		d := filepath.Join(real, e.Name())
-		if holds(d) || e.Type()&os.ModeSymlink != 0 {
-			continue
-		}
-		if !slices.Contains(p.RW, d) {
-			p.RW = append(p.RW, d)
-			n++
-		}
-	}
-	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
+	p.Entries = e
+	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; each of its other entries is (read-write), "+
+		"as it is when the agent starts; TMPDIR is the agent's own", tmp))
 }
 
 // varTmp is the other temporary folder every confined agent may write (a variable

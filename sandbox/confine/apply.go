@@ -112,6 +112,13 @@ func build(p Policy) (Plan, []pathID, error) {
 		return r
 	}
 	add(p.RW, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
+	if p.Entries != nil {
+		paths, warn := entryPaths(p.Entries)
+		if warn != "" {
+			rep.Warnings = append(rep.Warnings, warn)
+		}
+		add(paths, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
+	}
 	add(p.ROX, func(path string) landlock.FSRule { return landlock.RODirs(path) },
 		func(path string) landlock.FSRule { return landlock.ROFiles(path) })
 	add(p.RO, func(path string) landlock.FSRule {
