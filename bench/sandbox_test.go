@@ -177,9 +177,9 @@ func underHome(b *testing.B, env []string, host string) []string {
 // (the fake agent, refusing a flag: a Go runtime's start and exit); the orcr binary's
 // start and exit on its launcher path (a policy that does not exist: package inits,
 // no Landlock); the launcher on the policy the server writes for an agent, execing
-// /bin/true. launcher − orcr is the sandbox's own work (policy read, ruleset,
-// restriction); orcr − go is what the orcr binary's size and package inits add to
-// every process it starts.
+// /bin/true, with orcr's home under $HOME and in /tmp. launcher − orcr is the
+// sandbox's own work (policy read, ruleset, restriction); orcr − go is what the orcr
+// binary's size and package inits add to every process it starts.
 func BenchmarkSandboxLauncher(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
@@ -191,12 +191,28 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	f := sandbox.New(sandbox.Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock")})
-	spec := &core.LaunchSpec{Argv: []string{"/bin/true"}, Cwd: work, Env: []string{"HOME=" + os.Getenv("HOME"), "PATH=/usr/bin:/bin"}}
-	a := wire.Agent{ID: "bench", Path: "bench", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
-	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
-		b.Fatalf("wrap: %v %v", ok, err)
+	// The launcher's policy as the server writes it: with orcr's home under $HOME (a
+	// user's) and in /tmp (the tests': /tmp's other entries granted one by one).
+	policy := func(home string) *core.LaunchSpec {
+		f := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: filepath.Join(home, "orcr.sock"), InProcess: sandbox.InProcessOff})
+		spec := &core.LaunchSpec{Argv: []string{"/bin/true"}, Cwd: work, Env: []string{"HOME=" + os.Getenv("HOME"), "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: "bench", Path: "bench", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+			b.Fatalf("wrap: %v %v", ok, err)
+		}
+		return spec
 	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		b.Skipf("no $HOME: %v", err)
+	}
+	os.MkdirAll(filepath.Join(userHome, ".cache"), 0o700)
+	under, err := os.MkdirTemp(filepath.Join(userHome, ".cache"), "ob-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(under) })
+	spec, specTmp := policy(under), policy(filepath.Join(root, "orcr"))
 	run := func(want int, argv ...string) time.Duration {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = work, spec.Env
@@ -208,16 +224,18 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 		}
 		return d
 	}
-	var direct, goProg, orcr, launcher time.Duration
+	var direct, goProg, orcr, launcher, launcherTmp time.Duration
 	for b.Loop() {
 		direct += run(0, "/bin/true")
 		goProg += run(2, small, "-no-such-flag")
 		orcr += run(126, self, "sandbox", "exec", "--policy", filepath.Join(root, "none.json"), "--", "/bin/true")
 		launcher += run(0, spec.Argv...)
+		launcherTmp += run(0, specTmp.Argv...)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) / 1000 }
 	b.ReportMetric(ms(direct), "direct-ms")
 	b.ReportMetric(ms(goProg), "go-ms")
 	b.ReportMetric(ms(orcr), "orcr-ms")
 	b.ReportMetric(ms(launcher), "launcher-ms")
+	b.ReportMetric(ms(launcherTmp), "launcher-tmphome-ms")
 }

@@ -284,11 +284,17 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	// (Options.InProcess): one process start less per spawn, and the policy file,
 	// which only --explain reads then, is written once the program runs. Any other
 	// host runs the launcher above, which reads the file.
-	if !f.inProcess {
+	if !f.inProcess || a.Host != "pty" || a.Node != "" {
+		// The launcher reads the file: written before the pane starts. Only the pty
+		// host applies Confine (and calls Started); tmux, herdr and nodes run the
+		// launcher's argv even when Confine is set.
 		if err := save(); err != nil {
 			return false, err
 		}
-		return true, nil
+		if !f.inProcess {
+			return true, nil
+		}
+		save = func() error { return nil }
 	}
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{

@@ -253,3 +253,31 @@ func TestGrantHoldingOrcrHomeRefused(t *testing.T) {
 		t.Errorf("launch with rw %s: %v", root, err)
 	}
 }
+
+// The policy file is written before the pane starts on every host but pty, which
+// confines from a server thread and writes it once the program runs: tmux runs the
+// launcher's argv (which reads the file) even where the server confines in-process.
+func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o700)
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	for host, now := range map[string]bool{"tmux": true, "herdr": true, "pty": false} {
+		id := "a-" + host
+		spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: id, Path: id, Host: host, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+			t.Fatalf("%s: %v %v", host, ok, err)
+		}
+		_, err := confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile))
+		if (err == nil) != now {
+			t.Errorf("%s: policy written before the launch %v, want %v (%v)", host, err == nil, now, err)
+		}
+		if host == "pty" {
+			spec.Confine.Started(1)
+			if _, err := confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile)); err != nil {
+				t.Errorf("pty: no policy once started: %v", err)
+			}
+		}
+	}
+}

@@ -111,7 +111,7 @@ func checkInProcess(t *testing.T) {
 			`echo out > %[2]s/f && echo OUT-WRITTEN; echo in > in%[7]d && echo in-ok; echo done; exec sleep 60`,
 			os.Getpid(), outside, node, signal, connect, home, i)
 		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", script}, Cwd: work, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}
-		a := wire.Agent{ID: id, Path: id, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		a := wire.Agent{ID: id, Path: id, Host: "pty", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 		ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{})
 		if err != nil || !ok || spec.Confine == nil {
 			t.Fatalf("wrap: %v %v %+v", ok, err, spec.Confine)

@@ -47,7 +47,7 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
-	g := granter{home: home, notes: &notes, keep: f.kept()}
+	g := granter{home: home, notes: &notes, keep: f.kept(), real: realPaths{}}
 	var p confine.Policy
 
 	cwd := spec.Cwd
@@ -66,7 +66,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	}
 	_ = g.grant(&p.RW, tmp, "temporary files", false)
 	if sharedTmp != "" {
-		if f.isHome(sharedTmp, home) {
+		if f.isHome(sharedTmp, home, g.real) {
 			// $HOME (or orcr's home) is this folder itself: its entries are $HOME's
 			// (.ssh among them), so nothing of it but the agent's own TMPDIR.
 			notes = append(notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted, nor anything in it but the agent's own TMPDIR (%s); "+
@@ -81,7 +81,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
 		// asks access(2), which Landlock does not answer, so it must be writable —
 		// unless it holds $HOME or orcr's home (agents' policies are there).
-		if f.holdsHome(varTmp, home) {
+		if f.holdsHome(varTmp, home, g.real) {
 			notes = append(notes, varTmp+" holds $HOME or orcr's home: not granted")
 		} else {
 			_ = g.grant(&p.RW, varTmp, "temporary files (SQLite's)", false)
@@ -177,6 +177,27 @@ type granter struct {
 	home  string
 	notes *[]string
 	keep  []keptDir
+	// real memoizes the links resolved in one policy's build ($HOME and orcr's home
+	// were resolved again for every grant: most of a build's time).
+	real realPaths
+}
+
+// realPaths is path → the path with its links resolved (or cleaned, when it cannot
+// be), memoized for one build: the same instant's answer for the same path.
+type realPaths map[string]string
+
+func (rp realPaths) get(x string) string {
+	if r, ok := rp[x]; ok {
+		return r
+	}
+	r, err := filepath.EvalSymlinks(x)
+	if err != nil {
+		r = filepath.Clean(x)
+	}
+	if rp != nil {
+		rp[x] = r
+	}
+	return r
 }
 
 // keptDir is a folder no grant may contain, and what it holds.
@@ -194,10 +215,8 @@ func (g granter) grant(list *[]string, path, why string, strict bool) error {
 	if err := confine.CheckPath(path); err != nil {
 		return g.refuse(strict, fmt.Errorf("%s: %w", why, err))
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		real = filepath.Clean(path)
-	} else if real != filepath.Clean(path) {
+	real := g.real.get(path)
+	if real != filepath.Clean(path) {
 		*g.notes = append(*g.notes, fmt.Sprintf("%s → %s (%s): the link's target is what is granted", path, real, why))
 	}
 	for _, k := range g.keep {
@@ -207,10 +226,7 @@ func (g granter) grant(list *[]string, path, why string, strict bool) error {
 		}
 	}
 	if g.home != "" {
-		home := g.home
-		if r, err := filepath.EvalSymlinks(home); err == nil {
-			home = r
-		}
+		home := g.real.get(g.home)
 		if real == home || strings.HasPrefix(home, strings.TrimSuffix(real, "/")+"/") {
 			return g.refuse(strict, fmt.Errorf("%s: %s would open all of $HOME (%s): name the folder the agent needs", why, path, home))
 		}
@@ -340,12 +356,7 @@ func refusedLines(text string, max int) []string {
 // read when the rules are made, as they are then. New entries made in /tmp itself
 // by the agent are not granted (TMPDIR is the agent's own).
 func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
-	resolve := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return filepath.Clean(x)
-	}
+	resolve := g.real.get
 	e := &confine.Entries{Dir: resolve(tmp)}
 	for _, x := range []string{home, f.o.Home} {
 		if x != "" && filepath.IsAbs(x) {
@@ -362,13 +373,8 @@ func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
 var varTmp = "/var/tmp"
 
 // holdsHome reports whether dir is, or holds, $HOME or orcr's home (after symlinks).
-func (f *Feature) holdsHome(dir, home string) bool {
-	real := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return filepath.Clean(x)
-	}
+func (f *Feature) holdsHome(dir, home string, rp realPaths) bool {
+	real := rp.get
 	d := strings.TrimSuffix(real(dir), "/")
 	for _, x := range []string{home, f.o.Home} {
 		if x == "" {
@@ -382,13 +388,8 @@ func (f *Feature) holdsHome(dir, home string) bool {
 }
 
 // isHome reports whether dir is $HOME or orcr's home itself (after symlinks).
-func (f *Feature) isHome(dir, home string) bool {
-	real := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return filepath.Clean(x)
-	}
+func (f *Feature) isHome(dir, home string, rp realPaths) bool {
+	real := rp.get
 	d := real(dir)
 	for _, x := range []string{home, f.o.Home} {
 		if x != "" && real(x) == d {

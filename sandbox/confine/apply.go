@@ -45,7 +45,8 @@ type Plan struct {
 }
 
 // Build turns p into the Landlock config and rules for this kernel, without applying
-// them. A kernel without Landlock is an error: a sandbox that was asked for never
+// them; p.Entries is not among the rules (they are added to the ruleset made from
+// them: addEntries, Rulesets). A kernel without Landlock is an error: a sandbox that was asked for never
 // becomes none.
 func Build(p Policy) (Plan, error) {
 	pl, _, err := build(p)
@@ -112,13 +113,6 @@ func build(p Policy) (Plan, []pathID, error) {
 		return r
 	}
 	add(p.RW, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
-	if p.Entries != nil {
-		paths, warn := entryPaths(p.Entries)
-		if warn != "" {
-			rep.Warnings = append(rep.Warnings, warn)
-		}
-		add(paths, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
-	}
 	add(p.ROX, func(path string) landlock.FSRule { return landlock.RODirs(path) },
 		func(path string) landlock.FSRule { return landlock.ROFiles(path) })
 	add(p.RO, func(path string) landlock.FSRule {
@@ -180,6 +174,16 @@ func restrictThread(p Policy, flags uint32) (Report, error) {
 		return pl.Report, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
 	}
 	defer syscall.Close(fd)
+	if p.Entries != nil {
+		dm, fm := rwMasks(pl.Config, pl.Report.ABI)
+		warn, err := addEntries(fd, p.Entries, dm, fm)
+		if err != nil {
+			return pl.Report, err
+		}
+		if warn != "" {
+			pl.Report.Warnings = append(pl.Report.Warnings, warn)
+		}
+	}
 	if pl.Report.ABI < 7 {
 		flags = 0
 	}

@@ -91,33 +91,56 @@ func readEntries(fd, max int) ([]dirent, error) {
 	}
 }
 
-// entryPaths are the paths of e's entries to grant now (the launcher's way: a rule
-// each, opened by path), or a warning when there are none to grant.
-func entryPaths(e *Entries) ([]string, string) {
+// addEntries adds to the ruleset at rulesetFD a rule for each entry of e as it is now
+// (the launcher's way): one listing, then per entry an openat relative to the folder,
+// landlock_add_rule and close — the entry's type from the listing, no stat, no path
+// walked from the root. It returns a warning when nothing of the folder is granted.
+func addEntries(rulesetFD int, e *Entries, dirMask, fileMask uint64) (string, error) {
 	kept, all := e.kept()
 	if all {
-		return nil, fmt.Sprintf("%s: not granted (it is a home kept out)", e.Dir)
+		return fmt.Sprintf("%s: not granted (it is a home kept out)", e.Dir), nil
 	}
 	fd, err := syscall.Open(e.Dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Sprintf("%s: entries skipped (%v)", e.Dir, err)
+		return fmt.Sprintf("%s: entries skipped (%v)", e.Dir, err), nil
 	}
 	defer syscall.Close(fd)
 	ents, err := readEntries(fd, MaxEntries)
 	if errors.Is(err, errTooMany) {
-		return nil, fmt.Sprintf("%s has over %d entries: none of them granted", e.Dir, MaxEntries)
+		return fmt.Sprintf("%s has over %d entries: none of them granted", e.Dir, MaxEntries), nil
 	}
 	if err != nil {
-		return nil, fmt.Sprintf("%s: entries skipped (%v)", e.Dir, err)
+		return fmt.Sprintf("%s: entries skipped (%v)", e.Dir, err), nil
 	}
-	var out []string
 	for _, d := range ents {
 		if d.dtype == syscall.DT_LNK || kept[d.name] {
 			continue
 		}
-		out = append(out, filepath.Join(e.Dir, d.name))
+		efd, err := unix.Openat(fd, d.name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // gone since the listing
+		}
+		isDir := d.dtype == syscall.DT_DIR
+		if d.dtype == syscall.DT_UNKNOWN {
+			var st unix.Stat_t
+			if unix.Fstat(efd, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				unix.Close(efd)
+				continue
+			}
+			isDir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+		}
+		mask := fileMask
+		if isDir {
+			mask = dirMask
+		}
+		attr := ll.PathBeneathAttr{ParentFd: efd, AllowedAccess: mask}
+		err = ll.LandlockAddPathBeneathRule(rulesetFD, &attr, 0)
+		unix.Close(efd)
+		if err != nil {
+			return "", fmt.Errorf("landlock_add_rule %s: %w", filepath.Join(e.Dir, d.name), err)
+		}
 	}
-	return out, ""
+	return "", nil
 }
 
 // rwMasks are the access rights of a read-write folder and a read-write file at cfg,
