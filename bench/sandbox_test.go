@@ -24,8 +24,8 @@ import (
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
 // on the same `orcr serve`, alternating, per host: from agent.run until the agent's
 // program has written a file in its folder — the policy built and written, Landlock
-// applied (by the launcher in the pane; pty-inprocess: by the server on a thread of its
-// own), the program exec'd. Goal: confined ≤ 1.1× unconfined.
+// applied (pty: by the server on a thread of its own, the default; pty-launcher and
+// tmux: by the launcher in the pane), the program exec'd. Goal: confined ≤ 1.1× unconfined.
 //
 // Each row runs with orcr's home where a user's is (under $HOME, ~/.local/state/orcr by
 // default: /tmp is then granted as one folder), and again (/tmphome) where the tests
@@ -36,27 +36,27 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 		b.Skipf("no Landlock: %v", err)
 	}
 	for _, layout := range []string{"", "/tmphome"} {
-		for _, host := range []string{"pty", "tmux"} {
-			b.Run(host+layout, func(b *testing.B) { benchSandboxedSpawn(b, host, false, layout == "") })
-		}
-		// pty with the server confining from a thread of its own instead of the
-		// launcher (ORCR_SANDBOX_IN_PROCESS=1 here: the default only for a server
-		// without capabilities, and this one runs as root).
-		b.Run("pty-inprocess"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
+		// pty: the server confines from a thread of its own (the default, root
+		// included); pty-launcher: forced to the launcher (ORCR_SANDBOX_IN_PROCESS=0);
+		// tmux: the launcher, its only way.
+		b.Run("pty"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
+		b.Run("pty-launcher"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", false, layout == "") })
+		b.Run("tmux"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux", false, layout == "") })
 	}
 }
 
 func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	srv := serve.StartBench(b, host, "GO")
-	if inProcess || userHome {
+	launcher := host == "pty" && !inProcess
+	if launcher || userHome {
 		// StartBench leaves the caller's ORCR_* variables out of the server's
 		// environment (a b.Setenv never reached it: this row measured the launcher
 		// until the report below was checked), so the server is started again with it,
 		// and with its home under $HOME, as a user's is, when the row asks.
 		srv.Stop()
 		env := slices.Clone(srv.Env)
-		if inProcess {
-			env = append(env, "ORCR_SANDBOX_IN_PROCESS=1")
+		if launcher {
+			env = append(env, "ORCR_SANDBOX_IN_PROCESS=0")
 		}
 		if userHome {
 			env = underHome(b, env, host)
@@ -177,9 +177,9 @@ func underHome(b *testing.B, env []string, host string) []string {
 // (the fake agent, refusing a flag: a Go runtime's start and exit); the orcr binary's
 // start and exit on its launcher path (a policy that does not exist: package inits,
 // no Landlock); the launcher on the policy the server writes for an agent, execing
-// /bin/true. launcher − orcr is the sandbox's own work (policy read, ruleset,
-// restriction); orcr − go is what the orcr binary's size and package inits add to
-// every process it starts.
+// /bin/true, with orcr's home under $HOME and in /tmp. launcher − orcr is the
+// sandbox's own work (policy read, ruleset, restriction); orcr − go is what the orcr
+// binary's size and package inits add to every process it starts.
 func BenchmarkSandboxLauncher(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
@@ -191,12 +191,28 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	f := sandbox.New(sandbox.Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock")})
-	spec := &core.LaunchSpec{Argv: []string{"/bin/true"}, Cwd: work, Env: []string{"HOME=" + os.Getenv("HOME"), "PATH=/usr/bin:/bin"}}
-	a := wire.Agent{ID: "bench", Path: "bench", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
-	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
-		b.Fatalf("wrap: %v %v", ok, err)
+	// The launcher's policy as the server writes it: with orcr's home under $HOME (a
+	// user's) and in /tmp (the tests': /tmp's other entries granted one by one).
+	policy := func(home string) *core.LaunchSpec {
+		f := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: filepath.Join(home, "orcr.sock"), InProcess: sandbox.InProcessOff})
+		spec := &core.LaunchSpec{Argv: []string{"/bin/true"}, Cwd: work, Env: []string{"HOME=" + os.Getenv("HOME"), "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: "bench", Path: "bench", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+			b.Fatalf("wrap: %v %v", ok, err)
+		}
+		return spec
 	}
+	userHome, err := os.UserHomeDir()
+	if err != nil {
+		b.Skipf("no $HOME: %v", err)
+	}
+	os.MkdirAll(filepath.Join(userHome, ".cache"), 0o700)
+	under, err := os.MkdirTemp(filepath.Join(userHome, ".cache"), "ob-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(under) })
+	spec, specTmp := policy(under), policy(filepath.Join(root, "orcr"))
 	run := func(want int, argv ...string) time.Duration {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env = work, spec.Env
@@ -208,16 +224,18 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 		}
 		return d
 	}
-	var direct, goProg, orcr, launcher time.Duration
+	var direct, goProg, orcr, launcher, launcherTmp time.Duration
 	for b.Loop() {
 		direct += run(0, "/bin/true")
 		goProg += run(2, small, "-no-such-flag")
 		orcr += run(126, self, "sandbox", "exec", "--policy", filepath.Join(root, "none.json"), "--", "/bin/true")
 		launcher += run(0, spec.Argv...)
+		launcherTmp += run(0, specTmp.Argv...)
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) / 1000 }
 	b.ReportMetric(ms(direct), "direct-ms")
 	b.ReportMetric(ms(goProg), "go-ms")
 	b.ReportMetric(ms(orcr), "orcr-ms")
 	b.ReportMetric(ms(launcher), "launcher-ms")
+	b.ReportMetric(ms(launcherTmp), "launcher-tmphome-ms")
 }

@@ -183,7 +183,8 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: inProc, Logger: s.log})
+	sb := sandbox.New(sandbox.Options{Home: home, Self: self, Socket: sockPath, MaxABI: maxABI, InProcess: inProc, Logger: s.log,
+		Config: filepath.Dir(config.DefaultPath())})
 	nds, err := newNodes(cfg, home, self, provs, s.log)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)

@@ -68,19 +68,19 @@ func auditSet(t *testing.T, on bool) (was bool) {
 
 // TestSandboxDenialFromAudit: with the kernel's audit on, `agent get --explain` shows
 // the last access Landlock refused a confined agent — the path, the access and the
-// process — read from the audit log, on the pty host and on tmux (confined by the
-// launcher) and on the pty host confining from a server thread
-// (ORCR_SANDBOX_IN_PROCESS=1); with audit off it says so and why.
+// process — read from the audit log, on the pty host (confined from a server thread,
+// the default, root included), on tmux and on the pty host forced to the launcher
+// (ORCR_SANDBOX_IN_PROCESS=0); with audit off it says so and why.
 func TestSandboxDenialFromAudit(t *testing.T) {
 	clis.NeedRoot(t, "read and switch the kernel's audit log")
-	for _, host := range []string{"pty", "tmux", "pty-inprocess"} {
+	for _, host := range []string{"pty", "tmux", "pty-launcher"} {
 		t.Run(host, func(t *testing.T) {
 			var extra []string
 			switch host {
 			case "tmux":
 				extra = []string{"ORCR_HOST=tmux", "TMUX_TMPDIR=" + t.TempDir()}
-			case "pty-inprocess":
-				extra = []string{"ORCR_SANDBOX_IN_PROCESS=1"}
+			case "pty-launcher":
+				extra = []string{"ORCR_SANDBOX_IN_PROCESS=0"}
 			}
 			s := newSandboxEnv(t, extra...)
 			if host == "tmux" {
@@ -98,7 +98,7 @@ func TestSandboxDenialFromAudit(t *testing.T) {
 			if !strings.Contains(ex, "the kernel's audit is off") {
 				t.Fatalf("--explain with audit off:\n%s", ex)
 			}
-			if inProcess := strings.Contains(ex, "no launcher"); inProcess != (host == "pty-inprocess") {
+			if inProcess := strings.Contains(ex, "no launcher"); inProcess != (host == "pty") {
 				t.Fatalf("confined by the server's thread: %v on %s:\n%s", inProcess, host, ex)
 			}
 

@@ -187,3 +187,33 @@ func lastEnv(env []string, key string) string {
 	}
 	return v
 }
+
+// TestSandboxRefusesGrantHoldingOrcrHome: `orcr agent run x --sandbox --cwd ~` where
+// orcr's home is under ~ is refused before anything starts, with a message that names
+// orcr's home; so is a --sandbox-rw that holds orcr's config folder (secrets.toml).
+// Nothing is recorded. The same cwd unconfined, and a confined agent in its own
+// folder, start.
+func TestSandboxRefusesGrantHoldingOrcrHome(t *testing.T) {
+	s := newSandboxEnv(t)
+	user := filepath.Dir(s.home) // holds orcr's home and its config folder
+	s.vars = append(s.vars, "HOME="+user)
+	s.serve()
+	r := s.orcr("agent", "run", "box/home", "--sandbox", "--cwd", user, "--", "sh", "-c", "exec cat")
+	if r.Code == 0 || !strings.Contains(r.Err, "orcr's home") || !strings.Contains(r.Err, s.home) {
+		t.Fatalf("--cwd ~ holding orcr's home: exit %d\n%s%s", r.Code, r.Out, r.Err)
+	}
+	r = s.orcr("agent", "run", "box/cfg", "--sandbox", "--cwd", s.work, "--sandbox-rw", filepath.Join(user, "config"), "--", "sh", "-c", "exec cat")
+	if r.Code == 0 || !strings.Contains(r.Err, "orcr's config folder") {
+		t.Fatalf("--sandbox-rw holding orcr's config: exit %d\n%s%s", r.Code, r.Out, r.Err)
+	}
+	for _, p := range []string{"box/home", "box/cfg"} {
+		if g := s.orcr("agent", "get", p); g.Code == 0 {
+			t.Fatalf("%s was recorded:\n%s", p, g.Out)
+		}
+	}
+	s.must("agent", "run", "box/off", "--sandbox=off", "--cwd", user, "--", "sh", "-c", "exec cat")
+	s.must("agent", "run", "box/ok", "--sandbox", "--cwd", s.work, "--", "sh", "-c", "echo started; exec cat")
+	wait.For(t, 20*time.Second, "the confined agent's line", func() bool {
+		return strings.Contains(s.orcr("agent", "read", "box/ok").Out, "started")
+	})
+}

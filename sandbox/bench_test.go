@@ -56,7 +56,7 @@ func BenchmarkPtyLaunch(b *testing.B) {
 			Env: []string{"HOME=/root", "PATH=/usr/bin:/bin"}}
 		t0 := time.Now()
 		if sandbox {
-			a := wire.Agent{ID: fmt.Sprint(n), Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+			a := wire.Agent{ID: fmt.Sprint(n), Path: "a", Host: "pty", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 			if _, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); err != nil {
 				b.Fatal(err)
 			}

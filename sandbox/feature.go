@@ -45,6 +45,9 @@ type Options struct {
 	Self string
 	// Socket is the server's socket, kept reachable from inside.
 	Socket string
+	// Config is orcr's config folder (config.toml, secrets.toml): like Home, no grant
+	// may contain it.
+	Config string
 	// MaxABI caps the Landlock ABI applied (0: none; NoLandlock: as on a kernel
 	// without Landlock); ORCR_SANDBOX_MAX_ABI sets it (MaxABIFromEnv), to see what an
 	// older kernel would confine.
@@ -52,14 +55,12 @@ type Options struct {
 	// InProcess chooses who confines the agent of a host that forks the program
 	// itself (pty): the server, from a thread of its own (one process start less per
 	// spawn: the launcher is a whole orcr process), or the launcher in the pane.
-	// InProcessAuto (ORCR_SANDBOX_IN_PROCESS unset) is the server when it holds no
-	// capabilities — its agents then read /proc as a whole, their own /proc/self
-	// included, and Landlock keeps every other process's environ, maps and memory
-	// closed to them — and the launcher otherwise (root, or any capability: then
-	// Landlock let a confined process read the environ of processes outside its
-	// domain, measured here, so only the launcher's own /proc/PID is granted).
-	// InProcessOn forces the server (with capabilities: no /proc/self for the agent);
-	// InProcessOff forces the launcher.
+	// InProcessAuto (ORCR_SANDBOX_IN_PROCESS unset) and InProcessOn are the server,
+	// whoever runs it, root included: the confined thread drops every capability
+	// before the fork (confine.dropCapabilities), so the agent holds none, reads /proc
+	// as a whole — its own /proc/self included — and Landlock keeps every other
+	// process's environ, maps and memory closed to it. InProcessOff forces the
+	// launcher.
 	InProcess InProcessMode
 	Logger    *slog.Logger
 	// KernelABI replaces the kernel probe (tests of a kernel without Landlock).
@@ -76,17 +77,22 @@ type Feature struct {
 	abi    int
 	abiErr error
 
+	// keep is what no grant may contain (orcr's home, its config folder), resolved
+	// once.
+	keepOnce sync.Once
+	keep     []keptDir
+
 	// audit reads the kernel's audit log for the agents' denials; auditErr says why
 	// it does not (no CAP_AUDIT_READ, ABI < 7).
 	audit    *auditLog
 	auditErr error
 	stop     context.CancelFunc
 
-	// inProcess: the pty host's agents are confined from a server thread; proc: they
-	// get /proc as a whole (the server holds no capabilities); rulesets are the
-	// Landlock rulesets built for them, one per distinct policy.
-	inProcess, proc bool
-	rulesets        confine.Rulesets
+	// inProcess: the pty host's agents are confined from a server thread (and get
+	// /proc as a whole); rulesets are the Landlock rulesets built for them, one per
+	// distinct policy.
+	inProcess bool
+	rulesets  confine.Rulesets
 }
 
 var (
@@ -110,13 +116,7 @@ func New(o Options) *Feature {
 		}
 	}
 	f := &Feature{o: o, log: o.Logger}
-	noCaps := holdsNoCapabilities()
-	switch o.InProcess {
-	case InProcessOn:
-		f.inProcess, f.proc = true, noCaps
-	case InProcessAuto:
-		f.inProcess, f.proc = noCaps, noCaps
-	}
+	f.inProcess = o.InProcess != InProcessOff
 	return f
 }
 
@@ -165,6 +165,26 @@ func (f *Feature) Close() error {
 	return nil
 }
 
+// kept is what no grant may contain: orcr's home (its store, every agent's state and
+// socket) and its config folder (secrets.toml), their links resolved once.
+func (f *Feature) kept() []keptDir {
+	f.keepOnce.Do(func() {
+		for _, k := range []keptDir{
+			{f.o.Home, "orcr's home (its store, the other agents' state and sockets)"},
+			{f.o.Config, "orcr's config folder (config.toml, secrets.toml)"},
+		} {
+			if k.path == "" || !filepath.IsAbs(k.path) {
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(k.path); err == nil {
+				k.path = r
+			}
+			f.keep = append(f.keep, keptDir{filepath.Clean(k.path), k.what})
+		}
+	})
+	return f.keep
+}
+
 // kernel is the Landlock ABI, probed once.
 func (f *Feature) kernel() (int, error) {
 	f.once.Do(func() { f.abi, f.abiErr = f.o.KernelABI() })
@@ -194,7 +214,15 @@ func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
 		home = h
 	}
 	var notes []string
-	g := granter{home: home, notes: &notes}
+	g := granter{home: home, notes: &notes, keep: f.kept()}
+	if p.Cwd != "" && filepath.IsAbs(p.Cwd) {
+		// The agent's folder is granted read-write: one that holds orcr's home would
+		// give the agent the store, the other agents' state and sockets.
+		var got []string
+		if err := g.grant(&got, p.Cwd, "the agent's folder", true); err != nil {
+			return wire.Errorf(wire.CodeInvalidParams, "sandbox of %s: %v", p.Path, err)
+		}
+	}
 	for _, list := range [][]string{p.Sandbox.RW, p.Sandbox.ROX} {
 		for _, d := range list {
 			x, err := confine.ExpandHome(d, cmp.Or(home, "/home"))
@@ -231,31 +259,42 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		return false, fmt.Errorf("%s asks for a sandbox, and this server knows no orcr binary or home to confine it with", a.Path)
 	}
 	dir := filepath.Join(f.o.Home, "agents", a.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false, fmt.Errorf("sandbox: %w", err)
-	}
 	shared, err := f.privateTmp(a, spec)
 	if err != nil {
 		return false, err
 	}
-	p, err := f.build(a, spec, needs, shared, f.inProcess && f.proc)
+	p, err := f.build(a, spec, needs, shared, f.inProcess)
 	if err != nil {
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
 	p.Report = filepath.Join(dir, ReportFile)
 	p.LogDenials = f.audit != nil
-	_ = os.Remove(p.Report)
 	file := filepath.Join(dir, PolicyFile)
-	if err := confine.Save(file, p); err != nil {
-		return false, err
+	// save writes the policy (--explain's, the launcher's) and clears the last report.
+	save := func() error {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		_ = os.Remove(p.Report)
+		return confine.Save(file, p)
 	}
 	own := spec.Argv
 	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
-	// A host that forks the program itself (pty) confines it without the launcher
-	// when the server was asked to (Options.InProcess): one process start less per
-	// spawn. Any other host, and pty by default, runs the launcher above.
-	if !f.inProcess {
-		return true, nil
+	// A host that forks the program itself (pty) confines it from a server thread
+	// (Options.InProcess): one process start less per spawn, and the policy file,
+	// which only --explain reads then, is written once the program runs. Any other
+	// host runs the launcher above, which reads the file.
+	if !f.inProcess || a.Host != "pty" || a.Node != "" {
+		// The launcher reads the file: written before the pane starts. Only the pty
+		// host applies Confine (and calls Started); tmux, herdr and nodes run the
+		// launcher's argv even when Confine is set.
+		if err := save(); err != nil {
+			return false, err
+		}
+		if !f.inProcess {
+			return true, nil
+		}
+		save = func() error { return nil }
 	}
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{
@@ -275,6 +314,9 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		Started: func(pid int) {
 			rep.PID = pid
 			rep.InProcess = true
+			if err := save(); err != nil {
+				f.log.Warn("sandbox policy", "agent", a.Path, "err", err)
+			}
 			if err := confine.WriteReport(p.Report, rep); err != nil {
 				f.log.Warn("sandbox report", "agent", a.Path, "err", err)
 			}
@@ -406,29 +448,7 @@ func InProcessFromEnv(v string) (InProcessMode, error) {
 	case "0":
 		return InProcessOff, nil
 	}
-	return 0, fmt.Errorf("ORCR_SANDBOX_IN_PROCESS=%q: give 1 (the server confines pty agents), 0 (the launcher does) or leave it unset (the server when it holds no capabilities)", v)
-}
-
-// holdsNoCapabilities says this process has no capability, permitted, effective or
-// ambient: what a program it starts under NO_NEW_PRIVS cannot gain either.
-func holdsNoCapabilities() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	seen := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "CapPrm" && k != "CapEff" && k != "CapAmb") {
-			continue
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		if err != nil || n != 0 {
-			return false
-		}
-		seen++
-	}
-	return seen == 3
+	return 0, fmt.Errorf("ORCR_SANDBOX_IN_PROCESS=%q: give 1 or leave it unset (the server confines pty agents from a thread of its own), or 0 (the launcher in the pane does)", v)
 }
 
 // NoLandlock is Options.MaxABI for a server that confines nothing, as on a kernel

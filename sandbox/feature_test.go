@@ -140,8 +140,9 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 	}
 	work := filepath.Join(root, "work")
 	os.MkdirAll(work, 0o700)
+	// The launcher's way: its policy file is written before the pane starts.
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock"),
-		KernelABI: func() (int, error) { return 7, nil }})
+		KernelABI: func() (int, error) { return 7, nil }, InProcess: InProcessOff})
 	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=" + tmp, "TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}}
 	a := wire.Agent{ID: "x", Path: "a", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 	if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
@@ -163,6 +164,9 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 				t.Fatalf("policy grants %s of the folder that holds $HOME:\nrw %q\nrox %q\nro %q", d, p.RW, p.ROX, p.RO)
 			}
 		}
+	}
+	if p.Entries != nil {
+		t.Fatalf("the entries of the folder that is $HOME are granted: %+v", p.Entries)
 	}
 	if !slices.Contains(p.RW, realOwn) {
 		t.Fatalf("rw %q lacks the agent's own TMPDIR %s", p.RW, realOwn)
@@ -195,6 +199,85 @@ func TestVarTmpNotGrantedWhenItHoldsAHome(t *testing.T) {
 		real, _ := filepath.EvalSymlinks(varTmp)
 		if slices.Contains(p.RW, real) != granted {
 			t.Errorf("orcr's home %s: %s granted %v, want %v (rw %q)", home, varTmp, !granted, granted, p.RW)
+		}
+	}
+}
+
+// A grant that contains orcr's home (its store, every agent's state and socket) or its
+// config folder (secrets.toml) — the agent's cwd, a role's or --sandbox-rw's rw or
+// rox, or a link to one — is refused when the agent is asked for, before anything is
+// recorded, and again at launch; a folder inside orcr's home (a run's worktree) is not.
+func TestGrantHoldingOrcrHomeRefused(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "user", ".local", "state", "orcr")
+	cfg := filepath.Join(root, "user", ".config", "orcr")
+	inside := filepath.Join(state, "worktrees", "w")
+	for _, d := range []string{state, cfg, inside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(t.TempDir(), "up")
+	os.Symlink(filepath.Join(root, "user", ".local"), link)
+	f := New(Options{Home: state, Config: cfg, Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	env := map[string]string{"HOME": filepath.Join(t.TempDir(), "elsewhere")}
+	check := func(cwd string, rw, rox []string) error {
+		return f.CheckSpawn(context.Background(), wire.RunParams{Path: "a", Cwd: cwd, Env: env,
+			Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: rw, ROX: rox}})
+	}
+	for _, c := range []struct {
+		cwd      string
+		rw, rox  []string
+		want     string
+		wantPath string
+	}{
+		{cwd: filepath.Join(root, "user"), want: "the agent's folder", wantPath: state},
+		{cwd: filepath.Join(root, "user", ".local"), want: "orcr's home", wantPath: state},
+		{cwd: state, want: "orcr's home", wantPath: state},
+		{cwd: link, want: "orcr's home", wantPath: state},
+		{cwd: inside, rw: []string{filepath.Join(root, "user", ".config")}, want: "orcr's config folder", wantPath: cfg},
+		{cwd: inside, rox: []string{root}, want: "orcr's home", wantPath: state},
+	} {
+		err := check(c.cwd, c.rw, c.rox)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.wantPath) {
+			t.Errorf("cwd %s rw %q rox %q: %v, want %q naming %s", c.cwd, c.rw, c.rox, err, c.want, c.wantPath)
+		}
+	}
+	if err := check(inside, []string{filepath.Join(root, "other")}, nil); err != nil {
+		t.Errorf("a folder inside orcr's home, and one beside it: %v", err)
+	}
+	// At launch too (a role's rw reaches the policy there).
+	a := wire.Agent{ID: "x", Path: "x", Cwd: inside, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{root}}}
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: inside, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+	if _, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); err == nil || !strings.Contains(err.Error(), "orcr's home") {
+		t.Errorf("launch with rw %s: %v", root, err)
+	}
+}
+
+// The policy file is written before the pane starts on every host but pty, which
+// confines from a server thread and writes it once the program runs: tmux runs the
+// launcher's argv (which reads the file) even where the server confines in-process.
+func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o700)
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	for host, now := range map[string]bool{"tmux": true, "herdr": true, "pty": false} {
+		id := "a-" + host
+		spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: id, Path: id, Host: host, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil {
+			t.Fatalf("%s: %v %v", host, ok, err)
+		}
+		_, err := confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile))
+		if (err == nil) != now {
+			t.Errorf("%s: policy written before the launch %v, want %v (%v)", host, err == nil, now, err)
+		}
+		if host == "pty" {
+			spec.Confine.Started(1)
+			if _, err := confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile)); err != nil {
+				t.Errorf("pty: no policy once started: %v", err)
+			}
 		}
 	}
 }

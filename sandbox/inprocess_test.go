@@ -43,7 +43,7 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 		script := fmt.Sprintf(`echo in > %[1]s/in%[3]d && echo in-ok; echo out > %[2]s/out%[3]d && echo out-WRITTEN; `+
 			`kill -0 %[4]d 2>/dev/null && echo SIGNALLED-SERVER; echo done; exec sleep 60`, work, outside, i, os.Getpid())
 		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", script}, Cwd: work, Env: []string{"HOME=" + root + "/nohome", "PATH=/usr/bin:/bin"}}
-		a := wire.Agent{ID: id, Path: id, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		a := wire.Agent{ID: id, Path: id, Host: "pty", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 		ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{})
 		if err != nil || !ok || spec.Confine == nil {
 			t.Fatalf("wrap: %v %v %+v", ok, err, spec.Confine)

@@ -3,10 +3,15 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,45 +24,76 @@ import (
 	"orcr/testutil/wait"
 )
 
-// TestInProcessWithoutCapabilities: a server that holds no capabilities confines its
-// pty agents from a thread of its own by default (no launcher process), and they read
-// /proc as a whole — their own /proc/self (node's process.memoryUsage() works) — while
-// Landlock keeps the server's environ and maps closed to them, and their writes
-// outside their folder fail. Run as root, the test runs itself again as nobody (a
-// root server keeps the launcher: there a confined process could read other
-// processes' environ).
+// TestInProcessWithoutCapabilities: a server that holds no capabilities (a user's)
+// confines its pty agents from a thread of its own by default (no launcher process).
+// Run as root, the test runs itself again as nobody (TestInProcessAsRoot is root's own
+// path).
 func TestInProcessWithoutCapabilities(t *testing.T) {
 	if _, err := confine.KernelABI(); err != nil {
 		clis.Missingf(t, "no Landlock here: %v", err)
 	}
 	if os.Getenv("ORCR_SANDBOX_NOCAPS_CHILD") == "" && os.Geteuid() == 0 {
-		if New(Options{}).inProcess {
-			t.Fatal("a root server confines pty agents in-process by default")
-		}
 		asNobody(t, "TestInProcessWithoutCapabilities")
 		return
 	}
-	if !holdsNoCapabilities() {
-		// Only reachable when not root (root re-runs the test as nobody above) and yet
-		// holding capabilities, e.g. file capabilities on the test binary: shedding them
-		// needs a uid change only root can make, and with any capability the server
-		// rightly keeps the launcher, so there is no in-process default to test.
-		t.Skip("not root, yet holds capabilities: the test needs a server without any, and only root can re-run it as nobody")
+	checkInProcess(t)
+}
+
+// TestInProcessAsRoot: a root server (CI, a container's) confines its pty agents from
+// a thread of its own by default too. The thread drops every capability before the
+// fork, so the agent, uid 0, holds none: it reads its own /proc/self, and Landlock
+// keeps it out of the server's environ and maps (with root's capabilities it read
+// both: the reason root kept the launcher); it cannot write outside its folder, read
+// ~/.ssh, connect to a port it was not given or signal the server. The server keeps
+// its capabilities on every thread, and none of its threads is confined.
+func TestInProcessAsRoot(t *testing.T) {
+	if _, err := confine.KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
 	}
+	if os.Geteuid() != 0 || os.Getenv("ORCR_SANDBOX_NOCAPS_CHILD") != "" {
+		t.Skip("root's path: run as root (TestInProcessWithoutCapabilities is a user's)")
+	}
+	before := threadCaps(t)
+	if before == 0 {
+		t.Skip("root without capabilities: TestInProcessWithoutCapabilities is this path")
+	}
+	checkInProcess(t)
+	for tid, c := range threadCapsByTask(t) {
+		if c != before {
+			t.Fatalf("server thread %s: CapEff %x after the confined launches, %x before", tid, c, before)
+		}
+	}
+}
+
+// checkInProcess launches four agents through the default in-process path and checks
+// what each may and may not do, and that the server is left as it was.
+func checkInProcess(t *testing.T) {
+	t.Helper()
 	root := t.TempDir()
-	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
-	os.MkdirAll(work, 0o700)
-	os.MkdirAll(outside, 0o700)
+	work, outside, home := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
+	for _, d := range []string{work, outside, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("secret key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	closed := listenTCP(t)
 	self, _ := os.Executable()
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock")})
-	if !f.inProcess || !f.proc {
-		t.Fatalf("no capabilities, and in-process %v, /proc %v", f.inProcess, f.proc)
+	if !f.inProcess {
+		t.Fatal("the default does not confine pty agents in-process")
 	}
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 	node := ""
 	if p, err := exec.LookPath("node"); err == nil {
 		node = fmt.Sprintf(`%s -e 'console.log("rss-" + (process.memoryUsage().rss > 0))'; `, p)
+	}
+	connect := ""
+	if _, err := exec.LookPath("bash"); err == nil {
+		connect = fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' && echo PORT-CONNECTED; `, closed)
 	}
 	abi, _ := confine.KernelABI()
 	for i := range 4 {
@@ -68,12 +104,14 @@ func TestInProcessWithoutCapabilities(t *testing.T) {
 		if abi >= 6 {
 			signal = fmt.Sprintf(`kill -0 %d && echo SIGNALLED-SERVER; `, os.Getpid())
 		}
-		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; %[3]s%[4]s`+
+		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; grep CapEff /proc/self/status; %[3]s%[4]s%[5]s`+
 			`cat /proc/%[1]d/environ > /dev/null && echo SERVER-ENVIRON; `+
 			`head -1 /proc/%[1]d/maps && echo SERVER-MAPS; `+
-			`echo out > %[2]s/f && echo OUT-WRITTEN; echo done; exec sleep 60`, os.Getpid(), outside, node, signal)
-		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", script}, Cwd: work, Env: []string{"HOME=" + root + "/nohome", "PATH=/usr/bin:/bin"}}
-		a := wire.Agent{ID: id, Path: id, Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+			`cat %[6]s/.ssh/id_ed25519 && echo SSH-READ; `+
+			`echo out > %[2]s/f && echo OUT-WRITTEN; echo in > in%[7]d && echo in-ok; echo done; exec sleep 60`,
+			os.Getpid(), outside, node, signal, connect, home, i)
+		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", script}, Cwd: work, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: id, Path: id, Host: "pty", Cwd: work, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 		ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{})
 		if err != nil || !ok || spec.Confine == nil {
 			t.Fatalf("wrap: %v %v %+v", ok, err, spec.Confine)
@@ -88,13 +126,20 @@ func TestInProcessWithoutCapabilities(t *testing.T) {
 			screen = s.Text
 			return strings.Contains(screen, "done")
 		})
-		for _, bad := range []string{"SERVER-ENVIRON", "SERVER-MAPS", "SIGNALLED-SERVER", "OUT-WRITTEN", "sandbox exec"} {
+		for _, bad := range []string{"SERVER-ENVIRON", "SERVER-MAPS", "SIGNALLED-SERVER", "OUT-WRITTEN", "SSH-READ",
+			"secret key", "PORT-CONNECTED", "sandbox exec"} {
 			if strings.Contains(screen, bad) {
 				t.Fatalf("launch %d: %s:\n%s", i, bad, screen)
 			}
 		}
-		if !strings.Contains(screen, "self-ok") || (node != "" && !strings.Contains(screen, "rss-true")) {
-			t.Fatalf("launch %d: the agent cannot read its own /proc/self:\n%s", i, screen)
+		if !strings.Contains(screen, "self-ok") || !strings.Contains(screen, "in-ok") || (node != "" && !strings.Contains(screen, "rss-true")) {
+			t.Fatalf("launch %d: the agent cannot read its own /proc/self or write its folder:\n%s", i, screen)
+		}
+		if !regexp.MustCompile(`CapEff:\s+0+\b`).MatchString(screen) {
+			t.Fatalf("launch %d: the agent holds capabilities:\n%s", i, screen)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+			t.Fatalf("launch %d wrote outside its folder", i)
 		}
 		rep, ok, err := confine.ReadReport(filepath.Join(f.o.Home, "agents", id, ReportFile))
 		if err != nil || !ok || !rep.InProcess || rep.PID != info.PID {
@@ -102,11 +147,103 @@ func TestInProcessWithoutCapabilities(t *testing.T) {
 		}
 		h.Close(context.Background(), info.ID)
 	}
-	// Through the cache (how often it is reused is confine's test: here /tmp holds
-	// the test's home, and its entries, granted one by one, come and go).
+	// Through the cache (how often it is reused is confine's test: here /tmp may hold
+	// the test's home, and its entries come and go).
 	if f.rulesets.Builds+f.rulesets.Hits != 4 || f.rulesets.Builds < 1 {
 		t.Fatalf("%d rulesets built, %d reused for four launches", f.rulesets.Builds, f.rulesets.Hits)
 	}
+	serverUnconfined(t, outside)
+}
+
+// serverUnconfined checks that this process — this goroutine and goroutines forced
+// onto threads of their own — can still write where its agents could not.
+func serverUnconfined(t *testing.T, outside string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(outside, "server"), []byte("x"), 0o600); err != nil {
+		t.Fatalf("the server was confined: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			time.Sleep(5 * time.Millisecond) // hold the thread so others need new ones
+			errs <- os.WriteFile(filepath.Join(outside, fmt.Sprint("t", i)), []byte("x"), 0o600)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a thread of the server was confined: %v", err)
+		}
+	}
+}
+
+// listenTCP is a port on 127.0.0.1 that accepts connections (and is in no policy).
+func listenTCP(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// threadCaps is the effective capabilities of the calling thread's process (its
+// status), threadCapsByTask those of each of its threads.
+func threadCaps(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return capEff(t, string(b))
+}
+
+func threadCapsByTask(t *testing.T) map[string]uint64 {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]uint64{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", e.Name(), "status"))
+		if err != nil {
+			continue // ended since
+		}
+		m[e.Name()] = capEff(t, string(b))
+	}
+	return m
+}
+
+func capEff(t *testing.T, status string) uint64 {
+	t.Helper()
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no CapEff in status")
+	return 0
 }
 
 // asNobody runs this test binary's test name as uid/gid 65534, without capabilities,

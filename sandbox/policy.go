@@ -41,13 +41,13 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // adapter's ports; orcr's socket.
 //
 // proc grants /proc as a whole instead of its machine-wide files and the launcher's
-// own /proc/PID: an agent forked by a server thread that holds no capabilities, whose
-// pid is not known before the fork (Landlock keeps other processes' environ, maps and
-// memory closed to it; Options.InProcess).
+// own /proc/PID: an agent forked by a server thread, whose pid is not known before the
+// fork, and which holds no capability (the thread drops them all first), so Landlock
+// keeps other processes' environ, maps and memory closed to it (Options.InProcess).
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
-	g := granter{home: home, notes: &notes}
+	g := granter{home: home, notes: &notes, keep: f.kept(), real: realPaths{}}
 	var p confine.Policy
 
 	cwd := spec.Cwd
@@ -66,7 +66,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	}
 	_ = g.grant(&p.RW, tmp, "temporary files", false)
 	if sharedTmp != "" {
-		if f.isHome(sharedTmp, home) {
+		if f.isHome(sharedTmp, home, g.real) {
 			// $HOME (or orcr's home) is this folder itself: its entries are $HOME's
 			// (.ssh among them), so nothing of it but the agent's own TMPDIR.
 			notes = append(notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted, nor anything in it but the agent's own TMPDIR (%s); "+
@@ -81,7 +81,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
 		// asks access(2), which Landlock does not answer, so it must be writable —
 		// unless it holds $HOME or orcr's home (agents' policies are there).
-		if f.holdsHome(varTmp, home) {
+		if f.holdsHome(varTmp, home, g.real) {
 			notes = append(notes, varTmp+" holds $HOME or orcr's home: not granted")
 		} else {
 			_ = g.grant(&p.RW, varTmp, "temporary files (SQLite's)", false)
@@ -138,7 +138,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	if proc {
 		p.RO = append(p.RO, "/proc")
 		notes = append(notes, "/proc read-only as a whole: the server confines this agent from its own thread, before its pid "+
-			"exists, and holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
+			"exists, and the agent holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
 	} else {
 		p.ProcSelf = true
 	}
@@ -176,10 +176,36 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 type granter struct {
 	home  string
 	notes *[]string
+	keep  []keptDir
+	// real memoizes the links resolved in one policy's build ($HOME and orcr's home
+	// were resolved again for every grant: most of a build's time).
+	real realPaths
 }
 
+// realPaths is path → the path with its links resolved (or cleaned, when it cannot
+// be), memoized for one build: the same instant's answer for the same path.
+type realPaths map[string]string
+
+func (rp realPaths) get(x string) string {
+	if r, ok := rp[x]; ok {
+		return r
+	}
+	r, err := filepath.EvalSymlinks(x)
+	if err != nil {
+		r = filepath.Clean(x)
+	}
+	if rp != nil {
+		rp[x] = r
+	}
+	return r
+}
+
+// keptDir is a folder no grant may contain, and what it holds.
+type keptDir struct{ path, what string }
+
 // grant adds path (resolved) to list. A path that resolves into a secret part of
-// $HOME, or to $HOME or above it, is refused: an error when strict (the agent's own
+// $HOME, to $HOME or above it, or to orcr's home or config folder or above them, is
+// refused: an error when strict (the agent's own
 // folder, a grant asked for), a note otherwise. A path that does not exist is kept:
 // the launcher warns and skips it.
 func (g granter) grant(list *[]string, path, why string, strict bool) error {
@@ -189,17 +215,18 @@ func (g granter) grant(list *[]string, path, why string, strict bool) error {
 	if err := confine.CheckPath(path); err != nil {
 		return g.refuse(strict, fmt.Errorf("%s: %w", why, err))
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		real = filepath.Clean(path)
-	} else if real != filepath.Clean(path) {
+	real := g.real.get(path)
+	if real != filepath.Clean(path) {
 		*g.notes = append(*g.notes, fmt.Sprintf("%s → %s (%s): the link's target is what is granted", path, real, why))
 	}
-	if g.home != "" {
-		home := g.home
-		if r, err := filepath.EvalSymlinks(home); err == nil {
-			home = r
+	for _, k := range g.keep {
+		if real == k.path || strings.HasPrefix(k.path, strings.TrimSuffix(real, "/")+"/") {
+			return g.refuse(strict, fmt.Errorf("%s: %s holds %s at %s, which a confined agent must not reach: "+
+				"name a folder that does not hold it", why, path, k.what, k.path))
 		}
+	}
+	if g.home != "" {
+		home := g.real.get(g.home)
 		if real == home || strings.HasPrefix(home, strings.TrimSuffix(real, "/")+"/") {
 			return g.refuse(strict, fmt.Errorf("%s: %s would open all of $HOME (%s): name the folder the agent needs", why, path, home))
 		}
@@ -323,56 +350,22 @@ func refusedLines(text string, max int) []string {
 	return out
 }
 
-// maxTmpEntries bounds the entries of a shared /tmp granted one by one.
-const maxTmpEntries = 4096
-
 // tmpEntries grants, read-write, each entry of a /tmp that holds $HOME or orcr's home
-// except the ones that hold them: what granting /tmp would give, less those. New
-// entries made in /tmp itself later are not granted (TMPDIR is the agent's own).
+// except the ones that hold them: what granting /tmp would give, less those. The
+// policy names the folder and what is kept out (confine.Entries); the entries are
+// read when the rules are made, as they are then. New entries made in /tmp itself
+// by the agent are not granted (TMPDIR is the agent's own).
 func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return
-	}
-	if len(ents) > maxTmpEntries {
-		*g.notes = append(*g.notes, fmt.Sprintf("%s has %d entries, over %d: none of them granted", tmp, len(ents), maxTmpEntries))
-		return
-	}
-	resolve := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return x
-	}
-	// Resolved once, not once per entry: a /tmp of a few hundred entries cost a
-	// confined spawn 30 ms of lstat calls.
-	var keep []string
+	resolve := g.real.get
+	e := &confine.Entries{Dir: resolve(tmp)}
 	for _, x := range []string{home, f.o.Home} {
-		if x != "" {
-			keep = append(keep, resolve(x))
+		if x != "" && filepath.IsAbs(x) {
+			e.Keep = append(e.Keep, resolve(x))
 		}
 	}
-	holds := func(dir string) bool {
-		for _, x := range keep {
-			if x == dir || strings.HasPrefix(x, dir+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	real := resolve(tmp)
-	n := 0
-	for _, e := range ents {
-		d := filepath.Join(real, e.Name())
-		if holds(d) || e.Type()&os.ModeSymlink != 0 {
-			continue
-		}
-		if !slices.Contains(p.RW, d) {
-			p.RW = append(p.RW, d)
-			n++
-		}
-	}
-	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; its other %d entries are (read-write), TMPDIR is the agent's own", tmp, n))
+	p.Entries = e
+	*g.notes = append(*g.notes, fmt.Sprintf("%s holds $HOME or orcr's home: not granted; each of its other entries is (read-write), "+
+		"as it is when the agent starts; TMPDIR is the agent's own", tmp))
 }
 
 // varTmp is the other temporary folder every confined agent may write (a variable
@@ -380,13 +373,8 @@ func (f *Feature) tmpEntries(p *confine.Policy, g granter, tmp, home string) {
 var varTmp = "/var/tmp"
 
 // holdsHome reports whether dir is, or holds, $HOME or orcr's home (after symlinks).
-func (f *Feature) holdsHome(dir, home string) bool {
-	real := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return filepath.Clean(x)
-	}
+func (f *Feature) holdsHome(dir, home string, rp realPaths) bool {
+	real := rp.get
 	d := strings.TrimSuffix(real(dir), "/")
 	for _, x := range []string{home, f.o.Home} {
 		if x == "" {
@@ -400,13 +388,8 @@ func (f *Feature) holdsHome(dir, home string) bool {
 }
 
 // isHome reports whether dir is $HOME or orcr's home itself (after symlinks).
-func (f *Feature) isHome(dir, home string) bool {
-	real := func(x string) string {
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			return r
-		}
-		return filepath.Clean(x)
-	}
+func (f *Feature) isHome(dir, home string, rp realPaths) bool {
+	real := rp.get
 	d := real(dir)
 	for _, x := range []string{home, f.o.Home} {
 		if x != "" && real(x) == d {

@@ -45,7 +45,8 @@ type Plan struct {
 }
 
 // Build turns p into the Landlock config and rules for this kernel, without applying
-// them. A kernel without Landlock is an error: a sandbox that was asked for never
+// them; p.Entries is not among the rules (they are added to the ruleset made from
+// them: addEntries, Rulesets). A kernel without Landlock is an error: a sandbox that was asked for never
 // becomes none.
 func Build(p Policy) (Plan, error) {
 	pl, _, err := build(p)
@@ -173,6 +174,16 @@ func restrictThread(p Policy, flags uint32) (Report, error) {
 		return pl.Report, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
 	}
 	defer syscall.Close(fd)
+	if p.Entries != nil {
+		dm, fm := rwMasks(pl.Config, pl.Report.ABI)
+		warn, err := addEntries(fd, p.Entries, dm, fm)
+		if err != nil {
+			return pl.Report, err
+		}
+		if warn != "" {
+			pl.Report.Warnings = append(pl.Report.Warnings, warn)
+		}
+	}
 	if pl.Report.ABI < 7 {
 		flags = 0
 	}
@@ -181,6 +192,9 @@ func restrictThread(p Policy, flags uint32) (Report, error) {
 	}
 	if err := ll.LandlockRestrictSelf(fd, fl|flags); err != nil {
 		return pl.Report, fmt.Errorf("landlock_restrict_self (ABI %d): %w", pl.Report.ABI, err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return pl.Report, err
 	}
 	return pl.Report, nil
 }

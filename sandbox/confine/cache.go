@@ -32,6 +32,8 @@ type Rulesets struct {
 	mu   sync.Mutex
 	m    map[string]*ruleset
 	tick uint64
+	// trackers follow the folders granted entry by entry (Policy.Entries), by path.
+	trackers map[string]*tracker
 	// Hits and Builds count what RestrictThread did (tests, benchmarks).
 	Hits, Builds int
 }
@@ -45,6 +47,21 @@ type ruleset struct {
 	rep   Report
 	ids   []pathID
 	used  uint64
+	// For a policy with Entries: the inodes (as the folder lists them) it holds a rule
+	// for, the entry names kept out, and the rights of an entry's rule.
+	held              map[uint64]bool
+	kept              map[string]bool
+	dirMask, fileMask uint64
+}
+
+// holdsAny says r holds a rule for one of inos.
+func (r *ruleset) holdsAny(inos []uint64) bool {
+	for _, i := range inos {
+		if r.held[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // valid says every path of r is what it was when r was built. Paths that share a
@@ -157,14 +174,41 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tick++
+	// A folder granted entry by entry is listed once: entries new since a ruleset was
+	// built get a rule added to it; one moved out of the folder has every ruleset that
+	// holds it built again (a removed one is harmless: its inode is unreachable).
+	var tr *tracker
+	var trErr error
+	var kept map[string]bool
+	if p.Entries != nil {
+		var all bool
+		kept, all = p.Entries.kept()
+		if !all {
+			tr = c.tracker(p.Entries.Dir)
+			var moved []uint64
+			moved, trErr = tr.refresh()
+			if len(moved) > 0 {
+				for k, r := range c.m {
+					if r.holdsAny(moved) {
+						syscall.Close(r.fd)
+						delete(c.m, k)
+					}
+				}
+			}
+		}
+	}
 	r := c.m[key]
-	if r != nil && !r.valid() {
+	if r != nil && (!r.valid() || (tr != nil && len(r.held) > 2*len(tr.m)+256)) {
+		// A path changed; or most rules are of entries removed since (they grant
+		// nothing, but the ruleset only grows).
 		syscall.Close(r.fd)
 		delete(c.m, key)
 		r = nil
 	}
 	if r == nil {
-		pl, ids, err := build(p)
+		base := p
+		base.Entries = nil
+		pl, ids, err := build(base)
 		if err != nil {
 			return Report{}, err
 		}
@@ -182,14 +226,34 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 			c.evict()
 		}
 		r = &ruleset{fd: fd, flags: fl, rep: pl.Report, ids: ids}
+		if p.Entries != nil {
+			r.held, r.kept = map[uint64]bool{}, kept
+			r.dirMask, r.fileMask = rwMasks(pl.Config, pl.Report.ABI)
+		}
 		c.m[key] = r
 		c.Builds++
 	} else {
 		c.Hits++
 	}
+	if tr != nil && trErr == nil {
+		if err := r.sync(tr); err != nil {
+			syscall.Close(r.fd)
+			delete(c.m, key)
+			return r.rep, err
+		}
+	}
 	r.used = c.tick
 	rep := r.rep
 	rep.Warnings = slices.Clone(rep.Warnings)
+	switch {
+	case p.Entries == nil:
+	case tr == nil:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: not granted (it is a home kept out)", p.Entries.Dir))
+	case tr.over:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s has over %d entries: none of them granted", p.Entries.Dir, MaxEntries))
+	case trErr != nil:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: entries skipped (%v)", p.Entries.Dir, trErr))
+	}
 	if rep.ABI < 7 {
 		flags = 0
 	}
@@ -198,6 +262,9 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 	}
 	if err := ll.LandlockRestrictSelf(r.fd, r.flags|flags); err != nil {
 		return rep, fmt.Errorf("landlock_restrict_self (ABI %d): %w", rep.ABI, err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }
@@ -209,10 +276,27 @@ func (c *Rulesets) Len() int {
 	return len(c.m)
 }
 
-// Close closes every ruleset kept.
+// tracker is the tracker of dir; c.mu is held.
+func (c *Rulesets) tracker(dir string) *tracker {
+	if tr := c.trackers[dir]; tr != nil {
+		return tr
+	}
+	if c.trackers == nil {
+		c.trackers = map[string]*tracker{}
+	}
+	tr := &tracker{dir: dir}
+	c.trackers[dir] = tr
+	return tr
+}
+
+// Close closes every ruleset kept, and the folders followed.
 func (c *Rulesets) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for k, tr := range c.trackers {
+		tr.close()
+		delete(c.trackers, k)
+	}
 	for k, r := range c.m {
 		syscall.Close(r.fd)
 		delete(c.m, k)
@@ -252,5 +336,13 @@ func rulesetKey(p Policy) string {
 	b.WriteString(p.Socket)
 	b.WriteByte(1)
 	b.WriteString(strconv.Itoa(p.MaxABI))
+	if p.Entries != nil {
+		b.WriteByte(1)
+		b.WriteString(p.Entries.Dir)
+		for _, k := range p.Entries.Keep {
+			b.WriteByte(0)
+			b.WriteString(k)
+		}
+	}
 	return b.String()
 }

@@ -112,3 +112,73 @@ func TestRulesetsBounded(t *testing.T) {
 		t.Fatalf("%d kept, %d built", c.Len(), c.Builds)
 	}
 }
+
+// A folder granted entry by entry (Policy.Entries, a /tmp that holds a home) is
+// followed from one restriction to the next: an entry made since gets a rule added
+// (no rebuild), an entry removed and made again too (the removed inode is
+// unreachable), and an entry moved out of the folder has the ruleset built again, so
+// the moved folder is not writable; the kept entry, a symlink's target and anything
+// outside never are.
+func TestRulesetsFollowEntries(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	work, outside, many := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "many")
+	home := filepath.Join(many, "home")
+	dirs := []string{work, outside, filepath.Join(home, "orcr")}
+	for i := range 12 {
+		dirs = append(dirs, filepath.Join(many, fmt.Sprint("e", i)))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(many, "file"), []byte("x"), 0o600)
+	os.Symlink(outside, filepath.Join(many, "link"))
+	p := Policy{RW: []string{work}, ROX: []string{"/usr", "/lib", "/lib64", "/bin"},
+		Entries: &Entries{Dir: many, Keep: []string{filepath.Join(home, "orcr")}}}
+	var c Rulesets
+	defer c.Close()
+	e := func(i int) string { return filepath.Join(many, fmt.Sprint("e", i)) }
+	check := func(step string, hits, builds int, yes, no []string) {
+		t.Helper()
+		var got []error
+		confined(t, &c, p, func() {
+			for _, d := range append(yes, no...) {
+				got = append(got, writes(d))
+			}
+		})
+		for i, d := range yes {
+			if got[i] != nil {
+				t.Errorf("%s: %s not writable: %v", step, d, got[i])
+			}
+		}
+		for i, d := range no {
+			if got[len(yes)+i] == nil {
+				t.Errorf("%s: %s was written", step, d)
+			}
+		}
+		if c.Hits != hits || c.Builds != builds {
+			t.Errorf("%s: %d hits %d builds, want %d %d", step, c.Hits, c.Builds, hits, builds)
+		}
+	}
+	never := []string{outside, home, filepath.Join(home, "orcr"), filepath.Join(many, "link"), many}
+	check("first", 0, 1, []string{work, e(3), e(11)}, never)
+	if err := os.WriteFile(filepath.Join(many, "file"), []byte("y"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("same", 1, 1, []string{e(3)}, never)
+	os.MkdirAll(e(12), 0o700)
+	check("an entry made since", 2, 1, []string{e(12)}, never)
+	os.RemoveAll(e(5))
+	os.MkdirAll(e(5), 0o700)
+	check("an entry removed and made again", 3, 1, []string{e(5)}, never)
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(e(7), moved); err != nil {
+		t.Fatal(err)
+	}
+	check("an entry moved out", 3, 2, []string{e(6)}, append([]string{moved}, never...))
+	check("after", 4, 2, []string{e(6)}, append([]string{moved}, never...))
+}

@@ -257,3 +257,20 @@ func listen(t *testing.T) string {
 }
 
 func port(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// The launcher grants a folder entry by entry (Policy.Entries): each entry as it is
+// when it starts, not the one that holds a kept path, not a symlink's target, not the
+// folder itself.
+func TestLauncherGrantsEntries(t *testing.T) {
+	b := newBox(t)
+	many, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{"a", "b", filepath.Join("home", "orcr")} {
+		os.MkdirAll(filepath.Join(many, d), 0o700)
+	}
+	os.Symlink(outside, filepath.Join(many, "link"))
+	acts := []string{"write:" + filepath.Join(many, "a", "f"), "write:" + filepath.Join(many, "b", "f"),
+		"write:" + filepath.Join(many, "home", "f"), "write:" + filepath.Join(many, "home", "orcr", "f"),
+		"write:" + filepath.Join(many, "link", "f"), "write:" + filepath.Join(many, "f")}
+	got, _ := b.run(confine.Policy{Entries: &confine.Entries{Dir: many, Keep: []string{filepath.Join(many, "home", "orcr")}}}, acts...)
+	expect(t, acts, got, "ok", "ok", eacces, eacces, eacces, eacces)
+}

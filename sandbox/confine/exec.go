@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -22,6 +23,9 @@ func Exec(policyPath string, argv []string, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return errors.New("no command: orcr sandbox exec --policy FILE -- CMD [ARGS…]")
 	}
+	// The launcher execs within milliseconds: a collection, and the wakeups of the GC's
+	// workers that come with it, would be work nothing uses.
+	debug.SetGCPercent(-1)
 	p, err := Load(policyPath)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type Policy struct {
 	ROX []string `json:"rox"`
 	// RO are read-only paths (/etc, the adapter's settings file).
 	RO []string `json:"ro,omitempty"`
+	// Entries grants read-write each entry of a folder but some (a /tmp that holds
+	// $HOME or orcr's home), read when the rules are made.
+	Entries *Entries `json:"entries,omitempty"`
 	// Dev are device paths opened read-write with their ioctls (the terminal, /dev/null).
 	Dev []string `json:"dev,omitempty"`
 	// Ports are the TCP ports the agent may connect to (ABI ≥ 4); every other
@@ -127,6 +130,16 @@ func (p Policy) Check() error {
 		for _, path := range list {
 			if err := CheckPath(path); err != nil {
 				return err
+			}
+		}
+	}
+	if p.Entries != nil {
+		if err := CheckPath(p.Entries.Dir); err != nil {
+			return fmt.Errorf("entries: %w", err)
+		}
+		for _, k := range p.Entries.Keep {
+			if err := CheckPath(k); err != nil {
+				return fmt.Errorf("entries kept out: %w", err)
 			}
 		}
 	}
