@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -289,8 +290,9 @@ func (app *app) runCommands() *cli.Command {
 						return fmt.Errorf("run done takes the milestone, e.g. orcr run done M1")
 					}
 					var m runapi.RunMilestone
+					p := runapi.RunCallerParams{Milestone: c.Args().First(), Call: rand.Text()} // one call, however often it is sent
 					err := app.callThroughRestart(ctx, func(t wire.Transport) (err error) {
-						m, err = wire.Call(ctx, t, runapi.RunDoneM, runapi.RunCallerParams{Milestone: c.Args().First()})
+						m, err = wire.Call(ctx, t, runapi.RunDoneM, p)
 						return err
 					})
 					if err != nil {
@@ -309,8 +311,9 @@ func (app *app) runCommands() *cli.Command {
 						return fmt.Errorf("run ask takes the milestone and the question, e.g. orcr run ask M1 \"reject the file or skip bad rows?\"")
 					}
 					var m runapi.RunMilestone
+					p := runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " "), Call: rand.Text()}
 					err := app.callThroughRestart(ctx, func(t wire.Transport) (err error) {
-						m, err = wire.Call(ctx, t, runapi.RunAskM, runapi.RunCallerParams{Milestone: a[0], Text: strings.Join(a[1:], " ")})
+						m, err = wire.Call(ctx, t, runapi.RunAskM, p)
 						return err
 					})
 					if err != nil {
@@ -437,8 +440,9 @@ func (app *app) maybeLater(ctx context.Context, c *cli.Command) (context.Context
 
 // callThroughRestart performs call over the server's transport, waiting up to
 // ServerWait for a server that is not running and calling again when the server
-// went away during the call. Calling again is safe: a report the run took in once is
-// taken in as a note the second time.
+// went away during the call. Calling again is safe: the call's params carry one id
+// (runapi.RunCallerParams.Call) on every attempt, and a report the run took in once
+// is taken in as a note the second time.
 func (app *app) callThroughRestart(ctx context.Context, call func(wire.Transport) error) error {
 	deadline := time.Now().Add(ServerWait)
 	t := service(ctx)

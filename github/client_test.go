@@ -12,11 +12,17 @@ import (
 
 	"orcr/github"
 	"orcr/github/githubtest"
+	"orcr/testutil/wait"
 )
 
+// newClient is a client of s. Its request timeout scales with the test waits
+// (ORCR_TEST_WAIT_SCALE): a page of 100 label events, each with its issue and the
+// issue's 120 labels (TestCommentsEventsPullsReviews), is megabytes of JSON that
+// took 0.8 s a request under -race at a load of 9, and past the fixed 5 s at a load
+// of 40 the client reported the test server unreachable.
 func newClient(t testing.TB, s *githubtest.Server, token string, mod ...func(*github.Options)) *github.Client {
 	t.Helper()
-	o := github.Options{Token: token, APIURL: s.URL, Backoff: 10 * time.Millisecond, Timeout: 5 * time.Second}
+	o := github.Options{Token: token, APIURL: s.URL, Backoff: 10 * time.Millisecond, Timeout: wait.Scale(5 * time.Second)}
 	for _, m := range mod {
 		m(&o)
 	}

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -341,5 +344,53 @@ func TestWorkspaceRecreatedOnce(t *testing.T) {
 	// host report PaneExited) just before the workspace_closed event says PaneGone.
 	if evs := rec.of(old.ID); evs[0].Kind != core.PaneGone && (evs[0].Kind != core.PaneExited || evs[0].ExitCode == nil) {
 		t.Fatalf("closed with its workspace: %+v; want PaneGone, or PaneExited with its code", evs)
+	}
+}
+
+// TestCtrlCAfterExitKeepsCodeAndScreen: ctrl-c pressed while the program's exit is
+// being recorded, and after, reaches the pane's whole foreground process group —
+// the wrapper and the mv that records the code too. Neither may die of it: a press
+// during a slow mv (a loaded machine) left no code (TestConformance/CtrlCInterrupts
+// failed "PaneExited event has no exit code"), and one after it closed the pane with
+// its last screen. Here mv takes half a second and ctrl-c comes every 50 ms.
+func TestCtrlCAfterExitKeepsCodeAndScreen(t *testing.T) {
+	slow := shortDir(t)
+	mv, err := exec.LookPath("mv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(slow, "mv"), []byte("#!/bin/sh\nsleep 0.5\nexec "+mv+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, env := fakeServer(t, func(o *herdrtest.Options) {
+		for i, kv := range o.Env {
+			if strings.HasPrefix(kv, "PATH=") {
+				o.Env[i] = "PATH=" + slow + ":" + strings.TrimPrefix(kv, "PATH=")
+			}
+		}
+	})
+	h := newHost(t, env)
+	rec := record(t, h)
+	// The program ignores ctrl-c itself (and so does its sleep): its code is 3 however
+	// the presses fall. It ends by itself: a ctrl-c flushes the terminal's unread
+	// input, so an Enter it waited for could be lost under load.
+	p := launch(t, h, "sh", "-c", "trap '' INT; echo bye; sleep 1; exit 3")
+	waitScreen(t, h, p.ID, "bye")
+	exited := func() bool {
+		return slices.ContainsFunc(rec.of(p.ID), func(ev core.HostEvent) bool { return ev.Kind == core.PaneExited })
+	}
+	for end := time.Now().Add(wait.Scale(2 * time.Second)); time.Now().Before(end) || !exited(); {
+		if time.Now().After(end.Add(wait.Scale(15 * time.Second))) {
+			t.Fatalf("no PaneExited for %s: %+v", p.ID, rec.of(p.ID))
+		}
+		_ = h.SendKeys(testCtx(t), p.ID, "ctrl-c") // fails once the pane is gone
+		time.Sleep(50 * time.Millisecond)
+	}
+	evs := rec.of(p.ID)
+	if evs[0].Kind != core.PaneExited || evs[0].ExitCode == nil || *evs[0].ExitCode != 3 {
+		t.Fatalf("events of %s: %+v; want PaneExited with code 3", p.ID, evs)
+	}
+	if s, err := h.Read(testCtx(t), p.ID, core.ReadOpts{}); err != nil || !strings.Contains(s.Text, "bye") {
+		t.Fatalf("the exited pane's last screen: %q, %v", s.Text, err)
 	}
 }

@@ -12,16 +12,20 @@ import (
 // wrapperScript runs "$@" with exactly the given environment (via env -i) plus
 // herdr's pane variables, records the exit status as DIR/PANE.PID.exit, and keeps
 // the pane (and its last screen) until it is closed. INT/QUIT are trapped, not
-// ignored, so the program still gets them (handlers reset on exec) while the
-// wrapper survives to record 130.
+// ignored, while the program runs, so the program still gets them (handlers reset
+// on exec) while the wrapper survives to record 130. Once the program has exited
+// they are ignored: a ctrl-c goes to the pane's whole foreground process group (no
+// job control in sh -c), and one pressed while mv recorded the code killed the mv
+// (the exit was reported without its code) and one after it killed the wrapper
+// (the pane closed with its last screen), where tmux's remain-on-exit keeps both.
 const wrapperScript = `d=$1; shift
 trap : INT QUIT
 env -i -- HERDR_ENV="$HERDR_ENV" HERDR_SOCKET_PATH="$HERDR_SOCKET_PATH" HERDR_BIN_PATH="$HERDR_BIN_PATH" ` +
 	`HERDR_WORKSPACE_ID="$HERDR_WORKSPACE_ID" HERDR_TAB_ID="$HERDR_TAB_ID" HERDR_PANE_ID="$HERDR_PANE_ID" "$@"
 c=$?
+trap '' INT QUIT
 f="$d/$HERDR_PANE_ID.$$"
 printf '%s\n' "$c" >"$f.tmp" && mv "$f.tmp" "$f.exit"
-trap - INT QUIT
 while :; do sleep 2147483647; done
 `
 

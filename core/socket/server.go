@@ -108,6 +108,13 @@ func (s *Server) Serve() error {
 		}
 		backoff = 0
 		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			// Accepted while Close ended the connections it knew: it never saw this
+			// one, and its handler would read on while Close waits for it.
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
 		if len(s.conns) >= s.lim.MaxConnections {
 			s.mu.Unlock()
 			s.refuse(c)
@@ -115,8 +122,8 @@ func (s *Server) Serve() error {
 		}
 		s.conns[c] = struct{}{}
 		s.mem.follow(len(s.conns))
+		s.wg.Add(1) // under mu: Close's Wait comes after its sweep, so it counts this one
 		s.mu.Unlock()
-		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer func() {

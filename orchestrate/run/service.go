@@ -489,7 +489,7 @@ func (s *Service) RunFix(ctx context.Context, p runapi.RunTextParams) (runapi.Ru
 
 // RunDone serves its socket method (methods.go): the caller must be a coder of a run.
 func (s *Service) RunDone(ctx context.Context, p runapi.RunCallerParams) (runapi.RunMilestone, error) {
-	return s.fromCaller(ctx, "done", p, func(coder string) Fact { return Fact{Kind: FDone, M: p.Milestone, Coder: coder} })
+	return s.fromCaller(ctx, "done", p, func(coder string) Fact { return Fact{Kind: FDone, M: p.Milestone, Coder: coder, Call: p.Call} })
 }
 
 // RunAsk serves its socket method (methods.go).
@@ -497,7 +497,9 @@ func (s *Service) RunAsk(ctx context.Context, p runapi.RunCallerParams) (runapi.
 	if strings.TrimSpace(p.Text) == "" {
 		return runapi.RunMilestone{}, wire.Errorf(wire.CodeInvalidParams, "run ask %s: say what you need decided", p.Milestone)
 	}
-	return s.fromCaller(ctx, "ask", p, func(coder string) Fact { return Fact{Kind: FAsk, M: p.Milestone, Coder: coder, Text: p.Text} })
+	return s.fromCaller(ctx, "ask", p, func(coder string) Fact {
+		return Fact{Kind: FAsk, M: p.Milestone, Coder: coder, Text: p.Text, Call: p.Call}
+	})
 }
 
 func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerParams, fact func(coder string) Fact) (runapi.RunMilestone, error) {

@@ -432,6 +432,16 @@ func (s *stepper) fromCoder(m *Milestone, f Fact) {
 		s.note("%s from %s about %s ignored: the work is with %s", f.Kind, orNone(f.Coder), m.ID, orNone(m.Coder))
 		return
 	}
+	if f.Call != "" && (f.Kind == FDone || f.Kind == FAsk) {
+		if f.Call == m.Call {
+			// The CLI called again: the server went during the call, after the
+			// report was logged. Taken once: a second done after its check failed
+			// would check the same commit again and cost the milestone a round.
+			s.note("%s from %s about %s taken already (the same call again after a restart)", f.Kind, f.Coder, m.ID)
+			return
+		}
+		m.Call = f.Call
+	}
 	if m.State == Asking && m.Answered && (f.Kind == FTurnEnded || f.Kind == FAsk) {
 		// The coder's turn after the answer: the milestone is back at work, and
 		// the turn end (or the new question) is taken as from a working coder.

@@ -375,6 +375,52 @@ func TestCheckRoundsEscalateThenFail(t *testing.T) {
 	}
 }
 
+// TestRetriedReportTakenOnce: `orcr run done` and `run ask` call again when the
+// server went during the call (killed after the report was logged, before it
+// answered). The retry carries the same call: it is a note, not a second report. A
+// second done taken after the first one's check failed checked the same commit
+// again, and each kill during the call cost the milestone a check round
+// (TestRunSurvivesKill9: M2 out of rounds after 20 kills under load).
+func TestRetriedReportTakenOnce(t *testing.T) {
+	g := newRig(t, 2, false, "M1::small")
+	g.step(Fact{Kind: FDispatch, M: "M1"})
+	done := Fact{Kind: FDone, M: "M1", Coder: g.has(ABrief, "M1").Coder, Commits: 1, Head: "h1", Call: "c1"}
+	g.step(done)
+	g.state("M1", Checking)
+	g.step(done) // while checking
+	g.state("M1", Checking)
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h1", Text: "FAIL"})
+	g.state("M1", Fixing)
+	for range 3 { // after the check failed: the server went three times during the call
+		g.step(done)
+		g.state("M1", Fixing)
+		g.hasNo(ACheck)
+		g.has(ANote, "")
+	}
+	if r := g.m("M1").Rounds; r.Check != 1 {
+		t.Fatalf("rounds %+v after one failed check and retries of its done", r)
+	}
+	// The coder's next report is a new call: taken.
+	g.step(Fact{Kind: FDone, M: "M1", Coder: done.Coder, Commits: 2, Head: "h2", Call: "c2"})
+	g.state("M1", Checking)
+	if a := g.has(ACheck, "M1"); a.Head != "h2" {
+		t.Fatalf("check %+v", a)
+	}
+	// A question asked through a restart is asked once.
+	g.step(Fact{Kind: FChecked, M: "M1", Head: "h2", Text: "FAIL"})
+	ask := Fact{Kind: FAsk, M: "M1", Coder: done.Coder, Text: "which way?", Call: "c3"}
+	g.step(ask)
+	g.state("M1", Asking)
+	g.step(Fact{Kind: FAnswer, M: "M1", Text: "this way"})
+	g.step(ask)
+	if qa := g.m("M1").QA; len(qa) != 2 {
+		t.Fatalf("QA after a retried ask: %q", qa)
+	}
+	// Reports without a call (an older CLI) are taken each time, as before.
+	g.step(Fact{Kind: FDone, M: "M1", Coder: done.Coder, Commits: 2, Head: "h2"})
+	g.state("M1", Checking)
+}
+
 // Medium checks the escalation went straight to a coder: the state after an
 // escalation with a free pool place is fixing.
 func Medium(t *testing.T, g *rig) State {

@@ -120,6 +120,9 @@ type Milestone struct {
 	// asking until the coder's next turn ends (or it reports done), so the end of
 	// the turn that asked is never taken for a turn without `run done`.
 	Answered bool `json:"answered,omitempty"`
+	// Call is the call of the last report (done, ask) taken from a coder: the same
+	// report again is a retry of it, not a new one.
+	Call string `json:"call,omitempty"`
 	// QA is every question asked and answer given on the milestone, in order; a
 	// brief to a new coder (work handed on, a tier up) carries them.
 	QA     []string `json:"qa,omitempty"`
@@ -316,6 +319,9 @@ type Fact struct {
 	// when it differs from the run's (never taken: a run keeps its mode).
 	Check string `json:"check,omitempty"`
 	Mode  string `json:"mode,omitempty"`
+	// Call names the coder's report (done, ask) across the CLI's retries of it
+	// (runapi.RunCallerParams.Call).
+	Call string `json:"call,omitempty"`
 }
 
 // Verdict is what the reviewer said (ParseReview).

@@ -101,6 +101,12 @@ type RunTextParams struct {
 type RunCallerParams struct {
 	Milestone string `json:"milestone"`
 	Text      string `json:"text,omitempty"`
+	// Call names one report: the CLI sends the same call on every retry of one
+	// `orcr run done` or `run ask` (a server killed during the call is called again
+	// once it is back), and the run takes a report once; a retry is a note. Without
+	// it, a retried done after its check had failed started the check again at the
+	// same commit and cost the milestone a round.
+	Call string `json:"call,omitempty"`
 }
 
 // RunEventsParams reads a run's log.
