@@ -56,6 +56,7 @@ func (s *Service) Start(ctx context.Context, k core.Kernel) error {
 	}
 	for _, rec := range recs {
 		s.indexSelfLead(rec)
+		s.noteMode(rec.Run.Name, rec.Mode)
 		if rec.Run.Stopped || rec.Run.Finish == "done" && len(rec.Outbox) == 0 {
 			continue
 		}

@@ -127,9 +127,27 @@ func isCloneOf(dir, run, m string) bool {
 
 // StaysHere says that a run's agents other than its coders (the lead, the reviewer)
 // run on this machine: they work in its repository and the milestones' worktrees,
-// which only coders get clones of. The nodes feature asks it at admission, under the
-// engine's lock: the path alone answers.
+// which only coders get clones of; and so do the coders of a shared run, which work
+// in this machine's one checkout (placed on a node, their launch could only fail).
+// The nodes feature asks it at admission, under the engine's lock: the path and the
+// runs' modes held in memory answer, the store is not read.
 func (s *Service) StaysHere(path string) bool {
-	_, who, ok := splitRunPath(path)
-	return ok && !strings.HasPrefix(who, "coder-")
+	name, who, ok := splitRunPath(path)
+	if !ok {
+		return false
+	}
+	if !strings.HasPrefix(who, "coder-") {
+		return true
+	}
+	_, shared := s.shared.Load(name)
+	return shared
+}
+
+// noteMode remembers whether run name is shared, for StaysHere.
+func (s *Service) noteMode(name, mode string) {
+	if mode == "shared" {
+		s.shared.Store(name, true)
+	} else {
+		s.shared.Delete(name)
+	}
 }

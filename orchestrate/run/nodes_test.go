@@ -21,20 +21,16 @@ func TestStaysHere(t *testing.T) {
 	}
 }
 
-// A node clone of a milestone is recognised as that milestone's (a brief performed
-// again after a restart finds its coder there, not a stranger).
-func TestIsCloneOf(t *testing.T) {
-	for _, c := range []struct {
-		dir, run, m string
-		want        bool
-	}{
-		{"/home/u/.local/state/orcr/clones/csv/M1", "csv", "M1", true},
-		{"/home/u/.local/state/orcr/clones/csv/M12", "csv", "M1", false},
-		{"/home/u/.local/state/orcr/clones/csv2/M1", "csv", "M1", false},
-		{"/root/.local/state/orcr/worktrees/csv/M1", "csv", "M1", false},
-	} {
-		if got := isCloneOf(c.dir, c.run, c.m); got != c.want {
-			t.Errorf("isCloneOf(%q, %q, %q) = %v", c.dir, c.run, c.m, got)
-		}
+// A run's mode decides for its coders: noted shared, they stay; noted again as a
+// worktree run (the name reused after a discard), they may go.
+func TestStaysHereFollowsTheMode(t *testing.T) {
+	s := &Service{}
+	s.noteMode("demo", "shared")
+	if !s.StaysHere("runs/demo/coder-1") || s.StaysHere("runs/other/coder-1") {
+		t.Fatal("a shared run's coders are not kept here, or another run's are")
+	}
+	s.noteMode("demo", "worktree")
+	if s.StaysHere("runs/demo/coder-1") {
+		t.Fatal("a worktree run's coder is kept here")
 	}
 }

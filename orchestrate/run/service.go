@@ -83,6 +83,10 @@ type Service struct {
 	blocked map[string]string
 	// selfLeads are the runs led by --lead self, by their lead agent's id.
 	selfLeads map[string]string
+	// shared names the runs in shared mode: their coders work in this machine's one
+	// checkout, so StaysHere keeps them here (asked under the engine's lock, where the
+	// store is not read).
+	shared sync.Map
 
 	// starting serialises RunStart: two `run start NAME` at once both passed the "exists
 	// already" check and the second failed with git's raw "branch already exists".
@@ -302,6 +306,7 @@ func (s *Service) RunStart(ctx context.Context, p runapi.RunStartParams) (runapi
 			return runapi.RunView{}, err
 		}
 	}
+	s.noteMode(p.Name, mode)
 	if err := g.ExcludeOrcr(ctx); err != nil {
 		return runapi.RunView{}, fmt.Errorf("run %s: ignore .orcr/ in %s: %w", p.Name, plan.Repo, err)
 	}
