@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/pty"
 	"orcr/testutil/wait"
 )
 
@@ -155,5 +157,42 @@ func TestGCEventsNameTheirRule(t *testing.T) {
 	}
 	if seen["ev/ended"] != "gc.exited_grace close_pane" || seen["ev/idle"] != "gc.idle_after stop" {
 		t.Fatalf("gc events: %v", seen)
+	}
+}
+
+// blindHost is a host whose reads come back empty while blind is set: the end of an
+// agent that exits at once, read before the host had drawn its output.
+type blindHost struct {
+	core.Host
+	blind atomic.Bool
+}
+
+func (h *blindHost) Read(ctx context.Context, pane string, o core.ReadOpts) (core.Screen, error) {
+	if h.blind.Load() {
+		return core.Screen{}, nil
+	}
+	return h.Host.Read(ctx, pane, o)
+}
+
+// An agent whose end was recorded with no last screen still shows it while its pane
+// is there: `agent read` and the dashboard's preview read the ended pane. Before, the
+// read of an ended agent answered its (empty) last screen only, and a kept agent that
+// exited at once on tmux showed nothing.
+func TestEndedWithoutLastScreenReadsItsPane(t *testing.T) {
+	h := &blindHost{Host: pty.New(pty.Options{})}
+	r := newRigOn(t, "", nil, core.Limits{}, core.GCRules{}, h)
+	ctx := context.Background()
+	h.blind.Store(true)
+	if _, err := r.eng.Run(ctx, wire.RunParams{Path: "gone/once", Keep: true, Argv: []string{"sh", "-c", "echo last words"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the agent to exit", 15*time.Second, func() bool {
+		a, _ := r.eng.Get(ctx, "gone/once")
+		return a.State == wire.StateExited
+	})
+	h.blind.Store(false)
+	rd, err := r.eng.Read(ctx, wire.ReadParams{Target: "gone/once"})
+	if err != nil || rd.Live || !strings.Contains(rd.Text, "last words") {
+		t.Fatalf("an ended agent's kept pane: %+v %v", rd, err)
 	}
 }

@@ -347,6 +347,14 @@ func (e *Engine) Read(ctx context.Context, p wire.ReadParams) (wire.ReadResult, 
 			return wire.ReadResult{}, hostErr("read screen", err)
 		}
 	}
+	if a.PaneID != "" && a.State.Terminal() && a.LastScreen == "" {
+		// Ended without a last screen (the read at its end failed or came before the
+		// host had drawn its output: a program that exits at once), but its pane is
+		// still there (kept, or not yet collected): its screen is the last screen.
+		if scr, err := e.host.Read(ctx, a.PaneID, ReadOpts{Lines: p.Lines, ANSI: p.ANSI}); err == nil {
+			return wire.ReadResult{Text: scr.Text, Cols: scr.Cols, Rows: scr.Rows, Live: false}, nil
+		}
+	}
 	text := a.LastScreen
 	if p.Lines > 0 {
 		text = lastLines(text, p.Lines)

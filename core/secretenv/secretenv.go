@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"orcr/internal/strictfile"
@@ -63,6 +64,9 @@ func IsRedacted(env map[string]string) bool {
 	return false
 }
 
+// saveSeq names each Save's temporary file.
+var saveSeq atomic.Uint64
+
 // Save writes env's values into dir/env.json, mode 0600, never through a link; dir is made
 // 0700 when missing.
 func Save(dir string, env map[string]string) error {
@@ -75,12 +79,21 @@ func Save(dir string, env map[string]string) error {
 	}
 	path := filepath.Join(dir, FileName)
 	// A fresh file beside it, renamed over: a reader never sees half a file, and O_EXCL
-	// with O_NOFOLLOW never writes through whatever might sit at the name.
-	tmp := path + ".new"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("keep env values: %w", err)
+	// with O_NOFOLLOW never writes through whatever might sit at the name. Its name is
+	// this save's own: two saves of one agent at once (a spawn handed over twice after
+	// a restart) each rename a whole file, where one shared name let the second remove
+	// the first's file under it and fail the agent's launch.
+	var f *os.File
+	var tmp string
+	for i := 0; ; i++ {
+		tmp = fmt.Sprintf("%s.new-%d-%d", path, os.Getpid(), saveSeq.Add(1))
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || i >= 100 {
+			return fmt.Errorf("keep env values: %w", err)
+		}
 	}
 	_, err = f.Write(b)
 	if cerr := f.Close(); err == nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -84,5 +85,33 @@ func TestSecretsFileErrors(t *testing.T) {
 	os.WriteFile(path, []byte(b.String()), 0o600)
 	if _, err := Resolve(map[string]string{"A": "{{secret.TOKEN}}"}, path); err == nil || !strings.Contains(err.Error(), "is larger than 1 MiB") {
 		t.Fatalf("a file over the bound: %v", err)
+	}
+}
+
+// Saves of one agent's values at once (a spawn handed over twice after a restart) all
+// succeed and leave one whole file and no temporary one; a shared temporary name let
+// one save remove another's file under it and fail the launch.
+func TestConcurrentSavesAllSucceed(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"TOKEN": "s3cret"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() { errs <- Save(dir, env) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok, err := Load(dir)
+	if err != nil || !ok || got["TOKEN"] != "s3cret" {
+		t.Fatalf("load after concurrent saves: %v %v %v", got, ok, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, FileName+".new*"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }
