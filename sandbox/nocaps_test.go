@@ -51,11 +51,14 @@ func TestInProcessAsRoot(t *testing.T) {
 		clis.Missingf(t, "no Landlock here: %v", err)
 	}
 	if os.Geteuid() != 0 || os.Getenv("ORCR_SANDBOX_NOCAPS_CHILD") != "" {
-		t.Skip("root's path: run as root (TestInProcessWithoutCapabilities is a user's)")
+		// Runs in CI and scripts/test, which run as root; a user's server (no
+		// capabilities) is tested by TestInProcessWithoutCapabilities, and this test's
+		// re-exec'd child belongs to that test.
+		t.Skip("needs root: it tests a server that holds capabilities; a user's server is TestInProcessWithoutCapabilities")
 	}
 	before := threadCaps(t)
 	if before == 0 {
-		t.Skip("root without capabilities: TestInProcessWithoutCapabilities is this path")
+		t.Skip("root here holds no capabilities (a container dropped them): that server is a user's, tested by TestInProcessWithoutCapabilities")
 	}
 	checkInProcess(t)
 	for tid, c := range threadCapsByTask(t) {
