@@ -183,12 +183,15 @@ func BenchmarkAgentGetVsMinimalClient(b *testing.B) {
 // took too, which moves less with the machine's load than their wall time: orcr's is
 // its 100 processes, `orcr serve` and its tmux server over the loop; the raw loop's is
 // the shell with its tmux clients and the tmux server. server-cpu-ms is the server's
-// own per spawn.
+// own per spawn. A third loop spawns the same 100 through minclient (`minclient run`,
+// the smallest Go client of agent.run) on the same server: min-ratio is what any
+// client that is one Go process per spawn can reach here, orcr's start-up aside.
 func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 	const n, rounds = 100, 3
 	s := startServer(b)
+	min := testbin.Build(b, "orcr/bench/cli/minclient")
 	tmuxPID := serve.TmuxServerPID(b, filepath.Join(s.Home, "tmux.sock"))
-	var orcrTotal, rawTotal time.Duration
+	var orcrTotal, rawTotal, minTotal time.Duration
 	var orcrCPU, serverCPU time.Duration
 	var rawCPU int64
 	var r int
@@ -206,6 +209,16 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			orcrTotal += time.Since(t0)
 			serverCPU += ticks(proc.CPUTicks(b, s.PID()) - s0)
 			orcrCPU += ticks(proc.CPUTicks(b, tmuxPID) - t0c)
+			t0 = time.Now()
+			for j := range n {
+				runProc(b, s.Env, "queued", min, "run", fmt.Sprintf("bench/m%d/a%d", r, j), "sleep", "600")
+			}
+			s.waitLaunched(b, fmt.Sprintf("bench/m%d/**", r), n)
+			minTotal += time.Since(t0)
+			// Stopped again at once, outside the clocks, so the rounds stay under the
+			// bench config's cap of 500 agents (orcr's loop keeps its 300).
+			var killed struct{}
+			s.call(b, "agent.kill", map[string]any{"glob": fmt.Sprintf("bench/m%d/**", r)}, &killed)
 			raw := serve.RawTmuxSpawnCPU(b, n, nil)
 			rawTotal += raw.Wall
 			rawCPU += raw.CPU
@@ -216,6 +229,8 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 	b.ReportMetric(float64(orcrTotal.Milliseconds())/float64(r), "orcr-ms")
 	b.ReportMetric(float64(rawTotal.Milliseconds())/float64(r), "raw-ms")
 	b.ReportMetric(float64(orcrTotal)/float64(rawTotal), "ratio")
+	b.ReportMetric(float64(minTotal.Milliseconds())/float64(r), "min-ms")
+	b.ReportMetric(float64(minTotal)/float64(rawTotal), "min-ratio")
 	b.ReportMetric(float64(orcrCPU)/float64(ticks(rawCPU)), "cpu-ratio")
 	b.ReportMetric(float64(serverCPU.Microseconds())/1000/float64(r*n), "server-cpu-ms")
 }

@@ -1,7 +1,9 @@
-// Command minclient is the floor the CLI start-up benchmark compares `orcr agent get`
-// with: the smallest Go program that does the same request. It dials
-// $ORCR_HOME/orcr.sock, asks agent.get for its argument, decodes the reply and prints
-// the agent's path, with nothing but the standard library.
+// Command minclient is the floor the CLI start-up benchmarks compare `orcr` with: the
+// smallest Go program that does the same request, with nothing but the standard
+// library. `minclient ID|PATH` dials $ORCR_HOME/orcr.sock, asks agent.get, decodes the
+// reply and prints the agent's id and path; `minclient run PATH ARGV...` asks agent.run
+// in the current folder and prints the new agent's id, path and state, as `orcr agent
+// run PATH -- ARGV...` does.
 package main
 
 import (
@@ -14,8 +16,19 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: minclient ID|PATH")
+	method, params := "agent.get", map[string]any{"target": ""}
+	switch {
+	case len(os.Args) == 2:
+		params["target"] = os.Args[1]
+	case len(os.Args) > 3 && os.Args[1] == "run":
+		cwd, err := os.Getwd()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		method, params = "agent.run", map[string]any{"path": os.Args[2], "argv": os.Args[3:], "cwd": cwd}
+	default:
+		fmt.Fprintln(os.Stderr, "usage: minclient ID|PATH | minclient run PATH ARGV...")
 		os.Exit(2)
 	}
 	conn, err := net.Dial("unix", filepath.Join(os.Getenv("ORCR_HOME"), "orcr.sock"))
@@ -24,7 +37,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer conn.Close()
-	req, _ := json.Marshal(map[string]any{"id": "1", "method": "agent.get", "params": map[string]string{"target": os.Args[1]}})
+	req, _ := json.Marshal(map[string]any{"id": "1", "method": method, "params": params})
 	if _, err := conn.Write(append(req, '\n')); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -37,8 +50,9 @@ func main() {
 	var resp struct {
 		Result struct {
 			Agent struct {
-				ID   string `json:"id"`
-				Path string `json:"path"`
+				ID    string `json:"id"`
+				Path  string `json:"path"`
+				State string `json:"state"`
 			} `json:"agent"`
 		} `json:"result"`
 		Error *struct {
@@ -54,5 +68,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: %s\n", resp.Error.Code, resp.Error.Message)
 		os.Exit(1)
 	}
-	fmt.Println(resp.Result.Agent.ID, resp.Result.Agent.Path)
+	a := resp.Result.Agent
+	if method == "agent.run" {
+		fmt.Println(a.ID, a.Path, a.State)
+		return
+	}
+	fmt.Println(a.ID, a.Path)
 }
