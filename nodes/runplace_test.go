@@ -15,41 +15,6 @@ import (
 	"orcr/testutil/wait"
 )
 
-const threePartsPlan = `# Plan: spread
-request: three parts
-check: for f in M*.txt; do grep -q node "$f" || exit 1; done
-
-## M1 · One
-depends: -
-tier: small
-
-### Goal
-Write M1.txt.
-
-### Acceptance
-- [ ] M1.txt
-
-## M2 · Two
-depends: -
-tier: small
-
-### Goal
-Write M2.txt.
-
-### Acceptance
-- [ ] M2.txt
-
-## M3 · Three
-depends: -
-tier: small
-
-### Goal
-Write M3.txt.
-
-### Acceptance
-- [ ] M3.txt
-`
-
 // placedRun is the scenario of automatic placement of a run's coders: this machine
 // and two nodes, each with a cap of 1 ([limits] local = 1, --max-agents 1), a run
 // of three milestones whose three coders no --node pins. homes are the nodes' orcr
@@ -58,47 +23,15 @@ Write M3.txt.
 // it places and clones) and started again.
 func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill bool) {
 	t.Helper()
-	repo := filepath.Join(filepath.Dir(c.home), "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "commit", "-qm", "init")
-	seedPlan(t, c.home, repo, "spread", threePartsPlan)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
-	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	c.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.orcr("run", "status", "spread")
-			ev, _ := c.orcr("run", "events", "spread")
-			ls, _ := c.orcr("agent", "ls", "--all")
-			q, _ := c.orcr("queue")
-			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-			t.Logf("run status:\n%s\nevents:\n%s\nagents:\n%s\nqueue:\n%s\ncoordinator's log:\n%s", out, ev, ls, q, b)
-		}
-	})
+	repo := c.runScene("spread", partsPlan("spread", 3), runCfgLocal1)
 	add()
-	if out, err := c.orcr("run", "start", "spread", "--coders", "3", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder); err != nil {
-		t.Fatalf("run start: %v\n%s", err, out)
-	}
-	if out, err := c.orcr("run", "dispatch", "spread", "M1", "M2", "M3"); err != nil {
-		t.Fatalf("dispatch: %v\n%s", err, out)
-	}
+	c.startRun("spread", []string{"M1", "M2", "M3"}, "--coders", "3", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder)
 	if kill {
 		c.srv.Kill9()
 		c.start()
 	}
+	c.waitRunDone("spread", 180*time.Second)
 	ctx := context.Background()
-	var v runapi.RunResult
-	if !wait.Until(180*time.Second, func() bool {
-		var err error
-		v, err = wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "spread"})
-		return err == nil && v.Run.State == "done"
-	}) {
-		t.Fatalf("the run is %s", v.Run.State)
-	}
 	// One agent per coder, ever (nothing spawned twice, not even across the kill), one
 	// on each machine (the caps held: each coder stays live once done).
 	all, err := c.cl.List(ctx, wire.ListParams{All: true})
@@ -158,27 +91,20 @@ func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill
 			t.Fatalf("node %s has %d clones of the run; want 1 (its coder's)", node, len(clones))
 		}
 	}
-	c.orcr("run", "stop", "spread")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("spread")
 }
 
 // A run's coders no --node pins are placed like any agent: this machine takes one
 // ([limits] local = 1), each node one (--max-agents 1); each coder on a node works in
 // a clone made there when admission put it there, and all three milestones merge here.
-func TestRunCodersPlaced(t *testing.T) {
-	c := newCoord(t)
-	a, b := c.node(), c.node()
-	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
-		c.trust(a)
-		c.trust(b)
-		c.addNode("a", a.Port(), "--max-agents", "1")
-		c.addNode("b", b.Port(), "--max-agents", "1")
-	}, false)
-}
+func TestRunCodersPlaced(t *testing.T) { placedOnTwo(t, false) }
 
 // The same with the coordinator killed with -9 while it places and clones: after its
 // restart each coder still has one agent and each node one clone.
-func TestRunCodersPlacedKill9(t *testing.T) {
+func TestRunCodersPlacedKill9(t *testing.T) { placedOnTwo(t, true) }
+
+// placedOnTwo is placedRun on two in-process nodes with a cap of 1 each.
+func placedOnTwo(t *testing.T, kill bool) {
 	c := newCoord(t)
 	a, b := c.node(), c.node()
 	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
@@ -186,7 +112,7 @@ func TestRunCodersPlacedKill9(t *testing.T) {
 		c.trust(b)
 		c.addNode("a", a.Port(), "--max-agents", "1")
 		c.addNode("b", b.Port(), "--max-agents", "1")
-	}, true)
+	}, kill)
 }
 
 // The issue's test, for real: two real sshd nodes with a cap of 1 each, this machine
@@ -197,16 +123,7 @@ func TestRealSSHRunCodersPlaced(t *testing.T) {
 	tag := fmt.Sprintf("%04x", (os.Getpid()+2)%0x10000)
 	nodes := []*realNode{startRealNode(t, tag, 5, c.key.PublicKey()), startRealNode(t, tag, 6, c.key.PublicKey())}
 	placedRun(t, c, map[string]string{"a": nodes[0].stateHome(), "b": nodes[1].stateHome()}, func() {
-		kh := ""
-		for _, n := range nodes {
-			kh += n.knownHostsLine() + "\n"
-		}
-		os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
-		for i, name := range []string{"a", "b"} {
-			if out, err := c.orcr("node", "add", name, nodes[i].user+"@"+nodes[i].addr, "--max-agents", "1"); err != nil || !strings.Contains(out, " up") {
-				t.Fatalf("node add %s: %v\n%s", name, err, out)
-			}
-		}
+		c.addRealNodes(nodes, []string{"a", "b"}, "--max-agents", "1")
 	}, false)
 }
 
@@ -216,25 +133,7 @@ func TestRealSSHRunCodersPlaced(t *testing.T) {
 // milestone merges too.
 func TestRunCoderPlacedUnreachable(t *testing.T) {
 	c := newCoord(t)
-	repo := filepath.Join(filepath.Dir(c.home), "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "commit", "-qm", "init")
-	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
-	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	c.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.orcr("run", "status", "dist")
-			ls, _ := c.orcr("agent", "ls", "--all")
-			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-			t.Logf("run status:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ls, b)
-		}
-	})
+	repo := c.runScene("dist", twoPartsPlan, runCfgLocal1)
 	n := c.node()
 	c.trust(n)
 	c.addNode("a", n.Port(), "--max-agents", "1")
@@ -244,12 +143,7 @@ func TestRunCoderPlacedUnreachable(t *testing.T) {
 	script := `m=$(git rev-parse --abbrev-ref HEAD); m=${m##*/}
 while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 ` + nodeCoder
-	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script); err != nil {
-		t.Fatalf("run start: %v\n%s", err, out)
-	}
-	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
-		t.Fatalf("dispatch: %v\n%s", err, out)
-	}
+	c.startRun("dist", []string{"M1", "M2"}, "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script)
 	ctx := context.Background()
 	coders := func() map[string]wire.Agent {
 		all, err := c.cl.List(ctx, wire.ListParams{All: true})
@@ -319,8 +213,7 @@ while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 	if body := gitIn(t, repo, "show", "feature/dist:"+mOf(there)+".txt"); !strings.Contains(body, "node a in "+filepath.Join(n.Home, "clones", "dist")) {
 		t.Fatalf("%s: %q", mOf(there), body)
 	}
-	c.orcr("run", "stop", "dist")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("dist")
 }
 
 // A run's lead and reviewer are never placed on a node (they work in this machine's
