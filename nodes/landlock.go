@@ -45,11 +45,11 @@ func (s *Service) ownLandlock() *nodeapi.Landlock {
 func cannotConfine(l *nodeapi.Landlock) string {
 	switch {
 	case l == nil:
-		return "its orcr does not say whether it has Landlock, and the agent asks for a sandbox"
+		return "its orcr does not say whether it has Landlock"
 	case l.ABI < 1 && l.Error != "":
-		return "no Landlock to confine the agent's sandbox (" + l.Error + ")"
+		return "no Landlock to confine a sandbox (" + l.Error + ")"
 	case l.ABI < 1:
-		return "no Landlock to confine the agent's sandbox"
+		return "no Landlock to confine a sandbox"
 	}
 	return ""
 }

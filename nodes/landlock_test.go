@@ -79,6 +79,11 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 		t.Fatalf("node show weak:\n%s", out)
 	}
 
+	if out, _ := c.orcr("doctor"); !strings.Contains(out, "PROBLEM: no Landlock to confine a sandbox ("+off) ||
+		!strings.Contains(out, "): agents that ask for a sandbox (a run's coders, by default) are not placed on it") {
+		t.Fatalf("doctor does not say weak confines nothing:\n%s", out)
+	}
+
 	c.startRun("dist", []string{"M1", "M2"}, "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", sandboxedCoder)
 	c.waitRunDone("dist", 180*time.Second)
 	for _, m := range []string{"M1", "M2"} {
@@ -111,9 +116,9 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 	if out, err := c.orcr("agent", "run", "boxed/x", "--sandbox", "--", "sh", "-c", "exec cat"); err != nil {
 		t.Fatalf("a sandboxed agent on a coordinator without Landlock whose node has it: %v\n%s", err, out)
 	}
-	c.waitQueued("boxed/x", "here: 1 of its 1 agents ([limits] local)", "strong: 2 of its 2 agents", "weak: no Landlock to confine the agent's sandbox ("+off)
+	c.waitQueued("boxed/x", "here: 1 of its 1 agents ([limits] local)", "strong: 2 of its 2 agents", "weak: no Landlock to confine a sandbox ("+off)
 	c.cl.Kill(ctx, wire.KillParams{Glob: "plain/first"})
-	c.waitQueued("boxed/x", "here: no Landlock to confine the agent's sandbox ("+off)
+	c.waitQueued("boxed/x", "here: no Landlock to confine a sandbox ("+off)
 	// A coder ends: strong has room, and takes it.
 	c.cl.Kill(ctx, wire.KillParams{Glob: "runs/dist/coder-1"})
 	if a := c.waitAgent("boxed/x", live, "the sandboxed agent once strong has room"); a.Node != "strong" {

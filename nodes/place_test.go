@@ -61,7 +61,7 @@ func TestChoose(t *testing.T) {
 		{"here without Landlock: a sandboxed agent to the node", []spot{noLandlock(here(9000)), nd("big", 0, 3, 8000, 16000, "work")}, sandboxed(w), "big", nil},
 		{"here without Landlock keeps an agent without a sandbox", []spot{noLandlock(here(9000)), nd("big", 0, 3, 8000, 16000, "work")}, w, "", nil},
 		{"no machine confines", []spot{noLandlock(here(9000)), noLandlock(nd("big", 0, 3, 8000, 16000, "work"))}, sandboxed(w), "",
-			[]string{"here: no Landlock to confine the agent's sandbox (test kernel)", "big: no Landlock to confine the agent's sandbox (test kernel)"}},
+			[]string{"here: no Landlock to confine a sandbox (test kernel)", "big: no Landlock to confine a sandbox (test kernel)"}},
 		{"a node that does not say", []spot{here(100), func() spot { sp := nd("old", 0, 3, 8000, 16000, "work"); sp.confines = cannotConfine(nil); return sp }()},
 			sandboxed(w), "", []string{"old: its orcr does not say whether it has Landlock"}},
 	}
@@ -154,8 +154,8 @@ func TestCannotConfine(t *testing.T) {
 	}{
 		{&nodeapi.Landlock{ABI: 1}, ""},
 		{&nodeapi.Landlock{ABI: 7}, ""},
-		{&nodeapi.Landlock{Error: "switched off"}, "no Landlock to confine the agent's sandbox (switched off)"},
-		{&nodeapi.Landlock{}, "no Landlock to confine the agent's sandbox"},
+		{&nodeapi.Landlock{Error: "switched off"}, "no Landlock to confine a sandbox (switched off)"},
+		{&nodeapi.Landlock{}, "no Landlock to confine a sandbox"},
 		{nil, "its orcr does not say whether it has Landlock"},
 	} {
 		if got := cannotConfine(c.l); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
