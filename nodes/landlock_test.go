@@ -48,7 +48,8 @@ func (c *coord) waitQueued(path string, whys ...string) string {
 // this machine's kernel: both are placed on strong, none on weak, and build confined
 // in their clones there. An agent without a sandbox still goes to weak when the other
 // machines are full; one that asks for a sandbox waits while strong is full, the queue
-// saying each machine's reason, and is placed on strong once a coder ends.
+// saying each machine's reason, and is placed on strong once a coder ends; one pinned
+// to strong is not refused for this machine's kernel and strong confines it.
 func TestRealSSHLandlockPlacement(t *testing.T) {
 	needRealSSH(t)
 	c := newCoord(t)
@@ -123,6 +124,18 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 	c.cl.Kill(ctx, wire.KillParams{Glob: "runs/dist/coder-1"})
 	if a := c.waitAgent("boxed/x", live, "the sandboxed agent once strong has room"); a.Node != "strong" {
 		t.Fatalf("boxed/x runs on %q; want strong", a.Node)
+	}
+	// Pinned to strong with a sandbox: not refused for this machine's kernel; strong's
+	// server confines it (its policy is in strong's orcr directory).
+	c.cl.Kill(ctx, wire.KillParams{Glob: "boxed/x"})
+	work := filepath.Join(strong.home, "work") // not the home, which holds the node's orcr home
+	run(t, "install", "-d", "-o", strong.user, work)
+	if out, err := c.orcr("agent", "run", "pinned/x", "--node", "strong", "--cwd", work, "--sandbox", "--", "sh", "-c", "exec cat"); err != nil {
+		t.Fatalf("a sandboxed agent pinned to a node with Landlock, from a coordinator without: %v\n%s", err, out)
+	}
+	pinned := c.waitAgent("pinned/x", live, "the pinned sandboxed agent")
+	if _, err := os.Stat(filepath.Join(strong.stateHome(), "agents", pinned.ID, "sandbox-policy.json")); err != nil {
+		t.Fatalf("strong did not confine pinned/x: %v", err)
 	}
 	c.stopRun("dist")
 }
