@@ -6,39 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
-	"orcr/testutil/wait"
 )
-
-// waitQueued waits for path to wait in the coordinator's queue with every one of
-// whys in its reason, and returns the reason.
-func (c *coord) waitQueued(path string, whys ...string) string {
-	c.t.Helper()
-	var q wire.QueueResult
-	reason := ""
-	if !wait.Until(30*time.Second, func() bool {
-		q, _ = c.cl.Queue(context.Background())
-		for _, e := range q.Entries {
-			if e.Path == path {
-				reason = e.Waiting
-				for _, w := range whys {
-					if !strings.Contains(e.Waiting, w) {
-						return false
-					}
-				}
-				return true
-			}
-		}
-		return false
-	}) {
-		c.t.Fatalf("%s does not wait saying %q; queue: %+v", path, whys, q.Entries)
-	}
-	return reason
-}
 
 // The test of Landlock in placement, with real sshd nodes: this machine's
 // sandbox is switched off (ORCR_SANDBOX_MAX_ABI=0, as on a kernel without Landlock),
@@ -102,11 +74,8 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 
 	// Without a sandbox: here while it has room, then weak (strong has its 2 coders).
 	ctx := context.Background()
-	for _, p := range []string{"plain/first", "plain/second"} {
-		if _, err := c.cl.Run(ctx, wire.RunParams{Path: p, Argv: []string{"sh", "-c", "exec cat"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.spawn("plain/first")
+	c.spawn("plain/second")
 	if a := c.waitAgent("plain/first", live, "the first plain agent"); a.Node != "" {
 		t.Fatalf("plain/first runs on %q; this machine had room", a.Node)
 	}
@@ -138,60 +107,4 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 		t.Fatalf("strong did not confine pinned/x: %v", err)
 	}
 	c.stopRun("dist")
-}
-
-// [limits] local follows a reload of the config (SIGHUP) like the other limits: an
-// agent waiting for this machine's cap starts here once the cap is raised, and a cap
-// lowered again below the agents running here stops none of them.
-func TestLocalCapReloaded(t *testing.T) {
-	c := newCoord(t)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
-	c.start()
-	n := c.node()
-	c.trust(n)
-	c.addNode("a", n.Port(), "--max-agents", "1")
-	ctx := context.Background()
-	spawn := func(p string) {
-		t.Helper()
-		if _, err := c.cl.Run(ctx, wire.RunParams{Path: p, Argv: []string{"sh", "-c", "exec cat"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	spawn("p/first")
-	if a := c.waitAgent("p/first", live, "the first, here"); a.Node != "" {
-		t.Fatalf("p/first runs on %q", a.Node)
-	}
-	spawn("p/second")
-	if a := c.waitAgent("p/second", live, "the second, on the node"); a.Node != "a" {
-		t.Fatalf("p/second runs on %q", a.Node)
-	}
-	spawn("p/third")
-	c.waitQueued("p/third", "here: 1 of its 1 agents ([limits] local)", "a: 1 of its 1 agents")
-	hup := func(local int) {
-		t.Helper()
-		os.WriteFile(cfg, []byte(fmt.Sprintf("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = %d\n", local)), 0o600)
-		if err := syscall.Kill(c.srv.PID(), syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hup(2)
-	if a := c.waitAgent("p/third", live, "the third once [limits] local = 2 is reloaded"); a.Node != "" {
-		t.Fatalf("p/third runs on %q; want here", a.Node)
-	}
-	hup(1)
-	if !wait.Until(10*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-		return strings.Contains(string(b), "local=1")
-	}) {
-		t.Fatal("the reload to local = 1 is not in the log")
-	}
-	spawn("p/fourth")
-	c.waitQueued("p/fourth", "here: 2 of its 1 agents ([limits] local)")
-	for _, p := range []string{"p/first", "p/second", "p/third"} {
-		if a := c.agent(p); !a.State.Live() {
-			t.Fatalf("%s is %s after the cap was lowered", p, a.State)
-		}
-	}
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,44 +222,58 @@ while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 // [limits] local cap, a lead waits for it, saying why, while a coder goes to the node.
 func TestRunLeadStaysHere(t *testing.T) {
 	c := newCoord(t)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
-	c.start()
-	n := c.node()
-	c.trust(n)
-	c.addNode("a", n.Port(), "--max-agents", "2")
+	c.localCapOne("2")
 	ctx := context.Background()
-	run := func(path string) {
-		t.Helper()
-		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run("p/first")
-	if a := c.waitAgent("p/first", live, "the first here"); a.Node != "" {
-		t.Fatalf("p/first runs on %q; this machine had room", a.Node)
-	}
-	run("runs/x/lead")
-	run("runs/x/coder-1")
+	c.spawn("runs/x/lead")
+	c.spawn("runs/x/coder-1")
 	if a := c.waitAgent("runs/x/coder-1", live, "a coder on the node"); a.Node != "a" {
 		t.Fatalf("the coder runs on %q", a.Node)
 	}
-	var q wire.QueueResult
-	if !wait.Until(20*time.Second, func() bool {
-		q, _ = c.cl.Queue(ctx)
-		for _, e := range q.Entries {
-			if e.Path == "runs/x/lead" {
-				return strings.Contains(e.Waiting, "here: 1 of its 1 agents ([limits] local)") && strings.Contains(e.Waiting, "a: it works in a repository of this machine")
-			}
-		}
-		return false
-	}) {
-		t.Fatalf("the lead does not wait for this machine: %+v", q.Entries)
-	}
+	c.waitQueued("runs/x/lead", "here: 1 of its 1 agents ([limits] local)", "a: it works in a repository of this machine")
 	// This machine's slot frees: the lead starts here.
 	c.cl.Kill(ctx, wire.KillParams{Glob: "p/first"})
 	if a := c.waitAgent("runs/x/lead", live, "the lead once this machine has room"); a.Node != "" {
 		t.Fatalf("the lead runs on %q", a.Node)
 	}
 	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
+
+// [limits] local follows a reload of the config (SIGHUP) like the other limits: an
+// agent waiting for this machine's cap starts here once the cap is raised, and a cap
+// lowered again below the agents running here stops none of them.
+func TestLocalCapReloaded(t *testing.T) {
+	c := newCoord(t)
+	cfg := c.localCapOne("1")
+	c.spawn("p/second")
+	if a := c.waitAgent("p/second", live, "the second, on the node"); a.Node != "a" {
+		t.Fatalf("p/second runs on %q", a.Node)
+	}
+	c.spawn("p/third")
+	c.waitQueued("p/third", "here: 1 of its 1 agents ([limits] local)", "a: 1 of its 1 agents")
+	hup := func(local int) {
+		t.Helper()
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = %d\n", local)), 0o600)
+		if err := syscall.Kill(c.srv.PID(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hup(2)
+	if a := c.waitAgent("p/third", live, "the third once [limits] local = 2 is reloaded"); a.Node != "" {
+		t.Fatalf("p/third runs on %q; want here", a.Node)
+	}
+	hup(1)
+	if !wait.Until(10*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+		return strings.Contains(string(b), "local=1")
+	}) {
+		t.Fatal("the reload to local = 1 is not in the log")
+	}
+	c.spawn("p/fourth")
+	c.waitQueued("p/fourth", "here: 2 of its 1 agents ([limits] local)")
+	for _, p := range []string{"p/first", "p/second", "p/third"} {
+		if a := c.agent(p); !a.State.Live() {
+			t.Fatalf("%s is %s after the cap was lowered", p, a.State)
+		}
+	}
+	c.cl.Kill(context.Background(), wire.KillParams{Glob: "**"})
 }
