@@ -155,9 +155,9 @@ func (app *app) nodeLs(ctx context.Context, asJSON bool) error {
 	}
 	now := time.Now()
 	tw := newTabWriter(app.out)
-	fmt.Fprintln(tw, "NAME\tSTATE\tAGENTS/CAP\tFREE MEM\tVERSION\tLAST SEEN")
+	fmt.Fprintln(tw, "NAME\tSTATE\tAGENTS/CAP\tFREE MEM\tLANDLOCK\tVERSION\tLAST SEEN")
 	for _, n := range r.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, agentsCap(n), freeMem(n), dash(n.Version), lastSeen(n.LastSeen, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.State, agentsCap(n), freeMem(n), landlockCell(n), dash(n.Version), lastSeen(n.LastSeen, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -187,6 +187,34 @@ func freeMem(n nodeapi.Node) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d MB", n.FreeMB)
+}
+
+// landlockCell is the node's Landlock ABI as node ls shows it: "ABI 7", "none" (no
+// sandboxed agent is placed there), "-" while not heard or not said.
+func landlockCell(n nodeapi.Node) string {
+	switch {
+	case n.Landlock == nil:
+		return "-"
+	case n.Landlock.ABI < 1:
+		return "none"
+	}
+	return fmt.Sprintf("ABI %d", n.Landlock.ABI)
+}
+
+// landlockLineOf is the node's Landlock as node show says it ("" : nothing heard yet).
+func landlockLineOf(n nodeapi.Node) string {
+	const off = ": agents that ask for a sandbox are not placed here"
+	switch {
+	case n.Landlock != nil && n.Landlock.ABI >= 1:
+		return fmt.Sprintf("ABI %d", n.Landlock.ABI)
+	case n.Landlock != nil && n.Landlock.Error != "":
+		return "none (" + n.Landlock.Error + ")" + off
+	case n.Landlock != nil:
+		return "none" + off
+	case n.Version != "":
+		return "not reported (its orcr does not say)" + off
+	}
+	return ""
 }
 
 func lastSeen(t *time.Time, now time.Time) string {
@@ -230,6 +258,9 @@ func writeNode(w io.Writer, n nodeapi.Node, now time.Time) {
 	}
 	if n.Version != "" {
 		fmt.Fprintf(w, "  orcr:       %s (%s/%s)\n", n.Version, n.OS, n.Arch)
+	}
+	if l := landlockLineOf(n); l != "" {
+		fmt.Fprintf(w, "  landlock:   %s\n", l)
 	}
 	if len(n.Accounts) > 0 {
 		fmt.Fprintf(w, "  accounts:   %s\n", strings.Join(n.Accounts, ", "))

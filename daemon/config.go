@@ -77,13 +77,16 @@ func (s *server) reload() {
 		return
 	}
 	s.engine.SetGCRules(configGC(cfg))
+	if s.nodes != nil {
+		s.nodes.SetLocalMax(cfg.LocalCap()) // [limits] local: this machine's cap among the nodes
+	}
 	if s.github != nil && s.github.reload(context.Background(), cfg.GitHub) && s.listen != nil {
 		// A failing github listener (a bad token, the wrong api_url) tries again now
 		// rather than at the end of its back-off.
 		s.listen.RetryGitHub(context.Background())
 	}
 	l := s.engine.Limits()
-	s.log.Info("config reloaded", "path", path, "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB)
+	s.log.Info("config reloaded", "path", path, "global", l.Global, "provider", fmt.Sprint(l.Provider), "minFreeMb", l.MinFreeMB, "local", cfg.LocalCap())
 }
 
 // configWorkflows is how long finished workflow runs are kept: [workflows] retain,

@@ -33,6 +33,7 @@ import (
 	"orcr/core/wire"
 	"orcr/listen"
 	"orcr/mcp"
+	"orcr/nodes"
 	"orcr/orchestrate"
 	"orcr/orchestrate/run"
 	"orcr/planning"
@@ -75,6 +76,7 @@ type server struct {
 	// the listeners' GitHub client is remade and a failing github listener retried.
 	listen *listen.Service
 	github *githubClients // the listeners' GitHub client, remade on a reload
+	nodes  *nodes.Service // its [limits] local follows a reload
 	// web is the HTTP gateway over the same handlers as the socket (DESIGN §15);
 	// webAddr is where it serves ("" when off), webErr why it does not although asked.
 	web     *web.Service
@@ -189,6 +191,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.Path, err)
 	}
+	s.nodes = nds
 	// Identities and the spawn policy shape and check spawns from their first one on.
 	ids, spawns := identity.New(identity.Options{Logger: s.log}), spawnpolicy.New()
 	listenHTTP := cfg.HTTP.Listen

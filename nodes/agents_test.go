@@ -43,6 +43,60 @@ func (c *coord) addNode(name string, port int, extra ...string) {
 
 func live(a wire.Agent) bool { return a.State.Live() }
 
+// spawn asks the coordinator for a shell agent at path that runs until killed, placed
+// as admission decides.
+func (c *coord) spawn(path string) {
+	c.t.Helper()
+	if _, err := c.cl.Run(context.Background(), wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// waitQueued waits for path to wait in the coordinator's queue with every one of
+// whys in its reason.
+func (c *coord) waitQueued(path string, whys ...string) {
+	c.t.Helper()
+	var q wire.QueueResult
+	if !wait.Until(30*time.Second, func() bool {
+		var err error
+		if q, err = c.cl.Queue(context.Background()); err != nil {
+			c.t.Fatal(err)
+		}
+		for _, e := range q.Entries {
+			if e.Path != path {
+				continue
+			}
+			for _, w := range whys {
+				if !strings.Contains(e.Waiting, w) {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}) {
+		c.t.Fatalf("%s does not wait saying %q: %+v", path, whys, q.Entries)
+	}
+}
+
+// localCapOne is the set-up of the [limits] local tests: this machine's cap at 1, the
+// coordinator started, node a (in-process) with a cap of nodeMax, and p/first running
+// here. It returns config.toml's path.
+func (c *coord) localCapOne(nodeMax string) string {
+	c.t.Helper()
+	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
+	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
+	c.start()
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", nodeMax)
+	c.spawn("p/first")
+	if a := c.waitAgent("p/first", live, "the first here"); a.Node != "" {
+		c.t.Fatalf("p/first runs on %q; this machine had room", a.Node)
+	}
+	return cfg
+}
+
 // An agent run with --node runs on the node's server under the coordinator's id and
 // path; the coordinator's tree shows it (NODE column, --node filter), reads its
 // screen, types into it and kills it there. The node's cap holds a fourth agent in

@@ -82,6 +82,10 @@ func (s *Service) Check(ctx context.Context, name string) (nodeapi.CheckResult, 
 	if v.Warning != "" {
 		r.Problems = append(r.Problems, v.Warning)
 	}
+	if why := cannotConfine(v.Landlock); why != "" {
+		// landlock.go: placement gives it no agent that asks for a sandbox.
+		r.Problems = append(r.Problems, why+": agents that ask for a sandbox (a run's coders, by default) are not placed on it")
+	}
 	r.SameBinary = theirs == ours
 	if !r.SameBinary && !foreign {
 		r.Problems = append(r.Problems, fmt.Sprintf("its server runs orcr %s, not this binary (%s): it is replaced once its %d agents end", v.Version, Version(), v.Agents))

@@ -75,8 +75,10 @@ type Service struct {
 	reserved map[string][]reservation
 	here     core.LocalRoom
 	localRSS map[string]int
-	// local are the live agents on this machine, for its cap (placerun.go).
-	local map[string]struct{}
+	// local are the live agents on this machine, for its cap localMax ([limits]
+	// local, which a config reload changes: SetLocalMax; placerun.go).
+	local    map[string]struct{}
+	localMax int
 	// cloneMu serialises the pushes into one clone (git.go): node+dir → *sync.Mutex.
 	cloneMu sync.Map
 
@@ -122,7 +124,7 @@ func New(o Options) (*Service, error) {
 		seen[n.Name] = true
 	}
 	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
-		reserved: map[string][]reservation{}, localRSS: map[string]int{}, local: map[string]struct{}{}, upReady: make(chan struct{})}, nil
+		reserved: map[string][]reservation{}, localRSS: map[string]int{}, local: map[string]struct{}{}, localMax: o.LocalMax, upReady: make(chan struct{})}, nil
 }
 
 // Name implements core.Feature.

@@ -55,6 +55,7 @@ func (s *Service) hello(ctx context.Context) (nodeapi.HelloResult, error) {
 		r.LastSeq = s.k.LastSeq()
 		r.RSS = s.ownRSS(ctx)
 	}
+	r.Landlock = s.ownLandlock() // landlock.go
 	return r, nil
 }
 

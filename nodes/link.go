@@ -93,6 +93,10 @@ func (l *link) fill(v *nodeapi.Node) {
 	v.State, v.Error = l.state, l.err
 	h := l.hello
 	v.Agents, v.FreeMB, v.TotalMB, v.Version, v.OS, v.Arch = h.Agents, h.FreeMB, h.TotalMB, h.Version, h.OS, h.Arch
+	if h.Landlock != nil {
+		ll := *h.Landlock
+		v.Landlock = &ll
+	}
 	if !l.lastSeen.IsZero() {
 		t := l.lastSeen.UTC()
 		v.LastSeen = &t

@@ -37,6 +37,9 @@ type spot struct {
 	freeMB   int // what it reported, less what placements reserved since (-1: unknown)
 	totalMB  int
 	accounts []string // the accounts whose login it has; this machine has every one
+	// confines says why it cannot confine an agent that asks for a sandbox ("" : it
+	// can; landlock.go).
+	confines string
 }
 
 // want is what an agent needs of a machine.
@@ -47,6 +50,8 @@ type want struct {
 	// of (a worktree agent; a run's lead or reviewer: staysHere), so only this machine
 	// can take it.
 	here bool
+	// sandbox: the agent asks for a sandbox, which only a machine with Landlock gives.
+	sandbox bool
 }
 
 func (w want) needMB() int { return w.minMB + w.rssMB }
@@ -79,6 +84,9 @@ func roomFor(sp spot, w want) string {
 	if sp.name == "" && sp.max > 0 && sp.agents >= sp.max {
 		return fmt.Sprintf("%d of its %d agents ([limits] local)", sp.agents, sp.max)
 	}
+	if sp.name == "" && w.sandbox && sp.confines != "" {
+		return sp.confines
+	}
 	if sp.name != "" {
 		switch {
 		case sp.draining:
@@ -91,6 +99,8 @@ func roomFor(sp spot, w want) string {
 			return "it works in a repository of this machine"
 		case !hasAccount(sp.accounts, w.provider, w.account):
 			return "no " + w.label() + " login"
+		case w.sandbox && sp.confines != "":
+			return sp.confines
 		}
 	}
 	if need := w.needMB(); sp.freeMB >= 0 && need > 0 && sp.freeMB < need {
@@ -188,7 +198,8 @@ func (s *Service) reservedLocked(name string, now time.Time) int {
 // spotsLocked are this machine (first) and every node, as placement sees them now.
 func (s *Service) spotsLocked(here core.LocalRoom) []spot {
 	now := time.Now()
-	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1, agents: len(s.local), max: s.opts.LocalMax}
+	local := spot{name: "", state: nodeapi.StateUp, freeMB: here.FreeMB, totalMB: -1, agents: len(s.local), max: s.localMax,
+		confines: cannotConfine(s.ownLandlock())}
 	if local.freeMB >= 0 {
 		local.freeMB = max(0, local.freeMB-s.reservedLocked("", now))
 	}
@@ -207,7 +218,7 @@ func (s *Service) spotsLocked(here core.LocalRoom) []spot {
 			v.State = nodeapi.StateConnecting
 		}
 		sp := spot{name: name, state: v.State, why: v.Error, draining: n.spec.Draining, agents: s.countLocked(name),
-			max: n.spec.MaxAgents, freeMB: v.FreeMB, totalMB: v.TotalMB, accounts: n.spec.Accounts}
+			max: n.spec.MaxAgents, freeMB: v.FreeMB, totalMB: v.TotalMB, accounts: n.spec.Accounts, confines: cannotConfine(v.Landlock)}
 		if sp.state == nodeapi.StateUp && sp.freeMB >= 0 {
 			sp.freeMB = max(0, sp.freeMB-s.reservedLocked(name, now))
 		}
@@ -266,7 +277,7 @@ func (s *Service) AdmitFleet(_ context.Context, a wire.Agent, here core.LocalRoo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.here = here
-	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays}
+	w := want{provider: providerOf(a), account: acct, minMB: here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays, sandbox: a.Sandbox.On()}
 	if _, ok, why := choose(s.spotsLocked(here), w); !ok {
 		return false, why, time.Now().Add(2 * time.Second)
 	}
@@ -295,7 +306,7 @@ func (s *Service) PlaceNode(_ context.Context, a wire.Agent) string {
 		s.placedHereLocked(a.ID)
 		return ""
 	}
-	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays}
+	w := want{provider: providerOf(a), account: a.Account, minMB: s.here.MinFreeMB, rssMB: s.rssLocked(providerOf(a)), here: stays, sandbox: a.Sandbox.On()}
 	name, ok, why := choose(s.spotsLocked(s.here), w)
 	if !ok {
 		// Admitted on another account than the one foreseen, which no node has: it

@@ -50,36 +50,6 @@ func TestAutomaticPlacement(t *testing.T) {
 	c.trust(n)
 	c.addNode("big", n.Port(), "--max-agents", "2")
 	ctx := context.Background()
-	run := func(path string) {
-		t.Helper()
-		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waiting := func(path string, has ...string) {
-		t.Helper()
-		var q wire.QueueResult
-		if !wait.Until(20*time.Second, func() bool {
-			var err error
-			if q, err = c.cl.Queue(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range q.Entries {
-				if e.Path != path {
-					continue
-				}
-				for _, h := range has {
-					if !strings.Contains(e.Waiting, h) {
-						return false
-					}
-				}
-				return true
-			}
-			return false
-		}) {
-			t.Fatalf("%s does not wait saying %q: %+v", path, has, q.Entries)
-		}
-	}
 
 	// No machine has 1000 MB free. The agent is asked for from a directory the node
 	// does not have (made here, then removed: one machine plays both).
@@ -88,7 +58,7 @@ func TestAutomaticPlacement(t *testing.T) {
 	if _, err := c.cl.Run(ctx, wire.RunParams{Path: "p/a1", Cwd: gone, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
 		t.Fatal(err)
 	}
-	waiting("p/a1", "no node has shell with 1000 MB free", "here: 500 MB free", "big: 800 MB free")
+	c.waitQueued("p/a1", "no node has shell with 1000 MB free", "here: 500 MB free", "big: 800 MB free")
 	if a := c.agent("p/a1"); a.State != wire.StateQueued {
 		t.Fatalf("p/a1 is %s", a.State)
 	}
@@ -102,13 +72,13 @@ func TestAutomaticPlacement(t *testing.T) {
 	if !wait.Until(10*time.Second, func() bool { return c.agent("p/a1").Cwd == n.Home }) {
 		t.Fatalf("p/a1's directory is %q; want the node's home %s", c.agent("p/a1").Cwd, n.Home)
 	}
-	run("p/a2")
+	c.spawn("p/a2")
 	if a := c.waitAgent("p/a2", live, "second on the node"); a.Node != "big" {
 		t.Fatalf("p/a2 runs on %q", a.Node)
 	}
 	// The node's cap is reached: the third waits for a machine.
-	run("p/a3")
-	waiting("p/a3", "big: 2 of its 2 agents", "here: 500 MB free")
+	c.spawn("p/a3")
+	c.waitQueued("p/a3", "big: 2 of its 2 agents", "here: 500 MB free")
 	// This machine has room again: it is preferred.
 	meminfo(t, here, 32000)
 	if a := c.waitAgent("p/a3", live, "placed here"); a.Node != "" {
@@ -119,8 +89,8 @@ func TestAutomaticPlacement(t *testing.T) {
 	if _, err := c.cl.SetCaps(ctx, wire.CapsParams{Global: &g}); err != nil {
 		t.Fatal(err)
 	}
-	run("p/a4")
-	waiting("p/a4", "global")
+	c.spawn("p/a4")
+	c.waitQueued("p/a4", "global")
 	if out, _ := c.orcr("agent", "ls"); !strings.Contains(out, "NODE") || !strings.Contains(out, "local") {
 		t.Fatalf("agent ls:\n%s", out)
 	}

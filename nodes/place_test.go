@@ -15,6 +15,13 @@ func nd(name string, agents, max, free, total int, accounts ...string) spot {
 	return spot{name: name, state: nodeapi.StateUp, agents: agents, max: max, freeMB: free, totalMB: total, accounts: accounts}
 }
 
+func noLandlock(sp spot) spot {
+	sp.confines = cannotConfine(&nodeapi.Landlock{Error: "test kernel"})
+	return sp
+}
+
+func sandboxed(w want) want { w.sandbox = true; return w }
+
 // Placement: this machine while it has room; else the least loaded node with room,
 // the account present and free memory for min_free_mb plus the provider's RSS; else
 // a reason naming every machine.
@@ -47,6 +54,16 @@ func TestChoose(t *testing.T) {
 		{"every machine at its cap", []spot{{state: nodeapi.StateUp, freeMB: 9000, totalMB: -1, agents: 1, max: 1}, nd("big", 1, 1, 8000, 16000, "work")}, w, "",
 			[]string{"here: 1 of its 1 agents ([limits] local)", "big: 1 of its 1 agents"}},
 		{"no memory need", []spot{here(0), nd("big", 3, 3, 100, 16000)}, want{provider: "shell"}, "", nil},
+		{"a sandboxed agent skips the node without Landlock", []spot{here(100), noLandlock(nd("a", 0, 4, 8000, 16000, "work")), nd("b", 3, 4, 8000, 16000, "work")},
+			sandboxed(w), "b", nil},
+		{"an agent without a sandbox still goes there", []spot{here(100), noLandlock(nd("a", 0, 4, 8000, 16000, "work")), nd("b", 3, 4, 8000, 16000, "work")},
+			w, "a", nil},
+		{"here without Landlock: a sandboxed agent to the node", []spot{noLandlock(here(9000)), nd("big", 0, 3, 8000, 16000, "work")}, sandboxed(w), "big", nil},
+		{"here without Landlock keeps an agent without a sandbox", []spot{noLandlock(here(9000)), nd("big", 0, 3, 8000, 16000, "work")}, w, "", nil},
+		{"no machine confines", []spot{noLandlock(here(9000)), noLandlock(nd("big", 0, 3, 8000, 16000, "work"))}, sandboxed(w), "",
+			[]string{"here: no Landlock to confine a sandbox (test kernel)", "big: no Landlock to confine a sandbox (test kernel)"}},
+		{"a node that does not say", []spot{here(100), func() spot { sp := nd("old", 0, 3, 8000, 16000, "work"); sp.confines = cannotConfine(nil); return sp }()},
+			sandboxed(w), "", []string{"old: its orcr does not say whether it has Landlock"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,5 +143,23 @@ func TestNodeWithLabels(t *testing.T) {
 	}
 	if _, err := s.NodeWithLabels([]string{"tpu"}); err == nil || !strings.Contains(err.Error(), "no node is labelled tpu") {
 		t.Fatalf("tpu: %v", err)
+	}
+}
+
+// A machine confines a sandboxed agent when its server says an ABI of at least 1.
+func TestCannotConfine(t *testing.T) {
+	for _, c := range []struct {
+		l    *nodeapi.Landlock
+		want string
+	}{
+		{&nodeapi.Landlock{ABI: 1}, ""},
+		{&nodeapi.Landlock{ABI: 7}, ""},
+		{&nodeapi.Landlock{Error: "switched off"}, "no Landlock to confine a sandbox (switched off)"},
+		{&nodeapi.Landlock{}, "no Landlock to confine a sandbox"},
+		{nil, "its orcr does not say whether it has Landlock"},
+	} {
+		if got := cannotConfine(c.l); !strings.HasPrefix(got, c.want) || (c.want == "") != (got == "") {
+			t.Errorf("%+v: %q; want %q", c.l, got, c.want)
+		}
 	}
 }

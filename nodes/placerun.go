@@ -106,10 +106,31 @@ func (s *Service) followLocal(after uint64) {
 			s.mu.Lock()
 			_, was := s.local[ev.Agent.ID]
 			delete(s.local, ev.Agent.ID)
+			capped := s.localMax > 0
 			s.mu.Unlock()
-			if was && s.opts.LocalMax > 0 {
+			if was && capped {
 				s.k.Readmit() // its slot here is free; admission may have asked before this
 			}
+		}
+	}
+}
+
+// SetLocalMax changes this machine's cap ([limits] local) when the config is reloaded
+// (SIGHUP), as the other limits are: admission is asked again at once, so agents
+// waiting for this machine start when the cap was raised or lifted (0). A cap lowered
+// below the agents running here stops none of them; the next waits until enough ended.
+func (s *Service) SetLocalMax(n int) {
+	if n < 0 {
+		n = 0
+	}
+	s.mu.Lock()
+	was := s.localMax
+	s.localMax = n
+	s.mu.Unlock()
+	if was != n {
+		s.log.Info("this machine's cap among the nodes changed ([limits] local)", "from", was, "to", n)
+		if s.k != nil {
+			s.k.Readmit()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,41 +15,6 @@ import (
 	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
-
-const threePartsPlan = `# Plan: spread
-request: three parts
-check: for f in M*.txt; do grep -q node "$f" || exit 1; done
-
-## M1 · One
-depends: -
-tier: small
-
-### Goal
-Write M1.txt.
-
-### Acceptance
-- [ ] M1.txt
-
-## M2 · Two
-depends: -
-tier: small
-
-### Goal
-Write M2.txt.
-
-### Acceptance
-- [ ] M2.txt
-
-## M3 · Three
-depends: -
-tier: small
-
-### Goal
-Write M3.txt.
-
-### Acceptance
-- [ ] M3.txt
-`
 
 // placedRun is the scenario of automatic placement of a run's coders: this machine
 // and two nodes, each with a cap of 1 ([limits] local = 1, --max-agents 1), a run
@@ -58,47 +24,15 @@ Write M3.txt.
 // it places and clones) and started again.
 func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill bool) {
 	t.Helper()
-	repo := filepath.Join(filepath.Dir(c.home), "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "commit", "-qm", "init")
-	seedPlan(t, c.home, repo, "spread", threePartsPlan)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
-	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	c.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.orcr("run", "status", "spread")
-			ev, _ := c.orcr("run", "events", "spread")
-			ls, _ := c.orcr("agent", "ls", "--all")
-			q, _ := c.orcr("queue")
-			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-			t.Logf("run status:\n%s\nevents:\n%s\nagents:\n%s\nqueue:\n%s\ncoordinator's log:\n%s", out, ev, ls, q, b)
-		}
-	})
+	repo := c.runScene("spread", partsPlan("spread", 3), runCfgLocal1)
 	add()
-	if out, err := c.orcr("run", "start", "spread", "--coders", "3", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder); err != nil {
-		t.Fatalf("run start: %v\n%s", err, out)
-	}
-	if out, err := c.orcr("run", "dispatch", "spread", "M1", "M2", "M3"); err != nil {
-		t.Fatalf("dispatch: %v\n%s", err, out)
-	}
+	c.startRun("spread", []string{"M1", "M2", "M3"}, "--coders", "3", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder)
 	if kill {
 		c.srv.Kill9()
 		c.start()
 	}
+	c.waitRunDone("spread", 180*time.Second)
 	ctx := context.Background()
-	var v runapi.RunResult
-	if !wait.Until(180*time.Second, func() bool {
-		var err error
-		v, err = wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "spread"})
-		return err == nil && v.Run.State == "done"
-	}) {
-		t.Fatalf("the run is %s", v.Run.State)
-	}
 	// One agent per coder, ever (nothing spawned twice, not even across the kill), one
 	// on each machine (the caps held: each coder stays live once done).
 	all, err := c.cl.List(ctx, wire.ListParams{All: true})
@@ -158,27 +92,20 @@ func placedRun(t *testing.T, c *coord, homes map[string]string, add func(), kill
 			t.Fatalf("node %s has %d clones of the run; want 1 (its coder's)", node, len(clones))
 		}
 	}
-	c.orcr("run", "stop", "spread")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("spread")
 }
 
 // A run's coders no --node pins are placed like any agent: this machine takes one
 // ([limits] local = 1), each node one (--max-agents 1); each coder on a node works in
 // a clone made there when admission put it there, and all three milestones merge here.
-func TestRunCodersPlaced(t *testing.T) {
-	c := newCoord(t)
-	a, b := c.node(), c.node()
-	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
-		c.trust(a)
-		c.trust(b)
-		c.addNode("a", a.Port(), "--max-agents", "1")
-		c.addNode("b", b.Port(), "--max-agents", "1")
-	}, false)
-}
+func TestRunCodersPlaced(t *testing.T) { placedOnTwo(t, false) }
 
 // The same with the coordinator killed with -9 while it places and clones: after its
 // restart each coder still has one agent and each node one clone.
-func TestRunCodersPlacedKill9(t *testing.T) {
+func TestRunCodersPlacedKill9(t *testing.T) { placedOnTwo(t, true) }
+
+// placedOnTwo is placedRun on two in-process nodes with a cap of 1 each.
+func placedOnTwo(t *testing.T, kill bool) {
 	c := newCoord(t)
 	a, b := c.node(), c.node()
 	placedRun(t, c, map[string]string{"a": a.Home, "b": b.Home}, func() {
@@ -186,7 +113,7 @@ func TestRunCodersPlacedKill9(t *testing.T) {
 		c.trust(b)
 		c.addNode("a", a.Port(), "--max-agents", "1")
 		c.addNode("b", b.Port(), "--max-agents", "1")
-	}, true)
+	}, kill)
 }
 
 // The issue's test, for real: two real sshd nodes with a cap of 1 each, this machine
@@ -197,16 +124,7 @@ func TestRealSSHRunCodersPlaced(t *testing.T) {
 	tag := fmt.Sprintf("%04x", (os.Getpid()+2)%0x10000)
 	nodes := []*realNode{startRealNode(t, tag, 5, c.key.PublicKey()), startRealNode(t, tag, 6, c.key.PublicKey())}
 	placedRun(t, c, map[string]string{"a": nodes[0].stateHome(), "b": nodes[1].stateHome()}, func() {
-		kh := ""
-		for _, n := range nodes {
-			kh += n.knownHostsLine() + "\n"
-		}
-		os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
-		for i, name := range []string{"a", "b"} {
-			if out, err := c.orcr("node", "add", name, nodes[i].user+"@"+nodes[i].addr, "--max-agents", "1"); err != nil || !strings.Contains(out, " up") {
-				t.Fatalf("node add %s: %v\n%s", name, err, out)
-			}
-		}
+		c.addRealNodes(nodes, []string{"a", "b"}, "--max-agents", "1")
 	}, false)
 }
 
@@ -216,25 +134,7 @@ func TestRealSSHRunCodersPlaced(t *testing.T) {
 // milestone merges too.
 func TestRunCoderPlacedUnreachable(t *testing.T) {
 	c := newCoord(t)
-	repo := filepath.Join(filepath.Dir(c.home), "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "commit", "-qm", "init")
-	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n[run]\nsandbox = \"off\"\n"), 0o600)
-	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	c.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.orcr("run", "status", "dist")
-			ls, _ := c.orcr("agent", "ls", "--all")
-			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-			t.Logf("run status:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ls, b)
-		}
-	})
+	repo := c.runScene("dist", twoPartsPlan, runCfgLocal1)
 	n := c.node()
 	c.trust(n)
 	c.addNode("a", n.Port(), "--max-agents", "1")
@@ -244,12 +144,7 @@ func TestRunCoderPlacedUnreachable(t *testing.T) {
 	script := `m=$(git rev-parse --abbrev-ref HEAD); m=${m##*/}
 while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 ` + nodeCoder
-	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script); err != nil {
-		t.Fatalf("run start: %v\n%s", err, out)
-	}
-	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
-		t.Fatalf("dispatch: %v\n%s", err, out)
-	}
+	c.startRun("dist", []string{"M1", "M2"}, "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", script)
 	ctx := context.Background()
 	coders := func() map[string]wire.Agent {
 		all, err := c.cl.List(ctx, wire.ListParams{All: true})
@@ -319,8 +214,7 @@ while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 	if body := gitIn(t, repo, "show", "feature/dist:"+mOf(there)+".txt"); !strings.Contains(body, "node a in "+filepath.Join(n.Home, "clones", "dist")) {
 		t.Fatalf("%s: %q", mOf(there), body)
 	}
-	c.orcr("run", "stop", "dist")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("dist")
 }
 
 // A run's lead and reviewer are never placed on a node (they work in this machine's
@@ -328,44 +222,58 @@ while [ ! -e ` + gate + `/"$m" ]; do sleep 0.2; done
 // [limits] local cap, a lead waits for it, saying why, while a coder goes to the node.
 func TestRunLeadStaysHere(t *testing.T) {
 	c := newCoord(t)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = 1\n"), 0o600)
-	c.start()
-	n := c.node()
-	c.trust(n)
-	c.addNode("a", n.Port(), "--max-agents", "2")
+	c.localCapOne("2")
 	ctx := context.Background()
-	run := func(path string) {
-		t.Helper()
-		if _, err := c.cl.Run(ctx, wire.RunParams{Path: path, Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run("p/first")
-	if a := c.waitAgent("p/first", live, "the first here"); a.Node != "" {
-		t.Fatalf("p/first runs on %q; this machine had room", a.Node)
-	}
-	run("runs/x/lead")
-	run("runs/x/coder-1")
+	c.spawn("runs/x/lead")
+	c.spawn("runs/x/coder-1")
 	if a := c.waitAgent("runs/x/coder-1", live, "a coder on the node"); a.Node != "a" {
 		t.Fatalf("the coder runs on %q", a.Node)
 	}
-	var q wire.QueueResult
-	if !wait.Until(20*time.Second, func() bool {
-		q, _ = c.cl.Queue(ctx)
-		for _, e := range q.Entries {
-			if e.Path == "runs/x/lead" {
-				return strings.Contains(e.Waiting, "here: 1 of its 1 agents ([limits] local)") && strings.Contains(e.Waiting, "a: it works in a repository of this machine")
-			}
-		}
-		return false
-	}) {
-		t.Fatalf("the lead does not wait for this machine: %+v", q.Entries)
-	}
+	c.waitQueued("runs/x/lead", "here: 1 of its 1 agents ([limits] local)", "a: it works in a repository of this machine")
 	// This machine's slot frees: the lead starts here.
 	c.cl.Kill(ctx, wire.KillParams{Glob: "p/first"})
 	if a := c.waitAgent("runs/x/lead", live, "the lead once this machine has room"); a.Node != "" {
 		t.Fatalf("the lead runs on %q", a.Node)
 	}
 	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+}
+
+// [limits] local follows a reload of the config (SIGHUP) like the other limits: an
+// agent waiting for this machine's cap starts here once the cap is raised, and a cap
+// lowered again below the agents running here stops none of them.
+func TestLocalCapReloaded(t *testing.T) {
+	c := newCoord(t)
+	cfg := c.localCapOne("1")
+	c.spawn("p/second")
+	if a := c.waitAgent("p/second", live, "the second, on the node"); a.Node != "a" {
+		t.Fatalf("p/second runs on %q", a.Node)
+	}
+	c.spawn("p/third")
+	c.waitQueued("p/third", "here: 1 of its 1 agents ([limits] local)", "a: 1 of its 1 agents")
+	hup := func(local int) {
+		t.Helper()
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[limits]\nglobal = 500\nmin_free_mb = 0\nlocal = %d\n", local)), 0o600)
+		if err := syscall.Kill(c.srv.PID(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hup(2)
+	if a := c.waitAgent("p/third", live, "the third once [limits] local = 2 is reloaded"); a.Node != "" {
+		t.Fatalf("p/third runs on %q; want here", a.Node)
+	}
+	hup(1)
+	if !wait.Until(10*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+		return strings.Contains(string(b), "local=1")
+	}) {
+		t.Fatal("the reload to local = 1 is not in the log")
+	}
+	c.spawn("p/fourth")
+	c.waitQueued("p/fourth", "here: 2 of its 1 agents ([limits] local)")
+	for _, p := range []string{"p/first", "p/second", "p/third"} {
+		if a := c.agent(p); !a.State.Live() {
+			t.Fatalf("%s is %s after the cap was lowered", p, a.State)
+		}
+	}
+	c.cl.Kill(context.Background(), wire.KillParams{Glob: "**"})
 }

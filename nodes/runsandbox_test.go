@@ -28,33 +28,9 @@ exec cat >/dev/null`
 // sandbox ([run] sandbox not set: on).
 func sandboxRun(t *testing.T, c *coord, add func()) string {
 	t.Helper()
-	repo := filepath.Join(filepath.Dir(c.home), "app")
-	os.MkdirAll(repo, 0o755)
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	gitIn(t, repo, "add", "-A")
-	gitIn(t, repo, "commit", "-qm", "init")
-	seedPlan(t, c.home, repo, "dist", twoPartsPlan)
-	cfg := filepath.Join(envOf(c.env, "XDG_CONFIG_HOME"), "orcr", "config.toml")
-	os.WriteFile(cfg, []byte("[limits]\nglobal = 500\nmin_free_mb = 0\n"), 0o600)
-	c.env = append(c.env, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	c.start()
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := c.orcr("run", "status", "dist")
-			ev, _ := c.orcr("run", "events", "dist")
-			ls, _ := c.orcr("agent", "ls", "--all")
-			b, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
-			t.Logf("run status:\n%s\nevents:\n%s\nagents:\n%s\ncoordinator's log:\n%s", out, ev, ls, b)
-		}
-	})
+	repo := c.runScene("dist", twoPartsPlan, runCfgSandbox)
 	add()
-	if out, err := c.orcr("run", "start", "dist", "--coders", "2", "--coder", "shell", "--lead", "none", "--node", "a", "--node", "b", "--", "sh", "-c", sandboxedCoder); err != nil {
-		t.Fatalf("run start: %v\n%s", err, out)
-	}
-	if out, err := c.orcr("run", "dispatch", "dist", "M1", "M2"); err != nil {
-		t.Fatalf("dispatch: %v\n%s", err, out)
-	}
+	c.startRun("dist", []string{"M1", "M2"}, "--coders", "2", "--coder", "shell", "--lead", "none", "--node", "a", "--node", "b", "--", "sh", "-c", sandboxedCoder)
 	return repo
 }
 
@@ -68,27 +44,8 @@ func TestRealSSHRunCodersSandboxed(t *testing.T) {
 	c := newCoord(t)
 	tag := fmt.Sprintf("%04x", (os.Getpid()+3)%0x10000)
 	nodes := []*realNode{startRealNode(t, tag, 7, c.key.PublicKey()), startRealNode(t, tag, 8, c.key.PublicKey())}
-	repo := sandboxRun(t, c, func() {
-		kh := ""
-		for _, n := range nodes {
-			kh += n.knownHostsLine() + "\n"
-		}
-		os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
-		for i, name := range []string{"a", "b"} {
-			if out, err := c.orcr("node", "add", name, nodes[i].user+"@"+nodes[i].addr); err != nil || !strings.Contains(out, " up") {
-				t.Fatalf("node add %s: %v\n%s", name, err, out)
-			}
-		}
-	})
-	ctx := context.Background()
-	var v runapi.RunResult
-	if !wait.Until(180*time.Second, func() bool {
-		var err error
-		v, err = wire.Call(ctx, c.cl, runapi.RunStatusM, runapi.RunNameParams{Name: "dist"})
-		return err == nil && v.Run.State == "done"
-	}) {
-		t.Fatalf("the run is %s", v.Run.State)
-	}
+	repo := sandboxRun(t, c, func() { c.addRealNodes(nodes, []string{"a", "b"}) })
+	c.waitRunDone("dist", 180*time.Second)
 	for i, m := range []string{"M1", "M2"} {
 		body := gitIn(t, repo, "show", "feature/dist:"+m+".txt")
 		n := nodes[i]
@@ -108,8 +65,7 @@ func TestRealSSHRunCodersSandboxed(t *testing.T) {
 			t.Fatalf("the node's sandbox policy of %s: %v\n%s", a.Path, err, pol)
 		}
 	}
-	c.orcr("run", "stop", "dist")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("dist")
 }
 
 // A node whose kernel has no Landlock (here: its server's Landlock switched off) does
@@ -153,6 +109,5 @@ func TestRunCoderSandboxRefusedOnNode(t *testing.T) {
 	}) {
 		t.Fatal("M1, built confined on node a, was not merged")
 	}
-	c.orcr("run", "stop", "dist")
-	c.cl.Kill(ctx, wire.KillParams{Glob: "**"})
+	c.stopRun("dist")
 }

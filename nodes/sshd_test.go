@@ -178,6 +178,24 @@ func (n *realNode) knownHostsLine() string {
 	return n.addr + " " + strings.TrimSpace(string(gossh.MarshalAuthorizedKey(n.hostKey)))
 }
 
+// addRealNodes makes the coordinator's known_hosts hold the real nodes' host keys
+// (theirs alone) and adds nodes[i] as names[i], with extra flags of node add; each
+// must be up.
+func (c *coord) addRealNodes(nodes []*realNode, names []string, extra ...string) {
+	c.t.Helper()
+	kh := ""
+	for _, n := range nodes {
+		kh += n.knownHostsLine() + "\n"
+	}
+	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
+	for i, n := range nodes {
+		args := append([]string{"node", "add", names[i], n.user + "@" + n.addr}, extra...)
+		if out, err := c.orcr(args...); err != nil || !strings.Contains(out, " up") {
+			c.t.Fatalf("node add %s: %v\n%s", names[i], err, out)
+		}
+	}
+}
+
 // Twelve scripted agents on two real sshd nodes (each its own user and home, in its
 // own network namespace), node caps 3 and a global cap of 6; one node's link is cut
 // for 10 s and the other's server killed with -9 while they run. Every agent ends
@@ -192,17 +210,8 @@ func TestRealSSHNodes(t *testing.T) {
 	c.start()
 	tag := fmt.Sprintf("%04x", os.Getpid()%0x10000)
 	nodes := []*realNode{startRealNode(t, tag, 1, c.key.PublicKey()), startRealNode(t, tag, 2, c.key.PublicKey())}
-	kh := ""
-	for _, n := range nodes {
-		kh += n.knownHostsLine() + "\n"
-	}
-	os.WriteFile(filepath.Join(c.user, ".ssh", "known_hosts"), []byte(kh), 0o600)
 	names := []string{"a", "b"}
-	for i, n := range nodes {
-		if out, err := c.orcr("node", "add", names[i], n.user+"@"+n.addr, "--max-agents", "3"); err != nil || !strings.Contains(out, " up") {
-			t.Fatalf("node add %s: %v\n%s", names[i], err, out)
-		}
-	}
+	c.addRealNodes(nodes, names, "--max-agents", "3")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Watch the coordinator's events: live agents per node and in all, seqs in order.

@@ -126,6 +126,7 @@ func (f *Feature) Start(ctx context.Context, k core.Kernel) error {
 	f.k = k
 	k.AddGate(f)
 	k.AddLaunchHook(f)
+	k.Provide(Capability, f)
 	f.startAudit()
 	return nil
 }
@@ -185,6 +186,39 @@ func (f *Feature) kept() []keptDir {
 	return f.keep
 }
 
+// Capability is the name the feature provides itself under: the nodes feature reads
+// the Landlock this server applies through it (Landlock), which a node reports to its
+// coordinator and placement weighs.
+const Capability = "sandbox"
+
+// Landlock is the Landlock ABI this server confines agents with: the kernel's, capped
+// by what this build applies and by ORCR_SANDBOX_MAX_ABI. The error says why it
+// confines nothing (a sandboxed agent is then refused here).
+func (f *Feature) Landlock() (int, error) {
+	abi, err := f.kernel()
+	if err != nil {
+		return 0, err
+	}
+	abi = min(abi, confine.MaxKnownABI)
+	if f.o.MaxABI > 0 {
+		abi = min(abi, f.o.MaxABI)
+	}
+	return abi, nil
+}
+
+// elsewhere says whether another machine's Landlock may confine p: the nodes feature
+// (provided as "nodes") says so of an agent pinned to a node, whose own server
+// confines it or refuses it, and of one placement may put on a node that confines.
+// This machine's kernel then does not refuse the spawn; placement keeps the agent off
+// a machine that cannot confine it.
+func (f *Feature) elsewhere(p wire.RunParams) bool {
+	if f.k == nil {
+		return false
+	}
+	c, ok := core.Lookup[interface{ ConfinesElsewhere(wire.RunParams) bool }](f.k, "nodes")
+	return ok && c.ConfinesElsewhere(p)
+}
+
 // kernel is the Landlock ABI, probed once.
 func (f *Feature) kernel() (int, error) {
 	f.once.Do(func() { f.abi, f.abiErr = f.o.KernelABI() })
@@ -197,12 +231,13 @@ func (f *Feature) Admit(context.Context, wire.Agent) (bool, string, time.Time) {
 }
 
 // CheckSpawn implements core.SpawnChecker: a sandbox asked for on a kernel without
-// Landlock, or a grant with "..", is refused when the agent is asked for.
+// Landlock (unless another machine's may confine it: elsewhere), or a grant with
+// "..", is refused when the agent is asked for.
 func (f *Feature) CheckSpawn(_ context.Context, p wire.RunParams) error {
 	if !p.Sandbox.On() {
 		return nil
 	}
-	if _, err := f.kernel(); err != nil {
+	if _, err := f.kernel(); err != nil && !f.elsewhere(p) {
 		return wire.Errorf(wire.CodeInvalidParams, "%s asks for a sandbox, and %v; orcr will not run it unconfined "+
 			"(run it with --sandbox=off to run it without one)", p.Path, err)
 	}

@@ -68,6 +68,18 @@ type Node struct {
 	// forward its agents call orcr through ("agents cannot call orcr: …"), so agents
 	// that must (a run's) are not placed there.
 	Warning string `json:"warning,omitempty"`
+	// Landlock is the Landlock the node's server confines agents with, as its last
+	// hello said (nil: not heard yet, or its orcr does not say). Placement puts an
+	// agent that asks for a sandbox only on a node whose ABI is at least 1.
+	Landlock *Landlock `json:"landlock,omitempty"`
+}
+
+// Landlock is the Landlock a server confines agents with (DESIGN §16): the ABI it
+// applies (its kernel's, capped by what its orcr applies and ORCR_SANDBOX_MAX_ABI), or
+// 0 and why it confines nothing.
+type Landlock struct {
+	ABI   int    `json:"abi"`
+	Error string `json:"error,omitempty"`
 }
 
 // AddParams registers a node (node.add).
@@ -133,6 +145,9 @@ type HelloResult struct {
 	LastSeq uint64         `json:"lastSeq"`
 	Home    string         `json:"home"`
 	PID     int            `json:"pid"`
+	// Landlock is what the server confines a sandboxed agent with (nil from an orcr
+	// older than this field).
+	Landlock *Landlock `json:"landlock,omitempty"`
 }
 
 // ProviderFact is one provider's program on a server, as its Detect found it.
