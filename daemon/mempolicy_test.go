@@ -188,13 +188,16 @@ func TestBurstEndReturnsMemory(t *testing.T) {
 // (and the RSS) for up to two minutes. The test never collects itself; the heap in
 // use must fall by the policy's doing.
 func TestPackedMemoryIsReturned(t *testing.T) {
-	const n = 10 // 400x100 panes: 8.9 MB of cells each, past returnFreed
+	const n = 10 // 400x100 panes: 8.9 MB of cells each
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapInuse
 	m := newMemPolicy()
 	defer m.close()
+	// What is let go after the last return waits for the next returnFreed: about one
+	// pane here, so however the packs and returns interleave, the last pack returns.
+	m.returnFreed, m.returnEvery = 8<<20, 500*time.Millisecond
 	h := pty.New(pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond, Memory: m})
 	defer h.Shutdown(context.Background())
 	for i := range n {
