@@ -153,7 +153,7 @@ func discover(ctx context.Context, cfg config.Config) hostChoice {
 
 // startHost starts the host discover chose. A host whose program is there but does
 // not start is an error naming the way out, never a silent switch to another host.
-func startHost(ctx context.Context, c hostChoice, cfg config.Config, home string, log *slog.Logger) (core.Host, error) {
+func startHost(ctx context.Context, c hostChoice, cfg config.Config, home string, log *slog.Logger, mem core.MemoryReport) (core.Host, error) {
 	if c.Err != nil {
 		return nil, c.Err
 	}
@@ -174,13 +174,13 @@ func startHost(ctx context.Context, c hostChoice, cfg config.Config, home string
 		}
 		return h, nil
 	case "tmux":
-		h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: c.Bin, Logger: log})
+		h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: c.Bin, Logger: log, Memory: mem})
 		if err != nil {
 			return nil, failed(err)
 		}
 		return h, nil
 	}
-	return pty.New(pty.Options{Logger: log}), nil
+	return pty.New(pty.Options{Logger: log, Memory: mem}), nil
 }
 
 // Probe is doctor's look at this machine: the hosts, the one serve would choose (from

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,22 @@ func TestWriteMemDump(t *testing.T) {
 		if !strings.Contains(string(mem), want) {
 			t.Errorf("mem.3.txt lacks %q:\n%s", want, mem)
 		}
+	}
+}
+
+// A profiling server samples the heap every 4 KiB, so a dump tells the per-agent
+// allocation sites apart; without ORCR_MEMPROFILE the runtime's rate is untouched.
+func TestProfilingSamplesTheHeapFinely(t *testing.T) {
+	defer func(r int) { runtime.MemProfileRate = r }(runtime.MemProfileRate)
+	was := runtime.MemProfileRate
+	t.Setenv(memProfileEnv, "")
+	sampleHeapFinely()
+	if runtime.MemProfileRate != was {
+		t.Fatalf("MemProfileRate %d without %s; want the runtime's %d", runtime.MemProfileRate, memProfileEnv, was)
+	}
+	t.Setenv(memProfileEnv, t.TempDir())
+	sampleHeapFinely()
+	if runtime.MemProfileRate != memProfileRate {
+		t.Fatalf("MemProfileRate %d with %s set; want %d", runtime.MemProfileRate, memProfileEnv, memProfileRate)
 	}
 }

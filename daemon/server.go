@@ -89,6 +89,7 @@ type server struct {
 	methods []wire.Handler
 	sock    *socket.Server
 	host    core.Host
+	mem     *memPolicy // when memory goes back to the OS (mempolicy.go); the host reports to it
 	log     *slog.Logger
 	done    chan error
 }
@@ -100,7 +101,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, homeErr(home, err)
 	}
-	s := &server{home: home, lock: lock, log: newLogger(home)}
+	s := &server{home: home, lock: lock, log: newLogger(home), mem: newMemPolicy()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -125,11 +126,11 @@ func startServer(ctx context.Context) (*server, error) {
 	var host core.Host
 	var why string
 	if len(adopt) > 0 {
-		host = pty.New(pty.Options{Logger: s.log, Adopt: adopt, IDFloor: lastID})
+		host = pty.New(pty.Options{Logger: s.log, Adopt: adopt, IDFloor: lastID, Memory: s.mem})
 		why = fmt.Sprintf("embedded pty host (adopted %d panes from the dashboard)", len(adopt))
 	} else {
 		c := discover(ctx, cfg)
-		if host, err = startHost(ctx, c, cfg, home, s.log); err != nil {
+		if host, err = startHost(ctx, c, cfg, home, s.log, s.mem); err != nil {
 			return nil, err
 		}
 		why = c.Why
@@ -288,6 +289,7 @@ func (s *server) close(ctx context.Context) {
 	} else if s.host != nil {
 		c.do("host", func() { s.host.Shutdown(ctx) })
 	}
+	s.mem.close()
 	if s.store != nil {
 		c.floor = storeFloor
 		c.do("store", func() { s.store.Close() })
@@ -383,6 +385,7 @@ func priceTable(cfg config.Config, log *slog.Logger) *prices.Table {
 // Serve runs the headless server until ctx ends (a signal), reloading the config on
 // SIGHUP. It says on stderr where it serves.
 func Serve(ctx context.Context, stderr io.Writer) error {
+	sampleHeapFinely()
 	softLimit := os.Getenv("GOMEMLIMIT") == ""
 	if softLimit {
 		// A soft limit keeps badger's write bursts from growing the heap for good;

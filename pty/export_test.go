@@ -18,6 +18,3 @@ func Packed(h *Host, id string) bool {
 	defer p.mu.Unlock()
 	return p.packed != nil
 }
-
-// Releases is how many times h has returned memory to the OS (pack.go's releaser).
-func Releases(h *Host) int64 { return h.release.count.Load() }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
+
+	"orcr/core"
 )
 
 // refTerm is the emulator alone, fed as the pane fed it before the fast path: 8 KiB writes,
@@ -42,7 +44,7 @@ func (r *refTerm) write(b []byte) {
 
 func testPane(cols, rows int) *pane {
 	// Never packed: the tests read the emulator's cells directly, however long they run.
-	return newPane(&Host{opts: Options{Scrollback: 1 << 20, PackAfter: -1}}, "t", "t", 0, nil, cols, rows)
+	return newPane(&Host{opts: Options{Scrollback: 1 << 20, PackAfter: -1}, mem: core.NoMemoryReport{}}, "t", "t", 0, nil, cols, rows)
 }
 
 // floodInput builds output a program might write: plain lines of every length around the

@@ -64,6 +64,11 @@ type Options struct {
 	// PackAfter is how long a pane's output must be quiet before its screens are
 	// packed (pack.go), default 5 s; negative never packs.
 	PackAfter time.Duration
+	// Memory hears what the host lets go (packed screens, the emulators'
+	// construction garbage) and of every program's end, before that end is
+	// reported; the server's memory policy decides from it when memory goes back to
+	// the OS. Nil reports nowhere.
+	Memory core.MemoryReport
 }
 
 // outputInterval is the shortest gap between two PaneOutput events of one pane.
@@ -82,7 +87,7 @@ type Host struct {
 
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
 
-	release releaser // hands memory packing let go back to the OS (pack.go)
+	mem core.MemoryReport // Options.Memory, never nil
 	// building is held while a new pane's emulator is made and packed (newPane):
 	// one at a time, so a burst of launches has one emulator's 6 MB of construction
 	// garbage live at once, not one per concurrent launch.
@@ -114,8 +119,13 @@ func New(opts Options) *Host {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mem := opts.Memory
+	if mem == nil {
+		mem = core.NoMemoryReport{}
+	}
 	h := &Host{
 		opts:    opts,
+		mem:     mem,
 		log:     log.With("host", "pty"),
 		events:  make(chan core.HostEvent, opts.EventBuffer),
 		done:    make(chan struct{}),
@@ -419,31 +429,30 @@ func (h *Host) coalesce() {
 	}
 }
 
+// running counts the panes other than ended (whose program has just ended) that
+// still run their program.
+func (h *Host) running(ended *pane) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, p := range h.panes {
+		if p != ended && !p.dead() {
+			n++
+		}
+	}
+	return n
+}
+
 // exited delivers the PaneExited event of p unless the pane was closed (or exported)
 // on purpose; code is nil when the exit status is unknown (adopted panes).
 // It blocks until the consumer takes it or the host shuts down.
-// idle reports whether no pane but ended (whose program has just ended) still runs
-// its program.
-func (h *Host) idle(ended *pane) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range h.panes {
-		if p != ended && !p.dead() {
-			return false
-		}
-	}
-	return true
-}
-
 func (h *Host) exited(p *pane, code *int) {
 	if p.closing.Load() {
 		return
 	}
-	if h.idle(p) {
-		// The last running program has ended: before anyone hears of it, the burst's
-		// garbage goes back to the OS (releaser.settle).
-		h.release.settle()
-	}
+	// Before anyone hears of the end: the server's memory policy may return a
+	// burst's garbage to the OS when its last program ends (daemon's memPolicy).
+	h.mem.Ended(h.running(p))
 	ev := core.HostEvent{Pane: p.id, Kind: core.PaneExited, ExitCode: code, At: time.Now()}
 	select {
 	case h.events <- ev:

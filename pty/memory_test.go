@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -108,32 +110,30 @@ func TestIdlePaneIsPacked(t *testing.T) {
 	waitText(t, h, ids[3], 0, "idle3 ready\nmore\nmore")
 }
 
-// The memory packing lets go is handed back without waiting for the runtime's
-// two-minute collection: an idle server allocates next to nothing, so the dead cells
-// of 100 freshly idle agents stayed in the heap (and the RSS) for up to two minutes.
-// The test never collects itself; the heap in use must fall by the host's doing.
-func TestPackedMemoryIsReturned(t *testing.T) {
-	const n = 10 // 400x100 panes: 8.9 MB of cells each, past the host's 64 MiB batch
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	before := m.HeapInuse
-	h := newHost(t, pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond})
+// The memory packing lets go is reported to the server's memory policy
+// (Options.Memory), which hands it back without waiting for the runtime's two-minute
+// collection (daemon.TestPackedMemoryIsReturned): every packed screen counts, at what
+// its cells held less what its runs keep.
+func TestPackingIsReported(t *testing.T) {
+	const n = 10 // 400x100 panes: 8.9 MB of cells each
+	rep := &memReport{}
+	h := newHost(t, pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond, Memory: rep})
 	var ids []string
 	for i := range n {
 		info := launch(t, h, "sh", "-c", fmt.Sprintf("echo big%d; exec cat", i))
 		waitText(t, h, info.ID, 0, fmt.Sprintf("big%d", i))
 		ids = append(ids, info.ID)
 	}
-	waitFor(t, "the heap in use to fall back once every pane is packed", func() (bool, string) {
+	cells := int64(2 * 400 * 100 * unsafe.Sizeof(uv.Cell{}))
+	waitFor(t, "every pane packed and its cells reported", func() (bool, string) {
 		for _, id := range ids {
 			if !pty.Packed(h, id) {
 				return false, id + " is not packed"
 			}
 		}
-		runtime.ReadMemStats(&m)
-		grown := int64(m.HeapInuse) - int64(before)
-		return grown < 20<<20, fmt.Sprintf("heap in use %d MiB above the start (the panes' cells were %d MiB)", grown>>20, n*2*400*100*112>>20)
+		// Each pane is packed twice: blank at its start, and quiet after it printed.
+		freed := rep.freed.Load()
+		return freed >= 2*n*cells*9/10, fmt.Sprintf("%d MiB reported let go; the panes' cells were %d MiB, packed twice each", freed>>20, n*cells>>20)
 	})
 }
 
@@ -189,27 +189,51 @@ func TestClosedPaneLetsGoOfItsCells(t *testing.T) {
 	}
 }
 
-// A burst of short-lived panes hands its memory back to the OS when its last program
-// ends, before that end is reported: each new pane leaves ~6 MB of construction
-// garbage (vt's screens and parser buffer), and a server whose burst had just ended
-// (a 1,000-item for_each's last result) still held ~20 MB of it, which the runtime's
-// own scavenger returns only over the next seconds. While any pane still runs its
-// program, ends return nothing (that is the periodic return's job).
-func TestBurstEndReturnsMemory(t *testing.T) {
-	h := newHost(t, pty.Options{Cols: 200, Rows: 50})
+// The host reports every program's end to the server's memory policy before the end
+// is reported to anyone, with how many of its programs still run, and the construction
+// garbage of each pane it makes (vt's 4 MiB parser buffer and blank screens): that is
+// all the policy needs to return a burst's memory when the burst's last program ends
+// (daemon.TestBurstEndReturnsMemory). The host itself returns nothing.
+func TestEndsAreReported(t *testing.T) {
+	rep := &memReport{}
+	h := newHost(t, pty.Options{Cols: 200, Rows: 50, Memory: rep})
 	keeper := launch(t, h, "sleep", "600")
-	for range 4 { // 4 × ~6 MB: past the return's threshold, short of the periodic one
+	for i := range 4 {
 		info := launch(t, h, "sh", "-c", "exit 0")
 		nextExit(t, h, info.ID)
-	}
-	if n := pty.Releases(h); n != 0 {
-		t.Fatalf("%d returns of memory while a pane still ran its program; want 0", n)
+		if got := rep.endsSoFar(); len(got) != i+1 || got[i] != 1 {
+			t.Fatalf("after %d exits the host reported ends %v; want %d reports, the last with 1 program running", i+1, got, i+1)
+		}
 	}
 	if err := syscall.Kill(keeper.PID, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	nextExit(t, h, keeper.ID)
-	if n := pty.Releases(h); n != 1 {
-		t.Fatalf("the burst's last program ended and was reported after %d returns of memory; want 1", n)
+	if got := rep.endsSoFar(); len(got) != 5 || got[4] != 0 {
+		t.Fatalf("the last program's exit was heard after the ends %v were reported; want 5, the last with 0 running", got)
 	}
+	if freed, want := rep.freed.Load(), int64(5*4<<20); freed < want {
+		t.Errorf("5 panes reported %d MiB let go; their parser buffers alone are %d MiB", freed>>20, want>>20)
+	}
+}
+
+// memReport records what a host reports (core.MemoryReport).
+type memReport struct {
+	freed atomic.Int64
+	mu    sync.Mutex
+	ends  []int
+}
+
+func (r *memReport) Freed(n int64) { r.freed.Add(n) }
+
+func (r *memReport) Ended(running int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ends = append(r.ends, running)
+}
+
+func (r *memReport) endsSoFar() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.ends...)
 }

@@ -3,10 +3,7 @@ package pty
 import (
 	"image/color"
 	"reflect"
-	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -340,86 +337,16 @@ func (p *pane) packQuiet() {
 		return
 	}
 	if p.packed = pack(p.emu); p.packed != nil {
-		p.h.release.add(p.h, p.packed.freed)
+		p.h.mem.Freed(int64(p.packed.freed))
 	}
 }
 
 // Memory that packing lets go is garbage only until the next collection, and an idle
 // server allocates next to nothing, so that collection came from the runtime's
 // two-minute timer: 100 freshly idle agents kept ~180 MB of dead cells and the RSS
-// they had for up to two minutes. Once packing has let go of releaseAfter bytes, the
-// host has the runtime collect and hand the memory back to the OS, at most once per
-// releaseEvery (one collection of a small live heap: tens of milliseconds of CPU).
-// releaseEvery was 30 s: a burst of short-lived panes (a 1,000-item for_each, ~6 MB of
-// construction garbage per pane) ended with up to 30 s of it still resident, +67 MB of
-// RSS at the run's end against +33 MB once returned; at 5 s a burst costs one more
-// collection every 5 s, beside the hundreds its garbage causes anyway.
-const (
-	releaseAfter = 64 << 20
-	releaseEvery = 5 * time.Second
-)
-
-// releaser batches the host's memory returns after packing.
-type releaser struct {
-	mu      sync.Mutex // held by a return
-	freed   atomic.Int64
-	running atomic.Bool
-	last    atomic.Int64 // unix nanoseconds of the last return
-	count   atomic.Int64 // returns made
-}
-
-// add counts n bytes let go and starts a return once enough have been.
-func (r *releaser) add(h *Host, n int) {
-	if r.freed.Add(int64(n)) < releaseAfter || !r.running.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer r.running.Store(false)
-		// Panes that went quiet together pack within moments of each other: wait a
-		// little (and out the rest of releaseEvery) so one collection takes them all.
-		wait := max(time.Second, releaseEvery-time.Since(time.Unix(0, r.last.Load())))
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-h.done:
-			return
-		}
-		if time.Since(time.Unix(0, r.last.Load())) < time.Second {
-			return // settle returned it just now
-		}
-		r.release()
-	}()
-}
-
-// release has the runtime collect and return free memory to the OS, one at a time.
-func (r *releaser) release() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.freed.Store(0)
-	debug.FreeOSMemory()
-	r.last.Store(time.Now().UnixNano())
-	r.count.Add(1)
-}
-
-// settleAfter is how much memory let go since the last return makes the host's
-// going idle return it at once (releaser.settle).
-const settleAfter = 16 << 20
-
-// settle returns the memory let go since the last return to the OS now, when it is
-// at least settleAfter. The host calls it when its last
-// running program ends, before it reports the end: a burst of short-lived panes (a
-// for_each of 1,000 instant programs, 10 at a time) ended with up to releaseEvery of
-// its construction garbage still resident, ~20 MB that the runtime's own scavenger
-// hands back over the next seconds, so the server's resident size when the burst's
-// last result was known was +36 MB against +22 MB once settled. One collection and
-// one scavenge per burst, blocking that last end for their few milliseconds.
-func (r *releaser) settle() {
-	if r.freed.Load() < settleAfter {
-		return
-	}
-	r.release()
-}
+// they had for up to two minutes. The host reports every byte it lets go
+// (Options.Memory, core.MemoryReport) and the server's one memory policy decides when
+// the process collects and hands it back to the OS; the host itself never does.
 
 // unpackScreens gives the emulator its cells back before anything that needs them
 // (output, a resize, a redraw). The caller holds p.mu.

@@ -219,7 +219,7 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 		// vt.NewEmulator's 4 MiB parser buffer is garbage now: a burst of short-lived
 		// panes (a for_each of instant programs) makes 4 MiB of it per pane, so it
 		// counts towards a return of memory to the OS as packing's cells do.
-		h.release.add(h, vtParserDataSize)
+		h.mem.Freed(vtParserDataSize)
 	}
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
 	p := &pane{
@@ -288,7 +288,7 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 func (p *pane) packAtStart() {
 	if p.h.opts.PackAfter >= 0 {
 		if p.packed = pack(p.emu); p.packed != nil {
-			p.h.release.add(p.h, p.packed.freed)
+			p.h.mem.Freed(int64(p.packed.freed))
 			return
 		}
 	}
@@ -605,7 +605,7 @@ func (p *pane) letGo() {
 		return
 	}
 	if p.packed = pack(p.emu); p.packed != nil {
-		p.h.release.add(p.h, p.packed.freed)
+		p.h.mem.Freed(int64(p.packed.freed))
 	}
 }
 

@@ -1,9 +1,7 @@
 package tmux
 
 import (
-	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"orcr/core"
@@ -12,17 +10,12 @@ import (
 // coalesceWindow is the shortest gap between two PaneOutput events of one pane.
 const coalesceWindow = 50 * time.Millisecond
 
-// settleMemory is a queued marker, never delivered: the delivery goroutine returns
-// the process's free memory to the OS when it reaches it (Host.maybeExitedLocked
-// queues one before the exit that ends a burst of panes).
-const settleMemory core.HostEventKind = -1
-
-// settleEnds is how many panes must have ended since the last return for the end of
-// the last running one to return memory (a burst, not one agent coming and going).
-var settleEnds = 64
-
-// releases counts the returns made (tests).
-var releases atomic.Int64
+// lastEnded is a queued marker, never delivered: the delivery goroutine reports to
+// the memory policy that the host's last running program has ended (Ended(0)) when it
+// reaches it, before the exit behind it (Host.maybeExitedLocked queues it). The policy
+// may collect and scavenge then, which takes a few milliseconds: here, not under the
+// host's lock, so the control reader goes on meanwhile.
+const lastEnded core.HostEventKind = -1
 
 // eventQueue delivers host events in order without ever blocking the control reader:
 // events wait in an unbounded queue that one goroutine drains into the channel.
@@ -30,7 +23,8 @@ var releases atomic.Int64
 // are flushed at most once per coalesceWindow, and a pane already waiting in the queue
 // with an output event is not queued twice.
 type eventQueue struct {
-	ch chan core.HostEvent
+	ch  chan core.HostEvent
+	mem core.MemoryReport // hears lastEnded markers
 
 	mu       sync.Mutex
 	queue    []core.HostEvent
@@ -44,9 +38,10 @@ type eventQueue struct {
 	done chan struct{}
 }
 
-func newEventQueue() *eventQueue {
+func newEventQueue(mem core.MemoryReport) *eventQueue {
 	q := &eventQueue{
 		ch:     make(chan core.HostEvent, 256),
+		mem:    mem,
 		queued: map[string]bool{},
 		dirty:  map[string]bool{},
 		wake:   make(chan struct{}, 1),
@@ -127,12 +122,8 @@ func (q *eventQueue) run() {
 			delete(q.queued, ev.Pane)
 		}
 		q.mu.Unlock()
-		if ev.Kind == settleMemory {
-			// Here, not under the host's lock: the control reader goes on; the
-			// events behind it (the burst's last exit first) wait the few
-			// milliseconds of one collection and scavenge.
-			debug.FreeOSMemory()
-			releases.Add(1)
+		if ev.Kind == lastEnded {
+			q.mem.Ended(0)
 			continue
 		}
 		select {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"orcr/core"
 )
 
 // FuzzControlStream feeds arbitrary bytes to the control-mode parser and the
@@ -23,7 +25,7 @@ func FuzzControlStream(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h := &Host{events: newEventQueue(), pacer: newPacer(), panes: map[string]*paneState{}, windows: map[string]string{},
+		h := &Host{events: newEventQueue(core.NoMemoryReport{}), mem: core.NoMemoryReport{}, pacer: newPacer(), panes: map[string]*paneState{}, windows: map[string]string{},
 			unreaped: map[string]bool{}, stop: make(chan struct{}), reap: make(chan struct{}, 1), ctx: context.Background()}
 		defer h.events.close()
 		h.panes["%1"] = &paneState{window: "@1", mine: true}

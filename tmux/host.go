@@ -50,6 +50,10 @@ type Options struct {
 	Bin string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Memory hears of every program's end before that end is reported, with how
+	// many still run; the server's memory policy decides from it when memory goes
+	// back to the OS. Nil reports nowhere.
+	Memory core.MemoryReport
 }
 
 // paneState is what the host knows about one pane.
@@ -84,9 +88,9 @@ type Host struct {
 	// closing holds windows tmux said closed, until the confirmer has asked tmux
 	// whether their panes are really gone (notify.go).
 	closing map[string]bool
-	confirm chan struct{} // wakes the confirmer
-	sweep   bool          // the confirmer looks for attach sessions without a client
-	ended   int           // panes whose exit was reported since the last memory return (maybeExitedLocked)
+	confirm chan struct{}     // wakes the confirmer
+	sweep   bool              // the confirmer looks for attach sessions without a client
+	mem     core.MemoryReport // Options.Memory, never nil
 
 	wg   sync.WaitGroup // watch, reaper, confirmer and exit-watch goroutines
 	stop chan struct{}
@@ -122,9 +126,13 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mem := opts.Memory
+	if mem == nil {
+		mem = core.NoMemoryReport{}
+	}
 	h := &Host{
-		bin: path, socket: opts.Socket, log: log,
-		events:   newEventQueue(),
+		bin: path, socket: opts.Socket, log: log, mem: mem,
+		events:   newEventQueue(mem),
 		pacer:    newPacer(),
 		panes:    map[string]*paneState{},
 		windows:  map[string]string{},

@@ -362,7 +362,7 @@ func TestAbandonedCallKeepsOrder(t *testing.T) {
 // until the status is known, then exactly one PaneExited with the code (128+signal for
 // a signal).
 func TestDeadSubscriptionParsing(t *testing.T) {
-	h := &Host{events: newEventQueue(), panes: map[string]*paneState{}, windows: map[string]string{},
+	h := &Host{events: newEventQueue(core.NoMemoryReport{}), mem: core.NoMemoryReport{}, panes: map[string]*paneState{}, windows: map[string]string{},
 		unreaped: map[string]bool{}, reap: make(chan struct{}, 1)}
 	defer h.events.close()
 	h.panes["%7"] = &paneState{mine: true}

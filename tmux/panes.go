@@ -188,28 +188,33 @@ func (h *Host) paneLocked(pane string) *paneState {
 	return p
 }
 
-// idleLocked reports whether no pane this host launched still runs its program.
-func (h *Host) idleLocked() bool {
+// runningLocked counts the agent panes (launched or listed here) whose program still
+// runs. The session's placeholder window is no agent's: the exit subscription reports
+// it alive like any pane (so it is "mine"), but neither Launch nor List gave it a
+// window, and counting it made a burst's last end look like one with a program still
+// running (the burst's memory was then never returned).
+func (h *Host) runningLocked() int {
+	n := 0
 	for _, p := range h.panes {
-		if p.mine && !p.dead {
-			return false
+		if p.mine && !p.dead && p.window != "" {
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // maybeExitedLocked emits PaneExited once for a dead pane this host launched or saw alive.
 func (h *Host) maybeExitedLocked(pane string, p *paneState) {
 	if p.dead && p.mine && !p.exitSent {
 		p.exitSent = true
-		// A burst of agents (a for_each of 1,000 instant programs, 10 at a time) leaves
-		// the server's heap at the size the burst grew it to, ~7 MB more than it holds,
-		// which the runtime's scavenger hands back only over the next seconds: when
-		// the last running pane of a burst ends, that memory goes back before the end
-		// is reported.
-		if h.ended++; h.ended >= settleEnds && h.idleLocked() {
-			h.ended = 0
-			h.events.push(core.HostEvent{Kind: settleMemory})
+		// The memory policy hears of every end before the end is reported (a
+		// burst's last end may return the burst's memory to the OS first): the last
+		// running program's through the event queue, so the control reader never
+		// waits for that return; the others here, where it only counts.
+		if n := h.runningLocked(); n > 0 {
+			h.mem.Ended(n)
+		} else {
+			h.events.push(core.HostEvent{Kind: lastEnded})
 		}
 		h.events.push(core.HostEvent{Pane: pane, Kind: core.PaneExited, ExitCode: p.exitCode, At: time.Now()})
 	}

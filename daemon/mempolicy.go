@@ -1,0 +1,111 @@
+package daemon
+
+import (
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// memPolicy is the server's one policy for handing free memory back to the OS, beside
+// its soft memory limit (memLimit). The hosts only report (core.MemoryReport): bytes
+// they let go (the pty host's packed screens and its emulators' construction garbage)
+// and every program's end, with how many still run. The policy returns memory
+// (debug.FreeOSMemory: one collection and a scavenge, a few milliseconds for the
+// server's live heap) in two cases:
+//
+//   - The end of a burst: when the host's last running program ends after at least
+//     burstEnds ends, or burstFreed bytes let go, since the last return, at once, inside
+//     the report, which the host makes before it reports the end. A 1,000-item
+//     for_each of instant programs ends with the heap at what the burst grew it to and
+//     up to ~20 MB (pty) or ~7 MB (tmux) of it free, which the runtime's scavenger
+//     hands back only over the next seconds; so whoever hears of the burst's last
+//     result hears of it with that memory already returned. Only when nothing else
+//     runs (a server with long-lived agents keeps the runtime's pacing and the rule
+//     below), and at most once per burst (the counts start again at each return).
+//   - A lot let go while things run: once returnFreed bytes were reported since the
+//     last return, after returnBatch (panes that went quiet together pack within
+//     moments of each other) and at most once per returnEvery. An idle server
+//     allocates next to nothing, so without it the dead cells of 100 freshly idle pty
+//     agents (~180 MB) stayed resident until the runtime's two-minute collection.
+//
+// Before this the two hosts each called debug.FreeOSMemory on rules of their own (pty
+// on bytes, tmux on ends); now they only say what happened.
+type memPolicy struct {
+	freed   atomic.Int64 // bytes reported let go since the last return
+	ends    atomic.Int64 // programs ended since the last return
+	pending atomic.Bool  // a return for returnFreed is scheduled
+	last    atomic.Int64 // unix nanoseconds of the last return
+	returns atomic.Int64 // returns made (tests, the log)
+
+	// The rule's numbers: the constants below (tests shorten them).
+	burstEnds, burstFreed, returnFreed int64
+	returnBatch, returnEvery           time.Duration
+
+	mu       sync.Mutex // held by a return
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+const (
+	burstEnds   = 64       // ends that make a burst (not one agent coming and going)
+	burstFreed  = 16 << 20 // or bytes let go (about three pty panes' construction garbage)
+	returnFreed = 64 << 20
+	returnBatch = time.Second
+	returnEvery = 5 * time.Second
+)
+
+func newMemPolicy() *memPolicy {
+	return &memPolicy{stop: make(chan struct{}),
+		burstEnds: burstEnds, burstFreed: burstFreed, returnFreed: returnFreed,
+		returnBatch: returnBatch, returnEvery: returnEvery}
+}
+
+// Freed counts n bytes a host let go and schedules a return once returnFreed have been.
+func (m *memPolicy) Freed(n int64) {
+	if m.freed.Add(n) < m.returnFreed || !m.pending.CompareAndSwap(false, true) {
+		return
+	}
+	go m.returnSoon()
+}
+
+// Ended counts a program's end; the end of the last one running returns a burst's
+// memory at once (see memPolicy).
+func (m *memPolicy) Ended(running int) {
+	ends := m.ends.Add(1)
+	if running > 0 || (ends < m.burstEnds && m.freed.Load() < m.burstFreed) {
+		return
+	}
+	m.release()
+}
+
+// returnSoon is Freed's scheduled return.
+func (m *memPolicy) returnSoon() {
+	defer m.pending.Store(false)
+	wait := max(m.returnBatch, m.returnEvery-time.Since(time.Unix(0, m.last.Load())))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-m.stop:
+		return
+	}
+	if time.Since(time.Unix(0, m.last.Load())) < m.returnBatch {
+		return // the end of a burst returned it just now
+	}
+	m.release()
+}
+
+// release has the runtime collect and return free memory to the OS, one at a time.
+func (m *memPolicy) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.freed.Store(0)
+	m.ends.Store(0)
+	debug.FreeOSMemory()
+	m.last.Store(time.Now().UnixNano())
+	m.returns.Add(1)
+}
+
+// close drops a scheduled return (the server is going).
+func (m *memPolicy) close() { m.stopOnce.Do(func() { close(m.stop) }) }

@@ -1,0 +1,213 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"testing"
+	"time"
+
+	"orcr/core"
+	"orcr/pty"
+	"orcr/testutil/serve"
+	"orcr/testutil/wait"
+	"orcr/tmux"
+)
+
+// forcedGCs is how many collections were forced so far (runtime.GC, debug.FreeOSMemory).
+func forcedGCs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// The end of a burst returns memory at once, inside the report of its last end, and
+// only then: ends while anything still runs return nothing, one agent coming and
+// going (fewer than burstEnds ends, little let go) returns nothing, and a second
+// report of nothing running returns nothing more (once per burst). A burst is ends or
+// bytes let go.
+func TestMemPolicyReturnsAtTheEndOfABurst(t *testing.T) {
+	m := newMemPolicy()
+	defer m.close()
+	m.returnFreed = 1 << 40 // only the burst rule here
+	for i := range 10 {
+		m.Ended(10 - i)
+	}
+	m.Ended(0)
+	if n := m.returns.Load(); n != 0 {
+		t.Fatalf("%d returns after 11 ends; want none (not a burst)", n)
+	}
+	for range burstEnds {
+		m.Ended(1)
+	}
+	if n := m.returns.Load(); n != 0 {
+		t.Fatalf("%d returns while a program still ran; want none", n)
+	}
+	gcs := forcedGCs()
+	m.Ended(0)
+	if n := m.returns.Load(); n != 1 {
+		t.Fatalf("%d returns once the burst's last program ended; want 1", n)
+	}
+	if forcedGCs() == gcs {
+		t.Fatal("the return made no collection: nothing went back to the OS")
+	}
+	m.Ended(0)
+	if n := m.returns.Load(); n != 1 {
+		t.Fatalf("%d returns after a second end with nothing running; want still 1 (once per burst)", n)
+	}
+	m.Freed(burstFreed)
+	m.Ended(0)
+	if n := m.returns.Load(); n != 2 {
+		t.Fatalf("%d returns after %d MiB let go and the last end; want 2", n, burstFreed>>20)
+	}
+}
+
+// What piles up while programs run goes back after returnBatch, at most once per
+// returnEvery, whether or not anything ends.
+func TestMemPolicyReturnsWhatPilesUp(t *testing.T) {
+	m := newMemPolicy()
+	defer m.close()
+	m.returnBatch, m.returnEvery = 50*time.Millisecond, 600*time.Millisecond
+	m.Freed(returnFreed - 1)
+	if wait.Until(10*m.returnBatch, func() bool { return m.returns.Load() > 0 }) {
+		t.Fatal("a return before returnFreed bytes were let go")
+	}
+	start := time.Now()
+	m.Freed(1)
+	if !wait.Until(wait.Scale(10*time.Second), func() bool { return m.returns.Load() == 1 }) {
+		t.Fatal("no return after returnFreed bytes were let go")
+	}
+	first := time.Now()
+	if first.Sub(start) < m.returnBatch {
+		t.Fatalf("returned %v after the bytes; want after returnBatch (%v), so panes packing together share it", first.Sub(start), m.returnBatch)
+	}
+	m.Freed(returnFreed)
+	if !wait.Until(wait.Scale(10*time.Second), func() bool { return m.returns.Load() == 2 }) {
+		t.Fatal("no second return")
+	}
+	if gap := time.Since(first); gap < m.returnEvery-m.returnBatch {
+		t.Fatalf("second return %v after the first; want at most one per %v", gap, m.returnEvery)
+	}
+}
+
+// hostExit waits for pane's PaneExited on h.
+func hostExit(t *testing.T, h core.Host, pane string) {
+	t.Helper()
+	deadline := time.After(wait.Scale(20 * time.Second))
+	for {
+		select {
+		case ev, ok := <-h.Events():
+			if !ok {
+				t.Fatal("events closed")
+			}
+			if ev.Pane == pane && ev.Kind == core.PaneExited {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no exit of %s", pane)
+		}
+	}
+}
+
+func hostLaunch(t *testing.T, h core.Host, argv ...string) core.PaneInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(20*time.Second))
+	defer cancel()
+	info, err := h.Launch(ctx, core.LaunchSpec{Name: "mem/" + argv[0], Argv: argv, Cwd: t.TempDir(),
+		Env: []string{"PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "LANG=C.UTF-8"}})
+	if err != nil {
+		t.Fatalf("launch %q: %v", argv, err)
+	}
+	return info
+}
+
+// burstEndReturns runs a burst of short programs on h beside one that keeps running,
+// then ends that one: the memory goes back when the last program ends, before its
+// end is heard of, and not before.
+func burstEndReturns(t *testing.T, h core.Host, m *memPolicy, n int) {
+	keeper := hostLaunch(t, h, "sleep", "600")
+	for range n {
+		p := hostLaunch(t, h, "sh", "-c", "exit 0")
+		hostExit(t, h, p.ID)
+	}
+	if r := m.returns.Load(); r != 0 {
+		t.Fatalf("%d returns of memory while a program still ran; want 0", r)
+	}
+	gcs := forcedGCs()
+	if err := syscall.Kill(keeper.PID, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	hostExit(t, h, keeper.ID)
+	if r := m.returns.Load(); r != 1 {
+		t.Fatalf("the burst's last program ended and was heard of after %d returns of memory (%d ends counted); want 1", r, m.ends.Load())
+	}
+	if forcedGCs() == gcs {
+		t.Fatal("the return made no collection: nothing went back to the OS")
+	}
+}
+
+// A burst of short-lived panes on the pty host hands its memory back to the OS when
+// its last program ends, before that end is reported: each new pane leaves ~6 MB of
+// construction garbage (vt's screens and parser buffer), which the host reports, and a
+// server whose burst had just ended (a 1,000-item for_each's last result) still held
+// ~20 MB of it, which the runtime's own scavenger returns only over the next seconds.
+func TestBurstEndReturnsMemory(t *testing.T) {
+	t.Run("pty", func(t *testing.T) {
+		m := newMemPolicy()
+		defer m.close()
+		m.returnFreed = 1 << 40 // the burst's end only
+		h := pty.New(pty.Options{Memory: m})
+		defer h.Shutdown(context.Background())
+		burstEndReturns(t, h, m, 4) // 4 × ~6 MB: past burstFreed
+	})
+	// On tmux the server holds no terminals; a burst is its ends (burstEnds, 3 here).
+	t.Run("tmux", func(t *testing.T) {
+		m := newMemPolicy()
+		defer m.close()
+		m.burstEnds = 4
+		sock := filepath.Join(serve.ShortDir(t, "orcr-mp-"), "tmux.sock")
+		serve.KillTmux(t, sock)
+		ctx, cancel := context.WithTimeout(context.Background(), wait.Scale(20*time.Second))
+		defer cancel()
+		h, err := tmux.New(ctx, tmux.Options{Socket: sock, Memory: m})
+		if err != nil {
+			t.Skipf("no tmux: %v", err)
+		}
+		defer h.Shutdown(context.Background())
+		burstEndReturns(t, h, m, 3)
+	})
+}
+
+// The memory the pty host lets go when it packs idle panes' screens is handed back
+// without waiting for the runtime's two-minute collection: an idle server allocates
+// next to nothing, so the dead cells of 100 freshly idle agents stayed in the heap
+// (and the RSS) for up to two minutes. The test never collects itself; the heap in
+// use must fall by the policy's doing.
+func TestPackedMemoryIsReturned(t *testing.T) {
+	const n = 10 // 400x100 panes: 8.9 MB of cells each
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapInuse
+	m := newMemPolicy()
+	defer m.close()
+	// What is let go after the last return waits for the next returnFreed: about one
+	// pane here, so however the packs and returns interleave, the last pack returns.
+	m.returnFreed, m.returnEvery = 8<<20, 500*time.Millisecond
+	h := pty.New(pty.Options{Cols: 400, Rows: 100, PackAfter: 100 * time.Millisecond, Memory: m})
+	defer h.Shutdown(context.Background())
+	for i := range n {
+		hostLaunch(t, h, "sh", "-c", fmt.Sprintf("echo big%d; exec cat", i))
+	}
+	if !wait.Until(wait.Scale(30*time.Second), func() bool {
+		runtime.ReadMemStats(&ms)
+		return m.returns.Load() > 0 && int64(ms.HeapInuse)-int64(before) < 20<<20
+	}) {
+		t.Fatalf("heap in use %d MiB above the start after %d returns (the panes' cells were %d MiB)",
+			(int64(ms.HeapInuse)-int64(before))>>20, m.returns.Load(), n*2*400*100*112>>20)
+	}
+}
