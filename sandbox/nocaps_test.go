@@ -126,7 +126,7 @@ func checkInProcess(t *testing.T) *Feature {
 		if abi >= 6 {
 			signal = fmt.Sprintf(`kill -0 %d && echo SIGNALLED-SERVER; `, os.Getpid())
 		}
-		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; grep CapEff /proc/self/status; %[3]s%[4]s%[5]s`+
+		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; grep -E 'CapEff|CapBnd' /proc/self/status; %[3]s%[4]s%[5]s`+
 			`cat /proc/%[1]d/environ > /dev/null && echo SERVER-ENVIRON; `+
 			`head -1 /proc/%[1]d/maps && echo SERVER-MAPS; `+
 			`cat %[6]s/.ssh/id_ed25519 && echo SSH-READ; `+
@@ -159,6 +159,10 @@ func checkInProcess(t *testing.T) *Feature {
 		}
 		if !regexp.MustCompile(`CapEff:\s+0+\b`).MatchString(screen) {
 			t.Fatalf("launch %d: the agent holds capabilities:\n%s", i, screen)
+		}
+		if os.Geteuid() == 0 && !regexp.MustCompile(`CapBnd:\s+0+\b`).MatchString(screen) {
+			// Root's thread may empty its bounding set (CAP_SETPCAP), and does.
+			t.Fatalf("launch %d: the agent's bounding set is not empty:\n%s", i, screen)
 		}
 		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 			t.Fatalf("launch %d wrote outside its folder", i)
