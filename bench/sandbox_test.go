@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,11 +74,23 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	defer c.Close()
 	work := b.TempDir()
 	var plain, boxed time.Duration
+	// The server's CPU per spawn (its agent's run and kill): orcr's own work, less
+	// blurred by the machine's load than the wall time.
+	var plainCPU, boxedCPU time.Duration
+	cpu := func() time.Duration { return serverCPU(b, srv.PID()) }
 	n := 0
 	var last wire.Agent
 	spawn := func(sb *wire.Sandbox) time.Duration {
 		n++
 		mark := filepath.Join(work, fmt.Sprintf("m%d", n))
+		c0 := cpu()
+		defer func() {
+			if sb == nil {
+				plainCPU += cpu() - c0
+			} else {
+				boxedCPU += cpu() - c0
+			}
+		}()
 		t0 := time.Now()
 		a, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("bench/a%d", n), Cwd: work, Sandbox: sb,
 			Argv: []string{"sh", "-c", "echo > " + mark + "; exec sleep 600"}})
@@ -120,6 +133,7 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	if rep.InProcess != inProcess {
 		b.Fatalf("confined in the server: %v, want %v (report %+v)", rep.InProcess, inProcess, rep)
 	}
+	plainCPU, boxedCPU = 0, 0
 	for b.Loop() {
 		plain += spawn(nil)
 		boxed += spawn(&wire.Sandbox{Mode: wire.SandboxOn})
@@ -127,6 +141,33 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
 	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
 	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+	b.ReportMetric(float64(plainCPU.Microseconds())/float64(b.N)/1000, "plain-srvcpu-ms")
+	b.ReportMetric(float64(boxedCPU.Microseconds())/float64(b.N)/1000, "sandboxed-srvcpu-ms")
+}
+
+// serverCPU is the CPU time process pid has used (user + system, its ended threads
+// included: /proc/PID/stat), at the kernel's clock tick (100 Hz): summed over a
+// row's spawns, not one spawn's.
+func serverCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: state is 3rd, utime 14th.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // underHome moves the server's ORCR_HOME (and its config) from StartBench's short
