@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,11 @@ import (
 	"orcr/sandbox"
 	"orcr/sandbox/confine"
 	"orcr/testutil/apiclient"
+	"orcr/testutil/clis"
+	"orcr/testutil/modelserver"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
+	"orcr/testutil/wait"
 )
 
 // BenchmarkSandboxedSpawn is a spawn confined with Landlock against an unconfined one
@@ -70,11 +74,23 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	defer c.Close()
 	work := b.TempDir()
 	var plain, boxed time.Duration
+	// The server's CPU per spawn (its agent's run and kill): orcr's own work, less
+	// blurred by the machine's load than the wall time.
+	var plainCPU, boxedCPU time.Duration
+	cpu := func() time.Duration { return serverCPU(b, srv.PID()) }
 	n := 0
 	var last wire.Agent
 	spawn := func(sb *wire.Sandbox) time.Duration {
 		n++
 		mark := filepath.Join(work, fmt.Sprintf("m%d", n))
+		c0 := cpu()
+		defer func() {
+			if sb == nil {
+				plainCPU += cpu() - c0
+			} else {
+				boxedCPU += cpu() - c0
+			}
+		}()
 		t0 := time.Now()
 		a, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("bench/a%d", n), Cwd: work, Sandbox: sb,
 			Argv: []string{"sh", "-c", "echo > " + mark + "; exec sleep 600"}})
@@ -117,6 +133,7 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	if rep.InProcess != inProcess {
 		b.Fatalf("confined in the server: %v, want %v (report %+v)", rep.InProcess, inProcess, rep)
 	}
+	plainCPU, boxedCPU = 0, 0
 	for b.Loop() {
 		plain += spawn(nil)
 		boxed += spawn(&wire.Sandbox{Mode: wire.SandboxOn})
@@ -124,6 +141,33 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
 	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
 	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+	b.ReportMetric(float64(plainCPU.Microseconds())/float64(b.N)/1000, "plain-srvcpu-ms")
+	b.ReportMetric(float64(boxedCPU.Microseconds())/float64(b.N)/1000, "sandboxed-srvcpu-ms")
+}
+
+// serverCPU is the CPU time process pid has used (user + system, its ended threads
+// included: /proc/PID/stat), at the kernel's clock tick (100 Hz): summed over a
+// row's spawns, not one spawn's.
+func serverCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: state is 3rd, utime 14th.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", pid, raw)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // underHome moves the server's ORCR_HOME (and its config) from StartBench's short
@@ -238,4 +282,127 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 	b.ReportMetric(ms(orcr), "orcr-ms")
 	b.ReportMetric(ms(launcher), "launcher-ms")
 	b.ReportMetric(ms(launcherTmp), "launcher-tmphome-ms")
+}
+
+// BenchmarkSandboxedClaudeSpawn is what a user feels: `orcr agent run fix/x --sandbox
+// --provider claude` against the same without --sandbox, alternating, on one `orcr
+// serve` per host, the real claude CLI against the scripted model server: from
+// agent.run until the server says the agent is idle at its prompt (its screen, or
+// claude's SessionStart hook, which runs `orcr hook` from inside the sandbox). pty confines
+// from a server thread; tmux runs the launcher in the pane, whose start is part of
+// what is measured. Goal: confined ≤ 1.1× unconfined. BenchmarkSandboxedSpawn's
+// trivial program is the strict measure of orcr's own overhead; this is the share of
+// it in a real agent's start.
+func BenchmarkSandboxedClaudeSpawn(b *testing.B) {
+	if _, err := confine.KernelABI(); err != nil {
+		b.Skipf("no Landlock: %v", err)
+	}
+	bin := clis.Find(b, "claude", "ORCR_CLAUDE_BIN")
+	models, err := modelserver.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer models.Close()
+	models.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
+	for _, host := range []string{"pty", "tmux"} {
+		b.Run(host, func(b *testing.B) { benchSandboxedClaude(b, host, bin, models.URL) })
+	}
+}
+
+func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
+	dir := b.TempDir()
+	cfg, work := filepath.Join(dir, "claude-config"), filepath.Join(dir, "work")
+	for _, d := range []string{cfg, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	work, _ = filepath.EvalSymlinks(work)
+	if err := os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(fmt.Sprintf(
+		`{"hasCompletedOnboarding":true,"theme":"dark","projects":{%q:{"hasTrustDialogAccepted":true}}}`, work)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	srv := serve.StartBench(b, host, "GO")
+	srv.Stop()
+	env := append(underHome(b, slices.Clone(srv.Env), host), "CLAUDE_CONFIG_DIR="+cfg, "ANTHROPIC_BASE_URL="+modelURL,
+		"ANTHROPIC_AUTH_TOKEN=t", "DISABLE_AUTOUPDATER=1", "ORCR_CLAUDE_BIN="+bin)
+	srv = &serve.Bench{Server: serve.Start(b, serve.Options{Bin: srv.Bin, Env: env}), Bin: srv.Bin, Env: env}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := apiclient.Dial(ctx, socket.SocketPath(srv.Home), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Info(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The state is taken from the event stream: no polling delay on either side.
+	events, err := c.Subscribe(ctx, wire.SubscribeParams{After: info.LastSeq, Paths: []string{"bench/**"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	var last wire.Agent
+	spawn := func(sb *wire.Sandbox) time.Duration {
+		n++
+		name := fmt.Sprintf("bench/c%d", n)
+		t0 := time.Now()
+		a, err := c.Run(ctx, wire.RunParams{Path: name, Provider: "claude", Cwd: work, Sandbox: sb})
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = a
+		timeout := time.After(wait.Scale(120 * time.Second))
+	idle:
+		for {
+			select {
+			case ev := <-events:
+				a := ev.Agent
+				if a == nil || a.Path != name {
+					continue
+				}
+				switch a.State {
+				case wire.StateIdle:
+					break idle
+				case wire.StateExited, wire.StateFailed, wire.StateKilled:
+					r, _ := c.Read(ctx, wire.ReadParams{Target: name, Lines: 40})
+					b.Fatalf("%s (sandbox %v) %s before its prompt:\n%s", name, sb != nil, a.State, r.Text)
+				}
+			case <-timeout:
+				r, _ := c.Read(ctx, wire.ReadParams{Target: name, Lines: 40})
+				b.Fatalf("%s (sandbox %v) never idle at its prompt:\n%s", name, sb != nil, r.Text)
+			}
+		}
+		d := time.Since(t0)
+		if _, err := c.Kill(ctx, wire.KillParams{Glob: name}); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	spawn(nil) // warm the server, claude's install in the page cache
+	spawn(&wire.Sandbox{Mode: wire.SandboxOn})
+	// The confined agent was confined as the row says: by the server on pty, by the
+	// launcher on tmux.
+	var rep confine.Report
+	report := filepath.Join(srv.Home, "agents", last.ID, sandbox.ReportFile)
+	if !wait.Every(30*time.Second, time.Millisecond, func() bool {
+		r, ok, err := confine.ReadReport(report)
+		rep = r
+		return ok && err == nil
+	}) {
+		b.Fatalf("no sandbox report at %s", report)
+	}
+	if rep.InProcess != (host == "pty") {
+		b.Fatalf("confined in the server: %v on %s (report %+v)", rep.InProcess, host, rep)
+	}
+	var plain, boxed time.Duration
+	for b.Loop() {
+		plain += spawn(nil)
+		boxed += spawn(&wire.Sandbox{Mode: wire.SandboxOn})
+	}
+	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
+	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
+	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
 }

@@ -56,16 +56,17 @@ type LaunchSpec struct {
 	Confine *ThreadConfine
 }
 
-// ThreadConfine confines one program from inside the server: the host locks a
-// goroutine to its OS thread, calls Restrict there (which confines that thread for
-// good), starts Argv from the same thread — the child inherits the confinement — and
-// lets the goroutine end without unlocking it, so the Go runtime ends the thread.
+// ThreadConfine confines one program from inside the server: the host calls Run
+// with the function that starts Argv (forks it), and Run calls it on an OS thread of
+// the server confined to the agent's policy — the child inherits the confinement;
+// the server's other threads never have it.
 type ThreadConfine struct {
 	// Argv is the program's own command, without the launcher in front.
 	Argv []string
-	// Restrict confines the calling thread; notice is shown on the pane before the
-	// program's output (what the sandbox could not grant or confine).
-	Restrict func() (notice string, err error)
+	// Run calls start on a confined thread and returns its error; notice is to be
+	// shown on the pane before the program's output (what the sandbox could not
+	// grant or confine).
+	Run func(start func(notice string) error) error
 	// Started is told the program's pid once it runs.
 	Started func(pid int)
 }

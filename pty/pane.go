@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,73 +133,36 @@ func startPane(h *Host, id string, spec core.LaunchSpec) (*pane, error) {
 // the pty's buffer takes it whole, so the write never waits for a reader.
 const maxNotice = 2048
 
-// startConfined starts cmd on a pty as StartWithSize does, from an OS thread that c
-// confined first (the sandbox without a launcher process, §16). The goroutine locks
-// its thread and ends without unlocking it, so the Go runtime ends that thread with
-// its confinement: the server's other threads never had it, and the runtime clones
-// no thread from a locked one.
+// startConfined starts cmd on a pty as StartWithSize does, but forked from an OS
+// thread that c confined (the sandbox without a launcher process, §16): the pty is
+// opened here, and c.Run forks the program from its confined thread, so the child
+// inherits the confinement and the rest of the server never has it.
 func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*os.File, error) {
-	done := make(chan confinedResult, 1)
-	go confinedStart(cmd, size, c, done)
-	r := <-done
-	return r.ptmx, r.err
-}
-
-type confinedResult struct {
-	ptmx *os.File
-	err  error
-}
-
-// confinedStart is startConfined's goroutine. On the process's main thread it does
-// not confine: the runtime never ends that thread (a goroutine that exits locked to
-// it parks it for good), so its domain would stay in the server, and the kernel
-// answers for the whole process — /proc/PID, ptrace, signals — as the main thread:
-// the agent would share a domain with its server (measured: it read the server's
-// environ and maps and could signal it). There the goroutine keeps the main thread
-// locked, so no goroutine can run on it, and hands the work to a new goroutine,
-// which therefore runs on another thread.
-func confinedStart(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine, done chan<- confinedResult) {
-	runtime.LockOSThread() // never unlocked (but on the main thread): the thread dies with this goroutine
-	if syscall.Gettid() == syscall.Getpid() {
-		inner := make(chan confinedResult, 1)
-		go confinedStart(cmd, size, c, inner)
-		r := <-inner
-		runtime.UnlockOSThread()
-		done <- r
-		return
-	}
 	ptmx, tty, err := cpty.Open()
 	if err != nil {
-		done <- confinedResult{err: err}
-		return
+		return nil, err
 	}
 	defer tty.Close()
-	fail := func(err error) {
-		ptmx.Close()
-		done <- confinedResult{err: err}
-	}
 	if err := cpty.Setsize(ptmx, size); err != nil {
-		fail(err)
-		return
-	}
-	notice, err := c.Restrict()
-	if err != nil {
-		fail(err)
-		return
-	}
-	if notice != "" {
-		if len(notice) > maxNotice {
-			notice = notice[:maxNotice]
-		}
-		_, _ = tty.WriteString(notice)
+		ptmx.Close()
+		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := cmd.Start(); err != nil {
-		fail(err)
-		return
+	err = c.Run(func(notice string) error {
+		if notice != "" {
+			if len(notice) > maxNotice {
+				notice = notice[:maxNotice]
+			}
+			_, _ = tty.WriteString(notice)
+		}
+		return cmd.Start()
+	})
+	if err != nil {
+		ptmx.Close()
+		return nil, err
 	}
-	done <- confinedResult{ptmx: ptmx}
+	return ptmx, nil
 }
 
 // newPane builds a pane around a running process's pty master with a fresh emulator

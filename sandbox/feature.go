@@ -93,6 +93,13 @@ type Feature struct {
 	// distinct policy.
 	inProcess bool
 	rulesets  confine.Rulesets
+
+	// writes are the policy and report files of in-process launches, written after
+	// the program started (off the spawn's path: only --explain reads them), by agent
+	// ID; explain waits for an agent's, Close for all.
+	wmu     sync.Mutex
+	writes  map[string]chan struct{}
+	writing sync.WaitGroup
 }
 
 var (
@@ -162,8 +169,52 @@ func (f *Feature) Close() error {
 	if f.stop != nil {
 		f.stop()
 	}
+	f.writing.Wait()
 	f.rulesets.Close()
 	return nil
+}
+
+// afterStart runs fn (an in-process launch's files) off the spawn's path, after the
+// agent's earlier launch's fn.
+func (f *Feature) afterStart(id string, fn func()) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	prev := f.writes[id]
+	done := make(chan struct{})
+	if f.writes == nil {
+		f.writes = map[string]chan struct{}{}
+	}
+	f.writes[id] = done
+	f.writing.Add(1)
+	go func() {
+		defer f.writing.Done()
+		if prev != nil {
+			<-prev
+		}
+		fn()
+		close(done)
+		f.wmu.Lock()
+		if f.writes[id] == done {
+			delete(f.writes, id)
+		}
+		f.wmu.Unlock()
+	}()
+}
+
+// written waits until the files of the agent's last launch are written.
+func (f *Feature) written(ctx context.Context, id string) error {
+	f.wmu.Lock()
+	ch := f.writes[id]
+	f.wmu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // kept is what no grant may contain: orcr's home (its store, every agent's state and
@@ -334,27 +385,36 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{
 		Argv: slices.Clone(own),
-		Restrict: func() (string, error) {
-			var err error
-			rep, err = f.rulesets.RestrictThread(p, f.logFlags())
-			if err != nil {
-				return "", fmt.Errorf("sandbox of %s: %w", a.Path, err)
+		Run: func(start func(notice string) error) error {
+			var startErr error
+			r, err := f.rulesets.Run(p, f.logFlags(), func(r confine.Report) error {
+				var b strings.Builder
+				for _, w := range r.Warnings {
+					fmt.Fprintf(&b, "orcr sandbox: %s\n", w)
+				}
+				startErr = start(b.String())
+				return startErr
+			})
+			rep = r
+			if err != nil && startErr == nil {
+				return fmt.Errorf("sandbox of %s: %w", a.Path, err)
 			}
-			var b strings.Builder
-			for _, w := range rep.Warnings {
-				fmt.Fprintf(&b, "orcr sandbox: %s\n", w)
-			}
-			return b.String(), nil
+			return err
 		},
 		Started: func(pid int) {
 			rep.PID = pid
 			rep.InProcess = true
-			if err := save(); err != nil {
-				f.log.Warn("sandbox policy", "agent", a.Path, "err", err)
-			}
-			if err := confine.WriteReport(p.Report, rep); err != nil {
-				f.log.Warn("sandbox report", "agent", a.Path, "err", err)
-			}
+			rep := rep
+			// The files are --explain's (the launcher's policy is not read on this
+			// path): written once the program runs, off the spawn's path.
+			f.afterStart(a.ID, func() {
+				if err := save(); err != nil {
+					f.log.Warn("sandbox policy", "agent", a.Path, "err", err)
+				}
+				if err := confine.WriteReport(p.Report, rep); err != nil {
+					f.log.Warn("sandbox report", "agent", a.Path, "err", err)
+				}
+			})
 		},
 	}
 	return true, nil
@@ -425,6 +485,9 @@ func (f *Feature) explain(ctx context.Context, target string) (sbapi.SandboxExpl
 		return ex, nil
 	}
 	dir := filepath.Join(f.o.Home, "agents", a.ID)
+	if err := f.written(ctx, a.ID); err != nil {
+		return ex, err
+	}
 	if p, err := confine.Load(filepath.Join(dir, PolicyFile)); err == nil {
 		ex.Policy = &sbapi.SandboxPolicy{RW: p.RW, ROX: p.ROX, RO: p.RO, Dev: p.Dev, Ports: p.Ports, Socket: p.Socket,
 			MaxABI: p.MaxABI, Notes: p.Notes}

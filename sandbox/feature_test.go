@@ -275,6 +275,9 @@ func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
 		}
 		if host == "pty" {
 			spec.Confine.Started(1)
+			if err := f.written(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile)); err != nil {
 				t.Errorf("pty: no policy once started: %v", err)
 			}

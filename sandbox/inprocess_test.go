@@ -33,6 +33,7 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 	os.MkdirAll(outside, 0o700)
 	self, _ := os.Executable()
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: self, Socket: filepath.Join(root, "orcr", "orcr.sock"), InProcess: InProcessOn})
+	defer f.Close()
 	h := pty.New(pty.Options{})
 	defer h.Shutdown(context.Background())
 
@@ -66,6 +67,9 @@ func TestInProcessConfinesOnlyTheChild(t *testing.T) {
 		}
 		if strings.Contains(screen, "sandbox exec") {
 			t.Fatalf("the launcher ran:\n%s", screen)
+		}
+		if err := f.written(context.Background(), id); err != nil {
+			t.Fatal(err)
 		}
 		rep, ok, err := confine.ReadReport(filepath.Join(f.o.Home, "agents", id, ReportFile))
 		if err != nil || !ok || !rep.InProcess || rep.PID != info.PID {

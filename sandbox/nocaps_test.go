@@ -36,7 +36,7 @@ func TestInProcessWithoutCapabilities(t *testing.T) {
 		asNobody(t, "TestInProcessWithoutCapabilities")
 		return
 	}
-	checkInProcess(t)
+	checkInProcess(t).Close()
 }
 
 // TestInProcessAsRoot: a root server (CI, a container's) confines its pty agents from
@@ -60,17 +60,36 @@ func TestInProcessAsRoot(t *testing.T) {
 	if before == 0 {
 		t.Skip("root here holds no capabilities (a container dropped them): that server is a user's, tested by TestInProcessWithoutCapabilities")
 	}
-	checkInProcess(t)
+	f := checkInProcess(t)
+	// The confined threads kept to start the next agents of their policy hold none
+	// (confine.Rulesets.Run); every other thread holds what it held.
+	dropped := 0
 	for tid, c := range threadCapsByTask(t) {
 		if c != before {
-			t.Fatalf("server thread %s: CapEff %x after the confined launches, %x before", tid, c, before)
+			if c != 0 {
+				t.Fatalf("server thread %s: CapEff %x after the confined launches, %x before", tid, c, before)
+			}
+			dropped++
 		}
 	}
+	if live := f.rulesets.Live(); dropped > live {
+		t.Fatalf("%d server threads without capabilities, %d confined threads kept", dropped, live)
+	}
+	f.Close()
+	wait.For(t, 10*time.Second, "every thread of the server with its capabilities (the confined ones ended)", func() bool {
+		for _, c := range threadCapsByTask(t) {
+			if c != before {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // checkInProcess launches four agents through the default in-process path and checks
-// what each may and may not do, and that the server is left as it was.
-func checkInProcess(t *testing.T) {
+// what each may and may not do, and that the server is left as it was; the caller
+// closes the feature.
+func checkInProcess(t *testing.T) *Feature {
 	t.Helper()
 	root := t.TempDir()
 	work, outside, home := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "home")
@@ -107,7 +126,7 @@ func checkInProcess(t *testing.T) {
 		if abi >= 6 {
 			signal = fmt.Sprintf(`kill -0 %d && echo SIGNALLED-SERVER; `, os.Getpid())
 		}
-		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; grep CapEff /proc/self/status; %[3]s%[4]s%[5]s`+
+		script := fmt.Sprintf(`head -1 /proc/self/status && echo self-ok; grep -E 'CapEff|CapBnd' /proc/self/status; %[3]s%[4]s%[5]s`+
 			`cat /proc/%[1]d/environ > /dev/null && echo SERVER-ENVIRON; `+
 			`head -1 /proc/%[1]d/maps && echo SERVER-MAPS; `+
 			`cat %[6]s/.ssh/id_ed25519 && echo SSH-READ; `+
@@ -141,8 +160,15 @@ func checkInProcess(t *testing.T) {
 		if !regexp.MustCompile(`CapEff:\s+0+\b`).MatchString(screen) {
 			t.Fatalf("launch %d: the agent holds capabilities:\n%s", i, screen)
 		}
+		if os.Geteuid() == 0 && !regexp.MustCompile(`CapBnd:\s+0+\b`).MatchString(screen) {
+			// Root's thread may empty its bounding set (CAP_SETPCAP), and does.
+			t.Fatalf("launch %d: the agent's bounding set is not empty:\n%s", i, screen)
+		}
 		if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 			t.Fatalf("launch %d wrote outside its folder", i)
+		}
+		if err := f.written(context.Background(), id); err != nil {
+			t.Fatal(err)
 		}
 		rep, ok, err := confine.ReadReport(filepath.Join(f.o.Home, "agents", id, ReportFile))
 		if err != nil || !ok || !rep.InProcess || rep.PID != info.PID {
@@ -156,6 +182,7 @@ func checkInProcess(t *testing.T) {
 		t.Fatalf("%d rulesets built, %d reused for four launches", f.rulesets.Builds, f.rulesets.Hits)
 	}
 	serverUnconfined(t, outside)
+	return f
 }
 
 // serverUnconfined checks that this process — this goroutine and goroutines forced

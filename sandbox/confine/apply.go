@@ -144,23 +144,9 @@ func build(p Policy) (Plan, []pathID, error) {
 	return Plan{Config: cfg, Rules: rules, Report: rep}, ids, nil
 }
 
-// RestrictThread confines the calling OS thread — not the process — to p, for good:
-// the embedded launcher of a host that forks the agent itself (the pty host). The
-// caller has locked the goroutine to its thread (runtime.LockOSThread), starts the
-// agent from it (a fork runs on the calling thread and the child inherits its Landlock
-// domain) and lets the goroutine end without unlocking, so the Go runtime ends the
-// tainted thread; the rest of the process stays unconfined. The Go runtime never
-// clones a new thread from a locked one, so the domain cannot spread to the server.
-// p.ProcSelf is ignored: the agent's pid is not known before the fork, and /proc/PID
-// of this process (the server's environment) must never be granted. flags are
-// landlock_restrict_self's (audit logging, ABI ≥ 7; dropped below).
-func RestrictThread(p Policy, flags uint32) (Report, error) {
-	p.ProcSelf = false
-	return restrictThread(p, flags)
-}
-
-// restrictThread confines the calling OS thread to p (p.ProcSelf grants this
-// process's /proc/PID: the launcher's, which its exec makes the agent's).
+// restrictThread confines the calling OS thread to p for good: the launcher's, which
+// then execs the agent (p.ProcSelf grants this process's /proc/PID, which the exec
+// makes the agent's). The server's own path is Rulesets.Run.
 func restrictThread(p Policy, flags uint32) (Report, error) {
 	pl, err := Build(p)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,8 +34,9 @@ type Rulesets struct {
 	tick uint64
 	// trackers follow the folders granted entry by entry (Policy.Entries), by path.
 	trackers map[string]*tracker
-	// Hits and Builds count what RestrictThread did (tests, benchmarks).
-	Hits, Builds int
+	// Hits and Builds count what Run did with rulesets, Threads the confined
+	// threads it started (tests, benchmarks).
+	Hits, Builds, Threads int
 }
 
 // maxRulesets bounds the cache: the least recently used ruleset is closed beyond it.
@@ -52,6 +53,9 @@ type ruleset struct {
 	held              map[uint64]bool
 	kept              map[string]bool
 	dirMask, fileMask uint64
+	// w is the thread confined with this ruleset as it is now; nil when there is
+	// none, or it was stopped because rules were added since.
+	w *worker
 }
 
 // holdsAny says r holds a rule for one of inos.
@@ -165,10 +169,17 @@ func validInDir(dir string, ps []pathID) (rest []pathID, ok bool) {
 	return rest, true
 }
 
-// RestrictThread is the package's RestrictThread through the cache: it confines the
-// calling OS thread to p (p.ProcSelf ignored) with the ruleset built for an equal
-// policy when that is still valid, else builds it and keeps it.
-func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
+// Run calls start on an OS thread of this process confined to p (p.ProcSelf
+// ignored), from which start forks the agent: the child inherits the thread's
+// domain. The thread is kept for p (worker): an agent of a policy equal to an
+// earlier one is started from the thread that started that one, while the ruleset
+// it was confined with still holds — every path it was built from is the same inode,
+// and no entry of a folder granted entry by entry (Entries) is new or moved out;
+// else the ruleset is brought up to date or built again and a new thread is
+// confined with it. start gets what was applied (its warnings are the pane's
+// notice). flags are landlock_restrict_self's (audit logging, ABI ≥ 7; dropped
+// below). The rest of the process is never confined.
+func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report, error) {
 	p.ProcSelf = false
 	key := rulesetKey(p)
 	c.mu.Lock()
@@ -190,8 +201,7 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 			if len(moved) > 0 {
 				for k, r := range c.m {
 					if r.holdsAny(moved) {
-						syscall.Close(r.fd)
-						delete(c.m, k)
+						c.drop(k)
 					}
 				}
 			}
@@ -201,8 +211,7 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 	if r != nil && (!r.valid() || (tr != nil && len(r.held) > 2*len(tr.m)+256)) {
 		// A path changed; or most rules are of entries removed since (they grant
 		// nothing, but the ruleset only grows).
-		syscall.Close(r.fd)
-		delete(c.m, key)
+		c.drop(key)
 		r = nil
 	}
 	if r == nil {
@@ -236,10 +245,16 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 		c.Hits++
 	}
 	if tr != nil && trErr == nil {
-		if err := r.sync(tr); err != nil {
-			syscall.Close(r.fd)
-			delete(c.m, key)
+		added, err := r.sync(tr)
+		if err != nil {
+			c.drop(key)
 			return r.rep, err
+		}
+		if added > 0 && r.w != nil {
+			// The thread's domain is a copy of the ruleset as it was: a new one gets
+			// the entries made since.
+			r.w.end()
+			r.w = nil
 		}
 	}
 	r.used = c.tick
@@ -257,16 +272,90 @@ func (c *Rulesets) RestrictThread(p Policy, flags uint32) (Report, error) {
 	if rep.ABI < 7 {
 		flags = 0
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return rep, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	flags |= r.flags
+	if r.w != nil && r.w.flags != flags {
+		r.w.end()
+		r.w = nil
 	}
-	if err := ll.LandlockRestrictSelf(r.fd, r.flags|flags); err != nil {
-		return rep, fmt.Errorf("landlock_restrict_self (ABI %d): %w", rep.ABI, err)
+	if r.w == nil {
+		c.bound()
+		w, err := startWorker(r.fd, flags)
+		if err != nil {
+			return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+		}
+		r.w = w
+		c.Threads++
 	}
-	if err := dropCapabilities(); err != nil {
-		return rep, err
+	w := r.w
+	w.last = time.Now()
+	if w.idle == nil {
+		w.idle = time.AfterFunc(workerIdle, func() { c.reap(w) })
+	} else {
+		w.idle.Reset(workerIdle)
 	}
-	return rep, nil
+	return rep, w.do(func() error { return start(rep) })
+}
+
+// bound stops the least recently used confined thread when maxWorkers run; c.mu is
+// held.
+func (c *Rulesets) bound() {
+	var old *ruleset
+	n := 0
+	for _, r := range c.m {
+		if r.w == nil {
+			continue
+		}
+		n++
+		if old == nil || r.w.last.Before(old.w.last) {
+			old = r
+		}
+	}
+	if n >= maxWorkers {
+		old.w.end()
+		old.w = nil
+	}
+}
+
+// reap stops w when it has been idle for workerIdle.
+func (c *Rulesets) reap(w *worker) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(w.last) < workerIdle {
+		return
+	}
+	for _, r := range c.m {
+		if r.w == w {
+			w.end()
+			r.w = nil
+		}
+	}
+}
+
+// drop closes the ruleset of key and stops its thread; c.mu is held.
+func (c *Rulesets) drop(key string) {
+	r := c.m[key]
+	if r == nil {
+		return
+	}
+	if r.w != nil {
+		r.w.end()
+		r.w = nil
+	}
+	syscall.Close(r.fd)
+	delete(c.m, key)
+}
+
+// Live is the number of confined threads kept (tests).
+func (c *Rulesets) Live() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.m {
+		if r.w != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Len is the number of rulesets kept.
@@ -297,9 +386,8 @@ func (c *Rulesets) Close() {
 		tr.close()
 		delete(c.trackers, k)
 	}
-	for k, r := range c.m {
-		syscall.Close(r.fd)
-		delete(c.m, k)
+	for k := range c.m {
+		c.drop(k)
 	}
 }
 
@@ -312,10 +400,7 @@ func (c *Rulesets) evict() {
 			old, at = k, r.used
 		}
 	}
-	if r := c.m[old]; r != nil {
-		syscall.Close(r.fd)
-		delete(c.m, old)
-	}
+	c.drop(old)
 }
 
 // rulesetKey is what of p makes its rules: the same key is the same ruleset.

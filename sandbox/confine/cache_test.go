@@ -4,26 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"orcr/testutil/clis"
 )
 
-// confined runs fn on an OS thread restricted by c to p, and ends that thread.
+// confined runs fn on an OS thread confined by c to p (Run: the thread kept for p).
 func confined(t *testing.T, c *Rulesets, p Policy, fn func()) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with its confinement
-		if _, err := c.RestrictThread(p, 0); err != nil {
-			done <- err
-			return
-		}
-		fn()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
+	if _, err := c.Run(p, 0, func(Report) error { fn(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 }

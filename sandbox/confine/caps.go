@@ -2,10 +2,6 @@ package confine
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,14 +19,18 @@ import (
 // shell read the server's environ and maps, without them both were refused. And a root
 // agent with CAP_SYS_MODULE could load a kernel module, which no Landlock rule stops.
 func dropCapabilities() error {
-	if last, err := lastCapOnce(); err == nil {
-		for c := 0; c <= last; c++ {
-			// EINVAL: a capability this kernel does not know; EPERM: no CAP_SETPCAP
-			// (a user's server: its bounding set cannot be changed, and it has nothing
-			// to gain through it under no_new_privs).
-			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL && err != unix.EPERM {
-				return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
-			}
+	// The kernel answers EPERM for every capability when the thread lacks CAP_SETPCAP
+	// (a user's server or launcher: its bounding set cannot be changed, and it has
+	// nothing to gain through it under no_new_privs), before it looks at the number,
+	// and EINVAL past the last one this kernel knows: the loop stops at either, so a
+	// user's thread makes one call and no read of /proc/sys/kernel/cap_last_cap.
+	for c := 0; c <= maxCap; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err == unix.EPERM || err == unix.EINVAL {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
 		}
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
@@ -44,14 +44,6 @@ func dropCapabilities() error {
 	return nil
 }
 
-// lastCapOnce is lastCap, read once per process.
-var lastCapOnce = sync.OnceValues(lastCap)
-
-// lastCap is the highest capability number this kernel knows.
-func lastCap() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
+// maxCap bounds the capability numbers tried (the kernel's last is 40 in 6.x; a
+// capability set is 64 bits).
+const maxCap = 63

@@ -2,6 +2,7 @@ package confine_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"orcr/sandbox/confine"
 )
@@ -28,6 +30,10 @@ func TestMain(m *testing.M) {
 		err := confine.Exec(os.Getenv("CONFINE_POLICY"), os.Args[1:], os.Stderr)
 		fmt.Fprintln(os.Stderr, "exec:", err)
 		os.Exit(126)
+	case "mainthread":
+		tid, outside, err := confine.MainThreadWorker(confine.Policy{RW: []string{os.Getenv("CONFINE_WORK")}}, os.Getenv("CONFINE_OUTSIDE"))
+		fmt.Printf("tid=%d pid=%d outside=%v err=%v\n", tid, os.Getpid(), outside, err)
+		os.Exit(0)
 	case "probe":
 		for _, a := range os.Args[1:] {
 			fmt.Println(probe(a))
@@ -273,4 +279,36 @@ func TestLauncherGrantsEntries(t *testing.T) {
 		"write:" + filepath.Join(many, "link", "f"), "write:" + filepath.Join(many, "f")}
 	got, _ := b.run(confine.Policy{Entries: &confine.Entries{Dir: many, Keep: []string{filepath.Join(many, "home", "orcr")}}}, acts...)
 	expect(t, acts, got, "ok", "ok", eacces, eacces, eacces, eacces)
+}
+
+// A confined thread is never the process's main thread (the kernel answers /proc/PID,
+// ptrace and signals of the process as its main thread: the agents would share their
+// server's domain): a worker started there hands the work to another thread, and the
+// main thread stays unconfined. The child runs with its main goroutine locked to the
+// main thread; without the check the worker confines it and never returns.
+func TestNeverConfinesMainThread(t *testing.T) {
+	if _, err := confine.KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
+	os.MkdirAll(work, 0o700)
+	os.MkdirAll(outside, 0o700)
+	self, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), "CONFINE_TEST=mainthread", "CONFINE_WORK="+work, "CONFINE_OUTSIDE="+outside)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the child (main thread confined and kept?): %v\n%s", err, out)
+	}
+	var tid, pid int
+	var rest string
+	if _, err := fmt.Sscanf(string(out), "tid=%d pid=%d outside=%s", &tid, &pid, &rest); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if tid == pid || tid == 0 || !strings.Contains(string(out), "outside=<nil> err=<nil>") {
+		t.Fatalf("worker on thread %d of %d; %s", tid, pid, out)
+	}
 }

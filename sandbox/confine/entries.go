@@ -259,8 +259,9 @@ func (tr *tracker) close() {
 	}
 }
 
-// sync adds to r a rule for each entry of tr it does not hold yet, but those kept out.
-func (r *ruleset) sync(tr *tracker) error {
+// sync adds to r a rule for each entry of tr it does not hold yet, but those kept
+// out, and says how many it added.
+func (r *ruleset) sync(tr *tracker) (added int, err error) {
 	for name, t := range tr.m {
 		if r.held[t.ino] || r.kept[name] {
 			continue
@@ -271,9 +272,10 @@ func (r *ruleset) sync(tr *tracker) error {
 		}
 		attr := ll.PathBeneathAttr{ParentFd: t.fd, AllowedAccess: mask}
 		if err := ll.LandlockAddPathBeneathRule(r.fd, &attr, 0); err != nil {
-			return fmt.Errorf("landlock_add_rule %s: %w", filepath.Join(tr.dir, name), err)
+			return added, fmt.Errorf("landlock_add_rule %s: %w", filepath.Join(tr.dir, name), err)
 		}
 		r.held[t.ino] = true
+		added++
 	}
-	return nil
+	return added, nil
 }

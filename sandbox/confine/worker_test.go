@@ -1,0 +1,133 @@
+package confine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"orcr/testutil/clis"
+	"orcr/testutil/wait"
+)
+
+// tidOf runs Run for p and returns the id of the thread start ran on.
+func tidOf(t *testing.T, c *Rulesets, p Policy) int {
+	t.Helper()
+	tid := 0
+	if _, err := c.Run(p, 0, func(Report) error { tid = unix.Gettid(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if tid == unix.Getpid() {
+		t.Fatal("started from the process's main thread")
+	}
+	return tid
+}
+
+func threadGone(t *testing.T, tid int, why string) {
+	t.Helper()
+	wait.For(t, 10*time.Second, why, func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid))
+		return os.IsNotExist(err)
+	})
+}
+
+// The thread confined for a policy is kept and starts the next agent of that policy
+// (no new thread, no new restriction); a path of the policy made again gets a new
+// thread and the old one ends with its domain; an entry made since in a folder
+// granted entry by entry gets a new thread too (its rule is not in the old thread's
+// domain: TestRulesetsFollowEntries sees it writable); at most maxWorkers threads are
+// kept, an idle one ends, and Close ends them all.
+func TestConfinedThreadKept(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	work, many := filepath.Join(root, "work"), filepath.Join(root, "many")
+	for _, d := range []string{work, filepath.Join(many, "e0")} {
+		os.MkdirAll(d, 0o700)
+	}
+	p := Policy{RW: []string{work}, ROX: []string{"/usr", "/bin"}, Entries: &Entries{Dir: many}}
+	var c Rulesets
+	defer c.Close()
+	first := tidOf(t, &c, p)
+	if again := tidOf(t, &c, p); again != first || c.Threads != 1 {
+		t.Fatalf("second start on thread %d (first %d), %d threads confined", again, first, c.Threads)
+	}
+	os.MkdirAll(filepath.Join(many, "e1"), 0o700)
+	second := tidOf(t, &c, p)
+	if second == first || c.Threads != 2 || c.Builds != 1 {
+		t.Fatalf("after a new entry: thread %d (was %d), %d threads, %d builds", second, first, c.Threads, c.Builds)
+	}
+	threadGone(t, first, "the stale thread's end")
+	os.RemoveAll(work)
+	os.MkdirAll(work, 0o700)
+	third := tidOf(t, &c, p)
+	if third == second || c.Threads != 3 || c.Builds != 2 {
+		t.Fatalf("after the folder made again: thread %d (was %d), %d threads, %d builds", third, second, c.Threads, c.Builds)
+	}
+	threadGone(t, second, "the rebuilt ruleset's old thread's end")
+
+	var tids []int
+	for i := range maxWorkers + 2 {
+		d := filepath.Join(root, fmt.Sprint("d", i))
+		os.MkdirAll(d, 0o700)
+		tids = append(tids, tidOf(t, &c, Policy{RW: []string{d}}))
+	}
+	if c.Live() != maxWorkers {
+		t.Fatalf("%d confined threads kept, want %d", c.Live(), maxWorkers)
+	}
+	threadGone(t, third, "the least recently used thread's end")
+
+	old := workerIdle
+	workerIdle = 50 * time.Millisecond
+	defer func() { workerIdle = old }()
+	d := filepath.Join(root, "idle")
+	os.MkdirAll(d, 0o700)
+	idle := tidOf(t, &c, Policy{RW: []string{d}})
+	threadGone(t, idle, "the idle thread's end")
+
+	c.Close()
+	for _, tid := range tids {
+		threadGone(t, tid, "every thread's end at Close")
+	}
+}
+
+// init keeps the main goroutine on the process's main thread when the test binary
+// is run as TestNeverConfinesMainThread's child.
+func init() {
+	if os.Getenv("CONFINE_TEST") == "mainthread" {
+		runtime.LockOSThread()
+	}
+}
+
+// MainThreadWorker starts a worker for p from the process's main thread (the
+// child's TestMain: the main goroutine is locked to it) and says which thread the
+// worker runs on and whether the main thread can still write outside p.
+func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err error) {
+	if unix.Gettid() != unix.Getpid() {
+		return 0, nil, fmt.Errorf("not on the main thread")
+	}
+	pl, err := Build(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer unix.Close(fd)
+	w := &worker{jobs: make(chan func()), stop: make(chan struct{})}
+	ready := make(chan error, 1)
+	w.run(fd, fl, ready) // on the main thread: it must hand the thread on, and return
+	if err := <-ready; err != nil {
+		return 0, nil, err
+	}
+	defer w.end()
+	if err := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil {
+		return 0, nil, err
+	}
+	return tid, os.WriteFile(filepath.Join(outside, "main"), []byte("x"), 0o600), nil
+}
