@@ -142,8 +142,20 @@ func TestRunWithRealClaude(t *testing.T) {
 		return false
 	})
 	r.must("agent", "answer", "runs/demo/reviewer", "--deny")
-	if b, _ := os.ReadFile(rev + "/bye.txt"); string(b) != "goodbye\nsigned-off\n" {
-		t.Fatalf("the reviewer edited its checkout: %q", b)
+	// The deny ends the reviewer's turn with no verdict, and the re-ask checks the
+	// review out afresh at once: made writable again (a new ctime on every file),
+	// `git checkout --force` unlinks and writes each file anew, and a read in that
+	// instant finds no bye.txt (under the lanes' load this read "" and failed). So
+	// the file is read until it is there; that the denied Write never ran is also
+	// in the model's requests, checked once M2 is merged.
+	var bye []byte
+	wait.For(t, 30*time.Second, "bye.txt in the reviewer's checkout", func() bool {
+		var err error
+		bye, err = os.ReadFile(rev + "/bye.txt")
+		return err == nil
+	})
+	if string(bye) != "goodbye\nsigned-off\n" {
+		t.Fatalf("the reviewer edited its checkout: %q", bye)
 	}
 	r.waitState("M2", "merged", 150*time.Second)
 	if !r.saw("M2", "M2: checking; the check") {
@@ -154,6 +166,13 @@ func TestRunWithRealClaude(t *testing.T) {
 	}
 	if f := r.notes("M2"); !strings.Contains(f, "the reviewer gave no verdict on M2; asked once more") {
 		t.Fatalf("M2's silent review was not asked once more: %s", f)
+	}
+	// A Write that ran would have its result ("File created successfully at: …",
+	// "The file … has been updated successfully") in the reviewer's next request.
+	for _, q := range r.models.Requests() {
+		if u := q.LastUser(); strings.HasPrefix(q.Script, "review/") && strings.Contains(u, rev+"/bye.txt") && strings.Contains(u, "successfully") {
+			t.Fatalf("the reviewer's denied Write ran: %q", u)
+		}
 	}
 	if got := r.milestone(r.status(), "M2"); got.Rounds.Conflict != 1 || got.Rounds.Check != 0 {
 		t.Fatalf("M2 rounds %+v, want one conflict round", got.Rounds)

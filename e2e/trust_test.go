@@ -290,7 +290,9 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		if lost != "" {
-			t.Fatalf("%s: a writer lost its connection: %s", when, lost)
+			// The server's own last words say why it went (seen once beside two busy
+			// loops at a load of ~35: round 3's writer read EOF, and nothing more).
+			t.Fatalf("%s: a writer lost its connection: %s\nthe server (%s) said:\n%s", when, lost, e.srv.Cmd.ProcessState, tail(e.srv.Output(), 4000))
 		}
 		t.Fatalf("%s: the server died (%s); its output:\n%.4000s", when, e.srv.Cmd.ProcessState, e.srv.Output())
 	}
@@ -341,4 +343,12 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 	if lost != "" {
 		t.Fatalf("a writer lost its connection: %s", lost)
 	}
+}
+
+// tail is the last n bytes of s (a server's output ends with why it stopped).
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

@@ -313,3 +313,25 @@ func TestFaultWithAnIteratorOpenIsAnError(t *testing.T) {
 		t.Fatalf("a read after the fault: %v", err)
 	}
 }
+
+// A read that meets badger closed under it (NewIterator panics ErrDBClosed while the
+// disk-full reopen closes the old DB) is store_unavailable, not a dead server: e2e
+// TestServerLivesThroughDiskFilledDuringWrites died on it, from a run feature's scan.
+func TestClosedDBInAGuardedCallIsAnError(t *testing.T) {
+	s := openT(t, t.TempDir())
+	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := db.NewTransaction(false) // begun before the close, as the scan's View was
+	defer txn.Discard()
+	db.Close()
+	err = s.guarded(func() error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		it.Close()
+		return nil
+	})
+	if !errors.Is(err, wire.ErrStoreUnavailable) {
+		t.Fatalf("a scan of a closed badger: %v", err)
+	}
+}

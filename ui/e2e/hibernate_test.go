@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,13 @@ import (
 // resumes it with a first message as a new record continuing the session.
 func TestDashboardWakesAndResumes(t *testing.T) {
 	r := newRig(t)
-	_, srv, run := r.claudeSetup(t, "[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n",
+	// idle_after is 5 s, scaled like every wait: GC's sweep (every 30 s) hibernates
+	// any agent idle that long, the woken one too. Woken, claude is idle from its
+	// session's start until the steer below makes it work; at 1 s a sweep under load
+	// fell in that window (the steer typed into a TUI still drawing) and hibernated
+	// it again, and the steer's reply never came.
+	idleAfter := wait.Scale(5 * time.Second)
+	_, srv, run := r.claudeSetup(t, fmt.Sprintf("[gc]\nidle_after = %q\nidle_action = \"hibernate\"\n", idleAfter.String()),
 		modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
 	r.start()
 	r.waitText(20*time.Second, "agents 0", "in-process")
@@ -41,7 +48,7 @@ func TestDashboardWakesAndResumes(t *testing.T) {
 
 	// GC hibernates it once it has been idle for idle_after; orcr gc asks for a sweep
 	// now rather than at the next 30 s one.
-	r.waitScreen("the agent drawn hibernated", 30*time.Second, func(s string) bool {
+	r.waitScreen("the agent drawn hibernated", 30*time.Second+idleAfter, func(s string) bool {
 		if strings.Contains(treeLine(s, "sleeper"), "z sleeper") {
 			return true
 		}
