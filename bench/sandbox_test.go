@@ -35,6 +35,12 @@ import (
 // default: /tmp is then granted as one folder), and again (/tmphome) where the tests
 // put it, in /tmp: then /tmp is not granted but each of its other entries is, one rule
 // each (sandbox's policy), which costs with the size of this machine's /tmp.
+//
+// The rows spawn every agent in one folder, so every confined agent has the same
+// policy and starts from the one thread the server keeps confined to it (sandbox's
+// confine.Rulesets.Run). pty/own-folder gives each agent a folder of its own, as a
+// run's coders have their worktrees: each policy is new, so each confined spawn pays
+// its thread, its ruleset and its restriction.
 func BenchmarkSandboxedSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
@@ -43,13 +49,14 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 		// pty: the server confines from a thread of its own (the default, root
 		// included); pty-launcher: forced to the launcher (ORCR_SANDBOX_IN_PROCESS=0);
 		// tmux: the launcher, its only way.
-		b.Run("pty"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "") })
-		b.Run("pty-launcher"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", false, layout == "") })
-		b.Run("tmux"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux", false, layout == "") })
+		b.Run("pty"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "", false) })
+		b.Run("pty-launcher"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", false, layout == "", false) })
+		b.Run("tmux"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux", false, layout == "", false) })
 	}
+	b.Run("pty/own-folder", func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, true, true) })
 }
 
-func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
+func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFolder bool) {
 	srv := serve.StartBench(b, host, "GO")
 	launcher := host == "pty" && !inProcess
 	if launcher || userHome {
@@ -82,7 +89,14 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 	var last wire.Agent
 	spawn := func(sb *wire.Sandbox) time.Duration {
 		n++
-		mark := filepath.Join(work, fmt.Sprintf("m%d", n))
+		dir := work
+		if ownFolder {
+			dir = filepath.Join(work, fmt.Sprintf("a%d", n))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mark := filepath.Join(dir, fmt.Sprintf("m%d", n))
 		c0 := cpu()
 		defer func() {
 			if sb == nil {
@@ -92,7 +106,7 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome bool) {
 			}
 		}()
 		t0 := time.Now()
-		a, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("bench/a%d", n), Cwd: work, Sandbox: sb,
+		a, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("bench/a%d", n), Cwd: dir, Sandbox: sb,
 			Argv: []string{"sh", "-c", "echo > " + mark + "; exec sleep 600"}})
 		if err != nil {
 			b.Fatal(err)
