@@ -91,8 +91,12 @@ type agentRT struct {
 	// sent: a send ending in Enter started a turn (TurnOnSend providers); the loop
 	// moves the agent to working and closes the channel it is given.
 	sent chan chan struct{}
-	// lastInput is when orcr last typed into the pane (answers wait inputGap after it).
-	lastInput time.Time
+	// lastInput is when a send last typed into the pane (unix nanoseconds of the
+	// engine's clock): gc.idle_after counts idle time from it as from the state's
+	// change, so an agent given work a moment ago is not stopped before its program
+	// shows that it took it. Atomic: the collection reads it inside the lock holds
+	// of a kill or hibernation.
+	lastInput atomic.Int64
 	// wake is the first message of a hibernated agent being woken (resume.go); the
 	// launch gives it as the prompt. nil when not waking; "" wakes without a message.
 	wake *string

@@ -116,6 +116,15 @@ type gcTarget struct {
 	a  wire.Agent
 }
 
+// quietSince is when agent a of rt last changed state or was given input, whichever
+// is later: what gc.idle_after measures its idle time from.
+func quietSince(a wire.Agent, rt *agentRT) time.Time {
+	if in := rt.lastInput.Load(); in != 0 && time.Unix(0, in).After(a.StateAt) {
+		return time.Unix(0, in)
+	}
+	return a.StateAt
+}
+
 // collect applies the rules once.
 func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error) {
 	now := e.now()
@@ -190,15 +199,15 @@ func (e *Engine) collect(ctx context.Context, dryRun bool) (wire.GCResult, error
 			if !dryRun {
 				e.closeEndedPane(ctx, t.rt, a, x)
 			}
-		case (a.State == wire.StateDone || a.State == wire.StateIdle) && !a.Keep && rules.IdleAfter > 0 && now.Sub(a.StateAt) >= rules.IdleAfter:
-			x := act(t, RuleIdleAfter, "stop", fmt.Sprintf("%s for %s (idle_after %s)", a.State, age(now.Sub(a.StateAt)), rules.IdleAfter))
+		case (a.State == wire.StateDone || a.State == wire.StateIdle) && !a.Keep && rules.IdleAfter > 0 && now.Sub(quietSince(a, t.rt)) >= rules.IdleAfter:
+			x := act(t, RuleIdleAfter, "stop", fmt.Sprintf("%s for %s (idle_after %s)", a.State, age(now.Sub(quietSince(a, t.rt))), rules.IdleAfter))
 			res.Actions = append(res.Actions, x)
 			if !dryRun {
 				// Decided on a snapshot: stop it only if it is idle still (a prompt
 				// may have arrived since), checked in the same lock hold as the kill.
 				// The collection event goes out in that hold too, just before the kill.
 				idle := func(cur wire.Agent) bool {
-					if cur.State != wire.StateDone && cur.State != wire.StateIdle || now.Sub(cur.StateAt) < rules.IdleAfter {
+					if cur.State != wire.StateDone && cur.State != wire.StateIdle || now.Sub(quietSince(cur, t.rt)) < rules.IdleAfter {
 						return false
 					}
 					e.publishGC(ctx, a, x)

@@ -196,3 +196,42 @@ func TestEndedWithoutLastScreenReadsItsPane(t *testing.T) {
 		t.Fatalf("an ended agent's kept pane: %+v %v", rd, err)
 	}
 }
+
+// A send is activity: an agent idle past gc.idle_after that is sent work is not
+// stopped by a collection that comes before its program shows it took the work, and
+// is stopped once it has been quiet for idle_after since the send. Here the program
+// shows nothing at all (its terminal does not echo, it reads nothing) and the text
+// goes without Enter, so no turn starts (a shell's Enter would start one at once, as
+// a claude's is seen only when its screen or hooks say so): the agent stays idle.
+func TestSendIsActivityForIdleAfter(t *testing.T) {
+	clk := &clock{}
+	r := newRig(t, "", clk, core.Limits{}, core.GCRules{})
+	ctx := context.Background()
+	if _, err := r.eng.Run(ctx, wire.RunParams{Path: "gc/quiet", Argv: []string{"sh", "-c", "stty -echo; exec sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "gc/quiet idle", 15*time.Second, func() bool {
+		a, _ := r.eng.Get(ctx, "gc/quiet")
+		return a.State == wire.StateIdle
+	})
+	clk.jump(9 * time.Hour)
+	if err := r.eng.Send(ctx, wire.SendParams{Target: "gc/quiet", Text: "the next task"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.eng.GC(ctx, wire.GCParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Actions) != 0 {
+		t.Fatalf("an agent sent work a moment ago was collected: %+v", res.Actions)
+	}
+	if a, _ := r.eng.Get(ctx, "gc/quiet"); a.State.Terminal() {
+		t.Fatalf("gc/quiet ended: %s (%s)", a.State, a.StateReason)
+	}
+	clk.jump(9 * time.Hour)
+	res, _ = r.eng.GC(ctx, wire.GCParams{})
+	if got := gcActions(res); got["gc/quiet stop"] != core.RuleIdleAfter {
+		a, _ := r.eng.Get(ctx, "gc/quiet")
+		t.Fatalf("quiet for 9h after the send, not stopped: %v (%s since %s)", got, a.State, a.StateAt)
+	}
+}

@@ -239,6 +239,9 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 	if p.Enter {
 		keys = append(append([]string{}, keys...), "enter")
 	}
+	// Marked before the first keystroke: a collection deciding between the keystroke
+	// and the program's answer to it sees the agent given work (gc.go).
+	rt.lastInput.Store(e.now().UnixNano())
 	if rule := e.typing(rt); p.Text != "" && p.Enter && (rule.Echo || rule.Confirm) {
 		if err := e.submit(ctx, rt, pane, p.Text, keys, rule); err != nil {
 			return err
