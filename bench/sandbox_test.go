@@ -80,7 +80,6 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 	}
 	defer c.Close()
 	work := b.TempDir()
-	var plain, boxed time.Duration
 	// The server's CPU per spawn (its agent's run and kill): orcr's own work, less
 	// blurred by the machine's load than the wall time.
 	var plainCPU, boxedCPU time.Duration
@@ -148,13 +147,7 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 		b.Fatalf("confined in the server: %v, want %v (report %+v)", rep.InProcess, inProcess, rep)
 	}
 	plainCPU, boxedCPU = 0, 0
-	for b.Loop() {
-		plain += spawn(nil)
-		boxed += spawn(&wire.Sandbox{Mode: wire.SandboxOn})
-	}
-	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
-	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
-	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+	alternate(b, spawn)
 	b.ReportMetric(float64(plainCPU.Microseconds())/float64(b.N)/1000, "plain-srvcpu-ms")
 	b.ReportMetric(float64(boxedCPU.Microseconds())/float64(b.N)/1000, "sandboxed-srvcpu-ms")
 }
@@ -411,6 +404,12 @@ func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
 	if rep.InProcess != (host == "pty") {
 		b.Fatalf("confined in the server: %v on %s (report %+v)", rep.InProcess, host, rep)
 	}
+	alternate(b, spawn)
+}
+
+// alternate times an unconfined spawn and a confined one in turn, b.N times each, and
+// reports each one's mean and their ratio.
+func alternate(b *testing.B, spawn func(*wire.Sandbox) time.Duration) {
 	var plain, boxed time.Duration
 	for b.Loop() {
 		plain += spawn(nil)
