@@ -296,15 +296,19 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 		}
 		t.Fatalf("%s: the server died (%s); its output:\n%.4000s", when, e.srv.Cmd.ProcessState, e.srv.Output())
 	}
-	for round := range 20 {
-		// First leave a little more room than the store's check asks (16 MiB), so writes
-		// go on, then let dd take the rest at once while they do: dd stops at ENOSPC, the
-		// disk is then full, and writes that passed the check meet a full disk.
+	// free is what the disk has free for the server's user now.
+	free := func() int64 {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(e.home, &st); err != nil {
 			t.Fatal(err)
 		}
-		if room := int64(st.Bavail)*st.Bsize - (16<<20 + 512<<10); room > 0 {
+		return int64(st.Bavail) * st.Bsize
+	}
+	for round := range 20 {
+		// First leave a little more room than the store's check asks (16 MiB), so writes
+		// go on, then let dd take the rest at once while they do: dd stops at ENOSPC, the
+		// disk is then full, and writes that passed the check meet a full disk.
+		if room := free() - (16<<20 + 512<<10); room > 0 {
 			f, err := os.Create(filler + "0")
 			if err != nil {
 				t.Fatal(err)
@@ -315,9 +319,16 @@ func TestServerLivesThroughDiskFilledDuringWrites(t *testing.T) {
 			f.Close()
 		}
 		_ = exec.Command("dd", "if=/dev/zero", "of="+filler, "bs=4M").Run()
+		before := free()
 		r := e.orcr("agent", "run", fmt.Sprintf("full/r%d", round), "--", "true")
+		after := free()
 		alive(fmt.Sprintf("round %d, disk full", round), 0)
-		if r.Code == 0 || !strings.Contains(r.Err, "store cannot write") {
+		if r.Code == 0 && max(before, after) >= 16<<20 {
+			// The store let go of files of its own after dd stopped (a flushed
+			// memtable's log, a compaction's old tables: seen beside two busy loops),
+			// so the disk had room when the server checked: accepting was right.
+			t.Logf("round %d: the disk had room again (%d MiB before the run, %d after): accepted, rightly", round, before>>20, after>>20)
+		} else if r.Code == 0 || !strings.Contains(r.Err, "store cannot write") {
 			alive(fmt.Sprintf("round %d, disk full", round), 5*time.Second)
 			close(stop)
 			t.Fatalf("round %d: agent run on a full disk: exit %d: %s%s\nthe server's goroutines:\n%s", round, r.Code, r.Out, r.Err, stacks())
