@@ -35,6 +35,7 @@ require (
 )
 
 require (
+	0orcr/fast v0.0.0
 	github.com/anmitsu/go-shlex v0.0.0-20200514113438-38f4b401e2be // indirect
 	github.com/aymanbagabas/go-udiff v0.4.1 // indirect
 	github.com/catppuccin/go v0.2.0 // indirect
@@ -77,3 +78,5 @@ require (
 replace github.com/dgraph-io/ristretto/v2 => ./third_party/ristretto
 
 replace github.com/atotto/clipboard => ./third_party/clipboard
+
+replace 0orcr/fast => ./fast

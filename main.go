@@ -4,6 +4,8 @@
 package main
 
 import (
+	_ "0orcr/fast" // commands answered before the rest is initialised (fast/doc.go)
+
 	"context"
 	"os"
 	"os/signal"

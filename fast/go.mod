@@ -1,0 +1,3 @@
+module 0orcr/fast
+
+go 1.26.8
