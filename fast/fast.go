@@ -1,0 +1,235 @@
+package fast
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path"
+	"syscall"
+)
+
+// ProtocolVersion is the socket protocol's version every request carries
+// (wire.Version; the cli tests check they are equal).
+const ProtocolVersion = 1
+
+func init() {
+	c, ok := Parse(os.Args, os.Getenv, os.Getwd)
+	if !ok {
+		return
+	}
+	if code, done := Answer(c, os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
+}
+
+// SocketPath is the server socket the command line dials: ORCR_SOCKET, else
+// orcr.sock in the home (cli.SocketPath over config.Home: ORCR_HOME, else
+// $XDG_STATE_HOME/orcr, else ~/.local/state/orcr).
+func SocketPath() string {
+	if s := os.Getenv("ORCR_SOCKET"); s != "" {
+		return s
+	}
+	home := os.Getenv("ORCR_HOME")
+	if home == "" {
+		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+			home = path.Join(x, "orcr")
+		} else {
+			h, _ := os.UserHomeDir()
+			home = path.Join(h, ".local", "state", "orcr")
+		}
+	}
+	return path.Join(home, "orcr.sock")
+}
+
+// reply is a response line: its result, or the error the server refused with.
+type reply struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Answer makes c's request and prints its result as the full command line does,
+// returning the exit code and done. It is not done — nothing was printed, and the
+// full command line runs and makes the request itself — when the server could not
+// be reached, or when an agent.get got anything but a result it could read. An
+// agent.run is never made twice: once it is sent, whatever happens is answered here.
+func Answer(c Command, stdout, stderr *os.File) (int, bool) {
+	var params any = c.Get
+	if c.Run != nil {
+		params = c.Run
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return 0, false
+	}
+	req, err := json.Marshal(struct {
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Caller  string          `json:"caller,omitempty"`
+		Version int             `json:"version"`
+	}{"1", c.Method, p, os.Getenv("ORCR_ID"), ProtocolVersion})
+	if err != nil {
+		return 0, false
+	}
+	fd, err := dial(SocketPath())
+	if err != nil {
+		return 0, false
+	}
+	defer syscall.Close(fd)
+	if err := writeAll(fd, append(req, '\n')); err != nil {
+		if c.Run != nil {
+			// Part of it may have reached the server: say so rather than send it again.
+			return lost(stderr, err), true
+		}
+		return 0, false
+	}
+	line, err := readLine(fd)
+	var r reply
+	if err == nil {
+		err = json.Unmarshal(line, &r)
+	}
+	if c.Run == nil {
+		if err != nil || r.ID != "1" || r.Error != nil || len(r.Result) == 0 {
+			return 0, false
+		}
+		return printGet(c, r.Result, stdout)
+	}
+	switch {
+	case err != nil:
+		return lost(stderr, err), true
+	case r.Error != nil:
+		// The error the full command line prints for it, with its exit code
+		// (cli.ExitCode): the request is not sent twice.
+		stderr.WriteString("orcr: " + r.Error.Message + "\n")
+		switch r.Error.Code {
+		case "missing_program":
+			return 2, true
+		case "timeout":
+			return 3, true
+		}
+		return 1, true
+	case r.ID != "1" || len(r.Result) == 0:
+		return lost(stderr, errors.New("the server's reply is not the request's")), true
+	}
+	return printRun(c, r.Result, stdout, stderr), true
+}
+
+// lost is the error of a connection that failed after the request went out, as the
+// socket client words it.
+func lost(stderr *os.File, err error) int {
+	stderr.WriteString("orcr: connection to orcr server lost: " + err.Error() + "\n")
+	return 1
+}
+
+func printGet(c Command, result []byte, stdout *os.File) (int, bool) {
+	if c.JSON {
+		return printJSON(result, stdout)
+	}
+	var res struct {
+		Agent *Agent `json:"agent"`
+	}
+	if json.Unmarshal(result, &res) != nil || res.Agent == nil {
+		return 0, false
+	}
+	WriteAgent(stdout, res.Agent, false)
+	return 0, true
+}
+
+func printRun(c Command, result []byte, stdout, stderr *os.File) int {
+	var res struct {
+		Agent struct {
+			ID        string   `json:"id"`
+			Path      string   `json:"path"`
+			State     string   `json:"state"`
+			RoleNotes []string `json:"roleNotes"`
+		} `json:"agent"`
+	}
+	if err := json.Unmarshal(result, &res); err != nil {
+		return lost(stderr, err)
+	}
+	a := res.Agent
+	for _, n := range a.RoleNotes {
+		if len(n) >= 9 && n[:9] == "warning: " {
+			stderr.WriteString("orcr: " + n + "\n")
+		}
+	}
+	if c.JSON {
+		code, _ := printJSON(result, stdout)
+		return code
+	}
+	stdout.WriteString(a.ID + " " + a.Path + " " + a.State + "\n")
+	return 0
+}
+
+// printJSON prints a result as the full command line's --json does: the API's JSON,
+// indented by two spaces, with a newline.
+func printJSON(result []byte, stdout *os.File) (int, bool) {
+	var b bytes.Buffer
+	if json.Indent(&b, result, "", "  ") != nil {
+		return 0, false
+	}
+	b.WriteByte('\n')
+	stdout.Write(b.Bytes())
+	return 0, true
+}
+
+// dial connects to the unix socket at path.
+func dial(path string) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// readLine reads up to the first newline: the server answers one request with one
+// line. The server closing first is io.EOF's words, as the socket client reports it.
+func readLine(fd int) ([]byte, error) {
+	var buf []byte
+	chunk := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(fd, chunk)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, errors.New("EOF")
+		}
+		buf = append(buf, chunk[:n]...)
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			return buf[:i+1], nil
+		}
+	}
+}
