@@ -154,8 +154,19 @@ func TestFastAgentGetPrintsWhatTheFullCLIPrints(t *testing.T) {
 // same request: ids, paths, times, process and pane.
 func normalRun(t *testing.T, e *env, path string) map[string]any {
 	t.Helper()
+	out := e.must("agent", "get", "--json", path)
+	var res wire.AgentResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	// A provider's argv and transcript name the agent's id and session.
+	for _, own := range []string{res.Agent.ID, res.Agent.SessionID} {
+		if own != "" {
+			out = strings.ReplaceAll(out, own, "OWN")
+		}
+	}
 	var m map[string]map[string]any
-	if err := json.Unmarshal([]byte(e.must("agent", "get", "--json", path)), &m); err != nil {
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
 	}
 	a := m["agent"]
@@ -175,6 +186,9 @@ func TestFastAgentRunMakesTheFullCLIsRequest(t *testing.T) {
 		{"--keep", "--json", "PATH", "--", "sleep", "300"},
 		{"--model", "m1", "--prompt=two\nlines", "--priority", "7", "--env", "A=1", "--env", "B=x=y", "PATH", "--", "sleep", "300"},
 		{"--cwd", "..", "--json", "PATH", "--", "sleep", "300"},
+		// The login warning (no claude login in this home) on stderr, then the run.
+		{"--provider", "claude", "--model", "haiku", "PATH"},
+		{"--provider=shell", "--env", "ANTHROPIC_API_KEY=x", "PATH", "--", "sleep", "300"},
 	}
 	for i, form := range forms {
 		var fastOut, fullOut rig.Result

@@ -25,6 +25,7 @@ type GetParams struct {
 // fast path takes set, with wire.RunParams's JSON names.
 type RunParams struct {
 	Path     string            `json:"path"`
+	Provider string            `json:"provider,omitempty"`
 	Model    string            `json:"model,omitempty"`
 	Argv     []string          `json:"argv,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
@@ -42,6 +43,7 @@ type RunParams struct {
 
 // runStrings are agent run's string flags the fast path takes, each as it is set.
 var runStrings = map[string]func(p *RunParams, v string){
+	"provider": func(p *RunParams, v string) { p.Provider = v },
 	"model":    func(p *RunParams, v string) { p.Model = v },
 	"prompt":   func(p *RunParams, v string) { p.Prompt = v },
 	"worktree": func(p *RunParams, v string) { p.Worktree = v },
@@ -61,7 +63,7 @@ var runStrings = map[string]func(p *RunParams, v string){
 // flag given twice, "--help" — is not ok, and the full command line runs.
 //
 //	orcr agent get [--json] ID|PATH [--json]      (--json at most once)
-//	orcr agent run [FLAG…] PATH [--] [ARGV…]      (FLAG: --model --prompt --worktree
+//	orcr agent run [FLAG…] PATH [--] [ARGV…]      (FLAG: --provider --model --prompt --worktree
 //	    --role --account --identity --mcp --cwd --priority --env --var, each as
 //	    --F V or --F=V; --keep, --json)
 //

@@ -66,13 +66,7 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	req, err := json.Marshal(struct {
-		ID      string          `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-		Caller  string          `json:"caller,omitempty"`
-		Version int             `json:"version"`
-	}{"1", c.Method, p, os.Getenv("ORCR_ID"), ProtocolVersion})
+	req, err := request("1", c.Method, p)
 	if err != nil {
 		return 0, false
 	}
@@ -81,6 +75,29 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 		return 0, false
 	}
 	defer syscall.Close(fd)
+	cn := &conn{fd: fd}
+	if c.Run != nil && c.Run.Provider != "" {
+		// The full command line's warning first (fast.LoginWarning): account.list only
+		// reads, so a failure here still leaves the whole command to the full path.
+		failed := false
+		w := LoginWarning(c.Run.Provider, c.Run.Account, c.Run.Env, func() ([]Account, bool) {
+			var res struct {
+				Accounts []Account `json:"accounts"`
+			}
+			r, ok := cn.call("0", "account.list", nil)
+			if ok && r.Error == nil && json.Unmarshal(r.Result, &res) == nil {
+				return res.Accounts, true
+			}
+			failed = failed || !ok
+			return nil, false
+		})
+		if failed {
+			return 0, false
+		}
+		if w != "" {
+			stderr.WriteString("orcr: warning: " + w + "\n")
+		}
+	}
 	if err := writeAll(fd, append(req, '\n')); err != nil {
 		if c.Run != nil {
 			// Part of it may have reached the server: say so rather than send it again.
@@ -88,7 +105,7 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 		}
 		return 0, false
 	}
-	line, err := readLine(fd)
+	line, err := cn.readLine()
 	var r reply
 	if err == nil {
 		err = json.Unmarshal(line, &r)
@@ -211,13 +228,49 @@ func writeAll(fd int, b []byte) error {
 	return nil
 }
 
-// readLine reads up to the first newline: the server answers one request with one
-// line. The server closing first is io.EOF's words, as the socket client reports it.
-func readLine(fd int) ([]byte, error) {
-	var buf []byte
+// request is one request line's JSON, as core/socket's client writes it.
+func request(id, method string, params json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+		Caller  string          `json:"caller,omitempty"`
+		Version int             `json:"version"`
+	}{id, method, params, os.Getenv("ORCR_ID"), ProtocolVersion})
+}
+
+// conn is the connection to the server: requests out, one reply line each back.
+type conn struct {
+	fd  int
+	buf []byte // read past the last line
+}
+
+// call sends a request and reads its reply; ok false when either failed (the reply
+// is then not known).
+func (c *conn) call(id, method string, params json.RawMessage) (reply, bool) {
+	var r reply
+	req, err := request(id, method, params)
+	if err != nil || writeAll(c.fd, append(req, '\n')) != nil {
+		return r, false
+	}
+	line, err := c.readLine()
+	if err != nil || json.Unmarshal(line, &r) != nil || r.ID != id {
+		return r, false
+	}
+	return r, true
+}
+
+// readLine reads the next line: the server answers each request with one line. The
+// server closing first is io.EOF's words, as the socket client reports it.
+func (c *conn) readLine() ([]byte, error) {
 	chunk := make([]byte, 64<<10)
 	for {
-		n, err := syscall.Read(fd, chunk)
+		if i := bytes.IndexByte(c.buf, '\n'); i >= 0 {
+			line := c.buf[: i+1 : i+1]
+			c.buf = c.buf[i+1:]
+			return line, nil
+		}
+		n, err := syscall.Read(c.fd, chunk)
 		if err == syscall.EINTR {
 			continue
 		}
@@ -227,9 +280,6 @@ func readLine(fd int) ([]byte, error) {
 		if n == 0 {
 			return nil, errors.New("EOF")
 		}
-		buf = append(buf, chunk[:n]...)
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			return buf[:i+1], nil
-		}
+		c.buf = append(c.buf, chunk[:n]...)
 	}
 }
