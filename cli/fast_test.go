@@ -72,6 +72,9 @@ func checkFastParse(t *testing.T, args []string) {
 	if c.Run != nil {
 		params = c.Run
 	}
+	if c.List != nil {
+		params = c.List
+	}
 	mine, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +114,8 @@ var fastSeeds = [][]string{
 	{"run", "--model", "a", "--model", "b", "demo/a"}, {"run", "--keep=true", "demo/a"}, {"run", "--", "demo/a"},
 	{"run", "demo/a", "--", "--", "x"}, {"run", "demo/a", "x", "--", "y"}, {"run", "demo/a", "--json"},
 	{"run", "--model", "--keep", "demo/a"}, {"run", "--model"}, {"run"}, {"run", "--prompt", "", "demo/a"},
-	{"run", "demo/a", ""}, {"run", "demo/a", "--", ""}, {"run", "help"}, {"ls"}, {"get", "x", "-h"},
+	{"run", "demo/a", ""}, {"run", "demo/a", "--", ""}, {"run", "help"}, {"get", "x", "-h"},
+	{"ls"}, {"ls", "demo/*"}, {"ls", "--json"}, {"ls", "a", "b"}, {"ls", "--all"}, {"ls", "--state", "live"}, {"ls", " -x"},
 }
 
 // TestFastParseAgreesWithCLI: every command line the fast path claims is one the full
@@ -129,7 +133,7 @@ func TestFastParseAgreesWithCLI(t *testing.T) {
 	}
 	// The comparison means something only if the fast path takes the common forms.
 	for _, s := range [][]string{{"get", "demo/a"}, {"get", "--json", "demo/a"}, {"get", "demo/a", "--json"},
-		{"run", "demo/a", "--", "sh", "-c", "exit 3"}, {"run", "--keep", "--json", "demo/a", "--", "sleep", "1"}} {
+		{"run", "demo/a", "--", "sh", "-c", "exit 3"}, {"run", "--keep", "--json", "demo/a", "--", "sleep", "1"}, {"ls"}, {"ls", "x/*"}} {
 		if _, ok := fast.Parse(append([]string{"orcr", "agent"}, s...), os.Getenv, os.Getwd); !ok {
 			t.Errorf("the fast path does not take %q", s)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"0orcr/fast"
@@ -25,15 +24,9 @@ func printJSON(w io.Writer, v any) error {
 
 func shortID(id string) string { return core.ShortID(id) }
 
-// printTable prints display rows with aligned columns.
-func printTable(w io.Writer, t *wire.Table) {
-	tw := newTabWriter(w)
-	fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
-	for _, r := range t.Rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
-}
+// printTable prints display rows with aligned columns (fast.WriteTable, which answers
+// `orcr agent ls` on the fast path too).
+func printTable(w io.Writer, t *wire.Table) { fast.WriteTable(w, t.Columns, t.Rows) }
 
 // printAgent prints `agent get`'s text. The printer is the fast path's (fast.WriteAgent,
 // which answers `orcr agent get` before this package is initialised): the agent goes

@@ -181,6 +181,16 @@ func WriteAgent(w io.Writer, a *Agent, explain bool) {
 	tw.Flush()
 }
 
+// WriteTable prints display rows (wire.Table: `orcr agent ls`'s) with aligned columns.
+func WriteTable(w io.Writer, columns []string, rows [][]string) {
+	tw := &table{w: w}
+	tw.Write([]byte(strings.Join(columns, "\t") + "\n"))
+	for _, r := range rows {
+		tw.Write([]byte(strings.Join(r, "\t") + "\n"))
+	}
+	tw.Flush()
+}
+
 // ExitSuffix is " (exit N)" for an exit code, "" for none (core.ExitSuffix).
 func ExitSuffix(code *int) string {
 	if code != nil {

@@ -8,10 +8,11 @@ import (
 // Command is a command line the fast path answers: one request and how to print its
 // result.
 type Command struct {
-	Method string // agent.get or agent.run
-	// Get is agent.get's params, Run agent.run's (the other is nil).
-	Get *GetParams
-	Run *RunParams
+	Method string // agent.get, agent.run or agent.list
+	// Get is agent.get's params, Run agent.run's, List agent.list's (the others nil).
+	Get  *GetParams
+	Run  *RunParams
+	List *ListParams
 	// JSON prints the result as the API sent it (--json).
 	JSON bool
 }
@@ -20,6 +21,18 @@ type Command struct {
 type GetParams struct {
 	Target string `json:"target"`
 }
+
+// ListParams are agent.list's params (wire.ListParams) for `orcr agent ls [GLOB]`:
+// display rows, a page at a time.
+type ListParams struct {
+	Glob  string `json:"glob,omitempty"`
+	Table bool   `json:"table"`
+	Limit int    `json:"limit"`
+	After string `json:"after,omitempty"`
+}
+
+// listPage is how many agents one agent.list page holds (wire.ListPage).
+const listPage = 2000
 
 // RunParams are the fields of agent.run's params (wire.RunParams) that the flags the
 // fast path takes set, with wire.RunParams's JSON names.
@@ -63,6 +76,7 @@ var runStrings = map[string]func(p *RunParams, v string){
 // flag given twice, "--help" — is not ok, and the full command line runs.
 //
 //	orcr agent get [--json] ID|PATH [--json]      (--json at most once)
+//	orcr agent ls [GLOB]
 //	orcr agent run [FLAG…] PATH [--] [ARGV…]      (FLAG: --provider --model --prompt --worktree
 //	    --role --account --identity --mcp --cwd --priority --env --var, each as
 //	    --F V or --F=V; --keep, --json)
@@ -78,6 +92,16 @@ func Parse(args []string, getenv func(string) string, getwd func() (string, erro
 		return parseGet(args[3:])
 	case "run":
 		return parseRun(args[3:], getenv, getwd)
+	case "ls":
+		rest := args[3:]
+		if len(rest) > 1 || len(rest) == 1 && !plainWord(rest[0]) {
+			return Command{}, false
+		}
+		p := &ListParams{Table: true, Limit: listPage}
+		if len(rest) == 1 {
+			p.Glob = rest[0]
+		}
+		return Command{Method: "agent.list", List: p}, true
 	}
 	return Command{}, false
 }

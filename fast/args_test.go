@@ -24,7 +24,7 @@ func wd() (string, error) { return "/home/u/work", nil }
 // to urfave/cli's parse of the same line).
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"get\x00x", "get\x00--json\x00x", "run\x00p\x00--\x00sh\x00-c\x00x", "run\x00--env\x00A=1\x00p",
-		"run\x00--priority\x00-3\x00p", "run\x00--cwd\x00..\x00p", "get\x00 -x", "run\x00--keep\x00--json\x00p\x00a"} {
+		"run\x00--priority\x00-3\x00p", "run\x00--cwd\x00..\x00p", "get\x00 -x", "run\x00--keep\x00--json\x00p\x00a", "ls", "ls\x00x/*"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -34,13 +34,17 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		switch {
-		case c.Method == "agent.get" && c.Get != nil && c.Run == nil:
+		case c.Method == "agent.get" && c.Get != nil && c.Run == nil && c.List == nil:
 			if !plainWord(c.Get.Target) {
 				t.Fatalf("%q: target %q", args, c.Get.Target)
 			}
-		case c.Method == "agent.run" && c.Run != nil && c.Get == nil:
+		case c.Method == "agent.run" && c.Run != nil && c.Get == nil && c.List == nil:
 			if !plainWord(c.Run.Path) || c.Run.Cwd == "" {
 				t.Fatalf("%q: path %q cwd %q", args, c.Run.Path, c.Run.Cwd)
+			}
+		case c.Method == "agent.list" && c.List != nil && c.Get == nil && c.Run == nil:
+			if c.List.Glob != "" && !plainWord(c.List.Glob) || !c.List.Table || c.List.Limit != listPage {
+				t.Fatalf("%q: %+v", args, *c.List)
 			}
 		default:
 			t.Fatalf("%q: %+v", args, c)

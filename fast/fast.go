@@ -58,6 +58,9 @@ type reply struct {
 // be reached, or when an agent.get got anything but a result it could read. An
 // agent.run is never made twice: once it is sent, whatever happens is answered here.
 func Answer(c Command, stdout, stderr *os.File) (int, bool) {
+	if c.List != nil {
+		return answerList(c, stdout)
+	}
 	var params any = c.Get
 	if c.Run != nil {
 		params = c.Run
@@ -134,6 +137,50 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 		return lost(stderr, errors.New("the server's reply is not the request's")), true
 	}
 	return printRun(c, r.Result, stdout, stderr), true
+}
+
+// answerList prints `orcr agent ls`'s rows once every page has come; on any failure it
+// prints nothing and leaves the command to the full command line (agent.list only reads).
+func answerList(c Command, stdout *os.File) (int, bool) {
+	fd, err := dial(SocketPath())
+	if err != nil {
+		return 0, false
+	}
+	defer syscall.Close(fd)
+	cn := &conn{fd: fd}
+	p := *c.List
+	var columns []string
+	var rows [][]string
+	for {
+		params, err := json.Marshal(p)
+		if err != nil {
+			return 0, false
+		}
+		r, ok := cn.call("1", "agent.list", params)
+		var res struct {
+			Table *struct {
+				Columns []string   `json:"columns"`
+				Rows    [][]string `json:"rows"`
+			} `json:"table"`
+			Next string `json:"next"`
+		}
+		if !ok || r.Error != nil || json.Unmarshal(r.Result, &res) != nil {
+			return 0, false
+		}
+		if res.Table != nil {
+			columns = res.Table.Columns
+			rows = append(rows, res.Table.Rows...)
+		}
+		if res.Next == "" {
+			break
+		}
+		if res.Next == p.After {
+			return 0, false // the full command line says it did not move on
+		}
+		p.After = res.Next
+	}
+	WriteTable(stdout, columns, rows)
+	return 0, true
 }
 
 // lost is the error of a connection that failed after the request went out, as the
