@@ -319,3 +319,21 @@ func TestFastPathRunsBeforeTheLibraries(t *testing.T) {
 		t.Errorf("%d libraries initialised before the fast path answered (at most 16): %v", len(libs), libs)
 	}
 }
+
+// TestFastAgentLsPages: past one agent.list page (2,000) the fast path's ls follows the
+// cursor as the full command line does.
+func TestFastAgentLsPages(t *testing.T) {
+	e := newEnv(t)
+	seedFinished(t, e.home, 2100)
+	e.serve()
+	for _, args := range [][]string{{"agent", "ls"}, {"agent", "ls", "fired/g01/*"}} {
+		f, full, answered := runBoth(e, args...)
+		if f != full || !answered {
+			t.Errorf("orcr %s: answered by the fast path %v; outputs equal %v (%d and %d lines), exit %d and %d, stderr %q and %q",
+				strings.Join(args, " "), answered, f == full, strings.Count(f.Out, "\n"), strings.Count(full.Out, "\n"), f.Code, full.Code, f.Err, full.Err)
+		}
+	}
+	if n := strings.Count(e.must("agent", "ls"), "\n"); n != 2101 {
+		t.Errorf("agent ls printed %d lines, want 2,101", n)
+	}
+}
