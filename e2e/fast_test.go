@@ -40,7 +40,9 @@ func seedShown(t *testing.T, home string) []string {
 	}
 	var as []wire.Agent
 	a := base(1, "seed/blocked")
-	a.Provider, a.Model, a.State, a.ExitCode = "claude", "opus", wire.StateBlocked, nil
+	// An ended record keeps what it was blocked on (a live one would be lost on the
+	// server's start, its prompt cleared), so the blocked rows are printed.
+	a.Provider, a.Model, a.State, a.ExitCode = "claude", "opus", wire.StateKilled, nil
 	a.Blocked = &wire.Blocked{Kind: "permission", Detail: "Bash(rm -rf build)", Question: "Do you want to proceed?",
 		Text: "rm -rf build\nsecond line", ResetsAt: &at,
 		Options: []wire.Option{{Label: "Yes", Key: "1", Meaning: wire.MeaningAllowOnce}, {Label: "No", Key: "esc", Meaning: wire.MeaningDeny}}}
@@ -148,9 +150,11 @@ func TestFastAgentGetPrintsWhatTheFullCLIPrints(t *testing.T) {
 		}
 	}
 	// The seeded records print their rows (the comparison above saw them).
-	for _, want := range []string{"limits:", "hook:", "spawn:", "role:", "identity:"} {
-		if out := e.must("agent", "get", "seed/role"); !strings.Contains(out, want) {
-			t.Errorf("agent get seed/role has no %q row:\n%s", want, out)
+	for _, c := range []struct{ target, want string }{{"seed/role", "limits:"}, {"seed/role", "hook:"}, {"seed/role", "spawn:"},
+		{"seed/role", "role:"}, {"seed/role", "identity:"}, {"seed/blocked", "blocked:"}, {"seed/blocked", "[key 1, allow_once]"},
+		{"seed/sandboxed", "sandbox:"}, {"seed/failed", "error:"}} {
+		if out := e.must("agent", "get", c.target); !strings.Contains(out, c.want) {
+			t.Errorf("agent get %s has no %q:\n%s", c.target, c.want, out)
 		}
 	}
 	if answeredN < 3*len(targets) {
