@@ -99,7 +99,7 @@ func checkFastParse(t *testing.T, args []string) {
 
 var fastSeeds = [][]string{
 	{"get", "demo/a"}, {"get", "--json", "demo/a"}, {"get", "demo/a", "--json"}, {"get", "01a2"},
-	{"get", "demo/a", "--explain"}, {"get", "--help"}, {"get", "demo/a", "b"}, {"get"}, {"get", "-"}, {"get", "help"},
+	{"get", "demo/a", "--explain"}, {"get", "--explain", "--json", "x"}, {"get", "--explain", "x", "--explain"}, {"get", "--explain=true", "x"}, {"get", "--help"}, {"get", "demo/a", "b"}, {"get"}, {"get", "-"}, {"get", "help"},
 	{"get", "--json", "--json", "x"}, {"get", "--json=true", "x"}, {"get", "-json", "x"}, {"get", "x", "--", "--json"},
 	{"run", "demo/a"}, {"run", "demo/a", "sh"}, {"run", "demo/a", "--", "sh", "-c", "exit 3"}, {"run", "demo/a", "sh", "-c", "x"},
 	{"run", "--keep", "--json", "demo/a", "--", "sleep", "1"}, {"run", "--model", "m", "--prompt=hi\nthere", "demo/a"},

@@ -15,6 +15,10 @@ type Command struct {
 	List *ListParams
 	// JSON prints the result as the API sent it (--json).
 	JSON bool
+	// Explain is agent get's --explain: why the state is what it is. The fast path
+	// prints it for an agent with no sandbox; a sandbox's policy is asked of the
+	// server by the full command line.
+	Explain bool
 }
 
 // GetParams are agent.get's params (wire.TargetParams).
@@ -75,7 +79,7 @@ var runStrings = map[string]func(p *RunParams, v string){
 // else — another command, a flag it does not take, a value that starts with "-", a
 // flag given twice, "--help" — is not ok, and the full command line runs.
 //
-//	orcr agent get [--json] ID|PATH [--json]      (--json at most once)
+//	orcr agent get [--json] [--explain] ID|PATH   (each flag at most once, anywhere)
 //	orcr agent ls [GLOB]
 //	orcr agent run [FLAG…] PATH [--] [ARGV…]      (FLAG: --provider --model --prompt --worktree
 //	    --role --account --identity --mcp --cwd --priority --env --var, each as
@@ -113,6 +117,8 @@ func parseGet(rest []string) (Command, bool) {
 		switch {
 		case a == "--json" && !c.JSON:
 			c.JSON = true
+		case a == "--explain" && !c.Explain:
+			c.Explain = true
 		case plainWord(a) && target == "":
 			target = a
 		default:

@@ -25,7 +25,7 @@
 // "orcr/", would let 170 of the libraries' and orcr's packages in first, so it lays
 // out columns itself (table.go) and joins paths with package path.
 //
-// It answers `orcr agent get [--json] ID|PATH` and `orcr agent run [FLAGS] PATH [--]
+// It answers `orcr agent get [--json] [--explain] ID|PATH` and `orcr agent run [FLAGS] PATH [--]
 // ARGV…` for the flags Parse takes, and `orcr agent ls [GLOB]`; nothing when ORCR_FAST=0. What it prints is
 // what the full command line prints: agent get's text printer is WriteAgent on both
 // paths (cli's printAgent calls it), --json is the API's result indented as

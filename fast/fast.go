@@ -197,10 +197,10 @@ func printGet(c Command, result []byte, stdout *os.File) (int, bool) {
 	var res struct {
 		Agent *Agent `json:"agent"`
 	}
-	if json.Unmarshal(result, &res) != nil || res.Agent == nil {
+	if json.Unmarshal(result, &res) != nil || res.Agent == nil || c.Explain && res.Agent.Sandbox != nil {
 		return 0, false
 	}
-	WriteAgent(stdout, res.Agent, false)
+	WriteAgent(stdout, res.Agent, c.Explain)
 	return 0, true
 }
 
