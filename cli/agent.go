@@ -11,6 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"0orcr/fast"
+
 	acctapi "orcr/accounts/api"
 	"orcr/core/wire"
 	"orcr/internal/regfile"
@@ -350,56 +352,20 @@ func listTable(ctx context.Context, s wire.Transport, p wire.ListParams) (*wire.
 	return wire.ListTable(ctx, s, p)
 }
 
-// loginWarning is what `agent run` says up front when the server already knows that
-// the provider's login is missing (what `orcr doctor` reports per account), so nobody
-// waits on an agent that sits on its CLI's sign-in screen; the agent is spawned all the
-// same (the login may live where orcr does not look, a keychain). "" when an account
-// is logged in, the run brings its own key, or nothing is known.
+// loginWarning is what `agent run` says up front when the provider's login is missing
+// (fast.LoginWarning, which the fast path's agent run says too).
 func loginWarning(ctx context.Context, cl wire.Transport, p wire.RunParams) string {
-	if p.Provider == "" {
-		return ""
-	}
-	for k := range p.Env {
-		if strings.HasSuffix(k, "_API_KEY") || strings.HasSuffix(k, "_AUTH_TOKEN") || strings.HasSuffix(k, "_OAUTH_TOKEN") {
-			return ""
+	return fast.LoginWarning(p.Provider, p.Account, p.Env, func() ([]fast.Account, bool) {
+		r, err := wire.Call(ctx, cl, acctapi.AccountList, wire.Empty{})
+		if err != nil {
+			return nil, false
 		}
-	}
-	r, err := wire.Call(ctx, cl, acctapi.AccountList, wire.Empty{})
-	if err != nil {
-		return ""
-	}
-	var first *acctapi.Account
-	for i, a := range r.Accounts {
-		if a.Provider != p.Provider || p.Account != "" && a.Label != p.Account {
-			continue
+		out := make([]fast.Account, len(r.Accounts))
+		for i, a := range r.Accounts {
+			out[i] = fast.Account{Provider: a.Provider, Label: a.Label, PerToken: a.PerToken, LoggedIn: a.LoggedIn, Problem: a.Problem}
 		}
-		if a.LoggedIn || a.PerToken {
-			return ""
-		}
-		if first == nil {
-			first = &r.Accounts[i]
-		}
-	}
-	if first == nil {
-		return ""
-	}
-	why := first.Problem
-	if why == "" {
-		why = "no login found; log in with: " + loginCommand(p.Provider)
-	}
-	return fmt.Sprintf("%s account %s: %s — the agent will likely stop on %s's sign-in screen (blocked: setup); see orcr doctor",
-		p.Provider, first.Label, why, p.Provider)
-}
-
-// loginCommand is how a provider's CLI is logged in.
-func loginCommand(provider string) string {
-	switch provider {
-	case "claude":
-		return "claude /login"
-	case "codex":
-		return "codex login (or set OPENAI_API_KEY)"
-	}
-	return provider + " /login"
+		return out, true
+	})
 }
 
 // spawnFlags is the --spawn-* flags' policy (nil when none is given).

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
@@ -66,20 +65,4 @@ func (app *app) agentAnswerCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// blockedLines prints a blocked agent's prompt for `agent get`: the question and the
-// options with their keys and meanings.
-func blockedLines(b *wire.Blocked) []string {
-	var out []string
-	if b.Question != "" && b.Question != b.Detail {
-		out = append(out, b.Question)
-	}
-	if b.Text != "" && b.Text != b.Question && b.Text != b.Detail {
-		out = append(out, strings.Split(b.Text, "\n")...)
-	}
-	if len(b.Options) > 0 {
-		out = append(out, strings.Split(wire.FormatOptions(b.Options), "\n")...)
-	}
-	return out
 }

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
 	"text/tabwriter"
-	"time"
+
+	"0orcr/fast"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -25,78 +24,24 @@ func printJSON(w io.Writer, v any) error {
 
 func shortID(id string) string { return core.ShortID(id) }
 
-// printTable prints display rows with aligned columns.
-func printTable(w io.Writer, t *wire.Table) {
-	tw := newTabWriter(w)
-	fmt.Fprintln(tw, strings.Join(t.Columns, "\t"))
-	for _, r := range t.Rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
-}
+// printTable prints display rows with aligned columns (fast.WriteTable, which answers
+// `orcr agent ls` on the fast path too).
+func printTable(w io.Writer, t *wire.Table) { fast.WriteTable(w, t.Columns, t.Rows) }
 
+// printAgent prints `agent get`'s text. The printer is the fast path's (fast.WriteAgent,
+// which answers `orcr agent get` before this package is initialised): the agent goes
+// to it as the JSON the server sends, so both paths print the same bytes.
 func printAgent(w io.Writer, a wire.Agent, explain bool) {
-	tw := newTabWriter(w)
-	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
-		}
+	var fa fast.Agent
+	b, err := json.Marshal(a)
+	if err == nil {
+		err = json.Unmarshal(b, &fa)
 	}
-	row("id", a.ID)
-	row("path", a.Path)
-	row("state", string(a.State)+exitSuffix(a))
-	if a.Blocked != nil {
-		b := a.Blocked.Kind + ": " + a.Blocked.Detail
-		if a.Blocked.ResetsAt != nil {
-			b += " (resets " + a.Blocked.ResetsAt.Format("15:04 MST") + ")"
-		}
-		row("blocked", b)
-		for _, l := range blockedLines(a.Blocked) {
-			fmt.Fprintf(tw, "\t%s\n", l)
-		}
+	if err != nil {
+		fmt.Fprintf(w, "id:  %s\n(cannot print the agent: %v)\n", a.ID, err)
+		return
 	}
-	if explain {
-		row("decided by", a.StateSource)
-		row("because", a.StateReason)
-		row("since", a.StateAt.Format(time.RFC3339))
-	}
-	row("provider", a.Provider)
-	row("model", a.Model)
-	roleRows(tw, a, explain)
-	row("identity", a.Identity)
-	if !a.Spawn.Empty() {
-		row("spawn", a.Spawn.String())
-	}
-	row("prompt", promptLine(a.Prompt))
-	row("parent", strings.TrimSpace(a.ParentPath+" "+a.ParentID))
-	row("argv", strings.Join(a.Argv, " "))
-	row("cwd", a.Cwd)
-	if a.Sandbox != nil {
-		row("sandbox", a.Sandbox.Mode)
-	}
-	row("host", strings.TrimSpace(a.Host+" "+a.PaneID))
-	if a.PID > 0 {
-		row("pid", fmt.Sprint(a.PID))
-	}
-	row("tokens", core.FormatTokens(a.Usage))
-	row("cost", core.FormatCost(a))
-	row("session", a.SessionID)
-	row("transcript", a.Transcript)
-	row("error", a.Error)
-	row("created", a.CreatedAt.Format(time.RFC3339))
-	tw.Flush()
-}
-
-// promptLine is a prompt on one line of `agent get`: quoted when it holds a newline or
-// a tab, cut at 200 characters (--json has it whole).
-func promptLine(p string) string {
-	if r := []rune(p); len(r) > 200 {
-		p = string(r[:200]) + "…"
-	}
-	if strings.ContainsAny(p, "\n\r\t") {
-		p = strconv.Quote(p)
-	}
-	return p
+	fast.WriteAgent(w, &fa, explain)
 }
 
 func sortedKeys(m map[string]int) []string {

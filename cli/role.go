@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"0orcr/fast"
+
 	"orcr/core/wire"
 	roleapi "orcr/roles/api"
 )
@@ -90,11 +92,7 @@ func roleSummary(r roleapi.Role) string {
 	return strings.Join(parts, "  ")
 }
 
-func shortDur(secs int) string {
-	s := (time.Duration(secs) * time.Second).String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
-}
+func shortDur(secs int) string { return fast.ShortDur(secs) }
 
 func printRole(w io.Writer, r roleapi.Role) {
 	tw := newTabWriter(w)
@@ -134,53 +132,6 @@ func printRole(w io.Writer, r roleapi.Role) {
 		row("spawn", r.Spawn.String())
 	}
 	tw.Flush()
-}
-
-// roleRows are `agent get`'s lines for the role, limits and hook runs.
-func roleRows(w io.Writer, a wire.Agent, explain bool) {
-	if a.Role != "" {
-		fmt.Fprintf(w, "role:\t%s\n", a.Role)
-	}
-	if explain {
-		for _, n := range a.RoleNotes {
-			fmt.Fprintf(w, "\t%s\n", n)
-		}
-	}
-	if l := a.Limits; l.Any() {
-		var parts []string
-		if l.MaxTurns > 0 {
-			parts = append(parts, fmt.Sprintf("turns %d/%d", l.Turns, l.MaxTurns))
-		}
-		if l.SoftTimeoutSeconds > 0 {
-			s := "soft " + shortDur(l.SoftTimeoutSeconds)
-			if l.WrapUpAt != nil {
-				s += " (wrap-up sent " + l.WrapUpAt.Format("15:04:05") + ")"
-			}
-			parts = append(parts, s)
-		}
-		if l.HardTimeoutSeconds > 0 {
-			parts = append(parts, "hard "+shortDur(l.HardTimeoutSeconds))
-		}
-		if l.BudgetUSD > 0 {
-			parts = append(parts, fmt.Sprintf("budget $%g", l.BudgetUSD))
-		}
-		fmt.Fprintf(w, "limits:\t%s\n", strings.Join(parts, ", "))
-	}
-	if a.ResumedFrom != "" {
-		fmt.Fprintf(w, "resumed from:\t%s\n", a.ResumedFrom)
-	}
-	for _, h := range a.Hooks {
-		code := ""
-		if h.ExitCode != nil {
-			code = fmt.Sprintf(" exit %d", *h.ExitCode)
-		}
-		fmt.Fprintf(w, "hook:\t%s.sh #%d %s%s (%.1fs)\n", h.Hook, h.Attempt, h.Result, code, h.Seconds)
-		if explain && h.Result != wire.HookPassed {
-			for _, l := range strings.Split(strings.TrimSpace(h.Output), "\n") {
-				fmt.Fprintf(w, "\t  %s\n", l)
-			}
-		}
-	}
 }
 
 func (app *app) historyCommand() *cli.Command {

@@ -16,4 +16,21 @@
 // the libraries'. It cannot import orcr's packages (they would pull the libraries'
 // inits in first); `go test ./...` at the repository's root does not reach it, so
 // scripts/test tests it on its own.
+//
+// Which standard packages it imports matters as much: a package is initialised only
+// when it is the first ready one by path, so while fast waits for a standard package
+// whose path sorts after "github.com" (os, strings, syscall, time — unavoidable) the
+// libraries that are ready by then run their inits first. Those are a few leaf
+// packages (11 with init work); text/tabwriter or path/filepath, which sort after
+// "orcr/", would let 170 of the libraries' and orcr's packages in first, so it lays
+// out columns itself (table.go) and joins paths with package path.
+//
+// It answers `orcr agent get [--json] [--explain] ID|PATH` and `orcr agent run [FLAGS] PATH [--]
+// ARGV…` for the flags Parse takes, and `orcr agent ls [GLOB]`; nothing when ORCR_FAST=0. What it prints is
+// what the full command line prints: agent get's text printer is WriteAgent on both
+// paths (cli's printAgent calls it), --json is the API's result indented as
+// cli's printJSON indents it, and an agent.get it cannot answer (no server, an error,
+// a reply it cannot read) is left to the full command line, which makes the call
+// again and words the error. An agent.run is sent once: after it went out, the fast
+// path prints whatever came back, the server's error as cli.ExitCode prints it.
 package fast
