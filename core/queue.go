@@ -435,40 +435,38 @@ func (e *Engine) admitLoop() {
 		}
 		for _, rt := range out {
 			e.wg.Add(1)
-			go func(rt *agentRT) {
-				defer e.wg.Done()
-				defer func() {
-					// The slot is free: admission may take the next queued agent.
-					e.mu.Lock()
-					e.fl.launching--
-					e.mu.Unlock()
-					e.kickAdmission()
-				}()
-				e.mu.Lock()
-				ok := rt.a.State == wire.StateStarting
-				e.mu.Unlock()
-				if ok { // not killed between admission and here
-					e.launch(e.ctx, rt)
-				}
-			}(rt)
+			go launchAdmitted(e, rt)
 		}
 	}
 }
 
-// admit picks the queued agents that may start now and marks them starting (stored
-// before anything is launched, so a crash never launches one twice). retryAt is when
-// a gate that holds some of them wants to be asked again (zero: no such wish).
-func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
+// launchAdmitted launches an agent admission took (counted in e.fl.launching and
+// e.wg by the caller) and frees its launch slot after.
+func launchAdmitted(e *Engine, rt *agentRT) {
+	defer e.wg.Done()
+	defer func() {
+		// The slot is free: admission may take the next queued agent.
+		e.mu.Lock()
+		e.fl.launching--
+		e.mu.Unlock()
+		e.kickAdmission()
+	}()
 	e.mu.Lock()
-	e.loadQueueLocked()
-	lim := e.limits
-	e.fl.q.setAging(lim.Aging)
-	running, total := e.runningLocked()
-	// A gate's yes is final within the pass (pick admits whatever every gate lets
-	// through), so the placers are asked right then: each placement is seen by the
-	// gates deciding the agents after it.
-	placed, onNode := map[string]string{}, map[string]string{}
-	gate := func(a wire.Agent) (bool, string, time.Time) {
+	ok := rt.a.State == wire.StateStarting
+	e.mu.Unlock()
+	if ok { // not killed between admission and here
+		e.launch(e.ctx, rt)
+	}
+}
+
+// admissionGate is the gate admission asks about each agent it may take: the
+// features' gates, then (on a yes) the placers, whose placements it notes in placed
+// (account) and onNode (node) by agent id. A gate's yes is final within the pass, so
+// the placers are asked right then: each placement is seen by the gates deciding the
+// agents after it. The caller holds e.mu.
+func admissionGate(e *Engine) (gate func(a wire.Agent) (bool, string, time.Time), placed, onNode map[string]string) {
+	placed, onNode = map[string]string{}, map[string]string{}
+	gate = func(a wire.Agent) (bool, string, time.Time) {
 		ok, why, at := e.gateLocked(e.ctx, a)
 		if ok {
 			if acct := e.placeLocked(e.ctx, a); acct != "" {
@@ -481,6 +479,32 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		}
 		return ok, why, at
 	}
+	return gate, placed, onNode
+}
+
+// admitted is a's record once admission took it: starting, with the account and node
+// it was placed on (when any).
+func admitted(a wire.Agent, acct, node string, now time.Time) (wire.Agent, wire.Event, bool) {
+	next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
+	if ok && acct != "" {
+		next.Account = acct
+	}
+	if ok && node != "" {
+		next.Node = node
+	}
+	return next, ev, ok
+}
+
+// admit picks the queued agents that may start now and marks them starting (stored
+// before anything is launched, so a crash never launches one twice). retryAt is when
+// a gate that holds some of them wants to be asked again (zero: no such wish).
+func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
+	e.mu.Lock()
+	e.loadQueueLocked()
+	lim := e.limits
+	e.fl.q.setAging(lim.Aging)
+	running, total := e.runningLocked()
+	gate, placed, onNode := admissionGate(e)
 	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, max(0, MaxLaunching-e.fl.launching), gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
@@ -494,13 +518,7 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		delete(e.fl.inQ, rt)
 		acct, node := placed[rt.a.ID], onNode[rt.a.ID]
 		_, ok, _ := e.changeLocked(e.ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
-			next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
-			if ok && acct != "" {
-				next.Account = acct
-			}
-			if ok && node != "" {
-				next.Node = node
-			}
+			next, ev, ok := admitted(a, acct, node, now)
 			return next, &ev, ok
 		})
 		if ok {
