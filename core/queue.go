@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -48,10 +49,15 @@ const memRecheck = 2 * time.Second
 // fleet is the engine's queue and GC state. It is guarded by Engine.mu
 // unless a field says otherwise.
 type fleet struct {
-	q      admitQueue
-	inQ    map[*agentRT]struct{} // agents in q.items
-	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
-	loaded bool                  // the first admission loaded the queue from e.agents
+	q   admitQueue
+	inQ map[*agentRT]struct{} // agents in q.items
+	// live holds the admitted agents that have not ended (nor gone back to the queue,
+	// nor hibernated), each with the provider it counts for in running; total is
+	// len(live). writeLocked drops an agent the moment its record leaves, so admission
+	// reads the counts without a pass over every live agent.
+	live    map[*agentRT]string
+	running map[string]int
+	loaded  bool // the first admission loaded the queue from e.agents
 	// launching counts admitted agents whose launch (worktree, hooks, the host's new
 	// pane) has not returned; admission keeps it at most MaxLaunching.
 	launching int
@@ -246,7 +252,7 @@ func (e *Engine) loadQueueLocked() {
 		e.fl.inQ = map[*agentRT]struct{}{}
 	}
 	if e.fl.live == nil {
-		e.fl.live = map[*agentRT]struct{}{}
+		e.fl.live, e.fl.running = map[*agentRT]string{}, map[string]int{}
 	}
 	e.fl.q.aging = e.limits.Aging
 	for _, rt := range e.agents {
@@ -254,8 +260,8 @@ func (e *Engine) loadQueueLocked() {
 		case rt.a.State == wire.StateQueued:
 			e.fl.inQ[rt] = struct{}{}
 			e.fl.q.items = append(e.fl.q.items, entryOf(rt))
-		case rt.a.State.Live():
-			e.fl.live[rt] = struct{}{}
+		case rt.a.State.Live() && !leftLive(rt.a.State):
+			addLiveLocked(e, rt)
 		}
 	}
 	q := &e.fl.q
@@ -276,19 +282,39 @@ func setQueuePosLocked(rt *agentRT, pos int) {
 	}
 }
 
-// runningLocked counts admitted agents that have not ended, dropping ended ones.
+// runningLocked counts admitted agents that have not ended, per provider and in all.
+// The map is the caller's to change.
 func (e *Engine) runningLocked() (map[string]int, int) {
-	running := map[string]int{}
-	total := 0
-	for rt := range e.fl.live {
-		if rt.a.State.Terminal() || rt.a.State == wire.StateHibernated || rt.a.State == wire.StateQueued {
-			delete(e.fl.live, rt) // a hibernated agent has no process; woken, it is admitted again
-			continue
-		}
-		running[rt.a.Provider]++
-		total++
+	return maps.Clone(e.fl.running), len(e.fl.live)
+}
+
+// leftLive reports whether a record in state s no longer counts against the caps: it
+// ended, or has no process (hibernated; woken, it is admitted again), or waits in the
+// queue again.
+func leftLive(s wire.State) bool {
+	return s.Terminal() || s == wire.StateHibernated || s == wire.StateQueued
+}
+
+// addLiveLocked counts an admitted agent against the caps, once.
+func addLiveLocked(e *Engine, rt *agentRT) {
+	if _, ok := e.fl.live[rt]; ok || e.fl.live == nil {
+		return
 	}
-	return running, total
+	e.fl.live[rt] = rt.a.Provider
+	e.fl.running[rt.a.Provider]++
+}
+
+// dropLiveLocked stops counting an agent against the caps (writeLocked calls it when
+// its record leaves: see leftLive).
+func dropLiveLocked(e *Engine, rt *agentRT) {
+	prov, ok := e.fl.live[rt]
+	if !ok {
+		return
+	}
+	delete(e.fl.live, rt)
+	if e.fl.running[prov]--; e.fl.running[prov] <= 0 {
+		delete(e.fl.running, prov)
+	}
 }
 
 // setLimits changes the admission caps; they apply at the next admission.
@@ -501,6 +527,11 @@ func admitted(a wire.Agent, acct, node string, now time.Time) (wire.Agent, wire.
 func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 	e.mu.Lock()
 	e.loadQueueLocked()
+	if len(e.fl.q.items) == 0 {
+		// Nothing waits (the pass after each launch, most often): nothing to decide.
+		e.mu.Unlock()
+		return nil, time.Time{}
+	}
 	lim := e.limits
 	e.fl.q.setAging(lim.Aging)
 	running, total := e.runningLocked()
@@ -522,7 +553,7 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 			return next, &ev, ok
 		})
 		if ok {
-			e.fl.live[rt] = struct{}{}
+			addLiveLocked(e, rt)
 			started = append(started, rt)
 		}
 	}

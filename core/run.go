@@ -204,7 +204,7 @@ func spawnLocked(ctx context.Context, e *Engine, rt *agentRT) (stored wire.Agent
 		return wire.Agent{}, false, err
 	}
 	rt.a = next
-	e.fl.live[rt] = struct{}{}
+	addLiveLocked(e, rt)
 	e.fl.launching++
 	e.wg.Add(1)
 	return queued, true, nil

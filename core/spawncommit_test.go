@@ -182,3 +182,64 @@ func (g *switchGate) Admit(context.Context, wire.Agent) (bool, string, time.Time
 	}
 	return true, "", time.Time{}
 }
+
+// Admission's counts of running agents follow every record that leaves the running
+// set at the write that makes it leave (killed, exited), without a pass over the live
+// agents: queue.show's running and total drop by one at each end. With a global cap of
+// 2, the third spawn waits until one of the first two ends, then starts.
+func TestRunningCountsFollowEachEnd(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	eng, stop := startEngine(t, home)
+	defer stop()
+	if err := eng.ApplyLimits(core.Limits{Global: 2}); err != nil {
+		t.Fatal(err)
+	}
+	total := func() (int, int) {
+		t.Helper()
+		q, err := eng.Queue(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Total, q.Running["shell"]
+	}
+	_, err := eng.Run(ctx, wire.RunParams{Path: "cap/a", Argv: []string{"sleep", "30"}, Cwd: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = eng.Run(ctx, wire.RunParams{Path: "cap/b", Argv: []string{"sleep", "30"}, Cwd: home}); err != nil {
+		t.Fatal(err)
+	}
+	if n, shell := total(); n != 2 || shell != 2 {
+		t.Fatalf("two spawned: total %d, shell %d, want 2 and 2", n, shell)
+	}
+	c, err := eng.Run(ctx, wire.RunParams{Path: "cap/c", Argv: []string{"sleep", "30"}, Cwd: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := eng.Get(ctx, c.ID); got.State != wire.StateQueued {
+		t.Fatalf("the third spawn under a cap of 2 is %s, want queued", got.State)
+	}
+	if _, err := eng.Kill(ctx, wire.KillParams{Glob: "cap/a"}); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 10*time.Second, "the third spawn admitted once the first was killed", func() bool {
+		got, err := eng.Get(ctx, c.ID)
+		return err == nil && got.State != wire.StateQueued
+	})
+	if n, shell := total(); n != 2 || shell != 2 {
+		t.Fatalf("after a kill and an admission: total %d, shell %d, want 2 and 2", n, shell)
+	}
+	if _, err := eng.Kill(ctx, wire.KillParams{Glob: "cap/c"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, shell := total(); n != 1 || shell != 1 {
+		t.Fatalf("after a second kill: total %d, shell %d, want 1 and 1 (b)", n, shell)
+	}
+	if _, err := eng.Kill(ctx, wire.KillParams{Glob: "cap/b"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, shell := total(); n != 0 || shell != 0 {
+		t.Fatalf("all ended: total %d, shell %d, want 0", n, shell)
+	}
+}
