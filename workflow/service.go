@@ -29,6 +29,9 @@ type Options struct {
 	// Keep and Retain bound the finished runs kept (retain.go); 0: the defaults.
 	Keep   int
 	Retain time.Duration
+	// Settled, if set, is called when a run finishes, before it is announced: the
+	// server's memory policy returns what the run's burst of agents left to the OS.
+	Settled func()
 }
 
 // Service is the workflows feature.
@@ -450,10 +453,14 @@ func (s *Service) Events(ctx context.Context, target string, after uint64, limit
 // publishChange publishes r when a step or the run changed state: one event per
 // fact would be a thousand for a 1,000-item for_each.
 func (s *Service) publishChange(ctx context.Context, before, r Run) {
+	finished := before.State == RunRunning && r.State != RunRunning
+	if finished && s.o.Settled != nil {
+		s.o.Settled()
+	}
 	if summary(before) != summary(r) {
 		s.publish(ctx, r)
 	}
-	if before.State == RunRunning && r.State != RunRunning {
+	if finished {
 		// A run finished: one more finished run may put the oldest past keep.
 		select {
 		case s.pruneNow <- struct{}{}:
