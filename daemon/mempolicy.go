@@ -26,9 +26,10 @@ import (
 //     Its tail too: burstQuiet after the burst's last end, what ended or was let go
 //     since its last return (armTail). And a feature's word that the work of a burst
 //     settled (Settled: a workflow run's end) returns at once what the work left,
-//     its records included. A 1,000-item for_each ended 20–37 MB above where it
-//     began (13 runs) when its last item's end came a few ms after a return and so
-//     returned nothing; with both, 18–23 MB (see docs/architecture.md).
+//     its records included. A 1,000-item for_each on pty ended +19 to +36 MB above
+//     where it began (11 runs, 4 over +30) when its last item's end came a few ms
+//     after a return and so returned nothing; with both, +20 to +23 MB (10 runs; see
+//     docs/architecture.md).
 //   - A lot let go while things run: once returnFreed bytes were reported since the
 //     last return, after returnBatch (panes that went quiet together pack within
 //     moments of each other) and at most once per returnEvery. An idle server
