@@ -166,12 +166,15 @@ outputs = { n = "int" }
 	writeUserWorkflow(b, bn, "fan", body)
 	pid := bn.PID()
 	for i := 0; i < b.N; i++ {
-		before := procKB(b, pid, "VmRSS")
+		before, anon0, file0 := procKB(b, pid, "VmRSS"), procKB(b, pid, "RssAnon"), procKB(b, pid, "RssFile")
 		bn.MemDump(b, 2*i+1) // with $ORCR_BENCH_MEMPROFILE: what the server holds before
 		began := time.Now()
 		v := runWorkflow(b, bn, "fan", 100*time.Millisecond)
 		took := time.Since(began)
 		after, peak := procKB(b, pid, "VmRSS"), procKB(b, pid, "VmHWM")
+		// The growth's two parts, read beside after: the heap and the runtime's own
+		// (anonymous), and the mapped files (badger's tables and logs).
+		anon, file := procKB(b, pid, "RssAnon"), procKB(b, pid, "RssFile")
 		if f := bn.MemDump(b, 2*i+2); f != "" {
 			b.Logf("%s: memory before and after in %s", host, filepath.Dir(f))
 		}
@@ -181,6 +184,8 @@ outputs = { n = "int" }
 		b.ReportMetric(took.Seconds(), "s/run")
 		b.ReportMetric(float64(after-before)/1024, "rss-growth-MB")
 		b.ReportMetric(float64(peak-before)/1024, "peak-growth-MB")
+		b.ReportMetric(float64(anon-anon0)/1024, "anon-growth-MB")
+		b.ReportMetric(float64(file-file0)/1024, "file-growth-MB")
 		b.ReportMetric(float64(settledKB(b, pid)-before)/1024, "settled-growth-MB")
 	}
 }

@@ -28,7 +28,8 @@ func forcedGCs() uint64 {
 // The end of a burst returns memory at once, inside the report of its last end, and
 // only then: ends while anything still runs return nothing, one agent coming and
 // going (fewer than burstEnds ends, little let go) returns nothing, and a second
-// report of nothing running returns nothing more (once per burst). A burst is ends or
+// report of nothing running returns nothing more at once (once per burst; what came
+// after the return goes with the burst's tail, TestMemPolicyReturnsABurstsTail). A burst is ends or
 // bytes let go.
 func TestMemPolicyReturnsAtTheEndOfABurst(t *testing.T) {
 	m := newMemPolicy()
@@ -57,12 +58,51 @@ func TestMemPolicyReturnsAtTheEndOfABurst(t *testing.T) {
 	}
 	m.Ended(0)
 	if n := m.returns.Load(); n != 1 {
-		t.Fatalf("%d returns after a second end with nothing running; want still 1 (once per burst)", n)
+		t.Fatalf("%d returns at once after a second end with nothing running; want still 1 (once per burst; its tail comes later)", n)
 	}
 	m.Freed(burstFreed)
 	m.Ended(0)
 	if n := m.returns.Load(); n != 2 {
 		t.Fatalf("%d returns after %d MiB let go and the last end; want 2", n, burstFreed>>20)
+	}
+}
+
+// A burst's tail is returned too: the counts start again at each return, so when a
+// return came a few ends before the burst's last (a for_each of instant programs has
+// nothing running between most of its items), the last end found too little counted
+// to return it, and the last programs' garbage (up to burstFreed) stayed resident.
+// Once no program has ended for burstQuiet after a burst's return, what came since
+// goes back; when nothing came since, nothing more is done.
+func TestMemPolicyReturnsABurstsTail(t *testing.T) {
+	m := newMemPolicy()
+	defer m.close()
+	m.returnFreed = 1 << 40 // only the burst rules here
+	m.burstQuiet = 300 * time.Millisecond
+	burst := func() {
+		for range burstEnds - 1 {
+			m.Ended(1)
+		}
+		m.Ended(0)
+	}
+	// A burst with nothing after its return: no tail return.
+	burst()
+	if n := m.returns.Load(); n != 1 {
+		t.Fatalf("%d returns at the burst's end; want 1", n)
+	}
+	if wait.Until(4*m.burstQuiet, func() bool { return m.returns.Load() > 1 }) {
+		t.Fatal("a tail return with nothing ended or let go since the burst's return")
+	}
+	// A burst that goes on past its return: one more program, its garbage, its end
+	// with nothing running, within burstQuiet.
+	burst()
+	m.Ended(1)
+	m.Freed(6 << 20)
+	m.Ended(0)
+	if !wait.Until(wait.Scale(5*time.Second), func() bool { return m.returns.Load() == 3 }) {
+		t.Fatalf("%d returns; the burst's tail (1 end, 6 MiB) was not returned", m.returns.Load())
+	}
+	if wait.Until(4*m.burstQuiet, func() bool { return m.returns.Load() > 3 }) {
+		t.Fatal("a second tail return")
 	}
 }
 

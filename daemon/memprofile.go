@@ -83,6 +83,10 @@ func watchMemProfile(ctx context.Context, log *slog.Logger) {
 // writeMemDump writes heap.N.pprof and mem.N.txt into dir; mem.N.txt is written last,
 // so a reader that sees it finds both.
 func writeMemDump(dir string, n int) error {
+	// The figures as the signal found them (what the RSS read beside it holds), then
+	// after the collection the profile needs (what of it is live).
+	var b strings.Builder
+	writeMemFigures(&b, "at-signal ")
 	runtime.GC()
 	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap.%d.pprof", n)))
 	if err != nil {
@@ -95,17 +99,7 @@ func writeMemDump(dir string, n int) error {
 	if err != nil {
 		return fmt.Errorf("memory profile: %w", err)
 	}
-	sample := make([]metrics.Sample, len(memFigures))
-	for i, name := range memFigures {
-		sample[i].Name = name
-	}
-	metrics.Read(sample)
-	var b strings.Builder
-	for _, s := range sample {
-		if s.Value.Kind() == metrics.KindUint64 {
-			fmt.Fprintf(&b, "%s %d\n", s.Name, s.Value.Uint64())
-		}
-	}
+	writeMemFigures(&b, "")
 	if st, err := os.ReadFile("/proc/self/smaps_rollup"); err == nil {
 		b.Write(st)
 	}
@@ -114,4 +108,18 @@ func writeMemDump(dir string, n int) error {
 		return fmt.Errorf("memory profile: %w", err)
 	}
 	return os.Rename(tmp, filepath.Join(dir, fmt.Sprintf("mem.%d.txt", n)))
+}
+
+// writeMemFigures writes memFigures' values, one "prefix name value" a line.
+func writeMemFigures(b *strings.Builder, prefix string) {
+	sample := make([]metrics.Sample, len(memFigures))
+	for i, name := range memFigures {
+		sample[i].Name = name
+	}
+	metrics.Read(sample)
+	for _, s := range sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			fmt.Fprintf(b, "%s%s %d\n", prefix, s.Name, s.Value.Uint64())
+		}
+	}
 }

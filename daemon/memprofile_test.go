@@ -35,7 +35,8 @@ func TestWriteMemDump(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"/gc/heap/live:bytes ", "/memory/classes/heap/released:bytes ", "Pss_Anon:"} {
+	for _, want := range []string{"/gc/heap/live:bytes ", "/memory/classes/heap/released:bytes ", "Pss_Anon:",
+		"at-signal /memory/classes/heap/free:bytes ", "at-signal /gc/heap/live:bytes "} {
 		if !strings.Contains(string(mem), want) {
 			t.Errorf("mem.3.txt lacks %q:\n%s", want, mem)
 		}

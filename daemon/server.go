@@ -172,7 +172,8 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	wfKeep, wfRetain := configWorkflows(cfg)
-	wf := workflow.New(workflow.Options{Home: home, Logger: s.log, Keep: wfKeep, Retain: wfRetain})
+	wf := workflow.New(workflow.Options{Home: home, Logger: s.log, Keep: wfKeep, Retain: wfRetain,
+		Settled: s.mem.Settled})
 	// The features, in the order they start (and the reverse of their close). Each
 	// finds the others through the kernel's registry when it needs them, so the order
 	// matters only for what runs inside a Start: roles first, so a listener or

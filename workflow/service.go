@@ -29,6 +29,11 @@ type Options struct {
 	// Keep and Retain bound the finished runs kept (retain.go); 0: the defaults.
 	Keep   int
 	Retain time.Duration
+	// Settled, if set, is called once when a run finishes: before the fact of its
+	// last item's end is stored when that is its last fact, or else before its end is
+	// announced. The server's memory policy returns what the run's burst of agents
+	// left to the OS.
+	Settled func()
 }
 
 // Service is the workflows feature.
@@ -118,11 +123,15 @@ func (s *Service) Begin(ctx context.Context, p wfapi.RunParams) (Run, error) {
 // s.mu.
 func (s *Service) apply(ctx context.Context, id string, f Fact) (Run, error) {
 	before, _ := s.runs.Get(ctx, id)
+	// The end of the run's last item: the burst of agents the run was is over, so
+	// what it left goes back to the OS before the fact is stored, and so before
+	// anyone can read the run's end (Options.Settled).
+	settled := f.Kind == FEnded && lastToFinish(before.State) && s.settle()
 	rec, pend, err := s.runs.Apply(ctx, id, f, s.o.Now())
 	if err != nil {
 		return rec.State, err
 	}
-	s.publishChange(ctx, before.State, rec.State)
+	s.publishChange(ctx, before.State, rec.State, settled)
 	s.perform(ctx, id, pend)
 	return rec.State, nil
 }
@@ -157,7 +166,7 @@ func (s *Service) perform(ctx context.Context, id string, pend []outbox.Pending[
 			return
 		}
 		if f != nil {
-			s.publishChange(ctx, before.State, rec.State)
+			s.publishChange(ctx, before.State, rec.State, false)
 			s.perform(ctx, id, added)
 		}
 	}
@@ -448,18 +457,56 @@ func (s *Service) Events(ctx context.Context, target string, after uint64, limit
 }
 
 // publishChange publishes r when a step or the run changed state: one event per
-// fact would be a thousand for a 1,000-item for_each.
-func (s *Service) publishChange(ctx context.Context, before, r Run) {
+// fact would be a thousand for a 1,000-item for_each. A run that finished tells
+// Options.Settled first, unless settled says that was done before its last fact.
+func (s *Service) publishChange(ctx context.Context, before, r Run, settled bool) {
+	finished := before.State == RunRunning && r.State != RunRunning
+	if finished && !settled {
+		s.settle()
+	}
 	if summary(before) != summary(r) {
 		s.publish(ctx, r)
 	}
-	if before.State == RunRunning && r.State != RunRunning {
+	if finished {
 		// A run finished: one more finished run may put the oldest past keep.
 		select {
 		case s.pruneNow <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// settle calls Options.Settled, if set, and reports whether it did.
+func (s *Service) settle() bool {
+	if s.o.Settled == nil {
+		return false
+	}
+	s.o.Settled()
+	return true
+}
+
+// lastToFinish reports whether r is running with one unfinished item left in all:
+// that item's end is the run's last fact, unless it makes more work (a failure's
+// retry, a step that waited on it). A wrong guess costs one collection more.
+func lastToFinish(r Run) bool {
+	if r.State != RunRunning {
+		return false
+	}
+	left := 0
+	for _, sr := range r.Steps {
+		if Finished(sr.State) {
+			continue
+		}
+		if len(sr.Items) == 0 {
+			return false // waiting: its items are not made yet
+		}
+		for _, it := range sr.Items {
+			if !Finished(it.State) {
+				left++
+			}
+		}
+	}
+	return left == 1
 }
 
 func summary(r Run) string {
