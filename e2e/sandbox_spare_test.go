@@ -45,7 +45,7 @@ func (s *sandboxEnv) sparePIDs() []int {
 	return pids
 }
 
-// readySpare waits for one spare launcher listening on its socket, and returns its pid.
+// readySpare waits for one spare launcher connected to the server, and returns its pid.
 func (s *sandboxEnv) readySpare(t *testing.T) int {
 	t.Helper()
 	var pid int
@@ -54,9 +54,10 @@ func (s *sandboxEnv) readySpare(t *testing.T) int {
 		if len(pids) != 1 {
 			return false
 		}
+		// Its socket is gone once the server accepted the launcher's connection.
 		socks, _ := filepath.Glob(filepath.Join(s.home, "spare", "*.sock"))
 		pid = pids[0]
-		return len(socks) == 1
+		return len(socks) == 0
 	})
 	return pid
 }

@@ -267,7 +267,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	if h.spare != nil && c != nil {
 		// Its launcher would end by itself once this server is gone; not left waiting.
 		_, _ = c.send("kill-session -t =" + spareSession)
-		_ = os.Remove(h.spare.sock)
+		h.spare.close()
 		h.spare = nil
 	}
 	h.c = nil

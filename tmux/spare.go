@@ -41,6 +41,41 @@ type spare struct {
 	sock         string
 	bin          string
 	cols, rows   int
+
+	ln   *net.UnixListener // where the launcher connects once started
+	pidc chan int          // its pid, once tmux said it (closed when it failed to start)
+	// ready is closed once the listener accepted (conn: the launcher's connection,
+	// its peer checked) or gave up (conn nil).
+	ready chan struct{}
+	conn  *net.UnixConn
+}
+
+// accept takes the spare's connection: from its launcher only (the peer's uid and pid).
+func (s *spare) accept() {
+	defer close(s.ready)
+	defer s.ln.Close() // unlinks the socket
+	_ = s.ln.SetDeadline(time.Now().Add(confine.AwaitIdle))
+	c, err := s.ln.AcceptUnix()
+	if err != nil {
+		return
+	}
+	pid, ok := <-s.pidc
+	if !ok || confine.PeerIs(c, pid) != nil {
+		c.Close()
+		return
+	}
+	s.conn = c
+}
+
+// close ends the listener and the connection (the launcher, reading EOF, ends).
+func (s *spare) close() {
+	s.ln.Close()
+	go func() {
+		<-s.ready
+		if s.conn != nil {
+			s.conn.Close()
+		}
+	}()
 }
 
 // sandboxLauncher is the launcher binary when argv is the sandbox's launcher
@@ -76,10 +111,21 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 		h.killSpare(s)
 		return core.PaneInfo{}, false
 	}
-	// Connected, the spare waits for the launch rather than its idle end.
-	conn, err := (&net.Dialer{Timeout: 100 * time.Millisecond}).DialContext(ctx, "unix", s.sock)
-	if err != nil {
-		return fail("not ready", err)
+	// A spare still starting started before this launch: it is ready sooner than a
+	// launcher started now would be.
+	wait := time.NewTimer(spareStartWait)
+	select {
+	case <-s.ready:
+		wait.Stop()
+	case <-wait.C:
+		return fail("not ready", nil)
+	case <-ctx.Done():
+		wait.Stop()
+		return fail("not ready", ctx.Err())
+	}
+	conn := s.conn
+	if conn == nil {
+		return fail("no connection", nil)
 	}
 	defer conn.Close()
 	out, err := h.callAll(ctx,
@@ -137,12 +183,17 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 	return info, true
 }
 
+// spareStartWait bounds the wait for a spare still starting.
+const spareStartWait = 250 * time.Millisecond
+
 // killSpare ends a spare no launch will reach.
 func (h *Host) killSpare(s *spare) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = h.call(ctx, "kill-window -t "+s.window)
-	_ = os.Remove(s.sock)
+	s.close()
+	if s.window != "" {
+		_, _ = h.call(ctx, "kill-window -t "+s.window)
+	}
 }
 
 // refillSpare starts the next spare for launches of bin at cols×rows, off the spawn's
@@ -171,6 +222,9 @@ func (h *Host) refillSpare(bin string, cols, rows int) {
 			h.killSpare(s)
 			return
 		}
+		if err != nil {
+			s = nil
+		}
 		h.spare = s
 		h.mu.Unlock()
 		if err != nil {
@@ -194,6 +248,20 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 	if len(sock) > 100 {
 		return nil, fmt.Errorf("spare socket path too long: %s", sock)
 	}
+	_ = os.Remove(sock)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	s := &spare{sock: sock, bin: bin, cols: cols, rows: rows, ln: ln, pidc: make(chan int, 1), ready: make(chan struct{})}
+	go s.accept()
+	started := false
+	defer func() {
+		if !started {
+			close(s.pidc)
+			s.close()
+		}
+	}()
 	argv := []string{bin, "sandbox", "exec", "--await", sock, "--server", strconv.Itoa(os.Getpid())}
 	var line strings.Builder
 	fmt.Fprintf(&line, "new-session -d -s %s -x %d -y %d", spareSession, cols, rows)
@@ -214,8 +282,14 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 	if len(f) != 3 {
 		return nil, fmt.Errorf("new-session: unexpected reply %q", out[0])
 	}
-	pid, _ := strconv.Atoi(f[1])
-	return &spare{window: f[2], pane: f[0], pid: pid, sock: sock, bin: bin, cols: cols, rows: rows}, nil
+	pid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return nil, fmt.Errorf("new-session: unexpected reply %q", out[0])
+	}
+	s.window, s.pane, s.pid = f[2], f[0], pid
+	started = true
+	s.pidc <- pid
+	return s, nil
 }
 
 // clearSpares ends the spare session and sockets a previous server left (after a kill

@@ -40,84 +40,77 @@ const AwaitIdle = 10 * time.Minute
 var ErrAwaitEnded = errors.New("sandbox: no launch came")
 
 // Await is `orcr sandbox exec --await SOCKET --server PID`, a spare launcher started
-// before it is needed (the tmux host keeps one): it listens on SOCKET, in a folder only
-// its user may enter, for one Launch from the process PID (the orcr server: the peer's
-// uid and pid are checked, so neither another user nor an agent of this one can hand it
-// a launch), answers "ok" once it has taken the launch's folder and environment, and
-// then is the launcher: Exec with the launch's policy and argv. It ends with
-// ErrAwaitEnded when no launch came within idle or its server is gone.
+// before it is needed (the tmux host keeps one): it connects to SOCKET, in a folder
+// only its user may enter, where its server listens, checks the listener is the process
+// PID of its user (the orcr server: SO_PEERCRED, so no other process can hand it a
+// launch), and waits for one Launch on that connection; it answers "ok" once it has
+// taken the launch's folder and environment, and then is the launcher: Exec with the
+// launch's policy and argv. The connection is the server's word that a spare is ready
+// (no polling on either side). It ends with ErrAwaitEnded when no launch came within
+// idle or its server closed the connection (stopped, or gone).
 func Await(sock string, server int, idle time.Duration, stderr io.Writer) error {
 	debug.SetGCPercent(-1)
 	if err := privateDir(filepath.Dir(sock)); err != nil {
 		return err
 	}
-	_ = os.Remove(sock)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
 		return fmt.Errorf("sandbox: await: %w", err)
 	}
-	defer ln.Close() // unlinks sock
-	end := time.Now().Add(idle)
-	for {
-		if time.Now().After(end) {
-			return ErrAwaitEnded
-		}
-		if err := syscall.Kill(server, 0); errors.Is(err, syscall.ESRCH) {
-			return ErrAwaitEnded
-		}
-		_ = ln.SetDeadline(time.Now().Add(2 * time.Second))
-		conn, err := ln.AcceptUnix()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("sandbox: await: %w", err)
-		}
-		l, err := receive(conn, server)
-		if errors.Is(err, errNotServer) {
-			conn.Close()
-			continue
-		}
-		if err != nil {
-			fmt.Fprintf(conn, "error: %v\n", err)
-			conn.Close()
-			return err
-		}
-		if _, err := io.WriteString(conn, "ok\n"); err != nil {
-			conn.Close()
-			return fmt.Errorf("sandbox: await: %w", err)
-		}
-		conn.Close()
-		ln.Close()
-		return Exec(l.Policy, l.Argv, stderr)
+	defer c.Close()
+	if err := peerIs(c, server); err != nil {
+		return err
 	}
+	_ = c.SetDeadline(time.Now().Add(idle))
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		var ne net.Error
+		if errors.Is(err, io.EOF) || errors.As(err, &ne) && ne.Timeout() {
+			return ErrAwaitEnded
+		}
+		return fmt.Errorf("sandbox: await: read launch: %w", err)
+	}
+	l, err := take(line)
+	if err != nil {
+		fmt.Fprintf(c, "error: %v\n", err)
+		return err
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "ok\n"); err != nil {
+		return fmt.Errorf("sandbox: await: %w", err)
+	}
+	c.Close()
+	return Exec(l.Policy, l.Argv, stderr)
 }
 
-var errNotServer = errors.New("sandbox: await: the peer is not the server")
-
-// receive reads one Launch from conn after checking its peer is server, and takes its
-// folder and environment.
-func receive(conn *net.UnixConn, server int) (Launch, error) {
-	raw, err := conn.SyscallConn()
+// peerIs checks the other end of c is process pid of this user.
+func peerIs(c *net.UnixConn, pid int) error {
+	raw, err := c.SyscallConn()
 	if err != nil {
-		return Launch{}, err
+		return err
 	}
 	var cred *syscall.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil {
-		return Launch{}, err
+		return err
 	}
-	if credErr != nil || cred.Uid != uint32(os.Getuid()) || int(cred.Pid) != server {
-		return Launch{}, errNotServer
+	if credErr != nil {
+		return fmt.Errorf("sandbox: await: %w", credErr)
 	}
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	if err != nil {
-		return Launch{}, fmt.Errorf("sandbox: await: read launch: %w", err)
+	if cred.Uid != uint32(os.Getuid()) || int(cred.Pid) != pid {
+		return fmt.Errorf("sandbox: await: the socket's other end is pid %d of uid %d, not the server %d", cred.Pid, cred.Uid, pid)
 	}
+	return nil
+}
+
+// PeerIs checks the other end of c is process pid of this user (the server's check
+// of the spare that connected).
+func PeerIs(c *net.UnixConn, pid int) error { return peerIs(c, pid) }
+
+// take reads one Launch and takes its folder and environment.
+func take(line []byte) (Launch, error) {
 	var l Launch
 	if err := json.Unmarshal(line, &l); err != nil {
 		return Launch{}, fmt.Errorf("sandbox: await: launch: %w", err)

@@ -8,54 +8,58 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
-
-	"orcr/testutil/wait"
 )
 
-// A waiting launcher takes a launch only from its server: a connection from any other
-// process (here this test, the server being pid 1) gets no answer, and the launcher
-// goes on waiting until its idle end. A launch from the server that cannot be taken (a
-// folder that does not exist) is answered with the error, and nothing is exec'd.
+// A waiting launcher takes a launch only from its server: told the server is pid 1, it
+// refuses this test's listener (another process) and reads nothing; told it is this
+// process, a launch it cannot take (a folder that does not exist) is answered with the
+// error, and nothing is exec'd. With no launch it ends when the server closes.
 func TestAwaitTakesLaunchesOnlyFromItsServer(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	launch, _ := json.Marshal(Launch{Policy: "/nonexistent/policy.json", Argv: []string{"true"}, Cwd: "/nonexistent/cwd"})
-	send := func(sock string) string {
+	// serve listens on sock, runs the launcher, and hands its connection to fn.
+	serve := func(name string, server int, fn func(c net.Conn)) error {
 		t.Helper()
-		var c net.Conn
-		wait.For(t, 10*time.Second, "the launcher listening", func() bool {
-			var err error
-			c, err = net.Dial("unix", sock)
-			return err == nil
-		})
-		defer c.Close()
+		ln, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		done := make(chan error, 1)
+		go func() { done <- Await(filepath.Join(dir, name), server, time.Minute, io.Discard) }()
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
 		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fn(c)
+		c.Close()
+		return <-done
+	}
+	answer := func(c net.Conn) string {
 		c.Write(append(launch, '\n'))
 		b, _ := io.ReadAll(c)
 		return string(b)
 	}
 
-	sock := filepath.Join(dir, "a.sock")
-	done := make(chan error, 1)
-	go func() { done <- Await(sock, 1, 3*time.Second, io.Discard) }()
-	if got := send(sock); got != "" {
-		t.Errorf("a launch from another process than the server was answered %q", got)
+	var got string
+	err := serve("a.sock", 1, func(c net.Conn) { got = answer(c) })
+	if got != "" || err == nil || errors.Is(err, ErrAwaitEnded) {
+		t.Errorf("with a listener other than its server: answered %q, ended %v", got, err)
 	}
-	if err := <-done; !errors.Is(err, ErrAwaitEnded) {
-		t.Errorf("Await after its idle time: %v, want ErrAwaitEnded", err)
+	err = serve("b.sock", os.Getpid(), func(c net.Conn) { got = answer(c) })
+	if !strings.HasPrefix(got, "error: ") || err == nil || errors.Is(err, ErrAwaitEnded) {
+		t.Errorf("a launch into a missing folder: answered %q, ended %v", got, err)
 	}
-
-	sock = filepath.Join(dir, "b.sock")
-	go func() { done <- Await(sock, os.Getpid(), time.Minute, io.Discard) }()
-	if got := send(sock); got == "" || got == "ok\n" {
-		t.Errorf("a launch into a missing folder was answered %q", got)
-	}
-	if err := <-done; err == nil || errors.Is(err, ErrAwaitEnded) {
-		t.Errorf("Await of a launch into a missing folder: %v", err)
+	err = serve("c.sock", os.Getpid(), func(net.Conn) {})
+	if !errors.Is(err, ErrAwaitEnded) {
+		t.Errorf("its server closed the connection: %v, want ErrAwaitEnded", err)
 	}
 }
 
