@@ -264,9 +264,12 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	}
 	h.closed = true
 	c := h.c
-	if h.spare != nil && c != nil {
-		// Its launcher would end by itself once this server is gone; not left waiting.
+	if c != nil {
+		// A spare's launcher would end by itself once this server is gone; not left
+		// waiting (nor a dead one that ended idle).
 		_, _ = c.send("kill-session -t =" + spareSession)
+	}
+	if h.spare != nil {
 		h.spare.close()
 		h.spare = nil
 	}

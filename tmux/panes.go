@@ -35,10 +35,10 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 	if bin, _, _, ok := sandboxLauncher(spec.Argv); ok && !h.noSpare {
 		// A confined launch: in the spare launcher when one is ready; the next one
 		// starts off this path either way (spare.go).
-		info, ok := h.launchSpare(ctx, spec, name, cols, rows)
+		info, ok, err := h.launchSpare(ctx, spec, name, cols, rows)
 		h.refillSpare(bin, cols, rows)
 		if ok {
-			return info, nil
+			return info, err
 		}
 	}
 	argv := launchArgv(spec)

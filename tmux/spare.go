@@ -20,15 +20,17 @@ import (
 // A confined agent's pane runs orcr's launcher (`orcr sandbox exec --policy FILE --
 // argv`), a whole orcr process whose start (the Go runtime, a 39 MB binary: 5–8 ms)
 // was most of what a confined spawn cost over a plain one. The host keeps one spare:
-// a launcher already started, waiting (confine.Await) in a window of a session of its
-// own (spareSession, which no List, exit subscription or output reaches), for its
-// launch on a unix socket in a 0700 folder of orcr's home. A confined launch takes it
-// when it is ready and of the launch's size: the window joins orcr's session where a
-// new one would (move-window), gets the launch's name and remain-on-exit back, and the
-// launch (policy, argv, env, cwd) is handed over; the spare takes the folder and
-// environment and execs through confine.Exec as the launcher would. The next spare
-// starts off the spawn's path. No spare ready, or any failure before the spare
-// accepted the launch: the spare is killed and the launch takes the normal path.
+// a launcher already started (confine.Await) in a window of a session of its own
+// (spareSession, which no List, exit subscription or output reaches), connected to a
+// socket the server listens on in a 0700 folder of orcr's home. A confined launch
+// takes it when it is ready and of the launch's size: the window joins orcr's session
+// where a new one would (move-window) and gets the launch's name while the launch
+// (policy, argv, env, cwd) is handed over; the spare takes the folder and environment
+// and execs through confine.Exec as the launcher would. The next spare starts off the
+// spawn's path. No spare ready, or any failure before the spare accepted the launch:
+// the spare is killed and the launch takes the normal path. A spare that ends unused
+// (idle, its server gone) leaves a dead pane in its session, removed with the session
+// by the next spare, the server's stop or the next server's start.
 
 // spareSession holds the spare's window. Its name does not start with "orcr" (tmux
 // resolves -t orcr by prefix when no session is named exactly that).
@@ -41,6 +43,7 @@ type spare struct {
 	sock         string
 	bin          string
 	cols, rows   int
+	session      int // the number of orcr's tmux session, which TMUX names
 
 	ln   *net.UnixListener // where the launcher connects once started
 	pidc chan int          // its pid, once tmux said it (closed when it failed to start)
@@ -93,23 +96,23 @@ func (h *Host) spareDir() string { return filepath.Join(filepath.Dir(h.socket), 
 // launchSpare launches spec, a confined launch, in the spare: ok is false when there
 // was none ready for it or the handoff failed before the launch was accepted (the
 // spare is then gone, and the caller takes the normal path).
-func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name string, cols, rows int) (core.PaneInfo, bool) {
+func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name string, cols, rows int) (core.PaneInfo, bool, error) {
 	bin, policy, cmd, ok := sandboxLauncher(spec.Argv)
 	if !ok || spec.Cwd == "" {
-		return core.PaneInfo{}, false
+		return core.PaneInfo{}, false, nil
 	}
 	h.mu.Lock()
 	s := h.spare
 	if s == nil || s.bin != bin || s.cols != cols || s.rows != rows {
 		h.mu.Unlock()
-		return core.PaneInfo{}, false
+		return core.PaneInfo{}, false, nil
 	}
 	h.spare = nil
 	h.mu.Unlock()
-	fail := func(why string, err error) (core.PaneInfo, bool) {
+	fail := func(why string, err error) (core.PaneInfo, bool, error) {
 		h.log.Debug("tmux: spare launcher not used", "why", why, "err", err)
 		h.killSpare(s)
-		return core.PaneInfo{}, false
+		return core.PaneInfo{}, false, nil
 	}
 	// A spare still starting started before this launch: it is ready sooner than a
 	// launcher started now would be.
@@ -128,23 +131,6 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 		return fail("no connection", nil)
 	}
 	defer conn.Close()
-	out, err := h.callAll(ctx,
-		"set-option -wu -t "+s.window+" remain-on-exit",
-		"move-window -d -s "+s.window+" -t "+session+":",
-		"rename-window -t "+s.window+" "+quoteFormat(name),
-		`display-message -p -t `+s.pane+` "#{session_name} #{session_id} #{window_width}x#{window_height}"`)
-	if err != nil {
-		return fail("move", err)
-	}
-	f := strings.Fields(strings.Join(out[3], " "))
-	// In orcr's session, at the launch's size (a window keeps its size when it moves).
-	if len(f) != 3 || f[0] != session || !strings.HasPrefix(f[1], "$") || f[2] != fmt.Sprintf("%dx%d", cols, rows) {
-		return fail("moved window "+strings.Join(out[3], " "), nil)
-	}
-	sid, err := strconv.Atoi(strings.TrimPrefix(f[1], "$"))
-	if err != nil {
-		return fail("session id", err)
-	}
 	var unset []string
 	for _, v := range []string{"SHELL", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"} {
 		if !hasVar(spec.Env, v) {
@@ -157,17 +143,51 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 			env = append(env, kv)
 		}
 	}
-	msg, err := json.Marshal(confine.Launch{Policy: policy, Argv: cmd, Env: env, Cwd: spec.Cwd, Session: sid, Unset: unset})
+	msg, err := json.Marshal(confine.Launch{Policy: policy, Argv: cmd, Env: env, Cwd: spec.Cwd, Session: s.session, Unset: unset})
 	if err != nil {
 		return fail("launch", err)
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return fail("tmux", err)
+	}
+	// The window joins orcr's session while the launch is handed over: both in flight
+	// at once, their answers awaited together. The spare's window has no option of
+	// its own (remain-on-exit is the global one), so an agent that ends at once stays
+	// a dead pane as any other.
+	reqs, err := c.send(
+		"move-window -d -s "+s.window+" -t "+session+":",
+		"rename-window -t "+s.window+" "+quoteFormat(name),
+		`display-message -p -t `+s.pane+` "#{session_name} #{session_id} #{window_width}x#{window_height}"`)
+	if err != nil {
+		return fail("move", err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Write(append(msg, '\n')); err != nil {
 		return fail("send", err)
 	}
+	var moveErr error
+	var where []string
+	for i, r := range reqs {
+		out, err := r.wait(ctx)
+		if err != nil && moveErr == nil {
+			moveErr = err
+		}
+		if i == len(reqs)-1 {
+			where = out
+		}
+	}
 	reply, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil || reply != "ok\n" {
 		return fail("reply "+strings.TrimSpace(reply), err)
+	}
+	// Accepted: the agent runs. It must be where a new window would be, in orcr's
+	// session at the launch's size (a window keeps its size when it moves); if not,
+	// it is ended and the launch fails.
+	f := strings.Fields(strings.Join(where, " "))
+	if moveErr != nil || len(f) != 3 || f[0] != session || f[1] != "$"+strconv.Itoa(s.session) || f[2] != fmt.Sprintf("%dx%d", cols, rows) {
+		h.killSpare(s)
+		return core.PaneInfo{}, true, fmt.Errorf("tmux: launch in the spare launcher: moved to %q: %v", strings.Join(where, " "), moveErr)
 	}
 	info := core.PaneInfo{ID: s.pane, Name: name, PID: s.pid}
 	h.mu.Lock()
@@ -180,7 +200,7 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 		info.Dead, info.ExitCode = true, p.exitCode
 	}
 	h.mu.Unlock()
-	return info, true
+	return info, true, nil
 }
 
 // spareStartWait bounds the wait for a spare still starting.
@@ -271,9 +291,7 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 	}
 	// A session a previous server left, or a spare that ended: gone first.
 	_, _ = h.call(ctx, "kill-session -t ="+spareSession)
-	out, err := h.callAll(ctx, line.String(),
-		// A spare that ends (idle, its server gone) leaves no dead pane behind.
-		"set-option -w -t ="+spareSession+": remain-on-exit off")
+	out, err := h.callAll(ctx, line.String(), `display-message -p -t =`+session+`: "#{session_id}"`)
 	if err != nil {
 		_, _ = h.call(ctx, "kill-session -t ="+spareSession)
 		return nil, err
@@ -286,7 +304,11 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 	if err != nil {
 		return nil, fmt.Errorf("new-session: unexpected reply %q", out[0])
 	}
-	s.window, s.pane, s.pid = f[2], f[0], pid
+	sid, err := strconv.Atoi(strings.TrimPrefix(strings.Join(out[1], ""), "$"))
+	if err != nil {
+		return nil, fmt.Errorf("orcr's session id: unexpected reply %q", out[1])
+	}
+	s.window, s.pane, s.pid, s.session = f[2], f[0], pid, sid
 	started = true
 	s.pidc <- pid
 	return s, nil
