@@ -51,15 +51,20 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 		// tmux: the launcher, its only way.
 		b.Run("pty"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, layout == "", false) })
 		b.Run("pty-launcher"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "pty", false, layout == "", false) })
+		// tmux: a spare launcher, started before it is needed, takes the confined
+		// launch (tmux/spare.go); tmux-nospare: each confined pane starts its own
+		// launcher (ORCR_TMUX_SPARE=0), as before the spare.
 		b.Run("tmux"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux", false, layout == "", false) })
+		b.Run("tmux-nospare"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux-nospare", false, layout == "", false) })
 	}
 	b.Run("pty/own-folder", func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, true, true) })
 }
 
 func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFolder bool) {
+	host, noSpare := strings.CutSuffix(host, "-nospare")
 	srv := serve.StartBench(b, host, "GO")
 	launcher := host == "pty" && !inProcess
-	if launcher || userHome {
+	if launcher || userHome || noSpare {
 		// StartBench leaves the caller's ORCR_* variables out of the server's
 		// environment (a b.Setenv never reached it: this row measured the launcher
 		// until the report below was checked), so the server is started again with it,
@@ -68,6 +73,9 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 		env := slices.Clone(srv.Env)
 		if launcher {
 			env = append(env, "ORCR_SANDBOX_IN_PROCESS=0")
+		}
+		if noSpare {
+			env = append(env, "ORCR_TMUX_SPARE=0")
 		}
 		if userHome {
 			env = underHome(b, env, host)
@@ -145,6 +153,39 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 	}
 	if rep.InProcess != inProcess {
 		b.Fatalf("confined in the server: %v, want %v (report %+v)", rep.InProcess, inProcess, rep)
+	}
+	if host == "tmux" {
+		// The row measures the path it names: a confined launch in the spare (its pid
+		// is the spare's), or with no spare at all.
+		sparePID := func() string {
+			out, _ := exec.Command("tmux", "-S", filepath.Join(srv.Home, "tmux.sock"), "list-panes", "-s", "-t", "=spare",
+				"-F", "#{pane_pid}").Output()
+			return strings.TrimSpace(string(out))
+		}
+		if noSpare {
+			spawn(&wire.Sandbox{Mode: wire.SandboxOn})
+			if p := sparePID(); p != "" {
+				b.Fatalf("a spare launcher (pid %s) with ORCR_TMUX_SPARE=0", p)
+			}
+		} else {
+			var p string
+			wait.For(b, 30*time.Second, "a spare launcher connected", func() bool {
+				socks, _ := filepath.Glob(filepath.Join(srv.Home, "spare", "*.sock"))
+				p = sparePID()
+				return p != "" && len(socks) == 0
+			})
+			spawn(&wire.Sandbox{Mode: wire.SandboxOn})
+			// The launcher's report names its pid.
+			var r confine.Report
+			wait.For(b, 30*time.Second, "the sandbox report", func() bool {
+				var ok bool
+				r, ok, _ = confine.ReadReport(filepath.Join(srv.Home, "agents", last.ID, sandbox.ReportFile))
+				return ok
+			})
+			if p != strconv.Itoa(r.PID) {
+				b.Fatalf("the confined agent's launcher was pid %d, the spare %s", r.PID, p)
+			}
+		}
 	}
 	plainCPU, boxedCPU = 0, 0
 	alternate(b, spawn)

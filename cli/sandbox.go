@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -179,11 +181,23 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 }
 
 // SandboxExec is `orcr sandbox exec --policy FILE -- CMD…` parsed by hand, for main's
-// fast path: ok is false for any other shape (help, a flag it does not know), which
+// fast path, and `orcr sandbox exec --await SOCKET --server PID`, the spare launcher the
+// tmux host keeps waiting (confine.Await; only this shape has it): ok is false for any other shape (help, a flag it does not know), which
 // then goes through the command tree. It returns only when nothing was exec'd.
 func SandboxExec(args []string, stderr io.Writer) (code int, ok bool) {
 	var policy string
 	switch {
+	case len(args) == 4 && args[0] == "--await" && args[2] == "--server":
+		// A spare launcher (confine.Await), which the tmux host starts before it is needed.
+		server, err := strconv.Atoi(args[3])
+		if err != nil || server <= 0 {
+			return 0, false
+		}
+		err = confine.Await(args[1], server, confine.AwaitIdle, stderr)
+		if errors.Is(err, confine.ErrAwaitEnded) {
+			return 0, true
+		}
+		return ExitCode(exitErr{code: 126, msg: "sandbox refused to start the agent: " + err.Error()}, stderr), true
 	case len(args) >= 3 && args[0] == "--policy" && args[2] == "--":
 		policy, args = args[1], args[3:]
 	case len(args) >= 2 && strings.HasPrefix(args[0], "--policy=") && args[1] == "--":

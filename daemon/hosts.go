@@ -174,7 +174,11 @@ func startHost(ctx context.Context, c hostChoice, cfg config.Config, home string
 		}
 		return h, nil
 	case "tmux":
-		h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: c.Bin, Logger: log, Memory: mem})
+		// ORCR_TMUX_SPARE=0: every confined pane starts its own launcher (no spare
+		// launcher waiting, tmux/spare.go), as before it existed.
+		noSpare := os.Getenv("ORCR_TMUX_SPARE") == "0"
+		h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: c.Bin, Logger: log, Memory: mem,
+			NoSpare: noSpare})
 		if err != nil {
 			return nil, failed(err)
 		}

@@ -54,6 +54,9 @@ type Options struct {
 	// many still run; the server's memory policy decides from it when memory goes
 	// back to the OS. Nil reports nowhere.
 	Memory core.MemoryReport
+	// NoSpare: confined launches never use a spare launcher (spare.go); each pane
+	// starts its launcher.
+	NoSpare bool
 }
 
 // paneState is what the host knows about one pane.
@@ -95,6 +98,12 @@ type Host struct {
 	wg   sync.WaitGroup // watch, reaper, confirmer and exit-watch goroutines
 	stop chan struct{}
 	reap chan struct{} // wakes the reaper
+
+	// spare is the launcher waiting for a confined launch, if one is ready;
+	// spareStarting while the next one starts (spare.go).
+	spare         *spare
+	spareStarting bool
+	noSpare       bool
 
 	pidfd  bool            // exits are also watched through pidfds
 	ctx    context.Context // parent of the exit watches' contexts; cancelled by Shutdown
@@ -141,12 +150,14 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		reap:     make(chan struct{}, 1),
 		confirm:  make(chan struct{}, 1),
 		pidfd:    pidfdSupported(),
+		noSpare:  opts.NoSpare,
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if _, err := h.conn(ctx); err != nil {
 		_ = h.Shutdown(ctx)
 		return nil, err
 	}
+	h.clearSpares(ctx) // a spare a previous server left is no agent
 	h.wg.Add(3)
 	go h.reaper()
 	go h.pace()
@@ -253,6 +264,15 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	}
 	h.closed = true
 	c := h.c
+	if c != nil {
+		// A spare's launcher would end by itself once this server is gone; not left
+		// waiting (nor a dead one that ended idle).
+		_, _ = c.send("kill-session -t =" + spareSession)
+	}
+	if h.spare != nil {
+		h.spare.close()
+		h.spare = nil
+	}
 	h.c = nil
 	close(h.stop)
 	h.cancel()

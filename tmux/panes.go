@@ -28,11 +28,20 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 	if rows <= 0 {
 		rows = 50
 	}
-	argv := launchArgv(spec)
 	name := spec.Name
 	if name == "" {
 		name = filepath.Base(spec.Argv[0])
 	}
+	if bin, _, _, ok := sandboxLauncher(spec.Argv); ok && !h.noSpare {
+		// A confined launch: in the spare launcher when one is ready; the next one
+		// starts off this path either way (spare.go).
+		info, ok, err := h.launchSpare(ctx, spec, name, cols, rows)
+		h.refillSpare(bin, cols, rows)
+		if ok {
+			return info, err
+		}
+	}
+	argv := launchArgv(spec)
 	var b strings.Builder
 	b.WriteString("new-window -d -t " + session + ": -n " + quoteFormat(name))
 	b.WriteString(` -P -F "#{pane_id} #{pane_pid} #{window_id}"`)
