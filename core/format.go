@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"0orcr/fast"
 	"orcr/core/wire"
 )
 
@@ -154,27 +155,7 @@ func HumanCount(n int64) string {
 
 // appendCount appends HumanCount(n) to dst. The dashboard formats these for every
 // visible row of every frame, so they are built without fmt.
-func appendCount(dst []byte, n int64) []byte {
-	f := float64(n)
-	scaled := func(div float64, prec int, unit byte) []byte {
-		return append(strconv.AppendFloat(dst, f/div, 'f', prec, 64), unit)
-	}
-	switch {
-	case n < 1000:
-		return strconv.AppendInt(dst, n, 10)
-	case n < 9_950:
-		return scaled(1e3, 1, 'k')
-	case n < 999_500:
-		return scaled(1e3, 0, 'k')
-	case n < 9_950_000:
-		return scaled(1e6, 1, 'M')
-	case n < 999_500_000:
-		return scaled(1e6, 0, 'M')
-	case n < 9_950_000_000:
-		return scaled(1e9, 1, 'G')
-	}
-	return scaled(1e9, 0, 'G')
-}
+func appendCount(dst []byte, n int64) []byte { return fast.AppendCount(dst, n) }
 
 // FormatUSD is "$0.12", or "$123" from $100 up, where cents no longer matter.
 func FormatUSD(usd float64) string {

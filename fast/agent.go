@@ -327,7 +327,7 @@ func FormatTokens(u Usage) string {
 		return "-"
 	}
 	var b [16]byte
-	return string(appendCount(append(appendCount(b[:0], in), '/'), out))
+	return string(AppendCount(append(AppendCount(b[:0], in), '/'), out))
 }
 
 // FormatCost is one agent's cost: "$0.12", "unpriced" for tokens of a model with no
@@ -351,9 +351,9 @@ func FormatCost(u Usage) string {
 	return "-"
 }
 
-// appendCount appends a count in at most four characters: 950, 9.5k, 26k, 1.2M
-// (core.HumanCount).
-func appendCount(dst []byte, n int64) []byte {
+// AppendCount appends a count in at most four characters: 950, 9.5k, 26k, 1.2M
+// (core.HumanCount, which is this).
+func AppendCount(dst []byte, n int64) []byte {
 	f := float64(n)
 	scaled := func(div float64, prec int, unit byte) []byte {
 		return append(strconv.AppendFloat(dst, f/div, 'f', prec, 64), unit)
