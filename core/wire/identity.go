@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"fmt"
-	"strings"
-)
+import "0orcr/fast"
 
 // Identities and spawn policy (DESIGN §18): the fields agent.run and the agent record
 // carry for them. The identity feature (workflow/identity) resolves a name into the
@@ -128,26 +125,6 @@ func both(a, b []string) []string {
 // nothing matches it.
 const NoneAllowed = "(none)"
 
-// String writes a policy as its [spawn] keys ("max_children = 3, providers = [shell]").
-func (sp *SpawnPolicy) String() string {
-	if sp.Empty() {
-		return "none"
-	}
-	var parts []string
-	if sp.MaxChildren != nil {
-		parts = append(parts, fmt.Sprintf("max_children = %d", *sp.MaxChildren))
-	}
-	if sp.MaxDepth != nil {
-		parts = append(parts, fmt.Sprintf("max_depth = %d", *sp.MaxDepth))
-	}
-	if len(sp.Providers) > 0 {
-		parts = append(parts, fmt.Sprintf("providers = [%s]", strings.Join(sp.Providers, ", ")))
-	}
-	if len(sp.Roles) > 0 {
-		parts = append(parts, fmt.Sprintf("roles = [%s]", strings.Join(sp.Roles, ", ")))
-	}
-	if sp.BudgetUSD != nil {
-		parts = append(parts, fmt.Sprintf("budget_usd = %.2f", *sp.BudgetUSD))
-	}
-	return strings.Join(parts, ", ")
-}
+// String writes a policy as its [spawn] keys ("max_children = 3, providers = [shell]"):
+// fast.Spawn's String, the one writer, which `agent get` on the fast path uses too.
+func (sp *SpawnPolicy) String() string { return (*fast.Spawn)(sp).String() }
