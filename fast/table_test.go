@@ -53,7 +53,7 @@ func FuzzTableIsTabwriter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s []byte) {
 		if bytes.IndexByte(s, tabwriter.Escape) >= 0 {
-			t.Skip()
+			return // an input outside the property (the escape byte), not a skipped test
 		}
 		want := tabwriterOf(s)
 		var got bytes.Buffer
