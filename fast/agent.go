@@ -98,10 +98,11 @@ type Option struct {
 	Label   string `json:"label"`
 	Key     string `json:"key"`
 	Meaning string `json:"meaning"`
+	Text    bool   `json:"text,omitempty"`
 }
 
-// UnmarshalJSON also reads the plain strings older records stored as options, as
-// wire.Option does.
+// UnmarshalJSON also reads the plain strings older records stored as options
+// (wire.Option's UnmarshalJSON is this one).
 func (o *Option) UnmarshalJSON(b []byte) error {
 	var s string
 	if json.Unmarshal(b, &s) == nil {

@@ -1,9 +1,10 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"0orcr/fast"
 )
 
 // What a blocked agent waits for (Blocked.Kind).
@@ -41,21 +42,9 @@ type Option struct {
 	Text bool `json:"text,omitempty"`
 }
 
-// UnmarshalJSON also reads the plain strings older records stored as options.
-func (o *Option) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*o = Option{Label: s, Meaning: MeaningOther}
-		return nil
-	}
-	type plain Option
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*o = Option(p)
-	return nil
-}
+// UnmarshalJSON also reads the plain strings older records stored as options (as
+// meaning "other"): fast.Option's, the one reader, which `agent get` on the fast path uses.
+func (o *Option) UnmarshalJSON(b []byte) error { return (*fast.Option)(o).UnmarshalJSON(b) }
 
 // FormatOptions lists options one per line as "  1. Yes  [key 1, allow_once]", for
 // error messages and the CLI.
