@@ -365,7 +365,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		return confine.Save(file, p)
 	}
 	own := spec.Argv
-	spec.Argv = append([]string{f.o.Self, "sandbox", "exec", "--policy", file, "--"}, own...)
+	spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
 	// A host that forks the program itself (pty) confines it from a server thread
 	// (Options.InProcess): one process start less per spawn, and the policy file,
 	// which only --explain reads then, is written once the program runs. Any other

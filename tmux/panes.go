@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/sandbox/confine"
 )
 
 // Launch starts spec.Argv in a new window named spec.Name.
@@ -32,7 +33,7 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 	if name == "" {
 		name = filepath.Base(spec.Argv[0])
 	}
-	if bin, _, _, ok := sandboxLauncher(spec.Argv); ok && !h.noSpare {
+	if bin, _, _, ok := confine.ParseLauncherArgv(spec.Argv); ok && !h.noSpare {
 		// A confined launch: in the spare launcher when one is ready; the next one
 		// starts off this path either way (spare.go).
 		info, ok, err := h.launchSpare(ctx, spec, name, cols, rows)

@@ -81,15 +81,6 @@ func (s *spare) close() {
 	}()
 }
 
-// sandboxLauncher is the launcher binary when argv is the sandbox's launcher
-// (sandbox.WrapLaunch: BIN sandbox exec --policy FILE -- CMD…).
-func sandboxLauncher(argv []string) (bin, policy string, cmd []string, ok bool) {
-	if len(argv) > 6 && filepath.IsAbs(argv[0]) && argv[1] == "sandbox" && argv[2] == "exec" && argv[3] == "--policy" && argv[5] == "--" {
-		return argv[0], argv[4], argv[6:], true
-	}
-	return "", "", nil, false
-}
-
 // spareDir is the 0700 folder of the spares' sockets, beside the tmux socket.
 func (h *Host) spareDir() string { return filepath.Join(filepath.Dir(h.socket), "spare") }
 
@@ -97,7 +88,7 @@ func (h *Host) spareDir() string { return filepath.Join(filepath.Dir(h.socket), 
 // was none ready for it or the handoff failed before the launch was accepted (the
 // spare is then gone, and the caller takes the normal path).
 func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name string, cols, rows int) (core.PaneInfo, bool, error) {
-	bin, policy, cmd, ok := sandboxLauncher(spec.Argv)
+	bin, policy, cmd, ok := confine.ParseLauncherArgv(spec.Argv)
 	if !ok || spec.Cwd == "" {
 		return core.PaneInfo{}, false, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -113,4 +114,21 @@ func WriteReport(path string, rep Report) error {
 		return fmt.Errorf("sandbox report: %w", err)
 	}
 	return nil
+}
+
+// LauncherArgv is the command line of a confined pane's launcher: self (the orcr
+// binary) applies the policy in the file policy, then execs cmd. The sandbox feature
+// builds it; ParseLauncherArgv reads it back (the tmux host's spare launcher takes
+// such launches).
+func LauncherArgv(self, policy string, cmd []string) []string {
+	return append([]string{self, "sandbox", "exec", "--policy", policy, "--"}, cmd...)
+}
+
+// ParseLauncherArgv is LauncherArgv's inverse: ok when argv is a launcher's command
+// line with an absolute binary and a command to exec.
+func ParseLauncherArgv(argv []string) (self, policy string, cmd []string, ok bool) {
+	if len(argv) > 6 && filepath.IsAbs(argv[0]) && argv[1] == "sandbox" && argv[2] == "exec" && argv[3] == "--policy" && argv[5] == "--" {
+		return argv[0], argv[4], argv[6:], true
+	}
+	return "", "", nil, false
 }
