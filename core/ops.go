@@ -210,12 +210,12 @@ func (e *Engine) Send(ctx context.Context, p wire.SendParams) error {
 		return wire.Errorf(wire.CodeInvalidParams, "nothing to send: the text has only control characters, which are never typed as text; to press keys, name them with --keys (e.g. --keys ctrl-c)")
 	}
 	e.mu.Lock()
-	hibernated := rt.a.State == wire.StateHibernated
+	hibernated, path := rt.a.State == wire.StateHibernated, rt.a.Path
 	e.mu.Unlock()
 	if hibernated {
 		// A send wakes it: its session is resumed with the text as the first message.
 		if p.Text == "" {
-			return wire.Errorf(wire.CodeNotRunning, "%s is hibernated: send it text to wake it, or orcr agent resume %s", rt.a.Path, rt.a.Path)
+			return wire.Errorf(wire.CodeNotRunning, "%s is hibernated: send it text to wake it, or orcr agent resume %s", path, path)
 		}
 		return e.wake(ctx, rt, p.Text)
 	}

@@ -101,10 +101,11 @@ func (e *Engine) Resume(ctx context.Context, p wire.ResumeParams) (wire.Agent, e
 	rt2 := &agentRT{a: a}
 	e.mu.Lock()
 	if other := e.liveByPathLocked(a.Path); other != nil {
+		state, otherID := other.a.State, other.a.ID // under the lock: its loop writes them
 		e.mu.Unlock()
 		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
-			Message: fmt.Sprintf("%s is %s again (%s); kill it first: orcr agent kill %s", a.Path, other.a.State, other.a.ID, a.Path)}
+			Message: fmt.Sprintf("%s is %s again (%s); kill it first: orcr agent kill %s", a.Path, state, otherID, a.Path)}
 	}
 	e.agents[a.ID] = rt2
 	e.mu.Unlock()
@@ -189,9 +190,9 @@ func (e *Engine) wake(ctx context.Context, rt *agentRT, text string) error {
 	}
 	e.mu.Lock()
 	if rt.a.State != wire.StateHibernated {
-		st := rt.a.State
+		st, path := rt.a.State, rt.a.Path
 		e.mu.Unlock()
-		return wire.Errorf(wire.CodeInvalidParams, "%s is %s, not hibernated", rt.a.Path, st)
+		return wire.Errorf(wire.CodeInvalidParams, "%s is %s, not hibernated", path, st)
 	}
 	rt.wake = &text
 	ok := e.setStateLocked(ctx, rt, wire.StateQueued, "server", "waking from hibernation", nil)

@@ -135,11 +135,13 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		return wire.Agent{}, wire.Errorf(wire.CodeNameTaken, "an agent with id %s exists already", a.ID)
 	}
 	if other := e.liveByPathLocked(path); other != nil {
+		// Read under the lock: the other agent's loop writes its record.
+		state, otherID := other.a.State, other.a.ID
 		e.mu.Unlock()
 		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, &wire.Error{Code: wire.CodePathTaken,
 			Message: fmt.Sprintf("%s is already %s (%s); pick another path or kill it first: orcr agent kill %s",
-				path, other.a.State, other.a.ID, path)}
+				path, state, otherID, path)}
 	}
 	e.agents[a.ID] = rt
 	e.mu.Unlock()
