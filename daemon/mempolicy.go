@@ -35,6 +35,12 @@ import (
 //     moments of each other) and at most once per returnEvery. An idle server
 //     allocates next to nothing, so without it the dead cells of 100 freshly idle pty
 //     agents (~180 MB) stayed resident until the runtime's two-minute collection.
+//   - What was let go, once the letting go stops: freedQuiet after the last report,
+//     when at least freedSettle bytes were reported since the last return. Since
+//     panes hold no cells until they print and pack small, 100 agents started at once
+//     let go ~50 MB as they pack, under returnFreed: the idle server never collected
+//     it, and 100 idle pty agents cost +34 to +71 MB of RSS a minute later (issue 27's
+//     goal is 20 MB) instead of +17 MB. Spaced like the rule above (returnEvery).
 //
 // Before this the two hosts each called debug.FreeOSMemory on rules of their own (pty
 // on bytes, tmux on ends); now they only say what happened.
@@ -58,6 +64,11 @@ type memPolicy struct {
 	burstQuiet time.Duration
 	tailMu     sync.Mutex
 	tail       *time.Timer // armed while a burst's tail is pending
+
+	// The settle rule (see memPolicy): a return freedQuiet after the last Freed.
+	freedSettle int64
+	freedQuiet  time.Duration
+	settle      *time.Timer // armed while bytes let go wait for the letting go to stop; under tailMu
 }
 
 const (
@@ -70,18 +81,57 @@ const (
 	// than the gap between two of a for_each's instant items (a few ms), shorter than
 	// anyone's look at the RSS after the burst.
 	burstQuiet = 250 * time.Millisecond
+	// freedSettle and freedQuiet are the settle rule's: a pane's construction garbage
+	// (~4 MiB of parser buffer) or a few dozen packed panes, and longer than the gaps
+	// between the packings of panes started together.
+	freedSettle = 4 << 20
+	freedQuiet  = 2 * time.Second
 )
 
 func newMemPolicy() *memPolicy {
 	return &memPolicy{stop: make(chan struct{}),
 		burstEnds: burstEnds, burstFreed: burstFreed, returnFreed: returnFreed,
-		returnBatch: returnBatch, returnEvery: returnEvery, burstQuiet: burstQuiet}
+		returnBatch: returnBatch, returnEvery: returnEvery, burstQuiet: burstQuiet,
+		freedSettle: freedSettle, freedQuiet: freedQuiet}
 }
 
-// Freed counts n bytes a host let go and schedules a return once returnFreed have been.
+// Freed counts n bytes a host let go and schedules a return once returnFreed have
+// been, or once the letting go stops (holdSettle).
 func (m *memPolicy) Freed(n int64) {
-	if m.freed.Add(n) < m.returnFreed || !m.pending.CompareAndSwap(false, true) {
+	freed := m.freed.Add(n)
+	m.holdSettle()
+	if freed < m.returnFreed || !m.pending.CompareAndSwap(false, true) {
 		return
+	}
+	go m.returnSoon()
+}
+
+// holdSettle arms the settle rule's return freedQuiet from now, or puts an armed one
+// off: each report means the letting go goes on.
+func (m *memPolicy) holdSettle() {
+	m.tailMu.Lock()
+	defer m.tailMu.Unlock()
+	if m.settle == nil {
+		m.settle = time.AfterFunc(m.freedQuiet, m.returnSettled)
+		return
+	}
+	m.settle.Reset(m.freedQuiet)
+}
+
+// returnSettled is the settle rule's return: only if freedSettle bytes or more were
+// let go since the last return, and not within returnEvery of it (then once that has
+// passed: returnSoon's spacing).
+func (m *memPolicy) returnSettled() {
+	m.tailMu.Lock()
+	m.settle = nil
+	m.tailMu.Unlock()
+	select {
+	case <-m.stop:
+		return
+	default:
+	}
+	if m.freed.Load() < m.freedSettle || !m.pending.CompareAndSwap(false, true) {
+		return // too little, or a return is scheduled already
 	}
 	go m.returnSoon()
 }
@@ -182,5 +232,8 @@ func (m *memPolicy) close() {
 	defer m.tailMu.Unlock()
 	if m.tail != nil {
 		m.tail.Stop()
+	}
+	if m.settle != nil {
+		m.settle.Stop()
 	}
 }

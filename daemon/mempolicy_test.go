@@ -134,6 +134,38 @@ func TestMemPolicyReturnsWhatPilesUp(t *testing.T) {
 	}
 }
 
+// What was let go comes back once the letting go stops, even under returnFreed: 100
+// pty agents started together let go ~50 MB as their panes pack, a few hundred KB
+// each over seconds, and the idle server kept it (+34 to +71 MB a minute later in
+// bench/pty). Reports closer together than freedQuiet put the return off; less than
+// freedSettle since the last return is left to the runtime.
+func TestMemPolicyReturnsWhatSettles(t *testing.T) {
+	m := newMemPolicy()
+	defer m.close()
+	m.returnBatch, m.returnEvery = 20*time.Millisecond, 20*time.Millisecond
+	m.freedQuiet = 400 * time.Millisecond
+	start := time.Now()
+	var last time.Time
+	for range 8 { // 8 × 1 MiB, one every 100 ms: the letting go goes on
+		m.Freed(1 << 20)
+		last = time.Now()
+		if n := m.returns.Load(); n != 0 {
+			t.Fatalf("%d returns %v into the letting go; want none while it goes on", n, time.Since(start))
+		}
+		time.Sleep(100 * time.Millisecond) // the reports' own pace, not a wait for a condition
+	}
+	if !wait.Until(wait.Scale(10*time.Second), func() bool { return m.returns.Load() == 1 }) {
+		t.Fatalf("no return after 8 MiB let go and %v of quiet", m.freedQuiet)
+	}
+	if since := time.Since(last); since < m.freedQuiet-50*time.Millisecond {
+		t.Fatalf("returned %v after the last report; want once it stopped (%v)", since, m.freedQuiet)
+	}
+	m.Freed(1 << 20) // under freedSettle: the runtime's business
+	if wait.Until(4*m.freedQuiet, func() bool { return m.returns.Load() > 1 }) {
+		t.Fatal("a return for 1 MiB let go; want none under freedSettle")
+	}
+}
+
 // hostExit waits for pane's PaneExited on h.
 func hostExit(t *testing.T, h core.Host, pane string) {
 	t.Helper()
