@@ -338,6 +338,7 @@ func (p *pane) packQuiet() {
 	}
 	if p.packed = pack(p.emu); p.packed != nil {
 		p.h.mem.Freed(int64(p.packed.freed))
+		p.text.drop()
 	}
 }
 

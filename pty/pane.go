@@ -54,6 +54,9 @@ type pane struct {
 	packed    *packed
 	packTimer *time.Timer
 	lastOut   time.Time
+	// text is the screen's rows as read last; a read makes again only the rows the
+	// emulator marked touched since (screenText).
+	text lineCache
 
 	writeMu sync.Mutex     // serializes writes to ptmx and their deadlines
 	replies chan []byte    // the emulator's answers to terminal queries, to the pty
@@ -215,28 +218,35 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 		}
 		return false
 	})
-	// Track DECSTBM for feed: its fast path needs the whole screen to scroll. Margins past
-	// the screen are ignored (returning true): the emulator takes them as given and its next
-	// scroll indexes past its buffer and panics, which any program could trigger with
-	// ESC[1;999r. Otherwise returning false lets the emulator's own handler run.
+	// Track DECSTBM for feed: its fast path needs the whole screen to scroll.
+	guardMargins(emu, func(scr int, region bool) { p.fast.region[scr] = region })
+	p.fast.reset()
+	p.mu.Lock()
+	p.packAtStart()
+	p.mu.Unlock()
+	return p
+}
+
+// guardMargins registers the emulator's DECSTBM handler. Margins past the screen are
+// ignored (returning true): the emulator takes them as given and its next scroll
+// indexes past its buffer and panics, which any program could trigger with ESC[1;999r.
+// Otherwise track hears which screen (0 main, 1 alternate: each has its own margins)
+// now has a scroll region narrower than the screen, and returning false lets the
+// emulator's own handler run.
+func guardMargins(emu *vt.Emulator, track func(scr int, region bool)) {
 	emu.RegisterCsiHandler('r', func(params ansi.Params) bool {
 		top, _, _ := params.Param(0, 1)
 		bottom, _, _ := params.Param(1, 0)
 		if top > emu.Height() || bottom > emu.Height() {
 			return true
 		}
-		scr := 0 // each screen has its own margins
+		scr := 0
 		if emu.IsAltScreen() {
 			scr = 1
 		}
-		p.fast.region[scr] = top > 1 || bottom > 0 && bottom < emu.Height()
+		track(scr, top > 1 || bottom > 0 && bottom < emu.Height())
 		return false
 	})
-	p.fast.reset()
-	p.mu.Lock()
-	p.packAtStart()
-	p.mu.Unlock()
-	return p
 }
 
 // packAtStart packs a new pane's blank screens at once: vt.NewEmulator allocates both
@@ -427,7 +437,7 @@ func (p *pane) read(lines int, styled bool) core.Screen {
 	} else if styled {
 		screen = styledScreenLines(p.emu)
 	} else {
-		screen = screenLines(p.emu)
+		screen = p.text.screen(p.emu)
 	}
 	out := append(history, screen...)
 	p.mu.Unlock()
@@ -455,26 +465,80 @@ func screenLines(emu *vt.Emulator) []string {
 	out := make([]string, rows)
 	var b strings.Builder
 	for y := range rows {
-		b.Reset()
-		b.Grow(cols)
-		end := 0 // length of b up to the last non-space
-		for x := 0; x < cols; x++ {
-			c := emu.CellAt(x, y)
-			if c == nil || (c.Width == 0 && c.Content == "") {
-				continue // the second column of a wide character
-			}
-			switch c.Content {
-			case "", " ":
-				b.WriteByte(' ')
-			default:
-				b.WriteString(c.Content)
-				end = b.Len()
-			}
-		}
-		out[y] = b.String()[:end]
+		out[y] = screenLine(emu, &b, y, cols)
 	}
 	return out
 }
+
+// screenLine is row y of screenLines; b is scratch space.
+func screenLine(emu *vt.Emulator, b *strings.Builder, y, cols int) string {
+	b.Reset()
+	b.Grow(cols)
+	end := 0 // length of b up to the last non-space
+	for x := 0; x < cols; x++ {
+		c := emu.CellAt(x, y)
+		if c == nil || (c.Width == 0 && c.Content == "") {
+			continue // the second column of a wide character
+		}
+		switch c.Content {
+		case "", " ":
+			b.WriteByte(' ')
+		default:
+			b.WriteString(c.Content)
+			end = b.Len()
+		}
+	}
+	return b.String()[:end]
+}
+
+// lineCache keeps a pane's screen text between reads. The kernel reads a working
+// agent's screen up to four times a second to judge its state, and making every
+// row's text again each time was a fifth of the server's CPU with 20 agents
+// redrawing a status line (bench/pty BenchmarkStatusLine20VsRawTmux), where one row
+// changes. The emulator's screen buffer marks each row a change touches (its
+// Touched list, kept for renderers; nothing else here reads it): a read makes again
+// only those rows and clears the marks. Everything that changes rows without marking
+// them replaces the list instead (a reset, a resize, entering the alternate screen
+// all set it to nil, and the next mark makes a new one), so a list that is not the
+// one the cache cleared, another emulator, the other screen or another size makes
+// every row again. FuzzScreenCache holds it to screenLines after any output.
+type lineCache struct {
+	emu     *vt.Emulator
+	alt     bool
+	cols    int
+	touched **uv.LineData // the Touched list's first entry when the rows were made
+	lines   []string
+	b       strings.Builder
+}
+
+// screen returns the text of every row of emu's screen, as screenLines does; the
+// caller must not change the slice (the cache keeps it).
+func (c *lineCache) screen(emu *vt.Emulator) []string {
+	cols, rows := emu.Width(), emu.Height()
+	alt := emu.IsAltScreen()
+	t := emu.Touched()
+	if c.emu != emu || c.alt != alt || c.cols != cols || len(c.lines) != rows || len(t) < rows || &t[0] != c.touched {
+		c.lines = make([]string, rows)
+		for y := range rows {
+			c.lines[y] = screenLine(emu, &c.b, y, cols)
+		}
+	} else {
+		for y := range rows {
+			if t[y] != nil {
+				c.lines[y] = screenLine(emu, &c.b, y, cols)
+			}
+		}
+	}
+	clear(t)
+	c.emu, c.alt, c.cols, c.touched = emu, alt, cols, nil
+	if len(t) > 0 {
+		c.touched = &t[0]
+	}
+	return c.lines
+}
+
+// drop forgets the rows (a pane that packs its screens keeps no copy of them).
+func (c *lineCache) drop() { *c = lineCache{} }
 
 // styledScreenLines returns every row of the screen with SGR sequences for its cells'
 // styles (and OSC 8 for their links), trailing spaces trimmed.
@@ -568,6 +632,7 @@ func (p *pane) letGo() {
 	}
 	if p.packed = pack(p.emu); p.packed != nil {
 		p.h.mem.Freed(int64(p.packed.freed))
+		p.text.drop()
 	}
 }
 
