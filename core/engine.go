@@ -319,6 +319,9 @@ func (e *Engine) change(ctx context.Context, rt *agentRT, decide func(a wire.Age
 func (e *Engine) writeLocked(ctx context.Context, rt *agentRT, a wire.Agent, ev *wire.Event) (wire.Agent, bool, error) {
 	a.UpdatedAt = e.now()
 	rt.a = a
+	if leftLive(a.State) {
+		dropLiveLocked(e, rt)
+	}
 	if ev == nil {
 		if err := e.store.PutAgent(ctx, a); err != nil {
 			e.log.Error("store agent", "id", a.ID, "err", err)
