@@ -184,9 +184,7 @@ func (e *Engine) Start(ctx context.Context, features ...Feature) error {
 	if err := startFeatures(ctx, e, features); err != nil {
 		return err
 	}
-	e.wg.Add(1)
-	go e.admitLoop()
-	e.kickAdmission()
+	startAdmission(e)
 	return nil
 }
 

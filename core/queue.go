@@ -58,6 +58,11 @@ type fleet struct {
 	live    map[*agentRT]string
 	running map[string]int
 	loaded  bool // the first admission loaded the queue from e.agents
+	// admitting: admission runs (startAdmission), which Start begins once every
+	// feature's Start has returned. Before, a spawn (a feature's Start resuming its work calls
+	// agent.run) only waits in the queue: launching it at once would run the features'
+	// launch hooks (a sandbox's WrapLaunch) while their Start still sets them up.
+	admitting bool
 	// launching counts admitted agents whose launch (worktree, hooks, the host's new
 	// pane) has not returned; admission keeps it at most MaxLaunching.
 	launching int
@@ -435,6 +440,18 @@ func (e *Engine) kickAdmission() {
 	case e.admitWake <- struct{}{}:
 	default:
 	}
+}
+
+// startAdmission opens admission once every feature has started: from here a spawn
+// that nothing holds is launched at once (spawnLocked), and admission's loop takes
+// the queue, starting with what waited meanwhile.
+func startAdmission(e *Engine) {
+	e.mu.Lock()
+	e.fl.admitting = true
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go e.admitLoop()
+	e.kickAdmission()
 }
 
 func (e *Engine) admitLoop() {

@@ -178,8 +178,10 @@ func spawnLocked(ctx context.Context, e *Engine, rt *agentRT) (stored wire.Agent
 		return a, false, err
 	}
 	// The engine's context is checked under e.mu: Close cancels it before it takes
-	// e.mu and waits for e.wg, so the e.wg.Add below comes before that Wait.
-	if !e.fl.loaded || len(e.fl.q.items) > 0 || e.ctx.Err() != nil || !e.broker.batches() {
+	// e.mu and waits for e.wg, so the e.wg.Add below comes before that Wait. Until
+	// admission's loop runs (every feature started: see fleet.admitting), a spawn takes
+	// the queue's path, launched by that loop's first pass.
+	if !e.fl.admitting || !e.fl.loaded || len(e.fl.q.items) > 0 || e.ctx.Err() != nil || !e.broker.batches() {
 		return queueOnly()
 	}
 	lim := e.limits

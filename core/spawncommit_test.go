@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,5 +242,79 @@ func TestRunningCountsFollowEachEnd(t *testing.T) {
 	}
 	if n, shell := total(); n != 0 || shell != 0 {
 		t.Fatalf("all ended: total %d, shell %d, want 0", n, shell)
+	}
+}
+
+// launchSpy is a launch hook that notes each call and whether its feature's Start had
+// returned by then.
+type launchSpy struct {
+	started atomic.Bool // the feature's Start returned
+	calls   atomic.Int32
+	early   atomic.Int32 // calls before Start returned
+}
+
+func (s *launchSpy) BeforeLaunch(context.Context, wire.Agent, bool) error {
+	s.calls.Add(1)
+	if !s.started.Load() {
+		s.early.Add(1)
+	}
+	return nil
+}
+
+// A spawn made while features are still starting (a feature's Start resumes its work
+// and calls agent.run, as the run service does after a restart) is not launched at once:
+// the launch would run the features' launch hooks (the sandbox's WrapLaunch) while
+// their Start still sets them up, a data race -race found in TestRunSurvivesRestarts.
+// It waits in the queue and admission's first pass, after every Start, launches it.
+// Fails when agent.run admits at once before Start is done: the record read back in
+// Start is starting, and the hook runs before Start returns.
+func TestSpawnDuringStartWaitsForFeatures(t *testing.T) {
+	home := t.TempDir()
+	ctx := context.Background()
+	st, err := store.Open(home+"/store", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
+		Home: home, Socket: home + "/orcr.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Close(cctx)
+		st.Close()
+	}()
+	spy := &launchSpy{}
+	var id string
+	var inStart wire.State
+	f := &feature{name: "resumer", start: func(ctx context.Context, k core.Kernel) error {
+		k.AddLaunchHook(spy)
+		a, err := k.Run(ctx, wire.RunParams{Path: "resume/early", Argv: []string{"sleep", "30"}, Cwd: home})
+		if err != nil {
+			return err
+		}
+		id = a.ID
+		got, err := k.Get(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		inStart = got.State
+		spy.started.Store(true)
+		return nil
+	}}
+	if err := eng.Start(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	if inStart != wire.StateQueued {
+		t.Fatalf("a spawn made in a feature's Start was %s before Start returned, want queued (admitted after every Start)", inStart)
+	}
+	wait.For(t, 10*time.Second, "the early spawn working", func() bool {
+		got, err := eng.Get(ctx, id)
+		return err == nil && got.State == wire.StateWorking
+	})
+	if n, early := spy.calls.Load(), spy.early.Load(); n != 1 || early != 0 {
+		t.Fatalf("launch hook called %d times, %d before the feature's Start returned; want once, after", n, early)
 	}
 }
