@@ -151,6 +151,44 @@ func (b *broker) publishAgent(ctx context.Context, a wire.Agent, e wire.Event) (
 	return stored, nil
 }
 
+// agentEventsLog is an EventLog that can store a record with several events in one
+// transaction (store.Store can). A spawn admitted at once is one commit with it.
+type agentEventsLog interface {
+	PutAgentEvents(ctx context.Context, a wire.Agent, evs []wire.Event) ([]wire.Event, error)
+}
+
+// batches reports whether publishAgentEvents stores in one transaction.
+func (b *broker) batches() bool {
+	_, ok := b.store.(agentEventsLog)
+	return ok
+}
+
+// publishAgentEvents is publishAgent with several events, stored with a's record in one
+// transaction (the store must be an agentEventsLog: see batches) and delivered in order.
+func (b *broker) publishAgentEvents(ctx context.Context, a wire.Agent, evs []wire.Event) ([]wire.Event, error) {
+	log, ok := b.store.(agentEventsLog)
+	if !ok {
+		return nil, fmt.Errorf("store agent and events: the store takes one event per record")
+	}
+	now := time.Now().UTC()
+	for i := range evs {
+		if evs[i].At.IsZero() {
+			evs[i].At = now
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	stored, err := log.PutAgentEvents(ctx, a, evs)
+	if err != nil {
+		return nil, fmt.Errorf("store agent and events: %w", err)
+	}
+	for _, ev := range stored {
+		b.keepLocked(ev)
+		b.notifyLocked(ev)
+	}
+	return stored, nil
+}
+
 // publishTransient delivers a transient event (seq 0) to transient subscribers,
 // dropping it for subscribers whose buffer is full.
 func (b *broker) publishTransient(e wire.Event) {

@@ -184,9 +184,7 @@ func (e *Engine) Start(ctx context.Context, features ...Feature) error {
 	if err := startFeatures(ctx, e, features); err != nil {
 		return err
 	}
-	e.wg.Add(1)
-	go e.admitLoop()
-	e.kickAdmission()
+	startAdmission(e)
 	return nil
 }
 
@@ -319,6 +317,9 @@ func (e *Engine) change(ctx context.Context, rt *agentRT, decide func(a wire.Age
 func (e *Engine) writeLocked(ctx context.Context, rt *agentRT, a wire.Agent, ev *wire.Event) (wire.Agent, bool, error) {
 	a.UpdatedAt = e.now()
 	rt.a = a
+	if leftLive(a.State) {
+		dropLiveLocked(e, rt)
+	}
 	if ev == nil {
 		if err := e.store.PutAgent(ctx, a); err != nil {
 			e.log.Error("store agent", "id", a.ID, "err", err)

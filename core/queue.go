@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -48,10 +49,20 @@ const memRecheck = 2 * time.Second
 // fleet is the engine's queue and GC state. It is guarded by Engine.mu
 // unless a field says otherwise.
 type fleet struct {
-	q      admitQueue
-	inQ    map[*agentRT]struct{} // agents in q.items
-	live   map[*agentRT]struct{} // admitted agents not yet seen terminal
-	loaded bool                  // the first admission loaded the queue from e.agents
+	q   admitQueue
+	inQ map[*agentRT]struct{} // agents in q.items
+	// live holds the admitted agents that have not ended (nor gone back to the queue,
+	// nor hibernated), each with the provider it counts for in running; total is
+	// len(live). writeLocked drops an agent the moment its record leaves, so admission
+	// reads the counts without a pass over every live agent.
+	live    map[*agentRT]string
+	running map[string]int
+	loaded  bool // the first admission loaded the queue from e.agents
+	// admitting: admission runs (startAdmission), which Start begins once every
+	// feature's Start has returned. Before, a spawn (a feature's Start resuming its work calls
+	// agent.run) only waits in the queue: launching it at once would run the features'
+	// launch hooks (a sandbox's WrapLaunch) while their Start still sets them up.
+	admitting bool
 	// launching counts admitted agents whose launch (worktree, hooks, the host's new
 	// pane) has not returned; admission keeps it at most MaxLaunching.
 	launching int
@@ -246,7 +257,7 @@ func (e *Engine) loadQueueLocked() {
 		e.fl.inQ = map[*agentRT]struct{}{}
 	}
 	if e.fl.live == nil {
-		e.fl.live = map[*agentRT]struct{}{}
+		e.fl.live, e.fl.running = map[*agentRT]string{}, map[string]int{}
 	}
 	e.fl.q.aging = e.limits.Aging
 	for _, rt := range e.agents {
@@ -254,8 +265,8 @@ func (e *Engine) loadQueueLocked() {
 		case rt.a.State == wire.StateQueued:
 			e.fl.inQ[rt] = struct{}{}
 			e.fl.q.items = append(e.fl.q.items, entryOf(rt))
-		case rt.a.State.Live():
-			e.fl.live[rt] = struct{}{}
+		case rt.a.State.Live() && !leftLive(rt.a.State):
+			addLiveLocked(e, rt)
 		}
 	}
 	q := &e.fl.q
@@ -276,19 +287,39 @@ func setQueuePosLocked(rt *agentRT, pos int) {
 	}
 }
 
-// runningLocked counts admitted agents that have not ended, dropping ended ones.
+// runningLocked counts admitted agents that have not ended, per provider and in all.
+// The map is the caller's to change.
 func (e *Engine) runningLocked() (map[string]int, int) {
-	running := map[string]int{}
-	total := 0
-	for rt := range e.fl.live {
-		if rt.a.State.Terminal() || rt.a.State == wire.StateHibernated || rt.a.State == wire.StateQueued {
-			delete(e.fl.live, rt) // a hibernated agent has no process; woken, it is admitted again
-			continue
-		}
-		running[rt.a.Provider]++
-		total++
+	return maps.Clone(e.fl.running), len(e.fl.live)
+}
+
+// leftLive reports whether a record in state s no longer counts against the caps: it
+// ended, or has no process (hibernated; woken, it is admitted again), or waits in the
+// queue again.
+func leftLive(s wire.State) bool {
+	return s.Terminal() || s == wire.StateHibernated || s == wire.StateQueued
+}
+
+// addLiveLocked counts an admitted agent against the caps, once.
+func addLiveLocked(e *Engine, rt *agentRT) {
+	if _, ok := e.fl.live[rt]; ok || e.fl.live == nil {
+		return
 	}
-	return running, total
+	e.fl.live[rt] = rt.a.Provider
+	e.fl.running[rt.a.Provider]++
+}
+
+// dropLiveLocked stops counting an agent against the caps (writeLocked calls it when
+// its record leaves: see leftLive).
+func dropLiveLocked(e *Engine, rt *agentRT) {
+	prov, ok := e.fl.live[rt]
+	if !ok {
+		return
+	}
+	delete(e.fl.live, rt)
+	if e.fl.running[prov]--; e.fl.running[prov] <= 0 {
+		delete(e.fl.running, prov)
+	}
 }
 
 // setLimits changes the admission caps; they apply at the next admission.
@@ -411,6 +442,18 @@ func (e *Engine) kickAdmission() {
 	}
 }
 
+// startAdmission opens admission once every feature has started: from here a spawn
+// that nothing holds is launched at once (spawnLocked), and admission's loop takes
+// the queue, starting with what waited meanwhile.
+func startAdmission(e *Engine) {
+	e.mu.Lock()
+	e.fl.admitting = true
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go e.admitLoop()
+	e.kickAdmission()
+}
+
 func (e *Engine) admitLoop() {
 	defer e.wg.Done()
 	recheck := time.NewTimer(time.Hour)
@@ -435,40 +478,38 @@ func (e *Engine) admitLoop() {
 		}
 		for _, rt := range out {
 			e.wg.Add(1)
-			go func(rt *agentRT) {
-				defer e.wg.Done()
-				defer func() {
-					// The slot is free: admission may take the next queued agent.
-					e.mu.Lock()
-					e.fl.launching--
-					e.mu.Unlock()
-					e.kickAdmission()
-				}()
-				e.mu.Lock()
-				ok := rt.a.State == wire.StateStarting
-				e.mu.Unlock()
-				if ok { // not killed between admission and here
-					e.launch(e.ctx, rt)
-				}
-			}(rt)
+			go launchAdmitted(e, rt)
 		}
 	}
 }
 
-// admit picks the queued agents that may start now and marks them starting (stored
-// before anything is launched, so a crash never launches one twice). retryAt is when
-// a gate that holds some of them wants to be asked again (zero: no such wish).
-func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
+// launchAdmitted launches an agent admission took (counted in e.fl.launching and
+// e.wg by the caller) and frees its launch slot after.
+func launchAdmitted(e *Engine, rt *agentRT) {
+	defer e.wg.Done()
+	defer func() {
+		// The slot is free: admission may take the next queued agent.
+		e.mu.Lock()
+		e.fl.launching--
+		e.mu.Unlock()
+		e.kickAdmission()
+	}()
 	e.mu.Lock()
-	e.loadQueueLocked()
-	lim := e.limits
-	e.fl.q.setAging(lim.Aging)
-	running, total := e.runningLocked()
-	// A gate's yes is final within the pass (pick admits whatever every gate lets
-	// through), so the placers are asked right then: each placement is seen by the
-	// gates deciding the agents after it.
-	placed, onNode := map[string]string{}, map[string]string{}
-	gate := func(a wire.Agent) (bool, string, time.Time) {
+	ok := rt.a.State == wire.StateStarting
+	e.mu.Unlock()
+	if ok { // not killed between admission and here
+		e.launch(e.ctx, rt)
+	}
+}
+
+// admissionGate is the gate admission asks about each agent it may take: the
+// features' gates, then (on a yes) the placers, whose placements it notes in placed
+// (account) and onNode (node) by agent id. A gate's yes is final within the pass, so
+// the placers are asked right then: each placement is seen by the gates deciding the
+// agents after it. The caller holds e.mu.
+func admissionGate(e *Engine) (gate func(a wire.Agent) (bool, string, time.Time), placed, onNode map[string]string) {
+	placed, onNode = map[string]string{}, map[string]string{}
+	gate = func(a wire.Agent) (bool, string, time.Time) {
 		ok, why, at := e.gateLocked(e.ctx, a)
 		if ok {
 			if acct := e.placeLocked(e.ctx, a); acct != "" {
@@ -481,6 +522,37 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		}
 		return ok, why, at
 	}
+	return gate, placed, onNode
+}
+
+// admitted is a's record once admission took it: starting, with the account and node
+// it was placed on (when any).
+func admitted(a wire.Agent, acct, node string, now time.Time) (wire.Agent, wire.Event, bool) {
+	next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
+	if ok && acct != "" {
+		next.Account = acct
+	}
+	if ok && node != "" {
+		next.Node = node
+	}
+	return next, ev, ok
+}
+
+// admit picks the queued agents that may start now and marks them starting (stored
+// before anything is launched, so a crash never launches one twice). retryAt is when
+// a gate that holds some of them wants to be asked again (zero: no such wish).
+func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
+	e.mu.Lock()
+	e.loadQueueLocked()
+	if len(e.fl.q.items) == 0 {
+		// Nothing waits (the pass after each launch, most often): nothing to decide.
+		e.mu.Unlock()
+		return nil, time.Time{}
+	}
+	lim := e.limits
+	e.fl.q.setAging(lim.Aging)
+	running, total := e.runningLocked()
+	gate, placed, onNode := admissionGate(e)
 	out, dropped, held, retryAt := e.fl.q.pick(lim, running, total, max(0, MaxLaunching-e.fl.launching), gate)
 	for _, rt := range dropped {
 		delete(e.fl.inQ, rt)
@@ -494,17 +566,11 @@ func (e *Engine) admit() (out []*agentRT, retryAt time.Time) {
 		delete(e.fl.inQ, rt)
 		acct, node := placed[rt.a.ID], onNode[rt.a.ID]
 		_, ok, _ := e.changeLocked(e.ctx, rt, func(a wire.Agent) (wire.Agent, *wire.Event, bool) {
-			next, ev, ok := MoveTo(a, wire.StateStarting, "server", "admitted", nil, now)
-			if ok && acct != "" {
-				next.Account = acct
-			}
-			if ok && node != "" {
-				next.Node = node
-			}
+			next, ev, ok := admitted(a, acct, node, now)
 			return next, &ev, ok
 		})
 		if ok {
-			e.fl.live[rt] = struct{}{}
+			addLiveLocked(e, rt)
 			started = append(started, rt)
 		}
 	}

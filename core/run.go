@@ -144,8 +144,8 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 				path, state, otherID, path)}
 	}
 	e.agents[a.ID] = rt
+	stored, admitNow, err := spawnLocked(ctx, e, rt)
 	e.mu.Unlock()
-	stored, err := e.mutate(ctx, rt, func(*wire.Agent) {}, &wire.Event{Event: wire.EventAgentSpawned, To: wire.StateQueued})
 	if err != nil {
 		e.mu.Lock()
 		delete(e.agents, a.ID)
@@ -153,8 +153,65 @@ func (e *Engine) Run(ctx context.Context, p wire.RunParams) (wire.Agent, error) 
 		dropEnv(e.opts.Home, a.ID)
 		return wire.Agent{}, err
 	}
-	e.enqueue(rt)
+	if admitNow {
+		go launchAdmitted(e, rt)
+	} else {
+		e.enqueue(rt)
+	}
 	return stored, nil
+}
+
+// spawnLocked stores a new agent's record with its agent.spawned event and returns the
+// record as that event carries it (queued), which is what agent.run answers. When no
+// agent waits in the queue and admission takes this one at once (the same caps, launch
+// slots, gates and placers as admit), the record is stored as starting instead, with
+// agent.spawned and the agent.state event of its admission, in one transaction: one
+// commit where there were two (the spawn's, then admission's), and admission's pass
+// and goroutine hop are skipped. A crash after it finds a starting record without a
+// pane, as it would after admission's commit (neverLaunched). admitNow is then true:
+// the agent is counted launching and in e.wg, and the caller starts launchAdmitted.
+// The caller holds e.mu.
+func spawnLocked(ctx context.Context, e *Engine, rt *agentRT) (stored wire.Agent, admitNow bool, err error) {
+	spawned := wire.Event{Event: wire.EventAgentSpawned, To: wire.StateQueued}
+	queueOnly := func() (wire.Agent, bool, error) {
+		a, _, err := e.writeLocked(ctx, rt, rt.a, &spawned)
+		return a, false, err
+	}
+	// The engine's context is checked under e.mu: Close cancels it before it takes
+	// e.mu and waits for e.wg, so the e.wg.Add below comes before that Wait. Until
+	// admission's loop runs (every feature started: see fleet.admitting), a spawn takes
+	// the queue's path, launched by that loop's first pass.
+	if !e.fl.admitting || !e.fl.loaded || len(e.fl.q.items) > 0 || e.ctx.Err() != nil || !e.broker.batches() {
+		return queueOnly()
+	}
+	lim := e.limits
+	running, total := e.runningLocked()
+	gate, placed, onNode := admissionGate(e)
+	one := admitQueue{items: []qEntry{entryOf(rt)}, aging: lim.Aging}
+	if out, _, _, _ := one.pick(lim, running, total, max(0, MaxLaunching-e.fl.launching), gate); len(out) == 0 {
+		return queueOnly()
+	}
+	now := e.now()
+	queued := rt.a
+	queued.UpdatedAt = now
+	next, state, ok := admitted(queued, placed[queued.ID], onNode[queued.ID], now)
+	if !ok {
+		return queueOnly()
+	}
+	next.UpdatedAt = now
+	// Events carry the record without its last screen (writeLocked's rule).
+	qa, na := queued, next
+	qa.LastScreen, na.LastScreen = "", ""
+	spawned.Agent, state.Agent = &qa, &na
+	if _, err := e.broker.publishAgentEvents(ctx, next, []wire.Event{spawned, state}); err != nil {
+		e.log.Error("publish", "id", queued.ID, "err", err)
+		return wire.Agent{}, false, err
+	}
+	rt.a = next
+	addLiveLocked(e, rt)
+	e.fl.launching++
+	e.wg.Add(1)
+	return queued, true, nil
 }
 
 // givenID is the id a spawn asked for (a coordinator placing its agent on this node

@@ -385,8 +385,17 @@ func priceTable(cfg config.Config, log *slog.Logger) *prices.Table {
 
 // Serve runs the headless server until ctx ends (a signal), reloading the config on
 // SIGHUP. It says on stderr where it serves.
-func Serve(ctx context.Context, stderr io.Writer) error {
+func Serve(ctx context.Context, stderr io.Writer) (err error) {
 	sampleHeapFinely()
+	stopProfile, err := startCPUProfile()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if perr := stopProfile(); err == nil {
+			err = perr
+		}
+	}()
 	softLimit := os.Getenv("GOMEMLIMIT") == ""
 	if softLimit {
 		// A soft limit keeps badger's write bursts from growing the heap for good;

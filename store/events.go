@@ -19,54 +19,81 @@ func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (wire.Event, erro
 	if err := ctxErr(ctx, "append event"); err != nil {
 		return wire.Event{}, err
 	}
-	return s.appendWith(ctx, e, "append event", nil)
+	out, err := s.appendWith(ctx, []wire.Event{e}, "append event", nil)
+	if err != nil {
+		return wire.Event{}, err
+	}
+	return out[0], nil
 }
 
 // PutAgentEvent writes a's record and appends e with the next seq in one transaction:
 // one commit instead of two for every state change.
 func (s *Store) PutAgentEvent(ctx context.Context, a wire.Agent, e wire.Event) (wire.Event, error) {
-	if err := ctxErr(ctx, "put agent and event"); err != nil {
-		return wire.Event{}, err
-	}
-	if a.ID == "" {
-		return wire.Event{}, wire.Errorf(wire.CodeInvalidParams, "store: agent has no id")
-	}
-	aval, err := encodeAgent(&a)
+	out, err := s.PutAgentEvents(ctx, a, []wire.Event{e})
 	if err != nil {
 		return wire.Event{}, err
 	}
-	return s.appendWith(ctx, e, "put agent "+a.ID+" with event", func(txn *badger.Txn) error {
+	return out[0], nil
+}
+
+// PutAgentEvents writes a's record and appends evs with the next seqs, in their order,
+// in one transaction: a spawn admitted at once stores its record as starting with its
+// agent.spawned and its agent.state events in one commit instead of two.
+func (s *Store) PutAgentEvents(ctx context.Context, a wire.Agent, evs []wire.Event) ([]wire.Event, error) {
+	if err := ctxErr(ctx, "put agent and event"); err != nil {
+		return nil, err
+	}
+	if a.ID == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "store: agent has no id")
+	}
+	if len(evs) == 0 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "store: agent %s with no event", a.ID)
+	}
+	aval, err := encodeAgent(&a)
+	if err != nil {
+		return nil, err
+	}
+	return s.appendWith(ctx, evs, "put agent "+a.ID+" with event", func(txn *badger.Txn) error {
 		return txn.Set(agentKey(a.ID), aval)
 	})
 }
 
-// appendWith gives e the next seq and commits it, the m/seq high-water mark and what
-// with writes (nil: nothing) in one transaction. Appends are serialised on appendMu, so
-// seqs come out contiguous and in commit order. A failed commit is "what SEQ: err".
-func (s *Store) appendWith(ctx context.Context, e wire.Event, what string, with func(*badger.Txn) error) (wire.Event, error) {
+// appendWith gives evs the next seqs and commits them, the m/seq high-water mark and
+// what with writes (nil: nothing) in one transaction. Appends are serialised on
+// appendMu, so seqs come out contiguous and in commit order. A failed commit is "what
+// SEQ: err", SEQ the first event's.
+func (s *Store) appendWith(ctx context.Context, evs []wire.Event, what string, with func(*badger.Txn) error) ([]wire.Event, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
-	seq := s.lastSeq.Load() + 1
-	e.Seq = seq
-	val, err := encodeEvent(&e)
-	if err != nil {
-		return wire.Event{}, err
+	first := s.lastSeq.Load() + 1
+	out := make([]wire.Event, len(evs))
+	vals := make([][]byte, len(evs))
+	for i, e := range evs {
+		e.Seq = first + uint64(i)
+		val, err := encodeEvent(&e)
+		if err != nil {
+			return nil, err
+		}
+		out[i], vals[i] = e, val
 	}
+	last := first + uint64(len(evs)) - 1
 	if err := s.update(ctx, func(txn *badger.Txn) error {
 		if with != nil {
 			if err := with(txn); err != nil {
 				return err
 			}
 		}
-		if err := txn.Set(eventKey(seq), val); err != nil {
-			return err
+		for i, val := range vals {
+			if err := txn.Set(eventKey(first+uint64(i)), val); err != nil {
+				return err
+			}
 		}
-		return txn.Set(keySeq, seqBytes(seq))
+		return txn.Set(keySeq, seqBytes(last))
 	}); err != nil {
-		return wire.Event{}, fmt.Errorf("%s %d: %w", what, seq, err)
+		return nil, fmt.Errorf("%s %d: %w", what, first, err)
 	}
-	s.lastSeq.Store(seq)
-	return e, nil
+	s.lastSeq.Store(last)
+	return out, nil
 }
 
 // Events returns stored events with seq > after, oldest first, at most limit (0 or less:

@@ -517,3 +517,51 @@ func TestPutAgentEventOneWrite(t *testing.T) {
 		t.Fatalf("events after reopen: %+v %v", evs, err)
 	}
 }
+
+// PutAgentEvents stores the record and several events in one transaction, with the next
+// seqs in their order; a refused write takes no seq; all of it survives a reopen.
+func TestPutAgentEventsOneWrite(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendEvent(ctx, sampleEvent(0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	a := sampleAgent(4)
+	queued := a
+	queued.State = wire.StateQueued
+	a.State = wire.StateStarting
+	evs, err := s.PutAgentEvents(ctx, a, []wire.Event{
+		{Event: wire.EventAgentSpawned, To: wire.StateQueued, Agent: &queued},
+		{Event: wire.EventAgentState, From: wire.StateQueued, To: wire.StateStarting, Agent: &a},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Seq != 2 || evs[1].Seq != 3 {
+		t.Fatalf("stored %+v, want seqs 2 and 3", evs)
+	}
+	if _, err := s.PutAgentEvents(ctx, a, nil); wire.CodeOf(err) != wire.CodeInvalidParams {
+		t.Fatalf("no events: %v", err)
+	}
+	if s.LastSeq() != 3 {
+		t.Fatalf("a refused write moved the seq to %d", s.LastSeq())
+	}
+	s.Close()
+	s = openT(t, dir)
+	got, err := s.GetAgent(ctx, a.ID)
+	if err != nil || got.State != wire.StateStarting {
+		t.Fatalf("agent after reopen: %v %v", got.State, err)
+	}
+	back, err := s.Events(ctx, 1, 0)
+	if err != nil || len(back) != 2 || back[0].Event != wire.EventAgentSpawned || back[0].Agent.State != wire.StateQueued ||
+		back[1].Seq != 3 || back[1].To != wire.StateStarting {
+		t.Fatalf("events after reopen: %+v %v", back, err)
+	}
+	if s.LastSeq() != 3 {
+		t.Fatalf("seq after reopen %d, want 3", s.LastSeq())
+	}
+}

@@ -58,6 +58,10 @@ func StartBench(tb testing.TB, host string, drop ...string) *Bench {
 		// The server writes heap profiles there on SIGUSR1 (Bench.MemDump).
 		bn.Env = append(bn.Env, "ORCR_MEMPROFILE="+dir)
 	}
+	if path := os.Getenv("ORCR_BENCH_CPUPROFILE"); path != "" {
+		// The server profiles its CPU from start to stop and writes it there.
+		bn.Env = append(bn.Env, "ORCR_CPUPROFILE="+path)
+	}
 	if host == "tmux" {
 		KillTmux(tb, filepath.Join(home, "tmux.sock"))
 	}
