@@ -139,9 +139,19 @@ func TestNeverReadingClientCannotGrowTheServer(t *testing.T) {
 	req := []byte(`{"id":"r","method":"agent.read","params":{"target":"big","lines":10000}}` + "\n")
 	done := make(chan int)
 	go func() {
+		// The flood ends when its 10,000 requests are written, after 20 s, or once one
+		// write has waited a held 3 s: the server stopped reading the connection (what
+		// it does while its answers go unread), and nothing the client writes reaches
+		// it any more. A server that read on, buffering its answers, would take the
+		// writes without a pause. (Waiting for the 20 s was 20 of the test's 21 s.)
 		n := 0
-		_ = c.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		end := time.Now().Add(20 * time.Second)
 		for range 10000 {
+			deadline := time.Now().Add(wait.Held(3 * time.Second))
+			if deadline.After(end) {
+				deadline = end
+			}
+			_ = c.SetWriteDeadline(deadline)
 			if _, err := c.Write(req); err != nil {
 				break
 			}

@@ -6,6 +6,12 @@
 // go test …` gives every wait three times as long instead of failing on load. A wait
 // that passes returns as soon as its condition holds, so a large factor costs
 // nothing on a fast machine; it only delays the failure of a wait that never holds.
+//
+// A wait that must pass in full is another thing: a negative check ("nothing is
+// dispatched for 3 s") or a product timer the test lets run out (an idle_after, a
+// hard timeout) costs its whole length every time the test passes, and a check that
+// passes is not made more certain by waiting six times as long. Those take Held (at
+// most HoldMax times d, whatever the factor) and Never, not Scale and Until.
 package wait
 
 import (
@@ -57,6 +63,42 @@ func Every(timeout, interval time.Duration, cond func() bool) bool {
 			return false
 		}
 		time.Sleep(interval)
+	}
+}
+
+// HoldMax is the most a held wait (Held, Never) grows with $ORCR_TEST_WAIT_SCALE.
+const HoldMax = 2
+
+// Held is d multiplied by $ORCR_TEST_WAIT_SCALE but by at most HoldMax (and never
+// less than d: a factor below 1 does not shorten a negative check), for a wait
+// that must pass in full: the window of a negative check, a product timer (an
+// idle_after, a hard timeout) a test sets and then waits out. A loaded machine still
+// gets some slack (what a window watches for may itself be slowed), but the window
+// does not cost 3-6 times its length in every passing run the way a deadline that
+// fails would.
+func Held(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64)
+	if err != nil || f <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * min(f, HoldMax))
+}
+
+// Never polls cond like Until for the held window d (Held) and fails the test naming
+// what happened if cond holds at any poll: a negative check, which passes only by
+// running to its end.
+func Never(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	window := Held(d)
+	deadline := time.Now().Add(window)
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if cond() {
+			t.Fatalf("%s within %s", what, window)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(delay)
 	}
 }
 

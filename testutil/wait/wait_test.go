@@ -82,3 +82,40 @@ func TestEveryScalesAndPollsSteadily(t *testing.T) {
 		t.Fatalf("with %s=10 a 50 ms Every did not last 500 ms", ScaleEnv)
 	}
 }
+
+// TestHeldIsCapped: a held wait grows with the factor up to HoldMax and no further,
+// and a factor below 1 does not shorten it.
+func TestHeldIsCapped(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want time.Duration
+	}{{"", 3 * time.Second}, {"1.5", 4500 * time.Millisecond}, {"2", 6 * time.Second}, {"6", 6 * time.Second}, {"12", 6 * time.Second}, {"0.5", 3 * time.Second}, {"x", 3 * time.Second}} {
+		t.Setenv(ScaleEnv, c.env)
+		if got := Held(3 * time.Second); got != c.want {
+			t.Errorf("%s=%q: Held(3s) = %s, want %s", ScaleEnv, c.env, got, c.want)
+		}
+	}
+}
+
+// TestNeverRunsTheHeldWindowAndFailsOnAHold: Never lasts its held window (not the
+// scaled one) when the condition never holds, and fails naming what happened when it
+// holds late in the window.
+func TestNeverRunsTheHeldWindowAndFailsOnAHold(t *testing.T) {
+	t.Setenv(ScaleEnv, "20")
+	start := time.Now()
+	Never(t, 100*time.Millisecond, "nothing", func() bool { return false })
+	if took := time.Since(start); took < 200*time.Millisecond || took >= 2*time.Second {
+		t.Fatalf("Never of 100 ms at factor 20 took %s, want its held window of 200 ms, not the scaled 2 s", took)
+	}
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	start = time.Now()
+	go func() {
+		defer close(done)
+		Never(rec, 100*time.Millisecond, "the bell rang", func() bool { return time.Since(start) > 150*time.Millisecond })
+	}()
+	<-done
+	if !strings.Contains(rec.msg, "the bell rang within 200ms") {
+		t.Fatalf("failure %q, want what happened and the held window", rec.msg)
+	}
+}

@@ -23,12 +23,13 @@ import (
 // resumes it with a first message as a new record continuing the session.
 func TestDashboardWakesAndResumes(t *testing.T) {
 	r := newRig(t)
-	// idle_after is 5 s, scaled like every wait: GC's sweep (every 30 s) hibernates
+	// idle_after is 5 s, held (wait.Held: up to 10 s under load; the test waits it
+	// out, so ×6 cost 30 s in every passing run): GC's sweep (every 30 s) hibernates
 	// any agent idle that long, the woken one too. Woken, claude is idle from its
 	// session's start until the steer below makes it work; at 1 s a sweep under load
 	// fell in that window (the steer typed into a TUI still drawing) and hibernated
 	// it again, and the steer's reply never came.
-	idleAfter := wait.Scale(5 * time.Second)
+	idleAfter := wait.Held(5 * time.Second)
 	_, srv, run := r.claudeSetup(t, fmt.Sprintf("[gc]\nidle_after = %q\nidle_action = \"hibernate\"\n", idleAfter.String()),
 		modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
 	r.start()
