@@ -274,7 +274,10 @@ func (h *Host) takeSpareLocked(bin string, cols, rows int) *spare {
 // start of the one before (spawns alternating, a loaded machine: the start is 7 ms
 // quiet, 20–40 ms at load 20) waited for the spare started at the previous one — the
 // tmux row of BenchmarkSandboxedSpawn at 1.45–2.0×.
-func (h *Host) refillSpare(bin string, cols, rows int) {
+//
+// policy is the launch's policy file: a spare builds its ruleset ahead (`--prepare`,
+// confine.Await), which the next launch of the same paths uses brought up to date.
+func (h *Host) refillSpare(bin, policy string, cols, rows int) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -310,7 +313,7 @@ func (h *Host) refillSpare(bin string, cols, rows int) {
 			h.killSpare(s)
 		}
 		for {
-			s, err := h.startSpare(h.ctx, bin, cols, rows)
+			s, err := h.startSpare(h.ctx, bin, policy, cols, rows)
 			h.mu.Lock()
 			if err == nil && h.closed {
 				h.spareStarting = false
@@ -346,7 +349,7 @@ func (h *Host) refillSpare(bin string, cols, rows int) {
 }
 
 // startSpare starts a spare launcher in a fresh spareSession.
-func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spare, error) {
+func (h *Host) startSpare(ctx context.Context, bin, policy string, cols, rows int) (*spare, error) {
 	dir := h.spareDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -375,6 +378,9 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 		}
 	}()
 	argv := []string{bin, "sandbox", "exec", "--await", sock, "--server", strconv.Itoa(os.Getpid())}
+	if policy != "" {
+		argv = append(argv, "--prepare", policy)
+	}
 	// A session of its own, as one spare had: its one window moves out with the
 	// launch and the session ends with it. (Two spares' windows in one session
 	// crashed tmux 3.3a, a segfault in its server, when one moved out.)
