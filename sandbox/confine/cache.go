@@ -231,26 +231,35 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 		r.w.end()
 		r.w = nil
 	}
-	if r.w == nil {
-		c.bound()
-		w, err := c.thread()
-		if err == nil {
-			err = w.confine(r.fd, flags)
-		}
-		if err != nil {
-			return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
-		}
-		r.w = w
-		c.Threads++
+	if r.w != nil {
+		c.touch(r.w)
+		return rep, r.w.do(func() error { return start(rep) })
 	}
-	w := r.w
+	c.bound()
+	w, err := c.thread()
+	if err != nil {
+		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+	}
+	// The new thread restricts itself and starts the agent in one handoff.
+	c.touch(w)
+	startErr, err := w.confine(r.fd, flags, func() error { return start(rep) })
+	if err != nil {
+		w.idle.Stop()
+		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+	}
+	r.w = w
+	c.Threads++
+	return rep, startErr
+}
+
+// touch marks w used now: its idle end is pushed back. c.mu is held.
+func (c *Rulesets) touch(w *worker) {
 	w.last = time.Now()
 	if w.idle == nil {
 		w.idle = time.AfterFunc(workerIdle, func() { c.reap(w) })
 	} else {
 		w.idle.Reset(workerIdle)
 	}
-	return rep, w.do(func() error { return start(rep) })
 }
 
 // get is the ruleset of p as the folders and paths are now — the one kept, checked

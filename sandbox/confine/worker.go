@@ -61,22 +61,32 @@ type restriction struct {
 	fd    int
 	flags uint32
 	done  chan error
+	first func() error
+	res   chan error
 }
 
 // confine restricts w's thread to the ruleset at fd, once: a thread is never
 // confined twice, nor handed to another policy (its caller holds Rulesets' lock).
-func (w *worker) confine(fd int, flags uint32) error {
+//
+// first, when not nil, runs on the thread once it is confined, in the same handoff
+// (one wakeup of the thread, not two: under load each is a scheduling delay); its
+// error is firstErr.
+func (w *worker) confine(fd int, flags uint32, first func() error) (firstErr, err error) {
 	if w.restrict == nil {
-		return errors.New("landlock: a thread confined already")
+		return nil, errors.New("landlock: a thread confined already")
 	}
 	done := make(chan error, 1)
-	w.restrict <- restriction{fd: fd, flags: flags, done: done}
+	res := make(chan error, 1)
+	w.restrict <- restriction{fd: fd, flags: flags, done: done, first: first, res: res}
 	w.restrict = nil
 	if err := <-done; err != nil {
-		return err
+		return nil, err
 	}
 	w.flags = flags
-	return nil
+	if first != nil {
+		firstErr = <-res
+	}
+	return firstErr, nil
 }
 
 func (w *worker) run(ready chan<- error) {
@@ -105,6 +115,9 @@ func (w *worker) run(ready chan<- error) {
 		return // locked: a thread confined half way ends here
 	}
 	r.done <- nil
+	if r.first != nil {
+		r.res <- r.first()
+	}
 	for {
 		select {
 		case fn := <-w.jobs:

@@ -126,7 +126,7 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 		return 0, nil, err
 	}
 	defer w.end()
-	if err := w.confine(fd, fl); err != nil {
+	if _, err := w.confine(fd, fl, nil); err != nil {
 		return 0, nil, err
 	}
 	if err := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil {
