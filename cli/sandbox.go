@@ -181,19 +181,24 @@ func printSandbox(ctx context.Context, out io.Writer, a wire.Agent) {
 }
 
 // SandboxExec is `orcr sandbox exec --policy FILE -- CMD…` parsed by hand, for main's
-// fast path, and `orcr sandbox exec --await SOCKET --server PID`, the spare launcher the
+// fast path, and `orcr sandbox exec --await SOCKET --server PID [--prepare POLICY]`, the spare launcher the
 // tmux host keeps waiting (confine.Await; only this shape has it): ok is false for any other shape (help, a flag it does not know), which
 // then goes through the command tree. It returns only when nothing was exec'd.
 func SandboxExec(args []string, stderr io.Writer) (code int, ok bool) {
 	var policy string
 	switch {
-	case len(args) == 4 && args[0] == "--await" && args[2] == "--server":
-		// A spare launcher (confine.Await), which the tmux host starts before it is needed.
+	case (len(args) == 4 || len(args) == 6 && args[4] == "--prepare") && args[0] == "--await" && args[2] == "--server":
+		// A spare launcher (confine.Await), which the tmux host starts before it is
+		// needed; --prepare names a policy like its launch's, built ahead.
 		server, err := strconv.Atoi(args[3])
 		if err != nil || server <= 0 {
 			return 0, false
 		}
-		err = confine.Await(args[1], server, confine.AwaitIdle, stderr)
+		prepare := ""
+		if len(args) == 6 {
+			prepare = args[5]
+		}
+		err = confine.Await(args[1], server, prepare, confine.AwaitIdle, stderr)
 		if errors.Is(err, confine.ErrAwaitEnded) {
 			return 0, true
 		}

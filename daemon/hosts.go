@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"orcr/accounts"
@@ -175,10 +176,12 @@ func startHost(ctx context.Context, c hostChoice, cfg config.Config, home string
 		return h, nil
 	case "tmux":
 		// ORCR_TMUX_SPARE=0: every confined pane starts its own launcher (no spare
-		// launcher waiting, tmux/spare.go), as before it existed.
+		// launcher waiting, tmux/spare.go), as before it existed; =N keeps N spares
+		// waiting (tmux.DefaultSpares when unset).
 		noSpare := os.Getenv("ORCR_TMUX_SPARE") == "0"
+		spares, _ := strconv.Atoi(os.Getenv("ORCR_TMUX_SPARE"))
 		h, err := tmux.New(ctx, tmux.Options{Socket: filepath.Join(home, "tmux.sock"), Bin: c.Bin, Logger: log, Memory: mem,
-			NoSpare: noSpare})
+			NoSpare: noSpare, Spares: spares})
 		if err != nil {
 			return nil, failed(err)
 		}

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"orcr/core/wire"
 	"orcr/testutil/wait"
+	"orcr/tmux"
 )
 
 // newSpareEnv is a sandboxEnv whose server runs agents on its own tmux server.
@@ -31,35 +33,60 @@ func (s *sandboxEnv) tmux(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// sparePIDs are the pids of the panes of the spare launchers' session.
+// sparePIDs are the pids of the panes of the spare launchers' sessions (spare-*),
+// oldest window first (the one the next confined launch takes once all are ready).
 func (s *sandboxEnv) sparePIDs() []int {
-	out, err := s.tmux("list-panes", "-s", "-t", "=spare", "-F", "#{pane_pid}")
+	out, err := s.tmux("list-panes", "-a", "-F", "#{session_name} #{window_id} #{pane_pid}")
 	if err != nil {
 		return nil
 	}
+	type win struct{ id, pid int }
+	var ws []win
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || !strings.HasPrefix(f[0], "spare") {
+			continue
+		}
+		w, _ := strconv.Atoi(strings.TrimPrefix(f[1], "@"))
+		n, _ := strconv.Atoi(f[2])
+		ws = append(ws, win{w, n})
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].id < ws[j].id })
 	var pids []int
-	for _, f := range strings.Fields(out) {
-		n, _ := strconv.Atoi(f)
-		pids = append(pids, n)
+	for _, w := range ws {
+		pids = append(pids, w.pid)
 	}
 	return pids
 }
 
-// readySpare waits for one spare launcher connected to the server, and returns its pid.
+// readySpare waits for the spare launchers (tmux.DefaultSpares) connected to the
+// server, and returns the pid of the oldest, which the next confined launch takes.
 func (s *sandboxEnv) readySpare(t *testing.T) int {
 	t.Helper()
 	var pid int
-	wait.For(t, 20*time.Second, "a spare launcher waiting", func() bool {
+	wait.For(t, 20*time.Second, "the spare launchers waiting", func() bool {
 		pids := s.sparePIDs()
-		if len(pids) != 1 {
+		if len(pids) != tmux.DefaultSpares {
 			return false
 		}
-		// Its socket is gone once the server accepted the launcher's connection.
+		// Their sockets are gone once the server accepted the launchers' connections.
 		socks, _ := filepath.Glob(filepath.Join(s.home, "spare", "*.sock"))
 		pid = pids[0]
 		return len(socks) == 0
 	})
 	return pid
+}
+
+// startedAgent is target once the server recorded its pid (its program may have run,
+// and written its probe, before the launch returned to the server).
+func startedAgent(t *testing.T, s *sandboxEnv, target string) wire.Agent {
+	t.Helper()
+	var ag wire.Agent
+	wait.For(t, 20*time.Second, target+"'s pid recorded", func() bool {
+		ag = agentJSON(t, s.env, target)
+		return ag.PID != 0
+	})
+	return ag
 }
 
 // spareProbe writes what its agent sees (environment, folder, terminal size, whether it
@@ -101,11 +128,11 @@ func TestTmuxSpareLauncher(t *testing.T) {
 
 	s.must("agent", "run", "box/b", "--sandbox", "--cwd", s.work, "--", "sh", "-c", spareProbe(s.outside, "b"))
 	b := s.probe(t, "b")
-	ag := agentJSON(t, s.env, "box/b")
+	ag := startedAgent(t, s, "box/b")
 	if ag.PID != spare {
 		t.Fatalf("box/b runs as pid %d, the spare launcher was %d", ag.PID, spare)
 	}
-	agA := agentJSON(t, s.env, "box/a")
+	agA := startedAgent(t, s, "box/a")
 	differ := map[string]bool{"TMUX_PANE": true, "ORCR_ID": true, "ORCR_PATH": true, "ORCR_NAME": true}
 	keys := map[string]bool{}
 	for k := range a {
@@ -202,7 +229,7 @@ func TestTmuxSpareAfterKill9(t *testing.T) {
 	if c := s.probe(t, "c"); c["outside"] != "no" {
 		t.Errorf("box/c wrote outside its folder")
 	}
-	if ag := agentJSON(t, s.env, "box/c"); ag.PID != spare {
+	if ag := startedAgent(t, s, "box/c"); ag.PID != spare {
 		t.Errorf("box/c runs as pid %d, the spare launcher was %d", ag.PID, spare)
 	}
 }
@@ -233,4 +260,29 @@ func TestTmuxSpareBurst(t *testing.T) {
 	if ls := s.must("agent", "ls"); strings.Count(ls, "burst/") != len(names) {
 		t.Errorf("agent ls:\n%s", ls)
 	}
+}
+
+// TestTmuxSpareTwoAtOnce: two spare launchers wait, so two confined spawns in a row —
+// the second within a launcher's start of the first — both run in a spare started
+// before them (with one spare the second waited for the spare started by the first,
+// or took a pane of its own).
+func TestTmuxSpareTwoAtOnce(t *testing.T) {
+	s := newSpareEnv(t)
+	s.serve()
+	s.must("agent", "run", "box/a", "--sandbox", "--cwd", s.work, "--", "sh", "-c", spareProbe(s.outside, "a"))
+	s.probe(t, "a")
+	s.readySpare(t)
+	before := s.sparePIDs()
+	for _, n := range []string{"b", "c"} {
+		s.must("agent", "run", "box/"+n, "--sandbox", "--cwd", s.work, "--", "sh", "-c", spareProbe(s.outside, n))
+	}
+	for i, n := range []string{"b", "c"} {
+		if p := s.probe(t, n); p["outside"] != "no" || p["cwd"] != s.work {
+			t.Errorf("box/%s: %v", n, p)
+		}
+		if ag := startedAgent(t, s, "box/"+n); ag.PID != before[i] {
+			t.Errorf("box/%s runs as pid %d, the spares waiting were %v", n, ag.PID, before)
+		}
+	}
+	s.readySpare(t)
 }

@@ -57,7 +57,13 @@ type Options struct {
 	// NoSpare: confined launches never use a spare launcher (spare.go); each pane
 	// starts its launcher.
 	NoSpare bool
+	// Spares is how many spare launchers are kept waiting (0: DefaultSpares).
+	Spares int
 }
+
+// DefaultSpares is how many spare launchers a tmux host keeps by default (spare.go:
+// refillSpare says why two).
+const DefaultSpares = 2
 
 // paneState is what the host knows about one pane.
 type paneState struct {
@@ -99,11 +105,13 @@ type Host struct {
 	stop chan struct{}
 	reap chan struct{} // wakes the reaper
 
-	// spare is the launcher waiting for a confined launch, if one is ready;
-	// spareStarting while the next one starts (spare.go).
-	spare         *spare
+	// spares are the launchers waiting for a confined launch (started, ready or
+	// not), oldest first; spareStarting while more start; wantSpares how many are
+	// kept (spare.go).
+	spares        []*spare
 	spareStarting bool
 	noSpare       bool
+	wantSpares    int
 
 	pidfd  bool            // exits are also watched through pidfds
 	ctx    context.Context // parent of the exit watches' contexts; cancelled by Shutdown
@@ -141,16 +149,20 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h := &Host{
 		bin: path, socket: opts.Socket, log: log, mem: mem,
-		events:   newEventQueue(mem),
-		pacer:    newPacer(),
-		panes:    map[string]*paneState{},
-		windows:  map[string]string{},
-		unreaped: map[string]bool{},
-		stop:     make(chan struct{}),
-		reap:     make(chan struct{}, 1),
-		confirm:  make(chan struct{}, 1),
-		pidfd:    pidfdSupported(),
-		noSpare:  opts.NoSpare,
+		events:     newEventQueue(mem),
+		pacer:      newPacer(),
+		panes:      map[string]*paneState{},
+		windows:    map[string]string{},
+		unreaped:   map[string]bool{},
+		stop:       make(chan struct{}),
+		reap:       make(chan struct{}, 1),
+		confirm:    make(chan struct{}, 1),
+		pidfd:      pidfdSupported(),
+		noSpare:    opts.NoSpare,
+		wantSpares: opts.Spares,
+	}
+	if h.wantSpares <= 0 {
+		h.wantSpares = DefaultSpares
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if _, err := h.conn(ctx); err != nil {
@@ -267,12 +279,14 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	if c != nil {
 		// A spare's launcher would end by itself once this server is gone; not left
 		// waiting (nor a dead one that ended idle).
-		_, _ = c.send("kill-session -t =" + spareSession)
+		for _, s := range h.spares {
+			_, _ = c.send("kill-session -t =" + s.sess)
+		}
 	}
-	if h.spare != nil {
-		h.spare.close()
-		h.spare = nil
+	for _, s := range h.spares {
+		s.close()
 	}
+	h.spares = nil
 	h.c = nil
 	close(h.stop)
 	h.cancel()

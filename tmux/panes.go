@@ -33,11 +33,11 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 	if name == "" {
 		name = filepath.Base(spec.Argv[0])
 	}
-	if bin, _, _, ok := confine.ParseLauncherArgv(spec.Argv); ok && !h.noSpare {
+	if bin, policy, _, ok := confine.ParseLauncherArgv(spec.Argv); ok && !h.noSpare {
 		// A confined launch: in the spare launcher when one is ready; the next one
 		// starts off this path either way (spare.go).
 		info, ok, err := h.launchSpare(ctx, spec, name, cols, rows)
-		h.refillSpare(bin, cols, rows)
+		h.refillSpare(bin, policy, cols, rows)
 		if ok {
 			return info, err
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,12 +33,32 @@ import (
 // (idle, its server gone) leaves a dead pane in its session, removed with the session
 // by the next spare, the server's stop or the next server's start.
 
-// spareSession holds the spare's window. Its name does not start with "orcr" (tmux
-// resolves -t orcr by prefix when no session is named exactly that).
+// spareSession names the sessions of the spares' windows, one each: "spare-" and a
+// random suffix ("spare" alone: an older server's). It does not start with "orcr"
+// (tmux resolves -t orcr by prefix when no session is named exactly that).
 const spareSession = "spare"
+
+// isSpareSession says name is a spare's session.
+func isSpareSession(name string) bool {
+	return name == spareSession || strings.HasPrefix(name, spareSession+"-")
+}
+
+// killSpareSessions ends every spare's session, this server's or an earlier one's.
+func (h *Host) killSpareSessions(ctx context.Context) {
+	out, err := h.call(ctx, `list-sessions -F "#{session_name}"`)
+	if err != nil {
+		return
+	}
+	for _, name := range out {
+		if isSpareSession(name) {
+			_, _ = h.call(ctx, "kill-session -t ="+quote(name))
+		}
+	}
+}
 
 // spare is a launcher waiting for its launch.
 type spare struct {
+	sess         string // its session's name
 	window, pane string
 	pid          int
 	sock         string
@@ -93,13 +114,11 @@ func (h *Host) launchSpare(ctx context.Context, spec core.LaunchSpec, name strin
 		return core.PaneInfo{}, false, nil
 	}
 	h.mu.Lock()
-	s := h.spare
-	if s == nil || s.bin != bin || s.cols != cols || s.rows != rows {
-		h.mu.Unlock()
+	s := h.takeSpareLocked(bin, cols, rows)
+	h.mu.Unlock()
+	if s == nil {
 		return core.PaneInfo{}, false, nil
 	}
-	h.spare = nil
-	h.mu.Unlock()
 	fail := func(why string, err error) (core.PaneInfo, bool, error) {
 		h.log.Debug("tmux: spare launcher not used", "why", why, "err", err)
 		h.killSpare(s)
@@ -207,45 +226,130 @@ func (h *Host) killSpare(s *spare) {
 	}
 }
 
-// refillSpare starts the next spare for launches of bin at cols×rows, off the spawn's
-// path, unless one is ready or starting.
-func (h *Host) refillSpare(bin string, cols, rows int) {
+// takeSpareLocked takes a spare for a launch of bin at cols×rows: the first one ready,
+// else the one that started first; nil when none is of this launch. A spare ready
+// without a connection (it ended idle, or failed to start) is ended on the way.
+// h.mu is held.
+func (h *Host) takeSpareLocked(bin string, cols, rows int) *spare {
+	var ready, starting *spare
+	keep := h.spares[:0]
+	for _, s := range h.spares {
+		if ready != nil || s.bin != bin || s.cols != cols || s.rows != rows {
+			keep = append(keep, s)
+			continue
+		}
+		select {
+		case <-s.ready:
+			if s.conn == nil {
+				go h.killSpare(s)
+				continue
+			}
+			ready = s
+			continue
+		default:
+		}
+		if starting == nil {
+			starting = s
+		}
+		keep = append(keep, s)
+	}
+	h.spares = keep
+	take := ready
+	if take == nil {
+		take = starting
+	}
+	if take == nil {
+		return nil
+	}
+	h.spares = slices.DeleteFunc(h.spares, func(s *spare) bool { return s == take })
+	return take
+}
+
+// refillSpare starts spares for launches of bin at cols×rows, off the spawn's path,
+// until h.wantSpares are ready or starting; spares of another binary or size are
+// ended. They start one after the other, each once the one before is ready (two
+// launchers starting at once would each be ready later than the first alone).
+//
+// Two are kept by default: with one, a confined spawn that came within a launcher's
+// start of the one before (spawns alternating, a loaded machine: the start is 7 ms
+// quiet, 20–40 ms at load 20) waited for the spare started at the previous one — the
+// tmux row of BenchmarkSandboxedSpawn at 1.45–2.0×.
+//
+// policy is the launch's policy file: a spare builds its ruleset ahead (`--prepare`,
+// confine.Await), which the next launch of the same paths uses brought up to date.
+func (h *Host) refillSpare(bin, policy string, cols, rows int) {
 	h.mu.Lock()
-	if h.closed || h.spareStarting || (h.spare != nil && h.spare.bin == bin && h.spare.cols == cols && h.spare.rows == rows) {
+	if h.closed {
 		h.mu.Unlock()
 		return
 	}
-	old := h.spare
-	h.spare = nil
+	var old []*spare
+	keep := h.spares[:0]
+	for _, s := range h.spares {
+		if s.bin == bin && s.cols == cols && s.rows == rows {
+			keep = append(keep, s)
+		} else {
+			old = append(old, s)
+		}
+	}
+	h.spares = keep
+	if h.spareStarting || len(h.spares) >= h.wantSpares {
+		h.mu.Unlock()
+		if len(old) > 0 {
+			go func() {
+				for _, s := range old {
+					h.killSpare(s)
+				}
+			}()
+		}
+		return
+	}
 	h.spareStarting = true
 	h.wg.Add(1)
 	h.mu.Unlock()
 	go func() {
 		defer h.wg.Done()
-		if old != nil {
-			h.killSpare(old)
-		}
-		s, err := h.startSpare(h.ctx, bin, cols, rows)
-		h.mu.Lock()
-		h.spareStarting = false
-		if err == nil && h.closed {
-			h.mu.Unlock()
+		for _, s := range old {
 			h.killSpare(s)
-			return
 		}
-		if err != nil {
-			s = nil
-		}
-		h.spare = s
-		h.mu.Unlock()
-		if err != nil {
-			h.log.Warn("tmux: start a spare launcher", "err", err)
+		for {
+			s, err := h.startSpare(h.ctx, bin, policy, cols, rows)
+			h.mu.Lock()
+			if err == nil && h.closed {
+				h.spareStarting = false
+				h.mu.Unlock()
+				h.killSpare(s)
+				return
+			}
+			if err != nil {
+				h.spareStarting = false
+				h.mu.Unlock()
+				h.log.Warn("tmux: start a spare launcher", "err", err)
+				return
+			}
+			h.spares = append(h.spares, s)
+			n := 0
+			for _, o := range h.spares {
+				if o.bin == bin && o.cols == cols && o.rows == rows {
+					n++
+				}
+			}
+			if n >= h.wantSpares {
+				h.spareStarting = false
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Unlock()
+			select {
+			case <-s.ready:
+			case <-h.ctx.Done():
+			}
 		}
 	}()
 }
 
 // startSpare starts a spare launcher in a fresh spareSession.
-func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spare, error) {
+func (h *Host) startSpare(ctx context.Context, bin, policy string, cols, rows int) (*spare, error) {
 	dir := h.spareDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -274,22 +378,32 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 		}
 	}()
 	argv := []string{bin, "sandbox", "exec", "--await", sock, "--server", strconv.Itoa(os.Getpid())}
+	if policy != "" {
+		argv = append(argv, "--prepare", policy)
+	}
+	// A session of its own, as one spare had: its one window moves out with the
+	// launch and the session ends with it. (Two spares' windows in one session
+	// crashed tmux 3.3a, a segfault in its server, when one moved out.)
+	s.sess = fmt.Sprintf("%s-%x", spareSession, b[:4])
 	var line strings.Builder
-	fmt.Fprintf(&line, "new-session -d -s %s -x %d -y %d", spareSession, cols, rows)
-	line.WriteString(` -P -F "#{pane_id} #{pane_pid} #{window_id}" --`)
+	fmt.Fprintf(&line, "new-session -d -s %s -x %d -y %d", s.sess, cols, rows)
+	line.WriteString(` -P -F "#{pane_id} #{pane_pid} #{window_id} #{window_width}x#{window_height}" --`)
 	for _, a := range argv {
 		line.WriteString(" " + quote(a))
 	}
-	// A session a previous server left, or a spare that ended: gone first.
-	_, _ = h.call(ctx, "kill-session -t ="+spareSession)
 	out, err := h.callAll(ctx, line.String(), `display-message -p -t =`+session+`: "#{session_id}"`)
 	if err != nil {
-		_, _ = h.call(ctx, "kill-session -t ="+spareSession)
+		_, _ = h.call(ctx, "kill-session -t ="+s.sess)
 		return nil, err
 	}
 	f := strings.Fields(strings.Join(out[0], " "))
-	if len(f) != 3 {
+	if len(f) != 4 {
 		return nil, fmt.Errorf("new-session: unexpected reply %q", out[0])
+	}
+	if f[3] != fmt.Sprintf("%dx%d", cols, rows) {
+		// A window keeps its size when it moves: the launch would be refused.
+		_, _ = h.call(ctx, "kill-window -t "+f[2])
+		return nil, fmt.Errorf("spare window of %s, not %dx%d", f[3], cols, rows)
 	}
 	pid, err := strconv.Atoi(f[1])
 	if err != nil {
@@ -308,7 +422,7 @@ func (h *Host) startSpare(ctx context.Context, bin string, cols, rows int) (*spa
 // clearSpares ends the spare session and sockets a previous server left (after a kill
 // -9 its spare ends by itself within seconds; this does not wait for that).
 func (h *Host) clearSpares(ctx context.Context) {
-	_, _ = h.call(ctx, "kill-session -t ="+spareSession)
+	h.killSpareSessions(ctx)
 	if ents, err := os.ReadDir(h.spareDir()); err == nil {
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), ".sock") {

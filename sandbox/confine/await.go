@@ -48,7 +48,14 @@ var ErrAwaitEnded = errors.New("sandbox: no launch came")
 // launch's policy and argv. The connection is the server's word that a spare is ready
 // (no polling on either side). It ends with ErrAwaitEnded when no launch came within
 // idle or its server closed the connection (stopped, or gone).
-func Await(sock string, server int, idle time.Duration, stderr io.Writer) error {
+//
+// prepare, when not empty, is a policy file like the launch's to come (the server's
+// last confined launch's): its ruleset is built once the connection is made, before
+// the launch comes, and the launch's policy, if it has the same paths, ports and
+// folders, is applied with it brought up to date (Rulesets.restrictHere) — the paths'
+// opens and a folder's entry-by-entry rules (~500 for a shared /tmp) off the spawn's
+// path.
+func Await(sock string, server int, prepare string, idle time.Duration, stderr io.Writer) error {
 	debug.SetGCPercent(-1)
 	if err := privateDir(filepath.Dir(sock)); err != nil {
 		return err
@@ -62,6 +69,16 @@ func Await(sock string, server int, idle time.Duration, stderr io.Writer) error 
 		return err
 	}
 	_ = c.SetDeadline(time.Now().Add(idle))
+	var pre *Rulesets
+	if prepare != "" {
+		// The launch waits in the socket meanwhile: this started before it.
+		if p, err := Load(prepare); err == nil {
+			pre = &Rulesets{}
+			if !pre.Prepare(p) {
+				pre = nil
+			}
+		}
+	}
 	line, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil {
 		var ne net.Error
@@ -80,7 +97,7 @@ func Await(sock string, server int, idle time.Duration, stderr io.Writer) error 
 		return fmt.Errorf("sandbox: await: %w", err)
 	}
 	c.Close()
-	return Exec(l.Policy, l.Argv, stderr)
+	return execWith(l.Policy, l.Argv, stderr, pre)
 }
 
 // peerIs checks the other end of c is process pid of this user.

@@ -32,7 +32,7 @@ func TestAwaitTakesLaunchesOnlyFromItsServer(t *testing.T) {
 		}
 		defer ln.Close()
 		done := make(chan error, 1)
-		go func() { done <- Await(filepath.Join(dir, name), server, time.Minute, io.Discard) }()
+		go func() { done <- Await(filepath.Join(dir, name), server, "", time.Minute, io.Discard) }()
 		c, err := ln.Accept()
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestAwaitRefusesAnOpenFolder(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := Await(filepath.Join(dir, "s.sock"), os.Getpid(), time.Second, io.Discard); err == nil || errors.Is(err, ErrAwaitEnded) {
+	if err := Await(filepath.Join(dir, "s.sock"), os.Getpid(), "", time.Second, io.Discard); err == nil || errors.Is(err, ErrAwaitEnded) {
 		t.Fatalf("Await in a 0755 folder: %v", err)
 	}
 }

@@ -34,9 +34,49 @@ type Rulesets struct {
 	tick uint64
 	// trackers follow the folders granted entry by entry (Policy.Entries), by path.
 	trackers map[string]*tracker
+	// ready is a thread started ahead, not confined, that the next new confined
+	// thread will be (thread); readying says one is being started; closed that
+	// Close ran (no thread is started after it).
+	ready    *worker
+	readying bool
+	closed   bool
 	// Hits and Builds count what Run did with rulesets, Threads the confined
 	// threads it started (tests, benchmarks).
 	Hits, Builds, Threads int
+}
+
+// thread is the thread the next confined thread will be: the one started ahead when
+// there is one — it is taken, so no thread is handed out twice — or a new one; the
+// next is started off the spawn's path. c.mu is held.
+//
+// Making a thread (clone, the Go runtime's M, its first scheduling) was 0.3–1.4 ms of
+// a spawn whose policy was new (an agent in a folder of its own); the one kept ahead
+// costs a parked thread (no CPU; its kernel task and Go's 16 KiB system stack), made
+// only once the server confined a first agent, ended by Close.
+func (c *Rulesets) thread() (*worker, error) {
+	w := c.ready
+	c.ready = nil
+	if !c.readying && !c.closed {
+		c.readying = true
+		go func() {
+			nw, err := newThread()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.readying = false
+			if err != nil {
+				return
+			}
+			if c.closed || c.ready != nil {
+				nw.end()
+				return
+			}
+			c.ready = nw
+		}()
+	}
+	if w != nil {
+		return w, nil
+	}
+	return newThread()
 }
 
 // maxRulesets bounds the cache: the least recently used ruleset is closed beyond it.
@@ -181,9 +221,52 @@ func validInDir(dir string, ps []pathID) (rest []pathID, ok bool) {
 // below). The rest of the process is never confined.
 func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report, error) {
 	p.ProcSelf = false
-	key := rulesetKey(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	r, rep, flags, err := c.get(p, flags)
+	if err != nil {
+		return rep, err
+	}
+	if r.w != nil && r.w.flags != flags {
+		r.w.end()
+		r.w = nil
+	}
+	if r.w != nil {
+		c.touch(r.w)
+		return rep, r.w.do(func() error { return start(rep) })
+	}
+	c.bound()
+	w, err := c.thread()
+	if err != nil {
+		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+	}
+	// The new thread restricts itself and starts the agent in one handoff.
+	c.touch(w)
+	startErr, err := w.confine(r.fd, flags, func() error { return start(rep) })
+	if err != nil {
+		w.idle.Stop()
+		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+	}
+	r.w = w
+	c.Threads++
+	return rep, startErr
+}
+
+// touch marks w used now: its idle end is pushed back. c.mu is held.
+func (c *Rulesets) touch(w *worker) {
+	w.last = time.Now()
+	if w.idle == nil {
+		w.idle = time.AfterFunc(workerIdle, func() { c.reap(w) })
+	} else {
+		w.idle.Reset(workerIdle)
+	}
+}
+
+// get is the ruleset of p as the folders and paths are now — the one kept, checked
+// and brought up to date, or a new one — with what applying it reports and
+// landlock_restrict_self's flags for it. c.mu is held.
+func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error) {
+	key := rulesetKey(p)
 	c.tick++
 	// A folder granted entry by entry is listed once: entries new since a ruleset was
 	// built get a rule added to it; one moved out of the folder has every ruleset that
@@ -219,14 +302,14 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 		base.Entries = nil
 		pl, ids, err := build(base)
 		if err != nil {
-			return Report{}, err
+			return nil, Report{}, 0, err
 		}
 		fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
 		if err != nil {
-			return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+			return nil, pl.Report, 0, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
 		}
 		if fd < 0 {
-			return pl.Report, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
+			return nil, pl.Report, 0, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
 		}
 		if c.m == nil {
 			c.m = map[string]*ruleset{}
@@ -248,7 +331,7 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 		added, err := r.sync(tr)
 		if err != nil {
 			c.drop(key)
-			return r.rep, err
+			return nil, r.rep, 0, err
 		}
 		if added > 0 && r.w != nil {
 			// The thread's domain is a copy of the ruleset as it was: a new one gets
@@ -273,27 +356,7 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 		flags = 0
 	}
 	flags |= r.flags
-	if r.w != nil && r.w.flags != flags {
-		r.w.end()
-		r.w = nil
-	}
-	if r.w == nil {
-		c.bound()
-		w, err := startWorker(r.fd, flags)
-		if err != nil {
-			return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
-		}
-		r.w = w
-		c.Threads++
-	}
-	w := r.w
-	w.last = time.Now()
-	if w.idle == nil {
-		w.idle = time.AfterFunc(workerIdle, func() { c.reap(w) })
-	} else {
-		w.idle.Reset(workerIdle)
-	}
-	return rep, w.do(func() error { return start(rep) })
+	return r, rep, flags, nil
 }
 
 // bound stops the least recently used confined thread when maxWorkers run; c.mu is
@@ -382,6 +445,11 @@ func (c *Rulesets) tracker(dir string) *tracker {
 func (c *Rulesets) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
+	if c.ready != nil {
+		c.ready.end()
+		c.ready = nil
+	}
 	for k, tr := range c.trackers {
 		tr.close()
 		delete(c.trackers, k)
@@ -421,6 +489,9 @@ func rulesetKey(p Policy) string {
 	b.WriteString(p.Socket)
 	b.WriteByte(1)
 	b.WriteString(strconv.Itoa(p.MaxABI))
+	if p.ProcSelf {
+		b.WriteString("\x01proc")
+	}
 	if p.Entries != nil {
 		b.WriteByte(1)
 		b.WriteString(p.Entries.Dir)
@@ -430,4 +501,39 @@ func rulesetKey(p Policy) string {
 		}
 	}
 	return b.String()
+}
+
+// Prepare builds the ruleset of p ahead of the launch that will apply it (a spare
+// launcher, before its launch comes: Await), keeping the folder p grants entry by
+// entry followed. It says whether one was built.
+func (c *Rulesets) Prepare(p Policy) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _, _, err := c.get(p, 0)
+	return err == nil
+}
+
+// prepared says c holds a ruleset of p's key (Prepare).
+func (c *Rulesets) prepared(p Policy) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[rulesetKey(p)] != nil
+}
+
+// restrictHere confines the calling thread (locked to its goroutine, and about to
+// exec: the launcher's) with p's ruleset as the folders and paths are now: the one
+// Prepare built, checked and brought up to date as Run does — a path that is another
+// inode now, or an entry moved out of the folder, has it built again; an entry made
+// since gets its rule — so it grants what a ruleset built now would, no more.
+func (c *Rulesets) restrictHere(p Policy, flags uint32) (Report, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, rep, flags, err := c.get(p, flags)
+	if err != nil {
+		return rep, err
+	}
+	if err := restrictSelf(r.fd, flags); err != nil {
+		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+	}
+	return rep, nil
 }

@@ -1,10 +1,12 @@
 package confine_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"orcr/testutil/clis"
 	"os"
@@ -28,6 +30,15 @@ func TestMain(m *testing.M) {
 	case "exec":
 		os.Setenv("CONFINE_TEST", "probe")
 		err := confine.Exec(os.Getenv("CONFINE_POLICY"), os.Args[1:], os.Stderr)
+		fmt.Fprintln(os.Stderr, "exec:", err)
+		os.Exit(126)
+	case "prepared":
+		// A spare launcher: the ruleset built, then the test's changes, then the launch.
+		os.Setenv("CONFINE_TEST", "probe")
+		err := confine.PrepareAndExec(os.Getenv("CONFINE_POLICY"), os.Args[1:], func() {
+			fmt.Println("prepared")
+			bufio.NewReader(os.Stdin).ReadString('\n')
+		}, os.Stderr)
 		fmt.Fprintln(os.Stderr, "exec:", err)
 		os.Exit(126)
 	case "mainthread":
@@ -311,4 +322,50 @@ func TestNeverConfinesMainThread(t *testing.T) {
 	if tid == pid || tid == 0 || !strings.Contains(string(out), "outside=<nil> err=<nil>") {
 		t.Fatalf("worker on thread %d of %d; %s", tid, pid, out)
 	}
+}
+
+// A spare launcher builds its ruleset before its launch comes (confine.Await's
+// --prepare): what changed in between is what the launch gets, as if built then — an
+// entry moved out of the folder granted entry by entry is not writable where it went
+// (the prepared ruleset held its inode), an entry made since is writable, the
+// agent's folder made again is writable, a kept path stays out.
+func TestPreparedRulesetFollowsChanges(t *testing.T) {
+	b := newBox(t)
+	many, outside := t.TempDir(), t.TempDir()
+	for _, d := range []string{"moved", "stays", filepath.Join("home", "orcr")} {
+		os.MkdirAll(filepath.Join(many, d), 0o700)
+	}
+	file := b.policy(confine.Policy{Entries: &confine.Entries{Dir: many, Keep: []string{filepath.Join(many, "home", "orcr")}}})
+	acts := []string{"write:" + filepath.Join(outside, "moved", "f"), "write:" + filepath.Join(many, "stays", "f"),
+		"write:" + filepath.Join(many, "new", "f"), "write:" + filepath.Join(b.dir, "f"),
+		"write:" + filepath.Join(many, "home", "orcr", "f"), "write:" + filepath.Join(outside, "f")}
+	cmd := exec.Command(b.self, append([]string{b.self}, acts...)...)
+	cmd.Env = append(os.Environ(), "CONFINE_TEST=prepared", "CONFINE_POLICY="+file)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	if l, err := r.ReadString('\n'); l != "prepared\n" {
+		t.Fatalf("the launcher: %q %v\n%s", l, err, errb.String())
+	}
+	// Between the preparation and the launch: an entry moved out, one made, the
+	// agent's folder made again.
+	if err := os.Rename(filepath.Join(many, "moved"), filepath.Join(outside, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(many, "new"), 0o700)
+	os.RemoveAll(b.dir)
+	os.MkdirAll(b.dir, 0o700)
+	in.Write([]byte("go\n"))
+	rest, _ := io.ReadAll(r)
+	cmd.Wait()
+	got := strings.Split(strings.TrimSpace(string(rest)), "\n")
+	if len(got) != len(acts) {
+		t.Fatalf("%d answers to %d actions: %q\n%s", len(got), len(acts), got, errb.String())
+	}
+	expect(t, acts, got, eacces, "ok", "ok", "ok", eacces, eacces)
 }

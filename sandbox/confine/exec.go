@@ -21,6 +21,13 @@ import (
 // exist, a network left open by an old ABI) go to stderr, the agent's pane. It returns
 // only on an error, and then nothing was exec'd.
 func Exec(policyPath string, argv []string, stderr io.Writer) error {
+	return execWith(policyPath, argv, stderr, nil)
+}
+
+// execWith is Exec; pre, when it holds a ruleset of the policy's key (a spare
+// launcher's, built before its launch came: Await), confines with it brought up to
+// date instead of building one (restrictHere).
+func execWith(policyPath string, argv []string, stderr io.Writer, pre *Rulesets) error {
 	if len(argv) == 0 {
 		return errors.New("no command: orcr sandbox exec --policy FILE -- CMD [ARGS…]")
 	}
@@ -54,7 +61,12 @@ func Exec(policyPath string, argv []string, stderr io.Writer) error {
 	if p.LogDenials {
 		flags = ll.FlagRestrictSelfLogNewExecOn
 	}
-	rep, err := restrictThread(p, flags)
+	var rep Report
+	if pre != nil && pre.prepared(p) {
+		rep, err = pre.restrictHere(p, flags)
+	} else {
+		rep, err = restrictThread(p, flags)
+	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		if report != nil {

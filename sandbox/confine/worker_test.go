@@ -119,15 +119,74 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 		return 0, nil, err
 	}
 	defer unix.Close(fd)
-	w := &worker{jobs: make(chan func()), stop: make(chan struct{})}
+	w := &worker{jobs: make(chan func()), stop: make(chan struct{}), restrict: make(chan restriction)}
 	ready := make(chan error, 1)
-	w.run(fd, fl, ready) // on the main thread: it must hand the thread on, and return
+	w.run(ready) // on the main thread: it must hand the thread on, and return
 	if err := <-ready; err != nil {
 		return 0, nil, err
 	}
 	defer w.end()
+	if _, err := w.confine(fd, fl, nil); err != nil {
+		return 0, nil, err
+	}
 	if err := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil {
 		return 0, nil, err
 	}
 	return tid, os.WriteFile(filepath.Join(outside, "main"), []byte("x"), 0o600), nil
+}
+
+// readyTid is the id of the thread kept ahead (0: none yet).
+func readyTid(c *Rulesets) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ready == nil {
+		return 0
+	}
+	return c.ready.tid
+}
+
+// A new policy's confined thread is the one made ahead of it, not one made on the
+// spawn's path: it exists before the spawn, the spawn runs on it, and the next one is
+// made after (another thread, never one already used); Close ends the one waiting.
+func TestReadyThread(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	var c Rulesets
+	defer c.Close()
+	policy := func(i int) Policy {
+		d := filepath.Join(root, fmt.Sprint("d", i))
+		os.MkdirAll(d, 0o700)
+		return Policy{RW: []string{d}, ROX: []string{"/usr", "/bin"}}
+	}
+	if readyTid(&c) != 0 {
+		t.Fatal("a thread made before any agent was confined")
+	}
+	used := map[int]bool{tidOf(t, &c, policy(0)): true}
+	for i := 1; i <= 6; i++ {
+		var ahead int
+		wait.For(t, 10*time.Second, "the next thread made ahead", func() bool { ahead = readyTid(&c); return ahead != 0 })
+		if used[ahead] {
+			t.Fatalf("thread %d, used already, kept ahead", ahead)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", ahead)); err != nil {
+			t.Fatalf("the thread kept ahead: %v", err)
+		}
+		tid := tidOf(t, &c, policy(i))
+		if tid != ahead {
+			t.Fatalf("spawn %d on thread %d, not the one made ahead (%d)", i, tid, ahead)
+		}
+		used[tid] = true
+		if c.Threads != i+1 {
+			t.Fatalf("%d threads confined after %d policies", c.Threads, i+1)
+		}
+	}
+	wait.For(t, 10*time.Second, "the next thread made ahead", func() bool { return readyTid(&c) != 0 })
+	last := readyTid(&c)
+	c.Close()
+	threadGone(t, last, "the thread kept ahead's end at Close")
+	if readyTid(&c) != 0 {
+		t.Fatal("a thread kept ahead after Close")
+	}
 }
