@@ -138,8 +138,11 @@ func killRemote(ctx context.Context, e *Engine, rt *agentRT, a wire.Agent, reaso
 	if still != nil && !still(a) {
 		return false
 	}
+	var r Remote
+	notThere := false
 	if a.State.Live() || a.State == wire.StateStarting {
-		r, err := remoteOf(e)
+		var err error
+		r, err = remoteOf(e)
 		if err == nil {
 			err = r.Kill(ctx, a, reason)
 		}
@@ -147,10 +150,21 @@ func killRemote(ctx context.Context, e *Engine, rt *agentRT, a wire.Agent, reaso
 			e.log.Warn("kill on node", "id", a.ID, "node", a.Node, "err", err)
 			return false
 		}
+		notThere = err != nil
 	}
-	return e.end(ctx, rt, wire.StateKilled, "server", reason, nil, func(x *wire.Agent) bool {
+	ended := e.end(ctx, rt, wire.StateKilled, "server", reason, nil, func(x *wire.Agent) bool {
 		return still == nil || still(*x)
 	})
+	if ended && notThere && a.State == wire.StateStarting {
+		// Its launch may have handed it to the node between the kill there (not there
+		// yet) and the end here: launchRemote kills it there only when it sees the end
+		// after the node took it, so once the end is written it is killed there again.
+		// One of the two finds it (TestNodeAgents: "the node has it idle" under load).
+		if err := r.Kill(ctx, a, reason); err != nil && !errors.Is(err, wire.ErrNotFound) {
+			e.log.Warn("kill on node an agent killed while starting", "id", a.ID, "node", a.Node, "err", err)
+		}
+	}
+	return ended
 }
 
 // mirror applies what an agent's node reports to its record here: fn may change the

@@ -69,6 +69,12 @@ type Service struct {
 	onNode map[string]string
 	// foldedAt is the node's UpdatedAt of the last record folded per agent.
 	foldedAt map[string]time.Time
+	// handOver are the agents admitted to a node that the link's re-read hands over
+	// (remote.go): found starting when this server started (admitted before a
+	// restart), or whose spawn was in flight when the link dropped. An agent admission
+	// placed while this server runs is handed over by its own launch, never by the
+	// re-read as well.
+	handOver map[string]bool
 	// Placement (place.go): the memory placements reserved per machine ("" : this
 	// one), this machine's reading of the admission pass, and the RSS measured here
 	// per provider.
@@ -123,7 +129,7 @@ func New(o Options) (*Service, error) {
 		}
 		seen[n.Name] = true
 	}
-	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{},
+	return &Service{opts: o, log: o.Logger, nodes: map[string]*node{}, onNode: map[string]string{}, foldedAt: map[string]time.Time{}, handOver: map[string]bool{},
 		reserved: map[string][]reservation{}, localRSS: map[string]int{}, local: map[string]struct{}{}, localMax: o.LocalMax, upReady: make(chan struct{})}, nil
 }
 

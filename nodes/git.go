@@ -65,10 +65,10 @@ func (s *Service) CloneOn(ctx context.Context, node, repo, branch, run, m string
 		return "", err
 	}
 	dir := home + "/clones/" + run + "/" + m
-	// One push into a clone at a time: after a restart an agent may be handed over
-	// twice at once (admission's launch and the link's re-read; the node keeps one),
-	// and two pushes of one ref race ("cannot lock ref") — the second, after the
-	// first, has nothing to do.
+	// One push into a clone at a time: two pushes of one ref race ("cannot lock
+	// ref"). An agent is handed over once (remote.go: the link's re-read hands over
+	// only what no launch of this server is handing over), so this guards callers
+	// other than the hand-over.
 	mu, _ := s.cloneMu.LoadOrStore(node+"\x00"+dir, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()

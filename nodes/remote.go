@@ -46,6 +46,12 @@ func (s *Service) startAgents(ctx context.Context) error {
 		if a.Node != "" && !a.State.Terminal() {
 			s.onNode[a.ID] = a.Node
 		}
+		if a.Node != "" && a.State == wire.StateStarting {
+			// Admitted before this server stopped (admission runs only once every
+			// feature started): on its node already, or to be handed to it by the
+			// link's re-read, on that node, even while the link is still being made.
+			s.handOver[a.ID] = true
+		}
 	}
 	s.mu.Unlock()
 	s.k.SetRemote(s)
@@ -125,6 +131,7 @@ func (s *Service) ended(id string) {
 	_, was := s.onNode[id]
 	delete(s.onNode, id)
 	delete(s.foldedAt, id)
+	delete(s.handOver, id)
 	s.mu.Unlock()
 	if was {
 		s.k.Readmit()
@@ -196,6 +203,9 @@ func (s *Service) Launch(ctx context.Context, a wire.Agent) error {
 			// It stays starting here; when the link is made again the node's record is
 			// read (reread), and the spawn handed over if the node does not have it.
 			s.log.Warn("link lost while handing an agent to its node; settled when it returns", "node", a.Node, "id", a.ID, "err", err)
+			s.mu.Lock()
+			s.handOver[a.ID] = true
+			s.mu.Unlock()
 			return nil
 		}
 		if err != nil {
@@ -313,10 +323,23 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 	for _, id := range ids {
 		r, err := wire.Call(ctx, tr, wire.AgentGet, wire.TargetParams{Target: id})
 		if errors.Is(err, wire.ErrNotFound) {
+			s.mu.Lock()
+			mine := s.handOver[id]
+			delete(s.handOver, id)
+			s.mu.Unlock()
+			a, gerr := s.k.Get(ctx, id)
+			if gerr == nil && a.State == wire.StateStarting && !mine {
+				// Placed by admission since this server started, and its launch is
+				// under way (making its clone there, say): that launch hands it over.
+				// A second hand-over here would make its directory again under it —
+				// pushing the milestone's branch over the commits its coder made.
+				continue
+			}
 			// Admitted here but never handed over: this server stopped between the two
-			// (killed while placing). It is handed over now, once; the node refuses
-			// an id it has, so it never runs twice.
-			if a, gerr := s.k.Get(ctx, id); gerr == nil && a.State == wire.StateStarting {
+			// (killed while placing), or the link dropped with the spawn in flight. It
+			// is handed over now, once; the node refuses an id it has, so it never
+			// runs twice.
+			if gerr == nil && a.State == wire.StateStarting {
 				s.log.Info("hand an admitted agent to its node after a restart", "node", node, "id", id)
 				err := s.envValues(&a)
 				if err == nil {
@@ -343,6 +366,9 @@ func (s *Service) reread(ctx context.Context, node string, tr *socket.Client) {
 		if err != nil {
 			continue
 		}
+		s.mu.Lock()
+		delete(s.handOver, id) // the node has it
+		s.mu.Unlock()
 		s.fold(ctx, r.Agent)
 	}
 }

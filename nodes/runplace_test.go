@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	nodeapi "orcr/nodes/api"
 	runapi "orcr/orchestrate/run/api"
 	"orcr/testutil/wait"
 )
@@ -276,4 +277,81 @@ func TestLocalCapReloaded(t *testing.T) {
 		}
 	}
 	c.cl.Kill(context.Background(), wire.KillParams{Glob: "**"})
+}
+
+// A coder waiting for its node (down) across a restart of the coordinator is placed
+// there the moment the link is made, while the link re-reads the node's agents: it
+// is handed over once — by its own launch, which makes its clone — not a second time
+// by the re-read, which hands over only agents admitted before the restart. Handed
+// over twice at once, its clone was made again under it, and the second push put the
+// milestone's branch back over the commit its coder had made (TestRunCodersPlacedKill9
+// under load: "done at the base, 0 commits", a replacement coder and a second clone
+// on a node). Without the fix this failed 2 runs of 2.
+func TestRunCoderPlacedAsLinkComesUp(t *testing.T) {
+	c := newCoord(t)
+	repo := c.runScene("hold", partsPlan("hold", 2), runCfgLocal1)
+	n := c.node()
+	c.trust(n)
+	c.addNode("a", n.Port(), "--max-agents", "1")
+	n.Down()
+	c.waitState("a", nodeapi.StateUnreachable)
+	c.startRun("hold", []string{"M1", "M2"}, "--coders", "2", "--coder", "shell", "--lead", "none", "--", "sh", "-c", nodeCoder)
+	// One coder here ([limits] local = 1), the other waits for node a.
+	var waiting string
+	if !wait.Until(60*time.Second, func() bool {
+		q, err := c.cl.Queue(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range q.Entries {
+			if strings.HasPrefix(e.Path, "runs/hold/coder-") && strings.Contains(e.Waiting, "a: unreachable") {
+				waiting = e.Path
+			}
+		}
+		return waiting != ""
+	}) {
+		t.Fatal("no coder waits for node a")
+	}
+	// The coordinator restarts meanwhile (killed -9): its link to a is made anew.
+	c.srv.Kill9()
+	c.start()
+	// The node's own events go on while its link is down (an agent of its own user):
+	// the link, made again, replays them at once and re-reads the node's agents while
+	// the coder's launch is still making its clone.
+	nc := nodeClient(t, n)
+	if _, err := nc.Run(context.Background(), wire.RunParams{Path: "own/x", Argv: []string{"sh", "-c", "sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Kill(context.Background(), wire.KillParams{Glob: "own/x"})
+	n.Up()
+	a := c.waitAgent(waiting, func(a wire.Agent) bool {
+		return a.State.Live() && a.Node == "a" && strings.Contains(a.Cwd, "/clones/hold/")
+	}, "the coder in its clone on a")
+	c.waitRunDone("hold", 120*time.Second)
+	log, _ := os.ReadFile(filepath.Join(c.home, "orcr.log"))
+	made := 0
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "the agent's directory was made on its node") && strings.Contains(l, a.ID) {
+			made++
+		}
+		if strings.Contains(l, "hand an admitted agent to its node") {
+			t.Errorf("handed over by the link's re-read as well (admitted after the restart): %s", l)
+		}
+	}
+	if made != 1 {
+		t.Errorf("the coder's clone was made %d times; want 1:\n%s", made, log)
+	}
+	if body := gitIn(t, repo, "show", "feature/hold:"+filepath.Base(a.Cwd)+".txt"); !strings.Contains(body, "node a in "+filepath.Join(n.Home, "clones", "hold")) {
+		t.Errorf("%s: %q", filepath.Base(a.Cwd), body)
+	}
+	all, err := c.cl.List(context.Background(), wire.ListParams{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range all {
+		if strings.HasPrefix(x.Path, "runs/hold/coder-") && x.Path != "runs/hold/coder-1" && x.Path != "runs/hold/coder-2" {
+			t.Errorf("a coder was started in another's place: %s %s node=%q", x.Path, x.State, x.Node)
+		}
+	}
+	c.stopRun("hold")
 }
