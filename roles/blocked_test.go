@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"orcr/core/wire"
-	"orcr/testutil/wait"
 )
 
 // TestWrapUpWaitsForPrompt: the soft timeout comes while the agent waits on a
@@ -25,8 +24,9 @@ hard_timeout = "120s"
 	r.WaitAgent("ask/a", 30*time.Second, "blocked on its question", func(a wire.Agent) bool { return a.State == wire.StateBlocked })
 	r.WaitAgent("ask/a", 30*time.Second, "the soft timeout's wrap-up", func(a wire.Agent) bool { return a.Limits.WrapUpAt != nil })
 	// The wrap-up goes right after WrapUpAt is recorded; typed into the question it
-	// shows within milliseconds. Nothing may reach the question for a few seconds.
-	if wait.Until(3*time.Second, func() bool {
+	// shows within milliseconds. Nothing may reach the question for a few seconds (a
+	// window that must pass in full: it grows with the wait scale at most ×2).
+	if happensWithin(3*time.Second, func() bool {
 		return strings.Contains(r.Must("agent", "read", "ask/a"), "answer:") || r.Agent("ask/a").State != wire.StateBlocked
 	}) {
 		t.Fatalf("the wrap-up was typed into the question:\n%s", r.Must("agent", "read", "ask/a"))

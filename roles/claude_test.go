@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,14 +70,32 @@ func TestPiRole(t *testing.T) {
 
 // TestOpencodeRole is the same through the real opencode CLI: the system prompt and
 // skill go in as an instructions file of its config, which opencode adds to its
-// system prompt.
+// system prompt. The same agent then goes on with the hibernation and wake through
+// opencode (its --session, without --model: adapters/opencode's
+// TestPrepareSystemPromptAndResume), what TestClaudeHibernateAndResume's provider part
+// is for claude: one opencode session for both, where each took its own (an opencode
+// start is 3 s of CPU, 60-100 s at a load of 17). OpenCode keeps its sessions in a
+// SQLite db, not a file orcr records: a session deleted there is found gone by asking
+// opencode itself.
 func TestOpencodeRole(t *testing.T) {
 	t.Parallel()
 	r := newClaudeRig(t)
 	r.Opencode()
-	r.reviewerRole("opencode:" + modelserver.OpencodeModel)
+	choice := "opencode:" + modelserver.OpencodeModel
+	r.reviewerRole(choice)
 	r.Serve()
-	roleLimits(t, r, "opencode:"+modelserver.OpencodeModel, "--model "+modelserver.OpencodeModel)
+	a := roleWrapUp(t, r, choice, "--model "+modelserver.OpencodeModel)
+	// The role's turns are over: GC's idle rule comes in by a config reload (SIGHUP),
+	// so its sweep every 30 s could not hibernate the agent between them.
+	writeGCConfig(r, "1s")
+	if err := syscall.Kill(r.Srv.PID(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	a = hibernateAndWake(t, r, "review/auth", choice, a, "Review internal/auth and report BLOCKER lines.", false)
+	if !strings.HasPrefix(a.SessionID, "ses_") {
+		t.Fatalf("woken opencode: session %q", a.SessionID)
+	}
+	oneWrapUp(t, r)
 }
 
 // skippedChoice is the reviewer role's first provider, one the rig has not installed,
@@ -133,6 +152,14 @@ func TestRoleHardTimeout(t *testing.T) {
 // fallback, the system prompt and skill in the model request and the soft timeout's
 // one wrap-up as a user turn; argv is how the launch names the model.
 func roleLimits(t *testing.T, r *rig, choice, argv string) {
+	roleWrapUp(t, r, choice, argv)
+	r.Must("agent", "kill", "review/auth")
+	oneWrapUp(t, r)
+}
+
+// roleWrapUp is roleLimits up to the wrap-up's turn, and returns the agent's record
+// after it.
+func roleWrapUp(t *testing.T, r *rig, choice, argv string) wire.Agent {
 	provider, _, _ := strings.Cut(choice, ":")
 	r.Models.Push(modelserver.Turn{Text: "No blockers in internal/auth.", Usage: modelserver.Usage{Input: 10, Output: 5}},
 		modelserver.Turn{Text: "Summary: reviewed internal/auth, nothing left.", Usage: modelserver.Usage{Input: 10, Output: 5}})
@@ -160,15 +187,19 @@ func roleLimits(t *testing.T, r *rig, choice, argv string) {
 	}
 
 	// The soft timeout: one wrap-up message, as a user turn.
-	r.WaitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
+	a = r.WaitAgent("review/auth", 60*time.Second, "wrap-up turn", func(a wire.Agent) bool {
 		return a.LastMessage == "Summary: reviewed internal/auth, nothing left." && a.Limits.WrapUpAt != nil
 	})
 	q, ok = r.RequestWith("soft time limit of 8s")
 	if !ok || !strings.Contains(q.LastUser(), "Wrap up now") {
 		t.Fatalf("the wrap-up did not arrive as a user turn (found %v)", ok)
 	}
-	r.Must("agent", "kill", "review/auth")
-	// Only one wrap-up was sent.
+	return a
+}
+
+// oneWrapUp checks that the agent's one wrap-up was sent once (the agent stopped).
+func oneWrapUp(t *testing.T, r *rig) {
+	t.Helper()
 	n := 0
 	for _, q := range r.Models.Requests() {
 		if q.Scripted && strings.Count(q.LastUser(), "soft time limit") > 0 {

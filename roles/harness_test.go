@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	orcrrig "orcr/testutil/rig"
+	"orcr/testutil/wait"
 )
 
 // rig is one isolated orcr installation (testutil/rig: real binary, embedded pty
@@ -48,4 +50,22 @@ func (r *rig) runArgs(path, choice, prompt string) []string {
 		args = append(args, "--model", model)
 	}
 	return args
+}
+
+// happensWithin polls cond (5 ms, doubling up to 200 ms) for d and reports whether it
+// held at any poll: the window of a negative check, which passes only by running to
+// its end. The window is wait.Held(d): it grows with the wait scale up to ×2, not ×3-6
+// as wait.Until's deadline would (a check that passes is not made more certain by
+// waiting six times as long).
+func happensWithin(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(wait.Held(d))
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(delay)
+	}
 }

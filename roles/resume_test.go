@@ -11,6 +11,7 @@ import (
 
 	"orcr/core/wire"
 	"orcr/testutil/modelserver"
+	"orcr/testutil/wait"
 )
 
 // conversationWith finds the scripted request whose last user turn contains last.
@@ -72,20 +73,6 @@ func TestPiHibernateAndResume(t *testing.T) {
 	hibernateAndResume(t, r, "pi:"+modelserver.PiModel, false)
 }
 
-// TestOpencodeHibernateAndResume is the hibernation and wake through the real
-// opencode CLI (its --session, without --model: adapters/opencode's
-// TestPrepareSystemPromptAndResume). OpenCode keeps its sessions in a SQLite db, not a
-// file orcr records: a session deleted there is found gone by asking opencode itself.
-func TestOpencodeHibernateAndResume(t *testing.T) {
-	t.Parallel()
-	r := newClaudeRig(t)
-	r.Opencode()
-	a := hibernateAndResume(t, r, "opencode:"+modelserver.OpencodeModel, false)
-	if !strings.HasPrefix(a.SessionID, "ses_") {
-		t.Fatalf("woken opencode: session %q", a.SessionID)
-	}
-}
-
 // hibernateAndResume runs the scenario with provider (or provider:model) on rig r
 // (not yet serving), config.toml holding config beside the GC rule, and returns the
 // woken record (with all, the resumed one). What is the CLI's own runs for every
@@ -97,18 +84,37 @@ func TestOpencodeHibernateAndResume(t *testing.T) {
 // shell agent's resume and a gone session file are refused, and a wake whose session
 // file went while it slept is refused.
 func hibernateAndResume(t *testing.T, r *rig, choice string, all bool, config ...string) wire.Agent {
-	provider, _, _ := strings.Cut(choice, ":")
-	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
-	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \"1s\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
+	writeGCConfig(r, "1s", config...)
 	r.Serve()
 	r.Models.Push(modelserver.Turn{Text: "Noted.", Usage: modelserver.Usage{Input: 10, Output: 2}})
 	r.Must(r.runArgs("mem/a", choice, "remember the word PELICAN-42")...)
 	first := r.WaitAgent("mem/a", 90*time.Second, "first turn", func(a wire.Agent) bool { return a.State == wire.StateDone && a.LastMessage == "Noted." })
-	pid := first.PID
+	return hibernateAndWake(t, r, "mem/a", choice, first, "remember the word PELICAN-42", all)
+}
 
-	time.Sleep(1100 * time.Millisecond) // idle_after is 1s: the only wait is GC's own rule
-	r.Must("gc")
-	a := r.WaitAgent("mem/a", 10*time.Second, "hibernated", func(a wire.Agent) bool { return a.State == wire.StateHibernated })
+// writeGCConfig writes the rig's config.toml: GC hibernates an agent idle for idle,
+// and config beside it.
+func writeGCConfig(r *rig, idle string, config ...string) {
+	os.MkdirAll(filepath.Join(r.Dir, "config", "orcr"), 0o700)
+	os.WriteFile(filepath.Join(r.Dir, "config", "orcr", "config.toml"), []byte("[gc]\nidle_after = \""+idle+"\"\nidle_action = \"hibernate\"\n"+strings.Join(config, "\n")), 0o600)
+}
+
+// hibernateAndWake is the scenario from the agent at path (first, its record after a
+// turn whose user message held earlier) on: GC hibernates it once it is idle, a send
+// wakes it, and so on as hibernateAndResume says.
+func hibernateAndWake(t *testing.T, r *rig, path, choice string, first wire.Agent, earlier string, all bool) wire.Agent {
+	provider, _, _ := strings.Cut(choice, ":")
+	pid := first.PID
+	// The only wait is GC's own rule (gc.idle_after): `orcr gc` sweeps until the
+	// agent has been idle that long.
+	var a wire.Agent
+	if !wait.Until(30*time.Second, func() bool {
+		r.Must("gc")
+		a = r.Agent(path)
+		return a.State == wire.StateHibernated
+	}) {
+		t.Fatalf("%s was not hibernated: %s (%s)", path, a.State, a.StateReason)
+	}
 	if a.PaneID != "" || a.SessionID != first.SessionID || !strings.Contains(a.StateReason, "gc.idle_after") {
 		t.Fatalf("hibernated record %+v", a)
 	}
@@ -127,12 +133,12 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, all bool, config ..
 
 	r.Models.Push(modelserver.Turn{Text: "The word was PELICAN-42.", Usage: modelserver.Usage{Input: 10, Output: 4}})
 	sent := time.Now()
-	r.Must("agent", "send", "mem/a", "what was the word?")
-	a = r.WaitAgent("mem/a", 90*time.Second, "woken turn", func(a wire.Agent) bool {
+	r.Must("agent", "send", path, "what was the word?")
+	a = r.WaitAgent(path, 90*time.Second, "woken turn", func(a wire.Agent) bool {
 		return a.State == wire.StateDone && a.LastMessage == "The word was PELICAN-42."
 	})
 	q, ok := r.conversationWith("what was the word?")
-	if !ok || !strings.Contains(string(q.Body), "remember the word PELICAN-42") {
+	if !ok || !strings.Contains(string(q.Body), earlier) {
 		t.Fatalf("the woken request lacks the earlier conversation (found %v)", ok)
 	}
 	t.Logf("hibernated → send → first model request: %v", q.At.Sub(sent))
@@ -144,10 +150,10 @@ func hibernateAndResume(t *testing.T, r *rig, choice string, all bool, config ..
 		// session; agent resume launches through the same resume of the same session
 		// (core/resume.go: a record with a SessionID goes through the provider's own
 		// resume), and the new record linked to the old is orcr's, which claude proves.
-		r.Must("agent", "kill", "mem/a")
+		r.Must("agent", "kill", path)
 		if a.Transcript == "" { // opencode: its sessions are in its SQLite store, not a file
 			r.opencode("session", "delete", a.SessionID)
-			if res := r.Run("agent", "resume", "mem/a"); res.Code == 0 || !strings.Contains(res.Err, "session of mem/a is gone") {
+			if res := r.Run("agent", "resume", path); res.Code == 0 || !strings.Contains(res.Err, "session of "+path+" is gone") {
 				t.Fatalf("gone opencode session: exit %d %s", res.Code, res.Err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,15 +159,28 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	// minutes (claude's message says "resets 3:04pm") and must still be ahead once the
 	// limit is hit and the second opus spawn is held: a real claude's first turn took
 	// 55 s at a load of 40, and a reset 90 s out had passed before the queue was read.
-	// So the margin scales with the test's waits (testutil/wait).
-	reset := time.Now().Add(wait.Scale(45 * time.Second)).Truncate(time.Minute).Add(time.Minute)
-	msg := "You've hit your Opus limit · resets " + strings.ToLower(reset.UTC().Format("3:04pm")) + " (UTC)"
-	srv.Push(modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: reset, Message: msg, Claim: "seven_day_opus"},
-		Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") }})
+	// So the reset is set when the opus request arrives (after the CLI's start, however
+	// slow), the next whole minute at least 15 s (scaled with the test's waits) after
+	// it: fixed at the start with the start's margin in it, the test waited out 45 s ×
+	// the scale plus the minute's rest after the limit, 2-5 minutes in CI.
+	var resetMu sync.Mutex
+	var built time.Time
+	srv.Push(modelserver.Turn{Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") },
+		Build: func(modelserver.Request) modelserver.Turn {
+			at := time.Now().Add(wait.Scale(15 * time.Second)).Truncate(time.Minute).Add(time.Minute)
+			resetMu.Lock()
+			built = at
+			resetMu.Unlock()
+			msg := "You've hit your Opus limit · resets " + strings.ToLower(at.UTC().Format("3:04pm")) + " (UTC)"
+			return modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: at, Message: msg, Claim: "seven_day_opus"}}
+		}})
 	e.Must("agent", "run", "m/opus", "--provider", "claude", "--account", "work", "--model", "claude-opus-4-5", "--cwd", work, "--prompt", "big job")
 	a := e.WaitAgent("m/opus", 90*time.Second, "the opus limit", func(a wire.Agent) bool {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
+	resetMu.Lock()
+	reset := built
+	resetMu.Unlock()
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v, want reset %v", a.Blocked, reset)
 	}
