@@ -38,21 +38,7 @@ func BenchmarkServerIdlePty100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for j := range n {
-			if _, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("idle/a%d", j),
-				Argv: []string{"sh", "-c", "echo idle; exec sleep 600"}, Cwd: "/tmp"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		wait.For(b, time.Minute, "every agent to print", func() bool {
-			for j := range n {
-				r, err := c.Read(context.Background(), wire.ReadParams{Target: fmt.Sprintf("idle/a%d", j)})
-				if err != nil || !strings.Contains(r.Text, "idle") {
-					return false
-				}
-			}
-			return true
-		})
+		runAll(b, c, "idle", n, "echo idle; exec sleep 600", "idle")
 		c.Close()
 		rss1, cpu1 := idle(b, pid, window)
 		b.ReportMetric(rss0/1024, "rss0-MB")
@@ -62,6 +48,26 @@ func BenchmarkServerIdlePty100(b *testing.B) {
 		b.ReportMetric(cpu1, "cpu-%")
 		b.ReportMetric((cpu1-cpu0)/n, "cpu-%/agent")
 	}
+}
+
+// runAll starts n agents PREFIX/aJ running the shell script and waits until each
+// screen shows marker.
+func runAll(b *testing.B, c *apiclient.Client, prefix string, n int, script, marker string) {
+	for j := range n {
+		if _, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("%s/a%d", prefix, j),
+			Argv: []string{"sh", "-c", script}, Cwd: "/tmp"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wait.For(b, time.Minute, "every agent to print "+marker, func() bool {
+		for j := range n {
+			r, err := c.Read(context.Background(), wire.ReadParams{Target: fmt.Sprintf("%s/a%d", prefix, j)})
+			if err != nil || !strings.Contains(r.Text, marker) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // idle measures pid over window: its resident size at the end (KiB) and the CPU it

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"orcr/core/socket"
-	"orcr/core/wire"
 	"orcr/testutil/apiclient"
 	"orcr/testutil/proc"
 	"orcr/testutil/serve"
@@ -42,21 +41,7 @@ func BenchmarkStatusLine20VsRawTmux(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for j := range n {
-			if _, err := c.Run(context.Background(), wire.RunParams{Path: fmt.Sprintf("status/a%d", j),
-				Argv: []string{"sh", "-c", statusLoop}, Cwd: "/tmp"}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		wait.For(b, time.Minute, "every agent to draw its status line", func() bool {
-			for j := range n {
-				r, err := c.Read(context.Background(), wire.ReadParams{Target: fmt.Sprintf("status/a%d", j)})
-				if err != nil || !strings.Contains(r.Text, "tokens") {
-					return false
-				}
-			}
-			return true
-		})
+		runAll(b, c, "status", n, statusLoop, "tokens")
 		c.Close()
 		t0, c0 := time.Now(), proc.CPUTicks(b, srv.PID())
 		time.Sleep(window)
