@@ -155,7 +155,7 @@ func killRemote(ctx context.Context, e *Engine, rt *agentRT, a wire.Agent, reaso
 	ended := e.end(ctx, rt, wire.StateKilled, "server", reason, nil, func(x *wire.Agent) bool {
 		return still == nil || still(*x)
 	})
-	if ended && notThere && a.State == wire.StateStarting {
+	if ended && notThere && r != nil && a.State == wire.StateStarting {
 		// Its launch may have handed it to the node between the kill there (not there
 		// yet) and the end here: launchRemote kills it there only when it sees the end
 		// after the node took it, so once the end is written it is killed there again.
