@@ -35,6 +35,7 @@ func TestMemPolicyReturnsAtTheEndOfABurst(t *testing.T) {
 	m := newMemPolicy()
 	defer m.close()
 	m.returnFreed = 1 << 40 // only the burst rule here
+	m.freedQuiet = time.Hour
 	for i := range 10 {
 		m.Ended(10 - i)
 	}
@@ -77,6 +78,7 @@ func TestMemPolicyReturnsABurstsTail(t *testing.T) {
 	m := newMemPolicy()
 	defer m.close()
 	m.returnFreed = 1 << 40 // only the burst rules here
+	m.freedQuiet = time.Hour
 	m.burstQuiet = 300 * time.Millisecond
 	burst := func() {
 		for range burstEnds - 1 {
@@ -112,6 +114,7 @@ func TestMemPolicyReturnsWhatPilesUp(t *testing.T) {
 	m := newMemPolicy()
 	defer m.close()
 	m.returnBatch, m.returnEvery = 50*time.Millisecond, 600*time.Millisecond
+	m.freedQuiet = time.Hour // only the pile-up rule here (TestMemPolicyReturnsWhatSettles has the other)
 	m.Freed(returnFreed - 1)
 	if wait.Until(10*m.returnBatch, func() bool { return m.returns.Load() > 0 }) {
 		t.Fatal("a return before returnFreed bytes were let go")
