@@ -68,7 +68,7 @@ func listenAt(path string) (*net.UnixListener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
-	ln, err := bindPrivate(path)
+	ln, err := ListenPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
@@ -80,18 +80,19 @@ func listenAt(path string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// bindPrivate binds the socket at path with a umask of 0177, so it is 0600 from its
-// first instant, on an OS thread whose umask is its own (unshare(CLONE_FS)): the umask
-// is the process's, shared by all of Go's threads, and the server's features make
-// folders and start programs while it listens (a restart's run resumes a brief: a
-// worktree made, `git checkout` started). A process-wide umask of 0177 around the bind
-// made such a worktree's folder 0600 — no search — and its files 0600, so its coder
-// (root without capabilities, DESIGN §16) could neither write there nor find its .git
-// (TestListenLeavesTheUmaskAlone). The thread is not given back: the runtime ends it
-// with its goroutine. Where unshare is refused (a seccomp filter), the socket is bound
-// under the process's umask and chmod'ed at once by the caller; the home it lives in is
-// 0700 (AcquireLock), so no other user reaches it meanwhile.
-func bindPrivate(path string) (*net.UnixListener, error) {
+// ListenPrivate listens on the unix socket at path, bound under a umask of 0177 (the
+// socket is 0600 from its first instant) on an OS thread whose umask is its own
+// (unshare(CLONE_FS)). The umask is the process's, shared by all of Go's threads, and
+// a server's features make folders and start programs while it listens (a restart's
+// run resumes a brief: a worktree made, `git checkout` started): a process-wide umask
+// of 0177 around the bind made such a worktree's folder 0600 — no search — and its
+// files 0600, so its coder (root without capabilities, DESIGN §16) could neither write
+// there nor find its .git (TestListenLeavesTheUmaskAlone). The thread is not given
+// back: the runtime ends it with its goroutine. Where unshare is refused (a seccomp
+// filter), the socket is bound under the process's umask and the caller chmods it at
+// once (listenAt does); the server's home it lives in is 0700 (AcquireLock), so no
+// other user reaches it meanwhile.
+func ListenPrivate(path string) (*net.UnixListener, error) {
 	type bound struct {
 		ln  *net.UnixListener
 		err error
