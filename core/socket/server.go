@@ -11,11 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"orcr/core"
 	"orcr/core/wire"
 )
@@ -66,9 +68,7 @@ func listenAt(path string) (*net.UnixListener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	ln, err := ListenPrivate(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
@@ -78,6 +78,41 @@ func listenAt(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	return ln, nil
+}
+
+// ListenPrivate listens on the unix socket at path, bound under a umask of 0177 (the
+// socket is 0600 from its first instant) on an OS thread whose umask is its own
+// (unshare(CLONE_FS)). The umask is the process's, shared by all of Go's threads, and
+// a server's features make folders and start programs while it listens (a restart's
+// run resumes a brief: a worktree made, `git checkout` started): a process-wide umask
+// of 0177 around the bind made such a worktree's folder 0600 — no search — and its
+// files 0600, so its coder (root without capabilities, DESIGN §16) could neither write
+// there nor find its .git (TestListenLeavesTheUmaskAlone). The thread is not given
+// back: the runtime ends it with its goroutine. Where unshare is refused (a seccomp
+// filter), the socket is bound under the process's umask and the caller chmods it at
+// once (listenAt does); the server's home it lives in is 0700 (AcquireLock), so no
+// other user reaches it meanwhile.
+func ListenPrivate(path string) (*net.UnixListener, error) {
+	type bound struct {
+		ln  *net.UnixListener
+		err error
+	}
+	ch := make(chan bound, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Unshare(unix.CLONE_FS) != nil {
+			runtime.UnlockOSThread()
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+			ch <- bound{ln, err}
+			return
+		}
+		// This thread's umask only; it stays locked, so no other goroutine runs on it.
+		unix.Umask(0o177)
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		ch <- bound{ln, err}
+	}()
+	b := <-ch
+	return b.ln, b.err
 }
 
 // Serve accepts connections until Close. It recreates the socket if it is deleted or

@@ -28,6 +28,7 @@ import (
 	"github.com/pkg/sftp"
 	gossh "golang.org/x/crypto/ssh"
 
+	"orcr/core/socket"
 	"orcr/testutil/serve"
 	"orcr/testutil/wait"
 )
@@ -215,9 +216,9 @@ func (n *Node) streamlocalForward(ctx glssh.Context, _ *glssh.Server, req *gossh
 	if !ok {
 		return false, nil
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", p.SocketPath)
-	syscall.Umask(old)
+	// 0600 from its first instant, without the process's umask changing under the
+	// test's servers (socket.ListenPrivate says why).
+	ln, err := socket.ListenPrivate(p.SocketPath)
 	if err != nil {
 		return false, nil
 	}
