@@ -108,27 +108,14 @@ func (m *memPolicy) Freed(n int64) {
 
 // holdSettle arms the settle rule's return freedQuiet from now, or puts an armed one
 // off: each report means the letting go goes on.
-func (m *memPolicy) holdSettle() {
-	m.tailMu.Lock()
-	defer m.tailMu.Unlock()
-	if m.settle == nil {
-		m.settle = time.AfterFunc(m.freedQuiet, m.returnSettled)
-		return
-	}
-	m.settle.Reset(m.freedQuiet)
-}
+func (m *memPolicy) holdSettle() { m.arm(&m.settle, m.freedQuiet, m.returnSettled) }
 
 // returnSettled is the settle rule's return: only if freedSettle bytes or more were
 // let go since the last return, and not within returnEvery of it (then once that has
 // passed: returnSoon's spacing).
 func (m *memPolicy) returnSettled() {
-	m.tailMu.Lock()
-	m.settle = nil
-	m.tailMu.Unlock()
-	select {
-	case <-m.stop:
+	if !m.fired(&m.settle) {
 		return
-	default:
 	}
 	if m.freed.Load() < m.freedSettle || !m.pending.CompareAndSwap(false, true) {
 		return // too little, or a return is scheduled already
@@ -154,14 +141,32 @@ func (m *memPolicy) Ended(running int) {
 // finds too little counted since the one before to make its own. Without the tail
 // the garbage of the burst's last programs (up to burstFreed, three pty panes'
 // construction garbage) stayed resident.
-func (m *memPolicy) armTail() {
+func (m *memPolicy) armTail() { m.arm(&m.tail, m.burstQuiet, m.returnTail) }
+
+// arm starts *t to run f after d, or puts an armed *t off to d from now: the timers
+// of the tail and of the settle rule, both under tailMu.
+func (m *memPolicy) arm(t **time.Timer, d time.Duration, f func()) {
 	m.tailMu.Lock()
 	defer m.tailMu.Unlock()
-	if m.tail == nil {
-		m.tail = time.AfterFunc(m.burstQuiet, m.returnTail)
+	if *t == nil {
+		*t = time.AfterFunc(d, f)
 		return
 	}
-	m.tail.Reset(m.burstQuiet)
+	(*t).Reset(d)
+}
+
+// fired is a timer's run of arm's f: it forgets *t and reports whether the policy
+// still runs.
+func (m *memPolicy) fired(t **time.Timer) bool {
+	m.tailMu.Lock()
+	*t = nil
+	m.tailMu.Unlock()
+	select {
+	case <-m.stop:
+		return false
+	default:
+		return true
+	}
 }
 
 // holdTail puts a pending tail off by burstQuiet: an end means the burst goes on.
@@ -176,13 +181,8 @@ func (m *memPolicy) holdTail() {
 // returnTail is the tail's return: only if something ended or was let go since the
 // burst's last return.
 func (m *memPolicy) returnTail() {
-	m.tailMu.Lock()
-	m.tail = nil
-	m.tailMu.Unlock()
-	select {
-	case <-m.stop:
+	if !m.fired(&m.tail) {
 		return
-	default:
 	}
 	if m.ends.Load() == 0 && m.freed.Load() == 0 {
 		return
