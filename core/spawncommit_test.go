@@ -64,6 +64,29 @@ func (w *writeLog) of(id string) []storeWrite {
 	return out
 }
 
+// spawnEngine is an engine on the pty host with the shell provider and a store in
+// home, through wrap (a spy, or the store itself), closed when the test ends.
+func spawnEngine(t *testing.T, home string, wrap func(*store.Store) core.Store) *core.Engine {
+	t.Helper()
+	st, err := store.Open(home+"/store", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := core.NewEngine(core.Options{Store: wrap(st), Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
+		Home: home, Socket: home + "/orcr.sock"})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Close(cctx)
+		st.Close()
+	})
+	return eng
+}
+
 // A spawn that nothing holds is two store commits from agent.run to a working pane:
 // the record as starting with agent.spawned and its admission's agent.state in one
 // transaction, then the pane and the working state. It was three (queued, then
@@ -75,23 +98,9 @@ func (w *writeLog) of(id string) []storeWrite {
 func TestSpawnAdmittedAtOnceIsOneCommit(t *testing.T) {
 	home := t.TempDir()
 	ctx := context.Background()
-	st, err := store.Open(home+"/store", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &writeLog{Store: st}
+	var log *writeLog
+	eng := spawnEngine(t, home, func(st *store.Store) core.Store { log = &writeLog{Store: st}; return log })
 	gate := &switchGate{}
-	eng, err := core.NewEngine(core.Options{Store: log, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
-		Home: home, Socket: home + "/orcr.sock"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Close(cctx)
-		st.Close()
-	}()
 	if err := eng.Start(ctx, &feature{name: "gate", start: func(_ context.Context, k core.Kernel) error { k.AddGate(gate); return nil }}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +108,7 @@ func TestSpawnAdmittedAtOnceIsOneCommit(t *testing.T) {
 		t.Helper()
 		var got wire.Agent
 		wait.For(t, 10*time.Second, "the agent working", func() bool {
+			var err error
 			got, err = eng.Get(ctx, id)
 			return err == nil && got.State == wire.StateWorking
 		})
@@ -129,7 +139,7 @@ func TestSpawnAdmittedAtOnceIsOneCommit(t *testing.T) {
 	if first := log.of(a.ID)[0]; first.events != 2 {
 		t.Fatalf("the spawn's commit held %d events, want 2 (agent.spawned and agent.state)", first.events)
 	}
-	evs, err := st.Events(ctx, since, 0)
+	evs, err := log.Events(ctx, since, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,21 +281,7 @@ func (s *launchSpy) BeforeLaunch(context.Context, wire.Agent, bool) error {
 func TestSpawnDuringStartWaitsForFeatures(t *testing.T) {
 	home := t.TempDir()
 	ctx := context.Background()
-	st, err := store.Open(home+"/store", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := core.NewEngine(core.Options{Store: st, Host: pty.New(pty.Options{}), Providers: []core.Provider{shell.New()},
-		Home: home, Socket: home + "/orcr.sock"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Close(cctx)
-		st.Close()
-	}()
+	eng := spawnEngine(t, home, func(st *store.Store) core.Store { return st })
 	spy := &launchSpy{}
 	var id string
 	var inStart wire.State
