@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -24,6 +25,8 @@ type broker struct {
 	recentSize int
 	wake       chan struct{} // closed and replaced on every publish
 	trans      map[*transientSub]struct{}
+	// transients is len(trans), read without the lock (see hearsTransient).
+	transients atomic.Int32
 	// globbed are the subscribers that asked for some paths only. A publish wakes
 	// them only for an event they would pass on (one of their paths, or no agent), not
 	// for every agent's every change: in a spawn loop, the plans and runs features'
@@ -189,6 +192,10 @@ func (b *broker) publishAgentEvents(ctx context.Context, a wire.Agent, evs []wir
 	return stored, nil
 }
 
+// hearsTransient reports whether anyone subscribed to transient events: an agent loop
+// that nobody hears spends nothing on announcing its screen's changes.
+func (b *broker) hearsTransient() bool { return b.transients.Load() > 0 }
+
 // publishTransient delivers a transient event (seq 0) to transient subscribers,
 // dropping it for subscribers whose buffer is full.
 func (b *broker) publishTransient(e wire.Event) {
@@ -246,6 +253,7 @@ func (b *broker) subscribe(ctx context.Context, after uint64, globs []Glob, tran
 		ts = &transientSub{ch: make(chan wire.Event, 64), glob: globs}
 		b.mu.Lock()
 		b.trans[ts] = struct{}{}
+		b.transients.Store(int32(len(b.trans)))
 		b.mu.Unlock()
 	}
 	var gs *globSub
@@ -261,6 +269,7 @@ func (b *broker) subscribe(ctx context.Context, after uint64, globs []Glob, tran
 			b.mu.Lock()
 			if ts != nil {
 				delete(b.trans, ts)
+				b.transients.Store(int32(len(b.trans)))
 			}
 			if gs != nil {
 				delete(b.globbed, gs)

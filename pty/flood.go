@@ -361,11 +361,19 @@ const readSmall = 4 << 10
 
 var floodBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
+// readOut reads the pty master (masterReader).
+func (p *pane) readOut(b []byte) (int, error) {
+	if p.rd == nil {
+		return p.ptmx.Read(b)
+	}
+	return p.rd.read(b)
+}
+
 // readChunk reads the next output into small and returns it; output that comes in
 // large reads is gathered into a pooled buffer, which done gives back once the output
 // has been fed.
 func (p *pane) readChunk(small []byte) (out []byte, done func(), err error) {
-	n, err := p.ptmx.Read(small)
+	n, err := p.readOut(small)
 	if err != nil || n < gatherFrom {
 		return small[:n], func() {}, err
 	}
@@ -376,7 +384,7 @@ func (p *pane) readChunk(small []byte) (out []byte, done func(), err error) {
 	_ = p.ptmx.SetReadDeadline(time.Now().Add(gatherFor))
 	defer p.ptmx.SetReadDeadline(time.Time{})
 	for n < len(buf) {
-		m, err := p.ptmx.Read(buf[n:])
+		m, err := p.readOut(buf[n:])
 		n += m
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return buf[:n], done, nil

@@ -7,8 +7,9 @@
 // attached streams, activity), a waiter goroutine (process exit), and a pair that
 // carries the emulator's answers to terminal queries (cursor position, device
 // attributes) back to the pty, so programs that ask never hang. The host has one
-// coalescer goroutine that turns pane activity into at most one PaneOutput event per
-// pane per 50 ms. Close and Shutdown stop a pane's goroutines before they return;
+// coalescer goroutine that turns pane activity into PaneOutput events: it scans the
+// panes at most once per 50 ms, so the events of every pane that printed meanwhile
+// come in one batch. Close and Shutdown stop a pane's goroutines before they return;
 // Shutdown closes the Events channel last.
 //
 // State: each pane's screen lives in its emulator (packed into runs of cells while its
@@ -71,7 +72,8 @@ type Options struct {
 	Memory core.MemoryReport
 }
 
-// outputInterval is the shortest gap between two PaneOutput events of one pane.
+// outputInterval is the shortest gap between two scans of the coalescer, so between
+// two PaneOutput events of one pane.
 const outputInterval = 50 * time.Millisecond
 
 // Host is the embedded pty host. It implements core.Host.
@@ -82,8 +84,11 @@ type Host struct {
 	events chan core.HostEvent
 	done   chan struct{} // closed when Shutdown starts
 	kick   chan struct{} // wakes the coalescer; capacity 1
-	wg     sync.WaitGroup
-	nextID atomic.Int64
+	// pending is set from the first output after a scan until the coalescer's next
+	// scan starts: output meanwhile only marks its pane dirty and wakes nobody.
+	pending atomic.Bool
+	wg      sync.WaitGroup
+	nextID  atomic.Int64
 
 	life sync.RWMutex // held shared by Launch, exclusively by Shutdown to wait for it
 
@@ -379,53 +384,60 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// activity marks pane p as changed and wakes the coalescer without ever blocking.
+// activity marks pane p as changed and, when no scan is pending yet, wakes the
+// coalescer; it never blocks. Output while a scan is pending wakes nobody: with 20
+// panes redrawing a status line 10 times a second, each output woke the coalescer,
+// which woke the engine's event loop, which woke the agent's: a chain of goroutine
+// hand-offs per output, each a thread wake-up in the Go scheduler, made most of the
+// server's CPU (bench/pty BenchmarkStatusLine20VsRawTmux). Now those panes' outputs
+// reach the engine as one batch per outputInterval.
 func (h *Host) activity(p *pane) {
 	p.dirty.Store(true)
+	if h.pending.Load() || h.pending.Swap(true) {
+		return
+	}
 	select {
 	case h.kick <- struct{}{}:
 	default:
 	}
 }
 
-// coalesce turns pane activity into PaneOutput events, at most one per pane per
-// outputInterval. It sleeps while nothing happens.
+// coalesce turns pane activity into PaneOutput events: once woken, it scans every
+// pane at once, at most once per outputInterval (the first output after a quiet spell
+// longer than that is scanned at once), and sends an event for each pane that printed
+// since the last scan. It sleeps while nothing happens.
 func (h *Host) coalesce() {
 	defer h.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var last time.Time // the last scan
 	for {
 		select {
 		case <-h.done:
 			timer.Stop()
 			return
 		case <-h.kick:
+			if wait := outputInterval - time.Since(last); wait > 0 {
+				timer.Reset(wait)
+				continue
+			}
 		case <-timer.C:
 		}
-		now := time.Now()
-		var next time.Duration
+		// Cleared before the scan: output that comes after its pane was looked at
+		// finds no scan pending and wakes the next one.
+		h.pending.Store(false)
+		last = time.Now()
 		h.mu.Lock()
 		for id, p := range h.panes {
-			if !p.dirty.Load() {
+			if !p.dirty.Load() || !p.dirty.Swap(false) {
 				continue
 			}
-			if wait := outputInterval - now.Sub(p.lastEvent); wait > 0 {
-				if next == 0 || wait < next {
-					next = wait
-				}
-				continue
-			}
-			p.dirty.Store(false)
-			p.lastEvent = now
 			select {
-			case h.events <- core.HostEvent{Pane: id, Kind: core.PaneOutput, At: now}:
+			case h.events <- core.HostEvent{Pane: id, Kind: core.PaneOutput, At: last}:
 			default: // a slow consumer loses activity hints, never exits
 			}
 		}
 		h.mu.Unlock()
-		if next > 0 {
-			timer.Reset(next)
-		}
 	}
 }
 

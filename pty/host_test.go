@@ -156,6 +156,58 @@ func TestOutputEventsCoalesced(t *testing.T) {
 	}
 }
 
+// TestOutputEventsBatched runs panes that print at their own pace, out of step with
+// each other, and checks that the host scans for output at most once per interval:
+// every PaneOutput event, whichever its pane, carries the time of one scan, and two
+// scans are at least the interval apart. Panes that print meanwhile get their events
+// in one batch, so 20 agents redrawing a status line wake the engine once per
+// interval, not once per redraw (bench/pty BenchmarkStatusLine20VsRawTmux).
+func TestOutputEventsBatched(t *testing.T) {
+	h := newHost(t, pty.Options{})
+	const n = 4
+	panes := map[string]bool{}
+	for i := range n {
+		// Each pane prints every 3x+7 ms, so their outputs fall at different moments.
+		info := launch(t, h, "sh", "-c", fmt.Sprintf(`while :; do echo tick; sleep 0.0%d; done`, 3*i+7))
+		panes[info.ID] = true
+	}
+	scans := map[time.Time]map[string]bool{}
+	var times []time.Time
+	deadline := time.After(waitTimeout)
+	for len(times) < 20 {
+		select {
+		case ev := <-h.Events():
+			if ev.Kind != core.PaneOutput || !panes[ev.Pane] {
+				continue
+			}
+			if scans[ev.At] == nil {
+				scans[ev.At] = map[string]bool{}
+				times = append(times, ev.At)
+			}
+			if scans[ev.At][ev.Pane] {
+				t.Errorf("pane %s has two PaneOutput events at %v", ev.Pane, ev.At)
+			}
+			scans[ev.At][ev.Pane] = true
+		case <-deadline:
+			t.Fatalf("only %d scans with output from %d printing panes", len(times), n)
+		}
+	}
+	batched := 0
+	for i, at := range times {
+		if len(scans[at]) > 1 {
+			batched++
+		}
+		if i > 0 {
+			if gap := at.Sub(times[i-1]); gap < 50*time.Millisecond {
+				t.Errorf("scans %d and %d only %v apart (panes %v and %v)", i-1, i, gap, scans[times[i-1]], scans[at])
+			}
+		}
+	}
+	if batched == 0 {
+		t.Errorf("no scan carried the output of more than one pane: %v", scans)
+	}
+}
+
 // TestEventsNeverBlockReader fills a one-slot Events channel nobody reads: output
 // must still reach the screen, and the exit must still be delivered once read.
 func TestEventsNeverBlockReader(t *testing.T) {

@@ -42,6 +42,7 @@ type pane struct {
 	pid  int
 	cmd  *exec.Cmd
 	ptmx *os.File
+	rd   *masterReader // reads ptmx for readLoop; nil where it could not be made
 
 	mu      sync.Mutex // guards emu, hist, streams and modes
 	emu     *vt.Emulator
@@ -50,9 +51,11 @@ type pane struct {
 	modes   modeTracker
 	fast    fastState // what feed knows of the emulator (flood.go)
 	// packed holds the screens' cells while the pane is quiet (pack.go); the emulator's
-	// own buffers are empty then. packTimer fires PackAfter after lastOut.
+	// own buffers are empty then. packTimer fires PackAfter after lastOut (it is
+	// armed while packArmed, and re-arms itself while output goes on).
 	packed    *packed
 	packTimer *time.Timer
+	packArmed bool
 	lastOut   time.Time
 	// text is the screen's rows as read last; a read makes again only the rows the
 	// emulator marked touched since (screenText).
@@ -62,8 +65,7 @@ type pane struct {
 	replies chan []byte    // the emulator's answers to terminal queries, to the pty
 	replyW  *io.PipeWriter // closing it ends the reply pump
 
-	dirty     atomic.Bool // output since the last PaneOutput event
-	lastEvent time.Time   // guarded by h.mu; only the coalescer touches it
+	dirty atomic.Bool // output since the coalescer's last scan
 
 	closing   atomic.Bool
 	closeOnce sync.Once
@@ -187,12 +189,14 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 		h.mem.Freed(vtParserDataSize)
 	}
 	replyW, _ := emu.InputPipe().(*io.PipeWriter)
+	rd, _ := newMasterReader(ptmx) // only a nil or closed file fails: its reads fail too
 	p := &pane{
 		h:         h,
 		id:        id,
 		name:      name,
 		pid:       pid,
 		ptmx:      ptmx,
+		rd:        rd,
 		emu:       emu,
 		hist:      newHistory(h.opts.Scrollback),
 		streams:   map[*stream]struct{}{},
@@ -626,6 +630,7 @@ func (p *pane) letGo() {
 	defer p.mu.Unlock()
 	if p.packTimer != nil {
 		p.packTimer.Stop()
+		p.packArmed = false
 	}
 	if p.packed != nil {
 		return
