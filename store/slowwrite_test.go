@@ -23,10 +23,11 @@ func TestSlowWriteWithRoomIsWaitedFor(t *testing.T) {
 	s.dbMu.RLock()
 	before := s.db
 	s.dbMu.RUnlock()
+	slow := writeCap + 2*stuckCheck // read here: the write's goroutine may outlive the test's restore
 	err := s.write(ctx, func(db *badger.DB) error {
 		// badger's side of a slow write: it answers after the store has looked at the
 		// disk twice past writeCap, or as soon as the store gives up on it.
-		wait.Until(writeCap+2*stuckCheck, func() bool { return s.reopening.Load() })
+		wait.Until(slow, func() bool { return s.reopening.Load() })
 		return db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("slow"), []byte("done")) })
 	})
 	if err != nil {
@@ -54,11 +55,12 @@ func TestStuckWriteWithBadgerErrorsIsGivenUp(t *testing.T) {
 	writeCap = 100 * time.Millisecond
 	ctx := t.Context()
 	s := openT(t, t.TempDir())
+	stuck := writeCap + 5*stuckCheck // read here: the write's goroutine may outlive the test's restore
 	err := s.write(ctx, func(db *badger.DB) error {
 		// badger's side: a flush fails and is retried, and the write waits for it
 		// until the store gives up on it and closes badger.
 		s.opts.Logger.Errorf("error flushing memtable to disk: %s, retrying", "disk quota exceeded")
-		if !wait.Until(writeCap+5*stuckCheck, func() bool { return s.reopening.Load() }) {
+		if !wait.Until(stuck, func() bool { return s.reopening.Load() }) {
 			return nil
 		}
 		return badger.ErrDBClosed
