@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"orcr/core/wire"
+	"orcr/testutil/wait"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -47,7 +48,9 @@ func TestMain(m *testing.M) {
 
 // crashChild writes agents, events and bucket records in a loop and acknowledges each
 // finished round on stdout as "ack <i> <seq>". It stops by itself after a bounded time if
-// nobody kills it.
+// nobody kills it. The bound is a backstop, not a deadline for the rounds: 30 s was too
+// short for TestCrashSIGKILL's 300 rounds at a load of 35 ("child ended before 300
+// rounds: exit status 2"), so it is 5 minutes, scaled with the waits.
 func crashChild(dir string) int {
 	ctx := context.Background()
 	s, err := Open(dir, nil)
@@ -55,7 +58,7 @@ func crashChild(dir string) int {
 		fmt.Println("error", err)
 		return 1
 	}
-	stop := time.Now().Add(30 * time.Second)
+	stop := time.Now().Add(wait.Scale(5 * time.Minute))
 	for i := 0; time.Now().Before(stop); i++ {
 		a := sampleAgent(i)
 		if err := s.PutAgent(ctx, a); err != nil {

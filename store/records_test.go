@@ -186,7 +186,7 @@ func TestUnknownRecordVersion(t *testing.T) {
 
 func TestBadgerLoggerLevels(t *testing.T) {
 	var buf bytes.Buffer
-	l := badgerLogger{slog.New(slog.NewTextHandler(&buf, nil))}
+	l := badgerLogger{l: slog.New(slog.NewTextHandler(&buf, nil))}
 	l.Infof("chatter %d\n", 1)
 	l.Debugf("chatter %d", 2)
 	l.Warningf("disk %s\n", "slow")

@@ -151,6 +151,10 @@ type Store struct {
 	lastSeq  atomic.Uint64
 
 	guard writeGuard
+	// badgerErrs counts the errors badger has logged (a flush or a compaction that
+	// failed and is retried): a write waiting inside badger past writeCap with room on
+	// the disk is given up on only when badger reported one since it began (faults.go).
+	badgerErrs *atomic.Uint64
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -184,7 +188,8 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 	if err := checkIntact(dir); err != nil {
 		return nil, err
 	}
-	opts := badgerOptions(dir, logger)
+	errs := new(atomic.Uint64)
+	opts := badgerOptions(dir, logger, errs)
 	if tweak != nil {
 		opts = tweak(opts)
 	}
@@ -198,7 +203,7 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, dir: dir, logger: logger, stop: make(chan struct{}), writeSlot: make(chan struct{}, 1)}
+	s := &Store{db: db, opts: opts, dir: dir, logger: logger, badgerErrs: errs, stop: make(chan struct{}), writeSlot: make(chan struct{}, 1)}
 	if err := s.checkSchema(); err != nil {
 		db.Close()
 		return nil, err
@@ -215,9 +220,9 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 	return s, nil
 }
 
-func badgerOptions(dir string, logger *slog.Logger) badger.Options {
+func badgerOptions(dir string, logger *slog.Logger, errs *atomic.Uint64) badger.Options {
 	return badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{logger}).
+		WithLogger(badgerLogger{l: logger, errs: errs}).
 		WithMetricsEnabled(false).
 		WithSyncWrites(false).
 		WithMemTableSize(memTableSize).
@@ -384,9 +389,17 @@ func (s *Store) Close() error {
 func (s *Store) LastSeq() uint64 { return s.lastSeq.Load() }
 
 // badgerLogger forwards badger's warnings and errors to slog and drops the chatter.
-type badgerLogger struct{ l *slog.Logger }
+// badgerLogger logs badger's errors and warnings; it counts the errors in errs (when
+// set), which tells a write stuck inside badger from a slow one (faults.go).
+type badgerLogger struct {
+	l    *slog.Logger
+	errs *atomic.Uint64
+}
 
 func (b badgerLogger) Errorf(f string, args ...any) {
+	if b.errs != nil {
+		b.errs.Add(1)
+	}
 	b.l.Error("badger: " + trimNL(fmt.Sprintf(f, args...)))
 }
 

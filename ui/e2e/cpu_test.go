@@ -50,7 +50,7 @@ func measureCPU(b *testing.B, agents int, window time.Duration) float64 {
 	r.waitText(30*time.Second, "connected", fmt.Sprintf("agents %d", agents))
 	// Select a busy agent so the preview refreshes too, as an operator's would.
 	r.keys("Down", "Down", "Down")
-	pid := r.panePID()
+	pid := strconv.Itoa(r.dashboardPID())
 	t0, err := cpuTicks(pid)
 	if err != nil {
 		b.Fatal(err)

@@ -101,18 +101,46 @@ func (r *rig) tmux(args ...string) string {
 
 // start opens the dashboard in a 160×48 pane. The pane stays after orcr exits
 // (remain-on-exit) so a test can read what it left and restart it in place.
+//
+// The pane's shell outlives the dashboard until tmux has drawn all it printed: tmux
+// before 3.7 throws away what it has not yet read from a pane's pty when it reaps the
+// pane's process first, so a farewell printed right before the exit was sometimes
+// missing under load. The shell sets the pane's title once the dashboard has exited and
+// waits until tmux shows that title: tmux reads a pty in order, so everything printed
+// before it is on the screen by then.
 func (r *rig) start() {
 	r.t.Helper()
-	cmdline := "exec env " + shellQuote(r.env...) + " TERM=xterm-256color " + shellQuote(r.bin)
+	cmdline := "env " + shellQuote(r.env...) + " TERM=xterm-256color " + shellQuote(r.bin) + "; s=$?; " +
+		`printf '\033]2;` + rigExited + `\033\\'; ` +
+		`until [ "$(tmux display-message -p -t "$TMUX_PANE" '#{pane_title}')" = ` + rigExited + ` ]; do sleep 0.05; done; exit $s`
 	if _, err := os.Stat(r.sock); err != nil {
 		r.tmux("new-session", "-d", "-s", "ui", "-x", "160", "-y", "48", cmdline)
 		r.tmux("set-option", "-t", "ui", "remain-on-exit", "on")
 	} else {
 		r.tmux("respawn-pane", "-k", "-t", "ui", cmdline)
 	}
-	if pid, err := strconv.Atoi(r.panePID()); err == nil {
+	if pid := r.dashboardPID(); pid > 0 {
 		r.pids = append(r.pids, pid)
 	}
+}
+
+// rigExited is the pane title the shell around the dashboard sets once it has exited.
+const rigExited = "orcr-rig-dashboard-exited"
+
+// dashboardPID is the pid of the dashboard the pane's shell started (0 if none shows
+// up): the shell's child.
+func (r *rig) dashboardPID() int {
+	r.t.Helper()
+	shell := r.panePID()
+	var pid int
+	wait.Until(10*time.Second, func() bool {
+		b, err := os.ReadFile("/proc/" + shell + "/task/" + shell + "/children")
+		if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+			pid, _ = strconv.Atoi(f[0])
+		}
+		return pid > 0
+	})
+	return pid
 }
 
 // screen is the pane's current text.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -51,8 +52,16 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 	}
 
 	// An agent that exits at once shows its last screen in the preview without moving
-	// the selection away and back.
-	r.spawnShell("keep/once", `sh -c 'echo gone-at-once'`)
+	// the selection away and back. It exits once tmux has drawn its output: tmux before
+	// 3.7 throws away what it has not read from a pane's pty when it reaps the pane's
+	// process first (its window_pane_destroy_ready checks FIONREAD only for a piped
+	// pane), which under load left the pane, and so the last screen, empty.
+	// (A script: the command field shows about 55 characters.)
+	once := filepath.Join(r.dir, "once.sh")
+	if err := os.WriteFile(once, []byte("echo gone-at-once\nuntil tmux capture-pane -p -t \"$TMUX_PANE\" | grep -q gone-at-once; do sleep 0.1; done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.spawnShell("keep/once", "sh "+once)
 	r.waitScreen("the exited agent's last screen", 20*time.Second, func(s string) bool {
 		return strings.Contains(s, "─ keep/once (last screen) ") && strings.Contains(s, "gone-at-once") &&
 			strings.Contains(treeLine(s, "once"), "›")
