@@ -175,7 +175,7 @@ func procStat(pid int) []string {
 // hands off to serves it on the same address (the flag goes along; the config has
 // no [http]).
 func TestHandoffKeepsHTTP(t *testing.T) {
-	e := newEnv(t, noCLIs(t))
+	e := newEnv(t, noCLIs(t), plainShell)
 	term := newTerm(t, e)
 	t.Cleanup(func() { stopBackground(t, e) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
