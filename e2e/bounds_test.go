@@ -61,7 +61,7 @@ func dialRaw(t *testing.T, e *env) net.Conn {
 // files" (issue 11, item 1). Now connections past the bound are refused with an error line
 // at once, the server and its other clients carry on, and freed slots are taken again.
 func TestConnectionsPastTheFileLimitAreRefusedNotFatal(t *testing.T) {
-	e := newEnv(t, noCLIs(t))
+	e := newEnv(t, noCLIs(t), plainShell)
 	e.serveLimited(256)
 	e.must("agent", "run", "keep/me", "--", "sleep", "300")
 	var conns []net.Conn

@@ -175,7 +175,7 @@ func procStat(pid int) []string {
 // hands off to serves it on the same address (the flag goes along; the config has
 // no [http]).
 func TestHandoffKeepsHTTP(t *testing.T) {
-	e := newEnv(t, noCLIs(t))
+	e := newEnv(t, noCLIs(t), plainShell)
 	term := newTerm(t, e)
 	t.Cleanup(func() { stopBackground(t, e) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -211,7 +211,10 @@ func TestHandoffKeepsHTTP(t *testing.T) {
 	wait.For(t, 20*time.Second, "the dashboard to exit", func() bool {
 		return strings.Contains(term.screen(), "dashboard-exited-0")
 	})
-	if page() != 200 {
+	// The hand-off waits until the background server's socket answers; its gateway
+	// is bound just after the socket (daemon/server.go), so a page asked for at once
+	// could find nothing there yet (it did, once, at a load of 34).
+	if !wait.Until(10*time.Second, func() bool { return page() == 200 }) {
 		t.Fatalf("the background server does not serve the web gateway on %s (log: %s)", addr, filepath.Join(e.home, "orcr.log"))
 	}
 	if out := e.must("doctor"); !strings.Contains(out, addr) {

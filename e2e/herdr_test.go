@@ -16,7 +16,7 @@ import (
 func newHerdrEnv(t *testing.T) *env {
 	t.Helper()
 	bin := testbin.Build(t, "orcr/herdr/herdrtest/cmd/fakeherdr")
-	e := newEnv(t, "ORCR_HOST=herdr", "ORCR_HERDR_BIN="+bin, noCLIs(t))
+	e := newEnv(t, "ORCR_HOST=herdr", "ORCR_HERDR_BIN="+bin, noCLIs(t), plainShell)
 	t.Cleanup(func() {
 		cmd := exec.Command(bin, "--session", "orcr", "session", "stop")
 		cmd.Env = e.vars

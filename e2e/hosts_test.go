@@ -37,7 +37,7 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 			env: []string{"ORCR_HOST=tmux"}, host: "tmux"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir(), noCLIs(t)}, c.env...)...)
+			e := newEnv(t, append([]string{"ORCR_HOST=", "TMUX_TMPDIR=" + t.TempDir(), noCLIs(t), plainShell}, c.env...)...)
 			t.Cleanup(func() { exec.Command(tmuxPath, "-S", filepath.Join(e.home, "tmux.sock"), "kill-server").Run() })
 			if c.config != "" {
 				writeConfig(t, e, c.config)
@@ -78,6 +78,15 @@ func TestDoctorAndServeAgreeOnTheHost(t *testing.T) {
 // finds for its version (opencode alone is 6 s of CPU; a doctor call took 10-20 s
 // under load).
 func noCLIs(t *testing.T) string { return "ORCR_CLI_CACHE=" + t.TempDir() }
+
+// plainShell is the environment entry of a test that calls `orcr doctor` for
+// something else than the user's shell: doctor asks $SHELL as a login shell whether
+// it finds orcr (TestDoctorSaysWhetherTheShellFindsOrcr), and e2e's env keeps the
+// test user's HOME, whose login setup is not the installation under test. On the
+// shared machine root's `bash -l` hangs a minute on a stale pyenv lock, so each such
+// doctor call waited out the probe's 5 s: TestDoctorAndServeAgreeOnTheHost's six
+// cases took 31.6 s at a load of 20.
+const plainShell = "SHELL=/bin/sh"
 
 // binDirOnly is a PATH holding only the orcr binary: no herdr, no tmux.
 func binDirOnly(t *testing.T) string {

@@ -106,7 +106,7 @@ func TestListOverTheUnreadBoundOverTheSocketCompletes(t *testing.T) {
 // each cap with where it came from.
 func TestBurstWithDefaultConfigLaunchesWithinTheBound(t *testing.T) {
 	const n = 30
-	e := newTmuxEnv(t, noCLIs(t))
+	e := newTmuxEnv(t, noCLIs(t), plainShell)
 	cfgDir := filepath.Join(filepath.Dir(e.home), "config", "orcr")
 	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
 		t.Fatal(err)

@@ -190,7 +190,7 @@ func runSurvivesKill9(t *testing.T, mode string, reviewed bool) {
 	gitSh(t, repo, ident, "git init -q -b main && echo '# demo' > README.md && git add -A && git commit -qm init")
 	seedPlans(t, e.home, repo, "ref", "crash")
 	starts := filepath.Join(t.TempDir(), "starts")
-	start := func(name string) {
+	start := func(name string, reviewer []string) {
 		coder := killCoder(e.bin, starts+"."+name)
 		if mode == "shared" {
 			coder = killCoderShared(e.bin, starts+"."+name)
@@ -200,10 +200,16 @@ func runSurvivesKill9(t *testing.T, mode string, reviewed bool) {
 		e.must(args...)
 	}
 
-	// The undisturbed run.
+	// The undisturbed run, with no reviewer even when the killed run has one: a
+	// reviewer reads a read-only checkout and every verdict here approves, so the tree
+	// an undisturbed run leaves on feature/NAME is the same with or without reviews,
+	// and the reference only needs that tree and the length of its log (where the
+	// kills' seqs are spread). Reviewed, it started the real claude for each of the
+	// six reviews: 50 s of the test's 97 at a load of 21 (the crash run's reviews are
+	// what the test is about, and they stay).
 	began := time.Now()
 	e.serve()
-	start("ref")
+	start("ref", nil)
 	lead := &testLead{e: e, name: "ref"}
 	if !wait.Until(120*time.Second, func() bool { return lead.step() == "done" }) {
 		t.Fatalf("ref did not complete:\n%s", e.must("run", "status", "ref"))
@@ -215,7 +221,7 @@ func runSurvivesKill9(t *testing.T, mode string, reviewed bool) {
 
 	// The same plan, killed 20 times.
 	began = time.Now()
-	start("crash")
+	start("crash", reviewer)
 	lead = &testLead{e: e, name: "crash"}
 	defer lead.drop()
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))

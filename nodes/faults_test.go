@@ -185,13 +185,7 @@ func TestNodeRemoveWithAgents(t *testing.T) {
 // version differ from the tree's, as a node left on an older release.
 func oldBuild(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "orcr-old")
-	cmd := exec.Command("go", "build", "-ldflags", "-X orcr/internal/buildinfo.stamp=v0.0.1-old", "-o", out, "orcr")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build an older orcr: %v\n%s", err, b)
-	}
-	return out
+	return stampedBuild(t, "orcr/internal/buildinfo.stamp=v0.0.1-old")
 }
 
 // A node on an older orcr: the coordinator, upgraded, sends its binary over SFTP

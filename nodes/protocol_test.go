@@ -14,24 +14,16 @@ import (
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
 	"orcr/testutil/sshnode"
+	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
 )
 
-// stampedBuild builds orcr with -ldflags -X on the given variables (name=value), as
-// a release of another version or protocol would be.
-func stampedBuild(t *testing.T, name string, stamps ...string) string {
+// stampedBuild is orcr built with -ldflags -X on the given variables (name=value), as
+// a release of another version or protocol would be: built once per test binary
+// (testbin.BuildStamped) and shared by the tests that run or install it, read-only.
+func stampedBuild(t *testing.T, stamps ...string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	var flags []string
-	for _, s := range stamps {
-		flags = append(flags, "-X "+s)
-	}
-	cmd := exec.Command("go", "build", "-ldflags", strings.Join(flags, " "), "-o", out, "orcr")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	return out
+	return testbin.BuildStamped(t, "orcr", stamps...)
 }
 
 // A node of this platform whose server speaks another wire protocol (a build
@@ -41,7 +33,7 @@ func stampedBuild(t *testing.T, name string, stamps ...string) string {
 func TestNodeOtherProtocolUpgraded(t *testing.T) {
 	c := newCoord(t)
 	newBin := c.bin
-	c.bin = stampedBuild(t, "orcr-p99", "orcr/nodes.protocolStamp=99")
+	c.bin = stampedBuild(t, "orcr/nodes.protocolStamp=99")
 	c.start()
 	n := c.node()
 	c.trust(n)
@@ -133,7 +125,7 @@ func TestNodeOtherPlatformOtherProtocolRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p99 := stampedBuild(t, "orcr-p99", "orcr/nodes.protocolStamp=99")
+	p99 := stampedBuild(t, "orcr/nodes.protocolStamp=99")
 	install(p99)
 	out, _ := c.orcr("node", "add", "far", fmt.Sprintf("root@127.0.0.1:%d", n.Port()))
 	bin := filepath.Join(n.Home, "bin", "orcr")
@@ -151,7 +143,7 @@ func TestNodeOtherPlatformOtherProtocolRefused(t *testing.T) {
 
 	// Its orcr is replaced by hand with one of another version that speaks this
 	// protocol: the link is made, and that binary kept.
-	old := stampedBuild(t, "orcr-old", "orcr/internal/buildinfo.stamp=v0.0.1-old")
+	old := stampedBuild(t, "orcr/internal/buildinfo.stamp=v0.0.1-old")
 	install(old)
 	n.StopServer(t)
 	var v nodeapi.Node

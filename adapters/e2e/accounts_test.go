@@ -99,8 +99,15 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 	if out := e.Must("usage", "--select", "--provider", "claude"); !strings.Contains(out, "→ spare") || !strings.Contains(out, "over headroom") {
 		t.Fatalf("usage --select:\n%s", out)
 	}
-	srv.Push(modelserver.Turn{Text: "second done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.10, 0.05, reset)})
+	// Normal work lands on spare; urgent work may still use the first account's
+	// headroom. An account is chosen when the spawn is admitted, from the readings
+	// taken so far (work's 95 % above), so the two start side by side instead of one
+	// claude turn apart (each reply may go to either; what is checked is the
+	// accounts and where the transcript is).
+	srv.Push(modelserver.Turn{Text: "second done", Usage: modelserver.Usage{Input: 10, Output: 5}, Headers: limitHeaders(0.10, 0.05, reset)},
+		modelserver.Turn{Text: "urgent done", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.96, 0.41, reset)})
 	e.Must("agent", "run", "r/b", "--provider", "claude", "--cwd", work, "--prompt", "hello again")
+	e.Must("agent", "run", "r/c", "--provider", "claude", "--cwd", work, "--priority", "5", "--prompt", "urgent")
 	b := e.WaitAgent("r/b", 90*time.Second, "second turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if b.Account != "spare" {
 		t.Fatalf("second agent on %q, want spare", b.Account)
@@ -109,9 +116,6 @@ func TestClaudeAccountsNearLimit(t *testing.T) {
 	if !strings.HasPrefix(b.Transcript, filepath.Join(e.Dir, "claude-spare")) {
 		t.Fatalf("transcript %q not under spare's config dir", b.Transcript)
 	}
-	// Urgent work may still use the first account's headroom.
-	srv.Push(modelserver.Turn{Text: "urgent done", Usage: modelserver.Usage{Input: 1, Output: 1}, Headers: limitHeaders(0.96, 0.41, reset)})
-	e.Must("agent", "run", "r/c", "--provider", "claude", "--cwd", work, "--priority", "5", "--prompt", "urgent")
 	c := e.WaitAgent("r/c", 90*time.Second, "urgent turn", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if c.Account != "work" {
 		t.Fatalf("priority-5 agent on %q, want work", c.Account)

@@ -29,8 +29,12 @@ import (
 	"time"
 )
 
+// defaultName is the prompt's name without --name; a link-time -X sets it
+// (testbin's TestBuildStamped).
+var defaultName = "fake"
+
 func main() {
-	name := flag.String("name", "fake", "name shown in the prompt")
+	name := flag.String("name", defaultName, "name shown in the prompt")
 	printEnv := flag.Bool("print-env", false, "print the ORCR_* environment at start")
 	flag.Parse()
 	os.Exit(run(os.Stdin, os.Stdout, *name, *printEnv))

@@ -36,6 +36,28 @@ func TestBuildFakeAgent(t *testing.T) {
 	}
 }
 
+// TestBuildStamped builds the fake agent with a link-time -X: the stamp is in the
+// binary, the stamped build is a file of its own beside the plain one, and a second
+// call with the same stamps reuses the first build.
+func TestBuildStamped(t *testing.T) {
+	plain := testbin.Build(t, "orcr/testutil/fakeagent")
+	bin := testbin.BuildStamped(t, "orcr/testutil/fakeagent", "main.defaultName=stamped")
+	if bin == plain {
+		t.Fatalf("the stamped build is the plain one's file %s", bin)
+	}
+	if again := testbin.BuildStamped(t, "orcr/testutil/fakeagent", "main.defaultName=stamped"); again != bin {
+		t.Errorf("second BuildStamped gave %q, first %q", again, bin)
+	}
+	for path, want := range map[string]string{bin: "stamped> ", plain: "fake> "} {
+		cmd := exec.Command(path)
+		cmd.Stdin = strings.NewReader("exit\n")
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), want) {
+			t.Errorf("%s printed %q (%v), want a prompt %q", path, out, err, want)
+		}
+	}
+}
+
 // TestBuildFailure checks that a package that is not a program is a test failure, not
 // a panic or a silent empty path.
 func TestBuildFailure(t *testing.T) {
