@@ -231,6 +231,16 @@ func (f *Feature) writeFiles() {
 	}
 }
 
+// forget drops the agent's files still waiting (a launch that writes its own now),
+// once any being written are.
+func (f *Feature) forget(id string) {
+	f.writing.Lock()
+	defer f.writing.Unlock()
+	f.wmu.Lock()
+	delete(f.files, id)
+	f.wmu.Unlock()
+}
+
 // written writes the files of the agent's last launch if they wait, and returns once
 // they are written (by this call or by a writer that took them before).
 func (f *Feature) written(ctx context.Context, id string) error {
@@ -406,12 +416,14 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
 	// A host that forks the program itself (pty) confines it from a server thread
 	// (Options.InProcess): one process start less per spawn, and the policy file,
-	// which only --explain reads then, is written once the program runs. Any other
+	// which only --explain reads then, is written once the launches pause. Any other
 	// host runs the launcher above, which reads the file.
 	if !f.inProcess || a.Host != "pty" || a.Node != "" {
 		// The launcher reads the file: written before the pane starts. Only the pty
 		// host applies Confine (and calls Started); tmux, herdr and nodes run the
-		// launcher's argv even when Confine is set.
+		// launcher's argv even when Confine is set. An earlier in-process launch's
+		// files still waiting would overwrite these: dropped.
+		f.forget(a.ID)
 		if err := save(); err != nil {
 			return false, err
 		}

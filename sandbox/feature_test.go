@@ -343,6 +343,23 @@ func TestInProcessFilesWaitForAPause(t *testing.T) {
 		t.Fatalf("a3's files not written at Close: %v", err)
 	}
 
+	// An agent launched in-process, then by the launcher (another host) before its
+	// files were written: the launcher's policy stays.
+	filesIdle = time.Hour
+	f = New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	launch("c1", filepath.Join(root, "w-c1"))
+	cwd := filepath.Join(root, "w-c1-tmux")
+	os.MkdirAll(cwd, 0o700)
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: cwd, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+	if ok, err := f.WrapLaunch(context.Background(), wire.Agent{ID: "c1", Path: "c1", Host: "tmux", Cwd: cwd,
+		Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}, spec, core.Confinement{}); !ok || err != nil {
+		t.Fatalf("c1 on tmux: %v %v", ok, err)
+	}
+	f.Close()
+	if p, err := policy("c1"); err != nil || !slices.Contains(p.RW, cwd) {
+		t.Fatalf("c1's policy after its launcher's launch and Close: %+v %v", p, err)
+	}
+
 	// A pause writes them.
 	filesIdle = 20 * time.Millisecond
 	f = New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
