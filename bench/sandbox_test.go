@@ -58,9 +58,17 @@ func BenchmarkSandboxedSpawn(b *testing.B) {
 		b.Run("tmux-nospare"+layout, func(b *testing.B) { benchSandboxedSpawn(b, "tmux-nospare", false, layout == "", false) })
 	}
 	b.Run("pty/own-folder", func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, true, true) })
+	// pty/floor: the pty row with both sides unconfined (the second with --sandbox=off),
+	// the ratio a row reads when nothing differs — what the machine's load alone moves
+	// a ratio by in the same run.
+	b.Run("pty/floor", func(b *testing.B) { benchSandboxedSpawn(b, "pty", true, true, false, floorRow) })
 }
 
-func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFolder bool) {
+// floorRow makes benchSandboxedSpawn time both sides unconfined.
+const floorRow = "floor"
+
+func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFolder bool, opts ...string) {
+	floor := slices.Contains(opts, floorRow)
 	host, noSpare := strings.CutSuffix(host, "-nospare")
 	srv := serve.StartBench(b, host, "GO")
 	launcher := host == "pty" && !inProcess
@@ -194,7 +202,11 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 		}
 	}
 	plainCPU, boxedCPU = 0, 0
-	alternate(b, spawn)
+	if floor {
+		alternateWith(b, spawn, &wire.Sandbox{Mode: wire.SandboxOff})
+	} else {
+		alternate(b, spawn)
+	}
 	b.ReportMetric(float64(plainCPU.Microseconds())/float64(b.N)/1000, "plain-srvcpu-ms")
 	b.ReportMetric(float64(boxedCPU.Microseconds())/float64(b.N)/1000, "sandboxed-srvcpu-ms")
 }
@@ -457,12 +469,41 @@ func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
 // alternate times an unconfined spawn and a confined one in turn, b.N times each, and
 // reports each one's mean and their ratio.
 func alternate(b *testing.B, spawn func(*wire.Sandbox) time.Duration) {
-	var plain, boxed time.Duration
+	alternateWith(b, spawn, &wire.Sandbox{Mode: wire.SandboxOn})
+}
+
+// alternateWith is alternate with boxed as the second side's sandbox. Beside the
+// ratio of the means it reports the ratio of the medians (median-ratio): a spawn that
+// the machine's load stalled for tens of milliseconds moves a mean of 100 by a tenth,
+// the median not.
+func alternateWith(b *testing.B, spawn func(*wire.Sandbox) time.Duration, boxed *wire.Sandbox) {
+	var plain, confined []time.Duration
 	for b.Loop() {
-		plain += spawn(nil)
-		boxed += spawn(&wire.Sandbox{Mode: wire.SandboxOn})
+		plain = append(plain, spawn(nil))
+		confined = append(confined, spawn(boxed))
 	}
-	b.ReportMetric(float64(plain.Microseconds())/float64(b.N)/1000, "plain-ms/spawn")
-	b.ReportMetric(float64(boxed.Microseconds())/float64(b.N)/1000, "sandboxed-ms/spawn")
-	b.ReportMetric(float64(boxed)/float64(plain), "ratio")
+	sum := func(ds []time.Duration) (t time.Duration) {
+		for _, d := range ds {
+			t += d
+		}
+		return t
+	}
+	p, c := sum(plain), sum(confined)
+	b.ReportMetric(float64(p.Microseconds())/float64(len(plain))/1000, "plain-ms/spawn")
+	b.ReportMetric(float64(c.Microseconds())/float64(len(confined))/1000, "sandboxed-ms/spawn")
+	b.ReportMetric(float64(c)/float64(p), "ratio")
+	b.ReportMetric(float64(median(confined))/float64(median(plain)), "median-ratio")
+}
+
+// median is the middle of ds (the mean of the two middle ones for an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

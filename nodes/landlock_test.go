@@ -110,8 +110,10 @@ func TestRealSSHLandlockPlacement(t *testing.T) {
 		t.Fatalf("a sandboxed agent pinned to a node with Landlock, from a coordinator without: %v\n%s", err, out)
 	}
 	pinned := c.waitAgent("pinned/x", func(a wire.Agent) bool { return a.State.Live() && a.State != wire.StateStarting }, "the pinned sandboxed agent running on strong")
-	if _, err := os.Stat(filepath.Join(strong.stateHome(), "agents", pinned.ID, "sandbox-policy.json")); err != nil {
-		t.Fatalf("strong did not confine pinned/x: %v", err)
+	// On a pty node the policy (--explain's) is written once the launches pause.
+	policy := filepath.Join(strong.stateHome(), "agents", pinned.ID, "sandbox-policy.json")
+	if !wait.Until(30*time.Second, func() bool { _, err := os.Stat(policy); return err == nil }) {
+		t.Fatalf("strong did not confine pinned/x: no %s", policy)
 	}
 	c.stopRun("dist")
 }

@@ -94,13 +94,24 @@ type Feature struct {
 	inProcess bool
 	rulesets  confine.Rulesets
 
-	// writes are the policy and report files of in-process launches, written after
-	// the program started (off the spawn's path: only --explain reads them), by agent
-	// ID; explain waits for an agent's, Close for all.
+	// files are the policy and report files of in-process launches not written yet,
+	// by agent ID (the latest launch's): only --explain reads them on that path, so
+	// they are written once no confined launch came for filesIdle (a burst of spawns
+	// does not pay their file creations: 1–3 ms of the kernel's time per spawn on this
+	// machine's ext4 under load, beside the agent's own start), when maxPending wait,
+	// when explain asks for an agent's (written), and at Close.
 	wmu     sync.Mutex
-	writes  map[string]chan struct{}
-	writing sync.WaitGroup
+	files   map[string]func()
+	filesT  *time.Timer
+	closed  bool
+	writing sync.Mutex // held while files are written: one writer, in the order taken
 }
+
+// filesIdle is how long after the last confined launch its files are written.
+var filesIdle = 250 * time.Millisecond
+
+// maxPending bounds the launches whose files wait (a few KiB each).
+const maxPending = 512
 
 var (
 	_ core.Feature       = (*Feature)(nil)
@@ -169,48 +180,85 @@ func (f *Feature) Close() error {
 	if f.stop != nil {
 		f.stop()
 	}
-	f.writing.Wait()
+	f.wmu.Lock()
+	f.closed = true
+	if f.filesT != nil {
+		f.filesT.Stop()
+	}
+	f.wmu.Unlock()
+	f.writeFiles()
 	f.rulesets.Close()
 	return nil
 }
 
-// afterStart runs fn (an in-process launch's files) off the spawn's path, after the
-// agent's earlier launch's fn.
+// afterStart keeps fn (an in-process launch's files) to run off the spawn's path:
+// once no confined launch came for filesIdle, or at once when maxPending wait. It
+// replaces the agent's earlier launch's, not written yet (the same files).
 func (f *Feature) afterStart(id string, fn func()) {
 	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	prev := f.writes[id]
-	done := make(chan struct{})
-	if f.writes == nil {
-		f.writes = map[string]chan struct{}{}
-	}
-	f.writes[id] = done
-	f.writing.Add(1)
-	go func() {
-		defer f.writing.Done()
-		if prev != nil {
-			<-prev
-		}
+	if f.closed {
+		f.wmu.Unlock() // writing is taken before wmu
+		f.writing.Lock()
+		defer f.writing.Unlock()
 		fn()
-		close(done)
-		f.wmu.Lock()
-		if f.writes[id] == done {
-			delete(f.writes, id)
-		}
-		f.wmu.Unlock()
-	}()
+		return
+	}
+	defer f.wmu.Unlock()
+	if f.files == nil {
+		f.files = map[string]func(){}
+	}
+	f.files[id] = fn
+	switch {
+	case len(f.files) >= maxPending:
+		go f.writeFiles()
+	case f.filesT == nil:
+		f.filesT = time.AfterFunc(filesIdle, f.writeFiles)
+	default:
+		f.filesT.Reset(filesIdle)
+	}
 }
 
-// written waits until the files of the agent's last launch are written.
-func (f *Feature) written(ctx context.Context, id string) error {
+// writeFiles writes every launch's files that wait.
+func (f *Feature) writeFiles() {
+	f.writing.Lock()
+	defer f.writing.Unlock()
 	f.wmu.Lock()
-	ch := f.writes[id]
+	files := f.files
+	f.files = nil
 	f.wmu.Unlock()
-	if ch == nil {
-		return nil
+	for _, fn := range files {
+		fn()
 	}
+}
+
+// forget drops the agent's files still waiting (a launch that writes its own now),
+// once any being written are.
+func (f *Feature) forget(id string) {
+	f.writing.Lock()
+	defer f.writing.Unlock()
+	f.wmu.Lock()
+	delete(f.files, id)
+	f.wmu.Unlock()
+}
+
+// written writes the files of the agent's last launch if they wait, and returns once
+// they are written (by this call or by a writer that took them before).
+func (f *Feature) written(ctx context.Context, id string) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.writing.Lock()
+		defer f.writing.Unlock()
+		f.wmu.Lock()
+		fn := f.files[id]
+		delete(f.files, id)
+		f.wmu.Unlock()
+		if fn != nil {
+			fn()
+		}
+	}()
 	select {
-	case <-ch:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -368,12 +416,14 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
 	// A host that forks the program itself (pty) confines it from a server thread
 	// (Options.InProcess): one process start less per spawn, and the policy file,
-	// which only --explain reads then, is written once the program runs. Any other
+	// which only --explain reads then, is written once the launches pause. Any other
 	// host runs the launcher above, which reads the file.
 	if !f.inProcess || a.Host != "pty" || a.Node != "" {
 		// The launcher reads the file: written before the pane starts. Only the pty
 		// host applies Confine (and calls Started); tmux, herdr and nodes run the
-		// launcher's argv even when Confine is set.
+		// launcher's argv even when Confine is set. An earlier in-process launch's
+		// files still waiting would overwrite these: dropped.
+		f.forget(a.ID)
 		if err := save(); err != nil {
 			return false, err
 		}
@@ -406,7 +456,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 			rep.InProcess = true
 			rep := rep
 			// The files are --explain's (the launcher's policy is not read on this
-			// path): written once the program runs, off the spawn's path.
+			// path): written off the spawn's path, once the launches pause.
 			f.afterStart(a.ID, func() {
 				if err := save(); err != nil {
 					f.log.Warn("sandbox policy", "agent", a.Path, "err", err)

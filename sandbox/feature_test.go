@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"orcr/core"
 	"orcr/core/wire"
 	"orcr/sandbox/confine"
+	"orcr/testutil/wait"
 )
 
 // On a kernel without Landlock a sandbox asked for is refused with the reason, at the
@@ -283,4 +285,88 @@ func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An in-process launch's policy and report (--explain's) are not written while the
+// launches go on: a burst of spawns does not pay their file creations. They are
+// written once the launches pause for filesIdle, when explain asks for an agent's
+// (written: that agent's only), and at Close; a relaunch of an agent whose files wait
+// replaces them (its latest policy is the one written).
+func TestInProcessFilesWaitForAPause(t *testing.T) {
+	defer func(d time.Duration) { filesIdle = d }(filesIdle)
+	filesIdle = time.Hour
+	root := t.TempDir()
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	policy := func(id string) (confine.Policy, error) {
+		return confine.Load(filepath.Join(f.o.Home, "agents", id, PolicyFile))
+	}
+	launch := func(id, cwd string) {
+		t.Helper()
+		os.MkdirAll(cwd, 0o700)
+		spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: cwd, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: id, Path: id, Host: "pty", Cwd: cwd, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+		if ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); !ok || err != nil || spec.Confine == nil {
+			t.Fatalf("%s: %v %v", id, ok, err)
+		}
+		spec.Confine.Started(4242)
+	}
+	for _, id := range []string{"a1", "a2", "a3"} {
+		launch(id, filepath.Join(root, "w-"+id))
+	}
+	wait.Never(t, 300*time.Millisecond, "a launch's files written while the launches go on", func() bool {
+		_, err1 := policy("a1")
+		_, err3 := policy("a3")
+		return err1 == nil || err3 == nil
+	})
+	// explain's wait writes that agent's.
+	if err := f.written(context.Background(), "a2"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := policy("a2"); err != nil || !slices.Contains(p.RW, filepath.Join(root, "w-a2")) {
+		t.Fatalf("a2's policy once asked for: %+v %v", p, err)
+	}
+	if rep, ok, err := confine.ReadReport(filepath.Join(f.o.Home, "agents", "a2", ReportFile)); !ok || err != nil || rep.PID != 4242 || !rep.InProcess {
+		t.Fatalf("a2's report once asked for: %+v %v %v", rep, ok, err)
+	}
+	if _, err := policy("a1"); err == nil {
+		t.Fatal("a1's files written when a2's were asked for")
+	}
+	// a1 launched again in another folder before its files were written: the files
+	// are the second launch's.
+	launch("a1", filepath.Join(root, "w-a1-again"))
+	f.Close()
+	p, err := policy("a1")
+	if err != nil || !slices.Contains(p.RW, filepath.Join(root, "w-a1-again")) || slices.Contains(p.RW, filepath.Join(root, "w-a1")) {
+		t.Fatalf("a1's policy after Close: %+v %v", p, err)
+	}
+	if _, err := policy("a3"); err != nil {
+		t.Fatalf("a3's files not written at Close: %v", err)
+	}
+
+	// An agent launched in-process, then by the launcher (another host) before its
+	// files were written: the launcher's policy stays.
+	filesIdle = time.Hour
+	f = New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	launch("c1", filepath.Join(root, "w-c1"))
+	cwd := filepath.Join(root, "w-c1-tmux")
+	os.MkdirAll(cwd, 0o700)
+	spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: cwd, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+	if ok, err := f.WrapLaunch(context.Background(), wire.Agent{ID: "c1", Path: "c1", Host: "tmux", Cwd: cwd,
+		Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}, spec, core.Confinement{}); !ok || err != nil {
+		t.Fatalf("c1 on tmux: %v %v", ok, err)
+	}
+	f.Close()
+	if p, err := policy("c1"); err != nil || !slices.Contains(p.RW, cwd) {
+		t.Fatalf("c1's policy after its launcher's launch and Close: %+v %v", p, err)
+	}
+
+	// A pause writes them.
+	filesIdle = 20 * time.Millisecond
+	f = New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	defer f.Close()
+	launch("b1", filepath.Join(root, "w-b1"))
+	wait.For(t, 10*time.Second, "b1's files once the launches paused", func() bool {
+		_, err := policy("b1")
+		return err == nil
+	})
 }

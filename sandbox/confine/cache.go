@@ -40,6 +40,10 @@ type Rulesets struct {
 	ready    *worker
 	readying bool
 	closed   bool
+	// watch says the folders granted entry by entry are watched (inotify) rather than
+	// listed at every spawn: set by Run (a server's cache), not by Prepare (a
+	// launcher's, which execs soon).
+	watch bool
 	// Hits and Builds count what Run did with rulesets, Threads the confined
 	// threads it started (tests, benchmarks).
 	Hits, Builds, Threads int
@@ -223,6 +227,7 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 	p.ProcSelf = false
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.watch = true
 	r, rep, flags, err := c.get(p, flags)
 	if err != nil {
 		return rep, err
@@ -436,7 +441,7 @@ func (c *Rulesets) tracker(dir string) *tracker {
 	if c.trackers == nil {
 		c.trackers = map[string]*tracker{}
 	}
-	tr := &tracker{dir: dir}
+	tr := &tracker{dir: dir, watched: c.watch}
 	c.trackers[dir] = tr
 	return tr
 }

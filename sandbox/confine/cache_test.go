@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"orcr/testutil/clis"
@@ -170,4 +171,90 @@ func TestRulesetsFollowEntries(t *testing.T) {
 	}
 	check("an entry moved out", 3, 2, []string{e(6)}, append([]string{moved}, never...))
 	check("after", 4, 2, []string{e(6)}, append([]string{moved}, never...))
+}
+
+// A folder granted entry by entry is listed again only when its watch saw an entry
+// made, removed or moved in or out, or the path is another folder now: each of them
+// is followed (an entry made is tracked, one moved out is reported moved), and an
+// unchanged folder is not listed again.
+func TestTrackerListsOnlyAfterAChange(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "tmp")
+	for _, d := range []string{filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(root, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := &tracker{dir: dir, watched: true}
+	defer tr.close()
+	step := func(what string, lists int, tracked []string, moved int) {
+		t.Helper()
+		m, err := tr.refresh()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var names []string
+		for n := range tr.m {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		if tr.lists != lists || !slices.Equal(names, tracked) || len(m) != moved {
+			t.Errorf("%s: %d listings, tracked %q, %d moved; want %d, %q, %d", what, tr.lists, names, len(m), lists, tracked, moved)
+		}
+	}
+	step("first", 1, []string{"a", "b"}, 0)
+	if tr.ifd <= 0 {
+		t.Fatal("no watch on the folder (inotify)")
+	}
+	os.WriteFile(filepath.Join(dir, "a", "inside"), []byte("x"), 0o600) // not an entry of dir
+	step("unchanged", 1, []string{"a", "b"}, 0)
+	step("unchanged again", 1, []string{"a", "b"}, 0)
+	os.Mkdir(filepath.Join(dir, "c"), 0o700)
+	step("an entry made", 2, []string{"a", "b", "c"}, 0)
+	step("unchanged after", 2, []string{"a", "b", "c"}, 0)
+	if err := os.Rename(filepath.Join(dir, "b"), filepath.Join(root, "elsewhere", "b")); err != nil {
+		t.Fatal(err)
+	}
+	step("an entry moved out", 3, []string{"a", "c"}, 1)
+	os.Remove(filepath.Join(dir, "c"))
+	step("an entry removed", 4, []string{"a"}, 0)
+	if err := os.Rename(filepath.Join(root, "elsewhere", "b"), filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	step("an entry moved in", 5, []string{"a", "b"}, 0)
+	// The folder moved away and another made at its path: its entries are the new
+	// folder's (the old watch sees nothing of it).
+	if err := os.Rename(dir, filepath.Join(root, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "z"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	step("another folder at the path", 6, []string{"z"}, 2)
+	step("the new folder unchanged", 6, []string{"z"}, 0)
+	os.Mkdir(filepath.Join(dir, "y"), 0o700)
+	step("an entry made in the new folder", 7, []string{"y", "z"}, 0)
+	// The path a link re-pointed to another folder: no event on the watched one.
+	other := filepath.Join(root, "other")
+	if err := os.MkdirAll(filepath.Join(other, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	ltr := &tracker{dir: link, watched: true}
+	defer ltr.close()
+	if _, err := ltr.refresh(); err != nil || len(ltr.m) != 2 {
+		t.Fatalf("through a link: %v, %d tracked", err, len(ltr.m))
+	}
+	if err := os.Symlink(other, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link+".new", link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ltr.refresh(); err != nil || len(ltr.m) != 1 || ltr.m["x"].fd == 0 || ltr.lists != 2 {
+		t.Fatalf("the link re-pointed: %v, tracked %v after %d listings; want x alone", err, ltr.m, ltr.lists)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -179,22 +180,107 @@ type tracker struct {
 	m   map[string]tracked
 	// over says the folder had more than MaxEntries entries at the last listing.
 	over bool
+	// ifd watches the folder (inotify: an entry made, removed or moved in or out, the
+	// folder itself removed or moved) since before the last listing, which is still
+	// what the folder holds while the watch has no event and the path is still the
+	// watched folder (wid): the listing is skipped then. ifd is 0 when there is none;
+	// listed says the last listing succeeded. lists counts the listings (tests).
+	// Only a tracker made with watched has a watch: a server's, long-lived. A
+	// launcher's, which execs soon after, has none: the inotify descriptor closed at
+	// the exec would hold the agent's start for the kernel's grace period
+	// (synchronize_srcu: a close of one cost 15 ms here at load 30).
+	watched bool
+	ifd     int
+	wid     fileID
+	listed  bool
+	lists   int
 }
 
-// refresh lists the folder again and returns the inodes (as listed) of entries moved
-// out of it since; err is the folder's own error (then nothing is granted of it).
+// watchEvents are what changes a folder's entries (or the folder).
+const watchEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+
+// unchanged says the folder's entries are those of the last listing: it was made
+// under a watch that has had no event since, and the path is still that folder.
+// Events are consumed (the listing that follows a false covers them).
+func (tr *tracker) unchanged() bool {
+	if tr.ifd <= 0 || !tr.listed {
+		return false
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(tr.dir, &st) != nil || (fileID{dev: st.Dev, ino: st.Ino}) != tr.wid {
+		tr.unwatch()
+		return false
+	}
+	var buf [4096]byte
+	n, err := unix.Read(tr.ifd, buf[:])
+	if n <= 0 && errors.Is(err, unix.EAGAIN) {
+		return true
+	}
+	for n > 0 {
+		n, err = unix.Read(tr.ifd, buf[:])
+	}
+	if !errors.Is(err, unix.EAGAIN) {
+		tr.unwatch() // not drained: watched again by the listing
+	}
+	return false
+}
+
+// watch watches the folder open at fd, whose identity is id, from now on (the
+// listing that follows is made under it); without inotify the folder is listed at
+// every refresh.
+func (tr *tracker) watch(fd int, id fileID) {
+	if !tr.watched || (tr.ifd > 0 && tr.wid == id) {
+		return
+	}
+	tr.unwatch()
+	ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return
+	}
+	// The folder open at fd, not the path: the watch is on the inode listed.
+	if _, err := unix.InotifyAddWatch(ifd, "/proc/self/fd/"+strconv.Itoa(fd), watchEvents); err != nil {
+		unix.Close(ifd)
+		return
+	}
+	tr.ifd, tr.wid = ifd, id
+}
+
+func (tr *tracker) unwatch() {
+	if tr.ifd > 0 {
+		unix.Close(tr.ifd)
+	}
+	tr.ifd, tr.listed = 0, false
+}
+
+// refresh lists the folder again — unless its watch says nothing changed since the
+// last listing — and returns the inodes (as listed) of entries moved out of it since;
+// err is the folder's own error (then nothing is granted of it).
 func (tr *tracker) refresh() (moved []uint64, err error) {
+	if tr.unchanged() {
+		return nil, nil
+	}
+	tr.listed = false
 	fd, err := syscall.Open(tr.dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
+		tr.unwatch()
 		return tr.clear(), err
 	}
 	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil {
+		tr.watch(fd, fileID{dev: st.Dev, ino: st.Ino})
+	} else {
+		tr.unwatch()
+	}
+	tr.lists++
 	ents, err := readEntries(fd, MaxEntries)
 	if err != nil {
 		tr.over = errors.Is(err, errTooMany)
 		return tr.clear(), err
 	}
 	tr.over = false
+	tr.listed = tr.ifd > 0
 	if tr.m == nil {
 		tr.m = map[string]tracked{}
 	}
@@ -253,6 +339,7 @@ func (tr *tracker) clear() []uint64 {
 }
 
 func (tr *tracker) close() {
+	tr.unwatch()
 	for name, t := range tr.m {
 		unix.Close(t.fd)
 		delete(tr.m, name)
