@@ -229,8 +229,11 @@ func (s *Store) write(ctx context.Context, fn func(db *badger.DB) error) error {
 	// must not hold it either, or a reopen of a stuck badger would wait for fn.
 	db := s.db
 	done := make(chan error, 1)
+	// badger's errors are counted from before the write starts: one it logs at once
+	// (a flush failing as the write begins) counts as since the write began.
+	errs := s.badgerErrs.Load()
 	go func() { done <- s.guarded(func() error { return fn(db) }) }()
-	err, answered := s.await(done)
+	err, answered := s.await(done, errs)
 	if !answered {
 		s.logger.Error("badger has not answered a write and the disk has no room for it; reopening it", "dir", s.dir)
 		held = false
@@ -262,12 +265,11 @@ func (s *Store) write(ctx context.Context, fn func(db *badger.DB) error) error {
 // await waits for a write inside badger. It gives up (answered false) once the disk cannot
 // take a write and spending the reserve did not help within stuckCheck, or past writeCap
 // when badger has logged an error since the write began; a slow badger is waited for.
-func (s *Store) await(done <-chan error) (err error, answered bool) {
+func (s *Store) await(done <-chan error, errs uint64) (err error, answered bool) {
 	t := time.NewTicker(stuckCheck)
 	defer t.Stop()
 	start := time.Now()
 	spent, warned := false, false
-	errs := s.badgerErrs.Load()
 	for {
 		select {
 		case err := <-done:
