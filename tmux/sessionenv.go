@@ -12,9 +12,10 @@ import (
 // is mostly the server's own environment, so configure makes that the session's and a
 // launch passes only what differs from it (the agent's ORCR_ variables, TERM, its
 // --env) and unsets with env(1) what it must not have (a credential of another
-// provider): a window line of ~10 variables instead of ~45. tmux parses every -e of a
-// line; with 40 of them a window cost its server 1.9–2.4 ms of CPU against 1.1–1.3 ms
-// without (100 windows per run on one control client, three runs each, load 8–10).
+// provider): a window line of about 10 variables instead of 44. tmux parses every -e
+// of a line; with the 44 a window cost its server 1.9–2.4 ms of CPU against 1.1–1.3 ms
+// for a bare new-window (200 windows per run on one control client, three runs each,
+// load 8–10).
 // The pane's environment stays exactly its LaunchSpec.Env (TestEnvExactAcrossLaunches).
 
 // alwaysPassed are the variables tmux sets in every pane after the session's
