@@ -113,3 +113,41 @@ func TestEnvDiff(t *testing.T) {
 		t.Errorf("argv = %q, want %q", argv, want)
 	}
 }
+
+// TestSessionEnvLines checks the commands that bring a session's environment left by
+// an earlier server (show-environment's lines) to this one's: a name it lacks set, a
+// changed value set again, a name this one lacks unset, a removed name (-NAME) left.
+func TestSessionEnvLines(t *testing.T) {
+	got := sessionEnvLines([]string{"A=1", "B=2", "-C", "E=x=y"}, map[string]string{"A": "1", "B": "3", "D": "a b"})
+	want := []string{
+		"set-environment -t orcr -u \"E\"",
+		"set-environment -t orcr \"B\" \"3\"",
+		"set-environment -t orcr \"D\" \"a b\"",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines = %q, want %q", got, want)
+	}
+}
+
+// TestSessionEnvFollowsTheServer: a host that connects to a tmux server an earlier
+// host configured gives the session its own environment, not the earlier one's.
+func TestSessionEnvFollowsTheServer(t *testing.T) {
+	sock := testSocket(t)
+	t.Setenv("OTEST_OLD", "old")
+	t.Setenv("OTEST_KEPT", "1")
+	h := newTestHost(t, sock)
+	if err := h.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.Unsetenv("OTEST_OLD")
+	t.Setenv("OTEST_KEPT", "2")
+	h = newTestHost(t, sock)
+	defer h.Shutdown(context.Background())
+	shown, err := h.call(ctxT(t), "show-environment -t "+session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(shown, "OTEST_OLD=old") || !slices.Contains(shown, "OTEST_KEPT=2") {
+		t.Errorf("session environment after the second host:\n%s", strings.Join(shown, "\n"))
+	}
+}
