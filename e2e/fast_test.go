@@ -348,6 +348,33 @@ func TestFastPathRunsBeforeTheLibraries(t *testing.T) {
 	}
 }
 
+// TestPlainRunAnsweredBeforeJSON: `orcr agent run PATH -- ARGV` (no --json, no
+// --provider) is answered by package early, before encoding/json and the libraries
+// that wait for it (the FIPS crypto packages, encoding/gob) are initialised, and
+// prints what the full command line prints.
+func TestPlainRunAnsweredBeforeJSON(t *testing.T) {
+	e := newEnv(t)
+	e.serve()
+	r := e.orcrEnv([]string{"GODEBUG=inittrace=1"}, "agent", "run", "plain/early", "--", "sleep", "300")
+	if r.Code != 0 || !strings.HasSuffix(r.Out, " plain/early queued\n") {
+		t.Fatalf("agent run: exit %d\n%q\n%s", r.Code, r.Out, r.Err)
+	}
+	var inits []string
+	for _, l := range strings.Split(r.Err, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "init" {
+			inits = append(inits, f[1])
+			if f[1] == "encoding/json" || strings.HasPrefix(f[1], "crypto/internal/fips140/") {
+				t.Errorf("%s was initialised before the run was answered (init order: %v)", f[1], inits)
+			}
+		}
+	}
+	t.Logf("%d packages initialised: %v", len(inits), inits)
+	full := e.orcrEnv([]string{"ORCR_FAST=0"}, "agent", "run", "plain/full", "--", "sleep", "300")
+	if a, b := strings.Fields(r.Out), strings.Fields(full.Out); len(a) != 3 || len(b) != 3 || a[2] != b[2] || full.Err != "" || full.Code != 0 {
+		t.Errorf("early printed %q, the full command line %q / %q", r.Out, full.Out, full.Err)
+	}
+}
+
 // TestFastAgentLsPages: past one agent.list page (2,000) the fast path's ls follows the
 // cursor as the full command line does.
 func TestFastAgentLsPages(t *testing.T) {

@@ -25,6 +25,11 @@
 // "orcr/", would let 170 of the libraries' and orcr's packages in first, so it lays
 // out columns itself (table.go) and joins paths with package path.
 //
+// The plainest `orcr agent run` (no --json, no --provider) is answered earlier still,
+// by package early (fast/early), which imports no encoding/json: this package waits
+// for it, and 30 more packages' inits (the FIPS crypto packages, encoding/gob) ran
+// before this one answered. early also holds Parse and the connection, which fast uses.
+//
 // It answers `orcr agent get [--json] [--explain] ID|PATH` and `orcr agent run [FLAGS] PATH [--]
 // ARGV…` for the flags Parse takes, and `orcr agent ls [GLOB]`; nothing when ORCR_FAST=0. What it prints is
 // what the full command line prints: agent get's text printer is WriteAgent on both

@@ -5,13 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path"
 	"syscall"
+
+	"0orcr/fast/early"
 )
 
 // ProtocolVersion is the socket protocol's version every request carries
 // (wire.Version; the cli tests check they are equal).
-const ProtocolVersion = 1
+const ProtocolVersion = early.ProtocolVersion
+
+// The command line as Parse reads it (package early, which answers the plainest
+// agent run before this package's init).
+type (
+	Command    = early.Command
+	GetParams  = early.GetParams
+	ListParams = early.ListParams
+	RunParams  = early.RunParams
+)
+
+// Parse is early.Parse.
+func Parse(args []string, getenv func(string) string, getwd func() (string, error)) (Command, bool) {
+	return early.Parse(args, getenv, getwd)
+}
 
 func init() {
 	c, ok := Parse(os.Args, os.Getenv, os.Getwd)
@@ -23,24 +38,8 @@ func init() {
 	}
 }
 
-// SocketPath is the server socket the command line dials: ORCR_SOCKET, else
-// orcr.sock in the home (cli.SocketPath over config.Home: ORCR_HOME, else
-// $XDG_STATE_HOME/orcr, else ~/.local/state/orcr).
-func SocketPath() string {
-	if s := os.Getenv("ORCR_SOCKET"); s != "" {
-		return s
-	}
-	home := os.Getenv("ORCR_HOME")
-	if home == "" {
-		if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-			home = path.Join(x, "orcr")
-		} else {
-			h, _ := os.UserHomeDir()
-			home = path.Join(h, ".local", "state", "orcr")
-		}
-	}
-	return path.Join(home, "orcr.sock")
-}
+// SocketPath is early.SocketPath.
+func SocketPath() string { return early.SocketPath() }
 
 // reply is a response line: its result, or the error the server refused with.
 type reply struct {
@@ -73,12 +72,12 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	fd, err := dial(SocketPath())
+	fd, err := early.Dial(SocketPath())
 	if err != nil {
 		return 0, false
 	}
 	defer syscall.Close(fd)
-	cn := &conn{fd: fd}
+	cn := &conn{Conn: early.Conn{FD: fd}}
 	if c.Run != nil && c.Run.Provider != "" {
 		// The full command line's warning first (fast.LoginWarning): account.list only
 		// reads, so a failure here still leaves the whole command to the full path.
@@ -101,14 +100,14 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 			stderr.WriteString("orcr: warning: " + w + "\n")
 		}
 	}
-	if err := writeAll(fd, append(req, '\n')); err != nil {
+	if err := early.WriteAll(fd, append(req, '\n')); err != nil {
 		if c.Run != nil {
 			// Part of it may have reached the server: say so rather than send it again.
 			return lost(stderr, err), true
 		}
 		return 0, false
 	}
-	line, err := cn.readLine()
+	line, err := cn.ReadLine()
 	var r reply
 	if err == nil {
 		err = json.Unmarshal(line, &r)
@@ -142,12 +141,12 @@ func Answer(c Command, stdout, stderr *os.File) (int, bool) {
 // answerList prints `orcr agent ls`'s rows once every page has come; on any failure it
 // prints nothing and leaves the command to the full command line (agent.list only reads).
 func answerList(c Command, stdout *os.File) (int, bool) {
-	fd, err := dial(SocketPath())
+	fd, err := early.Dial(SocketPath())
 	if err != nil {
 		return 0, false
 	}
 	defer syscall.Close(fd)
-	cn := &conn{fd: fd}
+	cn := &conn{Conn: early.Conn{FD: fd}}
 	p := *c.List
 	var columns []string
 	var rows [][]string
@@ -183,12 +182,8 @@ func answerList(c Command, stdout *os.File) (int, bool) {
 	return 0, true
 }
 
-// lost is the error of a connection that failed after the request went out, as the
-// socket client words it.
-func lost(stderr *os.File, err error) int {
-	stderr.WriteString("orcr: connection to orcr server lost: " + err.Error() + "\n")
-	return 1
-}
+// lost is early.Lost.
+func lost(stderr *os.File, err error) int { return early.Lost(stderr, err) }
 
 func printGet(c Command, result []byte, stdout *os.File) (int, bool) {
 	if c.JSON {
@@ -242,39 +237,6 @@ func printJSON(result []byte, stdout *os.File) (int, bool) {
 	return 0, true
 }
 
-// dial connects to the unix socket at path.
-func dial(path string) (int, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	for {
-		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		syscall.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-func writeAll(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := syscall.Write(fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
-}
-
 // request is one request line's JSON, as core/socket's client writes it.
 func request(id, method string, params json.RawMessage) ([]byte, error) {
 	return json.Marshal(struct {
@@ -287,46 +249,19 @@ func request(id, method string, params json.RawMessage) ([]byte, error) {
 }
 
 // conn is the connection to the server: requests out, one reply line each back.
-type conn struct {
-	fd  int
-	buf []byte // read past the last line
-}
+type conn struct{ early.Conn }
 
 // call sends a request and reads its reply; ok false when either failed (the reply
 // is then not known).
 func (c *conn) call(id, method string, params json.RawMessage) (reply, bool) {
 	var r reply
 	req, err := request(id, method, params)
-	if err != nil || writeAll(c.fd, append(req, '\n')) != nil {
+	if err != nil || early.WriteAll(c.FD, append(req, '\n')) != nil {
 		return r, false
 	}
-	line, err := c.readLine()
+	line, err := c.ReadLine()
 	if err != nil || json.Unmarshal(line, &r) != nil || r.ID != id {
 		return r, false
 	}
 	return r, true
-}
-
-// readLine reads the next line: the server answers each request with one line. The
-// server closing first is io.EOF's words, as the socket client reports it.
-func (c *conn) readLine() ([]byte, error) {
-	chunk := make([]byte, 64<<10)
-	for {
-		if i := bytes.IndexByte(c.buf, '\n'); i >= 0 {
-			line := c.buf[: i+1 : i+1]
-			c.buf = c.buf[i+1:]
-			return line, nil
-		}
-		n, err := syscall.Read(c.fd, chunk)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return nil, errors.New("EOF")
-		}
-		c.buf = append(c.buf, chunk[:n]...)
-	}
 }

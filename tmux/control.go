@@ -35,10 +35,13 @@ type control struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 
-	mu      sync.Mutex // guards stdin writes, pending, err and size
+	mu      sync.Mutex // guards stdin writes, pending, err, size and env
 	pending []*request
 	err     error  // set once the reader ended
 	size    string // the session's default-size as last set through this client
+	// env is the orcr session's environment as configure set it: every window made
+	// there starts from it, so a launch passes (-e) only what differs (sessionenv.go).
+	env map[string]string
 
 	ready  chan struct{} // closed when the client is attached
 	done   chan struct{} // closed when the reader ended
@@ -243,15 +246,22 @@ func (c *control) send(lines ...string) ([]*request, error) {
 	return reqs, nil
 }
 
-// sendSized sends lines like send, preceded by setOption when the session's
+// sendLaunch sends a launch's window line, preceded by setOption when the session's
 // default-size (last set through this client) is not size: one command fewer per
-// launch when sizes repeat, as they mostly do. The check and the write happen under
-// one lock, so no launch of another size comes between a size and its window. The
-// first reply is the option's when one was sent.
-func (c *control) sendSized(size, setOption string, lines ...string) ([]*request, bool, error) {
+// launch when sizes repeat, as they mostly do. line gets the variables the window
+// needs beside the session's environment (add, each NAME=VALUE) and those of it the
+// window must not have (unset). The size's check, the line and the write happen
+// under one lock, so no launch of another size comes between a size and its window.
+// The first reply is the option's when one was sent.
+func (c *control) sendLaunch(size, setOption string, env []string, line func(add, unset []string) string) ([]*request, bool, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return nil, false, c.err
+	}
+	add, unset := envDiff(c.env, env)
+	lines := []string{line(add, unset)}
 	set := c.size != size
-	c.mu.Unlock()
 	if set {
 		lines = append([]string{setOption}, lines...)
 	}
@@ -265,19 +275,6 @@ func (c *control) sendSized(size, setOption string, lines ...string) ([]*request
 		b.WriteByte('\n')
 		reqs[i] = &request{done: make(chan reply, 1)}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		return nil, false, c.err
-	}
-	if !set && c.size != size {
-		// Another launch changed the size meanwhile: set it back first.
-		b2 := setOption + "\n" + b.String()
-		reqs = append([]*request{{done: make(chan reply, 1)}}, reqs...)
-		b.Reset()
-		b.WriteString(b2)
-		set = true
-	}
 	c.pending = append(c.pending, reqs...)
 	if _, err := io.WriteString(c.stdin, b.String()); err != nil {
 		c.pending = c.pending[:len(c.pending)-len(reqs)]
@@ -287,7 +284,7 @@ func (c *control) sendSized(size, setOption string, lines ...string) ([]*request
 	return reqs, set, nil
 }
 
-// forgetSize makes the next sendSized set the size again (after a failed set).
+// forgetSize makes the next sendLaunch set the size again (after a failed set).
 func (c *control) forgetSize() {
 	c.mu.Lock()
 	c.size = ""

@@ -401,21 +401,31 @@ func (h *Host) tmuxCmd(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// configure prepares a fresh control client: the exit subscription, and an empty
-// global environment so panes get exactly their LaunchSpec.Env (plus tmux's own TMUX,
-// TMUX_PANE and a default TERM).
+// configure prepares a fresh control client: the exit subscription, an empty global
+// environment, and this process's environment as orcr's session's (sessionenv.go), so
+// a pane gets exactly its LaunchSpec.Env (plus tmux's own TMUX and TMUX_PANE) with
+// only what differs on its window line.
 func (h *Host) configure(ctx context.Context, c *control) error {
-	env, err := c.run(ctx, "show-environment -g")
+	shown, err := c.send("show-environment -g", "show-environment -t "+session)
 	if err != nil {
 		return fmt.Errorf("tmux: show environment: %w", err)
 	}
+	var envs [2][]string
+	for i, r := range shown {
+		if envs[i], err = r.wait(ctx); err != nil {
+			return fmt.Errorf("tmux: show environment: %w", err)
+		}
+	}
 	var lines []string
-	for _, kv := range env {
+	for _, kv := range envs[0] {
 		name, _, _ := strings.Cut(strings.TrimPrefix(kv, "-"), "=")
 		if name != "" {
 			lines = append(lines, "set-environment -g -u "+quote(name))
 		}
 	}
+	want := sessionEnv()
+	lines = append(lines, sessionEnvLines(envs[1], want)...)
+	c.env = want
 	lines = append(lines, "refresh-client -B "+quote(deadSub+":%*:"+deadFormat))
 	reqs, err := c.send(lines...)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,21 +43,23 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 			return info, err
 		}
 	}
-	argv := launchArgv(spec)
-	var b strings.Builder
-	b.WriteString("new-window -d -t " + session + ": -n " + quoteFormat(name))
-	b.WriteString(` -P -F "#{pane_id} #{pane_pid} #{window_id}"`)
-	if spec.Cwd != "" {
-		b.WriteString(" -c " + quoteFormat(spec.Cwd))
-	}
-	for _, kv := range spec.Env {
-		if strings.IndexByte(kv, '=') > 0 {
+	// The window line, built under the control client's lock with what it needs
+	// beside the session's environment (sendLaunch).
+	line := func(add, unset []string) string {
+		var b strings.Builder
+		b.WriteString("new-window -d -t " + session + ": -n " + quoteFormat(name))
+		b.WriteString(` -P -F "#{pane_id} #{pane_pid} #{window_id}"`)
+		if spec.Cwd != "" {
+			b.WriteString(" -c " + quoteFormat(spec.Cwd))
+		}
+		for _, kv := range add {
 			b.WriteString(" -e " + quote(kv))
 		}
-	}
-	b.WriteString(" --")
-	for _, a := range argv {
-		b.WriteString(" " + quote(a))
+		b.WriteString(" --")
+		for _, a := range launchArgv(spec, unset) {
+			b.WriteString(" " + quote(a))
+		}
+		return b.String()
 	}
 	// The size is the session's default-size at the moment tmux creates the window;
 	// it is set only when it differs from the last one set, in the same write as the
@@ -66,7 +69,7 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 		return core.PaneInfo{}, fmt.Errorf("tmux: launch: %w", err)
 	}
 	size := fmt.Sprintf("%dx%d", cols, rows)
-	reqs, sized, err := c.sendSized(size, fmt.Sprintf("set-option -t %s default-size %s", session, size), b.String())
+	reqs, sized, err := c.sendLaunch(size, fmt.Sprintf("set-option -t %s default-size %s", session, size), spec.Env, line)
 	if err != nil {
 		return core.PaneInfo{}, fmt.Errorf("tmux: launch: %w", err)
 	}
@@ -112,25 +115,49 @@ func (h *Host) Launch(ctx context.Context, spec core.LaunchSpec) (core.PaneInfo,
 
 // launchArgv is the argv handed to tmux. tmux adds SHELL, TERM_PROGRAM and
 // TERM_PROGRAM_VERSION to every pane; those the spec does not set are removed with
-// env(1), which execs the program so its pid stays the pane's. TMUX and TMUX_PANE stay:
-// the program does run inside tmux. A single-word argv would be run through the shell
-// by tmux; the env(1) wrapper (or sh's exec) keeps the word uninterpreted.
-func launchArgv(spec core.LaunchSpec) []string {
-	var unset []string
+// env(1), which execs the program so its pid stays the pane's, and so are the
+// variables of the session's environment the spec does not have (unset, sessionenv.go).
+// tmux sets SHELL after the window's -e, so a spec's SHELL is set by env(1) too. TMUX
+// and TMUX_PANE stay: the program does run inside tmux. A single-word argv would be
+// run through the shell by tmux; the env(1) wrapper (or sh's exec) keeps the word
+// uninterpreted. env(1) would take a program named NAME=VALUE for a variable, so such
+// a program is started by sh, which execs it by name.
+func launchArgv(spec core.LaunchSpec, unset []string) []string {
+	names := slices.Clone(unset)
 	for _, name := range []string{"SHELL", "TERM_PROGRAM", "TERM_PROGRAM_VERSION"} {
 		if !hasVar(spec.Env, name) {
-			unset = append(unset, "-u", name)
+			names = append(names, name)
 		}
 	}
-	if len(unset) > 0 && !strings.Contains(spec.Argv[0], "=") {
-		argv := append([]string{envBin}, unset...)
+	shell := lastOf(spec.Env, "SHELL")
+	if len(names) > 0 || shell != "" {
+		argv := []string{envBin}
+		for _, n := range names {
+			argv = append(argv, "-u", n)
+		}
 		argv = append(argv, "--")
+		if shell != "" {
+			argv = append(argv, shell)
+		}
+		if strings.Contains(spec.Argv[0], "=") {
+			argv = append(argv, "/bin/sh", "-c", `exec "$0" "$@"`)
+		}
 		return append(argv, spec.Argv...)
 	}
 	if len(spec.Argv) == 1 {
 		return []string{"/bin/sh", "-c", `exec "$0"`, spec.Argv[0]}
 	}
 	return spec.Argv
+}
+
+// lastOf is the last NAME=VALUE of name in env, "" when there is none.
+func lastOf(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if strings.HasPrefix(env[i], name+"=") {
+			return env[i]
+		}
+	}
+	return ""
 }
 
 // envBin is env(1).

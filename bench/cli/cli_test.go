@@ -192,8 +192,8 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 	min := testbin.Build(b, "orcr/bench/cli/minclient")
 	tmuxPID := serve.TmuxServerPID(b, filepath.Join(s.Home, "tmux.sock"))
 	var orcrTotal, rawTotal, minTotal time.Duration
-	var orcrCPU, serverCPU time.Duration
-	var rawCPU int64
+	var orcrCPU, serverCPU, orcrTmuxCPU time.Duration
+	var rawCPU, rawTmuxCPU int64
 	var r int
 	for b.Loop() {
 		for range rounds {
@@ -208,7 +208,9 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			s.waitLaunched(b, fmt.Sprintf("bench/r%d/**", r), n)
 			orcrTotal += time.Since(t0)
 			serverCPU += ticks(proc.CPUTicks(b, s.PID()) - s0)
-			orcrCPU += ticks(proc.CPUTicks(b, tmuxPID) - t0c)
+			tc := ticks(proc.CPUTicks(b, tmuxPID) - t0c)
+			orcrCPU += tc
+			orcrTmuxCPU += tc
 			t0 = time.Now()
 			for j := range n {
 				runProc(b, s.Env, "queued", min, "run", fmt.Sprintf("bench/m%d/a%d", r, j), "sleep", "600")
@@ -222,6 +224,7 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			raw := serve.RawTmuxSpawnCPU(b, n, nil)
 			rawTotal += raw.Wall
 			rawCPU += raw.CPU
+			rawTmuxCPU += raw.TmuxCPU
 		}
 	}
 	b.StopTimer()
@@ -233,6 +236,10 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 	b.ReportMetric(float64(minTotal)/float64(rawTotal), "min-ratio")
 	b.ReportMetric(float64(orcrCPU)/float64(ticks(rawCPU)), "cpu-ratio")
 	b.ReportMetric(float64(serverCPU.Microseconds())/1000/float64(r*n), "server-cpu-ms")
+	// The tmux servers' own CPU per window: orcr's (over orcr's loop, its launches
+	// and notifications) and the raw loop's fresh server.
+	b.ReportMetric(float64(orcrTmuxCPU.Microseconds())/1000/float64(r*n), "tmux-cpu-ms")
+	b.ReportMetric(float64(ticks(rawTmuxCPU).Microseconds())/1000/float64(r*n), "raw-tmux-cpu-ms")
 }
 
 // ticks is a count of clock ticks (USER_HZ 100) as a duration.

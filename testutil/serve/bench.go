@@ -93,6 +93,8 @@ func RawTmuxSpawn(tb testing.TB, n int, started func()) time.Duration {
 type Spent struct {
 	Wall time.Duration
 	CPU  int64
+	// TmuxCPU is the tmux server's share of CPU, in the same ticks.
+	TmuxCPU int64
 }
 
 // RawTmuxSpawnCPU is RawTmuxSpawn, with the CPU the loop took: the shell and its tmux
@@ -120,7 +122,8 @@ func RawTmuxSpawnCPU(tb testing.TB, n int, started func()) Spent {
 	wall := time.Since(t0)
 	// The shell's rusage includes the tmux clients it waited for.
 	loopCPU := (loop.ProcessState.UserTime() + loop.ProcessState.SystemTime()) / (10 * time.Millisecond)
-	return Spent{Wall: wall, CPU: int64(loopCPU) + proc.CPUTicks(tb, tmuxPID) - c0}
+	server := proc.CPUTicks(tb, tmuxPID) - c0
+	return Spent{Wall: wall, CPU: int64(loopCPU) + server, TmuxCPU: server}
 }
 
 // TmuxServerPID is the pid of the tmux server on sock.
