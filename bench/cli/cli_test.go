@@ -211,16 +211,23 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 			tc := ticks(proc.CPUTicks(b, tmuxPID) - t0c)
 			orcrCPU += tc
 			orcrTmuxCPU += tc
+			// Stopped outside the clocks, as the raw loop's tmux server is a new one each
+			// round: tmux 3.3a looks at every pane on each turn of its loop, so a window
+			// made on a server holding 300 costs it 2.5–3× one made on an empty server
+			// (spawn11, session 11), and the rounds compare like with like.
+			var gone struct{}
+			s.call(b, "agent.kill", map[string]any{"glob": fmt.Sprintf("bench/r%d/**", r)}, &gone)
+			s.waitGone(b, fmt.Sprintf("bench/r%d/**", r))
 			t0 = time.Now()
 			for j := range n {
 				runProc(b, s.Env, "queued", min, "run", fmt.Sprintf("bench/m%d/a%d", r, j), "sleep", "600")
 			}
 			s.waitLaunched(b, fmt.Sprintf("bench/m%d/**", r), n)
 			minTotal += time.Since(t0)
-			// Stopped again at once, outside the clocks, so the rounds stay under the
-			// bench config's cap of 500 agents (orcr's loop keeps its 300).
+			// Stopped again at once, outside the clocks.
 			var killed struct{}
 			s.call(b, "agent.kill", map[string]any{"glob": fmt.Sprintf("bench/m%d/**", r)}, &killed)
+			s.waitGone(b, fmt.Sprintf("bench/m%d/**", r))
 			raw := serve.RawTmuxSpawnCPU(b, n, nil)
 			rawTotal += raw.Wall
 			rawCPU += raw.CPU
@@ -244,6 +251,36 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 
 // ticks is a count of clock ticks (USER_HZ 100) as a duration.
 func ticks(n int64) time.Duration { return time.Duration(n) * 10 * time.Millisecond }
+
+// waitGone polls the server until no agent matching glob is live (a killed agent's
+// window is closed by then).
+func (s *server) waitGone(b *testing.B, glob string) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var got struct {
+			Agents []struct {
+				State string `json:"state"`
+			} `json:"agents"`
+		}
+		s.call(b, "agent.list", map[string]any{"glob": glob}, &got)
+		live := 0
+		for _, a := range got.Agents {
+			switch a.State {
+			case "exited", "killed", "failed", "lost":
+			default:
+				live++
+			}
+		}
+		if live == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d agents of %s still live a minute after their kill", live, glob)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // waitLaunched polls the server until n agents matching glob have a pane.
 func (s *server) waitLaunched(b *testing.B, glob string, n int) {
