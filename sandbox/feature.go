@@ -94,6 +94,10 @@ type Feature struct {
 	inProcess bool
 	rulesets  confine.Rulesets
 
+	// builds keeps the policies built, per launch inputs, while what they were made
+	// from holds (buildcache.go).
+	builds builds
+
 	// files are the policy and report files of in-process launches not written yet,
 	// by agent ID (the latest launch's): only --explain reads them on that path, so
 	// they are written once no confined launch came for filesIdle (a burst of spawns
@@ -188,6 +192,7 @@ func (f *Feature) Close() error {
 	f.wmu.Unlock()
 	f.writeFiles()
 	f.rulesets.Close()
+	f.builds.Close()
 	return nil
 }
 
