@@ -486,6 +486,7 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error
 	if tmp == "" {
 		tmp = "/tmp"
 	}
+	t := "" // tmp resolved, once
 	inside := func(dir string) bool {
 		if dir == "" {
 			return false
@@ -493,9 +494,11 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error
 		if r, err := filepath.EvalSymlinks(dir); err == nil {
 			dir = r
 		}
-		t := tmp
-		if r, err := filepath.EvalSymlinks(t); err == nil {
-			t = r
+		if t == "" {
+			t = tmp
+			if r, err := filepath.EvalSymlinks(t); err == nil {
+				t = r
+			}
 		}
 		return dir == t || strings.HasPrefix(dir, strings.TrimSuffix(t, "/")+"/")
 	}
