@@ -46,8 +46,9 @@ type Rulesets struct {
 	// launcher's, which execs soon).
 	watch bool
 	// Hits and Builds count what Run did with rulesets, Threads the confined
-	// threads it started (tests, benchmarks).
-	Hits, Builds, Threads int
+	// threads it started, Syncs the rulesets brought up to a folder's new listing
+	// (tests, benchmarks).
+	Hits, Builds, Threads, Syncs int
 }
 
 // thread is the thread the next confined thread will be: the one started ahead when
@@ -98,6 +99,9 @@ type ruleset struct {
 	held              map[uint64]bool
 	kept              map[string]bool
 	dirMask, fileMask uint64
+	// synced is the tracker's gen it last added the rules of (0: never): while the
+	// tracker has not listed its folder again, there is nothing to add.
+	synced uint64
 	// w is the thread confined with this ruleset as it is now; nil when there is
 	// none, or it was stopped because rules were added since.
 	w *worker
@@ -352,7 +356,8 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 	} else {
 		c.Hits++
 	}
-	if tr != nil && trErr == nil {
+	if tr != nil && trErr == nil && r.synced != tr.gen {
+		c.Syncs++
 		added, err := r.sync(tr)
 		if err != nil {
 			c.drop(key)
@@ -364,6 +369,7 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 			r.w.end()
 			r.w = nil
 		}
+		r.synced = tr.gen
 	}
 	r.used = c.tick
 	rep := r.rep

@@ -188,8 +188,16 @@ func TestRulesetsFollowEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("same", 1, 1, []string{e(3)}, never)
+	// The folder was not listed again (a file's content changed): nothing to add,
+	// the ruleset's rules are not gone through again.
+	if c.Syncs != 1 {
+		t.Errorf("same: %d syncs, want 1 (the first)", c.Syncs)
+	}
 	os.MkdirAll(e(12), 0o700)
 	check("an entry made since", 2, 1, []string{e(12)}, never)
+	if c.Syncs != 2 {
+		t.Errorf("an entry made since: %d syncs, want 2", c.Syncs)
+	}
 	os.RemoveAll(e(5))
 	os.MkdirAll(e(5), 0o700)
 	check("an entry removed and made again", 3, 1, []string{e(5)}, never)
