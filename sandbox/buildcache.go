@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"orcr/core"
@@ -57,6 +58,9 @@ type built struct {
 	w witness
 	// resolved are w.real's paths, each as it was just after the build.
 	resolved []resolvedAs
+	// dead is set before the descriptors are closed: a check that read it unset
+	// after its stats made them while the inodes were held.
+	dead atomic.Bool
 }
 
 // witness records what of the file system a build read.
@@ -165,10 +169,12 @@ func (c *builds) Close() {
 
 // close closes the descriptors b holds.
 func (b *built) close() {
-	for i, e := range b.resolved {
+	if b.dead.Swap(true) {
+		return
+	}
+	for _, e := range b.resolved {
 		if e.fd > 0 {
 			unix.Close(e.fd)
-			b.resolved[i].fd = 0
 		}
 	}
 }
@@ -221,7 +227,7 @@ func (b *built) holds(spec *core.LaunchSpec) bool {
 			return false
 		}
 	}
-	return gitDir(b.w.cwd) == b.w.git && lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin
+	return gitDir(b.w.cwd) == b.w.git && lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin && !b.dead.Load()
 }
 
 // buildKey is every input of buildFresh but the file system (and the feature's own

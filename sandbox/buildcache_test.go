@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -135,4 +136,53 @@ func BenchmarkPolicyBuild(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Launches at once share the kept policies safely (run with -race): each gets the
+// folder its link pointed to at some moment of its build, never a mix.
+func TestBuildKeptConcurrently(t *testing.T) {
+	root := t.TempDir()
+	w1, w2 := filepath.Join(root, "w1"), filepath.Join(root, "w2")
+	os.MkdirAll(w1, 0o700)
+	os.MkdirAll(w2, 0o700)
+	link := filepath.Join(root, "cwd")
+	os.Symlink(w1, link)
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	defer f.Close()
+	a := wire.Agent{ID: "x", Path: "a", Cwd: link, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
+	r1, _ := filepath.EvalSymlinks(w1)
+	r2, _ := filepath.EvalSymlinks(w2)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 100 {
+				spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: link, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}
+				p, err := f.build(a, spec, core.Confinement{}, "", true)
+				if err == nil && slices.Contains(p.RW, r1) == slices.Contains(p.RW, r2) {
+					err = fmt.Errorf("rw %q: not one of the folders", p.RW)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		defer close(done)
+		for i := range 50 {
+			tmp := link + ".new"
+			os.Remove(tmp)
+			os.Symlink([]string{w1, w2}[i%2], tmp)
+			os.Rename(tmp, link)
+		}
+	}()
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	<-done
 }
