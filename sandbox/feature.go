@@ -94,6 +94,10 @@ type Feature struct {
 	inProcess bool
 	rulesets  confine.Rulesets
 
+	// builds keeps the policies built, per launch inputs, while what they were made
+	// from holds (buildcache.go).
+	builds builds
+
 	// files are the policy and report files of in-process launches not written yet,
 	// by agent ID (the latest launch's): only --explain reads them on that path, so
 	// they are written once no confined launch came for filesIdle (a burst of spawns
@@ -188,6 +192,7 @@ func (f *Feature) Close() error {
 	f.wmu.Unlock()
 	f.writeFiles()
 	f.rulesets.Close()
+	f.builds.Close()
 	return nil
 }
 
@@ -481,6 +486,7 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error
 	if tmp == "" {
 		tmp = "/tmp"
 	}
+	t := "" // tmp resolved, once
 	inside := func(dir string) bool {
 		if dir == "" {
 			return false
@@ -488,9 +494,11 @@ func (f *Feature) privateTmp(a wire.Agent, spec *core.LaunchSpec) (string, error
 		if r, err := filepath.EvalSymlinks(dir); err == nil {
 			dir = r
 		}
-		t := tmp
-		if r, err := filepath.EvalSymlinks(t); err == nil {
-			t = r
+		if t == "" {
+			t = tmp
+			if r, err := filepath.EvalSymlinks(t); err == nil {
+				t = r
+			}
 		}
 		return dir == t || strings.HasPrefix(dir, strings.TrimSuffix(t, "/")+"/")
 	}

@@ -44,11 +44,27 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // own /proc/PID: an agent forked by a server thread, whose pid is not known before the
 // fork, and which holds no capability (the thread drops them all first), so Landlock
 // keeps other processes' environ, maps and memory closed to it (Options.InProcess).
-func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
+//
+// w, when not nil, records what of the file system the policy was made from (build's
+// cache: built.holds).
+func (f *Feature) buildFresh(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool, w *witness) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
-	g := granter{home: home, notes: &notes, keep: f.kept(), real: realPaths{}}
+	rp := realPaths{}
+	if w != nil {
+		w.real = rp
+	}
+	g := granter{home: home, notes: &notes, keep: f.kept(), real: rp}
 	var p confine.Policy
+	// there says path exists (a stat): what the toolchain's, /etc's and git's
+	// settings' grants depend on.
+	there := func(path string) bool {
+		_, err := os.Stat(path)
+		if w != nil {
+			w.exists = append(w.exists, existed{path, err == nil})
+		}
+		return err == nil
+	}
 
 	cwd := spec.Cwd
 	if cwd == "" {
@@ -57,7 +73,11 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	if err := g.grant(&p.RW, cwd, "the agent's folder", true); err != nil {
 		return p, err
 	}
-	if gd := gitDir(cwd); gd != "" {
+	gd := gitDir(cwd)
+	if w != nil {
+		w.cwd, w.git = cwd, gd
+	}
+	if gd != "" {
 		_ = g.grant(&p.RW, gd, "the repository's git dir (commits of a worktree land there)", false)
 	}
 	tmp := "/tmp"
@@ -77,7 +97,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 			f.tmpEntries(&p, g, sharedTmp, home)
 		}
 	}
-	if _, err := os.Stat(varTmp); err == nil {
+	if there(varTmp) {
 		// SQLite (codex's state) picks /var/tmp before /tmp when TMPDIR is unset: it
 		// asks access(2), which Landlock does not answer, so it must be writable —
 		// unless it holds $HOME or orcr's home (agents' policies are there).
@@ -103,14 +123,18 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	}
 
 	for _, d := range toolchain {
-		if _, err := os.Stat(d); err == nil {
+		if there(d) {
 			p.ROX = append(p.ROX, d)
 		}
 	}
 	if f.o.Self != "" {
 		_ = g.grant(&p.ROX, f.o.Self, "orcr itself (hooks, orcr run done)", false)
 	}
-	if bin := lookPath(spec.Argv, spec.Env, spec.Cwd); bin != "" {
+	bin := lookPath(spec.Argv, spec.Env, spec.Cwd)
+	if w != nil {
+		w.bin = bin
+	}
+	if bin != "" {
 		_ = g.grant(&p.ROX, bin, "the agent's program", false)
 	}
 	for _, d := range needs.ROX {
@@ -131,7 +155,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		if proc && strings.HasPrefix(d, "/proc/") {
 			continue
 		}
-		if _, err := os.Stat(d); err == nil {
+		if there(d) {
 			p.RO = append(p.RO, d)
 		}
 	}
@@ -142,13 +166,14 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 	} else {
 		p.ProcSelf = true
 	}
-	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && !strings.HasPrefix(r, "/etc/") {
+	// (A resolv.conf that cannot be resolved is "/etc/resolv.conf" itself: not added.)
+	if r := rp.get("/etc/resolv.conf"); !strings.HasPrefix(r, "/etc/") {
 		p.RO = append(p.RO, r)
 	}
 	if home != "" {
 		// git's own settings (name, email); never its credentials.
 		for _, f := range []string{".gitconfig", ".config/git/config", ".config/git/ignore"} {
-			if _, err := os.Stat(filepath.Join(home, f)); err == nil {
+			if there(filepath.Join(home, f)) {
 				p.RO = append(p.RO, filepath.Join(home, f))
 			}
 		}

@@ -34,7 +34,7 @@ func TestRulesetsReusedUntilAPathChanges(t *testing.T) {
 	root := t.TempDir()
 	work, outside, many := filepath.Join(root, "work"), filepath.Join(root, "outside"), filepath.Join(root, "many")
 	var entries []string
-	for i := range 12 {
+	for i := range minDirRead + 4 {
 		entries = append(entries, filepath.Join(many, fmt.Sprint("e", i)))
 	}
 	for _, d := range append([]string{work, outside}, entries...) {
@@ -80,8 +80,36 @@ func TestRulesetsReusedUntilAPathChanges(t *testing.T) {
 	check("an entry gone", 2, 4, entries[6])
 	os.MkdirAll(entries[7], 0o700)
 	check("an entry back", 2, 5, entries[7])
+	if dirReads.Load() == 0 {
+		t.Error("the many entries of one folder were not checked from a read of it")
+	}
 	if c.Len() != 1 {
 		t.Fatalf("%d rulesets kept for one policy", c.Len())
+	}
+}
+
+// A server's policy (the devices of /dev, the toolchain, /etc, /proc, the agent's
+// folder) is checked with a stat per path before each reuse, never by listing a
+// folder: /dev's nine devices made valid list /dev (107 entries here), 2–3× the
+// stats' cost.
+func TestRulesetValidStatsAServersPolicy(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	work := t.TempDir()
+	p := Policy{RW: []string{work, "/var/tmp"}, ROX: []string{"/usr", "/bin", "/lib"}, RO: []string{"/etc", "/proc"},
+		Dev: []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
+			"/dev/pts", "/dev/shm"}}
+	var c Rulesets
+	defer c.Close()
+	confined(t, &c, p, func() {})
+	before := dirReads.Load()
+	confined(t, &c, p, func() {})
+	if c.Hits != 1 {
+		t.Fatalf("%d hits, %d builds: the ruleset was not reused", c.Hits, c.Builds)
+	}
+	if n := dirReads.Load() - before; n != 0 {
+		t.Errorf("the reuse listed %d folders, want a stat per path", n)
 	}
 }
 
@@ -160,8 +188,16 @@ func TestRulesetsFollowEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("same", 1, 1, []string{e(3)}, never)
+	// The folder was not listed again (a file's content changed): nothing to add,
+	// the ruleset's rules are not gone through again.
+	if c.Syncs != 1 {
+		t.Errorf("same: %d syncs, want 1 (the first)", c.Syncs)
+	}
 	os.MkdirAll(e(12), 0o700)
 	check("an entry made since", 2, 1, []string{e(12)}, never)
+	if c.Syncs != 2 {
+		t.Errorf("an entry made since: %d syncs, want 2", c.Syncs)
+	}
 	os.RemoveAll(e(5))
 	os.MkdirAll(e(5), 0o700)
 	check("an entry removed and made again", 3, 1, []string{e(5)}, never)

@@ -194,6 +194,9 @@ type tracker struct {
 	wid     fileID
 	listed  bool
 	lists   int
+	// gen changes whenever m may have (a listing, a clear): a ruleset synced at this
+	// gen holds a rule for every entry of m already (ruleset.synced).
+	gen uint64
 }
 
 // watchEvents are what changes a folder's entries (or the folder).
@@ -261,6 +264,7 @@ func (tr *tracker) refresh() (moved []uint64, err error) {
 		return nil, nil
 	}
 	tr.listed = false
+	tr.gen++
 	fd, err := syscall.Open(tr.dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		tr.unwatch()

@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"orcr/core"
+	"orcr/core/wire"
+	"orcr/sandbox/confine"
+
+	"golang.org/x/sys/unix"
+)
+
+// A launch's policy is made from its inputs (the agent's folder, program, HOME,
+// TMPDIR, PATH, what the adapter and the agent's sandbox ask for) and from the file
+// system: each grant's links resolved, which of the toolchain's and /etc's folders
+// and git's settings exist, the repository's git dir, the program found on PATH.
+// Agents launched again and again with the same inputs (a fleet in one folder, a
+// run's coders respawned in their worktree) got the same policy, made again each
+// time: ~60–80 µs of a spawn (lstats of every component of every grant, the notes'
+// strings), 130–160 µs at load 10.
+//
+// So the policy is kept per inputs (buildKey) with what of the file system it was
+// made from (witness), and used again only while that is all still so (holds):
+//   - each path resolved (realPaths): the path and its resolution are still the
+//     inode the build saw (a stat each; one when the path had no link), or the path
+//     is still missing. The kept policy holds an O_PATH descriptor of each such
+//     inode, so its number cannot be given to a new file while it is kept (a folder
+//     removed and made again at once got its number back here: ext4 reuses them). A link re-pointed elsewhere, a folder removed, replaced or
+//     made since: another inode or none, so the policy is made again. What is
+//     granted is an inode (a Landlock rule holds the inode it was opened on): the
+//     one kept is the inode a fresh build's resolution reaches now, at a name that
+//     passed every check ($HOME, its credentials, orcr's home) when it was made;
+//   - each folder or file whose existence decided a grant: still there, or still not;
+//   - the git dir and the program on PATH: found again (gitDir, lookPath: a few
+//     lstats, the .git file read), the same.
+//
+// Anything else that differs is another key. A build that failed (a refused grant)
+// is not kept: the next launch builds, and refuses, again.
+type builds struct {
+	mu     sync.Mutex
+	m      map[string]*built
+	closed bool
+	// hits and misses count (tests).
+	hits, misses int
+}
+
+// maxBuilds bounds the policies kept (and the descriptors they hold, ~10 each):
+// beyond it the cache starts over.
+const maxBuilds = 16
+
+// built is a policy kept, and what it was made from.
+type built struct {
+	p confine.Policy
+	w witness
+	// resolved are w.real's paths, each as it was just after the build.
+	resolved []resolvedAs
+	// dead is set before the descriptors are closed: a check that read it unset
+	// after its stats made them while the inodes were held.
+	dead atomic.Bool
+}
+
+// witness records what of the file system a build read.
+type witness struct {
+	real   realPaths
+	exists []existed
+	// cwd is the folder gitDir looked from, git what it found; bin the program
+	// lookPath found.
+	cwd, git, bin string
+}
+
+type existed struct {
+	path  string
+	there bool
+}
+
+// resolvedAs is a path the build resolved (x → r), and the inode both were just
+// after; there false when x did not exist.
+type resolvedAs struct {
+	x, r  string
+	id    fileID
+	there bool
+	fd    int // holds the inode (when there)
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// statID is path's inode (links followed); ok false when it does not exist.
+func statID(path string) (fileID, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}, false
+	}
+	return fileID{st.Dev, st.Ino}, true
+}
+
+// build is buildFresh's policy, kept for the same inputs while what it was made
+// from holds (builds).
+func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
+	key := buildKey(a, spec, needs, sharedTmp, proc)
+	f.builds.mu.Lock()
+	b := f.builds.m[key]
+	f.builds.mu.Unlock()
+	if b != nil && b.holds(spec) {
+		f.builds.mu.Lock()
+		f.builds.hits++
+		f.builds.mu.Unlock()
+		return b.p, nil
+	}
+	if b != nil {
+		f.builds.drop(key, b)
+	}
+	var w witness
+	p, err := f.buildFresh(a, spec, needs, sharedTmp, proc, &w)
+	if err != nil {
+		return p, err
+	}
+	nb := &built{p: p, w: w}
+	if !nb.record() {
+		nb.close()
+		return p, nil
+	}
+	f.builds.mu.Lock()
+	defer f.builds.mu.Unlock()
+	if f.builds.closed {
+		nb.close()
+		return p, nil
+	}
+	if old := f.builds.m[key]; old != nil {
+		old.close() // another launch's build of the same inputs
+	}
+	if f.builds.m == nil || len(f.builds.m) >= maxBuilds {
+		f.builds.closeAll()
+		f.builds.m = map[string]*built{}
+	}
+	f.builds.m[key] = nb
+	f.builds.misses++
+	return p, nil
+}
+
+// drop forgets key's policy if it is still b (it no longer holds).
+func (c *builds) drop(key string, b *built) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[key] == b {
+		delete(c.m, key)
+		b.close()
+	}
+}
+
+// closeAll closes every kept policy's descriptors; c.mu is held.
+func (c *builds) closeAll() {
+	for k, b := range c.m {
+		b.close()
+		delete(c.m, k)
+	}
+}
+
+// Close forgets every policy kept.
+func (c *builds) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	c.closeAll()
+}
+
+// close closes the descriptors b holds.
+func (b *built) close() {
+	if b.dead.Swap(true) {
+		return
+	}
+	for _, e := range b.resolved {
+		if e.fd > 0 {
+			unix.Close(e.fd)
+		}
+	}
+}
+
+// record takes the inode of each path the build resolved, opening its resolution
+// (O_PATH: the descriptor holds it). It says false when one moved under the build
+// (the path and its resolution are not one inode, or one exists and the other not):
+// such a build is used once, not kept.
+func (b *built) record() bool {
+	b.resolved = make([]resolvedAs, 0, len(b.w.real))
+	for x, r := range b.w.real {
+		fd, err := unix.Open(r, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if _, there := statID(x); there {
+				return false
+			}
+			b.resolved = append(b.resolved, resolvedAs{x: x, r: r})
+			continue
+		}
+		b.resolved = append(b.resolved, resolvedAs{x: x, r: r, fd: fd, there: true})
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			return false
+		}
+		id := fileID{st.Dev, st.Ino}
+		if xid, there := statID(x); !there || xid != id {
+			return false
+		}
+		b.resolved[len(b.resolved)-1].id = id
+	}
+	return true
+}
+
+// holds says the file system is still what b's policy was made from.
+func (b *built) holds(spec *core.LaunchSpec) bool {
+	for _, e := range b.resolved {
+		id, there := statID(e.x)
+		if there != e.there || id != e.id {
+			return false
+		}
+		if there && e.r != e.x {
+			if rid, ok := statID(e.r); !ok || rid != e.id {
+				return false
+			}
+		}
+	}
+	for _, e := range b.w.exists {
+		_, there := statID(e.path)
+		if there != e.there {
+			return false
+		}
+	}
+	return gitDir(b.w.cwd) == b.w.git && lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin && !b.dead.Load()
+}
+
+// buildKey is every input of buildFresh but the file system (and the feature's own
+// options, which do not change).
+func buildKey(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) string {
+	var k strings.Builder
+	add := func(s ...string) {
+		for _, x := range s {
+			k.WriteString(x)
+			k.WriteByte(0)
+		}
+		k.WriteByte(1)
+	}
+	ports := func(ps []int) {
+		for _, p := range ps {
+			k.WriteString(strconv.Itoa(p))
+			k.WriteByte(0)
+		}
+		k.WriteByte(1)
+	}
+	argv0 := ""
+	if len(spec.Argv) > 0 {
+		argv0 = spec.Argv[0]
+	}
+	add(a.Cwd, spec.Cwd, argv0, envValue(spec.Env, "HOME"), envValue(spec.Env, "TMPDIR"), envValue(spec.Env, "PATH"),
+		sharedTmp, strconv.FormatBool(proc), varTmp)
+	add(needs.RW...)
+	add(needs.ROX...)
+	add(needs.RO...)
+	add(needs.Notes...)
+	ports(needs.Ports)
+	if a.Sandbox != nil {
+		add(a.Sandbox.RW...)
+		add(a.Sandbox.ROX...)
+		ports(a.Sandbox.Ports)
+	}
+	return k.String()
+}
