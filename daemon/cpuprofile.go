@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // cpuProfileEnv names a file: with it set, the headless server profiles its CPU from
@@ -32,6 +33,37 @@ func startCPUProfile() (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("cpu profile %s: %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// traceEnv names a file: with it set, the headless server records a runtime execution
+// trace (runtime/trace) from its start until it stops and writes it there. The trace
+// shows each goroutine's wake-ups, which a CPU profile of an idle server (a few samples
+// a minute) cannot: it is how the idle server's timers were found (docs/architecture.md,
+// "idle11, session 11"). `ORCR_TRACE=/tmp/t.out orcr serve`, then `go tool trace`.
+const traceEnv = "ORCR_TRACE"
+
+// startTrace starts the trace when traceEnv is set; the function it returns stops it
+// and closes the file (a no-op without the variable).
+func startTrace() (stop func() error, err error) {
+	path := os.Getenv(traceEnv)
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace %s: %w", path, err)
+	}
+	return func() error {
+		trace.Stop()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("trace %s: %w", path, err)
 		}
 		return nil
 	}, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"testing"
 )
 
@@ -39,4 +40,34 @@ func TestCPUProfileWrittenAtStop(t *testing.T) {
 		t.Fatalf("without %s the CPU was profiled: %v", cpuProfileEnv, err)
 	}
 	pprof.StopCPUProfile()
+}
+
+// With ORCR_TRACE set the server records an execution trace there until it stops (the
+// trace format's header, "go 1.NN trace"); without it nothing is traced.
+func TestTraceWrittenAtStop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.out")
+	t.Setenv(traceEnv, path)
+	stop, err := startTrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !trace.IsEnabled() {
+		t.Fatal("no trace under way")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) {
+		t.Fatalf("trace at %s: %q, %v; want a runtime trace", path, b[:min(len(b), 16)], err)
+	}
+	t.Setenv(traceEnv, "")
+	stop, err = startTrace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if trace.IsEnabled() {
+		t.Fatalf("without %s a trace is under way", traceEnv)
+	}
 }

@@ -396,6 +396,15 @@ func Serve(ctx context.Context, stderr io.Writer) (err error) {
 			err = perr
 		}
 	}()
+	stopTrace, err := startTrace()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if terr := stopTrace(); err == nil {
+			err = terr
+		}
+	}()
 	softLimit := os.Getenv("GOMEMLIMIT") == ""
 	if softLimit {
 		// A soft limit keeps badger's write bursts from growing the heap for good;

@@ -228,6 +228,7 @@ func (s *Store) write(ctx context.Context, fn func(db *badger.DB) error) error {
 	// The slot keeps db from being replaced (reopens hold it), so fn does not need dbMu; it
 	// must not hold it either, or a reopen of a stuck badger would wait for fn.
 	db := s.db
+	s.wroteLocked(db)
 	done := make(chan error, 1)
 	// badger's errors are counted from before the write starts: one it logs at once
 	// (a flush failing as the write begins) counts as since the write began.
@@ -430,6 +431,7 @@ func (s *Store) reopenLocked(wait time.Duration) error {
 	s.dbMu.Lock()
 	s.db = db
 	s.dbMu.Unlock()
+	s.wroteLocked(db) // its open started its compactors: look at pausing them
 	s.logger.Info("store reopened", "dir", s.dir)
 	return nil
 }

@@ -156,11 +156,14 @@ type Store struct {
 	// the disk is given up on only when badger reported one since it began (faults.go).
 	badgerErrs *atomic.Uint64
 
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	gcRuns    atomic.Int64 // ticks of the value-log GC loop; tests watch it
-	closeOnce sync.Once
-	closeErr  error
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	gcRuns atomic.Int64 // ticks of the value-log GC loop; tests watch it
+	// compact pauses badger's compactors while no write comes (compactions.go).
+	compact       compaction
+	compactPauses atomic.Int64 // pauses so far; tests watch it
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // Open opens (creating if needed) the store in dir. A nil logger discards; badger's own
@@ -215,6 +218,7 @@ func open(dir string, logger *slog.Logger, gcEvery time.Duration, tweak func(bad
 	}
 	s.lastSeq.Store(last)
 	s.keepReserve()
+	s.initCompaction()
 	s.wg.Add(1)
 	go s.gcLoop(gcEvery)
 	return s, nil
@@ -361,6 +365,7 @@ func (s *Store) gcLoop(every time.Duration) {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
+		s.compact.timer.Stop()
 		s.wg.Wait()
 		// A reopen under way holds the slot for at most closeWait and an open; a write stuck
 		// inside badger holds it until badger answers, which its close makes it do.
