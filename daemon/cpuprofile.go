@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -17,22 +18,29 @@ const cpuProfileEnv = "ORCR_CPUPROFILE"
 // startCPUProfile starts the profile when cpuProfileEnv is set; the function it
 // returns stops it and closes the file (a no-op without the variable).
 func startCPUProfile() (stop func() error, err error) {
-	path := os.Getenv(cpuProfileEnv)
+	return recordTo(cpuProfileEnv, "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// recordTo starts a recorder (a CPU profile, a trace) writing to the file the
+// environment variable env names, when it is set; the function it returns stops it and
+// closes the file (a no-op without the variable).
+func recordTo(env, what string, start func(io.Writer) error, stopRec func()) (stop func() error, err error) {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() error { return nil }, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return func() error {
-		pprof.StopCPUProfile()
+		stopRec()
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("cpu profile %s: %w", path, err)
+			return fmt.Errorf("%s %s: %w", what, path, err)
 		}
 		return nil
 	}, nil
@@ -48,23 +56,5 @@ const traceEnv = "ORCR_TRACE"
 // startTrace starts the trace when traceEnv is set; the function it returns stops it
 // and closes the file (a no-op without the variable).
 func startTrace() (stop func() error, err error) {
-	path := os.Getenv(traceEnv)
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("trace %s: %w", path, err)
-	}
-	return func() error {
-		trace.Stop()
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("trace %s: %w", path, err)
-		}
-		return nil
-	}, nil
+	return recordTo(traceEnv, "trace", trace.Start, trace.Stop)
 }

@@ -252,58 +252,52 @@ func BenchmarkSpawn100VsRawTmuxInterleaved(b *testing.B) {
 // ticks is a count of clock ticks (USER_HZ 100) as a duration.
 func ticks(n int64) time.Duration { return time.Duration(n) * 10 * time.Millisecond }
 
+// listAgent is what the waits below read of an agent.list row.
+type listAgent struct {
+	PaneID string `json:"paneId"`
+	State  string `json:"state"`
+}
+
 // waitGone polls the server until no agent matching glob is live (a killed agent's
 // window is closed by then).
 func (s *server) waitGone(b *testing.B, glob string) {
 	b.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var got struct {
-			Agents []struct {
-				State string `json:"state"`
-			} `json:"agents"`
+	s.waitCount(b, glob, "still live a minute after their kill", func(a listAgent) bool {
+		switch a.State {
+		case "exited", "killed", "failed", "lost":
+			return false
 		}
-		s.call(b, "agent.list", map[string]any{"glob": glob}, &got)
-		live := 0
-		for _, a := range got.Agents {
-			switch a.State {
-			case "exited", "killed", "failed", "lost":
-			default:
-				live++
-			}
-		}
-		if live == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d agents of %s still live a minute after their kill", live, glob)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true
+	}, 0)
 }
 
 // waitLaunched polls the server until n agents matching glob have a pane.
 func (s *server) waitLaunched(b *testing.B, glob string, n int) {
 	b.Helper()
+	s.waitCount(b, glob, fmt.Sprintf("of %d launched after a minute", n), func(a listAgent) bool { return a.PaneID != "" }, n)
+}
+
+// waitCount polls the server until exactly n agents matching glob satisfy counts, for
+// up to a minute (then fails saying how many did, and what).
+func (s *server) waitCount(b *testing.B, glob, what string, counts func(listAgent) bool, n int) {
+	b.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var got struct {
-			Agents []struct {
-				PaneID string `json:"paneId"`
-			} `json:"agents"`
+			Agents []listAgent `json:"agents"`
 		}
 		s.call(b, "agent.list", map[string]any{"glob": glob}, &got)
-		launched := 0
+		c := 0
 		for _, a := range got.Agents {
-			if a.PaneID != "" {
-				launched++
+			if counts(a) {
+				c++
 			}
 		}
-		if launched == n {
+		if c == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d agents launched after a minute", launched, n)
+			b.Fatalf("%d agents of %s %s", c, glob, what)
 		}
 		// A poll interval, bounded by the deadline above: 10 ms adds at most 0.1 % to a
 		// loop of 10 s, where a 1 ms poll (a list of 100 whole records each time) was
