@@ -196,16 +196,11 @@ func (p *jsonParser) value(depth int) (any, error) {
 				return nil, err
 			}
 			m[k] = v
-			p.space()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == '}' {
-				p.i++
+			if more, err := p.sep('}'); err != nil {
+				return nil, err
+			} else if !more {
 				return m, nil
 			}
-			return nil, p.fail("expected ',' or '}'")
 		}
 	case c == '[':
 		p.i++
@@ -221,16 +216,11 @@ func (p *jsonParser) value(depth int) (any, error) {
 				return nil, err
 			}
 			l = append(l, v)
-			p.space()
-			if p.i < len(p.b) && p.b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if p.i < len(p.b) && p.b[p.i] == ']' {
-				p.i++
+			if more, err := p.sep(']'); err != nil {
+				return nil, err
+			} else if !more {
 				return l, nil
 			}
-			return nil, p.fail("expected ',' or ']'")
 		}
 	case c == '"':
 		return p.str()
@@ -244,6 +234,22 @@ func (p *jsonParser) value(depth int) (any, error) {
 		return p.number()
 	}
 	return nil, p.fail("unexpected character")
+}
+
+// sep reads what follows a member or an element: ',' (more: true) or close.
+func (p *jsonParser) sep(close byte) (more bool, err error) {
+	p.space()
+	if p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+			return true, nil
+		case close:
+			p.i++
+			return false, nil
+		}
+	}
+	return false, p.fail("expected ',' or '" + string(close) + "'")
 }
 
 func (p *jsonParser) word(w string) error {
@@ -287,6 +293,11 @@ func (p *jsonParser) number() (any, error) {
 		if digits() == 0 {
 			return nil, p.fail("bad number")
 		}
+	}
+	// encoding/json refuses a number a float64 cannot hold (1E700) when it decodes
+	// into any, as the full command line does: so does this.
+	if _, err := strconv.ParseFloat(string(p.b[start:p.i]), 64); err != nil {
+		return nil, p.fail("number out of range")
 	}
 	return jsonNumber(p.b[start:p.i]), nil
 }
