@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"orcr/core"
 	"orcr/core/wire"
@@ -81,20 +80,9 @@ type existed struct {
 // after; there false when x did not exist.
 type resolvedAs struct {
 	x, r  string
-	id    fileID
+	id    confine.FileID
 	there bool
 	fd    int // holds the inode (when there)
-}
-
-type fileID struct{ dev, ino uint64 }
-
-// statID is path's inode (links followed); ok false when it does not exist.
-func statID(path string) (fileID, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return fileID{}, false
-	}
-	return fileID{st.Dev, st.Ino}, true
 }
 
 // build is buildFresh's policy, kept for the same inputs while what it was made
@@ -188,19 +176,18 @@ func (b *built) record() bool {
 	for x, r := range b.w.real {
 		fd, err := unix.Open(r, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if _, there := statID(x); there {
+			if _, there := confine.StatID(x); there {
 				return false
 			}
 			b.resolved = append(b.resolved, resolvedAs{x: x, r: r})
 			continue
 		}
 		b.resolved = append(b.resolved, resolvedAs{x: x, r: r, fd: fd, there: true})
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil {
+		id, ok := confine.FstatID(fd)
+		if !ok {
 			return false
 		}
-		id := fileID{st.Dev, st.Ino}
-		if xid, there := statID(x); !there || xid != id {
+		if xid, there := confine.StatID(x); !there || xid != id {
 			return false
 		}
 		b.resolved[len(b.resolved)-1].id = id
@@ -211,18 +198,18 @@ func (b *built) record() bool {
 // holds says the file system is still what b's policy was made from.
 func (b *built) holds(spec *core.LaunchSpec) bool {
 	for _, e := range b.resolved {
-		id, there := statID(e.x)
+		id, there := confine.StatID(e.x)
 		if there != e.there || id != e.id {
 			return false
 		}
 		if there && e.r != e.x {
-			if rid, ok := statID(e.r); !ok || rid != e.id {
+			if rid, ok := confine.StatID(e.r); !ok || rid != e.id {
 				return false
 			}
 		}
 	}
 	for _, e := range b.w.exists {
-		_, there := statID(e.path)
+		_, there := confine.StatID(e.path)
 		if there != e.there {
 			return false
 		}

@@ -58,6 +58,29 @@ func Build(p Policy) (Plan, error) {
 // that did not exist, and was skipped.
 type fileID struct{ dev, ino uint64 }
 
+// FileID is a file's device and inode number, as StatID and FstatID give them:
+// comparable, the zero value none (the sandbox's kept policies check their paths
+// with it as the ruleset cache checks its own).
+type FileID = fileID
+
+// StatID is path's inode (links followed); ok false when it does not exist.
+func StatID(path string) (id FileID, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, true
+}
+
+// FstatID is the inode fd is open on.
+func FstatID(fd int) (id FileID, ok bool) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino}, true
+}
+
 // pathID is one path a plan's rules were built from, and what it was then.
 type pathID struct {
 	path string

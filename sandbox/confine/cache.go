@@ -166,11 +166,8 @@ var dirReads atomic.Int64
 
 // now says p is still what it was.
 func (p pathID) now() bool {
-	var st syscall.Stat_t
-	if err := syscall.Stat(p.path, &st); err != nil {
-		return p.id == fileID{}
-	}
-	return fileID{dev: st.Dev, ino: st.Ino} == p.id
+	id, _ := StatID(p.path)
+	return id == p.id
 }
 
 // validInDir checks paths of dir from one read of it: an entry whose inode number
