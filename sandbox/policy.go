@@ -80,6 +80,9 @@ func (f *Feature) buildFresh(a wire.Agent, spec *core.LaunchSpec, needs core.Con
 	if gd != "" {
 		_ = g.grant(&p.RW, gd, "the repository's git dir (commits of a worktree land there)", false)
 	}
+	// The folder and its git dir as granted: the agent's own (a run's coders each
+	// have a worktree), the rest of the policy the same for its neighbours.
+	p.Own = slices.Clone(p.RW)
 	tmp := "/tmp"
 	if t := envValue(spec.Env, "TMPDIR"); t != "" {
 		tmp = t

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +38,12 @@ type Rulesets struct {
 	trackers map[string]*tracker
 	// ready is a thread started ahead, not confined, that the next new confined
 	// thread will be (thread); readying says one is being started; closed that
-	// Close ran (no thread is started after it).
+	// Close ran (no thread is started after it). They have a lock of their own,
+	// held only to read or set them: the goroutine that starts the thread once
+	// waited for mu instead, which Run holds through each confinement — behind
+	// launches one after another it got it 4–15 ms late, and four launches in five
+	// made their thread on their own path.
+	readyMu  sync.Mutex
 	ready    *worker
 	readying bool
 	closed   bool
@@ -45,10 +51,13 @@ type Rulesets struct {
 	// listed at every spawn: set by Run (a server's cache), not by Prepare (a
 	// launcher's, which execs soon).
 	watch bool
+	// spares are rulesets of the policy agents in folders of their own share,
+	// built ahead (fresh).
+	spares spares
 	// Hits and Builds count what Run did with rulesets, Threads the confined
-	// threads it started, Syncs the rulesets brought up to a folder's new listing
-	// (tests, benchmarks).
-	Hits, Builds, Threads, Syncs int
+	// threads it started, Syncs the rulesets brought up to a folder's new listing,
+	// SpareHits the builds a spare spared (tests, benchmarks).
+	Hits, Builds, Threads, Syncs, SpareHits int
 }
 
 // thread is the thread the next confined thread will be: the one started ahead when
@@ -60,14 +69,16 @@ type Rulesets struct {
 // costs a parked thread (no CPU; its kernel task and Go's 16 KiB system stack), made
 // only once the server confined a first agent, ended by Close.
 func (c *Rulesets) thread() (*worker, error) {
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
 	w := c.ready
 	c.ready = nil
 	if !c.readying && !c.closed {
 		c.readying = true
 		go func() {
 			nw, err := newThread()
-			c.mu.Lock()
-			defer c.mu.Unlock()
+			c.readyMu.Lock()
+			defer c.readyMu.Unlock()
 			c.readying = false
 			if err != nil {
 				return
@@ -324,18 +335,9 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 		r = nil
 	}
 	if r == nil {
-		base := p
-		base.Entries = nil
-		pl, ids, err := build(base)
-		if err != nil {
-			return nil, Report{}, 0, err
-		}
-		fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
-		if err != nil {
-			return nil, pl.Report, 0, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
-		}
-		if fd < 0 {
-			return nil, pl.Report, 0, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
+		var err error
+		if r, err = c.fresh(p); err != nil {
+			return nil, r.rep, 0, err
 		}
 		if c.m == nil {
 			c.m = map[string]*ruleset{}
@@ -343,10 +345,8 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 		if len(c.m) >= maxRulesets {
 			c.evict()
 		}
-		r = &ruleset{fd: fd, flags: fl, rep: pl.Report, ids: ids}
 		if p.Entries != nil {
 			r.held, r.kept = map[uint64]bool{}, kept
-			r.dirMask, r.fileMask = rwMasks(pl.Config, pl.Report.ABI)
 		}
 		c.m[key] = r
 		c.Builds++
@@ -385,6 +385,155 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 	}
 	flags |= r.flags
 	return r, rep, flags, nil
+}
+
+// newRuleset builds the ruleset of p's paths and ports (p.Entries aside: sync adds
+// them). On an error the ruleset returned holds only what applying it would have
+// reported.
+func newRuleset(p Policy) (*ruleset, error) {
+	p.Entries = nil
+	pl, ids, err := build(p)
+	if err != nil {
+		return &ruleset{}, err
+	}
+	fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
+	if err != nil {
+		return &ruleset{rep: pl.Report}, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
+	}
+	if fd < 0 {
+		return &ruleset{rep: pl.Report}, fmt.Errorf("landlock (ABI %d): nothing to restrict", pl.Report.ABI)
+	}
+	r := &ruleset{fd: fd, flags: fl, rep: pl.Report, ids: ids}
+	r.dirMask, r.fileMask = rwMasks(pl.Config, pl.Report.ABI)
+	return r, nil
+}
+
+// fresh is a new ruleset of p. When p names paths of its agent's own (Own: a folder
+// of its own, as a run's coders have their worktrees), every such agent's policy is
+// a new one, and building its ruleset — a stat, an open, a landlock_add_rule and a
+// close per path, ~25 paths — was 125–235 µs of its spawn. So the rest of the
+// policy, the same for all of them, is kept built ahead (a spare), checked as a kept
+// ruleset is (valid), and the agent's own paths are added to it: a stat each and two
+// rules. The next spare is built off the spawn's path. c.mu is held.
+func (c *Rulesets) fresh(p Policy) (*ruleset, error) {
+	p.Entries = nil
+	if len(p.Own) == 0 || !c.watch {
+		// A launcher's Prepare, or nothing of the agent's own: no spare.
+		return newRuleset(p)
+	}
+	shared := p
+	shared.RW = slices.DeleteFunc(slices.Clone(p.RW), func(s string) bool { return slices.Contains(p.Own, s) })
+	shared.Own = nil
+	sk := rulesetKey(shared)
+	s := c.spares.take(sk)
+	c.spares.prepare(sk, shared)
+	if s != nil && s.valid() {
+		if err := s.addOwn(p.Own); err == nil {
+			c.SpareHits++
+			return s, nil
+		}
+	}
+	if s != nil {
+		syscall.Close(s.fd)
+	}
+	return newRuleset(p)
+}
+
+// addOwn adds a read-write rule for each path (a folder's or a file's rights, as
+// build gives RW), recording what each was; a path that does not exist is skipped
+// with a warning, as build skips it.
+func (r *ruleset) addOwn(paths []string) error {
+	for _, path := range paths {
+		fd, err := syscall.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			r.ids = append(r.ids, pathID{path: path})
+			r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, err))
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			syscall.Close(fd)
+			return fmt.Errorf("fstat %s: %w", path, err)
+		}
+		mask := r.fileMask
+		if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+			mask = r.dirMask
+		}
+		attr := ll.PathBeneathAttr{ParentFd: fd, AllowedAccess: mask}
+		err = ll.LandlockAddPathBeneathRule(r.fd, &attr, 0)
+		syscall.Close(fd)
+		if err != nil {
+			return fmt.Errorf("landlock_add_rule %s: %w", path, err)
+		}
+		r.ids = append(r.ids, pathID{path: path, id: fileID{dev: st.Dev, ino: st.Ino}})
+	}
+	return nil
+}
+
+// spares are rulesets built ahead, by the key of the policy they were built from, for
+// Rulesets.fresh; taken whole (an agent's paths are added to the one taken, so it is
+// never handed out twice). Their lock is theirs alone: the goroutine that builds one
+// would wait behind Run's long hold of Rulesets.mu otherwise.
+type spares struct {
+	mu     sync.Mutex
+	m      map[string]*ruleset
+	making map[string]bool
+	closed bool
+}
+
+// maxSpares bounds the spares kept: a server's confined agents have a few shared
+// policies (one per provider and account).
+const maxSpares = 4
+
+// take is the spare of key, no longer kept; nil when there is none.
+func (s *spares) take(key string) *ruleset {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.m[key]
+	delete(s.m, key)
+	return r
+}
+
+// prepare builds a spare of p (its key) on a goroutine of its own, unless one is kept
+// or being built.
+func (s *spares) prepare(key string, p Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.m[key] != nil || s.making[key] {
+		return
+	}
+	if s.making == nil {
+		s.making = map[string]bool{}
+	}
+	s.making[key] = true
+	go func() {
+		r, err := newRuleset(p)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.making, key)
+		if err != nil {
+			return
+		}
+		if s.closed || len(s.m) >= maxSpares {
+			syscall.Close(r.fd)
+			return
+		}
+		if s.m == nil {
+			s.m = map[string]*ruleset{}
+		}
+		s.m[key] = r
+	}()
+}
+
+// close closes every spare kept; none is kept after it.
+func (s *spares) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for k, r := range s.m {
+		syscall.Close(r.fd)
+		delete(s.m, k)
+	}
 }
 
 // bound stops the least recently used confined thread when maxWorkers run; c.mu is
@@ -449,6 +598,17 @@ func (c *Rulesets) Live() int {
 	return n
 }
 
+// Ahead is the number of threads made ahead for the next new policy (0 or 1): not
+// confined yet, but already without privileges (tests).
+func (c *Rulesets) Ahead() int {
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
+	if c.ready != nil {
+		return 1
+	}
+	return 0
+}
+
 // Len is the number of rulesets kept.
 func (c *Rulesets) Len() int {
 	c.mu.Lock()
@@ -473,11 +633,14 @@ func (c *Rulesets) tracker(dir string) *tracker {
 func (c *Rulesets) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.spares.close()
+	c.readyMu.Lock()
 	c.closed = true
 	if c.ready != nil {
 		c.ready.end()
 		c.ready = nil
 	}
+	c.readyMu.Unlock()
 	for k, tr := range c.trackers {
 		tr.close()
 		delete(c.trackers, k)

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"orcr/testutil/clis"
+	"orcr/testutil/wait"
 )
 
 // confined runs fn on an OS thread confined by c to p (Run: the thread kept for p).
@@ -292,5 +294,76 @@ func TestTrackerListsOnlyAfterAChange(t *testing.T) {
 	}
 	if _, err := ltr.refresh(); err != nil || len(ltr.m) != 1 || ltr.m["x"].fd == 0 || ltr.lists != 2 {
 		t.Fatalf("the link re-pointed: %v, tracked %v after %d listings; want x alone", err, ltr.m, ltr.lists)
+	}
+}
+
+// Agents in folders of their own (Own) get their ruleset from one built ahead of the
+// rest of their policy, with their own folder added: each writes its folder, and
+// none the folder of the agent before it, nor one outside; a spare whose paths
+// changed since it was built (a granted folder made again) is not used.
+func TestSpareRulesetsGrantOnlyTheirOwnFolder(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	shared, outside := filepath.Join(root, "shared"), filepath.Join(root, "outside")
+	for _, d := range []string{shared, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c Rulesets
+	defer c.Close()
+	c.watch = true // a server's (Run's) cache: spares are its alone
+	policy := func(i int) (Policy, string) {
+		d := filepath.Join(root, fmt.Sprint("agent", i))
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return Policy{RW: []string{d, shared}, Own: []string{d}, ROX: []string{"/usr", "/bin"}}, d
+	}
+	prev := ""
+	for i := range 6 {
+		p, own := policy(i)
+		if i == 4 {
+			// A granted folder made again: the spare built before holds the old inode.
+			if err := os.RemoveAll(shared); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(shared, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hits := c.SpareHits
+		if i > 0 {
+			// The spare for the next agent is built off the spawn's path: there before it.
+			wait.For(t, 10*time.Second, "a spare ruleset built ahead", func() bool {
+				c.spares.mu.Lock()
+				defer c.spares.mu.Unlock()
+				return len(c.spares.m) == 1
+			})
+		}
+		var ownErr, sharedErr, prevErr, outErr error
+		confined(t, &c, p, func() {
+			ownErr, sharedErr, outErr = writes(own), writes(shared), writes(outside)
+			if prev != "" {
+				prevErr = writes(prev)
+			}
+		})
+		if ownErr != nil || sharedErr != nil {
+			t.Fatalf("agent %d: own folder %v, shared folder %v", i, ownErr, sharedErr)
+		}
+		if outErr == nil || (prev != "" && prevErr == nil) {
+			t.Fatalf("agent %d wrote outside its policy: outside %v, the agent before's folder %v", i, outErr, prevErr)
+		}
+		switch {
+		case i == 0 || i == 4:
+			if c.SpareHits != hits {
+				t.Fatalf("agent %d: a spare used (first agent, or one whose folder changed)", i)
+			}
+		case c.SpareHits != hits+1:
+			t.Fatalf("agent %d: its ruleset built on the spawn's path, not from the spare", i)
+		}
+		prev = own
 	}
 }

@@ -20,6 +20,11 @@ import (
 type Policy struct {
 	// RW are read-write paths: the agent's worktree or cwd, /tmp, the provider's state.
 	RW []string `json:"rw"`
+	// Own are the paths of RW that are this agent's alone (its folder, its git dir):
+	// a server that confines agents from its threads keeps a ruleset of the rest
+	// ready for the next agent in a folder of its own (Rulesets). They grant nothing
+	// RW does not.
+	Own []string `json:"own,omitempty"`
 	// ROX are read-execute paths: the toolchain, the provider's install, orcr itself.
 	ROX []string `json:"rox"`
 	// RO are read-only paths (/etc, the adapter's settings file).
@@ -126,11 +131,16 @@ func Save(path string, p Policy) error {
 // Check refuses a policy whose paths are relative or climb with "..", and ports out
 // of range.
 func (p Policy) Check() error {
-	for _, list := range [][]string{p.RW, p.ROX, p.RO, p.Dev} {
+	for _, list := range [][]string{p.RW, p.ROX, p.RO, p.Dev, p.Own} {
 		for _, path := range list {
 			if err := CheckPath(path); err != nil {
 				return err
 			}
+		}
+	}
+	for _, o := range p.Own {
+		if !slices.Contains(p.RW, o) {
+			return fmt.Errorf("own path %q is not among the rw paths", o)
 		}
 	}
 	if p.Entries != nil {

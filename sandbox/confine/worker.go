@@ -103,6 +103,13 @@ func (w *worker) run(ready chan<- error) {
 		return
 	}
 	w.tid = unix.Gettid()
+	// Everything of the restriction but Landlock's own call is done now, before the
+	// thread is handed out: no new privileges and every capability dropped (as root,
+	// 44 syscalls, ~130 µs of a new policy's spawn). The thread runs nothing else.
+	if err := unprivileged(); err != nil {
+		ready <- err
+		return // locked: the thread ends
+	}
 	ready <- nil
 	var r restriction
 	select {
@@ -110,9 +117,9 @@ func (w *worker) run(ready chan<- error) {
 	case <-w.stop:
 		return // locked: the thread ends, never confined
 	}
-	if err := restrictSelf(r.fd, r.flags); err != nil {
-		r.done <- err
-		return // locked: a thread confined half way ends here
+	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
+		r.done <- fmt.Errorf("landlock_restrict_self: %w", err)
+		return // locked: the thread ends here
 	}
 	r.done <- nil
 	if r.first != nil {
@@ -146,11 +153,21 @@ func (w *worker) end() {
 // restrictSelf confines the calling thread for good: no new privileges, the
 // ruleset's domain, every capability dropped.
 func restrictSelf(fd int, flags uint32) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	if err := unprivileged(); err != nil {
+		return err
 	}
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// unprivileged sets no_new_privs on the calling thread and drops its capabilities:
+// what Landlock's restriction needs first (no_new_privs, or CAP_SYS_ADMIN), and what
+// keeps a root server's agents without capabilities.
+func unprivileged() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	return dropCapabilities()
 }

@@ -137,8 +137,8 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 
 // readyTid is the id of the thread kept ahead (0: none yet).
 func readyTid(c *Rulesets) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.readyMu.Lock()
+	defer c.readyMu.Unlock()
 	if c.ready == nil {
 		return 0
 	}
