@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,10 @@ import (
 // strings), 130–160 µs at load 10.
 //
 // So the policy is kept per inputs (buildKey) with what of the file system it was
-// made from (witness), and used again only while that is all still so (holds):
+// made from (witness), and used again only while that is all still so (holds) —
+// all of it but the agent's own part (its folder and the repository's git dir),
+// which every launch makes afresh (ownGrants: a few lstats), so agents in folders
+// of their own share the rest:
 //   - each path resolved (realPaths): the path and its resolution are still the
 //     inode the build saw (a stat each; one when the path had no link), or the path
 //     is still missing. The kept policy holds an O_PATH descriptor of each such
@@ -34,8 +38,7 @@ import (
 //     one kept is the inode a fresh build's resolution reaches now, at a name that
 //     passed every check ($HOME, its credentials, orcr's home) when it was made;
 //   - each folder or file whose existence decided a grant: still there, or still not;
-//   - the git dir and the program on PATH: found again (gitDir, lookPath: a few
-//     lstats, the .git file read), the same.
+//   - the program on PATH: found again (lookPath: a stat per PATH folder), the same.
 //
 // Anything else that differs is another key. A build that failed (a refused grant)
 // is not kept: the next launch builds, and refuses, again.
@@ -66,9 +69,8 @@ type built struct {
 type witness struct {
 	real   realPaths
 	exists []existed
-	// cwd is the folder gitDir looked from, git what it found; bin the program
-	// lookPath found.
-	cwd, git, bin string
+	// bin is the program lookPath found.
+	bin string
 }
 
 type existed struct {
@@ -85,9 +87,25 @@ type resolvedAs struct {
 	fd    int // holds the inode (when there)
 }
 
-// build is buildFresh's policy, kept for the same inputs while what it was made
-// from holds (builds).
+// build is buildFresh's policy: the agent's own paths made now, the rest kept for
+// the same inputs while what it was made from holds (builds). A run's coders, each
+// in a worktree of its own, share the rest: keeping only whole policies, every
+// coder's was made and recorded afresh (~120 µs of its spawn, for a policy never
+// used again).
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
+	own, notes, err := f.ownGrants(a, spec)
+	if err != nil {
+		return confine.Policy{}, err
+	}
+	shared, err := f.shared(a, spec, needs, sharedTmp, proc)
+	if err != nil {
+		return shared, err
+	}
+	return withOwn(shared, own, notes)
+}
+
+// shared is buildShared's policy, kept (build).
+func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
 	key := buildKey(a, spec, needs, sharedTmp, proc)
 	f.builds.mu.Lock()
 	b := f.builds.m[key]
@@ -102,7 +120,7 @@ func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinem
 		f.builds.drop(key, b)
 	}
 	var w witness
-	p, err := f.buildFresh(a, spec, needs, sharedTmp, proc, &w)
+	p, err := f.buildShared(a, spec, needs, sharedTmp, proc, &w)
 	if err != nil {
 		return p, err
 	}
@@ -214,7 +232,7 @@ func (b *built) holds(spec *core.LaunchSpec) bool {
 			return false
 		}
 	}
-	return gitDir(b.w.cwd) == b.w.git && lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin && !b.dead.Load()
+	return lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin && !b.dead.Load()
 }
 
 // buildKey is every input of buildFresh but the file system (and the feature's own
@@ -239,7 +257,11 @@ func buildKey(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, share
 	if len(spec.Argv) > 0 {
 		argv0 = spec.Argv[0]
 	}
-	add(a.Cwd, spec.Cwd, argv0, envValue(spec.Env, "HOME"), envValue(spec.Env, "TMPDIR"), envValue(spec.Env, "PATH"),
+	cwd := "" // the agent's folder is its own part (ownGrants), not the kept one's
+	if strings.Contains(argv0, "/") && !filepath.IsAbs(argv0) {
+		cwd = spec.Cwd // the program is found from it (lookPath)
+	}
+	add(cwd, argv0, envValue(spec.Env, "HOME"), envValue(spec.Env, "TMPDIR"), envValue(spec.Env, "PATH"),
 		sharedTmp, strconv.FormatBool(proc), varTmp)
 	add(needs.RW...)
 	add(needs.ROX...)

@@ -13,12 +13,14 @@ import (
 	"orcr/core/wire"
 )
 
-// A launch's policy is kept per inputs and used again while what it was made from
-// holds; anything that would change a fresh build's answer has it made again: the
-// agent's folder (a link) re-pointed to another folder, or into ~/.ssh (refused, as
-// a fresh build refuses it), the folder removed and made again, git's settings made
-// and removed, the program made earlier on PATH, a repository made above the
-// folder. After each, the policy is what a fresh build gives. It fails when the
+// A launch's policy is kept per inputs (all of it but the agent's own folder and git
+// dir, made at every launch) and used again while what it was made from holds;
+// anything that would change a fresh build's answer has it made again: git's
+// settings made and removed, the program made earlier on PATH. The agent's own part
+// follows its folder (a link) re-pointed to another folder, or into ~/.ssh (refused,
+// as a fresh build refuses it), the folder removed and made again, a repository made
+// above the folder, while the rest stays kept; another agent in a folder of its own
+// uses it too. After each, the policy is what a fresh build gives. It fails when the
 // kept policy is used without the checks (holds), and without the cache (no hit).
 func TestBuildKeptWhileItHolds(t *testing.T) {
 	root := t.TempDir()
@@ -69,7 +71,7 @@ func TestBuildKeptWhileItHolds(t *testing.T) {
 		t.Fatalf("again: rw %q rox %q", c.rw, c.rox)
 	}
 	repoint(w2)
-	if c := build("link re-pointed", false); !slices.Contains(c.rw, real(w2)) || slices.Contains(c.rw, real(w1)) {
+	if c := build("link re-pointed", true); !slices.Contains(c.rw, real(w2)) || slices.Contains(c.rw, real(w1)) {
 		t.Errorf("link re-pointed: rw %q", c.rw)
 	}
 	build("unchanged", true)
@@ -78,10 +80,12 @@ func TestBuildKeptWhileItHolds(t *testing.T) {
 		t.Errorf("link into ~/.ssh: %v, want refused", c.err)
 	}
 	repoint(w1)
-	build("back", false)
+	build("back", true)
 	os.RemoveAll(w1)
 	os.MkdirAll(w1, 0o700)
-	build("folder made again", false)
+	if c := build("folder made again", true); !slices.Contains(c.rw, real(w1)) {
+		t.Errorf("folder made again: rw %q", c.rw)
+	}
 	build("unchanged", true)
 	os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o600)
 	if c := build("git settings made", false); !slices.Contains(c.ro, filepath.Join(home, ".gitconfig")) {
@@ -95,10 +99,22 @@ func TestBuildKeptWhileItHolds(t *testing.T) {
 	}
 	// gitDir looks up from the agent's folder as named (the link's folder).
 	os.MkdirAll(filepath.Join(root, ".git"), 0o700)
-	if c := build("repository above", false); !slices.Contains(c.rw, real(filepath.Join(root, ".git"))) {
+	if c := build("repository above", true); !slices.Contains(c.rw, real(filepath.Join(root, ".git"))) {
 		t.Errorf("repository above: rw %q", c.rw)
 	}
 	build("unchanged", true)
+	// Another agent, in another folder: the rest of its policy is the one kept.
+	other := a
+	other.Cwd = w2
+	h0 := f.builds.hits
+	p, err := f.build(other, &core.LaunchSpec{Argv: []string{"prog"}, Cwd: w2,
+		Env: []string{"HOME=" + home, "PATH=" + bin1 + ":" + bin2 + ":/usr/bin:/bin"}}, core.Confinement{}, "", true)
+	if err != nil || !slices.Contains(p.RW, real(w2)) || slices.Contains(p.RW, real(w1)) || !slices.Equal(p.Own, []string{real(w2), real(filepath.Join(root, ".git"))}) {
+		t.Fatalf("another agent's folder: rw %q own %q (%v)", p.RW, p.Own, err)
+	}
+	if f.builds.hits == h0 {
+		t.Error("another agent's folder: the rest of its policy made again, not the one kept")
+	}
 }
 
 // granted is what TestBuildKeptWhileItHolds looks at in a policy.

@@ -45,9 +45,55 @@ var secretDirs = []string{".ssh", ".gnupg", ".aws", ".config/gh", ".netrc", ".do
 // fork, and which holds no capability (the thread drops them all first), so Landlock
 // keeps other processes' environ, maps and memory closed to it (Options.InProcess).
 //
-// w, when not nil, records what of the file system the policy was made from (build's
-// cache: built.holds).
+// The policy is made of two parts: the agent's own (ownGrants: its folder, and the
+// repository's git dir when the folder is a worktree of it), made at every launch,
+// and the rest (buildShared), the same for every agent launched with the same
+// inputs in any folder, which build keeps.
 func (f *Feature) buildFresh(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool, w *witness) (confine.Policy, error) {
+	own, notes, err := f.ownGrants(a, spec)
+	if err != nil {
+		return confine.Policy{}, err
+	}
+	shared, err := f.buildShared(a, spec, needs, sharedTmp, proc, w)
+	if err != nil {
+		return shared, err
+	}
+	return withOwn(shared, own, notes)
+}
+
+// ownGrants are the agent's own paths, resolved, checked (a refused folder is an
+// error) and granted read-write: its folder, and the repository's git dir when the
+// folder is a worktree of it (commits land there), with the notes they make.
+func (f *Feature) ownGrants(a wire.Agent, spec *core.LaunchSpec) (own, notes []string, err error) {
+	g := granter{home: envValue(spec.Env, "HOME"), notes: &notes, keep: f.kept(), real: realPaths{}}
+	cwd := spec.Cwd
+	if cwd == "" {
+		cwd = a.Cwd
+	}
+	if err := g.grant(&own, cwd, "the agent's folder", true); err != nil {
+		return nil, nil, err
+	}
+	if gd := gitDir(cwd); gd != "" {
+		_ = g.grant(&own, gd, "the repository's git dir (commits of a worktree land there)", false)
+	}
+	return own, notes, nil
+}
+
+// withOwn is shared with the agent's own paths first among its read-write ones (and
+// named as its own: confine.Policy.Own), their notes first: the policy a build of
+// both at once gives. shared's slices are not changed (a kept policy's).
+func withOwn(shared confine.Policy, own, notes []string) (confine.Policy, error) {
+	p := shared
+	p.RW = append(slices.Clone(own), slices.DeleteFunc(slices.Clone(shared.RW), func(s string) bool { return slices.Contains(own, s) })...)
+	p.Own = own
+	p.Notes = append(notes, shared.Notes...)
+	return p, p.Check()
+}
+
+// buildShared is the policy but for the agent's own paths (ownGrants). w, when not
+// nil, records what of the file system it was made from (build's cache:
+// built.holds).
+func (f *Feature) buildShared(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool, w *witness) (confine.Policy, error) {
 	home := envValue(spec.Env, "HOME")
 	var notes []string
 	rp := realPaths{}
@@ -66,23 +112,6 @@ func (f *Feature) buildFresh(a wire.Agent, spec *core.LaunchSpec, needs core.Con
 		return err == nil
 	}
 
-	cwd := spec.Cwd
-	if cwd == "" {
-		cwd = a.Cwd
-	}
-	if err := g.grant(&p.RW, cwd, "the agent's folder", true); err != nil {
-		return p, err
-	}
-	gd := gitDir(cwd)
-	if w != nil {
-		w.cwd, w.git = cwd, gd
-	}
-	if gd != "" {
-		_ = g.grant(&p.RW, gd, "the repository's git dir (commits of a worktree land there)", false)
-	}
-	// The folder and its git dir as granted: the agent's own (a run's coders each
-	// have a worktree), the rest of the policy the same for its neighbours.
-	p.Own = slices.Clone(p.RW)
 	tmp := "/tmp"
 	if t := envValue(spec.Env, "TMPDIR"); t != "" {
 		tmp = t
@@ -196,7 +225,7 @@ func (f *Feature) buildFresh(a wire.Agent, spec *core.LaunchSpec, needs core.Con
 	p.Socket = f.o.Socket
 	p.MaxABI = f.o.MaxABI
 	p.Notes = append(notes, needs.Notes...)
-	return p, p.Check()
+	return p, nil
 }
 
 // granter adds paths to a list, resolving symlinks first: what Landlock grants is the
