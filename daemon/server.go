@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -445,32 +446,37 @@ func Serve(ctx context.Context, stderr io.Writer) (err error) {
 }
 
 // The server's soft memory limit: the floor, or twice the live heap plus the goroutine
-// stacks when that is more, re-read every memLimitEvery. A fixed 64 MiB was right for
-// 1,000 records (~20 MB live) but with 10,000 (~50 MB live) every history.list started a
-// full collection. The live heap plus a fixed 44 MiB was not enough either: with 100
-// embedded-pty panes (~650 MB live) it sat below the collector's own target (live × 1.5
-// at GOGC=50), so each collection ended above the limit and the next began at once
-// (24 % of the time in GC, 89 % of idle CPU samples marking). Twice the live heap keeps
-// the limit above that target: it only bites when the heap grows by more than the whole
-// live heap between two reads, which is what it is for (badger's write bursts). Stacks
+// stacks when that is more, set again at the end of every collection (the live heap
+// is what a collection finds). A fixed 64 MiB was right for 1,000 records (~20 MB
+// live) but with 10,000 (~50 MB live) every history.list started a full collection.
+// The live heap plus a fixed 44 MiB was not enough either: with 100 embedded-pty panes
+// (~650 MB live) it sat below the collector's own target (live × 1.5 at GOGC=50), so
+// each collection ended above the limit and the next began at once (24 % of the time
+// in GC, 89 % of idle CPU samples marking). Twice the live heap keeps the limit above
+// that target: it only bites when the heap grows by more than the whole live heap
+// between two collections, which is what it is for (badger's write bursts). Stacks
 // are not heap but count against the limit (10,000 idle connections' stacks alone once
-// filled 64 MiB), so they are added. The re-read is cheap (no collection, no pause), so
-// it is frequent: a heap that grows fast (100 panes started at once) is caught within
-// seconds, not half a minute.
+// filled 64 MiB), so they are added.
+//
+// It was re-read on a 5 s ticker: 100 pty agents started at once grow the live heap
+// from ~5 to ~250 MB in a few seconds (each pane's screens, until they pack), and
+// until the next tick every collection found the heap over the old limit and the
+// next began at once — 90 back-to-back collections of up to 140 ms of marking each,
+// 1–2.5 s of CPU in the minute the agents went idle (issue 27's 100 idle agents: ≤
+// 1 % of a core). Set at each collection's end, the limit follows the heap as fast
+// as the collector learns it; an idle server, which does not collect, is not woken.
 const (
 	memLimitFloor    = 64 << 20
 	memLimitHeadroom = 44 << 20
-	memLimitEvery    = 5 * time.Second
 	// serverGCPercent is the server's GOGC (see Serve).
 	serverGCPercent = 50
 )
 
-// followMemLimit moves the soft limit with the live heap, now and every
-// memLimitEvery, until ctx ends. Reading the metrics costs no collection.
+// followMemLimit moves the soft limit with the live heap, now and after every
+// collection, until ctx ends. Reading the metrics costs no collection.
 func followMemLimit(ctx context.Context) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
-	t := time.NewTicker(memLimitEvery)
-	defer t.Stop()
+	ends := gcEnds(ctx)
 	for {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
@@ -483,9 +489,34 @@ func followMemLimit(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ends:
 		}
 	}
+}
+
+// gcEnds sends (never blocking: one pending at most) after each garbage collection
+// until ctx ends: an object of no use but to be collected, whose cleanup makes the
+// next one.
+func gcEnds(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	var arm func()
+	arm = func() {
+		// Big enough not to share a tiny-allocator block (whose cleanup would wait for
+		// its neighbours).
+		s := new([64]byte)
+		runtime.AddCleanup(s, func(struct{}) {
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+			arm()
+		}, struct{}{})
+	}
+	arm()
+	return ch
 }
 
 // memLimit is the soft limit for a live heap of live bytes and stacks of stacks bytes.

@@ -1,6 +1,15 @@
 package daemon
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"orcr/testutil/wait"
+)
 
 func TestMemLimitFollowsTheLiveHeap(t *testing.T) {
 	for _, c := range []struct{ live, stacks, want int64 }{
@@ -23,4 +32,30 @@ func TestMemLimitAboveTheGCTarget(t *testing.T) {
 				live>>20, got>>20, target>>20)
 		}
 	}
+}
+
+// The limit follows a growing live heap collection by collection: 100 pty agents
+// started at once grow it by ~250 MB in seconds, and a limit re-read on a ticker
+// (every 5 s) left every collection until then over the old one, so the next began
+// at once (90 back to back). Each step holds 8 MiB more and collects; the limit must
+// be twice the live heap within a second of each collection, long before any tick.
+func TestMemLimitFollowsEachCollection(t *testing.T) {
+	prev := debug.SetMemoryLimit(memLimitFloor)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go followMemLimit(ctx)
+	var held [][]byte
+	for step := range 12 {
+		held = append(held, make([]byte, 8<<20))
+		for i := range held[step] {
+			held[step][i] = byte(i) // touched: counted live, whatever the kernel does
+		}
+		runtime.GC()
+		live := int64(len(held)) * 8 << 20
+		wait.For(t, time.Second, fmt.Sprintf("a limit of twice %d MiB live after the collection", live>>20), func() bool {
+			return debug.SetMemoryLimit(-1) >= max(memLimitFloor, 2*live)
+		})
+	}
+	runtime.KeepAlive(held)
 }
