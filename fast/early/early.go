@@ -170,7 +170,7 @@ type Conn struct {
 // ReadLine reads the next line: the server answers each request with one line. The
 // server closing first is io.EOF's words, as the socket client reports it.
 func (c *Conn) ReadLine() ([]byte, error) {
-	chunk := make([]byte, 64<<10)
+	var chunk [4 << 10]byte // on the stack: most replies are one read of it
 	for {
 		for i, b := range c.buf {
 			if b == '\n' {
@@ -179,7 +179,7 @@ func (c *Conn) ReadLine() ([]byte, error) {
 				return line, nil
 			}
 		}
-		n, err := syscall.Read(c.FD, chunk)
+		n, err := syscall.Read(c.FD, chunk[:])
 		if err == syscall.EINTR {
 			continue
 		}
