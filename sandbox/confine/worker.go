@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+	"unsafe"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -60,6 +61,8 @@ func newThread() (*worker, error) {
 type restriction struct {
 	fd    int
 	flags uint32
+	// mask is the affinity the thread takes back once it runs (worker.hand).
+	mask  *unix.CPUSet
 	done  chan error
 	first func() error
 	res   chan error
@@ -77,7 +80,8 @@ func (w *worker) confine(fd int, flags uint32, first func() error) (firstErr, er
 	}
 	done := make(chan error, 1)
 	res := make(chan error, 1)
-	w.restrict <- restriction{fd: fd, flags: flags, done: done, first: first, res: res}
+	mask := w.hand()
+	w.restrict <- restriction{fd: fd, flags: flags, done: done, first: first, res: res, mask: mask}
 	w.restrict = nil
 	if err := <-done; err != nil {
 		return nil, err
@@ -117,6 +121,7 @@ func (w *worker) run(ready chan<- error) {
 	case <-w.stop:
 		return // locked: the thread ends, never confined
 	}
+	unpin(r.mask)
 	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
 		r.done <- fmt.Errorf("landlock_restrict_self: %w", err)
 		return // locked: the thread ends here
@@ -138,8 +143,44 @@ func (w *worker) run(ready chan<- error) {
 // do runs fn on the worker's thread and waits for it.
 func (w *worker) do(fn func() error) error {
 	res := make(chan error, 1)
-	w.jobs <- func() { res <- fn() }
+	mask := w.hand()
+	w.jobs <- func() {
+		unpin(mask)
+		res <- fn()
+	}
 	return <-res
+}
+
+// hand readies the handoff of a start to w's thread, parked: it is pinned to the CPU
+// the caller runs on, so waking it does not wake the other CPU, idle — on this
+// machine's VM a wakeup across CPUs took ~100 µs, most of a kept thread's start
+// (BenchmarkConfinedStartOverhead one-folder run-us 132–153 → 66–76) — and runs there
+// once the caller parks. It returns the caller's affinity, which the thread takes back
+// as soon as it runs (unpin), before it forks: an agent inherits its thread's
+// affinity and must get the server's, not one CPU. Nil (nothing pinned) when the
+// affinity cannot be read or set.
+func (w *worker) hand() *unix.CPUSet {
+	var mask unix.CPUSet
+	if unix.SchedGetaffinity(0, &mask) != nil || mask.Count() < 2 {
+		return nil
+	}
+	var cpu uint32
+	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
+		return nil
+	}
+	var one unix.CPUSet
+	one.Set(int(cpu))
+	if unix.SchedSetaffinity(w.tid, &one) != nil {
+		return nil
+	}
+	return &mask
+}
+
+// unpin gives the calling thread the affinity hand took from its caller.
+func unpin(mask *unix.CPUSet) {
+	if mask != nil {
+		_ = unix.SchedSetaffinity(0, mask)
+	}
 }
 
 // end stops the worker's thread (it ends with its domain).

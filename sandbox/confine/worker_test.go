@@ -3,8 +3,10 @@ package confine
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,4 +191,57 @@ func TestReadyThread(t *testing.T) {
 	if readyTid(&c) != 0 {
 		t.Fatal("a thread kept ahead after Close")
 	}
+}
+
+// A start is handed to its thread pinned to the caller's CPU (worker.hand), but the
+// agent it forks gets the server's affinity, not that one CPU: the agent of a new
+// policy (the thread made ahead, confined) and of a kept one (the thread woken), and
+// the thread itself holds the server's affinity again while it waits.
+func TestAgentsKeepTheServersAffinity(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	var mask unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &mask); err != nil || mask.Count() < 2 {
+		t.Skipf("one CPU allowed (%v): nothing to pin", err)
+	}
+	want := cpusAllowed(t, "self")
+	root := t.TempDir()
+	var c Rulesets
+	defer c.Close()
+	p := Policy{RW: []string{root}, ROX: []string{"/usr", "/bin", "/lib", "/lib64", "/etc"}, RO: []string{"/proc"}, Dev: []string{"/dev/null"}}
+	for i, what := range []string{"a new policy's thread", "the thread kept for it"} {
+		var out []byte
+		var tid int
+		if _, err := c.Run(p, 0, func(Report) error {
+			tid = unix.Gettid()
+			var err error
+			out, err = exec.Command("sh", "-c", "grep Cpus_allowed_list /proc/self/status").Output()
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("agent %d, forked from %s: %q, want the server's %q", i, what, got, want)
+		}
+		if got := cpusAllowed(t, fmt.Sprintf("self/task/%d", tid)); got != want {
+			t.Errorf("%s after the start: %q, want %q", what, got, want)
+		}
+	}
+}
+
+// cpusAllowed is the Cpus_allowed_list line of /proc/PATH/status.
+func cpusAllowed(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + path + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Cpus_allowed_list:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	t.Fatalf("no Cpus_allowed_list in /proc/%s/status", path)
+	return ""
 }
