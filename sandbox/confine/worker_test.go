@@ -201,10 +201,7 @@ func TestAgentsKeepTheServersAffinity(t *testing.T) {
 	if _, err := KernelABI(); err != nil {
 		clis.Missingf(t, "no Landlock here: %v", err)
 	}
-	var mask unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &mask); err != nil || mask.Count() < 2 {
-		t.Skipf("one CPU allowed (%v): nothing to pin", err)
-	}
+	// With one CPU allowed nothing is pinned, and the agent's is the server's all the same.
 	want := cpusAllowed(t, "self")
 	root := t.TempDir()
 	var c Rulesets
