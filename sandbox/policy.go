@@ -225,7 +225,7 @@ func (f *Feature) buildShared(a wire.Agent, spec *core.LaunchSpec, needs core.Co
 	p.Socket = f.o.Socket
 	p.MaxABI = f.o.MaxABI
 	p.Notes = append(notes, needs.Notes...)
-	return p, nil
+	return p, p.Check() // a refused part is not kept (build)
 }
 
 // granter adds paths to a list, resolving symlinks first: what Landlock grants is the

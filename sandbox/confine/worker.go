@@ -154,7 +154,7 @@ func (w *worker) do(fn func() error) error {
 // hand readies the handoff of a start to w's thread, parked: it is pinned to the CPU
 // the caller runs on, so waking it does not wake the other CPU, idle — on this
 // machine's VM a wakeup across CPUs took ~100 µs, most of a kept thread's start
-// (BenchmarkConfinedStartOverhead one-folder run-us 132–153 → 66–76) — and runs there
+// (BenchmarkConfinedStartOverhead one-folder run-us 132–153 → 82–92) — and runs there
 // once the caller parks. It returns the caller's affinity, which the thread takes back
 // as soon as it runs (unpin), before it forks: an agent inherits its thread's
 // affinity and must get the server's, not one CPU. Nil (nothing pinned) when the
