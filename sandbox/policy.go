@@ -81,13 +81,19 @@ func (f *Feature) ownGrants(a wire.Agent, spec *core.LaunchSpec) (own, notes []s
 
 // withOwn is shared with the agent's own paths first among its read-write ones (and
 // named as its own: confine.Policy.Own), their notes first: the policy a build of
-// both at once gives. shared's slices are not changed (a kept policy's).
+// both at once gives. shared's slices are not changed (a kept policy's), and shared
+// passed Check when it was built: only the own paths are checked here.
 func withOwn(shared confine.Policy, own, notes []string) (confine.Policy, error) {
+	for _, o := range own {
+		if err := confine.CheckPath(o); err != nil {
+			return confine.Policy{}, err
+		}
+	}
 	p := shared
 	p.RW = append(slices.Clone(own), slices.DeleteFunc(slices.Clone(shared.RW), func(s string) bool { return slices.Contains(own, s) })...)
 	p.Own = own
 	p.Notes = append(notes, shared.Notes...)
-	return p, p.Check()
+	return p, nil
 }
 
 // buildShared is the policy but for the agent's own paths (ownGrants). w, when not

@@ -204,6 +204,13 @@ func TestDotDotRefused(t *testing.T) {
 	if p, err := confine.ExpandHome("~/.cache/go-build", "/home/u"); err != nil || p != "/home/u/.cache/go-build" {
 		t.Fatalf("~/.cache/go-build: %q %v", p, err)
 	}
+	// A ".." element anywhere is refused; a name that only starts or ends with dots is not.
+	for path, refused := range map[string]bool{"/a/../b": true, "/..": true, "/a/..": true, "/a/b/../": true,
+		"/a/..b": false, "/a/b..": false, "/a/.../b": false, "/a/./b": false, "/a//b": false} {
+		if err := confine.CheckPath(path); (err != nil) != refused {
+			t.Errorf("CheckPath(%q): %v, want refused %v", path, err, refused)
+		}
+	}
 }
 
 func TestMissingPathWarnsAndRuns(t *testing.T) {

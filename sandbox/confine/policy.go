@@ -173,13 +173,26 @@ func CheckPath(path string) error {
 	if path == "" {
 		return errors.New("an empty path")
 	}
-	if slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "..") {
+	if hasDotDot(path) {
 		return fmt.Errorf("%q has a \"..\" element: name the directory itself", path)
 	}
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%q is not an absolute path", path)
 	}
 	return nil
+}
+
+// hasDotDot says path has a ".." element (without splitting it: a launch checks
+// every path of its policy).
+func hasDotDot(path string) bool {
+	for rest := filepath.ToSlash(path); rest != ""; {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // ExpandHome turns a leading ~ into home and checks the result with CheckPath: a
