@@ -59,13 +59,7 @@ func benchPtyLaunch(b *testing.B, ownFolder bool) {
 	var plain, boxed time.Duration
 	launch := func(sandbox bool) time.Duration {
 		n++
-		dir := work
-		if ownFolder {
-			dir = filepath.Join(work, fmt.Sprint("d", n))
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dir := launchFolder(b, work, ownFolder, n)
 		mark := filepath.Join(dir, fmt.Sprint("m", n))
 		spec := &core.LaunchSpec{Argv: []string{"sh", "-c", "echo > " + mark + "; exec sleep 60"}, Cwd: dir,
 			Env: []string{"HOME=/root", "PATH=/usr/bin:/bin"}}
@@ -143,13 +137,7 @@ func BenchmarkConfinedStartOverhead(b *testing.B) {
 			}()
 			for b.Loop() {
 				n++
-				dir := work
-				if own {
-					dir = filepath.Join(work, fmt.Sprint("d", n))
-					if err := os.Mkdir(dir, 0o755); err != nil {
-						b.Fatal(err)
-					}
-				}
+				dir := launchFolder(b, work, own, n)
 				spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: dir, Env: []string{"HOME=/root", "PATH=/usr/bin:/bin"}}
 				a := wire.Agent{ID: fmt.Sprint(n), Path: "a", Host: "pty", Cwd: dir, Sandbox: &wire.Sandbox{Mode: wire.SandboxOn}}
 				t0 := time.Now()
@@ -168,4 +156,17 @@ func BenchmarkConfinedStartOverhead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// launchFolder is the folder launch n runs in: work, or with own a new folder of its
+// own in it.
+func launchFolder(b *testing.B, work string, own bool, n int) string {
+	if !own {
+		return work
+	}
+	dir := filepath.Join(work, fmt.Sprint("d", n))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }

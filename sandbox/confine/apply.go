@@ -9,7 +9,6 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 )
 
 // MaxKnownABI is the newest Landlock ABI this build of orcr can apply.
@@ -196,14 +195,8 @@ func restrictThread(p Policy, flags uint32) (Report, error) {
 	if pl.Report.ABI < 7 {
 		flags = 0
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return pl.Report, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
-	if err := ll.LandlockRestrictSelf(fd, fl|flags); err != nil {
-		return pl.Report, fmt.Errorf("landlock_restrict_self (ABI %d): %w", pl.Report.ABI, err)
-	}
-	if err := dropCapabilities(); err != nil {
-		return pl.Report, err
+	if err := restrictSelf(fd, fl|flags); err != nil {
+		return pl.Report, fmt.Errorf("landlock (ABI %d): %w", pl.Report.ABI, err)
 	}
 	return pl.Report, nil
 }

@@ -227,6 +227,55 @@ func TestAgentsKeepTheServersAffinity(t *testing.T) {
 	}
 }
 
+// The handoff pins a parked thread to one CPU (the caller's) until it runs, and the
+// thread's own first step gives it the caller's affinity back (the start itself is
+// TestAgentsKeepTheServersAffinity's).
+func TestHandPinsUntilTheThreadRuns(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	want := cpusAllowed(t, "self")
+	pl, err := Build(Policy{RW: []string{t.TempDir()}, ROX: []string{"/usr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, fl, err := pl.Config.NewRulesetFD(pl.Rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	w, err := newThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.end()
+	if _, err := w.confine(fd, fl, nil); err != nil {
+		t.Fatal(err)
+	}
+	task := fmt.Sprintf("self/task/%d", w.tid)
+	mask := w.hand()
+	var pinned unix.CPUSet
+	if err := unix.SchedGetaffinity(w.tid, &pinned); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case all.Count() < 2 && (mask != nil || pinned.Count() != all.Count()):
+		t.Fatalf("one CPU allowed: pinned anyway (%s)", cpusAllowed(t, task))
+	case all.Count() >= 2 && (mask == nil || pinned.Count() != 1):
+		t.Fatalf("the parked thread handed a start: %s, want one CPU", cpusAllowed(t, task))
+	}
+	done := make(chan struct{})
+	w.jobs <- func() { unpin(mask); close(done) }
+	<-done
+	if got := cpusAllowed(t, task); got != want {
+		t.Fatalf("the thread once it ran: %q, want the caller's %q", got, want)
+	}
+}
+
 // cpusAllowed is the Cpus_allowed_list line of /proc/PATH/status.
 func cpusAllowed(t *testing.T, path string) string {
 	t.Helper()
