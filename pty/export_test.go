@@ -18,3 +18,32 @@ func Packed(h *Host, id string) bool {
 	defer p.mu.Unlock()
 	return p.packed != nil
 }
+
+// HeldScreens reports which of pane id's screens (main, alternate) hold their cells
+// (pack.go): neither while it is packed, one while the other is hidden.
+func HeldScreens(h *Host, id string) [2]bool {
+	p, err := h.pane(id)
+	if err != nil {
+		return [2]bool{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var held [2]bool
+	if bufs, ok := screenBuffers(p.emu); ok {
+		for i, b := range bufs {
+			held[i] = b.Lines != nil
+		}
+	}
+	return held
+}
+
+// Pack packs pane id's screens now, as its quiet timer would.
+func Pack(h *Host, id string) bool {
+	p, err := h.pane(id)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.packed != nil || p.repack()
+}

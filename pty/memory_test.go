@@ -237,3 +237,82 @@ func (r *memReport) endsSoFar() []int {
 	defer r.mu.Unlock()
 	return append([]int(nil), r.ends...)
 }
+
+// A pane that prints holds the cells of the screen it shows, not the other's: the one
+// not shown stays packed until the program switches screens (its text intact when it
+// comes back), resets the terminal or the pane is resized.
+func TestOnlyTheShownScreenHoldsCells(t *testing.T) {
+	h := newHost(t, pty.Options{Cols: 120, Rows: 30, PackAfter: time.Hour})
+	steps := []string{
+		`printf 'main text\n'`,
+		`printf '\033[?1049halt text\n'`,
+		`printf 'alt more\n'`,
+		`printf '\033[?1049lmain again\n'`,
+		`printf 'on main\n'`,
+		`printf '\033cafter reset\n'`,
+		`printf 'before resize\n'`,
+		`printf '\033[?1049hback in alt\n'`,
+	}
+	info := launch(t, h, "sh", "-c", strings.Join(steps, "; read x; ")+"; exec cat")
+	id := info.ID
+	next := func() {
+		t.Helper()
+		if err := h.SendText(context.Background(), id, "\r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(main, alt bool, when string) {
+		t.Helper()
+		if got := pty.HeldScreens(h, id); got != [2]bool{main, alt} {
+			t.Fatalf("%s: main, alternate screen hold cells: %v, want %v", when, got, [2]bool{main, alt})
+		}
+	}
+	pack := func() {
+		t.Helper()
+		if !pty.Pack(h, id) {
+			t.Fatal("the pane did not pack")
+		}
+		held(false, false, "packed")
+	}
+	waitText(t, h, id, 0, "main text")
+	held(true, false, "a new pane's first output, on the main screen")
+
+	next()
+	waitText(t, h, id, 0, "alt text")
+	held(true, true, "after the switch to the alternate screen")
+	pack()
+	next()
+	waitText(t, h, id, 0, "alt more")
+	held(false, true, "output on the alternate screen after a pack")
+	next()
+	s := waitText(t, h, id, 0, "main again")
+	if !strings.Contains(s.Text, "main text") || strings.Contains(s.Text, "alt") {
+		t.Fatalf("back on the main screen, kept packed meanwhile: %q, want its text as it was", s.Text)
+	}
+	held(true, true, "after the switch back")
+
+	pack()
+	next()
+	waitText(t, h, id, 0, "on main")
+	held(true, false, "output on the main screen after a pack")
+	next()
+	s = waitText(t, h, id, 0, "after reset")
+	if strings.Contains(s.Text, "main text") {
+		t.Fatalf("after a full reset the screen still shows what came before: %q", s.Text)
+	}
+	held(true, true, "after a full reset")
+
+	pack()
+	next()
+	waitText(t, h, id, 0, "before resize")
+	held(true, false, "output after a pack")
+	if err := h.Resize(context.Background(), id, 90, 20); err != nil {
+		t.Fatal(err)
+	}
+	held(true, true, "after a resize")
+	next()
+	s = waitText(t, h, id, 0, "back in alt")
+	if s.Cols != 90 || s.Rows != 20 || strings.Contains(s.Text, "alt text") {
+		t.Fatalf("the alternate screen after a resize: %dx%d %q, want 90x20 and cleared", s.Cols, s.Rows, s.Text)
+	}
+}

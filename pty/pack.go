@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 )
 
@@ -103,14 +104,27 @@ func trimScrollback(emu *vt.Emulator) {
 // pack packs emu's screens and empties its cell buffers, or returns nil (having
 // changed nothing) when they cannot be reached or would not pack smaller than a
 // quarter of their cells (a screen of every cell in its own colour stays as it is).
-func pack(emu *vt.Emulator) *packed {
+// hidden, when not nil, is the screen not shown, still packed (unpackScreens): its
+// runs are taken as they are.
+func pack(emu *vt.Emulator, hidden *hiddenScreen) *packed {
 	bufs, ok := screenBuffers(emu)
 	if !ok {
 		return nil
 	}
-	pk := &packed{bufs: bufs, cols: bufs[0].Width()}
+	shown := 0
+	if emu.IsAltScreen() {
+		shown = 1
+	}
+	pk := &packed{bufs: bufs, cols: bufs[shown].Width()}
+	if hidden != nil && (hidden.scr == shown || hidden.cols != pk.cols) {
+		return nil
+	}
 	cells, cost := 0, 0
 	for i, b := range bufs {
+		if hidden != nil && i == hidden.scr {
+			pk.rows[i] = hidden.rows
+			continue
+		}
 		if b.Width() != pk.cols {
 			return nil
 		}
@@ -141,34 +155,57 @@ func pack(emu *vt.Emulator) *packed {
 	return pk
 }
 
-// unpack refills the buffers pack emptied with the cells they held.
-func (pk *packed) unpack() {
-	for i, b := range pk.bufs {
-		lines := make([]uv.Line, len(pk.rows[i]))
-		for y, runs := range pk.rows[i] {
-			line := make(uv.Line, pk.cols)
-			x := 0
-			for _, r := range runs {
-				if r.text != "" {
-					for k := range len(r.text) {
-						line[x] = r.cell
-						line[x].Content = r.text[k : k+1]
-						x++
-					}
-					continue
-				}
-				for range r.n {
+// unpack refills the buffer of screen scr (0 main, 1 alternate) with the cells it held.
+func (pk *packed) unpack(scr int) { refill(pk.bufs[scr], pk.rows[scr], pk.cols) }
+
+// hidden is screen scr, left packed while the other is shown (unpackScreens).
+func (pk *packed) hidden(scr int) *hiddenScreen {
+	return &hiddenScreen{buf: pk.bufs[scr], rows: pk.rows[scr], cols: pk.cols, scr: scr}
+}
+
+// hiddenScreen is the screen a pane does not show, kept packed while the shown one
+// has its cells back: an agent draws on one screen at a time (claude on the main one,
+// full-screen programs on the alternate), so a pane that prints holds one screen's
+// cells, not both (1.1 MB at 200x50). Nothing in the emulator reads or writes the
+// screen it does not show but a switch of screens (DEC modes 47, 1047, 1049), a full
+// reset (RIS) and a resize, and the pane gives it its cells back before each
+// (unhide).
+type hiddenScreen struct {
+	buf  *uv.Buffer
+	rows [][]cellRun
+	cols int
+	scr  int
+}
+
+// refill gives the hidden screen its cells back.
+func (h *hiddenScreen) refill() { refill(h.buf, h.rows, h.cols) }
+
+// refill fills b with rows of runs, cols cells each.
+func refill(b *uv.Buffer, rows [][]cellRun, cols int) {
+	lines := make([]uv.Line, len(rows))
+	for y, runs := range rows {
+		line := make(uv.Line, cols)
+		x := 0
+		for _, r := range runs {
+			if r.text != "" {
+				for k := range len(r.text) {
 					line[x] = r.cell
+					line[x].Content = r.text[k : k+1]
 					x++
 				}
+				continue
 			}
-			for ; x < len(line); x++ {
-				line[x] = uv.EmptyCell
+			for range r.n {
+				line[x] = r.cell
+				x++
 			}
-			lines[y] = line
 		}
-		b.Lines = lines
+		for ; x < len(line); x++ {
+			line[x] = uv.EmptyCell
+		}
+		lines[y] = line
 	}
+	b.Lines = lines
 }
 
 // packLine packs one row; a row of nothing but blank cells packs to nil.
@@ -346,8 +383,7 @@ func (p *pane) packQuiet() {
 		return
 	}
 	p.packArmed = false
-	if p.packed = pack(p.emu); p.packed != nil {
-		p.h.mem.Freed(int64(p.packed.freed))
+	if p.repack() {
 		p.text.drop()
 	}
 }
@@ -359,13 +395,60 @@ func (p *pane) packQuiet() {
 // (Options.Memory, core.MemoryReport) and the server's one memory policy decides when
 // the process collects and hands it back to the OS; the host itself never does.
 
-// unpackScreens gives the emulator its cells back before anything that needs them
-// (output, a resize, a redraw). The caller holds p.mu.
+// unpackScreens gives the emulator the cells of the screen it shows back before
+// anything that needs them (output, a redraw); the other stays packed (hiddenScreen)
+// until a switch, a reset or a resize needs it (unhide). The caller holds p.mu.
 func (p *pane) unpackScreens() {
 	if p.packed == nil {
 		return
 	}
-	p.packed.unpack()
+	shown := 0
+	if p.emu.IsAltScreen() {
+		shown = 1
+	}
+	p.packed.unpack(shown)
+	p.hidden = p.packed.hidden(1 - shown)
 	p.packed = nil
 	p.armPack()
+}
+
+// unhide gives the screen not shown its cells back: before the emulator switches
+// screens, resets or resizes. The caller holds p.mu.
+func (p *pane) unhide() {
+	if p.hidden == nil {
+		return
+	}
+	p.hidden.refill()
+	p.hidden = nil
+}
+
+// unhideOnSwitch makes the emulator give a pane's hidden screen its cells back (unhide)
+// before it handles what touches the screen not shown: a switch of screens (DEC
+// private modes 47, 1047, 1049, set or reset) and a full reset (RIS). The handlers
+// run inside feed, under p.mu, ahead of the emulator's own (they return false).
+func (p *pane) unhideOnSwitch(emu *vt.Emulator) {
+	modes := func(params ansi.Params) bool {
+		params.ForEach(-1, func(_, m int, _ bool) {
+			switch m {
+			case 47, 1047, 1049:
+				p.unhide()
+			}
+		})
+		return false
+	}
+	emu.RegisterCsiHandler(ansi.Command('?', 0, 'h'), modes)
+	emu.RegisterCsiHandler(ansi.Command('?', 0, 'l'), modes)
+	emu.RegisterEscHandler('c', func() bool { p.unhide(); return false })
+}
+
+// repack packs the pane's screens (pack), the hidden one as it is: true when it did.
+// The caller holds p.mu.
+func (p *pane) repack() bool {
+	pk := pack(p.emu, p.hidden)
+	if pk == nil {
+		return false
+	}
+	p.packed, p.hidden = pk, nil
+	p.h.mem.Freed(int64(pk.freed))
+	return true
 }

@@ -46,7 +46,7 @@ func TestPackRoundTrip(t *testing.T) {
 	wantText := screenLines(emu)
 	wantRender := emu.Render()
 
-	pk := pack(emu)
+	pk := pack(emu, nil)
 	if pk == nil {
 		t.Fatal("pack refused a screen of text")
 	}
@@ -58,7 +58,8 @@ func TestPackRoundTrip(t *testing.T) {
 	if got := pk.lines(0); !slices.Equal(got, wantText) {
 		t.Errorf("packed screen reads\n%q\nwant\n%q", got, wantText)
 	}
-	pk.unpack()
+	pk.unpack(0)
+	pk.unpack(1)
 	for i, b := range bufs {
 		if !reflect.DeepEqual(b.Lines, want[i]) {
 			for y := range want[i] {
@@ -88,7 +89,7 @@ func TestPackRoundTrip(t *testing.T) {
 func TestPackSizeIsWhatTheScreenShows(t *testing.T) {
 	emu := vt.NewEmulator(200, 50)
 	_, _ = emu.Write([]byte("idle\r\n$ "))
-	pk := pack(emu)
+	pk := pack(emu, nil)
 	if pk == nil {
 		t.Fatal("pack refused an idle prompt")
 	}
@@ -108,7 +109,7 @@ func TestPackSizeIsWhatTheScreenShows(t *testing.T) {
 		b.WriteString("\x1b[38;5;" + string(rune('0'+i%10)) + "mx")
 	}
 	_, _ = noisy.Write([]byte(b.String()))
-	if pack(noisy) != nil {
+	if pack(noisy, nil) != nil {
 		t.Error("a screen of cells each in its own colour was packed")
 	}
 }

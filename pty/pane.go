@@ -53,7 +53,9 @@ type pane struct {
 	// packed holds the screens' cells while the pane is quiet (pack.go); the emulator's
 	// own buffers are empty then. packTimer fires PackAfter after lastOut (it is
 	// armed while packArmed, and re-arms itself while output goes on).
-	packed    *packed
+	packed *packed
+	// hidden is the screen not shown while the shown one has its cells (pack.go).
+	hidden    *hiddenScreen
 	packTimer *time.Timer
 	packArmed bool
 	lastOut   time.Time
@@ -224,6 +226,7 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	})
 	// Track DECSTBM for feed: its fast path needs the whole screen to scroll.
 	guardMargins(emu, func(scr int, region bool) { p.fast.region[scr] = region })
+	p.unhideOnSwitch(emu)
 	p.fast.reset()
 	p.mu.Lock()
 	p.packAtStart()
@@ -262,11 +265,8 @@ func guardMargins(emu *vt.Emulator, track func(scr int, region bool)) {
 // as before. Where packing is off (PackAfter < 0) or impossible, the quiet timer is
 // armed as before, so a pane that never prints still packs. The caller holds p.mu.
 func (p *pane) packAtStart() {
-	if p.h.opts.PackAfter >= 0 {
-		if p.packed = pack(p.emu); p.packed != nil {
-			p.h.mem.Freed(int64(p.packed.freed))
-			return
-		}
+	if p.h.opts.PackAfter >= 0 && p.repack() {
+		return
 	}
 	p.armPack()
 }
@@ -568,6 +568,7 @@ func styledScreenLines(emu *vt.Emulator) []string {
 func (p *pane) resize(cols, rows int) error {
 	p.mu.Lock()
 	p.unpackScreens()
+	p.unhide() // the emulator resizes both screens
 	p.emu.Resize(cols, rows)
 	p.fast.region = [2]bool{} // a resize resets the scroll regions
 	p.hist.drain(p.emu)
@@ -635,8 +636,7 @@ func (p *pane) letGo() {
 	if p.packed != nil {
 		return
 	}
-	if p.packed = pack(p.emu); p.packed != nil {
-		p.h.mem.Freed(int64(p.packed.freed))
+	if p.repack() {
 		p.text.drop()
 	}
 }

@@ -55,9 +55,10 @@ func FuzzScreenCache(f *testing.F) {
 				emu.Resize(1+int(ops[i+1])%40, 1+int(ops[i+2])%12)
 				i += 2
 			case op == 202:
-				if pk := pack(emu); pk != nil {
+				if pk := pack(emu, nil); pk != nil {
 					c.drop()
-					pk.unpack()
+					pk.unpack(0)
+					pk.unpack(1)
 				}
 			default:
 				_, _ = emu.Write([]byte{byte(op)})
