@@ -113,3 +113,46 @@ func TestPackSizeIsWhatTheScreenShows(t *testing.T) {
 		t.Error("a screen of cells each in its own colour was packed")
 	}
 }
+
+// A pane's emulator made blank (newEmulator: 1×1, resized over one shared blank row,
+// packed at once) draws exactly what vt.NewEmulator's of the same size draws: the
+// size, scroll regions, tab stops and cursor follow the resize, and every row gets
+// cells of its own, unpacked or where packing was refused (ownRows).
+func TestBlankEmulatorIsANewOne(t *testing.T) {
+	const cols, rows = 97, 31
+	h := New(Options{})
+	defer h.Shutdown(t.Context())
+	for _, packs := range []bool{true, false} {
+		p := &pane{h: h}
+		p.emu, _ = newEmulator(cols, rows, true)
+		p.mu.Lock()
+		if packs {
+			p.packAtStart(true)
+			if p.packed == nil {
+				t.Fatal("a blank pane was not packed at start")
+			}
+			p.unpackScreens()
+			p.unhide()
+		} else {
+			ownRows(p.emu)
+		}
+		p.mu.Unlock()
+		want := vt.NewEmulator(cols, rows)
+		draw := "a\tb\tc\x1b[31mred\x1b[0m\r\n\x1b[5;20r\x1b[20;1H" + strings.Repeat("scroll line\r\n", 30) +
+			"\x1b[r\x1b[31;97HX\x1b[1;1Hfirst\x1b[?1049h\x1b[2;3Halt\x1b[?1049l" + strings.Repeat("more\r\n", 40) + "\x1b[3;3H\tT"
+		for _, e := range []*vt.Emulator{p.emu, want} {
+			if _, err := e.Write([]byte(draw)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.emu.Width() != cols || p.emu.Height() != rows {
+			t.Fatalf("blank emulator is %dx%d, want %dx%d", p.emu.Width(), p.emu.Height(), cols, rows)
+		}
+		if got, w := p.emu.Render(), want.Render(); got != w {
+			t.Fatalf("packed at start %v: blank emulator draws\n%s\nvt.NewEmulator's\n%s", packs, got, w)
+		}
+		if got, w := p.emu.CursorPosition(), want.CursorPosition(); got != w {
+			t.Fatalf("packed at start %v: cursor at %v, want %v", packs, got, w)
+		}
+	}
+}

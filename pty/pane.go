@@ -182,7 +182,7 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	// RSS followed the goal. Built one at a time, at most one is live.
 	h.building.Lock()
 	defer h.building.Unlock()
-	emu := vt.NewEmulator(cols, rows)
+	emu, blank := newEmulator(cols, rows, h.opts.PackAfter >= 0)
 	trimScrollback(emu) // pack.go
 	if shrinkParser(emu, parserDataSize) {
 		// vt.NewEmulator's 4 MiB parser buffer is garbage now: a burst of short-lived
@@ -229,9 +229,41 @@ func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *
 	p.unhideOnSwitch(emu)
 	p.fast.reset()
 	p.mu.Lock()
-	p.packAtStart()
+	p.packAtStart(blank)
 	p.mu.Unlock()
 	return p
+}
+
+// newEmulator makes a pane's emulator of cols×rows. vt.NewEmulator allocates both
+// screens' cells at that size (2.2 MB at 200x50), which packAtStart lets go a moment
+// later: on a machine where a page fault costs ~11 µs (this project's CI VMs) those
+// fresh megabytes were most of the server's CPU per spawn. With blank (the pane is
+// packed at once), the emulator is made at 1×1 and resized with both screens already
+// cols×rows of one shared blank row, so the resize allocates no cells and sets what
+// follows the size (scroll regions, tab stops, cursor); packAtStart packs those rows
+// to nothing and the first output unpacks real ones. The shared row must never be
+// written: packAtStart packs it at once, or gives each row a cell array of its own.
+func newEmulator(cols, rows int, blank bool) (*vt.Emulator, bool) {
+	if !blank {
+		return vt.NewEmulator(cols, rows), false
+	}
+	emu := vt.NewEmulator(1, 1)
+	bufs, ok := screenBuffers(emu)
+	if !ok {
+		return vt.NewEmulator(cols, rows), false
+	}
+	row := make(uv.Line, cols)
+	for i := range row {
+		row[i] = uv.EmptyCell
+	}
+	for _, b := range bufs {
+		b.Lines = make([]uv.Line, rows)
+		for y := range b.Lines {
+			b.Lines[y] = row
+		}
+	}
+	emu.Resize(cols, rows)
+	return emu, true
 }
 
 // guardMargins registers the emulator's DECSTBM handler. Margins past the screen are
@@ -263,12 +295,28 @@ func guardMargins(emu *vt.Emulator, track func(scr int, region bool)) {
 // 1,000-item for_each of silent shell programs (`echo … > $ORCR_OUTPUT`) then never
 // holds a screen at all; a program that prints holds its cells from its first byte,
 // as before. Where packing is off (PackAfter < 0) or impossible, the quiet timer is
-// armed as before, so a pane that never prints still packs. The caller holds p.mu.
-func (p *pane) packAtStart() {
-	if p.h.opts.PackAfter >= 0 && p.repack() {
+// armed as before, so a pane that never prints still packs. With blank the screens
+// are newEmulator's shared blank row: packed at once, they were never memory to let
+// go; unpacked, each row gets cells of its own. The caller holds p.mu.
+func (p *pane) packAtStart(blank bool) {
+	if blank {
+		if p.packed = pack(p.emu, nil); p.packed != nil {
+			return
+		}
+		ownRows(p.emu)
+	} else if p.h.opts.PackAfter >= 0 && p.repack() {
 		return
 	}
 	p.armPack()
+}
+
+// ownRows gives every row of emu's screens blank cells of its own (newEmulator's
+// share one).
+func ownRows(emu *vt.Emulator) {
+	bufs, _ := screenBuffers(emu) // newEmulator reached them
+	for _, b := range bufs {
+		refill(b, make([][]cellRun, b.Height()), b.Width())
+	}
 }
 
 // readLoop feeds pty output to the emulator and the attached streams until the pty
