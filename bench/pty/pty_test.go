@@ -104,3 +104,45 @@ func procStatus(b *testing.B, pid int, field string) int {
 	b.Fatal("no " + field)
 	return 0
 }
+
+// BenchmarkServerSpawnFaults is what starting a printing agent costs `orcr serve` on
+// the pty host: its minor page faults and CPU per spawn, over 40 agents that each print
+// one styled line, then 40 more beside them. On a machine where a page fault is dear
+// (~11 µs on the session-13 VM) the faults are most of the server's CPU per spawn.
+// Run with: go test ./bench/pty/ -run '^$' -bench SpawnFaults -benchtime 1x -count 3
+func BenchmarkServerSpawnFaults(b *testing.B) {
+	const n = 40
+	for b.Loop() {
+		srv := startServer(b)
+		pid := srv.PID()
+		c, err := apiclient.Dial(context.Background(), socket.SocketPath(srv.Home), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for round, name := range []string{"first", "more"} {
+			f0, t0 := minorFaults(b, pid), proc.CPUTicks(b, pid)
+			runAll(b, c, name, n, `printf '\033[1mhello\033[0m agent\n'; exec sleep 600`, "hello agent")
+			f1, t1 := minorFaults(b, pid), proc.CPUTicks(b, pid)
+			suffix := []string{"", "2"}[round]
+			b.ReportMetric(float64(f1-f0)/n, "faults/spawn"+suffix)
+			b.ReportMetric(float64(t1-t0)*10/n, "cpu-ms/spawn"+suffix)
+		}
+		c.Close()
+		srv.Stop()
+	}
+}
+
+// minorFaults is process pid's minor page faults so far (/proc/PID/stat minflt).
+func minorFaults(b *testing.B, pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	v, err := strconv.ParseInt(f[7], 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
