@@ -185,27 +185,32 @@ func refill(b *uv.Buffer, rows [][]cellRun, cols int) {
 	lines := make([]uv.Line, len(rows))
 	for y, runs := range rows {
 		line := make(uv.Line, cols)
-		x := 0
-		for _, r := range runs {
-			if r.text != "" {
-				for k := range len(r.text) {
-					line[x] = r.cell
-					line[x].Content = r.text[k : k+1]
-					x++
-				}
-				continue
-			}
-			for range r.n {
-				line[x] = r.cell
-				x++
-			}
-		}
-		for ; x < len(line); x++ {
-			line[x] = uv.EmptyCell
-		}
+		fillLine(line, runs)
 		lines[y] = line
 	}
 	b.Lines = lines
+}
+
+// fillLine sets line's cells to what runs hold, blank past them.
+func fillLine(line uv.Line, runs []cellRun) {
+	x := 0
+	for _, r := range runs {
+		if r.text != "" {
+			for k := range len(r.text) {
+				line[x] = r.cell
+				line[x].Content = r.text[k : k+1]
+				x++
+			}
+			continue
+		}
+		for range r.n {
+			line[x] = r.cell
+			x++
+		}
+	}
+	for ; x < len(line); x++ {
+		line[x] = uv.EmptyCell
+	}
 }
 
 // packLine packs one row; a row of nothing but blank cells packs to nil.
@@ -310,24 +315,7 @@ func (pk *packed) styledLines(scr int) []string {
 		if runs == nil {
 			continue
 		}
-		x := 0
-		for _, r := range runs {
-			if r.text != "" {
-				for k := range len(r.text) {
-					line[x] = r.cell
-					line[x].Content = r.text[k : k+1]
-					x++
-				}
-				continue
-			}
-			for range r.n {
-				line[x] = r.cell
-				x++
-			}
-		}
-		for ; x < len(line); x++ {
-			line[x] = uv.EmptyCell
-		}
+		fillLine(line, runs)
 		out[y] = strings.TrimRight(line.Render(), " ")
 	}
 	return out

@@ -120,9 +120,9 @@ func BenchmarkServerSpawnFaults(b *testing.B) {
 			b.Fatal(err)
 		}
 		for round, name := range []string{"first", "more"} {
-			f0, t0 := minorFaults(b, pid), proc.CPUTicks(b, pid)
+			f0, t0 := proc.MinorFaults(b, pid), proc.CPUTicks(b, pid)
 			runAll(b, c, name, n, `printf '\033[1mhello\033[0m agent\n'; exec sleep 600`, "hello agent")
-			f1, t1 := minorFaults(b, pid), proc.CPUTicks(b, pid)
+			f1, t1 := proc.MinorFaults(b, pid), proc.CPUTicks(b, pid)
 			suffix := []string{"", "2"}[round]
 			b.ReportMetric(float64(f1-f0)/n, "faults/spawn"+suffix)
 			b.ReportMetric(float64(t1-t0)*10/n, "cpu-ms/spawn"+suffix)
@@ -130,19 +130,4 @@ func BenchmarkServerSpawnFaults(b *testing.B) {
 		c.Close()
 		srv.Stop()
 	}
-}
-
-// minorFaults is process pid's minor page faults so far (/proc/PID/stat minflt).
-func minorFaults(b *testing.B, pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	v, err := strconv.ParseInt(f[7], 10, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return v
 }

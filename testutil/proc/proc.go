@@ -34,13 +34,30 @@ func StopWaited(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
 // that measure a server's CPU over a window.
 func CPUTicks(tb testing.TB, pid int) int64 {
 	tb.Helper()
+	f := statFields(tb, pid)
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+// MinorFaults is process pid's minor page faults so far (minflt).
+func MinorFaults(tb testing.TB, pid int) int64 {
+	tb.Helper()
+	v, err := strconv.ParseInt(statFields(tb, pid)[7], 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// statFields are the fields of /proc/PID/stat after the command's closing
+// parenthesis (the state first).
+func statFields(tb testing.TB, pid int) []string {
+	tb.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 }
