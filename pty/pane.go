@@ -175,8 +175,9 @@ func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*o
 // newPane builds a pane around a running process's pty master with a fresh emulator
 // of cols×rows; the caller starts its goroutines.
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
-	// vt.NewEmulator allocates both screens' cells (2.2 MB at 200x50) and a 4 MiB
-	// parser buffer, all garbage a moment later (shrinkParser, packAtStart). Ten
+	// vt.NewEmulator allocates a 4 MiB parser buffer (and, where panes are not
+	// packed, both screens' cells: newEmulator), garbage a moment later
+	// (shrinkParser). Ten
 	// launches at once (a for_each's max_parallel) held ten of them live together:
 	// the live heap swung by up to 60 MB, the GC's goal with it, and the server's
 	// RSS followed the goal. Built one at a time, at most one is live.
