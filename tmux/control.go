@@ -294,11 +294,6 @@ func (c *control) forgetSize() {
 // wait returns the reply of r, or ctx's error. An abandoned request stays queued so
 // later replies still match their requests.
 func (r *request) wait(ctx context.Context) ([]string, error) {
-	// A caller that gave up gets its context's error even when the reply is in
-	// already: a select between the two would pick either.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	select {
 	case rep := <-r.done:
 		return rep.lines, rep.err
