@@ -177,8 +177,8 @@ func startConfined(cmd *exec.Cmd, size *cpty.Winsize, c *core.ThreadConfine) (*o
 func newPane(h *Host, id, name string, pid int, ptmx *os.File, cols, rows int) *pane {
 	// vt.NewEmulator allocates a 4 MiB parser buffer (and, where panes are not
 	// packed, both screens' cells: newEmulator), garbage a moment later
-	// (shrinkParser). Ten
-	// launches at once (a for_each's max_parallel) held ten of them live together:
+	// (shrinkParser). Ten launches at once (a for_each's max_parallel) held ten of
+	// them live together:
 	// the live heap swung by up to 60 MB, the GC's goal with it, and the server's
 	// RSS followed the goal. Built one at a time, at most one is live.
 	h.building.Lock()
