@@ -2,6 +2,8 @@ package wait
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -117,5 +119,35 @@ func TestNeverRunsTheHeldWindowAndFailsOnAHold(t *testing.T) {
 	<-done
 	if !strings.Contains(rec.msg, "the bell rang within 200ms") {
 		t.Fatalf("failure %q, want what happened and the held window", rec.msg)
+	}
+}
+
+// Created sees a file made before it is called, one made while it waits (woken by the
+// kernel: well before a 10 s timeout), and gives up on one never made.
+func TestCreated(t *testing.T) {
+	dir := t.TempDir()
+	before := filepath.Join(dir, "before")
+	if err := os.WriteFile(before, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Created(before, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	later := filepath.Join(dir, "later")
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		os.WriteFile(filepath.Join(dir, "other"), nil, 0o600)
+		time.Sleep(50 * time.Millisecond)
+		os.WriteFile(later, nil, 0o600)
+	}()
+	t0 := time.Now()
+	if err := Created(later, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("seen after %v", d)
+	}
+	if err := Created(filepath.Join(dir, "never"), 100*time.Millisecond); err == nil {
+		t.Fatal("a file never made was seen")
 	}
 }
