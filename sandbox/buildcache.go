@@ -60,6 +60,10 @@ type built struct {
 	w witness
 	// resolved are w.real's paths, each as it was just after the build.
 	resolved []resolvedAs
+	// seen are resolved's paths and their resolutions that exist, by their inode, as
+	// record found them (confine.Policy.Seen of the launch that made b). Not changed
+	// after record.
+	seen map[string]confine.FileID
 	// dead is set before the descriptors are closed: a check that read it unset
 	// after its stats made them while the inodes were held.
 	dead atomic.Bool
@@ -93,28 +97,39 @@ type resolvedAs struct {
 // coder's was made and recorded afresh (~120 µs of its spawn, for a policy never
 // used again).
 func (f *Feature) build(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
-	own, notes, err := f.ownGrants(a, spec)
-	if err != nil {
-		return confine.Policy{}, err
-	}
-	shared, err := f.shared(a, spec, needs, sharedTmp, proc)
-	if err != nil {
-		return shared, err
-	}
-	return withOwn(shared, own, notes)
+	p, _, err := f.buildSeen(a, spec, needs, sharedTmp, proc)
+	return p, err
 }
 
-// shared is buildShared's policy, kept (build).
-func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, error) {
+// buildSeen is build, with the paths it found to be which files while it made the
+// policy (a kept one's checks, or a new one's record; nil when none): the launch's
+// ruleset check takes them as seen (confine.Policy.Seen), not stat'ed twice.
+func (f *Feature) buildSeen(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, map[string]confine.FileID, error) {
+	own, notes, err := f.ownGrants(a, spec)
+	if err != nil {
+		return confine.Policy{}, nil, err
+	}
+	shared, seen, err := f.shared(a, spec, needs, sharedTmp, proc)
+	if err != nil {
+		return shared, nil, err
+	}
+	p, err := withOwn(shared, own, notes)
+	return p, seen, err
+}
+
+// shared is buildShared's policy, kept (build), and what its checks saw.
+func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confinement, sharedTmp string, proc bool) (confine.Policy, map[string]confine.FileID, error) {
 	key := buildKey(a, spec, needs, sharedTmp, proc)
 	f.builds.mu.Lock()
 	b := f.builds.m[key]
 	f.builds.mu.Unlock()
-	if b != nil && b.holds(spec) {
-		f.builds.mu.Lock()
-		f.builds.hits++
-		f.builds.mu.Unlock()
-		return b.p, nil
+	if b != nil {
+		if seen, ok := b.holds(spec); ok {
+			f.builds.mu.Lock()
+			f.builds.hits++
+			f.builds.mu.Unlock()
+			return b.p, seen, nil
+		}
 	}
 	if b != nil {
 		f.builds.drop(key, b)
@@ -122,18 +137,18 @@ func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confine
 	var w witness
 	p, err := f.buildShared(a, spec, needs, sharedTmp, proc, &w)
 	if err != nil {
-		return p, err
+		return p, nil, err
 	}
 	nb := &built{p: p, w: w}
 	if !nb.record() {
 		nb.close()
-		return p, nil
+		return p, nil, nil
 	}
 	f.builds.mu.Lock()
 	defer f.builds.mu.Unlock()
 	if f.builds.closed {
 		nb.close()
-		return p, nil
+		return p, nb.seen, nil
 	}
 	if old := f.builds.m[key]; old != nil {
 		old.close() // another launch's build of the same inputs
@@ -144,7 +159,7 @@ func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confine
 	}
 	f.builds.m[key] = nb
 	f.builds.misses++
-	return p, nil
+	return p, nb.seen, nil
 }
 
 // drop forgets key's policy if it is still b (it no longer holds).
@@ -210,29 +225,46 @@ func (b *built) record() bool {
 		}
 		b.resolved[len(b.resolved)-1].id = id
 	}
+	b.seen = make(map[string]confine.FileID, 2*len(b.resolved))
+	for _, e := range b.resolved {
+		if e.there {
+			b.seen[e.x], b.seen[e.r] = e.id, e.id
+		}
+	}
 	return true
 }
 
-// holds says the file system is still what b's policy was made from.
-func (b *built) holds(spec *core.LaunchSpec) bool {
+// holds says the file system is still what b's policy was made from, and gives what
+// its stats found: each path that exists, by its inode now (confine.Policy.Seen).
+func (b *built) holds(spec *core.LaunchSpec) (map[string]confine.FileID, bool) {
+	seen := make(map[string]confine.FileID, len(b.seen)+len(b.w.exists))
 	for _, e := range b.resolved {
 		id, there := confine.StatID(e.x)
 		if there != e.there || id != e.id {
-			return false
+			return nil, false
+		}
+		if there {
+			seen[e.x], seen[e.r] = id, id
 		}
 		if there && e.r != e.x {
 			if rid, ok := confine.StatID(e.r); !ok || rid != e.id {
-				return false
+				return nil, false
 			}
 		}
 	}
 	for _, e := range b.w.exists {
-		_, there := confine.StatID(e.path)
+		id, there := confine.StatID(e.path)
 		if there != e.there {
-			return false
+			return nil, false
+		}
+		if there {
+			seen[e.path] = id
 		}
 	}
-	return lookPath(spec.Argv, spec.Env, spec.Cwd) == b.w.bin && !b.dead.Load()
+	if lookPath(spec.Argv, spec.Env, spec.Cwd) != b.w.bin || b.dead.Load() {
+		return nil, false
+	}
+	return seen, true
 }
 
 // buildKey is every input of buildFresh but the file system (and the feature's own

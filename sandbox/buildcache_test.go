@@ -11,6 +11,7 @@ import (
 
 	"orcr/core"
 	"orcr/core/wire"
+	"orcr/sandbox/confine"
 )
 
 // A launch's policy is kept per inputs (all of it but the agent's own folder and git
@@ -54,7 +55,17 @@ func TestBuildKeptWhileItHolds(t *testing.T) {
 	build := func(step string, hit bool) granted {
 		t.Helper()
 		h0 := f.builds.hits
-		p, err := f.build(a, newSpec(), core.Confinement{}, "", true)
+		p, seen, err := f.buildSeen(a, newSpec(), core.Confinement{}, "", true)
+		// What the build says it saw is what a stat gives now (the ruleset's check
+		// takes it instead of a stat: confine.Policy.Seen).
+		for path, id := range seen {
+			if now, ok := confine.StatID(path); !ok || now != id {
+				t.Fatalf("%s: %s seen as %v, a stat gives %v (%v)", step, path, id, now, ok)
+			}
+		}
+		if err == nil && len(seen) == 0 {
+			t.Fatalf("%s: nothing seen", step)
+		}
 		fresh, ferr := f.buildFresh(a, newSpec(), core.Confinement{}, "", true, nil)
 		if (err == nil) != (ferr == nil) || (err == nil && !reflect.DeepEqual(p, fresh)) {
 			t.Fatalf("%s: kept policy %+v (%v), a fresh build gives %+v (%v)", step, p, err, fresh, ferr)

@@ -402,7 +402,7 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err != nil {
 		return false, err
 	}
-	p, err := f.build(a, spec, needs, shared, f.inProcess)
+	p, seen, err := f.buildSeen(a, spec, needs, shared, f.inProcess)
 	if err != nil {
 		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
 	}
@@ -437,6 +437,8 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		}
 		save = func() error { return nil }
 	}
+	// The ruleset's check in Run takes what this build just checked as seen.
+	p.Seen, p.SeenAt = seen, time.Now()
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{
 		Argv: slices.Clone(own),

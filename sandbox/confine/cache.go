@@ -137,9 +137,25 @@ func (r *ruleset) holdsAny(inos []uint64) bool {
 // devices of /dev, and listing /dev (107 entries here, two of the nine mountpoints
 // stat'ed anyway) made valid 2–3× slower than nine stats (BenchmarkRulesetValid:
 // 31–61 µs against 14–23 µs at load 7).
-func (r *ruleset) valid() bool {
-	if len(r.ids) < minDirRead {
+func (r *ruleset) valid(seen map[string]FileID) bool {
+	ids := r.ids
+	if len(seen) > 0 {
+		// What the launch's policy build found a moment ago is not stat'ed again: a
+		// path seen as the ruleset's inode is unchanged, one seen as another is
+		// changed.
+		ids = make([]pathID, 0, len(r.ids))
 		for _, p := range r.ids {
+			id, ok := seen[p.path]
+			switch {
+			case !ok || p.id == (fileID{}):
+				ids = append(ids, p)
+			case id != p.id:
+				return false
+			}
+		}
+	}
+	if len(ids) < minDirRead {
+		for _, p := range ids {
 			if !p.now() {
 				return false
 			}
@@ -147,7 +163,7 @@ func (r *ruleset) valid() bool {
 		return true
 	}
 	byDir := map[string][]pathID{}
-	for _, p := range r.ids {
+	for _, p := range ids {
 		byDir[filepath.Dir(p.path)] = append(byDir[filepath.Dir(p.path)], p)
 	}
 	for dir, ps := range byDir {
@@ -328,7 +344,8 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 		}
 	}
 	r := c.m[key]
-	if r != nil && (!r.valid() || (tr != nil && len(r.held) > 2*len(tr.m)+256)) {
+	seen := p.seen()
+	if r != nil && (!r.valid(seen) || (tr != nil && len(r.held) > 2*len(tr.m)+256)) {
 		// A path changed; or most rules are of entries removed since (they grant
 		// nothing, but the ruleset only grows).
 		c.drop(key)
@@ -336,7 +353,7 @@ func (c *Rulesets) get(p Policy, flags uint32) (*ruleset, Report, uint32, error)
 	}
 	if r == nil {
 		var err error
-		if r, err = c.fresh(p); err != nil {
+		if r, err = c.fresh(p, seen); err != nil {
 			return nil, r.rep, 0, err
 		}
 		if c.m == nil {
@@ -415,7 +432,7 @@ func newRuleset(p Policy) (*ruleset, error) {
 // policy, the same for all of them, is kept built ahead (a spare), checked as a kept
 // ruleset is (valid), and the agent's own paths are added to it: a stat each and two
 // rules. The next spare is built off the spawn's path. c.mu is held.
-func (c *Rulesets) fresh(p Policy) (*ruleset, error) {
+func (c *Rulesets) fresh(p Policy, seen map[string]FileID) (*ruleset, error) {
 	p.Entries = nil
 	if len(p.Own) == 0 || !c.watch {
 		// A launcher's Prepare, or nothing of the agent's own: no spare.
@@ -427,7 +444,7 @@ func (c *Rulesets) fresh(p Policy) (*ruleset, error) {
 	sk := rulesetKey(shared)
 	s := c.spares.take(sk)
 	c.spares.prepare(sk, shared)
-	if s != nil && s.valid() {
+	if s != nil && s.valid(seen) {
 		if err := s.addOwn(p.Own); err == nil {
 			c.SpareHits++
 			return s, nil
@@ -660,6 +677,18 @@ func (c *Rulesets) evict() {
 		}
 	}
 	c.drop(old)
+}
+
+// seenFor is how long after its policy was made a launch's Seen paths stand for a
+// stat: the policy is made and applied in one launch, within a millisecond or so.
+const seenFor = time.Second
+
+// seen is p.Seen while it is recent (seenFor); nil otherwise.
+func (p Policy) seen() map[string]FileID {
+	if len(p.Seen) == 0 || time.Since(p.SeenAt) > seenFor {
+		return nil
+	}
+	return p.Seen
 }
 
 // rulesetKey is what of p makes its rules: the same key is the same ruleset.

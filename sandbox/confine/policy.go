@@ -5,6 +5,7 @@
 package confine
 
 import (
+	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,12 @@ type Policy struct {
 	// Notes are the server's account of how it built the policy (for --explain); the
 	// launcher ignores them.
 	Notes []string `json:"notes,omitempty"`
+	// Seen are paths the server found to be these files (a stat each, following
+	// links) while it made this launch's policy: Rulesets takes them as still so
+	// for a check in the same launch (SeenAt within seenFor) instead of a stat
+	// again. Never written to the file.
+	Seen   map[string]FileID `json:"-"`
+	SeenAt time.Time         `json:"-"`
 }
 
 // Report is what the launcher applied, written to Policy.Report.

@@ -25,7 +25,7 @@ func BenchmarkRulesetValid(b *testing.B) {
 	r := &ruleset{ids: ids}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !r.valid() {
+		if !r.valid(nil) {
 			b.Fatal("changed")
 		}
 	}
