@@ -354,7 +354,8 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 // from a server thread; tmux runs the launcher in the pane, whose start is part of
 // what is measured. Goal: confined ≤ 1.1× unconfined. BenchmarkSandboxedSpawn's
 // trivial program is the strict measure of orcr's own overhead; this is the share of
-// it in a real agent's start.
+// it in a real agent's start. pty/own-folder starts each claude in a folder of its
+// own, as `orcr run` starts its coders in their worktrees.
 func BenchmarkSandboxedClaudeSpawn(b *testing.B) {
 	if _, err := confine.KernelABI(); err != nil {
 		b.Skipf("no Landlock: %v", err)
@@ -367,11 +368,18 @@ func BenchmarkSandboxedClaudeSpawn(b *testing.B) {
 	defer models.Close()
 	models.SetDefault(modelserver.Turn{Text: "ok", Usage: modelserver.Usage{Input: 1, Output: 1}})
 	for _, host := range []string{"pty", "tmux"} {
-		b.Run(host, func(b *testing.B) { benchSandboxedClaude(b, host, bin, models.URL) })
+		b.Run(host, func(b *testing.B) { benchSandboxedClaude(b, host, bin, models.URL, false) })
 	}
+	// pty/own-folder: each claude in a folder of its own, as a run's coders are in
+	// their worktrees — every confined one a new policy (its ruleset, its thread).
+	b.Run("pty/own-folder", func(b *testing.B) { benchSandboxedClaude(b, "pty", bin, models.URL, true) })
 }
 
-func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
+// maxOwnFolders bounds the folders benchSandboxedClaude makes for its own-folder row
+// (claude is told each is trusted before the first spawn).
+const maxOwnFolders = 400
+
+func benchSandboxedClaude(b *testing.B, host, bin, modelURL string, ownFolder bool) {
 	dir := b.TempDir()
 	cfg, work := filepath.Join(dir, "claude-config"), filepath.Join(dir, "work")
 	for _, d := range []string{cfg, work} {
@@ -380,8 +388,24 @@ func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
 		}
 	}
 	work, _ = filepath.EvalSymlinks(work)
+	// folder is spawn n's folder: work, or one of its own.
+	folder := func(n int) string {
+		if !ownFolder {
+			return work
+		}
+		return filepath.Join(work, fmt.Sprint("c", n))
+	}
+	trusted := []string{fmt.Sprintf(`%q:{"hasTrustDialogAccepted":true}`, work)}
+	if ownFolder {
+		for n := 1; n <= maxOwnFolders; n++ {
+			if err := os.Mkdir(folder(n), 0o700); err != nil {
+				b.Fatal(err)
+			}
+			trusted = append(trusted, fmt.Sprintf(`%q:{"hasTrustDialogAccepted":true}`, folder(n)))
+		}
+	}
 	if err := os.WriteFile(filepath.Join(cfg, ".claude.json"), []byte(fmt.Sprintf(
-		`{"hasCompletedOnboarding":true,"theme":"dark","projects":{%q:{"hasTrustDialogAccepted":true}}}`, work)), 0o600); err != nil {
+		`{"hasCompletedOnboarding":true,"theme":"dark","projects":{%s}}`, strings.Join(trusted, ","))), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	srv := serve.StartBench(b, host, "GO")
@@ -409,9 +433,12 @@ func benchSandboxedClaude(b *testing.B, host, bin, modelURL string) {
 	var last wire.Agent
 	spawn := func(sb *wire.Sandbox) time.Duration {
 		n++
+		if n > maxOwnFolders {
+			b.Fatalf("more than %d spawns: raise maxOwnFolders", maxOwnFolders)
+		}
 		name := fmt.Sprintf("bench/c%d", n)
 		t0 := time.Now()
-		a, err := c.Run(ctx, wire.RunParams{Path: name, Provider: "claude", Cwd: work, Sandbox: sb})
+		a, err := c.Run(ctx, wire.RunParams{Path: name, Provider: "claude", Cwd: folder(n), Sandbox: sb})
 		if err != nil {
 			b.Fatal(err)
 		}
