@@ -5,7 +5,6 @@
 package confine
 
 import (
-	"time"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Policy is what one agent may touch. The server writes it (0600, in the agent's
