@@ -128,7 +128,9 @@ func (r *ruleset) holdsAny(inos []uint64) bool {
 	return false
 }
 
-// valid says every path of r is what it was when r was built: a stat each. Paths
+// valid says every path of r is what it was when r was built: a stat each, but for
+// the paths in seen (what this launch's policy build stat'ed a moment ago:
+// Policy.Seen), which are taken as they were seen. Paths
 // that share a parent folder with very many others (a policy that names a folder's
 // entries one by one) are checked with one read of that folder — each entry's inode
 // is in it — instead of a stat each.
