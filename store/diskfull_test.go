@@ -241,6 +241,9 @@ func TestWriteStuckInsideBadgerAnswersOnAFullDisk(t *testing.T) {
 	}
 	// Write until a write does not come back: level 0 has its two tables, a third flush
 	// waits for it, the flush queue is full, and badger's write goroutine waits for room.
+	// "Does not come back" is 5 s scaled by the machine's load (wait.Scale): a write
+	// merely slow under a full suite's load came back after 5 s once, with no error.
+	slow := wait.Scale(5 * time.Second)
 	var stuck chan error
 	for i := 0; stuck == nil; i++ {
 		if i > 2000 {
@@ -253,7 +256,7 @@ func TestWriteStuckInsideBadgerAnswersOnAFullDisk(t *testing.T) {
 			if err != nil {
 				t.Fatalf("write %d before the stall: %v", i, err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(slow):
 			stuck = done
 		}
 	}
