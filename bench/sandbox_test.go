@@ -20,6 +20,7 @@ import (
 	"orcr/testutil/apiclient"
 	"orcr/testutil/clis"
 	"orcr/testutil/modelserver"
+	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/testbin"
 	"orcr/testutil/wait"
@@ -99,7 +100,8 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 	// The server's CPU per spawn (its agent's run and kill): orcr's own work, less
 	// blurred by the machine's load than the wall time.
 	var plainCPU, boxedCPU time.Duration
-	cpu := func() time.Duration { return serverCPU(b, srv.PID()) }
+	// At the kernel's clock tick (100 Hz): summed over a row's spawns, not one spawn's.
+	cpu := func() time.Duration { return time.Duration(proc.CPUTicks(b, srv.PID())) * 10 * time.Millisecond }
 	n := 0
 	var last wire.Agent
 	spawn := func(sb *wire.Sandbox) time.Duration {
@@ -205,31 +207,6 @@ func benchSandboxedSpawn(b *testing.B, host string, inProcess, userHome, ownFold
 	}
 	b.ReportMetric(float64(plainCPU.Microseconds())/float64(b.N)/1000, "plain-srvcpu-ms")
 	b.ReportMetric(float64(boxedCPU.Microseconds())/float64(b.N)/1000, "sandboxed-srvcpu-ms")
-}
-
-// serverCPU is the CPU time process pid has used (user + system, its ended threads
-// included: /proc/PID/stat), at the kernel's clock tick (100 Hz): summed over a
-// row's spawns, not one spawn's.
-func serverCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command's closing parenthesis: state is 3rd, utime 14th.
-	_, rest, ok := strings.Cut(string(raw), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %q", pid, raw)
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // underHome moves the server's ORCR_HOME (and its config) from StartBench's short

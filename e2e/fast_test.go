@@ -300,15 +300,15 @@ func TestFastAgentRunMakesTheFullCLIsRequest(t *testing.T) {
 		}
 	}
 	// Refused requests: the server's error, printed as the full command line prints it.
+	// A path taken names its agent's state, which may move between the two calls
+	// (working, then idle: seen once in a full run): left out of the comparison.
+	taken := regexp.MustCompile(`is already [a-z]+ \(`)
 	for _, args := range [][]string{
 		{"agent", "run", "Bad Path!", "--", "true"},
 		{"agent", "run", "run0/fast", "--", "true"}, // taken
 		{"agent", "run", "--priority=-1000000", "--mcp", "bogus", "errs/mcp", "--", "true"},
 	} {
 		f, full, answered := runBoth(e, args...)
-		// A path taken names its agent's state, which may move between the two
-		// calls (working, then idle: seen once in a full run).
-		taken := regexp.MustCompile(`is already [a-z]+ \(`)
 		f.Err, full.Err = taken.ReplaceAllString(f.Err, "is already STATE ("), taken.ReplaceAllString(full.Err, "is already STATE (")
 		if f != full || f.Code == 0 {
 			t.Errorf("orcr %q:\nfast path: %+v\nfull CLI:  %+v", args, f, full)

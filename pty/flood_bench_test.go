@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core"
 	"orcr/pty"
+	"orcr/testutil/proc"
 )
 
 // floodFile writes size bytes of text lines (10 to 300 columns, so some wrap a 200-column
@@ -39,12 +39,6 @@ func floodFile(b *testing.B, size int, colour bool) string {
 		b.Fatal(err)
 	}
 	return path
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchFlood floods a 200×50 pane with size bytes while a reader reads the screen every 10 ms,
@@ -76,9 +70,9 @@ func benchFlood(b *testing.B, size int, colour bool, budget, readBudget time.Dur
 			time.Sleep(10 * time.Millisecond)
 		}
 		took := time.Since(start)
-		c0, w0 := cpuTime(), time.Now()
+		c0, w0 := proc.SelfCPU(b), time.Now()
 		time.Sleep(time.Second)
-		cpu := float64(cpuTime()-c0) / float64(time.Since(w0)) * 100
+		cpu := float64(proc.SelfCPU(b)-c0) / float64(time.Since(w0)) * 100
 		b.ReportMetric(took.Seconds(), "s/flood")
 		b.ReportMetric(float64(size)/took.Seconds()/1e6, "MB/s")
 		b.ReportMetric(float64(maxRead.Microseconds())/1000, "ms/slowest-read")

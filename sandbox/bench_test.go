@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"orcr/core/wire"
 	"orcr/pty"
 	"orcr/sandbox/confine"
+	"orcr/testutil/proc"
 )
 
 // BenchmarkWrapLaunch is the server's share of a confined spawn: the policy built
@@ -145,7 +145,7 @@ func BenchmarkConfinedStartOverhead(b *testing.B) {
 				// cpu-us: the process's CPU (its threads, ended ones included) from the
 				// wrap to the next folder's making: the confinement's whole work, what
 				// it makes ahead for the next launch included.
-				c0 := processCPU()
+				c0 := proc.SelfCPU(b)
 				t0 := time.Now()
 				if _, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{}); err != nil {
 					b.Fatal(err)
@@ -159,19 +159,10 @@ func BenchmarkConfinedStartOverhead(b *testing.B) {
 				// Spawns come a few milliseconds apart (the program's own start): what
 				// a confinement prepares off the spawn's path has that long.
 				time.Sleep(2 * time.Millisecond)
-				cpuT += processCPU() - c0
+				cpuT += proc.SelfCPU(b) - c0
 			}
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) of this process, all its threads.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // launchFolder is the folder launch n runs in: work, or with own a new folder of its

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"orcr/core/wire"
 	"orcr/orchestrate/run"
 	runapi "orcr/orchestrate/run/api"
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 )
 
@@ -83,7 +83,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	}
 	storeBefore := dirSize(filepath.Join(g.home, "store"))
 	procsBefore := run.GitProcs()
-	cpuBefore := cpuTime(t)
+	cpuBefore := proc.SelfCPU(t)
 	start := time.Now()
 	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "chain", Coders: 2, Coder: "shell", CoderArgv: instantCoder(g.orcr, stamps), Lead: "none"}); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestRunOverheadTwentyMilestones(t *testing.T) {
 	wait.For(t, time.Minute, "the run to finish", func() bool { return g.status("chain").State == "done" })
 	wall := time.Since(start)
 	procs := run.GitProcs() - procsBefore
-	cpu := cpuTime(t) - cpuBefore
+	cpu := proc.SelfCPU(t) - cpuBefore
 
 	es, err := g.svc.RunEvents(ctx, runapi.RunEventsParams{Name: "chain"})
 	if err != nil {
@@ -228,16 +228,6 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// cpuTime is the CPU time this process (the server under test) has used so far: unlike
-// the wall time it does not grow with what else the machine runs.
-func cpuTime(t testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // traceRun logs the run's timeline (its log entries and the coders' and checks'

@@ -140,32 +140,26 @@ func (r *ruleset) holdsAny(inos []uint64) bool {
 // stat'ed anyway) made valid 2–3× slower than nine stats (BenchmarkRulesetValid:
 // 31–61 µs against 14–23 µs at load 7).
 func (r *ruleset) valid(seen map[string]FileID) bool {
-	ids := r.ids
-	if len(seen) > 0 {
-		// What the launch's policy build found a moment ago is not stat'ed again: a
-		// path seen as the ruleset's inode is unchanged, one seen as another is
-		// changed.
-		ids = make([]pathID, 0, len(r.ids))
+	if len(r.ids) < minDirRead {
 		for _, p := range r.ids {
-			id, ok := seen[p.path]
-			switch {
-			case !ok || p.id == (fileID{}):
-				ids = append(ids, p)
-			case id != p.id:
-				return false
-			}
-		}
-	}
-	if len(ids) < minDirRead {
-		for _, p := range ids {
-			if !p.now() {
+			if same, known := p.seenAs(seen); known {
+				if !same {
+					return false
+				}
+			} else if !p.now() {
 				return false
 			}
 		}
 		return true
 	}
 	byDir := map[string][]pathID{}
-	for _, p := range ids {
+	for _, p := range r.ids {
+		if same, known := p.seenAs(seen); known {
+			if !same {
+				return false
+			}
+			continue
+		}
 		byDir[filepath.Dir(p.path)] = append(byDir[filepath.Dir(p.path)], p)
 	}
 	for dir, ps := range byDir {
@@ -183,6 +177,17 @@ func (r *ruleset) valid(seen map[string]FileID) bool {
 		}
 	}
 	return true
+}
+
+// seenAs says whether seen (Policy.Seen) knows p — a path that existed when the
+// ruleset was built and this launch's policy build stat'ed — and if so whether it
+// is still p's inode.
+func (p pathID) seenAs(seen map[string]FileID) (same, known bool) {
+	if p.id == (fileID{}) {
+		return false, false
+	}
+	id, ok := seen[p.path]
+	return id == p.id, ok
 }
 
 // minDirRead is how many paths of one folder make reading the folder cheaper than a

@@ -410,9 +410,9 @@ func TestRulesetsTakeSeenPaths(t *testing.T) {
 	other.Seen = map[string]FileID{work: goneID, gone: goneID}
 	other.SeenAt = time.Now()
 	run("seen as another inode", other, 1, 2)
-	// The ruleset built then holds gone as missing; seen long ago as there, a stat
-	// decides: still missing, a hit.
-	stale := seen
+	// Seen long ago, work as another inode is not taken: a stat finds it the one the
+	// ruleset holds, a hit.
+	stale := other
 	stale.SeenAt = time.Now().Add(-2 * seenFor)
 	run("seen long ago", stale, 2, 2)
 }

@@ -40,6 +40,18 @@ func CPUTicks(tb testing.TB, pid int) int64 {
 	return u + st
 }
 
+// SelfCPU is the CPU time (user and system) this process has used so far, its ended
+// threads included: for benchmarks and tests that measure what the code under test
+// costs in this process, which unlike wall time does not grow with what else runs.
+func SelfCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // MinorFaults is process pid's minor page faults so far (minflt).
 func MinorFaults(tb testing.TB, pid int) int64 {
 	tb.Helper()
