@@ -128,14 +128,36 @@ func plainByte(c byte) bool { return c >= 0x20 && c < 0x7f || c == '\r' || c == 
 // feed gives b to the emulator, taking the fast path for long plain runs, and copies it to the
 // attached streams. The caller holds p.mu, which feed may release and take again between
 // pieces; the history is drained when it returns.
+//
+// The emulator's parser reads a string's payload a byte at a time, as 8-bit controls: a
+// 0x9C ends an OSC (and a DCS) as ST would, and in an APC, PM or SOS any byte from 0x80
+// leaves the string. In UTF-8 those bytes are parts of characters — "✳" is E2 9C B3 — so
+// claude's title "\x1b]0;✳ Claude Code\x07" printed " Claude Code" over its input line, where
+// the next keys it echoed then read "probedtextde" (xterm and tmux, UTF-8 first, keep the
+// string whole). So the emulator gets such bytes as '?', inside the string: nothing it
+// draws changes, only a title or link text it keeps and orcr does not read. The attached
+// streams get b as the program wrote it.
 func (p *pane) feed(b []byte) {
 	p.unpackScreens()
 	p.armPack()
 	f := &p.fast
 	rows := p.emu.Height()
 	start := 0
+	var fixed []byte // b with the string bytes the parser would misread replaced; nil: none
+	emuBytes := func(i, j int) []byte {
+		if fixed != nil {
+			return fixed[i:j]
+		}
+		return b[i:j]
+	}
 	for i := 0; i < len(b); {
 		if f.st != sGround || f.unsure || !plainByte(b[i]) {
+			if f.misread(b[i]) {
+				if fixed == nil {
+					fixed = bytes.Clone(b)
+				}
+				fixed[i] = '?'
+			}
 			f.step(b[i])
 			i++
 			continue
@@ -148,13 +170,26 @@ func (p *pane) feed(b []byte) {
 			j++
 		}
 		if lfs >= 2*rows { // enough to scroll a screenful wherever the cursor is
-			p.slowWrite(b[start:i])
+			p.slowWrite(emuBytes(start, i), b[start:i])
 			p.plainRun(b[i:j])
 			start = j
 		}
 		i = j // plain bytes in the ground state leave the scanner where it is
 	}
-	p.slowWrite(b[start:])
+	p.slowWrite(emuBytes(start, len(b)), b[start:])
+}
+
+// misread reports whether the emulator's parser, in the string the scanner is in, would
+// take c as an 8-bit control that ends the string, where in UTF-8 it is part of a
+// character (feed).
+func (f *fastState) misread(c byte) bool {
+	switch f.st {
+	case sOSC:
+		return c == 0x9c
+	case sString:
+		return c >= 0x80
+	}
+	return false
 }
 
 // plainRun applies a run of plain bytes, through the fast path where it can. When the screen is
@@ -170,23 +205,25 @@ func (p *pane) plainRun(run []byte) {
 			return
 		}
 		lf := bytes.IndexByte(run, '\n')
-		p.slowWrite(run[:lf+1])
+		p.slowWrite(run[:lf+1], run[:lf+1])
 		run = run[lf+1:]
 	}
-	p.slowWrite(run)
+	p.slowWrite(run, run)
 }
 
 // slowWrite gives b to the emulator in pieces, draining the history after each, and lets
 // screen reads in between: under a flood the fast path cannot take (every line coloured) the
-// emulator needs ~10 ms a piece on a busy machine. Attached streams get each piece once the
+// emulator needs ~10 ms a piece on a busy machine. Attached streams get each piece of out (b
+// as the program wrote it, which feed may have changed for the emulator; as long) once the
 // emulator has it, so one attaching in between is drawn that state and sent only what follows.
-func (p *pane) slowWrite(b []byte) {
+func (p *pane) slowWrite(b, out []byte) {
 	for len(b) > 0 {
 		n := min(len(b), slowPiece)
 		_, _ = p.emu.Write(b[:n])
 		p.hist.drain(p.emu)
-		p.emit(b[:n])
-		if b = b[n:]; len(b) > 0 {
+		p.emit(out[:n])
+		b, out = b[n:], out[n:]
+		if len(b) > 0 {
 			p.mu.Unlock() // a reader that waited over 1 ms is handed the lock (sync.Mutex starvation mode)
 			p.mu.Lock()
 		}

@@ -160,3 +160,22 @@ func TestMarginsPastTheScreenAreIgnored(t *testing.T) {
 		t.Fatalf("screen %q", s)
 	}
 }
+
+// A string's payload split across reads (a byte at a time) is read as one: the pane's
+// screen is the same as when the whole came in one read.
+func TestStringPayloadSplitAcrossReads(t *testing.T) {
+	in := []byte("ab\x1b]0;✳ Claude Code\x07cd\r\nab\x1b_✳ apc — é\x1b\\cd\r\nab\x1bP1$q✳\x1b\\cd\r\n")
+	whole, split := testPane(40, 6), testPane(40, 6)
+	whole.mu.Lock()
+	whole.feed(in)
+	whole.mu.Unlock()
+	for i := range in {
+		split.mu.Lock()
+		split.feed(in[i : i+1])
+		split.mu.Unlock()
+	}
+	got, want := strings.Join(screenLines(split.emu), "\n"), strings.Join(screenLines(whole.emu), "\n")
+	if got != want || !strings.HasPrefix(want, "abcd\nabcd\nabcd") {
+		t.Fatalf("byte at a time:\n%s\nwhole:\n%s", got, want)
+	}
+}

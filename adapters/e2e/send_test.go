@@ -122,10 +122,17 @@ func testClaudeSend(t *testing.T, host string) {
 	if got := conv[len(conv)-1].LastUser(); got != "typed red and ctrl-c end" {
 		t.Fatalf("the typed text reached the model as %q", got)
 	}
+	// Every message showed in claude's input before Enter went: a send that waits out
+	// the echo bound (2 s) and presses Enter blind is what a screen the host drew
+	// wrongly costs (the pty host printed a title's " Claude Code" over the input, so
+	// no short message ever read back).
 	if b, err := os.ReadFile(filepath.Join(e.Home, "orcr.log")); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.Contains(l, "send:") {
 				t.Log(l)
+			}
+			if strings.Contains(l, "send: the text did not show on the screen") {
+				t.Errorf("%s: a message did not show in claude's input: %s", host, l)
 			}
 		}
 	}
