@@ -15,6 +15,8 @@ import (
 	"orcr/core/wire"
 	"orcr/github"
 	listenapi "orcr/listen/api"
+
+	"golang.org/x/sys/unix"
 )
 
 // The listener service (DESIGN §11): listener files under Dir, hot-reloaded, and
@@ -81,6 +83,10 @@ type Service struct {
 	disabled map[string]bool
 	wake     chan struct{}
 	sem      chan struct{}
+	// changed is signalled by watch (the folder changed); both are the loop's.
+	changed     chan struct{}
+	watch       *dirWatch
+	watchWarned bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -116,7 +122,7 @@ func NewService(o ServiceOptions) (*Service, error) {
 		}
 	}
 	s := &Service{opts: o, log: o.Logger, ls: map[string]*entry{},
-		files: map[string]Loaded{}, disabled: map[string]bool{}, wake: make(chan struct{}, 1),
+		files: map[string]Loaded{}, disabled: map[string]bool{}, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		sem: make(chan struct{}, o.MaxTicks)}
 	s.dispatc = &dispatcher{s: s}
 	return s, nil
@@ -153,10 +159,34 @@ func (s *Service) start(ctx context.Context) error {
 		s.setLocked(ctx, d.name, "api", "", d.doc.Document, l, err)
 	}
 	s.mu.Unlock()
+	// Watched before the first scan: a file written between them is seen by either.
+	s.watchDir()
 	s.rescan(ctx)
 	s.wg.Add(1)
 	go s.loop()
 	return nil
+}
+
+// watchDir watches the listener folder when it is not watched yet (or its watch ended:
+// the folder was removed or moved); start's, then the loop's. A folder that does not exist is
+// watched from the rescan that finds it.
+func (s *Service) watchDir() {
+	if s.watch != nil && s.watch.alive() {
+		return
+	}
+	if s.watch != nil {
+		s.watch.close()
+		s.watch = nil
+	}
+	w, err := watchDir(s.opts.Dir, s.changed)
+	if err != nil {
+		if !errors.Is(err, unix.ENOENT) && !s.watchWarned {
+			s.watchWarned = true
+			s.log.Warn("listener dir: not watched, rescanned every "+s.opts.Rescan.String(), "dir", s.opts.Dir, "err", err)
+		}
+		return
+	}
+	s.watch = w
 }
 
 func (s *Service) kick() {
@@ -178,6 +208,11 @@ func (s *Service) loop() {
 	defer s.wg.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	defer func() {
+		if s.watch != nil {
+			s.watch.close()
+		}
+	}()
 	now := s.opts.Now()
 	nextScan := now.Add(s.opts.Rescan)
 	nextPrune := now
@@ -187,9 +222,15 @@ func (s *Service) loop() {
 			return
 		case <-timer.C:
 		case <-s.wake:
+		case <-s.changed:
+			// An edit applies now, not at the next timed rescan (watch.go).
+			if at := s.opts.Now().Add(watchSettle); at.Before(nextScan) {
+				nextScan = at
+			}
 		}
 		now = s.opts.Now()
 		if !now.Before(nextScan) {
+			s.watchDir() // first: a change after the scan's read is seen
 			s.rescan(s.ctx)
 			nextScan = now.Add(s.opts.Rescan)
 		}

@@ -339,3 +339,35 @@ func TestPruneShownKeepsWhatTheSourceShows(t *testing.T) {
 		t.Error("a skipped listener's mark was pruned")
 	}
 }
+
+// TestEditsApplyAtOnce: with the timed rescan an hour away, a listener file written in
+// place, replaced by a rename, made invalid and removed each applies at once — the
+// folder is watched (watch.go).
+func TestEditsApplyAtOnce(t *testing.T) {
+	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
+	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, plans: r.plans, st: r.st}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc = svc
+	t.Cleanup(func() { svc.Close() })
+	// Written in place (an editor saving over the file).
+	if err := os.WriteFile(filepath.Join(r.dir, "a.toml"), []byte(shellDoc("echo one", "p {{id}}")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 5*time.Second, "a, written in place, dispatches", func() bool { return len(r.ag.paths()) == 1 })
+	r.write("a", shellDoc("printf 'one\\ntwo\\n'", "q {{id}}")) // renamed over
+	wait.For(t, 5*time.Second, "a, renamed over, dispatches its new line", func() bool { return len(r.ag.paths()) == 2 })
+	r.write("a", "interval = \"1s\"\n[source]\ntype = \"nope\"\n")
+	wait.For(t, 5*time.Second, "a invalid", func() bool {
+		l, err := r.get("a")
+		return err == nil && l.State == "invalid"
+	})
+	if err := os.Remove(filepath.Join(r.dir, "a.toml")); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 5*time.Second, "a removed", func() bool { _, err := r.get("a"); return err != nil })
+}
