@@ -164,16 +164,18 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	// limit is hit and the second opus spawn is held: a real claude's first turn took
 	// 55 s at a load of 40, and a reset 90 s out had passed before the queue was read.
 	// So the reset is set when the opus request arrives (after the CLI's start, however
-	// slow), the next whole minute at least 15 s (scaled with the test's waits) after
+	// slow), the next whole minute at least 4 s (scaled with the test's waits) after
 	// it: fixed at the start with the start's margin in it, the test waited out 45 s ×
-	// the scale plus the minute's rest after the limit, 2-5 minutes in CI.
+	// the scale plus the minute's rest after the limit, 2-5 minutes in CI. From the
+	// request to the sonnet spawn's admission took 0.36 s here (session 15); a margin
+	// of 15 s scaled (45-90 s in CI) was waited out in every run.
 	var resetMu sync.Mutex
-	var built time.Time
+	var built, limitAt time.Time
 	srv.Push(modelserver.Turn{Match: func(r modelserver.Request) bool { return strings.Contains(string(r.Body), "opus") },
 		Build: func(modelserver.Request) modelserver.Turn {
-			at := time.Now().Add(wait.Scale(15 * time.Second)).Truncate(time.Minute).Add(time.Minute)
+			at := time.Now().Add(wait.Scale(4 * time.Second)).Truncate(time.Minute).Add(time.Minute)
 			resetMu.Lock()
-			built = at
+			built, limitAt = at, time.Now()
 			resetMu.Unlock()
 			msg := "You've hit your Opus limit · resets " + strings.ToLower(at.UTC().Format("3:04pm")) + " (UTC)"
 			return modelserver.Turn{Limit: &modelserver.LimitError{ResetsAt: at, Message: msg, Claim: "seven_day_opus"}}
@@ -204,6 +206,7 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	if a := e.Agent("m/sonnet"); a.State == wire.StateQueued || time.Now().After(reset) {
 		t.Fatalf("sonnet on the opus-limited account: %s (%s) at %s, reset %s", a.State, a.StateReason, time.Now().Format(time.TimeOnly), reset.Format(time.TimeOnly))
 	}
+	t.Logf("limit hit %s, sonnet admitted %s, the reset %s after that", limitAt.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), time.Until(reset).Round(time.Millisecond))
 	s := e.WaitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if s.Account != "work" {
 		t.Fatalf("sonnet on %q", s.Account)
