@@ -218,8 +218,13 @@ func TestNodeAgents(t *testing.T) {
 		t.Fatalf("short: %s (%s; %s) exit %v", got.State, got.StateReason, got.Error, got.ExitCode)
 	}
 
-	// kill -9 of the node's server: started again, the agents still there.
+	// kill -9 of the node's server: started again, the agents still there. (Until
+	// the coordinator has seen the link drop it still says up: wait for the new server.)
+	pid := n.ServerPID()
 	n.KillServer9(t)
+	if !wait.Until(30*time.Second, func() bool { p := n.ServerPID(); return p != 0 && p != pid }) {
+		t.Fatal("the node's server was not started again")
+	}
 	c.waitState("big", nodeapi.StateUp)
 	c.waitAgent("n/a1", func(a wire.Agent) bool { return !a.Unreachable && a.State.Live() }, "after the node server's kill -9")
 	if err := c.cl.Send(ctx, wire.SendParams{Target: "n/a1", Text: "after-kill", Enter: true}); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"orcr/core/wire"
 	nodeapi "orcr/nodes/api"
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 )
 
@@ -138,7 +139,7 @@ func (n *realNode) serverPID() int {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+	if pid <= 0 || proc.Gone(pid) {
 		return 0
 	}
 	return pid
@@ -147,7 +148,7 @@ func (n *realNode) serverPID() int {
 func (n *realNode) stopServer() {
 	if pid := n.serverPID(); pid != 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-		if !wait.Until(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		if !wait.Until(10*time.Second, func() bool { return proc.Gone(pid) }) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

@@ -1,6 +1,15 @@
 package roles_test
 
-import "syscall"
+import (
+	"errors"
 
-// processAlive is nil when pid runs (signal 0 reaches it).
-func processAlive(pid int) error { return syscall.Kill(pid, 0) }
+	"orcr/testutil/proc"
+)
+
+// processAlive is nil when pid runs (a zombie, exited and not yet reaped, has ended).
+func processAlive(pid int) error {
+	if proc.Gone(pid) {
+		return errors.New("no such process")
+	}
+	return nil
+}

@@ -29,6 +29,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"orcr/core/socket"
+	"orcr/testutil/proc"
 	"orcr/testutil/serve"
 	"orcr/testutil/wait"
 )
@@ -357,7 +358,7 @@ func (n *Node) ServerPID() int {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+	if pid <= 0 || proc.Gone(pid) {
 		return 0
 	}
 	return pid
@@ -371,7 +372,7 @@ func (n *Node) KillServer9(t testing.TB) {
 		t.Fatal("sshnode: no orcr server runs on the node")
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
-	if !wait.Until(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+	if !wait.Until(10*time.Second, func() bool { return proc.Gone(pid) }) {
 		t.Fatalf("sshnode: server %d still there after SIGKILL", pid)
 	}
 }
@@ -383,7 +384,7 @@ func (n *Node) StopServer(t testing.TB) {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)
-	if !wait.Until(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+	if !wait.Until(10*time.Second, func() bool { return proc.Gone(pid) }) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

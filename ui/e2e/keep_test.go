@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 )
 
@@ -28,13 +29,13 @@ func TestKeepRunningOnTmux(t *testing.T) {
 	t.Cleanup(func() {
 		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
 		for _, pid := range r.pids {
-			wait.For(t, 15*time.Second, "the dashboard to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+			wait.For(t, 15*time.Second, "the dashboard to exit", func() bool { return proc.Gone(pid) })
 		}
 		// The background server this test made: stop it, then the agents' tmux.
 		if b, err := os.ReadFile(filepath.Join(r.home, "orcr.lock")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 				_ = syscall.Kill(pid, syscall.SIGTERM)
-				if !wait.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+				if !wait.Until(15*time.Second, func() bool { return proc.Gone(pid) }) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"orcr/testutil/clis"
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 
 	"orcr/testutil/testbin"
@@ -69,7 +70,7 @@ func newRigTB(t testing.TB) *rig {
 		// (and stop its embedded agents) before the home is removed under it.
 		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
 		for _, pid := range r.pids {
-			if !wait.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+			if !wait.Until(15*time.Second, func() bool { return proc.Gone(pid) }) {
 				t.Errorf("dashboard %d did not exit after its terminal hung up; killing it", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

@@ -8,10 +8,10 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"orcr/testutil/proc"
 	"orcr/testutil/wait"
 )
 
@@ -33,7 +33,7 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 		// tmux server again. Then the agents' server, which outlives orcr by design.
 		_ = exec.Command("tmux", "-S", r.sock, "kill-server").Run()
 		for _, pid := range r.pids {
-			wait.For(t, 15*time.Second, "the dashboard to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+			wait.For(t, 15*time.Second, "the dashboard to exit", func() bool { return proc.Gone(pid) })
 		}
 		_ = exec.Command("tmux", "-S", agentSock, "kill-server").Run()
 	})
