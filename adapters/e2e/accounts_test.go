@@ -185,7 +185,7 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 		return a.State == wire.StateBlocked && a.Blocked != nil && a.Blocked.Kind == wire.BlockedLimit
 	})
 	resetMu.Lock()
-	reset := built
+	reset, hit := built, limitAt
 	resetMu.Unlock()
 	if a.Blocked.ResetsAt == nil || !a.Blocked.ResetsAt.Equal(reset) {
 		t.Fatalf("blocked %+v, want reset %v", a.Blocked, reset)
@@ -206,7 +206,7 @@ func TestClaudeOpusLimitHoldsOpusOnly(t *testing.T) {
 	if a := e.Agent("m/sonnet"); a.State == wire.StateQueued || time.Now().After(reset) {
 		t.Fatalf("sonnet on the opus-limited account: %s (%s) at %s, reset %s", a.State, a.StateReason, time.Now().Format(time.TimeOnly), reset.Format(time.TimeOnly))
 	}
-	t.Logf("limit hit %s, sonnet admitted %s, the reset %s after that", limitAt.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), time.Until(reset).Round(time.Millisecond))
+	t.Logf("limit hit %s, sonnet admitted %s, the reset %s after that", hit.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), time.Until(reset).Round(time.Millisecond))
 	s := e.WaitAgent("m/sonnet", 90*time.Second, "sonnet work runs", func(a wire.Agent) bool { return a.State == wire.StateDone })
 	if s.Account != "work" {
 		t.Fatalf("sonnet on %q", s.Account)
