@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -86,6 +87,7 @@ type Service struct {
 	// changed is signalled by watch (the folder changed); both are the loop's.
 	changed     chan struct{}
 	watch       *dirWatch
+	watched     string // the folder watch watches: Dir, or its parent while Dir is missing
 	watchWarned bool
 
 	ctx    context.Context
@@ -168,25 +170,31 @@ func (s *Service) start(ctx context.Context) error {
 }
 
 // watchDir watches the listener folder when it is not watched yet (or its watch ended:
-// the folder was removed or moved); start's, then the loop's. A folder that does not exist is
-// watched from the rescan that finds it.
+// the folder was removed or moved); start's, then the loop's. A folder that does not
+// exist yet has its parent watched instead (a user making listeners/ for a first
+// listener), so its making is rescanned at once too, and the folder is watched from
+// that rescan on.
 func (s *Service) watchDir() {
-	if s.watch != nil && s.watch.alive() {
+	target := s.opts.Dir
+	if _, err := os.Stat(target); err != nil {
+		target = filepath.Dir(target)
+	}
+	if s.watch != nil && s.watch.alive() && s.watched == target {
 		return
 	}
 	if s.watch != nil {
 		s.watch.close()
-		s.watch = nil
+		s.watch, s.watched = nil, ""
 	}
-	w, err := watchDir(s.opts.Dir, s.changed)
+	w, err := watchDir(target, s.changed)
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) && !s.watchWarned {
 			s.watchWarned = true
-			s.log.Warn("listener dir: not watched, rescanned every "+s.opts.Rescan.String(), "dir", s.opts.Dir, "err", err)
+			s.log.Warn("listener dir: not watched, rescanned every "+s.opts.Rescan.String(), "dir", target, "err", err)
 		}
 		return
 	}
-	s.watch = w
+	s.watch, s.watched = w, target
 }
 
 func (s *Service) kick() {

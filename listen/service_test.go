@@ -371,3 +371,28 @@ func TestEditsApplyAtOnce(t *testing.T) {
 	}
 	wait.For(t, 5*time.Second, "a removed", func() bool { _, err := r.get("a"); return err != nil })
 }
+
+// TestFirstListenerInAFolderMadeLater: the listener folder does not exist when the
+// server starts; made later with a first listener in it, the listener runs at once,
+// not at the next timed rescan (an hour here) — its parent is watched meanwhile.
+func TestFirstListenerInAFolderMadeLater(t *testing.T) {
+	r := &svcRig{t: t, dir: filepath.Join(t.TempDir(), "listeners"), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
+	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, plans: r.plans, st: r.st}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc = svc
+	t.Cleanup(func() { svc.Close() })
+	if err := os.Mkdir(r.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Written a moment after the folder, as a user would: the folder is watched by
+	// then, or the rescan its making caused has found the file.
+	r.write("a", shellDoc("echo one", "p {{id}}"))
+	wait.For(t, 5*time.Second, "a, in a folder made after the start, dispatches", func() bool { return len(r.ag.paths()) == 1 })
+	r.write("b", shellDoc("echo bee", "b"))
+	wait.For(t, 5*time.Second, "b dispatches", func() bool { return len(r.ag.paths()) == 2 })
+}
