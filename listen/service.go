@@ -87,7 +87,7 @@ type Service struct {
 	// changed is signalled by watch (the folder changed); both are the loop's.
 	changed     chan struct{}
 	watch       *dirWatch
-	watched     string // the folder watch watches: Dir, or its parent while Dir is missing
+	watched     string // the folder watch watches: Dir, or its nearest parent while Dir is missing
 	watchWarned bool
 
 	ctx    context.Context
@@ -171,12 +171,15 @@ func (s *Service) start(ctx context.Context) error {
 
 // watchDir watches the listener folder when it is not watched yet (or its watch ended:
 // the folder was removed or moved); start's, then the loop's. A folder that does not
-// exist yet has its parent watched instead (a user making listeners/ for a first
-// listener), so its making is rescanned at once too, and the folder is watched from
-// that rescan on.
+// exist yet has its nearest existing parent watched instead (a user making
+// ~/.config/orcr/listeners for a first listener: `mkdir -p`), so its making is
+// rescanned at once too, and the folder is watched from that rescan on.
 func (s *Service) watchDir() {
 	target := s.opts.Dir
-	if _, err := os.Stat(target); err != nil {
+	for {
+		if _, err := os.Stat(target); err == nil || filepath.Dir(target) == target {
+			break
+		}
 		target = filepath.Dir(target)
 	}
 	if s.watch != nil && s.watch.alive() && s.watched == target {

@@ -372,11 +372,13 @@ func TestEditsApplyAtOnce(t *testing.T) {
 	wait.For(t, 5*time.Second, "a removed", func() bool { _, err := r.get("a"); return err != nil })
 }
 
-// TestFirstListenerInAFolderMadeLater: the listener folder does not exist when the
-// server starts; made later with a first listener in it, the listener runs at once,
-// not at the next timed rescan (an hour here) — its parent is watched meanwhile.
+// TestFirstListenerInAFolderMadeLater: the listener folder and its parent do not exist
+// when the server starts; made later (mkdir -p) with a first listener in it, the
+// listener runs at once, not at the next timed rescan (an hour here) — the nearest
+// existing parent is watched meanwhile.
 func TestFirstListenerInAFolderMadeLater(t *testing.T) {
-	r := &svcRig{t: t, dir: filepath.Join(t.TempDir(), "listeners"), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
+	// Two levels missing, as ~/.config/orcr/listeners is on a new machine.
+	r := &svcRig{t: t, dir: filepath.Join(t.TempDir(), "orcr", "listeners"), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
 	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +388,7 @@ func TestFirstListenerInAFolderMadeLater(t *testing.T) {
 	}
 	r.svc = svc
 	t.Cleanup(func() { svc.Close() })
-	if err := os.Mkdir(r.dir, 0o700); err != nil {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// Written a moment after the folder, as a user would: the folder is watched by
