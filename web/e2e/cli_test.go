@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"orcr/testutil/rig"
+	"orcr/testutil/wait"
 )
 
 // TestWildcardGatewayAsANewUser walks what a new user does to reach the fleet from
@@ -35,8 +37,12 @@ func TestWildcardGatewayAsANewUser(t *testing.T) {
 		t.Fatalf("web pair with no server: exit %d\n%s%s", res.Code, res.Out, res.Err)
 	}
 	r.Serve()
-	if out := r.Srv.Output(); !strings.Contains(out, "no web token exists; make one first (orcr web token new --scope act)") {
-		t.Fatalf("serve on 0.0.0.0 with no token said:\n%s", out)
+	// The warning comes as the gateway would start, a moment after the socket answers
+	// (Serve's return): it once was not there yet.
+	if !wait.Until(10*time.Second, func() bool {
+		return strings.Contains(r.Srv.Output(), "no web token exists; make one first (orcr web token new --scope act)")
+	}) {
+		t.Fatalf("serve on 0.0.0.0 with no token said:\n%s", r.Srv.Output())
 	}
 	if res := r.Run("web", "pair", "--no-qr"); res.Code == 0 || !strings.Contains(res.Err, "no web token exists: make one (orcr web token new --scope act)") {
 		t.Fatalf("web pair before any token: exit %d\n%s%s", res.Code, res.Out, res.Err)
