@@ -136,8 +136,11 @@ func newSvcRig(t *testing.T) *svcRig {
 	return r
 }
 
-func (r *svcRig) start() {
-	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: 20 * time.Millisecond})
+func (r *svcRig) start() { r.startWith(20 * time.Millisecond) }
+
+// startWith starts the service with its timed rescan every rescan.
+func (r *svcRig) startWith(rescan time.Duration) {
+	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: rescan})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -345,15 +348,7 @@ func TestPruneShownKeepsWhatTheSourceShows(t *testing.T) {
 // folder is watched (watch.go).
 func TestEditsApplyAtOnce(t *testing.T) {
 	r := &svcRig{t: t, dir: t.TempDir(), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
-	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, plans: r.plans, st: r.st}); err != nil {
-		t.Fatal(err)
-	}
-	r.svc = svc
-	t.Cleanup(func() { svc.Close() })
+	r.startWith(time.Hour)
 	// Written in place (an editor saving over the file).
 	if err := os.WriteFile(filepath.Join(r.dir, "a.toml"), []byte(shellDoc("echo one", "p {{id}}")), 0o600); err != nil {
 		t.Fatal(err)
@@ -379,15 +374,7 @@ func TestEditsApplyAtOnce(t *testing.T) {
 func TestFirstListenerInAFolderMadeLater(t *testing.T) {
 	// Two levels missing, as ~/.config/orcr/listeners is on a new machine.
 	r := &svcRig{t: t, dir: filepath.Join(t.TempDir(), "orcr", "listeners"), k: &fakeKernel{}, ag: &fakeAgents{}, plans: newFakePlans(), st: newMemStore()}
-	svc, err := NewService(ServiceOptions{Dir: r.dir, Rescan: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background(), testKernel{k: r.k, ag: r.ag, plans: r.plans, st: r.st}); err != nil {
-		t.Fatal(err)
-	}
-	r.svc = svc
-	t.Cleanup(func() { svc.Close() })
+	r.startWith(time.Hour)
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
