@@ -66,12 +66,25 @@ func MinorFaults(tb testing.TB, pid int) int64 {
 // parenthesis (the state first).
 func statFields(tb testing.TB, pid int) []string {
 	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := readStat(pid)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return f
+}
+
+// readStat is statFields without a test to fail: an error when the process is gone.
+func readStat(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
 	s := string(data)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	return strings.Fields(s[i+2:]), nil
 }
 
 // Gone reports whether process pid has ended: no such process, or a zombie — it exited
@@ -83,11 +96,6 @@ func Gone(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return true
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+	f, err := readStat(pid)
+	return err != nil || len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
