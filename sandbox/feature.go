@@ -402,54 +402,65 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 	if err != nil {
 		return false, err
 	}
-	p, seen, err := f.buildSeen(a, spec, needs, shared, f.inProcess)
-	if err != nil {
-		return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
-	}
-	p.Report = filepath.Join(dir, ReportFile)
-	p.LogDenials = f.audit != nil
 	file := filepath.Join(dir, PolicyFile)
-	// save writes the policy (--explain's, the launcher's) and clears the last report.
-	save := func() error {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
-		}
-		_ = os.Remove(p.Report)
-		return confine.Save(file, p)
-	}
 	own := spec.Argv
-	spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
 	// A host that forks the program itself (pty) confines it from a server thread
 	// (Options.InProcess): one process start less per spawn, and the policy file,
 	// which only --explain reads then, is written once the launches pause. Any other
-	// host runs the launcher above, which reads the file.
+	// host runs the launcher, which reads the file: written before the pane starts.
+	// Only the pty host applies Confine (tmux, herdr and nodes run the launcher's argv).
 	if !f.inProcess || a.Host != "pty" || a.Node != "" {
-		// The launcher reads the file: written before the pane starts. Only the pty
-		// host applies Confine (and calls Started); tmux, herdr and nodes run the
-		// launcher's argv even when Confine is set. An earlier in-process launch's
-		// files still waiting would overwrite these: dropped.
+		p, _, err := f.buildSeen(a, spec, needs, shared, f.inProcess)
+		if err != nil {
+			return false, fmt.Errorf("sandbox of %s: %w", a.Path, err)
+		}
+		f.policyFields(&p, dir)
+		// An earlier in-process launch's files still waiting would overwrite these:
+		// dropped.
 		f.forget(a.ID)
-		if err := save(); err != nil {
+		if err := savePolicy(dir, file, p); err != nil {
 			return false, err
 		}
-		if !f.inProcess {
-			return true, nil
-		}
-		save = func() error { return nil }
+		spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
+		return true, nil
 	}
-	// The ruleset's check in Run takes what this build just checked as seen.
-	p.Seen, p.SeenAt = seen, time.Now()
+	spec.Argv = confine.LauncherArgv(f.o.Self, file, own)
+	// The policy is made, its ruleset checked or built and a thread confined to it on
+	// a goroutine of its own while the host readies the agent's start (its terminal,
+	// ~0.25 ms) on the other CPU: one after the other, they were 0.4–0.6 ms of a new
+	// policy's spawn (the build ~0.2, the ruleset and the thread's confinement the
+	// rest). A refusal is still the launch's error, from Run.
+	in := *spec
+	in.Env, in.Argv = slices.Clone(spec.Env), slices.Clone(own)
+	b := &readying{done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		p, seen, err := f.buildSeen(a, &in, needs, shared, true)
+		if err != nil {
+			b.err = fmt.Errorf("sandbox of %s: %w", a.Path, err)
+			return
+		}
+		f.policyFields(&p, dir)
+		// The ruleset's check takes what this build just checked as seen.
+		p.Seen, p.SeenAt = seen, time.Now()
+		b.p = p
+		b.pending = f.rulesets.Ready(p, f.logFlags())
+	}()
 	var rep confine.Report
 	spec.Confine = &core.ThreadConfine{
 		Argv: slices.Clone(own),
 		Run: func(start func(notice string) error) error {
+			<-b.done
+			if b.err != nil {
+				return b.err
+			}
 			var startErr error
-			r, err := f.rulesets.Run(p, f.logFlags(), func(r confine.Report) error {
-				var b strings.Builder
+			r, err := b.pending.Run(func(r confine.Report) error {
+				var sb strings.Builder
 				for _, w := range r.Warnings {
-					fmt.Fprintf(&b, "orcr sandbox: %s\n", w)
+					fmt.Fprintf(&sb, "orcr sandbox: %s\n", w)
 				}
-				startErr = start(b.String())
+				startErr = start(sb.String())
 				return startErr
 			})
 			rep = r
@@ -459,13 +470,15 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 			return err
 		},
 		Started: func(pid int) {
+			<-b.done
 			rep.PID = pid
 			rep.InProcess = true
 			rep := rep
+			p := b.p
 			// The files are --explain's (the launcher's policy is not read on this
 			// path): written off the spawn's path, once the launches pause.
 			f.afterStart(a.ID, func() {
-				if err := save(); err != nil {
+				if err := savePolicy(dir, file, p); err != nil {
 					f.log.Warn("sandbox policy", "agent", a.Path, "err", err)
 				}
 				if err := confine.WriteReport(p.Report, rep); err != nil {
@@ -475,6 +488,33 @@ func (f *Feature) WrapLaunch(_ context.Context, a wire.Agent, spec *core.LaunchS
 		},
 	}
 	return true, nil
+}
+
+// readying is an in-process launch's confinement made ready beside the host's own
+// start (WrapLaunch): once done is closed, the policy and its pending confinement,
+// or why there is none.
+type readying struct {
+	done    chan struct{}
+	p       confine.Policy
+	pending *confine.Pending
+	err     error
+}
+
+// policyFields sets what of a launch's policy is not made from its grants: where its
+// report goes (the agent's folder) and whether refusals are logged (audit).
+func (f *Feature) policyFields(p *confine.Policy, dir string) {
+	p.Report = filepath.Join(dir, ReportFile)
+	p.LogDenials = f.audit != nil
+}
+
+// savePolicy writes a launch's policy (--explain's, the launcher's) in the agent's
+// folder, and clears the last report.
+func savePolicy(dir, file string, p confine.Policy) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	_ = os.Remove(p.Report)
+	return confine.Save(file, p)
 }
 
 // privateTmp gives the agent a temporary folder outside /tmp (TMPDIR) when /tmp holds

@@ -264,6 +264,7 @@ func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
 	work := filepath.Join(root, "work")
 	os.MkdirAll(work, 0o700)
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	defer f.Close() // the pty launch's thread, confined ahead of its start
 	for host, now := range map[string]bool{"tmux": true, "herdr": true, "pty": false} {
 		id := "a-" + host
 		spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin"}}

@@ -3,6 +3,7 @@ package confine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,11 @@ type Rulesets struct {
 	// listed at every spawn: set by Run (a server's cache), not by Prepare (a
 	// launcher's, which execs soon).
 	watch bool
+	// later is the work made ahead for the next new policy (a thread, a spare
+	// ruleset) that waits for the spawn which asked for it to start its agent
+	// (after, kick); its lock is its own.
+	laterMu sync.Mutex
+	later   []func()
 	// spares are rulesets of the policy agents in folders of their own share,
 	// built ahead (fresh).
 	spares spares
@@ -62,7 +68,8 @@ type Rulesets struct {
 
 // thread is the thread the next confined thread will be: the one started ahead when
 // there is one — it is taken, so no thread is handed out twice — or a new one; the
-// next is started off the spawn's path. c.mu is held.
+// next is started off the spawn's path, once its agent is forked (after). c.mu is
+// held.
 //
 // Making a thread (clone, the Go runtime's M, its first scheduling) was 0.3–1.4 ms of
 // a spawn whose policy was new (an agent in a folder of its own); the one kept ahead
@@ -75,7 +82,7 @@ func (c *Rulesets) thread() (*worker, error) {
 	c.ready = nil
 	if !c.readying && !c.closed {
 		c.readying = true
-		go func() {
+		c.after(func() {
 			nw, err := newThread()
 			c.readyMu.Lock()
 			defer c.readyMu.Unlock()
@@ -88,12 +95,37 @@ func (c *Rulesets) thread() (*worker, error) {
 				return
 			}
 			c.ready = nw
-		}()
+		})
 	}
 	if w != nil {
 		return w, nil
 	}
 	return newThread()
+}
+
+// after runs fn, work made ahead for the next new policy's spawn, once the spawn
+// that asked for it has started its agent (kick).
+func (c *Rulesets) after(fn func()) {
+	c.laterMu.Lock()
+	defer c.laterMu.Unlock()
+	c.later = append(c.later, fn)
+}
+
+// kick runs the work made ahead that waits (after), one piece after the other on a
+// goroutine of its own.
+func (c *Rulesets) kick() {
+	c.laterMu.Lock()
+	fns := c.later
+	c.later = nil
+	c.laterMu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	go func() {
+		for _, fn := range fns {
+			fn()
+		}
+	}()
 }
 
 // maxRulesets bounds the cache: the least recently used ruleset is closed beyond it.
@@ -279,13 +311,68 @@ func validInDir(dir string, ps []pathID) (rest []pathID, ok bool) {
 // notice). flags are landlock_restrict_self's (audit logging, ABI ≥ 7; dropped
 // below). The rest of the process is never confined.
 func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report, error) {
+	return c.Ready(p, flags).Run(start)
+}
+
+// Ready does what Run does before start — p's ruleset checked or built, a thread
+// confined to it — so that a caller can have it done beside its own work before the
+// start (the sandbox's in-process launch, while the pty host opens the agent's
+// terminal). The Pending's Run starts the agent.
+func (c *Rulesets) Ready(p Policy, flags uint32) *Pending {
+	pd := &Pending{c: c, p: p, flags: flags}
+	pd.w, pd.rep, pd.err = c.confined(p, flags)
+	return pd
+}
+
+// Pending is a confinement made ready (Ready), for one start.
+type Pending struct {
+	c     *Rulesets
+	p     Policy
+	flags uint32
+	w     *worker
+	rep   Report
+	err   error
+}
+
+// Run calls start on the thread made ready (Rulesets.Run). When that thread was
+// stopped in between (its ruleset brought up to date or dropped by another launch,
+// or more than maxWorkers policies launched since), the confinement is made again,
+// as the policy and its paths are now.
+func (pd *Pending) Run(start func(Report) error) (Report, error) {
+	for {
+		if pd.err != nil {
+			return pd.rep, pd.err
+		}
+		err, ran := pd.w.do(func() error { return start(pd.rep) })
+		if ran {
+			// The agent is forked: what its confinement took for the next new policy
+			// (a thread, a spare ruleset) is made again now, beside its start's rest,
+			// not beside the fork.
+			pd.c.kick()
+			return pd.rep, err
+		}
+		pd.w, pd.rep, pd.err = pd.c.confined(pd.p, pd.flags)
+	}
+}
+
+// confined is a thread confined to p as its paths are now, with what was applied:
+// the thread kept for p's ruleset, or one made ahead (thread) confined to it now.
+func (c *Rulesets) confined(p Policy, flags uint32) (*worker, Report, error) {
 	p.ProcSelf = false
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.readyMu.Lock()
+	closed := c.closed
+	c.readyMu.Unlock()
+	if closed {
+		// A launch made ready after its server's Close: no thread is confined (it
+		// would outlive the cache that stops them).
+		return nil, Report{}, errors.New("landlock: the server is closing")
+	}
 	c.watch = true
 	r, rep, flags, err := c.get(p, flags)
 	if err != nil {
-		return rep, err
+		return nil, rep, err
 	}
 	if r.w != nil && r.w.flags != flags {
 		r.w.end()
@@ -293,23 +380,21 @@ func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report
 	}
 	if r.w != nil {
 		c.touch(r.w)
-		return rep, r.w.do(func() error { return start(rep) })
+		return r.w, rep, nil
 	}
 	c.bound()
 	w, err := c.thread()
 	if err != nil {
-		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+		return nil, rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
 	}
-	// The new thread restricts itself and starts the agent in one handoff.
 	c.touch(w)
-	startErr, err := w.confine(r.fd, flags, func() error { return start(rep) })
-	if err != nil {
+	if err := w.confine(r.fd, flags); err != nil {
 		w.idle.Stop()
-		return rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
+		return nil, rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
 	}
 	r.w = w
 	c.Threads++
-	return rep, startErr
+	return w, rep, nil
 }
 
 // touch marks w used now: its idle end is pushed back. c.mu is held.
@@ -450,7 +535,7 @@ func (c *Rulesets) fresh(p Policy, seen map[string]FileID) (*ruleset, error) {
 	shared.Own = nil
 	sk := rulesetKey(shared)
 	s := c.spares.take(sk)
-	c.spares.prepare(sk, shared)
+	c.spares.prepare(sk, shared, c.after)
 	if s != nil && s.valid(seen) {
 		if err := s.addOwn(p.Own); err == nil {
 			c.SpareHits++
@@ -518,9 +603,9 @@ func (s *spares) take(key string) *ruleset {
 	return r
 }
 
-// prepare builds a spare of p (its key) on a goroutine of its own, unless one is kept
-// or being built.
-func (s *spares) prepare(key string, p Policy) {
+// prepare builds a spare of p (its key) through after (Rulesets.after: once the spawn
+// that took the last one has started its agent), unless one is kept or being built.
+func (s *spares) prepare(key string, p Policy, after func(func())) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.m[key] != nil || s.making[key] {
@@ -530,7 +615,7 @@ func (s *spares) prepare(key string, p Policy) {
 		s.making = map[string]bool{}
 	}
 	s.making[key] = true
-	go func() {
+	after(func() {
 		r, err := newRuleset(p)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -546,7 +631,7 @@ func (s *spares) prepare(key string, p Policy) {
 			s.m = map[string]*ruleset{}
 		}
 		s.m[key] = r
-	}()
+	})
 }
 
 // close closes every spare kept; none is kept after it.

@@ -10,6 +10,8 @@ import (
 
 	"orcr/testutil/clis"
 	"orcr/testutil/wait"
+
+	"golang.org/x/sys/unix"
 )
 
 // confined runs fn on an OS thread confined by c to p (Run: the thread kept for p).
@@ -424,4 +426,53 @@ func mustStat(t *testing.T, path string) FileID {
 		t.Fatalf("%s: not there", path)
 	}
 	return id
+}
+
+// A confinement made ready ahead of its start (Ready) whose thread is stopped before
+// the start — another launch of the policy found a path changed and built its
+// ruleset again — is made again when the start comes: the agent starts from a new
+// thread, confined to the folder as it is now, never from the stopped one nor
+// unconfined.
+func TestReadyThreadStoppedBeforeItsStart(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
+	for _, d := range []string{work, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Policy{RW: []string{work}, ROX: []string{"/usr", "/lib", "/lib64", "/bin"}}
+	var c Rulesets
+	defer c.Close()
+	pd := c.Ready(p, 0)
+	if pd.err != nil {
+		t.Fatal(pd.err)
+	}
+	first := pd.w.tid
+	// The folder made again (a new inode); the next launch of the policy builds its
+	// ruleset again, which stops the thread the first launch was made ready with.
+	if err := os.RemoveAll(work); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.Seen = nil
+	if pd2 := c.Ready(p, 0); pd2.err != nil || pd2.w.tid == first {
+		t.Fatalf("the second launch: %v, thread %d (the first's %d)", pd2.err, pd2.w.tid, first)
+	}
+	var tid int
+	var in, out error
+	if _, err := pd.Run(func(Report) error {
+		tid, in, out = unix.Gettid(), writes(work), writes(outside)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if tid == first || in != nil || out == nil {
+		t.Fatalf("started on thread %d (the stopped one %d): write in the new folder %v, outside %v", tid, first, in, out)
+	}
 }

@@ -62,35 +62,25 @@ type restriction struct {
 	fd    int
 	flags uint32
 	// mask is the affinity the thread takes back once it runs (worker.hand).
-	mask  *unix.CPUSet
-	done  chan error
-	first func() error
-	res   chan error
+	mask *unix.CPUSet
+	done chan error
 }
 
 // confine restricts w's thread to the ruleset at fd, once: a thread is never
 // confined twice, nor handed to another policy (its caller holds Rulesets' lock).
-//
-// first, when not nil, runs on the thread once it is confined, in the same handoff
-// (one wakeup of the thread, not two: under load each is a scheduling delay); its
-// error is firstErr.
-func (w *worker) confine(fd int, flags uint32, first func() error) (firstErr, err error) {
+func (w *worker) confine(fd int, flags uint32) error {
 	if w.restrict == nil {
-		return nil, errors.New("landlock: a thread confined already")
+		return errors.New("landlock: a thread confined already")
 	}
 	done := make(chan error, 1)
-	res := make(chan error, 1)
 	mask := w.hand()
-	w.restrict <- restriction{fd: fd, flags: flags, done: done, first: first, res: res, mask: mask}
+	w.restrict <- restriction{fd: fd, flags: flags, done: done, mask: mask}
 	w.restrict = nil
 	if err := <-done; err != nil {
-		return nil, err
+		return err
 	}
 	w.flags = flags
-	if first != nil {
-		firstErr = <-res
-	}
-	return firstErr, nil
+	return nil
 }
 
 func (w *worker) run(ready chan<- error) {
@@ -127,9 +117,6 @@ func (w *worker) run(ready chan<- error) {
 		return // locked: the thread ends here
 	}
 	r.done <- nil
-	if r.first != nil {
-		r.res <- r.first()
-	}
 	for {
 		select {
 		case fn := <-w.jobs:
@@ -140,15 +127,20 @@ func (w *worker) run(ready chan<- error) {
 	}
 }
 
-// do runs fn on the worker's thread and waits for it.
-func (w *worker) do(fn func() error) error {
+// do runs fn on the worker's thread and waits for it; ran is false when the thread
+// was stopped first (fn did not run).
+func (w *worker) do(fn func() error) (err error, ran bool) {
 	res := make(chan error, 1)
 	mask := w.hand()
-	w.jobs <- func() {
+	select {
+	case w.jobs <- func() {
 		unpin(mask)
 		res <- fn()
+	}:
+	case <-w.stop:
+		return nil, false
 	}
-	return <-res
+	return <-res, true
 }
 
 // hand readies the handoff of a start to w's thread, parked: it is pinned to the CPU

@@ -128,11 +128,11 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 		return 0, nil, err
 	}
 	defer w.end()
-	if _, err := w.confine(fd, fl, nil); err != nil {
+	if err := w.confine(fd, fl); err != nil {
 		return 0, nil, err
 	}
-	if err := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil {
-		return 0, nil, err
+	if err, ran := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil || !ran {
+		return 0, nil, fmt.Errorf("ran %v: %v", ran, err)
 	}
 	return tid, os.WriteFile(filepath.Join(outside, "main"), []byte("x"), 0o600), nil
 }
@@ -253,7 +253,7 @@ func TestHandPinsUntilTheThreadRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.end()
-	if _, err := w.confine(fd, fl, nil); err != nil {
+	if err := w.confine(fd, fl); err != nil {
 		t.Fatal(err)
 	}
 	task := fmt.Sprintf("self/task/%d", w.tid)
