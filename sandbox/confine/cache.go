@@ -343,7 +343,7 @@ func (pd *Pending) Run(start func(Report) error) (Report, error) {
 		if pd.err != nil {
 			return pd.rep, pd.err
 		}
-		err, ran := pd.w.do(func() error { return start(pd.rep) })
+		ran, err := pd.w.do(func() error { return start(pd.rep) })
 		if ran {
 			// The agent is forked: what its confinement took for the next new policy
 			// (a thread, a spare ruleset) is made again now, beside its start's rest,

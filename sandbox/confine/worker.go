@@ -129,7 +129,7 @@ func (w *worker) run(ready chan<- error) {
 
 // do runs fn on the worker's thread and waits for it; ran is false when the thread
 // was stopped first (fn did not run).
-func (w *worker) do(fn func() error) (err error, ran bool) {
+func (w *worker) do(fn func() error) (ran bool, err error) {
 	res := make(chan error, 1)
 	mask := w.hand()
 	select {
@@ -138,9 +138,9 @@ func (w *worker) do(fn func() error) (err error, ran bool) {
 		res <- fn()
 	}:
 	case <-w.stop:
-		return nil, false
+		return false, nil
 	}
-	return <-res, true
+	return true, <-res
 }
 
 // hand readies the handoff of a start to w's thread, parked: it is pinned to the CPU

@@ -131,7 +131,7 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 	if err := w.confine(fd, fl); err != nil {
 		return 0, nil, err
 	}
-	if err, ran := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil || !ran {
+	if ran, err := w.do(func() error { tid = unix.Gettid(); return nil }); err != nil || !ran {
 		return 0, nil, fmt.Errorf("ran %v: %v", ran, err)
 	}
 	return tid, os.WriteFile(filepath.Join(outside, "main"), []byte("x"), 0o600), nil
