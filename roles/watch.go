@@ -181,6 +181,8 @@ func (s *Service) wrapUp(ctx context.Context, id string, soft, hard time.Duratio
 	}
 	if err := s.say(ctx, id, WrapUpMessage(soft, hard)); err != nil {
 		s.log.Warn("roles: send wrap-up", "id", id, "err", err)
+	} else {
+		s.log.Info("roles: wrap-up sent", "id", id, "soft", soft)
 	}
 	s.limitEvent(ctx, a, "soft_timeout", "wrap_up")
 }

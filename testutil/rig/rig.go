@@ -239,8 +239,13 @@ func (r *Rig) WaitAgent(target string, d time.Duration, what string, cond func(w
 		if a.StartedAt != nil {
 			started = a.StartedAt.UTC().Format("15:04:05.000")
 		}
-		r.T.Fatalf("timed out after %v waiting for %s: state=%s/%s %q started=%s usage=%+v last=%q hooks=%+v\nscreen:\n%s",
-			wait.Scale(d), what, a.State, a.StateSource, a.StateReason, started, a.Usage, a.LastMessage, a.Hooks, scr)
+		wrapUp := "-"
+		if a.Limits.WrapUpAt != nil {
+			wrapUp = a.Limits.WrapUpAt.UTC().Format("15:04:05.000")
+		}
+		r.T.Fatalf("timed out after %v waiting for %s: state=%s/%s %q started=%s usage=%+v last=%q hooks=%+v turns=%d wrap-up sent=%s\nscreen:\n%s",
+			wait.Scale(d), what, a.State, a.StateSource, a.StateReason, started, a.Usage, a.LastMessage, a.Hooks,
+			a.Limits.Turns, wrapUp, scr)
 	}
 	return a
 }
