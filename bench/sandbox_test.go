@@ -39,7 +39,7 @@ import (
 //
 // The rows spawn every agent in one folder, so every confined agent has the same
 // policy and starts from the one thread the server keeps confined to it (sandbox's
-// confine.Rulesets.Run). pty/own-folder gives each agent a folder of its own, as a
+// confine.Rulesets.Ready). pty/own-folder gives each agent a folder of its own, as a
 // run's coders have their worktrees: each policy is new, so each confined spawn pays
 // its thread, its ruleset and its restriction.
 func BenchmarkSandboxedSpawn(b *testing.B) {

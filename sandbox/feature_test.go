@@ -371,3 +371,34 @@ func TestInProcessFilesWaitForAPause(t *testing.T) {
 		return err == nil
 	})
 }
+
+// A policy the build refuses stops the launch on every host: where the launcher runs
+// (tmux) WrapLaunch says so before the pane starts; on the pty host, whose policy is
+// built beside the host's own start, its Run says so and the program is never started.
+func TestRefusedPolicyStopsTheLaunch(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o700)
+	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
+	defer f.Close()
+	for _, host := range []string{"tmux", "pty"} {
+		spec := &core.LaunchSpec{Argv: []string{"sh"}, Cwd: work, Env: []string{"HOME=" + root, "PATH=/usr/bin:/bin"}}
+		a := wire.Agent{ID: "a-" + host, Path: "a-" + host, Host: host, Cwd: work,
+			Sandbox: &wire.Sandbox{Mode: wire.SandboxOn, RW: []string{"~/../etc"}}}
+		ok, err := f.WrapLaunch(context.Background(), a, spec, core.Confinement{})
+		if host == "tmux" {
+			if err == nil || !strings.Contains(err.Error(), `".."`) {
+				t.Fatalf("tmux: wrap %v %v, want the refusal", ok, err)
+			}
+			continue
+		}
+		if !ok || err != nil || spec.Confine == nil {
+			t.Fatalf("pty: wrap %v %v", ok, err)
+		}
+		started := false
+		err = spec.Confine.Run(func(string) error { started = true; return nil })
+		if err == nil || !strings.Contains(err.Error(), `".."`) || started {
+			t.Fatalf("pty: run %v, started %v; want the refusal and no start", err, started)
+		}
+	}
+}

@@ -64,7 +64,7 @@ func TestInProcessAsRoot(t *testing.T) {
 	// The thread made ahead after the last new policy, there before counting.
 	wait.For(t, 10*time.Second, "the thread made ahead for the next policy", func() bool { return f.rulesets.Ahead() == 1 })
 	// The confined threads kept to start the next agents of their policy hold none
-	// (confine.Rulesets.Run), nor the one made ahead for the next policy; every other
+	// (confine.Rulesets.Ready), nor the one made ahead for the next policy; every other
 	// thread holds what it held.
 	dropped := 0
 	for tid, c := range threadCapsByTask(t) {

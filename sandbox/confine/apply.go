@@ -168,7 +168,7 @@ func build(p Policy) (Plan, []pathID, error) {
 
 // restrictThread confines the calling OS thread to p for good: the launcher's, which
 // then execs the agent (p.ProcSelf grants this process's /proc/PID, which the exec
-// makes the agent's). The server's own path is Rulesets.Run.
+// makes the agent's). The server's own path is Rulesets.Ready.
 func restrictThread(p Policy, flags uint32) (Report, error) {
 	pl, err := Build(p)
 	if err != nil {

@@ -41,7 +41,7 @@ type Rulesets struct {
 	// thread will be (thread); readying says one is being started; closed that
 	// Close ran (no thread is started after it). They have a lock of their own,
 	// held only to read or set them: the goroutine that starts the thread once
-	// waited for mu instead, which Run holds through each confinement — behind
+	// waited for mu instead, which Ready holds through each confinement — behind
 	// launches one after another it got it 4–15 ms late, and four launches in five
 	// made their thread on their own path.
 	readyMu  sync.Mutex
@@ -49,7 +49,7 @@ type Rulesets struct {
 	readying bool
 	closed   bool
 	// watch says the folders granted entry by entry are watched (inotify) rather than
-	// listed at every spawn: set by Run (a server's cache), not by Prepare (a
+	// listed at every spawn: set by Ready (a server's cache), not by Prepare (a
 	// launcher's, which execs soon).
 	watch bool
 	// later is the work made ahead for the next new policy (a thread, a spare
@@ -60,7 +60,7 @@ type Rulesets struct {
 	// spares are rulesets of the policy agents in folders of their own share,
 	// built ahead (fresh).
 	spares spares
-	// Hits and Builds count what Run did with rulesets, Threads the confined
+	// Hits and Builds count what Ready did with rulesets, Threads the confined
 	// threads it started, Syncs the rulesets brought up to a folder's new listing,
 	// SpareHits the builds a spare spared (tests, benchmarks).
 	Hits, Builds, Threads, Syncs, SpareHits int
@@ -300,24 +300,17 @@ func validInDir(dir string, ps []pathID) (rest []pathID, ok bool) {
 	return rest, true
 }
 
-// Run calls start on an OS thread of this process confined to p (p.ProcSelf
-// ignored), from which start forks the agent: the child inherits the thread's
-// domain. The thread is kept for p (worker): an agent of a policy equal to an
-// earlier one is started from the thread that started that one, while the ruleset
-// it was confined with still holds — every path it was built from is the same inode,
-// and no entry of a folder granted entry by entry (Entries) is new or moved out;
-// else the ruleset is brought up to date or built again and a new thread is
-// confined with it. start gets what was applied (its warnings are the pane's
-// notice). flags are landlock_restrict_self's (audit logging, ABI ≥ 7; dropped
-// below). The rest of the process is never confined.
-func (c *Rulesets) Run(p Policy, flags uint32, start func(Report) error) (Report, error) {
-	return c.Ready(p, flags).Run(start)
-}
-
-// Ready does what Run does before start — p's ruleset checked or built, a thread
-// confined to it — so that a caller can have it done beside its own work before the
-// start (the sandbox's in-process launch, while the pty host opens the agent's
-// terminal). The Pending's Run starts the agent.
+// Ready readies an OS thread of this process confined to p (p.ProcSelf ignored),
+// from which the Pending's Run has the agent forked: the child inherits the thread's
+// domain. It is done apart from the start so that a caller can have it done beside
+// its own work (the sandbox's in-process launch, while the pty host opens the agent's
+// terminal). The thread is kept for p (worker): an agent of a policy equal to an
+// earlier one is started from the thread that started that one, while the ruleset it
+// was confined with still holds — every path it was built from is the same inode, and
+// no entry of a folder granted entry by entry (Entries) is new or moved out; else the
+// ruleset is brought up to date or built again and a new thread is confined with it.
+// flags are landlock_restrict_self's (audit logging, ABI ≥ 7; dropped below). The
+// rest of the process is never confined.
 func (c *Rulesets) Ready(p Policy, flags uint32) *Pending {
 	pd := &Pending{c: c, p: p, flags: flags}
 	pd.w, pd.rep, pd.err = c.confined(p, flags)
@@ -334,8 +327,9 @@ type Pending struct {
 	err   error
 }
 
-// Run calls start on the thread made ready (Rulesets.Run). When that thread was
-// stopped in between (its ruleset brought up to date or dropped by another launch,
+// Run calls start on the thread made ready; start gets what was applied (its
+// warnings are the pane's notice) and forks the agent. When that thread was stopped
+// in between (its ruleset brought up to date or dropped by another launch,
 // or more than maxWorkers policies launched since), the confinement is made again,
 // as the policy and its paths are now.
 func (pd *Pending) Run(start func(Report) error) (Report, error) {
@@ -582,7 +576,7 @@ func (r *ruleset) addOwn(paths []string) error {
 // spares are rulesets built ahead, by the key of the policy they were built from, for
 // Rulesets.fresh; taken whole (an agent's paths are added to the one taken, so it is
 // never handed out twice). Their lock is theirs alone: the goroutine that builds one
-// would wait behind Run's long hold of Rulesets.mu otherwise.
+// would wait behind Ready's long hold of Rulesets.mu otherwise.
 type spares struct {
 	mu     sync.Mutex
 	m      map[string]*ruleset
@@ -834,7 +828,7 @@ func (c *Rulesets) prepared(p Policy) bool {
 
 // restrictHere confines the calling thread (locked to its goroutine, and about to
 // exec: the launcher's) with p's ruleset as the folders and paths are now: the one
-// Prepare built, checked and brought up to date as Run does — a path that is another
+// Prepare built, checked and brought up to date as Ready does — a path that is another
 // inode now, or an entry moved out of the folder, has it built again; an entry made
 // since gets its rule — so it grants what a ruleset built now would, no more.
 func (c *Rulesets) restrictHere(p Policy, flags uint32) (Report, error) {

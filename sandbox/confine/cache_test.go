@@ -14,10 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// confined runs fn on an OS thread confined by c to p (Run: the thread kept for p).
+// confined runs fn on an OS thread confined by c to p (Ready: the thread kept for p).
 func confined(t *testing.T, c *Rulesets, p Policy, fn func()) {
 	t.Helper()
-	if _, err := c.Run(p, 0, func(Report) error { fn(); return nil }); err != nil {
+	if _, err := c.Ready(p, 0).Run(func(Report) error { fn(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -391,7 +391,7 @@ func TestRulesetsTakeSeenPaths(t *testing.T) {
 	defer c.Close()
 	run := func(step string, p Policy, hits, builds int) {
 		t.Helper()
-		if _, err := c.Run(p, 0, func(Report) error { return nil }); err != nil {
+		if _, err := c.Ready(p, 0).Run(func(Report) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if c.Hits != hits || c.Builds != builds {
@@ -475,4 +475,41 @@ func TestReadyThreadStoppedBeforeItsStart(t *testing.T) {
 	if tid == first || in != nil || out == nil {
 		t.Fatalf("started on thread %d (the stopped one %d): write in the new folder %v, outside %v", tid, first, in, out)
 	}
+}
+
+// The work made ahead for the next new policy — a thread, the spare ruleset of the
+// policy's shared part — waits while a confinement is made ready and is started once
+// the agent is forked (Pending.Run): begun when the spawn took the last ones, it ran
+// beside that spawn's own start.
+func TestWorkMadeAheadWaitsForTheFork(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	own, shared := filepath.Join(root, "own"), filepath.Join(root, "shared")
+	for _, d := range []string{own, shared} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c Rulesets
+	defer c.Close()
+	pd := c.Ready(Policy{RW: []string{own, shared}, Own: []string{own}, ROX: []string{"/usr", "/bin"}}, 0)
+	if pd.err != nil {
+		t.Fatal(pd.err)
+	}
+	spares := func() int {
+		c.spares.mu.Lock()
+		defer c.spares.mu.Unlock()
+		return len(c.spares.m)
+	}
+	wait.Never(t, 300*time.Millisecond, "a thread or a spare made ahead before the agent's start", func() bool {
+		return c.Ahead() != 0 || spares() != 0
+	})
+	if _, err := pd.Run(func(Report) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	wait.For(t, 10*time.Second, "the thread and the spare made ahead once the agent started", func() bool {
+		return c.Ahead() == 1 && spares() == 1
+	})
 }

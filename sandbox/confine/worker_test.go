@@ -19,7 +19,7 @@ import (
 func tidOf(t *testing.T, c *Rulesets, p Policy) int {
 	t.Helper()
 	tid := 0
-	if _, err := c.Run(p, 0, func(Report) error { tid = unix.Gettid(); return nil }); err != nil {
+	if _, err := c.Ready(p, 0).Run(func(Report) error { tid = unix.Gettid(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if tid == unix.Getpid() {
@@ -210,7 +210,7 @@ func TestAgentsKeepTheServersAffinity(t *testing.T) {
 	for i, what := range []string{"a new policy's thread", "the thread kept for it"} {
 		var out []byte
 		var tid int
-		if _, err := c.Run(p, 0, func(Report) error {
+		if _, err := c.Ready(p, 0).Run(func(Report) error {
 			tid = unix.Gettid()
 			var err error
 			out, err = exec.Command("sh", "-c", "grep Cpus_allowed_list /proc/self/status").Output()
