@@ -22,6 +22,25 @@ func confined(t *testing.T, c *Rulesets, p Policy, fn func()) {
 	}
 }
 
+// landlockFolders skips the test without Landlock here, and makes the folders names in
+// a temporary folder, returned in order.
+func landlockFolders(t *testing.T, names ...string) []string {
+	t.Helper()
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	root := t.TempDir()
+	var dirs []string
+	for _, n := range names {
+		d := filepath.Join(root, n)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
 func writes(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600)
 }
@@ -304,16 +323,9 @@ func TestTrackerListsOnlyAfterAChange(t *testing.T) {
 // none the folder of the agent before it, nor one outside; a spare whose paths
 // changed since it was built (a granted folder made again) is not used.
 func TestSpareRulesetsGrantOnlyTheirOwnFolder(t *testing.T) {
-	if _, err := KernelABI(); err != nil {
-		clis.Missingf(t, "no Landlock here: %v", err)
-	}
-	root := t.TempDir()
-	shared, outside := filepath.Join(root, "shared"), filepath.Join(root, "outside")
-	for _, d := range []string{shared, outside} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirs := landlockFolders(t, "shared", "outside")
+	shared, outside := dirs[0], dirs[1]
+	root := filepath.Dir(shared)
 	var c Rulesets
 	defer c.Close()
 	c.watch = true // a server's (Run's) cache: spares are its alone
@@ -434,16 +446,8 @@ func mustStat(t *testing.T, path string) FileID {
 // thread, confined to the folder as it is now, never from the stopped one nor
 // unconfined.
 func TestReadyThreadStoppedBeforeItsStart(t *testing.T) {
-	if _, err := KernelABI(); err != nil {
-		clis.Missingf(t, "no Landlock here: %v", err)
-	}
-	root := t.TempDir()
-	work, outside := filepath.Join(root, "work"), filepath.Join(root, "outside")
-	for _, d := range []string{work, outside} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirs := landlockFolders(t, "work", "outside")
+	work, outside := dirs[0], dirs[1]
 	p := Policy{RW: []string{work}, ROX: []string{"/usr", "/lib", "/lib64", "/bin"}}
 	var c Rulesets
 	defer c.Close()
@@ -482,16 +486,8 @@ func TestReadyThreadStoppedBeforeItsStart(t *testing.T) {
 // the agent is forked (Pending.Run): begun when the spawn took the last ones, it ran
 // beside that spawn's own start.
 func TestWorkMadeAheadWaitsForTheFork(t *testing.T) {
-	if _, err := KernelABI(); err != nil {
-		clis.Missingf(t, "no Landlock here: %v", err)
-	}
-	root := t.TempDir()
-	own, shared := filepath.Join(root, "own"), filepath.Join(root, "shared")
-	for _, d := range []string{own, shared} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirs := landlockFolders(t, "own", "shared")
+	own, shared := dirs[0], dirs[1]
 	var c Rulesets
 	defer c.Close()
 	pd := c.Ready(Policy{RW: []string{own, shared}, Own: []string{own}, ROX: []string{"/usr", "/bin"}}, 0)
