@@ -71,10 +71,14 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 	want := "orcr: 1 agent keeps running in tmux; `orcr` (or `orcr serve`) watches it again, `tmux -S " + agentSock + " attach` shows its pane"
 	r.waitScreen("the dashboard to exit", 20*time.Second, func(string) bool { return r.paneDead() })
 	// tmux moves a dead pane's last lines into its history, so read that too.
-	wait.For(t, 10*time.Second, "the farewell on the terminal", func() bool {
-		all := r.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "ui")
+	var all string
+	if !wait.Until(10*time.Second, func() bool {
+		all = r.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "ui")
 		return strings.Contains(all, want)
-	})
+	}) {
+		// Once under a full suite's load (session 16): the terminal's text says why.
+		t.Fatalf("the farewell %q not on the terminal:\n%s", want, all)
+	}
 	out, err := exec.Command("tmux", "-S", agentSock, "list-panes", "-a", "-F", "#{pane_dead} #{pane_current_command}").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 cat") {
 		t.Fatalf("the agent is not running in tmux after the quit: %v\n%s", err, out)
