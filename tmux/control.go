@@ -292,8 +292,12 @@ func (c *control) forgetSize() {
 }
 
 // wait returns the reply of r, or ctx's error. An abandoned request stays queued so
-// later replies still match their requests.
+// later replies still match their requests. A context already done is the answer even
+// when the reply is in too (a select between two ready cases picks either).
 func (r *request) wait(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case rep := <-r.done:
 		return rep.lines, rep.err
