@@ -501,6 +501,26 @@ func alternateWith(b *testing.B, spawn func(*wire.Sandbox) time.Duration, boxed 
 	b.ReportMetric(float64(c.Microseconds())/float64(len(confined))/1000, "sandboxed-ms/spawn")
 	b.ReportMetric(float64(c)/float64(p), "ratio")
 	b.ReportMetric(float64(median(confined))/float64(median(plain)), "median-ratio")
+	writeRaw(b, plain, confined)
+}
+
+// writeRaw writes a row's spawns, one pair per line (plain and confined, in µs, in the
+// order they ran), to $ORCR_BENCH_RAW/<row>.csv when that folder is set: for what one
+// number per row cannot show (how the two sides spread, how a ratio's estimators
+// compare over a run).
+func writeRaw(b *testing.B, plain, confined []time.Duration) {
+	dir := os.Getenv("ORCR_BENCH_RAW")
+	if dir == "" {
+		return
+	}
+	var sb strings.Builder
+	for i := range min(len(plain), len(confined)) {
+		fmt.Fprintf(&sb, "%d,%d\n", plain[i].Microseconds(), confined[i].Microseconds())
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.Name()) + ".csv"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(sb.String()), 0o644); err != nil {
+		b.Errorf("raw spawns: %v", err)
+	}
 }
 
 // median is the middle of ds (the mean of the two middle ones for an even count).

@@ -177,14 +177,19 @@ func (g *rig) waitState(name, m, state string, d time.Duration) runapi.RunView {
 		return false
 	})
 	if !ok {
-		es, _ := g.svc.RunEvents(context.Background(), runapi.RunEventsParams{Name: name})
-		var b strings.Builder
-		for _, e := range es {
-			fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
-		}
-		g.t.Fatalf("%s of %s never became %s: %+v\nlog:\n%s", m, name, state, v.Milestones, b.String())
+		g.t.Fatalf("%s of %s never became %s: %+v\nlog:\n%s", m, name, state, v.Milestones, g.eventLog(name))
 	}
 	return v
+}
+
+// eventLog is the run's events, one line each (a failure's account of what happened).
+func (g *rig) eventLog(name string) string {
+	es, _ := g.svc.RunEvents(context.Background(), runapi.RunEventsParams{Name: name})
+	var b strings.Builder
+	for _, e := range es {
+		fmt.Fprintf(&b, "%d %s %s %s %s\n", e.Seq, e.Type, e.Kind, e.M, firstLine(e.Text))
+	}
+	return b.String()
 }
 
 func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }

@@ -66,6 +66,12 @@ func TestTmuxHostSpawnQuitAndBack(t *testing.T) {
 		return strings.Contains(s, "─ keep/once (last screen) ") && strings.Contains(s, "gone-at-once") &&
 			strings.Contains(treeLine(s, "once"), "›")
 	})
+	// The preview's read can say the pane ended before the agent's exit reaches the
+	// tree (an event, not a read); the farewell counts what the tree knows. Once under
+	// a full suite's load the quit came between the two: "2 agents keep running".
+	r.waitScreen("the exited agent ended in the tree", 20*time.Second, func(s string) bool {
+		return strings.Contains(treeLine(s, "once"), "■")
+	})
 
 	r.keys("q")
 	want := "orcr: 1 agent keeps running in tmux; `orcr` (or `orcr serve`) watches it again, `tmux -S " + agentSock + " attach` shows its pane"
