@@ -245,8 +245,15 @@ func (s *Service) brief(ctx context.Context, rec Record, p Pending) (*Fact, erro
 	if err != nil {
 		return nil, err
 	}
+	if beforeRecordCoder != nil {
+		beforeRecordCoder(a.Coder)
+	}
 	return nil, s.recordCoder(ctx, name, a.Coder, ag.ID, strings.TrimSuffix(provider+":"+model, ":"), p.Ref(), s.now())
 }
+
+// beforeRecordCoder, set by tests, runs between a brief's spawn and the record of its
+// agent (a server slow to write it).
+var beforeRecordCoder func(who string)
 
 // coderAgent is the live agent of coder who: the one recorded, else the newest at
 // its path (started by a server that died before it recorded the id — when the

@@ -3,6 +3,8 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -156,5 +158,41 @@ func TestBlockedCoderShowsInStatus(t *testing.T) {
 	wait.For(t, 30*time.Second, "the prompt's end in the run's log", func() bool { _, d, _ := facts(); return d > 0 })
 	if p, d, log := facts(); p != 1 || d != 1 {
 		t.Fatalf("the log has %d prompt and %d prompt-done facts of M1, want one each:\n%s", p, d, log)
+	}
+}
+
+// TestDoneBeforeTheBriefRecordsItsCoder: a coder that calls `run done` before the
+// brief that started it has recorded its agent — the kernel types a brief as soon as
+// the program is ready, which under load comes before the spawn's answer and the
+// record's write — is heard, not refused: its milestone is checked and merged. (Once,
+// in a full run, a run waited for ever on such a coder.)
+func TestDoneBeforeTheBriefRecordsItsCoder(t *testing.T) {
+	stamps := t.TempDir()
+	refused := filepath.Join(stamps, "refused")
+	// The brief's record waits until the coder's call has reached the server and
+	// waits for it, or has been refused.
+	run.SetBeforeRecordCoder(func(string) {
+		waits := run.BriefWaits()
+		wait.Until(30*time.Second, func() bool {
+			_, err := os.Stat(refused)
+			return err == nil || run.BriefWaits() > waits
+		})
+	})
+	t.Cleanup(func() { run.SetBeforeRecordCoder(nil) })
+	g := newRig(t)
+	ctx := context.Background()
+	g.approve("demo", twoMilestones)
+	coder := []string{"sh", "-c", `m=$(basename "$PWD")
+touch "ok-$m" && git add -A && git commit -qm "$m: work" && { ` + g.orcr + ` run done "$m" || touch ` + refused + `; }
+exec cat`}
+	if _, err := g.svc.RunStart(ctx, runapi.RunStartParams{Name: "demo", Coders: 1, Coder: "shell", CoderArgv: coder, Lead: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.svc.RunDispatch(ctx, runapi.RunMilestonesParams{Name: "demo", Milestones: []string{"M1"}}); err != nil {
+		t.Fatal(err)
+	}
+	v := g.waitState("demo", "M1", "merged", 60*time.Second)
+	if _, err := os.Stat(refused); err == nil {
+		t.Fatalf("the coder's run done was refused; rounds %+v", v.Milestones[0].Rounds)
 	}
 }

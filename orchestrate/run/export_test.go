@@ -19,3 +19,9 @@ func (rs *Runs) append(ctx context.Context, name string, e Entry) error {
 	}
 	return rs.st.Put(ctx, logPrefix+name, fmt.Sprintf("%020d", e.Seq), b)
 }
+
+// SetBeforeRecordCoder sets the hook between a brief's spawn and its record (nil: none).
+func SetBeforeRecordCoder(fn func(who string)) { beforeRecordCoder = fn }
+
+// BriefWaits is how many coder calls waited for the brief that started them.
+func BriefWaits() int64 { return briefWaits.Load() }

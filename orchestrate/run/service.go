@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"orcr/core"
@@ -524,6 +525,15 @@ func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerP
 	if err != nil {
 		return runapi.RunMilestone{}, err
 	}
+	if rec.Agents[who] != a.ID && briefPending(rec, who) {
+		// The brief's agent can call before the brief recorded it: the kernel types
+		// a brief as soon as the program is ready, which under load comes before the
+		// spawn's answer and the record's write. Refused, a shell coder's `run done`
+		// was lost and its run waited for ever; the call waits for the brief instead.
+		if rec, err = s.awaitBrief(ctx, name, who, a.ID); err != nil {
+			return runapi.RunMilestone{}, err
+		}
+	}
 	if rec.Agents[who] != a.ID {
 		return runapi.RunMilestone{}, wire.Errorf(wire.CodeCallerRefused, "%s is not the current agent of %s in run %s", a.ID, who, name)
 	}
@@ -552,6 +562,37 @@ func (s *Service) fromCaller(ctx context.Context, op string, p runapi.RunCallerP
 			m.ID, name, m.State, with, who, op, name)
 	}
 	return s.milestoneView(rec, s.followed(rec), m), nil
+}
+
+// briefWaits counts the calls that waited for their brief (tests).
+var briefWaits atomic.Int64
+
+// briefWait bounds how long a coder's call waits for the brief that started it to
+// record it (awaitBrief).
+const briefWait = 30 * time.Second
+
+// awaitBrief is run name's record once coder who's pending brief has recorded agent
+// id, or has ended without (another agent recorded, the brief failed), or briefWait
+// has passed: the caller then checks whose agent the record names.
+func (s *Service) awaitBrief(ctx context.Context, name, who, id string) (Record, error) {
+	briefWaits.Add(1)
+	deadline := time.Now().Add(briefWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		case <-tick.C:
+		}
+		rec, err := s.runs.Get(ctx, name)
+		if err != nil {
+			return Record{}, err
+		}
+		if rec.Agents[who] == id || !briefPending(rec, who) || time.Now().After(deadline) {
+			return rec, nil
+		}
+	}
 }
 
 // splitRunPath is NAME and WHO of "runs/NAME/WHO".
