@@ -141,7 +141,9 @@ func TestSharedTmpGrantsNothingElse(t *testing.T) {
 		os.MkdirAll(filepath.Join(tmp, d), 0o700)
 	}
 	work := filepath.Join(root, "work")
-	os.MkdirAll(work, 0o700)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// The launcher's way: its policy file is written before the pane starts.
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", Socket: filepath.Join(root, "orcr", "orcr.sock"),
 		KernelABI: func() (int, error) { return 7, nil }, InProcess: InProcessOff})
@@ -262,7 +264,9 @@ func TestGrantHoldingOrcrHomeRefused(t *testing.T) {
 func TestPolicyFileBeforeLaunchOffPty(t *testing.T) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
-	os.MkdirAll(work, 0o700)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
 	defer f.Close() // the pty launch's thread, confined ahead of its start
 	for host, now := range map[string]bool{"tmux": true, "herdr": true, "pty": false} {
@@ -378,7 +382,9 @@ func TestInProcessFilesWaitForAPause(t *testing.T) {
 func TestRefusedPolicyStopsTheLaunch(t *testing.T) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
-	os.MkdirAll(work, 0o700)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	f := New(Options{Home: filepath.Join(root, "orcr"), Self: "/usr/bin/true", KernelABI: func() (int, error) { return 7, nil }})
 	defer f.Close()
 	for _, host := range []string{"tmux", "pty"} {
