@@ -89,9 +89,56 @@ type pathID struct {
 // build is Build, with the paths its rules were opened on and their identities (what
 // a cached ruleset is checked against before it is used again).
 func build(p Policy) (Plan, []pathID, error) {
-	kabi, err := KernelABI()
+	cfg, rep, err := planHead(p)
 	if err != nil {
 		return Plan{}, nil, err
+	}
+	abi := rep.ABI
+	var rules []landlock.Rule
+	var ids []pathID
+	add := func(list []string, kind listKind) {
+		for _, path := range list {
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil {
+				ids = append(ids, pathID{path: path})
+				rep.Warnings = append(rep.Warnings, skipped(path, err))
+				continue
+			}
+			ids = append(ids, pathID{path: path, id: fileID{dev: st.Dev, ino: st.Ino}})
+			// A path can vanish between this stat and the ruleset's open (a shared
+			// /tmp's entries come and go): skipped then, not a failed launch.
+			mask := rights(kind, st.Mode&syscall.S_IFMT == syscall.S_IFDIR, cfg, abi)
+			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(mask), path).IgnoreIfMissing())
+		}
+	}
+	add(p.RW, listRW)
+	add(p.ROX, listROX)
+	add(p.RO, listRO)
+	add(p.Dev, listDev)
+	if p.ProcSelf {
+		add([]string{fmt.Sprintf("/proc/%d", os.Getpid())}, listRO)
+	}
+	if p.Socket != "" && abi >= 9 {
+		// From ABI 9 connecting to a pathname unix socket is a filesystem access.
+		dir := filepath.Dir(p.Socket)
+		var st syscall.Stat_t
+		id := fileID{}
+		if syscall.Stat(dir, &st) == nil {
+			id = fileID{dev: st.Dev, ino: st.Ino}
+		}
+		ids = append(ids, pathID{path: dir, id: id})
+		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, dir))
+	}
+	rules = append(rules, netRules(p, rep)...)
+	return Plan{Config: cfg, Rules: rules, Report: rep}, ids, nil
+}
+
+// planHead is the Landlock config a plan of p uses at the ABI this kernel and p allow,
+// and its report before any path (what the ABI cannot confine).
+func planHead(p Policy) (landlock.Config, Report, error) {
+	kabi, err := KernelABI()
+	if err != nil {
+		return landlock.Config{}, Report{}, err
 	}
 	abi := min(kabi, MaxKnownABI)
 	if p.MaxABI > 0 {
@@ -105,65 +152,76 @@ func build(p Policy) (Plan, []pathID, error) {
 	if !rep.Net {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("network not confined: Landlock ABI %d < 4 cannot restrict TCP connect", abi))
 	}
+	return cfg, rep, nil
+}
+
+// netRules are the ports p may connect to, when the ABI confines connects.
+func netRules(p Policy, rep Report) []landlock.Rule {
+	if !rep.Net {
+		return nil
+	}
 	var rules []landlock.Rule
-	var ids []pathID
-	add := func(list []string, dir, file func(string) landlock.FSRule) {
-		for _, path := range list {
-			var st syscall.Stat_t
-			if err := syscall.Stat(path, &st); err != nil {
-				ids = append(ids, pathID{path: path})
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: skipped (%v)", path, err))
-				continue
-			}
-			ids = append(ids, pathID{path: path, id: fileID{dev: st.Dev, ino: st.Ino}})
-			// A path can vanish between this stat and the ruleset's open (a shared
-			// /tmp's entries come and go): skipped then, not a failed launch.
-			if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-				rules = append(rules, dir(path).IgnoreIfMissing())
-			} else {
-				rules = append(rules, file(path).IgnoreIfMissing())
-			}
+	for _, port := range p.Ports {
+		rules = append(rules, landlock.ConnectTCP(uint16(port)))
+	}
+	return rules
+}
+
+// skipped is the warning of a path of a policy that cannot be granted (it does not
+// exist, or cannot be reached).
+func skipped(path string, err error) string {
+	return fmt.Sprintf("%s: skipped (%v)", path, err)
+}
+
+// listKind is one of a policy's lists of paths, by the rights its rules give.
+type listKind int
+
+const (
+	listRW listKind = iota
+	listROX
+	listRO
+	listDev
+)
+
+// The rights a rule of each list gives (go-landlock's RWDirs and RWFiles, RODirs and
+// ROFiles make the same sets).
+const (
+	accessRead  = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	accessWrite = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar |
+		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
+		ll.AccessFSMakeSym | ll.AccessFSTruncate
+	// accessFileOnly are the rights that apply to a file (a rule on a file with any
+	// other is refused: EINVAL).
+	accessFileOnly = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSReadFile
+)
+
+// rights are the Landlock rights a rule for a path of list kind gives, on a folder or
+// a file, as far as cfg handles them: read-write (and, on a folder from ABI 2, moving
+// files within it), read-execute, read, or a device's read-write with its ioctls.
+// Every rule of a policy is made with them — from paths (build) or from descriptors
+// held (heldPolicy) — so both grant the same.
+func rights(kind listKind, isDir bool, cfg landlock.Config, abi int) uint64 {
+	var m uint64
+	switch kind {
+	case listRW:
+		m = accessRead | accessWrite
+		if isDir && abi >= 2 {
+			m |= ll.AccessFSRefer
 		}
+	case listROX:
+		m = accessRead
+	case listRO:
+		m = ll.AccessFSReadFile | ll.AccessFSReadDir
+	case listDev:
+		m = accessRead | accessWrite
 	}
-	rw := func(path string) landlock.FSRule {
-		r := landlock.RWDirs(path)
-		if abi >= 2 {
-			// Moving files between directories of the agent's own tree (git, mv); a link
-			// or a move from anywhere else still fails (EXDEV).
-			r = r.WithRefer()
-		}
-		return r
+	if !isDir {
+		m &= accessFileOnly
 	}
-	add(p.RW, rw, func(path string) landlock.FSRule { return landlock.RWFiles(path) })
-	add(p.ROX, func(path string) landlock.FSRule { return landlock.RODirs(path) },
-		func(path string) landlock.FSRule { return landlock.ROFiles(path) })
-	add(p.RO, func(path string) landlock.FSRule {
-		return landlock.PathAccess(ll.AccessFSReadFile|ll.AccessFSReadDir, path)
-	}, func(path string) landlock.FSRule { return landlock.PathAccess(ll.AccessFSReadFile, path) })
-	add(p.Dev, func(path string) landlock.FSRule { return landlock.RWDirs(path).WithIoctlDev() },
-		func(path string) landlock.FSRule { return landlock.RWFiles(path).WithIoctlDev() })
-	if p.ProcSelf {
-		add([]string{fmt.Sprintf("/proc/%d", os.Getpid())}, func(path string) landlock.FSRule {
-			return landlock.PathAccess(ll.AccessFSReadFile|ll.AccessFSReadDir, path)
-		}, nil)
+	if kind == listDev {
+		m |= ll.AccessFSIoctlDev
 	}
-	if p.Socket != "" && abi >= 9 {
-		// From ABI 9 connecting to a pathname unix socket is a filesystem access.
-		dir := filepath.Dir(p.Socket)
-		var st syscall.Stat_t
-		id := fileID{}
-		if syscall.Stat(dir, &st) == nil {
-			id = fileID{dev: st.Dev, ino: st.Ino}
-		}
-		ids = append(ids, pathID{path: dir, id: id})
-		rules = append(rules, landlock.PathAccess(ll.AccessFSResolveUnix, dir))
-	}
-	if rep.Net {
-		for _, port := range p.Ports {
-			rules = append(rules, landlock.ConnectTCP(uint16(port)))
-		}
-	}
-	return Plan{Config: cfg, Rules: rules, Report: rep}, ids, nil
+	return m & uint64(cfg.HandledAccessFS)
 }
 
 // restrictThread confines the calling OS thread to p for good: the launcher's, which

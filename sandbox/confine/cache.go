@@ -537,7 +537,9 @@ func (c *Rulesets) fresh(p Policy, seen map[string]FileID) (*ruleset, error) {
 		}
 	}
 	if s != nil {
+		// Built from paths that changed since: the paths held for it are dropped too.
 		syscall.Close(s.fd)
+		c.spares.forget(sk)
 	}
 	return newRuleset(p)
 }
@@ -581,6 +583,8 @@ type spares struct {
 	mu     sync.Mutex
 	m      map[string]*ruleset
 	making map[string]bool
+	// held are the policies spares are made from, their paths opened once.
+	held   map[string]*heldPolicy
 	closed bool
 }
 
@@ -610,7 +614,7 @@ func (s *spares) prepare(key string, p Policy, after func(func())) {
 	}
 	s.making[key] = true
 	after(func() {
-		r, err := newRuleset(p)
+		r, err := s.build(key, p)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.making, key)
@@ -628,7 +632,61 @@ func (s *spares) prepare(key string, p Policy, after func(func())) {
 	})
 }
 
-// close closes every spare kept; none is kept after it.
+// build is a new spare of p (its key): made from p's paths held (heldPolicy), opened
+// at the first spare of key; from the paths themselves when they cannot be held.
+func (s *spares) build(key string, p Policy) (*ruleset, error) {
+	s.mu.Lock()
+	h := s.held[key]
+	s.mu.Unlock()
+	if h == nil {
+		nh, err := holdPolicy(p)
+		if err != nil {
+			return newRuleset(p)
+		}
+		s.mu.Lock()
+		switch {
+		case s.closed || s.held[key] != nil || len(s.held) >= maxSpares:
+			s.mu.Unlock()
+			nh.close()
+			return newRuleset(p)
+		}
+		if s.held == nil {
+			s.held = map[string]*heldPolicy{}
+		}
+		s.held[key] = nh
+		nh.idle = time.AfterFunc(heldIdle, func() { s.forgetHeld(key, nh) })
+		s.mu.Unlock()
+		h = nh
+	}
+	r, err := h.ruleset()
+	if err != nil {
+		return newRuleset(p)
+	}
+	return r, nil
+}
+
+// forget closes the paths held for key's spares (they changed since).
+func (s *spares) forget(key string) {
+	s.mu.Lock()
+	h := s.held[key]
+	delete(s.held, key)
+	s.mu.Unlock()
+	if h != nil {
+		h.close()
+	}
+}
+
+// forgetHeld closes h, held for key, unused for heldIdle.
+func (s *spares) forgetHeld(key string, h *heldPolicy) {
+	s.mu.Lock()
+	if s.held[key] == h {
+		delete(s.held, key)
+	}
+	s.mu.Unlock()
+	h.close()
+}
+
+// close closes every spare kept, and the paths held; none is kept after it.
 func (s *spares) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -636,6 +694,10 @@ func (s *spares) close() {
 	for k, r := range s.m {
 		syscall.Close(r.fd)
 		delete(s.m, k)
+	}
+	for k, h := range s.held {
+		h.close()
+		delete(s.held, k)
 	}
 }
 

@@ -147,17 +147,7 @@ func addEntries(rulesetFD int, e *Entries, dirMask, fileMask uint64) (string, er
 // rwMasks are the access rights of a read-write folder and a read-write file at cfg,
 // as landlock.RWDirs(…).WithRefer() and RWFiles give them.
 func rwMasks(cfg landlock.Config, abi int) (dir, file uint64) {
-	const read = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
-	const write = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar |
-		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo | ll.AccessFSMakeBlock |
-		ll.AccessFSMakeSym | ll.AccessFSTruncate
-	const fileOnly = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSReadFile
-	handled := uint64(cfg.HandledAccessFS)
-	dir = (read | write) & handled
-	if abi >= 2 {
-		dir |= ll.AccessFSRefer & handled
-	}
-	return dir, (read | write) & fileOnly & handled
+	return rights(listRW, true, cfg, abi), rights(listRW, false, cfg, abi)
 }
 
 // tracked is one entry of a followed folder: an O_PATH descriptor of it (what its
