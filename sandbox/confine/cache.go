@@ -368,7 +368,9 @@ func (c *Rulesets) confined(p Policy, flags uint32) (*worker, Report, error) {
 	if err != nil {
 		return nil, rep, err
 	}
-	if r.w != nil && r.w.flags != flags {
+	if r.w != nil && (r.w.flags != flags || r.w.ended()) {
+		// Another audit setting; or the thread ended (its restriction failed at its
+		// first start, which that start's launch was told).
 		r.w.end()
 		r.w = nil
 	}
@@ -383,7 +385,7 @@ func (c *Rulesets) confined(p Policy, flags uint32) (*worker, Report, error) {
 	}
 	c.touch(w)
 	if err := w.confine(r.fd, flags); err != nil {
-		w.idle.Stop()
+		w.end()
 		return nil, rep, fmt.Errorf("landlock (ABI %d): %w", rep.ABI, err)
 	}
 	r.w = w

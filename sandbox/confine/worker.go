@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -22,17 +23,38 @@ import (
 // process as its main thread: a confined main thread would put the server in the
 // agents' domain).
 type worker struct {
-	jobs chan func()
+	jobs chan job
 	stop chan struct{}
-	// restrict takes the one restriction of a thread started unconfined (newThread).
-	restrict chan restriction
+	// gone is closed when the thread's loop has ended: stopped, or its restriction
+	// failed (no start is taken after it).
+	gone chan struct{}
+	once sync.Once
+	// mu guards pend and confined.
+	mu sync.Mutex
+	// pend is the thread's one restriction (confine), which the thread applies itself
+	// before the first start it runs, in the same handoff: no start runs on it
+	// unconfined, and a new policy's spawn hands its thread one start, not a
+	// restriction and then a start (a round trip between threads, ~0.1 ms of the
+	// spawn on this machine's VM). Its descriptor is a copy of the ruleset's, the
+	// worker's own: the cache may close the ruleset's before the start comes.
+	pend     *restriction
+	confined bool
 	// tid is the thread's id (tests: the same thread started two agents).
 	tid int
-	// flags are the landlock_restrict_self flags it restricted itself with.
+	// flags are the landlock_restrict_self flags it restricts itself with.
 	flags uint32
 	// last is when it last started an agent; idle stops it after workerIdle.
 	last time.Time
 	idle *time.Timer
+}
+
+// job is one start handed to the thread: fn's error comes back on res, or the
+// restriction's when it failed (fn is not run then).
+type job struct {
+	fn  func() error
+	res chan error
+	// mask is the affinity the thread takes back once it runs (worker.hand).
+	mask *unix.CPUSet
 }
 
 // workerIdle is how long a confined thread waits for another agent of its policy
@@ -44,11 +66,11 @@ var workerIdle = 2 * time.Minute
 const maxWorkers = 4
 
 // newThread starts a worker's thread, locked to its goroutine and not confined yet:
-// it waits for confine (or end). Starting one costs a thread's creation and its first
-// scheduling (0.3–1.4 ms under load), which Rulesets keeps off the spawn's path by
-// making the next one ahead (Rulesets.ready).
+// it waits for its first start (or end). Starting one costs a thread's creation and
+// its first scheduling (0.3–1.4 ms under load), which Rulesets keeps off the spawn's
+// path by making the next one ahead (Rulesets.ready).
 func newThread() (*worker, error) {
-	w := &worker{jobs: make(chan func()), stop: make(chan struct{}), restrict: make(chan restriction)}
+	w := newWorker()
 	ready := make(chan error, 1)
 	go w.run(ready)
 	if err := <-ready; err != nil {
@@ -57,28 +79,32 @@ func newThread() (*worker, error) {
 	return w, nil
 }
 
-// restriction is what confine hands the waiting thread.
+func newWorker() *worker {
+	return &worker{jobs: make(chan job), stop: make(chan struct{}), gone: make(chan struct{})}
+}
+
+// restriction is the thread's one restriction: a ruleset (the worker's copy of its
+// descriptor) and landlock_restrict_self's flags.
 type restriction struct {
 	fd    int
 	flags uint32
-	// mask is the affinity the thread takes back once it runs (worker.hand).
-	mask *unix.CPUSet
-	done chan error
 }
 
-// confine restricts w's thread to the ruleset at fd, once: a thread is never
-// confined twice, nor handed to another policy (its caller holds Rulesets' lock).
+// confine gives w's thread its restriction to the ruleset at fd, once: a thread is
+// never confined twice, nor handed to another policy (its caller holds Rulesets'
+// lock). The thread applies it before the first start it runs (do).
 func (w *worker) confine(fd int, flags uint32) error {
-	if w.restrict == nil {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.confined {
 		return errors.New("landlock: a thread confined already")
 	}
-	done := make(chan error, 1)
-	mask := w.hand()
-	w.restrict <- restriction{fd: fd, flags: flags, done: done, mask: mask}
-	w.restrict = nil
-	if err := <-done; err != nil {
-		return err
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("landlock: the ruleset's descriptor: %w", err)
 	}
+	w.pend = &restriction{fd: dup, flags: flags}
+	w.confined = true
 	w.flags = flags
 	return nil
 }
@@ -96,6 +122,7 @@ func (w *worker) run(ready chan<- error) {
 		ready <- err
 		return
 	}
+	defer w.release()
 	w.tid = unix.Gettid()
 	// Everything of the restriction but Landlock's own call is done now, before the
 	// thread is handed out: no new privileges and every capability dropped (as root,
@@ -105,39 +132,76 @@ func (w *worker) run(ready chan<- error) {
 		return // locked: the thread ends
 	}
 	ready <- nil
-	var r restriction
-	select {
-	case r = <-w.restrict:
-	case <-w.stop:
-		return // locked: the thread ends, never confined
-	}
-	unpin(r.mask)
-	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
-		r.done <- fmt.Errorf("landlock_restrict_self: %w", err)
-		return // locked: the thread ends here
-	}
-	r.done <- nil
+	restricted := false
 	for {
 		select {
-		case fn := <-w.jobs:
-			fn()
+		case j := <-w.jobs:
+			unpin(j.mask)
+			if !restricted {
+				if err := w.restrictNow(); err != nil {
+					j.res <- err
+					return // locked: the thread ends, never having run a start
+				}
+				restricted = true
+			}
+			j.res <- j.fn()
 		case <-w.stop:
-			return
+			return // locked: the thread ends (with its domain, if it has one)
 		}
 	}
 }
 
-// do runs fn on the worker's thread and waits for it; ran is false when the thread
-// was stopped first (fn did not run).
+// restrictNow applies the restriction confine gave, on the calling thread (w's).
+func (w *worker) restrictNow() error {
+	w.mu.Lock()
+	r := w.pend
+	w.pend = nil
+	w.mu.Unlock()
+	if r == nil {
+		return errors.New("landlock: a start handed to a thread not confined")
+	}
+	defer unix.Close(r.fd)
+	if err := ll.LandlockRestrictSelf(r.fd, r.flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// release is the end of the thread's loop: no start is taken after it, and a
+// restriction never applied lets its descriptor go.
+func (w *worker) release() {
+	close(w.gone)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pend != nil {
+		unix.Close(w.pend.fd)
+		w.pend = nil
+	}
+}
+
+// ended says w's thread takes no more starts.
+func (w *worker) ended() bool {
+	select {
+	case <-w.gone:
+		return true
+	case <-w.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// do runs fn on the worker's thread, confined first if it was not yet, and waits for
+// it; ran is false when the thread was stopped first (fn did not run). A restriction
+// that failed is err, with ran true: fn did not run, and the thread has ended.
 func (w *worker) do(fn func() error) (ran bool, err error) {
 	res := make(chan error, 1)
 	mask := w.hand()
 	select {
-	case w.jobs <- func() {
-		unpin(mask)
-		res <- fn()
-	}:
+	case w.jobs <- job{fn: fn, res: res, mask: mask}:
 	case <-w.stop:
+		return false, nil
+	case <-w.gone:
 		return false, nil
 	}
 	return true, <-res
@@ -175,12 +239,12 @@ func unpin(mask *unix.CPUSet) {
 	}
 }
 
-// end stops the worker's thread (it ends with its domain).
+// end stops the worker's thread (it ends with its domain); again is nothing.
 func (w *worker) end() {
 	if w.idle != nil {
 		w.idle.Stop()
 	}
-	close(w.stop)
+	w.once.Do(func() { close(w.stop) })
 }
 
 // restrictSelf confines the calling thread for good: no new privileges, the

@@ -121,7 +121,7 @@ func MainThreadWorker(p Policy, outside string) (tid int, outsideErr error, err 
 		return 0, nil, err
 	}
 	defer unix.Close(fd)
-	w := &worker{jobs: make(chan func()), stop: make(chan struct{}), restrict: make(chan restriction)}
+	w := newWorker()
 	ready := make(chan error, 1)
 	w.run(ready) // on the main thread: it must hand the thread on, and return
 	if err := <-ready; err != nil {
@@ -268,9 +268,11 @@ func TestHandPinsUntilTheThreadRuns(t *testing.T) {
 	case all.Count() >= 2 && (mask == nil || pinned.Count() != 1):
 		t.Fatalf("the parked thread handed a start: %s, want one CPU", cpusAllowed(t, task))
 	}
-	done := make(chan struct{})
-	w.jobs <- func() { unpin(mask); close(done) }
-	<-done
+	res := make(chan error, 1)
+	w.jobs <- job{fn: func() error { return nil }, res: res, mask: mask}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
 	if got := cpusAllowed(t, task); got != want {
 		t.Fatalf("the thread once it ran: %q, want the caller's %q", got, want)
 	}
@@ -290,4 +292,40 @@ func cpusAllowed(t *testing.T, path string) string {
 	}
 	t.Fatalf("no Cpus_allowed_list in /proc/%s/status", path)
 	return ""
+}
+
+// A thread's restriction is applied by the thread itself before its first start, in
+// the same handoff; when it fails (here a descriptor that is no ruleset) the start is
+// not run, its caller gets the error, and the thread takes no other start.
+func TestFailedRestrictionRunsNothing(t *testing.T) {
+	if _, err := KernelABI(); err != nil {
+		clis.Missingf(t, "no Landlock here: %v", err)
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := newThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.end()
+	if err := w.confine(int(f.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.confine(int(f.Fd()), 0); err == nil {
+		t.Fatal("a thread confined twice")
+	}
+	ran := false
+	got, err := w.do(func() error { ran = true; return nil })
+	if !got || err == nil || ran {
+		t.Fatalf("first start: handed %v, err %v, run %v; want handed, a restriction error, not run", got, err, ran)
+	}
+	if got, err := w.do(func() error { ran = true; return nil }); got || err != nil || ran {
+		t.Fatalf("a start after the failed restriction: handed %v, err %v, run %v", got, err, ran)
+	}
+	if !w.ended() {
+		t.Fatal("the thread did not end")
+	}
 }
