@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +47,9 @@ type builds struct {
 	mu     sync.Mutex
 	m      map[string]*built
 	closed bool
-	// hits and misses count (tests).
+	// hits and misses count (tests); watched the hits a quiet watch answered for.
 	hits, misses int
+	watched      atomic.Int64
 }
 
 // maxBuilds bounds the policies kept (and the descriptors they hold, ~10 each):
@@ -67,6 +69,11 @@ type built struct {
 	// dead is set before the descriptors are closed: a check that read it unset
 	// after its stats made them while the inodes were held.
 	dead atomic.Bool
+	// watch stands for holds' stats while nothing they look at changed (pathWatch);
+	// set off the spawn's path after the first check that held (arm), arming says
+	// that is under way.
+	watch  atomic.Pointer[pathWatch]
+	arming atomic.Bool
 }
 
 // witness records what of the file system a build read.
@@ -124,7 +131,10 @@ func (f *Feature) shared(a wire.Agent, spec *core.LaunchSpec, needs core.Confine
 	b := f.builds.m[key]
 	f.builds.mu.Unlock()
 	if b != nil {
-		if seen, ok := b.holds(spec); ok {
+		if seen, ok, watched := b.holds(spec); ok {
+			if watched {
+				f.builds.watched.Add(1)
+			}
 			f.builds.mu.Lock()
 			f.builds.hits++
 			f.builds.mu.Unlock()
@@ -193,6 +203,9 @@ func (b *built) close() {
 	if b.dead.Swap(true) {
 		return
 	}
+	if w := b.watch.Load(); w != nil {
+		w.close()
+	}
 	for _, e := range b.resolved {
 		if e.fd > 0 {
 			unix.Close(e.fd)
@@ -236,7 +249,78 @@ func (b *built) record() bool {
 
 // holds says the file system is still what b's policy was made from, and gives what
 // its stats found: each path that exists, by its inode now (confine.Policy.Seen).
-func (b *built) holds(spec *core.LaunchSpec) (map[string]confine.FileID, bool) {
+// While b's watch is quiet the stats' last answer stands (pathWatch); after the first
+// check that held, the watch is set off the spawn's path (arm).
+func (b *built) holds(spec *core.LaunchSpec) (seen map[string]confine.FileID, ok, watched bool) {
+	if w := b.watch.Load(); w != nil {
+		if seen, ok := w.still(); ok && !b.dead.Load() {
+			return seen, true, true
+		}
+	}
+	argv, env := slices.Clone(spec.Argv), slices.Clone(spec.Env)
+	seen, ok = b.check(argv, env, spec.Cwd)
+	if ok {
+		b.arm(argv, env, spec.Cwd)
+	}
+	return seen, ok, false
+}
+
+// arm sets b's watch on a goroutine of its own: the watches, then the checks again —
+// a change after the watches is heard, one before them is in the checks' answer —
+// and, when they hold, the watch stands for them.
+func (b *built) arm(argv, env []string, cwd string) {
+	if b.dead.Load() || !b.arming.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer b.arming.Store(false)
+		w := b.watch.Load()
+		if w == nil {
+			w = newPathWatch(b.lookedUp(argv, env))
+			b.watch.Store(w)
+			if b.dead.Load() {
+				w.close() // closed meanwhile: close may have read no watch
+				return
+			}
+		}
+		gen := w.set()
+		if gen == 0 {
+			return
+		}
+		if seen, ok := b.check(argv, env, cwd); ok {
+			w.hold(gen, seen)
+		}
+	}()
+}
+
+// lookedUp are the paths check stats: each resolved path and its resolution, each
+// path whose existence decided a grant, and the program's candidates on PATH up to
+// the one found.
+func (b *built) lookedUp(argv, env []string) []string {
+	var paths []string
+	for _, e := range b.resolved {
+		paths = append(paths, e.x, e.r)
+	}
+	for _, e := range b.w.exists {
+		paths = append(paths, e.path)
+	}
+	if len(argv) > 0 && !strings.Contains(argv[0], "/") {
+		for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			c := filepath.Join(dir, argv[0])
+			paths = append(paths, c)
+			if c == b.w.bin {
+				break
+			}
+		}
+	}
+	return paths
+}
+
+// check is holds' stats.
+func (b *built) check(argv, env []string, cwd string) (map[string]confine.FileID, bool) {
 	seen := make(map[string]confine.FileID, len(b.seen)+len(b.w.exists))
 	for _, e := range b.resolved {
 		id, there := confine.StatID(e.x)
@@ -261,7 +345,7 @@ func (b *built) holds(spec *core.LaunchSpec) (map[string]confine.FileID, bool) {
 			seen[e.path] = id
 		}
 	}
-	if lookPath(spec.Argv, spec.Env, spec.Cwd) != b.w.bin || b.dead.Load() {
+	if lookPath(argv, env, cwd) != b.w.bin || b.dead.Load() {
 		return nil, false
 	}
 	return seen, true
