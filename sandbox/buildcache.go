@@ -42,7 +42,9 @@ import (
 //   - the program on PATH: found again (lookPath: a stat per PATH folder), the same.
 //
 // Anything else that differs is another key. A build that failed (a refused grant)
-// is not kept: the next launch builds, and refuses, again.
+// is not kept: the next launch builds, and refuses, again. Once a check held, a
+// watch of every folder those stats look in (pathWatch) answers for them while it
+// hears nothing.
 type builds struct {
 	mu     sync.Mutex
 	m      map[string]*built
