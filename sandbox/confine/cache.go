@@ -646,8 +646,7 @@ func (s *spares) build(key string, p Policy) (*ruleset, error) {
 			return newRuleset(p)
 		}
 		s.mu.Lock()
-		switch {
-		case s.closed || s.held[key] != nil || len(s.held) >= maxSpares:
+		if s.closed || s.held[key] != nil || len(s.held) >= maxSpares {
 			s.mu.Unlock()
 			nh.close()
 			return newRuleset(p)
