@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/testutil/wait"
 )
 
 // testArgvCwdEnv checks that argv reaches the program word for word, that it runs in
@@ -117,7 +118,7 @@ func testCtrlCInterrupts(t *testing.T, f Factory) {
 	// The program may not have reached sleep yet when the text shows; press until it dies.
 	// Later presses may race with the exit, so only the first must succeed.
 	h.sendKeys(info.ID, "ctrl-c")
-	for deadline := time.Now().Add(shortWait); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(wait.Scale(shortWait)); time.Now().Before(deadline); {
 		if _, ok := h.exitEvent(info.ID); ok {
 			break
 		}

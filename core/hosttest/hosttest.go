@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"orcr/core"
+	"orcr/testutil/wait"
 )
 
 // Factory builds hosts for the suite.
@@ -68,10 +69,13 @@ func Run(t *testing.T, f Factory) {
 	}
 }
 
-// waitFor polls cond until it returns true or timeout passes, then fails the test with
-// what the last poll said. cond returns a description of what it saw for the message.
+// waitFor polls cond until it returns true or timeout (scaled by
+// $ORCR_TEST_WAIT_SCALE, as every wait of the suite is: a loaded machine's) passes,
+// then fails the test with what the last poll said. cond returns a description of
+// what it saw for the message.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	timeout = wait.Scale(timeout)
 	deadline := time.Now().Add(timeout)
 	delay := 5 * time.Millisecond
 	for {
