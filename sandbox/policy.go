@@ -199,8 +199,8 @@ func (f *Feature) buildShared(a wire.Agent, spec *core.LaunchSpec, needs core.Co
 	}
 	if proc {
 		p.RO = append(p.RO, "/proc")
-		notes = append(notes, "/proc read-only as a whole: the server confines this agent from its own thread, before its pid "+
-			"exists, and the agent holds no capability, so Landlock keeps other processes' environ, maps and memory closed to it")
+		notes = append(notes, "/proc read-only as a whole (the agent's and its children's own /proc/self among it): the agent "+
+			"holds no capability, so Landlock keeps the environ, maps and memory of processes outside its sandbox closed to it")
 	} else {
 		p.ProcSelf = true
 	}
