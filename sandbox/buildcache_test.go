@@ -85,16 +85,7 @@ func TestBuildKeptWhileItHolds(t *testing.T) {
 	// answered by the watch unless the watch heard of the change.
 	quiet := func(step string) {
 		t.Helper()
-		wait.For(t, 10*time.Second, step+": the kept policy's watch set", func() bool {
-			f.builds.mu.Lock()
-			defer f.builds.mu.Unlock()
-			for _, b := range f.builds.m {
-				if w := b.watch.Load(); w != nil && w.isQuiet() {
-					return true
-				}
-			}
-			return false
-		})
+		watchQuiet(t, f, step)
 	}
 	unchanged := func() {
 		t.Helper()
@@ -310,16 +301,7 @@ func TestKeptPolicyWatchHearsLinksAndMounts(t *testing.T) {
 	quietOnce := func(step string) bool {
 		t.Helper()
 		build(step)
-		wait.For(t, 10*time.Second, step+": the kept policy's watch set", func() bool {
-			f.builds.mu.Lock()
-			defer f.builds.mu.Unlock()
-			for _, b := range f.builds.m {
-				if w := b.watch.Load(); w != nil && w.isQuiet() {
-					return true
-				}
-			}
-			return false
-		})
+		watchQuiet(t, f, step)
 		n := f.builds.watched.Load()
 		build(step + ", again")
 		if f.builds.watched.Load() == n+1 {
@@ -431,4 +413,20 @@ func quietRoot(t *testing.T) string {
 		}
 	}
 	return t.TempDir()
+}
+
+// watchQuiet waits for a kept policy's watch to stand for its checks (set off the
+// spawn's path once a check held: pathWatch).
+func watchQuiet(t *testing.T, f *Feature, step string) {
+	t.Helper()
+	wait.For(t, 10*time.Second, step+": the kept policy's watch set", func() bool {
+		f.builds.mu.Lock()
+		defer f.builds.mu.Unlock()
+		for _, b := range f.builds.m {
+			if w := b.watch.Load(); w != nil && w.isQuiet() {
+				return true
+			}
+		}
+		return false
+	})
 }
