@@ -26,19 +26,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"orcr/core"
+	"orcr/internal/panesig"
 )
 
 // ErrUnknownPane is returned for a pane id this host never gave out or already closed.
@@ -138,34 +136,12 @@ func New(opts Options) *Host {
 		panes:   map[string]*pane{},
 		stopped: make(chan struct{}),
 	}
-	restoreIgnoredSignals()
+	panesig.RestoreIgnored() // ctrl-c and hangups reach the panes
 	h.nextID.Store(max(opts.IDFloor, h.adopt(opts.Adopt)))
 	h.opts.Adopt = nil // the masters now belong to the panes
 	h.wg.Add(1)
 	go h.coalesce()
 	return h
-}
-
-// signalSink receives the signals restoreIgnoredSignals catches; nobody reads it, so
-// they are dropped, as they were when ignored.
-var (
-	signalSink     = make(chan os.Signal, 1)
-	restoreSignals sync.Once
-)
-
-// restoreIgnoredSignals makes panes start with default SIGINT, SIGQUIT and SIGHUP even
-// when the server was started with them ignored (nohup, `orcr serve &` in a script):
-// ignored signals survive exec, and a pane would then shrug off ctrl-c and hangups.
-// A caught signal is reset to default by exec, so catching (and dropping) them fixes
-// the panes while the server keeps not reacting to them.
-func restoreIgnoredSignals() {
-	restoreSignals.Do(func() {
-		for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP} {
-			if signal.Ignored(sig) {
-				signal.Notify(signalSink, sig)
-			}
-		}
-	})
 }
 
 // LastID is the number of the last pane id this host gave out or adopted.

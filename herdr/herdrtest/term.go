@@ -15,6 +15,8 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"orcr/internal/panesig"
 )
 
 // term is one real PTY with a process on it, rendered by a VT emulator. Input (text,
@@ -45,6 +47,10 @@ func startTerm(argv []string, dir string, env []string, cols, rows int) (*term, 
 	if err != nil {
 		return nil, err
 	}
+	// As herdr (a terminal multiplexer) does: a pane's program gets ctrl-c and hangups
+	// even where this process was started with them ignored (the test binary run in a
+	// script's background job).
+	panesig.RestoreIgnored()
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args = argv
 	cmd.Dir = dir
