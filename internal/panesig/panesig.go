@@ -10,12 +10,9 @@ import (
 	"syscall"
 )
 
-// sink receives the signals RestoreIgnored catches; nobody reads it, so they are
-// dropped, as they were when ignored.
-var (
-	sink = make(chan os.Signal, 1)
-	once sync.Once
-)
+// once guards RestoreIgnored. The package does nothing when it is initialised (orcr's
+// fast commands answer before most packages are: fast.TestFastPathRunsBeforeTheLibraries).
+var once sync.Once
 
 // RestoreIgnored makes the programs this process starts from now on begin with default
 // SIGINT, SIGQUIT and SIGHUP even when the process was started with them ignored
@@ -25,6 +22,8 @@ var (
 // them fixes the panes while this process keeps not reacting to them.
 func RestoreIgnored() {
 	once.Do(func() {
+		// Nobody reads sink: the signals are dropped, as they were when ignored.
+		sink := make(chan os.Signal, 1)
 		for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP} {
 			if signal.Ignored(sig) {
 				signal.Notify(sink, sig)
