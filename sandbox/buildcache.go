@@ -259,10 +259,9 @@ func (b *built) holds(spec *core.LaunchSpec) (seen map[string]confine.FileID, ok
 			return seen, true, true
 		}
 	}
-	argv, env := slices.Clone(spec.Argv), slices.Clone(spec.Env)
-	seen, ok = b.check(argv, env, spec.Cwd)
+	seen, ok = b.check(spec.Argv, spec.Env, spec.Cwd)
 	if ok {
-		b.arm(argv, env, spec.Cwd)
+		b.arm(spec.Argv, spec.Env, spec.Cwd)
 	}
 	return seen, ok, false
 }
@@ -274,6 +273,8 @@ func (b *built) arm(argv, env []string, cwd string) {
 	if b.dead.Load() || !b.arming.CompareAndSwap(false, true) {
 		return
 	}
+	// The launch's spec changes after it (the launcher's argv): the goroutine keeps copies.
+	argv, env = slices.Clone(argv), slices.Clone(env)
 	go func() {
 		defer b.arming.Store(false)
 		w := b.watch.Load()
@@ -307,11 +308,7 @@ func (b *built) lookedUp(argv, env []string) []string {
 		paths = append(paths, e.path)
 	}
 	if len(argv) > 0 && !strings.Contains(argv[0], "/") {
-		for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
-			if dir == "" || !filepath.IsAbs(dir) {
-				continue
-			}
-			c := filepath.Join(dir, argv[0])
+		for _, c := range pathCandidates(argv[0], env) {
 			paths = append(paths, c)
 			if c == b.w.bin {
 				break

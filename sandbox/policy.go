@@ -374,16 +374,25 @@ func lookPath(argv, env []string, cwd string) string {
 		}
 		return name
 	}
-	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		c := filepath.Join(dir, name)
+	for _, c := range pathCandidates(name, env) {
 		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return c
 		}
 	}
 	return ""
+}
+
+// pathCandidates are the files lookPath tries for a program name without a slash, in
+// order: the name in each absolute folder of PATH (a relative one would depend on the
+// agent's folder: skipped).
+func pathCandidates(name string, env []string) []string {
+	var cs []string
+	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
+		if dir != "" && filepath.IsAbs(dir) {
+			cs = append(cs, filepath.Join(dir, name))
+		}
+	}
+	return cs
 }
 
 func envValue(env []string, key string) string {

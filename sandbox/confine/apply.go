@@ -111,10 +111,9 @@ func build(p Policy) (Plan, []pathID, error) {
 			rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(mask), path).IgnoreIfMissing())
 		}
 	}
-	add(p.RW, listRW)
-	add(p.ROX, listROX)
-	add(p.RO, listRO)
-	add(p.Dev, listDev)
+	for _, l := range p.lists() {
+		add(l.paths, l.kind)
+	}
 	if p.ProcSelf {
 		add([]string{fmt.Sprintf("/proc/%d", os.Getpid())}, listRO)
 	}
@@ -182,6 +181,18 @@ const (
 	listRO
 	listDev
 )
+
+// kindedList is one of a policy's lists of paths with its kind.
+type kindedList struct {
+	paths []string
+	kind  listKind
+}
+
+// lists are p's lists of paths granted, each with the kind of its rules, in the order
+// rules are made from them (build, holdPolicy).
+func (p Policy) lists() []kindedList {
+	return []kindedList{{p.RW, listRW}, {p.ROX, listROX}, {p.RO, listRO}, {p.Dev, listDev}}
+}
 
 // The rights a rule of each list gives (go-landlock's RWDirs and RWFiles, RODirs and
 // ROFiles make the same sets).

@@ -356,6 +356,13 @@ func TestSpareRulesetsGrantOnlyTheirOwnFolder(t *testing.T) {
 				defer c.spares.mu.Unlock()
 				return len(c.spares.m) == 1
 			})
+			// Made from the shared paths held, not from the paths each time.
+			c.spares.mu.Lock()
+			held := len(c.spares.held)
+			c.spares.mu.Unlock()
+			if held != 1 {
+				t.Fatalf("agent %d: %d policies held for the spares, want 1", i, held)
+			}
 		}
 		var ownErr, sharedErr, prevErr, outErr error
 		confined(t, &c, p, func() {

@@ -81,10 +81,7 @@ func holdPolicy(p Policy) (*heldPolicy, error) {
 		}
 		return nil
 	}
-	for _, l := range []struct {
-		paths []string
-		kind  listKind
-	}{{p.RW, listRW}, {p.ROX, listROX}, {p.RO, listRO}, {p.Dev, listDev}} {
+	for _, l := range p.lists() {
 		for _, path := range l.paths {
 			if err := hold(path, l.kind, true); err != nil {
 				h.close()
